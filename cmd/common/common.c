@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "config.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "common.h"
+
+const char *r4cmd_prog = "r4kit";
+int r4cmd_quiet, r4cmd_verbose, r4cmd_show_version;
+
+struct poptOption r4cmd_common_options[] = {
+	{ "quiet", 'q', POPT_ARG_NONE, &r4cmd_quiet, 0,
+	  "print nothing but errors", NULL },
+	{ "verbose", 'v', POPT_ARG_NONE, &r4cmd_verbose, 0,
+	  "print more", NULL },
+	{ "version", 'V', POPT_ARG_NONE, &r4cmd_show_version, 0,
+	  "print the version and exit", NULL },
+	POPT_TABLEEND
+};
+
+void r4cmd_init(const char *prog)
+{
+	const char *slash = strrchr(prog, '/');
+
+	r4cmd_prog = slash ? slash + 1 : prog;
+}
+
+void r4cmd_error(const struct r4_error *err, const char *fallback, int code)
+{
+	if (err && err->msg[0])
+		fprintf(stderr, "%s: %s\n", r4cmd_prog, err->msg);
+	else
+		fprintf(stderr, "%s: %s: %s\n", r4cmd_prog, fallback,
+			r4_strerror(code));
+}
+
+void r4cmd_errorf(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", r4cmd_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void r4cmd_warnf(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: warning: ", r4cmd_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int r4cmd_popt_error(poptContext ctx, int rc, int usage_exit)
+{
+	fprintf(stderr, "%s: %s: %s\n", r4cmd_prog,
+		poptBadOption(ctx, POPT_BADOPTION_NOALIAS), poptStrerror(rc));
+	fprintf(stderr, "Try '%s --help' for more information.\n",
+		r4cmd_prog);
+	return usage_exit;
+}
+
+void r4cmd_print_version(void)
+{
+	printf("%s (r4kit) %s\n", r4cmd_prog, r4_version());
+	printf("Reiser4 format40, disk format release 4.0.2\n");
+	printf("License GPL-2.0-or-later: this is free software; there is "
+	       "NO warranty.\n");
+}
+
+int r4cmd_progress_enabled(void)
+{
+	const char *det = getenv("R4_TEST_DETERMINISTIC");
+
+	if (r4cmd_quiet || (det && *det && strcmp(det, "0")))
+		return 0;
+	return isatty(STDERR_FILENO);
+}
+
+void r4cmd_progress(const char *label, uint64_t done, uint64_t total)
+{
+	static struct timespec last;
+	struct timespec now;
+	int pct, fill;
+
+	if (!r4cmd_progress_enabled())
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (done < total && now.tv_sec == last.tv_sec &&
+	    now.tv_nsec - last.tv_nsec < 200000000L)
+		return;
+	last = now;
+	pct = total ? (int)(done * 100 / total) : 100;
+	fill = pct * 30 / 100;
+	fprintf(stderr, "\r%s [%.*s%*s] %3d%%", label, fill,
+		"##############################", 30 - fill, "", pct);
+	if (done >= total)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+void r4cmd_json_str(const char *s, size_t len)
+{
+	putchar('"');
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}

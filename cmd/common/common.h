@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: what every command shares: the program name, error printing,
+ * the shared option table, version text and progress on a terminal. */
+#ifndef R4_CMD_COMMON_H
+#define R4_CMD_COMMON_H
+
+#include <popt.h>
+#include <stdint.h>
+#include "r4/r4.h"
+
+extern const char *r4cmd_prog;
+
+/* Shared options, pulled into each command's table with
+ * POPT_ARG_INCLUDE_TABLE. */
+extern int r4cmd_quiet, r4cmd_verbose, r4cmd_show_version;
+extern struct poptOption r4cmd_common_options[];
+
+void r4cmd_init(const char *prog);
+/* "prog: message" on stderr; message from err when it has one. */
+void r4cmd_error(const struct r4_error *err, const char *fallback, int code);
+void r4cmd_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void r4cmd_warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Report a popt parse failure, return the usage exit code. */
+int r4cmd_popt_error(poptContext ctx, int rc, int usage_exit);
+void r4cmd_print_version(void);
+
+/* True when progress should be drawn (stderr is a terminal, not quiet,
+ * not under R4_TEST_DETERMINISTIC). */
+int r4cmd_progress_enabled(void);
+/* Draw "label [#####     ] 42%" on stderr, at most a few times a second;
+ * done == total finishes the line. */
+void r4cmd_progress(const char *label, uint64_t done, uint64_t total);
+
+/* Print a byte string as JSON string (with quotes) to stdout. */
+void r4cmd_json_str(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: cde40 compound directory entry items (format map section 5.3).
+ *
+ * Layout: u16 units; units x unit header (entry key hash part + u16 body
+ * offset from the item start); then the bodies in header order: the obj
+ * key id of the target and, for long names only, the name and a NUL. */
+#include <string.h>
+#include "item.h"
+#include "endian.h"
+#include "errors.h"
+
+_Static_assert(FMT_CDE40_HASH_LARGE_SIZE + 2 == FMT_CDE40_UH_LARGE_SIZE,
+	       "large cde40 unit header: 3 x u64 + u16 offset");
+_Static_assert(FMT_CDE40_HASH_SHORT_SIZE + 2 == FMT_CDE40_UH_SHORT_SIZE,
+	       "short cde40 unit header: 2 x u64 + u16 offset");
+_Static_assert(FMT_CDE40_OBJID_LARGE_SIZE == 3 * 8 &&
+	       FMT_CDE40_OBJID_SHORT_SIZE == 2 * 8,
+	       "obj key id: 3 (large) or 2 (short) u64 words");
+_Static_assert(FMT_CDE40_UH_LARGE_SIZE + FMT_CDE40_OBJID_LARGE_SIZE == 50,
+	       "a short-name entry accounts 50 bytes (large keys)");
+
+#define MAX_ITEM_SIZE 65535u
+
+size_t fmt_cde40_unit_header_size(enum fmt_key_policy pol)
+{
+	return pol == FMT_KEY_LARGE ? FMT_CDE40_UH_LARGE_SIZE
+				    : FMT_CDE40_UH_SHORT_SIZE;
+}
+
+size_t fmt_cde40_objid_size(enum fmt_key_policy pol)
+{
+	return pol == FMT_KEY_LARGE ? FMT_CDE40_OBJID_LARGE_SIZE
+				    : FMT_CDE40_OBJID_SHORT_SIZE;
+}
+
+static size_t hash_size(enum fmt_key_policy pol)
+{
+	return pol == FMT_KEY_LARGE ? FMT_CDE40_HASH_LARGE_SIZE
+				    : FMT_CDE40_HASH_SHORT_SIZE;
+}
+
+int fmt_cde40_units(const uint8_t *body, size_t len, enum fmt_key_policy pol)
+{
+	size_t units;
+
+	if (len < FMT_CDE40_UNITS_SIZE)
+		return R4_ECORRUPT;
+	units = get_le16(body);
+	if (units * fmt_cde40_unit_header_size(pol) >
+	    len - FMT_CDE40_UNITS_SIZE)
+		return R4_ECORRUPT;
+	return (int)units;
+}
+
+/* Position of unit header i from the item start. */
+static size_t uh_pos(enum fmt_key_policy pol, size_t i)
+{
+	return FMT_CDE40_UNITS_SIZE + i * fmt_cde40_unit_header_size(pol);
+}
+
+static size_t unit_offset(const uint8_t *body, enum fmt_key_policy pol,
+			  unsigned i)
+{
+	return get_le16(body + uh_pos(pol, i) + hash_size(pol));
+}
+
+/* Hash part and obj key id; the caller checked both are in bounds. */
+static void decode_fixed(const uint8_t *uh, const uint8_t *ob,
+			 enum fmt_key_policy pol, struct fmt_cde40_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	if (pol == FMT_KEY_LARGE) {
+		e->ordering = get_le64(uh);
+		e->objectid = get_le64(uh + 8);
+		e->offset = get_le64(uh + 16);
+		e->target.el[0] = get_le64(ob);
+		e->target.el[1] = get_le64(ob + 8);
+		e->target.el[2] = get_le64(ob + 16);
+	} else {
+		e->objectid = get_le64(uh);
+		e->offset = get_le64(uh + 8);
+		e->target.el[0] = get_le64(ob);
+		e->target.el[2] = get_le64(ob + 8);
+	}
+}
+
+int fmt_cde40_entry_is_long(const struct fmt_cde40_entry *e,
+			    enum fmt_key_policy pol)
+{
+	uint64_t w = pol == FMT_KEY_LARGE ? e->ordering : e->objectid;
+
+	return (w & FMT_KEY_LONGNAME_BIT) != 0;
+}
+
+int fmt_cde40_entry(const uint8_t *body, size_t len, enum fmt_key_policy pol,
+		    unsigned i, struct fmt_cde40_entry *e)
+{
+	int units = fmt_cde40_units(body, len, pol);
+	size_t first, off, limit, next, obs = fmt_cde40_objid_size(pol);
+	const uint8_t *nul;
+
+	if (units < 0)
+		return units;
+	if (i >= (unsigned)units)
+		return R4_ERANGE;
+	first = uh_pos(pol, (size_t)units);
+	off = unit_offset(body, pol, i);
+	if (off < first || off > len || obs > len - off)
+		return R4_ECORRUPT;
+	decode_fixed(body + uh_pos(pol, i), body + off, pol, e);
+	e->body_offset = (uint16_t)off;
+	if (!fmt_cde40_entry_is_long(e, pol))
+		return 0;
+	/* The name ends before the next body when that one is sane. */
+	limit = len;
+	if (i + 1 < (unsigned)units) {
+		next = unit_offset(body, pol, i + 1);
+		if (next > off && next <= len)
+			limit = next;
+	}
+	if (limit - off <= obs)
+		return R4_ECORRUPT;
+	nul = memchr(body + off + obs, 0, limit - off - obs);
+	if (!nul || nul == body + off + obs)
+		return R4_ECORRUPT;
+	e->name = body + off + obs;
+	e->name_len = (size_t)(nul - e->name);
+	return 0;
+}
+
+void fmt_cde40_entry_key(const struct fmt_key *item_key,
+			 const struct fmt_cde40_entry *e, struct fmt_key *out)
+{
+	out->el[0] = item_key->el[0];
+	out->el[1] = e->ordering;
+	out->el[2] = e->objectid;
+	out->el[3] = e->offset;
+}
+
+static int hash_cmp(const struct fmt_cde40_entry *a,
+		    const struct fmt_cde40_entry *b)
+{
+	if (a->ordering != b->ordering)
+		return a->ordering < b->ordering ? -1 : 1;
+	if (a->objectid != b->objectid)
+		return a->objectid < b->objectid ? -1 : 1;
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	return 0;
+}
+
+static size_t entry_body_size(const struct fmt_cde40_entry *e,
+			      enum fmt_key_policy pol)
+{
+	size_t n = fmt_cde40_objid_size(pol);
+
+	return fmt_cde40_entry_is_long(e, pol) ? n + e->name_len + 1 : n;
+}
+
+const char *fmt_cde40_verify(const uint8_t *body, size_t len,
+			     enum fmt_key_policy pol, int *bad_unit)
+{
+	struct fmt_cde40_entry e, prev;
+	int units = fmt_cde40_units(body, len, pol);
+	size_t expect;
+	int dummy;
+
+	if (!bad_unit)
+		bad_unit = &dummy;
+	*bad_unit = -1;
+	if (units < 0)
+		return "cde40 unit headers do not fit in the item";
+	if (units == 0)
+		return "cde40 item has no units";
+	expect = uh_pos(pol, (size_t)units);
+	for (int i = 0; i < units; i++) {
+		*bad_unit = i;
+		if (unit_offset(body, pol, (unsigned)i) != expect)
+			return "cde40 entry body is not right after the "
+			       "previous one";
+		if (fmt_cde40_entry(body, len, pol, (unsigned)i, &e) != 0)
+			return "cde40 entry body or name is out of the item";
+		expect += entry_body_size(&e, pol);
+		if (i > 0 && hash_cmp(&prev, &e) > 0)
+			return "cde40 entries are not sorted";
+		prev = e;
+	}
+	*bad_unit = -1;
+	if (expect != len)
+		return "cde40 last entry body does not end at the item end";
+	return NULL;
+}
+
+int fmt_cde40_size(const struct fmt_cde40_entry *e, size_t n,
+		   enum fmt_key_policy pol, size_t *size)
+{
+	size_t total = FMT_CDE40_UNITS_SIZE;
+
+	if (n == 0 || n > MAX_ITEM_SIZE)
+		return R4_EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (fmt_cde40_entry_is_long(&e[i], pol) &&
+		    (!e[i].name || e[i].name_len == 0 ||
+		     e[i].name_len > MAX_ITEM_SIZE ||
+		     memchr(e[i].name, 0, e[i].name_len)))
+			return R4_EINVAL;
+		total += fmt_cde40_unit_header_size(pol) +
+			 entry_body_size(&e[i], pol);
+		if (total > MAX_ITEM_SIZE)
+			return R4_EINVAL;
+	}
+	*size = total;
+	return 0;
+}
+
+static void encode_entry(const struct fmt_cde40_entry *e,
+			 enum fmt_key_policy pol, uint8_t *uh, uint8_t *ob,
+			 uint16_t off)
+{
+	size_t obs = fmt_cde40_objid_size(pol);
+
+	if (pol == FMT_KEY_LARGE) {
+		put_le64(uh, e->ordering);
+		put_le64(uh + 8, e->objectid);
+		put_le64(uh + 16, e->offset);
+		put_le64(ob, e->target.el[0]);
+		put_le64(ob + 8, e->target.el[1]);
+		put_le64(ob + 16, e->target.el[2]);
+	} else {
+		put_le64(uh, e->objectid);
+		put_le64(uh + 8, e->offset);
+		put_le64(ob, e->target.el[0]);
+		put_le64(ob + 8, e->target.el[2]);
+	}
+	put_le16(uh + hash_size(pol), off);
+	if (fmt_cde40_entry_is_long(e, pol)) {
+		memcpy(ob + obs, e->name, e->name_len);
+		ob[obs + e->name_len] = 0;
+	}
+}
+
+int fmt_cde40_encode(const struct fmt_cde40_entry *e, size_t n,
+		     enum fmt_key_policy pol, uint8_t *buf, size_t buflen)
+{
+	size_t size, off;
+	int err = fmt_cde40_size(e, n, pol, &size);
+
+	if (err)
+		return err;
+	if (buflen < size)
+		return R4_EINVAL;
+	put_le16(buf, (uint16_t)n);
+	off = uh_pos(pol, n);
+	for (size_t i = 0; i < n; i++) {
+		encode_entry(&e[i], pol, buf + uh_pos(pol, i), buf + off,
+			     (uint16_t)off);
+		off += entry_body_size(&e[i], pol);
+	}
+	return 0;
+}
+
+size_t fmt_cde40_entry_bytes(enum fmt_key_policy pol, size_t name_len)
+{
+	size_t n = fmt_cde40_unit_header_size(pol) + fmt_cde40_objid_size(pol);
+
+	return fmt_entry_name_stored(pol, name_len) ? n + name_len + 1 : n;
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the public interface of libimage, the only one the commands use.
+ *
+ * Conventions: functions return 0 or a negative code (-errno, or one of
+ * the R4_E* codes of r4_strerror()). Every function that can fail takes a
+ * struct r4_error that receives a one-line message naming the file, the
+ * block, the field or the entry at fault; the library never prints,
+ * exits or aborts on bad data. Handles are opaque. */
+#ifndef R4_R4_H
+#define R4_R4_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define R4_ERRMSG_MAX 512
+
+struct r4_error {
+	int code;			/* 0 or the negative code */
+	char msg[R4_ERRMSG_MAX];	/* "" or a one-line message */
+};
+
+/* Text of a code (same as the format layer's). */
+const char *r4_strerror(int err);
+/* The library's version string. */
+const char *r4_version(void);
+
+/* ---- Volumes ---------------------------------------------------------- */
+
+struct r4_vol;
+
+enum r4_open_flags {
+	R4_OPEN_RDONLY = 0,
+	R4_OPEN_RDWR = 1,
+	/* Do not refuse a mounted device (read-only opens only). */
+	R4_OPEN_FORCE = 2
+};
+
+int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
+		struct r4_error *err);
+/* Writes back what is dirty (read-write opens) and frees the handle.
+ * Accepts NULL. */
+int r4_vol_close(struct r4_vol *vol, struct r4_error *err);
+
+/* A summary of the super blocks, host order. */
+struct r4_super_info {
+	char label[17];
+	uint8_t uuid[16];
+	uint32_t blksize;
+	uint64_t block_count;
+	uint64_t free_blocks;
+	uint64_t root_block;
+	uint64_t next_oid;
+	uint64_t file_count;
+	uint64_t flushes;
+	uint32_t mkfs_id;
+	uint16_t tree_height;
+	uint16_t policy;		/* formatting (tail) policy id */
+	int large_keys;			/* 1 large, 0 short */
+	uint32_t version;
+	int backup_update;		/* version bit 31 */
+	uint32_t node_pid;
+	uint64_t status;		/* status block flags, 0 = consistent */
+	int status_present;
+	char status_msg[257];
+	uint64_t journal_committed;	/* journal header last_committed_tx */
+	uint64_t journal_flushed;	/* journal footer last_flushed_tx */
+};
+
+void r4_vol_super(const struct r4_vol *vol, struct r4_super_info *out);
+
+/* Read block blk (r4_super_info.blksize bytes) into buf, through the
+ * block cache, for inspection tools. R4_ERANGE past the device's end. */
+int r4_vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
+		      struct r4_error *err);
+
+/* The path the volume was opened from. */
+const char *r4_vol_path(const struct r4_vol *vol);
+
+/* ---- Making a volume --------------------------------------------------- */
+
+enum r4_mkfs_ptype {
+	R4_PT_CREATE, R4_PT_KEY, R4_PT_NODE, R4_PT_COMPRESS, R4_PT_CMODE,
+	R4_PT_CLUSTER, R4_PT_HASH, R4_PT_FIBRATION, R4_PT_FORMATTING,
+	R4_PT_COUNT
+};
+
+struct r4_mkfs_opts {
+	uint64_t size_bytes;	/* 0: the device's or file's size */
+	int create_file;	/* create or extend an image file to size_bytes */
+	uint32_t blksize;	/* 4096 */
+	char label[17];
+	uint8_t uuid[16];
+	int have_uuid;		/* else a random one (or fixed under test) */
+	int lost_found;		/* -s */
+	int force;		/* -f: allow a device that holds data */
+	int64_t mkfs_time;	/* -1: now (or SOURCE_DATE_EPOCH) */
+	uint16_t plugin[R4_PT_COUNT];	/* ids, from the default profile */
+};
+
+/* Fill with mkfs.reiser4 1.2.2's defaults. */
+void r4_mkfs_opts_init(struct r4_mkfs_opts *o);
+/* Apply one "-o TYPE=PLUGIN" override (comma-separated lists allowed). */
+int r4_mkfs_override(struct r4_mkfs_opts *o, const char *spec,
+		     struct r4_error *err);
+/* Print the profile: one "type: name (id)" line per type into buf. */
+size_t r4_mkfs_profile_str(const struct r4_mkfs_opts *o, char *buf,
+			   size_t len);
+/* Make a volume. Fails without touching an existing device or file that
+ * holds a filesystem unless o->force; never leaves a new file behind on
+ * failure. */
+struct r4_mkfs_result {
+	uint64_t block_count;
+	uint64_t free_blocks;
+	uint8_t uuid[16];
+	uint32_t mkfs_id;
+};
+
+int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
+	    struct r4_mkfs_result *res, struct r4_error *err);
+/* The plugins -o accepts, one "type: name name ..." line per type. */
+size_t r4_mkfs_plugins_str(char *buf, size_t len);
+
+/* Parse "64M", "1G", "4096" (bytes; K M G T P suffixes, powers of 1024). */
+int r4_parse_size(const char *s, uint64_t *out);
+
+#endif

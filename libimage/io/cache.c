@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cache.h"
+#include "../err.h"
+
+static size_t bucket(const struct io_cache *c, uint64_t nr)
+{
+	return (size_t)((nr * 0x9E3779B97F4A7C15ULL) >> 20) % c->nbuckets;
+}
+
+int io_cache_init(struct io_cache *c, struct io_dev *dev, uint32_t blksize,
+		  size_t max_blocks, struct r4_error *err)
+{
+	memset(c, 0, sizeof(*c));
+	c->dev = dev;
+	c->blksize = blksize;
+	c->nblocks = dev->size / blksize;
+	c->max = max_blocks < 16 ? 16 : max_blocks;
+	c->nbuckets = c->max * 2 + 1;
+	c->hash = calloc(c->nbuckets, sizeof(*c->hash));
+	if (!c->hash)
+		return r4_fail(err, -ENOMEM, "%s: out of memory for the "
+			       "block cache", dev->path);
+	return 0;
+}
+
+static void lru_unlink(struct io_cache *c, struct io_block *b)
+{
+	if (b->lru_prev)
+		b->lru_prev->lru_next = b->lru_next;
+	else if (c->lru_head == b)
+		c->lru_head = b->lru_next;
+	if (b->lru_next)
+		b->lru_next->lru_prev = b->lru_prev;
+	else if (c->lru_tail == b)
+		c->lru_tail = b->lru_prev;
+	b->lru_prev = b->lru_next = NULL;
+}
+
+static void lru_push(struct io_cache *c, struct io_block *b)
+{
+	b->lru_prev = NULL;
+	b->lru_next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lru_prev = b;
+	c->lru_head = b;
+	if (!c->lru_tail)
+		c->lru_tail = b;
+}
+
+static void hash_remove(struct io_cache *c, struct io_block *b)
+{
+	struct io_block **pp = &c->hash[bucket(c, b->nr)];
+
+	while (*pp && *pp != b)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = b->hnext;
+}
+
+static void block_free(struct io_cache *c, struct io_block *b)
+{
+	hash_remove(c, b);
+	lru_unlink(c, b);
+	free(b->data);
+	free(b);
+	c->count--;
+}
+
+static void evict(struct io_cache *c)
+{
+	while (c->count >= c->max && c->lru_tail)
+		block_free(c, c->lru_tail);
+}
+
+static struct io_block *lookup(struct io_cache *c, uint64_t nr)
+{
+	struct io_block *b = c->hash[bucket(c, nr)];
+
+	while (b && b->nr != nr)
+		b = b->hnext;
+	return b;
+}
+
+static struct io_block *pin(struct io_cache *c, struct io_block *b)
+{
+	if (b->ref++ == 0 && !b->dirty)
+		lru_unlink(c, b);
+	return b;
+}
+
+static int alloc_block(struct io_cache *c, uint64_t nr,
+		       struct io_block **out, struct r4_error *err)
+{
+	struct io_block *b;
+
+	if (nr >= c->nblocks)
+		return r4_fail(err, R4_ERANGE, "%s: block %llu is past the "
+			       "end of the device (%llu blocks)", c->dev->path,
+			       (unsigned long long)nr,
+			       (unsigned long long)c->nblocks);
+	evict(c);
+	b = calloc(1, sizeof(*b));
+	if (b)
+		b->data = malloc(c->blksize);
+	if (!b || !b->data) {
+		free(b);
+		return r4_fail(err, -ENOMEM, "%s: out of memory for block "
+			       "%llu", c->dev->path, (unsigned long long)nr);
+	}
+	b->nr = nr;
+	b->ref = 1;
+	b->hnext = c->hash[bucket(c, nr)];
+	c->hash[bucket(c, nr)] = b;
+	c->count++;
+	*out = b;
+	return 0;
+}
+
+int io_cache_get(struct io_cache *c, uint64_t nr, struct io_block **out,
+		 struct r4_error *err)
+{
+	struct io_block *b = lookup(c, nr);
+	int rc;
+
+	if (b) {
+		c->hits++;
+		*out = pin(c, b);
+		return 0;
+	}
+	c->misses++;
+	rc = alloc_block(c, nr, &b, err);
+	if (rc)
+		return rc;
+	rc = io_read(c->dev, b->data, c->blksize, nr * c->blksize, err);
+	if (rc) {
+		b->ref = 0;
+		block_free(c, b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+int io_cache_new(struct io_cache *c, uint64_t nr, struct io_block **out,
+		 struct r4_error *err)
+{
+	struct io_block *b = lookup(c, nr);
+	int rc;
+
+	if (b) {
+		*out = pin(c, b);
+		memset(b->data, 0, c->blksize);
+		return 0;
+	}
+	rc = alloc_block(c, nr, &b, err);
+	if (rc)
+		return rc;
+	memset(b->data, 0, c->blksize);
+	*out = b;
+	return 0;
+}
+
+void io_cache_put(struct io_cache *c, struct io_block *b)
+{
+	if (!b || b->ref == 0)
+		return;
+	if (--b->ref == 0 && !b->dirty)
+		lru_push(c, b);
+}
+
+void io_cache_dirty(struct io_cache *c, struct io_block *b)
+{
+	if (!b->dirty && b->ref == 0)
+		lru_unlink(c, b);
+	b->dirty = 1;
+}
+
+static int cmp_block(const void *a, const void *b)
+{
+	const struct io_block *x = *(struct io_block *const *)a;
+	const struct io_block *y = *(struct io_block *const *)b;
+
+	return x->nr < y->nr ? -1 : x->nr > y->nr;
+}
+
+int io_cache_flush(struct io_cache *c, struct r4_error *err)
+{
+	struct io_block **list;
+	size_t n = 0, i;
+	int rc = 0;
+
+	list = malloc((c->count + 1) * sizeof(*list));
+	if (!list)
+		return r4_fail(err, -ENOMEM, "%s: out of memory", c->dev->path);
+	for (i = 0; i < c->nbuckets; i++)
+		for (struct io_block *b = c->hash[i]; b; b = b->hnext)
+			if (b->dirty)
+				list[n++] = b;
+	qsort(list, n, sizeof(*list), cmp_block);
+	for (i = 0; i < n && !rc; i++) {
+		rc = io_write(c->dev, list[i]->data, c->blksize,
+			      list[i]->nr * c->blksize, err);
+		if (rc)
+			break;
+		list[i]->dirty = 0;
+		if (list[i]->ref == 0)
+			lru_push(c, list[i]);
+	}
+	free(list);
+	return rc;
+}
+
+void io_cache_drop_clean(struct io_cache *c)
+{
+	while (c->lru_tail)
+		block_free(c, c->lru_tail);
+}
+
+size_t io_cache_fini(struct io_cache *c)
+{
+	size_t leaked = 0;
+
+	if (!c->hash)
+		return 0;
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct io_block *b = c->hash[i];
+
+		while (b) {
+			struct io_block *next = b->hnext;
+
+			if (b->ref)
+				leaked++;
+			free(b->data);
+			free(b);
+			b = next;
+		}
+	}
+	free(c->hash);
+	c->hash = NULL;
+	c->count = 0;
+	return leaked;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the block cache. Blocks are reference counted: io_cache_get()
+ * returns a pinned block that stays valid until io_cache_put(). Clean,
+ * unreferenced blocks are evicted least recently used first; dirty blocks
+ * stay until io_cache_flush() writes them (later, until the transaction
+ * that captured them commits). */
+#ifndef R4_LIBIMAGE_IO_CACHE_H
+#define R4_LIBIMAGE_IO_CACHE_H
+
+#include <stdint.h>
+#include "dev.h"
+
+struct io_block {
+	uint64_t nr;
+	uint8_t *data;
+	unsigned ref;
+	unsigned dirty : 1;
+	struct io_block *hnext;			/* hash chain */
+	struct io_block *lru_prev, *lru_next;	/* unreferenced, clean */
+};
+
+struct io_cache {
+	struct io_dev *dev;
+	uint32_t blksize;
+	uint64_t nblocks;	/* blocks addressable (device size) */
+	size_t nbuckets;
+	struct io_block **hash;
+	struct io_block *lru_head, *lru_tail;	/* head = most recent */
+	size_t count, max;
+	uint64_t hits, misses;
+};
+
+int io_cache_init(struct io_cache *c, struct io_dev *dev, uint32_t blksize,
+		  size_t max_blocks, struct r4_error *err);
+/* Frees every block; returns how many were still referenced (a leak in
+ * the caller) so debug builds and tests can check it. */
+size_t io_cache_fini(struct io_cache *c);
+
+/* Read block nr (from the cache when present). A block past the end of
+ * the device is an R4_ERANGE error naming the block. */
+int io_cache_get(struct io_cache *c, uint64_t nr, struct io_block **out,
+		 struct r4_error *err);
+/* A block to be overwritten whole: zero-filled, not read from disk. */
+int io_cache_new(struct io_cache *c, uint64_t nr, struct io_block **out,
+		 struct r4_error *err);
+void io_cache_put(struct io_cache *c, struct io_block *b);
+void io_cache_dirty(struct io_cache *c, struct io_block *b);
+
+/* Write every dirty block, in block order; the blocks become clean. */
+int io_cache_flush(struct io_cache *c, struct r4_error *err);
+/* Forget every clean unreferenced block (e.g. after a journal replay
+ * rewrote blocks underneath). */
+void io_cache_drop_clean(struct io_cache *c);
+
+#endif

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "config.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include "dev.h"
+#include "../err.h"
+
+struct file_priv {
+	int fd;
+};
+
+static int file_pread(struct io_dev *dev, void *buf, size_t len,
+		      uint64_t off)
+{
+	struct file_priv *p = dev->priv;
+	uint8_t *b = buf;
+
+	while (len > 0) {
+		ssize_t n = pread(p->fd, b, len, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return R4_ERANGE;
+		b += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int file_pwrite(struct io_dev *dev, const void *buf, size_t len,
+		       uint64_t off)
+{
+	struct file_priv *p = dev->priv;
+	const uint8_t *b = buf;
+
+	while (len > 0) {
+		ssize_t n = pwrite(p->fd, b, len, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		b += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int file_sync(struct io_dev *dev)
+{
+	struct file_priv *p = dev->priv;
+
+	return fsync(p->fd) ? -errno : 0;
+}
+
+static int file_resize(struct io_dev *dev, uint64_t size)
+{
+	struct file_priv *p = dev->priv;
+
+	if (dev->is_blkdev)
+		return -ENOTSUP;
+	if (ftruncate(p->fd, (off_t)size))
+		return -errno;
+	dev->size = size;
+	return 0;
+}
+
+static void file_close(struct io_dev *dev)
+{
+	struct file_priv *p = dev->priv;
+
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p);
+}
+
+static const struct io_ops file_ops = {
+	.pread = file_pread, .pwrite = file_pwrite, .sync = file_sync,
+	.resize = file_resize, .close = file_close
+};
+
+/* mountinfo: "id parent major:minor root mountpoint ...". */
+static int mounted_devno(dev_t devno, char *where, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[4096];
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned maj, min;
+		char mnt[2048];
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %2047s", &maj, &min,
+			   mnt) != 3)
+			continue;
+		if (makedev(maj, min) == devno) {
+			found = 1;
+			if (where)
+				snprintf(where, len, "%s", mnt);
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* An image file is mounted when a loop device backed by it is. */
+static int loop_mounted(const char *real, char *where, size_t len)
+{
+	DIR *d = opendir("/sys/block");
+	struct dirent *e;
+	int found = 0;
+
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d))) {
+		char p[PATH_MAX], back[PATH_MAX], devp[64];
+		unsigned maj, min;
+		FILE *f;
+
+		if (strncmp(e->d_name, "loop", 4))
+			continue;
+		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file",
+			 e->d_name);
+		f = fopen(p, "r");
+		if (!f)
+			continue;
+		if (!fgets(back, sizeof(back), f))
+			back[0] = '\0';
+		fclose(f);
+		back[strcspn(back, "\n")] = '\0';
+		if (strcmp(back, real))
+			continue;
+		snprintf(p, sizeof(p), "/sys/block/%s/dev", e->d_name);
+		f = fopen(p, "r");
+		if (!f)
+			continue;
+		if (fgets(devp, sizeof(devp), f) &&
+		    sscanf(devp, "%u:%u", &maj, &min) == 2)
+			found = mounted_devno(makedev(maj, min), where, len);
+		fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+int io_is_mounted(const char *path, char *where, size_t len)
+{
+	struct stat st;
+	char real[PATH_MAX];
+
+	if (stat(path, &st))
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISBLK(st.st_mode))
+		return mounted_devno(st.st_rdev, where, len);
+	if (!S_ISREG(st.st_mode) || !realpath(path, real))
+		return 0;
+	return loop_mounted(real, where, len);
+}
+
+static int dev_size(int fd, const struct stat *st, uint64_t *size)
+{
+	if (S_ISBLK(st->st_mode)) {
+		uint64_t sz = 0;
+
+		if (ioctl(fd, BLKGETSIZE64, &sz))
+			return -errno;
+		*size = sz;
+		return 0;
+	}
+	*size = (uint64_t)st->st_size;
+	return 0;
+}
+
+static int check_mounted(const char *path, unsigned flags,
+			 struct r4_error *err)
+{
+	char where[1024] = "";
+	int m;
+
+	if ((flags & IO_FORCE) && !(flags & IO_RDWR))
+		return 0;
+	m = io_is_mounted(path, where, sizeof(where));
+	if (m > 0)
+		return r4_fail(err, R4_EBUSY, "%s: is mounted on %s; refusing "
+			       "to %s it", path, where,
+			       (flags & IO_RDWR) ? "write" : "read");
+	return 0;
+}
+
+static int open_fd(const char *path, unsigned flags, int *created,
+		   struct r4_error *err)
+{
+	int oflags = (flags & IO_RDWR) ? O_RDWR : O_RDONLY;
+	struct stat st;
+	int fd;
+
+	oflags |= O_CLOEXEC;
+	if (stat(path, &st) == 0) {
+		if (S_ISBLK(st.st_mode) && (flags & IO_RDWR))
+			oflags |= O_EXCL;
+		else if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
+			return r4_fail(err, -EINVAL, "%s: not a regular file "
+				       "or block device", path);
+	} else if (errno == ENOENT && (flags & IO_CREATE)) {
+		oflags |= O_CREAT | O_EXCL;
+		*created = 1;
+	} else {
+		return r4_fail(err, -errno, "%s: %s", path, strerror(errno));
+	}
+	fd = open(path, oflags, 0644);
+	if (fd < 0) {
+		int e = errno;
+
+		*created = 0;
+		if (e == EBUSY)
+			return r4_fail(err, R4_EBUSY, "%s: device is in use "
+				       "(mounted or opened exclusively)",
+				       path);
+		return r4_fail(err, -e, "%s: %s", path, strerror(e));
+	}
+	return fd;
+}
+
+int io_open(const char *path, unsigned flags, struct io_dev **out,
+	    int *created, struct r4_error *err)
+{
+	struct io_dev *dev;
+	struct file_priv *p;
+	struct stat st;
+	int made = 0, fd, rc;
+
+	*out = NULL;
+	if (created)
+		*created = 0;
+	rc = check_mounted(path, flags, err);
+	if (rc)
+		return rc;
+	fd = open_fd(path, flags, &made, err);
+	if (fd < 0)
+		return fd;
+	dev = calloc(1, sizeof(*dev));
+	p = calloc(1, sizeof(*p));
+	if (!dev || !p || !(dev->path = strdup(path))) {
+		rc = r4_fail(err, -ENOMEM, "%s: out of memory", path);
+		goto out_free;
+	}
+	if (fstat(fd, &st)) {
+		rc = r4_fail(err, -errno, "%s: %s", path, strerror(errno));
+		goto out_free;
+	}
+	dev->is_blkdev = S_ISBLK(st.st_mode);
+	rc = dev_size(fd, &st, &dev->size);
+	if (rc) {
+		r4_fail(err, rc, "%s: cannot get the device size: %s", path,
+			strerror(-rc));
+		goto out_free;
+	}
+	p->fd = fd;
+	dev->priv = p;
+	dev->ops = &file_ops;
+	dev->readonly = !(flags & IO_RDWR);
+	if (created)
+		*created = made;
+	*out = dev;
+	return 0;
+out_free:
+	if (dev)
+		free(dev->path);
+	free(dev);
+	free(p);
+	close(fd);
+	if (made)
+		unlink(path);
+	return rc;
+}
+
+void io_close(struct io_dev *dev)
+{
+	if (!dev)
+		return;
+	dev->ops->close(dev);
+	free(dev->path);
+	free(dev);
+}
+
+int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
+	    struct r4_error *err)
+{
+	int rc;
+
+	if (off > dev->size || len > dev->size - off)
+		return r4_fail(err, R4_ERANGE, "%s: read of %zu bytes at byte "
+			       "%llu is past the end of the device (%llu "
+			       "bytes): image truncated?", dev->path, len,
+			       (unsigned long long)off,
+			       (unsigned long long)dev->size);
+	rc = dev->ops->pread(dev, buf, len, off);
+	dev->reads++;
+	dev->bytes_read += len;
+	if (rc)
+		return r4_fail(err, rc, "%s: read of %zu bytes at byte %llu "
+			       "failed: %s", dev->path, len,
+			       (unsigned long long)off, r4_strerror(rc));
+	return 0;
+}
+
+int io_write(struct io_dev *dev, const void *buf, size_t len, uint64_t off,
+	     struct r4_error *err)
+{
+	int rc;
+
+	if (dev->readonly)
+		return r4_fail(err, -EROFS, "%s: opened read-only",
+			       dev->path);
+	if (dev->is_blkdev && (off > dev->size || len > dev->size - off))
+		return r4_fail(err, R4_ERANGE, "%s: write at byte %llu is past "
+			       "the end of the device", dev->path,
+			       (unsigned long long)off);
+	rc = dev->ops->pwrite(dev, buf, len, off);
+	dev->writes++;
+	dev->bytes_written += len;
+	if (rc)
+		return r4_fail(err, rc, "%s: write of %zu bytes at byte %llu "
+			       "failed: %s", dev->path, len,
+			       (unsigned long long)off, r4_strerror(rc));
+	if (off + len > dev->size)
+		dev->size = off + len;
+	return 0;
+}
+
+int io_sync(struct io_dev *dev, struct r4_error *err)
+{
+	int rc;
+
+	if (dev->readonly)
+		return 0;
+	rc = dev->ops->sync(dev);
+	dev->syncs++;
+	if (rc)
+		return r4_fail(err, rc, "%s: sync failed: %s", dev->path,
+			       r4_strerror(rc));
+	return 0;
+}
+
+int io_resize(struct io_dev *dev, uint64_t size, struct r4_error *err)
+{
+	int rc;
+
+	if (dev->readonly)
+		return r4_fail(err, -EROFS, "%s: opened read-only",
+			       dev->path);
+	rc = dev->ops->resize(dev, size);
+	if (rc)
+		return r4_fail(err, rc, "%s: cannot set the size to %llu "
+			       "bytes: %s", dev->path,
+			       (unsigned long long)size, r4_strerror(rc));
+	return 0;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: device access. The only code that touches file descriptors.
+ * A device is an image file or a block device behind a small table of
+ * operations, so test backends (fault injection, tracing) can stand in
+ * for the real one under the same calls. */
+#ifndef R4_LIBIMAGE_IO_DEV_H
+#define R4_LIBIMAGE_IO_DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/r4.h"
+
+struct io_dev;
+
+struct io_ops {
+	/* Whole transfers: return 0, -errno, or R4_ERANGE for a read past
+	 * the end of the device. */
+	int (*pread)(struct io_dev *dev, void *buf, size_t len, uint64_t off);
+	int (*pwrite)(struct io_dev *dev, const void *buf, size_t len,
+		      uint64_t off);
+	int (*sync)(struct io_dev *dev);
+	int (*resize)(struct io_dev *dev, uint64_t size);
+	void (*close)(struct io_dev *dev);
+};
+
+struct io_dev {
+	const struct io_ops *ops;
+	void *priv;
+	char *path;
+	uint64_t size;		/* bytes */
+	int readonly;
+	int is_blkdev;
+	uint64_t reads, writes, bytes_read, bytes_written, syncs;
+};
+
+enum io_open_flags {
+	IO_RDONLY = 0,
+	IO_RDWR = 1,
+	IO_CREATE = 2,	/* create the image file if it does not exist */
+	IO_FORCE = 4	/* open even when mounted (read-only only) */
+};
+
+/* Open path. A block device opened for writing is opened O_EXCL and a
+ * mounted device or image is refused (R4_EBUSY). With IO_CREATE a missing
+ * file is created; *created tells the caller whether it was, so a failed
+ * mkfs can remove it. */
+int io_open(const char *path, unsigned flags, struct io_dev **out,
+	    int *created, struct r4_error *err);
+void io_close(struct io_dev *dev);
+
+int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
+	    struct r4_error *err);
+int io_write(struct io_dev *dev, const void *buf, size_t len, uint64_t off,
+	     struct r4_error *err);
+int io_sync(struct io_dev *dev, struct r4_error *err);
+/* Set the size of an image file (sparse growth); refused for devices. */
+int io_resize(struct io_dev *dev, uint64_t size, struct r4_error *err);
+
+/* 1 when path (a block device, or an image file behind a loop device)
+ * is mounted, with the mount point in where; 0 when not; -errno. */
+int io_is_mounted(const char *path, char *where, size_t len);
+
+#endif

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "space.h"
+#include "err.h"
+#include "format/bitmap.h"
+
+int space_init(struct space *s, struct io_dev *dev, uint32_t blksize,
+	       uint64_t block_count, struct r4_error *err)
+{
+	memset(s, 0, sizeof(*s));
+	s->dev = dev;
+	s->blksize = blksize;
+	s->block_count = block_count;
+	s->bpb = fmt_bitmap_bpb(blksize);
+	s->nregions = fmt_bitmap_count(block_count, blksize);
+	s->map = calloc(s->nregions, sizeof(*s->map));
+	s->dirty = calloc(s->nregions, 1);
+	s->bad_csum = calloc(s->nregions, 1);
+	if (!s->map || !s->dirty || !s->bad_csum) {
+		space_fini(s);
+		return r4_fail(err, -ENOMEM, "%s: out of memory for %llu "
+			       "bitmap blocks", dev->path,
+			       (unsigned long long)s->nregions);
+	}
+	return 0;
+}
+
+void space_fini(struct space *s)
+{
+	if (s->map)
+		for (uint64_t k = 0; k < s->nregions; k++)
+			free(s->map[k]);
+	free(s->map);
+	free(s->dirty);
+	free(s->bad_csum);
+	memset(s, 0, sizeof(*s));
+}
+
+int space_load(struct space *s, uint64_t k, struct r4_error *err)
+{
+	uint64_t blk;
+	uint8_t *buf;
+	int rc;
+
+	if (k >= s->nregions)
+		return r4_fail(err, R4_ERANGE, "%s: bitmap region %llu is "
+			       "past the last one (%llu)", s->dev->path,
+			       (unsigned long long)k,
+			       (unsigned long long)s->nregions);
+	if (s->map[k])
+		return 0;
+	buf = malloc(s->blksize);
+	if (!buf)
+		return r4_fail(err, -ENOMEM, "%s: out of memory",
+			       s->dev->path);
+	blk = fmt_bitmap_blk(k, s->blksize);
+	rc = io_read(s->dev, buf, s->blksize, blk * s->blksize, err);
+	if (rc) {
+		free(buf);
+		return r4_fail_over(err, rc, "%s: cannot read bitmap block "
+				    "%llu (region %llu): %s", s->dev->path,
+				    (unsigned long long)blk,
+				    (unsigned long long)k, r4_strerror(rc));
+	}
+	s->bad_csum[k] = fmt_bitmap_verify(buf, s->blksize) != NULL;
+	s->map[k] = buf;
+	return 0;
+}
+
+int space_load_all(struct space *s, struct r4_error *err)
+{
+	for (uint64_t k = 0; k < s->nregions; k++) {
+		int rc = space_load(s, k, err);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int locate(struct space *s, uint64_t blk, uint64_t *k, uint64_t *bit,
+		  struct r4_error *err)
+{
+	if (blk >= s->block_count)
+		return r4_fail(err, R4_ERANGE, "%s: block %llu is past the end "
+			       "of the volume (%llu blocks)", s->dev->path,
+			       (unsigned long long)blk,
+			       (unsigned long long)s->block_count);
+	*k = blk / s->bpb;
+	*bit = blk % s->bpb;
+	return space_load(s, *k, err);
+}
+
+int space_test(struct space *s, uint64_t blk, struct r4_error *err)
+{
+	uint64_t k = 0, bit = 0;
+	int rc = locate(s, blk, &k, &bit, err);
+
+	return rc ? rc : fmt_bitmap_test(s->map[k], bit);
+}
+
+int space_mark(struct space *s, uint64_t blk, int used,
+	       struct r4_error *err)
+{
+	uint64_t k = 0, bit = 0;
+	int rc = locate(s, blk, &k, &bit, err);
+
+	if (rc)
+		return rc;
+	if (used)
+		fmt_bitmap_set(s->map[k], bit);
+	else
+		fmt_bitmap_clear(s->map[k], bit);
+	s->dirty[k] = 1;
+	return 0;
+}
+
+int space_count_free(struct space *s, uint64_t *free_out,
+		     struct r4_error *err)
+{
+	uint64_t total = 0;
+
+	for (uint64_t k = 0; k < s->nregions; k++) {
+		uint64_t len = fmt_bitmap_region_len(k, s->block_count,
+						     s->blksize);
+		int rc = space_load(s, k, err);
+
+		if (rc)
+			return rc;
+		total += fmt_bitmap_count_zero(s->map[k], 0, len);
+	}
+	*free_out = total;
+	return 0;
+}
+
+int space_write(struct space *s, struct r4_error *err)
+{
+	for (uint64_t k = 0; k < s->nregions; k++) {
+		uint64_t blk;
+		int rc;
+
+		if (!s->dirty[k] || !s->map[k])
+			continue;
+		fmt_bitmap_csum_update(s->map[k], s->blksize);
+		blk = fmt_bitmap_blk(k, s->blksize);
+		rc = io_write(s->dev, s->map[k], s->blksize,
+			      blk * s->blksize, err);
+		if (rc)
+			return rc;
+		s->dirty[k] = 0;
+		s->bad_csum[k] = 0;
+	}
+	return 0;
+}

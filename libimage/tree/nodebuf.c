@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "config.h"
+#include <string.h>
+#include "nodebuf.h"
+#include "format/errors.h"
+#include "format/node.h"
+
+size_t node_free_for_item(const uint8_t *blk, size_t blksize,
+			  enum fmt_key_policy pol)
+{
+	struct fmt_node_header h;
+	size_t ih = fmt_item_header_size(pol);
+
+	if (fmt_node_header_decode(blk, blksize, &h) || h.free_space < ih)
+		return 0;
+	return h.free_space - ih;
+}
+
+int node_append_item(uint8_t *blk, size_t blksize, enum fmt_key_policy pol,
+		     const struct fmt_key *key, unsigned pid,
+		     const void *body, size_t len, uint8_t **out)
+{
+	struct fmt_node_header h;
+	struct fmt_item_header ih = { .key = *key, .plugin_id = (uint16_t)pid };
+	size_t ihsize = fmt_item_header_size(pol);
+	int rc;
+
+	rc = fmt_node_header_decode(blk, blksize, &h);
+	if (rc)
+		return rc;
+	if (h.free_space < ihsize || len > (size_t)h.free_space - ihsize)
+		return R4_ENOSPC;
+	ih.offset = h.free_space_start;
+	if (body)
+		memcpy(blk + h.free_space_start, body, len);
+	else
+		memset(blk + h.free_space_start, 0, len);
+	if (out)
+		*out = blk + h.free_space_start;
+	rc = fmt_node_ih_encode(&ih, blk, blksize, pol, h.nr_items);
+	if (rc)
+		return rc;
+	h.nr_items++;
+	h.free_space_start = (uint16_t)(h.free_space_start + len);
+	h.free_space = (uint16_t)(h.free_space - len - ihsize);
+	return fmt_node_header_encode(&h, blk, blksize);
+}
