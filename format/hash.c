@@ -63,7 +63,7 @@ static uint64_t sext32(uint32_t v)
  * and in the first character, whose product is formed in 32 bits and
  * then widened the same way (for a one-byte input it is just c - '0',
  * widened as signed by both). Then every position i from max(len, 40)
- * to 255 adds i itself, and the sum is shifted left by 7.
+ * to 255 adds i itself (weight 10^0), and the sum is shifted left by 7.
  */
 static uint64_t rupasov(const uint8_t *s, size_t len, int kernel)
 {
@@ -86,8 +86,10 @@ static uint64_t rupasov(const uint8_t *s, size_t len, int kernel)
 	else
 		a += (uint32_t)((uint32_t)c0 * pw);
 
+	/* reiser4progs computes len - 1 in unsigned 32 bits, so for an
+	 * empty input these weights are 10^(2^32 - 1 - i) = 0 mod 2^32. */
 	m = len > 40 ? len : 40;
-	if (m <= 255)
+	if (m <= 255 && (len || kernel))
 		a += (uint64_t)(255 + m) * (256 - m) / 2;
 	return a << 7;
 }

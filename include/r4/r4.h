@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+/* The error codes (R4_E*) are shared with the format layer. */
+#include "format/errors.h"
 
 #define R4_ERRMSG_MAX 512
 
@@ -19,8 +21,6 @@ struct r4_error {
 	char msg[R4_ERRMSG_MAX];	/* "" or a one-line message */
 };
 
-/* Text of a code (same as the format layer's). */
-const char *r4_strerror(int err);
 /* The library's version string. */
 const char *r4_version(void);
 

@@ -1,3 +1,106 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+/* libimage/io: the file backend and the block cache. */
 #include "tap.h"
-int main(void) { return tap_done(); }
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include "libimage/io/dev.h"
+#include "libimage/io/cache.h"
+#include "libimage/err.h"
+#include "format/errors.h"
+
+static char path[64];
+
+static void test_dev(void)
+{
+	struct r4_error err = { 0 };
+	struct io_dev *dev = NULL;
+	uint8_t buf[4096], back[4096];
+	int created = 0;
+
+	is_int(io_open(path, IO_RDWR, &dev, &created, &err), -ENOENT,
+	       "missing file without IO_CREATE");
+	ok(strstr(err.msg, path) != NULL, "the error names the file: %s",
+	   err.msg);
+	r4_error_clear(&err);
+	is_int(io_open(path, IO_RDWR | IO_CREATE, &dev, &created, &err), 0,
+	       "create");
+	is_int(created, 1, "created is reported");
+	is_int(io_resize(dev, 1 << 20, &err), 0, "sparse resize");
+	is_u64(dev->size, 1 << 20, "size follows resize");
+	memset(buf, 0xa5, sizeof(buf));
+	is_int(io_write(dev, buf, sizeof(buf), 8192, &err), 0, "write");
+	is_int(io_read(dev, back, sizeof(back), 8192, &err), 0, "read back");
+	is_mem(back, buf, sizeof(buf), "same bytes");
+	is_int(io_read(dev, back, sizeof(back), (1 << 20) - 100, &err),
+	       R4_ERANGE, "read past the end");
+	ok(strstr(err.msg, "past the end") != NULL, "says past the end: %s",
+	   err.msg);
+	is_int(io_sync(dev, NULL), 0, "sync");
+	io_close(dev);
+	is_int(io_open(path, IO_RDONLY, &dev, NULL, NULL), 0, "reopen ro");
+	is_int(io_write(dev, buf, 10, 0, NULL), -EROFS, "no writes when ro");
+	io_close(dev);
+	is_int(io_is_mounted(path, NULL, 0), 0, "an image file is not mounted");
+}
+
+static void test_cache(void)
+{
+	struct io_dev *dev = NULL;
+	struct io_cache c;
+	struct io_block *b, *b2;
+	struct r4_error err = { 0 };
+
+	io_open(path, IO_RDWR, &dev, NULL, NULL);
+	is_int(io_cache_init(&c, dev, 4096, 16, NULL), 0, "cache init");
+	is_int(io_cache_get(&c, 2, &b, NULL), 0, "get block 2");
+	is_int(b->data[0], 0xa5, "block 2 read from disk");
+	is_int(io_cache_get(&c, 2, &b2, NULL), 0, "get it again");
+	ok(b == b2 && b->ref == 2, "same block, two references");
+	io_cache_put(&c, b2);
+	memset(b->data, 0x11, 4096);
+	io_cache_dirty(&c, b);
+	io_cache_put(&c, b);
+	/* Fill the cache well past its size: the dirty block must stay. */
+	for (uint64_t i = 10; i < 100; i++) {
+		if (io_cache_get(&c, i, &b2, NULL))
+			break;
+		io_cache_put(&c, b2);
+	}
+	ok(c.count <= 17, "clean blocks are evicted (%zu cached)", c.count);
+	is_int(io_cache_get(&c, 2, &b, NULL), 0, "dirty block still cached");
+	is_int(b->data[0], 0x11, "with its new bytes");
+	io_cache_put(&c, b);
+	is_int(io_cache_flush(&c, NULL), 0, "flush");
+	is_int(io_cache_get(&c, 1000000, &b, &err), R4_ERANGE,
+	       "a block past the device");
+	ok(strstr(err.msg, "block 1000000") != NULL, "names the block: %s",
+	   err.msg);
+	is_int(io_cache_new(&c, 3, &b, NULL), 0, "new block");
+	is_int(b->data[0], 0, "zero-filled");
+	is_int((int)io_cache_fini(&c), 1, "a leaked reference is counted");
+	io_close(dev);
+	io_open(path, IO_RDONLY, &dev, NULL, NULL);
+	{
+		uint8_t x[1];
+
+		io_read(dev, x, 1, 8192, NULL);
+		is_int(x[0], 0x11, "flush wrote the dirty block home");
+	}
+	io_close(dev);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/r4ioXXXXXX", tmp ? tmp : "/tmp");
+	fd = mkstemp(path);
+	close(fd);
+	unlink(path);
+	test_dev();
+	test_cache();
+	unlink(path);
+	return tap_done();
+}

@@ -1,3 +1,142 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+/* libimage: r4_mkfs, then r4_vol_open, its validation messages, and the
+ * space map. */
 #include "tap.h"
-int main(void) { return tap_done(); }
+#include <errno.h>
+#include <unistd.h>
+#include "r4/r4.h"
+#include "libimage/volume.h"
+#include "format/errors.h"
+#include "format/endian.h"
+
+static char path[64];
+
+static void poke(uint64_t off, const void *bytes, size_t n)
+{
+	FILE *f = fopen(path, "r+b");
+
+	fseeko(f, (off_t)off, SEEK_SET);
+	fwrite(bytes, 1, n, f);
+	fclose(f);
+}
+
+static void make(const char *spec)
+{
+	struct r4_mkfs_opts o;
+	struct r4_error err = { 0 };
+
+	unlink(path);
+	r4_mkfs_opts_init(&o);
+	o.size_bytes = 64 << 20;
+	o.create_file = 1;
+	snprintf(o.label, sizeof(o.label), "unit");
+	if (spec)
+		r4_mkfs_override(&o, spec, &err);
+	if (r4_mkfs(path, &o, NULL, &err))
+		printf("# mkfs: %s\n", err.msg);
+}
+
+/* Open must fail with code, and the message must mention want. */
+static void open_fails(int code, const char *want, const char *what)
+{
+	struct r4_vol *vol = NULL;
+	struct r4_error err = { 0 };
+
+	is_int(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err), code, "%s", what);
+	ok(strstr(err.msg, want) != NULL, "%s: message '%s' has '%s'", what,
+	   err.msg, want);
+	ok(vol == NULL, "%s: no handle", what);
+}
+
+static void test_fresh(void)
+{
+	struct r4_vol *vol = NULL;
+	struct r4_super_info si;
+	struct r4_error err = { 0 };
+	uint64_t free_blocks = 0;
+
+	make(NULL);
+	is_int(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err), 0, "open");
+	r4_vol_super(vol, &si);
+	is_str(si.label, "unit", "label");
+	is_u64(si.block_count, 16384, "block count");
+	is_u64(si.free_blocks, 16359, "free blocks");
+	is_u64(si.root_block, 23, "root");
+	is_int(si.tree_height, 2, "height");
+	is_int(si.large_keys, 1, "large keys");
+	is_int(si.version, 2, "version");
+	ok(si.status_present && si.status == 0, "status block says ok");
+	is_int(space_count_free(&vol->space, &free_blocks, &err), 0, "count");
+	is_u64(free_blocks, 16359, "bitmap agrees with the super block");
+	is_int(space_test(&vol->space, 24, &err), 1, "leaf block used");
+	is_int(space_test(&vol->space, 25, &err), 0, "block 25 free");
+	is_int(space_test(&vol->space, 16384, &err), R4_ERANGE, "past end");
+	r4_vol_close(vol, NULL);
+
+	make("key=key_short,node=node41");
+	is_int(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err), 0, "open short");
+	r4_vol_super(vol, &si);
+	is_int(si.large_keys, 0, "short keys");
+	is_int(si.node_pid, 1, "node41");
+	r4_vol_close(vol, NULL);
+}
+
+static void test_rw_bitmap(void)
+{
+	struct r4_vol *vol = NULL;
+	struct r4_error err = { 0 };
+
+	make(NULL);
+	is_int(r4_vol_open(path, R4_OPEN_RDWR, &vol, &err), 0, "open rw");
+	is_int(space_mark(&vol->space, 100, 1, &err), 0, "mark 100 used");
+	is_int(r4_vol_close(vol, &err), 0, "close writes the bitmap");
+	is_int(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err), 0, "reopen");
+	is_int(space_test(&vol->space, 100, &err), 1, "block 100 used");
+	is_int(vol->space.bad_csum[0], 0, "checksum restamped");
+	r4_vol_close(vol, NULL);
+}
+
+static void test_damage(void)
+{
+	uint8_t b8[8];
+
+	make(NULL);
+	poke(65536, "XeIsEr4", 7);
+	open_fails(R4_EBADMAGIC, "master super block", "bad master magic");
+
+	make(NULL);
+	poke(17 * 4096 + 52, "XeIsEr40", 8);
+	open_fails(R4_ECORRUPT, "format40 super block (block 17)",
+		   "bad format40 magic");
+
+	make(NULL);
+	put_le64(b8, 99999);
+	poke(17 * 4096 + 16, b8, 8);
+	open_fails(R4_ECORRUPT, "block 17", "root past the end");
+
+	make(NULL);
+	if (truncate(path, 8 << 20) == 0)
+		open_fails(R4_ERANGE, "truncated", "truncated image");
+
+	make(NULL);
+	if (truncate(path, 40000) == 0)
+		open_fails(R4_EBADMAGIC, "too small", "tiny file");
+
+	unlink(path);
+	open_fails(-ENOENT, path, "missing file");
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/r4volXXXXXX", tmp ? tmp : "/tmp");
+	fd = mkstemp(path);
+	close(fd);
+	test_fresh();
+	test_rw_bitmap();
+	test_damage();
+	unlink(path);
+	return tap_done();
+}

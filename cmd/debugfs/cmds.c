@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4debugfs: the command table, splitting lines and dispatching them,
+ * and the small parsers every command shares. */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <popt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../common/common.h"
+#include "debugfs.h"
+
+static int cmd_help(struct dbg *d, int argc, const char **argv);
+static int cmd_print(struct dbg *d, int argc, const char **argv);
+
+const struct dbg_cmd dbg_cmds[] = {
+	{ "help", cmd_help, "help", "list the commands" },
+	{ "print", cmd_print, "print super|node BLOCK|tree|journal|"
+	  "bitmap [REGION]|file PATH", "print raw structures (see below)" },
+	{ "ls", dbg_ls, "ls [-l] PATH", "list a directory (-l: long)" },
+	{ "stat", dbg_stat, "stat PATH", "show an object's stat data" },
+	{ "cat", dbg_cat, "cat PATH", "write a file's bytes to stdout" },
+	{ "dump", dbg_dump, "dump PATH HOSTFILE",
+	  "copy a file out to a new host file" },
+	{ "rdump", dbg_rdump, "rdump PATH HOSTDIR",
+	  "copy a tree out under an existing host directory" },
+	{ "blocks", dbg_blocks, "blocks PATH",
+	  "list the data blocks of a file" },
+	{ "icheck", dbg_icheck, "icheck BLOCK...",
+	  "which object owns each block" },
+	{ "ncheck", dbg_ncheck, "ncheck OID...",
+	  "the paths of each object id" },
+	{ NULL, NULL, NULL, NULL }
+};
+
+static const struct dbg_cmd print_cmds[] = {
+	{ "super", dbg_print_super, "print super",
+	  "master, format40 and status blocks, journal, backups" },
+	{ "node", dbg_print_node, "print node BLOCK",
+	  "a formatted node: header and every item" },
+	{ "tree", dbg_print_tree, "print tree",
+	  "every node from the root, parents first" },
+	{ "journal", dbg_print_journal, "print journal",
+	  "journal header, footer and uncommitted transactions" },
+	{ "bitmap", dbg_print_bitmap, "print bitmap [REGION]",
+	  "used/free counts and used ranges per bitmap region" },
+	{ "file", dbg_print_file, "print file PATH",
+	  "the items and blocks of an object" },
+	{ NULL, NULL, NULL, NULL }
+};
+
+static const struct dbg_cmd *find(const struct dbg_cmd *t, const char *name)
+{
+	for (; t->name; t++)
+		if (!strcmp(t->name, name))
+			return t;
+	return NULL;
+}
+
+int dbg_usage(const char *name)
+{
+	const struct dbg_cmd *c = find(dbg_cmds, name);
+
+	if (!c)
+		c = find(print_cmds, name);
+	fprintf(stderr, "%s: usage: %s\n", r4cmd_prog, c ? c->usage : name);
+	return DBG_USAGE;
+}
+
+static int cmd_help(struct dbg *d, int argc, const char **argv)
+{
+	(void)d;
+	(void)argc;
+	(void)argv;
+	printf("Commands (read-only):\n");
+	for (const struct dbg_cmd *c = dbg_cmds; c->name; c++)
+		if (c->fn != cmd_print)
+			printf("  %-28s %s\n", c->usage, c->help);
+	for (const struct dbg_cmd *c = print_cmds; c->name; c++)
+		printf("  %-28s %s\n", c->usage, c->help);
+	printf("  %-28s %s\n", "quit", "leave (interactive and -f)");
+	return DBG_OK;
+}
+
+static int cmd_print(struct dbg *d, int argc, const char **argv)
+{
+	const struct dbg_cmd *c;
+
+	if (argc < 2)
+		return dbg_usage("print");
+	c = find(print_cmds, argv[1]);
+	if (!c) {
+		fprintf(stderr, "%s: print: unknown structure '%s' (super, "
+			"node, tree, journal, bitmap, file)\n", r4cmd_prog,
+			argv[1]);
+		return DBG_USAGE;
+	}
+	return c->fn(d, argc - 1, argv + 1);
+}
+
+int dbg_run_line(struct dbg *d, const char *line)
+{
+	const struct dbg_cmd *c;
+	const char **argv = NULL;
+	int argc = 0, rc;
+
+	rc = poptParseArgvString(line, &argc, &argv);
+	if (rc == POPT_ERROR_NOARG)
+		return DBG_OK;
+	if (rc < 0) {
+		fprintf(stderr, "%s: cannot split '%s': %s\n", r4cmd_prog,
+			line, poptStrerror(rc));
+		return DBG_USAGE;
+	}
+	c = find(dbg_cmds, argv[0]);
+	if (!c) {
+		fprintf(stderr, "%s: unknown command '%s' (try 'help')\n",
+			r4cmd_prog, argv[0]);
+		rc = DBG_USAGE;
+	} else {
+		rc = c->fn(d, argc, argv);
+	}
+	fflush(stdout);
+	free(argv);
+	return rc;
+}
+
+int dbg_parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int dbg_parse_block(struct dbg *d, const char *s, uint64_t *blk)
+{
+	if (dbg_parse_u64(s, blk)) {
+		fprintf(stderr, "%s: '%s' is not a block number\n",
+			r4cmd_prog, s);
+		return -1;
+	}
+	if (*blk >= d->si.block_count) {
+		fprintf(stderr, "%s: block %" PRIu64 " is outside the volume "
+			"(%" PRIu64 " blocks)\n", r4cmd_prog, *blk,
+			d->si.block_count);
+		return -1;
+	}
+	return 0;
+}
+
+int dbg_read(struct dbg *d, uint64_t blk)
+{
+	struct r4_error err = { 0 };
+
+	if (r4_vol_read_block(d->vol, blk, d->buf, &err)) {
+		if (err.msg[0])
+			fprintf(stderr, "%s: block %" PRIu64 ": %s\n",
+				r4cmd_prog, blk, err.msg);
+		else
+			fprintf(stderr, "%s: block %" PRIu64 ": cannot read: "
+				"%s\n", r4cmd_prog, blk,
+				r4_strerror(err.code));
+		return DBG_FAIL;
+	}
+	return DBG_OK;
+}

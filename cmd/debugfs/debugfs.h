@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4debugfs: shared state of the commands and the command table.
+ *
+ * A handler gets the words of one command line (argv[0] is the command
+ * name, for "print" the subcommand is argv[1]) and returns DBG_OK,
+ * DBG_FAIL (something could not be read or does not exist; a one-line
+ * message naming the path or block is already on stderr) or DBG_USAGE
+ * (bad arguments; the usage line is already on stderr). */
+#ifndef R4_CMD_DEBUGFS_H
+#define R4_CMD_DEBUGFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/r4.h"
+#include "r4/read.h"
+
+enum { DBG_OK = 0, DBG_FAIL = 1, DBG_USAGE = 2 };
+
+struct dbg {
+	struct r4_vol *vol;
+	struct r4_super_info si;
+	const char *image;
+	int json;		/* --json: one JSON value per command */
+	int large_keys;		/* key policy, 1 large */
+	uint8_t *buf;		/* one scratch block */
+};
+
+struct dbg_cmd {
+	const char *name;
+	int (*fn)(struct dbg *d, int argc, const char **argv);
+	const char *usage;
+	const char *help;
+};
+
+/* main.c / cmds.c: run one command line. */
+int dbg_run_line(struct dbg *d, const char *line);
+extern const struct dbg_cmd dbg_cmds[];
+/* Print "usage: USAGE" of the command named argv[0] and return
+ * DBG_USAGE. */
+int dbg_usage(const char *name);
+/* Parse a block number (decimal or 0x hex) that must lie inside the
+ * volume; prints the error and returns nonzero if not. */
+int dbg_parse_block(struct dbg *d, const char *s, uint64_t *blk);
+/* Parse an unsigned 64-bit number (decimal or 0x hex). */
+int dbg_parse_u64(const char *s, uint64_t *out);
+/* Read block blk into d->buf; prints a one-line error naming the block
+ * and returns DBG_FAIL when it cannot. */
+int dbg_read(struct dbg *d, uint64_t blk);
+
+/* print_super.c */
+int dbg_print_super(struct dbg *d, int argc, const char **argv);
+int dbg_print_journal(struct dbg *d, int argc, const char **argv);
+int dbg_print_bitmap(struct dbg *d, int argc, const char **argv);
+
+/* print_node.c: print one formatted node held in blk (the d->blksize
+ * bytes of block nr); returns DBG_OK or DBG_FAIL if it does not verify
+ * (everything that can be decoded is still printed). */
+int dbg_print_node(struct dbg *d, int argc, const char **argv);
+int dbg_show_node(struct dbg *d, uint64_t nr, const uint8_t *blk);
+/* Print item i of node blk (header line and decoded body). */
+int dbg_print_item(const struct dbg *d, const uint8_t *blk, unsigned i);
+/* "[loc:type:ordering:oid:offset]" in hex into buf (>= 96 bytes). */
+struct fmt_key;
+void dbg_key_str(const struct fmt_key *k, char *buf, size_t len);
+/* Mode as ls -l prints it ("drwxr-xr-x") into buf (>= 11 bytes). */
+void dbg_mode_str(unsigned mode, char *buf);
+/* Print "first bytes" of a buffer: hex then a printable rendering. */
+void dbg_hexhead(const uint8_t *p, size_t len, size_t max);
+
+/* print_tree.c */
+int dbg_print_tree(struct dbg *d, int argc, const char **argv);
+/* A set of 64-bit numbers (block numbers, object ids). */
+struct dbg_set {
+	uint64_t *slot;
+	size_t cap, used;
+};
+/* 1 if v was already there, 0 if added, -1 out of memory. */
+int dbg_set_add(struct dbg_set *s, uint64_t v);
+void dbg_set_free(struct dbg_set *s);
+
+/* objcmds.c, mapcmds.c, rdump.c: the commands on files. */
+/* Resolve PATH; prints "PATH: why" and returns DBG_FAIL if it fails. */
+int dbg_resolve(struct dbg *d, const char *path, struct r4_objref *ref);
+/* Print the library's message (or "what: strerror") for a failure. */
+int dbg_fail(const struct r4_error *err, const char *what, int code);
+/* Print a name with bytes < 0x20, 0x7f and backslash as \xHH. */
+void dbg_put_name(const char *s, size_t len);
+/* A directory's entries, copied (names NUL-terminated too). */
+struct dent {
+	char *name;
+	size_t len;
+	struct r4_objref ref;
+};
+struct dlist {
+	struct dent *v;
+	size_t n, cap;
+};
+/* The entries of a directory in key order, or -ENOTDIR. */
+int dbg_list_dir(struct dbg *d, const struct r4_objref *dir,
+		 struct dlist *l, struct r4_error *err);
+void dbg_dlist_free(struct dlist *l);
+/* Copy a regular file's bytes to fd; prints the error itself. */
+int dbg_copy_out(struct dbg *d, const char *path, const struct r4_objref *ref,
+		 int fd);
+int dbg_ls(struct dbg *d, int argc, const char **argv);
+int dbg_stat(struct dbg *d, int argc, const char **argv);
+int dbg_cat(struct dbg *d, int argc, const char **argv);
+int dbg_dump(struct dbg *d, int argc, const char **argv);
+int dbg_rdump(struct dbg *d, int argc, const char **argv);
+int dbg_print_file(struct dbg *d, int argc, const char **argv);
+int dbg_blocks(struct dbg *d, int argc, const char **argv);
+int dbg_icheck(struct dbg *d, int argc, const char **argv);
+int dbg_ncheck(struct dbg *d, int argc, const char **argv);
+
+#endif

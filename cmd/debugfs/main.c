@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4debugfs: browse and inspect a Reiser4 volume, read-only.
+ *
+ *   r4debugfs [-w] [-R 'cmd args']... [-f cmdfile] [--json] IMAGE
+ *
+ * Without -R or -f the commands come from standard input (with the
+ * prompt "r4debugfs: " on a terminal).
+ *
+ * Exit codes: 0 every command succeeded; 1 a command failed; 2 bad
+ * command line; 8 the image cannot be opened. */
+#include "config.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "../common/common.h"
+#include "debugfs.h"
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_OPEN = 8 };
+
+#define MAX_REQUESTS 64
+#define LINE_MAX_LEN 4096
+
+static const char *requests[MAX_REQUESTS];
+static int nr_requests;
+static char *opt_cmdfile;
+static int opt_write, opt_json;
+
+static struct poptOption debugfs_options[] = {
+	{ "request", 'R', POPT_ARG_STRING, NULL, 'R',
+	  "run one command and exit (repeatable)", "'CMD ARGS'" },
+	{ "file", 'f', POPT_ARG_STRING, &opt_cmdfile, 0,
+	  "run the commands in a file, one a line ('-': standard input)",
+	  "CMDFILE" },
+	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
+	  "print stat, ls, print super, icheck and ncheck as JSON", NULL },
+	{ "writable", 'w', POPT_ARG_NONE, &opt_write, 0,
+	  "open read-write (not available yet)", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
+	  "Common options:", NULL },
+	POPT_AUTOHELP
+	POPT_TABLEEND
+};
+
+/* Strip the newline; returns 0 for a line to skip (blank, comment). */
+static int clean_line(char *line)
+{
+	size_t n = strlen(line);
+	const char *p = line;
+
+	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return *p && *p != '#';
+}
+
+/* Run every line of f; 'echo' prints each command before its output
+ * (as debugfs -f does), 'prompt' prints the prompt first. */
+static int run_stream(struct dbg *d, FILE *f, int echo, int prompt)
+{
+	char line[LINE_MAX_LEN];
+	int rc = EXIT_OK;
+
+	for (;;) {
+		if (prompt) {
+			fputs("r4debugfs: ", stdout);
+			fflush(stdout);
+		}
+		if (!fgets(line, sizeof(line), f))
+			break;
+		if (!clean_line(line))
+			continue;
+		if (!strcmp(line, "quit") || !strcmp(line, "q"))
+			break;
+		if (echo)
+			printf("r4debugfs: %s\n", line);
+		if (dbg_run_line(d, line) != DBG_OK)
+			rc = EXIT_FAILED;
+		fflush(stdout);
+	}
+	if (prompt)
+		putchar('\n');
+	return rc;
+}
+
+static int run_file(struct dbg *d, const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	int rc;
+
+	if (!f) {
+		r4cmd_errorf("%s: cannot open the command file: %s", path,
+			     strerror(errno));
+		return EXIT_FAILED;
+	}
+	rc = run_stream(d, f, !d->json, 0);
+	if (f != stdin)
+		fclose(f);
+	return rc;
+}
+
+static int run_all(struct dbg *d)
+{
+	int rc = EXIT_OK;
+
+	for (int i = 0; i < nr_requests; i++)
+		if (dbg_run_line(d, requests[i]) != DBG_OK)
+			rc = EXIT_FAILED;
+	if (opt_cmdfile && run_file(d, opt_cmdfile) != EXIT_OK)
+		rc = EXIT_FAILED;
+	if (!nr_requests && !opt_cmdfile)
+		rc = run_stream(d, stdin, 0, isatty(STDIN_FILENO));
+	return rc;
+}
+
+static int open_and_run(const char *image)
+{
+	struct r4_error err = { 0 };
+	struct dbg d = { 0 };
+	int rc;
+
+	d.image = image;
+	d.json = opt_json;
+	if (r4_vol_open(image, R4_OPEN_RDONLY | R4_OPEN_FORCE, &d.vol, &err)) {
+		r4cmd_error(&err, image, err.code);
+		return EXIT_OPEN;
+	}
+	r4_vol_super(d.vol, &d.si);
+	d.large_keys = d.si.large_keys;
+	d.buf = malloc(d.si.blksize);
+	if (!d.buf) {
+		r4cmd_errorf("%s: out of memory", image);
+		r4_vol_close(d.vol, NULL);
+		return EXIT_FAILED;
+	}
+	rc = run_all(&d);
+	free(d.buf);
+	r4_vol_close(d.vol, NULL);
+	return rc;
+}
+
+static int parse_cmdline(poptContext ctx, const char **image)
+{
+	int rc;
+
+	while ((rc = poptGetNextOpt(ctx)) > 0) {
+		if (rc != 'R')
+			continue;
+		if (nr_requests == MAX_REQUESTS) {
+			r4cmd_errorf("-R: at most %d commands", MAX_REQUESTS);
+			return EXIT_USAGE;
+		}
+		requests[nr_requests++] = poptGetOptArg(ctx);
+	}
+	if (rc < -1)
+		return r4cmd_popt_error(ctx, rc, EXIT_USAGE);
+	if (r4cmd_show_version)
+		return EXIT_OK;
+	*image = poptGetArg(ctx);
+	if (!*image || poptPeekArg(ctx)) {
+		r4cmd_errorf(*image ? "one image at a time" : "no image given");
+		fprintf(stderr, "Usage: %s [-w] [-R 'CMD ARGS'] [-f CMDFILE] "
+			"[--json] IMAGE\n", r4cmd_prog);
+		return EXIT_USAGE;
+	}
+	if (opt_write) {
+		r4cmd_errorf("-w: writing is not available until the "
+			     "transaction engine exists");
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
+int main(int argc, const char **argv)
+{
+	const char *image = NULL;
+	poptContext ctx;
+	int rc;
+
+	r4cmd_init(argv[0]);
+	ctx = poptGetContext(r4cmd_prog, argc, argv, debugfs_options, 0);
+	poptSetOtherOptionHelp(ctx, "[-w] [-R 'CMD ARGS'] [-f CMDFILE] "
+			       "[--json] IMAGE");
+	rc = parse_cmdline(ctx, &image);
+	if (rc == EXIT_OK && r4cmd_show_version)
+		r4cmd_print_version();
+	else if (rc == EXIT_OK)
+		rc = open_and_run(image);
+	for (int i = 0; i < nr_requests; i++)
+		free((void *)requests[i]);
+	poptFreeContext(ctx);
+	return rc;
+}

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4debugfs: print file, blocks, icheck, ncheck: from objects to their
+ * items and blocks, and back. */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../common/common.h"
+#include "r4/read.h"
+#include "debugfs.h"
+
+static const char *kind_name(int kind)
+{
+	static const char *const names[] = { "data", "hole", "unallocated",
+					     "tail", "node", "stat data" };
+
+	return kind >= 0 && kind < 6 ? names[kind] : "unknown";
+}
+
+/* ---- blocks, print file ------------------------------------------------- */
+
+static int print_piece(void *ctx, const struct r4_blkmap *m)
+{
+	(void)ctx;
+	printf("  file offset %" PRIu64 ", %" PRIu64 " bytes: %s", m->file_off,
+	       m->len, kind_name(m->kind));
+	if (m->kind == R4_BLK_DATA && m->count > 1)
+		printf(" blocks %" PRIu64 "-%" PRIu64, m->blk,
+		       m->blk + m->count - 1);
+	else if (m->kind == R4_BLK_DATA || m->kind == R4_BLK_TAIL)
+		printf(" block %" PRIu64, m->blk);
+	else if (m->count)
+		printf(" (%" PRIu64 " blocks)", m->count);
+	putchar('\n');
+	return 0;
+}
+
+static int list_blocks(struct dbg *d, const char *path,
+		       const struct r4_objref *ref)
+{
+	struct r4_error err = { 0 };
+	int rc = r4_file_blocks(d->vol, ref, print_piece, NULL, &err);
+
+	return rc ? dbg_fail(&err, path, rc) : DBG_OK;
+}
+
+int dbg_blocks(struct dbg *d, int argc, const char **argv)
+{
+	struct r4_objref ref;
+
+	if (argc != 2)
+		return dbg_usage(argv[0]);
+	if (dbg_resolve(d, argv[1], &ref))
+		return DBG_FAIL;
+	printf("%s:\n", argv[1]);
+	return list_blocks(d, argv[1], &ref);
+}
+
+struct items_ctx {
+	struct dbg *d;
+	uint8_t *node;
+	int rc;
+};
+
+static int print_one_item(void *ctx, const struct r4_item_loc *it)
+{
+	struct items_ctx *c = ctx;
+	struct r4_error err = { 0 };
+	int rc;
+
+	printf("block %" PRIu64 " (level %u), ", it->blk, it->level);
+	rc = r4_vol_read_block(c->d->vol, it->blk, c->node, &err);
+	if (rc) {
+		printf("unreadable\n");
+		dbg_fail(&err, "print file", rc);
+		c->rc = DBG_FAIL;
+		return 0;
+	}
+	if (dbg_print_item(c->d, c->node, it->pos))
+		c->rc = DBG_FAIL;
+	return 0;
+}
+
+int dbg_print_file(struct dbg *d, int argc, const char **argv)
+{
+	struct r4_error err = { 0 };
+	struct items_ctx c = { .d = d, .rc = DBG_OK };
+	struct r4_objref ref;
+	struct r4_stat st;
+	int rc;
+
+	if (argc != 2)
+		return dbg_usage(argv[0]);
+	if (dbg_resolve(d, argv[1], &ref))
+		return DBG_FAIL;
+	c.node = malloc(d->si.blksize);
+	if (!c.node)
+		return dbg_fail(NULL, argv[1], -ENOMEM);
+	rc = r4_obj_items(d->vol, &ref, print_one_item, &c, &err);
+	free(c.node);
+	if (rc)
+		return dbg_fail(&err, argv[1], rc);
+	if (!r4_stat(d->vol, &ref, &st, &err) && st.object_plugin ==
+	    R4_OBJ_REG40) {
+		printf("body:\n");
+		if (list_blocks(d, argv[1], &ref))
+			return DBG_FAIL;
+	}
+	return c.rc;
+}
+
+/* ---- icheck, ncheck ------------------------------------------------------ */
+
+struct paths_ctx {
+	int json, n;
+};
+
+static int print_path(void *ctx, const char *path)
+{
+	struct paths_ctx *p = ctx;
+
+	if (p->json) {
+		if (p->n)
+			putchar(',');
+		r4cmd_json_str(path, strlen(path));
+	} else {
+		printf("%s", p->n ? " " : "");
+		dbg_put_name(path, strlen(path));
+	}
+	p->n++;
+	return 0;
+}
+
+/* The paths of oid: " /a /b" (text) or ["/a","/b"] (JSON). */
+static int print_paths(struct dbg *d, uint64_t oid)
+{
+	struct r4_error err = { 0 };
+	struct paths_ctx p = { d->json, 0 };
+	int rc;
+
+	if (d->json)
+		putchar('[');
+	rc = r4_oid_paths(d->vol, oid, print_path, &p, &err);
+	if (d->json)
+		putchar(']');
+	else if (!p.n)
+		printf("(no path)");
+	if (rc) {
+		fflush(stdout);
+		dbg_fail(&err, "path walk", rc);
+	}
+	return rc ? DBG_FAIL : DBG_OK;
+}
+
+static int icheck_one(struct dbg *d, uint64_t blk, int first)
+{
+	struct r4_error err = { 0 };
+	struct r4_objref owner;
+	int kind = 0, rc;
+
+	rc = r4_block_owner(d->vol, blk, &owner, &kind, &err);
+	if (rc && rc != R4_ENOTFOUND) {
+		if (d->json)
+			printf("%s{\"block\":%" PRIu64 ",\"error\":true}",
+			       first ? "" : ",", blk);
+		return dbg_fail(&err, "icheck", rc);
+	}
+	if (d->json) {
+		printf("%s{\"block\":%" PRIu64, first ? "" : ",", blk);
+		if (rc) {
+			printf(",\"owner\":null}");
+			return DBG_OK;
+		}
+		printf(",\"kind\":\"%s\",\"oid\":%" PRIu64 ",\"locality\":%"
+		       PRIu64 ",\"paths\":", kind_name(kind), owner.oid,
+		       owner.locality);
+		rc = print_paths(d, owner.oid);
+		putchar('}');
+		return rc;
+	}
+	if (rc) {
+		printf("%" PRIu64 "\tnot used by the tree\n", blk);
+		return DBG_OK;
+	}
+	printf("%" PRIu64 "\t%s\toid 0x%" PRIx64 "\t", blk, kind_name(kind),
+	       owner.oid);
+	rc = print_paths(d, owner.oid);
+	putchar('\n');
+	return rc;
+}
+
+int dbg_icheck(struct dbg *d, int argc, const char **argv)
+{
+	int rc = DBG_OK, n = 0;
+	uint64_t blk;
+
+	if (argc < 2)
+		return dbg_usage(argv[0]);
+	if (d->json)
+		putchar('[');
+	for (int i = 1; i < argc; i++) {
+		if (dbg_parse_block(d, argv[i], &blk)) {
+			rc = DBG_FAIL;
+			continue;
+		}
+		if (icheck_one(d, blk, !n++))
+			rc = DBG_FAIL;
+	}
+	if (d->json)
+		printf("]\n");
+	return rc;
+}
+
+int dbg_ncheck(struct dbg *d, int argc, const char **argv)
+{
+	int rc = DBG_OK, n = 0;
+	uint64_t oid;
+
+	if (argc < 2)
+		return dbg_usage(argv[0]);
+	if (d->json)
+		putchar('[');
+	for (int i = 1; i < argc; i++) {
+		if (dbg_parse_u64(argv[i], &oid)) {
+			fprintf(stderr, "%s: ncheck: '%s' is not an object id\n",
+				r4cmd_prog, argv[i]);
+			rc = DBG_FAIL;
+			continue;
+		}
+		if (d->json)
+			printf("%s{\"oid\":%" PRIu64 ",\"paths\":",
+			       n++ ? "," : "", oid);
+		else
+			printf("0x%" PRIx64 "\t", oid);
+		if (print_paths(d, oid))
+			rc = DBG_FAIL;
+		printf(d->json ? "}" : "\n");
+	}
+	if (d->json)
+		printf("]\n");
+	return rc;
+}

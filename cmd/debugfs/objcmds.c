@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4debugfs: ls, stat, cat, dump: objects by path, through the read
+ * path of r4/read.h. */
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "../common/common.h"
+#include "r4/read.h"
+#include "debugfs.h"
+
+#define CHUNK 65536
+#define TARGET_MAX 4096
+
+int dbg_fail(const struct r4_error *err, const char *what, int code)
+{
+	if (err && err->msg[0])
+		fprintf(stderr, "%s: %s: %s\n", r4cmd_prog, what, err->msg);
+	else
+		fprintf(stderr, "%s: %s: %s\n", r4cmd_prog, what,
+			code == -ENOTDIR ? "not a directory" :
+			r4_strerror(code));
+	return DBG_FAIL;
+}
+
+int dbg_resolve(struct dbg *d, const char *path, struct r4_objref *ref)
+{
+	struct r4_error err = { 0 };
+	int rc;
+
+	if (path[0] != '/') {
+		fprintf(stderr, "%s: %s: paths start with '/'\n", r4cmd_prog,
+			path);
+		return DBG_FAIL;
+	}
+	rc = r4_lookup(d->vol, path, ref, &err);
+	if (rc == R4_ENOTFOUND)
+		fprintf(stderr, "%s: %s: no such file or directory\n",
+			r4cmd_prog, path);
+	else if (rc)
+		return dbg_fail(&err, path, rc);
+	return rc ? DBG_FAIL : DBG_OK;
+}
+
+static const char *plugin_name(unsigned id)
+{
+	static const char *const names[] = { "reg40", "dir40", "sym40",
+					     "spl40", "ccreg40" };
+
+	return id < sizeof(names) / sizeof(names[0]) ? names[id] : "unknown";
+}
+
+static void time_str(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!gmtime_r(&tt, &tm) ||
+	    !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "%" PRId64, t);
+}
+
+/* ---- ls ----------------------------------------------------------------- */
+
+static int collect(void *ctx, const char *name, size_t len,
+		   const struct r4_objref *target)
+{
+	struct dlist *l = ctx;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct dent *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n].name = malloc(len + 1);
+	if (!l->v[l->n].name)
+		return -ENOMEM;
+	memcpy(l->v[l->n].name, name, len);
+	l->v[l->n].name[len] = '\0';
+	l->v[l->n].len = len;
+	l->v[l->n].ref = *target;
+	l->n++;
+	return 0;
+}
+
+void dbg_dlist_free(struct dlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	l->v = NULL;
+	l->n = l->cap = 0;
+}
+
+int dbg_list_dir(struct dbg *d, const struct r4_objref *dir,
+		 struct dlist *l, struct r4_error *err)
+{
+	int rc = r4_readdir(d->vol, dir, collect, l, err);
+
+	if (rc)
+		dbg_dlist_free(l);
+	return rc;
+}
+
+static void ls_long_text(const struct r4_stat *st, const struct dent *e,
+			 const char *target)
+{
+	char mode[11], tm[32];
+
+	dbg_mode_str(st->mode, mode);
+	time_str(st->mtime, tm, sizeof(tm));
+	printf("%s %4" PRIu32 " %5" PRIu32 " %5" PRIu32 " ", mode, st->nlink,
+	       st->uid, st->gid);
+	if (S_ISCHR(st->mode) || S_ISBLK(st->mode))
+		printf("%4" PRIu32 ", %4" PRIu32, r4_rdev_major(st->rdev),
+		       r4_rdev_minor(st->rdev));
+	else
+		printf("%10" PRIu64, st->size);
+	printf(" %s ", tm);
+	dbg_put_name(e->name, e->len);
+	if (target) {
+		printf(" -> ");
+		dbg_put_name(target, strlen(target));
+	}
+	putchar('\n');
+}
+
+static void ls_json(const struct r4_stat *st, const struct dent *e,
+		    const char *target, int first)
+{
+	printf("%s{\"name\":", first ? "" : ",");
+	r4cmd_json_str(e->name, e->len);
+	printf(",\"oid\":%" PRIu64 ",\"locality\":%" PRIu64, e->ref.oid,
+	       e->ref.locality);
+	if (st) {
+		printf(",\"mode\":%" PRIu32 ",\"nlink\":%" PRIu32 ",\"uid\":%"
+		       PRIu32 ",\"gid\":%" PRIu32 ",\"size\":%" PRIu64
+		       ",\"mtime\":%" PRId64, st->mode, st->nlink, st->uid,
+		       st->gid, st->size, st->mtime);
+		if (S_ISCHR(st->mode) || S_ISBLK(st->mode))
+			printf(",\"major\":%u,\"minor\":%u",
+			       r4_rdev_major(st->rdev), r4_rdev_minor(st->rdev));
+	}
+	if (target) {
+		printf(",\"target\":");
+		r4cmd_json_str(target, strlen(target));
+	}
+	putchar('}');
+}
+
+/* One ls line (or JSON element); DBG_FAIL if the object cannot be read. */
+static int ls_one(struct dbg *d, const struct dent *e, int lng, int first)
+{
+	struct r4_error err = { 0 };
+	struct r4_stat st;
+	char target[TARGET_MAX];
+	const char *tp = NULL;
+	int rc;
+
+	if (!lng) {
+		if (d->json)
+			ls_json(NULL, e, NULL, first);
+		else {
+			dbg_put_name(e->name, e->len);
+			putchar('\n');
+		}
+		return DBG_OK;
+	}
+	rc = r4_stat(d->vol, &e->ref, &st, &err);
+	if (rc)
+		return dbg_fail(&err, e->name, rc);
+	if (S_ISLNK(st.mode)) {
+		rc = r4_readlink(d->vol, &e->ref, target, sizeof(target), NULL,
+				 &err);
+		if (rc)
+			return dbg_fail(&err, e->name, rc);
+		tp = target;
+	}
+	if (d->json)
+		ls_json(&st, e, tp, first);
+	else
+		ls_long_text(&st, e, tp);
+	return DBG_OK;
+}
+
+static int ls_parse(int argc, const char **argv, int *lng, const char **p)
+{
+	*lng = 0;
+	*p = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-l"))
+			*lng = 1;
+		else if (argv[i][0] == '-' || *p)
+			return -1;
+		else
+			*p = argv[i];
+	}
+	if (!*p)
+		*p = "/";
+	return 0;
+}
+
+int dbg_ls(struct dbg *d, int argc, const char **argv)
+{
+	struct r4_error err = { 0 };
+	struct dlist l = { 0 };
+	struct r4_objref ref;
+	const char *path;
+	int lng, rc;
+
+	if (ls_parse(argc, argv, &lng, &path))
+		return dbg_usage(argv[0]);
+	if (dbg_resolve(d, path, &ref))
+		return DBG_FAIL;
+	rc = dbg_list_dir(d, &ref, &l, &err);
+	if (rc == -ENOTDIR) {
+		struct dent one = { (char *)path, strlen(path), ref };
+
+		if (d->json)
+			putchar('[');
+		rc = ls_one(d, &one, lng, 1);
+		if (d->json)
+			printf("]\n");
+		return rc;
+	}
+	if (rc)
+		return dbg_fail(&err, path, rc);
+	if (d->json)
+		putchar('[');
+	for (size_t i = 0; i < l.n; i++)
+		if (ls_one(d, &l.v[i], lng, i == 0))
+			rc = DBG_FAIL;
+	if (d->json)
+		printf("]\n");
+	dbg_dlist_free(&l);
+	return rc ? DBG_FAIL : DBG_OK;
+}
+
+/* ---- stat --------------------------------------------------------------- */
+
+static void stat_text(const char *path, const struct r4_stat *st,
+		      const char *target)
+{
+	char mode[11], t[3][32];
+
+	dbg_mode_str(st->mode, mode);
+	time_str(st->atime, t[0], sizeof(t[0]));
+	time_str(st->mtime, t[1], sizeof(t[1]));
+	time_str(st->ctime, t[2], sizeof(t[2]));
+	printf("path:        ");
+	dbg_put_name(path, strlen(path));
+	printf("\nobject:      oid 0x%" PRIx64 ", locality 0x%" PRIx64
+	       ", ordering 0x%" PRIx64 "\n", st->oid, st->locality,
+	       st->ordering);
+	printf("key:         [%" PRIx64 ":1:%" PRIx64 ":%" PRIx64 ":0]\n",
+	       st->locality, st->ordering, st->oid);
+	printf("plugin:      %s (%u)\n", plugin_name(st->object_plugin),
+	       st->object_plugin);
+	printf("mode:        0%06o (%s)\n", st->mode, mode);
+	printf("nlink:       %" PRIu32 "\n", st->nlink);
+	printf("uid:         %" PRIu32 "\ngid:         %" PRIu32 "\n",
+	       st->uid, st->gid);
+	printf("size:        %" PRIu64 "\nbytes:       %" PRIu64 "\n",
+	       st->size, st->bytes);
+	if (S_ISCHR(st->mode) || S_ISBLK(st->mode))
+		printf("rdev:        %u:%u\n", r4_rdev_major(st->rdev),
+		       r4_rdev_minor(st->rdev));
+	printf("atime:       %" PRId64 ".%09" PRIu32 " (%s UTC)\n", st->atime,
+	       st->atime_ns, t[0]);
+	printf("mtime:       %" PRId64 ".%09" PRIu32 " (%s UTC)\n", st->mtime,
+	       st->mtime_ns, t[1]);
+	printf("ctime:       %" PRId64 ".%09" PRIu32 " (%s UTC)\n", st->ctime,
+	       st->ctime_ns, t[2]);
+	printf("sd mask:     0x%" PRIx64 "\nflags:       0x%" PRIx32 "\n",
+	       st->sd_mask, st->flags);
+	if (st->hash_id >= 0)
+		printf("hash:        %d\nfibration:   %d\n", st->hash_id,
+		       st->fibration_id);
+	if (st->formatting_id >= 0)
+		printf("formatting:  %d\n", st->formatting_id);
+	printf("stat data:   block %" PRIu64 ", item %u\n", st->sd_block,
+	       st->sd_item);
+	if (target) {
+		printf("target:      ");
+		dbg_put_name(target, strlen(target));
+		putchar('\n');
+	}
+}
+
+#define J(name, fmt, v) printf(",\"" name "\":%" fmt, v)
+
+static void stat_json(const char *path, const struct r4_stat *st,
+		      const char *target)
+{
+	printf("{\"path\":");
+	r4cmd_json_str(path, strlen(path));
+	J("oid", PRIu64, st->oid);
+	J("locality", PRIu64, st->locality);
+	J("ordering", PRIu64, st->ordering);
+	printf(",\"plugin\":\"%s\"", plugin_name(st->object_plugin));
+	J("mode", PRIu32, st->mode);
+	J("nlink", PRIu32, st->nlink);
+	J("uid", PRIu32, st->uid);
+	J("gid", PRIu32, st->gid);
+	J("size", PRIu64, st->size);
+	J("bytes", PRIu64, st->bytes);
+	J("rdev", PRIu64, st->rdev);
+	J("atime", PRId64, st->atime);
+	J("atime_ns", PRIu32, st->atime_ns);
+	J("mtime", PRId64, st->mtime);
+	J("mtime_ns", PRIu32, st->mtime_ns);
+	J("ctime", PRId64, st->ctime);
+	J("ctime_ns", PRIu32, st->ctime_ns);
+	J("sd_mask", PRIu64, st->sd_mask);
+	J("flags", PRIu32, st->flags);
+	J("hash", "d", st->hash_id);
+	J("fibration", "d", st->fibration_id);
+	J("formatting", "d", st->formatting_id);
+	J("sd_block", PRIu64, st->sd_block);
+	J("sd_item", "u", st->sd_item);
+	if (target) {
+		printf(",\"target\":");
+		r4cmd_json_str(target, strlen(target));
+	}
+	printf("}\n");
+}
+
+int dbg_stat(struct dbg *d, int argc, const char **argv)
+{
+	struct r4_error err = { 0 };
+	struct r4_objref ref;
+	struct r4_stat st;
+	char target[TARGET_MAX];
+	int rc;
+
+	if (argc != 2)
+		return dbg_usage(argv[0]);
+	if (dbg_resolve(d, argv[1], &ref))
+		return DBG_FAIL;
+	rc = r4_stat(d->vol, &ref, &st, &err);
+	if (rc)
+		return dbg_fail(&err, argv[1], rc);
+	if (S_ISLNK(st.mode)) {
+		rc = r4_readlink(d->vol, &ref, target, sizeof(target), NULL,
+				 &err);
+		if (rc)
+			return dbg_fail(&err, argv[1], rc);
+	}
+	if (d->json)
+		stat_json(argv[1], &st, S_ISLNK(st.mode) ? target : NULL);
+	else
+		stat_text(argv[1], &st, S_ISLNK(st.mode) ? target : NULL);
+	return DBG_OK;
+}
+
+/* ---- cat, dump ---------------------------------------------------------- */
+
+int dbg_copy_out(struct dbg *d, const char *path, const struct r4_objref *ref,
+		 int fd)
+{
+	struct r4_error err = { 0 };
+	uint8_t *buf = malloc(CHUNK);
+	uint64_t off = 0;
+	size_t got;
+	int rc = 0;
+
+	if (!buf)
+		return dbg_fail(NULL, path, -ENOMEM);
+	do {
+		rc = r4_read(d->vol, ref, off, buf, CHUNK, &got, &err);
+		if (rc)
+			break;
+		for (size_t done = 0; done < got;) {
+			ssize_t w = write(fd, buf + done, got - done);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				rc = -errno;
+				break;
+			}
+			done += (size_t)w;
+		}
+		off += got;
+	} while (!rc && got == CHUNK);
+	free(buf);
+	if (rc == -EISDIR)
+		fprintf(stderr, "%s: %s: is a directory\n", r4cmd_prog, path);
+	else if (rc == -EINVAL && !err.msg[0])
+		fprintf(stderr, "%s: %s: not a regular file\n", r4cmd_prog,
+			path);
+	else if (rc)
+		dbg_fail(&err, path, rc);
+	return rc ? DBG_FAIL : DBG_OK;
+}
+
+int dbg_cat(struct dbg *d, int argc, const char **argv)
+{
+	struct r4_objref ref;
+	int rc;
+
+	if (argc != 2)
+		return dbg_usage(argv[0]);
+	if (dbg_resolve(d, argv[1], &ref))
+		return DBG_FAIL;
+	fflush(stdout);
+	rc = dbg_copy_out(d, argv[1], &ref, STDOUT_FILENO);
+	return rc;
+}
+
+int dbg_dump(struct dbg *d, int argc, const char **argv)
+{
+	struct r4_error err = { 0 };
+	struct r4_objref ref;
+	struct r4_stat st;
+	int fd, rc;
+
+	if (argc != 3)
+		return dbg_usage(argv[0]);
+	if (dbg_resolve(d, argv[1], &ref))
+		return DBG_FAIL;
+	rc = r4_stat(d->vol, &ref, &st, &err);
+	if (rc)
+		return dbg_fail(&err, argv[1], rc);
+	if (!S_ISREG(st.mode)) {
+		fprintf(stderr, "%s: %s: not a regular file\n", r4cmd_prog,
+			argv[1]);
+		return DBG_FAIL;
+	}
+	fd = open(argv[2], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	if (fd < 0) {
+		fprintf(stderr, "%s: %s: cannot create: %s%s\n", r4cmd_prog,
+			argv[2], strerror(errno), errno == EEXIST ?
+			" (r4debugfs never overwrites)" : "");
+		return DBG_FAIL;
+	}
+	rc = dbg_copy_out(d, argv[1], &ref, fd);
+	if (!rc && fchmod(fd, st.mode & 07777))
+		rc = dbg_fail(NULL, argv[2], -errno);
+	if (close(fd) && !rc)
+		rc = dbg_fail(NULL, argv[2], -errno);
+	if (rc)
+		unlink(argv[2]);
+	return rc;
+}

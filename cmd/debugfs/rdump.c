@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4debugfs: rdump PATH HOSTDIR: copy a tree out of the volume.
+ *
+ * Everything is created relative to directory descriptors this command
+ * made itself (mkdirat + openat with O_NOFOLLOW), with O_EXCL for files,
+ * so a symlink in the image is written as a symlink and never followed,
+ * names holding '/' or being "." / ".." are refused, and nothing that
+ * exists already is overwritten. Kept: mode, owner (when run as root),
+ * atime and mtime, symlinks, hard links (a second name of an object
+ * becomes link()), fifos, sockets and device nodes (devices only as
+ * root). A directory reached twice (a cycle in a hostile image) is an
+ * error. */
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include "../common/common.h"
+#include "debugfs.h"
+
+#define MAX_DEPTH 400
+#define TARGET_MAX 4096
+
+struct link {
+	struct r4_objref ref;
+	char *rel;		/* path relative to HOSTDIR */
+};
+
+struct rd {
+	struct dbg *d;
+	int rootfd;
+	int as_root;
+	struct dbg_set dirs;	/* directory oids entered */
+	struct link *links;
+	size_t nlinks, cap;
+	int rc;
+};
+
+static int rd_err(struct rd *r, const char *rel, const char *what, int e)
+{
+	fprintf(stderr, "%s: rdump: %s: %s%s%s\n", r4cmd_prog, *rel ? rel : ".",
+		what, e ? ": " : "", e ? strerror(e) : "");
+	r->rc = DBG_FAIL;
+	return DBG_FAIL;
+}
+
+static char *join(const char *dir, const char *name)
+{
+	size_t a = strlen(dir), b = strlen(name);
+	char *p = malloc(a + b + 2);
+
+	if (!p)
+		return NULL;
+	memcpy(p, dir, a);
+	p[a] = '/';
+	memcpy(p + (a ? a + 1 : 0), name, b + 1);
+	return p;
+}
+
+static const struct link *link_find(const struct rd *r,
+				    const struct r4_objref *ref)
+{
+	for (size_t i = 0; i < r->nlinks; i++)
+		if (r->links[i].ref.oid == ref->oid &&
+		    r->links[i].ref.locality == ref->locality)
+			return &r->links[i];
+	return NULL;
+}
+
+static void link_add(struct rd *r, const struct r4_objref *ref,
+		     const char *rel)
+{
+	if (r->nlinks == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 32;
+		struct link *v = realloc(r->links, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		r->links = v;
+		r->cap = cap;
+	}
+	r->links[r->nlinks].rel = strdup(rel);
+	if (r->links[r->nlinks].rel)
+		r->links[r->nlinks++].ref = *ref;
+}
+
+/* Owner, mode and times of what fd (or dirfd/name when fd < 0) is. */
+static void set_attrs(struct rd *r, int fd, int dirfd, const char *name,
+		      const struct r4_stat *st, const char *rel)
+{
+	struct timespec ts[2] = {
+		{ .tv_sec = st->atime, .tv_nsec = st->atime_ns % 1000000000 },
+		{ .tv_sec = st->mtime, .tv_nsec = st->mtime_ns % 1000000000 }
+	};
+	int lnk = S_ISLNK(st->mode);
+
+	if (r->as_root && (fd >= 0 ? fchown(fd, st->uid, st->gid) :
+			   fchownat(dirfd, name, st->uid, st->gid,
+				    AT_SYMLINK_NOFOLLOW)))
+		rd_err(r, rel, "cannot set the owner", errno);
+	if (!lnk && (fd >= 0 ? fchmod(fd, st->mode & 07777) :
+		     fchmodat(dirfd, name, st->mode & 07777, 0)))
+		rd_err(r, rel, "cannot set the mode", errno);
+	if (fd >= 0 ? futimens(fd, ts) :
+	    utimensat(dirfd, name, ts, AT_SYMLINK_NOFOLLOW))
+		rd_err(r, rel, "cannot set the times", errno);
+}
+
+static void dump_entry(struct rd *r, int dirfd, const char *dirrel,
+		       const char *name, const struct r4_objref *ref,
+		       unsigned depth);
+
+static void dump_children(struct rd *r, const struct r4_objref *dir, int fd,
+			  const char *rel, unsigned depth)
+{
+	struct r4_error err = { 0 };
+	struct dlist l = { 0 };
+	int rc = dbg_list_dir(r->d, dir, &l, &err);
+
+	if (rc) {
+		fprintf(stderr, "%s: rdump: %s: ", r4cmd_prog, *rel ? rel : ".");
+		dbg_fail(&err, "cannot list the directory", rc);
+		r->rc = DBG_FAIL;
+		return;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		const char *n = l.v[i].name;
+
+		if (!strcmp(n, ".") || !strcmp(n, ".."))
+			continue;
+		if (strlen(n) != l.v[i].len || strchr(n, '/') || !*n) {
+			rd_err(r, rel, "skipped an entry whose name holds '/' "
+			       "or NUL", 0);
+			continue;
+		}
+		dump_entry(r, fd, rel, n, &l.v[i].ref, depth + 1);
+	}
+	dbg_dlist_free(&l);
+}
+
+static void dump_dir(struct rd *r, int dirfd, const char *name,
+		     const char *rel, const struct r4_objref *ref,
+		     const struct r4_stat *st, unsigned depth)
+{
+	int fd;
+
+	if (depth > MAX_DEPTH) {
+		rd_err(r, rel, "directories nested too deep", 0);
+		return;
+	}
+	if (dbg_set_add(&r->dirs, ref->oid)) {
+		rd_err(r, rel, "directory reached twice (a cycle?)", 0);
+		return;
+	}
+	if (mkdirat(dirfd, name, 0700)) {
+		rd_err(r, rel, "cannot make the directory", errno);
+		return;
+	}
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+	if (fd < 0) {
+		rd_err(r, rel, "cannot open the new directory", errno);
+		return;
+	}
+	dump_children(r, ref, fd, rel, depth);
+	set_attrs(r, fd, -1, NULL, st, rel);
+	close(fd);
+}
+
+static void dump_file(struct rd *r, int dirfd, const char *name,
+		      const char *rel, const struct r4_objref *ref,
+		      const struct r4_stat *st)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		rd_err(r, rel, errno == EEXIST ? "exists already (rdump never "
+		       "overwrites)" : "cannot create", errno == EEXIST ?
+		       0 : errno);
+		return;
+	}
+	if (dbg_copy_out(r->d, rel, ref, fd))
+		r->rc = DBG_FAIL;
+	set_attrs(r, fd, -1, NULL, st, rel);
+	if (close(fd))
+		rd_err(r, rel, "cannot write", errno);
+}
+
+static void dump_special(struct rd *r, int dirfd, const char *name,
+			 const char *rel, const struct r4_objref *ref,
+			 const struct r4_stat *st)
+{
+	struct r4_error err = { 0 };
+	char target[TARGET_MAX];
+	int rc;
+
+	if (S_ISLNK(st->mode)) {
+		rc = r4_readlink(r->d->vol, ref, target, sizeof(target), NULL,
+				 &err);
+		if (rc) {
+			dbg_fail(&err, rel, rc);
+			r->rc = DBG_FAIL;
+			return;
+		}
+		rc = symlinkat(target, dirfd, name);
+	} else if (S_ISCHR(st->mode) || S_ISBLK(st->mode)) {
+		if (!r->as_root) {
+			r4cmd_warnf("rdump: %s: device node skipped (needs "
+				    "root)", rel);
+			return;
+		}
+		rc = mknodat(dirfd, name, st->mode & S_IFMT, makedev(
+			     r4_rdev_major(st->rdev), r4_rdev_minor(st->rdev)));
+	} else if (S_ISFIFO(st->mode) || S_ISSOCK(st->mode)) {
+		rc = mknodat(dirfd, name, (st->mode & S_IFMT) | 0600, 0);
+	} else {
+		rd_err(r, rel, "unknown file type", 0);
+		return;
+	}
+	if (rc) {
+		rd_err(r, rel, "cannot create", errno);
+		return;
+	}
+	set_attrs(r, -1, dirfd, name, st, rel);
+}
+
+static void dump_entry(struct rd *r, int dirfd, const char *dirrel,
+		       const char *name, const struct r4_objref *ref,
+		       unsigned depth)
+{
+	struct r4_error err = { 0 };
+	const struct link *ln;
+	struct r4_stat st;
+	char *rel = join(dirrel, name);
+	int rc;
+
+	if (!rel) {
+		rd_err(r, name, "out of memory", 0);
+		return;
+	}
+	rc = r4_stat(r->d->vol, ref, &st, &err);
+	if (rc) {
+		dbg_fail(&err, rel, rc);
+		r->rc = DBG_FAIL;
+	} else if (S_ISDIR(st.mode)) {
+		dump_dir(r, dirfd, name, rel, ref, &st, depth);
+	} else if (st.nlink > 1 && (ln = link_find(r, ref))) {
+		if (linkat(r->rootfd, ln->rel, dirfd, name, 0))
+			rd_err(r, rel, "cannot make a hard link", errno);
+	} else {
+		if (S_ISREG(st.mode))
+			dump_file(r, dirfd, name, rel, ref, &st);
+		else
+			dump_special(r, dirfd, name, rel, ref, &st);
+		if (st.nlink > 1)
+			link_add(r, ref, rel);
+	}
+	free(rel);
+}
+
+static const char *base_name(const char *path)
+{
+	static char buf[256];
+	size_t n = strlen(path);
+	const char *b;
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	b = path + n;
+	while (b > path && b[-1] != '/')
+		b--;
+	if ((size_t)(path + n - b) >= sizeof(buf))
+		return NULL;
+	memcpy(buf, b, (size_t)(path + n - b));
+	buf[path + n - b] = '\0';
+	return buf;
+}
+
+int dbg_rdump(struct dbg *d, int argc, const char **argv)
+{
+	struct rd r = { .d = d, .as_root = geteuid() == 0, .rc = DBG_OK };
+	struct r4_error err = { 0 };
+	struct r4_objref ref, root;
+	struct r4_stat st;
+	const char *name;
+
+	if (argc != 3)
+		return dbg_usage(argv[0]);
+	if (dbg_resolve(d, argv[1], &ref))
+		return DBG_FAIL;
+	r.rootfd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r.rootfd < 0) {
+		fprintf(stderr, "%s: rdump: %s: %s\n", r4cmd_prog, argv[2],
+			strerror(errno));
+		return DBG_FAIL;
+	}
+	name = base_name(argv[1]);
+	if (r4_root(d->vol, &root, &err) || r4_stat(d->vol, &ref, &st, &err)) {
+		r.rc = dbg_fail(&err, argv[1], err.code ? err.code :
+				R4_ECORRUPT);
+	} else if (root.oid == ref.oid && root.locality == ref.locality) {
+		/* The root has no name: its entries go into HOSTDIR, which
+		 * takes the root's owner, mode and times. */
+		dbg_set_add(&r.dirs, ref.oid);
+		dump_children(&r, &ref, r.rootfd, "", 0);
+		set_attrs(&r, r.rootfd, -1, NULL, &st, "");
+	} else if (!name || !*name || !strcmp(name, ".") ||
+		   !strcmp(name, "..")) {
+		rd_err(&r, argv[1], "cannot take a name from the path", 0);
+	} else {
+		dump_entry(&r, r.rootfd, "", name, &ref, 0);
+	}
+	close(r.rootfd);
+	for (size_t i = 0; i < r.nlinks; i++)
+		free(r.links[i].rel);
+	free(r.links);
+	dbg_set_free(&r.dirs);
+	return r.rc;
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: reading a volume: objects (stat data, directories, file bodies,
+ * symlinks), block maps, and raw tree walks for inspection tools.
+ *
+ * Conventions are those of r4/r4.h: 0 or a negative code, a filled
+ * struct r4_error on failure, nothing printed. Every reader checks what
+ * it takes from the disk: a hostile image gives an error naming the
+ * block, item or entry, never a crash or a hang.
+ *
+ * Iterators call a function per element; a non-zero return from it
+ * stops the iteration and becomes the iterator's return value (so use
+ * a positive value to stop early without an error). */
+#ifndef R4_READ_H
+#define R4_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/r4.h"
+
+/* ---- Objects ------------------------------------------------------------ */
+
+/* An object: the ids of its stat-data key. 'ordering' is 0 on short-key
+ * volumes. Plain values: copy and compare freely. */
+struct r4_objref {
+	uint64_t locality;
+	uint64_t ordering;
+	uint64_t oid;
+};
+
+/* Object plugins (the on-disk ids). */
+enum r4_obj_plugin {
+	R4_OBJ_REG40 = 0, R4_OBJ_DIR40 = 1, R4_OBJ_SYM40 = 2,
+	R4_OBJ_SPL40 = 3, R4_OBJ_CCREG40 = 4
+};
+
+/* Decoded stat data. Fields of absent extensions are 0 (see sd_mask:
+ * bit k = stat-data extension k: 0 light-weight, 1 unix, 2 large times,
+ * 3 symlink, 4 plugin set, 5 flags, 6 caps, 7 crypto, 8 heir set). */
+struct r4_stat {
+	uint64_t oid, locality, ordering;
+	uint32_t mode;		/* type and permission bits */
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint64_t size;		/* bytes; directories: entries */
+	uint64_t bytes;		/* bytes used (not for devices) */
+	uint64_t rdev;		/* devices: major << 20 | minor */
+	int64_t atime, mtime, ctime;
+	uint32_t atime_ns, mtime_ns, ctime_ns;
+	unsigned object_plugin;	/* enum r4_obj_plugin */
+	uint64_t sd_mask;
+	uint32_t flags;		/* flags extension */
+	/* For directories: the hash and fibration plugin ids in effect
+	 * (own plugin set, else the root's, else r5 / dot_o); for files:
+	 * the formatting policy in effect. -1 where not applicable. */
+	int hash_id, fibration_id, formatting_id;
+	/* Where the stat data is: leaf block and item index. */
+	uint64_t sd_block;
+	unsigned sd_item;
+};
+
+/* Major / minor of r4_stat.rdev. */
+static inline uint32_t r4_rdev_major(uint64_t rdev)
+{ return (uint32_t)(rdev >> 20); }
+static inline uint32_t r4_rdev_minor(uint64_t rdev)
+{ return (uint32_t)(rdev & 0xfffff); }
+
+/* The root directory. */
+int r4_root(struct r4_vol *vol, struct r4_objref *out, struct r4_error *err);
+
+/* Resolve an absolute path ("/", "/a/b", repeated and trailing slashes
+ * allowed, "." and ".." are looked up as the names they are). Symlinks
+ * are not followed. R4_ENOTFOUND for a missing name, -ENOTDIR when a
+ * non-final component is not a directory. */
+int r4_lookup(struct r4_vol *vol, const char *path, struct r4_objref *out,
+	      struct r4_error *err);
+/* One name (len bytes, no '/') in directory dir. */
+int r4_lookup_at(struct r4_vol *vol, const struct r4_objref *dir,
+		 const char *name, size_t len, struct r4_objref *out,
+		 struct r4_error *err);
+
+/* Stat data of an object. R4_ENOTFOUND if it has none. */
+int r4_stat(struct r4_vol *vol, const struct r4_objref *obj,
+	    struct r4_stat *st, struct r4_error *err);
+
+/* Directory entries in key order, "." and ".." included. 'name' is not
+ * NUL-terminated and lives during the call only. -ENOTDIR if obj is not
+ * a directory. */
+typedef int (*r4_dirent_fn)(void *ctx, const char *name, size_t len,
+			    const struct r4_objref *target);
+int r4_readdir(struct r4_vol *vol, const struct r4_objref *dir,
+	       r4_dirent_fn fn, void *ctx, struct r4_error *err);
+
+/* Read up to len bytes of a regular file at off into buf; *got = bytes
+ * read (short only at the end of the file, whose size is the stat
+ * data's). Holes and unallocated extents read as zeros. -EISDIR for a
+ * directory, -EINVAL for other non-regular objects, R4_EUNSUPP for
+ * cryptcompress (ccreg40) files. */
+int r4_read(struct r4_vol *vol, const struct r4_objref *obj, uint64_t off,
+	    void *buf, size_t len, size_t *got, struct r4_error *err);
+
+/* Symlink target into buf (NUL-terminated, cut to len - 1 bytes);
+ * *tlen (may be NULL) = full target length. -EINVAL if not a symlink. */
+int r4_readlink(struct r4_vol *vol, const struct r4_objref *obj, char *buf,
+		size_t len, size_t *tlen, struct r4_error *err);
+
+/* ---- Block maps ----------------------------------------------------------- */
+
+enum r4_blk_kind {
+	R4_BLK_DATA = 0,	/* allocated extent: blocks blk..blk+count-1 */
+	R4_BLK_HOLE = 1,	/* hole extent unit (blk = 0) */
+	R4_BLK_UNALLOCATED = 2,	/* unallocated extent unit (blk = 0) */
+	R4_BLK_TAIL = 3,	/* tail item: bytes in tree node blk, count 1 */
+	R4_BLK_NODE = 4,	/* a tree node (r4_block_owner only) */
+	R4_BLK_SD = 5		/* the leaf holding the stat data */
+};
+
+/* One piece of a file body, in file order. 'len' is the bytes of file
+ * the piece covers (extents: count * blksize; tails: item length). The
+ * gaps between pieces are holes that have no item at all. */
+struct r4_blkmap {
+	uint64_t file_off;
+	uint64_t len;
+	uint64_t blk;
+	uint64_t count;
+	int kind;		/* enum r4_blk_kind */
+};
+typedef int (*r4_block_fn)(void *ctx, const struct r4_blkmap *m);
+/* Body items of a regular file (reg40) in key order. */
+int r4_file_blocks(struct r4_vol *vol, const struct r4_objref *obj,
+		   r4_block_fn fn, void *ctx, struct r4_error *err);
+
+/* Who uses block blk: a tree node (*kind = R4_BLK_NODE, owner = the
+ * object of the node's first item), or a data block of an extent
+ * (R4_BLK_DATA, owner = the file). R4_ENOTFOUND when nothing in the
+ * tree points at it. Walks the whole tree. */
+int r4_block_owner(struct r4_vol *vol, uint64_t blk, struct r4_objref *owner,
+		   int *kind, struct r4_error *err);
+
+/* Every path ("/a/b") by which object oid is reachable from the root,
+ * found by a walk of the whole directory tree (directories reached
+ * twice are entered once). 'path' lives during the call only. */
+typedef int (*r4_path_fn)(void *ctx, const char *path);
+int r4_oid_paths(struct r4_vol *vol, uint64_t oid, r4_path_fn fn, void *ctx,
+		 struct r4_error *err);
+
+/* ---- Raw tree ---------------------------------------------------------- */
+
+/* Every node of the tree, parents before children, children left to
+ * right; 'node' is the whole verified block (blksize bytes), valid
+ * during the call only. The walk stops with an error naming the block
+ * on a bad node, a wrong level or a block reached twice. */
+typedef int (*r4_node_fn)(void *ctx, uint64_t blk, unsigned level,
+			  const uint8_t *node);
+int r4_tree_walk(struct r4_vol *vol, r4_node_fn fn, void *ctx,
+		 struct r4_error *err);
+
+/* An item found in the tree. key[] is the key in the large layout
+ * (el[1] = 0 on short-key volumes). */
+struct r4_item_loc {
+	uint64_t blk;		/* node holding the item */
+	unsigned level;		/* 1 leaf, 2 twig */
+	unsigned pos;		/* item index in the node */
+	unsigned plugin_id;	/* item plugin id */
+	uint64_t key[4];
+	uint32_t body_off;	/* body offset and length in the node */
+	uint32_t body_len;
+};
+
+/* The item with the largest key <= key (R4_ENOTFOUND if none). */
+int r4_find_item(struct r4_vol *vol, const uint64_t key[4],
+		 struct r4_item_loc *out, struct r4_error *err);
+
+/* Every item of an object (stat data, directory entries or body items)
+ * in key order: the items whose key has the object's (locality or
+ * dir oid, ordering, oid) as far as they go. */
+typedef int (*r4_item_fn)(void *ctx, const struct r4_item_loc *it);
+int r4_obj_items(struct r4_vol *vol, const struct r4_objref *obj,
+		 r4_item_fn fn, void *ctx, struct r4_error *err);
+
+#endif

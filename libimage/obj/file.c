@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: regular file bodies (tail40 and extent40 items), symlinks. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "obj.h"
+#include "../volume.h"
+#include "../err.h"
+#include "../tree/tree.h"
+#include "format/plugin.h"
+
+/* One piece of the body handed to a body visitor. */
+typedef int (*body_fn)(void *ctx, const struct tree_item *it,
+		       const struct r4_blkmap *m);
+
+/* Visit the units of an extent item. */
+static int extent_units(struct r4_vol *vol, const struct tree_item *it,
+			body_fn fn, void *ctx, struct r4_error *err)
+{
+	struct fmt_extent40_unit u;
+	struct r4_blkmap m;
+	uint64_t off = fmt_key_offset(&it->key), end;
+	int n = fmt_extent40_units(it->body, it->len), rc;
+
+	if (n < 0)
+		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
+			       "extent40 body of %zu bytes", obj_vol_name(vol),
+			       (unsigned long long)it->blk, it->pos, it->len);
+	for (int i = 0; i < n; i++) {
+		fmt_extent40_unit(it->body, it->len, (unsigned)i, &u);
+		m.file_off = off;
+		m.blk = 0;
+		m.count = u.width;
+		m.len = u.width * vol->blksize;
+		m.kind = fmt_extent40_kind(&u) == FMT_EXTENT_HOLE ?
+			 R4_BLK_HOLE : fmt_extent40_kind(&u) ==
+			 FMT_EXTENT_UNALLOCATED ? R4_BLK_UNALLOCATED :
+			 R4_BLK_DATA;
+		if (m.kind == R4_BLK_DATA) {
+			m.blk = u.start;
+			if (fmt_extent40_unit_end(&u, &end) ||
+			    u.start < fmt_blk_first_usable(vol->blksize) ||
+			    end > vol->sb.block_count)
+				return r4_fail(err, R4_ERANGE, "%s: tree node "
+					       "%llu, item %u, unit %d: blocks "
+					       "%llu+%llu are outside the "
+					       "volume", obj_vol_name(vol),
+					       (unsigned long long)it->blk,
+					       it->pos, i,
+					       (unsigned long long)u.start,
+					       (unsigned long long)u.width);
+		}
+		if (u.width == 0 || u.width > UINT64_MAX / vol->blksize ||
+		    m.len > UINT64_MAX - off)
+			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+				       "item %u, unit %d: width %llu",
+				       obj_vol_name(vol),
+				       (unsigned long long)it->blk, it->pos,
+				       i, (unsigned long long)u.width);
+		rc = fn(ctx, it, &m);
+		if (rc)
+			return rc;
+		off += m.len;
+	}
+	return 0;
+}
+
+static int body_item(struct r4_vol *vol, const struct tree_item *it,
+		     body_fn fn, void *ctx, struct r4_error *err)
+{
+	struct r4_blkmap m;
+	uint64_t end;
+
+	switch (it->plugin_id) {
+	case FMT_ITEM_TAIL40:
+		if (fmt_tail40_end(fmt_key_offset(&it->key), it->len, &end))
+			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+				       "item %u: tail offset overflows",
+				       obj_vol_name(vol),
+				       (unsigned long long)it->blk, it->pos);
+		m.file_off = fmt_key_offset(&it->key);
+		m.len = it->len;
+		m.blk = it->blk;
+		m.count = 1;
+		m.kind = R4_BLK_TAIL;
+		return fn(ctx, it, &m);
+	case FMT_ITEM_EXTENT40:
+		return extent_units(vol, it, fn, ctx, err);
+	case FMT_ITEM_CTAIL40:
+		return r4_fail(err, R4_EUNSUPP, "%s: tree node %llu, item %u: "
+			       "ctail40 (cryptcompress) bodies are not "
+			       "supported yet", obj_vol_name(vol),
+			       (unsigned long long)it->blk, it->pos);
+	default:
+		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
+			       "item plugin %u in a file body",
+			       obj_vol_name(vol), (unsigned long long)it->blk,
+			       it->pos, it->plugin_id);
+	}
+}
+
+/* Visit the body items of obj that may cover [from, to). */
+static int body_walk(struct r4_vol *vol, const struct r4_objref *obj,
+		     uint64_t from, uint64_t to, body_fn fn, void *ctx,
+		     struct r4_error *err)
+{
+	struct tree_cursor c;
+	struct tree_item it;
+	struct fmt_key k;
+	int rc;
+
+	fmt_key_body(&k, obj->locality, vol->keypol == FMT_KEY_LARGE ?
+		     obj->ordering : 0, obj->oid, from);
+	tree_cursor_init(&c, vol);
+	rc = tree_seek_le(&c, &k, err);
+	if (!rc) {
+		rc = tree_cur(&c, &it, err);
+		if (!rc && !obj_is_body(obj, &it.key))
+			rc = tree_next(&c, err);
+	} else if (rc == R4_ENOTFOUND) {
+		rc = tree_seek_ge(&c, &k, err);
+	}
+	while (!rc) {
+		rc = tree_cur(&c, &it, err);
+		if (rc || !obj_is_body(obj, &it.key) ||
+		    fmt_key_offset(&it.key) >= to)
+			break;
+		rc = body_item(vol, &it, fn, ctx, err);
+		if (!rc)
+			rc = tree_next(&c, err);
+	}
+	tree_cursor_fini(&c);
+	return rc == R4_ENOTFOUND ? 0 : rc;
+}
+
+struct rd {
+	struct r4_vol *vol;
+	uint8_t *buf;
+	uint64_t off, len;	/* the wanted range */
+	struct r4_error *err;
+};
+
+static int read_piece(void *ctx, const struct tree_item *it,
+		      const struct r4_blkmap *m)
+{
+	struct rd *r = ctx;
+	uint64_t lo = m->file_off > r->off ? m->file_off : r->off;
+	uint64_t hi = m->file_off + m->len, want_end = r->off + r->len;
+	struct io_block *b;
+	int rc;
+
+	if (hi > want_end)
+		hi = want_end;
+	if (lo >= hi)
+		return 0;
+	if (m->kind == R4_BLK_TAIL) {
+		memcpy(r->buf + (lo - r->off), it->body + (lo - m->file_off),
+		       (size_t)(hi - lo));
+		return 0;
+	}
+	if (m->kind != R4_BLK_DATA)
+		return 0;	/* holes and unallocated units read as 0 */
+	while (lo < hi) {
+		uint64_t rel = lo - m->file_off;
+		uint64_t blk = m->blk + rel / r->vol->blksize;
+		size_t in = (size_t)(rel % r->vol->blksize);
+		size_t n = r->vol->blksize - in;
+
+		if (n > hi - lo)
+			n = (size_t)(hi - lo);
+		rc = io_cache_get(&r->vol->cache, blk, &b, r->err);
+		if (rc)
+			return rc;
+		memcpy(r->buf + (lo - r->off), b->data + in, n);
+		io_cache_put(&r->vol->cache, b);
+		lo += n;
+	}
+	return 0;
+}
+
+static int reg_sd(struct r4_vol *vol, const struct r4_objref *obj,
+		  struct obj_sd *sd, struct r4_error *err)
+{
+	int rc = obj_sd_get(vol, obj, sd, err);
+
+	if (rc)
+		return rc;
+	if (sd->plugin == FMT_OBJ_REG40)
+		return 0;
+	obj_sd_put(sd);
+	if (sd->plugin == FMT_OBJ_CCREG40)
+		return r4_fail(err, R4_EUNSUPP, "%s: object %llx is a "
+			       "cryptcompress (ccreg40) file: not supported "
+			       "yet", obj_vol_name(vol),
+			       (unsigned long long)obj->oid);
+	return r4_fail(err, sd->plugin == FMT_OBJ_DIR40 ? -EISDIR : -EINVAL,
+		       "%s: object %llx is not a regular file (plugin %u)",
+		       obj_vol_name(vol), (unsigned long long)obj->oid,
+		       sd->plugin);
+}
+
+int r4_read(struct r4_vol *vol, const struct r4_objref *obj, uint64_t off,
+	    void *buf, size_t len, size_t *got, struct r4_error *err)
+{
+	struct rd r = { vol, buf, off, len, err };
+	struct obj_sd sd;
+	int rc = reg_sd(vol, obj, &sd, err);
+
+	*got = 0;
+	if (rc)
+		return rc;
+	if (off >= sd.st.size)
+		r.len = 0;
+	else if (len > sd.st.size - off)
+		r.len = sd.st.size - off;
+	obj_sd_put(&sd);
+	if (!r.len)
+		return 0;
+	memset(buf, 0, (size_t)r.len);
+	rc = body_walk(vol, obj, off, off + r.len, read_piece, &r, err);
+	if (!rc)
+		*got = (size_t)r.len;
+	return rc;
+}
+
+struct bm {
+	r4_block_fn fn;
+	void *ctx;
+};
+
+static int map_piece(void *ctx, const struct tree_item *it,
+		     const struct r4_blkmap *m)
+{
+	struct bm *b = ctx;
+
+	(void)it;
+	return b->fn(b->ctx, m);
+}
+
+int r4_file_blocks(struct r4_vol *vol, const struct r4_objref *obj,
+		   r4_block_fn fn, void *ctx, struct r4_error *err)
+{
+	struct bm b = { fn, ctx };
+	struct obj_sd sd;
+	int rc = reg_sd(vol, obj, &sd, err);
+
+	if (rc)
+		return rc;
+	obj_sd_put(&sd);
+	return body_walk(vol, obj, 0, UINT64_MAX, map_piece, &b, err);
+}
+
+int r4_readlink(struct r4_vol *vol, const struct r4_objref *obj, char *buf,
+		size_t len, size_t *tlen, struct r4_error *err)
+{
+	struct obj_sd sd;
+	size_t n;
+	int rc = obj_sd_get(vol, obj, &sd, err);
+
+	if (rc)
+		return rc;
+	if (sd.plugin != FMT_OBJ_SYM40 ||
+	    !fmt_stat_has(&sd.st, FMT_SDEXT_SYMLINK)) {
+		obj_sd_put(&sd);
+		return r4_fail(err, -EINVAL, "%s: object %llx is not a "
+			       "symlink", obj_vol_name(vol),
+			       (unsigned long long)obj->oid);
+	}
+	if (tlen)
+		*tlen = sd.st.symlink_len;
+	if (len) {
+		n = sd.st.symlink_len < len - 1 ? sd.st.symlink_len : len - 1;
+		memcpy(buf, sd.st.symlink, n);
+		buf[n] = '\0';
+	}
+	obj_sd_put(&sd);
+	return 0;
+}

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: inspection: raw tree walks, item lookups, block owners and the
+ * paths of an object. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "obj.h"
+#include "../volume.h"
+#include "../err.h"
+#include "../tree/tree.h"
+#include "format/plugin.h"
+#include "format/node.h"
+
+int r4_tree_walk(struct r4_vol *vol, r4_node_fn fn, void *ctx,
+		 struct r4_error *err)
+{
+	return tree_walk(vol, fn, ctx, err);
+}
+
+static void loc_fill(const struct tree_item *it, struct r4_item_loc *out)
+{
+	out->blk = it->blk;
+	out->level = it->level;
+	out->pos = it->pos;
+	out->plugin_id = it->plugin_id;
+	memcpy(out->key, it->key.el, sizeof(out->key));
+	out->body_off = (uint32_t)it->off;
+	out->body_len = (uint32_t)it->len;
+}
+
+int r4_find_item(struct r4_vol *vol, const uint64_t key[4],
+		 struct r4_item_loc *out, struct r4_error *err)
+{
+	struct tree_cursor c;
+	struct tree_item it;
+	struct fmt_key k;
+	int rc;
+
+	memcpy(k.el, key, sizeof(k.el));
+	if (vol->keypol == FMT_KEY_SHORT)
+		k.el[1] = 0;
+	tree_cursor_init(&c, vol);
+	rc = tree_seek_le(&c, &k, err);
+	if (!rc)
+		rc = tree_cur(&c, &it, err);
+	if (!rc)
+		loc_fill(&it, out);
+	tree_cursor_fini(&c);
+	if (rc == R4_ENOTFOUND)
+		return r4_fail(err, rc, "no item at or before that key");
+	return rc;
+}
+
+/* Items from key 'from' on while match() says they belong. */
+static int items_range(struct r4_vol *vol, const struct fmt_key *from,
+		       int (*match)(const struct fmt_key *, const void *),
+		       const void *arg, r4_item_fn fn, void *ctx,
+		       struct r4_error *err)
+{
+	struct r4_item_loc loc;
+	struct tree_cursor c;
+	struct tree_item it;
+	int rc;
+
+	tree_cursor_init(&c, vol);
+	rc = tree_seek_ge(&c, from, err);
+	while (!rc) {
+		rc = tree_cur(&c, &it, err);
+		if (rc || !match(&it.key, arg))
+			break;
+		loc_fill(&it, &loc);
+		rc = fn(ctx, &loc);
+		if (!rc)
+			rc = tree_next(&c, err);
+	}
+	tree_cursor_fini(&c);
+	return rc == R4_ENOTFOUND ? 0 : rc;
+}
+
+static int match_sd(const struct fmt_key *k, const void *arg)
+{
+	return fmt_key_cmp(k, arg) == 0;
+}
+
+static int match_dir(const struct fmt_key *k, const void *arg)
+{
+	const struct r4_objref *o = arg;
+
+	return fmt_key_type(k) == FMT_KEY_FILE_NAME &&
+	       fmt_key_locality(k) == o->oid;
+}
+
+static int match_body(const struct fmt_key *k, const void *arg)
+{
+	return obj_is_body(arg, k);
+}
+
+int r4_obj_items(struct r4_vol *vol, const struct r4_objref *obj,
+		 r4_item_fn fn, void *ctx, struct r4_error *err)
+{
+	struct r4_objref o = *obj;
+	struct fmt_key k;
+	int rc;
+
+	if (vol->keypol == FMT_KEY_SHORT)
+		o.ordering = 0;
+	obj_sd_key(vol, &o, &k);
+	rc = items_range(vol, &k, match_sd, &k, fn, ctx, err);
+	if (rc)
+		return rc;
+	fmt_key_min(&k);
+	k.el[0] = o.oid << 4 | FMT_KEY_FILE_NAME;
+	rc = items_range(vol, &k, match_dir, &o, fn, ctx, err);
+	if (rc)
+		return rc;
+	fmt_key_body(&k, o.locality, o.ordering, o.oid, 0);
+	return items_range(vol, &k, match_body, &o, fn, ctx, err);
+}
+
+/* ---- block owner ------------------------------------------------------- */
+
+struct owner {
+	struct r4_vol *vol;
+	uint64_t blk;
+	struct r4_objref *out;
+	int *kind;
+	struct r4_error *err;
+};
+
+enum { OWNER_FOUND = 1 };
+
+static int owner_extent(struct owner *o, const struct tree_item *it)
+{
+	struct fmt_extent40_unit u;
+	int n = fmt_extent40_units(it->body, it->len);
+
+	for (int i = 0; i < n; i++) {
+		fmt_extent40_unit(it->body, it->len, (unsigned)i, &u);
+		if (fmt_extent40_kind(&u) == FMT_EXTENT_ALLOCATED &&
+		    o->blk >= u.start && o->blk - u.start < u.width) {
+			obj_ref_from_key(&it->key, o->out);
+			*o->kind = R4_BLK_DATA;
+			return OWNER_FOUND;
+		}
+	}
+	return 0;
+}
+
+static int owner_node(void *ctx, uint64_t blk, unsigned level,
+		      const uint8_t *node)
+{
+	struct owner *o = ctx;
+	struct tree_item it;
+	unsigned nr = tree_node_nr(node);
+	int rc;
+
+	if (blk == o->blk) {
+		memset(o->out, 0, sizeof(*o->out));
+		if (nr && !tree_node_item(o->vol, node, blk, 0, &it, o->err))
+			obj_ref_from_key(&it.key, o->out);
+		*o->kind = R4_BLK_NODE;
+		return OWNER_FOUND;
+	}
+	if (level != FMT_NODE_TWIG_LEVEL)
+		return 0;
+	for (unsigned i = 0; i < nr; i++) {
+		if (tree_node_item(o->vol, node, blk, i, &it, o->err))
+			return R4_ECORRUPT;
+		if (it.plugin_id != FMT_ITEM_EXTENT40)
+			continue;
+		rc = owner_extent(o, &it);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int r4_block_owner(struct r4_vol *vol, uint64_t blk, struct r4_objref *owner,
+		   int *kind, struct r4_error *err)
+{
+	struct owner o = { vol, blk, owner, kind, err };
+	int rc = tree_walk(vol, owner_node, &o, err);
+
+	if (rc == OWNER_FOUND)
+		return 0;
+	if (rc)
+		return rc;
+	return r4_fail(err, R4_ENOTFOUND, "%s: block %llu: nothing in the "
+		       "tree points at it", obj_vol_name(vol),
+		       (unsigned long long)blk);
+}
+
+/* ---- paths of an oid ------------------------------------------------- */
+
+#define PATH_BUF 8192
+#define PATHS_MAX_DEPTH 512
+
+struct paths {
+	struct r4_vol *vol;
+	uint64_t oid;
+	r4_path_fn fn;
+	void *ctx;
+	char path[PATH_BUF];
+	size_t len;
+	uint64_t *seen;		/* directories entered */
+	size_t nseen, capseen;
+	unsigned depth;
+	struct r4_error *err;
+};
+
+static int seen_dir(struct paths *p, uint64_t oid)
+{
+	uint64_t *n;
+
+	for (size_t i = 0; i < p->nseen; i++)
+		if (p->seen[i] == oid)
+			return 1;
+	if (p->nseen == p->capseen) {
+		p->capseen = p->capseen ? p->capseen * 2 : 64;
+		n = realloc(p->seen, p->capseen * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		p->seen = n;
+	}
+	p->seen[p->nseen++] = oid;
+	return 0;
+}
+
+static int paths_dir(struct paths *p, uint64_t dir);
+
+static int paths_fn(void *ctx, const char *name, size_t len,
+		    const struct fmt_key *key, const struct r4_objref *t)
+{
+	struct paths *p = ctx;
+	struct obj_sd sd;
+	size_t save = p->len;
+	int rc = 0;
+
+	(void)key;
+	if ((len == 1 && name[0] == '.') ||
+	    (len == 2 && name[0] == '.' && name[1] == '.'))
+		return 0;
+	if (p->len + 1 + len + 1 > PATH_BUF)
+		return 0;	/* too deep to name: skipped */
+	p->path[p->len++] = '/';
+	memcpy(p->path + p->len, name, len);
+	p->len += len;
+	p->path[p->len] = '\0';
+	if (t->oid == p->oid)
+		rc = p->fn(p->ctx, p->path);
+	if (!rc && !obj_sd_get(p->vol, t, &sd, NULL)) {
+		if (sd.plugin == FMT_OBJ_DIR40 && p->depth < PATHS_MAX_DEPTH)
+			rc = paths_dir(p, t->oid);
+		obj_sd_put(&sd);
+	}
+	p->len = save;
+	p->path[p->len] = '\0';
+	return rc;
+}
+
+static int paths_dir(struct paths *p, uint64_t dir)
+{
+	int rc = seen_dir(p, dir);
+
+	if (rc)
+		return rc < 0 ? r4_fail(p->err, rc, "out of memory") : 0;
+	p->depth++;
+	rc = obj_dir_iter(p->vol, dir, paths_fn, p, p->err);
+	p->depth--;
+	return rc;
+}
+
+int r4_oid_paths(struct r4_vol *vol, uint64_t oid, r4_path_fn fn, void *ctx,
+		 struct r4_error *err)
+{
+	struct paths *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (!p)
+		return r4_fail(err, -ENOMEM, "out of memory");
+	p->vol = vol;
+	p->oid = oid;
+	p->fn = fn;
+	p->ctx = ctx;
+	p->err = err;
+	rc = oid == FMT_ROOT_OID ? fn(ctx, "/") : 0;
+	if (!rc)
+		rc = paths_dir(p, FMT_ROOT_OID);
+	free(p->seen);
+	free(p);
+	return rc;
+}

@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: tree search, the item cursor and the tree walk. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tree.h"
+#include "../volume.h"
+#include "../err.h"
+#include "format/node.h"
+#include "format/plugin.h"
+#include "format/item.h"
+#include "format/endian.h"
+
+static const char *devpath(const struct r4_vol *vol)
+{
+	return vol->dev && vol->dev->path ? vol->dev->path : "volume";
+}
+
+int tree_node_get(struct r4_vol *vol, uint64_t blk, unsigned level,
+		  struct io_block **out, struct r4_error *err)
+{
+	struct io_block *b;
+	const char *why;
+	int bad = -1, rc;
+
+	if (blk < fmt_blk_first_usable(vol->blksize) ||
+	    blk >= vol->sb.block_count)
+		return r4_fail(err, R4_ERANGE, "%s: tree node %llu (level %u) "
+			       "is outside the usable blocks [%llu, %llu)",
+			       devpath(vol), (unsigned long long)blk, level,
+			       (unsigned long long)fmt_blk_first_usable(
+				       vol->blksize),
+			       (unsigned long long)vol->sb.block_count);
+	rc = io_cache_get(&vol->cache, blk, &b, err);
+	if (rc)
+		return rc;
+	why = fmt_node_verify(b->data, vol->blksize, vol->keypol, &bad);
+	if (why) {
+		io_cache_put(&vol->cache, b);
+		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu (level "
+			       "%u): %s (item %d)", devpath(vol),
+			       (unsigned long long)blk, level, why, bad);
+	}
+	if (b->data[FMT_NODE_OFF_LEVEL] != level) {
+		unsigned got = b->data[FMT_NODE_OFF_LEVEL];
+
+		io_cache_put(&vol->cache, b);
+		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu: level "
+			       "%u, expected %u from its parent",
+			       devpath(vol), (unsigned long long)blk, got,
+			       level);
+	}
+	*out = b;
+	return 0;
+}
+
+unsigned tree_node_nr(const uint8_t *node)
+{
+	return get_le16(node + FMT_NODE_OFF_NR_ITEMS);
+}
+
+int tree_node_item(struct r4_vol *vol, const uint8_t *node, uint64_t blk,
+		   unsigned i, struct tree_item *it, struct r4_error *err)
+{
+	struct fmt_item_header ih;
+	int rc;
+
+	rc = fmt_node_ih_decode(node, vol->blksize, vol->keypol, i, &ih);
+	if (!rc)
+		rc = fmt_node_item_body(node, vol->blksize, vol->keypol, i,
+					&it->off, &it->len);
+	if (rc)
+		return r4_fail(err, rc, "%s: tree node %llu, item %u: bad "
+			       "item header or body: %s", devpath(vol),
+			       (unsigned long long)blk, i, r4_strerror(rc));
+	it->blk = blk;
+	it->level = node[FMT_NODE_OFF_LEVEL];
+	it->pos = i;
+	it->plugin_id = ih.plugin_id;
+	it->key = ih.key;
+	it->body = node + it->off;
+	return 0;
+}
+
+/* ---- cursor ------------------------------------------------------------ */
+
+void tree_cursor_init(struct tree_cursor *c, struct r4_vol *vol)
+{
+	memset(c, 0, sizeof(*c));
+	c->vol = vol;
+	c->height = vol->sb.tree_height;
+}
+
+static void level_put(struct tree_cursor *c, unsigned l)
+{
+	if (c->lv[l].b)
+		io_cache_put(&c->vol->cache, c->lv[l].b);
+	c->lv[l].b = NULL;
+}
+
+void tree_cursor_fini(struct tree_cursor *c)
+{
+	for (unsigned l = 0; l <= FMT_TREE_HEIGHT_MAX; l++)
+		level_put(c, l);
+	c->stop = 0;
+}
+
+static int level_load(struct tree_cursor *c, unsigned l, uint64_t blk,
+		      struct r4_error *err)
+{
+	int rc;
+
+	level_put(c, l);
+	rc = tree_node_get(c->vol, blk, l, &c->lv[l].b, err);
+	if (rc)
+		return rc;
+	c->lv[l].blk = blk;
+	c->lv[l].nr = tree_node_nr(c->lv[l].b->data);
+	c->lv[l].pos = 0;
+	return 0;
+}
+
+static int item_at(struct tree_cursor *c, unsigned l, struct tree_item *it,
+		   struct r4_error *err)
+{
+	return tree_node_item(c->vol, c->lv[l].b->data, c->lv[l].blk,
+			      (unsigned)c->lv[l].pos, it, err);
+}
+
+/* Item (l, pos) is a nodeptr: load its child into level l - 1. */
+static int enter_child(struct tree_cursor *c, unsigned l,
+		       const struct tree_item *it, struct r4_error *err)
+{
+	uint64_t child;
+
+	if (fmt_nodeptr40_decode(it->body, it->len, &child))
+		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item "
+			       "%u: nodeptr40 body is %zu bytes, not 8",
+			       devpath(c->vol), (unsigned long long)it->blk,
+			       it->pos, it->len);
+	return level_load(c, l - 1, child, err);
+}
+
+/* Is the item at (l, pos) one the cursor stops at? 1 yes, 0 it is a
+ * nodeptr to descend, < 0 error. */
+static int stops_here(struct tree_cursor *c, unsigned l,
+		      const struct tree_item *it, struct r4_error *err)
+{
+	if (l == FMT_NODE_LEAF_LEVEL)
+		return 1;
+	if (it->plugin_id == FMT_ITEM_NODEPTR40)
+		return 0;
+	if (l == FMT_NODE_TWIG_LEVEL && it->plugin_id == FMT_ITEM_EXTENT40)
+		return 1;
+	return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
+		       "item plugin %u does not belong at level %u",
+		       devpath(c->vol), (unsigned long long)it->blk, it->pos,
+		       it->plugin_id, l);
+}
+
+/* Check the key order of a step and remember the new key. */
+static int step_key(struct tree_cursor *c, const struct tree_item *it,
+		    int dir, int same_node, struct r4_error *err)
+{
+	int cmp = fmt_key_cmp(&it->key, &c->last);
+	char a[80], b[80];
+
+	if (c->stop && ((dir > 0 && (cmp < 0 || (!same_node && cmp == 0))) ||
+			(dir < 0 && (cmp > 0 || (!same_node && cmp == 0))))) {
+		fmt_key_str(&it->key, a, sizeof(a));
+		fmt_key_str(&c->last, b, sizeof(b));
+		return r4_fail(err, R4_ELOOP, "%s: tree node %llu, item %u: "
+			       "key %s is out of order after %s (a block "
+			       "linked twice?)", devpath(c->vol),
+			       (unsigned long long)it->blk, it->pos, a, b);
+	}
+	c->last = it->key;
+	return 0;
+}
+
+/* Settle forward from level l whose pos may be past its end: find the
+ * next item in key order. dir = +1 forward, -1 backward. */
+static int settle(struct tree_cursor *c, unsigned l, int dir,
+		  uint64_t from_blk, struct r4_error *err)
+{
+	struct tree_item it;
+	int rc;
+
+	for (;;) {
+		struct tree_level *lv = &c->lv[l];
+
+		if (lv->pos < 0 || (unsigned)lv->pos >= lv->nr) {
+			level_put(c, l);
+			if (l >= c->height) {
+				tree_cursor_fini(c);
+				return R4_ENOTFOUND;
+			}
+			l++;
+			c->lv[l].pos += dir;
+			continue;
+		}
+		rc = item_at(c, l, &it, err);
+		if (rc < 0)
+			goto fail;
+		rc = stops_here(c, l, &it, err);
+		if (rc < 0)
+			goto fail;
+		if (rc) {
+			rc = step_key(c, &it, dir, it.blk == from_blk, err);
+			if (rc)
+				goto fail;
+			c->stop = l;
+			return 0;
+		}
+		rc = enter_child(c, l, &it, err);
+		if (rc)
+			goto fail;
+		l--;
+		c->lv[l].pos = dir > 0 ? 0 : (int)c->lv[l].nr - 1;
+	}
+fail:
+	tree_cursor_fini(c);
+	return rc;
+}
+
+int tree_next(struct tree_cursor *c, struct r4_error *err)
+{
+	unsigned l = c->stop;
+
+	if (!l)
+		return R4_ENOTFOUND;
+	c->lv[l].pos++;
+	return settle(c, l, 1, c->lv[l].blk, err);
+}
+
+int tree_prev(struct tree_cursor *c, struct r4_error *err)
+{
+	unsigned l = c->stop;
+
+	if (!l)
+		return R4_ENOTFOUND;
+	c->lv[l].pos--;
+	return settle(c, l, -1, c->lv[l].blk, err);
+}
+
+int tree_cur(struct tree_cursor *c, struct tree_item *it,
+	     struct r4_error *err)
+{
+	if (!c->stop)
+		return r4_fail(err, R4_EINVAL, "tree cursor has no item");
+	return item_at(c, c->stop, it, err);
+}
+
+/* Index of the last item of level l's node with key <= key, or -1. */
+static int node_find_le(struct tree_cursor *c, unsigned l,
+			const struct fmt_key *key, struct r4_error *err)
+{
+	struct fmt_item_header ih;
+	const uint8_t *node = c->lv[l].b->data;
+	int lo = 0, hi = (int)c->lv[l].nr - 1, ans = -1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (fmt_node_ih_decode(node, c->vol->blksize, c->vol->keypol,
+				       (unsigned)mid, &ih))
+			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu: "
+				       "item header %d unreadable",
+				       devpath(c->vol),
+				       (unsigned long long)c->lv[l].blk, mid);
+		if (fmt_key_cmp(&ih.key, key) <= 0) {
+			ans = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return ans;
+}
+
+/* Descend towards key. On return c->stop is the level reached and its
+ * pos the last item <= key there, or -1 when the node's items are all
+ * greater. */
+static int descend(struct tree_cursor *c, const struct fmt_key *key,
+		   struct r4_error *err)
+{
+	struct tree_item it;
+	unsigned l = c->height;
+	int rc, pos;
+
+	tree_cursor_fini(c);
+	if (l < FMT_TREE_HEIGHT_MIN || l > FMT_TREE_HEIGHT_MAX)
+		return r4_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
+			       "in %u..%u", devpath(c->vol), l,
+			       FMT_TREE_HEIGHT_MIN, FMT_TREE_HEIGHT_MAX);
+	rc = level_load(c, l, c->vol->sb.root_block, err);
+	for (; !rc; l--) {
+		pos = node_find_le(c, l, key, err);
+		if (pos < -1)
+			return pos;
+		c->lv[l].pos = pos;
+		c->stop = l;
+		if (l == FMT_NODE_LEAF_LEVEL)
+			return 0;
+		if (pos < 0) {
+			if (c->lv[l].nr == 0)
+				return 0;
+			c->lv[l].pos = 0;
+		}
+		rc = item_at(c, l, &it, err);
+		if (!rc)
+			rc = stops_here(c, l, &it, err);
+		if (rc > 0) {
+			c->lv[l].pos = pos;
+			return 0;
+		}
+		if (!rc)
+			rc = enter_child(c, l, &it, err);
+	}
+	return rc;
+}
+
+int tree_seek_le(struct tree_cursor *c, const struct fmt_key *key,
+		 struct r4_error *err)
+{
+	struct tree_item it;
+	unsigned l;
+	int rc = descend(c, key, err);
+
+	if (rc)
+		goto fail;
+	l = c->stop;
+	if (c->lv[l].pos >= 0) {
+		rc = item_at(c, l, &it, err);
+		if (rc)
+			goto fail;
+		c->last = it.key;
+		return 0;
+	}
+	c->stop = 0;	/* no key order to check against yet */
+	c->lv[l].pos--;
+	return settle(c, l, -1, c->lv[l].blk, err);
+fail:
+	tree_cursor_fini(c);
+	return rc;
+}
+
+int tree_seek_ge(struct tree_cursor *c, const struct fmt_key *key,
+		 struct r4_error *err)
+{
+	struct tree_item it;
+	unsigned l;
+	int rc = descend(c, key, err);
+
+	if (rc)
+		goto fail;
+	l = c->stop;
+	if (c->lv[l].pos >= 0) {
+		rc = item_at(c, l, &it, err);
+		if (rc)
+			goto fail;
+		c->last = it.key;
+		if (fmt_key_cmp(&it.key, key) == 0)
+			return 0;
+	} else {
+		c->stop = 0;
+	}
+	c->lv[l].pos++;
+	return settle(c, l, 1, c->lv[l].blk, err);
+fail:
+	tree_cursor_fini(c);
+	return rc;
+}
+
+/* ---- walk ---------------------------------------------------------------- */
+
+struct blkset {
+	uint64_t *slot;		/* 0 = empty; blocks are never 0 here */
+	size_t cap, n;
+};
+
+static int blkset_add(struct blkset *s, uint64_t blk)
+{
+	size_t i;
+
+	if ((s->n + 1) * 2 > s->cap) {
+		struct blkset t = { NULL, s->cap ? s->cap * 2 : 1024, 0 };
+
+		t.slot = calloc(t.cap, sizeof(*t.slot));
+		if (!t.slot)
+			return -ENOMEM;
+		for (i = 0; i < s->cap; i++)
+			if (s->slot[i])
+				blkset_add(&t, s->slot[i]);
+		free(s->slot);
+		*s = t;
+	}
+	i = (size_t)(blk * 0x9e3779b97f4a7c15ULL) & (s->cap - 1);
+	while (s->slot[i]) {
+		if (s->slot[i] == blk)
+			return 1;
+		i = (i + 1) & (s->cap - 1);
+	}
+	s->slot[i] = blk;
+	s->n++;
+	return 0;
+}
+
+struct walk {
+	struct r4_vol *vol;
+	tree_node_fn fn;
+	void *ctx;
+	struct blkset seen;
+};
+
+static int walk_node(struct walk *w, uint64_t blk, unsigned level,
+		     struct r4_error *err)
+{
+	struct io_block *b;
+	struct tree_item it;
+	unsigned i, nr;
+	int rc;
+
+	rc = blkset_add(&w->seen, blk);
+	if (rc < 0)
+		return r4_fail(err, rc, "out of memory walking the tree");
+	if (rc)
+		return r4_fail(err, R4_ELOOP, "%s: tree node %llu (level %u) "
+			       "is reached twice", devpath(w->vol),
+			       (unsigned long long)blk, level);
+	rc = tree_node_get(w->vol, blk, level, &b, err);
+	if (rc)
+		return rc;
+	rc = w->fn(w->ctx, blk, level, b->data);
+	nr = tree_node_nr(b->data);
+	for (i = 0; !rc && level > FMT_NODE_LEAF_LEVEL && i < nr; i++) {
+		uint64_t child;
+
+		rc = tree_node_item(w->vol, b->data, blk, i, &it, err);
+		if (rc || it.plugin_id != FMT_ITEM_NODEPTR40)
+			continue;
+		if (fmt_nodeptr40_decode(it.body, it.len, &child))
+			rc = r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+				     "item %u: bad nodeptr40", devpath(w->vol),
+				     (unsigned long long)blk, i);
+		else
+			rc = walk_node(w, child, level - 1, err);
+	}
+	io_cache_put(&w->vol->cache, b);
+	return rc;
+}
+
+int tree_walk(struct r4_vol *vol, tree_node_fn fn, void *ctx,
+	      struct r4_error *err)
+{
+	struct walk w = { vol, fn, ctx, { NULL, 0, 0 } };
+	unsigned h = vol->sb.tree_height;
+	int rc;
+
+	if (h < FMT_TREE_HEIGHT_MIN || h > FMT_TREE_HEIGHT_MAX)
+		return r4_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
+			       "in %u..%u", devpath(vol), h,
+			       FMT_TREE_HEIGHT_MIN, FMT_TREE_HEIGHT_MAX);
+	rc = walk_node(&w, vol->sb.root_block, h, err);
+	free(w.seen.slot);
+	return rc;
+}
