@@ -19,6 +19,7 @@
 #include "err.h"
 #include "io/dev.h"
 #include "tree/nodebuf.h"
+#include "build/fixed.h"
 #include "format/bitmap.h"
 #include "format/checksum.h"
 #include "format/item.h"
@@ -27,25 +28,9 @@
 #include "format/super.h"
 
 #define ROUND_BYTES 65536	/* mkfs.reiser4 rounds the length down */
-#define MAX_BACKUPS 256
 #define PROBE_BYTES (1024 * 1024)
 
-struct mkfs {
-	const char *path;
-	const struct r4_mkfs_opts *o;
-	struct io_dev *dev;
-	uint32_t bs;
-	enum fmt_key_policy pol;
-	struct fmt_master master;
-	struct fmt_format40 sb;
-	uint32_t pset[FMT_PSET_COUNT];
-	uint64_t backups[MAX_BACKUPS];
-	size_t nbackups;
-	uint32_t now;
-	uint8_t *buf;
-};
-
-static uint32_t mkfs_time(const struct r4_mkfs_opts *o)
+uint32_t mkfs_time(const struct r4_mkfs_opts *o)
 {
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
 
@@ -92,7 +77,7 @@ static void root_pset(struct mkfs *m)
 	m->pset[FMT_PSET_CREATE] = p[R4_PT_CREATE];
 }
 
-static void make_supers(struct mkfs *m, uint64_t blocks)
+void mkfs_make_supers(struct mkfs *m, uint64_t blocks)
 {
 	const struct r4_mkfs_opts *o = m->o;
 
@@ -114,6 +99,17 @@ static void make_supers(struct mkfs *m, uint64_t blocks)
 	m->pol = o->plugin[R4_PT_KEY] ? FMT_KEY_LARGE : FMT_KEY_SHORT;
 	fmt_format40_set_key_policy(&m->sb, m->pol);
 	root_pset(m);
+	m->nbackups = fmt_backup_blocks(blocks, m->bs, m->backups,
+				       MKFS_MAX_BACKUPS);
+}
+
+void mkfs_root_pset_ext(const struct mkfs *m, struct fmt_pset *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	for (unsigned i = FMT_PSET_PERM; i < FMT_PSET_COUNT; i++) {
+		ps->member[ps->count] = (uint16_t)i;
+		ps->id[ps->count++] = (uint16_t)m->pset[i];
+	}
 }
 
 static int make_dir_sd(struct mkfs *m, int with_pset, uint32_t nlink,
@@ -134,10 +130,7 @@ static int make_dir_sd(struct mkfs *m, int with_pset, uint32_t nlink,
 	st.rdev_or_bytes = bytes;
 	if (with_pset) {
 		st.mask |= 1u << FMT_SDEXT_PSET;
-		for (unsigned i = FMT_PSET_PERM; i < FMT_PSET_COUNT; i++) {
-			st.pset.member[st.pset.count] = (uint16_t)i;
-			st.pset.id[st.pset.count++] = (uint16_t)m->pset[i];
-		}
+		mkfs_root_pset_ext(m, &st.pset);
 	}
 	rc = fmt_stat_size(&st, len);
 	return rc ? rc : fmt_stat_encode(&st, out, *len);
@@ -244,7 +237,7 @@ static int build_leaf(struct mkfs *m, uint8_t *leaf)
 	return rc;
 }
 
-static int write_block(struct mkfs *m, uint64_t blk, const uint8_t *buf,
+int mkfs_write_block(struct mkfs *m, uint64_t blk, const uint8_t *buf,
 		       const char *what, struct r4_error *err)
 {
 	int rc = io_write(m->dev, buf, m->bs, blk * m->bs, err);
@@ -268,7 +261,7 @@ static int write_tree(struct mkfs *m, struct r4_error *err)
 		return r4_fail(err, rc, "%s: cannot build the root directory: "
 			       "%s", m->path, r4_strerror(rc));
 	fmt_node_stamp(m->buf, m->bs);
-	rc = write_block(m, leaf, m->buf, "first leaf", err);
+	rc = mkfs_write_block(m, leaf, m->buf, "first leaf", err);
 	if (rc)
 		return rc;
 	fmt_key_sd(&k, FMT_ROOT_LOCALITY, 0, FMT_ROOT_OID);
@@ -282,7 +275,7 @@ static int write_tree(struct mkfs *m, struct r4_error *err)
 		return r4_fail(err, rc, "%s: cannot build the root node: %s",
 			       m->path, r4_strerror(rc));
 	fmt_node_stamp(m->buf, m->bs);
-	return write_block(m, root, m->buf, "root node", err);
+	return mkfs_write_block(m, root, m->buf, "root node", err);
 }
 
 static int is_backup(const struct mkfs *m, uint64_t blk)
@@ -364,43 +357,43 @@ static int write_bitmaps(struct mkfs *m, struct r4_error *err)
 		} else {
 			make_bitmap(m, k, m->buf);
 		}
-		rc = write_block(m, fmt_bitmap_blk(k, m->bs), src,
+		rc = mkfs_write_block(m, fmt_bitmap_blk(k, m->bs), src,
 				 "bitmap block", err);
 	}
 	free(plain);
 	return rc;
 }
 
-static int write_control(struct mkfs *m, struct r4_error *err)
+int mkfs_write_control(struct mkfs *m, struct r4_error *err)
 {
 	struct fmt_status st;
 	struct fmt_backup b;
 	int rc;
 
 	memset(m->buf, 0, m->bs);
-	rc = write_block(m, fmt_blk_journal_header(m->bs), m->buf,
+	rc = mkfs_write_block(m, fmt_blk_journal_header(m->bs), m->buf,
 			 "journal header", err);
 	if (!rc)
-		rc = write_block(m, fmt_blk_journal_footer(m->bs), m->buf,
+		rc = mkfs_write_block(m, fmt_blk_journal_footer(m->bs), m->buf,
 				 "journal footer", err);
 	if (rc)
 		return rc;
 	fmt_status_init(&st);
 	fmt_status_encode(&st, m->buf);
-	rc = write_block(m, fmt_blk_status(m->bs), m->buf, "status block",
+	rc = mkfs_write_block(m, fmt_blk_status(m->bs), m->buf, "status block",
 			 err);
 	fmt_backup_make(&m->master, &m->sb, m->pset, &b);
 	memset(m->buf, 0, m->bs);
 	fmt_backup_encode(&b, m->buf);
 	for (size_t i = 0; i < m->nbackups && !rc; i++)
-		rc = write_block(m, m->backups[i], m->buf, "backup block",
+		rc = mkfs_write_block(m, m->backups[i], m->buf, "backup block",
 				 err);
 	return rc;
 }
 
 /* mkfs.reiser4 zero-fills the first 64 KiB; skip it where it already
  * reads as zeros, so a sparse image stays sparse. */
-static int zero_head(struct mkfs *m, struct r4_error *err)
+int mkfs_zero_head(struct mkfs *m, struct r4_error *err)
 {
 	uint8_t *z = calloc(1, FMT_MASTER_OFFSET);
 	int rc;
@@ -426,18 +419,23 @@ static int write_volume(struct mkfs *m, struct r4_error *err)
 {
 	int rc;
 
-	rc = zero_head(m, err);
+	rc = mkfs_zero_head(m, err);
 	if (!rc)
 		rc = write_bitmaps(m, err);
 	if (!rc)
-		rc = write_control(m, err);
+		rc = mkfs_write_control(m, err);
 	if (!rc)
 		rc = write_tree(m, err);
-	if (rc)
-		return rc;
+	return rc ? rc : mkfs_write_supers(m, err);
+}
+
+int mkfs_write_supers(struct mkfs *m, struct r4_error *err)
+{
+	int rc;
+
 	memset(m->buf, 0, m->bs);
 	fmt_format40_encode(&m->sb, m->buf);
-	rc = write_block(m, fmt_blk_format40(m->bs), m->buf,
+	rc = mkfs_write_block(m, fmt_blk_format40(m->bs), m->buf,
 			 "format40 super block", err);
 	if (!rc)
 		rc = io_sync(m->dev, err);
@@ -445,7 +443,7 @@ static int write_volume(struct mkfs *m, struct r4_error *err)
 		return rc;
 	memset(m->buf, 0, m->bs);
 	fmt_master_encode(&m->master, m->buf);
-	rc = write_block(m, fmt_blk_master(m->bs), m->buf,
+	rc = mkfs_write_block(m, fmt_blk_master(m->bs), m->buf,
 			 "master super block", err);
 	return rc ? rc : io_sync(m->dev, err);
 }
@@ -572,9 +570,7 @@ int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 	if (rc)
 		goto out_undo;
 	m.now = mkfs_time(o);
-	make_supers(&m, len / m.bs);
-	m.nbackups = fmt_backup_blocks(m.sb.block_count, m.bs, m.backups,
-				       MAX_BACKUPS);
+	mkfs_make_supers(&m, len / m.bs);
 	count_free(&m);
 	rc = write_volume(&m, err);
 	if (rc)

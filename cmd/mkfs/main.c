@@ -133,10 +133,16 @@ int main(int argc, const char **argv)
 	ctx = poptGetContext(r4cmd_prog, argc, argv, mkfs_options, 0);
 	poptSetOtherOptionHelp(ctx, "[OPTION...] DEVICE|IMAGE [SIZE]");
 	while ((rc = poptGetNextOpt(ctx)) > 0) {
-		if (rc == 'o' && r4_mkfs_override(&o, poptGetOptArg(ctx), &err)) {
-			r4cmd_error(&err, "-o", err.code);
-			poptFreeContext(ctx);
-			return EXIT_USAGE;
+		if (rc == 'o') {
+			char *spec = poptGetOptArg(ctx);
+			int bad = r4_mkfs_override(&o, spec, &err);
+
+			free(spec);
+			if (bad) {
+				r4cmd_error(&err, "-o", err.code);
+				poptFreeContext(ctx);
+				return EXIT_USAGE;
+			}
 		}
 	}
 	if (rc < -1) {

@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4pack create: parse, one build, print a summary. */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uuid/uuid.h>
+#include "pack.h"
+
+/* Defaults of --size auto: leave 16 MiB and at least 10 % free. */
+#define FREE_BYTES_DEFAULT (16ULL << 20)
+#define FREE_PERCENT_DEFAULT 10
+
+enum { OPT_O = 1, OPT_EXCLUDE, OPT_UIDMAP = 100, OPT_GIDMAP, OPT_CLAMP };
+
+static char *opt_size, *opt_free, *opt_label, *opt_uuid;
+static int opt_all_root, opt_json;
+
+struct poptOption pack_owner_options[] = {
+	{ "all-root", '\0', POPT_ARG_NONE, &opt_all_root, 0,
+	  "make every owner and group 0 (root)", NULL },
+	{ "uid-map", '\0', POPT_ARG_STRING, NULL, OPT_UIDMAP,
+	  "map user ids (repeatable)", "FROM:TO[,FROM:TO...]" },
+	{ "gid-map", '\0', POPT_ARG_STRING, NULL, OPT_GIDMAP,
+	  "map group ids (repeatable)", "FROM:TO[,FROM:TO...]" },
+	{ "mtime-clamp", '\0', POPT_ARG_STRING, NULL, OPT_CLAMP,
+	  "time stamps later than TIME become TIME (default: "
+	  "$SOURCE_DATE_EPOCH if set)", "TIME" },
+	POPT_TABLEEND
+};
+
+static struct poptOption create_options[] = {
+	{ "size", 's', POPT_ARG_STRING, &opt_size, 0,
+	  "volume size, or 'auto' to fit the source (default)", "SIZE|auto" },
+	{ "free", '\0', POPT_ARG_STRING, &opt_free, 0,
+	  "with --size auto: free space to leave (default: 16M and at "
+	  "least 10%)", "SIZE|N%" },
+	{ "label", 'L', POPT_ARG_STRING, &opt_label, 0,
+	  "volume label (at most 16 bytes)", "LABEL" },
+	{ "uuid", 'U', POPT_ARG_STRING, &opt_uuid, 0,
+	  "volume UUID (default: random)", "UUID" },
+	{ "override", 'o', POPT_ARG_STRING, NULL, OPT_O,
+	  "override a plugin of the profile, as r4mkfs -o (repeatable)",
+	  "TYPE=PLUGIN" },
+	{ "exclude", '\0', POPT_ARG_STRING, NULL, OPT_EXCLUDE,
+	  "leave out entries matching PATTERN (repeatable)", "PATTERN" },
+	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
+	  "print the summary as JSON", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
+	  "Ownership and times:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
+	  "Common options:", NULL },
+	POPT_AUTOHELP
+	POPT_TABLEEND
+};
+
+/* Options shared with extract; 1 handled, 0 not ours, -1 bad. */
+int pack_owner_opt(int rc, const char *arg, struct r4_archive_opts *ao)
+{
+	struct r4_error err = { 0 };
+
+	switch (rc) {
+	case OPT_UIDMAP:
+	case OPT_GIDMAP:
+		if (r4_archive_add_idmap(ao, rc == OPT_GIDMAP, arg, &err)) {
+			r4cmd_error(&err, arg, err.code);
+			return -1;
+		}
+		return 1;
+	case OPT_CLAMP:
+		if (r4_parse_time(arg, &ao->mtime_clamp)) {
+			r4cmd_errorf("'%s' is not a time (seconds since the "
+				     "epoch, or YYYY-MM-DD[THH:MM[:SS]])", arg);
+			return -1;
+		}
+		ao->clamp_mtime = 1;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* After parsing: --all-root and (use_env) SOURCE_DATE_EPOCH. */
+int pack_owner_finish(struct r4_archive_opts *ao, int use_env)
+{
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+
+	ao->all_root = opt_all_root;
+	if (use_env && !ao->clamp_mtime && sde && *sde) {
+		if (r4_parse_time(sde, &ao->mtime_clamp)) {
+			r4cmd_errorf("SOURCE_DATE_EPOCH='%s' is not a number of "
+				     "seconds", sde);
+			return EXIT_USAGE;
+		}
+		ao->clamp_mtime = 1;
+	}
+	return EXIT_OK;
+}
+
+static int parse_free(struct r4_build_opts *bo)
+{
+	size_t n = strlen(opt_free);
+	char *end;
+
+	if (n > 1 && opt_free[n - 1] == '%') {
+		unsigned long p = strtoul(opt_free, &end, 10);
+
+		if (end != opt_free + n - 1 || p > 90)
+			return -1;
+		bo->free_percent = (unsigned)p;
+		bo->free_bytes = 0;
+		return 0;
+	}
+	if (r4_parse_size(opt_free, &bo->free_bytes))
+		return -1;
+	bo->free_percent = 0;
+	return 0;
+}
+
+static int apply_size(struct r4_build_opts *bo)
+{
+	bo->auto_size = 1;
+	bo->free_bytes = FREE_BYTES_DEFAULT;
+	bo->free_percent = FREE_PERCENT_DEFAULT;
+	if (opt_size && strcmp(opt_size, "auto")) {
+		if (r4_parse_size(opt_size, &bo->mkfs.size_bytes) ||
+		    !bo->mkfs.size_bytes) {
+			r4cmd_errorf("'%s' is not a size (bytes with an optional "
+				     "K, M, G or T suffix, or 'auto')", opt_size);
+			return EXIT_USAGE;
+		}
+		bo->auto_size = 0;
+		bo->mkfs.create_file = 1;
+	}
+	if (opt_free && parse_free(bo)) {
+		r4cmd_errorf("'%s' is not a free space (a size, or N%% up to "
+			     "90%%)", opt_free);
+		return EXIT_USAGE;
+	}
+	if (opt_free && !bo->auto_size) {
+		r4cmd_errorf("--free goes with --size auto only");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static int apply_options(struct r4_build_opts *bo)
+{
+	int rc = apply_size(bo);
+
+	if (rc)
+		return rc;
+	if (opt_label) {
+		if (strlen(opt_label) > 16) {
+			r4cmd_errorf("label '%s' is %zu bytes long; at most "
+				     "16 fit", opt_label, strlen(opt_label));
+			return EXIT_USAGE;
+		}
+		snprintf(bo->mkfs.label, sizeof(bo->mkfs.label), "%s",
+			 opt_label);
+	}
+	if (opt_uuid) {
+		if (uuid_parse(opt_uuid, bo->mkfs.uuid)) {
+			r4cmd_errorf("'%s' is not a valid UUID", opt_uuid);
+			return EXIT_USAGE;
+		}
+		bo->mkfs.have_uuid = 1;
+	}
+	return EXIT_OK;
+}
+
+static int parse_loop(poptContext ctx, struct r4_build_opts *bo,
+		      struct r4_archive_opts *ao)
+{
+	struct r4_error err = { 0 };
+	int rc;
+
+	while ((rc = poptGetNextOpt(ctx)) > 0) {
+		char *arg = poptGetOptArg(ctx);	/* ours to free */
+		int own = pack_owner_opt(rc, arg, ao), bad = own < 0;
+
+		if (!own && rc == OPT_O &&
+		    r4_mkfs_override(&bo->mkfs, arg, &err)) {
+			r4cmd_error(&err, "-o", err.code);
+			bad = 1;
+		}
+		if (!own && rc == OPT_EXCLUDE &&
+		    r4_archive_add_exclude(ao, arg, &err)) {
+			r4cmd_error(&err, "--exclude", err.code);
+			bad = 1;
+		}
+		free(arg);
+		if (bad)
+			return EXIT_USAGE;
+	}
+	if (rc < -1)
+		return r4cmd_popt_error(ctx, rc, EXIT_USAGE);
+	return EXIT_OK;
+}
+
+struct create_job {
+	const char *source, *image;
+	int is_dir;
+	struct r4_build_opts bo;
+	struct r4_archive_opts ao;
+	struct r4_archive_stats stats;
+	struct r4_build_result res;
+	struct r4_data_source dsrc;
+};
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+	(void)ctx;
+	r4cmd_progress("r4pack", done, total);
+}
+
+static int run(struct create_job *j)
+{
+	struct r4_error err = { 0 };
+	struct r4_build *b = NULL;
+	int rc;
+
+	if (j->is_dir) {
+		r4_pack_dir_source(&j->dsrc, j->source);
+		j->bo.source = &j->dsrc;
+	}
+	j->bo.progress = progress;
+	if (r4_build_begin(j->image, &j->bo, &b, &err)) {
+		r4cmd_error(&err, j->image, err.code);
+		return EXIT_FAILED;
+	}
+	rc = j->is_dir ? r4_pack_from_dir(b, j->source, &j->ao, &err)
+		       : r4_pack_from_archive(b, j->source, &j->ao, &err);
+	if (rc) {
+		r4_build_abort(b);
+		r4cmd_error(&err, j->source, rc);
+		return EXIT_FAILED;
+	}
+	if (r4_build_finish(b, &j->res, &err)) {
+		r4cmd_error(&err, j->image, err.code);
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
+static void summary(const struct create_job *j)
+{
+	const struct r4_build_result *r = &j->res;
+
+	if (opt_json) {
+		printf("{\"image\": ");
+		r4cmd_json_str(j->image, strlen(j->image));
+		printf(", \"source\": ");
+		r4cmd_json_str(j->source, strlen(j->source));
+		printf(", \"entries\": %" PRIu64 ", \"skipped\": %" PRIu64
+		       ", \"files\": %" PRIu64 ", \"dirs\": %" PRIu64
+		       ", \"bytes\": %" PRIu64 ", \"block_count\": %" PRIu64
+		       ", \"free_blocks\": %" PRIu64 ", \"nodes\": %" PRIu64
+		       ", \"leaves\": %" PRIu64 ", \"twigs\": %" PRIu64
+		       ", \"data_blocks\": %" PRIu64 "}\n",
+		       j->stats.entries, j->stats.skipped, r->files, r->dirs,
+		       r->bytes, r->block_count, r->free_blocks, r->nodes,
+		       r->leaves, r->twigs, r->data_blocks);
+	} else if (!r4cmd_quiet) {
+		printf("%s: packed %" PRIu64 " files, %" PRIu64 " directories, "
+		       "%" PRIu64 " bytes into %s: %" PRIu64 " blocks (%"
+		       PRIu64 " free)\n", r4cmd_prog, r->files, r->dirs,
+		       r->bytes, j->image, r->block_count, r->free_blocks);
+	}
+}
+
+static int args(poptContext ctx, struct create_job *j)
+{
+	struct stat st;
+
+	j->source = poptGetArg(ctx);
+	j->image = poptGetArg(ctx);
+	if (!j->source || !j->image || poptPeekArg(ctx)) {
+		r4cmd_errorf("create takes a SOURCE and an IMAGE");
+		fprintf(stderr, "Usage: %s create [OPTION...] SOURCE IMAGE\n",
+			r4cmd_prog);
+		return EXIT_USAGE;
+	}
+	if (strcmp(j->source, "-")) {
+		if (stat(j->source, &st)) {
+			r4cmd_errorf("%s: %s", j->source, strerror(errno));
+			return EXIT_FAILED;
+		}
+		j->is_dir = S_ISDIR(st.st_mode);
+	}
+	return EXIT_OK;
+}
+
+int pack_create(int argc, const char **argv)
+{
+	struct create_job j = { 0 };
+	poptContext ctx;
+	int rc;
+
+	r4_build_opts_init(&j.bo);
+	r4_archive_opts_init(&j.ao);
+	j.ao.warn = pack_warn;
+	j.ao.stats = &j.stats;
+	ctx = poptGetContext("r4pack create", argc, argv, create_options, 0);
+	poptSetOtherOptionHelp(ctx, "[OPTION...] SOURCE IMAGE");
+	rc = parse_loop(ctx, &j.bo, &j.ao);
+	if (!rc && r4cmd_show_version) {
+		r4cmd_print_version();
+		goto out;
+	}
+	if (!rc)
+		rc = apply_options(&j.bo);
+	if (!rc)
+		rc = pack_owner_finish(&j.ao, 1);
+	if (!rc)
+		rc = args(ctx, &j);
+	if (!rc) {
+		pack_list_to_stderr = opt_json;
+		j.ao.entry = r4cmd_verbose ? pack_entry : NULL;
+		rc = run(&j);
+	}
+	if (!rc)
+		summary(&j);
+out:
+	r4_archive_opts_free(&j.ao);
+	poptFreeContext(ctx);
+	return rc;
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4pack extract: write an image out as a pax tarball. */
+#include "config.h"
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "pack.h"
+
+static int opt_json;
+
+static struct poptOption extract_options[] = {
+	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
+	  "print a summary as JSON on standard error", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
+	  "Ownership and times:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
+	  "Common options:", NULL },
+	POPT_AUTOHELP
+	POPT_TABLEEND
+};
+
+static int parse(poptContext ctx, struct r4_archive_opts *ao)
+{
+	int rc;
+
+	while ((rc = poptGetNextOpt(ctx)) > 0) {
+		char *arg = poptGetOptArg(ctx);	/* ours to free */
+		int bad = pack_owner_opt(rc, arg, ao) < 0;
+
+		free(arg);
+		if (bad)
+			return EXIT_USAGE;
+	}
+	if (rc < -1)
+		return r4cmd_popt_error(ctx, rc, EXIT_USAGE);
+	return EXIT_OK;
+}
+
+static int args(poptContext ctx, const char **image, const char **out)
+{
+	*image = poptGetArg(ctx);
+	*out = poptGetArg(ctx);
+	if (!*out)
+		*out = "-";
+	if (!*image || poptPeekArg(ctx)) {
+		r4cmd_errorf("extract takes an IMAGE and an optional TARBALL");
+		fprintf(stderr, "Usage: %s extract [OPTION...] IMAGE "
+			"[TARBALL|-]\n", r4cmd_prog);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(*out, "-") && isatty(STDOUT_FILENO)) {
+		r4cmd_errorf("refusing to write a tarball to a terminal; give "
+			     "a file name or redirect standard output");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void summary(const char *image, const struct r4_archive_stats *st)
+{
+	if (opt_json) {
+		fprintf(stderr, "{\"image\": ");
+		json_str(stderr, image);
+		fprintf(stderr, ", \"entries\": %" PRIu64 ", \"skipped\": %"
+			PRIu64 ", \"bytes\": %" PRIu64 "}\n", st->entries,
+			st->skipped, st->bytes);
+	} else if (r4cmd_verbose) {
+		fprintf(stderr, "%s: wrote %" PRIu64 " entries, %" PRIu64
+			" bytes of data from %s\n", r4cmd_prog, st->entries,
+			st->bytes, image);
+	}
+}
+
+static int run(const char *image, const char *out,
+	       struct r4_archive_opts *ao)
+{
+	struct r4_error err = { 0 };
+	struct r4_vol *vol = NULL;
+	int rc = EXIT_OK;
+
+	if (r4_vol_open(image, R4_OPEN_RDONLY, &vol, &err)) {
+		r4cmd_error(&err, image, err.code);
+		return EXIT_FAILED;
+	}
+	if (r4_extract_to_archive(vol, out, ao, &err)) {
+		r4cmd_error(&err, out, err.code);
+		rc = EXIT_FAILED;
+	}
+	r4_vol_close(vol, NULL);
+	return rc;
+}
+
+int pack_extract(int argc, const char **argv)
+{
+	struct r4_archive_opts ao;
+	struct r4_archive_stats stats = { 0 };
+	const char *image = NULL, *out = NULL;
+	poptContext ctx;
+	int rc;
+
+	r4_archive_opts_init(&ao);
+	ao.warn = pack_warn;
+	ao.stats = &stats;
+	ctx = poptGetContext("r4pack extract", argc, argv, extract_options, 0);
+	poptSetOtherOptionHelp(ctx, "[OPTION...] IMAGE [TARBALL|-]");
+	rc = parse(ctx, &ao);
+	if (!rc && r4cmd_show_version) {
+		r4cmd_print_version();
+		goto out;
+	}
+	if (!rc)
+		rc = pack_owner_finish(&ao, 0);
+	if (!rc)
+		rc = args(ctx, &image, &out);
+	if (!rc) {
+		pack_list_to_stderr = !strcmp(out, "-");
+		ao.entry = r4cmd_verbose ? pack_entry : NULL;
+		rc = run(image, out, &ao);
+	}
+	if (!rc)
+		summary(image, &stats);
+out:
+	r4_archive_opts_free(&ao);
+	poptFreeContext(ctx);
+	return rc;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4pack: what the subcommands share. */
+#ifndef R4_CMD_PACK_H
+#define R4_CMD_PACK_H
+
+#include "r4/archive.h"
+#include "../common/common.h"
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+
+/* Callbacks for r4_archive_opts: warnings on stderr (unless -q), the
+ * entry list (-v) on stdout, or on stderr when list_to_stderr. */
+extern int pack_list_to_stderr;
+void pack_warn(void *ctx, const char *msg);
+void pack_entry(void *ctx, const char *path);
+
+/* Ownership and time options (--all-root, --uid-map, --gid-map,
+ * --mtime-clamp), shared by create and extract: the popt table, the
+ * handler for its option values (1 handled, 0 not one of them, -1 bad,
+ * reported), and the step after parsing (--all-root, and with use_env
+ * SOURCE_DATE_EPOCH as the clamp when --mtime-clamp is not given). */
+extern struct poptOption pack_owner_options[];
+int pack_owner_opt(int rc, const char *arg, struct r4_archive_opts *ao);
+int pack_owner_finish(struct r4_archive_opts *ao, int use_env);
+
+int pack_create(int argc, const char **argv);
+int pack_extract(int argc, const char **argv);
+int pack_add(int argc, const char **argv);
+
+#endif

@@ -1,0 +1,29 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Regenerate the fuzz seed corpus: small volumes made by r4mkfs and, with
+# files in them, by the oracle helper r4ref (libreiser4).
+#   fuzz/make-corpus.sh BUILD_DIR
+set -eu
+b=${1:?build dir}
+out=$(dirname "$0")/corpus
+src=$(mktemp -d)
+trap 'rm -rf "$src"' EXIT
+mkdir -p "$out" "$src/d/sub"
+echo hello > "$src/small"
+head -c 5000 /dev/zero | tr '\0' x > "$src/d/five-k"
+ln -s ../small "$src/d/link"
+ln "$src/small" "$src/d/hard"
+echo a-name > "$src/d/sub/a-file-name-longer-than-23-bytes"
+mkfifo "$src/d/fifo"
+export SOURCE_DATE_EPOCH=1700000000
+U=01234567-89ab-cdef-0123-456789abcdef
+rm -f "$out"/*
+"$b/cmd/r4mkfs" -q -U $U "$out/empty-128k.img" 128K
+"$b/cmd/r4mkfs" -q -s -U $U -o node=node41 "$out/node41-lf.img" 128K
+"$b/cmd/r4mkfs" -q -s -U $U -o key=key_short "$out/short-lf.img" 128K
+truncate -s 256K "$out/files-r5.img" "$out/files-tea.img"
+"$b/tests/helpers/r4ref" mkfs -o formatting=tails -U $U -I 1 \
+	"$out/files-r5.img" "$src" >/dev/null
+"$b/tests/helpers/r4ref" mkfs -o formatting=tails -o hash=tea_hash \
+	-o fibration=lexic_fibre -U $U -I 2 "$out/files-tea.img" "$src" >/dev/null
+ls -la "$out"

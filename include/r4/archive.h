@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: sources and sinks of r4pack: archives (anything libarchive
+ * reads: tar, pax, GNU tar, cpio, zip, compressed with gzip, xz, zstd,
+ * bzip2 or lz4), host directories, and pax tarballs written back out of
+ * a volume.
+ *
+ * Conventions are those of r4/r4.h: 0 or a negative code, a filled
+ * struct r4_error on failure, nothing printed. Warnings (an entry made
+ * safe or skipped) go to the warn callback, one line each.
+ *
+ * Entry safety, applied to archive and directory sources alike:
+ *   - paths lose leading "/" (warned once per archive, as tar does),
+ *     "./" and empty or "." components; "" is the root directory;
+ *   - an entry with a ".." component is skipped with a warning, and so
+ *     is a hard link whose target has one;
+ *   - an entry whose parent is (so far) a symlink or a non-directory in
+ *     the image is skipped with a warning, so nothing is written through
+ *     a symlink; so is a non-directory replacing a directory;
+ *   - a later entry for the same path replaces the earlier one;
+ *   - a hard link to a path that is not (yet) in the image is an error
+ *     naming the entry (R4_ENOTFOUND); a link to an excluded path is
+ *     skipped with a warning. */
+#ifndef R4_ARCHIVE_H
+#define R4_ARCHIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/r4.h"
+#include "r4/pack.h"
+#include "r4/read.h"
+
+/* One id mapping: id 'from' becomes 'to'. */
+struct r4_id_pair {
+	uint32_t from, to;
+};
+
+struct r4_archive_stats {
+	uint64_t entries;	/* entries added (or written, for extract) */
+	uint64_t skipped;	/* entries skipped with a warning */
+	uint64_t bytes;		/* file data bytes (extract: written) */
+};
+
+struct r4_archive_opts {
+	/* Ownership: all_root makes every uid and gid 0; otherwise the
+	 * maps apply (ids not listed are kept). */
+	int all_root;
+	struct r4_id_pair *uid_map, *gid_map;
+	size_t uid_map_len, gid_map_len;
+	/* Time stamps (mtime, atime, ctime) above mtime_clamp become
+	 * mtime_clamp (nanoseconds 0) when clamp_mtime is set. */
+	int clamp_mtime;
+	int64_t mtime_clamp;
+	/* fnmatch(3) patterns (no flags) matched against the cleaned path
+	 * and every run of its components ("a/b/c": "a", "a/b", "b", "b/c",
+	 * ...): an excluded directory takes its contents with it. */
+	char **exclude;
+	size_t exclude_len;
+	/* Callbacks (each may be NULL): a warning line; an entry added to
+	 * the image or written to the tarball (path as stored). */
+	void (*warn)(void *ctx, const char *msg);
+	void (*entry)(void *ctx, const char *path);
+	void *cb_ctx;
+	/* Counters, filled when not NULL. */
+	struct r4_archive_stats *stats;
+};
+
+void r4_archive_opts_init(struct r4_archive_opts *o);
+/* Frees the maps and patterns added below. Accepts NULL. */
+void r4_archive_opts_free(struct r4_archive_opts *o);
+/* Add "FROM:TO[,FROM:TO...]" (decimal ids) to the uid map (gid == 0) or
+ * the gid map. R4_EINVAL with a message on a bad spec. */
+int r4_archive_add_idmap(struct r4_archive_opts *o, int gid,
+			 const char *spec, struct r4_error *err);
+int r4_archive_add_exclude(struct r4_archive_opts *o, const char *pattern,
+			   struct r4_error *err);
+/* Parse a time: seconds since the epoch ("1700000000", "@1700000000",
+ * negative allowed) or a UTC date "YYYY-MM-DD[THH:MM[:SS]][Z]" (a space
+ * may replace the T). 0 or R4_EINVAL. */
+int r4_parse_time(const char *s, int64_t *out);
+
+/* Add every entry of an archive ("-" = standard input) to the build.
+ * File data is streamed into the build as it is read, holes of sparse
+ * entries kept. A corrupt or truncated archive is an error naming the
+ * archive and the entry; the caller then aborts the build. */
+int r4_pack_from_archive(struct r4_build *b, const char *path,
+			 const struct r4_archive_opts *o, struct r4_error *err);
+
+/* The data source for a directory build: regular files are read at
+ * finish time from under dir (which must outlive the build), holes
+ * found with SEEK_DATA / SEEK_HOLE. Put it in r4_build_opts.source
+ * before r4_build_begin. */
+void r4_pack_dir_source(struct r4_data_source *src, const char *dir);
+
+/* Add a host directory (not following symlinks; hard links found by
+ * device and inode; names in byte order) to the build; its own mode,
+ * owner and times become the root's. Regular files are added with
+ * deferred data (see r4_pack_dir_source). Paths longer than PATH_MAX
+ * are an error. */
+int r4_pack_from_dir(struct r4_build *b, const char *dir,
+		     const struct r4_archive_opts *o, struct r4_error *err);
+
+/* Write the whole volume as a pax tarball (libarchive's restricted pax:
+ * ustar headers, pax extensions where needed) to out ("-" = standard
+ * output; a file is written under a temporary name and renamed into
+ * place, so a failure leaves an existing file untouched). Entries in
+ * byte order of their names, depth first, the root first as "./", then
+ * "./a", "./a/b"...; exact mode, uid, gid and times (ns); hard links
+ * (objects with nlink > 1) as links to the first path; devices and
+ * fifos; sockets are skipped with a warning (tar cannot hold them);
+ * files with holes are written as GNU sparse (pax 1.0) entries.
+ * Ownership maps and the clamp of o apply; exclude does not. */
+int r4_extract_to_archive(struct r4_vol *vol, const char *out,
+			  const struct r4_archive_opts *o,
+			  struct r4_error *err);
+
+#endif

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: checking a volume read-only (what r4fsck --check runs).
+ *
+ * r4_check() reads the super blocks, walks the whole storage tree,
+ * compares the bitmaps with the blocks in use and checks the objects
+ * (stat data, directory entries, link counts, sizes). It never writes.
+ * Each problem found is handed to the caller's callback, in the order
+ * found, and counted; the check goes on after a problem. The library
+ * prints nothing: the command renders problems and progress. */
+#ifndef R4_CHECK_H
+#define R4_CHECK_H
+
+#include <stdint.h>
+#include "r4/r4.h"
+
+/* What kind of problem; one row each in r4_check_code_name(). */
+enum r4_check_code {
+	R4_CHK_MASTER = 1,	/* master super block */
+	R4_CHK_FORMAT40,	/* format40 super block fields */
+	R4_CHK_STATUS,		/* status block says the volume is damaged */
+	R4_CHK_BACKUP,		/* a backup copy differs from the supers */
+	R4_CHK_JOURNAL,		/* journal header/footer, unreplayed tx */
+	R4_CHK_NODE,		/* node header / item headers / checksum */
+	R4_CHK_NODE_BLOCK,	/* node pointer outside the volume */
+	R4_CHK_NODE_TWICE,	/* block referenced twice (or a cycle) */
+	R4_CHK_NODE_MKFS_ID,	/* node mkfs_id differs from the sb's */
+	R4_CHK_NODE_LEVEL,	/* level differs from the descent's */
+	R4_CHK_NODE_EMPTY,	/* node without items */
+	R4_CHK_DKEY,		/* key outside the delimiting keys */
+	R4_CHK_ITEM,		/* item body structure */
+	R4_CHK_EXTENT,		/* extent unit: range, overlap, unallocated */
+	R4_CHK_BITMAP_CSUM,	/* bitmap block checksum */
+	R4_CHK_BITMAP_TAIL,	/* bits past the end of the volume clear */
+	R4_CHK_SPACE_LEAK,	/* marked used, referenced by nothing */
+	R4_CHK_SPACE_FREE,	/* in use, but marked free */
+	R4_CHK_FREE_COUNT,	/* free block counter */
+	R4_CHK_SD,		/* stat data contents */
+	R4_CHK_OBJECT_DUP,	/* two stat data with one object id */
+	R4_CHK_OID,		/* oid or locality not below next oid */
+	R4_CHK_FILE_COUNT,	/* file counter */
+	R4_CHK_ENTRY,		/* entry names a missing object */
+	R4_CHK_DOT,		/* "." / ".." wrong or missing */
+	R4_CHK_NLINK,		/* link count */
+	R4_CHK_DIR_SIZE,	/* directory size != number of entries */
+	R4_CHK_FILE_SIZE,	/* body beyond the file size */
+	R4_CHK_BODY,		/* body items of a missing / bodiless object */
+	R4_CHK_UNREACHABLE,	/* object no name leads to from the root */
+	R4_CHK_DIR_LINK,	/* directory with more than one name */
+	R4_CHK_CODE_COUNT
+};
+
+/* Short stable name of a code ("node-twice"), "?" when unknown. */
+const char *r4_check_code_name(int code);
+
+#define R4_CHECK_NO_BLOCK UINT64_MAX
+
+/* One problem. Pointers are valid during the callback only. */
+struct r4_check_problem {
+	int code;		/* enum r4_check_code */
+	uint64_t block;		/* R4_CHECK_NO_BLOCK when none */
+	int item;		/* item index in the node, -1 when none */
+	const char *key;	/* "locality:type:ordering:objectid:offset"
+				 * in hex, "" when none */
+	const char *msg;	/* one line, no trailing newline */
+};
+
+typedef void (*r4_check_problem_fn)(void *ctx,
+				    const struct r4_check_problem *p);
+/* phase: "super", "tree", "space", "objects"; total may be an estimate
+ * (done can pass it); done == total ends a phase. */
+typedef void (*r4_check_progress_fn)(void *ctx, const char *phase,
+				     uint64_t done, uint64_t total);
+
+struct r4_check_opts {
+	r4_check_problem_fn problem;	/* may be NULL */
+	void *problem_ctx;
+	r4_check_progress_fn progress;	/* may be NULL */
+	void *progress_ctx;
+	/* Stop calling problem() after this many (0: no limit); later
+	 * problems are still counted. */
+	unsigned max_reports;
+};
+
+struct r4_check_report {
+	uint64_t problems;	/* every problem found */
+	uint64_t reported;	/* handed to the callback */
+	uint64_t nodes;		/* formatted nodes visited */
+	uint64_t leaves, twigs;
+	uint64_t items;
+	uint64_t extent_blocks;	/* blocks of allocated extent units */
+	uint64_t objects;	/* stat data items */
+	uint64_t dirs, files, symlinks, specials;
+	uint64_t entries;	/* directory entries, "." and ".." included */
+	uint64_t used_blocks;	/* blocks in use by the walk */
+	uint64_t free_blocks;	/* zero bits in the bitmaps */
+	int journal_dirty;	/* an unreplayed transaction is present */
+};
+
+/* Check the volume (opened read-only is enough). Returns 0 when the check
+ * ran to the end (problems, if any, are in report->problems), or a
+ * negative code for an operational failure (I/O error, out of memory)
+ * with err filled. *report is zeroed first. opts may be NULL. */
+int r4_check(struct r4_vol *vol, const struct r4_check_opts *opts,
+	     struct r4_check_report *report, struct r4_error *err);
+
+#endif

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: building a volume from a stream of entries (r4pack create).
+ *
+ * A build collects entries (any order; a later entry for the same path
+ * replaces the earlier one, as tar does; missing parent directories are
+ * made with mode 0755), then r4_build_finish() lays out the whole tree
+ * in key order in one pass (the dancing tree's flush: leaves packed full,
+ * extents at the twig level, each file's data contiguous, nodes next to
+ * the data they describe where the source allows) and writes the image.
+ * An image file is built under a temporary name in the same directory
+ * (".NAME.r4pack.XXXXXX", created O_EXCL) and renamed into place only
+ * when complete and synced, so a failed build leaves nothing at the
+ * target path and never touches an existing file there. A block device
+ * is written in place (not atomic: a failure leaves it half written).
+ * Tail files' data waits in ".NAME.r4spool.XXXXXX" (unlinked at once).
+ *
+ * What is stored (format map section 7):
+ *  - regular files are reg40 (never ccreg40: no object gets a pset slot,
+ *    so the mode decides, even though mkfs's default root pset says
+ *    create=ccreg40). Body as the kernel decides it for the formatting
+ *    policy (profile "formatting"): smart = the kernel's "4blocks" rule,
+ *    tail items when size <= 4 * 4096 = 16384 bytes, else extents;
+ *    tails = always tail items; extents = never. Holes in extent files
+ *    are hole units (start 0), also a trailing one up to the size.
+ *  - stat data: light-weight + unix extensions; + large times (ns) only
+ *    when some nanosecond field is nonzero; symlinks add the symlink
+ *    extension (targets up to ~3970 bytes: one leaf item); the root
+ *    keeps mkfs's plugin set. Times are unsigned 32-bit seconds: before
+ *    1970 is stored as 0 and after 2106-02-07 as 4294967295, their ns
+ *    dropped. rdev = major << 20 | minor (major < 4096, minor < 2^20).
+ *  - names up to 255 bytes; "." components are skipped, ".." refused.
+ *
+ * Defaults (r4_build_opts_init): mkfs's profile, auto_size 1,
+ * free_bytes 0, free_percent 0 (the smallest volume that holds it all). */
+#ifndef R4_PACK_H
+#define R4_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/r4.h"
+
+struct r4_build;
+
+/* Data of a regular file, delivered in increasing offset order as
+ * (offset, bytes) chunks; the gaps between chunks (and up to the size)
+ * are holes. Returns 1 with a chunk, 0 at the end, < 0 on error (with
+ * err filled: name the entry). A chunk before the end of the previous
+ * one or past the entry's size fails the build ("PATH: data is longer
+ * than its size"); data that ends early leaves a hole (the reader is the
+ * one to report a short archive member). */
+typedef int (*r4_data_fn)(void *ctx, uint64_t *off, const void **buf,
+			  size_t *len, struct r4_error *err);
+
+/* For data read at finish time (directory sources): open the entry's
+ * data, giving back a reader and its context; close it afterwards.
+ * 'path' is the name the object is placed under: for hard links the
+ * first of its names in the tree's order, which may be another name than
+ * the one the data came with (the same host file for a directory). */
+struct r4_data_source {
+	int (*open)(void *src_ctx, const char *path, r4_data_fn *fn,
+		    void **ctx, struct r4_error *err);
+	void (*close)(void *ctx);
+	void *src_ctx;
+};
+
+enum r4_entry_type {
+	R4_ENT_REG, R4_ENT_DIR, R4_ENT_SYMLINK, R4_ENT_HARDLINK,
+	R4_ENT_CHR, R4_ENT_BLK, R4_ENT_FIFO, R4_ENT_SOCK
+};
+
+struct r4_entry {
+	const char *path;	/* relative, '/'-separated, already made safe */
+	enum r4_entry_type type;
+	uint32_t mode;		/* permission bits incl. suid/sgid/sticky */
+	uint32_t uid, gid;
+	int64_t atime, mtime, ctime;
+	uint32_t atime_ns, mtime_ns, ctime_ns;
+	uint64_t size;		/* regular files */
+	const char *target;	/* symlink target, or hard link's path */
+	uint32_t rdev_major, rdev_minor;
+	/* Regular files: stream the data now (data != NULL), or read it at
+	 * finish time through the build's r4_data_source (data == NULL). */
+	r4_data_fn data;
+	void *data_ctx;
+};
+
+struct r4_build_opts {
+	/* label, uuid, plugins, mkfs_time. With have_uuid and
+	 * SOURCE_DATE_EPOCH the image is reproducible: the same entries in
+	 * the same order give the same bytes. */
+	struct r4_mkfs_opts mkfs;
+	/* 1: the smallest size that holds everything plus the free space
+	 * asked (a multiple of 64 KiB); 0: mkfs.size_bytes (rounded down to
+	 * 64 KiB; "the volume is full" when it does not fit). A block device
+	 * uses its size (or size_bytes if smaller) either way. */
+	int auto_size;
+	uint64_t free_bytes;		/* auto: free space to leave */
+	unsigned free_percent;		/* auto: and at least this % free */
+	const struct r4_data_source *source;	/* for deferred data */
+	/* Progress: called now and then with bytes of data written. */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
+};
+
+/* files = objects that are not directories; dirs includes the root;
+ * bytes = sum of regular file sizes; nodes = leaves + twigs + upper. */
+struct r4_build_result {
+	uint64_t block_count, free_blocks, files, dirs, bytes;
+	uint64_t nodes, leaves, twigs, data_blocks;
+};
+
+void r4_build_opts_init(struct r4_build_opts *o);
+int r4_build_begin(const char *image, const struct r4_build_opts *o,
+		   struct r4_build **out, struct r4_error *err);
+/* Add one entry. A path through a non-directory, a hard link to a path
+ * not added yet (or to a directory), replacing a non-empty directory by
+ * something else: error naming the entry, nothing changed, the build can
+ * go on. A failure while taking streamed data (e->data) is sticky: every
+ * later call fails. */
+int r4_build_add(struct r4_build *b, const struct r4_entry *e,
+		 struct r4_error *err);
+/* Lay out and write everything, then rename into place. Frees b in
+ * every case (do not call r4_build_abort afterwards); res may be NULL. */
+int r4_build_finish(struct r4_build *b, struct r4_build_result *res,
+		    struct r4_error *err);
+/* Discard a build: removes its temporary file. Accepts NULL. */
+void r4_build_abort(struct r4_build *b);
+
+#endif

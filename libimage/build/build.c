@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: r4_build_begin / add / finish / abort.
+ *
+ * An image file is built as ".NAME.r4pack.XXXXXX" in the target's
+ * directory (created O_EXCL) and renamed over NAME only once every block
+ * is written and synced; a failure or r4_build_abort() unlinks it, so the
+ * target is never touched. A block device is written in place (there is
+ * nothing to rename), with its size as the volume size. Tail files' bytes
+ * wait in a spool file (".NAME.r4spool.XXXXXX", unlinked at once). */
+#include "config.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+#include "build.h"
+#include "../err.h"
+#include "format/bitmap.h"
+
+#define ROUND_BLOCKS 16		/* volumes are multiples of 64 KiB */
+#define SCRATCH_BYTES 65536
+
+void r4_build_opts_init(struct r4_build_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	r4_mkfs_opts_init(&o->mkfs);
+	o->auto_size = 1;
+}
+
+/* "dir/.base.WHAT.XXXXXX" next to path, created O_EXCL. */
+static int open_temp(struct r4_build *b, const char *what, char **name,
+		     struct io_dev **dev, struct r4_error *err)
+{
+	const char *slash = strrchr(b->target, '/');
+	size_t dlen = slash ? (size_t)(slash - b->target) + 1 : 0;
+	const char *base = b->target + dlen;
+
+	for (int tries = 0; tries < 100; tries++) {
+		uint8_t r[16];
+		char sfx[7];
+		int created = 0, rc;
+
+		uuid_generate_random(r);
+		for (int i = 0; i < 6; i++)
+			sfx[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[r[i] % 36];
+		sfx[6] = '\0';
+		free(*name);
+		*name = malloc(dlen + strlen(base) + strlen(what) + 16);
+		if (!*name)
+			return r4_fail(err, -ENOMEM, "out of memory");
+		sprintf(*name, "%.*s.%s.%s.%s", (int)dlen, b->target, base, what,
+			sfx);
+		rc = io_open(*name, IO_RDWR | IO_CREATE, dev, &created, err);
+		if (rc)
+			return rc;
+		if (created)
+			return 0;
+		io_close(*dev);	/* someone else's file: try another name */
+		*dev = NULL;
+	}
+	return r4_fail(err, -EEXIST, "%s: cannot make a temporary file",
+		       b->target);
+}
+
+static int check_opts(const struct r4_build_opts *o, struct r4_error *err)
+{
+	if (o->mkfs.blksize != FMT_BLKSIZE_DEFAULT)
+		return r4_fail(err, R4_EUNSUPP, "block size %u is not "
+			       "supported (only 4096)", o->mkfs.blksize);
+	if (strlen(o->mkfs.label) > FMT_LABEL_SIZE)
+		return r4_fail(err, R4_EINVAL, "label '%s' is longer than %d "
+			       "bytes", o->mkfs.label, FMT_LABEL_SIZE);
+	for (int t = 0; t < R4_PT_COUNT; t++)
+		if (!fmt_plugin_name((enum fmt_ptype)t, o->mkfs.plugin[t]))
+			return r4_fail(err, R4_EINVAL, "unknown %s plugin id "
+				       "%u", fmt_ptype_name((enum fmt_ptype)t),
+				       o->mkfs.plugin[t]);
+	if (!o->auto_size && !o->mkfs.size_bytes)
+		return r4_fail(err, R4_EINVAL, "no size given and auto size "
+			       "off");
+	return 0;
+}
+
+static int open_target(struct r4_build *b, struct r4_error *err)
+{
+	struct stat st;
+	uint64_t bytes = b->o.auto_size ? 0 : b->o.mkfs.size_bytes;
+	int rc;
+
+	if (!stat(b->target, &st) && S_ISBLK(st.st_mode)) {
+		int created;
+
+		b->in_place = 1;
+		rc = io_open(b->target, IO_RDWR, &b->m.dev, &created, err);
+		if (rc)
+			return rc;
+		if (!bytes || bytes > b->m.dev->size)
+			bytes = b->m.dev->size;
+	} else {
+		rc = open_temp(b, "r4pack", &b->tmp, &b->m.dev, err);
+		if (rc)
+			return rc;
+	}
+	rc = open_temp(b, "r4spool", &b->spool_path, &b->spool, err);
+	if (rc)
+		return rc;
+	unlink(b->spool_path);
+	b->limit = bytes / b->bs / ROUND_BLOCKS * ROUND_BLOCKS;
+	if (bytes && b->limit < fmt_min_block_count(b->bs))
+		return r4_fail(err, R4_ERANGE, "%s: %llu bytes is too small "
+			       "for a Reiser4 volume", b->target,
+			       (unsigned long long)bytes);
+	return 0;
+}
+
+static void build_free(struct r4_build *b)
+{
+	if (!b)
+		return;
+	io_close(b->m.dev);
+	if (b->tmp)
+		unlink(b->tmp);
+	io_close(b->spool);
+	ns_fini(b);
+	tree_fini(b);
+	upper_fini(b);
+	free(b->used);
+	free(b->wb.buf);
+	free(b->scratch);
+	free(b->m.buf);
+	free(b->tmp);
+	free(b->spool_path);
+	free(b->target);
+	free(b);
+}
+
+void r4_build_abort(struct r4_build *b)
+{
+	build_free(b);
+}
+
+int r4_build_begin(const char *image, const struct r4_build_opts *o,
+		   struct r4_build **out, struct r4_error *err)
+{
+	struct r4_build *b;
+	int rc = check_opts(o, err);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return r4_fail(err, -ENOMEM, "out of memory");
+	b->o = *o;
+	if (!b->o.mkfs.have_uuid)
+		uuid_generate(b->o.mkfs.uuid);
+	b->bs = o->mkfs.blksize;
+	b->m.o = &b->o.mkfs;
+	b->m.bs = b->bs;
+	b->m.path = b->target = strdup(image);
+	b->m.now = mkfs_time(&b->o.mkfs);
+	b->m.buf = malloc(b->bs);
+	b->scratch = malloc(SCRATCH_BYTES);
+	if (!b->target || !b->m.buf || !b->scratch) {
+		build_free(b);
+		return r4_fail(err, -ENOMEM, "out of memory");
+	}
+	mkfs_make_supers(&b->m, fmt_min_block_count(b->bs));
+	b->pol = b->m.pol;
+	rc = open_target(b, err);
+	if (!rc)
+		rc = space_setup(b, err);
+	if (!rc)
+		rc = tree_init(b, err);
+	if (!rc)
+		rc = ns_init(b, err);
+	if (rc) {
+		build_free(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+int r4_build_add(struct r4_build *b, const struct r4_entry *e,
+		 struct r4_error *err)
+{
+	struct bobj *o;
+	int rc;
+
+	if (b->failed)
+		return r4_fail(err, R4_EINVAL, "%s: the build failed earlier",
+			       e->path ? e->path : "");
+	rc = ns_add(b, e, &o, err);
+	if (!rc && o) {
+		rc = data_take(b, o, e->data, e->data_ctx, e->path, err);
+		b->failed = rc != 0;
+	}
+	return rc;
+}
+
+/* Blocks a volume of len blocks uses besides the allocated ones. */
+static uint64_t fixed_used(const struct r4_build *b, uint64_t len)
+{
+	return fmt_blk_first_usable(b->bs) +
+	       fmt_bitmap_count(len, b->bs) - 1 +
+	       fmt_backup_blocks(len, b->bs, NULL, 0) - 1;
+}
+
+static uint64_t round_up(uint64_t n)
+{
+	return (n + ROUND_BLOCKS - 1) / ROUND_BLOCKS * ROUND_BLOCKS;
+}
+
+static uint64_t auto_count(const struct r4_build *b)
+{
+	uint64_t len = round_up(b->hi > fmt_min_block_count(b->bs) ? b->hi :
+				fmt_min_block_count(b->bs));
+
+	for (;;) {
+		uint64_t used = b->allocated + fixed_used(b, len);
+		uint64_t free_blk = len > used ? len - used : 0;
+		uint64_t need = (b->o.free_bytes + b->bs - 1) / b->bs;
+		uint64_t pct = (len * b->o.free_percent + 99) / 100;
+
+		need = need > pct ? need : pct;
+		if (free_blk >= need)
+			return len;
+		len = round_up(len + need - free_blk);
+	}
+}
+
+/* Region k's bitmap block into buf; returns the used count. */
+static uint64_t make_bitmap(struct r4_build *b, uint64_t k, uint8_t *buf)
+{
+	uint64_t len = b->m.sb.block_count, bpb = fmt_bitmap_bpb(b->bs);
+	uint64_t start = fmt_bitmap_region_start(k, b->bs);
+	uint64_t rlen = fmt_bitmap_region_len(k, len, b->bs), used;
+
+	memset(buf, 0, b->bs);
+	if (start < b->used_cap) {
+		uint64_t n = b->used_cap - start < rlen ? b->used_cap - start :
+							 rlen;
+
+		memcpy(buf + FMT_BITMAP_OFF_BITS, b->used + start / 8,
+		       (size_t)((n + 7) / 8));
+	}
+	if (k == 0)
+		fmt_bitmap_set_range(buf, 0, fmt_blk_first_usable(b->bs));
+	fmt_bitmap_set(buf, fmt_bitmap_blk(k, b->bs) - start);
+	for (size_t i = 0; i < b->m.nbackups; i++)
+		if (b->m.backups[i] >= start && b->m.backups[i] < start + rlen)
+			fmt_bitmap_set(buf, b->m.backups[i] - start);
+	if (rlen < bpb)
+		fmt_bitmap_set_range(buf, rlen, bpb);
+	used = rlen - fmt_bitmap_count_zero(buf, 0, rlen);
+	fmt_bitmap_csum_update(buf, b->bs);
+	return used;
+}
+
+static int write_bitmaps(struct r4_build *b, struct r4_error *err)
+{
+	uint64_t n = fmt_bitmap_count(b->m.sb.block_count, b->bs), used = 0;
+	int rc = 0;
+
+	for (uint64_t k = 0; k < n && !rc; k++) {
+		used += make_bitmap(b, k, b->m.buf);
+		rc = mkfs_write_block(&b->m, fmt_bitmap_blk(k, b->bs), b->m.buf,
+				      "bitmap block", err);
+	}
+	b->m.sb.free_blocks = b->m.sb.block_count - used;
+	return rc;
+}
+
+/* The super blocks for the final size; the node headers already carry
+ * the mkfs id chosen at begin. */
+static int make_final_supers(struct r4_build *b, uint64_t root,
+			     unsigned height, struct r4_error *err)
+{
+	uint32_t id = b->m.sb.mkfs_id;
+	uint64_t len = b->limit ? b->limit : auto_count(b);
+
+	mkfs_make_supers(&b->m, len);
+	b->m.sb.mkfs_id = id;
+	b->m.sb.root_block = root;
+	b->m.sb.tree_height = (uint16_t)height;
+	b->m.sb.next_oid = b->next_oid;
+	b->m.sb.file_count = b->files;
+	for (size_t i = 0; i < b->m.nbackups; i++)
+		if (used_test(b, b->m.backups[i]))
+			return r4_fail(err, R4_ECORRUPT, "%s: backup block %llu "
+				       "is in use", b->target,
+				       (unsigned long long)b->m.backups[i]);
+	if (!b->in_place)
+		return io_resize(b->m.dev, len * b->bs, err);
+	return mkfs_zero_head(&b->m, err);
+}
+
+static int finish(struct r4_build *b, struct r4_build_result *res,
+		  struct r4_error *err)
+{
+	uint64_t root = 0;
+	unsigned height = 0;
+	int rc = items_build(b, err);
+
+	if (!rc)
+		rc = tree_finish(b, &root, &height, err);
+	if (!rc)
+		rc = img_flush(b, err);
+	if (!rc)
+		rc = make_final_supers(b, root, height, err);
+	if (!rc)
+		rc = write_bitmaps(b, err);
+	if (!rc)
+		rc = mkfs_write_control(&b->m, err);
+	if (!rc)
+		rc = mkfs_write_supers(&b->m, err);
+	if (rc)
+		return rc;
+	if (!b->in_place && rename(b->tmp, b->target))
+		return r4_fail(err, -errno, "%s: cannot rename %s into place: "
+			       "%s", b->target, b->tmp, strerror(errno));
+	free(b->tmp);
+	b->tmp = NULL;
+	if (res) {
+		memset(res, 0, sizeof(*res));
+		res->block_count = b->m.sb.block_count;
+		res->free_blocks = b->m.sb.free_blocks;
+		res->files = b->files - b->dirs;
+		res->dirs = b->dirs;
+		res->bytes = b->bytes;
+		res->nodes = b->nodes;
+		res->leaves = b->leaves;
+		res->twigs = b->twigs;
+		res->data_blocks = b->data_blocks;
+	}
+	return 0;
+}
+
+int r4_build_finish(struct r4_build *b, struct r4_build_result *res,
+		    struct r4_error *err)
+{
+	int rc;
+
+	if (b->failed)
+		rc = r4_fail(err, R4_EINVAL, "%s: the build failed earlier",
+			     b->target);
+	else
+		rc = finish(b, res, err);
+	build_free(b);
+	return rc;
+}

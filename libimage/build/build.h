@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: internals of the one-pass volume builder (r4_build_*).
+ *
+ * ns.c     the namespace: objects, names, paths, replacement, links
+ * data.c   block allocation, the image write buffer, file data (extents
+ *          streamed into the image, tails spooled), data readers
+ * nodes.c  the tree, built bottom-up: leaves, twigs, upper levels
+ * items.c  object ids, then every item in key order into the tree
+ * build.c  the public calls, the temporary file, sizes, fixed blocks
+ *
+ * Data area: blocks are handed out in increasing order from the first
+ * usable block, skipping every position that is a bitmap block (k *
+ * 32736) or could be a backup block for some volume size, so where data
+ * goes does not depend on the final size. */
+#ifndef R4_LIBIMAGE_BUILD_BUILD_H
+#define R4_LIBIMAGE_BUILD_BUILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/pack.h"
+#include "fixed.h"
+#include "format/node.h"
+
+#define BUILD_MAX_NAME 255
+#define BUILD_WBUF_BLOCKS 256
+
+enum bdata_kind {
+	BD_NONE,	/* size 0, or not a regular file */
+	BD_SPOOL,	/* tail bytes in the spool file */
+	BD_EXTENTS,	/* streamed into the image: ext[] */
+	BD_DEFERRED	/* read through the data source at finish */
+};
+
+struct bext {
+	uint64_t start, width;	/* start 0: hole */
+};
+
+struct bent;
+
+struct bobj {
+	enum r4_entry_type type;	/* never R4_ENT_HARDLINK */
+	uint32_t mode, uid, gid;
+	uint32_t atime, mtime, ctime;
+	uint32_t atime_ns, mtime_ns, ctime_ns;
+	uint64_t size;
+	uint32_t rdev;
+	char *target;			/* symlink */
+	/* assigned at finish */
+	uint64_t oid, locality, ordering;
+	struct bent *primary;		/* the name whose key places the SD */
+	uint32_t nlink;
+	/* regular files */
+	int tails;
+	enum bdata_kind data;
+	uint64_t spool_off;
+	struct bext *ext;
+	size_t next, capext;
+	uint64_t sd_leaf;		/* deferred extents: where its SD's */
+	uint32_t sd_off;		/* bytes field is, to patch */
+	/* directories */
+	struct bent **kids;
+	size_t nkids, capkids;
+	uint32_t nsubdirs;
+	uint64_t entries, ebytes;	/* counted at finish */
+	struct bobj *qnext;		/* finish: directory queue */
+};
+
+struct bent {
+	struct bobj *dir;		/* the directory holding the name */
+	struct bobj *obj;
+	struct bent *hnext;		/* hash chain (dir, name) */
+	uint64_t k1, k2, k3;		/* entry key el[1..3], at finish */
+	uint16_t len;
+	char name[];			/* NUL terminated */
+};
+
+/* A block run being written out in one go. */
+struct wbuf {
+	uint64_t start;
+	size_t n;
+	uint8_t *buf;			/* BUILD_WBUF_BLOCKS blocks */
+};
+
+/* One open node per level while the tree is built. */
+struct blevel {
+	uint8_t *node;
+	int open;
+	uint64_t blk;
+	struct fmt_key first;
+	uint64_t count;			/* nodes made at this level */
+};
+
+struct r4_build {
+	struct mkfs m;
+	struct r4_build_opts o;
+	char *target, *tmp;		/* final and temporary path */
+	int in_place;			/* block device: no temporary file */
+	struct io_dev *spool;
+	char *spool_path;
+	uint64_t spool_len;
+	uint32_t bs;
+	enum fmt_key_policy pol;
+	int failed;
+	/* namespace */
+	struct bobj *root;
+	struct bent **htab;
+	size_t hsize, hcount;
+	uint64_t nobj;
+	struct bobj **objs;		/* every object made, to free */
+	size_t capobjs;
+	/* space */
+	uint64_t limit;			/* fixed size: blocks; 0 = auto */
+	uint64_t cursor;		/* next block to hand out */
+	uint64_t hi;			/* one past the highest block used */
+	uint8_t *used;			/* one bit per block */
+	uint64_t used_cap;		/* bits */
+	uint64_t allocated;
+	uint64_t cand[128];		/* possible backup positions */
+	size_t ncand;
+	struct wbuf wb;
+	/* tree */
+	struct blevel lv[FMT_NODE_MAX_LEVEL + 1];
+	unsigned top;			/* highest level opened */
+	uint64_t *leafblk;		/* block of each leaf, in order */
+	size_t capleaf;
+	/* nodes above the leaves, kept until the end (upper.c) */
+	uint8_t **inode;
+	uint8_t *ilevel;
+	size_t ninodes, capinodes;
+	uint64_t res_start, res_len;	/* the area saved for them */
+	/* results */
+	uint64_t next_oid, files, dirs, bytes, data_blocks;
+	uint64_t nodes, leaves, twigs;
+	uint64_t done_bytes, total_bytes;
+	uint8_t *scratch;		/* 64 KiB for item bodies and data */
+};
+
+/* ns.c */
+int ns_init(struct r4_build *b, struct r4_error *err);
+void ns_fini(struct r4_build *b);
+/* Add an entry; *obj receives the regular file's object when its data
+ * is to be taken now (NULL otherwise). */
+int ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
+	   struct r4_error *err);
+/* "a/b/c" of a name into buf. */
+const char *ns_path(const struct bent *e, char *buf, size_t len);
+const char *ns_obj_path(const struct bobj *o, char *buf, size_t len);
+
+/* data.c */
+int space_setup(struct r4_build *b, struct r4_error *err);
+/* Hand out one block, or up to 'want' contiguous ones (*got). */
+int alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
+	      uint64_t *got, struct r4_error *err);
+/* Save k blocks in a row for the upper nodes (not marked used yet). */
+void alloc_reserve_area(struct r4_build *b, uint64_t k);
+int alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
+	       struct r4_error *err);
+int img_write(struct r4_build *b, uint64_t blk, const uint8_t *data,
+	      struct r4_error *err);
+int img_flush(struct r4_build *b, struct r4_error *err);
+static inline int used_test(const struct r4_build *b, uint64_t blk)
+{
+	return blk < b->used_cap && ((b->used[blk >> 3] >> (blk & 7)) & 1);
+}
+/* Take a file's data from fn: tails into the spool, extents into the
+ * image. */
+int data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
+	      const char *path, struct r4_error *err);
+/* Reading a tail file's bytes in order while leaves are packed. */
+struct tailrd {
+	struct r4_build *b;
+	struct bobj *o;
+	uint64_t pos;
+	r4_data_fn fn;			/* deferred */
+	void *ctx;
+	uint64_t coff;
+	const uint8_t *cbuf;
+	size_t clen;
+	int eof;
+	const char *path;
+};
+int tail_open(struct r4_build *b, struct bobj *o, const char *path,
+	      struct tailrd *t, struct r4_error *err);
+int tail_read(struct tailrd *t, uint8_t *dst, size_t n,
+	      struct r4_error *err);
+void tail_close(struct tailrd *t);
+/* Deferred extents: read the file now, writing its blocks. */
+int data_deferred_extents(struct r4_build *b, struct bobj *o,
+			  const char *path, struct r4_error *err);
+int chunk_check(const char *path, uint64_t size, uint64_t pos,
+		uint64_t off, size_t len, struct r4_error *err);
+
+/* nodes.c */
+int tree_init(struct r4_build *b, struct r4_error *err);
+void tree_fini(struct r4_build *b);
+/* Room for one more leaf item body in the open leaf (0 if none open). */
+size_t leaf_room(struct r4_build *b);
+/* Append a leaf item (closing the leaf first when it does not fit);
+ * *body receives where to put len bytes. */
+int leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
+	     size_t len, uint8_t **body, struct r4_error *err);
+int leaf_close(struct r4_build *b, struct r4_error *err);
+/* Make sure the twig level has room for an item of len bytes before
+ * data it will describe is placed. */
+int twig_reserve(struct r4_build *b, size_t len, struct r4_error *err);
+/* Append an extent item (split over twigs as needed). */
+int twig_add_extent(struct r4_build *b, const struct fmt_key *k,
+		    const struct bext *u, size_t n, struct r4_error *err);
+/* Store a u64 at byte off of leaf number seq (0 = the first leaf). */
+int leaf_patch_u64(struct r4_build *b, uint64_t seq, uint32_t off,
+		   uint64_t val, struct r4_error *err);
+/* Close everything; give the root block and height. */
+int tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
+		struct r4_error *err);
+
+/* upper.c: nodes above the leaves are kept in memory; pointers to them
+ * carry their index until upper_place() gives them their blocks, in
+ * the area saved before the first leaf when they fit there: the root,
+ * then each level down to the twigs, each level in key order, so that
+ * the last twig is right before the first leaf. */
+int upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
+	       uint64_t *id, struct r4_error *err);
+int upper_place(struct r4_build *b, uint64_t root_id, uint64_t *root,
+		struct r4_error *err);
+void upper_fini(struct r4_build *b);
+
+/* items.c */
+int items_build(struct r4_build *b, struct r4_error *err);
+
+#endif

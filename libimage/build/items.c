@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: every item of the volume, in key order.
+ *
+ * Object ids: the root is 0x2a (locality 0x29); the others get 0x10000,
+ * 0x10001, ... directory by directory (breadth first, each directory's
+ * names in key order). An object is placed (locality, ordering) by the
+ * first of its names met that way, so directory oids grow in the order
+ * their items come in the tree.
+ *
+ * Key order (format map section 2.4) is then: the root's SD, and for each
+ * directory D by increasing oid: D's entries (locality D, type 0), the
+ * SDs of the objects placed in D (type 1), their bodies (type 4) -- each
+ * group in the order of D's sorted names. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "build.h"
+#include "../err.h"
+#include "format/plugin.h"
+#include "format/bitmap.h"
+
+#define MODE_REG 0100000u
+#define MODE_DIR 0040000u
+#define MODE_LNK 0120000u
+#define MODE_CHR 0020000u
+#define MODE_BLK 0060000u
+#define MODE_FIFO 0010000u
+#define MODE_SOCK 0140000u
+
+static int ent_cmp(const void *pa, const void *pb)
+{
+	const struct bent *a = *(const struct bent *const *)pa;
+	const struct bent *b = *(const struct bent *const *)pb;
+
+	if (a->k1 != b->k1)
+		return a->k1 < b->k1 ? -1 : 1;
+	if (a->k2 != b->k2)
+		return a->k2 < b->k2 ? -1 : 1;
+	if (a->k3 != b->k3)
+		return a->k3 < b->k3 ? -1 : 1;
+	return 0;
+}
+
+static int name_key(struct r4_build *b, uint64_t dir, const char *name,
+		    size_t len, struct fmt_key *k)
+{
+	return fmt_key_entry(k, b->pol, dir, name, len,
+			     b->m.pset[FMT_PSET_HASH],
+			     b->m.pset[FMT_PSET_FIBRATION]);
+}
+
+static int sort_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
+{
+	char p1[256], p2[256];
+	struct fmt_key k;
+
+	for (size_t i = 0; i < d->nkids; i++) {
+		struct bent *e = d->kids[i];
+		int rc = name_key(b, d->oid, e->name, e->len, &k);
+
+		if (rc)
+			return r4_fail(err, rc, "%s: cannot make the key of "
+				       "'%s': %s", ns_obj_path(d, p1,
+				       sizeof(p1)), e->name, r4_strerror(rc));
+		e->k1 = k.el[1];
+		e->k2 = k.el[2];
+		e->k3 = k.el[3];
+	}
+	qsort(d->kids, d->nkids, sizeof(*d->kids), ent_cmp);
+	for (size_t i = 1; i < d->nkids; i++)
+		if (!ent_cmp(&d->kids[i - 1], &d->kids[i]))
+			return r4_fail(err, R4_EEXIST, "%s: names '%s' and "
+				       "'%s' have the same key under this "
+				       "hash", ns_path(d->kids[i], p1,
+				       sizeof(p1)), d->kids[i - 1]->name,
+				       ns_path(d->kids[i], p2, sizeof(p2)));
+	return 0;
+}
+
+static size_t name_bytes(const struct r4_build *b, size_t len)
+{
+	return fmt_cde40_entry_bytes(b->pol, fmt_entry_name_stored(b->pol,
+				     len) ? len : 0);
+}
+
+/* Breadth first: keys, sort, oids, link counts, entry counts. */
+static int assign_oids(struct r4_build *b, struct r4_error *err)
+{
+	struct bobj *d, *tail = b->root;
+
+	b->root->oid = FMT_ROOT_OID;
+	b->root->locality = FMT_ROOT_LOCALITY;
+	b->next_oid = FMT_FIRST_FREE_OID;
+	b->files = 1;
+	b->dirs = 1;
+	for (d = b->root; d; d = d->qnext) {
+		int rc = sort_dir(b, d, err);
+
+		if (rc)
+			return rc;
+		d->entries = d->nkids + 2;
+		d->ebytes = name_bytes(b, 1) + name_bytes(b, 2);
+		for (size_t i = 0; i < d->nkids; i++) {
+			struct bent *e = d->kids[i];
+			struct bobj *o = e->obj;
+
+			d->ebytes += name_bytes(b, e->len);
+			o->nlink++;
+			d->nsubdirs += o->type == R4_ENT_DIR;
+			if (o->oid)
+				continue;
+			o->oid = b->next_oid++;
+			o->primary = e;
+			o->locality = d->oid;
+			o->ordering = e->k1;
+			b->files++;
+			if (o->type == R4_ENT_DIR) {
+				b->dirs++;
+				tail->qnext = o;
+				tail = o;
+			}
+			if (o->data == BD_DEFERRED)
+				b->total_bytes += o->size;
+			b->bytes += o->type == R4_ENT_REG ? o->size : 0;
+		}
+	}
+	return 0;
+}
+
+static uint32_t type_bits(enum r4_entry_type t)
+{
+	switch (t) {
+	case R4_ENT_DIR: return MODE_DIR;
+	case R4_ENT_SYMLINK: return MODE_LNK;
+	case R4_ENT_CHR: return MODE_CHR;
+	case R4_ENT_BLK: return MODE_BLK;
+	case R4_ENT_FIFO: return MODE_FIFO;
+	case R4_ENT_SOCK: return MODE_SOCK;
+	default: return MODE_REG;
+	}
+}
+
+static uint64_t file_bytes(const struct r4_build *b, const struct bobj *o)
+{
+	uint64_t n = 0;
+
+	if (o->tails || o->data == BD_NONE)
+		return o->size;
+	if (o->data == BD_DEFERRED)	/* dense until read; patched then */
+		return (o->size + b->bs - 1) / b->bs * b->bs;
+	for (size_t i = 0; i < o->next; i++)
+		n += o->ext[i].start ? o->ext[i].width * b->bs : 0;
+	return n;
+}
+
+static void fill_stat(struct r4_build *b, const struct bobj *o,
+		      struct fmt_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->mask = 1u << FMT_SDEXT_LW | 1u << FMT_SDEXT_UNIX;
+	if (o->atime_ns || o->mtime_ns || o->ctime_ns)
+		st->mask |= 1u << FMT_SDEXT_LT;
+	st->mode = (uint16_t)(type_bits(o->type) | (o->mode & 07777));
+	st->nlink = o->nlink;
+	st->size = o->size;
+	st->uid = o->uid;
+	st->gid = o->gid;
+	st->atime = o->atime;
+	st->mtime = o->mtime;
+	st->ctime = o->ctime;
+	st->atime_ns = o->atime_ns;
+	st->mtime_ns = o->mtime_ns;
+	st->ctime_ns = o->ctime_ns;
+	switch (o->type) {
+	case R4_ENT_DIR:
+		st->nlink = (o == b->root ? 3 : 2) + o->nsubdirs;
+		st->size = o->entries;
+		st->rdev_or_bytes = o->ebytes;
+		if (o == b->root) {
+			st->mask |= 1u << FMT_SDEXT_PSET;
+			mkfs_root_pset_ext(&b->m, &st->pset);
+		}
+		break;
+	case R4_ENT_SYMLINK:
+		st->mask |= 1u << FMT_SDEXT_SYMLINK;
+		st->symlink = (const uint8_t *)o->target;
+		st->symlink_len = o->size;
+		break;
+	case R4_ENT_CHR: case R4_ENT_BLK:
+		st->rdev_or_bytes = o->rdev;
+		break;
+	case R4_ENT_REG:
+		st->rdev_or_bytes = file_bytes(b, o);
+		break;
+	default:
+		break;
+	}
+}
+
+static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
+{
+	struct fmt_stat st;
+	struct fmt_key k;
+	uint8_t *body;
+	size_t len;
+	char p[512];
+	int rc;
+
+	fill_stat(b, o, &st);
+	rc = fmt_stat_size(&st, &len);
+	if (rc)
+		return r4_fail(err, rc, "%s: cannot make its stat data: %s",
+			       ns_obj_path(o, p, sizeof(p)), r4_strerror(rc));
+	fmt_key_sd(&k, o->locality, o->ordering, o->oid);
+	rc = leaf_add(b, &k, FMT_ITEM_STAT40, len, &body, err);
+	if (!rc)
+		rc = fmt_stat_encode(&st, body, len);
+	if (rc)
+		return r4_fail(err, rc, "%s: cannot store its stat data: %s",
+			       ns_obj_path(o, p, sizeof(p)), r4_strerror(rc));
+	if (o->type == R4_ENT_REG && o->data == BD_DEFERRED && !o->tails) {
+		o->sd_leaf = b->lv[1].count - 1;
+		o->sd_off = (uint32_t)(body - b->lv[1].node) + 2 +
+			    FMT_SDEXT_LW_SIZE + FMT_UNIX_OFF_RDEV;
+	}
+	return 0;
+}
+
+static void set_entry(struct r4_build *b, struct fmt_cde40_entry *ce,
+		      const struct fmt_key *k, const struct bobj *o,
+		      const char *name, size_t len)
+{
+	memset(ce, 0, sizeof(*ce));
+	ce->ordering = k->el[1];
+	ce->objectid = k->el[2];
+	ce->offset = k->el[3];
+	fmt_key_sd(&ce->target, o->locality, o->ordering, o->oid);
+	if (fmt_entry_name_stored(b->pol, len)) {
+		ce->name = (const uint8_t *)name;
+		ce->name_len = len;
+	}
+}
+
+/* The directory's entries, "." and ".." merged in, in key order. */
+static int dir_entries(struct r4_build *b, struct bobj *d,
+		       struct fmt_cde40_entry *ce, struct r4_error *err)
+{
+	struct bobj *parent = d == b->root ? d : d->primary->dir;
+	struct fmt_key dot, dotdot, k;
+	size_t j = 0, n = 2;
+	int rc = name_key(b, d->oid, ".", 1, &dot);
+
+	if (!rc)
+		rc = name_key(b, d->oid, "..", 2, &dotdot);
+	if (rc)
+		return r4_fail(err, rc, "cannot make the key of '..'");
+	set_entry(b, &ce[j++], &dot, d, ".", 1);
+	for (size_t i = 0; i < d->nkids; i++) {
+		struct bent *e = d->kids[i];
+
+		k.el[0] = dot.el[0];
+		k.el[1] = e->k1;
+		k.el[2] = e->k2;
+		k.el[3] = e->k3;
+		if (n == 2 && fmt_key_cmp(&dotdot, &k) < 0) {
+			set_entry(b, &ce[j++], &dotdot, parent, "..", 2);
+			n = 1;
+		}
+		set_entry(b, &ce[j++], &k, e->obj, e->name, e->len);
+	}
+	if (n == 2)
+		set_entry(b, &ce[j++], &dotdot, parent, "..", 2);
+	return 0;
+}
+
+/* Pack the entries into cde40 items, each leaf filled before the next. */
+static int emit_entries(struct r4_build *b, struct bobj *d,
+			struct r4_error *err)
+{
+	size_t n = d->nkids + 2, i = 0, uh = fmt_cde40_unit_header_size(b->pol);
+	size_t idsz = fmt_cde40_objid_size(b->pol);
+	struct fmt_cde40_entry *ce = calloc(n, sizeof(*ce));
+	int rc = ce ? dir_entries(b, d, ce, err) :
+		      r4_fail(err, -ENOMEM, "out of memory");
+
+	while (!rc && i < n) {
+		size_t room = leaf_room(b), size = FMT_CDE40_UNITS_SIZE, k = 0;
+		struct fmt_key key = { { d->oid << 4 | FMT_KEY_FILE_NAME,
+					 ce[i].ordering, ce[i].objectid,
+					 ce[i].offset } };
+		uint8_t *body;
+
+		while (i + k < n) {
+			size_t one = uh + idsz + (ce[i + k].name ?
+					ce[i + k].name_len + 1 : 0);
+
+			if (size + one > room)
+				break;
+			size += one;
+			k++;
+		}
+		if (!k) {
+			rc = leaf_close(b, err);
+			continue;
+		}
+		rc = leaf_add(b, &key, FMT_ITEM_CDE40, size, &body, err);
+		if (!rc)
+			rc = fmt_cde40_encode(ce + i, k, b->pol, body, size);
+		i += k;
+	}
+	free(ce);
+	return rc;
+}
+
+static int emit_tails(struct r4_build *b, struct bobj *o, const char *path,
+		      struct r4_error *err)
+{
+	struct tailrd t;
+	uint64_t off = 0;
+	int rc = tail_open(b, o, path, &t, err);
+
+	while (!rc && off < o->size) {
+		size_t room = leaf_room(b), n;
+		struct fmt_key k;
+		uint8_t *body;
+
+		if (!room) {
+			rc = leaf_close(b, err);
+			continue;
+		}
+		n = o->size - off < room ? (size_t)(o->size - off) : room;
+		fmt_key_body(&k, o->locality, o->ordering, o->oid, off);
+		rc = leaf_add(b, &k, FMT_ITEM_TAIL40, n, &body, err);
+		if (!rc)
+			rc = tail_read(&t, body, n, err);
+		off += n;
+	}
+	tail_close(&t);
+	return rc;
+}
+
+static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
+{
+	struct fmt_key k;
+	char p[4096];
+	int rc = 0;
+
+	if (o->type != R4_ENT_REG || !o->size || o->data == BD_NONE)
+		return 0;
+	ns_obj_path(o, p, sizeof(p));
+	if (o->tails)
+		return emit_tails(b, o, p, err);
+	if (o->data == BD_DEFERRED) {
+		uint64_t dense = file_bytes(b, o), got;
+
+		rc = twig_reserve(b, FMT_EXTENT40_UNIT_SIZE, err);
+		if (!rc)
+			rc = data_deferred_extents(b, o, p, err);
+		got = file_bytes(b, o);
+		if (!rc && got != dense)
+			rc = leaf_patch_u64(b, o->sd_leaf, o->sd_off, got, err);
+	}
+	fmt_key_body(&k, o->locality, o->ordering, o->oid, 0);
+	return rc ? rc : twig_add_extent(b, &k, o->ext, o->next, err);
+}
+
+static int emit_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
+{
+	int rc = emit_entries(b, d, err);
+
+	for (size_t i = 0; !rc && i < d->nkids; i++)
+		if (d->kids[i]->obj->primary == d->kids[i])
+			rc = emit_sd(b, d->kids[i]->obj, err);
+	for (size_t i = 0; !rc && i < d->nkids; i++)
+		if (d->kids[i]->obj->primary == d->kids[i])
+			rc = emit_body(b, d->kids[i]->obj, err);
+	return rc;
+}
+
+/* An upper bound (for all but unusually sparse files) of the nodes
+ * above the leaves, so their area can be saved before the first leaf. */
+static uint64_t estimate_upper(struct r4_build *b)
+{
+	uint64_t ih = fmt_item_header_size(b->pol), slack = 310 + ih + 2;
+	uint64_t cap = b->bs - fmt_node_header_size(b->m.sb.node_pid);
+	uint64_t region = fmt_bitmap_bpb(b->bs) * b->bs;
+	uint64_t leaf = 0, big = 0, nleaf, twig, per, n, total;
+	uint64_t nptr = ih + FMT_NODEPTR40_SIZE, ext = 0;
+
+	for (size_t i = 0; i < b->nobj; i++) {
+		struct bobj *o = b->objs[i];
+		struct fmt_stat st;
+		size_t len = 0;
+
+		if (!o->oid)
+			continue;
+		fill_stat(b, o, &st);
+		fmt_stat_size(&st, &len);
+		leaf += len + ih;
+		big += len > 310 ? len : 0;
+		if (o->type == R4_ENT_DIR)
+			leaf += o->ebytes + FMT_CDE40_UNITS_SIZE + ih;
+		if (o->type == R4_ENT_REG && o->size && o->tails)
+			leaf += o->size + ih;
+		else if (o->type == R4_ENT_REG && o->size)
+			ext += ih + FMT_EXTENT40_UNIT_SIZE *
+			       (4 + o->size / region) + nptr;
+	}
+	nleaf = (leaf + big) / (cap - slack) + 1 + ext / nptr;
+	twig = (nleaf * nptr + ext) / (cap - 2 * ih - 16) + 1;
+	per = (cap - nptr) / nptr;
+	for (total = twig, n = twig; n > 1; total += n)
+		n = n / per + 1;
+	return total + total / 50 + 2;
+}
+
+int items_build(struct r4_build *b, struct r4_error *err)
+{
+	int rc = assign_oids(b, err);
+
+	if (!rc)
+		alloc_reserve_area(b, estimate_upper(b));
+
+	if (!rc)
+		rc = emit_sd(b, b->root, err);
+	for (struct bobj *d = b->root; !rc && d; d = d->qnext)
+		rc = emit_dir(b, d, err);
+	return rc;
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the builder's nodes above the leaves. They are few (one per
+ * ~80 children) and kept in memory until the whole tree is known, then
+ * placed together: the root first, then each level down, each level in
+ * key order, ending right before the first leaf when the area saved
+ * there is large enough. A reader going down the tree (and measurefs's
+ * fragmentation count) then finds every node's children next to each
+ * other and the leaves right after the last twig. Pointers to these
+ * nodes hold their index in the store until their blocks are known. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "build.h"
+#include "../err.h"
+#include "format/endian.h"
+
+int upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
+	       uint64_t *id, struct r4_error *err)
+{
+	uint8_t *copy;
+
+	if (b->ninodes == b->capinodes) {
+		size_t n = b->capinodes ? b->capinodes * 2 : 64;
+		uint8_t **t = realloc(b->inode, n * sizeof(*t));
+		uint8_t *l = t ? realloc(b->ilevel, n) : NULL;
+
+		if (t)
+			b->inode = t;
+		if (!l)
+			return r4_fail(err, -ENOMEM, "out of memory");
+		b->ilevel = l;
+		b->capinodes = n;
+	}
+	copy = malloc(b->bs);
+	if (!copy)
+		return r4_fail(err, -ENOMEM, "out of memory");
+	memcpy(copy, node, b->bs);
+	b->inode[b->ninodes] = copy;
+	b->ilevel[b->ninodes] = (uint8_t)level;
+	*id = b->ninodes++;
+	return 0;
+}
+
+void upper_fini(struct r4_build *b)
+{
+	for (size_t i = 0; i < b->ninodes; i++)
+		free(b->inode[i]);
+	free(b->inode);
+	free(b->ilevel);
+	b->inode = NULL;
+	b->ilevel = NULL;
+	b->ninodes = b->capinodes = 0;
+}
+
+/* Blocks for every kept node: pos[i] = block of node i. */
+static int give_blocks(struct r4_build *b, uint64_t *pos, struct r4_error *err)
+{
+	uint64_t n = b->ninodes, next, got;
+	int in_area = n <= b->res_len;
+	int rc = 0;
+
+	next = b->res_start + b->res_len - n;
+	if (in_area)
+		rc = alloc_mark(b, next, n, err);
+	for (unsigned l = FMT_NODE_MAX_LEVEL; !rc && l >= FMT_NODE_TWIG_LEVEL;
+	     l--) {
+		for (size_t i = 0; !rc && i < n; i++) {
+			if (b->ilevel[i] != l)
+				continue;
+			if (in_area)
+				pos[i] = next++;
+			else
+				rc = alloc_run(b, 1, &pos[i], &got, err);
+		}
+	}
+	return rc;
+}
+
+/* Replace the indexes in a node's pointers by blocks. */
+static int fix_pointers(struct r4_build *b, uint8_t *node, const uint64_t *pos,
+			struct r4_error *err)
+{
+	struct fmt_node_header h;
+	int rc = fmt_node_header_decode(node, b->bs, &h);
+
+	if (rc)
+		return r4_fail(err, rc, "%s: bad upper node", b->target);
+	for (int j = 0; j < h.nr_items; j++) {
+		size_t off, len;
+		uint64_t id;
+
+		rc = fmt_node_item_body(node, b->bs, b->pol, (unsigned)j, &off,
+					&len);
+
+		if (rc || len != FMT_NODEPTR40_SIZE)
+			return r4_fail(err, rc ? rc : R4_ECORRUPT, "%s: bad "
+				       "node pointer %d", b->target, j);
+		id = get_le64(node + off);
+		if (id >= b->ninodes)
+			return r4_fail(err, R4_ECORRUPT, "%s: bad node pointer "
+				       "%d", b->target, j);
+		put_le64(node + off, pos[id]);
+	}
+	return 0;
+}
+
+int upper_place(struct r4_build *b, uint64_t root_id, uint64_t *root,
+		struct r4_error *err)
+{
+	uint64_t *pos = calloc(b->ninodes, sizeof(*pos));
+	size_t *order = calloc(b->ninodes, sizeof(*order)), k = 0;
+	int rc = pos && order ? give_blocks(b, pos, err) :
+				r4_fail(err, -ENOMEM, "out of memory");
+
+	for (size_t i = 0; !rc && i < b->ninodes; i++)
+		if (b->ilevel[i] > FMT_NODE_TWIG_LEVEL)
+			rc = fix_pointers(b, b->inode[i], pos, err);
+	/* write in block order so the write buffer joins them */
+	for (unsigned l = FMT_NODE_MAX_LEVEL; !rc && l >= FMT_NODE_TWIG_LEVEL;
+	     l--)
+		for (size_t i = 0; i < b->ninodes; i++)
+			if (b->ilevel[i] == l)
+				order[k++] = i;
+	for (size_t i = 0; !rc && i < k; i++) {
+		fmt_node_stamp(b->inode[order[i]], b->bs);
+		rc = img_write(b, pos[order[i]], b->inode[order[i]], err);
+	}
+	if (!rc)
+		*root = pos[root_id];
+	free(pos);
+	free(order);
+	return rc;
+}

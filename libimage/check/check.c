@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: r4_check(), the read-only checker: set-up, problem reporting
+ * and the order of the phases (super blocks, tree, backups, space,
+ * objects). */
+#include "config.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "../err.h"
+#include "format/bitmap.h"
+#include "format/super.h"
+
+static const char *const code_names[R4_CHK_CODE_COUNT] = {
+	[R4_CHK_MASTER] = "master",
+	[R4_CHK_FORMAT40] = "format40",
+	[R4_CHK_STATUS] = "status",
+	[R4_CHK_BACKUP] = "backup",
+	[R4_CHK_JOURNAL] = "journal",
+	[R4_CHK_NODE] = "node",
+	[R4_CHK_NODE_BLOCK] = "node-block",
+	[R4_CHK_NODE_TWICE] = "block-twice",
+	[R4_CHK_NODE_MKFS_ID] = "node-mkfs-id",
+	[R4_CHK_NODE_LEVEL] = "node-level",
+	[R4_CHK_NODE_EMPTY] = "node-empty",
+	[R4_CHK_DKEY] = "delimiting-key",
+	[R4_CHK_ITEM] = "item",
+	[R4_CHK_EXTENT] = "extent",
+	[R4_CHK_BITMAP_CSUM] = "bitmap-checksum",
+	[R4_CHK_BITMAP_TAIL] = "bitmap-tail",
+	[R4_CHK_SPACE_LEAK] = "space-unreferenced",
+	[R4_CHK_SPACE_FREE] = "space-marked-free",
+	[R4_CHK_FREE_COUNT] = "free-count",
+	[R4_CHK_SD] = "stat-data",
+	[R4_CHK_OBJECT_DUP] = "object-duplicate",
+	[R4_CHK_OID] = "oid",
+	[R4_CHK_FILE_COUNT] = "file-count",
+	[R4_CHK_ENTRY] = "entry",
+	[R4_CHK_DOT] = "dot-entry",
+	[R4_CHK_NLINK] = "nlink",
+	[R4_CHK_DIR_SIZE] = "dir-size",
+	[R4_CHK_FILE_SIZE] = "file-size",
+	[R4_CHK_BODY] = "body",
+	[R4_CHK_UNREACHABLE] = "unreachable",
+	[R4_CHK_DIR_LINK] = "dir-hard-link",
+};
+
+const char *r4_check_code_name(int code)
+{
+	if (code <= 0 || code >= R4_CHK_CODE_COUNT || !code_names[code])
+		return "?";
+	return code_names[code];
+}
+
+void chk_key_str(const struct fmt_key *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llx:%x:%llx:%llx:%llx",
+		 (unsigned long long)fmt_key_locality(k), fmt_key_type(k),
+		 (unsigned long long)fmt_key_ordering(k),
+		 (unsigned long long)fmt_key_objectid(k),
+		 (unsigned long long)fmt_key_offset(k));
+}
+
+void chk_name_str(const uint8_t *name, size_t len, char *buf, size_t buflen)
+{
+	size_t o = 0;
+
+	if (!buflen)
+		return;
+	for (size_t i = 0; i < len && o + 5 < buflen; i++) {
+		uint8_t ch = name[i];
+
+		if (ch < 0x20 || ch == 0x7f || ch == '\'' || ch == '\\')
+			o += (size_t)snprintf(buf + o, buflen - o, "\\x%02x",
+					      ch);
+		else
+			buf[o++] = (char)ch;
+	}
+	buf[o] = '\0';
+}
+
+static void emit(struct chk *c, int count, int code, uint64_t blk, int item,
+		 const struct fmt_key *key, const char *fmt, va_list ap)
+{
+	struct r4_check_problem p;
+	char msg[1024], ks[CHK_KEYSTR_MAX] = "";
+	unsigned max = c->opts ? c->opts->max_reports : 0;
+
+	if (count)
+		c->rep->problems++;
+	if (!c->opts || !c->opts->problem || (max && c->rep->reported >= max))
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (key)
+		chk_key_str(key, ks, sizeof(ks));
+	p.code = code;
+	p.block = blk;
+	p.item = item;
+	p.key = ks;
+	p.msg = msg;
+	c->rep->reported++;
+	c->opts->problem(c->opts->problem_ctx, &p);
+}
+
+void chk_problem(struct chk *c, int code, uint64_t blk, int item,
+		 const struct fmt_key *key, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit(c, 1, code, blk, item, key, fmt, ap);
+	va_end(ap);
+}
+
+void chk_note(struct chk *c, int code, uint64_t blk, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	emit(c, 0, code, blk, -1, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void chk_progress(struct chk *c, const char *phase, uint64_t done,
+		  uint64_t total)
+{
+	if (c->opts && c->opts->progress)
+		c->opts->progress(c->opts->progress_ctx, phase, done, total);
+}
+
+int chk_is_bitmap_blk(const struct chk *c, uint64_t blk)
+{
+	uint64_t bpb = fmt_bitmap_bpb(c->bs);
+
+	if (blk == fmt_blk_bitmap0(c->bs))
+		return 1;
+	return blk && blk % bpb == 0 && blk < c->blocks;
+}
+
+const char *chk_block_owner(const struct chk *c, uint64_t blk)
+{
+	if (blk < c->first_usable)
+		return "the reserved area";
+	if (chk_is_bitmap_blk(c, blk))
+		return "a bitmap block";
+	for (size_t i = 0; i < c->nbackups; i++)
+		if (c->backups[i] == blk)
+			return "a backup block";
+	return "another node or extent";
+}
+
+/* Mark what the layout owns: the reserved area up to the first usable
+ * block (boot area, master, format40, bitmap 0, journal, status, backup
+ * 0) and every backup block. The other bitmap blocks are not put in the
+ * map (one per region would allocate every chunk of a huge sparse
+ * volume): chk_is_bitmap_blk() answers for them. */
+static int mark_layout(struct chk *c)
+{
+	int rc = 0;
+
+	for (uint64_t b = 0; b < c->first_usable && b < c->blocks && rc >= 0;
+	     b++)
+		rc = chk_map_set(&c->used, b);
+	for (size_t i = 0; i < c->nbackups && rc >= 0; i++)
+		if (c->backups[i] < c->blocks)
+			rc = chk_map_set(&c->used, c->backups[i]);
+	return rc < 0 ? rc : 0;
+}
+
+static int chk_init(struct chk *c)
+{
+	struct r4_vol *vol = c->vol;
+	size_t n;
+
+	c->bs = vol->blksize;
+	c->blocks = vol->sb.block_count;
+	c->first_usable = fmt_blk_first_usable(c->bs);
+	c->pol = vol->keypol;
+	c->next_oid = vol->sb.next_oid;
+	if (vol->jf.last_flushed_tx && vol->jf.next_oid > c->next_oid)
+		c->next_oid = vol->jf.next_oid;
+	if (chk_map_init(&c->used, c->blocks, fmt_bitmap_bpb(c->bs)))
+		return -ENOMEM;
+	n = fmt_backup_blocks(c->blocks, c->bs, NULL, 0);
+	c->backups = calloc(n ? n : 1, sizeof(*c->backups));
+	if (!c->backups)
+		return -ENOMEM;
+	c->nbackups = fmt_backup_blocks(c->blocks, c->bs, c->backups, n);
+	for (size_t i = 0; i < sizeof(c->buf) / sizeof(c->buf[0]); i++) {
+		c->buf[i] = malloc(c->bs);
+		if (!c->buf[i])
+			return -ENOMEM;
+	}
+	c->scratch = malloc(c->bs);
+	if (!c->scratch)
+		return -ENOMEM;
+	return mark_layout(c);
+}
+
+static void chk_fini(struct chk *c)
+{
+	chk_map_fini(&c->used);
+	free(c->backups);
+	for (size_t i = 0; i < sizeof(c->buf) / sizeof(c->buf[0]); i++)
+		free(c->buf[i]);
+	free(c->scratch);
+	free(c->objs);
+	free(c->ents);
+	free(c->bodies);
+}
+
+int r4_check(struct r4_vol *vol, const struct r4_check_opts *opts,
+	     struct r4_check_report *report, struct r4_error *err)
+{
+	struct chk c;
+	int rc;
+
+	memset(report, 0, sizeof(*report));
+	memset(&c, 0, sizeof(c));
+	c.vol = vol;
+	c.opts = opts;
+	c.rep = report;
+	c.err = err;
+	rc = chk_init(&c);
+	if (rc)
+		rc = r4_fail(err, rc, "%s: out of memory for the check",
+			     vol->dev->path);
+	if (!rc)
+		rc = chk_super(&c);
+	if (!rc)
+		rc = chk_tree(&c);
+	if (!rc)
+		rc = chk_backups(&c);
+	if (!rc)
+		rc = chk_space(&c);
+	if (!rc)
+		rc = chk_semantic(&c);
+	if (rc == -ENOMEM)
+		r4_fail(err, rc, "%s: out of memory for the check",
+			vol->dev->path);
+	chk_fini(&c);
+	return rc;
+}

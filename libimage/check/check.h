@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the read-only checker's internals (libimage/check).
+ *
+ * One struct chk carries the volume, the caller's options and report,
+ * a map of the blocks found in use (chk_map, one bit per block, allocated
+ * lazily per bitmap region), and compact tables of what the tree walk saw
+ * for the object checks: stat data, directory entries and body ranges.
+ * Nothing read from disk is trusted: every number is checked before use,
+ * every problem is reported through chk_problem() and the walk goes on. */
+#ifndef R4_LIBIMAGE_CHECK_CHECK_H
+#define R4_LIBIMAGE_CHECK_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/check.h"
+#include "../volume.h"
+#include "format/key.h"
+#include "format/node.h"
+#include "format/plugin.h"
+
+/* ---- the map of blocks in use (blockmap.c) ---- */
+
+struct chk_map {
+	uint64_t nbits;		/* volume blocks */
+	uint64_t chunk_bits;	/* bits per chunk = bits per bitmap block */
+	uint64_t nchunks;
+	uint8_t **chunk;	/* NULL = all zero */
+};
+
+int chk_map_init(struct chk_map *m, uint64_t nbits, uint64_t chunk_bits);
+void chk_map_fini(struct chk_map *m);
+int chk_map_test(const struct chk_map *m, uint64_t b);
+/* Set bit b; returns its old value (0/1) or -ENOMEM. b < nbits. */
+int chk_map_set(struct chk_map *m, uint64_t b);
+/* Chunk k's bits (chunk_bits / 8 bytes, LSB first), NULL if all zero. */
+static inline const uint8_t *chk_map_chunk(const struct chk_map *m,
+					   uint64_t k)
+{ return k < m->nchunks ? m->chunk[k] : NULL; }
+
+/* ---- what the walk collects for the object checks ---- */
+
+enum {
+	CHK_OBJ_LW = 1,		/* has the light-weight extension */
+	CHK_OBJ_SYMLINK = 2,	/* has the symlink extension */
+	CHK_OBJ_REACHED = 4,
+	CHK_OBJ_HAS_PARENT = 8
+};
+
+struct chk_obj {
+	uint64_t el0, el1, el2;	/* stat-data key without the offset */
+	uint64_t size;
+	uint64_t blk;
+	uint64_t nentries;	/* entries of this directory */
+	uint32_t nlink;
+	uint32_t links;		/* entries pointing to it */
+	uint32_t parent;	/* obj index of the dir naming it (dirs) */
+	uint32_t dotdot;	/* obj index ".." points to, or UINT32_MAX */
+	uint16_t mode;
+	uint16_t item;
+	uint8_t flags;
+	uint8_t ndot, ndotdot;
+};
+
+enum { CHK_ENT_DOT = 1, CHK_ENT_DOTDOT = 2 };
+
+struct chk_ent {
+	uint64_t dir;		/* directory oid (locality of the key) */
+	uint64_t t0, t1, t2;	/* target stat-data key el[0..2] */
+	uint64_t blk;
+	uint32_t seq;		/* order found, for a stable sort */
+	uint16_t item, unit;
+	uint8_t flags;
+};
+
+enum { CHK_BODY_TAIL = 1, CHK_BODY_EXTENT = 2, CHK_BODY_CTAIL = 4 };
+
+struct chk_body {
+	uint64_t el0, el1, el2;	/* object: its stat-data key el[0..2] */
+	uint64_t end;		/* file offset one past the last byte */
+	uint64_t blk;
+	uint16_t item;
+	uint8_t kinds;
+};
+
+#define CHK_NONE UINT32_MAX
+#define CHK_OID_MASK 0x0fffffffffffffffULL
+
+struct chk_oid {
+	uint64_t oid;
+	uint32_t idx;
+};
+
+/* ---- the checker ---- */
+
+struct chk {
+	struct r4_vol *vol;
+	const struct r4_check_opts *opts;
+	struct r4_check_report *rep;
+	struct r4_error *err;
+	uint32_t bs;
+	uint64_t blocks;		/* sb block_count */
+	uint64_t first_usable;
+	uint64_t next_oid;		/* authoritative next oid */
+	enum fmt_key_policy pol;
+	struct chk_map used;
+	uint64_t *backups;
+	size_t nbackups;
+	uint8_t *buf[FMT_TREE_HEIGHT_MAX + 2];	/* one per tree level */
+	uint8_t *scratch;			/* one block */
+	uint32_t root_pset[FMT_PSET_COUNT];
+	int root_pset_found;
+	uint64_t tree_total;			/* progress estimate */
+
+	struct chk_obj *objs;
+	size_t nobjs, capobjs;
+	struct chk_ent *ents;
+	size_t nents, capents;
+	struct chk_body *bodies;
+	size_t nbodies, capbodies;
+};
+
+#define CHK_KEYSTR_MAX 96
+
+/* "locality:type:ordering:objectid:offset" in hex. */
+void chk_key_str(const struct fmt_key *k, char *buf, size_t len);
+
+/* Report a problem (counted, handed to the callback unless over the
+ * limit). key may be NULL; blk R4_CHECK_NO_BLOCK and item -1 when none. */
+void chk_problem(struct chk *c, int code, uint64_t blk, int item,
+		 const struct fmt_key *key, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+/* Hand a line to the callback without counting it (summaries). */
+void chk_note(struct chk *c, int code, uint64_t blk, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void chk_progress(struct chk *c, const char *phase, uint64_t done,
+		  uint64_t total);
+/* What a block is when it is not (yet) a tree node: "the reserved area",
+ * "a bitmap block", "a backup block" or "another node or extent". */
+const char *chk_block_owner(const struct chk *c, uint64_t blk);
+/* Whether blk is a bitmap block (these are not in the used map). */
+int chk_is_bitmap_blk(const struct chk *c, uint64_t blk);
+/* Escape a name for a message (\xHH for bytes < 0x20, 0x7f, '\'', '\\'). */
+void chk_name_str(const uint8_t *name, size_t len, char *buf, size_t buflen);
+
+/* Phases. Each returns 0 or a negative operational error (I/O, memory);
+ * problems in the data are reported, not returned. */
+int chk_super(struct chk *c);
+int chk_backups(struct chk *c);
+int chk_tree(struct chk *c);
+int chk_space(struct chk *c);
+int chk_semantic(struct chk *c);
+
+/* Per-item checks of the walk (items.c). For a nodeptr, *child gets the
+ * child block (0 when the item is broken). *last gets the largest key
+ * the item covers. */
+int chk_item(struct chk *c, uint64_t blk, unsigned i,
+	     const struct fmt_item_header *ih, const uint8_t *body,
+	     size_t len, uint64_t *child, struct fmt_key *last);
+
+/* Extent item checks (extent.c): units against the volume, marking the
+ * blocks of allocated units used; *end = file offset past the item (0
+ * when the item is unusable). 0 or -ENOMEM. */
+int chk_extent_item(struct chk *c, uint64_t blk, unsigned i,
+		    const struct fmt_key *key, const uint8_t *body,
+		    size_t len, uint64_t *end);
+
+/* Table growth (tables.c): a new zeroed slot or NULL (-ENOMEM). */
+struct chk_obj *chk_obj_add(struct chk *c);
+struct chk_ent *chk_ent_add(struct chk *c);
+int chk_body_add(struct chk *c, const struct fmt_key *k, uint64_t end,
+		 unsigned kind, uint64_t blk, unsigned item);
+
+/* Sort the tables (tables.c): objects by key, entries by directory oid
+ * (then in the order found), bodies by object. */
+void chk_tables_sort(struct chk *c);
+/* Index of the object with this stat-data key (el[0..2]), or CHK_NONE. */
+uint32_t chk_obj_find(const struct chk *c, uint64_t el0, uint64_t el1,
+		      uint64_t el2);
+/* Objects by oid (malloc'ed, nobjs entries) and a lookup in it. */
+struct chk_oid *chk_oid_index(const struct chk *c);
+uint32_t chk_oid_find(const struct chk *c, const struct chk_oid *idx,
+		      uint64_t oid);
+/* First entry of directory dir in the sorted entries (nents if none). */
+size_t chk_ent_first(const struct chk *c, uint64_t dir);
+
+#endif

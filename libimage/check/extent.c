@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the checker's extent units. Holes (start 0) are fine;
+ * unallocated units (start 1) must not be on disk (fsck.reiser4 reports
+ * them too); allocated units must lie in [first usable block,
+ * block_count) and share no block with anything else in use: each block
+ * is claimed in the map of used blocks, and the first one already taken
+ * ends the unit's claims (so hostile overlapping units cost linear
+ * time). */
+#include "config.h"
+#include <errno.h>
+#include "check.h"
+#include "format/item.h"
+
+struct ext_ctx {
+	struct chk *c;
+	uint64_t blk;
+	unsigned i;
+	const struct fmt_key *key;
+	unsigned problems;
+};
+
+static void ext_problem(struct ext_ctx *x, unsigned u, const char *what,
+			uint64_t a, uint64_t b)
+{
+	x->problems++;
+	chk_problem(x->c, R4_CHK_EXTENT, x->blk, (int)x->i, x->key,
+		    "extent unit %u: %s (start %llu, width %llu)", u, what,
+		    (unsigned long long)a, (unsigned long long)b);
+}
+
+/* Claim the unit's blocks. 0 or -ENOMEM. */
+static int claim_unit(struct ext_ctx *x, unsigned u,
+		      const struct fmt_extent40_unit *e)
+{
+	struct chk *c = x->c;
+
+	for (uint64_t b = e->start; b < e->start + e->width; b++) {
+		int old = chk_is_bitmap_blk(c, b) ? 1 : chk_map_set(&c->used, b);
+
+		if (old < 0)
+			return old;
+		if (old) {
+			x->problems++;
+			chk_problem(c, R4_CHK_EXTENT, x->blk, (int)x->i, x->key,
+				    "extent unit %u: block %llu is already "
+				    "%s (start %llu, width %llu)", u,
+				    (unsigned long long)b,
+				    chk_block_owner(c, b),
+				    (unsigned long long)e->start,
+				    (unsigned long long)e->width);
+			return 0;
+		}
+		c->rep->extent_blocks++;
+	}
+	return 0;
+}
+
+static int check_unit(struct ext_ctx *x, unsigned u,
+		      const struct fmt_extent40_unit *e)
+{
+	struct chk *c = x->c;
+	uint64_t end;
+
+	if (e->width == 0) {
+		ext_problem(x, u, "zero width", e->start, e->width);
+		return 0;
+	}
+	switch (fmt_extent40_kind(e)) {
+	case FMT_EXTENT_HOLE:
+		return 0;
+	case FMT_EXTENT_UNALLOCATED:
+		ext_problem(x, u, "unallocated extent", e->start, e->width);
+		return 0;
+	default:
+		break;
+	}
+	if (fmt_extent40_unit_end(e, &end) || end > c->blocks) {
+		ext_problem(x, u, "blocks go past the end of the volume",
+			    e->start, e->width);
+		return 0;
+	}
+	if (e->start < c->first_usable) {
+		ext_problem(x, u, "blocks start in the reserved area",
+			    e->start, e->width);
+		return 0;
+	}
+	return claim_unit(x, u, e);
+}
+
+int chk_extent_item(struct chk *c, uint64_t blk, unsigned i,
+		    const struct fmt_key *key, const uint8_t *body,
+		    size_t len, uint64_t *end)
+{
+	struct ext_ctx x = { c, blk, i, key, 0 };
+	struct fmt_extent40_unit e;
+	uint64_t pos = fmt_key_offset(key);
+	int n = fmt_extent40_units(body, len), rc, bad = -1;
+	const char *why;
+
+	*end = 0;
+	if (n < 0) {
+		chk_problem(c, R4_CHK_ITEM, blk, (int)i, key, "extent item is "
+			    "%zu bytes, not a nonzero multiple of 16", len);
+		return 0;
+	}
+	if (pos % c->bs)
+		chk_problem(c, R4_CHK_ITEM, blk, (int)i, key, "extent item "
+			    "starts at a file offset that is not a multiple "
+			    "of the block size");
+	for (unsigned u = 0; u < (unsigned)n; u++) {
+		fmt_extent40_unit(body, len, u, &e);
+		rc = check_unit(&x, u, &e);
+		if (rc)
+			return rc;
+		if (e.width > (UINT64_MAX - pos) / c->bs) {
+			ext_problem(&x, u, "extent goes past the largest file "
+				    "offset", e.start, e.width);
+			return 0;
+		}
+		pos += e.width * c->bs;
+	}
+	why = x.problems ? NULL : fmt_extent40_verify(body, len, c->blocks,
+						     c->bs, &bad);
+	if (why)
+		chk_problem(c, R4_CHK_EXTENT, blk, (int)i, key, "%s (unit %d)",
+			    why, bad);
+	*end = pos;
+	return 0;
+}

@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the checker's object pass, over the tables the walk filled:
+ * every entry names an existing stat data; "." names its directory and
+ * ".." the directory that names it (the root's ".." the root); a
+ * directory has one name and as many entries as its size says; every
+ * object is reachable from the root; nlink equals the number of entries
+ * naming the object (plus one for the root, whose name lives in no
+ * directory: 3 on a fresh volume, one more per subdirectory); bodies
+ * belong to regular files and stay within their size; object ids and
+ * the file counter agree with the super block. */
+#include "config.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "format/item.h"
+#include "format/super.h"
+
+#define MODE_FMT 0170000u
+#define MODE_DIR 0040000u
+#define MODE_REG 0100000u
+#define MODE_LNK 0120000u
+
+struct sem {
+	struct chk *c;
+	struct chk_oid *byoid;
+	uint32_t *tgt;		/* per entry: target object or CHK_NONE */
+	uint32_t root;
+};
+
+static int is_dir(const struct chk_obj *o)
+{
+	return (o->flags & CHK_OBJ_LW) && (o->mode & MODE_FMT) == MODE_DIR;
+}
+
+static int reporting(const struct chk *c)
+{
+	unsigned max = c->opts ? c->opts->max_reports : 0;
+
+	return c->opts && c->opts->problem && (!max || c->rep->reported < max);
+}
+
+static void obj_key(const struct chk_obj *o, struct fmt_key *k)
+{
+	k->el[0] = o->el0;
+	k->el[1] = o->el1;
+	k->el[2] = o->el2;
+	k->el[3] = 0;
+}
+
+static const char *obj_kind(const struct chk_obj *o)
+{
+	if (!(o->flags & CHK_OBJ_LW))
+		return "object";
+	switch (o->mode & MODE_FMT) {
+	case MODE_DIR: return "directory";
+	case MODE_REG: return "file";
+	case MODE_LNK: return "symlink";
+	default: return "special file";
+	}
+}
+
+/* Name and full key of entry e, read back from its block (only done
+ * when a problem is reported). "?" when that fails. */
+static void entry_info(struct chk *c, const struct chk_ent *e, char *name,
+		       size_t len, struct fmt_key *key)
+{
+	struct fmt_item_header ih;
+	struct fmt_cde40_entry ce;
+	size_t off, blen, n;
+	char buf[32];
+
+	snprintf(name, len, "?");
+	memset(key, 0, sizeof(*key));
+	key->el[0] = e->dir << 4;
+	if (vol_read_block(c->vol, e->blk, c->scratch, "tree node", NULL) ||
+	    fmt_node_ih_decode(c->scratch, c->bs, c->pol, e->item, &ih) ||
+	    fmt_node_item_body(c->scratch, c->bs, c->pol, e->item, &off,
+			       &blen) ||
+	    fmt_cde40_entry(c->scratch + off, blen, c->pol, e->unit, &ce))
+		return;
+	fmt_cde40_entry_key(&ih.key, &ce, key);
+	if (ce.name) {
+		chk_name_str(ce.name, ce.name_len, name, len);
+		return;
+	}
+	n = fmt_key_entry_name(key, c->pol, buf);
+	chk_name_str((const uint8_t *)buf, n, name, len);
+}
+
+static void entry_problem(struct sem *s, size_t j, int code, const char *what)
+{
+	struct chk *c = s->c;
+	const struct chk_ent *e = &c->ents[j];
+	struct fmt_key key, t = { { e->t0, e->t1, e->t2, 0 } };
+	char name[1100] = "?", ts[CHK_KEYSTR_MAX];
+
+	if (!reporting(c)) {
+		c->rep->problems++;
+		return;
+	}
+	entry_info(c, e, name, sizeof(name), &key);
+	chk_key_str(&t, ts, sizeof(ts));
+	chk_problem(c, code, e->blk, e->item, &key, "entry '%s' of directory "
+		    "%llx %s [%s]", name, (unsigned long long)e->dir, what, ts);
+}
+
+static void obj_problem(struct sem *s, uint32_t i, int code, const char *fmt,
+			...) __attribute__((format(printf, 4, 5)));
+
+static void obj_problem(struct sem *s, uint32_t i, int code, const char *fmt,
+			...)
+{
+	const struct chk_obj *o = &s->c->objs[i];
+	struct fmt_key k;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	obj_key(o, &k);
+	chk_problem(s->c, code, o->blk, o->item, &k, "%s %llx: %s",
+		    obj_kind(o), (unsigned long long)(o->el2 & CHK_OID_MASK),
+		    msg);
+}
+
+static void check_objects(struct sem *s)
+{
+	struct chk *c = s->c;
+
+	for (uint32_t i = 0; i < c->nobjs; i++) {
+		struct chk_obj *o = &c->objs[i];
+		uint64_t oid = o->el2 & CHK_OID_MASK, loc = o->el0 >> 4;
+		unsigned fmt = o->mode & MODE_FMT;
+
+		if (i > 0 && s->byoid[i].oid == s->byoid[i - 1].oid)
+			obj_problem(s, s->byoid[i].idx, R4_CHK_OBJECT_DUP,
+				    "a second stat data with this object id");
+		if (oid >= c->next_oid || loc >= c->next_oid)
+			obj_problem(s, i, R4_CHK_OID, "object id or locality "
+				    "%llx is not below the next object id "
+				    "%llx", (unsigned long long)(oid > loc ?
+				    oid : loc), (unsigned long long)c->next_oid);
+		if (!(o->flags & CHK_OBJ_LW)) {
+			obj_problem(s, i, R4_CHK_SD, "stat data has no "
+				    "light-weight extension (mode, nlink, "
+				    "size)");
+			continue;
+		}
+		if (fmt == MODE_LNK && !(o->flags & CHK_OBJ_SYMLINK))
+			obj_problem(s, i, R4_CHK_SD, "symlink stat data has "
+				    "no symlink extension");
+		else if (fmt != MODE_LNK && (o->flags & CHK_OBJ_SYMLINK))
+			obj_problem(s, i, R4_CHK_SD, "mode %06o is not a "
+				    "symlink's, but a symlink target is stored",
+				    o->mode);
+		if (fmt == MODE_DIR)
+			c->rep->dirs++;
+		else if (fmt == MODE_REG)
+			c->rep->files++;
+		else if (fmt == MODE_LNK)
+			c->rep->symlinks++;
+		else
+			c->rep->specials++;
+	}
+}
+
+/* "." and ".." of directory d (entry j). */
+static void dot_entry(struct sem *s, size_t j, uint32_t d, uint32_t t)
+{
+	struct chk_obj *dir = &s->c->objs[d];
+
+	if (s->c->ents[j].flags & CHK_ENT_DOT) {
+		dir->ndot++;
+		if (t != d)
+			entry_problem(s, j, R4_CHK_DOT, "does not point to its "
+				      "own directory but to");
+		return;
+	}
+	dir->ndotdot++;
+	dir->dotdot = t;
+}
+
+static void resolve_entry(struct sem *s, size_t j)
+{
+	struct chk *c = s->c;
+	const struct chk_ent *e = &c->ents[j];
+	uint32_t t = chk_obj_find(c, e->t0, e->t1, e->t2), d;
+
+	s->tgt[j] = t;
+	if (t == CHK_NONE)
+		entry_problem(s, j, R4_CHK_ENTRY, "points to missing object");
+	else if (c->objs[t].links < UINT32_MAX)
+		c->objs[t].links++;
+	d = chk_oid_find(c, s->byoid, e->dir);
+	if (d == CHK_NONE || !is_dir(&c->objs[d])) {
+		entry_problem(s, j, R4_CHK_ENTRY, d == CHK_NONE ?
+			      "belongs to a directory without stat data; it "
+			      "points to" : "belongs to an object that is not "
+			      "a directory; it points to");
+		return;
+	}
+	c->objs[d].nentries++;
+	if (t == CHK_NONE)
+		return;
+	if (e->flags) {
+		dot_entry(s, j, d, t);
+		return;
+	}
+	if (!is_dir(&c->objs[t]))
+		return;
+	if (c->objs[t].flags & CHK_OBJ_HAS_PARENT)
+		entry_problem(s, j, R4_CHK_DIR_LINK, "is a second name of "
+			      "the directory");
+	else if (t != s->root) {
+		c->objs[t].parent = d;
+		c->objs[t].flags |= CHK_OBJ_HAS_PARENT;
+	}
+}
+
+static void check_dirs(struct sem *s)
+{
+	struct chk *c = s->c;
+
+	for (uint32_t i = 0; i < c->nobjs; i++) {
+		struct chk_obj *o = &c->objs[i];
+		uint32_t want = i == s->root ? i : o->parent;
+
+		if (!is_dir(o))
+			continue;
+		if (o->ndot != 1)
+			obj_problem(s, i, R4_CHK_DOT, "has %u \".\" entries, "
+				    "not 1", o->ndot);
+		if (o->ndotdot != 1)
+			obj_problem(s, i, R4_CHK_DOT, "has %u \"..\" entries, "
+				    "not 1", o->ndotdot);
+		else if (want != CHK_NONE && o->dotdot != want)
+			obj_problem(s, i, R4_CHK_DOT, "\"..\" points to %llx, "
+				    "but the directory is named in %llx",
+				    o->dotdot == CHK_NONE ? 0ULL :
+				    (unsigned long long)(c->objs[o->dotdot].el2
+							 & CHK_OID_MASK),
+				    (unsigned long long)(c->objs[want].el2 &
+							 CHK_OID_MASK));
+		if (o->size != o->nentries)
+			obj_problem(s, i, R4_CHK_DIR_SIZE, "size is %llu, but "
+				    "it has %llu entries",
+				    (unsigned long long)o->size,
+				    (unsigned long long)o->nentries);
+	}
+}
+
+static int reach(struct sem *s)
+{
+	struct chk *c = s->c;
+	uint32_t *queue, head = 0, tail = 0;
+
+	if (s->root == CHK_NONE)
+		return 0;
+	queue = malloc((c->nobjs ? c->nobjs : 1) * sizeof(*queue));
+	if (!queue)
+		return -ENOMEM;
+	c->objs[s->root].flags |= CHK_OBJ_REACHED;
+	queue[tail++] = s->root;
+	while (head < tail) {
+		const struct chk_obj *d = &c->objs[queue[head++]];
+		uint64_t oid = d->el2 & CHK_OID_MASK;
+
+		for (size_t j = chk_ent_first(c, oid);
+		     j < c->nents && c->ents[j].dir == oid; j++) {
+			uint32_t t = s->tgt[j];
+
+			if (t == CHK_NONE || c->ents[j].flags ||
+			    (c->objs[t].flags & CHK_OBJ_REACHED))
+				continue;
+			c->objs[t].flags |= CHK_OBJ_REACHED;
+			if (is_dir(&c->objs[t]))
+				queue[tail++] = t;
+		}
+	}
+	free(queue);
+	return 0;
+}
+
+static void check_links(struct sem *s)
+{
+	struct chk *c = s->c;
+
+	for (uint32_t i = 0; i < c->nobjs; i++) {
+		const struct chk_obj *o = &c->objs[i];
+		uint64_t want = (uint64_t)o->links + (i == s->root);
+
+		if (!(o->flags & CHK_OBJ_REACHED))
+			obj_problem(s, i, R4_CHK_UNREACHABLE, "is not reachable "
+				    "from the root directory (%u entries point "
+				    "to it)", o->links);
+		if ((o->flags & CHK_OBJ_LW) && o->nlink != want)
+			obj_problem(s, i, R4_CHK_NLINK, "nlink is %u, but %llu "
+				    "entr%s name it%s", o->nlink,
+				    (unsigned long long)o->links,
+				    o->links == 1 ? "y" : "ies",
+				    i == s->root ? " (+1 for the root)" : "");
+	}
+}
+
+static void check_body(struct sem *s, const struct chk_body *b)
+{
+	struct chk *c = s->c;
+	struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
+	uint32_t i = chk_obj_find(c, b->el0, b->el1, b->el2);
+	const struct chk_obj *o;
+	uint64_t lim;
+
+	if (i == CHK_NONE) {
+		chk_problem(c, R4_CHK_BODY, b->blk, b->item, &k, "file body "
+			    "(up to offset %llu) of an object without stat "
+			    "data", (unsigned long long)b->end);
+		return;
+	}
+	o = &c->objs[i];
+	if (!(o->flags & CHK_OBJ_LW))
+		return;
+	if ((o->mode & MODE_FMT) != MODE_REG) {
+		obj_problem(s, i, R4_CHK_BODY, "has body items (from block "
+			    "%llu item %u on) but is not a regular file",
+			    (unsigned long long)b->blk, b->item);
+		return;
+	}
+	if (b->kinds == CHK_BODY_CTAIL)
+		return;	/* compressed: offsets are not file bytes */
+	lim = o->size;
+	if ((b->kinds & CHK_BODY_EXTENT) && lim % c->bs)
+		lim = lim > UINT64_MAX - c->bs ? UINT64_MAX
+					       : lim - lim % c->bs + c->bs;
+	if (b->end > lim)
+		obj_problem(s, i, R4_CHK_FILE_SIZE, "body reaches offset %llu "
+			    "(items from block %llu item %u on), past the "
+			    "size %llu", (unsigned long long)b->end,
+			    (unsigned long long)b->blk, b->item,
+			    (unsigned long long)o->size);
+}
+
+static void check_counts(struct sem *s)
+{
+	struct chk *c = s->c;
+	const struct r4_vol *vol = c->vol;
+
+	c->rep->objects = c->nobjs;
+	if (s->root == CHK_NONE)
+		chk_problem(c, R4_CHK_SD, R4_CHECK_NO_BLOCK, -1, NULL,
+			    "the root directory (object 2a) has no stat data");
+	else if (!is_dir(&c->objs[s->root]))
+		obj_problem(s, s->root, R4_CHK_SD, "the root is not a "
+			    "directory");
+	if (vol->sb.file_count != c->nobjs)
+		chk_problem(c, R4_CHK_FILE_COUNT, fmt_blk_format40(c->bs), -1,
+			    NULL, "file count is %llu, but the tree holds %zu "
+			    "stat data", (unsigned long long)vol->sb.file_count,
+			    c->nobjs);
+	if (vol->jf.last_flushed_tx && vol->jf.nr_files != c->nobjs)
+		chk_problem(c, R4_CHK_FILE_COUNT,
+			    fmt_blk_journal_footer(c->bs), -1, NULL,
+			    "journal footer file count is %llu, but the tree "
+			    "holds %zu stat data",
+			    (unsigned long long)vol->jf.nr_files, c->nobjs);
+}
+
+int chk_semantic(struct chk *c)
+{
+	struct sem s = { .c = c };
+	int rc = -ENOMEM;
+
+	chk_progress(c, "objects", 0, 4);
+	chk_tables_sort(c);
+	s.byoid = chk_oid_index(c);
+	s.tgt = malloc((c->nents ? c->nents : 1) * sizeof(*s.tgt));
+	if (!s.byoid || !s.tgt)
+		goto out_free;
+	s.root = chk_obj_find(c, (FMT_ROOT_LOCALITY << 4) | FMT_KEY_SD, 0,
+			      FMT_ROOT_OID);
+	check_objects(&s);
+	chk_progress(c, "objects", 1, 4);
+	for (size_t j = 0; j < c->nents; j++)
+		resolve_entry(&s, j);
+	check_dirs(&s);
+	chk_progress(c, "objects", 2, 4);
+	rc = reach(&s);
+	if (rc)
+		goto out_free;
+	check_links(&s);
+	chk_progress(c, "objects", 3, 4);
+	for (size_t j = 0; j < c->nbodies; j++)
+		check_body(&s, &c->bodies[j]);
+	check_counts(&s);
+	chk_progress(c, "objects", 4, 4);
+out_free:
+	free(s.tgt);
+	free(s.byoid);
+	return rc;
+}

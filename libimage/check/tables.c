@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the checker's tables of stat data, directory entries and body
+ * ranges, filled by the walk in tree order, sorted and searched by the
+ * object checks. */
+#include "config.h"
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
+{
+	size_t nc;
+	void *p;
+
+	if (n < *cap)
+		return arr;
+	nc = *cap ? *cap * 2 : 1024;
+	if (nc > UINT32_MAX - 1 || nc > SIZE_MAX / elem)
+		return NULL;
+	p = realloc(arr, nc * elem);
+	if (p)
+		*cap = nc;
+	return p;
+}
+
+struct chk_obj *chk_obj_add(struct chk *c)
+{
+	struct chk_obj *p = grow(c->objs, &c->capobjs, c->nobjs, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	c->objs = p;
+	p = &c->objs[c->nobjs++];
+	memset(p, 0, sizeof(*p));
+	p->parent = CHK_NONE;
+	p->dotdot = CHK_NONE;
+	return p;
+}
+
+struct chk_ent *chk_ent_add(struct chk *c)
+{
+	struct chk_ent *p = grow(c->ents, &c->capents, c->nents, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	c->ents = p;
+	p = &c->ents[c->nents];
+	memset(p, 0, sizeof(*p));
+	p->seq = (uint32_t)c->nents++;
+	return p;
+}
+
+int chk_body_add(struct chk *c, const struct fmt_key *k, uint64_t end,
+		 unsigned kind, uint64_t blk, unsigned item)
+{
+	uint64_t el0 = (fmt_key_locality(k) << 4) | FMT_KEY_SD;
+	struct chk_body *p;
+
+	if (c->nbodies) {
+		p = &c->bodies[c->nbodies - 1];
+		if (p->el0 == el0 && p->el1 == k->el[1] && p->el2 == k->el[2]) {
+			if (end > p->end)
+				p->end = end;
+			p->kinds |= (uint8_t)kind;
+			return 0;
+		}
+	}
+	p = grow(c->bodies, &c->capbodies, c->nbodies, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	c->bodies = p;
+	p = &c->bodies[c->nbodies++];
+	p->el0 = el0;
+	p->el1 = k->el[1];
+	p->el2 = k->el[2];
+	p->end = end;
+	p->blk = blk;
+	p->item = (uint16_t)item;
+	p->kinds = (uint8_t)kind;
+	return 0;
+}
+
+static int cmp3(uint64_t a0, uint64_t a1, uint64_t a2, uint64_t b0,
+		uint64_t b1, uint64_t b2)
+{
+	if (a0 != b0)
+		return a0 < b0 ? -1 : 1;
+	if (a1 != b1)
+		return a1 < b1 ? -1 : 1;
+	if (a2 != b2)
+		return a2 < b2 ? -1 : 1;
+	return 0;
+}
+
+static int obj_cmp(const void *a, const void *b)
+{
+	const struct chk_obj *x = a, *y = b;
+	int r = cmp3(x->el0, x->el1, x->el2, y->el0, y->el1, y->el2);
+
+	if (r)
+		return r;
+	return cmp3(x->blk, x->item, 0, y->blk, y->item, 0);
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+	const struct chk_ent *x = a, *y = b;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int body_cmp(const void *a, const void *b)
+{
+	const struct chk_body *x = a, *y = b;
+
+	return cmp3(x->el0, x->el1, x->el2, y->el0, y->el1, y->el2);
+}
+
+void chk_tables_sort(struct chk *c)
+{
+	if (c->nobjs)
+		qsort(c->objs, c->nobjs, sizeof(*c->objs), obj_cmp);
+	if (c->nents)
+		qsort(c->ents, c->nents, sizeof(*c->ents), ent_cmp);
+	if (c->nbodies)
+		qsort(c->bodies, c->nbodies, sizeof(*c->bodies), body_cmp);
+}
+
+uint32_t chk_obj_find(const struct chk *c, uint64_t el0, uint64_t el1,
+		      uint64_t el2)
+{
+	size_t lo = 0, hi = c->nobjs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct chk_obj *o = &c->objs[mid];
+		int r = cmp3(o->el0, o->el1, o->el2, el0, el1, el2);
+
+		if (r == 0)
+			return (uint32_t)mid;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return CHK_NONE;
+}
+
+static int oid_cmp(const void *a, const void *b)
+{
+	const struct chk_oid *x = a, *y = b;
+
+	if (x->oid != y->oid)
+		return x->oid < y->oid ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+struct chk_oid *chk_oid_index(const struct chk *c)
+{
+	struct chk_oid *idx = malloc((c->nobjs ? c->nobjs : 1) * sizeof(*idx));
+
+	if (!idx)
+		return NULL;
+	for (size_t i = 0; i < c->nobjs; i++) {
+		idx[i].oid = c->objs[i].el2 & CHK_OID_MASK;
+		idx[i].idx = (uint32_t)i;
+	}
+	if (c->nobjs)
+		qsort(idx, c->nobjs, sizeof(*idx), oid_cmp);
+	return idx;
+}
+
+uint32_t chk_oid_find(const struct chk *c, const struct chk_oid *idx,
+		      uint64_t oid)
+{
+	size_t lo = 0, hi = c->nobjs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (idx[mid].oid < oid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < c->nobjs && idx[lo].oid == oid)
+		return idx[lo].idx;
+	return CHK_NONE;
+}
+
+size_t chk_ent_first(const struct chk *c, uint64_t dir)
+{
+	size_t lo = 0, hi = c->nents;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->ents[mid].dir < dir)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

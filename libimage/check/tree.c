@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the checker's walk of the storage tree, depth first from the
+ * root named by the format40 super block.
+ *
+ * Every node pointer is checked before it is followed: inside the
+ * volume, not below the first usable block, not already in use (the map
+ * of used blocks doubles as the visited set, so a block referenced twice
+ * is reported and not descended, which also ends cycles). Each node must
+ * verify (header, item headers, key order, node41 checksum), carry the
+ * super block's mkfs id, sit at the level its depth gives, hold items,
+ * and keep every key inside the delimiting keys its parent gives it. */
+#include "config.h"
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "check.h"
+#include "format/node.h"
+
+struct walk_pos {
+	uint64_t blk;
+	unsigned level;
+	const struct fmt_key *ldk;	/* NULL for the root */
+	const struct fmt_key *rdk;
+	uint64_t parent;		/* R4_CHECK_NO_BLOCK for the root */
+	int pitem;
+};
+
+static int walk(struct chk *c, const struct walk_pos *p);
+
+static void where(const struct walk_pos *p, char *buf, size_t len)
+{
+	if (p->parent == R4_CHECK_NO_BLOCK)
+		snprintf(buf, len, "the super block's root pointer");
+	else
+		snprintf(buf, len, "block %llu item %d",
+			 (unsigned long long)p->parent, p->pitem);
+}
+
+/* Claim p->blk for a node. 1 = go on, 0 = reported, do not descend. */
+static int claim(struct chk *c, const struct walk_pos *p)
+{
+	char from[64];
+	int old;
+
+	where(p, from, sizeof(from));
+	if (p->blk < c->first_usable || p->blk >= c->blocks) {
+		chk_problem(c, R4_CHK_NODE_BLOCK, p->parent, p->pitem, NULL,
+			    "node pointer to block %llu (from %s) is outside "
+			    "the usable blocks %llu..%llu",
+			    (unsigned long long)p->blk, from,
+			    (unsigned long long)c->first_usable,
+			    (unsigned long long)(c->blocks - 1));
+		return 0;
+	}
+	if (chk_map_test(&c->used, p->blk) || chk_is_bitmap_blk(c, p->blk)) {
+		chk_problem(c, R4_CHK_NODE_TWICE, p->blk, -1, NULL,
+			    "block is referenced again as a level-%u node "
+			    "(from %s) but is already %s; not descended",
+			    p->level, from, chk_block_owner(c, p->blk));
+		return 0;
+	}
+	old = chk_map_set(&c->used, p->blk);
+	return old < 0 ? old : 1;
+}
+
+/* Header-level checks. 1 = look at the items, 0 = reported, stop. */
+static int check_header(struct chk *c, const struct walk_pos *p,
+			const uint8_t *blk, struct fmt_node_header *nh)
+{
+	struct fmt_item_header ih;
+	const char *why;
+	int bad = -1;
+
+	/* A node that is a node but sits at the wrong level says so first
+	 * (its items would be wrong for the level too). */
+	if (!fmt_node_header_decode(blk, c->bs, nh) &&
+	    nh->magic == fmt_node_magic(nh->plugin_id) &&
+	    nh->level != p->level) {
+		chk_problem(c, R4_CHK_NODE_LEVEL, p->blk, -1, NULL,
+			    "node level is %u, expected %u; not descended",
+			    nh->level, p->level);
+		return 0;
+	}
+	why = fmt_node_verify(blk, c->bs, c->pol, &bad);
+	if (why) {
+		int have = bad >= 0 &&
+			!fmt_node_ih_decode(blk, c->bs, c->pol,
+					    (unsigned)bad, &ih);
+		char from[64];
+
+		where(p, from, sizeof(from));
+		chk_problem(c, R4_CHK_NODE, p->blk, bad, have ? &ih.key : NULL,
+			    "%s (level-%u node, from %s); not descended", why,
+			    p->level, from);
+		return 0;
+	}
+	fmt_node_header_decode(blk, c->bs, nh);
+	if (nh->mkfs_id != c->vol->sb.mkfs_id)
+		chk_problem(c, R4_CHK_NODE_MKFS_ID, p->blk, -1, NULL,
+			    "node mkfs id %#x differs from the super block's "
+			    "%#x", nh->mkfs_id, c->vol->sb.mkfs_id);
+	if (nh->plugin_id != c->vol->sb.node_pid)
+		chk_problem(c, R4_CHK_NODE, p->blk, -1, NULL,
+			    "node plugin %u differs from the super block's %u",
+			    nh->plugin_id, c->vol->sb.node_pid);
+	if (nh->nr_items == 0) {
+		chk_problem(c, R4_CHK_NODE_EMPTY, p->blk, -1, NULL,
+			    "the node is empty");
+		return 0;
+	}
+	return 1;
+}
+
+static void check_dkeys(struct chk *c, const struct walk_pos *p, unsigned i,
+			const struct fmt_item_header *ih,
+			const struct fmt_key *last, const struct fmt_key *next)
+{
+	char ks[CHK_KEYSTR_MAX];
+
+	if (i == 0 && p->ldk && fmt_key_cmp(&ih->key, p->ldk) != 0) {
+		chk_key_str(p->ldk, ks, sizeof(ks));
+		chk_problem(c, R4_CHK_DKEY, p->blk, 0, &ih->key,
+			    "first key differs from the key of the pointer "
+			    "to this node in block %llu item %d [%s]",
+			    (unsigned long long)p->parent, p->pitem, ks);
+	} else if (p->ldk && fmt_key_cmp(&ih->key, p->ldk) < 0) {
+		chk_key_str(p->ldk, ks, sizeof(ks));
+		chk_problem(c, R4_CHK_DKEY, p->blk, (int)i, &ih->key,
+			    "key is below the left delimiting key [%s]", ks);
+	}
+	if (fmt_key_cmp(last, next) >= 0) {
+		char ls[CHK_KEYSTR_MAX];
+
+		chk_key_str(last, ls, sizeof(ls));
+		chk_key_str(next, ks, sizeof(ks));
+		chk_problem(c, R4_CHK_DKEY, p->blk, (int)i, &ih->key,
+			    "item's last key [%s] is not below the %s [%s]",
+			    ls, next == p->rdk ? "right delimiting key"
+					       : "next item's key", ks);
+	}
+}
+
+static int walk_items(struct chk *c, const struct walk_pos *p,
+		      const uint8_t *blk, const struct fmt_node_header *nh)
+{
+	struct fmt_item_header ih, nih;
+	struct fmt_key last;
+	int rc;
+
+	for (unsigned i = 0; i < nh->nr_items; i++) {
+		const struct fmt_key *next = p->rdk;
+		uint64_t child = 0;
+		size_t off = 0, len = 0;
+
+		fmt_node_ih_decode(blk, c->bs, c->pol, i, &ih);
+		if (i + 1 < nh->nr_items) {
+			fmt_node_ih_decode(blk, c->bs, c->pol, i + 1, &nih);
+			next = &nih.key;
+		}
+		c->rep->items++;
+		if (fmt_node_item_body(blk, c->bs, c->pol, i, &off, &len)) {
+			chk_problem(c, R4_CHK_NODE, p->blk, (int)i, &ih.key,
+				    "item body lies outside the node");
+			continue;
+		}
+		last = ih.key;
+		rc = chk_item(c, p->blk, i, &ih, blk + off, len, &child,
+			      &last);
+		if (rc)
+			return rc;
+		check_dkeys(c, p, i, &ih, &last, next);
+		if (ih.plugin_id == FMT_ITEM_NODEPTR40 && child) {
+			struct walk_pos cp = {
+				.blk = child, .level = p->level - 1,
+				.ldk = &ih.key, .rdk = next,
+				.parent = p->blk, .pitem = (int)i
+			};
+
+			rc = walk(c, &cp);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int walk(struct chk *c, const struct walk_pos *p)
+{
+	struct fmt_node_header nh;
+	uint8_t *blk;
+	int rc;
+
+	rc = claim(c, p);
+	if (rc <= 0)
+		return rc;
+	blk = c->buf[p->level];
+	rc = vol_read_block(c->vol, p->blk, blk, "tree node", c->err);
+	if (rc)
+		return rc;
+	c->rep->nodes++;
+	if (c->rep->nodes % 64 == 0) {
+		if (c->rep->nodes >= c->tree_total)
+			c->tree_total = c->rep->nodes + 1;
+		chk_progress(c, "tree", c->rep->nodes, c->tree_total);
+	}
+	if (!check_header(c, p, blk, &nh))
+		return 0;
+	if (p->level == FMT_NODE_LEAF_LEVEL)
+		c->rep->leaves++;
+	else if (p->level == FMT_NODE_TWIG_LEVEL)
+		c->rep->twigs++;
+	return walk_items(c, p, blk, &nh);
+}
+
+int chk_tree(struct chk *c)
+{
+	struct fmt_key max;
+	struct walk_pos p;
+	uint64_t used = c->blocks - c->vol->sb.free_blocks;
+	int rc;
+
+	fmt_key_max(&max);
+	c->tree_total = used > c->first_usable ? used - c->first_usable : 1;
+	p.blk = c->vol->sb.root_block;
+	p.level = c->vol->sb.tree_height;
+	p.ldk = NULL;
+	p.rdk = &max;
+	p.parent = R4_CHECK_NO_BLOCK;
+	p.pitem = -1;
+	if (p.level < FMT_TREE_HEIGHT_MIN || p.level > FMT_TREE_HEIGHT_MAX)
+		return 0;	/* reported with the super block */
+	rc = walk(c, &p);
+	chk_progress(c, "tree", c->tree_total, c->tree_total);
+	return rc;
+}

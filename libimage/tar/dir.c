@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: a host directory as a build source: the walk (lstat, names in
+ * byte order, hard links by device and inode) and the deferred reader
+ * of file data (SEEK_DATA / SEEK_HOLE keep holes). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+#include "../err.h"
+#include "tar.h"
+
+#define DIR_CHUNK (1u << 20)
+
+/* ---- Deferred data ------------------------------------------------------- */
+
+struct dir_data {
+	int fd;
+	char *path;
+	uint64_t size, pos;
+	int no_seek_data;
+	char *buf;
+};
+
+static int dir_data_fail(struct dir_data *d, struct r4_error *err, int e,
+			 const char *what)
+{
+	return r4_fail(err, -e, "%s: %s: %s", d->path, what, strerror(e));
+}
+
+/* Next data run at or after d->pos: [*start, *end). 0 at the end. */
+static int dir_next_run(struct dir_data *d, uint64_t *start, uint64_t *end,
+			struct r4_error *err)
+{
+	off_t s, e;
+
+	if (d->pos >= d->size)
+		return 0;
+	if (d->no_seek_data) {
+		*start = d->pos;
+		*end = d->size;
+		return 1;
+	}
+	s = lseek(d->fd, (off_t)d->pos, SEEK_DATA);
+	if (s < 0 && errno == ENXIO)
+		return 0;
+	if (s < 0 && errno == EINVAL) {
+		d->no_seek_data = 1;
+		return dir_next_run(d, start, end, err);
+	}
+	if (s < 0)
+		return dir_data_fail(d, err, errno, "seek");
+	e = lseek(d->fd, s, SEEK_HOLE);
+	if (e < 0)
+		return dir_data_fail(d, err, errno, "seek");
+	if ((uint64_t)s >= d->size)
+		return 0;
+	*start = (uint64_t)s;
+	*end = (uint64_t)e < d->size ? (uint64_t)e : d->size;
+	return 1;
+}
+
+static int dir_data_fn(void *ctx, uint64_t *off, const void **buf,
+		       size_t *len, struct r4_error *err)
+{
+	struct dir_data *d = ctx;
+	uint64_t start = 0, end = 0;
+	size_t want;
+	ssize_t n;
+	int rc = dir_next_run(d, &start, &end, err);
+
+	if (rc <= 0)
+		return rc;
+	want = end - start < DIR_CHUNK ? (size_t)(end - start) : DIR_CHUNK;
+	do
+		n = pread(d->fd, d->buf, want, (off_t)start);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return dir_data_fail(d, err, errno, "read");
+	if (n == 0) {		/* the file shrank: the rest is a hole */
+		d->pos = d->size;
+		return 0;
+	}
+	d->pos = start + (uint64_t)n;
+	*off = start;
+	*buf = d->buf;
+	*len = (size_t)n;
+	return 1;
+}
+
+static void dir_data_close(void *ctx)
+{
+	struct dir_data *d = ctx;
+
+	if (!d)
+		return;
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d->buf);
+	free(d->path);
+	free(d);
+}
+
+static int dir_data_open(void *src_ctx, const char *path, r4_data_fn *fn,
+			 void **ctx, struct r4_error *err)
+{
+	struct dir_data *d = calloc(1, sizeof(*d));
+	struct stat st;
+	size_t n;
+
+	if (!d)
+		return r4_fail(err, -ENOMEM, "%s: out of memory", path);
+	d->fd = -1;
+	n = strlen(src_ctx) + strlen(path) + 2;
+	d->path = malloc(n);
+	d->buf = malloc(DIR_CHUNK);
+	if (!d->path || !d->buf) {
+		dir_data_close(d);
+		return r4_fail(err, -ENOMEM, "%s: out of memory", path);
+	}
+	snprintf(d->path, n, "%s/%s", (const char *)src_ctx, path);
+	d->fd = open(d->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (d->fd < 0 || fstat(d->fd, &st)) {
+		int rc = dir_data_fail(d, err, errno, "open");
+
+		dir_data_close(d);
+		return rc;
+	}
+	d->size = (uint64_t)st.st_size;
+	*fn = dir_data_fn;
+	*ctx = d;
+	return 0;
+}
+
+void r4_pack_dir_source(struct r4_data_source *src, const char *dir)
+{
+	src->open = dir_data_open;
+	src->close = dir_data_close;
+	src->src_ctx = (void *)dir;
+}
+
+/* ---- The walk ------------------------------------------------------------ */
+
+struct dir_walk {
+	struct tar_sink sink;
+	struct tar_map inodes;	/* (dev, ino) -> first path */
+	char path[PATH_MAX];	/* host path */
+	size_t root_len;	/* host prefix, without the '/' after it */
+};
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The names in the directory at w->path, sorted. */
+static int read_names(struct dir_walk *w, char ***out, size_t *count,
+		      struct r4_error *err)
+{
+	DIR *dp = opendir(w->path);
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+
+	if (!dp)
+		return r4_fail(err, -errno, "%s: %s", w->path, strerror(errno));
+	while ((errno = 0, de = readdir(dp))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == cap) {
+			char **g = realloc(names, (cap = cap ? cap * 2 : 16) *
+					   sizeof(*g));
+			if (!g)
+				goto nomem;
+			names = g;
+		}
+		if (!(names[n] = strdup(de->d_name)))
+			goto nomem;
+		n++;
+	}
+	if (errno) {
+		int e = errno;
+
+		closedir(dp);
+		free_names(names, n);
+		return r4_fail(err, -e, "%s: %s", w->path, strerror(e));
+	}
+	closedir(dp);
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
+	*out = names;
+	*count = n;
+	return 0;
+nomem:
+	closedir(dp);
+	free_names(names, n);
+	return r4_fail(err, -ENOMEM, "%s: out of memory", w->path);
+}
+
+static void stat_times(const struct stat *st, struct r4_entry *e)
+{
+	e->mtime = st->st_mtim.tv_sec;
+	e->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+	e->atime = st->st_atim.tv_sec;
+	e->atime_ns = (uint32_t)st->st_atim.tv_nsec;
+	e->ctime = st->st_ctim.tv_sec;
+	e->ctime_ns = (uint32_t)st->st_ctim.tv_nsec;
+}
+
+static int stat_type(const struct stat *st, enum r4_entry_type *t)
+{
+	switch (st->st_mode & S_IFMT) {
+	case S_IFREG: *t = R4_ENT_REG; return 0;
+	case S_IFDIR: *t = R4_ENT_DIR; return 0;
+	case S_IFLNK: *t = R4_ENT_SYMLINK; return 0;
+	case S_IFCHR: *t = R4_ENT_CHR; return 0;
+	case S_IFBLK: *t = R4_ENT_BLK; return 0;
+	case S_IFIFO: *t = R4_ENT_FIFO; return 0;
+	case S_IFSOCK: *t = R4_ENT_SOCK; return 0;
+	default: return -1;
+	}
+}
+
+/* A second name of a (dev, ino) seen before becomes a hard link. */
+static int hard_link(struct dir_walk *w, const struct stat *st,
+		     struct r4_entry *e, const char *rel)
+{
+	uint64_t key[2] = { (uint64_t)st->st_dev, (uint64_t)st->st_ino };
+	const struct tar_map_ent *m;
+
+	if (S_ISDIR(st->st_mode) || st->st_nlink < 2)
+		return 0;
+	m = tar_map_get(&w->inodes, key, sizeof(key));
+	if (m) {
+		e->type = R4_ENT_HARDLINK;
+		e->target = m->str;
+		return 0;
+	}
+	return tar_map_put(&w->inodes, key, sizeof(key), 0, rel);
+}
+
+/* Symlink target of w->path into a new string. */
+static char *read_target(const struct dir_walk *w, const struct stat *st)
+{
+	size_t cap = st->st_size > 0 ? (size_t)st->st_size + 1 : PATH_MAX;
+	char *buf = malloc(cap);
+	ssize_t n;
+
+	if (!buf)
+		return NULL;
+	n = readlink(w->path, buf, cap);
+	if (n < 0 || (size_t)n >= cap) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+static int walk(struct dir_walk *w, size_t len, unsigned depth,
+		struct r4_error *err);
+
+/* The object at w->path (len bytes), relative name rel. */
+static int walk_one(struct dir_walk *w, size_t len, unsigned depth,
+		    struct r4_error *err)
+{
+	const char *rel = len > w->root_len ? w->path + w->root_len + 1 : "";
+	struct r4_entry e = { 0 };
+	struct stat st;
+	char *target = NULL;
+	int rc;
+
+	if (lstat(w->path, &st))
+		return r4_fail(err, -errno, "%s: %s", w->path, strerror(errno));
+	if (stat_type(&st, &e.type)) {
+		tar_warn(w->sink.opts, "%s: skipping: unknown file type",
+			 w->path);
+		return 0;
+	}
+	e.path = rel;
+	e.mode = (uint32_t)st.st_mode & 07777;
+	e.uid = (uint32_t)st.st_uid;
+	e.gid = (uint32_t)st.st_gid;
+	stat_times(&st, &e);
+	if (e.type == R4_ENT_REG)
+		e.size = (uint64_t)st.st_size;
+	if (e.type == R4_ENT_CHR || e.type == R4_ENT_BLK) {
+		e.rdev_major = major(st.st_rdev);
+		e.rdev_minor = minor(st.st_rdev);
+	}
+	if (e.type == R4_ENT_SYMLINK && !(e.target = target =
+					  read_target(w, &st)))
+		return r4_fail(err, -errno ? -errno : -EIO, "%s: readlink: %s",
+			       w->path, strerror(errno ? errno : EIO));
+	if (hard_link(w, &st, &e, rel))
+		return r4_fail(err, -ENOMEM, "%s: out of memory", w->path);
+	rc = tar_sink_add(&w->sink, &e, err);
+	free(target);
+	if (!rc && e.type == R4_ENT_DIR)
+		rc = walk(w, len, depth + 1, err);
+	return rc;
+}
+
+static int walk(struct dir_walk *w, size_t len, unsigned depth,
+		struct r4_error *err)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (depth > PATH_MAX / 2)
+		return r4_fail(err, -ELOOP, "%s: too deep", w->path);
+	rc = read_names(w, &names, &n, err);
+	for (size_t i = 0; !rc && i < n; i++) {
+		size_t nl = strlen(names[i]);
+
+		if (len + 1 + nl >= sizeof(w->path)) {
+			rc = r4_fail(err, -ENAMETOOLONG, "%s/%s: path too "
+				     "long", w->path, names[i]);
+			break;
+		}
+		w->path[len] = '/';
+		memcpy(w->path + len + 1, names[i], nl + 1);
+		rc = walk_one(w, len + 1 + nl, depth, err);
+		w->path[len] = '\0';
+	}
+	free_names(names, n);
+	return rc;
+}
+
+int r4_pack_from_dir(struct r4_build *b, const char *dir,
+		     const struct r4_archive_opts *o, struct r4_error *err)
+{
+	struct dir_walk *w = calloc(1, sizeof(*w));
+	size_t len = strlen(dir);
+	int rc;
+
+	if (!w)
+		return r4_fail(err, -ENOMEM, "%s: out of memory", dir);
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	if (len >= sizeof(w->path)) {
+		free(w);
+		return r4_fail(err, -ENAMETOOLONG, "%s: path too long", dir);
+	}
+	memcpy(w->path, dir, len);
+	w->path[len] = '\0';
+	w->root_len = len;
+	tar_sink_init(&w->sink, b, o, dir);
+	tar_map_init(&w->inodes);
+	rc = walk_one(w, len, 0, err);
+	tar_map_free(&w->inodes);
+	tar_sink_free(&w->sink);
+	free(w);
+	return rc;
+}

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: archive options: id maps, exclusion patterns, time clamp, and
+ * path cleaning. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../err.h"
+#include "tar.h"
+
+void r4_archive_opts_init(struct r4_archive_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+}
+
+void r4_archive_opts_free(struct r4_archive_opts *o)
+{
+	if (!o)
+		return;
+	free(o->uid_map);
+	free(o->gid_map);
+	for (size_t i = 0; i < o->exclude_len; i++)
+		free(o->exclude[i]);
+	free(o->exclude);
+	o->uid_map = o->gid_map = NULL;
+	o->exclude = NULL;
+	o->uid_map_len = o->gid_map_len = o->exclude_len = 0;
+}
+
+static int parse_id(const char *s, char **end, uint32_t *out)
+{
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, end, 10);
+	if (errno || v > UINT32_MAX)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int r4_archive_add_idmap(struct r4_archive_opts *o, int gid,
+			 const char *spec, struct r4_error *err)
+{
+	struct r4_id_pair **map = gid ? &o->gid_map : &o->uid_map;
+	size_t *len = gid ? &o->gid_map_len : &o->uid_map_len;
+	const char *p = spec;
+
+	for (;;) {
+		struct r4_id_pair pr, *grown;
+		char *end;
+
+		if (parse_id(p, &end, &pr.from) || *end != ':' ||
+		    parse_id(end + 1, &end, &pr.to) ||
+		    (*end && *end != ','))
+			return r4_fail(err, R4_EINVAL, "'%s' is not an id map "
+				       "(FROM:TO[,FROM:TO...], decimal ids)",
+				       spec);
+		grown = realloc(*map, (*len + 1) * sizeof(**map));
+		if (!grown)
+			return r4_fail(err, -ENOMEM, "id map: out of memory");
+		*map = grown;
+		(*map)[(*len)++] = pr;
+		if (!*end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+int r4_archive_add_exclude(struct r4_archive_opts *o, const char *pattern,
+			   struct r4_error *err)
+{
+	char **grown, *copy;
+
+	if (!*pattern)
+		return r4_fail(err, R4_EINVAL, "empty exclude pattern");
+	grown = realloc(o->exclude, (o->exclude_len + 1) * sizeof(*grown));
+	if (!grown)
+		return r4_fail(err, -ENOMEM, "exclude: out of memory");
+	o->exclude = grown;
+	if (!(copy = strdup(pattern)))
+		return r4_fail(err, -ENOMEM, "exclude: out of memory");
+	o->exclude[o->exclude_len++] = copy;
+	return 0;
+}
+
+/* Days from 1970-01-01 to the given proleptic Gregorian date. */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	int64_t era;
+	unsigned yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = (unsigned)(y - era * 400);
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+static int parse_date(const char *s, int64_t *out)
+{
+	int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
+
+	if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3)
+		return R4_EINVAL;
+	s += n;
+	if (*s == 'T' || *s == ' ') {
+		s++;
+		n = 0;
+		if (sscanf(s, "%2d:%2d%n", &h, &mi, &n) != 2)
+			return R4_EINVAL;
+		s += n;
+		if (*s == ':') {
+			n = 0;
+			if (sscanf(s + 1, "%2d%n", &sec, &n) != 1)
+				return R4_EINVAL;
+			s += 1 + n;
+		}
+	}
+	if (*s == 'Z')
+		s++;
+	if (*s || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
+	    sec > 60)
+		return R4_EINVAL;
+	*out = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+	       h * 3600 + mi * 60 + sec;
+	return 0;
+}
+
+int r4_parse_time(const char *s, int64_t *out)
+{
+	const char *p = *s == '@' ? s + 1 : s;
+	char *end;
+	long long v;
+
+	if (!*p)
+		return R4_EINVAL;
+	if (*s != '@' && strchr(p, '-') && strchr(p + 1, '-'))
+		return parse_date(p, out);
+	errno = 0;
+	v = strtoll(p, &end, 10);
+	if (errno || *end || end == p)
+		return R4_EINVAL;
+	*out = v;
+	return 0;
+}
+
+char *tar_path_clean(const char *in, int *flags)
+{
+	size_t n = strlen(in);
+	char *out = malloc(n + 1), *q = out;
+	const char *p = in;
+
+	*flags = 0;
+	if (!out)
+		return NULL;
+	if (*p == '/')
+		*flags |= TAR_PATH_ABS;
+	while (*p) {
+		const char *c = p;
+		size_t len;
+
+		while (*p && *p != '/')
+			p++;
+		len = (size_t)(p - c);
+		while (*p == '/')
+			p++;
+		if (!len || (len == 1 && c[0] == '.'))
+			continue;
+		if (len == 2 && c[0] == '.' && c[1] == '.')
+			*flags |= TAR_PATH_DOTDOT;
+		if (q != out)
+			*q++ = '/';
+		memcpy(q, c, len);
+		q += len;
+	}
+	*q = '\0';
+	return out;
+}
+
+static int match_runs(const char *pat, const char *path)
+{
+	size_t n = strlen(path);
+	char *buf = malloc(n + 1);
+	int hit = 0;
+
+	if (!buf)
+		return 0;
+	for (size_t s = 0; s < n && !hit; s++) {
+		if (s && path[s - 1] != '/')
+			continue;
+		for (size_t e = s + 1; e <= n && !hit; e++) {
+			if (e < n && path[e] != '/')
+				continue;
+			memcpy(buf, path + s, e - s);
+			buf[e - s] = '\0';
+			hit = !fnmatch(pat, buf, 0);
+		}
+	}
+	free(buf);
+	return hit;
+}
+
+int tar_excluded(const struct r4_archive_opts *o, const char *path)
+{
+	for (size_t i = 0; i < o->exclude_len; i++)
+		if (match_runs(o->exclude[i], path))
+			return 1;
+	return 0;
+}
+
+static uint32_t map_id(const struct r4_id_pair *map, size_t len, uint32_t id)
+{
+	for (size_t i = 0; i < len; i++)
+		if (map[i].from == id)
+			return map[i].to;
+	return id;
+}
+
+static void clamp(const struct r4_archive_opts *o, int64_t *t, uint32_t *ns)
+{
+	if (*t > o->mtime_clamp ||
+	    (*t == o->mtime_clamp && *ns)) {
+		*t = o->mtime_clamp;
+		*ns = 0;
+	}
+}
+
+void tar_apply_opts(const struct r4_archive_opts *o, struct r4_entry *e)
+{
+	if (o->all_root) {
+		e->uid = e->gid = 0;
+	} else {
+		e->uid = map_id(o->uid_map, o->uid_map_len, e->uid);
+		e->gid = map_id(o->gid_map, o->gid_map_len, e->gid);
+	}
+	if (o->clamp_mtime) {
+		clamp(o, &e->mtime, &e->mtime_ns);
+		clamp(o, &e->atime, &e->atime_ns);
+		clamp(o, &e->ctime, &e->ctime_ns);
+	}
+}
+
+void tar_warn(const struct r4_archive_opts *o, const char *fmt, ...)
+{
+	char line[R4_ERRMSG_MAX];
+	va_list ap;
+
+	if (!o->warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	o->warn(o->cb_ctx, line);
+}

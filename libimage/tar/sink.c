@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the sink every source feeds (see tar.h and r4/archive.h for
+ * the safety rules it applies). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../err.h"
+#include "tar.h"
+
+/* types map value for a path left out by --exclude. */
+#define TAR_EXCLUDED 100
+
+void tar_sink_init(struct tar_sink *s, struct r4_build *b,
+		   const struct r4_archive_opts *o, const char *source)
+{
+	memset(s, 0, sizeof(*s));
+	s->build = b;
+	s->opts = o;
+	s->source = source;
+	tar_map_init(&s->types);
+	tar_map_init(&s->links);
+}
+
+void tar_sink_free(struct tar_sink *s)
+{
+	if (s) {
+		tar_map_free(&s->types);
+		tar_map_free(&s->links);
+	}
+}
+
+static int skip(struct tar_sink *s)
+{
+	if (s->opts->stats)
+		s->opts->stats->skipped++;
+	return 0;
+}
+
+static int type_at(const struct tar_sink *s, const char *path, size_t len)
+{
+	const struct tar_map_ent *m = tar_map_get(&s->types, path, len);
+
+	return m ? m->val : -1;
+}
+
+/* Refuse paths under a symlink or a non-directory already in the image. */
+static int parents_ok(struct tar_sink *s, const char *path, const char *raw)
+{
+	for (const char *p = path; (p = strchr(p, '/')); p++) {
+		size_t len = (size_t)(p - path);
+		int t = type_at(s, path, len);
+
+		if (t == R4_ENT_SYMLINK) {
+			tar_warn(s->opts, "%s: skipping '%s': '%.*s' is a "
+				 "symbolic link in the image", s->source, raw,
+				 (int)len, path);
+			return 0;
+		}
+		if (t >= 0 && t != R4_ENT_DIR && t != TAR_EXCLUDED) {
+			tar_warn(s->opts, "%s: skipping '%s': '%.*s' is not a "
+				 "directory in the image", s->source, raw,
+				 (int)len, path);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* Check a hard link's target; the link takes its type. 1 ok, 0 skip. */
+static int link_target(struct tar_sink *s, struct r4_entry *e,
+		       const char *raw, char **clean, int *type,
+		       struct r4_error *err)
+{
+	int fl, t;
+
+	if (!e->target)
+		return r4_fail(err, R4_ECORRUPT, "%s: hard link '%s' has no "
+			       "target", s->source, raw);
+	if (!(*clean = tar_path_clean(e->target, &fl)))
+		return r4_fail(err, -ENOMEM, "%s: out of memory", s->source);
+	if (fl & TAR_PATH_DOTDOT) {
+		tar_warn(s->opts, "%s: skipping hard link '%s': its target "
+			 "'%s' contains '..'", s->source, raw, e->target);
+		return 0;
+	}
+	t = type_at(s, *clean, strlen(*clean));
+	if (t < 0)
+		return r4_fail(err, R4_ENOTFOUND, "%s: hard link '%s': target "
+			       "'%s' is not in the archive before it",
+			       s->source, raw, e->target);
+	if (t == TAR_EXCLUDED || t == R4_ENT_DIR) {
+		tar_warn(s->opts, "%s: skipping hard link '%s': target '%s' "
+			 "is %s", s->source, raw, e->target,
+			 t == R4_ENT_DIR ? "a directory" : "excluded");
+		return 0;
+	}
+	*type = t;
+	return 1;
+}
+
+/* Record path's type and make its missing parents directories. */
+static int record(struct tar_sink *s, const char *path, int type)
+{
+	for (const char *p = path; (p = strchr(p, '/')); p++) {
+		size_t len = (size_t)(p - path);
+		int t = type_at(s, path, len);
+
+		if (t != R4_ENT_DIR &&
+		    tar_map_put(&s->types, path, len, R4_ENT_DIR, NULL))
+			return -ENOMEM;
+	}
+	return tar_map_put(&s->types, path, strlen(path), type, NULL);
+}
+
+/* Cleaned path: refuse what is unsafe. 1 go on, 0 skip. */
+static int check_entry(struct tar_sink *s, struct r4_entry *e,
+		       const char *raw, const char *path, int fl)
+{
+	int old;
+
+	if (fl & TAR_PATH_DOTDOT) {
+		tar_warn(s->opts, "%s: skipping '%s': path contains '..'",
+			 s->source, raw);
+		return 0;
+	}
+	if ((fl & TAR_PATH_ABS) && !s->warned_abs) {
+		s->warned_abs = 1;
+		tar_warn(s->opts, "%s: removing leading '/' from member names",
+			 s->source);
+	}
+	if (!*path && e->type != R4_ENT_DIR) {
+		tar_warn(s->opts, "%s: skipping '%s': the root must be a "
+			 "directory", s->source, raw);
+		return 0;
+	}
+	if (!parents_ok(s, path, raw))
+		return 0;
+	old = type_at(s, path, strlen(path));
+	if (old == R4_ENT_DIR && e->type != R4_ENT_DIR) {
+		tar_warn(s->opts, "%s: skipping '%s': cannot replace a "
+			 "directory with a non-directory", s->source, raw);
+		return 0;
+	}
+	return 1;
+}
+
+/* A hard link e (target already cleaned) carrying the file's data:
+ * add the target again with the data, then the earlier links to it. */
+static int link_data(struct tar_sink *s, struct r4_entry *e, int type,
+		     struct r4_error *err)
+{
+	struct r4_entry t = *e;
+	int rc;
+
+	if (type != R4_ENT_REG)
+		return r4_fail(err, R4_ECORRUPT, "%s: hard link '%s' has "
+			       "data but its target is not a regular file",
+			       s->source, e->path);
+	t.path = e->target;
+	t.type = R4_ENT_REG;
+	t.target = NULL;
+	rc = r4_build_add(s->build, &t, err);
+	t.type = R4_ENT_HARDLINK;
+	t.target = e->target;
+	t.data = NULL;
+	t.size = 0;
+	for (size_t i = 0; !rc && i < s->links.cap; i++) {
+		const struct tar_map_ent *m = &s->links.slot[i];
+
+		if (!m->key || !m->str || strcmp(m->str, e->target))
+			continue;
+		t.path = m->key;
+		rc = r4_build_add(s->build, &t, err);
+	}
+	e->data = NULL;
+	e->data_ctx = NULL;
+	e->size = 0;
+	return rc;
+}
+
+static int sink_add(struct tar_sink *s, struct r4_entry *e, const char *raw,
+		    char *path, int fl, struct r4_error *err)
+{
+	const char *raw_target = e->target;
+	char *target = NULL;
+	int type = (int)e->type, rc;
+
+	if (*path && tar_excluded(s->opts, path))
+		return tar_map_put(&s->types, path, strlen(path), TAR_EXCLUDED,
+				   NULL) ? r4_fail(err, -ENOMEM, "out of memory")
+					 : 0;
+	if (!check_entry(s, e, raw, path, fl))
+		return skip(s);
+	if (e->type == R4_ENT_HARDLINK) {
+		rc = link_target(s, e, raw, &target, &type, err);
+		if (rc <= 0) {
+			free(target);
+			return rc < 0 ? rc : skip(s);
+		}
+		e->target = target;
+	}
+	tar_apply_opts(s->opts, e);
+	e->path = path;
+	rc = 0;
+	if (e->type == R4_ENT_HARDLINK && e->data)
+		rc = link_data(s, e, type, err);
+	if (!rc)
+		rc = r4_build_add(s->build, e, err);
+	if (!rc && (e->type == R4_ENT_HARDLINK ||
+		    tar_map_get(&s->links, path, strlen(path))) &&
+	    tar_map_put(&s->links, path, strlen(path), 0,
+			e->type == R4_ENT_HARDLINK ? e->target : NULL))
+		rc = -ENOMEM;
+	e->path = raw;
+	e->target = raw_target;
+	free(target);
+	if (rc)
+		return r4_fail(err, rc, "%s: '%s': cannot add it", s->source,
+			       raw);
+	if (record(s, path, type))
+		return r4_fail(err, -ENOMEM, "%s: out of memory", s->source);
+	if (s->opts->stats)
+		s->opts->stats->entries++;
+	if (s->opts->entry)
+		s->opts->entry(s->opts->cb_ctx, *path ? path : ".");
+	return 0;
+}
+
+int tar_sink_add(struct tar_sink *s, struct r4_entry *e, struct r4_error *err)
+{
+	const char *raw = e->path;
+	char *path;
+	int fl, rc;
+
+	if (!(path = tar_path_clean(raw, &fl)))
+		return r4_fail(err, -ENOMEM, "%s: out of memory", s->source);
+	rc = sink_add(s, e, raw, path, fl, err);
+	free(path);
+	return rc;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: internals of the archive layer (libimage/tar): a byte-keyed
+ * hash map, path cleaning, and the sink every source feeds: it cleans
+ * paths, applies exclusion, ownership and time options, keeps the image
+ * safe (no writes through symlinks) and calls r4_build_add. */
+#ifndef R4_LIBIMAGE_TAR_H
+#define R4_LIBIMAGE_TAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/archive.h"
+
+/* ---- Map: byte-string keys to (int, string) values ---------------------- */
+
+struct tar_map_ent {
+	char *key;		/* owned, key_len bytes + NUL */
+	size_t key_len;
+	uint64_t hash;
+	int val;
+	char *str;		/* owned or NULL */
+};
+
+struct tar_map {
+	struct tar_map_ent *slot;
+	size_t cap, used;
+};
+
+void tar_map_init(struct tar_map *m);
+void tar_map_free(struct tar_map *m);
+/* The entry for key, or NULL. */
+struct tar_map_ent *tar_map_get(const struct tar_map *m, const void *key,
+				size_t len);
+/* Insert or replace: val, and a copy of str (may be NULL). -ENOMEM. */
+int tar_map_put(struct tar_map *m, const void *key, size_t len, int val,
+		const char *str);
+
+/* ---- Paths and options -------------------------------------------------- */
+
+enum {
+	TAR_PATH_ABS = 1,	/* had a leading '/' */
+	TAR_PATH_DOTDOT = 2	/* has a ".." component (refuse) */
+};
+
+/* Clean in into a newly allocated string: no leading '/', no empty or
+ * "." components, no trailing '/'; "" is the root. *flags gets
+ * TAR_PATH_*. NULL when out of memory. */
+char *tar_path_clean(const char *in, int *flags);
+
+/* True when a pattern of o excludes path (see r4/archive.h). */
+int tar_excluded(const struct r4_archive_opts *o, const char *path);
+
+/* Apply ownership maps and the time clamp to e. */
+void tar_apply_opts(const struct r4_archive_opts *o, struct r4_entry *e);
+
+/* Send a warning line (printf-style) to o->warn. */
+void tar_warn(const struct r4_archive_opts *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- The sink ------------------------------------------------------------ */
+
+struct tar_sink {
+	struct r4_build *build;
+	const struct r4_archive_opts *opts;
+	const char *source;	/* archive or directory name, for messages */
+	struct tar_map types;	/* path in the image -> R4_ENT_* (final) */
+	struct tar_map links;	/* hard link path -> its target's path */
+	int warned_abs;
+};
+
+void tar_sink_init(struct tar_sink *s, struct r4_build *b,
+		   const struct r4_archive_opts *o, const char *source);
+void tar_sink_free(struct tar_sink *s);
+/* Add entry e whose path (and, for hard links, target) are raw names
+ * from the source: cleaned, checked, mapped, then added. Returns 0 when
+ * added or skipped with a warning, < 0 on error (err filled). A hard
+ * link with data (cpio keeps a file's data with its last name) gives
+ * the data to its target: the target is added again with it, and so
+ * are the links made to it so far. */
+int tar_sink_add(struct tar_sink *s, struct r4_entry *e,
+		 struct r4_error *err);
+
+#endif

@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: writing a volume out as a pax tarball, through the read API. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "../err.h"
+#include "tar.h"
+
+#define XW_CHUNK (256u << 10)
+#define XW_MAX_DEPTH 8192
+
+struct xw {
+	struct r4_vol *vol;
+	struct archive *a;
+	const struct r4_archive_opts *o;
+	struct tar_map links;	/* oid -> first path (nlink > 1) */
+	struct tar_map dirs;	/* directory oids entered */
+	int fd;			/* output file (-1: standard output) */
+	char *path;		/* "./a/b" */
+	size_t cap;
+	uint8_t *buf;
+};
+
+struct xw_name {
+	char *name;
+	size_t len;
+	struct r4_objref ref;
+};
+
+struct xw_list {
+	struct xw_name *v;
+	size_t n, cap;
+};
+
+static int collect(void *ctx, const char *name, size_t len,
+		   const struct r4_objref *target)
+{
+	struct xw_list *l = ctx;
+
+	if ((len == 1 && name[0] == '.') ||
+	    (len == 2 && name[0] == '.' && name[1] == '.'))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct xw_name *g = realloc(l->v, cap * sizeof(*g));
+
+		if (!g)
+			return -ENOMEM;
+		l->v = g;
+		l->cap = cap;
+	}
+	if (!(l->v[l->n].name = malloc(len + 1)))
+		return -ENOMEM;
+	memcpy(l->v[l->n].name, name, len);
+	l->v[l->n].name[len] = '\0';
+	l->v[l->n].len = len;
+	l->v[l->n].ref = *target;
+	l->n++;
+	return 0;
+}
+
+static void list_free(struct xw_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	const struct xw_name *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->name, y->name, n);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static int arc_fail(struct xw *w, struct r4_error *err)
+{
+	int e = archive_errno(w->a);
+
+	return r4_fail(err, e > 0 ? -e : -EIO, "%s: %s", w->path,
+		       archive_error_string(w->a));
+}
+
+/* ---- Sparse maps ---------------------------------------------------------- */
+
+struct xw_sparse {
+	struct archive_entry *ae;
+	uint64_t size, start, end, covered;
+	int open;
+};
+
+static void sparse_flush(struct xw_sparse *s)
+{
+	if (s->open && s->end > s->start) {
+		archive_entry_sparse_add_entry(s->ae, (la_int64_t)s->start,
+					       (la_int64_t)(s->end - s->start));
+		s->covered += s->end - s->start;
+	}
+	s->open = 0;
+}
+
+static int sparse_piece(void *ctx, const struct r4_blkmap *m)
+{
+	struct xw_sparse *s = ctx;
+	uint64_t a = m->file_off, b;
+
+	if (m->kind != R4_BLK_DATA && m->kind != R4_BLK_TAIL)
+		return 0;
+	if (a >= s->size)
+		return 0;
+	b = m->len > s->size - a ? s->size : a + m->len;
+	if (s->open && a <= s->end) {
+		if (b > s->end)
+			s->end = b;
+		return 0;
+	}
+	sparse_flush(s);
+	s->start = a;
+	s->end = b;
+	s->open = 1;
+	return 0;
+}
+
+/* Describe the data runs of a file with holes; nothing for a dense one. */
+static int xw_sparse(struct xw *w, const struct r4_objref *ref,
+		     struct archive_entry *ae, uint64_t size,
+		     struct r4_error *err)
+{
+	struct xw_sparse s = { .ae = ae, .size = size };
+	int rc;
+
+	if (!size)
+		return 0;
+	rc = r4_file_blocks(w->vol, ref, sparse_piece, &s, err);
+	if (rc)
+		return rc;
+	sparse_flush(&s);
+	if (s.covered < size && !archive_entry_sparse_count(ae))
+		archive_entry_sparse_add_entry(ae, (la_int64_t)size, 0);
+	if (s.covered >= size)
+		archive_entry_sparse_clear(ae);
+	return 0;
+}
+
+static int xw_data(struct xw *w, const struct r4_objref *ref, uint64_t size,
+		   struct r4_error *err)
+{
+	for (uint64_t off = 0; off < size;) {
+		size_t want = size - off < XW_CHUNK ? (size_t)(size - off)
+						    : XW_CHUNK, got = 0;
+		int rc = r4_read(w->vol, ref, off, w->buf, want, &got, err);
+
+		if (rc)
+			return rc;
+		if (got != want)
+			return r4_fail(err, R4_ECORRUPT, "%s: short read at "
+				       "%llu (%zu of %zu bytes)", w->path,
+				       (unsigned long long)off, got, want);
+		if (archive_write_data(w->a, w->buf, got) != (la_ssize_t)got)
+			return arc_fail(w, err);
+		off += got;
+	}
+	if (w->o->stats)
+		w->o->stats->bytes += size;
+	return 0;
+}
+
+/* ---- Entries ---------------------------------------------------------------- */
+
+static void xw_meta(struct xw *w, const struct r4_stat *st,
+		    struct archive_entry *ae)
+{
+	struct r4_entry e = {
+		.uid = st->uid, .gid = st->gid,
+		.mtime = st->mtime, .mtime_ns = st->mtime_ns,
+		.atime = st->atime, .atime_ns = st->atime_ns,
+		.ctime = st->ctime, .ctime_ns = st->ctime_ns,
+	};
+
+	tar_apply_opts(w->o, &e);
+	archive_entry_copy_pathname(ae, w->path);
+	archive_entry_set_perm(ae, st->mode & 07777);
+	archive_entry_set_uid(ae, e.uid);
+	archive_entry_set_gid(ae, e.gid);
+	archive_entry_set_mtime(ae, e.mtime, e.mtime_ns);
+	archive_entry_set_atime(ae, e.atime, e.atime_ns);
+	archive_entry_set_ctime(ae, e.ctime, e.ctime_ns);
+}
+
+/* Type-specific fields; 1 to skip the object. */
+static int xw_type(struct xw *w, const struct r4_objref *ref,
+		   const struct r4_stat *st, struct archive_entry *ae,
+		   struct r4_error *err)
+{
+	switch (st->mode & S_IFMT) {
+	case S_IFREG:
+		archive_entry_set_filetype(ae, AE_IFREG);
+		archive_entry_set_size(ae, (la_int64_t)st->size);
+		return xw_sparse(w, ref, ae, st->size, err);
+	case S_IFDIR:
+		archive_entry_set_filetype(ae, AE_IFDIR);
+		return 0;
+	case S_IFLNK: {
+		size_t tlen = 0;
+		char *t = malloc(st->size + 2);
+		int rc;
+
+		if (!t)
+			return r4_fail(err, -ENOMEM, "%s: out of memory",
+				       w->path);
+		rc = r4_readlink(w->vol, ref, t, st->size + 2, &tlen, err);
+		if (!rc && tlen > st->size + 1)
+			rc = r4_fail(err, R4_ECORRUPT, "%s: symlink target "
+				     "longer than its size", w->path);
+		if (!rc) {
+			archive_entry_set_filetype(ae, AE_IFLNK);
+			archive_entry_copy_symlink(ae, t);
+		}
+		free(t);
+		return rc;
+	}
+	case S_IFCHR:
+	case S_IFBLK:
+		archive_entry_set_filetype(ae, S_ISCHR(st->mode) ? AE_IFCHR
+								: AE_IFBLK);
+		archive_entry_set_rdevmajor(ae, r4_rdev_major(st->rdev));
+		archive_entry_set_rdevminor(ae, r4_rdev_minor(st->rdev));
+		return 0;
+	case S_IFIFO:
+		archive_entry_set_filetype(ae, AE_IFIFO);
+		return 0;
+	default:
+		tar_warn(w->o, "%s: skipping: %s cannot be stored in a "
+			 "tarball", w->path, S_ISSOCK(st->mode) ? "a socket"
+							      : "unknown type");
+		if (w->o->stats)
+			w->o->stats->skipped++;
+		return 1;
+	}
+}
+
+/* A second name of an object with nlink > 1: a hard link entry. */
+static int xw_link(struct xw *w, const struct r4_stat *st,
+		   struct archive_entry *ae, int *is_link)
+{
+	const struct tar_map_ent *m;
+
+	*is_link = 0;
+	if (S_ISDIR(st->mode) || st->nlink < 2)
+		return 0;
+	m = tar_map_get(&w->links, &st->oid, sizeof(st->oid));
+	if (!m)
+		return tar_map_put(&w->links, &st->oid, sizeof(st->oid), 0,
+				   w->path);
+	archive_entry_set_filetype(ae, AE_IFREG);
+	archive_entry_copy_hardlink(ae, m->str);
+	archive_entry_set_size(ae, 0);
+	*is_link = 1;
+	return 0;
+}
+
+static int xw_object(struct xw *w, const struct r4_objref *ref,
+		     struct r4_stat *st, struct r4_error *err)
+{
+	struct archive_entry *ae = archive_entry_new();
+	int rc, is_link;
+
+	if (!ae)
+		return r4_fail(err, -ENOMEM, "%s: out of memory", w->path);
+	xw_meta(w, st, ae);
+	if (xw_link(w, st, ae, &is_link)) {
+		archive_entry_free(ae);
+		return r4_fail(err, -ENOMEM, "%s: out of memory", w->path);
+	}
+	rc = is_link ? 0 : xw_type(w, ref, st, ae, err);
+	if (rc) {
+		archive_entry_free(ae);
+		return rc < 0 ? rc : 0;
+	}
+	if (archive_write_header(w->a, ae) < ARCHIVE_WARN)
+		rc = arc_fail(w, err);
+	else if (!is_link && S_ISREG(st->mode))
+		rc = xw_data(w, ref, st->size, err);
+	archive_entry_free(ae);
+	if (!rc && w->o->stats)
+		w->o->stats->entries++;
+	if (!rc && w->o->entry)
+		w->o->entry(w->o->cb_ctx, w->path);
+	return rc;
+}
+
+/* ---- The walk ------------------------------------------------------------ */
+
+static int xw_dir(struct xw *w, const struct r4_objref *dir, size_t len,
+		  unsigned depth, struct r4_error *err);
+
+static int xw_child(struct xw *w, const struct xw_name *c, size_t len,
+		    unsigned depth, struct r4_error *err)
+{
+	struct r4_stat st;
+	size_t nl = len + 1 + c->len;
+	int rc;
+
+	if (nl + 2 > w->cap) {
+		char *g = realloc(w->path, nl + 64);
+
+		if (!g)
+			return r4_fail(err, -ENOMEM, "out of memory");
+		w->path = g;
+		w->cap = nl + 64;
+	}
+	w->path[len] = '/';
+	memcpy(w->path + len + 1, c->name, c->len);
+	w->path[nl] = '\0';
+	if (memchr(c->name, '/', c->len) || memchr(c->name, 0, c->len))
+		return r4_fail(err, R4_ECORRUPT, "%s: bad name in directory",
+			       w->path);
+	rc = r4_stat(w->vol, &c->ref, &st, err);
+	if (!rc && S_ISDIR(st.mode)) {
+		w->path[nl] = '/';
+		w->path[nl + 1] = '\0';
+	}
+	if (!rc)
+		rc = xw_object(w, &c->ref, &st, err);
+	w->path[nl] = '\0';
+	if (!rc && S_ISDIR(st.mode))
+		rc = xw_dir(w, &c->ref, nl, depth + 1, err);
+	return rc;
+}
+
+static int xw_dir(struct xw *w, const struct r4_objref *dir, size_t len,
+		  unsigned depth, struct r4_error *err)
+{
+	struct xw_list l = { 0 };
+	int rc;
+
+	if (depth > XW_MAX_DEPTH)
+		return r4_fail(err, R4_ELOOP, "%s: directories nested more "
+			       "than %u deep", w->path, XW_MAX_DEPTH);
+	if (tar_map_get(&w->dirs, &dir->oid, sizeof(dir->oid)))
+		return r4_fail(err, R4_ELOOP, "%s: directory (oid %llu) "
+			       "reached twice", w->path,
+			       (unsigned long long)dir->oid);
+	if (tar_map_put(&w->dirs, &dir->oid, sizeof(dir->oid), 1, NULL))
+		return r4_fail(err, -ENOMEM, "out of memory");
+	rc = r4_readdir(w->vol, dir, collect, &l, err);
+	if (rc == -ENOMEM)
+		rc = r4_fail(err, rc, "%s: out of memory", w->path);
+	if (!rc && l.n)
+		qsort(l.v, l.n, sizeof(*l.v), name_cmp);
+	for (size_t i = 0; !rc && i < l.n; i++)
+		rc = xw_child(w, &l.v[i], len, depth, err);
+	list_free(&l);
+	return rc;
+}
+
+static int xw_root(struct xw *w, struct r4_error *err)
+{
+	struct r4_objref root;
+	struct r4_stat st;
+	int rc = r4_root(w->vol, &root, err);
+
+	if (!rc)
+		rc = r4_stat(w->vol, &root, &st, err);
+	if (rc)
+		return rc;
+	strcpy(w->path, "./");
+	rc = xw_object(w, &root, &st, err);
+	w->path[1] = '\0';
+	return rc ? rc : xw_dir(w, &root, 1, 0, err);
+}
+
+/* ---- Output ------------------------------------------------------------- */
+
+static mode_t umask_now(void)
+{
+	mode_t m = umask(022);
+
+	umask(m);
+	return m;
+}
+
+static int xw_open(struct xw *w, const char *out, char **tmp,
+		   struct r4_error *err)
+{
+	int fd = 1;
+
+	*tmp = NULL;
+	if (!(w->a = archive_write_new()))
+		return r4_fail(err, -ENOMEM, "out of memory");
+	archive_write_set_format_pax_restricted(w->a);
+	archive_write_add_filter_none(w->a);
+	/* Pad the last record in full, file or pipe alike, as tar does. */
+	archive_write_set_bytes_in_last_block(w->a, 0);
+	if (strcmp(out, "-")) {
+		size_t n = strlen(out) + 16;
+
+		if (!(*tmp = malloc(n)))
+			return r4_fail(err, -ENOMEM, "out of memory");
+		snprintf(*tmp, n, "%s.r4tmpXXXXXX", out);
+		fd = mkstemp(*tmp);
+		if (fd < 0) {
+			int e = errno;
+
+			free(*tmp);
+			*tmp = NULL;
+			return r4_fail(err, -e, "%s: %s", out, strerror(e));
+		}
+		w->fd = fd;
+		fchmod(fd, 0666 & ~umask_now());
+	}
+	if (archive_write_open_fd(w->a, fd) != ARCHIVE_OK)
+		return r4_fail(err, -EIO, "%s: %s", out,
+			       archive_error_string(w->a));
+	return 0;
+}
+
+static int xw_close(struct xw *w, const char *out, char *tmp, int rc,
+		    struct r4_error *err)
+{
+	if (w->a && !rc && archive_write_close(w->a) != ARCHIVE_OK)
+		rc = r4_fail(err, -EIO, "%s: %s", out,
+			     archive_error_string(w->a));
+	if (w->a)
+		archive_write_free(w->a);
+	if (w->fd >= 0 && close(w->fd) && !rc)
+		rc = r4_fail(err, -errno, "%s: %s", out, strerror(errno));
+	if (tmp) {
+		if (!rc && rename(tmp, out))
+			rc = r4_fail(err, -errno, "%s: %s", out,
+				     strerror(errno));
+		if (rc)
+			unlink(tmp);
+		free(tmp);
+	}
+	return rc;
+}
+
+int r4_extract_to_archive(struct r4_vol *vol, const char *out,
+			  const struct r4_archive_opts *o, struct r4_error *err)
+{
+	struct xw w = { .vol = vol, .o = o, .fd = -1 };
+	char *tmp = NULL;
+	int rc;
+
+	tar_map_init(&w.links);
+	tar_map_init(&w.dirs);
+	w.cap = 4096;
+	w.path = malloc(w.cap);
+	w.buf = malloc(XW_CHUNK);
+	if (!w.path || !w.buf)
+		rc = r4_fail(err, -ENOMEM, "out of memory");
+	else
+		rc = xw_open(&w, out, &tmp, err);
+	if (!rc)
+		rc = xw_root(&w, err);
+	rc = xw_close(&w, out, tmp, rc, err);
+	tar_map_free(&w.links);
+	tar_map_free(&w.dirs);
+	free(w.path);
+	free(w.buf);
+	return rc;
+}

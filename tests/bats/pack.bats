@@ -1,0 +1,329 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0-or-later
+# r4pack create / extract against fsck.reiser4 and the r4ref manifest.
+
+load helpers
+
+UUID=01234567-89ab-cdef-0123-456789abcdef
+
+# A source tree with every entry type r4pack keeps in a tarball:
+# sizes around 16384, a 255-byte name, a deep path, hard links, a sparse
+# file, ids above 65535, a time after 2038, devices and a fifo (as root).
+make_tree() {
+	local d=$1 n
+	mkdir -p "$d/dir/sub" "$d/empty"
+	for n in 0 1 4095 4096 4097 16383 16384 16385 65537; do
+		head -c "$n" /dev/urandom >"$d/f$n"
+	done
+	head -c 3000000 /dev/urandom >"$d/dir/big"
+	printf 'hello\n' >"$d/dir/hello"
+	ln "$d/dir/hello" "$d/link1"
+	ln "$d/dir/hello" "$d/dir/sub/link2"
+	ln -s ../f1 "$d/dir/rel"
+	ln -s /etc/passwd "$d/abs"
+	ln -s "$(printf 'x%.0s' $(seq 200))" "$d/long"
+	printf 'y%.0s' $(seq 255) | xargs -I{} touch "$d/{}"
+	mkdir -p "$d/$(printf 'd/%.0s' $(seq 60))"
+	echo deep >"$d/$(printf 'd/%.0s' $(seq 60))file"
+	truncate -s 20M "$d/sparse"
+	printf 'middle' | dd of="$d/sparse" bs=1 seek=7000000 conv=notrunc \
+		status=none
+	chmod 4755 "$d/f1"; chmod 1777 "$d/empty"; chmod 2750 "$d/dir/sub"
+	touch -d '2050-06-01 12:00:00' "$d/f4096"
+	if [ "$(id -u)" = 0 ]; then
+		chown 70000:80000 "$d/f4097"
+		chown -h 42:43 "$d/dir/rel"
+		mknod "$d/chr" c 4 64
+		mknod "$d/blk" b 8 1
+		mknod "$d/bigdev" c 259 1048575
+	fi
+	mkfifo "$d/fifo"
+	touch -d '2020-01-02 03:04:05' "$d/dir"
+}
+
+# Manifests of the image (libreiser4) and of the source must be equal.
+same_manifest() {
+	local img=$1 src=$2
+	r4ref manifest "$img" >"$T/img.man"
+	r4ref manifest-dir "$src" >"$T/src.man"
+	diff "$T/src.man" "$T/img.man"
+}
+
+# The tarball of a tree, entries ./ and ./name..., holes kept.
+tarball() {
+	tar --format=pax --sparse -C "$1" -cf "$2" .
+}
+
+@test "r4pack --help, --version, usage errors and the add stub" {
+	run r4pack --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"create"*"extract"* ]]
+	run r4pack create --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"--uid-map"* && "$output" == *"--exclude"* ]]
+	run r4pack --version
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"r4kit"* ]]
+	run r4pack
+	[ "$status" -eq 2 ]
+	run r4pack frobnicate
+	[ "$status" -eq 2 ]
+	run r4pack create onlyone
+	[ "$status" -eq 2 ]
+	run r4pack create --size nonsense a b
+	[ "$status" -eq 2 ]
+	run r4pack create --uid-map 1-2 a b
+	[ "$status" -eq 2 ]
+	run r4pack create --bogus a b
+	[ "$status" -eq 2 ]
+	run r4pack add x y
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"not implemented yet: needs the transaction engine"* ]]
+}
+
+@test "create from a pax tarball: every entry type, fsck clean, manifest equal" {
+	need_oracle; need_r4ref
+	make_tree "$T/src"
+	tarball "$T/src" "$T/src.tar"
+	run r4pack create -U $UUID "$T/src.tar" "$T/a.img"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"packed"* ]]
+	oracle_fsck "$T/a.img"
+	same_manifest "$T/a.img" "$T/src"
+}
+
+@test "create from a directory: sockets too, holes kept" {
+	need_oracle; need_r4ref
+	make_tree "$T/src"
+	python3 -c "import socket,sys;socket.socket(socket.AF_UNIX).bind(sys.argv[1])" \
+		"$T/src/sock"
+	r4pack create -q "$T/src" "$T/a.img"
+	oracle_fsck "$T/a.img"
+	same_manifest "$T/a.img" "$T/src"
+	# the 20 MiB sparse file takes far less than 20 MiB
+	[ "$(stat -c %s "$T/a.img")" -lt $((40 << 20)) ]
+}
+
+@test "GNU, ustar, cpio and zip archives" {
+	need_oracle; need_r4ref
+	make_tree "$T/src"
+	rm -f "$T/src/bigdev"	# does not fit in ustar or cpio
+	tar --format=gnu -C "$T/src" -cf "$T/gnu.tar" .
+	r4pack create -q "$T/gnu.tar" "$T/gnu.img"
+	oracle_fsck "$T/gnu.img"
+	same_manifest "$T/gnu.img" "$T/src"
+	if command -v cpio >/dev/null; then
+		(cd "$T/src" && find . | cpio -o -H newc --quiet) >"$T/a.cpio"
+		r4pack create -q "$T/a.cpio" "$T/cpio.img"
+		oracle_fsck "$T/cpio.img"
+		# cpio newc: 32-bit times, no ns; data of hard links
+		# with the last name
+		same_manifest "$T/cpio.img" "$T/src"
+	fi
+	(cd "$T/src" && zip -qry --symlinks "$T/a.zip" dir f16384 f16385)
+	r4pack create -q "$T/a.zip" "$T/zip.img"
+	oracle_fsck "$T/zip.img"
+	r4ref cat "$T/zip.img" /dir/big | cmp - "$T/src/dir/big"
+	r4ref cat "$T/zip.img" /f16385 | cmp - "$T/src/f16385"
+	[ "$(r4ref manifest "$T/zip.img" | awk -F'\t' '$1=="/dir/rel"{print $9}')" = ../f1 ]
+}
+
+@test "every compression, and standard input" {
+	need_r4ref
+	local z
+	make_tree "$T/src"
+	tarball "$T/src" "$T/src.tar"
+	r4pack create -q -U $UUID "$T/src.tar" "$T/plain.img"
+	r4ref manifest "$T/plain.img" >"$T/plain.man"
+	for z in gzip xz zstd bzip2 lz4; do
+		command -v $z >/dev/null || continue
+		$z -c "$T/src.tar" >"$T/src.tar.$z"
+		r4pack create -q "$T/src.tar.$z" "$T/$z.img"
+		r4ref manifest "$T/$z.img" | diff "$T/plain.man" -
+	done
+	zstd -q -c "$T/src.tar" | r4pack create -q - "$T/stdin.img"
+	r4ref manifest "$T/stdin.img" | diff "$T/plain.man" -
+}
+
+@test "each hash plugin, and key_short" {
+	need_oracle; need_r4ref
+	local h
+	make_tree "$T/src"
+	tarball "$T/src" "$T/src.tar"
+	for h in r5_hash tea_hash fnv1_hash rupasov_hash deg_hash; do
+		r4pack create -q -o hash=$h "$T/src.tar" "$T/$h.img"
+		oracle_fsck "$T/$h.img"
+		same_manifest "$T/$h.img" "$T/src"
+	done
+	# fsck.reiser4 1.2.2 crashes on every short-key volume: manifest
+	# through our own reader only.
+	r4pack create -q -o key=key_short "$T/src.tar" "$T/short.img"
+	r4manifest "$T/short.img" >"$T/short.man"
+	r4ref manifest-dir "$T/src" | diff - "$T/short.man"
+}
+
+@test "a directory of 30,000 entries" {
+	need_oracle; need_r4ref
+	mkdir -p "$T/src/many"
+	(cd "$T/src/many" && seq -f 'entry-%05g' 30000 | xargs touch)
+	tarball "$T/src" "$T/src.tar"
+	r4pack create -q "$T/src.tar" "$T/a.img"
+	oracle_fsck "$T/a.img"
+	same_manifest "$T/a.img" "$T/src"
+}
+
+@test "extract round trip: create, extract, tar -x gives the source back" {
+	need_r4ref
+	make_tree "$T/src"
+	tarball "$T/src" "$T/src.tar"
+	r4pack create -q "$T/src.tar" "$T/a.img"
+	r4pack extract "$T/a.img" "$T/out.tar"
+	mkdir "$T/out"
+	tar -C "$T/out" -xpf "$T/out.tar" --numeric-owner
+	r4ref manifest-dir "$T/src" >"$T/src.man"
+	r4ref manifest-dir "$T/out" | diff "$T/src.man" -
+	# to standard output, and the holes are kept all the way
+	r4pack extract "$T/a.img" - | cmp - "$T/out.tar"
+	[ "$(du -k "$T/out/sparse" | cut -f1)" -lt 1024 ]
+	[ "$(stat -c %s "$T/out.tar")" -lt $((8 << 20)) ]
+	# and an image made from the extracted tarball is the same image
+	r4pack create -q "$T/out.tar" "$T/b.img"
+	r4ref manifest "$T/b.img" | diff "$T/src.man" -
+}
+
+@test "extract refuses a terminal and a missing image; failure keeps the old tarball" {
+	run r4pack extract "$T/nothere.img" "$T/x.tar"
+	[ "$status" -eq 1 ]
+	[ ! -e "$T/x.tar" ]
+	echo keep >"$T/x.tar"
+	head -c 1M /dev/zero >"$T/zero.img"
+	run r4pack extract "$T/zero.img" "$T/x.tar"
+	[ "$status" -eq 1 ]
+	[ "$(cat "$T/x.tar")" = keep ]
+	[ -z "$(ls "$T" | grep r4tmp)" ]
+}
+
+@test "reproducible: two creates with -U and SOURCE_DATE_EPOCH are equal" {
+	make_tree "$T/src"
+	tarball "$T/src" "$T/src.tar"
+	SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID "$T/src.tar" "$T/a.img"
+	sleep 1
+	SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID "$T/src.tar" "$T/b.img"
+	cmp "$T/a.img" "$T/b.img"
+	SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID "$T/src" "$T/c.img"
+	sleep 1
+	touch "$T/src/f1"
+	SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID "$T/src" "$T/d.img"
+	cmp "$T/c.img" "$T/d.img"
+}
+
+@test "ownership, clamp and exclude options" {
+	need_r4ref
+	make_tree "$T/src"
+	tarball "$T/src" "$T/src.tar"
+	r4pack create -q --all-root "$T/src.tar" "$T/root.img"
+	[ -z "$(r4ref manifest "$T/root.img" | awk -F'\t' '$4!=0||$5!=0')" ]
+	r4pack create -q --uid-map 0:1000,70000:7 --gid-map 80000:8 \
+		"$T/src.tar" "$T/map.img"
+	r4ref manifest "$T/map.img" | awk -F'\t' '$1=="/f4097"{print $4,$5}' |
+		grep -qx '7 8'
+	r4ref manifest "$T/map.img" | awk -F'\t' '$1=="/f1"{print $4}' |
+		grep -qx 1000
+	r4pack create -q --mtime-clamp 2000-01-01 "$T/src.tar" "$T/clamp.img"
+	[ -z "$(r4ref manifest "$T/clamp.img" | awk -F'\t' '$7>946684800')" ]
+	r4pack create -q --exclude 'f1638?' --exclude dir "$T/src.tar" "$T/ex.img"
+	run r4ref manifest "$T/ex.img"
+	[[ "$output" != *"/f16384"* && "$output" != *"/dir"* ]]
+	[[ "$output" == *"/f4096"* ]]
+}
+
+# A tarball with hostile names, made with Python's tarfile.
+hostile_tar() {
+	python3 - "$1" <<'EOF'
+import io, sys, tarfile
+t = tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT)
+def add(name, typ=tarfile.REGTYPE, data=b'', link=''):
+    ti = tarfile.TarInfo(name); ti.type = typ; ti.size = len(data)
+    ti.linkname = link; ti.mode = 0o644; ti.mtime = 1600000000
+    t.addfile(ti, io.BytesIO(data))
+add('/abs/x', data=b'abs')
+add('../up', data=b'up')
+add('a/../../b', data=b'up2')
+add('lnk', tarfile.SYMTYPE, link='/etc')
+add('lnk/passwd', data=b'evil')
+add('dup', data=b'first')
+add('dup', data=b'second, the later wins')
+add('h', tarfile.LNKTYPE, link='../dup')
+t.close()
+EOF
+}
+
+@test "unsafe entries are warned about and made safe; a later duplicate wins" {
+	need_oracle; need_r4ref
+	hostile_tar "$T/bad.tar"
+	run r4pack create "$T/bad.tar" "$T/a.img"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"removing leading '/'"* ]]
+	[[ "$output" == *"skipping '../up': path contains '..'"* ]]
+	[[ "$output" == *"skipping 'a/../../b'"* ]]
+	[[ "$output" == *"skipping 'lnk/passwd': 'lnk' is a symbolic link"* ]]
+	[[ "$output" == *"skipping hard link 'h'"* ]]
+	oracle_fsck "$T/a.img"
+	r4ref manifest "$T/a.img" | cut -f1 >"$T/paths"
+	diff <(printf '/\n/abs\n/abs/x\n/dup\n/lnk\n') "$T/paths"
+	[ "$(r4ref cat "$T/a.img" /dup)" = "second, the later wins" ]
+}
+
+@test "hard link to a missing target: exit 1, one line naming it, no image" {
+	python3 - "$T/h.tar" <<'EOF'
+import sys, tarfile
+t = tarfile.open(sys.argv[1], 'w')
+t.addfile(tarfile.TarInfo('x'))
+ti = tarfile.TarInfo('y'); ti.type = tarfile.LNKTYPE; ti.linkname = 'nothere'
+t.addfile(ti)
+t.close()
+EOF
+	run r4pack create "$T/h.tar" "$T/a.img"
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"'y'"*"nothere"* ]]
+	[ ! -e "$T/a.img" ]
+	[ "$(ls "$T")" = h.tar ]
+}
+
+@test "truncated or corrupt archive: exit 1, no image; an old image stays" {
+	make_tree "$T/src"
+	tarball "$T/src" "$T/src.tar"
+	head -c 1000000 "$T/src.tar" >"$T/trunc.tar"
+	run r4pack create "$T/trunc.tar" "$T/a.img"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"trunc.tar"*"runcated"* ]]
+	[ ! -e "$T/a.img" ]
+	head -c 200000 "$T/src.tar" | xz >"$T/trunc.tar.xz"
+	run r4pack create "$T/trunc.tar.xz" "$T/a.img"
+	[ "$status" -eq 1 ]
+	[ ! -e "$T/a.img" ]
+	echo old >"$T/old.img"
+	run r4pack create "$T/trunc.tar" "$T/old.img"
+	[ "$status" -eq 1 ]
+	[ "$(cat "$T/old.img")" = old ]
+	run r4pack create "$T/nothere.tar" "$T/old.img"
+	[ "$status" -eq 1 ]
+	[ "$(cat "$T/old.img")" = old ]
+	# a fixed size that is too small
+	run r4pack create --size 1M "$T/src.tar" "$T/old.img"
+	[ "$status" -eq 1 ]
+	[ "$(cat "$T/old.img")" = old ]
+	[ "$(ls "$T" | grep -v -e '^src' -e trunc -e old.img)" = "" ]
+}
+
+@test "--json summary and -v listing" {
+	make_tree "$T/src"
+	tarball "$T/src" "$T/src.tar"
+	local out
+	out=$(r4pack create --json "$T/src.tar" "$T/a.img" 2>/dev/null)
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["files"] > 10 and d["block_count"] > 0 and d["skipped"] == 0' "$out"
+	run r4pack create -v -q "$T/src.tar" "$T/b.img"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"dir/sub/link2"* ]]
+}
