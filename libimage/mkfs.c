@@ -358,7 +358,7 @@ static int write_bitmaps(struct mkfs *m, struct r4_error *err)
 			make_bitmap(m, k, m->buf);
 		}
 		rc = mkfs_write_block(m, fmt_bitmap_blk(k, m->bs), src,
-				 "bitmap block", err);
+				      "bitmap block", err);
 	}
 	free(plain);
 	return rc;
@@ -372,22 +372,22 @@ int mkfs_write_control(struct mkfs *m, struct r4_error *err)
 
 	memset(m->buf, 0, m->bs);
 	rc = mkfs_write_block(m, fmt_blk_journal_header(m->bs), m->buf,
-			 "journal header", err);
+			      "journal header", err);
 	if (!rc)
 		rc = mkfs_write_block(m, fmt_blk_journal_footer(m->bs), m->buf,
-				 "journal footer", err);
+				      "journal footer", err);
 	if (rc)
 		return rc;
 	fmt_status_init(&st);
 	fmt_status_encode(&st, m->buf);
 	rc = mkfs_write_block(m, fmt_blk_status(m->bs), m->buf, "status block",
-			 err);
+			      err);
 	fmt_backup_make(&m->master, &m->sb, m->pset, &b);
 	memset(m->buf, 0, m->bs);
 	fmt_backup_encode(&b, m->buf);
 	for (size_t i = 0; i < m->nbackups && !rc; i++)
 		rc = mkfs_write_block(m, m->backups[i], m->buf, "backup block",
-				 err);
+				      err);
 	return rc;
 }
 
@@ -436,7 +436,7 @@ int mkfs_write_supers(struct mkfs *m, struct r4_error *err)
 	memset(m->buf, 0, m->bs);
 	fmt_format40_encode(&m->sb, m->buf);
 	rc = mkfs_write_block(m, fmt_blk_format40(m->bs), m->buf,
-			 "format40 super block", err);
+			      "format40 super block", err);
 	if (!rc)
 		rc = io_sync(m->dev, err);
 	if (rc)
@@ -444,7 +444,7 @@ int mkfs_write_supers(struct mkfs *m, struct r4_error *err)
 	memset(m->buf, 0, m->bs);
 	fmt_master_encode(&m->master, m->buf);
 	rc = mkfs_write_block(m, fmt_blk_master(m->bs), m->buf,
-			 "master super block", err);
+			      "master super block", err);
 	return rc ? rc : io_sync(m->dev, err);
 }
 

@@ -136,6 +136,37 @@ int space_count_free(struct space *s, uint64_t *free_out,
 	return 0;
 }
 
+int space_find_free(struct space *s, uint64_t from, uint64_t *out,
+		    struct r4_error *err)
+{
+	for (uint64_t k = from / s->bpb; k < s->nregions; k++) {
+		uint64_t len = fmt_bitmap_region_len(k, s->block_count,
+						     s->blksize);
+		uint64_t start = k == from / s->bpb ? from % s->bpb : 0, bit;
+		int rc = space_load(s, k, err);
+
+		if (rc)
+			return rc;
+		bit = fmt_bitmap_find_zero(s->map[k], start, len);
+		if (bit < len) {
+			*out = k * s->bpb + bit;
+			return 0;
+		}
+	}
+	return r4_fail(err, R4_ENOSPC, "%s: no free block at or after "
+		       "block %llu", s->dev->path, (unsigned long long)from);
+}
+
+void space_unload(struct space *s)
+{
+	for (uint64_t k = 0; k < s->nregions; k++) {
+		free(s->map[k]);
+		s->map[k] = NULL;
+		s->dirty[k] = 0;
+		s->bad_csum[k] = 0;
+	}
+}
+
 int space_write(struct space *s, struct r4_error *err)
 {
 	for (uint64_t k = 0; k < s->nregions; k++) {

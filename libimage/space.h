@@ -36,6 +36,12 @@ int space_mark(struct space *s, uint64_t blk, int used,
 /* Free blocks by the bitmaps (loads every region). */
 int space_count_free(struct space *s, uint64_t *free_out,
 		     struct r4_error *err);
+/* First block >= from marked free (loading regions as needed); R4_ENOSPC
+ * when there is none up to the end of the volume. */
+int space_find_free(struct space *s, uint64_t from, uint64_t *out,
+		    struct r4_error *err);
+/* Forget every loaded region (the bitmaps changed on disk: replay). */
+void space_unload(struct space *s);
 /* Stamp checksums and write the dirty bitmap blocks in place. */
 int space_write(struct space *s, struct r4_error *err);
 

@@ -5,11 +5,14 @@
  * image, the block and the field. */
 #include "config.h"
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "volume.h"
 #include "err.h"
 #include "format/bitmap.h"
+#include "txn/txn.h"
+#include "r4/journal.h"
 
 #define CACHE_BLOCKS 16384	/* 64 MiB of 4 KiB blocks */
 
@@ -121,6 +124,34 @@ static int load_status_journal(struct r4_vol *vol, uint8_t *buf,
 	return 0;
 }
 
+/* Committed transactions not yet written home: a writable open replays
+ * them; a read-only one reads through them (overlay). A journal the
+ * overlay cannot use leaves the blocks as they are, with the reason in
+ * journal_msg (the checker reports the unreplayed transaction). After
+ * kernel use the footer's counters are the current ones. */
+static int vol_journal(struct r4_vol *vol, struct r4_error *err)
+{
+	struct r4_error jerr = { 0 };
+	int rc;
+
+	if (!vol->dev->readonly) {
+		rc = txn_replay(vol, &vol->replayed, err);
+		if (!rc && vol->jf.last_flushed_tx) {
+			vol->sb.free_blocks = vol->jf.free_blocks;
+			vol->sb.file_count = vol->jf.nr_files;
+			vol->sb.next_oid = vol->jf.next_oid;
+		}
+		return rc;
+	}
+	if (txn_overlay(vol, &jerr)) {
+		snprintf(vol->journal_msg, sizeof(vol->journal_msg), "%s",
+			 jerr.msg);
+		io_set_remap(vol->dev, vol->blksize, NULL, NULL, 0, NULL);
+		vol->overlaid = 0;
+	}
+	return 0;
+}
+
 static int vol_load(struct r4_vol *vol, struct r4_error *err)
 {
 	uint8_t *buf;
@@ -144,7 +175,7 @@ static int vol_load(struct r4_vol *vol, struct r4_error *err)
 	if (!rc)
 		rc = space_init(&vol->space, vol->dev, vol->blksize,
 				vol->sb.block_count, err);
-	return rc;
+	return rc ? rc : vol_journal(vol, err);
 }
 
 int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
@@ -180,12 +211,13 @@ int r4_vol_close(struct r4_vol *vol, struct r4_error *err)
 
 	if (!vol)
 		return 0;
-	if (vol->dev && !vol->dev->readonly) {
-		rc = space_write(&vol->space, err);
-		if (!rc)
-			rc = io_cache_flush(&vol->cache, err);
-		if (!rc)
-			rc = io_sync(vol->dev, err);
+	/* Every write went through a transaction; one still open is
+	 * dropped. */
+	if (vol->txn) {
+		txn_abort(vol->txn);
+		rc = r4_fail(err, R4_EINVAL, "%s: closed with a transaction "
+			     "open: its changes were dropped",
+			     vol->dev->path);
 	}
 	space_fini(&vol->space);
 	io_cache_fini(&vol->cache);
@@ -236,4 +268,19 @@ int r4_vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
 const char *r4_vol_path(const struct r4_vol *vol)
 {
 	return vol->dev->path;
+}
+
+unsigned r4_vol_replayed(const struct r4_vol *vol)
+{
+	return vol->replayed;
+}
+
+unsigned r4_vol_overlaid(const struct r4_vol *vol)
+{
+	return vol->overlaid;
+}
+
+const char *r4_vol_journal_msg(const struct r4_vol *vol)
+{
+	return vol->journal_msg;
 }

@@ -12,6 +12,16 @@
 #include "format/journal.h"
 #include "format/key.h"
 
+struct txn;
+
+/* What the last commit on a volume wrote (measurements, tests). */
+struct txn_stats {
+	uint64_t relocated;	/* relocate set blocks (txn_new, data) */
+	uint64_t overwritten;	/* overwrite set blocks (wandered + home) */
+	uint64_t log_blocks;	/* tx head + wander records */
+	uint64_t writes, bytes, syncs;	/* device calls of the commit */
+};
+
 struct r4_vol {
 	struct io_dev *dev;
 	struct io_cache cache;
@@ -26,6 +36,12 @@ struct r4_vol {
 	struct fmt_journal_footer jf;
 	enum fmt_key_policy keypol;
 	int sb_dirty;
+	struct txn *txn;	/* the open transaction, or NULL */
+	int failed;		/* sticky: a commit failed; reopen */
+	unsigned replayed;	/* transactions replayed at open */
+	unsigned overlaid;	/* read-only: transactions seen via overlay */
+	char journal_msg[R4_ERRMSG_MAX];	/* why the overlay failed */
+	struct txn_stats last_commit;
 };
 
 /* Read a whole block into buf through the cache-less path (super blocks,

@@ -31,6 +31,27 @@ const struct dbg_cmd dbg_cmds[] = {
 	  "which object owns each block" },
 	{ "ncheck", dbg_ncheck, "ncheck OID...",
 	  "the paths of each object id" },
+	/* -w: these change the volume */
+	{ "mkdir", dbg_mkdir, "mkdir PATH", "-w: make a directory" },
+	{ "write", dbg_write, "write HOSTFILE PATH",
+	  "-w: copy a host file in (replaces PATH)" },
+	{ "rm", dbg_rm, "rm [-r] PATH",
+	  "-w: remove a name (-r: a directory and all below)" },
+	{ "rmdir", dbg_rmdir, "rmdir PATH",
+	  "-w: remove an empty directory" },
+	{ "mv", dbg_mv, "mv FROM TO", "-w: rename, as rename(2)" },
+	{ "ln", dbg_ln, "ln [-s] TARGET PATH",
+	  "-w: hard link (-s: symbolic link)" },
+	{ "mknod", dbg_mknod, "mknod PATH p|s|c|b [MAJOR MINOR]",
+	  "-w: make a fifo, socket or device" },
+	{ "chmod", dbg_chmod, "chmod MODE PATH",
+	  "-w: set the permission bits (octal)" },
+	{ "chown", dbg_chown, "chown UID[:GID] PATH",
+	  "-w: set the owner (and group)" },
+	{ "touch", dbg_touch, "touch [-d TIME] PATH",
+	  "-w: set atime and mtime, or make an empty file" },
+	{ "truncate", dbg_truncate, "truncate SIZE PATH",
+	  "-w: change a file's size" },
 	{ NULL, NULL, NULL, NULL }
 };
 
@@ -73,7 +94,7 @@ static int cmd_help(struct dbg *d, int argc, const char **argv)
 	(void)d;
 	(void)argc;
 	(void)argv;
-	printf("Commands (read-only):\n");
+	printf("Commands (those marked -w change the volume):\n");
 	for (const struct dbg_cmd *c = dbg_cmds; c->name; c++)
 		if (c->fn != cmd_print)
 			printf("  %-28s %s\n", c->usage, c->help);

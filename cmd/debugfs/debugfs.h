@@ -16,8 +16,14 @@
 
 enum { DBG_OK = 0, DBG_FAIL = 1, DBG_USAGE = 2 };
 
+struct r4_txn;
+
 struct dbg {
 	struct r4_vol *vol;
+	struct r4_txn *txn;	/* -w: the open transaction, or NULL */
+	int writable;		/* -w */
+	int atomic;		/* --atomic: one transaction for the run */
+	int aborted;		/* --atomic: a command failed */
 	struct r4_super_info si;
 	const char *image;
 	int json;		/* --json: one JSON value per command */
@@ -111,5 +117,23 @@ int dbg_print_file(struct dbg *d, int argc, const char **argv);
 int dbg_blocks(struct dbg *d, int argc, const char **argv);
 int dbg_icheck(struct dbg *d, int argc, const char **argv);
 int dbg_ncheck(struct dbg *d, int argc, const char **argv);
+
+/* edit.c: the commands that change the volume (-w). */
+int dbg_mkdir(struct dbg *d, int argc, const char **argv);
+int dbg_write(struct dbg *d, int argc, const char **argv);
+int dbg_rm(struct dbg *d, int argc, const char **argv);
+int dbg_rmdir(struct dbg *d, int argc, const char **argv);
+int dbg_mv(struct dbg *d, int argc, const char **argv);
+int dbg_ln(struct dbg *d, int argc, const char **argv);
+int dbg_mknod(struct dbg *d, int argc, const char **argv);
+int dbg_chmod(struct dbg *d, int argc, const char **argv);
+int dbg_chown(struct dbg *d, int argc, const char **argv);
+int dbg_touch(struct dbg *d, int argc, const char **argv);
+int dbg_truncate(struct dbg *d, int argc, const char **argv);
+/* Drop the open transaction; with --atomic the run is aborted. */
+void dbg_edit_abort(struct dbg *d);
+/* End of the run: commit the --atomic transaction when ok and nothing
+ * failed, else abort it. DBG_OK or DBG_FAIL (message printed). */
+int dbg_edit_finish(struct dbg *d, int ok);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4debugfs: browse and inspect a Reiser4 volume, read-only.
+/* r4debugfs: browse and inspect a Reiser4 volume; with -w, change it.
  *
- *   r4debugfs [-w] [-R 'cmd args']... [-f cmdfile] [--json] IMAGE
+ *   r4debugfs [-w [--atomic]] [-R 'cmd args']... [-f cmdfile] [--json]
+ *             IMAGE
  *
  * Without -R or -f the commands come from standard input (with the
  * prompt "r4debugfs: " on a terminal).
@@ -25,7 +26,7 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_OPEN = 8 };
 static const char *requests[MAX_REQUESTS];
 static int nr_requests;
 static char *opt_cmdfile;
-static int opt_write, opt_json;
+static int opt_write, opt_json, opt_atomic;
 
 static struct poptOption debugfs_options[] = {
 	{ "request", 'R', POPT_ARG_STRING, NULL, 'R',
@@ -36,7 +37,11 @@ static struct poptOption debugfs_options[] = {
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
 	  "print stat, ls, print super, icheck and ncheck as JSON", NULL },
 	{ "writable", 'w', POPT_ARG_NONE, &opt_write, 0,
-	  "open read-write (not available yet)", NULL },
+	  "open read-write: allow the commands that change the volume "
+	  "(each one a transaction)", NULL },
+	{ "atomic", '\0', POPT_ARG_NONE, &opt_atomic, 0,
+	  "with -w: all the commands of -R and -f as one transaction; any "
+	  "failure leaves the volume unchanged", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -76,8 +81,11 @@ static int run_stream(struct dbg *d, FILE *f, int echo, int prompt)
 			break;
 		if (echo)
 			printf("r4debugfs: %s\n", line);
-		if (dbg_run_line(d, line) != DBG_OK)
+		if (dbg_run_line(d, line) != DBG_OK) {
 			rc = EXIT_FAILED;
+			if (d->atomic)
+				break;	/* the run is aborted */
+		}
 		fflush(stdout);
 	}
 	if (prompt)
@@ -105,13 +113,16 @@ static int run_all(struct dbg *d)
 {
 	int rc = EXIT_OK;
 
-	for (int i = 0; i < nr_requests; i++)
+	for (int i = 0; i < nr_requests && !(rc && d->atomic); i++)
 		if (dbg_run_line(d, requests[i]) != DBG_OK)
 			rc = EXIT_FAILED;
-	if (opt_cmdfile && run_file(d, opt_cmdfile) != EXIT_OK)
+	if (!(rc && d->atomic) && opt_cmdfile &&
+	    run_file(d, opt_cmdfile) != EXIT_OK)
 		rc = EXIT_FAILED;
 	if (!nr_requests && !opt_cmdfile)
 		rc = run_stream(d, stdin, 0, isatty(STDIN_FILENO));
+	if (dbg_edit_finish(d, rc == EXIT_OK) != DBG_OK)
+		rc = EXIT_FAILED;
 	return rc;
 }
 
@@ -123,7 +134,10 @@ static int open_and_run(const char *image)
 
 	d.image = image;
 	d.json = opt_json;
-	if (r4_vol_open(image, R4_OPEN_RDONLY | R4_OPEN_FORCE, &d.vol, &err)) {
+	d.writable = opt_write;
+	d.atomic = opt_atomic;
+	if (r4_vol_open(image, opt_write ? R4_OPEN_RDWR :
+			R4_OPEN_RDONLY | R4_OPEN_FORCE, &d.vol, &err)) {
 		r4cmd_error(&err, image, err.code);
 		return EXIT_OPEN;
 	}
@@ -137,7 +151,10 @@ static int open_and_run(const char *image)
 	}
 	rc = run_all(&d);
 	free(d.buf);
-	r4_vol_close(d.vol, NULL);
+	if (r4_vol_close(d.vol, &err) && opt_write && rc == EXIT_OK) {
+		r4cmd_error(&err, image, err.code);
+		rc = EXIT_FAILED;
+	}
 	return rc;
 }
 
@@ -161,14 +178,13 @@ static int parse_cmdline(poptContext ctx, const char **image)
 	*image = poptGetArg(ctx);
 	if (!*image || poptPeekArg(ctx)) {
 		r4cmd_errorf(*image ? "one image at a time" : "no image given");
-		fprintf(stderr, "Usage: %s [-w] [-R 'CMD ARGS'] [-f CMDFILE] "
-			"[--json] IMAGE\n", r4cmd_prog);
+		fprintf(stderr, "Usage: %s [-w [--atomic]] [-R 'CMD ARGS'] "
+			"[-f CMDFILE] [--json] IMAGE\n", r4cmd_prog);
 		return EXIT_USAGE;
 	}
-	if (opt_write) {
-		r4cmd_errorf("-w: writing is not available until the "
-			     "transaction engine exists");
-		return EXIT_FAILED;
+	if (opt_atomic && !opt_write) {
+		r4cmd_errorf("--atomic goes with -w");
+		return EXIT_USAGE;
 	}
 	return EXIT_OK;
 }
@@ -181,8 +197,8 @@ int main(int argc, const char **argv)
 
 	r4cmd_init(argv[0]);
 	ctx = poptGetContext(r4cmd_prog, argc, argv, debugfs_options, 0);
-	poptSetOtherOptionHelp(ctx, "[-w] [-R 'CMD ARGS'] [-f CMDFILE] "
-			       "[--json] IMAGE");
+	poptSetOtherOptionHelp(ctx, "[-w [--atomic]] [-R 'CMD ARGS'] "
+			       "[-f CMDFILE] [--json] IMAGE");
 	rc = parse_cmdline(ctx, &image);
 	if (rc == EXIT_OK && r4cmd_show_version)
 		r4cmd_print_version();

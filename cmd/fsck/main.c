@@ -1,21 +1,24 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4fsck: check a Reiser4 (format40) volume in an image file or on a
- * block device, read-only. Repair and journal replay are not implemented
- * yet: plain "r4fsck IMAGE" checks, as --check does.
+ * block device. Plain "r4fsck IMAGE" first replays the journal (opening
+ * the volume read-write), then checks; --check writes nothing and checks
+ * the committed state through the journal. Repair is not implemented
+ * yet.
  *
- * Exit codes (fsck(8)): 0 no problems; 4 problems found and left
- * uncorrected; 8 operational error (cannot open or read the volume);
- * 16 usage error. */
+ * Exit codes (fsck(8)): 0 no problems; 1 transactions replayed, nothing
+ * else found; 4 problems found and left uncorrected; 8 operational error
+ * (cannot open, replay or read the volume); 16 usage error. */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "r4/r4.h"
 #include "r4/check.h"
+#include "r4/journal.h"
 #include "../common/common.h"
 
 enum {
-	EXIT_CLEAN = 0, EXIT_UNCORRECTED = 4, EXIT_OPERATIONAL = 8,
+	EXIT_CLEAN = 0, EXIT_CORRECTED = 1, EXIT_UNCORRECTED = 4, EXIT_OPERATIONAL = 8,
 	EXIT_USAGE = 16
 };
 
@@ -23,8 +26,8 @@ static int opt_check, opt_json, opt_yes, opt_force, opt_max_reports;
 
 static struct poptOption fsck_options[] = {
 	{ "check", 'c', POPT_ARG_NONE, &opt_check, 0,
-	  "check the volume read-only (the default; repair is not "
-	  "implemented yet)", NULL },
+	  "check only, writing nothing (without it the journal is "
+	  "replayed first; repair is not implemented yet)", NULL },
 	{ "json", 'j', POPT_ARG_NONE, &opt_json, 0,
 	  "print one JSON object with the counts and the problems", NULL },
 	{ "yes", 'y', POPT_ARG_NONE, &opt_yes, 0,
@@ -99,6 +102,8 @@ static void on_progress(void *ctx, const char *phase, uint64_t done,
 	X(extent_blocks) X(objects) X(dirs) X(files) X(symlinks) \
 	X(specials) X(entries) X(used_blocks) X(free_blocks)
 
+static unsigned replayed, overlaid;
+
 static void print_json_end(const char *path, const struct r4_check_report *r)
 {
 	fputs(json_first ? "],\n" : "\n  ],\n", stdout);
@@ -107,6 +112,8 @@ static void print_json_end(const char *path, const struct r4_check_report *r)
 #define X(f) printf(",\n  \"%s\": %llu", #f, (unsigned long long)r->f);
 	JSON_FIELDS(X)
 #undef X
+	printf(",\n  \"replayed\": %u,\n  \"overlaid\": %u", replayed,
+	       overlaid);
 	printf(",\n  \"journal_dirty\": %s,\n  \"clean\": %s\n}\n",
 	       r->journal_dirty ? "true" : "false",
 	       r->problems ? "false" : "true");
@@ -133,6 +140,61 @@ static void print_summary(const char *path, const struct r4_check_report *r)
 		       path, (unsigned long long)(r->problems - r->reported));
 }
 
+/* The journal could not be replayed: when that was the reason the
+ * read-write open failed, say so and check read-only (the checker
+ * reports the unreplayed transaction). */
+static int fallback_readonly(const char *path, struct r4_vol **vol,
+			     const struct r4_error *why)
+{
+	struct r4_error err = { 0 };
+
+	if (r4_vol_open(path, R4_OPEN_RDONLY |
+			(opt_force ? R4_OPEN_FORCE : 0), vol, &err))
+		return 0;
+	if (!r4_vol_journal_msg(*vol)[0]) {
+		r4_vol_close(*vol, NULL);
+		*vol = NULL;
+		return 0;
+	}
+	r4cmd_warnf("cannot replay the journal: %s; checking without it",
+		    why->msg);
+	return 1;
+}
+
+/* Without --check the open replays the journal; with it the volume is
+ * opened read-only and read through the journal. */
+static int open_volume(const char *path, struct r4_vol **vol)
+{
+	struct r4_error err = { 0 };
+	unsigned flags = opt_check ? R4_OPEN_RDONLY : R4_OPEN_RDWR;
+	int rc;
+
+	rc = r4_vol_open(path, flags | (opt_force ? R4_OPEN_FORCE : 0), vol,
+			 &err);
+	if (rc && !opt_check && fallback_readonly(path, vol, &err))
+		return EXIT_CLEAN;
+	if (rc) {
+		r4cmd_error(&err, path, rc);
+		return EXIT_OPERATIONAL;
+	}
+	if (opt_check) {
+		overlaid = r4_vol_overlaid(*vol);
+		if (r4_vol_journal_msg(*vol)[0])
+			r4cmd_warnf("%s", r4_vol_journal_msg(*vol));
+		if (overlaid && !opt_json && !r4cmd_quiet)
+			printf("%s: %u committed transaction%s not replayed "
+			       "(--check writes nothing): checking through "
+			       "the journal\n", path, overlaid,
+			       overlaid == 1 ? "" : "s");
+		return EXIT_CLEAN;
+	}
+	replayed = r4_vol_replayed(*vol);
+	if (replayed && !opt_json && !r4cmd_quiet)
+		printf("%s: replayed %u transaction%s from the journal\n", path,
+		       replayed, replayed == 1 ? "" : "s");
+	return EXIT_CLEAN;
+}
+
 static int run_check(const char *path)
 {
 	struct r4_check_opts o = { 0 };
@@ -141,12 +203,9 @@ static int run_check(const char *path)
 	struct r4_vol *vol;
 	int rc;
 
-	rc = r4_vol_open(path, R4_OPEN_RDONLY |
-			 (opt_force ? R4_OPEN_FORCE : 0), &vol, &err);
-	if (rc) {
-		r4cmd_error(&err, path, rc);
-		return EXIT_OPERATIONAL;
-	}
+	rc = open_volume(path, &vol);
+	if (rc)
+		return rc;
 	o.problem = on_problem;
 	o.progress = on_progress;
 	o.max_reports = (unsigned)opt_max_reports;
@@ -165,7 +224,9 @@ static int run_check(const char *path)
 		print_json_end(path, &rep);
 	else
 		print_summary(path, &rep);
-	return rep.problems ? EXIT_UNCORRECTED : EXIT_CLEAN;
+	if (rep.problems)
+		return EXIT_UNCORRECTED;
+	return replayed ? EXIT_CORRECTED : EXIT_CLEAN;
 }
 
 static int get_path(poptContext ctx, const char **path)

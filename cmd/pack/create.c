@@ -10,9 +10,10 @@
 #include <uuid/uuid.h>
 #include "pack.h"
 
-/* Defaults of --size auto: leave 16 MiB and at least 10 % free. */
+/* Default of --size auto: leave 16 MiB free, so the image stays close
+ * to the size of its content; --free asks for more. */
 #define FREE_BYTES_DEFAULT (16ULL << 20)
-#define FREE_PERCENT_DEFAULT 10
+#define FREE_PERCENT_DEFAULT 0
 
 enum { OPT_O = 1, OPT_EXCLUDE, OPT_UIDMAP = 100, OPT_GIDMAP, OPT_CLAMP };
 
@@ -36,8 +37,7 @@ static struct poptOption create_options[] = {
 	{ "size", 's', POPT_ARG_STRING, &opt_size, 0,
 	  "volume size, or 'auto' to fit the source (default)", "SIZE|auto" },
 	{ "free", '\0', POPT_ARG_STRING, &opt_free, 0,
-	  "with --size auto: free space to leave (default: 16M and at "
-	  "least 10%)", "SIZE|N%" },
+	  "with --size auto: free space to leave (default: 16M)", "SIZE|N%" },
 	{ "label", 'L', POPT_ARG_STRING, &opt_label, 0,
 	  "volume label (at most 16 bytes)", "LABEL" },
 	{ "uuid", 'U', POPT_ARG_STRING, &opt_uuid, 0,

@@ -4,7 +4,7 @@
  *
  *   r4pack create [OPTION...] SOURCE IMAGE
  *   r4pack extract [OPTION...] IMAGE [TARBALL|-]
- *   r4pack add IMAGE SOURCE            (not implemented yet)
+ *   r4pack add [OPTION...] IMAGE SOURCE
  *
  * Exit codes: 0 done; 1 failed (bad input, no space, I/O); 2 bad
  * command line. */
@@ -33,20 +33,11 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: %s create [OPTION...] SOURCE IMAGE\n"
 		"       %s extract [OPTION...] IMAGE [TARBALL|-]\n"
-		"       %s add IMAGE SOURCE\n"
+		"       %s add [OPTION...] IMAGE SOURCE\n"
 		"SOURCE is an archive (tar, pax, cpio, zip; gzip, xz, zstd,\n"
 		"bzip2 or lz4 compressed), '-' for standard input, or a\n"
 		"directory. '%s COMMAND --help' lists a command's options.\n",
 		r4cmd_prog, r4cmd_prog, r4cmd_prog, r4cmd_prog);
-}
-
-int pack_add(int argc, const char **argv)
-{
-	(void)argc;
-	(void)argv;
-	r4cmd_errorf("add: not implemented yet: needs the transaction "
-		     "engine");
-	return EXIT_FAILED;
 }
 
 int main(int argc, const char **argv)

@@ -99,6 +99,23 @@ void r4_pack_dir_source(struct r4_data_source *src, const char *dir);
 int r4_pack_from_dir(struct r4_build *b, const char *dir,
 		     const struct r4_archive_opts *o, struct r4_error *err);
 
+/* The same two sources into a transaction on an existing volume (r4pack
+ * add): every entry goes through r4_txn_add_entry (create or replace;
+ * existing directories get the entry's attributes), with the safety
+ * rules above applied to what the volume already holds as well (a
+ * parent that is a symlink or a file in the volume: skipped with a
+ * warning; so is a non-directory replacing a directory). The source's
+ * root entry ("./" or the directory itself) sets the root's mode, owner
+ * and times. Regular files of a directory are read at once. vol is the
+ * volume the transaction was begun on. On failure the caller aborts the
+ * transaction. */
+struct r4_txn;
+int r4_add_from_archive(struct r4_txn *t, struct r4_vol *vol,
+			const char *path, const struct r4_archive_opts *o,
+			struct r4_error *err);
+int r4_add_from_dir(struct r4_txn *t, struct r4_vol *vol, const char *dir,
+		    const struct r4_archive_opts *o, struct r4_error *err);
+
 /* Write the whole volume as a pax tarball (libarchive's restricted pax:
  * ustar headers, pax extensions where needed) to out ("-" = standard
  * output; a file is written under a temporary name and renamed into

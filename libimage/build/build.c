@@ -44,14 +44,14 @@ static int open_temp(struct r4_build *b, const char *what, char **name,
 
 		uuid_generate_random(r);
 		for (int i = 0; i < 6; i++)
-			sfx[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[r[i] % 36];
+			sfx[i] = "abcdefghijklmnopqrstuvwxyz012345"[r[i] % 32];
 		sfx[6] = '\0';
 		free(*name);
 		*name = malloc(dlen + strlen(base) + strlen(what) + 16);
 		if (!*name)
 			return r4_fail(err, -ENOMEM, "out of memory");
-		sprintf(*name, "%.*s.%s.%s.%s", (int)dlen, b->target, base, what,
-			sfx);
+		sprintf(*name, "%.*s.%s.%s.%s", (int)dlen, b->target, base,
+			what, sfx);
 		rc = io_open(*name, IO_RDWR | IO_CREATE, dev, &created, err);
 		if (rc)
 			return rc;
@@ -123,9 +123,9 @@ static void build_free(struct r4_build *b)
 	if (b->tmp)
 		unlink(b->tmp);
 	io_close(b->spool);
-	ns_fini(b);
-	tree_fini(b);
-	upper_fini(b);
+	pack_ns_fini(b);
+	pack_tree_fini(b);
+	pack_upper_fini(b);
 	free(b->used);
 	free(b->wb.buf);
 	free(b->scratch);
@@ -171,11 +171,11 @@ int r4_build_begin(const char *image, const struct r4_build_opts *o,
 	b->pol = b->m.pol;
 	rc = open_target(b, err);
 	if (!rc)
-		rc = space_setup(b, err);
+		rc = pack_space_setup(b, err);
 	if (!rc)
-		rc = tree_init(b, err);
+		rc = pack_tree_init(b, err);
 	if (!rc)
-		rc = ns_init(b, err);
+		rc = pack_ns_init(b, err);
 	if (rc) {
 		build_free(b);
 		return rc;
@@ -193,9 +193,9 @@ int r4_build_add(struct r4_build *b, const struct r4_entry *e,
 	if (b->failed)
 		return r4_fail(err, R4_EINVAL, "%s: the build failed earlier",
 			       e->path ? e->path : "");
-	rc = ns_add(b, e, &o, err);
+	rc = pack_ns_add(b, e, &o, err);
 	if (!rc && o) {
-		rc = data_take(b, o, e->data, e->data_ctx, e->path, err);
+		rc = pack_data_take(b, o, e->data, e->data_ctx, e->path, err);
 		b->failed = rc != 0;
 	}
 	return rc;
@@ -290,8 +290,8 @@ static int make_final_supers(struct r4_build *b, uint64_t root,
 	b->m.sb.file_count = b->files;
 	for (size_t i = 0; i < b->m.nbackups; i++)
 		if (used_test(b, b->m.backups[i]))
-			return r4_fail(err, R4_ECORRUPT, "%s: backup block %llu "
-				       "is in use", b->target,
+			return r4_fail(err, R4_ECORRUPT, "%s: backup block "
+				       "%llu is in use", b->target,
 				       (unsigned long long)b->m.backups[i]);
 	if (!b->in_place)
 		return io_resize(b->m.dev, len * b->bs, err);
@@ -303,12 +303,12 @@ static int finish(struct r4_build *b, struct r4_build_result *res,
 {
 	uint64_t root = 0;
 	unsigned height = 0;
-	int rc = items_build(b, err);
+	int rc = pack_items_build(b, err);
 
 	if (!rc)
-		rc = tree_finish(b, &root, &height, err);
+		rc = pack_tree_finish(b, &root, &height, err);
 	if (!rc)
-		rc = img_flush(b, err);
+		rc = pack_img_flush(b, err);
 	if (!rc)
 		rc = make_final_supers(b, root, height, err);
 	if (!rc)

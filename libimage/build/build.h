@@ -15,6 +15,7 @@
 #ifndef R4_LIBIMAGE_BUILD_BUILD_H
 #define R4_LIBIMAGE_BUILD_BUILD_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "r4/pack.h"
@@ -23,6 +24,7 @@
 
 #define BUILD_MAX_NAME 255
 #define BUILD_WBUF_BLOCKS 256
+#define BUILD_WQ_BUFS 8		/* write buffers while writing behind */
 
 enum bdata_kind {
 	BD_NONE,	/* size 0, or not a regular file */
@@ -81,6 +83,34 @@ struct wbuf {
 	uint8_t *buf;			/* BUILD_WBUF_BLOCKS blocks */
 };
 
+/* Spool bytes waiting to be written (wr), or read back (rd). */
+struct sbuf {
+	uint64_t start;
+	size_t n;
+	uint8_t *buf;			/* BUILD_WBUF_BLOCKS blocks */
+};
+
+/* Writing behind: full buffers go to a writer thread, in order. */
+struct wjob {
+	struct io_dev *dev;
+	uint8_t *buf;
+	size_t len;
+	uint64_t off;
+};
+
+struct wq {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	int on, stop, busy;
+	struct wjob job[BUILD_WQ_BUFS];
+	size_t head, n;			/* jobs waiting */
+	uint8_t *free[BUILD_WQ_BUFS];
+	size_t nfree;
+	int rc;				/* the first failure, sticky */
+	struct r4_error err;
+};
+
 /* One open node per level while the tree is built. */
 struct blevel {
 	uint8_t *node;
@@ -107,6 +137,11 @@ struct r4_build {
 	size_t hsize, hcount;
 	uint64_t nobj;
 	struct bobj **objs;		/* every object made, to free */
+	/* the directories the last path went through: component k ends
+	 * at wc_end[k] of wc_path, in directory wc_dir[k] */
+	char *wc_path;
+	size_t wc_cap, wc_n, wc_end[32];
+	struct bobj *wc_dir[32];
 	size_t capobjs;
 	/* space */
 	uint64_t limit;			/* fixed size: blocks; 0 = auto */
@@ -118,6 +153,8 @@ struct r4_build {
 	uint64_t cand[128];		/* possible backup positions */
 	size_t ncand;
 	struct wbuf wb;
+	struct sbuf swr, srd;		/* spool write buffer, read window */
+	struct wq wq;
 	/* tree */
 	struct blevel lv[FMT_NODE_MAX_LEVEL + 1];
 	unsigned top;			/* highest level opened */
@@ -136,35 +173,48 @@ struct r4_build {
 };
 
 /* ns.c */
-int ns_init(struct r4_build *b, struct r4_error *err);
-void ns_fini(struct r4_build *b);
+int pack_ns_init(struct r4_build *b, struct r4_error *err);
+void pack_ns_fini(struct r4_build *b);
 /* Add an entry; *obj receives the regular file's object when its data
  * is to be taken now (NULL otherwise). */
-int ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
+int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err);
 /* "a/b/c" of a name into buf. */
-const char *ns_path(const struct bent *e, char *buf, size_t len);
-const char *ns_obj_path(const struct bobj *o, char *buf, size_t len);
+const char *pack_ns_path(const struct bent *e, char *buf, size_t len);
+const char *pack_ns_obj_path(const struct bobj *o, char *buf, size_t len);
 
 /* data.c */
-int space_setup(struct r4_build *b, struct r4_error *err);
+int pack_space_setup(struct r4_build *b, struct r4_error *err);
 /* Hand out one block, or up to 'want' contiguous ones (*got). */
-int alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
+int pack_alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
 	      uint64_t *got, struct r4_error *err);
 /* Save k blocks in a row for the upper nodes (not marked used yet). */
-void alloc_reserve_area(struct r4_build *b, uint64_t k);
-int alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
+void pack_alloc_reserve_area(struct r4_build *b, uint64_t k);
+int pack_alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
 	       struct r4_error *err);
-int img_write(struct r4_build *b, uint64_t blk, const uint8_t *data,
+int pack_img_write(struct r4_build *b, uint64_t blk, const uint8_t *data,
 	      struct r4_error *err);
-int img_flush(struct r4_build *b, struct r4_error *err);
+/* Write out the buffered blocks (and wait for them when writing
+ * behind). */
+int pack_img_flush(struct r4_build *b, struct r4_error *err);
+/* Write behind on another thread from now on, until pack_async_end(),
+ * which waits for every write and gives the first failure. Every begin
+ * needs its end before the build is freed. */
+int pack_async_begin(struct r4_build *b, struct r4_error *err);
+/* Wait for the writes handed over so far (before reading the image). */
+int pack_img_wait(struct r4_build *b, struct r4_error *err);
+int pack_async_end(struct r4_build *b, struct r4_error *err);
+/* Write out the spool buffer before tails are read back. */
+int pack_spool_seal(struct r4_build *b, struct r4_error *err);
+/* Free the spool buffers (called from pack_tree_fini). */
+void pack_spool_fini(struct r4_build *b);
 static inline int used_test(const struct r4_build *b, uint64_t blk)
 {
 	return blk < b->used_cap && ((b->used[blk >> 3] >> (blk & 7)) & 1);
 }
 /* Take a file's data from fn: tails into the spool, extents into the
  * image. */
-int data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
+int pack_data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
 	      const char *path, struct r4_error *err);
 /* Reading a tail file's bytes in order while leaves are packed. */
 struct tailrd {
@@ -179,52 +229,52 @@ struct tailrd {
 	int eof;
 	const char *path;
 };
-int tail_open(struct r4_build *b, struct bobj *o, const char *path,
+int pack_tail_open(struct r4_build *b, struct bobj *o, const char *path,
 	      struct tailrd *t, struct r4_error *err);
-int tail_read(struct tailrd *t, uint8_t *dst, size_t n,
+int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,
 	      struct r4_error *err);
-void tail_close(struct tailrd *t);
+void pack_tail_close(struct tailrd *t);
 /* Deferred extents: read the file now, writing its blocks. */
-int data_deferred_extents(struct r4_build *b, struct bobj *o,
+int pack_data_deferred_extents(struct r4_build *b, struct bobj *o,
 			  const char *path, struct r4_error *err);
-int chunk_check(const char *path, uint64_t size, uint64_t pos,
+int pack_chunk_check(const char *path, uint64_t size, uint64_t pos,
 		uint64_t off, size_t len, struct r4_error *err);
 
 /* nodes.c */
-int tree_init(struct r4_build *b, struct r4_error *err);
-void tree_fini(struct r4_build *b);
+int pack_tree_init(struct r4_build *b, struct r4_error *err);
+void pack_tree_fini(struct r4_build *b);
 /* Room for one more leaf item body in the open leaf (0 if none open). */
-size_t leaf_room(struct r4_build *b);
+size_t pack_leaf_room(struct r4_build *b);
 /* Append a leaf item (closing the leaf first when it does not fit);
  * *body receives where to put len bytes. */
-int leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
+int pack_leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
 	     size_t len, uint8_t **body, struct r4_error *err);
-int leaf_close(struct r4_build *b, struct r4_error *err);
+int pack_leaf_close(struct r4_build *b, struct r4_error *err);
 /* Make sure the twig level has room for an item of len bytes before
  * data it will describe is placed. */
-int twig_reserve(struct r4_build *b, size_t len, struct r4_error *err);
+int pack_twig_reserve(struct r4_build *b, size_t len, struct r4_error *err);
 /* Append an extent item (split over twigs as needed). */
-int twig_add_extent(struct r4_build *b, const struct fmt_key *k,
+int pack_twig_add_extent(struct r4_build *b, const struct fmt_key *k,
 		    const struct bext *u, size_t n, struct r4_error *err);
 /* Store a u64 at byte off of leaf number seq (0 = the first leaf). */
-int leaf_patch_u64(struct r4_build *b, uint64_t seq, uint32_t off,
+int pack_leaf_patch_u64(struct r4_build *b, uint64_t seq, uint32_t off,
 		   uint64_t val, struct r4_error *err);
 /* Close everything; give the root block and height. */
-int tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
+int pack_tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
 		struct r4_error *err);
 
 /* upper.c: nodes above the leaves are kept in memory; pointers to them
- * carry their index until upper_place() gives them their blocks, in
+ * carry their index until pack_upper_place() gives them their blocks, in
  * the area saved before the first leaf when they fit there: the root,
  * then each level down to the twigs, each level in key order, so that
  * the last twig is right before the first leaf. */
-int upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
+int pack_upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
 	       uint64_t *id, struct r4_error *err);
-int upper_place(struct r4_build *b, uint64_t root_id, uint64_t *root,
+int pack_upper_place(struct r4_build *b, uint64_t root_id, uint64_t *root,
 		struct r4_error *err);
-void upper_fini(struct r4_build *b);
+void pack_upper_fini(struct r4_build *b);
 
 /* items.c */
-int items_build(struct r4_build *b, struct r4_error *err);
+int pack_items_build(struct r4_build *b, struct r4_error *err);
 
 #endif

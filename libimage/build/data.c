@@ -17,7 +17,7 @@
 #include "../err.h"
 #include "format/bitmap.h"
 
-int space_setup(struct r4_build *b, struct r4_error *err)
+int pack_space_setup(struct r4_build *b, struct r4_error *err)
 {
 	b->ncand = fmt_backup_blocks(1ULL << 44, b->bs, b->cand,
 				     sizeof(b->cand) / sizeof(b->cand[0]));
@@ -53,7 +53,7 @@ static int reserved(const struct r4_build *b, uint64_t blk)
 	return 0;
 }
 
-void alloc_reserve_area(struct r4_build *b, uint64_t k)
+void pack_alloc_reserve_area(struct r4_build *b, uint64_t k)
 {
 	uint64_t c = b->cursor, i = 0;
 
@@ -92,7 +92,7 @@ static int mark_used(struct r4_build *b, uint64_t start, uint64_t n)
 	return 0;
 }
 
-int alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
+int pack_alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
 	       struct r4_error *err)
 {
 	if (mark_used(b, start, n))
@@ -101,7 +101,7 @@ int alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
 	return 0;
 }
 
-int alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
+int pack_alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
 	      uint64_t *got, struct r4_error *err)
 {
 	uint64_t c = b->cursor, n = 1;
@@ -126,35 +126,279 @@ int alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
 	return 0;
 }
 
-int img_flush(struct r4_build *b, struct r4_error *err)
+/* The writer thread: jobs in order; after a failure the rest are only
+ * given back. */
+static void *writer(void *arg)
+{
+	struct wq *q = arg;
+
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		struct wjob j;
+		struct r4_error e = { 0 };
+		int rc = 0;
+
+		while (!q->n && !q->stop)
+			pthread_cond_wait(&q->work, &q->mu);
+		if (!q->n)
+			break;
+		j = q->job[q->head];
+		q->head = (q->head + 1) % BUILD_WQ_BUFS;
+		q->n--;
+		q->busy = 1;
+		if (!q->rc) {
+			pthread_mutex_unlock(&q->mu);
+			rc = io_write(j.dev, j.buf, j.len, j.off, &e);
+			pthread_mutex_lock(&q->mu);
+		}
+		if (rc && !q->rc) {
+			q->rc = rc;
+			q->err = e;
+		}
+		q->free[q->nfree++] = j.buf;
+		q->busy = 0;
+		pthread_cond_broadcast(&q->done);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return NULL;
+}
+
+static int wq_failed(struct wq *q, struct r4_error *err)
+{
+	if (err)
+		*err = q->err;
+	return q->rc;
+}
+
+/* Write len bytes of *buf at off: at once, or handed to the writer
+ * (*buf then becomes a free buffer). */
+static int submit(struct r4_build *b, struct io_dev *dev, uint8_t **buf,
+		  size_t len, uint64_t off, struct r4_error *err)
+{
+	struct wq *q = &b->wq;
+	int rc;
+
+	if (!q->on)
+		return io_write(dev, *buf, len, off, err);
+	pthread_mutex_lock(&q->mu);
+	while (!q->nfree)
+		pthread_cond_wait(&q->done, &q->mu);
+	rc = q->rc;
+	if (!rc) {
+		q->job[(q->head + q->n) % BUILD_WQ_BUFS] =
+			(struct wjob){ dev, *buf, len, off };
+		q->n++;
+		*buf = q->free[--q->nfree];
+		pthread_cond_signal(&q->work);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return rc ? wq_failed(q, err) : 0;
+}
+
+/* Wait until every job handed over is written. */
+static int drain(struct r4_build *b, struct r4_error *err)
+{
+	struct wq *q = &b->wq;
+	int rc;
+
+	if (!q->on)
+		return 0;
+	pthread_mutex_lock(&q->mu);
+	while (q->n || q->busy)
+		pthread_cond_wait(&q->done, &q->mu);
+	rc = q->rc;
+	pthread_mutex_unlock(&q->mu);
+	return rc ? wq_failed(q, err) : 0;
+}
+
+int pack_img_wait(struct r4_build *b, struct r4_error *err)
+{
+	return drain(b, err);
+}
+
+int pack_async_begin(struct r4_build *b, struct r4_error *err)
+{
+	struct wq *q = &b->wq;
+	size_t sz = (size_t)BUILD_WBUF_BLOCKS * b->bs;
+
+	if (q->on)
+		return 0;
+	memset(q, 0, sizeof(*q));
+	for (size_t i = 0; i + 2 < BUILD_WQ_BUFS; i++) {
+		if (!(q->free[i] = malloc(sz))) {
+			while (i)
+				free(q->free[--i]);
+			return r4_fail(err, -ENOMEM, "out of memory");
+		}
+		q->nfree++;
+	}
+	if (pthread_mutex_init(&q->mu, NULL) ||
+	    pthread_cond_init(&q->work, NULL) ||
+	    pthread_cond_init(&q->done, NULL) ||
+	    pthread_create(&q->th, NULL, writer, q)) {
+		for (size_t i = 0; i < q->nfree; i++)
+			free(q->free[i]);
+		q->nfree = 0;
+		return 0;	/* write synchronously instead */
+	}
+	q->on = 1;
+	return 0;
+}
+
+int pack_async_end(struct r4_build *b, struct r4_error *err)
+{
+	struct wq *q = &b->wq;
+	int rc;
+
+	if (!q->on)
+		return 0;
+	rc = drain(b, err);
+	pthread_mutex_lock(&q->mu);
+	q->stop = 1;
+	pthread_cond_signal(&q->work);
+	pthread_mutex_unlock(&q->mu);
+	pthread_join(q->th, NULL);
+	pthread_cond_destroy(&q->work);
+	pthread_cond_destroy(&q->done);
+	pthread_mutex_destroy(&q->mu);
+	for (size_t i = 0; i < q->nfree; i++)
+		free(q->free[i]);
+	q->nfree = 0;
+	q->on = 0;
+	return rc;
+}
+
+static int wb_submit(struct r4_build *b, struct r4_error *err)
 {
 	int rc = 0;
 
 	if (b->wb.n)
-		rc = io_write(b->m.dev, b->wb.buf, b->wb.n * b->bs,
-			      b->wb.start * b->bs, err);
+		rc = submit(b, b->m.dev, &b->wb.buf, b->wb.n * b->bs,
+			    b->wb.start * b->bs, err);
 	b->wb.n = 0;
 	return rc;
 }
 
-int img_write(struct r4_build *b, uint64_t blk, const uint8_t *data,
-	      struct r4_error *err)
+int pack_img_flush(struct r4_build *b, struct r4_error *err)
+{
+	int rc = wb_submit(b, err);
+
+	return rc ? rc : drain(b, err);
+}
+
+/* *p: the slot of block blk in the write buffer, valid until the next
+ * write or flush (so filled at once). */
+static int img_slot(struct r4_build *b, uint64_t blk, uint8_t **p,
+		    struct r4_error *err)
 {
 	if (b->wb.n && (blk != b->wb.start + b->wb.n ||
 			b->wb.n == BUILD_WBUF_BLOCKS)) {
-		int rc = img_flush(b, err);
+		int rc = wb_submit(b, err);
 
 		if (rc)
 			return rc;
 	}
 	if (!b->wb.n)
 		b->wb.start = blk;
-	memcpy(b->wb.buf + b->wb.n * b->bs, data, b->bs);
-	b->wb.n++;
+	*p = b->wb.buf + b->wb.n++ * b->bs;
 	return 0;
 }
 
-int chunk_check(const char *path, uint64_t size, uint64_t pos,
+int pack_img_write(struct r4_build *b, uint64_t blk, const uint8_t *data,
+	      struct r4_error *err)
+{
+	uint8_t *p;
+	int rc = img_slot(b, blk, &p, err);
+
+	if (!rc)
+		memcpy(p, data, b->bs);
+	return rc;
+}
+
+/* Spool: bytes appended through a buffer. */
+static int spool_submit(struct r4_build *b, struct r4_error *err)
+{
+	int rc = 0;
+
+	if (b->swr.n)
+		rc = submit(b, b->spool, &b->swr.buf, b->swr.n, b->swr.start,
+			    err);
+	b->swr.start += b->swr.n;
+	b->swr.n = 0;
+	return rc;
+}
+
+/* Append len bytes (zeros when p is NULL). */
+static int spool_put(struct r4_build *b, const void *p, uint64_t len,
+		     struct r4_error *err)
+{
+	size_t cap = (size_t)BUILD_WBUF_BLOCKS * b->bs;
+
+	if (!b->swr.buf && !(b->swr.buf = malloc(cap)))
+		return r4_fail(err, -ENOMEM, "out of memory");
+	while (len) {
+		size_t k = cap - b->swr.n;
+		int rc;
+
+		if (!k && (rc = spool_submit(b, err)))
+			return rc;
+		k = cap - b->swr.n;
+		k = len < k ? (size_t)len : k;
+		if (p) {
+			memcpy(b->swr.buf + b->swr.n, p, k);
+			p = (const uint8_t *)p + k;
+		} else {
+			memset(b->swr.buf + b->swr.n, 0, k);
+		}
+		b->swr.n += k;
+		b->spool_len += k;
+		len -= k;
+	}
+	return 0;
+}
+
+int pack_spool_seal(struct r4_build *b, struct r4_error *err)
+{
+	int rc = spool_submit(b, err);
+
+	return rc ? rc : drain(b, err);
+}
+
+void pack_spool_fini(struct r4_build *b)
+{
+	free(b->swr.buf);
+	free(b->srd.buf);
+	b->swr.buf = b->srd.buf = NULL;
+}
+
+/* Read spool bytes through a window of BUILD_WBUF_BLOCKS blocks. */
+static int spool_get(struct r4_build *b, uint8_t *dst, size_t n,
+		     uint64_t off, struct r4_error *err)
+{
+	size_t cap = (size_t)BUILD_WBUF_BLOCKS * b->bs;
+	struct sbuf *w = &b->srd;
+
+	if (n > cap / 2 || off + n > b->spool_len)
+		return io_read(b->spool, dst, n, off, err);
+	if (!w->buf && !(w->buf = malloc(cap)))
+		return r4_fail(err, -ENOMEM, "out of memory");
+	if (!w->n || off < w->start || off + n > w->start + w->n) {
+		uint64_t start = off / b->bs * b->bs;
+		size_t len = b->spool_len - start < cap ?
+			     (size_t)(b->spool_len - start) : cap;
+		int rc = io_read(b->spool, w->buf, len, start, err);
+
+		w->n = 0;
+		if (rc)
+			return rc;
+		w->start = start;
+		w->n = len;
+	}
+	memcpy(dst, w->buf + (off - w->start), n);
+	return 0;
+}
+
+int pack_chunk_check(const char *path, uint64_t size, uint64_t pos,
 		uint64_t off, size_t len, struct r4_error *err)
 {
 	if (off < pos)
@@ -203,7 +447,8 @@ static int add_unit(struct bobj *o, uint64_t start, uint64_t width)
 	return 0;
 }
 
-/* Extent writer: file block 'idx' has content 'data'. */
+/* Extent writer: each file block gets its image block (and its slot in
+ * the write buffer) when the data first reaches it. */
 struct extw {
 	struct r4_build *b;
 	struct bobj *o;
@@ -212,25 +457,28 @@ struct extw {
 	uint8_t *blk;
 };
 
-static int put_block(struct extw *w, struct r4_error *err)
+static int start_block(struct extw *w, uint64_t i, int whole,
+		       struct r4_error *err)
 {
 	struct r4_build *b = w->b;
 	uint64_t start, got;
 	int rc = 0;
 
-	if (w->cur > w->next)
-		rc = add_unit(w->o, 0, w->cur - w->next);
-	if (rc)
+	if (i > w->next && add_unit(w->o, 0, i - w->next))
 		return r4_fail(err, -ENOMEM, "out of memory");
-	rc = alloc_run(b, 1, &start, &got, err);
+	rc = pack_alloc_run(b, 1, &start, &got, err);
 	if (!rc && add_unit(w->o, start, 1))
 		rc = r4_fail(err, -ENOMEM, "out of memory");
 	if (!rc)
-		rc = img_write(b, start, w->blk, err);
+		rc = img_slot(b, start, &w->blk, err);
+	if (rc)
+		return rc;
+	if (!whole)
+		memset(w->blk, 0, b->bs);
 	b->data_blocks++;
-	w->next = w->cur + 1;
-	w->cur = UINT64_MAX;
-	return rc;
+	w->next = i + 1;
+	w->cur = i;
+	return 0;
 }
 
 static int extw_chunk(struct extw *w, uint64_t off, const uint8_t *p,
@@ -241,16 +489,12 @@ static int extw_chunk(struct extw *w, uint64_t off, const uint8_t *p,
 	while (len) {
 		uint64_t i = off / bs;
 		size_t in = (size_t)(off % bs), n = bs - in;
-		int rc;
 
-		if (w->cur != i && w->cur != UINT64_MAX) {
-			rc = put_block(w, err);
+		if (w->cur != i) {
+			int rc = start_block(w, i, !in && len >= bs, err);
+
 			if (rc)
 				return rc;
-		}
-		if (w->cur != i) {
-			memset(w->blk, 0, bs);
-			w->cur = i;
 		}
 		if (n > len)
 			n = len;
@@ -265,7 +509,7 @@ static int extw_chunk(struct extw *w, uint64_t off, const uint8_t *p,
 static int take_extents(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 			void *ctx, const char *path, struct r4_error *err)
 {
-	struct extw w = { .b = b, .o = o, .cur = UINT64_MAX, .blk = b->scratch };
+	struct extw w = { .b = b, .o = o, .cur = UINT64_MAX };
 	uint64_t pos = 0, off, nblk = (o->size + b->bs - 1) / b->bs;
 	const void *buf;
 	size_t len;
@@ -273,35 +517,17 @@ static int take_extents(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 
 	o->next = 0;
 	while ((rc = next_chunk(fn, ctx, path, &off, &buf, &len, err)) > 0) {
-		rc = chunk_check(path, o->size, pos, off, len, err);
+		rc = pack_chunk_check(path, o->size, pos, off, len, err);
 		if (!rc)
 			rc = extw_chunk(&w, off, buf, len, err);
 		if (rc)
 			return rc;
 		pos = off + len;
 	}
-	if (!rc && w.cur != UINT64_MAX)
-		rc = put_block(&w, err);
 	if (!rc && nblk > w.next && add_unit(o, 0, nblk - w.next))
 		rc = r4_fail(err, -ENOMEM, "out of memory");
 	o->data = BD_EXTENTS;
 	return rc;
-}
-
-static int spool_zeros(struct r4_build *b, uint64_t n, struct r4_error *err)
-{
-	while (n) {
-		size_t k = n > 65536 ? 65536 : (size_t)n;
-		int rc;
-
-		memset(b->scratch, 0, k);
-		rc = io_write(b->spool, b->scratch, k, b->spool_len, err);
-		if (rc)
-			return rc;
-		b->spool_len += k;
-		n -= k;
-	}
-	return 0;
 }
 
 static int take_tails(struct r4_build *b, struct bobj *o, r4_data_fn fn,
@@ -314,23 +540,22 @@ static int take_tails(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 
 	o->spool_off = b->spool_len;
 	while ((rc = next_chunk(fn, ctx, path, &off, &buf, &len, err)) > 0) {
-		rc = chunk_check(path, o->size, pos, off, len, err);
+		rc = pack_chunk_check(path, o->size, pos, off, len, err);
 		if (!rc)
-			rc = spool_zeros(b, off - pos, err);
-		if (!rc && len)
-			rc = io_write(b->spool, buf, len, b->spool_len, err);
+			rc = spool_put(b, NULL, off - pos, err);
+		if (!rc)
+			rc = spool_put(b, buf, len, err);
 		if (rc)
 			return rc;
-		b->spool_len += len;
 		pos = off + len;
 	}
 	if (!rc)
-		rc = spool_zeros(b, o->size - pos, err);
+		rc = spool_put(b, NULL, o->size - pos, err);
 	o->data = BD_SPOOL;
 	return rc;
 }
 
-int data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
+int pack_data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
 	      const char *path, struct r4_error *err)
 {
 	int rc;
@@ -342,7 +567,7 @@ int data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
 
 		rc = next_chunk(fn, ctx, path, &off, &buf, &len, err);
 		if (rc > 0 && len)
-			return chunk_check(path, 0, 0, off, len, err);
+			return pack_chunk_check(path, 0, 0, off, len, err);
 		o->data = BD_NONE;
 		return rc < 0 ? rc : 0;
 	}
@@ -355,7 +580,7 @@ int data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
 	return rc;
 }
 
-int data_deferred_extents(struct r4_build *b, struct bobj *o,
+int pack_data_deferred_extents(struct r4_build *b, struct bobj *o,
 			  const char *path, struct r4_error *err)
 {
 	const struct r4_data_source *s = b->o.source;
@@ -375,7 +600,7 @@ int data_deferred_extents(struct r4_build *b, struct bobj *o,
 	return rc;
 }
 
-int tail_open(struct r4_build *b, struct bobj *o, const char *path,
+int pack_tail_open(struct r4_build *b, struct bobj *o, const char *path,
 	      struct tailrd *t, struct r4_error *err)
 {
 	const struct r4_data_source *s = b->o.source;
@@ -401,7 +626,8 @@ static int tail_from_fn(struct tailrd *t, uint8_t *dst, size_t n,
 	while (n) {
 		size_t k;
 
-		if (t->cbuf && t->pos < t->coff + t->clen && t->pos >= t->coff) {
+		if (t->cbuf && t->pos < t->coff + t->clen &&
+		    t->pos >= t->coff) {
 			k = (size_t)(t->coff + t->clen - t->pos);
 			k = k < n ? k : n;
 			memcpy(dst, t->cbuf + (t->pos - t->coff), k);
@@ -421,7 +647,7 @@ static int tail_from_fn(struct tailrd *t, uint8_t *dst, size_t n,
 			t->cbuf = p;
 			t->eof = rc == 0;
 			if (!t->eof)
-				rc = chunk_check(t->path, t->o->size, end,
+				rc = pack_chunk_check(t->path, t->o->size, end,
 						 t->coff, t->clen, err);
 			if (rc)
 				return rc;
@@ -434,20 +660,20 @@ static int tail_from_fn(struct tailrd *t, uint8_t *dst, size_t n,
 	return 0;
 }
 
-int tail_read(struct tailrd *t, uint8_t *dst, size_t n, struct r4_error *err)
+int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,
+		   struct r4_error *err)
 {
 	int rc;
 
 	if (t->o->data != BD_DEFERRED) {
-		rc = io_read(t->b->spool, dst, n, t->o->spool_off + t->pos,
-			     err);
+		rc = spool_get(t->b, dst, n, t->o->spool_off + t->pos, err);
 		t->pos += n;
 		return rc;
 	}
 	return tail_from_fn(t, dst, n, err);
 }
 
-void tail_close(struct tailrd *t)
+void pack_tail_close(struct tailrd *t)
 {
 	if (t->fn)
 		t->b->o.source->close(t->ctx);

@@ -52,7 +52,7 @@ static int name_key(struct r4_build *b, uint64_t dir, const char *name,
 
 static int sort_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
 {
-	char p1[256], p2[256];
+	char p1[4096];
 	struct fmt_key k;
 
 	for (size_t i = 0; i < d->nkids; i++) {
@@ -61,20 +61,20 @@ static int sort_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
 
 		if (rc)
 			return r4_fail(err, rc, "%s: cannot make the key of "
-				       "'%s': %s", ns_obj_path(d, p1,
+				       "'%s': %s", pack_ns_obj_path(d, p1,
 				       sizeof(p1)), e->name, r4_strerror(rc));
 		e->k1 = k.el[1];
 		e->k2 = k.el[2];
 		e->k3 = k.el[3];
 	}
-	qsort(d->kids, d->nkids, sizeof(*d->kids), ent_cmp);
+	if (d->nkids > 1)
+		qsort(d->kids, d->nkids, sizeof(*d->kids), ent_cmp);
 	for (size_t i = 1; i < d->nkids; i++)
 		if (!ent_cmp(&d->kids[i - 1], &d->kids[i]))
-			return r4_fail(err, R4_EEXIST, "%s: names '%s' and "
-				       "'%s' have the same key under this "
-				       "hash", ns_path(d->kids[i], p1,
-				       sizeof(p1)), d->kids[i - 1]->name,
-				       ns_path(d->kids[i], p2, sizeof(p2)));
+			return r4_fail(err, R4_EEXIST, "%s: '%s' has the same "
+				       "key as '%s' under this hash",
+				       pack_ns_path(d->kids[i], p1, sizeof(p1)),
+				       d->kids[i]->name, d->kids[i - 1]->name);
 	return 0;
 }
 
@@ -211,14 +211,16 @@ static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
 	rc = fmt_stat_size(&st, &len);
 	if (rc)
 		return r4_fail(err, rc, "%s: cannot make its stat data: %s",
-			       ns_obj_path(o, p, sizeof(p)), r4_strerror(rc));
+			       pack_ns_obj_path(o, p, sizeof(p)),
+			       r4_strerror(rc));
 	fmt_key_sd(&k, o->locality, o->ordering, o->oid);
-	rc = leaf_add(b, &k, FMT_ITEM_STAT40, len, &body, err);
+	rc = pack_leaf_add(b, &k, FMT_ITEM_STAT40, len, &body, err);
 	if (!rc)
 		rc = fmt_stat_encode(&st, body, len);
 	if (rc)
 		return r4_fail(err, rc, "%s: cannot store its stat data: %s",
-			       ns_obj_path(o, p, sizeof(p)), r4_strerror(rc));
+			       pack_ns_obj_path(o, p, sizeof(p)),
+			       r4_strerror(rc));
 	if (o->type == R4_ENT_REG && o->data == BD_DEFERRED && !o->tails) {
 		o->sd_leaf = b->lv[1].count - 1;
 		o->sd_off = (uint32_t)(body - b->lv[1].node) + 2 +
@@ -285,7 +287,8 @@ static int emit_entries(struct r4_build *b, struct bobj *d,
 		      r4_fail(err, -ENOMEM, "out of memory");
 
 	while (!rc && i < n) {
-		size_t room = leaf_room(b), size = FMT_CDE40_UNITS_SIZE, k = 0;
+		size_t room = pack_leaf_room(b), k = 0;
+		size_t size = FMT_CDE40_UNITS_SIZE;
 		struct fmt_key key = { { d->oid << 4 | FMT_KEY_FILE_NAME,
 					 ce[i].ordering, ce[i].objectid,
 					 ce[i].offset } };
@@ -301,10 +304,10 @@ static int emit_entries(struct r4_build *b, struct bobj *d,
 			k++;
 		}
 		if (!k) {
-			rc = leaf_close(b, err);
+			rc = pack_leaf_close(b, err);
 			continue;
 		}
-		rc = leaf_add(b, &key, FMT_ITEM_CDE40, size, &body, err);
+		rc = pack_leaf_add(b, &key, FMT_ITEM_CDE40, size, &body, err);
 		if (!rc)
 			rc = fmt_cde40_encode(ce + i, k, b->pol, body, size);
 		i += k;
@@ -318,25 +321,25 @@ static int emit_tails(struct r4_build *b, struct bobj *o, const char *path,
 {
 	struct tailrd t;
 	uint64_t off = 0;
-	int rc = tail_open(b, o, path, &t, err);
+	int rc = pack_tail_open(b, o, path, &t, err);
 
 	while (!rc && off < o->size) {
-		size_t room = leaf_room(b), n;
+		size_t room = pack_leaf_room(b), n;
 		struct fmt_key k;
 		uint8_t *body;
 
 		if (!room) {
-			rc = leaf_close(b, err);
+			rc = pack_leaf_close(b, err);
 			continue;
 		}
 		n = o->size - off < room ? (size_t)(o->size - off) : room;
 		fmt_key_body(&k, o->locality, o->ordering, o->oid, off);
-		rc = leaf_add(b, &k, FMT_ITEM_TAIL40, n, &body, err);
+		rc = pack_leaf_add(b, &k, FMT_ITEM_TAIL40, n, &body, err);
 		if (!rc)
-			rc = tail_read(&t, body, n, err);
+			rc = pack_tail_read(&t, body, n, err);
 		off += n;
 	}
-	tail_close(&t);
+	pack_tail_close(&t);
 	return rc;
 }
 
@@ -348,21 +351,22 @@ static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
 
 	if (o->type != R4_ENT_REG || !o->size || o->data == BD_NONE)
 		return 0;
-	ns_obj_path(o, p, sizeof(p));
+	pack_ns_obj_path(o, p, sizeof(p));
 	if (o->tails)
 		return emit_tails(b, o, p, err);
 	if (o->data == BD_DEFERRED) {
 		uint64_t dense = file_bytes(b, o), got;
 
-		rc = twig_reserve(b, FMT_EXTENT40_UNIT_SIZE, err);
+		rc = pack_twig_reserve(b, FMT_EXTENT40_UNIT_SIZE, err);
 		if (!rc)
-			rc = data_deferred_extents(b, o, p, err);
+			rc = pack_data_deferred_extents(b, o, p, err);
 		got = file_bytes(b, o);
 		if (!rc && got != dense)
-			rc = leaf_patch_u64(b, o->sd_leaf, o->sd_off, got, err);
+			rc = pack_leaf_patch_u64(b, o->sd_leaf, o->sd_off, got,
+						 err);
 	}
 	fmt_key_body(&k, o->locality, o->ordering, o->oid, 0);
-	return rc ? rc : twig_add_extent(b, &k, o->ext, o->next, err);
+	return rc ? rc : pack_twig_add_extent(b, &k, o->ext, o->next, err);
 }
 
 static int emit_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
@@ -415,16 +419,22 @@ static uint64_t estimate_upper(struct r4_build *b)
 	return total + total / 50 + 2;
 }
 
-int items_build(struct r4_build *b, struct r4_error *err)
+/* Leaves and deferred data are written behind, on another thread. */
+int pack_items_build(struct r4_build *b, struct r4_error *err)
 {
-	int rc = assign_oids(b, err);
+	int rc = assign_oids(b, err), rc2;
 
 	if (!rc)
-		alloc_reserve_area(b, estimate_upper(b));
-
+		rc = pack_spool_seal(b, err);
 	if (!rc)
-		rc = emit_sd(b, b->root, err);
+		pack_alloc_reserve_area(b, estimate_upper(b));
+	if (!rc)
+		rc = pack_async_begin(b, err);
+	if (rc)
+		return rc;
+	rc = emit_sd(b, b->root, err);
 	for (struct bobj *d = b->root; !rc && d; d = d->qnext)
 		rc = emit_dir(b, d, err);
-	return rc;
+	rc2 = pack_async_end(b, rc ? NULL : err);
+	return rc ? rc : rc2;
 }

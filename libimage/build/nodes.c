@@ -18,7 +18,7 @@
 #include "../tree/nodebuf.h"
 #include "format/endian.h"
 
-int tree_init(struct r4_build *b, struct r4_error *err)
+int pack_tree_init(struct r4_build *b, struct r4_error *err)
 {
 	for (unsigned l = 1; l <= FMT_NODE_MAX_LEVEL; l++) {
 		b->lv[l].node = malloc(b->bs);
@@ -28,10 +28,11 @@ int tree_init(struct r4_build *b, struct r4_error *err)
 	return 0;
 }
 
-void tree_fini(struct r4_build *b)
+void pack_tree_fini(struct r4_build *b)
 {
 	free(b->leafblk);
 	b->leafblk = NULL;
+	pack_spool_fini(b);
 	for (unsigned l = 1; l <= FMT_NODE_MAX_LEVEL; l++) {
 		free(b->lv[l].node);
 		b->lv[l].node = NULL;
@@ -111,7 +112,7 @@ static int note_leaf(struct r4_build *b, uint64_t seq, uint64_t blk,
 	return 0;
 }
 
-int leaf_patch_u64(struct r4_build *b, uint64_t seq, uint32_t off,
+int pack_leaf_patch_u64(struct r4_build *b, uint64_t seq, uint32_t off,
 		   uint64_t val, struct r4_error *err)
 {
 	struct blevel *lv = &b->lv[FMT_NODE_LEAF_LEVEL];
@@ -130,7 +131,9 @@ int leaf_patch_u64(struct r4_build *b, uint64_t seq, uint32_t off,
 		fmt_node_stamp(p, b->bs);
 		return 0;
 	}
-	rc = io_read(b->m.dev, b->scratch, b->bs, blk * b->bs, err);
+	rc = pack_img_wait(b, err);
+	if (!rc)
+		rc = io_read(b->m.dev, b->scratch, b->bs, blk * b->bs, err);
 	if (rc)
 		return rc;
 	put_le64(b->scratch + off, val);
@@ -148,11 +151,11 @@ static int node_close(struct r4_build *b, unsigned level,
 
 	rc = level_reserve(b, level + 1, sizeof(ptr), err);
 	if (!rc && level == FMT_NODE_LEAF_LEVEL)
-		rc = alloc_run(b, 1, &lv->blk, &got, err);
+		rc = pack_alloc_run(b, 1, &lv->blk, &got, err);
 	if (!rc && level == FMT_NODE_LEAF_LEVEL)
 		rc = note_leaf(b, lv->count - 1, lv->blk, err);
 	if (!rc && level > FMT_NODE_LEAF_LEVEL)
-		rc = upper_keep(b, level, lv->node, &lv->blk, err);
+		rc = pack_upper_keep(b, level, lv->node, &lv->blk, err);
 	if (rc)
 		return rc;
 	fmt_nodeptr40_encode(lv->blk, ptr);
@@ -167,10 +170,10 @@ static int node_close(struct r4_build *b, unsigned level,
 	if (level > FMT_NODE_LEAF_LEVEL)
 		return 0;
 	fmt_node_stamp(lv->node, b->bs);
-	return img_write(b, lv->blk, lv->node, err);
+	return pack_img_write(b, lv->blk, lv->node, err);
 }
 
-size_t leaf_room(struct r4_build *b)
+size_t pack_leaf_room(struct r4_build *b)
 {
 	if (!b->lv[1].open)
 		return b->bs - fmt_node_header_size(b->m.sb.node_pid) -
@@ -178,12 +181,12 @@ size_t leaf_room(struct r4_build *b)
 	return node_free_for_item(b->lv[1].node, b->bs, b->pol);
 }
 
-int leaf_close(struct r4_build *b, struct r4_error *err)
+int pack_leaf_close(struct r4_build *b, struct r4_error *err)
 {
 	return b->lv[1].open ? node_close(b, 1, err) : 0;
 }
 
-int leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
+int pack_leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
 	     size_t len, uint8_t **body, struct r4_error *err)
 {
 	int rc = level_reserve(b, 1, len, err);
@@ -193,14 +196,14 @@ int leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
 	return level_append(b, 1, k, pid, NULL, len, body, err);
 }
 
-int twig_reserve(struct r4_build *b, size_t len, struct r4_error *err)
+int pack_twig_reserve(struct r4_build *b, size_t len, struct r4_error *err)
 {
-	int rc = leaf_close(b, err);
+	int rc = pack_leaf_close(b, err);
 
 	return rc ? rc : level_reserve(b, 2, len, err);
 }
 
-int twig_add_extent(struct r4_build *b, const struct fmt_key *k,
+int pack_twig_add_extent(struct r4_build *b, const struct fmt_key *k,
 		    const struct bext *u, size_t n, struct r4_error *err)
 {
 	struct fmt_key key = *k;
@@ -208,7 +211,7 @@ int twig_add_extent(struct r4_build *b, const struct fmt_key *k,
 
 	while (n) {
 		size_t room, m;
-		int rc = twig_reserve(b, FMT_EXTENT40_UNIT_SIZE, err);
+		int rc = pack_twig_reserve(b, FMT_EXTENT40_UNIT_SIZE, err);
 
 		if (rc)
 			return rc;
@@ -233,10 +236,10 @@ int twig_add_extent(struct r4_build *b, const struct fmt_key *k,
 	return 0;
 }
 
-int tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
+int pack_tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
 		struct r4_error *err)
 {
-	int rc = leaf_close(b, err);
+	int rc = pack_leaf_close(b, err);
 
 	for (unsigned l = FMT_NODE_TWIG_LEVEL; !rc && l <= b->top; l++) {
 		struct blevel *lv = &b->lv[l];
@@ -248,8 +251,10 @@ int tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
 			b->nodes++;
 			b->twigs += l == FMT_NODE_TWIG_LEVEL;
 			*height = l;
-			rc = upper_keep(b, l, lv->node, &lv->blk, err);
-			return rc ? rc : upper_place(b, lv->blk, root, err);
+			rc = pack_upper_keep(b, l, lv->node, &lv->blk, err);
+			if (!rc)
+				rc = pack_upper_place(b, lv->blk, root, err);
+			return rc;
 		}
 		rc = node_close(b, l, err);
 	}

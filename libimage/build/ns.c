@@ -102,7 +102,7 @@ static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 	struct bent *e;
 	size_t h;
 
-	if (b->hcount >= b->hsize && grow_hash(b))
+	if (b->hcount * 2 >= b->hsize && grow_hash(b))
 		return NULL;
 	e = calloc(1, sizeof(*e) + n + 1);
 	if (!e)
@@ -122,7 +122,7 @@ static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 	return e;
 }
 
-int ns_init(struct r4_build *b, struct r4_error *err)
+int pack_ns_init(struct r4_build *b, struct r4_error *err)
 {
 	b->hsize = 4096;
 	b->htab = calloc(b->hsize, sizeof(*b->htab));
@@ -136,7 +136,7 @@ int ns_init(struct r4_build *b, struct r4_error *err)
 	return 0;
 }
 
-void ns_fini(struct r4_build *b)
+void pack_ns_fini(struct r4_build *b)
 {
 	for (size_t i = 0; b->htab && i < b->hsize; i++) {
 		struct bent *e = b->htab[i], *next;
@@ -148,6 +148,9 @@ void ns_fini(struct r4_build *b)
 	}
 	free(b->htab);
 	b->htab = NULL;
+	free(b->wc_path);
+	b->wc_path = NULL;
+	b->wc_n = 0;
 	for (size_t i = 0; i < b->nobj; i++) {
 		free(b->objs[i]->target);
 		free(b->objs[i]->ext);
@@ -174,7 +177,7 @@ static const char *path_up(const struct bent *e, char *buf, size_t len,
 	return buf;
 }
 
-const char *ns_path(const struct bent *e, char *buf, size_t len)
+const char *pack_ns_path(const struct bent *e, char *buf, size_t len)
 {
 	size_t pos = 0;
 
@@ -182,9 +185,9 @@ const char *ns_path(const struct bent *e, char *buf, size_t len)
 	return path_up(e, buf, len, &pos);
 }
 
-const char *ns_obj_path(const struct bobj *o, char *buf, size_t len)
+const char *pack_ns_obj_path(const struct bobj *o, char *buf, size_t len)
 {
-	return o->primary ? ns_path(o->primary, buf, len) : ".";
+	return o->primary ? pack_ns_path(o->primary, buf, len) : ".";
 }
 
 /* Next path component of *p: skips "/" runs and "." components.
@@ -211,19 +214,57 @@ static long next_comp(const char **p, const char **comp)
 	return (long)n;
 }
 
+/* Bytes path and the cached path have in common. */
+static size_t wc_common(const struct r4_build *b, const char *path)
+{
+	size_t i = 0;
+
+	if (!b->wc_n)
+		return 0;
+	while (path[i] && path[i] == b->wc_path[i])
+		i++;
+	return i;
+}
+
+/* Remember path's directories for the next walk (archives list a
+ * directory's names together). */
+static void wc_save(struct r4_build *b, const char *path, size_t k,
+		    const size_t *end, struct bobj *const *dir)
+{
+	size_t len = strlen(path) + 1;
+
+	b->wc_n = 0;
+	if (len > b->wc_cap) {
+		char *t = realloc(b->wc_path, len);
+
+		if (!t)
+			return;
+		b->wc_path = t;
+		b->wc_cap = len;
+	}
+	memcpy(b->wc_path, path, len);
+	memcpy(b->wc_end, end, k * sizeof(*end));
+	memcpy(b->wc_dir, dir, k * sizeof(*dir));
+	b->wc_n = k;
+}
+
 /* Walk to the directory holding the last component of path, making
  * missing directories; *name / *nlen: the last component (nlen 0 for
- * the root itself). */
+ * the root itself). A component that ends before the bytes path shares
+ * with the previous walk's path is the same directory (names are only
+ * replaced through pack_ns_add, which forgets the cache). */
 static int walk(struct r4_build *b, const char *path, int create,
 		struct bobj **dir, const char **name, size_t *nlen,
 		struct r4_error *err)
 {
-	struct bobj *d = b->root;
+	struct bobj *d = b->root, *dirs[32];
 	const char *p = path, *c, *nc;
 	long n = next_comp(&p, &c), nn;
+	size_t same = wc_common(b, path), k = 0, ends[32];
 
-	for (; n > 0; n = nn, c = nc) {
+	for (; n > 0; n = nn, c = nc, k++) {
 		struct bent *e;
+		size_t end = (size_t)(c + n - path);
 
 		nn = next_comp(&p, &nc);
 		if (nn == 0)
@@ -233,30 +274,41 @@ static int walk(struct r4_build *b, const char *path, int create,
 				       path);
 		if (n > BUILD_MAX_NAME)
 			break;
-		e = lookup(b, d, c, (size_t)n);
-		if (!e && !create)
-			return R4_ENOTFOUND;
-		if (!e) {
-			struct bobj *o = new_obj(b, R4_ENT_DIR);
+		if (k < b->wc_n && end < same && b->wc_end[k] == end) {
+			d = b->wc_dir[k];
+		} else {
+			e = lookup(b, d, c, (size_t)n);
+			if (!e && !create)
+				return R4_ENOTFOUND;
+			if (!e) {
+				struct bobj *o = new_obj(b, R4_ENT_DIR);
 
-			if (!o || !(e = new_ent(b, d, c, (size_t)n, o)))
-				return r4_fail(err, -ENOMEM, "out of memory");
-			o->mode = 0755;
-			o->uid = b->root->uid;
-			o->gid = b->root->gid;
-			o->atime = o->mtime = o->ctime = b->m.now;
+				if (!o || !(e = new_ent(b, d, c, (size_t)n, o)))
+					return r4_fail(err, -ENOMEM,
+						       "out of memory");
+				o->mode = 0755;
+				o->uid = b->root->uid;
+				o->gid = b->root->gid;
+				o->atime = o->mtime = o->ctime = b->m.now;
+			}
+			if (e->obj->type != R4_ENT_DIR)
+				return r4_fail(err, R4_EINVAL, "%s: '%.*s' on "
+					       "its way is not a directory",
+					       path, (int)(c + n - path), path);
+			d = e->obj;
 		}
-		if (e->obj->type != R4_ENT_DIR)
-			return r4_fail(err, R4_EINVAL, "%s: '%.*s' on its "
-				       "way is not a directory", path,
-				       (int)(c + n - path), path);
-		d = e->obj;
+		if (k < 32) {
+			ends[k] = end;
+			dirs[k] = d;
+		}
 	}
 	if (n < 0)
 		return r4_fail(err, R4_EINVAL, "%s: '..' in a path", path);
 	if (n > BUILD_MAX_NAME)
 		return r4_fail(err, R4_EINVAL, "%s: a name is longer than %d "
 			       "bytes", path, BUILD_MAX_NAME);
+	if (create)
+		wc_save(b, path, k < 32 ? k : 32, ends, dirs);
 	*dir = d;
 	*name = c;
 	*nlen = (size_t)n;
@@ -305,8 +357,8 @@ static int check_entry(struct r4_build *b, const struct r4_entry *e,
 				       "a target", e->path);
 		if (strlen(e->target) > max_target)
 			return r4_fail(err, R4_ERANGE, "%s: symlink target "
-				       "of %zu bytes is longer than %zu", e->path,
-				       strlen(e->target), max_target);
+				       "of %zu bytes is longer than %zu",
+				       e->path, strlen(e->target), max_target);
 		return 0;
 	case R4_ENT_HARDLINK:
 		if (!e->target || !*e->target)
@@ -396,7 +448,7 @@ static int link_target(struct r4_build *b, const struct r4_entry *e,
 	return 0;
 }
 
-int ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
+int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err)
 {
 	struct bobj *d, *o = NULL;
@@ -407,7 +459,7 @@ int ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 
 	*obj = NULL;
 	if (!rc && e->type == R4_ENT_HARDLINK)
-		rc = link_target(b, e, &o, err);	/* before making parents */
+		rc = link_target(b, e, &o, err);	/* before any mkdir */
 	if (!rc)
 		rc = walk(b, e->path, 1, &d, &name, &n, err);
 	if (rc)
@@ -432,8 +484,10 @@ int ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		if (rc)
 			return rc;
 	}
-	if (old)
+	if (old) {
 		old->obj = o;
+		b->wc_n = 0;	/* the cached directories may be gone */
+	}
 	else if (!new_ent(b, d, name, n, o))
 		return r4_fail(err, -ENOMEM, "out of memory");
 	if (e->type == R4_ENT_REG && e->data)

@@ -15,7 +15,7 @@
 #include "../err.h"
 #include "format/endian.h"
 
-int upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
+int pack_upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
 	       uint64_t *id, struct r4_error *err)
 {
 	uint8_t *copy;
@@ -42,7 +42,7 @@ int upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
 	return 0;
 }
 
-void upper_fini(struct r4_build *b)
+void pack_upper_fini(struct r4_build *b)
 {
 	for (size_t i = 0; i < b->ninodes; i++)
 		free(b->inode[i]);
@@ -62,7 +62,7 @@ static int give_blocks(struct r4_build *b, uint64_t *pos, struct r4_error *err)
 
 	next = b->res_start + b->res_len - n;
 	if (in_area)
-		rc = alloc_mark(b, next, n, err);
+		rc = pack_alloc_mark(b, next, n, err);
 	for (unsigned l = FMT_NODE_MAX_LEVEL; !rc && l >= FMT_NODE_TWIG_LEVEL;
 	     l--) {
 		for (size_t i = 0; !rc && i < n; i++) {
@@ -71,7 +71,7 @@ static int give_blocks(struct r4_build *b, uint64_t *pos, struct r4_error *err)
 			if (in_area)
 				pos[i] = next++;
 			else
-				rc = alloc_run(b, 1, &pos[i], &got, err);
+				rc = pack_alloc_run(b, 1, &pos[i], &got, err);
 		}
 	}
 	return rc;
@@ -105,7 +105,7 @@ static int fix_pointers(struct r4_build *b, uint8_t *node, const uint64_t *pos,
 	return 0;
 }
 
-int upper_place(struct r4_build *b, uint64_t root_id, uint64_t *root,
+int pack_upper_place(struct r4_build *b, uint64_t root_id, uint64_t *root,
 		struct r4_error *err)
 {
 	uint64_t *pos = calloc(b->ninodes, sizeof(*pos));
@@ -124,7 +124,7 @@ int upper_place(struct r4_build *b, uint64_t root_id, uint64_t *root,
 				order[k++] = i;
 	for (size_t i = 0; !rc && i < k; i++) {
 		fmt_node_stamp(b->inode[order[i]], b->bs);
-		rc = img_write(b, pos[order[i]], b->inode[order[i]], err);
+		rc = pack_img_write(b, pos[order[i]], b->inode[order[i]], err);
 	}
 	if (!rc)
 		*root = pos[root_id];

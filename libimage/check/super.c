@@ -64,10 +64,9 @@ static void check_journal(struct chk *c)
 		chk_problem(c, R4_CHK_JOURNAL, fmt_blk_journal_header(c->bs),
 			    -1, NULL, "journal holds an unreplayed transaction "
 			    "(last committed tx head at block %llu, last "
-			    "flushed %llu); the blocks below are checked as "
-			    "they are before replay; replay it by mounting "
-			    "or with fsck.reiser4 (r4fsck replay is not "
-			    "implemented yet)",
+			    "flushed %llu) that could not be read through; "
+			    "the blocks below are checked as they are before "
+			    "replay; run r4fsck without --check to replay it",
 			    (unsigned long long)jh->last_committed_tx,
 			    (unsigned long long)jf->last_flushed_tx);
 	}

@@ -168,8 +168,36 @@ void io_cache_put(struct io_cache *c, struct io_block *b)
 {
 	if (!b || b->ref == 0)
 		return;
-	if (--b->ref == 0 && !b->dirty)
+	if (--b->ref == 0 && b->orphan) {
+		free(b->data);
+		free(b);
+		return;
+	}
+	if (b->ref == 0 && !b->dirty)
 		lru_push(c, b);
+}
+
+void io_cache_clean(struct io_cache *c, struct io_block *b)
+{
+	if (!b->dirty)
+		return;
+	b->dirty = 0;
+	if (b->ref == 0 && !b->orphan)
+		lru_push(c, b);
+}
+
+void io_cache_discard(struct io_cache *c, struct io_block *b)
+{
+	if (!b || b->orphan)
+		return;
+	hash_remove(c, b);
+	lru_unlink(c, b);
+	c->count--;
+	b->dirty = 0;
+	b->orphan = 1;
+	if (b->ref == 0)
+		b->ref = 1;
+	io_cache_put(c, b);
 }
 
 void io_cache_dirty(struct io_cache *c, struct io_block *b)
@@ -177,6 +205,20 @@ void io_cache_dirty(struct io_cache *c, struct io_block *b)
 	if (!b->dirty && b->ref == 0)
 		lru_unlink(c, b);
 	b->dirty = 1;
+}
+
+void io_cache_forget(struct io_cache *c, uint64_t nr)
+{
+	struct io_block *b = lookup(c, nr);
+
+	if (!b)
+		return;
+	if (b->ref == 0) {
+		block_free(c, b);
+		return;
+	}
+	b->ref++;
+	io_cache_discard(c, b);
 }
 
 static int cmp_block(const void *a, const void *b)

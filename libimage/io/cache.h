@@ -15,6 +15,7 @@ struct io_block {
 	uint8_t *data;
 	unsigned ref;
 	unsigned dirty : 1;
+	unsigned orphan : 1;	/* discarded while pinned: freed at last put */
 	struct io_block *hnext;			/* hash chain */
 	struct io_block *lru_prev, *lru_next;	/* unreferenced, clean */
 };
@@ -45,6 +46,17 @@ int io_cache_new(struct io_cache *c, uint64_t nr, struct io_block **out,
 		 struct r4_error *err);
 void io_cache_put(struct io_cache *c, struct io_block *b);
 void io_cache_dirty(struct io_cache *c, struct io_block *b);
+
+/* The block's bytes are on disk now (a transaction wrote them). */
+void io_cache_clean(struct io_cache *c, struct io_block *b);
+/* Forget a pinned block's bytes (a transaction aborted): it leaves the
+ * cache at once, so the next get reads the disk; the caller's pin is
+ * dropped (other pins stay valid until their puts). */
+void io_cache_discard(struct io_cache *c, struct io_block *b);
+
+/* Drop block nr from the cache if present (its disk bytes changed
+ * behind the cache); a pinned copy becomes an orphan. */
+void io_cache_forget(struct io_cache *c, uint64_t nr);
 
 /* Write every dirty block, in block order; the blocks become clean. */
 int io_cache_flush(struct io_cache *c, struct r4_error *err);

@@ -13,6 +13,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "dev.h"
+#include "fault.h"
 #include "../err.h"
 
 struct file_priv {
@@ -280,6 +281,17 @@ int io_open(const char *path, unsigned flags, struct io_dev **out,
 	dev->priv = p;
 	dev->ops = &file_ops;
 	dev->readonly = !(flags & IO_RDWR);
+	if (!dev->readonly) {
+		rc = io_fault_maybe_attach(dev, err);
+		if (rc) {
+			dev->ops->close(dev);
+			free(dev->path);
+			free(dev);
+			if (made)
+				unlink(path);
+			return rc;
+		}
+	}
 	if (created)
 		*created = made;
 	*out = dev;
@@ -300,8 +312,104 @@ void io_close(struct io_dev *dev)
 	if (!dev)
 		return;
 	dev->ops->close(dev);
+	free(dev->remap_from);
+	free(dev->remap_to);
 	free(dev->path);
 	free(dev);
+}
+
+struct pair {
+	uint64_t from, to;
+	size_t seq;
+};
+
+static int cmp_pair(const void *a, const void *b)
+{
+	const struct pair *x = a, *y = b;
+
+	if (x->from != y->from)
+		return x->from < y->from ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int io_set_remap(struct io_dev *dev, uint32_t blksize, const uint64_t *from,
+		 const uint64_t *to, size_t n, struct r4_error *err)
+{
+	struct pair *v = NULL;
+	size_t i, k = 0;
+
+	free(dev->remap_from);
+	free(dev->remap_to);
+	dev->remap_from = dev->remap_to = NULL;
+	dev->nremap = 0;
+	if (!n)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	dev->remap_from = malloc(n * sizeof(uint64_t));
+	dev->remap_to = malloc(n * sizeof(uint64_t));
+	if (!v || !dev->remap_from || !dev->remap_to) {
+		free(v);
+		io_set_remap(dev, blksize, NULL, NULL, 0, NULL);
+		return r4_fail(err, -ENOMEM, "%s: out of memory", dev->path);
+	}
+	for (i = 0; i < n; i++)
+		v[i] = (struct pair){ from[i], to[i], i };
+	qsort(v, n, sizeof(*v), cmp_pair);
+	for (i = 0; i < n; i++) {	/* keep the last pair of each block */
+		if (i + 1 < n && v[i + 1].from == v[i].from)
+			continue;
+		dev->remap_from[k] = v[i].from;
+		dev->remap_to[k++] = v[i].to;
+	}
+	free(v);
+	dev->nremap = k;
+	dev->remap_bs = blksize;
+	return 0;
+}
+
+static int remap_lookup(const struct io_dev *dev, uint64_t blk,
+			uint64_t *to)
+{
+	size_t lo = 0, hi = dev->nremap;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (dev->remap_from[mid] == blk) {
+			*to = dev->remap_to[mid];
+			return 1;
+		}
+		if (dev->remap_from[mid] < blk)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* A read split at block boundaries, each piece from its remapped block. */
+static int remapped_pread(struct io_dev *dev, uint8_t *buf, size_t len,
+			  uint64_t off)
+{
+	uint32_t bs = dev->remap_bs;
+
+	while (len > 0) {
+		uint64_t blk = off / bs, to, src = off;
+		size_t piece = bs - (size_t)(off % bs);
+		int rc;
+
+		if (piece > len)
+			piece = len;
+		if (remap_lookup(dev, blk, &to))
+			src = to * bs + off % bs;
+		rc = dev->ops->pread(dev, buf, piece, src);
+		if (rc)
+			return rc;
+		buf += piece;
+		off += piece;
+		len -= piece;
+	}
+	return 0;
 }
 
 int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
@@ -315,7 +423,10 @@ int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
 			       "bytes): image truncated?", dev->path, len,
 			       (unsigned long long)off,
 			       (unsigned long long)dev->size);
-	rc = dev->ops->pread(dev, buf, len, off);
+	if (dev->nremap)
+		rc = remapped_pread(dev, buf, len, off);
+	else
+		rc = dev->ops->pread(dev, buf, len, off);
 	dev->reads++;
 	dev->bytes_read += len;
 	if (rc)

@@ -2,7 +2,8 @@
 /* r4kit: device access. The only code that touches file descriptors.
  * A device is an image file or a block device behind a small table of
  * operations, so test backends (fault injection, tracing) can stand in
- * for the real one under the same calls. */
+ * for the real one under the same calls. A device opened read-write is
+ * wrapped by the fault backend when R4_FAULT is set (io/fault.h). */
 #ifndef R4_LIBIMAGE_IO_DEV_H
 #define R4_LIBIMAGE_IO_DEV_H
 
@@ -31,6 +32,11 @@ struct io_dev {
 	int readonly;
 	int is_blkdev;
 	uint64_t reads, writes, bytes_read, bytes_written, syncs;
+	/* Read redirection (journal overlay): reads of block from[i] are
+	 * served from block to[i]; from[] sorted. */
+	uint32_t remap_bs;
+	size_t nremap;
+	uint64_t *remap_from, *remap_to;
 };
 
 enum io_open_flags {
@@ -53,6 +59,13 @@ int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
 int io_write(struct io_dev *dev, const void *buf, size_t len, uint64_t off,
 	     struct r4_error *err);
 int io_sync(struct io_dev *dev, struct r4_error *err);
+/* Serve reads of block from[i] (of blksize bytes) from block to[i]
+ * instead, so a read-only reader sees a journal's committed blocks; the
+ * arrays are copied (a later pair for the same block wins). n = 0 ends
+ * the redirection. Writes are not redirected. */
+int io_set_remap(struct io_dev *dev, uint32_t blksize, const uint64_t *from,
+		 const uint64_t *to, size_t n, struct r4_error *err);
+
 /* Set the size of an image file (sparse growth); refused for devices. */
 int io_resize(struct io_dev *dev, uint64_t size, struct r4_error *err);
 

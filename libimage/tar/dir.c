@@ -151,6 +151,7 @@ struct dir_walk {
 	struct tar_map inodes;	/* (dev, ino) -> first path */
 	char path[PATH_MAX];	/* host path */
 	size_t root_len;	/* host prefix, without the '/' after it */
+	int stream;		/* transactions: read file data now */
 };
 
 static int name_cmp(const void *a, const void *b)
@@ -272,6 +273,26 @@ static char *read_target(const struct dir_walk *w, const struct stat *st)
 static int walk(struct dir_walk *w, size_t len, unsigned depth,
 		struct r4_error *err);
 
+/* Give e to the sink; a transaction takes a regular file's data now. */
+static int walk_add(struct dir_walk *w, struct r4_entry *e,
+		    struct r4_error *err)
+{
+	void *ctx = NULL;
+	int rc;
+
+	if (!w->stream || e->type != R4_ENT_REG)
+		return tar_sink_add(&w->sink, e, err);
+	w->path[w->root_len] = '\0';
+	rc = dir_data_open(w->path, e->path, &e->data, &ctx, err);
+	w->path[w->root_len] = '/';
+	if (rc)
+		return rc;
+	e->data_ctx = ctx;
+	rc = tar_sink_add(&w->sink, e, err);
+	dir_data_close(ctx);
+	return rc;
+}
+
 /* The object at w->path (len bytes), relative name rel. */
 static int walk_one(struct dir_walk *w, size_t len, unsigned depth,
 		    struct r4_error *err)
@@ -306,7 +327,7 @@ static int walk_one(struct dir_walk *w, size_t len, unsigned depth,
 			       w->path, strerror(errno ? errno : EIO));
 	if (hard_link(w, &st, &e, rel))
 		return r4_fail(err, -ENOMEM, "%s: out of memory", w->path);
-	rc = tar_sink_add(&w->sink, &e, err);
+	rc = walk_add(w, &e, err);
 	free(target);
 	if (!rc && e.type == R4_ENT_DIR)
 		rc = walk(w, len, depth + 1, err);
@@ -340,29 +361,60 @@ static int walk(struct dir_walk *w, size_t len, unsigned depth,
 	return rc;
 }
 
-int r4_pack_from_dir(struct r4_build *b, const char *dir,
-		     const struct r4_archive_opts *o, struct r4_error *err)
+/* A walk of dir; the caller sets up w->sink. */
+static struct dir_walk *walk_new(const char *dir, struct r4_error *err)
 {
 	struct dir_walk *w = calloc(1, sizeof(*w));
 	size_t len = strlen(dir);
-	int rc;
 
-	if (!w)
-		return r4_fail(err, -ENOMEM, "%s: out of memory", dir);
+	if (!w) {
+		r4_fail(err, -ENOMEM, "%s: out of memory", dir);
+		return NULL;
+	}
 	while (len > 1 && dir[len - 1] == '/')
 		len--;
 	if (len >= sizeof(w->path)) {
 		free(w);
-		return r4_fail(err, -ENAMETOOLONG, "%s: path too long", dir);
+		r4_fail(err, -ENAMETOOLONG, "%s: path too long", dir);
+		return NULL;
 	}
 	memcpy(w->path, dir, len);
 	w->path[len] = '\0';
 	w->root_len = len;
-	tar_sink_init(&w->sink, b, o, dir);
 	tar_map_init(&w->inodes);
-	rc = walk_one(w, len, 0, err);
+	return w;
+}
+
+static int walk_run(struct dir_walk *w, struct r4_error *err)
+{
+	size_t len = w->root_len;
+	int rc = walk_one(w, len, 0, err);
+
 	tar_map_free(&w->inodes);
 	tar_sink_free(&w->sink);
 	free(w);
 	return rc;
+}
+
+int r4_add_from_dir(struct r4_txn *t, struct r4_vol *vol, const char *dir,
+		    const struct r4_archive_opts *o, struct r4_error *err)
+{
+	struct dir_walk *w = walk_new(dir, err);
+
+	if (!w)
+		return err && err->code ? err->code : -ENOMEM;
+	tar_sink_init_txn(&w->sink, t, vol, o, dir);
+	w->stream = 1;
+	return walk_run(w, err);
+}
+
+int r4_pack_from_dir(struct r4_build *b, const char *dir,
+		     const struct r4_archive_opts *o, struct r4_error *err)
+{
+	struct dir_walk *w = walk_new(dir, err);
+
+	if (!w)
+		return err && err->code ? err->code : -ENOMEM;
+	tar_sink_init(&w->sink, b, o, dir);
+	return walk_run(w, err);
 }

@@ -7,7 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 #include "../err.h"
+#include "../build/build.h"
 #include "tar.h"
+
+/* Bytes read from the archive file at a time. */
+#define ARC_BLOCK (1 << 20)
 
 struct arc_data {
 	struct archive *a;
@@ -162,9 +166,9 @@ static struct archive *arc_open(const char *path, struct r4_error *err)
 	archive_read_support_format_all(a);
 	archive_read_support_filter_all(a);
 	if (!strcmp(path, "-"))
-		r = archive_read_open_fd(a, 0, 1 << 16);
+		r = archive_read_open_fd(a, 0, ARC_BLOCK);
 	else
-		r = archive_read_open_filename(a, path, 1 << 16);
+		r = archive_read_open_filename(a, path, ARC_BLOCK);
 	if (r != ARCHIVE_OK) {
 		int e = archive_errno(a);
 
@@ -214,11 +218,38 @@ int r4_pack_from_archive(struct r4_build *b, const char *path,
 {
 	struct tar_sink s;
 	struct archive *a;
-	int rc;
+	int rc, rc2;
 
 	if (!(a = arc_open(path, err)))
 		return err && err->code ? err->code : -EIO;
 	tar_sink_init(&s, b, o, strcmp(path, "-") ? path : "standard input");
+	/* the image is written behind while the archive is read */
+	rc = pack_async_begin(b, err);
+	if (!rc)
+		rc = arc_loop(&s, a, err);
+	rc2 = pack_async_end(b, rc ? NULL : err);
+	if (!rc && rc2) {
+		b->failed = 1;
+		rc = rc2;
+	}
+	tar_sink_free(&s);
+	archive_read_free(a);
+	return rc;
+}
+
+/* r4pack add: the archive's entries into a transaction on vol. */
+int r4_add_from_archive(struct r4_txn *t, struct r4_vol *vol,
+			const char *path, const struct r4_archive_opts *o,
+			struct r4_error *err)
+{
+	struct tar_sink s;
+	struct archive *a;
+	int rc;
+
+	if (!(a = arc_open(path, err)))
+		return err && err->code ? err->code : -EIO;
+	tar_sink_init_txn(&s, t, vol, o, strcmp(path, "-") ? path :
+			  "standard input");
 	rc = arc_loop(&s, a, err);
 	tar_sink_free(&s);
 	archive_read_free(a);

@@ -4,11 +4,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include "r4/edit.h"
 #include "../err.h"
 #include "tar.h"
 
 /* types map value for a path left out by --exclude. */
 #define TAR_EXCLUDED 100
+/* types map value for a path looked up in the volume and not there. */
+#define TAR_ABSENT 101
 
 void tar_sink_init(struct tar_sink *s, struct r4_build *b,
 		   const struct r4_archive_opts *o, const char *source)
@@ -19,6 +23,15 @@ void tar_sink_init(struct tar_sink *s, struct r4_build *b,
 	s->source = source;
 	tar_map_init(&s->types);
 	tar_map_init(&s->links);
+}
+
+void tar_sink_init_txn(struct tar_sink *s, struct r4_txn *t,
+		       struct r4_vol *vol, const struct r4_archive_opts *o,
+		       const char *source)
+{
+	tar_sink_init(s, NULL, o, source);
+	s->txn = t;
+	s->vol = vol;
 }
 
 void tar_sink_free(struct tar_sink *s)
@@ -36,11 +49,79 @@ static int skip(struct tar_sink *s)
 	return 0;
 }
 
-static int type_at(const struct tar_sink *s, const char *path, size_t len)
+static int image_type(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFDIR: return R4_ENT_DIR;
+	case S_IFLNK: return R4_ENT_SYMLINK;
+	case S_IFCHR: return R4_ENT_CHR;
+	case S_IFBLK: return R4_ENT_BLK;
+	case S_IFIFO: return R4_ENT_FIFO;
+	case S_IFSOCK: return R4_ENT_SOCK;
+	default: return R4_ENT_REG;
+	}
+}
+
+/* The type of path in the volume (transactions), remembered. */
+static int lookup_type(struct tar_sink *s, const char *path, size_t len)
+{
+	struct r4_error tmp = { 0, "" };
+	struct r4_objref ref;
+	struct r4_stat st;
+	char *p = malloc(len + 2);
+	int t = TAR_ABSENT;
+
+	if (!p)
+		return -1;
+	p[0] = '/';
+	memcpy(p + 1, path, len);
+	p[len + 1] = '\0';
+	if (!r4_lookup(s->vol, p, &ref, &tmp) &&
+	    !r4_stat(s->vol, &ref, &st, &tmp))
+		t = image_type(st.mode);
+	free(p);
+	tar_map_put(&s->types, path, len, t, NULL);
+	return t == TAR_ABSENT ? -1 : t;
+}
+
+static int type_at(struct tar_sink *s, const char *path, size_t len)
 {
 	const struct tar_map_ent *m = tar_map_get(&s->types, path, len);
 
-	return m ? m->val : -1;
+	if (m)
+		return m->val == TAR_ABSENT ? -1 : m->val;
+	return s->vol ? lookup_type(s, path, len) : -1;
+}
+
+/* The root entry of a transaction: its attributes go to "/". */
+static int txn_root(struct tar_sink *s, const struct r4_entry *e,
+		    struct r4_error *err)
+{
+	struct r4_attr a = { 0 };
+
+	a.mode = S_IFDIR | (e->mode & 07777);
+	a.uid = e->uid;
+	a.gid = e->gid;
+	a.atime = e->atime;
+	a.mtime = e->mtime;
+	a.ctime = e->ctime;
+	a.atime_ns = e->atime_ns;
+	a.mtime_ns = e->mtime_ns;
+	a.ctime_ns = e->ctime_ns;
+	return r4_setattr(s->txn, "/", &a, R4_ATTR_MODE | R4_ATTR_UID |
+			  R4_ATTR_GID | R4_ATTR_ATIME | R4_ATTR_MTIME |
+			  R4_ATTR_CTIME, err);
+}
+
+/* Hand a checked entry to the build or the transaction. */
+static int put(struct tar_sink *s, const struct r4_entry *e,
+	       struct r4_error *err)
+{
+	if (!s->txn)
+		return r4_build_add(s->build, e, err);
+	if (!*e->path)
+		return txn_root(s, e, err);
+	return r4_txn_add_entry(s->txn, e, err);
 }
 
 /* Refuse paths under a symlink or a non-directory already in the image. */
@@ -159,7 +240,7 @@ static int link_data(struct tar_sink *s, struct r4_entry *e, int type,
 	t.path = e->target;
 	t.type = R4_ENT_REG;
 	t.target = NULL;
-	rc = r4_build_add(s->build, &t, err);
+	rc = put(s, &t, err);
 	t.type = R4_ENT_HARDLINK;
 	t.target = e->target;
 	t.data = NULL;
@@ -170,7 +251,7 @@ static int link_data(struct tar_sink *s, struct r4_entry *e, int type,
 		if (!m->key || !m->str || strcmp(m->str, e->target))
 			continue;
 		t.path = m->key;
-		rc = r4_build_add(s->build, &t, err);
+		rc = put(s, &t, err);
 	}
 	e->data = NULL;
 	e->data_ctx = NULL;
@@ -205,7 +286,7 @@ static int sink_add(struct tar_sink *s, struct r4_entry *e, const char *raw,
 	if (e->type == R4_ENT_HARDLINK && e->data)
 		rc = link_data(s, e, type, err);
 	if (!rc)
-		rc = r4_build_add(s->build, e, err);
+		rc = put(s, e, err);
 	if (!rc && (e->type == R4_ENT_HARDLINK ||
 		    tar_map_get(&s->links, path, strlen(path))) &&
 	    tar_map_put(&s->links, path, strlen(path), 0,
@@ -219,8 +300,11 @@ static int sink_add(struct tar_sink *s, struct r4_entry *e, const char *raw,
 			       raw);
 	if (record(s, path, type))
 		return r4_fail(err, -ENOMEM, "%s: out of memory", s->source);
-	if (s->opts->stats)
+	if (s->opts->stats) {
 		s->opts->stats->entries++;
+		if (e->type == R4_ENT_REG)
+			s->opts->stats->bytes += e->size;
+	}
 	if (s->opts->entry)
 		s->opts->entry(s->opts->cb_ctx, *path ? path : ".");
 	return 0;

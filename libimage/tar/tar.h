@@ -2,7 +2,8 @@
 /* r4kit: internals of the archive layer (libimage/tar): a byte-keyed
  * hash map, path cleaning, and the sink every source feeds: it cleans
  * paths, applies exclusion, ownership and time options, keeps the image
- * safe (no writes through symlinks) and calls r4_build_add. */
+ * safe (no writes through symlinks) and calls r4_build_add (a new
+ * volume) or r4_txn_add_entry (a transaction on an existing one). */
 #ifndef R4_LIBIMAGE_TAR_H
 #define R4_LIBIMAGE_TAR_H
 
@@ -59,7 +60,9 @@ void tar_warn(const struct r4_archive_opts *o, const char *fmt, ...)
 /* ---- The sink ------------------------------------------------------------ */
 
 struct tar_sink {
-	struct r4_build *build;
+	struct r4_build *build;	/* either a build ... */
+	struct r4_txn *txn;	/* ... or a transaction on vol */
+	struct r4_vol *vol;
 	const struct r4_archive_opts *opts;
 	const char *source;	/* archive or directory name, for messages */
 	struct tar_map types;	/* path in the image -> R4_ENT_* (final) */
@@ -69,6 +72,12 @@ struct tar_sink {
 
 void tar_sink_init(struct tar_sink *s, struct r4_build *b,
 		   const struct r4_archive_opts *o, const char *source);
+/* The same sink over a transaction: paths not seen in the source yet
+ * are looked up in the volume (so an existing symlink or file is not
+ * written through), and the root entry ("") sets the root's attributes. */
+void tar_sink_init_txn(struct tar_sink *s, struct r4_txn *t,
+		       struct r4_vol *vol, const struct r4_archive_opts *o,
+		       const char *source);
 void tar_sink_free(struct tar_sink *s);
 /* Add entry e whose path (and, for hard links, target) are raw names
  * from the source: cleaned, checked, mapped, then added. Returns 0 when

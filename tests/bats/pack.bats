@@ -76,9 +76,11 @@ tarball() {
 	[ "$status" -eq 2 ]
 	run r4pack create --bogus a b
 	[ "$status" -eq 2 ]
-	run r4pack add x y
+	run r4pack add onlyone
+	[ "$status" -eq 2 ]
+	run r4pack add "$T/missing.img" "$T/missing-src"
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"not implemented yet: needs the transaction engine"* ]]
+	[[ "$output" == *"missing"* ]]
 }
 
 @test "create from a pax tarball: every entry type, fsck clean, manifest equal" {

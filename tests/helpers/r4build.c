@@ -290,8 +290,9 @@ int main(int argc, char **argv)
 	r4_build_opts_init(&o);
 	o.source = &src;
 	if (parse(argc, argv, &o)) {
-		fprintf(stderr, "usage: r4build [-s] [-o TYPE=PLUGIN]... [-S "
-			"SIZE] [-U UUID] [-L LABEL] [-F FREE%%] IMAGE SRCDIR\n");
+		fprintf(stderr, "usage: r4build [-s] [-o TYPE=PLUGIN]... "
+			"[-S SIZE] [-U UUID] [-L LABEL] [-F FREE%%] IMAGE "
+			"SRCDIR\n");
 		return 2;
 	}
 	src_root = argv[optind + 1];

@@ -1,0 +1,95 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# r4pack add of FILES small files (default 10,000) into a populated image
+# in one transaction, against r4pack create of the same files, medians of
+# RUNS runs (default 3) in the same run; then what the transaction writes
+# (one run under strace): total bytes written to the image per byte of
+# new file data, the blocks written once (relocate set: new nodes, file
+# data, log), and the overwrite set: blocks written twice, once as the
+# wandered copy in the log and once at home (found by their content).
+#   bench/add.sh [BUILD_DIR] [RUNS] [FILES]
+set -eu
+build=${1:-.}
+runs=${2:-3}
+nfiles=${3:-10000}
+for t in python3 strace bc; do
+	command -v $t >/dev/null || { echo "$t not installed"; exit 1; }
+done
+dir=$(mktemp -d "${TMPDIR:-/tmp}/r4bench.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+now() { date +%s.%N; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+timeit() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }; t1=$(now); echo "$t1 - $t0" | bc -l; }
+
+echo "making a populated image (2,000 files) and $nfiles new small files ..."
+python3 - "$dir/base" "$dir/new" "$nfiles" <<'PY'
+import os, random, sys
+base, new, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+random.seed(7)
+def mk(root, name, size):
+    os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+    with open(os.path.join(root, name), "wb") as f:
+        f.write(os.urandom(size))
+for i in range(2000):
+    mk(base, "d%02d/old-%05d" % (i % 20, i), random.choice([100, 1000, 3000, 9000, 30000]))
+for i in range(n):
+    # a tenth replaces files of the image, the rest are new
+    if i % 10 == 0 and i // 10 < 2000:
+        j = i // 10
+        mk(new, "d%02d/old-%05d" % (j % 20, j), random.randint(0, 4000))
+    else:
+        mk(new, "n%02d/f-%06d" % (i % 50, i), random.randint(0, 4000))
+PY
+"$build/cmd/r4pack" create -q --free 512M "$dir/base" "$dir/base.img"
+newbytes=$(find "$dir/new" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+
+: >"$dir/add.t"; : >"$dir/create.t"
+for i in $(seq "$runs"); do
+	cp --sparse=always "$dir/base.img" "$dir/a.img"
+	sync
+	timeit "$build/cmd/r4pack" add -q "$dir/a.img" "$dir/new" >>"$dir/add.t"
+	rm -f "$dir/c.img"
+	timeit "$build/cmd/r4pack" create -q "$dir/new" "$dir/c.img" >>"$dir/create.t"
+done
+"$build/cmd/r4fsck" --check -q "$dir/a.img" >/dev/null || { echo "the added image is not clean"; exit 1; }
+ta=$(median <"$dir/add.t"); tc=$(median <"$dir/create.t")
+printf 'r4pack add of %d files (%d bytes) into a 2,000-file image, one transaction, median of %d: %.2f s\n' \
+	"$nfiles" "$newbytes" "$runs" "$ta"
+printf 'r4pack create of the same files, median of %d: %.2f s (add/create = %.2f)\n' \
+	"$runs" "$tc" "$(echo "$ta / $tc" | bc -l)"
+
+cp --sparse=always "$dir/base.img" "$dir/a.img"
+strace -e trace=openat,pwrite64,pwritev,pwritev2,write -e signal=none -x -s 96 \
+	-o "$dir/trace" "$build/cmd/r4pack" add -q "$dir/a.img" "$dir/new" >/dev/null
+python3 - "$dir/trace" "$dir/a.img" "$newbytes" <<'PY'
+import re, sys, collections
+trace, img, newbytes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fd = None
+per_off = collections.Counter()
+by_content = collections.defaultdict(set)
+total = calls = 0
+for line in open(trace):
+    m = re.search(r'openat\(AT_FDCWD, "([^"]*)", O_RDWR[^)]*\) = (\d+)', line)
+    if m and m.group(1) == img:
+        fd = m.group(2)
+        continue
+    m = re.match(r'pwrite64\((\d+), "(.*?)"(?:\.\.\.)?, (\d+), (\d+)\) = (\d+)', line)
+    if not m or m.group(1) != fd:
+        continue
+    n, off = int(m.group(5)), int(m.group(4))
+    total += n
+    calls += 1
+    for b in range(off // 4096, (off + n + 4095) // 4096):
+        per_off[b] += 1
+    if n == 4096:
+        by_content[m.group(2)].add(off // 4096)
+once = sum(1 for c in per_off.values() if c == 1)
+again = sum(1 for c in per_off.values() if c > 1)
+ow = sum(1 for s in by_content.values() if len(s) > 1)
+print("bytes written to the image: %d in %d writes = %.2f bytes per byte of new file data"
+      % (total, calls, total / max(newbytes, 1)))
+print("blocks written: %d distinct; %d once, %d at the same place more than once"
+      % (len(per_off), once, again))
+print("overwrite set (same block content written at two places: wandered copy + home): %d blocks"
+      % ow)
+PY

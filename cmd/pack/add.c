@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4pack add: add or replace the entries of an archive or a directory
+ * in an existing image, as one transaction (all or nothing). */
+#include "config.h"
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "r4/edit.h"
+#include "pack.h"
+
+enum { OPT_ADD_EXCLUDE = 200 };
+
+static int opt_json;
+
+static struct poptOption add_options[] = {
+	{ "exclude", '\0', POPT_ARG_STRING, NULL, OPT_ADD_EXCLUDE,
+	  "leave out entries matching PATTERN (repeatable)", "PATTERN" },
+	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
+	  "print the summary as JSON", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
+	  "Ownership and times:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
+	  "Common options:", NULL },
+	POPT_AUTOHELP
+	POPT_TABLEEND
+};
+
+struct add_job {
+	const char *image, *source;
+	int is_dir;
+	struct r4_archive_opts ao;
+	struct r4_archive_stats stats;
+	struct r4_super_info before, after;
+};
+
+static int parse_loop(poptContext ctx, struct r4_archive_opts *ao)
+{
+	struct r4_error err = { 0 };
+	int rc;
+
+	while ((rc = poptGetNextOpt(ctx)) > 0) {
+		char *arg = poptGetOptArg(ctx);	/* ours to free */
+		int own = pack_owner_opt(rc, arg, ao), bad = own < 0;
+
+		if (!own && rc == OPT_ADD_EXCLUDE &&
+		    r4_archive_add_exclude(ao, arg, &err)) {
+			r4cmd_error(&err, "--exclude", err.code);
+			bad = 1;
+		}
+		free(arg);
+		if (bad)
+			return EXIT_USAGE;
+	}
+	if (rc < -1)
+		return r4cmd_popt_error(ctx, rc, EXIT_USAGE);
+	return EXIT_OK;
+}
+
+static int args(poptContext ctx, struct add_job *j)
+{
+	struct stat st;
+
+	j->image = poptGetArg(ctx);
+	j->source = poptGetArg(ctx);
+	if (!j->source || !j->image || poptPeekArg(ctx)) {
+		r4cmd_errorf("add takes an IMAGE and a SOURCE");
+		fprintf(stderr, "Usage: %s add [OPTION...] IMAGE SOURCE\n",
+			r4cmd_prog);
+		return EXIT_USAGE;
+	}
+	if (strcmp(j->source, "-")) {
+		if (stat(j->source, &st)) {
+			r4cmd_errorf("%s: %s", j->source, strerror(errno));
+			return EXIT_FAILED;
+		}
+		j->is_dir = S_ISDIR(st.st_mode);
+	}
+	return EXIT_OK;
+}
+
+/* One transaction: every entry, then commit; any failure aborts. */
+static int add_txn(struct add_job *j, struct r4_vol *vol)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t = NULL;
+	int rc;
+
+	if (r4_txn_begin(vol, &t, &err)) {
+		r4cmd_error(&err, j->image, err.code);
+		return EXIT_FAILED;
+	}
+	rc = j->is_dir ? r4_add_from_dir(t, vol, j->source, &j->ao, &err)
+		       : r4_add_from_archive(t, vol, j->source, &j->ao, &err);
+	if (rc) {
+		r4_txn_abort(t);
+		r4cmd_error(&err, j->source, rc);
+		r4cmd_errorf("%s: nothing was changed", j->image);
+		return EXIT_FAILED;
+	}
+	if (r4_txn_commit(t, &err)) {
+		r4cmd_error(&err, j->image, err.code);
+		r4cmd_errorf("%s: nothing was changed", j->image);
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
+static int run(struct add_job *j)
+{
+	struct r4_error err = { 0 };
+	struct r4_vol *vol = NULL;
+	int rc;
+
+	if (r4_vol_open(j->image, R4_OPEN_RDWR, &vol, &err)) {
+		r4cmd_error(&err, j->image, err.code);
+		return EXIT_FAILED;
+	}
+	r4_vol_super(vol, &j->before);
+	rc = add_txn(j, vol);
+	r4_vol_super(vol, &j->after);
+	if (r4_vol_close(vol, &err) && !rc) {
+		r4cmd_error(&err, j->image, err.code);
+		rc = EXIT_FAILED;
+	}
+	return rc;
+}
+
+static void summary(const struct add_job *j)
+{
+	if (opt_json) {
+		printf("{\"image\": ");
+		r4cmd_json_str(j->image, strlen(j->image));
+		printf(", \"source\": ");
+		r4cmd_json_str(j->source, strlen(j->source));
+		printf(", \"entries\": %" PRIu64 ", \"skipped\": %" PRIu64
+		       ", \"bytes\": %" PRIu64 ", \"files_before\": %" PRIu64
+		       ", \"files_after\": %" PRIu64 ", \"block_count\": %"
+		       PRIu64 ", \"free_blocks_before\": %" PRIu64
+		       ", \"free_blocks\": %" PRIu64 "}\n", j->stats.entries,
+		       j->stats.skipped, j->stats.bytes, j->before.file_count,
+		       j->after.file_count, j->after.block_count,
+		       j->before.free_blocks, j->after.free_blocks);
+	} else if (!r4cmd_quiet) {
+		printf("%s: added %" PRIu64 " entries (%" PRIu64 " skipped), %"
+		       PRIu64 " bytes to %s: %" PRIu64 " blocks free (was %"
+		       PRIu64 ")\n", r4cmd_prog, j->stats.entries,
+		       j->stats.skipped, j->stats.bytes, j->image,
+		       j->after.free_blocks, j->before.free_blocks);
+	}
+}
+
+int pack_add(int argc, const char **argv)
+{
+	struct add_job j = { 0 };
+	poptContext ctx;
+	int rc;
+
+	r4_archive_opts_init(&j.ao);
+	j.ao.warn = pack_warn;
+	j.ao.stats = &j.stats;
+	ctx = poptGetContext("r4pack add", argc, argv, add_options, 0);
+	poptSetOtherOptionHelp(ctx, "[OPTION...] IMAGE SOURCE");
+	rc = parse_loop(ctx, &j.ao);
+	if (!rc && r4cmd_show_version) {
+		r4cmd_print_version();
+		goto out;
+	}
+	if (!rc)
+		rc = pack_owner_finish(&j.ao, 1);
+	if (!rc)
+		rc = args(ctx, &j);
+	if (!rc) {
+		pack_list_to_stderr = opt_json;
+		j.ao.entry = r4cmd_verbose ? pack_entry : NULL;
+		rc = run(&j);
+	}
+	if (!rc)
+		summary(&j);
+out:
+	r4_archive_opts_free(&j.ao);
+	poptFreeContext(ctx);
+	return rc;
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: changing an existing volume. Every change happens inside a
+ * transaction: begin, any number of operations, commit. The volume is
+ * either entirely as before or entirely as after, whatever happens
+ * (crash, kill, power cut) in between; many files can change in one
+ * transaction. Paths are absolute ("/a/b"). */
+#ifndef R4_EDIT_H
+#define R4_EDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/r4.h"
+#include "r4/pack.h"
+
+struct r4_txn;
+
+/* Needs a volume opened with R4_OPEN_RDWR (which replays the journal). */
+int r4_txn_begin(struct r4_vol *vol, struct r4_txn **out,
+		 struct r4_error *err);
+int r4_txn_commit(struct r4_txn *t, struct r4_error *err);
+/* Forget every change of the transaction. Accepts NULL. */
+void r4_txn_abort(struct r4_txn *t);
+
+/* Attributes of a new object, or the ones r4_setattr changes. */
+struct r4_attr {
+	uint32_t mode;		/* type bits and permissions */
+	uint32_t uid, gid;
+	int64_t atime, mtime, ctime;
+	uint32_t atime_ns, mtime_ns, ctime_ns;
+	uint32_t rdev_major, rdev_minor;
+};
+
+enum r4_attr_mask {
+	R4_ATTR_MODE = 1, R4_ATTR_UID = 2, R4_ATTR_GID = 4,
+	R4_ATTR_ATIME = 8, R4_ATTR_MTIME = 16, R4_ATTR_CTIME = 32
+};
+
+int r4_mkdir(struct r4_txn *t, const char *path, const struct r4_attr *a,
+	     struct r4_error *err);
+/* A regular file with its data (data may be NULL: empty); an existing
+ * file at path is replaced (its old data freed), as tar would. */
+int r4_create(struct r4_txn *t, const char *path, const struct r4_attr *a,
+	      uint64_t size, r4_data_fn data, void *ctx,
+	      struct r4_error *err);
+int r4_symlink(struct r4_txn *t, const char *path, const char *target,
+	       const struct r4_attr *a, struct r4_error *err);
+/* Character or block device, fifo or socket, by a->mode's type bits. */
+int r4_mknod(struct r4_txn *t, const char *path, const struct r4_attr *a,
+	     struct r4_error *err);
+int r4_link(struct r4_txn *t, const char *existing, const char *path,
+	    struct r4_error *err);
+/* Remove a name of a non-directory; the object goes with its last name. */
+int r4_unlink(struct r4_txn *t, const char *path, struct r4_error *err);
+/* Remove an empty directory. */
+int r4_rmdir(struct r4_txn *t, const char *path, struct r4_error *err);
+/* Remove a directory and everything below it (rm -r). */
+int r4_remove_tree(struct r4_txn *t, const char *path,
+		   struct r4_error *err);
+/* Rename; an existing non-directory (or empty directory) at 'to' is
+ * replaced, as rename(2). */
+int r4_rename(struct r4_txn *t, const char *from, const char *to,
+	      struct r4_error *err);
+int r4_setattr(struct r4_txn *t, const char *path, const struct r4_attr *a,
+	       unsigned mask, struct r4_error *err);
+/* Change a regular file's size: shorter frees blocks, longer adds a
+ * hole. */
+int r4_truncate(struct r4_txn *t, const char *path, uint64_t size,
+		struct r4_error *err);
+
+/* Add or replace the entries of a build source in an existing volume,
+ * as one transaction (r4pack add): the same r4_entry stream that
+ * r4_build_add takes. */
+int r4_txn_add_entry(struct r4_txn *t, const struct r4_entry *e,
+		     struct r4_error *err);
+
+#endif

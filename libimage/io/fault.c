@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the fault-injection backend (see fault.h). */
+#include "config.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fault.h"
+#include "../err.h"
+
+struct held {			/* a write held until the next sync */
+	uint64_t off;
+	size_t len;
+	uint8_t *data;
+};
+
+struct fault_priv {
+	struct io_dev lower;	/* the wrapped backend */
+	struct io_fault_spec spec;
+	uint64_t writes, syncs;
+	int cut, fired;
+	struct held *held;
+	size_t nheld, capheld;
+};
+
+static struct io_fault_spec armed;
+static int armed_set;
+static struct io_fault_stats last;
+
+int io_fault_parse(const char *s, struct io_fault_spec *out)
+{
+	static const struct { const char *name; enum io_fault_mode m; } t[] = {
+		{ "fail-write=", IO_FAULT_FAIL_WRITE },
+		{ "cut-after=", IO_FAULT_CUT_AFTER },
+		{ "torn-write=", IO_FAULT_TORN_WRITE },
+		{ "drop-unsynced=", IO_FAULT_DROP_UNSYNCED }
+	};
+	char *end;
+
+	memset(out, 0, sizeof(*out));
+	if (!strcmp(s, "count")) {
+		out->mode = IO_FAULT_COUNT;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		size_t l = strlen(t[i].name);
+
+		if (strncmp(s, t[i].name, l))
+			continue;
+		errno = 0;
+		out->n = strtoull(s + l, &end, 10);
+		if (errno || end == s + l || *end || out->n == 0)
+			return R4_EINVAL;
+		out->mode = t[i].m;
+		return 0;
+	}
+	return R4_EINVAL;
+}
+
+void io_fault_arm(const struct io_fault_spec *spec)
+{
+	armed = *spec;
+	armed_set = spec->mode != IO_FAULT_NONE;
+}
+
+void io_fault_last_stats(struct io_fault_stats *out)
+{
+	*out = last;
+}
+
+static void note(struct fault_priv *p)
+{
+	last.writes = p->writes;
+	last.syncs = p->syncs;
+	last.fired = p->fired;
+}
+
+static void held_drop(struct fault_priv *p)
+{
+	for (size_t i = 0; i < p->nheld; i++)
+		free(p->held[i].data);
+	p->nheld = 0;
+}
+
+static int held_flush(struct fault_priv *p)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < p->nheld && !rc; i++)
+		rc = p->lower.ops->pwrite(&p->lower, p->held[i].data,
+					  p->held[i].len, p->held[i].off);
+	held_drop(p);
+	return rc;
+}
+
+static int held_add(struct fault_priv *p, const void *buf, size_t len,
+		    uint64_t off)
+{
+	struct held *h;
+
+	if (p->nheld == p->capheld) {
+		size_t cap = p->capheld ? p->capheld * 2 : 64;
+
+		h = realloc(p->held, cap * sizeof(*h));
+		if (!h)
+			return -ENOMEM;
+		p->held = h;
+		p->capheld = cap;
+	}
+	h = &p->held[p->nheld];
+	h->data = malloc(len);
+	if (!h->data)
+		return -ENOMEM;
+	memcpy(h->data, buf, len);
+	h->off = off;
+	h->len = len;
+	p->nheld++;
+	return 0;
+}
+
+/* Reads see the held writes, oldest first. */
+static int fault_pread(struct io_dev *dev, void *buf, size_t len,
+		       uint64_t off)
+{
+	struct fault_priv *p = dev->priv;
+	int rc = p->lower.ops->pread(&p->lower, buf, len, off);
+
+	for (size_t i = 0; !rc && i < p->nheld; i++) {
+		const struct held *h = &p->held[i];
+		uint64_t lo = off > h->off ? off : h->off;
+		uint64_t hi = off + len < h->off + h->len ? off + len :
+			      h->off + h->len;
+
+		if (lo < hi)
+			memcpy((uint8_t *)buf + (lo - off),
+			       h->data + (lo - h->off), (size_t)(hi - lo));
+	}
+	return rc;
+}
+
+static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
+			uint64_t off)
+{
+	struct fault_priv *p = dev->priv;
+	uint64_t n = ++p->writes;
+	int rc;
+
+	note(p);
+	if (p->cut)
+		return 0;
+	switch (p->spec.mode) {
+	case IO_FAULT_FAIL_WRITE:
+		if (n == p->spec.n) {
+			p->fired = 1;
+			note(p);
+			return -EIO;
+		}
+		break;
+	case IO_FAULT_TORN_WRITE:
+		if (n == p->spec.n) {
+			p->cut = p->fired = 1;
+			note(p);
+			return p->lower.ops->pwrite(&p->lower, buf, len / 2,
+						    off);
+		}
+		break;
+	case IO_FAULT_DROP_UNSYNCED:
+		rc = held_add(p, buf, len, off);
+		if (!rc && n == p->spec.n) {
+			held_drop(p);
+			p->cut = p->fired = 1;
+			note(p);
+		}
+		return rc;
+	default:
+		break;
+	}
+	rc = p->lower.ops->pwrite(&p->lower, buf, len, off);
+	if (p->spec.mode == IO_FAULT_CUT_AFTER && n == p->spec.n) {
+		p->cut = p->fired = 1;
+		note(p);
+	}
+	return rc;
+}
+
+static int fault_sync(struct io_dev *dev)
+{
+	struct fault_priv *p = dev->priv;
+	int rc;
+
+	p->syncs++;
+	note(p);
+	if (p->cut)
+		return 0;
+	rc = held_flush(p);
+	return rc ? rc : p->lower.ops->sync(&p->lower);
+}
+
+static int fault_resize(struct io_dev *dev, uint64_t size)
+{
+	struct fault_priv *p = dev->priv;
+	int rc = p->lower.ops->resize(&p->lower, size);
+
+	if (!rc)
+		dev->size = size;
+	return rc;
+}
+
+static void report(const struct fault_priv *p)
+{
+	const char *path = getenv("R4_FAULT_REPORT");
+	FILE *f;
+
+	if (!path || !*path)
+		return;
+	f = fopen(path, "a");
+	if (!f)
+		return;
+	fprintf(f, "writes=%llu syncs=%llu cut=%d\n",
+		(unsigned long long)p->writes, (unsigned long long)p->syncs,
+		p->fired);
+	fclose(f);
+}
+
+/* Without a cut, held writes reach the disk at close (as the page cache
+ * would write them eventually). */
+static void fault_close(struct io_dev *dev)
+{
+	struct fault_priv *p = dev->priv;
+
+	if (!p->cut)
+		held_flush(p);
+	held_drop(p);
+	free(p->held);
+	note(p);
+	report(p);
+	p->lower.ops->close(&p->lower);
+	free(p);
+}
+
+static const struct io_ops fault_ops = {
+	.pread = fault_pread, .pwrite = fault_pwrite, .sync = fault_sync,
+	.resize = fault_resize, .close = fault_close
+};
+
+int io_fault_maybe_attach(struct io_dev *dev, struct r4_error *err)
+{
+	struct io_fault_spec spec = armed;
+	const char *env = getenv("R4_FAULT");
+	struct fault_priv *p;
+
+	if (!armed_set) {
+		if (!env || !*env)
+			return 0;
+		if (io_fault_parse(env, &spec))
+			return r4_fail(err, R4_EINVAL, "R4_FAULT='%s': expected "
+				       "count, fail-write=N, cut-after=N, "
+				       "torn-write=N or drop-unsynced=N", env);
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return r4_fail(err, -ENOMEM, "%s: out of memory", dev->path);
+	p->lower = *dev;
+	p->spec = spec;
+	dev->ops = &fault_ops;
+	dev->priv = p;
+	memset(&last, 0, sizeof(last));
+	return 0;
+}

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: r4_txn_add_entry: one r4pack entry into an existing volume
+ * (create or replace; existing directories get their attributes; missing
+ * parents are made with mode 0755). */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "edit_int.h"
+#include "../volume.h"
+#include "../err.h"
+#include "format/plugin.h"
+
+#define ADD_MAX_DEPTH 4096
+
+static void entry_attr(const struct r4_entry *e, uint32_t type,
+		       struct r4_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->mode = type | (e->mode & 07777);
+	a->uid = e->uid;
+	a->gid = e->gid;
+	a->atime = e->atime;
+	a->mtime = e->mtime;
+	a->ctime = e->ctime;
+	a->atime_ns = e->atime_ns;
+	a->mtime_ns = e->mtime_ns;
+	a->ctime_ns = e->ctime_ns;
+	a->rdev_major = e->rdev_major;
+	a->rdev_minor = e->rdev_minor;
+}
+
+/* Walk "a/b/c" making missing directories; d = the last one's parent,
+ * name and len the last component. */
+static int add_parents(struct r4_txn *x, const char *path, struct obj_dir *d,
+		       const char **name, size_t *len, struct r4_error *err)
+{
+	struct r4_attr a = { .mode = S_IFDIR | 0755 };
+	struct r4_objref root, ref;
+	const char *p = path, *q;
+	int rc;
+
+	a.atime = a.mtime = a.ctime = x->now;
+	r4_root(x->vol, &root, err);
+	rc = obj_dir_open(x, &root, d, err);
+	for (unsigned depth = 0; !rc; depth++) {
+		while (*p == '/')
+			p++;
+		q = strchr(p, '/');
+		if (!q || !q[strspn(q, "/")])
+			break;
+		if (depth > ADD_MAX_DEPTH)
+			return r4_fail(err, R4_EINVAL, "%s: too deep", path);
+		if ((q - p == 1 && p[0] == '.') ||
+		    (q - p == 2 && !memcmp(p, "..", 2)))
+			return r4_fail(err, R4_EINVAL, "%s: '.' or '..' in "
+				       "the path", path);
+		rc = edit_find(x, d, p, (size_t)(q - p), &ref, err);
+		if (rc == R4_ENOTFOUND) {
+			rc = edit_mkdir_at(x, d, p, (size_t)(q - p), &a, err);
+			if (!rc)
+				rc = edit_find(x, d, p, (size_t)(q - p), &ref,
+					       err);
+		}
+		if (!rc)
+			rc = obj_dir_open(x, &ref, d, err);
+		p = q;
+	}
+	if (rc)
+		return rc;
+	*name = p;
+	*len = strcspn(p, "/");
+	if (!*len || *len > 255)
+		return r4_fail(err, R4_EINVAL, "%s: bad name", path);
+	return 0;
+}
+
+static int add_dir(struct r4_txn *x, const struct obj_dir *d,
+		   const char *name, size_t len, const struct r4_attr *a,
+		   struct r4_error *err)
+{
+	struct r4_objref ref;
+	struct obj_sd sd;
+	int rc = edit_find(x, d, name, len, &ref, err);
+
+	if (rc == R4_ENOTFOUND)
+		return edit_mkdir_at(x, d, name, len, a, err);
+	if (!rc)
+		rc = obj_sd_get(x->vol, &ref, &sd, err);
+	if (rc)
+		return rc;
+	if (sd.plugin == FMT_OBJ_DIR40) {
+		edit_apply_attr(&sd.st, a, R4_ATTR_MODE | R4_ATTR_UID |
+				R4_ATTR_GID | R4_ATTR_ATIME | R4_ATTR_MTIME |
+				R4_ATTR_CTIME);
+		rc = obj_sd_write(x, &ref, &sd.st, 0, err);
+		obj_sd_put(&sd);
+		return rc;
+	}
+	obj_sd_put(&sd);
+	rc = edit_unlink_at(x, d, name, len, err);
+	return rc ? rc : edit_mkdir_at(x, d, name, len, a, err);
+}
+
+/* Clear the way for a non-directory: an empty directory goes, a
+ * populated one is an error. */
+static int add_clear(struct r4_txn *x, const struct obj_dir *d,
+		     const char *name, size_t len, struct r4_error *err)
+{
+	struct r4_objref ref;
+	int rc = edit_find(x, d, name, len, &ref, err);
+
+	if (rc == R4_ENOTFOUND)
+		return 0;
+	return rc ? rc : edit_remove_any(x, d, name, len, 0, err);
+}
+
+static int add_link(struct r4_txn *x, const struct r4_entry *e,
+		    const struct obj_dir *d, const char *name, size_t len,
+		    struct r4_error *err)
+{
+	struct r4_objref src, cur;
+	size_t n = e->target ? strlen(e->target) : 0;
+	char *p = malloc(n + 2);
+	int rc;
+
+	if (!p)
+		return r4_fail(err, -ENOMEM, "out of memory");
+	p[0] = '/';
+	memcpy(p + 1, e->target ? e->target : "", n + 1);
+	rc = r4_lookup(x->vol, p, &src, err);
+	free(p);
+	if (rc)
+		return r4_fail_over(err, rc, "%s: hard link target \"%s\" not "
+				    "found", e->path, e->target ? e->target :
+				    "");
+	rc = edit_find(x, d, name, len, &cur, err);
+	if (!rc && cur.oid == src.oid)
+		return 0;
+	if (!rc)
+		rc = edit_remove_any(x, d, name, len, 0, err);
+	else if (rc == R4_ENOTFOUND)
+		rc = 0;
+	return rc ? rc : edit_link_at(x, &src, d, name, len, err);
+}
+
+static int add_special(struct r4_txn *x, const struct r4_entry *e,
+		       const struct obj_dir *d, const char *name, size_t len,
+		       const struct r4_attr *a, struct r4_error *err)
+{
+	struct fmt_stat st;
+	uint32_t type = a->mode & S_IFMT;
+	int rc = add_clear(x, d, name, len, err);
+
+	if (rc)
+		return rc;
+	edit_attr_stat(a, type, &st);
+	if (type == S_IFLNK) {
+		if (!e->target || !*e->target)
+			return r4_fail(err, R4_EINVAL, "%s: empty symlink "
+				       "target", e->path);
+		st.mask |= 1u << FMT_SDEXT_SYMLINK;
+		st.symlink = (const uint8_t *)e->target;
+		st.symlink_len = strlen(e->target);
+		st.size = st.symlink_len;
+	} else if (type == S_IFCHR || type == S_IFBLK) {
+		if (a->rdev_major >= 4096 || a->rdev_minor >= (1u << 20))
+			return r4_fail(err, R4_EINVAL, "%s: device %u:%u does "
+				       "not fit", e->path, a->rdev_major,
+				       a->rdev_minor);
+		st.rdev_or_bytes = (uint64_t)a->rdev_major << 20 |
+				   a->rdev_minor;
+	}
+	return edit_new(x, d, name, len, &st, NULL, NULL, NULL, err);
+}
+
+static uint32_t type_bits(enum r4_entry_type t)
+{
+	switch (t) {
+	case R4_ENT_DIR: return S_IFDIR;
+	case R4_ENT_SYMLINK: return S_IFLNK;
+	case R4_ENT_CHR: return S_IFCHR;
+	case R4_ENT_BLK: return S_IFBLK;
+	case R4_ENT_FIFO: return S_IFIFO;
+	case R4_ENT_SOCK: return S_IFSOCK;
+	default: return S_IFREG;
+	}
+}
+
+int r4_txn_add_entry(struct r4_txn *x, const struct r4_entry *e,
+		     struct r4_error *err)
+{
+	uint64_t mark = edit_mark(x);
+	struct r4_attr a;
+	struct obj_dir d;
+	const char *name = NULL;
+	size_t len = 0;
+	int rc = edit_check(x, err);
+
+	if (!rc && (!e->path || !*e->path))
+		rc = r4_fail(err, R4_EINVAL, "entry without a path");
+	if (!rc)
+		rc = add_parents(x, e->path, &d, &name, &len, err);
+	if (rc)
+		return edit_done(x, mark, rc);
+	entry_attr(e, type_bits(e->type), &a);
+	switch (e->type) {
+	case R4_ENT_DIR:
+		rc = add_dir(x, &d, name, len, &a, err);
+		break;
+	case R4_ENT_REG:
+		rc = edit_create_at(x, &d, name, len, &a, e->size, e->data,
+				    e->data_ctx, err);
+		break;
+	case R4_ENT_HARDLINK:
+		rc = add_link(x, e, &d, name, len, err);
+		break;
+	default:
+		rc = add_special(x, e, &d, name, len, &a, err);
+		break;
+	}
+	return edit_done(x, mark, rc);
+}

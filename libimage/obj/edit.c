@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: transactions and the object operations of r4/edit.h: create,
+ * mkdir, symlink, mknod, link, unlink, rmdir, remove_tree. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "write.h"
+#include "edit_int.h"
+#include "../volume.h"
+#include "../err.h"
+#include "../txn/txn.h"
+#include "format/plugin.h"
+
+/* ---- transactions ----------------------------------------------------- */
+
+static uint32_t edit_now(void)
+{
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+
+	if (sde && *sde)
+		return (uint32_t)strtoull(sde, NULL, 10);
+	return (uint32_t)time(NULL);
+}
+
+static int root_formatting(struct r4_vol *vol, struct r4_error *err)
+{
+	struct r4_error tmp = { 0, "" };
+	struct r4_objref root;
+	struct obj_sd sd;
+	int f = OBJ_DEFAULT_FORMATTING;
+
+	(void)err;
+	r4_root(vol, &root, &tmp);
+	if (!obj_sd_get(vol, &root, &sd, &tmp)) {
+		int p = obj_pset_find(&sd.st.pset, FMT_PSET_FORMATTING);
+
+		if (p >= 0)
+			f = p;
+		obj_sd_put(&sd);
+	}
+	return f;
+}
+
+int r4_txn_begin(struct r4_vol *vol, struct r4_txn **out,
+		 struct r4_error *err)
+{
+	struct r4_txn *x;
+	int rc;
+
+	*out = NULL;
+	if (!vol->dev || vol->dev->readonly || !(vol->flags & R4_OPEN_RDWR))
+		return r4_fail(err, -EROFS, "%s: opened read-only",
+			       obj_vol_name(vol));
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return r4_fail(err, -ENOMEM, "out of memory");
+	x->vol = vol;
+	x->root0 = vol->sb.root_block;
+	x->height0 = vol->sb.tree_height;
+	x->now = edit_now();
+	x->formatting = root_formatting(vol, err);
+	x->data_hint = vol->sb.root_block;
+	rc = txn_begin(vol, &x->t, err);
+	if (!rc)
+		rc = tree_mod_init(&x->mod, vol, x->t, err);
+	if (rc) {
+		r4_txn_abort(x);
+		return rc;
+	}
+	*out = x;
+	return 0;
+}
+
+int r4_txn_commit(struct r4_txn *x, struct r4_error *err)
+{
+	int rc;
+
+	if (x->failed) {
+		r4_txn_abort(x);
+		return r4_fail(err, R4_EINVAL, "an operation of the "
+			       "transaction failed half way: it was aborted");
+	}
+	rc = txn_commit(x->t, err);
+	x->t = NULL;
+	if (rc) {
+		x->vol->sb.root_block = x->root0;
+		x->vol->sb.tree_height = x->height0;
+	}
+	tree_mod_fini(&x->mod);
+	free(x);
+	return rc;
+}
+
+void r4_txn_abort(struct r4_txn *x)
+{
+	if (!x)
+		return;
+	txn_abort(x->t);
+	x->vol->sb.root_block = x->root0;
+	x->vol->sb.tree_height = x->height0;
+	tree_mod_fini(&x->mod);
+	free(x);
+}
+
+void edit_stats(const struct r4_txn *x, struct edit_stats *s)
+{
+	s->nodes_written = x->mod.st.nodes_written;
+	s->nodes_alloc = x->mod.st.nodes_alloc;
+	s->nodes_freed = x->mod.st.nodes_freed;
+	s->data_blocks = x->data_blocks;
+	s->nodes_dirty = x->mod.own.n;
+	s->height = x->mod.height;
+}
+
+/* Run op's changes: an error after the tree changed is sticky. */
+uint64_t edit_mark(const struct r4_txn *x)
+{
+	return x->mod.st.nodes_written + x->mod.st.nodes_freed +
+	       x->data_blocks;
+}
+
+int edit_done(struct r4_txn *x, uint64_t mark, int rc)
+{
+	if (rc && edit_mark(x) != mark)
+		x->failed = 1;
+	return rc;
+}
+
+int edit_check(struct r4_txn *x, struct r4_error *err)
+{
+	if (x->failed)
+		return r4_fail(err, R4_EINVAL, "an earlier operation of this "
+			       "transaction failed half way; abort it");
+	return 0;
+}
+
+/* ---- paths ------------------------------------------------------------ */
+
+int edit_split(struct r4_txn *x, const char *path, struct obj_dir *d,
+	       const char **name, size_t *len, struct r4_error *err)
+{
+	size_t n = path ? strlen(path) : 0, s;
+	struct r4_objref pref;
+	char *pp;
+	int rc;
+
+	if (!n || path[0] != '/')
+		return r4_fail(err, R4_EINVAL, "path \"%s\" is not absolute",
+			       path ? path : "(null)");
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	for (s = n; s > 0 && path[s - 1] != '/'; s--)
+		;
+	*name = path + s;
+	*len = n - s;
+	if (!*len || *len > 255 || (*len == 1 && path[s] == '.') ||
+	    (*len == 2 && !memcmp(path + s, "..", 2)))
+		return r4_fail(err, R4_EINVAL, "%s: bad last name", path);
+	pp = strndup(path, s ? s : 1);
+	if (!pp)
+		return r4_fail(err, -ENOMEM, "out of memory");
+	rc = r4_lookup(x->vol, pp, &pref, err);
+	free(pp);
+	if (!rc)
+		rc = obj_dir_open(x, &pref, d, err);
+	return rc;
+}
+
+/* 0 with *out when the name exists, R4_ENOTFOUND when not. */
+int edit_find(struct r4_txn *x, const struct obj_dir *d, const char *name,
+	      size_t len, struct r4_objref *out, struct r4_error *err)
+{
+	struct r4_error tmp = { 0, "" };
+	int rc = obj_dir_find(x->vol, d->ref.oid, name, len, d->hash,
+			      d->fibre, out, &tmp);
+
+	if (rc && rc != R4_ENOTFOUND)
+		return r4_fail(err, rc, "%s", tmp.msg);
+	return rc;
+}
+
+static size_t ebytes(const struct r4_txn *x, size_t len)
+{
+	return fmt_cde40_entry_bytes(x->vol->keypol,
+		fmt_entry_name_stored(x->vol->keypol, len) ? len : 0);
+}
+
+/* ---- new objects -------------------------------------------------------- */
+
+static uint32_t clamp_time(int64_t t)
+{
+	return t < 0 ? 0 : t > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+void edit_attr_stat(const struct r4_attr *a, uint32_t type,
+		    struct fmt_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->mask = 1u << FMT_SDEXT_LW | 1u << FMT_SDEXT_UNIX;
+	st->mode = (uint16_t)(type | (a->mode & 07777));
+	st->uid = a->uid;
+	st->gid = a->gid;
+	/* as the builder: out-of-range times are clamped, their ns dropped */
+	st->atime = clamp_time(a->atime);
+	st->mtime = clamp_time(a->mtime);
+	st->ctime = clamp_time(a->ctime);
+	st->atime_ns = st->atime == a->atime ? a->atime_ns : 0;
+	st->mtime_ns = st->mtime == a->mtime ? a->mtime_ns : 0;
+	st->ctime_ns = st->ctime == a->ctime ? a->ctime_ns : 0;
+	if (st->atime_ns || st->mtime_ns || st->ctime_ns)
+		st->mask |= 1u << FMT_SDEXT_LT;
+	st->nlink = 1;
+}
+
+/* A new object named name in d: its id, key, stat data (st, completed
+ * here) and entry; body(ctx) writes its body items first. */
+int edit_new(struct r4_txn *x, const struct obj_dir *d, const char *name,
+	     size_t len, struct fmt_stat *st, edit_body_fn body, void *ctx,
+	     struct r4_objref *out, struct r4_error *err)
+{
+	struct r4_objref ref;
+	struct fmt_key k;
+	int isdir = S_ISDIR(st->mode), rc;
+
+	rc = edit_find(x, d, name, len, &ref, err);
+	if (!rc)
+		return r4_fail(err, R4_EEXIST, "\"%.*s\" exists", (int)len,
+			       name);
+	if (rc != R4_ENOTFOUND)
+		return rc;
+	rc = fmt_key_entry(&k, x->vol->keypol, d->ref.oid, name, len,
+			   (unsigned)d->hash, (unsigned)d->fibre);
+	if (rc)
+		return r4_fail(err, rc, "cannot make the key of \"%.*s\"",
+			       (int)len, name);
+	ref.locality = d->ref.oid;
+	ref.ordering = x->vol->keypol == FMT_KEY_LARGE ? k.el[1] : 0;
+	ref.oid = txn_next_oid(x->t);
+	rc = body ? body(x, ctx, &ref, st, err) : 0;
+	if (!rc)
+		rc = obj_sd_write(x, &ref, st, 1, err);
+	if (!rc)
+		rc = obj_entry_add(x, d, name, len, &ref, err);
+	if (!rc)
+		rc = obj_dir_account(x, &d->ref, 1, (int64_t)ebytes(x, len),
+				     isdir, err);
+	if (!rc)
+		txn_add_files(x->t, 1);
+	if (!rc && out)
+		*out = ref;
+	return rc;
+}
+
+static int dir_body(struct r4_txn *x, void *ctx, const struct r4_objref *ref,
+		    struct fmt_stat *st, struct r4_error *err)
+{
+	const struct obj_dir *parent = ctx;
+	struct obj_dir nd = { *ref, parent->hash, parent->fibre };
+
+	st->nlink = 2;
+	st->size = 2;
+	st->rdev_or_bytes = ebytes(x, 1) + ebytes(x, 2);
+	return obj_dir_body(x, &nd, &parent->ref, err);
+}
+
+int edit_mkdir_at(struct r4_txn *x, const struct obj_dir *d, const char *name,
+		  size_t len, const struct r4_attr *a, struct r4_error *err)
+{
+	struct fmt_stat st;
+
+	edit_attr_stat(a, S_IFDIR, &st);
+	return edit_new(x, d, name, len, &st, dir_body, (void *)d, NULL, err);
+}
+
+int r4_mkdir(struct r4_txn *x, const char *path, const struct r4_attr *a,
+	     struct r4_error *err)
+{
+	uint64_t mark = edit_mark(x);
+	struct obj_dir d;
+	const char *name;
+	size_t len;
+	int rc = edit_check(x, err);
+
+	if (!rc)
+		rc = edit_split(x, path, &d, &name, &len, err);
+	if (!rc)
+		rc = edit_mkdir_at(x, &d, name, len, a, err);
+	return edit_done(x, mark, rc);
+}
+
+struct filebody {
+	uint64_t size;
+	r4_data_fn fn;
+	void *ctx;
+	const char *name;
+};
+
+static int file_body(struct r4_txn *x, void *ctx, const struct r4_objref *ref,
+		     struct fmt_stat *st, struct r4_error *err)
+{
+	struct filebody *f = ctx;
+	uint64_t bytes = 0;
+	int rc = obj_body_write(x, ref, f->size, f->fn, f->ctx, f->name,
+				&bytes, err);
+
+	st->size = f->size;
+	st->rdev_or_bytes = bytes;
+	return rc;
+}
+
+int edit_create_at(struct r4_txn *x, const struct obj_dir *d,
+		   const char *name, size_t len, const struct r4_attr *a,
+		   uint64_t size, r4_data_fn data, void *ctx,
+		   struct r4_error *err)
+{
+	struct filebody f = { size, data, ctx, name };
+	struct fmt_stat st;
+	struct r4_objref old;
+	int rc = edit_find(x, d, name, len, &old, err);
+
+	if (!rc)
+		rc = edit_remove_any(x, d, name, len, 0, err);
+	else if (rc == R4_ENOTFOUND)
+		rc = 0;
+	if (rc)
+		return rc;
+	edit_attr_stat(a, S_IFREG, &st);
+	return edit_new(x, d, name, len, &st, file_body, &f, NULL, err);
+}
+
+int r4_create(struct r4_txn *x, const char *path, const struct r4_attr *a,
+	      uint64_t size, r4_data_fn data, void *ctx,
+	      struct r4_error *err)
+{
+	uint64_t mark = edit_mark(x);
+	struct obj_dir d;
+	const char *name;
+	size_t len;
+	int rc = edit_check(x, err);
+
+	if (!rc)
+		rc = edit_split(x, path, &d, &name, &len, err);
+	if (!rc)
+		rc = edit_create_at(x, &d, name, len, a, size, data, ctx, err);
+	return edit_done(x, mark, rc);
+}
+
+int r4_symlink(struct r4_txn *x, const char *path, const char *target,
+	       const struct r4_attr *a, struct r4_error *err)
+{
+	uint64_t mark = edit_mark(x);
+	struct fmt_stat st;
+	struct obj_dir d;
+	const char *name;
+	size_t len;
+	int rc = edit_check(x, err);
+
+	if (!rc && (!target || !*target))
+		rc = r4_fail(err, R4_EINVAL, "%s: empty symlink target", path);
+	if (!rc)
+		rc = edit_split(x, path, &d, &name, &len, err);
+	if (rc)
+		return rc;
+	edit_attr_stat(a, S_IFLNK, &st);
+	st.mode = (uint16_t)(S_IFLNK | 0777);
+	st.mask |= 1u << FMT_SDEXT_SYMLINK;
+	st.symlink = (const uint8_t *)target;
+	st.symlink_len = strlen(target);
+	st.size = st.symlink_len;
+	st.rdev_or_bytes = 0;	/* what fsck.reiser4 expects */
+	rc = edit_new(x, &d, name, len, &st, NULL, NULL, NULL, err);
+	return edit_done(x, mark, rc);
+}
+
+int r4_mknod(struct r4_txn *x, const char *path, const struct r4_attr *a,
+	     struct r4_error *err)
+{
+	uint32_t type = a->mode & S_IFMT;
+	uint64_t mark = edit_mark(x);
+	struct fmt_stat st;
+	struct obj_dir d;
+	const char *name;
+	size_t len;
+	int rc = edit_check(x, err);
+
+	if (!rc && type != S_IFCHR && type != S_IFBLK && type != S_IFIFO &&
+	    type != S_IFSOCK)
+		rc = r4_fail(err, R4_EINVAL, "%s: mode %o is not a device, "
+			     "fifo or socket", path, a->mode);
+	if (!rc && (a->rdev_major >= 4096 || a->rdev_minor >= (1u << 20)))
+		rc = r4_fail(err, R4_EINVAL, "%s: device %u:%u does not fit",
+			     path, a->rdev_major, a->rdev_minor);
+	if (!rc)
+		rc = edit_split(x, path, &d, &name, &len, err);
+	if (rc)
+		return rc;
+	edit_attr_stat(a, type, &st);
+	if (type == S_IFCHR || type == S_IFBLK)
+		st.rdev_or_bytes = (uint64_t)a->rdev_major << 20 |
+				   a->rdev_minor;
+	rc = edit_new(x, &d, name, len, &st, NULL, NULL, NULL, err);
+	return edit_done(x, mark, rc);
+}
+
+int edit_link_at(struct r4_txn *x, const struct r4_objref *src,
+		 const struct obj_dir *d, const char *name, size_t len,
+		 struct r4_error *err)
+{
+	struct r4_objref old;
+	struct obj_sd sd;
+	int rc = obj_sd_get(x->vol, src, &sd, err);
+
+	if (rc)
+		return rc;
+	if (sd.plugin == FMT_OBJ_DIR40)
+		rc = r4_fail(err, -EPERM, "hard link to a directory");
+	if (!rc && !(rc = edit_find(x, d, name, len, &old, err)))
+		rc = r4_fail(err, R4_EEXIST, "\"%.*s\" exists", (int)len,
+			     name);
+	else if (rc == R4_ENOTFOUND)
+		rc = 0;
+	if (!rc)
+		rc = obj_entry_add(x, d, name, len, src, err);
+	if (!rc)
+		rc = obj_dir_account(x, &d->ref, 1, (int64_t)ebytes(x, len), 0,
+				     err);
+	if (!rc) {
+		sd.st.nlink++;
+		sd.st.ctime = x->now;
+		sd.st.ctime_ns = 0;
+		rc = obj_sd_write(x, src, &sd.st, 0, err);
+	}
+	obj_sd_put(&sd);
+	return rc;
+}
+
+int r4_link(struct r4_txn *x, const char *existing, const char *path,
+	    struct r4_error *err)
+{
+	uint64_t mark = edit_mark(x);
+	struct r4_objref src;
+	struct obj_dir d;
+	const char *name;
+	size_t len;
+	int rc = edit_check(x, err);
+
+	if (!rc)
+		rc = r4_lookup(x->vol, existing, &src, err);
+	if (!rc)
+		rc = edit_split(x, path, &d, &name, &len, err);
+	if (!rc)
+		rc = edit_link_at(x, &src, &d, name, len, err);
+	return edit_done(x, mark, rc);
+}

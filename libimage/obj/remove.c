@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: removing names and objects: unlink, rmdir, remove_tree. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "edit_int.h"
+#include "../volume.h"
+#include "../err.h"
+#include "../txn/txn.h"
+#include "format/plugin.h"
+
+#define RMTREE_MAX_DEPTH 4096
+
+static size_t ebytes(const struct r4_txn *x, size_t len)
+{
+	return fmt_cde40_entry_bytes(x->vol->keypol,
+		fmt_entry_name_stored(x->vol->keypol, len) ? len : 0);
+}
+
+/* One name of obj is gone: the object goes with its last one. */
+static int drop_link(struct r4_txn *x, const struct r4_objref *ref,
+		     struct obj_sd *sd, struct r4_error *err)
+{
+	int rc = 0;
+
+	if (sd->st.nlink > 1) {
+		sd->st.nlink--;
+		sd->st.ctime = x->now;
+		sd->st.ctime_ns = 0;
+		return obj_sd_write(x, ref, &sd->st, 0, err);
+	}
+	if (sd->plugin == FMT_OBJ_REG40 || sd->plugin == FMT_OBJ_CCREG40)
+		rc = obj_body_kill(x, ref, err);
+	if (!rc)
+		rc = obj_sd_delete(x, ref, err);
+	if (!rc)
+		txn_add_files(x->t, -1);
+	return rc;
+}
+
+static int lookup_sd(struct r4_txn *x, const struct obj_dir *d,
+		     const char *name, size_t len, struct r4_objref *ref,
+		     struct obj_sd *sd, struct r4_error *err)
+{
+	int rc = edit_find(x, d, name, len, ref, err);
+
+	if (rc == R4_ENOTFOUND)
+		return r4_fail(err, R4_ENOTFOUND, "no entry \"%.*s\"",
+			       (int)len, name);
+	return rc ? rc : obj_sd_get(x->vol, ref, sd, err);
+}
+
+int edit_unlink_at(struct r4_txn *x, const struct obj_dir *d,
+		   const char *name, size_t len, struct r4_error *err)
+{
+	struct r4_objref ref;
+	struct obj_sd sd;
+	int rc = lookup_sd(x, d, name, len, &ref, &sd, err);
+
+	if (rc)
+		return rc;
+	if (sd.plugin == FMT_OBJ_DIR40)
+		rc = r4_fail(err, -EISDIR, "\"%.*s\" is a directory",
+			     (int)len, name);
+	if (!rc)
+		rc = obj_entry_del(x, d, name, len, err);
+	if (!rc)
+		rc = obj_dir_account(x, &d->ref, -1, -(int64_t)ebytes(x, len),
+				     0, err);
+	if (!rc)
+		rc = drop_link(x, &ref, &sd, err);
+	obj_sd_put(&sd);
+	return rc;
+}
+
+static int count_fn(void *ctx, const char *name, size_t len,
+		    const struct fmt_key *key, const struct r4_objref *target)
+{
+	(void)key;
+	(void)target;
+	if (!(len == 1 && name[0] == '.') &&
+	    !(len == 2 && !memcmp(name, "..", 2)))
+		++*(uint64_t *)ctx;
+	return 0;
+}
+
+int edit_rmdir_at(struct r4_txn *x, const struct obj_dir *d,
+		  const char *name, size_t len, struct r4_error *err)
+{
+	struct r4_objref ref;
+	struct obj_sd sd;
+	uint64_t n = 0;
+	int rc = lookup_sd(x, d, name, len, &ref, &sd, err);
+
+	if (rc)
+		return rc;
+	if (sd.plugin != FMT_OBJ_DIR40)
+		rc = r4_fail(err, -ENOTDIR, "\"%.*s\" is not a directory",
+			     (int)len, name);
+	if (!rc)
+		rc = obj_dir_iter(x->vol, ref.oid, count_fn, &n, err);
+	if (!rc && n)
+		rc = r4_fail(err, -ENOTEMPTY, "directory \"%.*s\" is not "
+			     "empty", (int)len, name);
+	obj_sd_put(&sd);
+	if (!rc)
+		rc = obj_entry_del(x, d, name, len, err);
+	if (!rc)
+		rc = obj_dir_account(x, &d->ref, -1, -(int64_t)ebytes(x, len),
+				     -1, err);
+	if (!rc)
+		rc = obj_dir_kill(x, ref.oid, err);
+	if (!rc)
+		rc = obj_sd_delete(x, &ref, err);
+	if (!rc)
+		txn_add_files(x->t, -1);
+	return rc;
+}
+
+/* Names of a directory (without "." and ".."), collected first. */
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+static int names_fn(void *ctx, const char *name, size_t len,
+		    const struct fmt_key *key, const struct r4_objref *target)
+{
+	struct names *s = ctx;
+
+	(void)key;
+	(void)target;
+	if ((len == 1 && name[0] == '.') ||
+	    (len == 2 && !memcmp(name, "..", 2)))
+		return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		char **v = realloc(s->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n] = strndup(name, len);
+	return s->v[s->n++] ? 0 : -ENOMEM;
+}
+
+static void names_free(struct names *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+}
+
+int edit_rmtree_at(struct r4_txn *x, const struct obj_dir *d,
+		   const char *name, size_t len, unsigned depth,
+		   struct r4_error *err)
+{
+	struct names s = { NULL, 0, 0 };
+	struct r4_objref ref;
+	struct obj_dir sub;
+	int rc;
+
+	if (depth > RMTREE_MAX_DEPTH)
+		return r4_fail(err, R4_ELOOP, "directories nested deeper "
+			       "than %d", RMTREE_MAX_DEPTH);
+	rc = edit_find(x, d, name, len, &ref, err);
+	if (rc == R4_ENOTFOUND)
+		return r4_fail(err, rc, "no entry \"%.*s\"", (int)len, name);
+	if (!rc)
+		rc = obj_dir_open(x, &ref, &sub, err);
+	if (!rc)
+		rc = obj_dir_iter(x->vol, ref.oid, names_fn, &s, err);
+	if (rc == -ENOMEM)
+		rc = r4_fail(err, rc, "out of memory");
+	for (size_t i = 0; !rc && i < s.n; i++)
+		rc = edit_remove_any(x, &sub, s.v[i], strlen(s.v[i]),
+				     depth + 1, err);
+	names_free(&s);
+	return rc ? rc : edit_rmdir_at(x, d, name, len, err);
+}
+
+int edit_remove_any(struct r4_txn *x, const struct obj_dir *d,
+		    const char *name, size_t len, unsigned recursive,
+		    struct r4_error *err)
+{
+	struct r4_objref ref;
+	struct obj_sd sd;
+	int rc = lookup_sd(x, d, name, len, &ref, &sd, err), isdir;
+
+	if (rc)
+		return rc;
+	isdir = sd.plugin == FMT_OBJ_DIR40;
+	obj_sd_put(&sd);
+	if (!isdir)
+		return edit_unlink_at(x, d, name, len, err);
+	return recursive ? edit_rmtree_at(x, d, name, len, recursive, err) :
+			   edit_rmdir_at(x, d, name, len, err);
+}
+
+typedef int (*at_fn)(struct r4_txn *x, const struct obj_dir *d,
+		     const char *name, size_t len, struct r4_error *err);
+
+static int by_path(struct r4_txn *x, const char *path, at_fn fn,
+		   struct r4_error *err)
+{
+	uint64_t mark = edit_mark(x);
+	struct obj_dir d;
+	const char *name;
+	size_t len;
+	int rc = edit_check(x, err);
+
+	if (!rc)
+		rc = edit_split(x, path, &d, &name, &len, err);
+	if (!rc)
+		rc = fn(x, &d, name, len, err);
+	return edit_done(x, mark, rc);
+}
+
+static int rmtree0(struct r4_txn *x, const struct obj_dir *d,
+		   const char *name, size_t len, struct r4_error *err)
+{
+	return edit_rmtree_at(x, d, name, len, 0, err);
+}
+
+int r4_unlink(struct r4_txn *x, const char *path, struct r4_error *err)
+{
+	return by_path(x, path, edit_unlink_at, err);
+}
+
+int r4_rmdir(struct r4_txn *x, const char *path, struct r4_error *err)
+{
+	return by_path(x, path, edit_rmdir_at, err);
+}
+
+int r4_remove_tree(struct r4_txn *x, const char *path, struct r4_error *err)
+{
+	return by_path(x, path, rmtree0, err);
+}

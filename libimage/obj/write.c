@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: stat data and directory entries changed inside a transaction. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "write.h"
+#include "../volume.h"
+#include "../err.h"
+#include "../tree/tree.h"
+#include "format/plugin.h"
+
+int obj_dir_open(struct r4_txn *x, const struct r4_objref *ref,
+		 struct obj_dir *d, struct r4_error *err)
+{
+	struct obj_plugins pl;
+	struct obj_sd sd;
+	int rc = obj_sd_get(x->vol, ref, &sd, err);
+
+	if (rc)
+		return rc;
+	if (sd.plugin != FMT_OBJ_DIR40) {
+		obj_sd_put(&sd);
+		return r4_fail(err, -ENOTDIR, "%s: object %llx is not a "
+			       "directory", obj_vol_name(x->vol),
+			       (unsigned long long)ref->oid);
+	}
+	rc = obj_plugins_get(x->vol, ref, &sd, &pl, err);
+	obj_sd_put(&sd);
+	d->ref = *ref;
+	d->hash = pl.hash;
+	d->fibre = pl.fibre;
+	return rc;
+}
+
+int obj_sd_write(struct r4_txn *x, const struct r4_objref *ref,
+		 const struct fmt_stat *st, int insert, struct r4_error *err)
+{
+	struct fmt_key k;
+	uint8_t *buf;
+	size_t len;
+	int rc = fmt_stat_size(st, &len);
+
+	if (rc)
+		return r4_fail(err, rc, "object %llx: cannot encode its stat "
+			       "data: %s", (unsigned long long)ref->oid,
+			       r4_strerror(rc));
+	if (len > tree_max_item(&x->mod))
+		return r4_fail(err, R4_EINVAL, "object %llx: stat data of "
+			       "%zu bytes does not fit in a node",
+			       (unsigned long long)ref->oid, len);
+	buf = malloc(len);
+	if (!buf)
+		return r4_fail(err, -ENOMEM, "out of memory");
+	rc = fmt_stat_encode(st, buf, len);
+	obj_sd_key(x->vol, ref, &k);
+	if (!rc)
+		rc = insert ? tree_insert(&x->mod, 1, &k, FMT_ITEM_STAT40, buf,
+					  len, err) :
+			      tree_replace(&x->mod, 1, &k, FMT_ITEM_STAT40, buf,
+					   len, err);
+	else
+		rc = r4_fail(err, rc, "cannot encode a stat data");
+	free(buf);
+	return rc;
+}
+
+int obj_sd_delete(struct r4_txn *x, const struct r4_objref *ref,
+		  struct r4_error *err)
+{
+	struct fmt_key k;
+
+	obj_sd_key(x->vol, ref, &k);
+	return tree_delete(&x->mod, 1, &k, err);
+}
+
+int obj_dir_account(struct r4_txn *x, const struct r4_objref *dir,
+		    int64_t dsize, int64_t dbytes, int64_t dnlink,
+		    struct r4_error *err)
+{
+	struct obj_sd sd;
+	int rc = obj_sd_get(x->vol, dir, &sd, err);
+
+	if (rc)
+		return rc;
+	sd.st.size += (uint64_t)dsize;
+	sd.st.rdev_or_bytes += (uint64_t)dbytes;
+	sd.st.nlink = (uint32_t)((int64_t)sd.st.nlink + dnlink);
+	sd.st.mtime = sd.st.ctime = x->now;
+	sd.st.mtime_ns = sd.st.ctime_ns = 0;
+	sd.st.mask |= 1u << FMT_SDEXT_UNIX;
+	rc = obj_sd_write(x, dir, &sd.st, 0, err);
+	obj_sd_put(&sd);
+	return rc;
+}
+
+/* ---- entries ---------------------------------------------------------- */
+
+/* The cde40 item of the directory whose key is the largest <= k. */
+struct cde {
+	struct fmt_key key;
+	uint8_t *body;
+	size_t len;
+	struct fmt_cde40_entry *e;
+	int n;
+};
+
+static void cde_free(struct cde *c)
+{
+	free(c->body);
+	free(c->e);
+	memset(c, 0, sizeof(*c));
+}
+
+static int cde_decode(struct r4_txn *x, struct cde *c, struct r4_error *err)
+{
+	enum fmt_key_policy pol = x->vol->keypol;
+	int bad = -1, rc = 0;
+	const char *why = fmt_cde40_verify(c->body, c->len, pol, &bad);
+
+	if (why)
+		return r4_fail(err, R4_ECORRUPT, "%s: directory item: entry "
+			       "%d: %s", obj_vol_name(x->vol), bad, why);
+	c->n = fmt_cde40_units(c->body, c->len, pol);
+	c->e = calloc((size_t)c->n + 1, sizeof(*c->e));
+	if (!c->e)
+		return r4_fail(err, -ENOMEM, "out of memory");
+	for (int i = 0; !rc && i < c->n; i++)
+		rc = fmt_cde40_entry(c->body, c->len, pol, (unsigned)i,
+				     &c->e[i]);
+	return rc ? r4_fail(err, rc, "bad directory entry") : 0;
+}
+
+static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
+		    struct cde *c, struct r4_error *err)
+{
+	struct tree_cursor cur;
+	struct tree_item it;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	tree_cursor_init(&cur, x->vol);
+	rc = tree_seek_le(&cur, k, err);
+	if (!rc)
+		rc = tree_cur(&cur, &it, err);
+	if (!rc && (fmt_key_type(&it.key) != FMT_KEY_FILE_NAME ||
+		    fmt_key_locality(&it.key) != dir))
+		rc = R4_ENOTFOUND;
+	else if (!rc && it.plugin_id != FMT_ITEM_CDE40)
+		rc = r4_fail(err, R4_EUNSUPP, "%s: tree node %llu, item %u: "
+			     "directory item plugin %u (only cde40)",
+			     obj_vol_name(x->vol), (unsigned long long)it.blk,
+			     it.pos, it.plugin_id);
+	if (!rc) {
+		c->key = it.key;
+		c->len = it.len;
+		c->body = malloc(it.len);
+		if (c->body)
+			memcpy(c->body, it.body, it.len);
+		else
+			rc = r4_fail(err, -ENOMEM, "out of memory");
+	}
+	tree_cursor_fini(&cur);
+	if (!rc)
+		rc = cde_decode(x, c, err);
+	if (rc)
+		cde_free(c);
+	return rc;
+}
+
+static int ent_cmp_key(const struct fmt_cde40_entry *e, const struct fmt_key *k)
+{
+	if (e->ordering != k->el[1])
+		return e->ordering < k->el[1] ? -1 : 1;
+	if (e->objectid != k->el[2])
+		return e->objectid < k->el[2] ? -1 : 1;
+	if (e->offset != k->el[3])
+		return e->offset < k->el[3] ? -1 : 1;
+	return 0;
+}
+
+/* Index of the entry for (k, name), or -1; *ins = where it would go. */
+static int cde_lookup(const struct cde *c, const struct fmt_key *k,
+		      const char *name, size_t len, enum fmt_key_policy pol,
+		      int *ins)
+{
+	int i = 0;
+
+	while (i < c->n && ent_cmp_key(&c->e[i], k) < 0)
+		i++;
+	*ins = i;
+	for (; i < c->n && !ent_cmp_key(&c->e[i], k); i++) {
+		if (!fmt_cde40_entry_is_long(&c->e[i], pol) ||
+		    (c->e[i].name_len == len && !memcmp(c->e[i].name, name,
+							len)))
+			return i;
+		*ins = i + 1;
+	}
+	return -1;
+}
+
+/* Store entries e[0..n) in place of item c (n == 0: delete it), as one
+ * item or two when one would not fit. */
+static int cde_store(struct r4_txn *x, const struct cde *c,
+		     const struct fmt_cde40_entry *e, size_t n, int insert,
+		     struct r4_error *err)
+{
+	enum fmt_key_policy pol = x->vol->keypol;
+	struct tree_newitem it[2];
+	uint8_t *buf[2] = { NULL, NULL };
+	size_t parts = 1, cut[3] = { 0, n, n }, size;
+	int rc = 0;
+
+	if (!n)
+		return tree_delete(&x->mod, 1, &c->key, err);
+	rc = fmt_cde40_size(e, n, pol, &size);
+	if (!rc && size > tree_max_item(&x->mod)) {
+		parts = 2;
+		cut[1] = n / 2;
+	}
+	for (size_t p = 0; !rc && p < parts; p++) {
+		size_t k = cut[p + 1] - cut[p];
+
+		rc = fmt_cde40_size(e + cut[p], k, pol, &size);
+		buf[p] = rc ? NULL : malloc(size);
+		if (!rc && !buf[p])
+			rc = -ENOMEM;
+		if (!rc)
+			rc = fmt_cde40_encode(e + cut[p], k, pol, buf[p], size);
+		fmt_cde40_entry_key(&c->key, &e[cut[p]], &it[p].key);
+		it[p].pid = FMT_ITEM_CDE40;
+		it[p].body = buf[p];
+		it[p].len = size;
+	}
+	if (rc)
+		rc = r4_fail(err, rc, "cannot encode a directory item: %s",
+			     r4_strerror(rc));
+	else
+		rc = tree_put_items(&x->mod, 1, insert ? &it[0].key : &c->key,
+				    !insert, it, parts, err);
+	free(buf[0]);
+	free(buf[1]);
+	return rc;
+}
+
+static int entry_key(struct r4_txn *x, const struct obj_dir *d,
+		     const char *name, size_t len, struct fmt_key *k,
+		     struct r4_error *err)
+{
+	int rc = fmt_key_entry(k, x->vol->keypol, d->ref.oid, name, len,
+			       (unsigned)d->hash, (unsigned)d->fibre);
+
+	if (rc)
+		return r4_fail(err, rc, "directory %llx: hash %d or fibration "
+			       "%d unknown", (unsigned long long)d->ref.oid,
+			       d->hash, d->fibre);
+	return 0;
+}
+
+static void entry_fill(struct r4_txn *x, struct fmt_cde40_entry *e,
+		       const struct fmt_key *k, const char *name, size_t len,
+		       const struct r4_objref *target)
+{
+	memset(e, 0, sizeof(*e));
+	e->ordering = k->el[1];
+	e->objectid = k->el[2];
+	e->offset = k->el[3];
+	obj_sd_key(x->vol, target, &e->target);
+	if (fmt_entry_name_stored(x->vol->keypol, len)) {
+		e->name = (const uint8_t *)name;
+		e->name_len = len;
+	}
+}
+
+int obj_entry_add(struct r4_txn *x, const struct obj_dir *d,
+		  const char *name, size_t len, const struct r4_objref *target,
+		  struct r4_error *err)
+{
+	struct fmt_cde40_entry ne;
+	struct fmt_key k;
+	struct cde c;
+	int rc = entry_key(x, d, name, len, &k, err), ins;
+
+	if (rc)
+		return rc;
+	entry_fill(x, &ne, &k, name, len, target);
+	rc = cde_find(x, d->ref.oid, &k, &c, err);
+	if (rc == R4_ENOTFOUND) {
+		c.key = k;
+		return cde_store(x, &c, &ne, 1, 1, err);
+	}
+	if (rc)
+		return rc;
+	if (cde_lookup(&c, &k, name, len, x->vol->keypol, &ins) >= 0 ||
+	    (ins < c.n && !ent_cmp_key(&c.e[ins], &k))) {
+		cde_free(&c);
+		return r4_fail(err, R4_EEXIST, "directory %llx: \"%.*s\" "
+			       "exists (or has the key of another name)",
+			       (unsigned long long)d->ref.oid, (int)len, name);
+	}
+	memmove(c.e + ins + 1, c.e + ins, (size_t)(c.n - ins) * sizeof(*c.e));
+	c.e[ins] = ne;
+	rc = cde_store(x, &c, c.e, (size_t)c.n + 1, 0, err);
+	cde_free(&c);
+	return rc;
+}
+
+/* Find the entry (name) of d: c filled, *idx its index. */
+static int entry_at(struct r4_txn *x, const struct obj_dir *d,
+		    const char *name, size_t len, struct cde *c, int *idx,
+		    struct r4_error *err)
+{
+	struct fmt_key k;
+	int rc = entry_key(x, d, name, len, &k, err), ins;
+
+	if (!rc)
+		rc = cde_find(x, d->ref.oid, &k, c, err);
+	if (!rc && (*idx = cde_lookup(c, &k, name, len, x->vol->keypol,
+				      &ins)) < 0) {
+		cde_free(c);
+		rc = R4_ENOTFOUND;
+	}
+	if (rc == R4_ENOTFOUND)
+		return r4_fail(err, R4_ENOTFOUND, "directory %llx: no entry "
+			       "\"%.*s\"", (unsigned long long)d->ref.oid,
+			       (int)len, name);
+	return rc;
+}
+
+int obj_entry_del(struct r4_txn *x, const struct obj_dir *d,
+		  const char *name, size_t len, struct r4_error *err)
+{
+	struct cde c;
+	int idx, rc = entry_at(x, d, name, len, &c, &idx, err);
+
+	if (rc)
+		return rc;
+	memmove(c.e + idx, c.e + idx + 1, (size_t)(c.n - idx - 1) *
+		sizeof(*c.e));
+	rc = cde_store(x, &c, c.e, (size_t)c.n - 1, 0, err);
+	cde_free(&c);
+	return rc;
+}
+
+int obj_entry_set(struct r4_txn *x, const struct obj_dir *d,
+		  const char *name, size_t len, const struct r4_objref *target,
+		  struct r4_error *err)
+{
+	struct cde c;
+	int idx, rc = entry_at(x, d, name, len, &c, &idx, err);
+
+	if (rc)
+		return rc;
+	obj_sd_key(x->vol, target, &c.e[idx].target);
+	rc = cde_store(x, &c, c.e, (size_t)c.n, 0, err);
+	cde_free(&c);
+	return rc;
+}
+
+int obj_dir_body(struct r4_txn *x, const struct obj_dir *d,
+		 const struct r4_objref *parent, struct r4_error *err)
+{
+	struct fmt_cde40_entry e[2];
+	struct fmt_key k0, k1;
+	struct cde c;
+	int rc = entry_key(x, d, ".", 1, &k0, err);
+
+	if (!rc)
+		rc = entry_key(x, d, "..", 2, &k1, err);
+	if (rc)
+		return rc;
+	entry_fill(x, &e[0], &k0, ".", 1, &d->ref);
+	entry_fill(x, &e[1], &k1, "..", 2, parent);
+	if (fmt_key_cmp(&k1, &k0) < 0) {
+		struct fmt_cde40_entry t = e[0];
+
+		e[0] = e[1];
+		e[1] = t;
+		k0 = k1;
+	}
+	memset(&c, 0, sizeof(c));
+	c.key = k0;
+	return cde_store(x, &c, e, 2, 1, err);
+}
+
+int obj_dir_kill(struct r4_txn *x, uint64_t dir_oid, struct r4_error *err)
+{
+	struct fmt_key k = { { dir_oid << 4 | FMT_KEY_FILE_NAME, ~0ULL, ~0ULL,
+			       ~0ULL } };
+	struct cde c;
+	int rc;
+
+	while (!(rc = cde_find(x, dir_oid, &k, &c, err))) {
+		rc = tree_delete(&x->mod, 1, &c.key, err);
+		cde_free(&c);
+		if (rc)
+			return rc;
+	}
+	return rc == R4_ENOTFOUND ? 0 : rc;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: changing objects inside a transaction (write.c, body.c), the
+ * parts r4_* of include/r4/edit.h (edit.c) are made of. */
+#ifndef R4_LIBIMAGE_OBJ_WRITE_H
+#define R4_LIBIMAGE_OBJ_WRITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/edit.h"
+#include "obj.h"
+#include "../tree/modify.h"
+
+/* Files up to this size are tails under the smart policy (the kernel's
+ * "4 blocks" rule, as the builder does). */
+#define OBJ_SMART_TAIL_MAX 16384
+
+struct r4_txn {
+	struct r4_vol *vol;
+	struct txn *t;
+	struct tree_mod mod;
+	uint64_t root0;		/* to restore on abort */
+	uint16_t height0;
+	uint32_t now;		/* SOURCE_DATE_EPOCH or the clock */
+	int formatting;		/* the root's formatting policy */
+	uint64_t data_hint;	/* where file data went last */
+	uint64_t data_blocks;	/* data blocks written */
+	int failed;
+};
+
+/* A directory with the plugins its entries' keys use. */
+struct obj_dir {
+	struct r4_objref ref;
+	int hash, fibre;
+};
+
+int obj_dir_open(struct r4_txn *x, const struct r4_objref *ref,
+		 struct obj_dir *d, struct r4_error *err);
+
+/* Stat data: read (obj_sd_get) / write back or insert. */
+int obj_sd_write(struct r4_txn *x, const struct r4_objref *ref,
+		 const struct fmt_stat *st, int insert, struct r4_error *err);
+int obj_sd_delete(struct r4_txn *x, const struct r4_objref *ref,
+		  struct r4_error *err);
+/* Add to a directory's size, bytes and nlink; its mtime and ctime
+ * become x->now. */
+int obj_dir_account(struct r4_txn *x, const struct r4_objref *dir,
+		    int64_t dsize, int64_t dbytes, int64_t dnlink,
+		    struct r4_error *err);
+
+/* Entries (cde40). */
+int obj_entry_add(struct r4_txn *x, const struct obj_dir *d,
+		  const char *name, size_t len, const struct r4_objref *target,
+		  struct r4_error *err);
+int obj_entry_del(struct r4_txn *x, const struct obj_dir *d,
+		  const char *name, size_t len, struct r4_error *err);
+/* Point an existing entry at another object (".." on rename). */
+int obj_entry_set(struct r4_txn *x, const struct obj_dir *d,
+		  const char *name, size_t len, const struct r4_objref *target,
+		  struct r4_error *err);
+/* The "." and ".." item of a new directory. */
+int obj_dir_body(struct r4_txn *x, const struct obj_dir *d,
+		 const struct r4_objref *parent, struct r4_error *err);
+/* Delete every entry item of a directory. */
+int obj_dir_kill(struct r4_txn *x, uint64_t dir_oid, struct r4_error *err);
+
+/* Bodies of regular files (body.c). */
+int obj_body_tails(const struct r4_txn *x, uint64_t size);
+/* Write a new file's body from fn (NULL: none); *bytes = unix bytes. */
+int obj_body_write(struct r4_txn *x, const struct r4_objref *ref,
+		   uint64_t size, r4_data_fn fn, void *ctx, const char *path,
+		   uint64_t *bytes, struct r4_error *err);
+/* Delete every body item, freeing extent blocks. */
+int obj_body_kill(struct r4_txn *x, const struct r4_objref *ref,
+		  struct r4_error *err);
+/* Change the size; *bytes = new unix bytes. */
+int obj_body_truncate(struct r4_txn *x, const struct r4_objref *ref,
+		      uint64_t old, uint64_t size, uint64_t *bytes,
+		      struct r4_error *err);
+
+#endif

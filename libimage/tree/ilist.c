@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: decoded item lists of nodes being rewritten, and packing them
+ * into nodes (cutting directory-entry, tail and extent items at unit
+ * boundaries). */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "modify.h"
+#include "tree.h"
+#include "../volume.h"
+#include "../err.h"
+#include "format/item.h"
+#include "format/node.h"
+#include "format/plugin.h"
+
+/* Do not cut an item for less room than this. */
+#define CUT_MIN_ROOM 64
+
+void ilist_free(struct ilist *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].body);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+static int ilist_room(struct ilist *l, size_t more)
+{
+	if (l->n + more > l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct mitem *v;
+
+		while (cap < l->n + more)
+			cap *= 2;
+		v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	return 0;
+}
+
+static int item_copy(struct mitem *it, const struct fmt_key *k,
+		     unsigned pid, const void *body, size_t len)
+{
+	it->key = *k;
+	it->pid = pid;
+	it->len = len;
+	it->body = malloc(len ? len : 1);
+	if (!it->body)
+		return -ENOMEM;
+	if (len)
+		memcpy(it->body, body, len);
+	return 0;
+}
+
+int ilist_push(struct ilist *l, const struct fmt_key *k, unsigned pid,
+	       const void *body, size_t len)
+{
+	int rc = ilist_room(l, 1);
+
+	if (!rc)
+		rc = item_copy(&l->v[l->n], k, pid, body, len);
+	if (!rc)
+		l->n++;
+	return rc;
+}
+
+static int push_owned(struct ilist *l, struct mitem *it)
+{
+	int rc = ilist_room(l, 1);
+
+	if (rc) {
+		free(it->body);
+		return rc;
+	}
+	l->v[l->n++] = *it;
+	return 0;
+}
+
+int ilist_move(struct ilist *dst, struct ilist *src)
+{
+	int rc = ilist_room(dst, src->n);
+
+	if (rc)
+		return rc;
+	memcpy(dst->v + dst->n, src->v, src->n * sizeof(*src->v));
+	dst->n += src->n;
+	free(src->v);
+	memset(src, 0, sizeof(*src));
+	return 0;
+}
+
+int ilist_cut(struct ilist *l, size_t k, struct ilist *tail)
+{
+	int rc = ilist_room(tail, l->n - k);
+
+	if (rc)
+		return rc;
+	memcpy(tail->v + tail->n, l->v + k, (l->n - k) * sizeof(*l->v));
+	tail->n += l->n - k;
+	l->n = k;
+	return 0;
+}
+
+int ilist_splice(struct ilist *l, size_t a, size_t b,
+		 const struct tree_newitem *w, size_t n)
+{
+	int rc = ilist_room(l, n);
+
+	if (rc)
+		return rc;
+	for (size_t i = a; i < b; i++)
+		free(l->v[i].body);
+	memmove(l->v + a + n, l->v + b, (l->n - b) * sizeof(*l->v));
+	l->n = l->n - (b - a) + n;
+	for (size_t i = 0; i < n; i++) {
+		rc = item_copy(&l->v[a + i], &w[i].key, w[i].pid, w[i].body,
+			       w[i].len);
+		if (rc) {
+			/* keep the list consistent: empty bodies */
+			for (size_t j = i; j < n; j++) {
+				l->v[a + j].body = NULL;
+				l->v[a + j].len = 0;
+			}
+			return rc;
+		}
+	}
+	return 0;
+}
+
+size_t ilist_bytes(const struct ilist *l, size_t ih)
+{
+	size_t s = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		s += l->v[i].len + ih;
+	return s;
+}
+
+int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
+	       struct ilist *out, struct r4_error *err)
+{
+	struct io_block *b;
+	struct tree_item it;
+	unsigned nr;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = tree_node_get(vol, blk, level, &b, err);
+	if (rc)
+		return rc;
+	nr = tree_node_nr(b->data);
+	for (unsigned i = 0; !rc && i < nr; i++) {
+		rc = tree_node_item(vol, b->data, blk, i, &it, err);
+		if (!rc && ilist_push(out, &it.key, it.plugin_id, it.body,
+				      it.len))
+			rc = r4_fail(err, -ENOMEM, "out of memory");
+	}
+	io_cache_put(&vol->cache, b);
+	if (rc)
+		ilist_free(out);
+	return rc;
+}
+
+/* ---- cutting items ------------------------------------------------------ */
+
+/* Cut a cde40 item so the head takes at most room bytes. 1 = cut. */
+static int cut_cde40(const struct mitem *it, size_t room,
+		     enum fmt_key_policy pol, struct mitem *h, struct mitem *t)
+{
+	int n = fmt_cde40_units(it->body, it->len, pol);
+	size_t uh = fmt_cde40_unit_header_size(pol);
+	size_t id = fmt_cde40_objid_size(pol), size = FMT_CDE40_UNITS_SIZE;
+	struct fmt_cde40_entry *e;
+	size_t hs = 0, ts = 0;
+	int k = 0, rc = 0;
+
+	if (n < 2)
+		return 0;
+	e = calloc((size_t)n, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	for (int i = 0; i < n && !rc; i++)
+		rc = fmt_cde40_entry(it->body, it->len, pol, (unsigned)i,
+				     &e[i]);
+	while (!rc && k < n - 1) {
+		size_t one = uh + id + (fmt_cde40_entry_is_long(&e[k], pol) ?
+					e[k].name_len + 1 : 0);
+
+		if (size + one > room)
+			break;
+		size += one;
+		k++;
+	}
+	if (rc || k == 0) {
+		free(e);
+		return rc < 0 ? rc : (rc ? R4_ECORRUPT : 0);
+	}
+	rc = fmt_cde40_size(e, (size_t)k, pol, &hs);
+	if (!rc)
+		rc = fmt_cde40_size(e + k, (size_t)(n - k), pol, &ts);
+	h->body = rc ? NULL : malloc(hs);
+	t->body = rc ? NULL : malloc(ts);
+	if (!rc && (!h->body || !t->body))
+		rc = -ENOMEM;
+	if (!rc)
+		rc = fmt_cde40_encode(e, (size_t)k, pol, h->body, hs);
+	if (!rc)
+		rc = fmt_cde40_encode(e + k, (size_t)(n - k), pol, t->body, ts);
+	h->key = it->key;
+	fmt_cde40_entry_key(&it->key, &e[k], &t->key);
+	h->pid = t->pid = it->pid;
+	h->len = hs;
+	t->len = ts;
+	free(e);
+	if (rc) {
+		free(h->body);
+		free(t->body);
+		return rc;
+	}
+	return 1;
+}
+
+static int cut_bytes(const struct mitem *it, size_t hl, uint64_t skip,
+		     struct mitem *h, struct mitem *t)
+{
+	h->key = t->key = it->key;
+	t->key.el[3] += skip;
+	h->pid = t->pid = it->pid;
+	h->len = hl;
+	t->len = it->len - hl;
+	h->body = malloc(h->len);
+	t->body = malloc(t->len);
+	if (!h->body || !t->body) {
+		free(h->body);
+		free(t->body);
+		return -ENOMEM;
+	}
+	memcpy(h->body, it->body, h->len);
+	memcpy(t->body, it->body + hl, t->len);
+	return 1;
+}
+
+static int cut_extent(const struct mitem *it, size_t room, uint32_t bs,
+		      struct mitem *h, struct mitem *t)
+{
+	size_t units = it->len / FMT_EXTENT40_UNIT_SIZE;
+	size_t k = room / FMT_EXTENT40_UNIT_SIZE;
+	struct fmt_extent40_unit u;
+	uint64_t skip = 0;
+
+	if (units < 2 || k == 0)
+		return 0;
+	if (k > units - 1)
+		k = units - 1;
+	for (size_t i = 0; i < k; i++) {
+		fmt_extent40_unit_decode(it->body + i * FMT_EXTENT40_UNIT_SIZE,
+					 &u);
+		skip += u.width * bs;
+	}
+	return cut_bytes(it, k * FMT_EXTENT40_UNIT_SIZE, skip, h, t);
+}
+
+/* 1 with h/t filled, 0 when the item cannot be cut for room, < 0. */
+static int item_cut(const struct mitem *it, size_t room, uint32_t bs,
+		    enum fmt_key_policy pol, struct mitem *h, struct mitem *t)
+{
+	switch (it->pid) {
+	case FMT_ITEM_CDE40:
+		return cut_cde40(it, room, pol, h, t);
+	case FMT_ITEM_TAIL40:
+		if (it->len < 2 || room == 0)
+			return 0;
+		return cut_bytes(it, room < it->len ? room : it->len - 1,
+				 room < it->len ? room : it->len - 1, h, t);
+	case FMT_ITEM_EXTENT40:
+		return cut_extent(it, room, bs, h, t);
+	default:
+		return 0;
+	}
+}
+
+/* ---- merging neighbours ------------------------------------------------ */
+
+/* Entries of two cde40 items of one directory as one item. 1 merged,
+ * 0 not, < 0 error. */
+static int join_cde40(struct mitem *a, const struct mitem *b, size_t max,
+		      enum fmt_key_policy pol)
+{
+	int na = fmt_cde40_units(a->body, a->len, pol);
+	int nb = fmt_cde40_units(b->body, b->len, pol);
+	struct fmt_cde40_entry *e;
+	uint8_t *buf = NULL;
+	size_t size = 0;
+	int rc = 0;
+
+	if (na < 1 || nb < 1 || a->len + b->len - FMT_CDE40_UNITS_SIZE > max)
+		return 0;
+	e = calloc((size_t)(na + nb), sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	for (int i = 0; !rc && i < na + nb; i++)
+		rc = i < na ? fmt_cde40_entry(a->body, a->len, pol,
+					      (unsigned)i, &e[i]) :
+			      fmt_cde40_entry(b->body, b->len, pol,
+					      (unsigned)(i - na), &e[i]);
+	if (!rc)
+		rc = fmt_cde40_size(e, (size_t)(na + nb), pol, &size);
+	if (!rc && size <= max && (buf = malloc(size)) != NULL)
+		rc = fmt_cde40_encode(e, (size_t)(na + nb), pol, buf, size);
+	free(e);
+	if (rc || !buf) {
+		free(buf);
+		return rc == -ENOMEM ? rc : 0;
+	}
+	free(a->body);
+	a->body = buf;
+	a->len = size;
+	return 1;
+}
+
+static int same_object(const struct fmt_key *a, const struct fmt_key *b)
+{
+	return a->el[0] == b->el[0] && a->el[1] == b->el[1] &&
+	       a->el[2] == b->el[2];
+}
+
+/* Bytes of file an item covers (tail: its length, extent: the span). */
+static uint64_t item_span(const struct mitem *it, uint32_t bs)
+{
+	uint64_t span = it->len;
+
+	if (it->pid == FMT_ITEM_EXTENT40 &&
+	    fmt_extent40_span(it->body, it->len, bs, &span))
+		return UINT64_MAX;
+	return span;
+}
+
+/* Join item b into a when they continue each other. */
+static int join(struct mitem *a, const struct mitem *b, size_t max,
+		uint32_t bs, enum fmt_key_policy pol)
+{
+	uint8_t *buf;
+
+	if (a->pid != b->pid)
+		return 0;
+	if (a->pid == FMT_ITEM_CDE40)
+		return a->key.el[0] == b->key.el[0] ?
+		       join_cde40(a, b, max, pol) : 0;
+	if ((a->pid != FMT_ITEM_TAIL40 && a->pid != FMT_ITEM_EXTENT40) ||
+	    !same_object(&a->key, &b->key) || a->len + b->len > max ||
+	    item_span(a, bs) == UINT64_MAX ||
+	    a->key.el[3] + item_span(a, bs) != b->key.el[3])
+		return 0;
+	buf = realloc(a->body, a->len + b->len);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf + a->len, b->body, b->len);
+	a->body = buf;
+	a->len += b->len;
+	return 1;
+}
+
+static int coalesce(struct ilist *l, size_t max, uint32_t bs,
+		    enum fmt_key_policy pol)
+{
+	size_t w = 0;
+
+	for (size_t r = 1; r < l->n; r++) {
+		int rc = join(&l->v[w], &l->v[r], max, bs, pol);
+
+		if (rc < 0)
+			return rc;
+		if (rc) {
+			free(l->v[r].body);
+			continue;
+		}
+		l->v[++w] = l->v[r];
+	}
+	if (l->n)
+		l->n = w + 1;
+	return 0;
+}
+
+/* ---- packing --------------------------------------------------------- */
+
+struct packer {
+	struct ilist *out;
+	size_t n, cap;
+	size_t used;
+};
+
+static int pack_open(struct packer *p)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 4;
+		struct ilist *o = realloc(p->out, cap * sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		p->out = o;
+		p->cap = cap;
+	}
+	memset(&p->out[p->n++], 0, sizeof(*p->out));
+	p->used = 0;
+	return 0;
+}
+
+static int pack_one(struct packer *p, struct mitem *it, size_t cap,
+		    size_t target, size_t ih, uint32_t bs,
+		    enum fmt_key_policy pol)
+{
+	struct mitem h, t;
+	int rc;
+
+	for (;;) {
+		struct ilist *cur = &p->out[p->n - 1];
+
+		if (cur->n && p->used >= target) {
+			rc = pack_open(p);
+			if (rc)
+				goto fail;
+			continue;
+		}
+		if (p->used + ih + it->len <= cap) {
+			p->used += ih + it->len;
+			return push_owned(cur, it);
+		}
+		rc = 0;
+		if (cap - p->used >= ih + CUT_MIN_ROOM)
+			rc = item_cut(it, cap - p->used - ih, bs, pol, &h, &t);
+		if (rc < 0)
+			goto fail;
+		if (rc) {
+			free(it->body);
+			*it = t;
+			p->used += ih + h.len;
+			rc = push_owned(cur, &h);
+			if (rc)
+				goto fail;
+		}
+		if (!cur->n && !rc)
+			return R4_ERANGE;	/* item larger than a node */
+		rc = pack_open(p);
+		if (rc)
+			goto fail;
+	}
+fail:
+	free(it->body);
+	return rc;
+}
+
+int ilist_pack(struct ilist *all, size_t cap, size_t target, size_t ih,
+	       uint32_t blksize, enum fmt_key_policy pol, struct ilist **out,
+	       size_t *nout)
+{
+	struct packer p = { NULL, 0, 0, 0 };
+	size_t i = 0;
+	int rc = coalesce(all, cap - ih, blksize, pol);
+
+	if (!rc)
+		rc = pack_open(&p);
+
+	for (; !rc && i < all->n; i++)
+		rc = pack_one(&p, &all->v[i], cap, target, ih, blksize, pol);
+	if (rc) {
+		for (size_t j = i; j < all->n; j++)
+			free(all->v[j].body);
+		for (size_t j = 0; j < p.n; j++)
+			ilist_free(&p.out[j]);
+		free(p.out);
+	} else {
+		*out = p.out;
+		*nout = p.n;
+	}
+	free(all->v);
+	memset(all, 0, sizeof(*all));
+	return rc;
+}

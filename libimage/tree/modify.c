@@ -1,0 +1,751 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: copy-on-write tree changes: paths, node rewrites, balancing. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "modify.h"
+#include "tree.h"
+#include "nodebuf.h"
+#include "../volume.h"
+#include "../err.h"
+#include "../txn/txn.h"
+#include "format/item.h"
+#include "format/node.h"
+#include "format/plugin.h"
+
+#define OWN_GONE UINT64_MAX
+
+struct mpath {
+	uint64_t blk[FMT_TREE_HEIGHT_MAX + 2];
+	int pos[FMT_TREE_HEIGHT_MAX + 2];	/* item on the path */
+};
+
+static const char *vname(const struct tree_mod *m)
+{
+	return m->vol->dev && m->vol->dev->path ? m->vol->dev->path : "volume";
+}
+
+/* ---- blocks this transaction owns ------------------------------------ */
+
+static size_t own_slot(const struct tree_own *s, uint64_t blk)
+{
+	return (size_t)(blk * 0x9e3779b97f4a7c15ULL) & (s->cap - 1);
+}
+
+static int own_has(const struct tree_own *s, uint64_t blk)
+{
+	if (!s->cap)
+		return 0;
+	for (size_t i = own_slot(s, blk); s->slot[i];
+	     i = (i + 1) & (s->cap - 1))
+		if (s->slot[i] == blk)
+			return 1;
+	return 0;
+}
+
+static int own_add(struct tree_own *s, uint64_t blk)
+{
+	size_t i;
+
+	if ((s->used + 1) * 2 > s->cap) {
+		struct tree_own t = { NULL, s->cap ? s->cap * 2 : 256, 0, 0 };
+
+		if (s->n * 4 < s->cap)
+			t.cap = s->cap ? s->cap : 256;
+		t.slot = calloc(t.cap, sizeof(*t.slot));
+		if (!t.slot)
+			return -ENOMEM;
+		for (i = 0; i < s->cap; i++)
+			if (s->slot[i] && s->slot[i] != OWN_GONE)
+				own_add(&t, s->slot[i]);
+		free(s->slot);
+		*s = t;
+	}
+	for (i = own_slot(s, blk); s->slot[i] && s->slot[i] != OWN_GONE;
+	     i = (i + 1) & (s->cap - 1))
+		if (s->slot[i] == blk)
+			return 0;
+	if (!s->slot[i])
+		s->used++;
+	s->slot[i] = blk;
+	s->n++;
+	return 0;
+}
+
+static void own_del(struct tree_own *s, uint64_t blk)
+{
+	if (!s->cap)
+		return;
+	for (size_t i = own_slot(s, blk); s->slot[i];
+	     i = (i + 1) & (s->cap - 1))
+		if (s->slot[i] == blk) {
+			s->slot[i] = OWN_GONE;
+			s->n--;
+			return;
+		}
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
+int tree_mod_init(struct tree_mod *m, struct r4_vol *vol, struct txn *t,
+		  struct r4_error *err)
+{
+	memset(m, 0, sizeof(*m));
+	m->vol = vol;
+	m->t = t;
+	m->root = vol->sb.root_block;
+	m->height = vol->sb.tree_height;
+	if (m->height < FMT_TREE_HEIGHT_MIN || m->height > FMT_TREE_HEIGHT_MAX)
+		return r4_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
+			       "in %u..%u", vname(m), m->height,
+			       FMT_TREE_HEIGHT_MIN, FMT_TREE_HEIGHT_MAX);
+	return 0;
+}
+
+void tree_mod_fini(struct tree_mod *m)
+{
+	free(m->own.slot);
+	memset(&m->own, 0, sizeof(m->own));
+}
+
+static size_t ihsize(const struct tree_mod *m)
+{
+	return fmt_item_header_size(m->vol->keypol);
+}
+
+/* Bytes for items and their headers in one node. */
+static size_t capacity(const struct tree_mod *m)
+{
+	return m->vol->blksize - fmt_node_header_size(m->vol->sb.node_pid);
+}
+
+size_t tree_max_item(const struct tree_mod *m)
+{
+	return capacity(m) - ihsize(m);
+}
+
+static void set_root(struct tree_mod *m, uint64_t root, unsigned height)
+{
+	m->root = root;
+	m->height = height;
+	m->vol->sb.root_block = root;
+	m->vol->sb.tree_height = (uint16_t)height;
+	txn_set_root(m->t, root, (uint16_t)height);
+}
+
+/* ---- writing nodes ------------------------------------------------------ */
+
+/* Write items as a node of 'level': in place when this transaction owns
+ * 'old', else to a new block near old (or hint) and free old. */
+static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
+		unsigned level, const struct ilist *l, uint64_t *blk,
+		struct r4_error *err)
+{
+	struct io_block *b;
+	uint64_t nb = old;
+	int rc = 0;
+
+	if (!old || !own_has(&m->own, old)) {
+		rc = txn_alloc(m->t, old ? old : hint, &nb, err);
+		if (rc)
+			return rc;
+		rc = own_add(&m->own, nb);
+		if (rc)
+			return r4_fail(err, rc, "out of memory");
+		m->st.nodes_alloc++;
+		if (old) {
+			rc = txn_free(m->t, old, 1, err);
+			m->st.nodes_freed++;
+		}
+		if (rc)
+			return rc;
+	}
+	rc = txn_new(m->t, nb, &b, err);
+	if (rc)
+		return rc;
+	rc = fmt_node_init(b->data, m->vol->blksize, m->vol->sb.node_pid,
+			   level, m->vol->sb.mkfs_id);
+	for (size_t i = 0; !rc && i < l->n; i++)
+		rc = node_append_item(b->data, m->vol->blksize,
+				      m->vol->keypol, &l->v[i].key,
+				      l->v[i].pid, l->v[i].body, l->v[i].len,
+				      NULL);
+	fmt_node_stamp(b->data, m->vol->blksize);
+	txn_put(m->t, b);
+	if (rc)
+		return r4_fail(err, rc, "%s: cannot build node %llu (level "
+			       "%u, %zu items): %s", vname(m),
+			       (unsigned long long)nb, level, l->n,
+			       r4_strerror(rc));
+	m->st.nodes_written++;
+	*blk = nb;
+	return 0;
+}
+
+static int drop(struct tree_mod *m, uint64_t blk, struct r4_error *err)
+{
+	own_del(&m->own, blk);
+	m->st.nodes_freed++;
+	return txn_free(m->t, blk, 1, err);
+}
+
+/* ---- finding a path ------------------------------------------------------ */
+
+/* Index of the last item with key <= k, or -1. */
+static int node_le(struct tree_mod *m, const uint8_t *node, uint64_t blk,
+		   const struct fmt_key *k, struct r4_error *err)
+{
+	struct fmt_item_header ih;
+	int lo = 0, hi = (int)tree_node_nr(node) - 1, ans = -1;
+
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (fmt_node_ih_decode(node, m->vol->blksize, m->vol->keypol,
+				       (unsigned)mid, &ih))
+			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu: "
+				       "item header %d unreadable", vname(m),
+				       (unsigned long long)blk, mid);
+		if (fmt_key_cmp(&ih.key, k) <= 0) {
+			ans = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return ans;
+}
+
+static int child_of(struct tree_mod *m, const uint8_t *node, uint64_t blk,
+		    int pos, uint64_t *child, int *isptr,
+		    struct r4_error *err)
+{
+	struct tree_item it;
+	int rc = tree_node_item(m->vol, node, blk, (unsigned)pos, &it, err);
+
+	if (rc)
+		return rc;
+	*isptr = it.plugin_id == FMT_ITEM_NODEPTR40;
+	if (*isptr && fmt_nodeptr40_decode(it.body, it.len, child))
+		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item "
+			       "%d: bad nodeptr40", vname(m),
+			       (unsigned long long)blk, pos);
+	if (!*isptr && node[FMT_NODE_OFF_LEVEL] > FMT_NODE_TWIG_LEVEL)
+		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item "
+			       "%d: plugin %u above the twig level", vname(m),
+			       (unsigned long long)blk, pos, it.plugin_id);
+	return 0;
+}
+
+/* Pick the child to descend into at level l for key k. *none = 1 when a
+ * twig has no leaf that may hold k (a new leaf goes after pos[l]). */
+static int pick(struct tree_mod *m, const uint8_t *node, uint64_t blk,
+		unsigned l, const struct fmt_key *k, struct mpath *p,
+		int *none, struct r4_error *err)
+{
+	unsigned nr = tree_node_nr(node);
+	int q = node_le(m, node, blk, k, err), isptr = 0, rc;
+	uint64_t child = 0;
+
+	if (q < -1)
+		return q;
+	if (!nr)
+		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu (level "
+			       "%u) is empty", vname(m),
+			       (unsigned long long)blk, l);
+	p->pos[l] = q;
+	if (q >= 0) {
+		rc = child_of(m, node, blk, q, &child, &isptr, err);
+		if (rc)
+			return rc;
+	}
+	if (!isptr && (q < 0 || l == FMT_NODE_TWIG_LEVEL) &&
+	    (unsigned)(q + 1) < nr) {
+		rc = child_of(m, node, blk, q + 1, &child, &isptr, err);
+		if (rc)
+			return rc;
+		if (isptr)
+			p->pos[l] = q + 1;
+	}
+	if (!isptr) {
+		if (l != FMT_NODE_TWIG_LEVEL)
+			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu "
+				       "(level %u) has no node pointer",
+				       vname(m), (unsigned long long)blk, l);
+		*none = 1;
+		return 0;
+	}
+	p->blk[l - 1] = child;
+	return 0;
+}
+
+/* Path from the root to level 'to' for key k. */
+static int path_find(struct tree_mod *m, const struct fmt_key *k,
+		     unsigned to, struct mpath *p, int *none,
+		     struct r4_error *err)
+{
+	struct io_block *b;
+	int rc = 0;
+
+	*none = 0;
+	p->blk[m->height] = m->root;
+	for (unsigned l = m->height; !rc && l >= to; l--) {
+		rc = tree_node_get(m->vol, p->blk[l], l, &b, err);
+		if (rc)
+			return rc;
+		if (l == to) {
+			rc = node_le(m, b->data, p->blk[l], k, err);
+			p->pos[l] = rc;
+			rc = rc < -1 ? rc : 0;
+		} else {
+			rc = pick(m, b->data, p->blk[l], l, k, p, none, err);
+		}
+		io_cache_put(&m->vol->cache, b);
+		if (*none || l == to)
+			break;
+	}
+	return rc;
+}
+
+/* ---- rewriting a level ------------------------------------------------- */
+
+static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
+		     struct ilist *items, struct r4_error *err);
+
+static int oom(struct r4_error *err)
+{
+	return r4_fail(err, -ENOMEM, "out of memory");
+}
+
+/* Pack items into nodes: fill from the left (target = capacity) or even
+ * out (even != 0). */
+static int pack(struct tree_mod *m, struct ilist *items, int even,
+		struct ilist **ch, size_t *nch, struct r4_error *err)
+{
+	size_t cap = capacity(m), total = ilist_bytes(items, ihsize(m));
+	size_t target = cap, k = (total + cap - 1) / cap;
+	int rc;
+
+	if (even && k >= 2)
+		target = (total + k - 1) / k;
+	rc = ilist_pack(items, cap, target, ihsize(m), m->vol->blksize,
+			m->vol->keypol, ch, nch);
+	if (rc == R4_ERANGE)
+		return r4_fail(err, rc, "%s: an item does not fit in a node",
+			       vname(m));
+	if (rc == -ENOMEM)
+		return oom(err);
+	if (rc)
+		return r4_fail(err, rc, "%s: cannot pack items into nodes: %s",
+			       vname(m), r4_strerror(rc));
+	return 0;
+}
+
+static void chunks_free(struct ilist *ch, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ilist_free(&ch[i]);
+	free(ch);
+}
+
+/* Write chunks over the blocks old[0..nold) (then new blocks), free the
+ * old blocks left over; the pointers to them go into np. */
+static int emit_chunks(struct tree_mod *m, unsigned l, struct ilist *ch,
+		       size_t n, const uint64_t *old, size_t nold,
+		       struct ilist *np, struct r4_error *err)
+{
+	uint64_t hint = nold ? old[0] : m->root, nb;
+	uint8_t buf[FMT_NODEPTR40_SIZE];
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < n; i++) {
+		rc = emit(m, i < nold ? old[i] : 0, hint, l, &ch[i], &nb, err);
+		if (rc)
+			break;
+		hint = nb;
+		fmt_nodeptr40_encode(nb, buf);
+		if (ilist_push(np, &ch[i].v[0].key, FMT_ITEM_NODEPTR40, buf,
+			       sizeof(buf)))
+			rc = oom(err);
+	}
+	for (size_t i = n; !rc && i < nold; i++)
+		rc = drop(m, old[i], err);
+	if (n > nold && !rc)
+		m->st.splits++;
+	if (n < nold && !rc)
+		m->st.merges++;
+	return rc;
+}
+
+/* Child block of parent item i, 0 when it is not a node pointer. */
+static uint64_t sib(const struct ilist *P, long i)
+{
+	uint64_t b = 0;
+
+	if (i < 0 || (size_t)i >= P->n || P->v[i].pid != FMT_ITEM_NODEPTR40 ||
+	    fmt_nodeptr40_decode(P->v[i].body, P->v[i].len, &b))
+		return 0;
+	return b;
+}
+
+static int root_shrink(struct tree_mod *m, struct ilist *top,
+		       struct r4_error *err)
+{
+	struct ilist cur = *top;
+	uint64_t child;
+	int rc = 0;
+
+	memset(top, 0, sizeof(*top));
+	while (!rc && m->height > FMT_TREE_HEIGHT_MIN && cur.n == 1 &&
+	       cur.v[0].pid == FMT_ITEM_NODEPTR40 &&
+	       !fmt_nodeptr40_decode(cur.v[0].body, cur.v[0].len, &child)) {
+		rc = drop(m, m->root, err);
+		if (rc)
+			break;
+		set_root(m, child, m->height - 1);
+		m->st.shrinks++;
+		ilist_free(&cur);
+		rc = ilist_load(m->vol, child, m->height, &cur, err);
+	}
+	ilist_free(&cur);
+	return rc;
+}
+
+static int root_set(struct tree_mod *m, unsigned l, struct ilist *items,
+		    struct r4_error *err)
+{
+	struct ilist *ch = NULL, np = { NULL, 0, 0 }, one = { NULL, 0, 0 };
+	uint64_t nb, old = m->root;
+	size_t nch = 0;
+	int rc;
+
+	if (!items->n) {
+		ilist_free(items);
+		return r4_fail(err, R4_ECORRUPT, "%s: the change would leave "
+			       "the tree empty", vname(m));
+	}
+	if (ilist_bytes(items, ihsize(m)) <= capacity(m)) {
+		rc = emit(m, old, old, l, items, &nb, err);
+		if (!rc && nb != old)
+			set_root(m, nb, l);
+		if (!rc)
+			rc = root_shrink(m, items, err);
+		ilist_free(items);
+		return rc;
+	}
+	if (l + 1 > FMT_KERNEL_TREE_HEIGHT_MAX) {
+		ilist_free(items);
+		return r4_fail(err, R4_ENOSPC, "%s: the tree would be higher "
+			       "than %u levels", vname(m),
+			       FMT_KERNEL_TREE_HEIGHT_MAX);
+	}
+	rc = pack(m, items, 1, &ch, &nch, err);
+	if (!rc)
+		rc = emit_chunks(m, l, ch, nch, &old, 1, &np, err);
+	if (!rc)
+		rc = emit(m, 0, old, l + 1, &np, &nb, err);
+	if (!rc) {
+		set_root(m, nb, l + 1);
+		m->st.grows++;
+	}
+	chunks_free(ch, nch);
+	ilist_free(&np);
+	ilist_free(&one);
+	return rc;
+}
+
+/* Which nodes take part: [first, first + count) of the parent's items.
+ * Loads the siblings' items in front of / after items. */
+static int choose(struct tree_mod *m, struct ilist *P, long pos,
+		  unsigned l, struct ilist *items, long *first, size_t *count,
+		  uint64_t *blks, struct r4_error *err)
+{
+	size_t cap = capacity(m), ih = ihsize(m);
+	size_t total = ilist_bytes(items, ih), lb = SIZE_MAX, rb = SIZE_MAX;
+	uint64_t lblk = sib(P, pos - 1), rblk = sib(P, pos + 1);
+	struct ilist L = { NULL, 0, 0 }, R = { NULL, 0, 0 }, tmp;
+	int rc = 0, use = 0;	/* -1 left, +1 right */
+
+	*first = pos;
+	*count = 1;
+	if (!items->n || (m->no_merge && total <= cap))
+		return 0;
+	if (total > cap || total < cap / 2) {
+		if (lblk && !(rc = ilist_load(m->vol, lblk, l, &L, err)))
+			lb = ilist_bytes(&L, ih);
+		if (!rc && rblk && !(rc = ilist_load(m->vol, rblk, l, &R, err)))
+			rb = ilist_bytes(&R, ih);
+	}
+	if (rc)
+		goto out;
+	if (total <= cap) {
+		if (lb != SIZE_MAX && lb + total <= cap)
+			use = -1;
+		else if (rb != SIZE_MAX && rb + total <= cap)
+			use = 1;
+	} else {
+		size_t best = lb < rb ? lb : rb;
+
+		if (best != SIZE_MAX && best + total + 2 * ih + 64 <= 2 * cap)
+			use = lb <= rb ? -1 : 1;
+	}
+	if (use < 0) {
+		tmp = *items;
+		*items = L;
+		memset(&L, 0, sizeof(L));
+		rc = ilist_move(items, &tmp);
+		ilist_free(&tmp);
+		*first = pos - 1;
+		blks[1] = blks[0];
+		blks[0] = lblk;
+		*count = 2;
+	} else if (use > 0) {
+		rc = ilist_move(items, &R);
+		blks[1] = rblk;
+		*count = 2;
+	}
+	if (rc)
+		rc = oom(err);
+	if (use)
+		m->st.shifts += total > cap;
+out:
+	ilist_free(&L);
+	ilist_free(&R);
+	return rc;
+}
+
+static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
+		     struct ilist *items, struct r4_error *err)
+{
+	struct ilist P = { NULL, 0, 0 }, np = { NULL, 0, 0 }, *ch = NULL;
+	long pos = p->pos[l + 1], first = pos;
+	uint64_t blks[2] = { p->blk[l], 0 };
+	size_t count = 1, nch = 0;
+	int rc;
+
+	if (l >= m->height)
+		return root_set(m, l, items, err);
+	rc = ilist_load(m->vol, p->blk[l + 1], l + 1, &P, err);
+	if (!rc && (pos < 0 || (size_t)pos >= P.n || sib(&P, pos) != blks[0]))
+		rc = r4_fail(err, R4_ECORRUPT, "%s: tree node %llu: item %ld "
+			     "does not point to %llu", vname(m),
+			     (unsigned long long)p->blk[l + 1], pos,
+			     (unsigned long long)blks[0]);
+	if (!rc)
+		rc = choose(m, &P, pos, l, items, &first, &count, blks, err);
+	if (!rc && items->n)
+		rc = pack(m, items, count == 1, &ch, &nch, err);
+	if (!rc)
+		rc = emit_chunks(m, l, ch, nch, blks, count, &np, err);
+	ilist_free(items);
+	chunks_free(ch, nch);
+	if (!rc && count == 1 && np.n == 1 &&
+	    !fmt_key_cmp(&np.v[0].key, &P.v[pos].key) &&
+	    !memcmp(np.v[0].body, P.v[pos].body, FMT_NODEPTR40_SIZE))
+		goto out;	/* the parent does not change */
+	if (!rc) {
+		struct tree_newitem *w = calloc(np.n + 1, sizeof(*w));
+
+		for (size_t i = 0; w && i < np.n; i++) {
+			w[i].key = np.v[i].key;
+			w[i].pid = FMT_ITEM_NODEPTR40;
+			w[i].body = np.v[i].body;
+			w[i].len = np.v[i].len;
+		}
+		rc = w ? ilist_splice(&P, (size_t)first, (size_t)first + count,
+				      w, np.n) : -ENOMEM;
+		free(w);
+		if (rc)
+			rc = oom(err);
+		else
+			rc = level_set(m, p, l + 1, &P, err);
+	}
+out:
+	ilist_free(&P);
+	ilist_free(&np);
+	return rc;
+}
+
+/* ---- public operations ---------------------------------------------- */
+
+static struct tree_newitem *as_new(const struct ilist *l)
+{
+	struct tree_newitem *w = calloc(l->n + 1, sizeof(*w));
+
+	for (size_t i = 0; w && i < l->n; i++) {
+		w[i].key = l->v[i].key;
+		w[i].pid = l->v[i].pid;
+		w[i].body = l->v[i].body;
+		w[i].len = l->v[i].len;
+	}
+	return w;
+}
+
+/* Leaf items that no leaf may take: new leaves, pointed to from the
+ * twig level. */
+static int new_leaves(struct tree_mod *m, uint64_t hint,
+		      const struct tree_newitem *it, size_t n,
+		      struct r4_error *err)
+{
+	struct ilist all = { NULL, 0, 0 }, np = { NULL, 0, 0 }, *ch = NULL;
+	struct tree_newitem *w = NULL;
+	size_t nch = 0;
+	int rc = ilist_splice(&all, 0, 0, it, n) ? oom(err) : 0;
+
+	if (!rc)
+		rc = pack(m, &all, 1, &ch, &nch, err);
+	if (!rc)
+		rc = emit_chunks(m, FMT_NODE_LEAF_LEVEL, ch, nch, &hint, 0,
+				 &np, err);
+	if (!rc && !(w = as_new(&np)))
+		rc = oom(err);
+	if (!rc)
+		rc = tree_put_items(m, FMT_NODE_TWIG_LEVEL, &w[0].key, 0, w,
+				    np.n, err);
+	free(w);
+	chunks_free(ch, nch);
+	ilist_free(&all);
+	ilist_free(&np);
+	return rc;
+}
+
+/* Before an item goes into a twig after item pos[2]: when that item
+ * points to a leaf holding keys on both sides of 'at', cut the leaf;
+ * *right receives the items above 'at', to put back afterwards. */
+static int twig_cut(struct tree_mod *m, struct mpath *p,
+		    const struct fmt_key *at, struct ilist *right,
+		    struct r4_error *err)
+{
+	struct ilist twig = { NULL, 0, 0 }, leaf = { NULL, 0, 0 };
+	uint64_t child;
+	size_t k = 0;
+	int rc;
+
+	if (p->pos[2] < 0)
+		return 0;
+	rc = ilist_load(m->vol, p->blk[2], 2, &twig, err);
+	child = rc ? 0 : sib(&twig, p->pos[2]);
+	ilist_free(&twig);
+	if (rc || !child)
+		return rc;
+	rc = ilist_load(m->vol, child, 1, &leaf, err);
+	if (rc)
+		return rc;
+	while (k < leaf.n && fmt_key_cmp(&leaf.v[k].key, at) < 0)
+		k++;
+	if (k < leaf.n && !fmt_key_cmp(&leaf.v[k].key, at))
+		rc = r4_fail(err, R4_EEXIST, "%s: tree node %llu: an item "
+			     "with that key exists", vname(m),
+			     (unsigned long long)child);
+	if (rc || k == leaf.n) {
+		ilist_free(&leaf);
+		return rc;
+	}
+	rc = ilist_cut(&leaf, k, right);
+	if (rc) {
+		ilist_free(&leaf);
+		return oom(err);
+	}
+	p->blk[1] = child;
+	m->no_merge = 1;
+	rc = level_set(m, p, 1, &leaf, err);
+	m->no_merge = 0;
+	return rc;
+}
+
+static int put_once(struct tree_mod *m, unsigned level,
+		    const struct fmt_key *at, int replace,
+		    const struct tree_newitem *it, size_t n,
+		    struct ilist *right, struct r4_error *err)
+{
+	struct ilist L = { NULL, 0, 0 };
+	struct mpath p;
+	int none = 0, rc, pos, found;
+
+	rc = path_find(m, at, level, &p, &none, err);
+	if (!rc && none)
+		return replace ? r4_fail(err, R4_ENOTFOUND, "%s: no item to "
+					 "replace", vname(m)) :
+				 new_leaves(m, p.blk[2], it, n, err);
+	if (!rc && level == FMT_NODE_TWIG_LEVEL && !replace && !right->n) {
+		rc = twig_cut(m, &p, at, right, err);
+		if (!rc && right->n)
+			rc = path_find(m, at, level, &p, &none, err);
+	}
+	if (!rc)
+		rc = ilist_load(m->vol, p.blk[level], level, &L, err);
+	if (rc)
+		return rc;
+	pos = p.pos[level];
+	found = pos >= 0 && !fmt_key_cmp(&L.v[pos].key, at);
+	if (replace && !found)
+		rc = r4_fail(err, R4_ENOTFOUND, "%s: tree node %llu: no item "
+			     "to replace", vname(m),
+			     (unsigned long long)p.blk[level]);
+	else if (!replace && found)
+		rc = r4_fail(err, R4_EEXIST, "%s: tree node %llu: an item "
+			     "with that key exists", vname(m),
+			     (unsigned long long)p.blk[level]);
+	else if (ilist_splice(&L, (size_t)(pos + !replace), (size_t)pos + 1,
+			      it, n))
+		rc = oom(err);
+	if (rc) {
+		ilist_free(&L);
+		return rc;
+	}
+	return level_set(m, &p, level, &L, err);
+}
+
+int tree_put_items(struct tree_mod *m, unsigned level,
+		   const struct fmt_key *at, int replace,
+		   const struct tree_newitem *it, size_t n,
+		   struct r4_error *err)
+{
+	struct ilist right = { NULL, 0, 0 };
+	struct tree_newitem *w;
+	int rc;
+
+	if (level != FMT_NODE_LEAF_LEVEL && level != FMT_NODE_TWIG_LEVEL)
+		return r4_fail(err, R4_EINVAL, "items go to level 1 or 2");
+	for (size_t i = 0; i < n; i++)
+		if (it[i].len > tree_max_item(m) || !it[i].len)
+			return r4_fail(err, R4_EINVAL, "%s: item of %zu bytes "
+				       "(at most %zu)", vname(m), it[i].len,
+				       tree_max_item(m));
+	rc = put_once(m, level, at, replace, it, n, &right, err);
+	if (rc || !right.n) {
+		ilist_free(&right);
+		return rc;
+	}
+	w = as_new(&right);
+	rc = w ? tree_put_items(m, FMT_NODE_LEAF_LEVEL, &w[0].key, 0, w,
+				right.n, err) : oom(err);
+	free(w);
+	ilist_free(&right);
+	return rc;
+}
+
+int tree_insert(struct tree_mod *m, unsigned level, const struct fmt_key *key,
+		unsigned pid, const void *body, size_t len,
+		struct r4_error *err)
+{
+	struct tree_newitem it = { *key, pid, body, len };
+
+	return tree_put_items(m, level, key, 0, &it, 1, err);
+}
+
+int tree_delete(struct tree_mod *m, unsigned level, const struct fmt_key *key,
+		struct r4_error *err)
+{
+	return tree_put_items(m, level, key, 1, NULL, 0, err);
+}
+
+int tree_replace(struct tree_mod *m, unsigned level,
+		 const struct fmt_key *key, unsigned pid, const void *body,
+		 size_t len, struct r4_error *err)
+{
+	struct tree_newitem it = { *key, pid, body, len };
+
+	return tree_put_items(m, level, key, 1, &it, 1, err);
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: changing the tree inside a transaction (copy-on-write).
+ *
+ * One engine does every change: a list of items replaces the item with a
+ * given key (or goes in at that key's position), at the leaf level (stat
+ * data, directory entries, tails) or the twig level (extents). The node
+ * is rewritten from its decoded item list:
+ *  - a node the transaction has not written yet goes to a fresh block
+ *    near the old one (txn_alloc + txn_new) and the old block is freed
+ *    (txn_free); its parent then changes the same way, up to the root
+ *    (txn_set_root). A node written by this transaction is rewritten in
+ *    place: the committed tree does not reference it;
+ *  - an overflowing node first shifts items into its left, then its
+ *    right neighbour (same parent); else it splits into as many nodes as
+ *    needed, sizes evened out, each new node's pointer added to the
+ *    parent (a root split grows the tree). Directory entry, tail and
+ *    extent items are cut at unit boundaries where that packs better;
+ *  - an empty node is removed with its pointer; a node under half full
+ *    merges into its left or right neighbour when both fit one node; a
+ *    root above the twig level with one child gives way to that child;
+ *  - a parent's pointer key is always its child's first key.
+ * Leaf items never straddle an extent: putting an extent inside a leaf's
+ * key range first cuts the leaf in two. */
+#ifndef R4_LIBIMAGE_TREE_MODIFY_H
+#define R4_LIBIMAGE_TREE_MODIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/r4.h"
+#include "format/key.h"
+
+struct r4_vol;
+struct txn;
+
+/* Blocks this transaction wrote tree nodes to (changed in place). */
+struct tree_own {
+	uint64_t *slot;		/* 0 empty, UINT64_MAX removed */
+	size_t cap, n, used;
+};
+
+struct tree_mod_stats {
+	uint64_t nodes_written;	/* node images made (new + rewritten) */
+	uint64_t nodes_alloc;	/* blocks allocated for nodes */
+	uint64_t nodes_freed;	/* node blocks freed */
+	uint64_t splits, merges, shifts, grows, shrinks;
+};
+
+struct tree_mod {
+	struct r4_vol *vol;
+	struct txn *t;
+	struct tree_own own;
+	uint64_t root;
+	unsigned height;
+	int no_merge;		/* internal: while cutting a leaf */
+	struct tree_mod_stats st;
+};
+
+/* One item to put: key, item plugin id and body (copied). */
+struct tree_newitem {
+	struct fmt_key key;
+	unsigned pid;
+	const void *body;
+	size_t len;
+};
+
+/* Start / end the tree changes of one transaction (root and height are
+ * taken from vol->sb, which txn_set_root keeps current). */
+int tree_mod_init(struct tree_mod *m, struct r4_vol *vol, struct txn *t,
+		  struct r4_error *err);
+void tree_mod_fini(struct tree_mod *m);
+
+/* The largest item body one node holds. */
+size_t tree_max_item(const struct tree_mod *m);
+
+/* Put items it[0..n) at level 1 (leaf items) or 2 (extent items): with
+ * replace, in place of the item whose key is 'at' (R4_ENOTFOUND if
+ * none; n may be 0 to delete it); else at at's position (R4_EEXIST if
+ * an item has that key). The new keys must be ascending and lie between
+ * the neighbouring items' keys. */
+int tree_put_items(struct tree_mod *m, unsigned level,
+		   const struct fmt_key *at, int replace,
+		   const struct tree_newitem *it, size_t n,
+		   struct r4_error *err);
+int tree_insert(struct tree_mod *m, unsigned level, const struct fmt_key *key,
+		unsigned pid, const void *body, size_t len,
+		struct r4_error *err);
+int tree_delete(struct tree_mod *m, unsigned level, const struct fmt_key *key,
+		struct r4_error *err);
+int tree_replace(struct tree_mod *m, unsigned level,
+		 const struct fmt_key *key, unsigned pid, const void *body,
+		 size_t len, struct r4_error *err);
+
+/* ---- item lists (ilist.c) ------------------------------------------- */
+
+struct mitem {
+	struct fmt_key key;
+	unsigned pid;
+	size_t len;
+	uint8_t *body;		/* owned */
+};
+
+struct ilist {
+	struct mitem *v;
+	size_t n, cap;
+};
+
+void ilist_free(struct ilist *l);
+int ilist_push(struct ilist *l, const struct fmt_key *k, unsigned pid,
+	       const void *body, size_t len);
+/* Take src's items onto the end of dst (src becomes empty). */
+int ilist_move(struct ilist *dst, struct ilist *src);
+/* Move l[k..n) onto the end of tail. */
+int ilist_cut(struct ilist *l, size_t k, struct ilist *tail);
+/* Replace l[a..b) by copies of w[0..n). */
+int ilist_splice(struct ilist *l, size_t a, size_t b,
+		 const struct tree_newitem *w, size_t n);
+/* Bytes the items take in a node: bodies + item headers. */
+size_t ilist_bytes(const struct ilist *l, size_t ih);
+/* Decode a node's items (verified load at the given level). */
+int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
+	       struct ilist *out, struct r4_error *err);
+/* Cut all into chunks of at most cap bytes each (items + headers),
+ * closing a chunk once it holds 'target' bytes; an item that does not
+ * fit whole is cut at a unit boundary when the part fits. *out receives
+ * *nout lists (free each, then the array); all is emptied. */
+int ilist_pack(struct ilist *all, size_t cap, size_t target, size_t ih,
+	       uint32_t blksize, enum fmt_key_policy pol, struct ilist **out,
+	       size_t *nout);
+
+#endif

@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: transactions: the block map of a transaction, allocation,
+ * capture, freeing and abort. Commit is in commit.c, replay and the
+ * read-only overlay in replay.c. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "txn_int.h"
+#include "../err.h"
+#include "format/bitmap.h"
+#include "format/super.h"
+
+/* ---- block map ---- */
+
+static size_t slot_of(const struct tbmap *m, uint64_t nr)
+{
+	return (size_t)((nr * 0x9E3779B97F4A7C15ULL) >> 17) & (m->cap - 1);
+}
+
+struct tb *tb_find(struct tbmap *m, uint64_t nr)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t i = slot_of(m, nr);; i = (i + 1) & (m->cap - 1)) {
+		if (m->slots[i].nr == nr)
+			return &m->slots[i];
+		if (m->slots[i].nr == TB_EMPTY_KEY)
+			return NULL;
+	}
+}
+
+static int tb_grow(struct tbmap *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 256;
+	struct tb *old = m->slots, *s = malloc(cap * sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < cap; i++)
+		s[i] = (struct tb){ TB_EMPTY_KEY, NULL, TB_DEAD };
+	m->slots = s;
+	for (size_t i = 0, ocap = m->cap; i < ocap; i++) {
+		size_t j;
+
+		if (old[i].nr == TB_EMPTY_KEY)
+			continue;
+		m->cap = cap;
+		j = slot_of(m, old[i].nr);
+		while (s[j].nr != TB_EMPTY_KEY)
+			j = (j + 1) & (cap - 1);
+		s[j] = old[i];
+	}
+	m->cap = cap;
+	free(old);
+	return 0;
+}
+
+struct tb *tb_get(struct tbmap *m, uint64_t nr)
+{
+	struct tb *e = tb_find(m, nr);
+	size_t i;
+
+	if (e)
+		return e;
+	if ((m->used + 1) * 2 > m->cap && tb_grow(m))
+		return NULL;
+	i = slot_of(m, nr);
+	while (m->slots[i].nr != TB_EMPTY_KEY)
+		i = (i + 1) & (m->cap - 1);
+	m->slots[i] = (struct tb){ nr, NULL, TB_DEAD };
+	m->used++;
+	return &m->slots[i];
+}
+
+void tb_fini(struct tbmap *m)
+{
+	free(m->slots);
+	memset(m, 0, sizeof(*m));
+}
+
+static int cmp_tb(const void *a, const void *b)
+{
+	const struct tb *x = *(struct tb *const *)a;
+	const struct tb *y = *(struct tb *const *)b;
+
+	return x->nr < y->nr ? -1 : x->nr > y->nr;
+}
+
+int tb_list(const struct tbmap *m, unsigned states, struct tb ***out,
+	    size_t *n)
+{
+	size_t k = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->slots[i].nr != TB_EMPTY_KEY &&
+		    (states & (1u << m->slots[i].state)))
+			k++;
+	if (!k)
+		return 0;
+	*out = malloc(k * sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->slots[i].nr != TB_EMPTY_KEY &&
+		    (states & (1u << m->slots[i].state)))
+			(*out)[(*n)++] = &m->slots[i];
+	qsort(*out, *n, sizeof(**out), cmp_tb);
+	return 0;
+}
+
+/* ---- begin / abort ---- */
+
+int txn_begin(struct r4_vol *vol, struct txn **out, struct r4_error *err)
+{
+	struct txn *t;
+
+	*out = NULL;
+	if (vol->dev->readonly)
+		return r4_fail(err, -EROFS, "%s: opened read-only: no "
+			       "transactions", vol->dev->path);
+	if (vol->failed)
+		return r4_fail(err, -EIO, "%s: an earlier commit failed; "
+			       "reopen the volume (it replays the journal)",
+			       vol->dev->path);
+	if (vol->txn)
+		return r4_fail(err, R4_EBUSY, "%s: a transaction is already "
+			       "open", vol->dev->path);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return r4_fail(err, -ENOMEM, "%s: out of memory",
+			       vol->dev->path);
+	t->vol = vol;
+	t->root = vol->sb.root_block;
+	t->height = vol->sb.tree_height;
+	t->next_oid = vol->sb.next_oid;
+	t->alloc_cursor = fmt_blk_first_usable(vol->blksize);
+	vol->txn = t;
+	*out = t;
+	return 0;
+}
+
+void txn_release(struct txn *t, int revert)
+{
+	struct r4_vol *vol = t->vol;
+
+	for (size_t i = 0; i < t->map.cap; i++) {
+		struct tb *e = &t->map.slots[i];
+
+		if (e->nr == TB_EMPTY_KEY)
+			continue;
+		if (revert && (e->state == TB_ALLOC || e->state == TB_NEW ||
+			       e->state == TB_DATA))
+			space_mark(&vol->space, e->nr, 0, NULL);
+		if (e->b && revert)
+			io_cache_discard(&vol->cache, e->b);
+		else if (e->b) {
+			io_cache_clean(&vol->cache, e->b);
+			io_cache_put(&vol->cache, e->b);
+		}
+	}
+	tb_fini(&t->map);
+	vol->txn = NULL;
+	free(t);
+}
+
+void txn_abort(struct txn *t)
+{
+	if (t)
+		txn_release(t, 1);
+}
+
+/* ---- blocks ---- */
+
+static int check_blk(struct txn *t, uint64_t blk, const char *what,
+		     struct r4_error *err)
+{
+	struct r4_vol *vol = t->vol;
+
+	if (blk < fmt_blk_first_usable(vol->blksize) ||
+	    blk >= vol->sb.block_count)
+		return r4_fail(err, R4_ERANGE, "%s: %s block %llu: outside "
+			       "the usable blocks %llu..%llu", vol->dev->path,
+			       what, (unsigned long long)blk,
+			       (unsigned long long)fmt_blk_first_usable(
+				       vol->blksize),
+			       (unsigned long long)vol->sb.block_count - 1);
+	if (blk % vol->space.bpb == 0)
+		return r4_fail(err, R4_EINVAL, "%s: %s block %llu: a bitmap "
+			       "block is changed by the commit only",
+			       vol->dev->path, what, (unsigned long long)blk);
+	return 0;
+}
+
+static int nomem(struct txn *t, struct r4_error *err)
+{
+	return r4_fail(err, -ENOMEM, "%s: out of memory",
+		       t->vol->dev->path);
+}
+
+/* The transaction's own pin on a cached block plus one for the caller. */
+static int pin_twice(struct txn *t, struct tb *e, int fresh,
+		     struct io_block **out, struct r4_error *err)
+{
+	struct io_cache *c = &t->vol->cache;
+	int rc;
+
+	if (!e->b) {
+		rc = fresh ? io_cache_new(c, e->nr, &e->b, err) :
+			     io_cache_get(c, e->nr, &e->b, err);
+		if (rc)
+			return rc;
+		io_cache_dirty(c, e->b);
+	}
+	return io_cache_get(c, e->nr, out, err);
+}
+
+int txn_capture(struct txn *t, uint64_t blk, struct io_block **out,
+		struct r4_error *err)
+{
+	struct tb *e;
+	int rc = check_blk(t, blk, "captured", err);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	e = tb_get(&t->map, blk);
+	if (!e)
+		return nomem(t, err);
+	switch (e->state) {
+	case TB_FREED:
+		return r4_fail(err, R4_EINVAL, "%s: block %llu: captured "
+			       "after being freed in the same transaction",
+			       t->vol->dev->path, (unsigned long long)blk);
+	case TB_ALLOC:
+	case TB_DATA:	/* a block of this transaction: written once */
+		e->state = TB_NEW;
+		return pin_twice(t, e, 0, out, err);
+	case TB_NEW:
+	case TB_CAPTURED:
+		return pin_twice(t, e, 0, out, err);
+	default:
+		break;
+	}
+	rc = space_test(&t->vol->space, blk, err);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		return r4_fail(err, R4_EINVAL, "%s: block %llu: captured, but "
+			       "the bitmap marks it free", t->vol->dev->path,
+			       (unsigned long long)blk);
+	e->state = TB_CAPTURED;
+	return pin_twice(t, e, 0, out, err);
+}
+
+static int take(struct txn *t, uint64_t blk, struct r4_error *err)
+{
+	struct tb *e = tb_get(&t->map, blk);
+	int rc;
+
+	if (!e)
+		return nomem(t, err);
+	rc = space_mark(&t->vol->space, blk, 1, err);
+	if (rc)
+		return rc;
+	e->state = TB_ALLOC;
+	t->nalloc++;
+	return 0;
+}
+
+/* A free block at or after from, wrapping around once; never a bitmap
+ * block (they are marked used anyway). */
+static int find_free(struct txn *t, uint64_t from, uint64_t *blk,
+		     struct r4_error *err)
+{
+	struct r4_vol *vol = t->vol;
+	uint64_t first = fmt_blk_first_usable(vol->blksize);
+	int rc;
+
+	if (from < first || from >= vol->sb.block_count)
+		from = first;
+	rc = space_find_free(&vol->space, from, blk, err);
+	if (rc == R4_ENOSPC && from > first) {
+		r4_error_clear(err);
+		rc = space_find_free(&vol->space, first, blk, err);
+	}
+	if (rc == R4_ENOSPC)
+		rc = r4_fail_over(err, R4_ENOSPC, "%s: no free block left",
+				  vol->dev->path);
+	return rc;
+}
+
+int txn_alloc(struct txn *t, uint64_t hint, uint64_t *blk,
+	      struct r4_error *err)
+{
+	int rc = find_free(t, hint, blk, err);
+
+	return rc ? rc : take(t, *blk, err);
+}
+
+int txn_alloc_run(struct txn *t, uint64_t hint, uint64_t want,
+		  uint64_t *start, uint64_t *got, struct r4_error *err)
+{
+	uint64_t n = 0;
+	int rc = txn_alloc(t, hint, start, err);
+
+	if (rc)
+		return rc;
+	for (n = 1; n < want && *start + n < t->vol->sb.block_count; n++) {
+		rc = space_test(&t->vol->space, *start + n, err);
+		if (rc < 0)
+			return rc;
+		if (rc || take(t, *start + n, err))
+			break;
+	}
+	*got = n;
+	return 0;
+}
+
+static int need_alloc(struct txn *t, uint64_t blk, struct tb **e,
+		      struct r4_error *err)
+{
+	*e = tb_find(&t->map, blk);
+	if (!*e || ((*e)->state != TB_ALLOC && (*e)->state != TB_NEW &&
+		    (*e)->state != TB_DATA))
+		return r4_fail(err, R4_EINVAL, "%s: block %llu was not "
+			       "allocated by this transaction",
+			       t->vol->dev->path, (unsigned long long)blk);
+	return 0;
+}
+
+int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
+	    struct r4_error *err)
+{
+	struct tb *e;
+	int rc = need_alloc(t, blk, &e, err);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	e->state = TB_NEW;
+	if (e->b)
+		memset(e->b->data, 0, t->vol->blksize);
+	return pin_twice(t, e, 1, out, err);
+}
+
+int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
+		   size_t nblocks, struct r4_error *err)
+{
+	struct r4_vol *vol = t->vol;
+	const uint8_t *p = buf;
+
+	for (size_t i = 0; i < nblocks; i++) {
+		struct tb *e;
+		int rc = need_alloc(t, blk + i, &e, err);
+
+		if (!rc && e->b) {	/* had a buffer: keep it current */
+			memcpy(e->b->data, p, vol->blksize);
+			e->state = TB_NEW;
+			p += vol->blksize;
+			continue;
+		}
+		if (!rc)
+			rc = io_write(vol->dev, p, vol->blksize,
+				      (blk + i) * vol->blksize, err);
+		if (rc)
+			return rc;
+		e->state = TB_DATA;
+		io_cache_forget(&vol->cache, blk + i);
+		p += vol->blksize;
+	}
+	return 0;
+}
+
+void txn_put(struct txn *t, struct io_block *b)
+{
+	io_cache_put(&t->vol->cache, b);
+}
+
+static int free_one(struct txn *t, uint64_t blk, struct r4_error *err)
+{
+	struct tb *e = tb_get(&t->map, blk);
+	int rc;
+
+	if (!e)
+		return nomem(t, err);
+	switch (e->state) {
+	case TB_ALLOC:
+	case TB_NEW:
+	case TB_DATA:
+		if (e->b)
+			io_cache_discard(&t->vol->cache, e->b);
+		e->b = NULL;
+		e->state = TB_DEAD;
+		t->nalloc--;
+		return space_mark(&t->vol->space, blk, 0, err);
+	case TB_FREED:
+		return r4_fail(err, R4_EINVAL, "%s: block %llu freed twice in "
+			       "one transaction", t->vol->dev->path,
+			       (unsigned long long)blk);
+	case TB_CAPTURED:
+		io_cache_discard(&t->vol->cache, e->b);
+		e->b = NULL;
+		break;
+	default:
+		rc = space_test(&t->vol->space, blk, err);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			return r4_fail(err, R4_EINVAL, "%s: block %llu freed, "
+				       "but the bitmap marks it free already",
+				       t->vol->dev->path,
+				       (unsigned long long)blk);
+	}
+	e->state = TB_FREED;
+	t->nfreed++;
+	return 0;
+}
+
+int txn_free(struct txn *t, uint64_t blk, uint64_t count,
+	     struct r4_error *err)
+{
+	for (uint64_t i = 0; i < count; i++) {
+		int rc = check_blk(t, blk + i, "freed", err);
+
+		if (!rc)
+			rc = free_one(t, blk + i, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+void txn_set_root(struct txn *t, uint64_t root, uint16_t height)
+{
+	t->root = root;
+	t->height = height;
+}
+
+void txn_add_files(struct txn *t, int64_t delta)
+{
+	t->files_delta += delta;
+}
+
+uint64_t txn_next_oid(struct txn *t)
+{
+	return t->next_oid++;
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: transactions over a volume: the journal40 wandering log.
+ *
+ * Every change to an existing volume goes through a transaction. The
+ * tree is copy-on-write: a changed node is written to a fresh block (the
+ * relocate set, written once, before commit), its parent is changed the
+ * same way, up to the root; the blocks that must stay put (the format40
+ * super block, bitmap blocks, and any block the caller captures in place)
+ * form the overwrite set and go through the journal:
+ *
+ *   1. relocate set written to its new blocks (txn_alloc + txn_new /
+ *      txn_write_data);
+ *   2. wandered copies of the overwrite set, wander records and the tx
+ *      head written to free blocks that are neither allocated nor freed
+ *      by this transaction; fsync;
+ *   3. commit point: the journal header names the tx head; fsync;
+ *   4. the overwrite set written home; fsync;
+ *   5. the journal footer names the tx head, with the counters
+ *      (free blocks, file count, next oid); fsync.
+ *
+ * A crash before 3 leaves the old volume (nothing it references was
+ * touched: relocated blocks were free, freed blocks are not reused in the
+ * same transaction); after 3, replay (txn_replay, run on every writable
+ * open and by r4fsck) finishes 4 and 5. Blocks freed by a transaction
+ * become free in the bitmap it commits and are never reused before. */
+#ifndef R4_LIBIMAGE_TXN_TXN_H
+#define R4_LIBIMAGE_TXN_TXN_H
+
+#include <stdint.h>
+#include "../volume.h"
+#include "../io/cache.h"
+
+struct txn;
+
+/* Start a transaction on a volume opened read-write (one at a time). */
+int txn_begin(struct r4_vol *vol, struct txn **out, struct r4_error *err);
+
+/* A block to change in place (overwrite set): pinned, its bytes are the
+ * current ones, writes go through the journal at commit. Put with
+ * txn_put. Capturing the same block twice returns the same buffer. */
+int txn_capture(struct txn *t, uint64_t blk, struct io_block **out,
+		struct r4_error *err);
+/* Allocate a free block near 'hint' (relocate set): marked used in the
+ * transaction's bitmap; never a block freed in this transaction. */
+int txn_alloc(struct txn *t, uint64_t hint, uint64_t *blk,
+	      struct r4_error *err);
+/* Allocate a run of up to 'want' contiguous blocks near hint; *got is
+ * how many (at least 1). */
+int txn_alloc_run(struct txn *t, uint64_t hint, uint64_t want,
+		  uint64_t *start, uint64_t *got, struct r4_error *err);
+/* A zeroed buffer for a block allocated by this transaction (a new or
+ * relocated node); written before commit. */
+int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
+	    struct r4_error *err);
+/* Write data straight to blocks allocated by this transaction (file
+ * data: not kept in memory). */
+int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
+		   size_t nblocks, struct r4_error *err);
+void txn_put(struct txn *t, struct io_block *b);
+/* Free a block at commit (old location of a relocated node, data of a
+ * removed file). Freeing a block allocated by this same transaction
+ * frees it at once. */
+int txn_free(struct txn *t, uint64_t blk, uint64_t count,
+	     struct r4_error *err);
+
+/* The counters the commit stores (super block, tx head, footer). The
+ * caller adjusts them as objects come and go; free blocks are computed
+ * by the transaction itself. */
+void txn_set_root(struct txn *t, uint64_t root, uint16_t height);
+void txn_add_files(struct txn *t, int64_t delta);
+uint64_t txn_next_oid(struct txn *t);	/* allocate an object id */
+
+/* Commit (steps above) and end the transaction; on failure the volume
+ * is as it was before txn_begin and the handle is sticky-failed: later
+ * calls on the volume fail until it is reopened. */
+int txn_commit(struct txn *t, struct r4_error *err);
+/* Drop everything the transaction did (nothing reached the volume's
+ * committed state). Accepts NULL. */
+void txn_abort(struct txn *t);
+
+/* Replay committed transactions not yet written home (format map §8.7),
+ * oldest first, writing the footer after each; then reload the super
+ * block and apply the footer counters. *replayed = how many. Needs a
+ * read-write volume. */
+int txn_replay(struct r4_vol *vol, unsigned *replayed,
+	       struct r4_error *err);
+
+/* For read-only opens of a volume with unreplayed transactions: map
+ * each overwritten block to its wandered copy in memory, so readers see
+ * the committed state without writing anything. */
+int txn_overlay(struct r4_vol *vol, struct r4_error *err);
+
+#endif

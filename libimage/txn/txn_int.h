@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: transaction internals shared by txn.c, commit.c and replay.c. */
+#ifndef R4_LIBIMAGE_TXN_TXN_INT_H
+#define R4_LIBIMAGE_TXN_TXN_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "txn.h"
+
+/* What a transaction did to a block. */
+enum tb_state {
+	TB_DEAD = 0,	/* allocated and freed again: nothing */
+	TB_ALLOC,	/* allocated, nothing written yet */
+	TB_NEW,		/* allocated, buffer from txn_new (relocate set) */
+	TB_DATA,	/* allocated, written by txn_write_data */
+	TB_CAPTURED,	/* changed in place (overwrite set) */
+	TB_FREED	/* freed at commit */
+};
+
+struct tb {
+	uint64_t nr;		/* TB_EMPTY_KEY: slot unused */
+	struct io_block *b;	/* the transaction's pin (NEW, CAPTURED) */
+	uint8_t state;
+};
+
+#define TB_EMPTY_KEY UINT64_MAX
+
+/* Open-addressed map block number -> struct tb. */
+struct tbmap {
+	struct tb *slots;
+	size_t cap, used;
+};
+
+struct txn {
+	struct r4_vol *vol;
+	struct tbmap map;
+	uint64_t root;
+	uint16_t height;
+	int64_t files_delta;
+	uint64_t next_oid;
+	uint64_t nalloc, nfreed;	/* live TB_ALLOC/NEW/DATA, TB_FREED */
+	uint64_t alloc_cursor;
+};
+
+struct tb *tb_find(struct tbmap *m, uint64_t nr);
+/* The entry of nr, created (state TB_DEAD) when missing; NULL: no memory. */
+struct tb *tb_get(struct tbmap *m, uint64_t nr);
+void tb_fini(struct tbmap *m);
+/* Entries in one of the states (bit mask of 1 << state), sorted by
+ * block; *out is malloc'ed (NULL when n = 0). */
+int tb_list(const struct tbmap *m, unsigned states, struct tb ***out,
+	    size_t *n);
+
+/* Undo every in-memory effect and free t (abort, failed commit). */
+void txn_release(struct txn *t, int revert);
+
+#endif

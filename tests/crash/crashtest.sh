@@ -1,0 +1,290 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# crashtest.sh: cut a workload that changes an image at every (or a
+# sample of) write and check that each cut image, once replayed, is
+# exactly the image before or exactly the image after the workload.
+#
+#   crashtest.sh [OPTIONS] PRISTINE -- CMD ARGS...   (@IMG@ = the image)
+#
+# Options:
+#   --name NAME        label for the summary line
+#   --cut all|every=K|sample=S   cut points of cut-after (default all)
+#   --torn SPEC        the same for torn-write (default sample=8)
+#   --drop SPEC        the same for drop-unsynced (default sample=8)
+#   --fail SPEC        the same for fail-write (default none)
+#   --tail K           also cut after each of the last K writes (the
+#                      commit, the writes home, the footer)
+#   --oracle every=K|none   also run fsck.reiser4 on a copy of the cut
+#                      image at every K-th cut point and at every point
+#                      that left a transaction to replay (default
+#                      every=10)
+#   --keep DIR         keep the images of a failing point in DIR
+#
+# For each point: copy PRISTINE, run the workload with R4_FAULT=MODE=k
+# (its exit status is ignored, but death by a signal fails), then
+#   1. (oracle points) fsck.reiser4 --check -f -y on a copy, which must
+#      say "FS is consistent", and the manifest of that copy must equal
+#      the one before or after (with a replay pending: see oracle_point);
+#   2. r4fsck (replays the journal): exit 0 or 1, not 4 or more;
+#   3. r4fsck --check: exit 0;
+#   4. the manifest (r4ref manifest, or r4manifest without the oracle)
+#      equals the manifest of PRISTINE or of an uncut run.
+# The last line is the summary:
+#   NAME: N cut points, all before/after (B before, A after), fsck.reiser4
+#   agreed at M
+# Exit 0 when every point passed, 1 when one failed, 2 on bad usage or
+# when the uncut run itself fails.
+set -u
+
+NAME=workload CUT=all TORN=sample=8 DROP=sample=8 FAIL=none
+ORACLE=every=10 KEEP= TAIL=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--name) NAME=$2; shift 2 ;;
+	--cut) CUT=$2; shift 2 ;;
+	--torn) TORN=$2; shift 2 ;;
+	--drop) DROP=$2; shift 2 ;;
+	--fail) FAIL=$2; shift 2 ;;
+	--oracle) ORACLE=$2; shift 2 ;;
+	--keep) KEEP=$2; shift 2 ;;
+	--tail) TAIL=$2; shift 2 ;;
+	--) shift; break ;;
+	-*) echo "crashtest: unknown option $1" >&2; exit 2 ;;
+	*) PRISTINE=$1; shift ;;
+	esac
+done
+if [ -z "${PRISTINE:-}" ] || [ $# -eq 0 ]; then
+	echo "usage: crashtest.sh [OPTIONS] PRISTINE -- CMD ARGS... " \
+	     "(@IMG@ = image)" >&2
+	exit 2
+fi
+WORKLOAD=("$@")
+
+# The same "now" in every run, so that an uncut run and a cut one stamp
+# the same times.
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
+unset R4_FAULT R4_FAULT_REPORT
+
+if command -v r4ref >/dev/null 2>&1; then
+	MANIFEST=(r4ref manifest)
+else
+	MANIFEST=(r4manifest)
+fi
+HAVE_FSCK=0
+command -v fsck.reiser4 >/dev/null 2>&1 && HAVE_FSCK=1
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/crashtest.XXXXXX") || exit 2
+trap 'rm -rf "$W"' EXIT
+
+# Run the workload on image $1 with R4_FAULT=$2 ("" = none); the
+# number of writes the device saw goes to $W/writes. Returns the
+# workload's exit status.
+run_workload() {
+	local img=$1 fault=$2 args=() a rc
+	for a in "${WORKLOAD[@]}"; do
+		args+=("${a//@IMG@/$img}")
+	done
+	rm -f "$W/report"
+	R4_FAULT=$fault R4_FAULT_REPORT=$W/report \
+		"${args[@]}" >"$W/out" 2>&1 </dev/null
+	rc=$?
+	tail -n 1 "$W/report" 2>/dev/null | sed -n 's/^writes=\([0-9]*\).*/\1/p' \
+		>"$W/writes"
+	return $rc
+}
+
+# A sanitizer report in a log fails the point even when the exit status
+# is one a cut workload may have.
+sanitized() {
+	grep -q 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' "$1"
+}
+
+manifest() {
+	"${MANIFEST[@]}" "$1" >"$2" 2>"$W/manifest.err"
+}
+
+# ---- before and after ----------------------------------------------------
+
+manifest "$PRISTINE" "$W/before" || {
+	echo "crashtest: $NAME: cannot read the manifest of $PRISTINE" >&2
+	cat "$W/manifest.err" >&2
+	exit 2
+}
+cp "$PRISTINE" "$W/after.img"
+if ! run_workload "$W/after.img" count; then
+	echo "crashtest: $NAME: the uncut workload failed:" >&2
+	cat "$W/out" >&2
+	exit 2
+fi
+N=$(cat "$W/writes")
+if [ -z "$N" ] || [ "$N" -lt 1 ]; then
+	echo "crashtest: $NAME: the fault layer counted no writes" \
+	     "(is R4_FAULT_REPORT supported?)" >&2
+	exit 2
+fi
+manifest "$W/after.img" "$W/after" || {
+	echo "crashtest: $NAME: cannot read the manifest after the workload" >&2
+	exit 2
+}
+if cmp -s "$W/before" "$W/after"; then
+	echo "crashtest: $NAME: the workload changed nothing" >&2
+	exit 2
+fi
+
+# ---- the points ---------------------------------------------------------
+
+# Print the points of a spec over 1..N.
+points() {
+	local spec=$1 k step
+	case $spec in
+	none) ;;
+	all) seq 1 "$N" ;;
+	every=*) step=${spec#every=}; seq 1 "$step" "$N"
+		 [ $(( (N - 1) % step )) -ne 0 ] && echo "$N" ;;
+	sample=*) k=${spec#sample=}
+		  if [ "$k" -ge "$N" ]; then seq 1 "$N"
+		  else awk -v n="$N" -v k="$k" 'BEGIN {
+			for (i = 0; i < k; i++) print 1 + int(i * (n - 1) / (k - 1 > 0 ? k - 1 : 1)) }' | uniq
+		  fi ;;
+	*) echo "crashtest: bad point spec '$spec'" >&2; exit 2 ;;
+	esac
+}
+
+ORACLE_STEP=0
+case $ORACLE in
+none) ;;
+every=*) ORACLE_STEP=${ORACLE#every=} ;;
+*) echo "crashtest: bad --oracle '$ORACLE'" >&2; exit 2 ;;
+esac
+[ "$HAVE_FSCK" = 1 ] || ORACLE_STEP=0
+
+TOTAL=0 NB=0 NA=0 AGREED=0 FAILED=0 SEEN=0 PENDING=0
+
+fail_point() {
+	FAILED=$((FAILED + 1))
+	echo "crashtest: $NAME: $1=$2: $3" >&2
+	if [ -n "$KEEP" ]; then
+		mkdir -p "$KEEP"
+		cp "$W/cut.img" "$KEEP/$NAME-$1-$2.img" 2>/dev/null
+		cp "$W/out" "$KEEP/$NAME-$1-$2.log" 2>/dev/null
+	fi
+}
+
+# Which manifest file $1 equals: prints before, after or nothing.
+which_state() {
+	if cmp -s "$1" "$W/before"; then echo before
+	elif cmp -s "$1" "$W/after"; then echo after
+	fi
+}
+
+# 0 when the image has a committed transaction not yet written home.
+pending_replay() {
+	r4debugfs -R 'print journal' "$1" 2>/dev/null |
+		grep -q '^transactions to replay'
+}
+
+# fsck.reiser4 --check -f -y on image $1 must say consistent.
+oracle_fsck() {
+	fsck.reiser4 --check -f -y "$1" >"$W/fsck.out" 2>&1
+	grep -q 'FS is consistent' "$W/fsck.out" && return 0
+	echo "$(grep -v '^$' "$W/fsck.out" | grep -v '^\*\*\*\*\*\|Closing fs' | tail -n 2 | tr '\n' ' ')"
+	return 1
+}
+
+# fsck.reiser4 on a copy of the cut image, before we touch it. When a
+# transaction waits for replay, fsck.reiser4 1.2.2 replays it itself but
+# keeps the bitmap and the super block counters it read before the
+# replay (it opens the allocator before the journal, and applies the
+# footer's counters before it updates the footer), so it reports the
+# bitmap and the free count as wrong whatever the journal held. There
+# the content of its replay must still be before or after, and
+# fsck.reiser4 must find the image consistent once r4fsck replayed it.
+oracle_point() {
+	local mode=$1 k=$2 state why
+	cp "$W/cut.img" "$W/oracle.img"
+	if pending_replay "$W/oracle.img"; then
+		PENDING=$((PENDING + 1))
+		fsck.reiser4 --check -f -y "$W/oracle.img" >"$W/fsck.out" 2>&1
+		"${MANIFEST[@]}" -n "$W/oracle.img" >"$W/oracle.man" 2>/dev/null
+		if [ -z "$(which_state "$W/oracle.man")" ]; then
+			fail_point "$mode" "$k" "after fsck.reiser4's replay the content is neither before nor after"
+			return 1
+		fi
+		cp "$W/cut.img" "$W/oracle.img"
+		r4fsck -q "$W/oracle.img" >/dev/null 2>&1
+	fi
+	if ! why=$(oracle_fsck "$W/oracle.img"); then
+		fail_point "$mode" "$k" "fsck.reiser4 does not find it consistent: $why"
+		return 1
+	fi
+	manifest "$W/oracle.img" "$W/oracle.man"
+	state=$(which_state "$W/oracle.man")
+	if [ -z "$state" ]; then
+		fail_point "$mode" "$k" "after fsck.reiser4 the content is neither before nor after"
+		return 1
+	fi
+	AGREED=$((AGREED + 1))
+}
+
+one_point() {
+	local mode=$1 k=$2 rc state
+	TOTAL=$((TOTAL + 1))
+	cp "$PRISTINE" "$W/cut.img"
+	run_workload "$W/cut.img" "$mode=$k"
+	rc=$?
+	if [ $rc -ge 126 ]; then
+		fail_point "$mode" "$k" "the workload died (exit $rc): $(tail -n 2 "$W/out" | tr '\n' ' ')"
+		return
+	fi
+	if sanitized "$W/out"; then
+		fail_point "$mode" "$k" "sanitizer report: $(grep -m 1 'ERROR\|runtime error' "$W/out")"
+		return
+	fi
+	SEEN=$((SEEN + 1))
+	# the oracle at every K-th point, and wherever a replay is pending
+	if [ "$ORACLE_STEP" -gt 0 ] &&
+	   { [ $((SEEN % ORACLE_STEP)) -eq 1 ] || [ "$ORACLE_STEP" -eq 1 ] ||
+	     pending_replay "$W/cut.img"; }; then
+		oracle_point "$mode" "$k" || return
+	fi
+	r4fsck -q "$W/cut.img" >"$W/r4fsck.out" 2>&1
+	rc=$?
+	if [ $rc -ge 4 ] || sanitized "$W/r4fsck.out"; then
+		fail_point "$mode" "$k" "r4fsck (replay) exit $rc: $(tail -n 2 "$W/r4fsck.out" | tr '\n' ' ')"
+		return
+	fi
+	if ! r4fsck --check -q "$W/cut.img" >"$W/r4fsck.out" 2>&1; then
+		fail_point "$mode" "$k" "r4fsck --check after replay: $(tail -n 2 "$W/r4fsck.out" | tr '\n' ' ')"
+		return
+	fi
+	if ! manifest "$W/cut.img" "$W/cut.man"; then
+		fail_point "$mode" "$k" "the manifest cannot be read: $(head -n 2 "$W/manifest.err" | tr '\n' ' ')"
+		return
+	fi
+	state=$(which_state "$W/cut.man")
+	case $state in
+	before) NB=$((NB + 1)) ;;
+	after) NA=$((NA + 1)) ;;
+	*) fail_point "$mode" "$k" "the content is neither before nor after: $(diff "$W/before" "$W/cut.man" | head -n 4 | tr '\n' ' ')" ;;
+	esac
+}
+
+for spec in "cut-after:$CUT" "torn-write:$TORN" "drop-unsynced:$DROP" \
+	    "fail-write:$FAIL"; do
+	mode=${spec%%:*}
+	list=$(points "${spec#*:}")
+	if [ "$mode" = cut-after ] && [ "$TAIL" -gt 0 ]; then
+		list=$( (echo "$list"; seq $((N > TAIL ? N - TAIL + 1 : 1)) "$N") |
+			sort -n | uniq)
+	fi
+	for k in $list; do
+		one_point "$mode" "$k"
+	done
+done
+
+if [ "$FAILED" -eq 0 ]; then
+	echo "$NAME: $TOTAL cut points ($N writes), all before/after ($NB before, $NA after), fsck.reiser4 agreed at $AGREED ($PENDING of them with a replay pending)"
+	exit 0
+fi
+echo "$NAME: $TOTAL cut points ($N writes), $FAILED FAILED ($NB before, $NA after), fsck.reiser4 agreed at $AGREED"
+exit 1

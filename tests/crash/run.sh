@@ -1,0 +1,157 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# run.sh quick|full [WORKLOAD...]: the crash tests of the commands that
+# change an image (r4pack add, r4debugfs -w), through crashtest.sh.
+#
+#   quick  the reduced set of `make check` (tests/bats/crash.bats)
+#   full   every cut point of each workload, 200 sampled points of an
+#          add of 1,000 files, more torn / unsynced / failed writes
+#          (`make crashcheck`)
+#
+# Workloads: add50 add50tar add50stdin rmr mvfile mvdir script add1000
+# (default: all of the level). Needs r4pack, r4debugfs, r4fsck and
+# r4ref (or r4manifest) on PATH; fsck.reiser4 when present.
+# The last line: "crash: N cut points in W workloads, all before/after,
+# fsck.reiser4 agreed at M". Exit 0, 1 when a point failed, 2 on error.
+set -u
+
+LEVEL=${1:-quick}
+shift || true
+HERE=$(cd "$(dirname "$0")" && pwd)
+CT="$HERE/crashtest.sh"
+case $LEVEL in quick|full) ;; *) echo "usage: run.sh quick|full [WORKLOAD...]" >&2; exit 2 ;; esac
+
+for t in r4pack r4debugfs r4fsck; do
+	command -v $t >/dev/null 2>&1 || { echo "run.sh: $t not on PATH" >&2; exit 2; }
+done
+
+export SOURCE_DATE_EPOCH=1700000000
+W=$(mktemp -d "${TMPDIR:-/tmp}/crashrun.XXXXXX") || exit 2
+trap 'rm -rf "$W"' EXIT
+
+# ---- the images ----------------------------------------------------------
+
+# A populated tree: /a /b /dir (300 files in 6 subdirectories, so rm -r
+# spans several leaves), files of 0..40000 bytes (tails and extents),
+# symlinks and hard links.
+make_tree() {
+	local d=$1 i j
+	mkdir -p "$d/a/sub/deep" "$d/b" "$d/dir"
+	for i in $(seq 0 5); do
+		mkdir -p "$d/dir/s$i"
+		for j in $(seq 1 50); do
+			head -c $(( (i * 50 + j) * 37 % 3000 )) /dev/urandom \
+				>"$d/dir/s$i/f$j"
+		done
+	done
+	head -c 40000 /dev/urandom >"$d/dir/big"
+	head -c 20000 /dev/urandom >"$d/a/x"
+	echo small >"$d/a/sub/deep/leaf"
+	for i in $(seq 1 20); do echo "a $i" >"$d/a/f$i"; done
+	for i in $(seq 1 20); do echo "b $i" >"$d/b/g$i"; done
+	ln -s ../a/x "$d/b/tox"
+	ln "$d/a/f1" "$d/b/hard1"
+	find "$d" -exec touch -h -d @1600000000 {} +
+}
+
+# 50 files: 25 new under /new, 25 replacing files of /dir/s0 and /a.
+make_add50() {
+	local d=$1 i
+	mkdir -p "$d/new" "$d/dir/s0" "$d/a"
+	for i in $(seq 1 25); do
+		head -c $(( i * 211 )) /dev/urandom >"$d/new/n$i"
+	done
+	for i in $(seq 1 15); do echo "replaced $i" >"$d/dir/s0/f$i"; done
+	for i in $(seq 1 10); do head -c 5000 /dev/urandom >"$d/a/f$i"; done
+	find "$d" -exec touch -h -d @1650000000 {} +
+}
+
+make_add1000() {
+	local d=$1 i
+	for i in $(seq 0 9); do mkdir -p "$d/k$i"; done
+	for i in $(seq 1 1000); do
+		head -c $(( i * 13 % 2000 )) /dev/urandom >"$d/k$((i % 10))/m$i"
+	done
+	find "$d" -exec touch -h -d @1650000000 {} +
+}
+
+make_tree "$W/src"
+make_add50 "$W/add50"
+tar -C "$W/add50" -cf "$W/add50.tar" .
+r4pack create -q "$W/src" "$W/pristine.img" || exit 2
+
+# ---- the workloads -------------------------------------------------------
+
+TOTAL=0 AGREED=0 NW=0 FAILED=0
+
+# run NAME [crashtest options] -- workload
+run() {
+	local name=$1 out rc
+	shift
+	out=$("$CT" --name "$name" "$@" 2>"$W/err")
+	rc=$?
+	cat "$W/err" >&2
+	echo "$out"
+	[ $rc -eq 2 ] && { FAILED=$((FAILED + 1)); return; }
+	[ $rc -ne 0 ] && FAILED=$((FAILED + 1))
+	NW=$((NW + 1))
+	TOTAL=$((TOTAL + $(echo "$out" | sed -n 's/^[^:]*: \([0-9]*\) cut points.*/\1/p')))
+	AGREED=$((AGREED + $(echo "$out" | sed -n 's/.*agreed at \([0-9]*\).*/\1/p')))
+}
+
+wanted() {
+	[ ${#SELECT[@]} -eq 0 ] && return 0
+	local s
+	for s in "${SELECT[@]}"; do [ "$s" = "$1" ] && return 0; done
+	return 1
+}
+SELECT=("$@")
+
+if [ "$LEVEL" = full ]; then
+	EVERY=(--cut all --torn sample=20 --drop sample=20 --fail sample=10
+	       --oracle every=10)
+	SOME=(--cut every=3 --torn sample=10 --drop sample=10 --oracle every=10)
+else
+	EVERY=(--cut all --torn sample=4 --drop sample=4 --oracle every=10)
+	SOME=(--cut every=5 --torn sample=4 --drop sample=4 --oracle every=10)
+fi
+
+P=$W/pristine.img
+# add50 and rm -r: every point in full, every 5th in quick.
+if [ "$LEVEL" = full ]; then BIG=("${EVERY[@]}"); else BIG=("${SOME[@]}"); fi
+wanted add50 && run add50 "${BIG[@]}" "$P" -- \
+	r4pack add -q @IMG@ "$W/add50"
+if [ "$LEVEL" = full ]; then
+	wanted add50tar && run add50tar "${EVERY[@]}" "$P" -- \
+		r4pack add -q @IMG@ "$W/add50.tar"
+	wanted add50stdin && run add50stdin "${SOME[@]}" "$P" -- \
+		sh -c 'exec r4pack add -q "$1" - <"$2"' sh @IMG@ "$W/add50.tar"
+fi
+wanted rmr && run rmr "${BIG[@]}" "$P" -- \
+	r4debugfs -w -R 'rm -r /dir' @IMG@
+wanted mvfile && run mvfile "${EVERY[@]}" "$P" -- \
+	r4debugfs -w -R 'mv /a/x /b/x' @IMG@
+wanted mvdir && run mvdir "${EVERY[@]}" "$P" -- \
+	r4debugfs -w -R 'mv /a/sub /b/sub' @IMG@
+if [ "$LEVEL" = full ]; then
+	head -c 30000 /dev/urandom >"$W/hostfile"
+	printf '%s\n' 'mkdir /m' "write $W/hostfile /m/hostfile" \
+		'ln /a/f2 /m/f2' 'ln -s /a /m/toa' 'mknod /m/p p' \
+		'chmod 700 /b' 'chown 5:6 /a/f3' 'touch -d @1500000000 /a/f4' \
+		'truncate 100 /dir/big' 'rm /b/g1' 'rm /a/sub/deep/leaf' 'rmdir /a/sub/deep' \
+		'mv /b/g2 /m/g2' >"$W/script"
+	wanted script && run script "${EVERY[@]}" "$P" -- \
+		r4debugfs -w --atomic -f "$W/script" @IMG@
+	if wanted add1000; then
+		make_add1000 "$W/add1000"
+		run add1000 --cut sample=200 --tail 20 --torn sample=20 --drop sample=20 \
+			--oracle every=10 "$P" -- r4pack add -q @IMG@ "$W/add1000"
+	fi
+fi
+
+if [ "$FAILED" -eq 0 ]; then
+	echo "crash: $TOTAL cut points in $NW workloads, all before/after, fsck.reiser4 agreed at $AGREED"
+	exit 0
+fi
+echo "crash: $TOTAL cut points in $NW workloads, $FAILED workload(s) FAILED, fsck.reiser4 agreed at $AGREED"
+exit 1

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the object operations of r4/edit.h on volumes made by r4_mkfs
+ * and by r4ref (libreiser4): every scenario is mirrored in a host
+ * directory, committed, then judged by fsck.reiser4 --check, r4_check
+ * and r4ref manifest == manifest-dir. */
+#include "config.h"
+#include <errno.h>
+#include <sys/stat.h>
+#include "tap.h"
+#include "edit_util.h"
+
+static struct r4_vol *V;
+static struct r4_txn *T;
+static struct r4_error E;
+static const char *IMG = "v.img";
+
+static int begin(void)
+{
+	memset(&E, 0, sizeof(E));
+	if (eu_open(IMG, &V))
+		return -1;
+	if (r4_txn_begin(V, &T, &E)) {
+		printf("# begin: %s\n", E.msg);
+		r4_vol_close(V, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static int commit(void)
+{
+	int rc = r4_txn_commit(T, &E);
+
+	if (rc)
+		printf("# commit: %s\n", E.msg);
+	if (r4_vol_close(V, &E))
+		rc = -1;
+	return rc;
+}
+
+/* Shell in the host tree. */
+#define HOST(...) do { \
+	char c_[2048]; \
+	snprintf(c_, sizeof(c_), __VA_ARGS__); \
+	if (eu_sh("cd '%s/host' && %s", eu_dir, c_)) \
+		printf("# host command failed: %s\n", c_); \
+} while (0)
+
+#define OKE(expr, ...) do { \
+	int r_ = (expr); \
+	if (!ok(r_ == 0, __VA_ARGS__)) \
+		printf("#   rc %d: %s\n", r_, E.msg); \
+} while (0)
+
+static void judge(const char *what, const char *fix)
+{
+	ok(eu_fsck(IMG), "%s: fsck.reiser4 says consistent", what);
+	ok(eu_check(IMG), "%s: r4_check is clean", what);
+	ok(eu_manifest_fix(IMG, "host", fix), "%s: manifest as expected",
+	   what);
+}
+
+static struct r4_attr A(uint32_t mode)
+{
+	struct r4_attr a;
+
+	eu_attr(&a, mode);
+	return a;
+}
+
+static int mkfile(const char *path, uint64_t size, unsigned seed)
+{
+	struct eu_data d = { size, 0, seed, { 0 } };
+	struct r4_attr a = A(S_IFREG | 0644);
+	char rel[512];
+
+	snprintf(rel, sizeof(rel), "host%s", path);
+	eu_host_file(rel, size, seed);
+	return r4_create(T, path, &a, size, eu_data_fn, &d, &E);
+}
+
+static int mkd(const char *path)
+{
+	struct r4_attr a = A(S_IFDIR | 0755);
+
+	HOST("mkdir .%s", path);
+	return r4_mkdir(T, path, &a, &E);
+}
+
+static const uint64_t sizes[] = {
+	0, 1, 100, 4095, 4096, 4097, 16383, 16384, 16385, 40000, 65536,
+	102400
+};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static void files(void)
+{
+	char p[64];
+
+	if (begin())
+		return;
+	OKE(mkd("/files"), "mkdir /files");
+	for (size_t i = 0; i < NSIZES; i++) {
+		snprintf(p, sizeof(p), "/files/f%llu",
+			 (unsigned long long)sizes[i]);
+		OKE(mkfile(p, sizes[i], (unsigned)i), "create %s", p);
+	}
+	OKE(commit(), "commit");
+	judge("files of 0..100 KiB", NULL);
+}
+
+static void dirs(void)
+{
+	if (begin())
+		return;
+	OKE(mkd("/d1"), "mkdir /d1");
+	OKE(mkd("/d1/d2"), "mkdir /d1/d2");
+	OKE(mkd("/d1/d2/d3"), "mkdir /d1/d2/d3");
+	OKE(mkd("/d1/e"), "mkdir /d1/e");
+	is_int(r4_rmdir(T, "/d1/d2", &E), -ENOTEMPTY, "rmdir of a "
+	       "non-empty directory is refused");
+	is_int(r4_mkdir(T, "/d1", &(struct r4_attr){ .mode = 0755 }, &E),
+	       R4_EEXIST, "mkdir of an existing name is refused");
+	OKE(r4_rmdir(T, "/d1/d2/d3", &E), "rmdir /d1/d2/d3");
+	HOST("rmdir d1/d2/d3");
+	OKE(commit(), "commit");
+	judge("mkdir/rmdir", NULL);
+}
+
+static void links(void)
+{
+	struct r4_attr a;
+
+	if (begin())
+		return;
+	OKE(r4_link(T, "/files/f100", "/d1/hard", &E), "link");
+	HOST("ln files/f100 d1/hard");
+	OKE(r4_link(T, "/files/f40000", "/d1/e/big_hard_link_with_a_long_"
+		    "name_over_23", &E), "link with a long name");
+	HOST("ln files/f40000 d1/e/big_hard_link_with_a_long_name_over_23");
+	OKE(mkfile("/d1/gone", 5000, 9), "create /d1/gone");
+	OKE(r4_link(T, "/d1/gone", "/d1/gone2", &E), "link /d1/gone2");
+	OKE(r4_unlink(T, "/d1/gone", &E), "unlink one name");
+	HOST("ln d1/gone d1/gone2 && rm d1/gone");
+	a = A(S_IFLNK | 0777);
+	OKE(r4_symlink(T, "/sym", "files/f100", &a, &E), "symlink");
+	HOST("ln -s files/f100 sym");
+	char target[1001];
+	memset(target, 'x', 1000);
+	target[1000] = 0;
+	OKE(r4_symlink(T, "/d1/longsym", target, &a, &E), "long symlink");
+	HOST("ln -s %s d1/longsym", target);
+	a = A(S_IFCHR | 0600);
+	a.rdev_major = 1;
+	a.rdev_minor = 3;
+	OKE(r4_mknod(T, "/dev_null", &a, &E), "char device");
+	HOST("mknod -m 600 dev_null c 1 3");
+	a = A(S_IFBLK | 0660);
+	a.rdev_major = 8;
+	a.rdev_minor = 17;
+	OKE(r4_mknod(T, "/d1/sdb1", &a, &E), "block device");
+	HOST("mknod -m 660 d1/sdb1 b 8 17");
+	a = A(S_IFIFO | 0644);
+	OKE(r4_mknod(T, "/d1/fifo", &a, &E), "fifo");
+	HOST("mkfifo -m 644 d1/fifo");
+	a = A(S_IFSOCK | 0755);
+	OKE(r4_mknod(T, "/d1/sock", &a, &E), "socket");
+	HOST("python3 -c \"import socket as s; x=s.socket(s.AF_UNIX); "
+	     "x.bind('d1/sock')\" && chmod 755 d1/sock");
+	OKE(commit(), "commit");
+	judge("links, symlinks, devices", NULL);
+}
+
+static void renames(void)
+{
+	if (begin())
+		return;
+	OKE(r4_rename(T, "/files/f1", "/files/one", &E), "rename in a dir");
+	HOST("mv files/f1 files/one");
+	OKE(r4_rename(T, "/files/f4096", "/d1/e/f4096", &E),
+	    "rename across directories");
+	HOST("mv files/f4096 d1/e/f4096");
+	OKE(mkd("/d1/e/sub"), "mkdir");
+	OKE(mkfile("/d1/e/sub/x", 300, 3), "file in it");
+	OKE(r4_rename(T, "/d1/e", "/files/e_moved", &E),
+	    "rename a directory across directories");
+	HOST("mv d1/e files/e_moved");
+	OKE(r4_rename(T, "/files/f100", "/files/f0", &E),
+	    "rename over an existing file");
+	HOST("mv files/f100 files/f0");
+	OKE(mkd("/empty"), "mkdir /empty");
+	OKE(r4_rename(T, "/d1/d2", "/empty", &E),
+	    "rename a directory over an empty one");
+	HOST("rmdir empty && mv d1/d2 empty");
+	is_int(r4_rename(T, "/files", "/files/e_moved/sub/in", &E), -EINVAL,
+	       "moving a directory below itself is refused");
+	is_int(r4_rename(T, "/sym", "/files", &E), -EISDIR,
+	       "a file over a directory is refused");
+	OKE(r4_rename(T, "/sym", "/sym", &E), "rename onto itself");
+	OKE(commit(), "commit");
+	judge("rename", NULL);
+}
+
+static void attrs(void)
+{
+	struct r4_attr a = A(0);
+
+	if (begin())
+		return;
+	a.mode = 04711;
+	a.uid = 1000;
+	a.gid = 100;
+	a.mtime = 1234567890;
+	a.atime = 1234567000;
+	OKE(r4_setattr(T, "/files/f16384", &a, R4_ATTR_MODE | R4_ATTR_UID |
+		       R4_ATTR_GID | R4_ATTR_MTIME | R4_ATTR_ATIME, &E),
+	    "setattr of a file");
+	a.mode = 01777;
+	OKE(r4_setattr(T, "/d1", &a, R4_ATTR_MODE, &E), "chmod of a dir");
+	a.mtime_ns = 5;
+	OKE(r4_setattr(T, "/sym", &a, R4_ATTR_UID | R4_ATTR_MTIME, &E),
+	    "setattr of a symlink (with nanoseconds)");
+	OKE(commit(), "commit");
+	judge("setattr", "chown 1000:100 files/f16384 && "
+	      "chmod 4711 files/f16384 && "
+	      "touch -h -d @1234567890 files/f16384 && chmod 1777 d1 && "
+	      "chown -h 1000 sym && touch -h -d @1234567890 sym");
+}
+
+static void truncs(void)
+{
+	static const struct { const char *p; uint64_t to; } t[] = {
+		{ "/files/f102400", 5000 },	/* extents, shorter */
+		{ "/files/f65536", 200000 },	/* extents, hole */
+		{ "/files/f16383", 50 },	/* tails, shorter */
+		{ "/files/f4097", 10000 },	/* tails, longer */
+		{ "/files/f16385", 0 },		/* extents to nothing */
+		{ "/files/f4095", 30000 },	/* tails become extents */
+		{ "/files/f40000", 40001 },	/* one byte more */
+	};
+
+	if (begin())
+		return;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		OKE(r4_truncate(T, t[i].p, t[i].to, &E), "truncate %s to %llu",
+		    t[i].p, (unsigned long long)t[i].to);
+		HOST("truncate -s %llu .%s", (unsigned long long)t[i].to,
+		     t[i].p);
+	}
+	OKE(commit(), "commit");
+	judge("truncate", "chown 1000:100 files/f16384 && "
+	      "chmod 4711 files/f16384 && "
+	      "touch -h -d @1234567890 files/f16384 && chmod 1777 d1 && "
+	      "chown -h 1000 sym && touch -h -d @1234567890 sym");
+}
+
+static void rmtree(void)
+{
+	uint64_t free0 = eu_free(IMG);
+
+	if (begin())
+		return;
+	OKE(mkd("/tree"), "mkdir /tree");
+	OKE(mkd("/tree/a"), "mkdir /tree/a");
+	OKE(mkd("/tree/a/b"), "mkdir /tree/a/b");
+	for (unsigned i = 0; i < 40; i++) {
+		char p[64];
+
+		snprintf(p, sizeof(p), "/tree/%s/file%u", i % 2 ? "a" : "a/b",
+			 i);
+		OKE(mkfile(p, i * 1500, i), "create %s", p);
+	}
+	OKE(r4_link(T, "/files/f0", "/tree/a/b/outside", &E),
+	    "a link to a file outside");
+	OKE(commit(), "commit");
+	if (begin())
+		return;
+	OKE(r4_remove_tree(T, "/tree", &E), "remove_tree /tree");
+	HOST("rm -rf tree");
+	OKE(commit(), "commit");
+	is_u64(eu_free(IMG), free0, "remove_tree gave every block back");
+	judge("remove_tree", "chown 1000:100 files/f16384 && "
+	      "chmod 4711 files/f16384 && "
+	      "touch -h -d @1234567890 files/f16384 && chmod 1777 d1 && "
+	      "chown -h 1000 sym && touch -h -d @1234567890 sym");
+}
+
+/* A tar-like stream through r4_txn_add_entry. */
+static void add_stream(void)
+{
+	struct eu_data d1 = { 3000, 0, 11, { 0 } };
+	struct eu_data d2 = { 50000, 0, 12, { 0 } };
+	struct r4_entry e[] = {
+		{ .path = "t/a/b/file", .type = R4_ENT_REG, .mode = 0640,
+		  .size = 3000, .data = eu_data_fn, .data_ctx = &d1 },
+		{ .path = "t/dir", .type = R4_ENT_DIR, .mode = 0700 },
+		{ .path = "t/dir", .type = R4_ENT_DIR, .mode = 0750, .uid = 7 },
+		{ .path = "t/hard", .type = R4_ENT_HARDLINK,
+		  .target = "t/a/b/file" },
+		{ .path = "t/sym", .type = R4_ENT_SYMLINK, .mode = 0777,
+		  .target = "a/b/file" },
+		{ .path = "t/a/b/file", .type = R4_ENT_REG, .mode = 0600,
+		  .size = 50000, .data = eu_data_fn, .data_ctx = &d2 },
+		{ .path = "t/dev", .type = R4_ENT_CHR, .mode = 0600,
+		  .rdev_major = 4, .rdev_minor = 64 },
+		{ .path = "t/sym", .type = R4_ENT_FIFO, .mode = 0600 },
+		{ .path = "files/f0", .type = R4_ENT_REG, .mode = 0644 },
+	};
+
+	if (begin())
+		return;
+	for (size_t i = 0; i < sizeof(e) / sizeof(e[0]); i++) {
+		e[i].atime = e[i].mtime = e[i].ctime = EU_TIME;
+		OKE(r4_txn_add_entry(T, &e[i], &E), "add %s", e[i].path);
+	}
+	OKE(commit(), "commit");
+	HOST("mkdir -p t/a/b t/dir && chmod 750 t/dir && chown 7 t/dir");
+	eu_host_file("host/t/hard", 3000, 11);
+	eu_host_file("host/t/a/b/file", 50000, 12);
+	HOST("chmod 640 t/hard");
+	HOST("chmod 600 t/a/b/file && ln -s a/b/file t/sym && "
+	     "mknod -m 600 t/dev c 4 64 && rm t/sym && mkfifo -m 600 t/sym && "
+	     "rm files/f0 && : > files/f0");
+	judge("add_entry stream", "chown 1000:100 files/f16384 && "
+	      "chmod 4711 files/f16384 && "
+	      "touch -h -d @1234567890 files/f16384 && chmod 1777 d1 && "
+	      "chown -h 1000 sym && touch -h -d @1234567890 sym");
+}
+
+/* Abort forgets everything; a commit after a refused call is fine. */
+static void aborts(void)
+{
+	uint64_t free0 = eu_free(IMG);
+	struct r4_attr a = A(S_IFDIR | 0755);
+	struct eu_data d = { 90000, 0, 1, { 0 } };
+
+	if (begin())
+		return;
+	OKE(r4_mkdir(T, "/aborted", &a, &E), "mkdir");
+	OKE(r4_create(T, "/aborted/f", &a, 90000, eu_data_fn, &d, &E),
+	    "create");
+	OKE(r4_remove_tree(T, "/files", &E), "remove_tree /files");
+	r4_txn_abort(T);
+	r4_vol_close(V, NULL);
+	is_u64(eu_free(IMG), free0, "abort: free blocks as before");
+	judge("abort", "chown 1000:100 files/f16384 && "
+	      "chmod 4711 files/f16384 && "
+	      "touch -h -d @1234567890 files/f16384 && chmod 1777 d1 && "
+	      "chown -h 1000 sym && touch -h -d @1234567890 sym");
+}
+
+static void on_mkfs(void)
+{
+	printf("# volume made by r4_mkfs (formatting smart)\n");
+	eu_sh("rm -rf '%s/host' '%s/v.img' && mkdir '%s/host'", eu_dir, eu_dir,
+	      eu_dir);
+	if (!ok(eu_mkfs(IMG, 64, "") == 0, "r4_mkfs"))
+		return;
+	files();
+	dirs();
+	links();
+	renames();
+	attrs();
+	truncs();
+	rmtree();
+	add_stream();
+	aborts();
+}
+
+/* A libreiser4-made volume (formatting=tails) with content. */
+static void on_r4ref(void)
+{
+	struct r4_attr a = A(S_IFDIR | 0755);
+
+	printf("# volume made by r4ref (libreiser4, formatting tails)\n");
+	eu_sh("rm -rf '%s/host' '%s/v.img' && mkdir -p '%s/host/src/s' && "
+	      "cd '%s/host' && seq 1 3000 > src/numbers && "
+	      "echo hi > src/s/hi && ln -s numbers src/n && "
+	      "mkdir src/empty && find . -exec touch -h -d @%d {} + && "
+	      "truncate -s 64M ../v.img && r4ref mkfs -o formatting=tails "
+	      "../v.img . >/dev/null 2>&1", eu_dir, eu_dir, eu_dir, eu_dir,
+	      EU_TIME);
+	judge("r4ref volume", NULL);
+	if (begin())
+		return;
+	OKE(r4_mkdir(T, "/src/new", &a, &E), "mkdir in it");
+	HOST("mkdir src/new");
+	OKE(mkfile("/src/new/big", 70000, 5), "a 70000-byte file (tails)");
+	OKE(r4_rename(T, "/src/numbers", "/src/new/numbers", &E), "rename");
+	HOST("mv src/numbers src/new/numbers");
+	OKE(r4_remove_tree(T, "/src/s", &E), "remove_tree");
+	HOST("rm -rf src/s");
+	OKE(r4_rmdir(T, "/src/empty", &E), "rmdir");
+	HOST("rmdir src/empty");
+	OKE(r4_truncate(T, "/src/new/numbers", 7000, &E), "truncate");
+	HOST("truncate -s 7000 src/new/numbers");
+	OKE(commit(), "commit");
+	judge("changes to an r4ref volume", NULL);
+}
+
+int main(void)
+{
+	if (!eu_have("fsck.reiser4") || !eu_have("r4ref")) {
+		tap_skip(1, "fsck.reiser4 or r4ref missing");
+		return tap_done();
+	}
+	eu_init("test_edit");
+	on_mkfs();
+	on_r4ref();
+	eu_fini();
+	return tap_done();
+}

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the copy-on-write tree engine (libimage/tree/modify.c) under
+ * load: thousands of names in one directory grow the tree to height 3+
+ * and removing them shrinks it back, every node freed; each step judged
+ * by fsck.reiser4, r4_check and r4ref's manifest. */
+#include "config.h"
+#include <sys/stat.h>
+#include "tap.h"
+#include "edit_util.h"
+#include "libimage/obj/edit_int.h"
+
+#define NFILES 2000
+/* small tail files: 2000 of them need more than one twig */
+#define FSIZE(i) (100 + (i) % 50)
+
+static void name_of(char *buf, size_t len, unsigned i)
+{
+	/* short, 8..23-byte and long (stored) names, mixed */
+	if (i % 7 == 0)
+		snprintf(buf, len, "/big/a_rather_long_file_name_number_%05u",
+			 i);
+	else if (i % 3 == 0)
+		snprintf(buf, len, "/big/file%05u.c", i);
+	else
+		snprintf(buf, len, "/big/f%u", i);
+}
+
+static int fill(struct r4_vol *v, unsigned from, unsigned to, int remove,
+		struct edit_stats *st)
+{
+	struct r4_error err = { 0, "" };
+	struct r4_attr a;
+	struct r4_txn *t;
+	char name[128];
+	int rc = r4_txn_begin(v, &t, &err);
+
+	eu_attr(&a, S_IFREG | 0644);
+	for (unsigned i = from; !rc && i < to; i++) {
+		struct eu_data d = { FSIZE(i), 0, i, { 0 } };
+
+		name_of(name, sizeof(name), i);
+		rc = remove ? r4_unlink(t, name, &err) :
+			      r4_create(t, name, &a, d.size, eu_data_fn, &d,
+					&err);
+	}
+	if (st)
+		edit_stats(t, st);
+	if (rc) {
+		printf("# %s: %s\n", name, err.msg);
+		r4_txn_abort(t);
+		return rc;
+	}
+	rc = r4_txn_commit(t, &err);
+	if (rc)
+		printf("# commit: %s\n", err.msg);
+	return rc;
+}
+
+static void host_names(unsigned from, unsigned to, int remove)
+{
+	char name[128], path[512];
+
+	for (unsigned i = from; i < to; i++) {
+		name_of(name, sizeof(name), i);
+		snprintf(path, sizeof(path), "%s/host%s", eu_dir, name);
+		if (remove)
+			unlink(path);
+		snprintf(path, sizeof(path), "host%s", name);
+		if (!remove)
+			eu_host_file(path, FSIZE(i), i);
+	}
+}
+
+static void judge(const char *what)
+{
+	ok(eu_fsck("v.img"), "%s: fsck.reiser4 says consistent", what);
+	ok(eu_check("v.img"), "%s: r4_check is clean", what);
+	ok(eu_manifest("v.img", "host"), "%s: manifest as expected", what);
+}
+
+static unsigned height(void)
+{
+	struct r4_super_info si;
+	struct r4_vol *v;
+
+	if (eu_open("v.img", &v))
+		return 0;
+	r4_vol_super(v, &si);
+	r4_vol_close(v, NULL);
+	return si.tree_height;
+}
+
+static void big_dir(const char *spec)
+{
+	struct r4_error err = { 0, "" };
+	struct edit_stats st;
+	struct r4_attr a;
+	struct r4_txn *t;
+	struct r4_vol *v;
+	uint64_t free0;
+	char hp[512];
+
+	printf("# volume -o '%s'\n", spec);
+	eu_sh("rm -rf '%s/host' '%s/v.img'", eu_dir, eu_dir);
+	snprintf(hp, sizeof(hp), "%s/host/big", eu_dir);
+	eu_sh("mkdir -p '%s'", hp);
+	if (!ok(eu_mkfs("v.img", 64, spec) == 0, "r4_mkfs") ||
+	    !ok(eu_open("v.img", &v) == 0, "open read-write"))
+		return;
+	eu_attr(&a, S_IFDIR | 0755);
+	ok(!r4_txn_begin(v, &t, &err) && !r4_mkdir(t, "/big", &a, &err) &&
+	   !r4_txn_commit(t, &err), "mkdir /big %s", err.msg);
+	r4_vol_close(v, NULL);
+	free0 = eu_free("v.img");
+	judge("mkdir /big");
+
+	ok(!eu_open("v.img", &v), "reopen");
+	ok(!fill(v, 0, NFILES, 0, &st), "%d names in one transaction", NFILES);
+	printf("# one transaction of %d inserts: %llu node images, %llu "
+	       "blocks allocated, %llu freed, %llu written at commit, "
+	       "height %u\n", NFILES,
+	       (unsigned long long)st.nodes_written,
+	       (unsigned long long)st.nodes_alloc,
+	       (unsigned long long)st.nodes_freed,
+	       (unsigned long long)st.nodes_dirty, st.height);
+	r4_vol_close(v, NULL);
+	host_names(0, NFILES, 0);
+	ok(height() >= 3, "the tree grew to height %u", height());
+	judge("2000 names");
+
+	/* one name per transaction: the copy-on-write cost */
+	ok(!eu_open("v.img", &v), "reopen");
+	uint64_t w = 0, al = 0, dirty = 0;
+	int rc = 0;
+	for (unsigned i = NFILES; !rc && i < NFILES + 20; i++) {
+		rc = fill(v, i, i + 1, 0, &st);
+		w += st.nodes_written;
+		al += st.nodes_alloc;
+		dirty += st.nodes_dirty;
+	}
+	ok(!rc, "20 more names, one transaction each");
+	printf("# per inserted file (own transaction, height %u): %.1f node "
+	       "images built, %.1f node blocks allocated, %.1f node blocks "
+	       "written at commit\n", st.height, w / 20.0, al / 20.0,
+	       dirty / 20.0);
+	r4_vol_close(v, NULL);
+	host_names(NFILES, NFILES + 20, 0);
+	judge("20 more");
+
+	ok(!eu_open("v.img", &v), "reopen");
+	ok(!fill(v, 0, NFILES / 2, 1, &st), "remove half");
+	r4_vol_close(v, NULL);
+	host_names(0, NFILES / 2, 1);
+	judge("half removed");
+
+	ok(!eu_open("v.img", &v), "reopen");
+	ok(!fill(v, NFILES / 2, NFILES + 20, 1, &st), "remove the rest");
+	r4_vol_close(v, NULL);
+	host_names(NFILES / 2, NFILES + 20, 1);
+	judge("all removed");
+	is_int(height(), 2, "the tree shrank to height 2");
+	is_u64(eu_free("v.img"), free0, "every block came back");
+}
+
+/* Tails and extents interleaved at the twig level: files of mixed
+ * sizes made in a shuffled order, then removed in another. */
+#define NMIX 300
+
+static uint64_t mix_size(unsigned i)
+{
+	static const uint64_t s[] = { 0, 10, 3000, 16384, 16385, 20000,
+				      70000, 5000, 123457 };
+
+	return s[(i * 7) % (sizeof(s) / sizeof(s[0]))];
+}
+
+static int mix_step(struct r4_vol *v, unsigned *order, unsigned n,
+		    int remove)
+{
+	struct r4_error err = { 0, "" };
+	struct r4_attr a;
+	struct r4_txn *t;
+	char name[64], rel[512];
+	int rc = r4_txn_begin(v, &t, &err);
+
+	eu_attr(&a, S_IFREG | 0644);
+	for (unsigned k = 0; !rc && k < n; k++) {
+		unsigned i = order[k];
+		struct eu_data d = { mix_size(i), 0, i, { 0 } };
+
+		snprintf(name, sizeof(name), "/mix/m%u", i);
+		snprintf(rel, sizeof(rel), "host%s", name);
+		if (remove) {
+			rc = r4_unlink(t, name, &err);
+			snprintf(rel, sizeof(rel), "%s/host%s", eu_dir, name);
+			unlink(rel);
+		} else {
+			rc = r4_create(t, name, &a, d.size, eu_data_fn, &d,
+				       &err);
+			eu_host_file(rel, d.size, i);
+		}
+	}
+	if (rc) {
+		printf("# %s: %s\n", name, err.msg);
+		r4_txn_abort(t);
+		return rc;
+	}
+	return r4_txn_commit(t, &err);
+}
+
+static void mixed(void)
+{
+	struct r4_error err = { 0, "" };
+	unsigned order[NMIX];
+	struct r4_attr a;
+	struct r4_txn *t;
+	struct r4_vol *v;
+	uint64_t free0;
+
+	printf("# tails and extents interleaved\n");
+	eu_sh("rm -rf '%s/host' '%s/v.img' && mkdir -p '%s/host/mix'",
+	      eu_dir, eu_dir, eu_dir);
+	if (!ok(eu_mkfs("v.img", 64, "") == 0, "r4_mkfs") ||
+	    !ok(eu_open("v.img", &v) == 0, "open read-write"))
+		return;
+	eu_attr(&a, S_IFDIR | 0755);
+	ok(!r4_txn_begin(v, &t, &err) && !r4_mkdir(t, "/mix", &a, &err) &&
+	   !r4_txn_commit(t, &err), "mkdir /mix %s", err.msg);
+	r4_vol_close(v, NULL);
+	free0 = eu_free("v.img");
+	for (unsigned i = 0; i < NMIX; i++)
+		order[i] = (i * 113) % NMIX;	/* 113 is prime to 300 */
+	ok(!eu_open("v.img", &v) && !mix_step(v, order, NMIX, 0),
+	   "%d files, shuffled", NMIX);
+	r4_vol_close(v, NULL);
+	judge("mixed files");
+	for (unsigned i = 0; i < NMIX; i++)
+		order[i] = (i * 71 + 5) % NMIX;
+	ok(!eu_open("v.img", &v) && !mix_step(v, order, NMIX / 2, 1),
+	   "remove half, shuffled");
+	r4_vol_close(v, NULL);
+	judge("mixed, half removed");
+	ok(!eu_open("v.img", &v) && !mix_step(v, order + NMIX / 2,
+					      NMIX - NMIX / 2, 1),
+	   "remove the rest");
+	r4_vol_close(v, NULL);
+	judge("mixed, all removed");
+	is_u64(eu_free("v.img"), free0, "every block came back");
+	is_int(height(), 2, "height 2 again");
+}
+
+int main(void)
+{
+	if (!eu_have("fsck.reiser4") || !eu_have("r4ref")) {
+		tap_skip(1, "fsck.reiser4 or r4ref missing");
+		return tap_done();
+	}
+	eu_init("test_modify");
+	big_dir("");
+	big_dir("node=node41,hash=tea_hash,fibration=lexic_fibre");
+	mixed();
+	eu_fini();
+	return tap_done();
+}

@@ -1,0 +1,764 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the transaction engine (libimage/txn): a copy-on-write commit
+ * relocating the first leaf and the root, the same commit cut, torn,
+ * losing unsynced writes and failing at every write; a 600-block
+ * overwrite set; journals that lie; and fsck.reiser4 replaying ours. */
+#include "config.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tap.h"
+#include "fixture.h"
+#include "r4/r4.h"
+#include "r4/check.h"
+#include "r4/journal.h"
+#include "libimage/volume.h"
+#include "libimage/txn/txn.h"
+#include "libimage/io/fault.h"
+#include "format/node.h"
+#include "format/plugin.h"
+#include "format/endian.h"
+#include "libimage/err.h"
+
+#define BS 4096
+#define MAXTREE 64
+
+static char pristine[64], path[80], base[96];
+static struct txn_stats last_stats;
+
+/* ---- images ---- */
+
+static void copy_image(const char *from, const char *to)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "cp --sparse=always '%s' '%s'", from, to);
+	if (system(cmd) != 0)
+		printf("# cp failed\n");
+}
+
+static void poke_block(const char *p, uint64_t blk, const uint8_t *buf)
+{
+	FILE *f = fopen(p, "r+b");
+
+	if (!f)
+		return;
+	if (fseeko(f, (off_t)(blk * BS), SEEK_SET) == 0)
+		fwrite(buf, 1, BS, f);
+	fclose(f);
+}
+
+/* What "the volume's state" means here: the super block counters, the
+ * bitmap block and the bytes of every tree block from the root. */
+struct snap {
+	uint64_t root, free_blocks, file_count, next_oid, height;
+	uint8_t bitmap[BS];
+	size_t ntree;
+	uint8_t tree[MAXTREE][BS];
+};
+
+static int nodeptr_body(const uint8_t *blk, unsigned i, size_t *off)
+{
+	struct fmt_item_header ih;
+	size_t len;
+
+	if (fmt_node_ih_decode(blk, BS, FMT_KEY_LARGE, i, &ih) ||
+	    ih.plugin_id != FMT_ITEM_NODEPTR40)
+		return -1;
+	return fmt_node_item_body(blk, BS, FMT_KEY_LARGE, i, off, &len);
+}
+
+static void walk(const char *p, uint64_t blk, struct snap *s)
+{
+	struct fmt_node_header nh;
+	uint8_t *b;
+
+	if (s->ntree >= MAXTREE)
+		return;
+	b = s->tree[s->ntree++];
+	if (fixture_block(p, blk, b) || fmt_node_header_decode(b, BS, &nh))
+		return;
+	for (unsigned i = 0; nh.level > 1 && i < nh.nr_items; i++) {
+		size_t off;
+
+		if (!nodeptr_body(b, i, &off))
+			walk(p, get_le64(b + off), s);
+	}
+}
+
+static void take_snap(const char *p, struct snap *s)
+{
+	uint8_t sb[BS];
+
+	memset(s, 0, sizeof(*s));
+	fixture_block(p, 17, sb);
+	s->free_blocks = get_le64(sb + 8);
+	s->root = get_le64(sb + 16);
+	s->next_oid = get_le64(sb + 24);
+	s->file_count = get_le64(sb + 32);
+	s->height = get_le16(sb + 68);
+	fixture_block(p, 18, s->bitmap);
+	walk(p, s->root, s);
+}
+
+static int same(const struct snap *a, const struct snap *b)
+{
+	if (a->root != b->root || a->free_blocks != b->free_blocks ||
+	    a->file_count != b->file_count || a->next_oid != b->next_oid ||
+	    a->height != b->height || a->ntree != b->ntree ||
+	    memcmp(a->bitmap, b->bitmap, BS))
+		return 0;
+	for (size_t i = 0; i < a->ntree; i++)
+		if (memcmp(a->tree[i], b->tree[i], BS))
+			return 0;
+	return 1;
+}
+
+/* ---- checks ---- */
+
+static uint64_t our_check(const char *p)
+{
+	struct r4_error err = { 0 };
+	struct r4_check_report rep;
+	struct r4_vol *vol;
+
+	if (r4_vol_open(p, R4_OPEN_RDONLY, &vol, &err))
+		return 1000;
+	if (r4_check(vol, NULL, &rep, &err))
+		rep.problems = 1000;
+	r4_vol_close(vol, NULL);
+	return rep.problems;
+}
+
+/* fsck.reiser4 --check calls it consistent; its output is shown as
+ * TAP comments otherwise. */
+static int oracle_ok(const char *p)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "out=$(fsck.reiser4 --check -f -y '%s' "
+		 "2>&1); echo \"$out\" | grep -q 'FS is consistent' || "
+		 "{ echo \"$out\" | sed 's/^/# /' | tail -n 25; exit 1; }", p);
+	return system(cmd) == 0;
+}
+
+/* ---- the workload: relocate the first leaf and the root ---- */
+
+static int workload(struct r4_vol *vol, struct r4_error *err)
+{
+	uint8_t oldroot[BS], oldleaf[BS];
+	uint64_t root = vol->sb.root_block, leaf, nl, nr;
+	struct io_block *b;
+	struct txn *t;
+	size_t off, len;
+	int rc;
+
+	rc = txn_begin(vol, &t, err);
+	if (rc)
+		return rc;
+	rc = r4_vol_read_block(vol, root, oldroot, err);
+	if (!rc && nodeptr_body(oldroot, 0, &off))
+		rc = r4_fail(err, R4_ECORRUPT, "no nodeptr in the root");
+	if (rc)
+		goto out_abort;
+	leaf = get_le64(oldroot + off);
+	rc = r4_vol_read_block(vol, leaf, oldleaf, err);
+	if (!rc)
+		rc = txn_alloc(t, leaf, &nl, err);
+	if (!rc)
+		rc = txn_new(t, nl, &b, err);
+	if (rc)
+		goto out_abort;
+	memcpy(b->data, oldleaf, BS);
+	/* item 0 is the root directory's stat data: bump its atime */
+	if (!fmt_node_item_body(b->data, BS, FMT_KEY_LARGE, 0, &off, &len) &&
+	    (get_le16(b->data + off) & 3) == 3)
+		put_le32(b->data + off + 2 + 14 + 8,
+			 get_le32(b->data + off + 2 + 14 + 8) + 1);
+	fmt_node_stamp(b->data, BS);
+	txn_put(t, b);
+	rc = txn_alloc(t, root, &nr, err);
+	if (!rc)
+		rc = txn_new(t, nr, &b, err);
+	if (rc)
+		goto out_abort;
+	memcpy(b->data, oldroot, BS);
+	nodeptr_body(b->data, 0, &off);
+	put_le64(b->data + off, nl);
+	fmt_node_stamp(b->data, BS);
+	txn_put(t, b);
+	rc = txn_free(t, leaf, 1, err);
+	if (!rc)
+		rc = txn_free(t, root, 1, err);
+	if (rc)
+		goto out_abort;
+	txn_set_root(t, nr, vol->sb.tree_height);
+	return txn_commit(t, err);
+out_abort:
+	txn_abort(t);
+	return rc;
+}
+
+static int (*work)(struct r4_vol *, struct r4_error *) = workload;
+
+/* Open path read-write (replaying), run the workload under a fault,
+ * close. Returns the workload's result. */
+static int run_faulty(const struct io_fault_spec *spec, struct r4_error *err)
+{
+	struct io_fault_spec none = { IO_FAULT_NONE, 0 };
+	struct r4_vol *vol;
+	int rc;
+
+	copy_image(base, path);
+	io_fault_arm(spec);
+	rc = r4_vol_open(path, R4_OPEN_RDWR, &vol, err);
+	io_fault_arm(&none);
+	if (rc)
+		return rc;
+	rc = work(vol, err);
+	last_stats = vol->last_commit;
+	r4_vol_close(vol, NULL);
+	return rc;
+}
+
+/* Reopen read-write (replay) and close; the number replayed. */
+static int reopen(const char *p, unsigned *replayed)
+{
+	struct r4_error err = { 0 };
+	struct r4_vol *vol;
+	int rc = r4_vol_open(p, R4_OPEN_RDWR, &vol, &err);
+
+	if (rc) {
+		printf("# reopen: %s\n", err.msg);
+		return rc;
+	}
+	*replayed = r4_vol_replayed(vol);
+	return r4_vol_close(vol, &err);
+}
+
+static struct snap old_state, new_state, got;
+static uint64_t nwrites, hdr_write;
+
+/* Run the workload on base without a fault: the old and new states, the
+ * number of writes, and which one writes the journal header. */
+static int prepare(const char *label)
+{
+	struct io_fault_spec count = { IO_FAULT_COUNT, 0 };
+	struct io_fault_stats st;
+	struct r4_error err = { 0 };
+	int rc;
+
+	take_snap(base, &old_state);
+	rc = run_faulty(&count, &err);
+	is_int(rc, 0, "%s: commits: %s", label, err.msg);
+	io_fault_last_stats(&st);
+	nwrites = st.writes;
+	hdr_write = last_stats.relocated + last_stats.overwritten +
+		    last_stats.log_blocks + 1;
+	printf("# %s: %llu writes (%llu relocated, %llu overwritten, "
+	       "%llu log), %llu syncs\n", label,
+	       (unsigned long long)st.writes,
+	       (unsigned long long)last_stats.relocated,
+	       (unsigned long long)last_stats.overwritten,
+	       (unsigned long long)last_stats.log_blocks,
+	       (unsigned long long)st.syncs);
+	is_int(st.syncs, 4, "%s: four fsyncs", label);
+	take_snap(path, &new_state);
+	return rc;
+}
+
+static void test_commit(void)
+{
+	unsigned rep = 9;
+
+	snprintf(base, sizeof(base), "%s", pristine);
+	prepare("relocate leaf and root");
+	ok(new_state.root != old_state.root, "new root block %llu (was %llu)",
+	   (unsigned long long)new_state.root,
+	   (unsigned long long)old_state.root);
+	ok(new_state.ntree == 2 && old_state.ntree == 2, "two tree blocks");
+	ok(memcmp(new_state.tree[1], old_state.tree[1], BS) != 0,
+	   "the leaf's copy differs (atime)");
+	is_u64(new_state.free_blocks, old_state.free_blocks,
+	       "two allocated, two freed");
+	ok(memcmp(new_state.bitmap, old_state.bitmap, BS) != 0,
+	   "bitmap changed");
+	is_int(reopen(path, &rep), 0, "reopen");
+	is_int(rep, 0, "nothing to replay after a full commit");
+	take_snap(path, &got);
+	ok(same(&got, &new_state), "reopen shows the new state");
+	is_int(our_check(path), 0, "r4_check clean");
+	ok(oracle_ok(path), "fsck.reiser4 --check: consistent");
+}
+
+static void check_point(const char *mode, uint64_t n,
+			int want /* 0 old, 1 new, 2 either */)
+{
+	unsigned rep = 0;
+	int is_old, is_new, good;
+	uint64_t problems;
+
+	if (reopen(path, &rep)) {
+		ok(0, "%s=%llu: reopen", mode, (unsigned long long)n);
+		return;
+	}
+	take_snap(path, &got);
+	is_old = same(&got, &old_state);
+	is_new = same(&got, &new_state);
+	good = want == 2 ? is_old || is_new : want ? is_new : is_old;
+	problems = our_check(path);
+	if (!good || problems)
+		ok(0, "%s=%llu: old %d new %d (want %d), replayed %u, "
+		   "check %llu", mode, (unsigned long long)n, is_old, is_new,
+		   want, rep, (unsigned long long)problems);
+}
+
+/* What a fault at write n must leave: 1 new, 0 old, 2 either. */
+static int expect(enum io_fault_mode m, uint64_t n)
+{
+	switch (m) {
+	case IO_FAULT_CUT_AFTER:	/* the header write is on disk */
+		return n >= hdr_write;
+	case IO_FAULT_TORN_WRITE:	/* half a header: its first bytes */
+		return n > hdr_write ? 1 : n == hdr_write ? 2 : 0;
+	default:	/* drop-unsynced, fail-write: the header lost */
+		return n > hdr_write;
+	}
+}
+
+static void test_cuts(const char *label)
+{
+	static const struct { enum io_fault_mode m; const char *name; } modes[] = {
+		{ IO_FAULT_CUT_AFTER, "cut-after" },
+		{ IO_FAULT_TORN_WRITE, "torn-write" },
+		{ IO_FAULT_DROP_UNSYNCED, "drop-unsynced" }
+	};
+	struct r4_error err;
+	int fails = tap_failed;
+
+	for (size_t m = 0; m < 3; m++)
+		for (uint64_t n = 1; n <= nwrites; n++) {
+			struct io_fault_spec s = { modes[m].m, n };
+
+			memset(&err, 0, sizeof(err));
+			run_faulty(&s, &err);
+			check_point(modes[m].name, n, expect(modes[m].m, n));
+		}
+	ok(tap_failed == fails, "%s: cut, torn and drop-unsynced at each of "
+	   "%llu writes: old or new state exactly, r4_check clean", label,
+	   (unsigned long long)nwrites);
+	fails = tap_failed;
+	for (uint64_t n = 1; n <= nwrites; n++) {
+		struct io_fault_spec s = { IO_FAULT_FAIL_WRITE, n };
+
+		memset(&err, 0, sizeof(err));
+		if (run_faulty(&s, &err) == 0 || !err.msg[0])
+			ok(0, "fail-write=%llu: commit returned an error",
+			   (unsigned long long)n);
+		check_point("fail-write", n, expect(IO_FAULT_FAIL_WRITE, n));
+	}
+	ok(tap_failed == fails, "%s: fail-write at each write: an error; the "
+	   "old state before the commit point, the new one after", label);
+}
+
+/* A cut right after the journal header: committed, not written home. */
+static uint64_t cut_after_header(void)
+{
+	struct io_fault_spec s = { IO_FAULT_CUT_AFTER, hdr_write };
+	struct r4_error err = { 0 };
+	uint8_t h[BS];
+
+	run_faulty(&s, &err);
+	fixture_block(path, 19, h);
+	return get_le64(h);
+}
+
+static int oracle_replays(const char *p, int want_clean)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "out=$(fsck.reiser4 --check -f -y '%s' "
+		 "2>&1); echo \"$out\" | grep -q '1 transactions replayed' && "
+		 "{ [ %d = 0 ] || echo \"$out\" | grep -q 'FS is consistent'; "
+		 "} || { echo \"$out\" | sed 's/^/# /' | tail -n 25; exit 1; }",
+		 p, want_clean);
+	return system(cmd) == 0;
+}
+
+/* fsck.reiser4 replays our journal; its image equals ours after our
+ * replay. fsck.reiser4 loads the bitmaps before it replays, so when the
+ * transaction changed a bitmap its first run reports the stale in-memory
+ * bitmap ("differ"); the second run, as every later one, is clean. */
+static void test_oracle_replay(const char *label, int bitmap_changed)
+{
+	char ref[96];
+	uint64_t txh = cut_after_header();
+	unsigned rep = 0;
+	struct snap ours, theirs;
+	uint8_t a[BS], b[BS];
+	struct r4_vol *vol;
+	struct r4_error err = { 0 };
+
+	ok(txh != 0, "%s: header names tx head %llu", label,
+	   (unsigned long long)txh);
+	is_int(our_check(path), 0, "%s: read-only open reads through the "
+	       "journal: check clean", label);
+	if (!r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err)) {
+		is_int(r4_vol_overlaid(vol), 1, "%s: one transaction overlaid",
+		       label);
+		is_u64(vol->sb.root_block, new_state.root,
+		       "%s: the overlay shows the new root", label);
+		r4_vol_close(vol, NULL);
+	}
+	snprintf(ref, sizeof(ref), "%s.ref", path);
+	copy_image(path, ref);
+	ok(oracle_replays(ref, !bitmap_changed), "%s: fsck.reiser4 --check "
+	   "replays our journal%s", label, bitmap_changed ? "" :
+	   " and calls it consistent");
+	ok(oracle_ok(ref), "%s: fsck.reiser4 again: consistent", label);
+	is_int(reopen(path, &rep), 0, "%s: our replay", label);
+	is_int(rep, 1, "%s: one transaction replayed", label);
+	take_snap(path, &ours);
+	take_snap(ref, &theirs);
+	ok(same(&ours, &new_state), "%s: our replay gives the new state",
+	   label);
+	ok(same(&theirs, &new_state), "%s: fsck.reiser4's replay too", label);
+	fixture_block(path, 17, a);
+	fixture_block(ref, 17, b);
+	is_mem(a, b, BS, "%s: super block bytes equal after both replays",
+	       label);
+	is_int(our_check(path), 0, "%s: r4_check clean after replay", label);
+	ok(oracle_ok(path), "%s: fsck.reiser4 agrees after our replay",
+	   label);
+	unlink(ref);
+}
+
+/* A change in place only: the leaf's atime, through the journal. */
+static int workload_inplace(struct r4_vol *vol, struct r4_error *err)
+{
+	uint8_t root[BS];
+	struct io_block *b;
+	struct txn *t;
+	size_t off, len;
+	int rc = txn_begin(vol, &t, err);
+
+	if (rc)
+		return rc;
+	rc = r4_vol_read_block(vol, vol->sb.root_block, root, err);
+	if (!rc && nodeptr_body(root, 0, &off))
+		rc = r4_fail(err, R4_ECORRUPT, "no nodeptr in the root");
+	if (!rc)
+		rc = txn_capture(t, get_le64(root + off), &b, err);
+	if (rc) {
+		txn_abort(t);
+		return rc;
+	}
+	if (!fmt_node_item_body(b->data, BS, FMT_KEY_LARGE, 0, &off, &len))
+		put_le32(b->data + off + 2 + 14 + 8,
+			 get_le32(b->data + off + 2 + 14 + 8) + 7);
+	txn_put(t, b);
+	return txn_commit(t, err);
+}
+
+static void test_rounds(void)
+{
+	char second[96];
+
+	test_cuts("first commit");
+	test_oracle_replay("relocation", 1);
+
+	/* the same workload again on the committed volume: the journal
+	 * header and footer are not zero any more */
+	snprintf(second, sizeof(second), "%s.2", pristine);
+	copy_image(path, second);
+	snprintf(base, sizeof(base), "%s", second);
+	prepare("second commit");
+	test_cuts("second commit");
+	test_oracle_replay("second commit", 1);
+
+	work = workload_inplace;
+	prepare("in place");
+	ok(memcmp(old_state.bitmap, new_state.bitmap, BS) == 0,
+	   "in place: bitmap unchanged");
+	test_cuts("in place");
+	test_oracle_replay("in place", 0);
+	work = workload;
+	unlink(second);
+}
+
+/* ---- 600 blocks in place: three wander records ---- */
+
+/* Capture blocks start.. start+n-1 and fill block i with pat ^ i. */
+static int capture_all(struct r4_vol *vol, uint64_t start, uint64_t n,
+		       int pat, struct r4_error *err)
+{
+	struct io_block *b;
+	struct txn *t;
+	int rc = txn_begin(vol, &t, err);
+
+	for (uint64_t i = 0; !rc && i < n; i++) {
+		rc = txn_capture(t, start + i, &b, err);
+		if (!rc) {
+			memset(b->data, (int)(pat ^ (i & 0xff)), BS);
+			txn_put(t, b);
+		}
+	}
+	if (rc) {
+		txn_abort(t);
+		return rc;
+	}
+	return txn_commit(t, err);
+}
+
+static int count_bad(uint64_t start, uint64_t n, int pat)
+{
+	uint8_t buf[BS];
+	int bad = 0;
+
+	for (uint64_t i = 0; i < n; i++)
+		if (fixture_block(path, start + i, buf) ||
+		    buf[0] != (uint8_t)(pat ^ (i & 0xff)) ||
+		    buf[BS - 1] != buf[0])
+			bad++;
+	return bad;
+}
+
+/* 600 data blocks, then all 600 changed in place: 601 overwritten. */
+static int many_setup(uint64_t *start, uint64_t *writes)
+{
+	struct r4_error err = { 0 };
+	uint8_t buf[BS];
+	uint64_t got_n = 0;
+	struct r4_vol *vol;
+	struct txn *t;
+	int rc;
+
+	copy_image(pristine, path);
+	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
+		return -1;
+	rc = txn_begin(vol, &t, &err);
+	if (!rc)
+		rc = txn_alloc_run(t, 1000, 600, start, &got_n, &err);
+	ok(!rc && got_n == 600, "600 contiguous blocks at %llu: %s",
+	   (unsigned long long)*start, err.msg);
+	for (uint64_t i = 0; !rc && i < got_n; i++) {
+		memset(buf, (int)(i & 0xff), BS);
+		rc = txn_write_data(t, *start + i, buf, 1, &err);
+	}
+	if (!rc)
+		rc = txn_commit(t, &err);
+	is_int(rc, 0, "allocating commit: %s", err.msg);
+	rc = capture_all(vol, *start, 600, 0x80, &err);
+	is_int(rc, 0, "600 captured blocks commit: %s", err.msg);
+	is_u64(vol->last_commit.overwritten, 601, "overwrite set 600 + sb");
+	is_u64(vol->last_commit.log_blocks, 4, "tx head + 3 wander records");
+	*writes = vol->last_commit.writes;
+	printf("# 600-block commit: %llu writes, %llu bytes, %llu syncs\n",
+	       (unsigned long long)vol->last_commit.writes,
+	       (unsigned long long)vol->last_commit.bytes,
+	       (unsigned long long)vol->last_commit.syncs);
+	r4_vol_close(vol, NULL);
+	is_int(count_bad(*start, 600, 0x80), 0, "every block has its new "
+	       "bytes");
+	return rc;
+}
+
+static void test_many(void)
+{
+	struct io_fault_spec cut = { IO_FAULT_CUT_AFTER, 0 }, none = { 0 };
+	struct r4_error err = { 0 };
+	uint64_t start = 0, writes = 0;
+	uint8_t h[BS], th[BS];
+	struct r4_vol *vol;
+	unsigned rep = 0;
+
+	if (many_setup(&start, &writes))
+		return;
+	/* again, cut right after the journal header (601 wandered, 3
+	 * records, the tx head, the header); the replay finishes */
+	cut.n = writes - 601 - 1;
+	io_fault_arm(&cut);
+	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err) == 0) {
+		io_fault_arm(&none);
+		capture_all(vol, start, 600, 0x40, &err);
+		r4_vol_close(vol, NULL);
+	}
+	io_fault_arm(&none);
+	fixture_block(path, 19, h);
+	fixture_block(path, get_le64(h), th);
+	is_int(get_le32(th + 16), 4, "tx head total 4");
+	is_int(count_bad(start, 600, 0x80), 0, "cut before write-back: the "
+	       "blocks are still old");
+	is_int(reopen(path, &rep), 0, "reopen replays");
+	is_int(rep, 1, "one transaction replayed");
+	is_int(count_bad(start, 600, 0x40), 0, "replay wrote all 600 blocks "
+	       "home");
+}
+
+/* ---- abort and sticky failure ---- */
+
+static void test_abort(void)
+{
+	struct io_fault_spec fail = { IO_FAULT_FAIL_WRITE, 3 }, none = { 0 };
+	struct r4_error err = { 0 };
+	uint8_t before[BS], after[BS];
+	uint64_t a = 0, root, leaf;
+	struct fmt_format40 sb;
+	struct r4_vol *vol;
+	struct io_block *b;
+	struct txn *t;
+	size_t off;
+	int rc;
+
+	copy_image(pristine, path);
+	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
+		return;
+	sb = vol->sb;
+	root = sb.root_block;
+	r4_vol_read_block(vol, root, before, &err);
+	nodeptr_body(before, 0, &off);
+	leaf = get_le64(before + off);
+	r4_vol_read_block(vol, leaf, before, &err);
+	rc = txn_begin(vol, &t, &err);
+	if (!rc)
+		rc = txn_alloc(t, 100, &a, &err);
+	if (!rc)
+		rc = txn_capture(t, leaf, &b, &err);
+	if (!rc) {
+		memset(b->data, 0xee, BS);
+		txn_put(t, b);
+		rc = txn_free(t, root, 1, &err);
+	}
+	is_int(rc, 0, "abort: a transaction with work: %s", err.msg);
+	is_int(space_test(&vol->space, a, &err), 1, "allocated: used");
+	is_int(txn_free(t, root, 1, &err), R4_EINVAL, "double free refused");
+	txn_set_root(t, a, 2);
+	txn_add_files(t, 3);
+	txn_abort(t);
+	is_int(space_test(&vol->space, a, &err), 0, "abort frees it again");
+	is_int(space_test(&vol->space, root, &err), 1, "the root is used");
+	r4_vol_read_block(vol, leaf, after, &err);
+	is_mem(after, before, BS, "the captured leaf reads as before");
+	ok(!memcmp(&vol->sb, &sb, sizeof(sb)), "super block unchanged");
+	r4_vol_close(vol, NULL);
+	take_snap(pristine, &old_state);
+	take_snap(path, &got);
+	ok(same(&got, &old_state), "nothing reached the image");
+
+	io_fault_arm(&fail);
+	rc = r4_vol_open(path, R4_OPEN_RDWR, &vol, &err);
+	io_fault_arm(&none);
+	if (rc)
+		return;
+	ok(workload(vol, &err) != 0, "a failed write fails the commit: %s",
+	   err.msg);
+	memset(&err, 0, sizeof(err));
+	is_int(txn_begin(vol, &t, &err), -EIO, "then the handle is sticky: "
+	       "%s", err.msg);
+	ok(!memcmp(&vol->sb, &sb, sizeof(sb)), "in-memory super block as "
+	   "before the failed commit");
+	r4_vol_close(vol, NULL);
+}
+
+/* ---- journals that lie ---- */
+
+static void hostile(const char *name, uint64_t blk, size_t off, int width,
+		    uint64_t val, const char *want)
+{
+	struct r4_error err = { 0 };
+	struct r4_vol *vol = NULL;
+	char needle[64];
+	uint8_t buf[BS];
+	int rc;
+
+	cut_after_header();
+	fixture_block(path, blk, buf);
+	if (width == 8)
+		put_le64(buf + off, val);
+	else
+		put_le32(buf + off, (uint32_t)val);
+	poke_block(path, blk, buf);
+	rc = r4_vol_open(path, R4_OPEN_RDWR, &vol, &err);
+	ok(rc != 0 && !vol, "%s: read-write open fails", name);
+	snprintf(needle, sizeof(needle), "block %llu", (unsigned long long)
+		 (want ? strtoull(want, NULL, 10) : blk));
+	ok(strstr(err.msg, needle) != NULL, "%s: '%s' names %s", name,
+	   err.msg, needle);
+	if (vol)
+		r4_vol_close(vol, NULL);
+	memset(&err, 0, sizeof(err));
+	rc = r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err);
+	ok(rc == 0 && r4_vol_journal_msg(vol)[0],
+	   "%s: read-only open still works, without the overlay", name);
+	if (!rc)
+		r4_vol_close(vol, NULL);
+}
+
+/* total 3 in the tx head and its one record: the ring is too short */
+static void fewer_records(uint64_t txh, uint64_t rec)
+{
+	struct r4_error err = { 0 };
+	struct r4_vol *vol = NULL;
+	uint8_t buf[BS];
+	char needle[64];
+
+	cut_after_header();
+	fixture_block(path, txh, buf);
+	put_le32(buf + 16, 3);
+	poke_block(path, txh, buf);
+	fixture_block(path, rec, buf);
+	put_le32(buf + 16, 3);
+	poke_block(path, rec, buf);
+	ok(r4_vol_open(path, R4_OPEN_RDWR, &vol, &err) != 0,
+	   "fewer records than total: refused");
+	snprintf(needle, sizeof(needle), "fewer wander records than the tx "
+		 "head's total (block %llu)", (unsigned long long)txh);
+	ok(strstr(err.msg, needle) != NULL, "fewer records: '%s'", err.msg);
+	r4_vol_close(vol, NULL);
+}
+
+static void test_hostile(void)
+{
+	uint8_t h[BS], th[BS];
+	uint64_t txh, rec;
+	char s[32], r[32];
+
+	snprintf(base, sizeof(base), "%s", pristine);
+	prepare("journal to damage");
+	txh = cut_after_header();
+	fixture_block(path, txh, th);
+	rec = get_le64(th + 32);
+	snprintf(s, sizeof(s), "%llu", (unsigned long long)txh);
+	snprintf(r, sizeof(r), "%llu", (unsigned long long)rec);
+	hostile("tx head cycle", txh, 24, 8, txh, NULL);
+	hostile("record count mismatch", txh, 16, 4, 3, r);
+	hostile("record ring cycle", rec, 24, 8, rec, NULL);
+	hostile("pair past the end", rec, 32, 8, 1ull << 40, NULL);
+	hostile("tx head magic", txh, 0, 8, 0, NULL);
+	fewer_records(txh, rec);
+	(void)h;
+	(void)s;
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (fixture_mkfs("", "16M", pristine)) {
+		tap_skip(1, "mkfs.reiser4 not installed");
+		return tap_done();
+	}
+	snprintf(path, sizeof(path), "%s/r4txnXXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
+	close(mkstemp(path));
+	test_commit();
+	test_rounds();
+	test_many();
+	test_abort();
+	test_hostile();
+	unlink(path);
+	unlink(pristine);
+	return tap_done();
+}
