@@ -154,6 +154,7 @@ int io_cache_new(struct io_cache *c, uint64_t nr, struct io_block **out,
 	if (b) {
 		*out = pin(c, b);
 		memset(b->data, 0, c->blksize);
+		b->verified = 0;
 		return 0;
 	}
 	rc = alloc_block(c, nr, &b, err);
@@ -182,6 +183,7 @@ void io_cache_clean(struct io_cache *c, struct io_block *b)
 	if (!b->dirty)
 		return;
 	b->dirty = 0;
+	b->verified = 0;
 	if (b->ref == 0 && !b->orphan)
 		lru_push(c, b);
 }
@@ -205,6 +207,7 @@ void io_cache_dirty(struct io_cache *c, struct io_block *b)
 	if (!b->dirty && b->ref == 0)
 		lru_unlink(c, b);
 	b->dirty = 1;
+	b->verified = 0;
 }
 
 void io_cache_forget(struct io_cache *c, uint64_t nr)

@@ -35,7 +35,10 @@ int tree_node_get(struct r4_vol *vol, uint64_t blk, unsigned level,
 	rc = io_cache_get(&vol->cache, blk, &b, err);
 	if (rc)
 		return rc;
-	why = fmt_node_verify(b->data, vol->blksize, vol->keypol, &bad);
+	/* A clean node verified once stays verified until its bytes may
+	 * change; dirty nodes (being built by a transaction) always are. */
+	why = (b->verified && !b->dirty) ? NULL :
+	      fmt_node_verify(b->data, vol->blksize, vol->keypol, &bad);
 	if (why) {
 		io_cache_put(&vol->cache, b);
 		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu (level "
@@ -51,6 +54,8 @@ int tree_node_get(struct r4_vol *vol, uint64_t blk, unsigned level,
 			       devpath(vol), (unsigned long long)blk, got,
 			       level);
 	}
+	if (!b->dirty)
+		b->verified = 1;
 	*out = b;
 	return 0;
 }
