@@ -61,24 +61,8 @@ static int parse_loop(poptContext ctx, struct r4_archive_opts *ao)
 
 static int args(poptContext ctx, struct add_job *j)
 {
-	struct stat st;
-
-	j->image = poptGetArg(ctx);
-	j->source = poptGetArg(ctx);
-	if (!j->source || !j->image || poptPeekArg(ctx)) {
-		r4cmd_errorf("add takes an IMAGE and a SOURCE");
-		fprintf(stderr, "Usage: %s add [OPTION...] IMAGE SOURCE\n",
-			r4cmd_prog);
-		return EXIT_USAGE;
-	}
-	if (strcmp(j->source, "-")) {
-		if (stat(j->source, &st)) {
-			r4cmd_errorf("%s: %s", j->source, strerror(errno));
-			return EXIT_FAILED;
-		}
-		j->is_dir = S_ISDIR(st.st_mode);
-	}
-	return EXIT_OK;
+	return pack_source_args(ctx, "add", "IS", &j->source, &j->image,
+				&j->is_dir);
 }
 
 /* One transaction: every entry, then commit; any failure aborts. */

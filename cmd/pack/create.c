@@ -272,26 +272,37 @@ static void summary(const struct create_job *j)
 	}
 }
 
-static int args(poptContext ctx, struct create_job *j)
+int pack_source_args(poptContext ctx, const char *cmd, const char *order,
+		     const char **source, const char **image, int *is_dir)
 {
+	const char *a = poptGetArg(ctx), *b = poptGetArg(ctx);
+	int source_first = order[0] == 'S';
 	struct stat st;
 
-	j->source = poptGetArg(ctx);
-	j->image = poptGetArg(ctx);
-	if (!j->source || !j->image || poptPeekArg(ctx)) {
-		r4cmd_errorf("create takes a SOURCE and an IMAGE");
-		fprintf(stderr, "Usage: %s create [OPTION...] SOURCE IMAGE\n",
-			r4cmd_prog);
+	*source = source_first ? a : b;
+	*image = source_first ? b : a;
+	*is_dir = 0;
+	if (!a || !b || poptPeekArg(ctx)) {
+		r4cmd_errorf("%s takes %s", cmd, source_first ?
+			     "a SOURCE and an IMAGE" : "an IMAGE and a SOURCE");
+		fprintf(stderr, "Usage: %s %s [OPTION...] %s\n", r4cmd_prog,
+			cmd, source_first ? "SOURCE IMAGE" : "IMAGE SOURCE");
 		return EXIT_USAGE;
 	}
-	if (strcmp(j->source, "-")) {
-		if (stat(j->source, &st)) {
-			r4cmd_errorf("%s: %s", j->source, strerror(errno));
+	if (strcmp(*source, "-")) {
+		if (stat(*source, &st)) {
+			r4cmd_errorf("%s: %s", *source, strerror(errno));
 			return EXIT_FAILED;
 		}
-		j->is_dir = S_ISDIR(st.st_mode);
+		*is_dir = S_ISDIR(st.st_mode);
 	}
 	return EXIT_OK;
+}
+
+static int args(poptContext ctx, struct create_job *j)
+{
+	return pack_source_args(ctx, "create", "SI", &j->source, &j->image,
+				&j->is_dir);
 }
 
 int pack_create(int argc, const char **argv)

@@ -23,6 +23,11 @@ extern struct poptOption pack_owner_options[];
 int pack_owner_opt(int rc, const char *arg, struct r4_archive_opts *ao);
 int pack_owner_finish(struct r4_archive_opts *ao, int use_env);
 
+/* The SOURCE and IMAGE arguments (in 'order': "SI" create, "IS" add),
+ * and whether the source is a directory ('-' is standard input). */
+int pack_source_args(poptContext ctx, const char *cmd, const char *order,
+		     const char **source, const char **image, int *is_dir);
+
 int pack_create(int argc, const char **argv);
 int pack_extract(int argc, const char **argv);
 int pack_add(int argc, const char **argv);
