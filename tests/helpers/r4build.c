@@ -218,7 +218,8 @@ static int walk(struct r4_build *b, const char *full, const char *rel,
 		names[n++] = strdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_names);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n; i++) {
 		char *f = malloc(strlen(full) + strlen(names[i]) + 2);
 		char *r = malloc(strlen(rel) + strlen(names[i]) + 2);
