@@ -169,6 +169,22 @@ int edit_split(struct r4_txn *x, const char *path, struct obj_dir *d,
 	return rc;
 }
 
+int edit_by_path(struct r4_txn *x, const char *path, edit_at_fn fn,
+		 void *ctx, struct r4_error *err)
+{
+	uint64_t mark = edit_mark(x);
+	struct obj_dir d;
+	const char *name;
+	size_t len;
+	int rc = edit_check(x, err);
+
+	if (!rc)
+		rc = edit_split(x, path, &d, &name, &len, err);
+	if (!rc)
+		rc = fn(x, &d, name, len, ctx, err);
+	return edit_done(x, mark, rc);
+}
+
 /* 0 with *out when the name exists, R4_ENOTFOUND when not. */
 int edit_find(struct r4_txn *x, const struct obj_dir *d, const char *name,
 	      size_t len, struct r4_objref *out, struct r4_error *err)
@@ -275,20 +291,17 @@ int edit_mkdir_at(struct r4_txn *x, const struct obj_dir *d, const char *name,
 	return edit_new(x, d, name, len, &st, dir_body, (void *)d, NULL, err);
 }
 
+static int mkdir_at(struct r4_txn *x, const struct obj_dir *d,
+		    const char *name, size_t len, void *ctx,
+		    struct r4_error *err)
+{
+	return edit_mkdir_at(x, d, name, len, ctx, err);
+}
+
 int r4_mkdir(struct r4_txn *x, const char *path, const struct r4_attr *a,
 	     struct r4_error *err)
 {
-	uint64_t mark = edit_mark(x);
-	struct obj_dir d;
-	const char *name;
-	size_t len;
-	int rc = edit_check(x, err);
-
-	if (!rc)
-		rc = edit_split(x, path, &d, &name, &len, err);
-	if (!rc)
-		rc = edit_mkdir_at(x, &d, name, len, a, err);
-	return edit_done(x, mark, rc);
+	return edit_by_path(x, path, mkdir_at, (void *)a, err);
 }
 
 struct filebody {
@@ -331,39 +344,49 @@ int edit_create_at(struct r4_txn *x, const struct obj_dir *d,
 	return edit_new(x, d, name, len, &st, file_body, &f, NULL, err);
 }
 
+struct create_args {
+	const struct r4_attr *a;
+	uint64_t size;
+	r4_data_fn data;
+	void *ctx;
+};
+
+static int create_at(struct r4_txn *x, const struct obj_dir *d,
+		     const char *name, size_t len, void *ctx,
+		     struct r4_error *err)
+{
+	struct create_args *c = ctx;
+
+	return edit_create_at(x, d, name, len, c->a, c->size, c->data,
+			      c->ctx, err);
+}
+
 int r4_create(struct r4_txn *x, const char *path, const struct r4_attr *a,
 	      uint64_t size, r4_data_fn data, void *ctx,
 	      struct r4_error *err)
 {
-	uint64_t mark = edit_mark(x);
-	struct obj_dir d;
-	const char *name;
-	size_t len;
-	int rc = edit_check(x, err);
+	struct create_args c = { a, size, data, ctx };
 
-	if (!rc)
-		rc = edit_split(x, path, &d, &name, &len, err);
-	if (!rc)
-		rc = edit_create_at(x, &d, name, len, a, size, data, ctx, err);
-	return edit_done(x, mark, rc);
+	return edit_by_path(x, path, create_at, &c, err);
+}
+
+/* A special object (symlink, device, fifo, socket) whose stat data the
+ * caller has filled: no body. */
+static int special_at(struct r4_txn *x, const struct obj_dir *d,
+		      const char *name, size_t len, void *ctx,
+		      struct r4_error *err)
+{
+	return edit_new(x, d, name, len, ctx, NULL, NULL, NULL, err);
 }
 
 int r4_symlink(struct r4_txn *x, const char *path, const char *target,
 	       const struct r4_attr *a, struct r4_error *err)
 {
-	uint64_t mark = edit_mark(x);
 	struct fmt_stat st;
-	struct obj_dir d;
-	const char *name;
-	size_t len;
-	int rc = edit_check(x, err);
 
-	if (!rc && (!target || !*target))
-		rc = r4_fail(err, R4_EINVAL, "%s: empty symlink target", path);
-	if (!rc)
-		rc = edit_split(x, path, &d, &name, &len, err);
-	if (rc)
-		return rc;
+	if (!target || !*target)
+		return r4_fail(err, R4_EINVAL, "%s: empty symlink target",
+			       path);
 	edit_attr_stat(a, S_IFLNK, &st);
 	st.mode = (uint16_t)(S_IFLNK | 0777);
 	st.mask |= 1u << FMT_SDEXT_SYMLINK;
@@ -371,38 +394,27 @@ int r4_symlink(struct r4_txn *x, const char *path, const char *target,
 	st.symlink_len = strlen(target);
 	st.size = st.symlink_len;
 	st.rdev_or_bytes = 0;	/* what fsck.reiser4 expects */
-	rc = edit_new(x, &d, name, len, &st, NULL, NULL, NULL, err);
-	return edit_done(x, mark, rc);
+	return edit_by_path(x, path, special_at, &st, err);
 }
 
 int r4_mknod(struct r4_txn *x, const char *path, const struct r4_attr *a,
 	     struct r4_error *err)
 {
 	uint32_t type = a->mode & S_IFMT;
-	uint64_t mark = edit_mark(x);
 	struct fmt_stat st;
-	struct obj_dir d;
-	const char *name;
-	size_t len;
-	int rc = edit_check(x, err);
 
-	if (!rc && type != S_IFCHR && type != S_IFBLK && type != S_IFIFO &&
+	if (type != S_IFCHR && type != S_IFBLK && type != S_IFIFO &&
 	    type != S_IFSOCK)
-		rc = r4_fail(err, R4_EINVAL, "%s: mode %o is not a device, "
-			     "fifo or socket", path, a->mode);
-	if (!rc && (a->rdev_major >= 4096 || a->rdev_minor >= (1u << 20)))
-		rc = r4_fail(err, R4_EINVAL, "%s: device %u:%u does not fit",
-			     path, a->rdev_major, a->rdev_minor);
-	if (!rc)
-		rc = edit_split(x, path, &d, &name, &len, err);
-	if (rc)
-		return rc;
+		return r4_fail(err, R4_EINVAL, "%s: mode %o is not a device, "
+			       "fifo or socket", path, a->mode);
+	if (a->rdev_major >= 4096 || a->rdev_minor >= (1u << 20))
+		return r4_fail(err, R4_EINVAL, "%s: device %u:%u does not fit",
+			       path, a->rdev_major, a->rdev_minor);
 	edit_attr_stat(a, type, &st);
 	if (type == S_IFCHR || type == S_IFBLK)
 		st.rdev_or_bytes = (uint64_t)a->rdev_major << 20 |
 				   a->rdev_minor;
-	rc = edit_new(x, &d, name, len, &st, NULL, NULL, NULL, err);
-	return edit_done(x, mark, rc);
+	return edit_by_path(x, path, special_at, &st, err);
 }
 
 int edit_link_at(struct r4_txn *x, const struct r4_objref *src,
@@ -437,21 +449,20 @@ int edit_link_at(struct r4_txn *x, const struct r4_objref *src,
 	return rc;
 }
 
+static int link_at(struct r4_txn *x, const struct obj_dir *d,
+		   const char *name, size_t len, void *ctx,
+		   struct r4_error *err)
+{
+	return edit_link_at(x, ctx, d, name, len, err);
+}
+
 int r4_link(struct r4_txn *x, const char *existing, const char *path,
 	    struct r4_error *err)
 {
-	uint64_t mark = edit_mark(x);
 	struct r4_objref src;
-	struct obj_dir d;
-	const char *name;
-	size_t len;
 	int rc = edit_check(x, err);
 
 	if (!rc)
 		rc = r4_lookup(x->vol, existing, &src, err);
-	if (!rc)
-		rc = edit_split(x, path, &d, &name, &len, err);
-	if (!rc)
-		rc = edit_link_at(x, &src, &d, name, len, err);
-	return edit_done(x, mark, rc);
+	return rc ? rc : edit_by_path(x, path, link_at, &src, err);
 }

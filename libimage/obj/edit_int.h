@@ -23,6 +23,14 @@ int edit_check(struct r4_txn *x, struct r4_error *err);
 /* "/a/b/c": directory "/a/b" opened, name "c" (into path). */
 int edit_split(struct r4_txn *x, const char *path, struct obj_dir *d,
 	       const char **name, size_t *len, struct r4_error *err);
+/* One operation on one path: edit_check, mark, split the path into
+ * directory and name, fn, edit_done. Every r4_* call that takes a path
+ * goes through here. */
+typedef int (*edit_at_fn)(struct r4_txn *x, const struct obj_dir *d,
+			  const char *name, size_t len, void *ctx,
+			  struct r4_error *err);
+int edit_by_path(struct r4_txn *x, const char *path, edit_at_fn fn,
+		 void *ctx, struct r4_error *err);
 /* 0 with *out, or R4_ENOTFOUND (err untouched). */
 int edit_find(struct r4_txn *x, const struct obj_dir *d, const char *name,
 	      size_t len, struct r4_objref *out, struct r4_error *err);

@@ -200,42 +200,38 @@ int edit_remove_any(struct r4_txn *x, const struct obj_dir *d,
 			   edit_rmdir_at(x, d, name, len, err);
 }
 
-typedef int (*at_fn)(struct r4_txn *x, const struct obj_dir *d,
-		     const char *name, size_t len, struct r4_error *err);
-
-static int by_path(struct r4_txn *x, const char *path, at_fn fn,
-		   struct r4_error *err)
+static int unlink_at(struct r4_txn *x, const struct obj_dir *d,
+		     const char *name, size_t len, void *ctx,
+		     struct r4_error *err)
 {
-	uint64_t mark = edit_mark(x);
-	struct obj_dir d;
-	const char *name;
-	size_t len;
-	int rc = edit_check(x, err);
-
-	if (!rc)
-		rc = edit_split(x, path, &d, &name, &len, err);
-	if (!rc)
-		rc = fn(x, &d, name, len, err);
-	return edit_done(x, mark, rc);
+	return edit_unlink_at(x, d, name, len, err);
 }
 
-static int rmtree0(struct r4_txn *x, const struct obj_dir *d,
-		   const char *name, size_t len, struct r4_error *err)
+static int rmdir_at(struct r4_txn *x, const struct obj_dir *d,
+		    const char *name, size_t len, void *ctx,
+		    struct r4_error *err)
+{
+	return edit_rmdir_at(x, d, name, len, err);
+}
+
+static int rmtree_at(struct r4_txn *x, const struct obj_dir *d,
+		     const char *name, size_t len, void *ctx,
+		     struct r4_error *err)
 {
 	return edit_rmtree_at(x, d, name, len, 0, err);
 }
 
 int r4_unlink(struct r4_txn *x, const char *path, struct r4_error *err)
 {
-	return by_path(x, path, edit_unlink_at, err);
+	return edit_by_path(x, path, unlink_at, NULL, err);
 }
 
 int r4_rmdir(struct r4_txn *x, const char *path, struct r4_error *err)
 {
-	return by_path(x, path, edit_rmdir_at, err);
+	return edit_by_path(x, path, rmdir_at, NULL, err);
 }
 
 int r4_remove_tree(struct r4_txn *x, const char *path, struct r4_error *err)
 {
-	return by_path(x, path, rmtree0, err);
+	return edit_by_path(x, path, rmtree_at, NULL, err);
 }
