@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "check.h"
+#include "libimage/check/check.h"
 
 int chk_map_init(struct chk_map *m, uint64_t nbits, uint64_t chunk_bits)
 {

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "check.h"
-#include "../err.h"
+#include "libimage/check/check.h"
+#include "libimage/util/err.h"
 #include "format/bitmap.h"
 #include "format/super.h"
 

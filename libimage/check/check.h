@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "r4/check.h"
-#include "../volume.h"
+#include "libimage/vol/volume.h"
 #include "format/key.h"
 #include "format/node.h"
 #include "format/plugin.h"

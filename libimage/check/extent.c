@@ -8,7 +8,7 @@
  * time). */
 #include "config.h"
 #include <errno.h>
-#include "check.h"
+#include "libimage/check/check.h"
 #include "format/item.h"
 
 struct ext_ctx {

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "check.h"
+#include "libimage/check/check.h"
 #include "format/item.h"
 
 struct item_ctx {

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "check.h"
+#include "libimage/check/check.h"
 #include "format/item.h"
 #include "format/super.h"
 

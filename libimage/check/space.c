@@ -6,7 +6,7 @@
  * ranges, at most SPACE_MAX_LINES per kind, then one summary line. */
 #include "config.h"
 #include <string.h>
-#include "check.h"
+#include "libimage/check/check.h"
 #include "format/bitmap.h"
 #include "format/super.h"
 

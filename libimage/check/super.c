@@ -5,7 +5,7 @@
  * (each must equal the one reiser4progs would make now). */
 #include "config.h"
 #include <string.h>
-#include "check.h"
+#include "libimage/check/check.h"
 #include "format/super.h"
 
 static void check_format40(struct chk *c)

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "check.h"
+#include "libimage/check/check.h"
 
 static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
 {

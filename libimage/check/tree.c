@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "check.h"
+#include "libimage/check/check.h"
 #include "format/node.h"
 
 struct walk_pos {

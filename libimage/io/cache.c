@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cache.h"
-#include "../err.h"
+#include "libimage/io/cache.h"
+#include "libimage/util/err.h"
 
 static size_t bucket(const struct io_cache *c, uint64_t nr)
 {

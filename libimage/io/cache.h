@@ -8,7 +8,7 @@
 #define R4_LIBIMAGE_IO_CACHE_H
 
 #include <stdint.h>
-#include "dev.h"
+#include "libimage/io/dev.h"
 
 struct io_block {
 	uint64_t nr;

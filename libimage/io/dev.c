@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-#include "dev.h"
-#include "fault.h"
-#include "../err.h"
+#include "libimage/io/dev.h"
+#include "libimage/io/fault.h"
+#include "libimage/util/err.h"
 
 struct file_priv {
 	int fd;

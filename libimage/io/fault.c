@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "fault.h"
-#include "../err.h"
+#include "libimage/io/fault.h"
+#include "libimage/util/err.h"
 
 struct held {			/* a write held until the next sync */
 	uint64_t off;

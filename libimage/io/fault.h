@@ -26,7 +26,7 @@
 #define R4_LIBIMAGE_IO_FAULT_H
 
 #include <stdint.h>
-#include "dev.h"
+#include "libimage/io/dev.h"
 
 enum io_fault_mode {
 	IO_FAULT_NONE = 0,

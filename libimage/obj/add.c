@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "edit_int.h"
-#include "../volume.h"
-#include "../err.h"
+#include "libimage/obj/edit_int.h"
+#include "libimage/vol/volume.h"
+#include "libimage/util/err.h"
 #include "format/plugin.h"
 
 #define ADD_MAX_DEPTH 4096

@@ -6,11 +6,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "write.h"
-#include "../volume.h"
-#include "../err.h"
-#include "../tree/tree.h"
-#include "../txn/txn.h"
+#include "libimage/obj/write.h"
+#include "libimage/vol/volume.h"
+#include "libimage/util/err.h"
+#include "libimage/tree/tree.h"
+#include "libimage/txn/txn.h"
 #include "format/plugin.h"
 
 #define DATA_BATCH 64		/* blocks written in one call */

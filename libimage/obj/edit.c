@@ -7,11 +7,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include "write.h"
-#include "edit_int.h"
-#include "../volume.h"
-#include "../err.h"
-#include "../txn/txn.h"
+#include "libimage/obj/write.h"
+#include "libimage/obj/edit_int.h"
+#include "libimage/vol/volume.h"
+#include "libimage/util/err.h"
+#include "libimage/txn/txn.h"
 #include "format/plugin.h"
 
 /* ---- transactions ----------------------------------------------------- */

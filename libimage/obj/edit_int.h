@@ -3,7 +3,7 @@
 #ifndef R4_LIBIMAGE_OBJ_EDIT_INT_H
 #define R4_LIBIMAGE_OBJ_EDIT_INT_H
 
-#include "write.h"
+#include "libimage/obj/write.h"
 
 /* Counters of a transaction, for tests and tools. */
 struct edit_stats {

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "obj.h"
-#include "../volume.h"
-#include "../err.h"
-#include "../tree/tree.h"
+#include "libimage/obj/obj.h"
+#include "libimage/vol/volume.h"
+#include "libimage/util/err.h"
+#include "libimage/tree/tree.h"
 #include "format/plugin.h"
 
 /* One piece of the body handed to a body visitor. */

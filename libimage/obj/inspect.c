@@ -5,10 +5,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "obj.h"
-#include "../volume.h"
-#include "../err.h"
-#include "../tree/tree.h"
+#include "libimage/obj/obj.h"
+#include "libimage/vol/volume.h"
+#include "libimage/util/err.h"
+#include "libimage/tree/tree.h"
 #include "format/plugin.h"
 #include "format/node.h"
 

@@ -4,10 +4,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "edit_int.h"
-#include "../volume.h"
-#include "../err.h"
-#include "../txn/txn.h"
+#include "libimage/obj/edit_int.h"
+#include "libimage/vol/volume.h"
+#include "libimage/util/err.h"
+#include "libimage/txn/txn.h"
 #include "format/plugin.h"
 
 #define RMTREE_MAX_DEPTH 4096

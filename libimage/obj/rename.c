@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "edit_int.h"
-#include "../volume.h"
-#include "../err.h"
-#include "../txn/txn.h"
+#include "libimage/obj/edit_int.h"
+#include "libimage/vol/volume.h"
+#include "libimage/util/err.h"
+#include "libimage/txn/txn.h"
 #include "format/plugin.h"
 
 #define MAX_CLIMB 4096

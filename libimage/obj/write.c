@@ -4,10 +4,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "write.h"
-#include "../volume.h"
-#include "../err.h"
-#include "../tree/tree.h"
+#include "libimage/obj/write.h"
+#include "libimage/vol/volume.h"
+#include "libimage/util/err.h"
+#include "libimage/tree/tree.h"
 #include "format/plugin.h"
 
 int obj_dir_open(struct r4_txn *x, const struct r4_objref *ref,

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "r4/edit.h"
-#include "obj.h"
-#include "../tree/modify.h"
+#include "libimage/obj/obj.h"
+#include "libimage/tree/modify.h"
 
 /* Files up to this size are tails under the smart policy (the kernel's
  * "4 blocks" rule, as the builder does). */

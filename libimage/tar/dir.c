@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-#include "../err.h"
-#include "tar.h"
+#include "libimage/util/err.h"
+#include "libimage/tar/tar.h"
 
 #define DIR_CHUNK (1u << 20)
 

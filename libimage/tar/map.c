@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tar.h"
+#include "libimage/tar/tar.h"
 
 /* 64-bit FNV-1a. */
 static uint64_t map_hash(const void *key, size_t len)

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../err.h"
-#include "tar.h"
+#include "libimage/util/err.h"
+#include "libimage/tar/tar.h"
 
 void r4_archive_opts_init(struct r4_archive_opts *o)
 {

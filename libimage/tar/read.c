@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "../err.h"
-#include "../build/build.h"
-#include "tar.h"
+#include "libimage/util/err.h"
+#include "libimage/pack/build.h"
+#include "libimage/tar/tar.h"
 
 /* Bytes read from the archive file at a time. */
 #define ARC_BLOCK (1 << 20)

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "r4/edit.h"
-#include "../err.h"
-#include "tar.h"
+#include "libimage/util/err.h"
+#include "libimage/tar/tar.h"
 
 /* types map value for a path left out by --exclude. */
 #define TAR_EXCLUDED 100

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "../err.h"
-#include "tar.h"
+#include "libimage/util/err.h"
+#include "libimage/tar/tar.h"
 
 #define XW_CHUNK (256u << 10)
 #define XW_MAX_DEPTH 8192

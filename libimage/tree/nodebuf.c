@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "config.h"
 #include <string.h>
-#include "nodebuf.h"
+#include "libimage/tree/nodebuf.h"
 #include "format/errors.h"
 #include "format/node.h"
 

@@ -4,9 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tree.h"
-#include "../volume.h"
-#include "../err.h"
+#include "libimage/tree/tree.h"
+#include "libimage/vol/volume.h"
+#include "libimage/util/err.h"
 #include "format/node.h"
 #include "format/plugin.h"
 #include "format/item.h"

@@ -16,7 +16,7 @@
 #include "r4/r4.h"
 #include "format/key.h"
 #include "format/super.h"
-#include "../io/cache.h"
+#include "libimage/io/cache.h"
 
 struct r4_vol;
 

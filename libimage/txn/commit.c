@@ -9,8 +9,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "txn_int.h"
-#include "../err.h"
+#include "libimage/txn/txn_int.h"
+#include "libimage/util/err.h"
 #include "format/bitmap.h"
 #include "format/super.h"
 

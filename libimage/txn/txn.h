@@ -27,8 +27,8 @@
 #define R4_LIBIMAGE_TXN_TXN_H
 
 #include <stdint.h>
-#include "../volume.h"
-#include "../io/cache.h"
+#include "libimage/vol/volume.h"
+#include "libimage/io/cache.h"
 
 struct txn;
 

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "txn.h"
+#include "libimage/txn/txn.h"
 
 /* What a transaction did to a block. */
 enum tb_state {

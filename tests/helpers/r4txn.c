@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "r4/r4.h"
-#include "libimage/volume.h"
-#include "libimage/err.h"
+#include "libimage/vol/volume.h"
+#include "libimage/util/err.h"
 #include "libimage/txn/txn.h"
 #include "format/endian.h"
 #include "format/node.h"

@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include "libimage/io/dev.h"
 #include "libimage/io/cache.h"
-#include "libimage/err.h"
+#include "libimage/util/err.h"
 #include "format/errors.h"
 
 static char path[64];

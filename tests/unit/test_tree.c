@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include "r4/r4.h"
 #include "r4/read.h"
-#include "libimage/volume.h"
+#include "libimage/vol/volume.h"
 #include "libimage/tree/tree.h"
 #include "format/errors.h"
 #include "format/node.h"

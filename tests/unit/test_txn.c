@@ -14,13 +14,13 @@
 #include "r4/r4.h"
 #include "r4/check.h"
 #include "r4/journal.h"
-#include "libimage/volume.h"
+#include "libimage/vol/volume.h"
 #include "libimage/txn/txn.h"
 #include "libimage/io/fault.h"
 #include "format/node.h"
 #include "format/plugin.h"
 #include "format/endian.h"
-#include "libimage/err.h"
+#include "libimage/util/err.h"
 
 #define BS 4096
 #define MAXTREE 64

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include "r4/r4.h"
-#include "libimage/volume.h"
+#include "libimage/vol/volume.h"
 #include "format/errors.h"
 #include "format/endian.h"
 

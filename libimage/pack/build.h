@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "r4/pack.h"
-#include "fixed.h"
+#include "libimage/mkfs/fixed.h"
 #include "format/node.h"
 
 #define BUILD_MAX_NAME 255

@@ -5,9 +5,9 @@
 #define R4_LIBIMAGE_VOLUME_H
 
 #include "r4/r4.h"
-#include "io/dev.h"
-#include "io/cache.h"
-#include "space.h"
+#include "libimage/io/dev.h"
+#include "libimage/io/cache.h"
+#include "libimage/alloc/space.h"
 #include "format/super.h"
 #include "format/journal.h"
 #include "format/key.h"

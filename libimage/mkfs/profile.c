@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "err.h"
+#include "libimage/util/err.h"
 #include "format/plugin.h"
 
 _Static_assert((int)R4_PT_COUNT == (int)FMT_PT_COUNT,

@@ -16,10 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
-#include "err.h"
-#include "io/dev.h"
-#include "tree/nodebuf.h"
-#include "build/fixed.h"
+#include "libimage/util/err.h"
+#include "libimage/io/dev.h"
+#include "libimage/tree/nodebuf.h"
+#include "libimage/mkfs/fixed.h"
 #include "format/bitmap.h"
 #include "format/checksum.h"
 #include "format/item.h"

@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "space.h"
-#include "err.h"
+#include "libimage/alloc/space.h"
+#include "libimage/util/err.h"
 #include "format/bitmap.h"
 
 int space_init(struct space *s, struct io_dev *dev, uint32_t blksize,

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "volume.h"
-#include "err.h"
+#include "libimage/vol/volume.h"
+#include "libimage/util/err.h"
 #include "format/bitmap.h"
-#include "txn/txn.h"
+#include "libimage/txn/txn.h"
 #include "r4/journal.h"
 
 #define CACHE_BLOCKS 16384	/* 64 MiB of 4 KiB blocks */

@@ -13,8 +13,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "build.h"
-#include "../err.h"
+#include "libimage/pack/build.h"
+#include "libimage/util/err.h"
 #include "format/bitmap.h"
 
 int pack_space_setup(struct r4_build *b, struct r4_error *err)

@@ -6,7 +6,7 @@
 #define R4_LIBIMAGE_SPACE_H
 
 #include <stdint.h>
-#include "io/dev.h"
+#include "libimage/io/dev.h"
 
 struct space {
 	struct io_dev *dev;

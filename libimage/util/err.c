@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include "config.h"
-#include "err.h"
+#include "libimage/util/err.h"
 
 static int vfail(struct r4_error *err, int keep, int code, const char *fmt,
 		 va_list ap)

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
-#include "build.h"
-#include "../err.h"
+#include "libimage/pack/build.h"
+#include "libimage/util/err.h"
 #include "format/bitmap.h"
 
 #define ROUND_BLOCKS 16		/* volumes are multiples of 64 KiB */

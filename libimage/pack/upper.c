@@ -11,8 +11,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "build.h"
-#include "../err.h"
+#include "libimage/pack/build.h"
+#include "libimage/util/err.h"
 #include "format/endian.h"
 
 int pack_upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,

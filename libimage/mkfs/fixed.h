@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: the fixed blocks of a volume (master and format40 super blocks,
  * journal header and footer, status block, backups), shared by r4mkfs
- * (libimage/mkfs.c) and the one-pass builder (libimage/build/). */
+ * (libimage/mkfs/mkfs.c) and the one-pass builder (libimage/pack/). */
 #ifndef R4_LIBIMAGE_BUILD_FIXED_H
 #define R4_LIBIMAGE_BUILD_FIXED_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "r4/r4.h"
-#include "../io/dev.h"
+#include "libimage/io/dev.h"
 #include "format/item.h"
 #include "format/key.h"
 #include "format/plugin.h"

@@ -13,9 +13,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "build.h"
-#include "../err.h"
-#include "../tree/nodebuf.h"
+#include "libimage/pack/build.h"
+#include "libimage/util/err.h"
+#include "libimage/tree/nodebuf.h"
 #include "format/endian.h"
 
 int pack_tree_init(struct r4_build *b, struct r4_error *err)

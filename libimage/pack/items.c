@@ -15,8 +15,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "build.h"
-#include "../err.h"
+#include "libimage/pack/build.h"
+#include "libimage/util/err.h"
 #include "format/plugin.h"
 #include "format/bitmap.h"
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "build.h"
-#include "../err.h"
+#include "libimage/pack/build.h"
+#include "libimage/util/err.h"
 
 #define S_DIR 0040000u
 
