@@ -190,6 +190,7 @@ exit(@bad ? 1 : 0);
 }
 
 echo "1..2"
+fail=0
 
 # 1: the checker finds a citation of a missing section (and of a file
 # that does not exist), and passes the good ones.
@@ -208,6 +209,7 @@ if [ $? -ne 0 ] &&
 	echo "ok 1 - a citation of a missing section or doc fails the check"
 else
 	echo "not ok 1 - the checker did not report exactly the two bad citations"
+	fail=1
 	printf '%s\n' "$out" | sed 's/^/# /'
 fi
 
@@ -219,4 +221,6 @@ if [ $rc -eq 0 ]; then
 	echo "ok 2 - every citation resolves to a heading of its doc"
 else
 	echo "not ok 2 - citations without a section (file:line above)"
+	fail=1
 fi
+exit $fail
