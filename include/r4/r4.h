@@ -11,8 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-/* The error codes (R4_E*) are shared with the format layer. */
-#include "format/errors.h"
+/* The error codes (R4_E*) and r4_strerror(). */
+#include "r4/errors.h"
 
 #define R4_ERRMSG_MAX 512
 
@@ -72,9 +72,6 @@ void r4_vol_super(const struct r4_vol *vol, struct r4_super_info *out);
  * block cache, for inspection tools. R4_ERANGE past the device's end. */
 int r4_vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
 		      struct r4_error *err);
-
-/* The path the volume was opened from. */
-const char *r4_vol_path(const struct r4_vol *vol);
 
 /* ---- Making a volume --------------------------------------------------- */
 
