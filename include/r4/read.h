@@ -166,10 +166,6 @@ struct r4_item_loc {
 	uint32_t body_len;
 };
 
-/* The item with the largest key <= key (R4_ENOTFOUND if none). */
-int r4_find_item(struct r4_vol *vol, const uint64_t key[4],
-		 struct r4_item_loc *out, struct r4_error *err);
-
 /* Every item of an object (stat data, directory entries or body items)
  * in key order: the items whose key has the object's (locality or
  * dir oid, ordering, oid) as far as they go. */
