@@ -117,7 +117,4 @@ int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 /* The plugins -o accepts, one "type: name name ..." line per type. */
 size_t r4_mkfs_plugins_str(char *buf, size_t len);
 
-/* Parse "64M", "1G", "4096" (bytes; K M G T P suffixes, powers of 1024). */
-int r4_parse_size(const char *s, uint64_t *out);
-
 #endif
