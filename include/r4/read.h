@@ -93,13 +93,13 @@ int r4_readdir(struct r4_vol *vol, const struct r4_objref *dir,
 /* Read up to len bytes of a regular file at off into buf; *got = bytes
  * read (short only at the end of the file, whose size is the stat
  * data's). Holes and unallocated extents read as zeros. -EISDIR for a
- * directory, -EINVAL for other non-regular objects, R4_EUNSUPP for
+ * directory, R4_EINVAL for other non-regular objects, R4_EUNSUPP for
  * cryptcompress (ccreg40) files. */
 int r4_read(struct r4_vol *vol, const struct r4_objref *obj, uint64_t off,
 	    void *buf, size_t len, size_t *got, struct r4_error *err);
 
 /* Symlink target into buf (NUL-terminated, cut to len - 1 bytes);
- * *tlen (may be NULL) = full target length. -EINVAL if not a symlink. */
+ * *tlen (may be NULL) = full target length. R4_EINVAL if not a symlink. */
 int r4_readlink(struct r4_vol *vol, const struct r4_objref *obj, char *buf,
 		size_t len, size_t *tlen, struct r4_error *err);
 
