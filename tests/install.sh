@@ -95,6 +95,7 @@ cat > "$T/want" <<EOF
 library $version
 label installed
 blocks 16384
+journal: 0 overlaid
 entry .
 entry ..
 entry lost+found

@@ -6,8 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <r4/r4.h>
+#include <r4/errors.h>
 #include <r4/read.h>
 #include <r4/check.h>
+#include <r4/journal.h>
+#include <r4/edit.h>
+#include <r4/pack.h>
 
 static int show(void *ctx, const char *name, size_t len,
 		const struct r4_objref *target)
@@ -38,6 +42,7 @@ int main(int argc, char **argv)
 	printf("library %s\n", r4_version());
 	printf("label %s\n", si.label);
 	printf("blocks %llu\n", (unsigned long long)si.block_count);
+	printf("journal: %u overlaid\n", r4_vol_overlaid(vol));
 	if (r4_root(vol, &root, &err) ||
 	    r4_readdir(vol, &root, show, NULL, &err)) {
 		fprintf(stderr, "r4info: %s\n", err.msg);
