@@ -25,6 +25,10 @@ rooms='
     90  libimage/pack     the one-pass builder (uses mkfs/fixed.h)
    100  libimage/tar      archive import/export (libarchive)
 '
+# Where the planned rooms would go (add the line with the folder): a
+# FUSE mount over obj/ and txn/ at 80 (a peer of mkfs and check);
+# repair/, which uses check/, at 90; repack/, which reads with obj/ and
+# writes with pack/, at 95.
 # Besides the rooms:
 #  - format/ (pure on-disk layer) includes only format/ and the public
 #    error codes include/r4/errors.h (a leaf header that includes
