@@ -11,8 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-/* The error codes (R4_E*) are shared with the format layer. */
-#include "format/errors.h"
+/* The error codes (R4_E*) and r4_strerror(). */
+#include "r4/errors.h"
 
 #define R4_ERRMSG_MAX 512
 
@@ -73,9 +73,6 @@ void r4_vol_super(const struct r4_vol *vol, struct r4_super_info *out);
 int r4_vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
 		      struct r4_error *err);
 
-/* The path the volume was opened from. */
-const char *r4_vol_path(const struct r4_vol *vol);
-
 /* ---- Making a volume --------------------------------------------------- */
 
 enum r4_mkfs_ptype {
@@ -119,8 +116,5 @@ int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 	    struct r4_mkfs_result *res, struct r4_error *err);
 /* The plugins -o accepts, one "type: name name ..." line per type. */
 size_t r4_mkfs_plugins_str(char *buf, size_t len);
-
-/* Parse "64M", "1G", "4096" (bytes; K M G T P suffixes, powers of 1024). */
-int r4_parse_size(const char *s, uint64_t *out);
 
 #endif

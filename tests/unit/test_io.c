@@ -70,8 +70,10 @@ static void test_cache(void)
 	ok(c.count <= 17, "clean blocks are evicted (%zu cached)", c.count);
 	is_int(io_cache_get(&c, 2, &b, NULL), 0, "dirty block still cached");
 	is_int(b->data[0], 0x11, "with its new bytes");
+	/* Write it back as a commit does: write, then mark it clean. */
+	is_int(io_write(dev, b->data, 4096, 2 * 4096, NULL), 0, "write back");
+	io_cache_clean(&c, b);
 	io_cache_put(&c, b);
-	is_int(io_cache_flush(&c, NULL), 0, "flush");
 	is_int(io_cache_get(&c, 1000000, &b, &err), R4_ERANGE,
 	       "a block past the device");
 	ok(strstr(err.msg, "block 1000000") != NULL, "names the block: %s",
@@ -85,7 +87,7 @@ static void test_cache(void)
 		uint8_t x[1];
 
 		io_read(dev, x, 1, 8192, NULL);
-		is_int(x[0], 0x11, "flush wrote the dirty block home");
+		is_int(x[0], 0x11, "the dirty block reached the disk");
 	}
 	io_close(dev);
 }
