@@ -207,6 +207,7 @@ int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
 
 int r4_vol_close(struct r4_vol *vol, struct r4_error *err)
 {
+	size_t leaked;
 	int rc = 0;
 
 	if (!vol)
@@ -220,7 +221,13 @@ int r4_vol_close(struct r4_vol *vol, struct r4_error *err)
 			     vol->dev->path);
 	}
 	space_fini(&vol->space);
-	io_cache_fini(&vol->cache);
+	/* A block still referenced now is a reference some code path
+	 * forgot to put back: an error the caller sees. */
+	leaked = io_cache_fini(&vol->cache);
+	if (leaked && !rc)
+		rc = r4_fail(err, R4_EINVAL, "%s: closed with %zu block(s) of "
+			     "the cache still referenced (a leak)",
+			     vol->dev ? vol->dev->path : "volume", leaked);
 	io_close(vol->dev);
 	free(vol);
 	return rc;

@@ -75,6 +75,14 @@ static inline void tap_bail(const char *fmt, ...)
 		tap_bail(__VA_ARGS__); \
 } while (0)
 
+/* A step that must return 0 (a set-up call, a close): anything else
+ * ends the test. */
+#define tap_must(expr) do { \
+	long long r_ = (long long)(expr); \
+	tap_require(r_ == 0, "%s returned %lld at %s:%d", #expr, r_, \
+		    __FILE__, __LINE__); \
+} while (0)
+
 static inline int tap_ok(int cond, const char *file, int line,
 			 const char *fmt, ...)
 {

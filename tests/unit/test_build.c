@@ -532,7 +532,7 @@ static void open_vol(void)
 
 static void close_vol(void)
 {
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 	vol = NULL;
 }
 

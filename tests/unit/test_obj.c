@@ -286,7 +286,7 @@ static void test_extents(void)
 	       R4_ENOTFOUND, "a free block has no owner");
 	is_int(r4_oid_paths(vol, FILE_OID, path_fn, p, &err), 0, "paths");
 	is_str(p, "/data.bin", "path of the oid");
-	r4_vol_close(vol, &err);
+	tap_must(r4_vol_close(vol, &err));
 }
 
 /* ---- hostile input ------------------------------------------------- */
@@ -450,7 +450,7 @@ static void fuzz_pass(const char *img, struct fuzz *f, uint64_t some_blk)
 	note(f, r4_oid_paths(f->vol, FILE_OID + 3, fz_path, NULL, &e), &e);
 	e.msg[0] = 0;
 	note(f, r4_obj_items(f->vol, &root, fz_item, NULL, &e), &e);
-	r4_vol_close(f->vol, &e);
+	tap_must(r4_vol_close(f->vol, &e));
 }
 
 static void fuzz_image(const char *img, unsigned rounds, const char *what)
@@ -467,7 +467,7 @@ static void fuzz_image(const char *img, unsigned rounds, const char *what)
 	f.buf = malloc(1 << 16);
 	if (r4_vol_open(img, R4_OPEN_RDONLY, &vol, &e) == 0) {
 		r4_tree_walk(vol, fz_node, &l, &e);
-		r4_vol_close(vol, &e);
+		tap_must(r4_vol_close(vol, &e));
 	}
 	ok(l.n > 0, "%s: %u tree nodes to corrupt", what, l.n);
 	pristine = malloc((size_t)l.n * BS + 1);

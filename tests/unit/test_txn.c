@@ -128,7 +128,7 @@ static uint64_t our_check(const char *p)
 		return 1000;
 	if (r4_check(vol, NULL, &rep, &err))
 		rep.problems = 1000;
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 	return rep.problems;
 }
 
@@ -219,7 +219,7 @@ static int run_faulty(const struct io_fault_spec *spec, struct r4_error *err)
 		return rc;
 	rc = work(vol, err);
 	last_stats = vol->last_commit;
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 	return rc;
 }
 
@@ -410,7 +410,7 @@ static void test_oracle_replay(const char *label, int bitmap_changed)
 		       label);
 		is_u64(vol->sb.root_block, new_state.root,
 		       "%s: the overlay shows the new root", label);
-		r4_vol_close(vol, NULL);
+		tap_must(r4_vol_close(vol, NULL));
 	}
 	snprintf(ref, sizeof(ref), "%s.ref", path);
 	copy_image(path, ref);
@@ -559,7 +559,7 @@ static int many_setup(uint64_t *start, uint64_t *writes)
 	       (unsigned long long)vol->last_commit.writes,
 	       (unsigned long long)vol->last_commit.bytes,
 	       (unsigned long long)vol->last_commit.syncs);
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 	is_int(count_bad(*start, 600, 0x80), 0, "every block has its new "
 	       "bytes");
 	return rc;
@@ -583,7 +583,7 @@ static void test_many(void)
 	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err) == 0) {
 		io_fault_arm(&none);
 		capture_all(vol, start, 600, 0x40, &err);
-		r4_vol_close(vol, NULL);
+		tap_must(r4_vol_close(vol, NULL));
 	}
 	io_fault_arm(&none);
 	fixture_block(path, 19, h);
@@ -642,7 +642,7 @@ static void test_abort(void)
 	r4_vol_read_block(vol, leaf, after, &err);
 	is_mem(after, before, BS, "the captured leaf reads as before");
 	ok(!memcmp(&vol->sb, &sb, sizeof(sb)), "super block unchanged");
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 	take_snap(pristine, &old_state);
 	take_snap(path, &got);
 	ok(same(&got, &old_state), "nothing reached the image");
@@ -659,7 +659,7 @@ static void test_abort(void)
 	       "%s", err.msg);
 	ok(!memcmp(&vol->sb, &sb, sizeof(sb)), "in-memory super block as "
 	   "before the failed commit");
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 }
 
 /* ---- journals that lie ---- */
@@ -687,13 +687,13 @@ static void hostile(const char *name, uint64_t blk, size_t off, int width,
 	ok(strstr(err.msg, needle) != NULL, "%s: '%s' names %s", name,
 	   err.msg, needle);
 	if (vol)
-		r4_vol_close(vol, NULL);
+		tap_must(r4_vol_close(vol, NULL));
 	memset(&err, 0, sizeof(err));
 	rc = r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err);
 	ok(rc == 0 && r4_vol_journal_msg(vol)[0],
 	   "%s: read-only open still works, without the overlay", name);
 	if (!rc)
-		r4_vol_close(vol, NULL);
+		tap_must(r4_vol_close(vol, NULL));
 }
 
 /* total 3 in the tx head and its one record: the ring is too short */
@@ -716,7 +716,7 @@ static void fewer_records(uint64_t txh, uint64_t rec)
 	snprintf(needle, sizeof(needle), "fewer wander records than the tx "
 		 "head's total (block %llu)", (unsigned long long)txh);
 	ok(strstr(err.msg, needle) != NULL, "fewer records: '%s'", err.msg);
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 }
 
 static void test_hostile(void)
