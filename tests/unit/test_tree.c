@@ -202,8 +202,7 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/r4treeXXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");
 	fd = mkstemp(path);
-	if (fd < 0)
-		return 1;
+	tap_require(fd >= 0, "mkstemp %s failed", path);
 	close(fd);
 	test_plain();
 	test_lost_found();

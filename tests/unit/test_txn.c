@@ -35,19 +35,18 @@ static void copy_image(const char *from, const char *to)
 	char cmd[256];
 
 	snprintf(cmd, sizeof(cmd), "cp --sparse=always '%s' '%s'", from, to);
-	if (system(cmd) != 0)
-		printf("# cp failed\n");
+	tap_require(system(cmd) == 0, "%s failed", cmd);
 }
 
 static void poke_block(const char *p, uint64_t blk, const uint8_t *buf)
 {
 	FILE *f = fopen(p, "r+b");
 
-	if (!f)
-		return;
-	if (fseeko(f, (off_t)(blk * BS), SEEK_SET) == 0)
-		fwrite(buf, 1, BS, f);
-	fclose(f);
+	tap_require(f, "cannot open %s", p);
+	tap_require(fseeko(f, (off_t)(blk * BS), SEEK_SET) == 0 &&
+		    fwrite(buf, 1, BS, f) == BS, "cannot write block %llu of %s",
+		    (unsigned long long)blk, p);
+	tap_must(fclose(f));
 }
 
 /* What "the volume's state" means here: the super block counters, the
@@ -536,8 +535,8 @@ static int many_setup(uint64_t *start, uint64_t *writes)
 	int rc;
 
 	copy_image(pristine, path);
-	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
-		return -1;
+	tap_require(!r4_vol_open(path, R4_OPEN_RDWR, &vol, &err), "open: %s",
+		    err.msg);
 	rc = txn_begin(vol, &t, &err);
 	if (!rc)
 		rc = txn_alloc_run(t, 1000, 600, start, &got_n, &err);
@@ -613,8 +612,8 @@ static void test_abort(void)
 	int rc;
 
 	copy_image(pristine, path);
-	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
-		return;
+	tap_require(!r4_vol_open(path, R4_OPEN_RDWR, &vol, &err), "open: %s",
+		    err.msg);
 	sb = vol->sb;
 	root = sb.root_block;
 	r4_vol_read_block(vol, root, before, &err);
@@ -650,8 +649,7 @@ static void test_abort(void)
 	io_fault_arm(&fail);
 	rc = r4_vol_open(path, R4_OPEN_RDWR, &vol, &err);
 	io_fault_arm(&none);
-	if (rc)
-		return;
+	tap_require(rc == 0, "open: %s", err.msg);
 	ok(workload(vol, &err) != 0, "a failed write fails the commit: %s",
 	   err.msg);
 	memset(&err, 0, sizeof(err));
@@ -745,6 +743,7 @@ static void test_hostile(void)
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
+	int fd;
 
 	if (fixture_mkfs("", "16M", pristine)) {
 		tap_skip(1, "mkfs.reiser4 not installed");
@@ -752,7 +751,9 @@ int main(void)
 	}
 	snprintf(path, sizeof(path), "%s/r4txnXXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");
-	close(mkstemp(path));
+	fd = mkstemp(path);
+	tap_require(fd >= 0, "mkstemp %s failed", path);
+	close(fd);
 	test_commit();
 	test_rounds();
 	test_many();
