@@ -38,7 +38,9 @@ enum r4_open_flags {
 int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
 		struct r4_error *err);
 /* Writes back what is dirty (read-write opens) and frees the handle.
- * Accepts NULL. */
+ * Accepts NULL. Frees everything even when it fails: R4_EINVAL when a
+ * transaction was still open (dropped) or a block of the cache was still
+ * referenced (a leak in the library). */
 int r4_vol_close(struct r4_vol *vol, struct r4_error *err);
 
 /* A summary of the super blocks, host order. */

@@ -57,6 +57,8 @@ int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
 
 int r4_vol_close(struct r4_vol *vol, struct r4_error *err)
 {
+	char name[256];
+	size_t leaked;
 	int rc = 0;
 
 	if (!vol)
@@ -69,7 +71,13 @@ int r4_vol_close(struct r4_vol *vol, struct r4_error *err)
 			     "open: its changes were dropped",
 			     vol->dev->path);
 	}
-	vol_free(vol);
+	snprintf(name, sizeof(name), "%s", vol->dev ? vol->dev->path : "volume");
+	leaked = vol_free(vol);
+	/* A block still referenced now is a reference some code path
+	 * forgot to put back: an error the caller sees. */
+	if (leaked && !rc)
+		rc = r4_fail(err, R4_EINVAL, "%s: closed with %zu block(s) of "
+			     "the cache still referenced (a leak)", name, leaked);
 	return rc;
 }
 

@@ -176,14 +176,17 @@ int vol_open(const char *path, unsigned flags, struct r4_vol **out,
 	return 0;
 }
 
-void vol_free(struct r4_vol *vol)
+size_t vol_free(struct r4_vol *vol)
 {
+	size_t leaked;
+
 	if (!vol)
-		return;
+		return 0;
 	space_fini(&vol->space);
-	io_cache_fini(&vol->cache);
+	leaked = io_cache_fini(&vol->cache);
 	io_close(vol->dev);
 	free(vol);
+	return leaked;
 }
 
 void r4_vol_super(const struct r4_vol *vol, struct r4_super_info *o)

@@ -52,7 +52,9 @@ int vol_open(const char *path, unsigned flags, struct r4_vol **out,
 	     struct r4_error *err);
 /* Free what vol_open set up (the caller has ended any transaction).
  * Accepts NULL. */
-void vol_free(struct r4_vol *vol);
+/* Free the volume; returns how many cache blocks were still referenced
+ * (a leak: r4_vol_close reports it). */
+size_t vol_free(struct r4_vol *vol);
 
 /* Read a whole block into buf through the cache-less path (super blocks,
  * journal). Names the block and what it is on failure. */

@@ -63,8 +63,7 @@ static void test_cache(void)
 	io_cache_put(&c, b);
 	/* Fill the cache well past its size: the dirty block must stay. */
 	for (uint64_t i = 10; i < 100; i++) {
-		if (io_cache_get(&c, i, &b2, NULL))
-			break;
+		tap_must(io_cache_get(&c, i, &b2, NULL));
 		io_cache_put(&c, b2);
 	}
 	ok(c.count <= 17, "clean blocks are evicted (%zu cached)", c.count);
@@ -82,11 +81,11 @@ static void test_cache(void)
 	is_int(b->data[0], 0, "zero-filled");
 	is_int((int)io_cache_fini(&c), 1, "a leaked reference is counted");
 	io_close(dev);
-	io_open(path, IO_RDONLY, &dev, NULL, NULL);
+	tap_must(io_open(path, IO_RDONLY, &dev, NULL, NULL));
 	{
 		uint8_t x[1];
 
-		io_read(dev, x, 1, 8192, NULL);
+		tap_must(io_read(dev, x, 1, 8192, NULL));
 		is_int(x[0], 0x11, "the dirty block reached the disk");
 	}
 	io_close(dev);
@@ -99,6 +98,7 @@ int main(void)
 
 	snprintf(path, sizeof(path), "%s/r4ioXXXXXX", tmp ? tmp : "/tmp");
 	fd = mkstemp(path);
+	tap_require(fd >= 0, "mkstemp %s failed", path);
 	close(fd);
 	unlink(path);
 	test_dev();
