@@ -60,7 +60,7 @@ tree_stat() {
 mount_img() {
 	MNT=$T/mnt
 	mkdir -p "$MNT"
-	r4mount "$1" "$MNT"
+	r4mount "$@" "$MNT"
 	mountpoint -q "$MNT"
 }
 
@@ -132,7 +132,11 @@ compare_tree() {
 	(cd "$T/src/big" && seq -f 'entry-%05g' 1 10000 | xargs touch)
 	echo hello >"$T/src/big/entry-05000"
 	r4pack create -q "$T/src" "$T/big.img"
-	mount_img "$T/big.img"
+	mount_img -o allow_other "$T/big.img"
+	line=$(grep " $MNT " /proc/mounts)
+	echo "$line"
+	[[ "$line" == "$T/big.img $MNT fuse.reiser4 ro,"* ]]
+	[[ "$line" == *allow_other* ]]
 	ls -f "$MNT/big" | grep -v '^\.\.\?$' | sort >"$T/got"
 	(cd "$T/src/big" && ls -f . | grep -v '^\.\.\?$' | sort) >"$T/want"
 	diff "$T/want" "$T/got"
