@@ -396,6 +396,17 @@ static int cmp_sd(const void *a, const void *b)
 	return x->blk < y->blk ? 1 : x->blk > y->blk ? -1 : 0;
 }
 
+static int cmp_piece(const void *a, const void *b);
+
+/* qsort of what was found (qsort takes no NULL, even for 0 items). */
+static void sort_scan(struct fscan *s)
+{
+	if (s->nsd)
+		qsort(s->sd, s->nsd, sizeof(*s->sd), cmp_sd);
+	if (s->npc)
+		qsort(s->pc, s->npc, sizeof(*s->pc), cmp_piece);
+}
+
 static int cmp_piece(const void *a, const void *b)
 {
 	const struct fpiece *x = a, *y = b;
@@ -572,8 +583,7 @@ static int lsdel_run(struct r4_vol *vol, struct fscan *s, r4_deleted_fn fn,
 	rc = scan_volume(vol, s, err);
 	if (rc)
 		return rc;
-	qsort(s->sd, s->nsd, sizeof(*s->sd), cmp_sd);
-	qsort(s->pc, s->npc, sizeof(*s->pc), cmp_piece);
+	sort_scan(s);
 	for (size_t i = 0; i < s->nsd; i++) {
 		if (i && s->sd[i].oid == s->sd[i - 1].oid)
 			continue;	/* an older copy */
@@ -658,8 +668,7 @@ static int undel_go(struct r4_vol *vol, struct fscan *s, uint64_t oid,
 		return r4_fail(err, R4_ENOTFOUND, "%s: no stat data of object "
 			       "%llu survives in a free block", vol->dev->path,
 			       (unsigned long long)oid);
-	qsort(s->sd, s->nsd, sizeof(*s->sd), cmp_sd);
-	qsort(s->pc, s->npc, sizeof(*s->pc), cmp_piece);
+	sort_scan(s);
 	rc = is_live(vol, &s->sd[0], err);
 	if (rc < 0)
 		return rc;
