@@ -188,3 +188,24 @@ PY
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"FUSE is not available"* ]]
 }
+
+@test "r4mount: the kernel's reg40.img reads back as the kernel wrote it (sha256 of every file, links, devices)" {
+	need_fuse
+	k=$top_srcdir/../shared/kernel-images
+	[ -f "$k/reg40.img.xz" ] || skip "no $k/reg40.img.xz"
+	xz -dc "$k/reg40.img.xz" | cp --sparse=always /dev/stdin "$T/reg40.img"
+	sum=$(sha256sum <"$T/reg40.img")
+	mount_img "$T/reg40.img"
+	(cd "$MNT" && sha256sum --quiet -c "$k/reg40.sha256")
+	# every path with its type, size, mode and link count as listed
+	while IFS=$'\t' read -r p type size mode nlink target; do
+		[ "$p" = . ] && continue
+		got=$(stat -c '%F	%a	%h' "$MNT/$p")
+		[ "$got" = "$type	$mode	$nlink" ] || { echo "$p: $got, want $type $mode $nlink"; return 1; }
+		[ -d "$MNT/$p" ] || [ "$(stat -c %s "$MNT/$p")" = "$size" ] || { echo "$p: size"; return 1; }
+		[ -z "$target" ] || [ "$(readlink "$MNT/$p")" = "$target" ]
+	done <"$k/reg40.ls"
+	[ "$(stat -c %t:%T "$MNT/chr")" = 4:40 ]
+	timeout 20 fusermount3 -u "$MNT"
+	[ "$(sha256sum <"$T/reg40.img")" = "$sum" ]
+}
