@@ -282,7 +282,7 @@ int dbg_bodyfile(struct dbg *d, int argc, const char **argv)
 	return rc;
 }
 
-/* ---- lsdel / undel --------------------------------------------------------- */
+/* ---- lsdel / undel ------------------------------------------------------ */
 
 struct lsdel_ctx {
 	struct dbg *d;

@@ -36,7 +36,8 @@ static struct poptOption debugfs_options[] = {
 	  "run the commands in a file, one a line ('-': standard input)",
 	  "CMDFILE" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
-	  "print the results of stat, ls, print super, icheck, ncheck, lsdel, undel, hash and dumpblock as JSON", NULL },
+	  "print the results of stat, ls, print super, icheck, ncheck, "
+	  "lsdel, undel, hash and dumpblock as JSON", NULL },
 	{ "no-replay", '\0', POPT_ARG_NONE, &opt_no_replay, 0,
 	  "read-only: do not read through committed transactions of the "
 	  "journal; see the blocks as they are on disk", NULL },

@@ -191,7 +191,8 @@ static int icheck_one(struct dbg *d, uint64_t blk, int first)
 			       unowned_class(d, blk));
 			return DBG_OK;
 		}
-		printf(",\"class\":\"owned\",\"kind\":\"%s\",\"oid\":%" PRIu64 ",\"locality\":%"
+		printf(",\"class\":\"owned\",\"kind\":\"%s\",\"oid\":%"
+		       PRIu64 ",\"locality\":%"
 		       PRIu64 ",\"paths\":", kind_name(kind), owner.oid,
 		       owner.locality);
 		rc = print_paths(d, owner.oid);

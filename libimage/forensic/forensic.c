@@ -253,7 +253,8 @@ static int scan_node(struct fscan *s, uint64_t blk, const uint8_t *buf)
 
 	if (fmt_node_header_decode(buf, s->blksize, &h) ||
 	    h.mkfs_id != s->mkfs_id ||
-	    (h.level != FMT_NODE_LEAF_LEVEL && h.level != FMT_NODE_TWIG_LEVEL) ||
+	    (h.level != FMT_NODE_LEAF_LEVEL &&
+	     h.level != FMT_NODE_TWIG_LEVEL) ||
 	    fmt_node_verify(buf, s->blksize, s->pol, NULL))
 		return 0;
 	for (unsigned i = 0; i < h.nr_items; i++) {
@@ -269,7 +270,8 @@ static int scan_node(struct fscan *s, uint64_t blk, const uint8_t *buf)
 				     len);
 			break;
 		case FMT_ITEM_CDE40:
-			rc = take_entries(s, h.flush_id, &ih.key, buf + off, len);
+			rc = take_entries(s, h.flush_id, &ih.key, buf + off,
+					  len);
 			break;
 		case FMT_ITEM_TAIL40:
 		case FMT_ITEM_EXTENT40:
@@ -277,8 +279,8 @@ static int scan_node(struct fscan *s, uint64_t blk, const uint8_t *buf)
 				rc = 0;
 				break;
 			}
-			rc = take_body(s, blk, h.flush_id, ih.plugin_id, &ih.key,
-				       off, buf + off, len);
+			rc = take_body(s, blk, h.flush_id, ih.plugin_id,
+				       &ih.key, off, buf + off, len);
 			break;
 		default:
 			rc = 0;
