@@ -308,6 +308,7 @@ static void del_json(const struct r4_deleted *x)
 		r4cmd_json_str(x->name, x->name_len);
 	else
 		printf("null");
+	printf(",\"plugin\":%u", x->st.object_plugin);
 	printf(",\"parent\":%" PRIu64 ",\"found\":%" PRIu64
 	       ",\"recoverable\":%" PRIu64 ",\"sd_block\":%" PRIu64 "}",
 	       x->parent, x->found, x->recoverable, x->st.sd_block);
@@ -334,6 +335,10 @@ static int lsdel_one(void *ctx, const struct r4_deleted *x)
 			dbg_put_name(x->name, x->name_len);
 		else
 			printf("(no name)");
+		/* Compressed bodies (ctail items) are not recovered yet. */
+		if (x->st.object_plugin == R4_OBJ_CCREG40 &&
+		    x->recoverable < x->st.size)
+			printf("\t(ccreg40: compressed body not read)");
 		putchar('\n');
 	}
 	c->n++;

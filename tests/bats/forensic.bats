@@ -191,6 +191,9 @@ for line in open(sys.argv[2]):
     # whole bodies in extents / tails (reg40): recoverable byte for byte
     if o["recoverable"] == o["size"]:
         print(o["oid"], h, path)
+    else:
+        # only compressed (ccreg40) bodies are left: not read yet
+        assert o["plugin"] == 4, o
 PY
 	cat "$T/plan"
 	# text_131072 and rand_300000 are plain reg40 files
