@@ -27,3 +27,10 @@ truncate -s 256K "$out/files-r5.img" "$out/files-tea.img"
 "$b/tests/helpers/r4ref" mkfs -o formatting=tails -o hash=tea_hash \
 	-o fibration=lexic_fibre -U $U -I 2 "$out/files-tea.img" "$src" >/dev/null
 ls -la "$out"
+# For the lsdel scanner: files removed, their old nodes and data in free
+# blocks.
+"$b/cmd/r4mkfs" -q -U $U "$out/deleted-256k.img" 256K
+"$b/cmd/r4debugfs" -w -R 'mkdir /d' -R "write $src/small /d/small" \
+	-R "write $src/d/five-k /five-k" -R "write $src/d/five-k /d/keep" \
+	"$out/deleted-256k.img"
+"$b/cmd/r4debugfs" -w -R 'rm /d/small' -R 'rm /five-k' "$out/deleted-256k.img"

@@ -22,6 +22,7 @@ rooms='
     70  libimage/obj      objects: read, create, edit
     80  libimage/mkfs     making an empty volume (fixed.h: its layout)
     80  libimage/check    the checker
+    80  libimage/forensic deleted objects in free blocks, block classes
     90  libimage/pack     the one-pass builder (uses mkfs/fixed.h)
    100  libimage/tar      archive import/export (libarchive)
 '

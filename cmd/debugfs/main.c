@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "../common/common.h"
 #include "debugfs.h"
+#include "r4/journal.h"
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_OPEN = 8 };
 
@@ -26,7 +27,7 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_OPEN = 8 };
 static const char *requests[MAX_REQUESTS];
 static int nr_requests;
 static char *opt_cmdfile;
-static int opt_write, opt_json, opt_atomic;
+static int opt_write, opt_json, opt_atomic, opt_no_replay;
 
 static struct poptOption debugfs_options[] = {
 	{ "request", 'R', POPT_ARG_STRING, NULL, 'R',
@@ -35,7 +36,11 @@ static struct poptOption debugfs_options[] = {
 	  "run the commands in a file, one a line ('-': standard input)",
 	  "CMDFILE" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
-	  "print stat, ls, print super, icheck and ncheck as JSON", NULL },
+	  "print the results of stat, ls, print super, icheck, ncheck, "
+	  "lsdel, undel, hash and dumpblock as JSON", NULL },
+	{ "no-replay", '\0', POPT_ARG_NONE, &opt_no_replay, 0,
+	  "read-only: do not read through committed transactions of the "
+	  "journal; see the blocks as they are on disk", NULL },
 	{ "writable", 'w', POPT_ARG_NONE, &opt_write, 0,
 	  "open read-write: allow the commands that change the volume "
 	  "(each one a transaction)", NULL },
@@ -137,10 +142,22 @@ static int open_and_run(const char *image)
 	d.writable = opt_write;
 	d.atomic = opt_atomic;
 	if (r4_vol_open(image, opt_write ? R4_OPEN_RDWR :
-			R4_OPEN_RDONLY | R4_OPEN_FORCE, &d.vol, &err)) {
+			R4_OPEN_RDONLY | R4_OPEN_FORCE |
+			(opt_no_replay ? R4_OPEN_NO_REPLAY : 0),
+			&d.vol, &err)) {
 		r4cmd_error(&err, image, err.code);
 		return EXIT_OPEN;
 	}
+	/* Say whenever what is shown is not the blocks as on disk. */
+	if (r4_vol_overlaid(d.vol))
+		fprintf(stderr, "%s: %s: %u committed transaction(s) of the "
+			"journal replayed in memory, the image is not written "
+			"(--no-replay shows the blocks as on disk)\n",
+			r4cmd_prog, image, r4_vol_overlaid(d.vol));
+	else if (r4_vol_replayed(d.vol))
+		fprintf(stderr, "%s: %s: %u committed transaction(s) of the "
+			"journal replayed and written in place\n", r4cmd_prog,
+			image, r4_vol_replayed(d.vol));
 	r4_vol_super(d.vol, &d.si);
 	d.large_keys = d.si.large_keys;
 	d.buf = malloc(d.si.blksize);
@@ -180,6 +197,11 @@ static int parse_cmdline(poptContext ctx, const char **image)
 		r4cmd_errorf(*image ? "one image at a time" : "no image given");
 		fprintf(stderr, "Usage: %s [-w [--atomic]] [-R 'CMD ARGS'] "
 			"[-f CMDFILE] [--json] IMAGE\n", r4cmd_prog);
+		return EXIT_USAGE;
+	}
+	if (opt_no_replay && opt_write) {
+		r4cmd_errorf("--no-replay is for read-only opens; -w replays "
+			     "the journal");
 		return EXIT_USAGE;
 	}
 	if (opt_atomic && !opt_write) {

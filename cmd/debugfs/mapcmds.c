@@ -10,6 +10,7 @@
 #include "../common/common.h"
 #include "r4/read.h"
 #include "debugfs.h"
+#include "r4/forensic.h"
 
 static const char *kind_name(int kind)
 {
@@ -154,6 +155,22 @@ static int print_paths(struct dbg *d, uint64_t oid)
 	return rc ? DBG_FAIL : DBG_OK;
 }
 
+/* What a block no tree item points at is (libimage/forensic). */
+static const char *unowned_class(struct dbg *d, uint64_t blk)
+{
+	struct r4_error err = { 0 };
+	int cls;
+
+	if (r4_block_class(d->vol, blk, &cls, &err))
+		return "unreadable bitmap";
+	switch (cls) {
+	case R4_BC_FIXED: return "fixed metadata";
+	case R4_BC_JOURNAL: return "journal";
+	case R4_BC_FREE: return "free";
+	}
+	return "used, not referenced by the tree";
+}
+
 static int icheck_one(struct dbg *d, uint64_t blk, int first)
 {
 	struct r4_error err = { 0 };
@@ -170,10 +187,12 @@ static int icheck_one(struct dbg *d, uint64_t blk, int first)
 	if (d->json) {
 		printf("%s{\"block\":%" PRIu64, first ? "" : ",", blk);
 		if (rc) {
-			printf(",\"owner\":null}");
+			printf(",\"class\":\"%s\",\"owner\":null}",
+			       unowned_class(d, blk));
 			return DBG_OK;
 		}
-		printf(",\"kind\":\"%s\",\"oid\":%" PRIu64 ",\"locality\":%"
+		printf(",\"class\":\"owned\",\"kind\":\"%s\",\"oid\":%"
+		       PRIu64 ",\"locality\":%"
 		       PRIu64 ",\"paths\":", kind_name(kind), owner.oid,
 		       owner.locality);
 		rc = print_paths(d, owner.oid);
@@ -181,7 +200,8 @@ static int icheck_one(struct dbg *d, uint64_t blk, int first)
 		return rc;
 	}
 	if (rc) {
-		printf("%" PRIu64 "\tnot used by the tree\n", blk);
+		printf("%" PRIu64 "\tnot used by the tree: %s\n", blk,
+		       unowned_class(d, blk));
 		return DBG_OK;
 	}
 	printf("%" PRIu64 "\t%s\toid 0x%" PRIx64 "\t", blk, kind_name(kind),

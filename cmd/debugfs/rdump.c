@@ -289,7 +289,14 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 	struct r4_objref ref, root;
 	struct r4_stat st;
 	const char *name;
+	int manifest = 0;
 
+	if (argc == 4 && !strcmp(argv[1], "--manifest")) {
+		/* After the dump, the sha256 of every file dumped. */
+		manifest = 1;
+		argv++;
+		argc--;
+	}
 	if (argc != 3)
 		return dbg_usage(argv[0]);
 	if (dbg_resolve(d, argv[1], &ref))
@@ -321,5 +328,7 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 		free(r.links[i].rel);
 	free(r.links);
 	dbg_set_free(&r.dirs);
+	if (manifest && dbg_manifest(d, argv[1]) != DBG_OK)
+		r.rc = DBG_FAIL;
 	return r.rc;
 }

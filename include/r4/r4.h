@@ -32,7 +32,10 @@ enum r4_open_flags {
 	R4_OPEN_RDONLY = 0,
 	R4_OPEN_RDWR = 1,
 	/* Do not refuse a mounted device (read-only opens only). */
-	R4_OPEN_FORCE = 2
+	R4_OPEN_FORCE = 2,
+	/* Read-only opens: do not read through committed transactions of
+	 * the journal; see the blocks as they are on disk. */
+	R4_OPEN_NO_REPLAY = 4
 };
 
 int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,

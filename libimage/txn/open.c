@@ -27,6 +27,8 @@ static int vol_journal(struct r4_vol *vol, struct r4_error *err)
 		}
 		return rc;
 	}
+	if (vol->flags & R4_OPEN_NO_REPLAY)
+		return 0;
 	if (txn_overlay(vol, &jerr)) {
 		snprintf(vol->journal_msg, sizeof(vol->journal_msg), "%s",
 			 jerr.msg);

@@ -43,3 +43,9 @@ check_page() {
 		check_page r4pack.1 r4pack $c
 	done
 }
+
+@test "r4mount: --help, --version, every long option in r4mount.8" {
+	command -v r4mount >/dev/null 2>&1 || skip "r4mount not built (configure --disable-mount)"
+	r4mount --version | grep -q r4kit
+	check_page r4mount.8 r4mount
+}

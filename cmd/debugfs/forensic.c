@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4debugfs: the forensic commands: lsdel, undel, bodyfile, dumpblock,
+ * hash (and rdump --manifest). None of them writes to the volume. */
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "../common/common.h"
+#include "debugfs.h"
+#include "r4/forensic.h"
+
+#define CHUNK (1u << 20)
+
+/* ---- A walk of every object under a path --------------------------------- */
+
+typedef int (*walk_fn)(struct dbg *d, void *ctx, const char *path,
+		       const struct r4_objref *ref, const struct r4_stat *st);
+
+struct walk {
+	struct dbg *d;
+	walk_fn fn;
+	void *ctx;
+	struct dbg_set dirs;	/* directories entered (no cycle) */
+	int rc;
+};
+
+static int walk_obj(struct walk *w, const char *path,
+		    const struct r4_objref *ref, unsigned depth)
+{
+	struct r4_error err = { 0 };
+	struct r4_stat st;
+	struct dlist l = { 0 };
+	int rc;
+
+	rc = r4_stat(w->d->vol, ref, &st, &err);
+	if (rc) {
+		dbg_fail(&err, path, rc);
+		w->rc = DBG_FAIL;
+		return 0;
+	}
+	rc = w->fn(w->d, w->ctx, path, ref, &st);
+	if (rc)
+		return rc;
+	if (!S_ISDIR(st.mode) || depth > 4096)
+		return 0;
+	if (dbg_set_add(&w->dirs, ref->oid))
+		return 0;	/* entered already, or out of memory */
+	rc = dbg_list_dir(w->d, ref, &l, &err);
+	if (rc) {
+		dbg_fail(&err, path, rc);
+		w->rc = DBG_FAIL;
+		return 0;
+	}
+	for (size_t i = 0; i < l.n && !rc; i++) {
+		const struct dent *e = &l.v[i];
+		size_t plen = strlen(path);
+		char *sub;
+
+		if ((e->len == 1 && e->name[0] == '.') ||
+		    (e->len == 2 && !memcmp(e->name, "..", 2)) ||
+		    memchr(e->name, '\0', e->len))
+			continue;
+		sub = malloc(plen + e->len + 2);
+		if (!sub) {
+			rc = dbg_fail(NULL, path, -ENOMEM);
+			break;
+		}
+		memcpy(sub, path, plen);
+		if (!plen || path[plen - 1] != '/')
+			sub[plen++] = '/';
+		memcpy(sub + plen, e->name, e->len);
+		sub[plen + e->len] = '\0';
+		rc = walk_obj(w, sub, &e->ref, depth + 1);
+		free(sub);
+	}
+	dbg_dlist_free(&l);
+	return rc;
+}
+
+static int walk_tree(struct dbg *d, const char *path, walk_fn fn, void *ctx)
+{
+	struct walk w = { d, fn, ctx, { 0 }, DBG_OK };
+	struct r4_objref ref;
+	int rc;
+
+	if (dbg_resolve(d, path, &ref))
+		return DBG_FAIL;
+	rc = walk_obj(&w, path, &ref, 0);
+	dbg_set_free(&w.dirs);
+	return rc ? DBG_FAIL : w.rc;
+}
+
+/* ---- hash / manifest ---------------------------------------------------- */
+
+/* sha256 of a regular file's bytes as the read API gives them. */
+static int file_sha256(struct dbg *d, const char *path,
+		       const struct r4_objref *ref, char hex[65])
+{
+	struct r4_error err = { 0 };
+	struct dbg_sha256 c;
+	uint8_t *buf = malloc(CHUNK);
+	uint64_t off = 0;
+	size_t got;
+	int rc;
+
+	if (!buf)
+		return dbg_fail(NULL, path, -ENOMEM);
+	dbg_sha256_init(&c);
+	do {
+		rc = r4_read(d->vol, ref, off, buf, CHUNK, &got, &err);
+		if (rc)
+			break;
+		dbg_sha256_update(&c, buf, got);
+		off += got;
+	} while (got == CHUNK);
+	free(buf);
+	if (rc)
+		return dbg_fail(&err, path, rc);
+	dbg_sha256_hex(&c, hex);
+	return DBG_OK;
+}
+
+struct hash_ctx {
+	int n;
+	int failed;
+};
+
+static int hash_one(struct dbg *d, void *ctx, const char *path,
+		    const struct r4_objref *ref, const struct r4_stat *st)
+{
+	struct hash_ctx *h = ctx;
+	char hex[65];
+
+	if (!S_ISREG(st->mode))
+		return 0;
+	if (file_sha256(d, path, ref, hex)) {
+		h->failed = 1;
+		return 0;
+	}
+	if (d->json) {
+		printf("%s{\"path\":", h->n ? "," : "");
+		r4cmd_json_str(path, strlen(path));
+		printf(",\"oid\":%" PRIu64 ",\"size\":%" PRIu64
+		       ",\"sha256\":\"%s\"}", st->oid, st->size, hex);
+	} else {
+		printf("%s  ", hex);
+		dbg_put_name(path, strlen(path));
+		putchar('\n');
+	}
+	h->n++;
+	return 0;
+}
+
+int dbg_manifest(struct dbg *d, const char *path)
+{
+	struct hash_ctx h = { 0, 0 };
+	int rc;
+
+	if (d->json)
+		putchar('[');
+	rc = walk_tree(d, path, hash_one, &h);
+	if (d->json)
+		printf("]\n");
+	return rc || h.failed ? DBG_FAIL : DBG_OK;
+}
+
+int dbg_hash(struct dbg *d, int argc, const char **argv)
+{
+	if (argc != 2)
+		return dbg_usage(argv[0]);
+	return dbg_manifest(d, argv[1]);
+}
+
+/* ---- bodyfile ----------------------------------------------------------- */
+
+/* The mode as TSK's body files write it: "r/rrw-r--r--" (name type /
+ * meta type and permissions). */
+static void tsk_mode(unsigned mode, char out[16])
+{
+	char t = S_ISREG(mode) ? 'r' : S_ISDIR(mode) ? 'd' :
+		 S_ISLNK(mode) ? 'l' : S_ISCHR(mode) ? 'c' :
+		 S_ISBLK(mode) ? 'b' : S_ISFIFO(mode) ? 'p' :
+		 S_ISSOCK(mode) ? 'h' : '-';
+	char perm[12];
+
+	dbg_mode_str(mode, perm);
+	snprintf(out, 16, "%c/%c%s", t, t, perm + 1);
+}
+
+/* A name in a body file: '|' would end the field, so it is escaped
+ * with the other control bytes. */
+static void body_name(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c == 0x7f || c == '|' || c == '\\')
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+}
+
+static void body_line(const char *name, size_t len, const char *suffix,
+		      const struct r4_stat *st)
+{
+	char mode[16];
+
+	tsk_mode(st->mode, mode);
+	printf("0|");
+	body_name(name, len);
+	printf("%s|%" PRIu64 "|%s|%u|%u|%" PRIu64 "|%" PRId64 "|%" PRId64
+	       "|%" PRId64 "|0\n", suffix, st->oid, mode, st->uid, st->gid,
+	       st->size, st->atime, st->mtime, st->ctime);
+}
+
+static int body_one(struct dbg *d, void *ctx, const char *path,
+		    const struct r4_objref *ref, const struct r4_stat *st)
+{
+	(void)d;
+	(void)ctx;
+	(void)ref;
+	body_line(path, strlen(path), "", st);
+	return 0;
+}
+
+static int first_path(void *ctx, const char *path)
+{
+	snprintf(ctx, 4096, "%s", path);
+	return 1;	/* one is enough */
+}
+
+static int body_del(void *ctx, const struct r4_deleted *x)
+{
+	struct dbg *d = ctx;
+	struct r4_error err = { 0 };
+	uint64_t dir = x->name_len ? x->parent : x->st.locality;
+	char *name = malloc(4096 + 300);
+	char tail[300];
+	size_t n;
+
+	if (!name)
+		return -ENOMEM;
+	/* Under the former directory's path while it exists (else
+	 * "<oid N>"), the former name where one survives (else
+	 * "<oid N>" of the object), and TSK's "(deleted)" mark. */
+	name[0] = '\0';
+	if (r4_oid_paths(d->vol, dir, first_path, name, &err) < 0 ||
+	    !name[0])
+		snprintf(name, 4096, "<oid %" PRIu64 ">", dir);
+	if (x->name_len)
+		snprintf(tail, sizeof(tail), "%.*s", (int)x->name_len,
+			 x->name);
+	else
+		snprintf(tail, sizeof(tail), "<oid %" PRIu64 ">", x->st.oid);
+	n = strlen(name);
+	snprintf(name + n, 4096 + 300 - n, "%s%s",
+		 n && name[n - 1] == '/' ? "" : "/", tail);
+	body_line(name, strlen(name), " (deleted)", &x->st);
+	free(name);
+	return 0;
+}
+
+int dbg_bodyfile(struct dbg *d, int argc, const char **argv)
+{
+	struct r4_error err = { 0 };
+	int rc;
+
+	if (argc > 2)
+		return dbg_usage(argv[0]);
+	rc = walk_tree(d, argc == 2 ? argv[1] : "/", body_one, NULL);
+	if (argc == 2 && strcmp(argv[1], "/"))
+		return rc;
+	/* Deleted objects belong to no path: with the whole volume. */
+	if (r4_lsdel(d->vol, body_del, d, &err))
+		rc = dbg_fail(&err, "lsdel", err.code);
+	return rc;
+}
+
+/* ---- lsdel / undel ------------------------------------------------------ */
+
+struct lsdel_ctx {
+	struct dbg *d;
+	int n;
+};
+
+static void put_time(const char *key, int64_t s, uint32_t ns)
+{
+	printf(",\"%s\":%" PRId64 ",\"%s_ns\":%u", key, s, key, ns);
+}
+
+static void del_json(const struct r4_deleted *x)
+{
+	printf("{\"oid\":%" PRIu64 ",\"locality\":%" PRIu64 ",\"mode\":%u"
+	       ",\"nlink\":%u,\"uid\":%u,\"gid\":%u,\"size\":%" PRIu64,
+	       x->st.oid, x->st.locality, x->st.mode, x->st.nlink, x->st.uid,
+	       x->st.gid, x->st.size);
+	put_time("atime", x->st.atime, x->st.atime_ns);
+	put_time("mtime", x->st.mtime, x->st.mtime_ns);
+	put_time("ctime", x->st.ctime, x->st.ctime_ns);
+	printf(",\"name\":");
+	if (x->name_len)
+		r4cmd_json_str(x->name, x->name_len);
+	else
+		printf("null");
+	printf(",\"plugin\":%u", x->st.object_plugin);
+	printf(",\"parent\":%" PRIu64 ",\"found\":%" PRIu64
+	       ",\"recoverable\":%" PRIu64 ",\"sd_block\":%" PRIu64 "}",
+	       x->parent, x->found, x->recoverable, x->st.sd_block);
+}
+
+static int lsdel_one(void *ctx, const struct r4_deleted *x)
+{
+	struct lsdel_ctx *c = ctx;
+	char mode[12];
+
+	if (c->d->json) {
+		if (c->n)
+			putchar(',');
+		del_json(x);
+	} else {
+		dbg_mode_str(x->st.mode, mode);
+		printf("0x%" PRIx64 "\t%s\t%" PRIu64 "\t%" PRIu64 "/%" PRIu64
+		       " (%u%%)\t%" PRId64 ".%09u\t", x->st.oid, mode,
+		       x->st.size, x->recoverable, x->st.size,
+		       x->st.size ? (unsigned)(x->recoverable * 100 /
+					       x->st.size) : 100,
+		       x->st.mtime, x->st.mtime_ns);
+		if (x->name_len)
+			dbg_put_name(x->name, x->name_len);
+		else
+			printf("(no name)");
+		/* Compressed bodies (ctail items) are not recovered yet. */
+		if (x->st.object_plugin == R4_OBJ_CCREG40 &&
+		    x->recoverable < x->st.size)
+			printf("\t(ccreg40: compressed body not read)");
+		putchar('\n');
+	}
+	c->n++;
+	return 0;
+}
+
+int dbg_lsdel(struct dbg *d, int argc, const char **argv)
+{
+	struct r4_error err = { 0 };
+	struct lsdel_ctx c = { d, 0 };
+	int rc;
+
+	if (argc != 1)
+		return dbg_usage(argv[0]);
+	if (d->json)
+		putchar('[');
+	else
+		printf("oid\tmode\tsize\trecoverable\tmtime\tformer name\n");
+	rc = r4_lsdel(d->vol, lsdel_one, &c, &err);
+	if (d->json)
+		printf("]\n");
+	else
+		printf("%d deleted object(s)\n", c.n);
+	return rc ? dbg_fail(&err, "lsdel", rc) : DBG_OK;
+}
+
+struct undel_ctx {
+	struct dbg *d;
+	int fd;
+	const char *host;
+	int nmiss;
+};
+
+static int undel_data(void *ctx, uint64_t off, const void *buf, size_t len)
+{
+	struct undel_ctx *u = ctx;
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t w = pwrite(u->fd, p, len, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -errno;
+		p += w;
+		off += (uint64_t)w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int undel_gap(void *ctx, uint64_t off, uint64_t len)
+{
+	struct undel_ctx *u = ctx;
+
+	if (u->d->json)
+		printf("%s{\"offset\":%" PRIu64 ",\"length\":%" PRIu64 "}",
+		       u->nmiss ? "," : "", off, len);
+	else
+		fprintf(stderr, "%s: undel: bytes %" PRIu64 "..%" PRIu64
+			" (%" PRIu64 " bytes) did not survive\n", r4cmd_prog,
+			off, off + len - 1, len);
+	u->nmiss++;
+	return 0;
+}
+
+int dbg_undel(struct dbg *d, int argc, const char **argv)
+{
+	struct r4_error err = { 0 };
+	struct undel_ctx u = { d, -1, NULL, 0 };
+	struct r4_deleted x;
+	uint64_t oid;
+	int rc;
+
+	if (argc != 3)
+		return dbg_usage(argv[0]);
+	if (dbg_parse_u64(argv[1], &oid) || !oid) {
+		fprintf(stderr, "%s: undel: '%s' is not an object id\n",
+			r4cmd_prog, argv[1]);
+		return DBG_USAGE;
+	}
+	u.host = argv[2];
+	u.fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (u.fd < 0) {
+		fprintf(stderr, "%s: undel: %s: %s\n", r4cmd_prog, argv[2],
+			strerror(errno));
+		return DBG_FAIL;
+	}
+	if (d->json)
+		printf("{\"missing\":[");
+	rc = r4_undel(d->vol, oid, &x, undel_data, undel_gap, &u, &err);
+	if (!rc && ftruncate(u.fd, (off_t)x.st.size))
+		rc = -errno;
+	if (close(u.fd) && !rc)
+		rc = -errno;
+	if (d->json) {
+		printf("]");
+		if (!rc) {
+			printf(",\"object\":");
+			del_json(&x);
+		}
+		printf("}\n");
+	}
+	if (rc) {
+		unlink(argv[2]);
+		if (err.msg[0])
+			return dbg_fail(&err, "undel", rc);
+		fprintf(stderr, "%s: undel: %s: %s\n", r4cmd_prog, argv[2],
+			strerror(-rc));
+		return DBG_FAIL;
+	}
+	if (!d->json)
+		printf("object 0x%" PRIx64 ": %" PRIu64 " of %" PRIu64
+		       " bytes recovered into %s%s\n", oid, x.recoverable,
+		       x.st.size, argv[2], u.nmiss ? " (ranges missing: "
+		       "see above)" : "");
+	return DBG_OK;
+}
+
+/* ---- dumpblock ---------------------------------------------------------- */
+
+int dbg_dumpblock(struct dbg *d, int argc, const char **argv)
+{
+	struct r4_error err = { 0 };
+	struct dbg_sha256 c;
+	char hex[65];
+	uint64_t blk;
+	int fd = STDOUT_FILENO, cls = -1;
+	size_t done = 0;
+
+	if (argc != 2 && argc != 3)
+		return dbg_usage(argv[0]);
+	if (dbg_parse_block(d, argv[1], &blk))
+		return DBG_FAIL;
+	if (dbg_read(d, blk))
+		return DBG_FAIL;
+	r4_block_class(d->vol, blk, &cls, &err);
+	if (argc == 3) {
+		fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+			  0644);
+		if (fd < 0) {
+			fprintf(stderr, "%s: dumpblock: %s: %s\n", r4cmd_prog,
+				argv[2], strerror(errno));
+			return DBG_FAIL;
+		}
+	} else if (d->json) {
+		fd = -1;	/* JSON: the description only */
+	}
+	fflush(stdout);
+	while (fd >= 0 && done < d->si.blksize) {
+		ssize_t w = write(fd, d->buf + done, d->si.blksize - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			fprintf(stderr, "%s: dumpblock: %s\n", r4cmd_prog,
+				strerror(errno));
+			if (argc == 3)
+				close(fd);
+			return DBG_FAIL;
+		}
+		done += (size_t)w;
+	}
+	if (argc == 3 && close(fd)) {
+		fprintf(stderr, "%s: dumpblock: %s: %s\n", r4cmd_prog, argv[2],
+			strerror(errno));
+		return DBG_FAIL;
+	}
+	if (d->json) {
+		dbg_sha256_init(&c);
+		dbg_sha256_update(&c, d->buf, d->si.blksize);
+		dbg_sha256_hex(&c, hex);
+		printf("{\"block\":%" PRIu64 ",\"size\":%u,\"class\":\"%s\","
+		       "\"sha256\":\"%s\"}\n", blk, d->si.blksize,
+		       r4_block_class_name(cls), hex);
+	}
+	return DBG_OK;
+}

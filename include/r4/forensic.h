@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: forensic reading of a volume: what a block is, and objects that
+ * are no longer reachable but whose stat data and body survive in free
+ * blocks (old copies of relocated nodes, freed extents).
+ *
+ * Nothing here writes to the volume. Conventions are those of r4/r4.h;
+ * every byte taken from a free block is checked (free blocks hold
+ * anything at all). */
+#ifndef R4_FORENSIC_H
+#define R4_FORENSIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/r4.h"
+#include "r4/read.h"
+
+/* What a block is, by the super block layout, the journal and the
+ * bitmap. */
+enum r4_block_class {
+	R4_BC_FIXED = 0,	/* reserved area, super blocks, bitmap blocks */
+	R4_BC_JOURNAL = 1,	/* a logged copy of a pending transaction */
+	R4_BC_FREE = 2,		/* marked free in the bitmap */
+	R4_BC_USED = 3		/* marked used (see r4_block_owner) */
+};
+int r4_block_class(struct r4_vol *vol, uint64_t blk, int *cls,
+		   struct r4_error *err);
+const char *r4_block_class_name(int cls);
+
+/* An object found in free blocks whose stat data is no longer in the
+ * tree. 'st' is decoded from the newest surviving copy of its stat data
+ * (st.sd_block: where). 'name' is a former name found in an old
+ * directory node (name_len 0 when none survived), 'parent' the
+ * directory that held it. 'found' = bytes of [0, size) covered by
+ * surviving body items; 'recoverable' = those whose bytes still lie in
+ * free blocks (an extent block used again since is not counted). */
+struct r4_deleted {
+	struct r4_stat st;
+	char name[256];
+	size_t name_len;
+	uint64_t parent;
+	uint64_t found;
+	uint64_t recoverable;
+};
+typedef int (*r4_deleted_fn)(void *ctx, const struct r4_deleted *d);
+/* Scan every free block of the volume for formatted nodes of this
+ * volume (its mkfs id) and report the deleted objects, by object id. */
+int r4_lsdel(struct r4_vol *vol, r4_deleted_fn fn, void *ctx,
+	     struct r4_error *err);
+
+/* What survives of deleted object oid: data(ctx, off, buf, len) for
+ * every surviving piece (newest copies last, so a later call for the
+ * same range wins), then missing(ctx, off, len) for every range of
+ * [0, size) nothing covers. *out (may be NULL) gets what r4_lsdel would
+ * say. R4_ENOTFOUND if no stat data of oid survives in a free block,
+ * R4_EEXIST if oid is still in the tree. */
+typedef int (*r4_undel_data_fn)(void *ctx, uint64_t off, const void *buf,
+				size_t len);
+typedef int (*r4_undel_gap_fn)(void *ctx, uint64_t off, uint64_t len);
+int r4_undel(struct r4_vol *vol, uint64_t oid, struct r4_deleted *out,
+	     r4_undel_data_fn data, r4_undel_gap_fn missing, void *ctx,
+	     struct r4_error *err);
+
+/* The scanner on one block's bytes (for the fuzzer): decode the node in
+ * buf as a candidate old node of a volume with this mkfs id and key
+ * policy; returns the number of stat data, entry and body items taken,
+ * or a negative code. */
+int r4_lsdel_scan_node(const uint8_t *buf, size_t blksize, uint32_t mkfs_id,
+		       int large_keys, struct r4_error *err);
+
+#endif

@@ -1,0 +1,206 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0-or-later
+# r4debugfs forensic commands: lsdel, undel, bodyfile (mactime),
+# dumpblock, icheck classes, hash / rdump --manifest, --no-replay. Every
+# read-only command leaves the image byte for byte as it was.
+
+load helpers
+
+oid_of() {
+	r4debugfs -R "stat $2" "$1" | sed -n 's/^object: *oid \(0x[0-9a-f]*\),.*/\1/p'
+}
+
+# A volume with small files (tails) and large ones (extents), some in a
+# sub-directory; prints nothing.
+make_img() {
+	mkdir -p "$T/src/d/e"
+	printf 'small file\n' >"$T/src/d/small.txt"
+	head -c 3000 /dev/urandom >"$T/src/tail.bin"
+	head -c 200000 /dev/urandom >"$T/src/d/large.bin"
+	head -c 1000000 /dev/urandom >"$T/src/d/e/huge.bin"
+	printf 'stays\n' >"$T/src/keep"
+	head -c 50000 /dev/urandom >"$T/src/d/keep.bin"
+	r4pack create -q "$T/src" "$T/a.img"
+}
+
+@test "lsdel lists files removed by r4debugfs -w, undel gives them back byte for byte, image unchanged" {
+	make_img
+	declare -A oid
+	for f in /d/small.txt /tail.bin /d/large.bin /d/e/huge.bin; do
+		oid[$f]=$(oid_of "$T/a.img" $f)
+		[ -n "${oid[$f]}" ]
+	done
+	r4debugfs -w -R 'rm /d/small.txt' -R 'rm /tail.bin' \
+		-R 'rm /d/large.bin' -R 'rm /d/e/huge.bin' "$T/a.img"
+	sum=$(sha256sum <"$T/a.img")
+	run r4debugfs -R lsdel "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	for f in /d/small.txt /tail.bin /d/large.bin /d/e/huge.bin; do
+		grep -q "^${oid[$f]}	" <<<"$output"
+	done
+	[[ "$output" == *"4 deleted object(s)"* ]]
+	[[ "$output" == *"large.bin"* ]]
+	[[ "$output" == *"huge.bin"* ]]
+	# nothing alive is listed
+	! grep -q "keep" <<<"$output"
+	r4debugfs --json -R lsdel "$T/a.img" | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+assert len(v) == 4, v
+for o in v:
+    assert o["recoverable"] == o["size"] == o["found"], o
+'
+	for f in /d/small.txt /tail.bin /d/large.bin /d/e/huge.bin; do
+		run r4debugfs -R "undel ${oid[$f]} $T/out" "$T/a.img"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[[ "$output" != *"did not survive"* ]]
+		cmp "$T/src$f" "$T/out"
+	done
+	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+	# a live object or one never seen: refused, nothing left behind
+	run r4debugfs -R "undel $(oid_of "$T/a.img" /keep) $T/live" "$T/a.img"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"still in the tree"* ]]
+	[ ! -e "$T/live" ]
+	run r4debugfs -R "undel 0x7777777 $T/none" "$T/a.img"
+	[ "$status" -eq 1 ]
+	[ ! -e "$T/none" ]
+	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+}
+
+@test "a block used again is not recovered: lsdel counts it out, undel names the range" {
+	make_img
+	o=$(oid_of "$T/a.img" /d/e/huge.bin)
+	first=$(r4debugfs -R 'blocks /d/e/huge.bin' "$T/a.img" |
+		sed -n 's/.*data blocks \([0-9]*\)-.*/\1/p' | head -n 1)
+	[ -n "$first" ]
+	r4debugfs -w -R 'rm /d/e/huge.bin' "$T/a.img"
+	# Mark the file's third block used again in the bitmap (bitmap 0 is
+	# block 18; its bits start after the 4-byte checksum), as if a new
+	# file had taken it.
+	b=$((first + 2)); byte=$((18 * 4096 + 4 + b / 8))
+	old=$(dd if="$T/a.img" bs=1 skip=$byte count=1 status=none | od -An -tu1 | tr -d ' ')
+	new=$((old | (1 << (b % 8))))
+	printf "$(printf '\\%03o' $new)" | dd of="$T/a.img" bs=1 seek=$byte conv=notrunc status=none
+	run r4debugfs -R "icheck $b" "$T/a.img"
+	[[ "$output" == *"used, not referenced"* ]]
+	rec=$(r4debugfs --json -R lsdel "$T/a.img" | python3 -c "
+import json, sys
+print([o for o in json.load(sys.stdin) if o['oid'] == $o][0]['recoverable'])")
+	[ "$rec" -eq $((1000000 - 4096)) ]
+	run r4debugfs -R "undel $o $T/out" "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"bytes 8192..12287 (4096 bytes) did not survive"* ]]
+	[ "$(stat -c %s "$T/out")" -eq 1000000 ]
+	cmp -n 8192 "$T/src/d/e/huge.bin" "$T/out"
+	cmp -i 12288 "$T/src/d/e/huge.bin" "$T/out"
+}
+
+@test "bodyfile: TSK 3 body lines, deleted ones marked, mactime -b reads it" {
+	command -v mactime >/dev/null 2>&1 || { echo "mactime (Debian sleuthkit) not installed"; return 1; }
+	make_img
+	r4debugfs -w -R 'rm /d/large.bin' "$T/a.img"
+	sum=$(sha256sum <"$T/a.img")
+	r4debugfs -R bodyfile "$T/a.img" >"$T/body"
+	cat "$T/body"
+	# 11 fields, MD5|name|inode|mode|UID|GID|size|atime|mtime|ctime|crtime
+	awk -F'|' 'NF != 11 { exit 1 }' "$T/body"
+	grep -q '^0|/keep|[0-9]*|r/rrw-r--r--|0|0|6|' "$T/body"
+	grep -q '^0|/d/large.bin (deleted)|[0-9]*|r/r[-rwx]*|[0-9]*|[0-9]*|200000|' "$T/body"
+	mactime -b "$T/body" -d >"$T/timeline"
+	grep -q '"/keep"' "$T/timeline"
+	grep -q 'large.bin (deleted)' "$T/timeline"
+	# a sub-tree: its objects only
+	r4debugfs -R 'bodyfile /d' "$T/a.img" >"$T/body.d"
+	! grep -q '/keep|' "$T/body.d"
+	grep -q '^0|/d/keep.bin|' "$T/body.d"
+	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+}
+
+@test "hash and rdump --manifest: the sha256 of every file" {
+	make_img
+	(cd "$T/src" && find . -type f | sort | xargs sha256sum | sed 's|  \./|  /|') >"$T/want"
+	r4debugfs -R 'hash /' "$T/a.img" | sort -k2 >"$T/got"
+	diff <(sort -k2 "$T/want") "$T/got"
+	mkdir "$T/out"
+	r4debugfs -R "rdump --manifest /d $T/out" "$T/a.img" | sort -k2 >"$T/m"
+	diff <(grep '  /d/' "$T/want" | sort -k2) "$T/m"
+	cmp "$T/src/d/large.bin" "$T/out/d/large.bin"
+	r4debugfs --json -R 'hash /d/large.bin' "$T/a.img" |
+		grep -q "\"sha256\":\"$(sha256sum <"$T/src/d/large.bin" | cut -c1-64)\""
+}
+
+@test "dumpblock and icheck: raw bytes, block classes" {
+	make_img
+	sum=$(sha256sum <"$T/a.img")
+	r4debugfs -R "dumpblock 16 $T/b16" "$T/a.img"
+	cmp "$T/b16" <(dd if="$T/a.img" bs=4096 skip=16 count=1 status=none)
+	r4debugfs -R "dumpblock 17" "$T/a.img" | cmp - <(dd if="$T/a.img" bs=4096 skip=17 count=1 status=none)
+	r4debugfs --json -R "dumpblock 16" "$T/a.img" | grep -q '"class":"fixed"'
+	run r4debugfs -R 'icheck 16 20' "$T/a.img"
+	[ "$(grep -c 'fixed metadata' <<<"$output")" -eq 2 ]
+	last=$(( $(stat -c %s "$T/a.img") / 4096 - 1 ))
+	run r4debugfs -R "icheck $((last - 1))" "$T/a.img"
+	[[ "$output" == *"free"* ]]
+	sdblk=$(r4debugfs -R 'stat /keep' "$T/a.img" | sed -n 's/^stat data: *block \([0-9]*\),.*/\1/p')
+	run r4debugfs --json -R "icheck $sdblk $((last - 1))" "$T/a.img"
+	[[ "$output" == *'"class":"owned"'* ]]
+	[[ "$output" == *'"class":"free"'* ]]
+	run r4debugfs -R "dumpblock $((last + 10))" "$T/a.img"
+	[ "$status" -ne 0 ]
+	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+}
+
+@test "--no-replay: a pending transaction is read through only without it, and said on stderr" {
+	command -v r4txn >/dev/null 2>&1 || skip "r4txn not built"
+	r4mkfs -q "$T/j.img" 16M
+	cp --sparse=always "$T/j.img" "$T/count.img"
+	h=$(r4txn relocate "$T/count.img" | sed -n 's/.*header_write=\([0-9]*\).*/\1/p')
+	[ -n "$h" ]
+	R4_FAULT=cut-after=$h r4txn relocate "$T/j.img" >/dev/null || true
+	sum=$(sha256sum <"$T/j.img")
+	run r4debugfs -R 'ls /' "$T/j.img"
+	echo "$output"
+	[[ "$output" == *"replayed in memory"* ]]
+	run r4debugfs --no-replay -R 'ls /' "$T/j.img"
+	[[ "$output" != *"replayed"* ]]
+	[ "$(sha256sum <"$T/j.img")" = "$sum" ]
+	run r4debugfs -w --no-replay -R 'ls /' "$T/j.img"
+	[ "$status" -eq 2 ]
+}
+
+# The kernel's own deletions (../shared/kernel-images/deleted.img.xz).
+@test "lsdel on the kernel's deleted.img lists every removed file; undel gives back the reg40 ones" {
+	k=$top_srcdir/../shared/kernel-images
+	[ -f "$k/deleted.img.xz" ] || skip "no $k/deleted.img.xz"
+	xz -dc "$k/deleted.img.xz" | cp --sparse=always /dev/stdin "$T/del.img"
+	sum=$(sha256sum <"$T/del.img")
+	r4debugfs --json -R lsdel "$T/del.img" >"$T/lsdel.json"
+	python3 - "$T/lsdel.json" "$k/deleted.deleted.sha256" >"$T/plan" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+byname = {o["name"]: o for o in v if o["name"]}
+for line in open(sys.argv[2]):
+    h, path = line.split()
+    base = path.rsplit("/", 1)[-1]
+    assert base in byname, "not listed: " + path
+    o = byname[base]
+    # whole bodies in extents / tails (reg40): recoverable byte for byte
+    if o["recoverable"] == o["size"]:
+        print(o["oid"], h, path)
+    else:
+        # only compressed (ccreg40) bodies are left: not read yet
+        assert o["plugin"] == 4, o
+PY
+	cat "$T/plan"
+	# text_131072 and rand_300000 are plain reg40 files
+	[ "$(wc -l <"$T/plan")" -ge 2 ]
+	while read -r o h p; do
+		r4debugfs -R "undel $o $T/out" "$T/del.img"
+		[ "$(sha256sum <"$T/out" | cut -c1-64)" = "$h" ] || { echo "$p differs"; return 1; }
+	done <"$T/plan"
+	[ "$(sha256sum <"$T/del.img")" = "$sum" ]
+}
