@@ -204,7 +204,8 @@ int pack_twig_reserve(struct r4_build *b, size_t len, struct r4_error *err)
 }
 
 int pack_twig_add_extent(struct r4_build *b, const struct fmt_key *k,
-		    const struct bext *u, size_t n, struct r4_error *err)
+		    const struct fmt_extent40_unit *u, size_t n,
+		    struct r4_error *err)
 {
 	struct fmt_key key = *k;
 	uint8_t *body;
