@@ -70,3 +70,66 @@ SPEC
 		spec.mtree)
 	[ "$(sum "$T/a.img")" = "$SUM_ADDED" ]
 }
+
+# One bad entry as an mtree spec file: $1 is the spec's one line.
+bad_spec() {
+	printf '#mtree\n%s\n' "$1" >"$T/bad.mtree"
+}
+
+# The first lines r4pack create and r4pack add print for the spec ($c,
+# $a): equal; both fail, and the volume add was given is unchanged.
+same_message() {
+	local sum
+	run r4pack create -q "$T/bad.mtree" "$T/c.img"
+	[ "$status" -ne 0 ]
+	c=$(head -n 1 <<<"$output")
+	[ ! -e "$T/c.img" ]
+	sum=$(sum "$T/base.img")
+	run r4pack add -q "$T/base.img" "$T/bad.mtree"
+	[ "$status" -ne 0 ]
+	a=$(head -n 1 <<<"$output")
+	echo "create: $c"
+	echo "add:    $a"
+	[ -n "$c" ]
+	[ "$c" = "$a" ]
+	[ "$(sum "$T/base.img")" = "$sum" ]
+}
+
+@test "encode: r4pack create and r4pack add refuse a bad entry with the same message" {
+	local long target
+	long=$(printf 'n%.0s' $(seq 256))
+	target=$(printf 't%.0s' $(seq 4000))
+	r4mkfs -q "$T/base.img" 64M
+	bad_spec "./dev type=char mode=0644 time=1.0 device=native,4096,1"
+	same_message
+	[[ "$c" == *"device 4096:1 does not fit"* ]]
+	bad_spec "./dev type=block mode=0644 time=1.0 device=native,1,1048576"
+	same_message
+	[[ "$c" == *"device 1:1048576 does not fit"* ]]
+	bad_spec "./$long type=file mode=0644 time=1.0 size=0"
+	same_message
+	[[ "$c" == *"a name is longer than 255 bytes"* ]]
+	bad_spec "./d/$long/x type=file mode=0644 time=1.0 size=0"
+	same_message
+	[[ "$c" == *"a name is longer than 255 bytes"* ]]
+	bad_spec "./sym type=link mode=0777 time=1.0 link=$target"
+	same_message
+	[[ "$c" == *"symlink target of 4000 bytes is longer than"* ]]
+}
+
+@test "encode: r4pack create and r4pack add store an out-of-range time alike" {
+	local t
+	r4mkfs -q "$T/a.img" 64M
+	for t in 5000000000.5 -5.25 100.999999999; do
+		bad_spec "./f type=file mode=0644 time=$t size=0"
+		rm -f "$T/c.img"
+		r4pack create -q "$T/bad.mtree" "$T/c.img"
+		r4pack add -q "$T/a.img" "$T/bad.mtree"
+		r4debugfs -R 'stat /f' "$T/c.img" | grep time >"$T/c.txt"
+		r4debugfs -R 'stat /f' "$T/a.img" | grep time >"$T/a.txt"
+		cat "$T/c.txt"
+		[ -s "$T/c.txt" ]
+		diff "$T/c.txt" "$T/a.txt"
+	done
+	grep -q '^mtime: *100.999999999 ' "$T/c.txt"
+}
