@@ -95,26 +95,28 @@ same_message() {
 	[ "$(sum "$T/base.img")" = "$sum" ]
 }
 
+# same_message for spec line $1; the message holds $2.
+refused_alike() {
+	bad_spec "$1"
+	same_message
+	[[ "$c" == *"$2"* ]]
+}
+
 @test "encode: r4pack create and r4pack add refuse a bad entry with the same message" {
 	local long target
 	long=$(printf 'n%.0s' $(seq 256))
 	target=$(printf 't%.0s' $(seq 4000))
 	r4mkfs -q "$T/base.img" 64M
-	bad_spec "./dev type=char mode=0644 time=1.0 device=native,4096,1"
-	same_message
-	[[ "$c" == *"device 4096:1 does not fit"* ]]
-	bad_spec "./dev type=block mode=0644 time=1.0 device=native,1,1048576"
-	same_message
-	[[ "$c" == *"device 1:1048576 does not fit"* ]]
-	bad_spec "./$long type=file mode=0644 time=1.0 size=0"
-	same_message
-	[[ "$c" == *"a name is longer than 255 bytes"* ]]
-	bad_spec "./d/$long/x type=file mode=0644 time=1.0 size=0"
-	same_message
-	[[ "$c" == *"a name is longer than 255 bytes"* ]]
-	bad_spec "./sym type=link mode=0777 time=1.0 link=$target"
-	same_message
-	[[ "$c" == *"symlink target of 4000 bytes is longer than"* ]]
+	refused_alike "./dev type=char mode=0644 time=1.0 \
+device=native,4096,1" "device 4096:1 does not fit"
+	refused_alike "./dev type=block mode=0644 time=1.0 \
+device=native,1,1048576" "device 1:1048576 does not fit"
+	refused_alike "./$long type=file mode=0644 time=1.0 size=0" \
+		"a name is longer than 255 bytes"
+	refused_alike "./d/$long/x type=file mode=0644 time=1.0 size=0" \
+		"a name is longer than 255 bytes"
+	refused_alike "./sym type=link mode=0777 time=1.0 link=$target" \
+		"symlink target of 4000 bytes is longer than"
 }
 
 @test "encode: r4pack create and r4pack add store an out-of-range time alike" {
