@@ -67,7 +67,6 @@ int dbg_show_node(struct dbg *d, uint64_t nr, const uint8_t *blk);
 int dbg_print_item(const struct dbg *d, const uint8_t *blk, unsigned i);
 /* "[loc:type:ordering:oid:offset]" in hex into buf (>= 96 bytes). */
 struct fmt_key;
-void dbg_key_str(const struct fmt_key *k, char *buf, size_t len);
 /* Mode as ls -l prints it ("drwxr-xr-x") into buf (>= 11 bytes). */
 void dbg_mode_str(unsigned mode, char *buf);
 /* Print "first bytes" of a buffer: hex then a printable rendering. */

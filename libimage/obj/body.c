@@ -365,7 +365,8 @@ static int body_cut(struct r4_txn *x, const struct r4_objref *ref,
 			for (size_t i = 0; !rc && i + 16 <= bi.len; i += 16) {
 				fmt_extent40_unit_decode(bi.body + i, &u);
 				rc = unit_check(x, &u, err);
-				if (!rc && enc_unit_add(units, u.start, u.width))
+				if (!rc && enc_unit_add(units, u.start,
+							u.width))
 					rc = oom(err);
 			}
 		} else if (bi.pid == FMT_ITEM_EXTENT40) {

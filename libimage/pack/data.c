@@ -467,7 +467,8 @@ static int take_extents(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	int rc;
 
 	o->ext.n = 0;
-	while ((rc = enc_chunk_next(fn, ctx, path, &off, &buf, &len, err)) > 0) {
+	while ((rc = enc_chunk_next(fn, ctx, path, &off, &buf, &len,
+				    err)) > 0) {
 		rc = enc_chunk_check(path, o->size, pos, off, len, err);
 		if (!rc)
 			rc = extw_chunk(&w, off, buf, len, err);
@@ -490,7 +491,8 @@ static int take_tails(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	int rc;
 
 	o->spool_off = b->spool_len;
-	while ((rc = enc_chunk_next(fn, ctx, path, &off, &buf, &len, err)) > 0) {
+	while ((rc = enc_chunk_next(fn, ctx, path, &off, &buf, &len,
+				    err)) > 0) {
 		rc = enc_chunk_check(path, o->size, pos, off, len, err);
 		if (!rc)
 			rc = spool_put(b, NULL, off - pos, err);
@@ -583,8 +585,8 @@ static int tail_from_fn(struct tailrd *t, uint8_t *dst, size_t n,
 		} else {
 			uint64_t end = t->cbuf ? t->coff + t->clen : 0;
 			const void *p;
-			int rc = enc_chunk_next(t->fn, t->ctx, t->path, &t->coff,
-					    &p, &t->clen, err);
+			int rc = enc_chunk_next(t->fn, t->ctx, t->path,
+						&t->coff, &p, &t->clen, err);
 
 			if (rc < 0)
 				return rc;

@@ -86,7 +86,8 @@ static int assign_oids(struct r4_build *b, struct r4_error *err)
 		if (rc)
 			return rc;
 		d->entries = d->nkids + 2;
-		d->ebytes = enc_entry_bytes(b->pol, 1) + enc_entry_bytes(b->pol, 2);
+		d->ebytes = enc_entry_bytes(b->pol, 1) +
+			    enc_entry_bytes(b->pol, 2);
 		for (size_t i = 0; i < d->nkids; i++) {
 			struct bent *e = d->kids[i];
 			struct bobj *o = e->obj;

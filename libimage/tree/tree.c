@@ -169,14 +169,14 @@ static int step_key(struct tree_cursor *c, const struct tree_item *it,
 		    int dir, int same_node, struct r4_error *err)
 {
 	int cmp = fmt_key_cmp(&it->key, &c->last);
-	char a[80], b[80];
+	char a[FMT_KEY_STR_MAX], b[FMT_KEY_STR_MAX];
 
 	if (c->stop && ((dir > 0 && (cmp < 0 || (!same_node && cmp == 0))) ||
 			(dir < 0 && (cmp > 0 || (!same_node && cmp == 0))))) {
 		fmt_key_str(&it->key, a, sizeof(a));
 		fmt_key_str(&c->last, b, sizeof(b));
 		return r4_fail(err, R4_ELOOP, "%s: tree node %llu, item %u: "
-			       "key %s is out of order after %s (a block "
+			       "key [%s] is out of order after [%s] (a block "
 			       "linked twice?)", devpath(c->vol),
 			       (unsigned long long)it->blk, it->pos, a, b);
 	}
