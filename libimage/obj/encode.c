@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include "libimage/obj/encode.h"
 #include "libimage/util/err.h"
-#include "libimage/util/vec.h"
+#include "r4/util.h"
 #include "format/plugin.h"
 
 #define ENC_MAJOR_MAX 0xfffu	/* 12 bits above a 20-bit minor */

@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "libimage/pack/build.h"
 #include "libimage/util/err.h"
-#include "libimage/util/vec.h"
+#include "r4/util.h"
 
 static uint64_t name_hash(const struct bobj *dir, const char *s, size_t n)
 {

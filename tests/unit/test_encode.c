@@ -13,8 +13,7 @@
 #include "r4/read.h"
 #include "r4/edit.h"
 #include "libimage/obj/encode.h"
-#include "libimage/util/vec.h"
-#include "libimage/util/u64map.h"
+#include "r4/util.h"
 #include "format/plugin.h"
 
 static void test_time(void)

@@ -1,14 +1,36 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: a hash map from u64 keys (block numbers, object ids; any
- * value) to fixed-size values, open addressing with linear probing;
- * with a value size of 0 it is a set. Pointers to values stay valid
- * until the next insertion. */
-#ifndef R4_LIBIMAGE_UTIL_U64MAP_H
-#define R4_LIBIMAGE_UTIL_U64MAP_H
+/* r4kit: the containers the library and the tools share (as libext2fs
+ * exports its u32 lists): growable arrays, and a hash map from u64 keys
+ * (block numbers, object ids) to fixed-size values, or a set. */
+#ifndef R4_UTIL_H
+#define R4_UTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+/* ---- Growable arrays ---------------------------------------------------
+ * An array is a pointer and a capacity the caller keeps (with its own
+ * count), so a struct needs no new member:
+ *
+ *	if (R4_RESERVE(v, cap, n + 1, 16))
+ *		return -ENOMEM;
+ *	v[n++] = x;
+ */
+
+/* Room for need elements of elem bytes in the array whose pointer is at
+ * pp (a T **) and whose capacity is *cap: the capacity doubles from
+ * first (or from need, when larger). 0, or -ENOMEM with the array and
+ * *cap untouched. */
+int r4_reserve(void *pp, size_t *cap, size_t need, size_t elem,
+	       size_t first);
+
+#define R4_RESERVE(arr, cap, need, first) \
+	r4_reserve(&(arr), &(cap), (need), sizeof(*(arr)), (first))
+
+/* ---- u64 hash map and set ----------------------------------------------
+ * Open addressing with linear probing; any u64 is a key. With a value
+ * size of 0 it is a set. Pointers to values stay valid until the next
+ * insertion. */
 struct r4_u64map {
 	uint64_t *keys;
 	uint8_t *state;		/* per slot: 0 free, 1 used, 2 deleted */
@@ -18,8 +40,8 @@ struct r4_u64map {
 	unsigned shift;		/* 64 - log2(cap) */
 };
 
-/* An empty map of values of vsize bytes (0: a set). Needs no fini
- * until something is inserted, but fini is always safe. */
+/* An empty map of values of vsize bytes (0: a set); fini frees it (and
+ * is safe on an empty map). */
 void r4_u64map_init(struct r4_u64map *m, size_t vsize);
 void r4_u64map_fini(struct r4_u64map *m);
 /* The value of key (for a set: any non-NULL pointer), or NULL. */
