@@ -74,14 +74,6 @@ void dbg_hexhead(const uint8_t *p, size_t len, size_t max);
 
 /* print_tree.c */
 int dbg_print_tree(struct dbg *d, int argc, const char **argv);
-/* A set of 64-bit numbers (block numbers, object ids). */
-struct dbg_set {
-	uint64_t *slot;
-	size_t cap, used;
-};
-/* 1 if v was already there, 0 if added, -1 out of memory. */
-int dbg_set_add(struct dbg_set *s, uint64_t v);
-void dbg_set_free(struct dbg_set *s);
 
 /* objcmds.c, mapcmds.c, rdump.c: the commands on files. */
 /* Resolve PATH; prints "PATH: why" and returns DBG_FAIL if it fails. */

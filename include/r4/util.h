@@ -40,8 +40,8 @@ struct r4_u64map {
 	unsigned shift;		/* 64 - log2(cap) */
 };
 
-/* An empty map of values of vsize bytes (0: a set); fini frees it (and
- * is safe on an empty map). */
+/* An empty map of values of vsize bytes (0: a set; an all-zero struct
+ * is an empty set too); fini frees it (and is safe on an empty map). */
 void r4_u64map_init(struct r4_u64map *m, size_t vsize);
 void r4_u64map_fini(struct r4_u64map *m);
 /* The value of key (for a set: any non-NULL pointer), or NULL. */
