@@ -15,6 +15,7 @@
 #include "r4/read.h"
 #include "debugfs.h"
 #include "format/key.h"
+#include "r4/util.h"
 
 #define CHUNK 65536
 #define TARGET_MAX 4096
@@ -74,15 +75,8 @@ static int collect(void *ctx, const char *name, size_t len,
 {
 	struct dlist *l = ctx;
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct dent *v = realloc(l->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (R4_RESERVE(l->v, l->cap, l->n + 1, 64))
+		return -ENOMEM;
 	l->v[l->n].name = malloc(len + 1);
 	if (!l->v[l->n].name)
 		return -ENOMEM;
