@@ -135,3 +135,25 @@ device=native,1,1048576" "device 1:1048576 does not fit"
 	done
 	grep -q '^mtime: *100.999999999 ' "$T/c.txt"
 }
+
+@test "encode: r4pack create and r4pack add make missing parents alike" {
+	printf '#mtree\n. type=dir mode=0750 uid=1234 gid=5678 time=1.0\n' \
+		>"$T/root.mtree"
+	printf '#mtree\n./x/y/f type=file mode=0644 time=1.0 size=0\n' \
+		>"$T/deep.mtree"
+	cat "$T/root.mtree" >"$T/both.mtree"
+	tail -n 1 "$T/deep.mtree" >>"$T/both.mtree"
+	SOURCE_DATE_EPOCH=1700000000 r4pack create -q "$T/both.mtree" \
+		"$T/c.img"
+	SOURCE_DATE_EPOCH=1700000000 r4pack create -q "$T/root.mtree" \
+		"$T/a.img"
+	SOURCE_DATE_EPOCH=1700000000 r4pack add -q "$T/a.img" "$T/deep.mtree"
+	r4debugfs -R 'stat /x/y' "$T/c.img" |
+		grep -E '^(mode|uid|gid|[amc]time):' >"$T/c.txt"
+	r4debugfs -R 'stat /x/y' "$T/a.img" |
+		grep -E '^(mode|uid|gid|[amc]time):' >"$T/a.txt"
+	cat "$T/c.txt"
+	grep -q '^uid: *1234$' "$T/c.txt"
+	grep -q '^mode: *0040755 ' "$T/c.txt"
+	diff "$T/c.txt" "$T/a.txt"
+}
