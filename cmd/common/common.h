@@ -31,6 +31,14 @@ int r4cmd_progress_enabled(void);
  * done == total finishes the line. */
 void r4cmd_progress(const char *label, uint64_t done, uint64_t total);
 
+/* Parse "64M", "1G", "4096" (bytes; K M G T P suffixes, powers of
+ * 1024; "64MB" and "64MiB" too). 0 or R4_EINVAL (cmd/common/parse.c). */
+int r4cmd_parse_size(const char *s, uint64_t *out);
+/* Parse a time: seconds since the epoch ("1700000000", "@1700000000",
+ * negative allowed) or a UTC date "YYYY-MM-DD[THH:MM[:SS]][Z]" (a space
+ * may replace the T). 0 or R4_EINVAL. */
+int r4cmd_parse_time(const char *s, int64_t *out);
+
 /* Print a byte string as JSON string (with quotes) to stdout. */
 void r4cmd_json_str(const char *s, size_t len);
 

@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "r4/archive.h"
 #include "r4/edit.h"
 #include "../common/common.h"
 #include "debugfs.h"
@@ -311,7 +310,7 @@ int dbg_touch(struct dbg *d, int argc, const char **argv)
 	int rc;
 
 	if (argc == 4 && !strcmp(argv[1], "-d")) {
-		if (r4_parse_time(argv[2], &t)) {
+		if (r4cmd_parse_time(argv[2], &t)) {
 			fprintf(stderr, "%s: touch: '%s' is not a time "
 				"(seconds, @seconds or YYYY-MM-DD[THH:MM[:SS]])"
 				"\n", r4cmd_prog, argv[2]);
@@ -338,7 +337,7 @@ int dbg_truncate(struct dbg *d, int argc, const char **argv)
 	struct r4_error err = { 0 };
 	uint64_t size;
 
-	if (argc != 3 || r4_parse_size(argv[1], &size))
+	if (argc != 3 || r4cmd_parse_size(argv[1], &size))
 		return dbg_usage(argv[0]);
 	if (need_abs(argv[2]) || edit_begin(d, argv[0]))
 		return DBG_FAIL;

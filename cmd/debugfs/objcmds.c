@@ -393,7 +393,7 @@ int dbg_copy_out(struct dbg *d, const char *path, const struct r4_objref *ref,
 	free(buf);
 	if (rc == -EISDIR)
 		fprintf(stderr, "%s: %s: is a directory\n", r4cmd_prog, path);
-	else if (rc == -EINVAL && !err.msg[0])
+	else if (rc == R4_EINVAL && !err.msg[0])
 		fprintf(stderr, "%s: %s: not a regular file\n", r4cmd_prog,
 			path);
 	else if (rc)

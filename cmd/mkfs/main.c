@@ -98,7 +98,7 @@ static int parse_args(poptContext ctx, struct r4_mkfs_opts *o,
 		return EXIT_USAGE;
 	}
 	if (size) {
-		if (r4_parse_size(size, &o->size_bytes) || !o->size_bytes) {
+		if (r4cmd_parse_size(size, &o->size_bytes) || !o->size_bytes) {
 			r4cmd_errorf("'%s' is not a size (a number of bytes "
 				     "with an optional K, M, G or T suffix)",
 				     size);

@@ -71,7 +71,7 @@ int pack_owner_opt(int rc, const char *arg, struct r4_archive_opts *ao)
 		}
 		return 1;
 	case OPT_CLAMP:
-		if (r4_parse_time(arg, &ao->mtime_clamp)) {
+		if (r4cmd_parse_time(arg, &ao->mtime_clamp)) {
 			r4cmd_errorf("'%s' is not a time (seconds since the "
 				     "epoch, or YYYY-MM-DD[THH:MM[:SS]])", arg);
 			return -1;
@@ -90,7 +90,7 @@ int pack_owner_finish(struct r4_archive_opts *ao, int use_env)
 
 	ao->all_root = opt_all_root;
 	if (use_env && !ao->clamp_mtime && sde && *sde) {
-		if (r4_parse_time(sde, &ao->mtime_clamp)) {
+		if (r4cmd_parse_time(sde, &ao->mtime_clamp)) {
 			r4cmd_errorf("SOURCE_DATE_EPOCH='%s' is not a number of "
 				     "seconds", sde);
 			return EXIT_USAGE;
@@ -114,7 +114,7 @@ static int parse_free(struct r4_build_opts *bo)
 		bo->free_bytes = 0;
 		return 0;
 	}
-	if (r4_parse_size(opt_free, &bo->free_bytes))
+	if (r4cmd_parse_size(opt_free, &bo->free_bytes))
 		return -1;
 	bo->free_percent = 0;
 	return 0;
@@ -126,7 +126,7 @@ static int apply_size(struct r4_build_opts *bo)
 	bo->free_bytes = FREE_BYTES_DEFAULT;
 	bo->free_percent = FREE_PERCENT_DEFAULT;
 	if (opt_size && strcmp(opt_size, "auto")) {
-		if (r4_parse_size(opt_size, &bo->mkfs.size_bytes) ||
+		if (r4cmd_parse_size(opt_size, &bo->mkfs.size_bytes) ||
 		    !bo->mkfs.size_bytes) {
 			r4cmd_errorf("'%s' is not a size (bytes with an optional "
 				     "K, M, G or T suffix, or 'auto')", opt_size);

@@ -73,10 +73,6 @@ int r4_archive_add_idmap(struct r4_archive_opts *o, int gid,
 			 const char *spec, struct r4_error *err);
 int r4_archive_add_exclude(struct r4_archive_opts *o, const char *pattern,
 			   struct r4_error *err);
-/* Parse a time: seconds since the epoch ("1700000000", "@1700000000",
- * negative allowed) or a UTC date "YYYY-MM-DD[THH:MM[:SS]][Z]" (a space
- * may replace the T). 0 or R4_EINVAL. */
-int r4_parse_time(const char *s, int64_t *out);
 
 /* Add every entry of an archive ("-" = standard input) to the build.
  * File data is streamed into the build as it is read, holes of sparse

@@ -119,6 +119,13 @@ int r4_build_begin(const char *image, const struct r4_build_opts *o,
  * later call fails. */
 int r4_build_add(struct r4_build *b, const struct r4_entry *e,
 		 struct r4_error *err);
+/* Streaming sources (an archive read once): from r4_build_stream_begin
+ * to r4_build_stream_end the streamed data is written to the image on a
+ * second thread while the caller reads on. End waits for every write
+ * and returns the first failure, which is sticky (every later call
+ * fails); each begin needs its end before finish or abort. */
+int r4_build_stream_begin(struct r4_build *b, struct r4_error *err);
+int r4_build_stream_end(struct r4_build *b, struct r4_error *err);
 /* Lay out and write everything, then rename into place. Frees b in
  * every case (do not call r4_build_abort afterwards); res may be NULL. */
 int r4_build_finish(struct r4_build *b, struct r4_build_result *res,

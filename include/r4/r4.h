@@ -11,8 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-/* The error codes (R4_E*) are shared with the format layer. */
-#include "format/errors.h"
+/* The error codes (R4_E*) and r4_strerror(). */
+#include "r4/errors.h"
 
 #define R4_ERRMSG_MAX 512
 
@@ -38,7 +38,9 @@ enum r4_open_flags {
 int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
 		struct r4_error *err);
 /* Writes back what is dirty (read-write opens) and frees the handle.
- * Accepts NULL. */
+ * Accepts NULL. Frees everything even when it fails: R4_EINVAL when a
+ * transaction was still open (dropped) or a block of the cache was still
+ * referenced (a leak in the library). */
 int r4_vol_close(struct r4_vol *vol, struct r4_error *err);
 
 /* A summary of the super blocks, host order. */
@@ -72,9 +74,6 @@ void r4_vol_super(const struct r4_vol *vol, struct r4_super_info *out);
  * block cache, for inspection tools. R4_ERANGE past the device's end. */
 int r4_vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
 		      struct r4_error *err);
-
-/* The path the volume was opened from. */
-const char *r4_vol_path(const struct r4_vol *vol);
 
 /* ---- Making a volume --------------------------------------------------- */
 
@@ -119,8 +118,5 @@ int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 	    struct r4_mkfs_result *res, struct r4_error *err);
 /* The plugins -o accepts, one "type: name name ..." line per type. */
 size_t r4_mkfs_plugins_str(char *buf, size_t len);
-
-/* Parse "64M", "1G", "4096" (bytes; K M G T P suffixes, powers of 1024). */
-int r4_parse_size(const char *s, uint64_t *out);
 
 #endif

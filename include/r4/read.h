@@ -93,13 +93,13 @@ int r4_readdir(struct r4_vol *vol, const struct r4_objref *dir,
 /* Read up to len bytes of a regular file at off into buf; *got = bytes
  * read (short only at the end of the file, whose size is the stat
  * data's). Holes and unallocated extents read as zeros. -EISDIR for a
- * directory, -EINVAL for other non-regular objects, R4_EUNSUPP for
+ * directory, R4_EINVAL for other non-regular objects, R4_EUNSUPP for
  * cryptcompress (ccreg40) files. */
 int r4_read(struct r4_vol *vol, const struct r4_objref *obj, uint64_t off,
 	    void *buf, size_t len, size_t *got, struct r4_error *err);
 
 /* Symlink target into buf (NUL-terminated, cut to len - 1 bytes);
- * *tlen (may be NULL) = full target length. -EINVAL if not a symlink. */
+ * *tlen (may be NULL) = full target length. R4_EINVAL if not a symlink. */
 int r4_readlink(struct r4_vol *vol, const struct r4_objref *obj, char *buf,
 		size_t len, size_t *tlen, struct r4_error *err);
 
@@ -165,10 +165,6 @@ struct r4_item_loc {
 	uint32_t body_off;	/* body offset and length in the node */
 	uint32_t body_len;
 };
-
-/* The item with the largest key <= key (R4_ENOTFOUND if none). */
-int r4_find_item(struct r4_vol *vol, const uint64_t key[4],
-		 struct r4_item_loc *out, struct r4_error *err);
 
 /* Every item of an object (stat data, directory entries or body items)
  * in key order: the items whose key has the object's (locality or

@@ -70,17 +70,6 @@ int space_load(struct space *s, uint64_t k, struct r4_error *err)
 	return 0;
 }
 
-int space_load_all(struct space *s, struct r4_error *err)
-{
-	for (uint64_t k = 0; k < s->nregions; k++) {
-		int rc = space_load(s, k, err);
-
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 static int locate(struct space *s, uint64_t blk, uint64_t *k, uint64_t *bit,
 		  struct r4_error *err)
 {
@@ -165,24 +154,4 @@ void space_unload(struct space *s)
 		s->dirty[k] = 0;
 		s->bad_csum[k] = 0;
 	}
-}
-
-int space_write(struct space *s, struct r4_error *err)
-{
-	for (uint64_t k = 0; k < s->nregions; k++) {
-		uint64_t blk;
-		int rc;
-
-		if (!s->dirty[k] || !s->map[k])
-			continue;
-		fmt_bitmap_csum_update(s->map[k], s->blksize);
-		blk = fmt_bitmap_blk(k, s->blksize);
-		rc = io_write(s->dev, s->map[k], s->blksize,
-			      blk * s->blksize, err);
-		if (rc)
-			return rc;
-		s->dirty[k] = 0;
-		s->bad_csum[k] = 0;
-	}
-	return 0;
 }

@@ -27,7 +27,6 @@ void space_fini(struct space *s);
  * checksum is remembered in bad_csum[k], not an error: the bits are still
  * the best knowledge there is, and fsck reports it. */
 int space_load(struct space *s, uint64_t k, struct r4_error *err);
-int space_load_all(struct space *s, struct r4_error *err);
 
 /* Whether block blk is marked used: 1, 0, or a negative error. */
 int space_test(struct space *s, uint64_t blk, struct r4_error *err);
@@ -42,7 +41,5 @@ int space_find_free(struct space *s, uint64_t from, uint64_t *out,
 		    struct r4_error *err);
 /* Forget every loaded region (the bitmaps changed on disk: replay). */
 void space_unload(struct space *s);
-/* Stamp checksums and write the dirty bitmap blocks in place. */
-int space_write(struct space *s, struct r4_error *err);
 
 #endif

@@ -13,7 +13,7 @@ int chk_map_init(struct chk_map *m, uint64_t nbits, uint64_t chunk_bits)
 {
 	memset(m, 0, sizeof(*m));
 	if (!chunk_bits || chunk_bits % 8)
-		return -EINVAL;
+		return R4_EINVAL;
 	m->nbits = nbits;
 	m->chunk_bits = chunk_bits;
 	m->nchunks = nbits / chunk_bits + (nbits % chunk_bits != 0);
@@ -51,7 +51,7 @@ int chk_map_set(struct chk_map *m, uint64_t b)
 	int old;
 
 	if (b >= m->nbits)
-		return -EINVAL;
+		return R4_EINVAL;
 	slot = &m->chunk[b / m->chunk_bits];
 	if (!*slot) {
 		*slot = calloc(1, m->chunk_bits / 8);

@@ -224,41 +224,6 @@ void io_cache_forget(struct io_cache *c, uint64_t nr)
 	io_cache_discard(c, b);
 }
 
-static int cmp_block(const void *a, const void *b)
-{
-	const struct io_block *x = *(struct io_block *const *)a;
-	const struct io_block *y = *(struct io_block *const *)b;
-
-	return x->nr < y->nr ? -1 : x->nr > y->nr;
-}
-
-int io_cache_flush(struct io_cache *c, struct r4_error *err)
-{
-	struct io_block **list;
-	size_t n = 0, i;
-	int rc = 0;
-
-	list = malloc((c->count + 1) * sizeof(*list));
-	if (!list)
-		return r4_fail(err, -ENOMEM, "%s: out of memory", c->dev->path);
-	for (i = 0; i < c->nbuckets; i++)
-		for (struct io_block *b = c->hash[i]; b; b = b->hnext)
-			if (b->dirty)
-				list[n++] = b;
-	qsort(list, n, sizeof(*list), cmp_block);
-	for (i = 0; i < n && !rc; i++) {
-		rc = io_write(c->dev, list[i]->data, c->blksize,
-			      list[i]->nr * c->blksize, err);
-		if (rc)
-			break;
-		list[i]->dirty = 0;
-		if (list[i]->ref == 0)
-			lru_push(c, list[i]);
-	}
-	free(list);
-	return rc;
-}
-
 void io_cache_drop_clean(struct io_cache *c)
 {
 	while (c->lru_tail)

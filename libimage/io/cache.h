@@ -2,8 +2,8 @@
 /* r4kit: the block cache. Blocks are reference counted: io_cache_get()
  * returns a pinned block that stays valid until io_cache_put(). Clean,
  * unreferenced blocks are evicted least recently used first; dirty blocks
- * stay until io_cache_flush() writes them (later, until the transaction
- * that captured them commits). */
+ * stay until the transaction that captured them commits, writes them and
+ * marks them clean (io_cache_clean). */
 #ifndef R4_LIBIMAGE_IO_CACHE_H
 #define R4_LIBIMAGE_IO_CACHE_H
 
@@ -62,8 +62,6 @@ void io_cache_discard(struct io_cache *c, struct io_block *b);
  * behind the cache); a pinned copy becomes an orphan. */
 void io_cache_forget(struct io_cache *c, uint64_t nr);
 
-/* Write every dirty block, in block order; the blocks become clean. */
-int io_cache_flush(struct io_cache *c, struct r4_error *err);
 /* Forget every clean unreferenced block (e.g. after a journal replay
  * rewrote blocks underneath). */
 void io_cache_drop_clean(struct io_cache *c);

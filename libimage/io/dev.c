@@ -221,7 +221,7 @@ static int open_fd(const char *path, unsigned flags, int *created,
 		if (S_ISBLK(st.st_mode) && (flags & IO_RDWR))
 			oflags |= O_EXCL;
 		else if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
-			return r4_fail(err, -EINVAL, "%s: not a regular file "
+			return r4_fail(err, R4_EINVAL, "%s: not a regular file "
 				       "or block device", path);
 	} else if (errno == ENOENT && (flags & IO_CREATE)) {
 		oflags |= O_CREAT | O_EXCL;

@@ -3,7 +3,7 @@
  * A device is an image file or a block device behind a small table of
  * operations, so test backends (fault injection, tracing) can stand in
  * for the real one under the same calls. A device opened read-write is
- * wrapped by the fault backend when R4_FAULT is set (io/fault.h). */
+ * wrapped by the fault backend when a test armed it (io/fault.h). */
 #ifndef R4_LIBIMAGE_IO_DEV_H
 #define R4_LIBIMAGE_IO_DEV_H
 

@@ -26,6 +26,8 @@ struct fault_priv {
 static struct io_fault_spec armed;
 static int armed_set;
 static struct io_fault_stats last;
+static io_fault_report_fn report_fn;
+static void *report_ctx;
 
 int io_fault_parse(const char *s, struct io_fault_spec *out)
 {
@@ -66,6 +68,12 @@ void io_fault_arm(const struct io_fault_spec *spec)
 void io_fault_last_stats(struct io_fault_stats *out)
 {
 	*out = last;
+}
+
+void io_fault_on_close(io_fault_report_fn fn, void *ctx)
+{
+	report_fn = fn;
+	report_ctx = ctx;
 }
 
 static void note(struct fault_priv *p)
@@ -206,22 +214,6 @@ static int fault_resize(struct io_dev *dev, uint64_t size)
 	return rc;
 }
 
-static void report(const struct fault_priv *p)
-{
-	const char *path = getenv("R4_FAULT_REPORT");
-	FILE *f;
-
-	if (!path || !*path)
-		return;
-	f = fopen(path, "a");
-	if (!f)
-		return;
-	fprintf(f, "writes=%llu syncs=%llu cut=%d\n",
-		(unsigned long long)p->writes, (unsigned long long)p->syncs,
-		p->fired);
-	fclose(f);
-}
-
 /* Without a cut, held writes reach the disk at close (as the page cache
  * would write them eventually). */
 static void fault_close(struct io_dev *dev)
@@ -233,7 +225,8 @@ static void fault_close(struct io_dev *dev)
 	held_drop(p);
 	free(p->held);
 	note(p);
-	report(p);
+	if (report_fn)
+		report_fn(report_ctx, &last);
 	p->lower.ops->close(&p->lower);
 	free(p);
 }
@@ -245,23 +238,15 @@ static const struct io_ops fault_ops = {
 
 int io_fault_maybe_attach(struct io_dev *dev, struct r4_error *err)
 {
-	struct io_fault_spec spec = armed;
-	const char *env = getenv("R4_FAULT");
 	struct fault_priv *p;
 
-	if (!armed_set) {
-		if (!env || !*env)
-			return 0;
-		if (io_fault_parse(env, &spec))
-			return r4_fail(err, R4_EINVAL, "R4_FAULT='%s': expected "
-				       "count, fail-write=N, cut-after=N, "
-				       "torn-write=N or drop-unsynced=N", env);
-	}
+	if (!armed_set)
+		return 0;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return r4_fail(err, -ENOMEM, "%s: out of memory", dev->path);
 	p->lower = *dev;
-	p->spec = spec;
+	p->spec = armed;
 	dev->ops = &fault_ops;
 	dev->priv = p;
 	memset(&last, 0, sizeof(last));

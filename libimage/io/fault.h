@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the fault-injection device backend (tests only; compiled in,
- * off unless asked for). It wraps the file backend of a device opened
- * read-write, counts its writes and syncs and, in one of four modes,
- * simulates a failure at the N-th write (N counts from 1):
+/* r4kit: the fault-injection device backend, for tests only: off unless
+ * a test arms it through io_fault_arm() (as e2fsprogs' test_io manager
+ * is chosen by the program, never by the environment of an installed
+ * tool). It wraps the file backend of a device opened read-write, counts
+ * its writes and syncs and, in one of four modes, simulates a failure at
+ * the N-th write (N counts from 1):
  *
  *   fail-write=N     the N-th write returns -EIO and writes nothing;
  *                    later writes work again;
@@ -16,12 +18,11 @@
  *                    goes: the held writes are lost, later ones dropped;
  *   count            no fault, counting only.
  *
- * Switched on by the environment of any process (the command-level
- * harness): R4_FAULT="cut-after=12" etc. When R4_FAULT_REPORT names a
- * file, each faulty device appends "writes=W syncs=S cut=C\n" to it at
- * close (C = 1 when the fault fired), so a harness can first count a
- * workload's writes with R4_FAULT=count and then cut at 1..W. Unit tests
- * set the mode with io_fault_arm() instead. */
+ * Nothing in the library reads the environment for it. The test builds
+ * of the commands (tests/crash/bin, linked with tests/helpers/fault_env.c)
+ * arm it from R4_FAULT="cut-after=12" etc. and report each faulty
+ * device's counts to R4_FAULT_REPORT through io_fault_on_close(), so a
+ * harness can count a workload's writes and then cut at 1..W. */
 #ifndef R4_LIBIMAGE_IO_FAULT_H
 #define R4_LIBIMAGE_IO_FAULT_H
 
@@ -45,8 +46,8 @@ struct io_fault_spec {
 /* Parse "mode=N" / "count"; 0 or R4_EINVAL. */
 int io_fault_parse(const char *s, struct io_fault_spec *out);
 
-/* Arm a fault for the next devices opened read-write in this process
- * (overrides R4_FAULT); a spec with mode IO_FAULT_NONE disarms. */
+/* Arm a fault for the next devices opened read-write in this process; a
+ * spec with mode IO_FAULT_NONE disarms. */
 void io_fault_arm(const struct io_fault_spec *spec);
 
 /* What the fault backend saw on the most recently closed or still open
@@ -57,9 +58,14 @@ struct io_fault_stats {
 };
 void io_fault_last_stats(struct io_fault_stats *out);
 
+/* Called with the counts of each faulty device as it closes (NULL: no
+ * call). */
+typedef void (*io_fault_report_fn)(void *ctx,
+				   const struct io_fault_stats *st);
+void io_fault_on_close(io_fault_report_fn fn, void *ctx);
+
 /* Called by io_open for a read-write device: wrap it when a fault is
- * armed (programmatically or by R4_FAULT). 0, or an error for a bad
- * R4_FAULT value. */
+ * armed. 0, or -ENOMEM. */
 int io_fault_maybe_attach(struct io_dev *dev, struct r4_error *err);
 
 #endif

@@ -16,41 +16,6 @@ _Static_assert((int)R4_PT_HASH == (int)FMT_PT_HASH &&
 	       (int)R4_PT_CREATE == (int)FMT_PT_CREATE,
 	       "public and format plugin type numbering differ");
 
-int r4_parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-	int shift = 0;
-
-	if (!s || !isdigit((unsigned char)*s))
-		return R4_EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return R4_EINVAL;
-	switch (toupper((unsigned char)*end)) {
-	case '\0': break;
-	case 'K': shift = 10; break;
-	case 'M': shift = 20; break;
-	case 'G': shift = 30; break;
-	case 'T': shift = 40; break;
-	case 'P': shift = 50; break;
-	default: return R4_EINVAL;
-	}
-	if (*end) {
-		end++;
-		/* Accept "64M", "64MB", "64MiB". */
-		if (!strcasecmp(end, "iB") || !strcasecmp(end, "B"))
-			end += strlen(end);
-		if (*end)
-			return R4_EINVAL;
-	}
-	if (shift && v > (UINT64_MAX >> shift))
-		return R4_EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 void r4_mkfs_opts_init(struct r4_mkfs_opts *o)
 {
 	struct fmt_profile p;

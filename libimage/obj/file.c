@@ -195,7 +195,7 @@ static int reg_sd(struct r4_vol *vol, const struct r4_objref *obj,
 			       "cryptcompress (ccreg40) file: not supported "
 			       "yet", obj_vol_name(vol),
 			       (unsigned long long)obj->oid);
-	return r4_fail(err, sd->plugin == FMT_OBJ_DIR40 ? -EISDIR : -EINVAL,
+	return r4_fail(err, sd->plugin == FMT_OBJ_DIR40 ? -EISDIR : R4_EINVAL,
 		       "%s: object %llx is not a regular file (plugin %u)",
 		       obj_vol_name(vol), (unsigned long long)obj->oid,
 		       sd->plugin);
@@ -264,7 +264,7 @@ int r4_readlink(struct r4_vol *vol, const struct r4_objref *obj, char *buf,
 	if (sd.plugin != FMT_OBJ_SYM40 ||
 	    !fmt_stat_has(&sd.st, FMT_SDEXT_SYMLINK)) {
 		obj_sd_put(&sd);
-		return r4_fail(err, -EINVAL, "%s: object %llx is not a "
+		return r4_fail(err, R4_EINVAL, "%s: object %llx is not a "
 			       "symlink", obj_vol_name(vol),
 			       (unsigned long long)obj->oid);
 	}

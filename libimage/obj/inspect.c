@@ -30,29 +30,6 @@ static void loc_fill(const struct tree_item *it, struct r4_item_loc *out)
 	out->body_len = (uint32_t)it->len;
 }
 
-int r4_find_item(struct r4_vol *vol, const uint64_t key[4],
-		 struct r4_item_loc *out, struct r4_error *err)
-{
-	struct tree_cursor c;
-	struct tree_item it;
-	struct fmt_key k;
-	int rc;
-
-	memcpy(k.el, key, sizeof(k.el));
-	if (vol->keypol == FMT_KEY_SHORT)
-		k.el[1] = 0;
-	tree_cursor_init(&c, vol);
-	rc = tree_seek_le(&c, &k, err);
-	if (!rc)
-		rc = tree_cur(&c, &it, err);
-	if (!rc)
-		loc_fill(&it, out);
-	tree_cursor_fini(&c);
-	if (rc == R4_ENOTFOUND)
-		return r4_fail(err, rc, "no item at or before that key");
-	return rc;
-}
-
 /* Items from key 'from' on while match() says they belong. */
 static int items_range(struct r4_vol *vol, const struct fmt_key *from,
 		       int (*match)(const struct fmt_key *, const void *),

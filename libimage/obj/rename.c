@@ -25,7 +25,7 @@ static int same(const struct r4_objref *a, const struct r4_objref *b)
 	       a->ordering == b->ordering;
 }
 
-/* -EINVAL when dir is obj or below it. */
+/* R4_EINVAL when dir is obj or below it. */
 static int not_below(struct r4_txn *x, const struct r4_objref *obj,
 		     const struct obj_dir *dir, struct r4_error *err)
 {
@@ -34,7 +34,7 @@ static int not_below(struct r4_txn *x, const struct r4_objref *obj,
 
 	for (unsigned i = 0; i < MAX_CLIMB; i++) {
 		if (cur.oid == obj->oid)
-			return r4_fail(err, -EINVAL, "cannot move a directory "
+			return r4_fail(err, R4_EINVAL, "cannot move a directory "
 				       "below itself");
 		if (cur.oid == FMT_ROOT_OID)
 			return 0;
@@ -225,7 +225,7 @@ int r4_truncate(struct r4_txn *x, const char *path, uint64_t size,
 	if (rc)
 		return rc;
 	if (sd.plugin != FMT_OBJ_REG40)
-		rc = r4_fail(err, -EINVAL, "%s: not a regular (reg40) file",
+		rc = r4_fail(err, R4_EINVAL, "%s: not a regular (reg40) file",
 			     path);
 	if (!rc && size != sd.st.size)
 		rc = obj_body_truncate(x, &ref, sd.st.size, size, &bytes, err);

@@ -201,6 +201,20 @@ int r4_build_add(struct r4_build *b, const struct r4_entry *e,
 	return rc;
 }
 
+int r4_build_stream_begin(struct r4_build *b, struct r4_error *err)
+{
+	return pack_async_begin(b, err);
+}
+
+int r4_build_stream_end(struct r4_build *b, struct r4_error *err)
+{
+	int rc = pack_async_end(b, err);
+
+	if (rc)
+		b->failed = 1;
+	return rc;
+}
+
 /* Blocks a volume of len blocks uses besides the allocated ones. */
 static uint64_t fixed_used(const struct r4_build *b, uint64_t len)
 {

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "libimage/util/err.h"
-#include "libimage/pack/build.h"
 #include "libimage/tar/tar.h"
 
 /* Bytes read from the archive file at a time. */
@@ -224,14 +223,12 @@ int r4_pack_from_archive(struct r4_build *b, const char *path,
 		return err && err->code ? err->code : -EIO;
 	tar_sink_init(&s, b, o, strcmp(path, "-") ? path : "standard input");
 	/* the image is written behind while the archive is read */
-	rc = pack_async_begin(b, err);
+	rc = r4_build_stream_begin(b, err);
 	if (!rc)
 		rc = arc_loop(&s, a, err);
-	rc2 = pack_async_end(b, rc ? NULL : err);
-	if (!rc && rc2) {
-		b->failed = 1;
+	rc2 = r4_build_stream_end(b, rc ? NULL : err);
+	if (!rc)
 		rc = rc2;
-	}
 	tar_sink_free(&s);
 	archive_read_free(a);
 	return rc;

@@ -4,7 +4,6 @@
 #define R4_LIBIMAGE_ERR_H
 
 #include "r4/r4.h"
-#include "format/errors.h"
 
 /* Record code and a printf-style message in err (which may be NULL) and
  * return code, so callers write `return r4_fail(err, -EIO, "...")`. A

@@ -2,7 +2,8 @@
 /* r4kit: opening a volume: find and validate the master and format40
  * super blocks, the status block and the journal control blocks, and
  * set up the block cache and the space map. Every complaint names the
- * image, the block and the field. */
+ * image, the block and the field. The journal itself (replay, overlay)
+ * is the transaction layer's: r4_vol_open is in libimage/txn/open.c. */
 #include "config.h"
 #include <errno.h>
 #include <stdio.h>
@@ -11,8 +12,6 @@
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "format/bitmap.h"
-#include "libimage/txn/txn.h"
-#include "r4/journal.h"
 
 #define CACHE_BLOCKS 16384	/* 64 MiB of 4 KiB blocks */
 
@@ -124,34 +123,6 @@ static int load_status_journal(struct r4_vol *vol, uint8_t *buf,
 	return 0;
 }
 
-/* Committed transactions not yet written home: a writable open replays
- * them; a read-only one reads through them (overlay). A journal the
- * overlay cannot use leaves the blocks as they are, with the reason in
- * journal_msg (the checker reports the unreplayed transaction). After
- * kernel use the footer's counters are the current ones. */
-static int vol_journal(struct r4_vol *vol, struct r4_error *err)
-{
-	struct r4_error jerr = { 0 };
-	int rc;
-
-	if (!vol->dev->readonly) {
-		rc = txn_replay(vol, &vol->replayed, err);
-		if (!rc && vol->jf.last_flushed_tx) {
-			vol->sb.free_blocks = vol->jf.free_blocks;
-			vol->sb.file_count = vol->jf.nr_files;
-			vol->sb.next_oid = vol->jf.next_oid;
-		}
-		return rc;
-	}
-	if (txn_overlay(vol, &jerr)) {
-		snprintf(vol->journal_msg, sizeof(vol->journal_msg), "%s",
-			 jerr.msg);
-		io_set_remap(vol->dev, vol->blksize, NULL, NULL, 0, NULL);
-		vol->overlaid = 0;
-	}
-	return 0;
-}
-
 static int vol_load(struct r4_vol *vol, struct r4_error *err)
 {
 	uint8_t *buf;
@@ -175,11 +146,11 @@ static int vol_load(struct r4_vol *vol, struct r4_error *err)
 	if (!rc)
 		rc = space_init(&vol->space, vol->dev, vol->blksize,
 				vol->sb.block_count, err);
-	return rc ? rc : vol_journal(vol, err);
+	return rc;
 }
 
-int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
-		struct r4_error *err)
+int vol_open(const char *path, unsigned flags, struct r4_vol **out,
+	     struct r4_error *err)
 {
 	struct r4_vol *vol;
 	unsigned ioflags = 0;
@@ -198,32 +169,24 @@ int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
 	if (!rc)
 		rc = vol_load(vol, err);
 	if (rc) {
-		r4_vol_close(vol, NULL);
+		vol_free(vol);
 		return rc;
 	}
 	*out = vol;
 	return 0;
 }
 
-int r4_vol_close(struct r4_vol *vol, struct r4_error *err)
+size_t vol_free(struct r4_vol *vol)
 {
-	int rc = 0;
+	size_t leaked;
 
 	if (!vol)
 		return 0;
-	/* Every write went through a transaction; one still open is
-	 * dropped. */
-	if (vol->txn) {
-		txn_abort(vol->txn);
-		rc = r4_fail(err, R4_EINVAL, "%s: closed with a transaction "
-			     "open: its changes were dropped",
-			     vol->dev->path);
-	}
 	space_fini(&vol->space);
-	io_cache_fini(&vol->cache);
+	leaked = io_cache_fini(&vol->cache);
 	io_close(vol->dev);
 	free(vol);
-	return rc;
+	return leaked;
 }
 
 void r4_vol_super(const struct r4_vol *vol, struct r4_super_info *o)
@@ -263,24 +226,4 @@ int r4_vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
 	memcpy(buf, b->data, vol->blksize);
 	io_cache_put(&vol->cache, b);
 	return 0;
-}
-
-const char *r4_vol_path(const struct r4_vol *vol)
-{
-	return vol->dev->path;
-}
-
-unsigned r4_vol_replayed(const struct r4_vol *vol)
-{
-	return vol->replayed;
-}
-
-unsigned r4_vol_overlaid(const struct r4_vol *vol)
-{
-	return vol->overlaid;
-}
-
-const char *r4_vol_journal_msg(const struct r4_vol *vol)
-{
-	return vol->journal_msg;
 }

@@ -44,6 +44,18 @@ struct r4_vol {
 	struct txn_stats last_commit;
 };
 
+/* Open the device, read and check the master and format40 super blocks,
+ * the status block and the journal control blocks, and set up the block
+ * cache and the space map. The journal's transactions are not looked
+ * at: r4_vol_open (libimage/txn/open.c) replays or overlays them. */
+int vol_open(const char *path, unsigned flags, struct r4_vol **out,
+	     struct r4_error *err);
+/* Free what vol_open set up (the caller has ended any transaction).
+ * Accepts NULL. */
+/* Free the volume; returns how many cache blocks were still referenced
+ * (a leak: r4_vol_close reports it). */
+size_t vol_free(struct r4_vol *vol);
+
 /* Read a whole block into buf through the cache-less path (super blocks,
  * journal). Names the block and what it is on failure. */
 int vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,

@@ -2,13 +2,19 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Crash tests of r4pack add and r4debugfs -w (the reduced set; `make
 # crashcheck` runs tests/crash/run.sh full): the workload is cut at its
-# writes by the fault layer (R4_FAULT), and every cut image, replayed,
-# must be r4fsck-clean and hold exactly the content before or after.
+# writes by the fault layer (R4_FAULT, read only by the test builds of
+# tests/crash/bin), and every cut image, replayed, must be r4fsck-clean
+# and hold exactly the content before or after.
 
 load helpers
 
+# The test builds first on PATH for the harness.
+hooked() {
+	PATH="$top_builddir/tests/crash/bin:$PATH" "$@"
+}
+
 crash() {
-	run "$top_srcdir/tests/crash/run.sh" quick "$1"
+	run hooked "$top_srcdir/tests/crash/run.sh" quick "$1"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"all before/after"* ]]
@@ -36,10 +42,51 @@ crash() {
 	mkdir -p "$T/src/d"
 	echo x >"$T/src/d/f"
 	r4pack create -q "$T/src" "$img"
-	run "$top_srcdir/tests/crash/crashtest.sh" --name two --cut all \
+	run hooked "$top_srcdir/tests/crash/crashtest.sh" --name two --cut all \
 		--torn none --drop none --oracle none "$img" -- \
 		r4debugfs -w -R 'mkdir /m1' -R 'mkdir /m2' @IMG@
 	echo "$output"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"neither before nor after"* ]]
+}
+
+@test "crash: the installed r4pack ignores R4_FAULT (writes are not cut)" {
+	local img=$T/v.img
+	mkdir -p "$T/src" "$T/add/new"
+	echo x >"$T/src/f"
+	for i in $(seq 1 20); do echo "file $i" >"$T/add/new/n$i"; done
+	r4pack create -q "$T/src" "$img"
+	# the test build is cut by it: the sanity check of this test
+	cp "$img" "$T/cut.img"
+	R4_FAULT=cut-after=1 R4_FAULT_REPORT="$T/rep.cut" \
+		"$top_builddir/tests/crash/bin/r4pack" add -q "$T/cut.img" "$T/add"
+	grep -q 'cut=1' "$T/rep.cut"
+	# the installed command: all of it reaches the image, no report
+	R4_FAULT=cut-after=1 R4_FAULT_REPORT="$T/rep" \
+		run "$top_builddir/cmd/r4pack" add -q "$img" "$T/add"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ ! -e "$T/rep" ]
+	run r4fsck --check "$img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run r4debugfs -R 'ls /new' "$img"
+	[[ "$output" == *n20* ]]
+	# nor does a bad value stop it
+	R4_FAULT=bogus run "$top_builddir/cmd/r4pack" add -q "$img" "$T/src"
+	[ "$status" -eq 0 ]
+}
+
+@test "crash: no installed program or library names R4_FAULT" {
+	local f
+	for f in "$top_builddir"/cmd/r4* "$top_builddir"/libimage/*.a \
+		 "$top_builddir"/libimage/.libs/*.so*; do
+		[ -e "$f" ] || continue
+		if grep -q R4_FAULT "$f"; then
+			echo "$f names R4_FAULT"
+			return 1
+		fi
+	done
+	# the check can see it: the test build names it
+	grep -q R4_FAULT "$top_builddir/tests/crash/bin/r4pack"
 }

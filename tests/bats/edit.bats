@@ -29,8 +29,8 @@ masked() {
 
 same_as_host() {
 	local img=$1 dir=$2
-	r4ref manifest "$img" | masked >"$T/img.man"
-	r4ref manifest-dir "$dir" | masked >"$T/dir.man"
+	oracle r4ref manifest "$img" | masked >"$T/img.man"
+	oracle r4ref manifest-dir "$dir" | masked >"$T/dir.man"
 	diff "$T/dir.man" "$T/img.man"
 }
 
@@ -155,7 +155,7 @@ make_image() {
 	run r4debugfs -w --atomic -R 'mkdir /n' -R "write $T/src/a/big /n/big" \
 		-R 'rm /nope' "$T/w.img"
 	[ "$status" -eq 1 ]
-	r4ref manifest "$T/w.img" | diff "$T/before.man" -
+	oracle r4ref manifest "$T/w.img" | diff "$T/before.man" -
 	local b
 	for b in $(cmp -l "$T/v.img" "$T/w.img" | awk '{ print int(($1 - 1) / 4096) }' | uniq); do
 		run r4debugfs -R "icheck $b" "$T/v.img"

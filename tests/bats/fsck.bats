@@ -353,8 +353,8 @@ extent_volume() {
 	truncate -s 64M "$T/ext.img"
 	r4ref mkfs "$T/ext.img" "$T/s2" 2>/dev/null
 	# Twig 23: nodeptr (28..35), extent big1 (36), extent big2 (52).
-	debugfs.reiser4 -f -t "$T/ext.img" 2>/dev/null | grep -q "#1  EXTENT.*OFF=36"
-	debugfs.reiser4 -f -t "$T/ext.img" 2>/dev/null | grep -q "#2  EXTENT.*OFF=52"
+	oracle debugfs.reiser4 -f -t "$T/ext.img" 2>/dev/null | grep -q "#1  EXTENT.*OFF=36"
+	oracle debugfs.reiser4 -f -t "$T/ext.img" 2>/dev/null | grep -q "#2  EXTENT.*OFF=52"
 	poke "$T/ext.img" $((23 * 4096 + 36)) 100 8
 	poke "$T/ext.img" $((23 * 4096 + 52)) 105 8
 	local b
@@ -380,7 +380,7 @@ extent_volume() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	oracle_fsck "$T/ext.img"
-	r4ref manifest "$T/ext.img" | grep -q "^/big1"
+	oracle r4ref manifest "$T/ext.img" | grep -q "^/big1"
 
 	cp "$T/ext.img" "$T/bad.img"
 	poke "$T/bad.img" $((23 * 4096 + 36)) 16382 8

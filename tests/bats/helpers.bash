@@ -7,17 +7,54 @@ setup() {
 	export T
 }
 
+# A test fails when an oracle run through 'oracle' failed anywhere in it,
+# even inside a pipeline or a $(...) whose status nobody sees.
 teardown() {
+	local failed=
+	if [ -s "$T/oracle-failed" ]; then
+		cat "$T/oracle-failed"
+		failed=1
+	fi
 	[ -n "${R4_KEEP_TMP:-}" ] || rm -rf "$T"
+	[ -z "$failed" ]
 }
 
-# Skip when the test oracle (reiser4progs) is not installed.
+# oracle [-s MAX] CMD ARGS...: run the test oracle (fsck.reiser4,
+# debugfs.reiser4, r4ref, ...) in a pipeline or a command substitution.
+# An exit status above MAX (default 0), or death by a signal other than
+# SIGPIPE (a reader that stopped early), is recorded and fails the test
+# at teardown: an oracle that fails is a failure, never a quiet empty
+# output.
+oracle() {
+	local max=0 rc=0
+	if [ "$1" = -s ]; then
+		max=$2
+		shift 2
+	fi
+	"$@" || rc=$?
+	if [ "$rc" -gt "$max" ] && [ "$rc" -ne 141 ]; then
+		echo "oracle failed (status $rc): $*" | tee -a "$T/oracle-failed" >&2
+	fi
+	return "$rc"
+}
+
+# Skip when the test oracle (reiser4progs) is not installed. Only that may
+# skip: an oracle that fails or crashes fails the test (oracle_fsck,
+# oracle_field).
 need_oracle() {
 	command -v fsck.reiser4 >/dev/null 2>&1 || skip "reiser4progs not installed"
 }
 
+# Skip when r4ref is not built because libreiser4 is not installed; when
+# configure found libreiser4 (R4_HAVE_R4REF=1, set by make check) a
+# missing r4ref is a failure.
 need_r4ref() {
-	command -v r4ref >/dev/null 2>&1 || skip "r4ref (libreiser4) not built"
+	command -v r4ref >/dev/null 2>&1 && return 0
+	if [ "${R4_HAVE_R4REF:-0}" = 1 ]; then
+		echo "r4ref not found although libreiser4 is installed"
+		return 1
+	fi
+	skip "r4ref (libreiser4) not built"
 }
 
 # fsck.reiser4 --check; succeeds only when it calls the volume consistent.
@@ -31,6 +68,18 @@ oracle_fsck() {
 }
 
 # One field of 'debugfs.reiser4 -f -s' ("free blocks:", "root block:", ...).
+# When debugfs.reiser4 fails (exit status, a signal) or does not print the
+# field, it prints "oracle-failed" (and why, on stderr) and returns 1, so
+# that no comparison with it passes.
 oracle_field() {
-	debugfs.reiser4 -f -s "$1" 2>/dev/null | sed -n "s/^$2:[[:space:]]*//p" | head -n 1
+	local out rc val
+	out=$(debugfs.reiser4 -f -s "$1" 2>/dev/null)
+	rc=$?
+	val=$(sed -n "s/^$2:[[:space:]]*//p" <<<"$out" | head -n 1)
+	if [ "$rc" -ne 0 ] || [ -z "$val" ]; then
+		echo "debugfs.reiser4 -f -s $1: status $rc, field '$2': '$val'" >&2
+		echo oracle-failed
+		return 1
+	fi
+	echo "$val"
 }

@@ -8,13 +8,13 @@ UUID=01234567-89ab-cdef-0123-456789abcdef
 
 # Super block fields debugfs.reiser4 prints, minus the random mkfs id.
 supers() {
-	debugfs.reiser4 -f -s "$1" 2>/dev/null | sed -n '/^Master/,$p' |
+	oracle debugfs.reiser4 -f -s "$1" 2>/dev/null | sed -n '/^Master/,$p' |
 		grep -v '^mkfs id:'
 }
 
 # The tree as debugfs.reiser4 prints it, minus time stamps and ids.
 tree() {
-	debugfs.reiser4 -f -t "$1" 2>/dev/null |
+	oracle debugfs.reiser4 -f -t "$1" 2>/dev/null |
 		grep -v 'time:' | sed -e 's/MKFS ID=0x[0-9a-f]*//' -e 's/CSUM=[0-9]*//'
 }
 
@@ -137,8 +137,8 @@ same_as_mkfs_reiser4() {
 @test "label and uuid are stored" {
 	need_oracle
 	r4mkfs -q -L sixteen-chars-ok -U $UUID "$T/l.img" 64M
-	[ "$(debugfs.reiser4 -f -s "$T/l.img" 2>/dev/null | sed -n 's/^label:[[:space:]]*//p')" = sixteen-chars-ok ]
-	[ "$(debugfs.reiser4 -f -s "$T/l.img" 2>/dev/null | sed -n 's/^uuid:[[:space:]]*//p')" = $UUID ]
+	[ "$(oracle debugfs.reiser4 -f -s "$T/l.img" 2>/dev/null | sed -n 's/^label:[[:space:]]*//p')" = sixteen-chars-ok ]
+	[ "$(oracle debugfs.reiser4 -f -s "$T/l.img" 2>/dev/null | sed -n 's/^uuid:[[:space:]]*//p')" = $UUID ]
 }
 
 @test "reproducible with -U and SOURCE_DATE_EPOCH" {

@@ -28,7 +28,7 @@ load helpers
 	[ "$status" -eq 0 ]
 	mkdir "$T/out"
 	r4debugfs -R "rdump / $T/out" "$T/img"
-	diff <(r4ref manifest-dir "$s" | tail -n +2) <(r4ref manifest-dir "$T/out" | tail -n +2)
+	diff <(oracle r4ref manifest-dir "$s" | tail -n +2) <(oracle r4ref manifest-dir "$T/out" | tail -n +2)
 	diff -r "$s" "$T/out"
 }
 
@@ -77,7 +77,7 @@ load helpers
 	# bytes after a full chunk, so compare the first chunk of the longer
 	# files (a tail split over leaves, and an extent on the twig level).
 	for f in dir/tail-8k.txt dir/sub/extent-108k.txt; do
-		debugfs.reiser4 -f -k "/$f" "$T/img" 2>/dev/null | head -c 4096 >"$T/got"
+		oracle debugfs.reiser4 -f -k "/$f" "$T/img" 2>/dev/null | head -c 4096 >"$T/got"
 		cmp "$T/got" <(head -c 4096 "$s/$f")
 	done
 }

@@ -20,6 +20,8 @@
 #                      every=10)
 #   --keep DIR         keep the images of a failing point in DIR
 #
+# The workload must be a test build that reads R4_FAULT (tests/crash/bin,
+# tests/helpers/fault_env.c); the installed commands ignore it.
 # For each point: copy PRISTINE, run the workload with R4_FAULT=MODE=k
 # (its exit status is ignored, but death by a signal fails), then
 #   1. (oracle points) fsck.reiser4 --check -f -y on a copy, which must
@@ -118,8 +120,9 @@ if ! run_workload "$W/after.img" count; then
 fi
 N=$(cat "$W/writes")
 if [ -z "$N" ] || [ "$N" -lt 1 ]; then
-	echo "crashtest: $NAME: the fault layer counted no writes" \
-	     "(is R4_FAULT_REPORT supported?)" >&2
+	echo "crashtest: $NAME: the fault layer counted no writes (only" \
+	     "the test builds in tests/crash/bin read R4_FAULT and" \
+	     "R4_FAULT_REPORT; the installed commands ignore them)" >&2
 	exit 2
 fi
 manifest "$W/after.img" "$W/after" || {

@@ -10,7 +10,9 @@
 #
 # Workloads: add50 add50tar add50stdin rmr mvfile mvdir script add1000
 # (default: all of the level). Needs r4pack, r4debugfs, r4fsck and
-# r4ref (or r4manifest) on PATH; fsck.reiser4 when present.
+# r4ref (or r4manifest) on PATH, r4pack and r4debugfs being the test
+# builds of tests/crash/bin (the only ones that read R4_FAULT);
+# fsck.reiser4 when present.
 # The last line: "crash: N cut points in W workloads, all before/after,
 # fsck.reiser4 agreed at M". Exit 0, 1 when a point failed, 2 on error.
 set -u

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 #include "r4/pack.h"
+#include "cmd/common/common.h"
 
 #define CHUNK 65536
 
@@ -256,7 +257,7 @@ static int parse(int argc, char **argv, struct r4_build_opts *o)
 			}
 			break;
 		case 'S':
-			if (r4_parse_size(optarg, &o->mkfs.size_bytes))
+			if (r4cmd_parse_size(optarg, &o->mkfs.size_bytes))
 				return -1;
 			o->auto_size = 0;
 			break;

@@ -20,11 +20,12 @@ static int read_at(const char *path, uint64_t off, uint8_t *buf, size_t len)
 	int fd = open(path, O_RDONLY);
 	ssize_t n;
 
-	if (fd < 0)
-		return -1;
+	tap_require(fd >= 0, "cannot open %s", path);
 	n = pread(fd, buf, len, (off_t)off);
 	close(fd);
-	return n == (ssize_t)len ? 0 : -1;
+	tap_require(n == (ssize_t)len, "cannot read %zu bytes at %llu of %s",
+		    len, (unsigned long long)off, path);
+	return 0;
 }
 
 static void test_geometry(void)
@@ -190,7 +191,8 @@ static void check_image(const char *opts, const char *size, uint32_t bs)
 	uint64_t nbm, free_bits = 0, k;
 	int bad_csum = 0, own_unused = 0, tail_bad = 0;
 
-	if (!blk || fixture_mkfs(opts, size, path)) {
+	tap_require(blk, "out of memory");
+	if (fixture_mkfs(opts, size, path)) {
 		tap_skip(4, "mkfs.reiser4 not available");
 		free(blk);
 		return;

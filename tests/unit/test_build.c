@@ -484,6 +484,10 @@ static void oracle(const char *what, int fsck, const char *reader)
 			sh("diff '%s/expected' '%s/got' | head -n 10 | "
 			   "sed 's/^/# /'; head -n 5 '%s/got.err' | "
 			   "sed 's/^/# /'", dir, dir, dir);
+	} else if (!strcmp(reader, "r4ref") && getenv("R4_HAVE_R4REF") &&
+		   !strcmp(getenv("R4_HAVE_R4REF"), "1")) {
+		ok(0, "%s: r4ref not found although libreiser4 is installed",
+		   what);
 	} else {
 		tap_skip(1, "manifest reader not built");
 	}
@@ -532,7 +536,7 @@ static void open_vol(void)
 
 static void close_vol(void)
 {
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 	vol = NULL;
 }
 
@@ -860,8 +864,7 @@ int main(void)
 	setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
 	snprintf(dir, sizeof(dir), "%s/r4buildXXXXXX", tmp && *tmp ? tmp :
 		 "/tmp");
-	if (!mkdtemp(dir))
-		return 99;
+	tap_require(mkdtemp(dir), "mkdtemp %s failed", dir);
 	snprintf(img, sizeof(img), "%s/vol.img", dir);
 	test_empty();
 	test_sizes("sizes", NULL, 1, 1, "r4ref");

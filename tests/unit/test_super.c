@@ -30,11 +30,12 @@ static int read_at(const char *path, uint64_t off, uint8_t *buf, size_t len)
 	int fd = open(path, O_RDONLY);
 	ssize_t n;
 
-	if (fd < 0)
-		return -1;
+	tap_require(fd >= 0, "cannot open %s", path);
 	n = pread(fd, buf, len, (off_t)off);
 	close(fd);
-	return n == (ssize_t)len ? 0 : -1;
+	tap_require(n == (ssize_t)len, "cannot read %zu bytes at %llu of %s",
+		    len, (unsigned long long)off, path);
+	return 0;
 }
 
 /* ---- pure tests ---- */
@@ -508,7 +509,8 @@ static void check_image_backups(const char *opts, const char *size,
 	struct fmt_format40 sb;
 	struct fmt_backup made;
 
-	if (!blk || !enc || fixture_mkfs(opts, size, path)) {
+	tap_require(blk && enc, "out of memory");
+	if (fixture_mkfs(opts, size, path)) {
 		tap_skip(3, "mkfs.reiser4 not available");
 		free(blk); free(enc);
 		return;

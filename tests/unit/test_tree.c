@@ -99,7 +99,7 @@ static void test_plain(void)
 	is_int(r4_tree_walk(vol, count_nodes, levels, &err), 0, "walk");
 	is_int(levels[2], 1, "one twig (root)");
 	is_int(levels[1], 1, "one leaf");
-	r4_vol_close(vol, &err);
+	tap_must(r4_vol_close(vol, &err));
 }
 
 static void test_lost_found(void)
@@ -136,7 +136,7 @@ static void test_lost_found(void)
 		is_int(r4_read(vol, &o, 0, b, sizeof(b), &got, &err), -EISDIR,
 		       "read of a directory");
 	}
-	r4_vol_close(vol, &err);
+	tap_must(r4_vol_close(vol, &err));
 }
 
 static unsigned pinned(struct r4_vol *vol)
@@ -191,7 +191,7 @@ static void test_cursor(void)
 	       "nothing at or before the smallest key");
 	tree_cursor_fini(&c);
 	is_int(pinned(vol), 0, "no block left pinned");
-	r4_vol_close(vol, &err);
+	tap_must(r4_vol_close(vol, &err));
 }
 
 int main(void)
@@ -202,8 +202,7 @@ int main(void)
 	snprintf(path, sizeof(path), "%s/r4treeXXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");
 	fd = mkstemp(path);
-	if (fd < 0)
-		return 1;
+	tap_require(fd >= 0, "mkstemp %s failed", path);
 	close(fd);
 	test_plain();
 	test_lost_found();

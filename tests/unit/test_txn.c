@@ -35,19 +35,18 @@ static void copy_image(const char *from, const char *to)
 	char cmd[256];
 
 	snprintf(cmd, sizeof(cmd), "cp --sparse=always '%s' '%s'", from, to);
-	if (system(cmd) != 0)
-		printf("# cp failed\n");
+	tap_require(system(cmd) == 0, "%s failed", cmd);
 }
 
 static void poke_block(const char *p, uint64_t blk, const uint8_t *buf)
 {
 	FILE *f = fopen(p, "r+b");
 
-	if (!f)
-		return;
-	if (fseeko(f, (off_t)(blk * BS), SEEK_SET) == 0)
-		fwrite(buf, 1, BS, f);
-	fclose(f);
+	tap_require(f, "cannot open %s", p);
+	tap_require(fseeko(f, (off_t)(blk * BS), SEEK_SET) == 0 &&
+		    fwrite(buf, 1, BS, f) == BS, "cannot write block %llu of %s",
+		    (unsigned long long)blk, p);
+	tap_must(fclose(f));
 }
 
 /* What "the volume's state" means here: the super block counters, the
@@ -128,7 +127,7 @@ static uint64_t our_check(const char *p)
 		return 1000;
 	if (r4_check(vol, NULL, &rep, &err))
 		rep.problems = 1000;
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 	return rep.problems;
 }
 
@@ -219,7 +218,7 @@ static int run_faulty(const struct io_fault_spec *spec, struct r4_error *err)
 		return rc;
 	rc = work(vol, err);
 	last_stats = vol->last_commit;
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 	return rc;
 }
 
@@ -410,7 +409,7 @@ static void test_oracle_replay(const char *label, int bitmap_changed)
 		       label);
 		is_u64(vol->sb.root_block, new_state.root,
 		       "%s: the overlay shows the new root", label);
-		r4_vol_close(vol, NULL);
+		tap_must(r4_vol_close(vol, NULL));
 	}
 	snprintf(ref, sizeof(ref), "%s.ref", path);
 	copy_image(path, ref);
@@ -536,8 +535,8 @@ static int many_setup(uint64_t *start, uint64_t *writes)
 	int rc;
 
 	copy_image(pristine, path);
-	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
-		return -1;
+	tap_require(!r4_vol_open(path, R4_OPEN_RDWR, &vol, &err), "open: %s",
+		    err.msg);
 	rc = txn_begin(vol, &t, &err);
 	if (!rc)
 		rc = txn_alloc_run(t, 1000, 600, start, &got_n, &err);
@@ -559,7 +558,7 @@ static int many_setup(uint64_t *start, uint64_t *writes)
 	       (unsigned long long)vol->last_commit.writes,
 	       (unsigned long long)vol->last_commit.bytes,
 	       (unsigned long long)vol->last_commit.syncs);
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 	is_int(count_bad(*start, 600, 0x80), 0, "every block has its new "
 	       "bytes");
 	return rc;
@@ -583,7 +582,7 @@ static void test_many(void)
 	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err) == 0) {
 		io_fault_arm(&none);
 		capture_all(vol, start, 600, 0x40, &err);
-		r4_vol_close(vol, NULL);
+		tap_must(r4_vol_close(vol, NULL));
 	}
 	io_fault_arm(&none);
 	fixture_block(path, 19, h);
@@ -613,8 +612,8 @@ static void test_abort(void)
 	int rc;
 
 	copy_image(pristine, path);
-	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
-		return;
+	tap_require(!r4_vol_open(path, R4_OPEN_RDWR, &vol, &err), "open: %s",
+		    err.msg);
 	sb = vol->sb;
 	root = sb.root_block;
 	r4_vol_read_block(vol, root, before, &err);
@@ -642,7 +641,7 @@ static void test_abort(void)
 	r4_vol_read_block(vol, leaf, after, &err);
 	is_mem(after, before, BS, "the captured leaf reads as before");
 	ok(!memcmp(&vol->sb, &sb, sizeof(sb)), "super block unchanged");
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 	take_snap(pristine, &old_state);
 	take_snap(path, &got);
 	ok(same(&got, &old_state), "nothing reached the image");
@@ -650,8 +649,7 @@ static void test_abort(void)
 	io_fault_arm(&fail);
 	rc = r4_vol_open(path, R4_OPEN_RDWR, &vol, &err);
 	io_fault_arm(&none);
-	if (rc)
-		return;
+	tap_require(rc == 0, "open: %s", err.msg);
 	ok(workload(vol, &err) != 0, "a failed write fails the commit: %s",
 	   err.msg);
 	memset(&err, 0, sizeof(err));
@@ -659,7 +657,7 @@ static void test_abort(void)
 	       "%s", err.msg);
 	ok(!memcmp(&vol->sb, &sb, sizeof(sb)), "in-memory super block as "
 	   "before the failed commit");
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 }
 
 /* ---- journals that lie ---- */
@@ -687,13 +685,13 @@ static void hostile(const char *name, uint64_t blk, size_t off, int width,
 	ok(strstr(err.msg, needle) != NULL, "%s: '%s' names %s", name,
 	   err.msg, needle);
 	if (vol)
-		r4_vol_close(vol, NULL);
+		tap_must(r4_vol_close(vol, NULL));
 	memset(&err, 0, sizeof(err));
 	rc = r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err);
 	ok(rc == 0 && r4_vol_journal_msg(vol)[0],
 	   "%s: read-only open still works, without the overlay", name);
 	if (!rc)
-		r4_vol_close(vol, NULL);
+		tap_must(r4_vol_close(vol, NULL));
 }
 
 /* total 3 in the tx head and its one record: the ring is too short */
@@ -716,7 +714,7 @@ static void fewer_records(uint64_t txh, uint64_t rec)
 	snprintf(needle, sizeof(needle), "fewer wander records than the tx "
 		 "head's total (block %llu)", (unsigned long long)txh);
 	ok(strstr(err.msg, needle) != NULL, "fewer records: '%s'", err.msg);
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 }
 
 static void test_hostile(void)
@@ -745,6 +743,7 @@ static void test_hostile(void)
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
+	int fd;
 
 	if (fixture_mkfs("", "16M", pristine)) {
 		tap_skip(1, "mkfs.reiser4 not installed");
@@ -752,7 +751,9 @@ int main(void)
 	}
 	snprintf(path, sizeof(path), "%s/r4txnXXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");
-	close(mkstemp(path));
+	fd = mkstemp(path);
+	tap_require(fd >= 0, "mkstemp %s failed", path);
+	close(fd);
 	test_commit();
 	test_rounds();
 	test_many();

@@ -15,9 +15,10 @@ static void poke(uint64_t off, const void *bytes, size_t n)
 {
 	FILE *f = fopen(path, "r+b");
 
-	fseeko(f, (off_t)off, SEEK_SET);
-	fwrite(bytes, 1, n, f);
-	fclose(f);
+	tap_require(f, "cannot open %s", path);
+	tap_require(fseeko(f, (off_t)off, SEEK_SET) == 0 &&
+		    fwrite(bytes, 1, n, f) == n, "cannot write %s", path);
+	tap_must(fclose(f));
 }
 
 static void make(const char *spec)
@@ -31,9 +32,9 @@ static void make(const char *spec)
 	o.create_file = 1;
 	snprintf(o.label, sizeof(o.label), "unit");
 	if (spec)
-		r4_mkfs_override(&o, spec, &err);
-	if (r4_mkfs(path, &o, NULL, &err))
-		printf("# mkfs: %s\n", err.msg);
+		tap_require(!r4_mkfs_override(&o, spec, &err), "-o %s: %s",
+			    spec, err.msg);
+	tap_require(!r4_mkfs(path, &o, NULL, &err), "mkfs: %s", err.msg);
 }
 
 /* Open must fail with code, and the message must mention want. */
@@ -71,14 +72,14 @@ static void test_fresh(void)
 	is_int(space_test(&vol->space, 24, &err), 1, "leaf block used");
 	is_int(space_test(&vol->space, 25, &err), 0, "block 25 free");
 	is_int(space_test(&vol->space, 16384, &err), R4_ERANGE, "past end");
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 
 	make("key=key_short,node=node41");
 	is_int(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err), 0, "open short");
 	r4_vol_super(vol, &si);
 	is_int(si.large_keys, 0, "short keys");
 	is_int(si.node_pid, 1, "node41");
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
 }
 
 /* Changes reach a volume only through transactions: marking a block in
@@ -96,7 +97,24 @@ static void test_rw_bitmap(void)
 	is_int(space_test(&vol->space, 100, &err), 0,
 	       "block 100 still free: no write outside a transaction");
 	is_int(vol->space.bad_csum[0], 0, "bitmap checksum intact");
-	r4_vol_close(vol, NULL);
+	tap_must(r4_vol_close(vol, NULL));
+}
+
+/* A block of the cache still referenced at close is a leak, and close
+ * says so. */
+static void test_leak(void)
+{
+	struct r4_vol *vol = NULL;
+	struct r4_error err = { 0 };
+	struct io_block *b;
+
+	make(NULL);
+	tap_must(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err));
+	tap_must(io_cache_get(&vol->cache, 24, &b, &err));
+	is_int(r4_vol_close(vol, &err), R4_EINVAL,
+	       "close with a block still referenced fails");
+	ok(strstr(err.msg, "1 block(s) of the cache still referenced") != NULL,
+	   "the message says so: '%s'", err.msg);
 }
 
 static void test_damage(void)
@@ -118,12 +136,12 @@ static void test_damage(void)
 	open_fails(R4_ECORRUPT, "block 17", "root past the end");
 
 	make(NULL);
-	if (truncate(path, 8 << 20) == 0)
-		open_fails(R4_ERANGE, "truncated", "truncated image");
+	tap_must(truncate(path, 8 << 20));
+	open_fails(R4_ERANGE, "truncated", "truncated image");
 
 	make(NULL);
-	if (truncate(path, 40000) == 0)
-		open_fails(R4_EBADMAGIC, "too small", "tiny file");
+	tap_must(truncate(path, 40000));
+	open_fails(R4_EBADMAGIC, "too small", "tiny file");
 
 	unlink(path);
 	open_fails(-ENOENT, path, "missing file");
@@ -136,9 +154,11 @@ int main(void)
 
 	snprintf(path, sizeof(path), "%s/r4volXXXXXX", tmp ? tmp : "/tmp");
 	fd = mkstemp(path);
+	tap_require(fd >= 0, "mkstemp %s failed", path);
 	close(fd);
 	test_fresh();
 	test_rw_bitmap();
+	test_leak();
 	test_damage();
 	unlink(path);
 	return tap_done();

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the test hook of the crash harness, linked only into test
+ * builds (tests/crash/bin/r4pack, tests/crash/bin/r4debugfs, r4txn),
+ * never into an installed command. Before main() it arms the fault
+ * backend (libimage/io/fault.h) from the environment:
+ *
+ *   R4_FAULT         count, fail-write=N, cut-after=N, torn-write=N or
+ *                    drop-unsynced=N (unset or empty: no fault);
+ *   R4_FAULT_REPORT  a file to which each faulty device appends
+ *                    "writes=W syncs=S cut=C\n" as it closes.
+ *
+ * A bad R4_FAULT ends the program with exit status 2 and a one-line
+ * message. */
+#include "config.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include "libimage/io/fault.h"
+
+static void report(void *ctx, const struct io_fault_stats *st)
+{
+	const char *path = ctx;
+	FILE *f = fopen(path, "a");
+
+	if (!f)
+		return;
+	fprintf(f, "writes=%llu syncs=%llu cut=%d\n",
+		(unsigned long long)st->writes, (unsigned long long)st->syncs,
+		st->fired);
+	fclose(f);
+}
+
+static void fault_env(void) __attribute__((constructor));
+static void fault_env(void)
+{
+	const char *env = getenv("R4_FAULT");
+	const char *rep = getenv("R4_FAULT_REPORT");
+	struct io_fault_spec spec;
+
+	if (!env || !*env)
+		return;
+	if (io_fault_parse(env, &spec)) {
+		fprintf(stderr, "R4_FAULT='%s': expected count, fail-write=N, "
+			"cut-after=N, torn-write=N or drop-unsynced=N\n", env);
+		exit(2);
+	}
+	if (rep && *rep)
+		io_fault_on_close(report, (void *)rep);
+	io_fault_arm(&spec);
+}
