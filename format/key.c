@@ -309,14 +309,17 @@ static void put_hex(uint64_t v, char *buf, size_t len, size_t *pos)
 
 void fmt_key_str(const struct fmt_key *k, char *buf, size_t len)
 {
+	const uint64_t f[5] = { fmt_key_locality(k), fmt_key_type(k),
+				fmt_key_ordering(k), fmt_key_objectid(k),
+				fmt_key_offset(k) };
 	size_t pos = 0;
 
 	if (len == 0)
 		return;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		if (i && pos + 1 < len)
 			buf[pos++] = ':';
-		put_hex(k->el[i], buf, len, &pos);
+		put_hex(f[i], buf, len, &pos);
 	}
 	buf[pos] = '\0';
 }

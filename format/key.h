@@ -90,7 +90,10 @@ int fmt_entry_name_stored(enum fmt_key_policy pol, size_t len);
 size_t fmt_key_entry_name(const struct fmt_key *k, enum fmt_key_policy pol,
 			  char *buf);
 
-/* Print "el0:el1:el2:el3" in hex into buf (at least 72 bytes). */
+/* The one printed form of a key, "locality:type:ordering:objectid:offset"
+ * in hex, into buf (FMT_KEY_STR_MAX bytes hold any key); callers that
+ * set keys apart in a line put it in brackets. */
+#define FMT_KEY_STR_MAX 72
 void fmt_key_str(const struct fmt_key *k, char *buf, size_t len);
 
 /* True when an entry key holds a hash of the name's tail (the long-name

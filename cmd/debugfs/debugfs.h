@@ -67,7 +67,6 @@ int dbg_show_node(struct dbg *d, uint64_t nr, const uint8_t *blk);
 int dbg_print_item(const struct dbg *d, const uint8_t *blk, unsigned i);
 /* "[loc:type:ordering:oid:offset]" in hex into buf (>= 96 bytes). */
 struct fmt_key;
-void dbg_key_str(const struct fmt_key *k, char *buf, size_t len);
 /* Mode as ls -l prints it ("drwxr-xr-x") into buf (>= 11 bytes). */
 void dbg_mode_str(unsigned mode, char *buf);
 /* Print "first bytes" of a buffer: hex then a printable rendering. */
@@ -75,14 +74,6 @@ void dbg_hexhead(const uint8_t *p, size_t len, size_t max);
 
 /* print_tree.c */
 int dbg_print_tree(struct dbg *d, int argc, const char **argv);
-/* A set of 64-bit numbers (block numbers, object ids). */
-struct dbg_set {
-	uint64_t *slot;
-	size_t cap, used;
-};
-/* 1 if v was already there, 0 if added, -1 out of memory. */
-int dbg_set_add(struct dbg_set *s, uint64_t v);
-void dbg_set_free(struct dbg_set *s);
 
 /* objcmds.c, mapcmds.c, rdump.c: the commands on files. */
 /* Resolve PATH; prints "PATH: why" and returns DBG_FAIL if it fails. */

@@ -14,6 +14,8 @@
 #include "../common/common.h"
 #include "r4/read.h"
 #include "debugfs.h"
+#include "format/key.h"
+#include "r4/util.h"
 
 #define CHUNK 65536
 #define TARGET_MAX 4096
@@ -73,15 +75,8 @@ static int collect(void *ctx, const char *name, size_t len,
 {
 	struct dlist *l = ctx;
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct dent *v = realloc(l->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (R4_RESERVE(l->v, l->cap, l->n + 1, 64))
+		return -ENOMEM;
 	l->v[l->n].name = malloc(len + 1);
 	if (!l->v[l->n].name)
 		return -ENOMEM;
@@ -251,7 +246,8 @@ int dbg_ls(struct dbg *d, int argc, const char **argv)
 static void stat_text(const char *path, const struct r4_stat *st,
 		      const char *target)
 {
-	char mode[11], t[3][32];
+	char mode[11], t[3][32], ks[FMT_KEY_STR_MAX];
+	struct fmt_key k;
 
 	dbg_mode_str(st->mode, mode);
 	time_str(st->atime, t[0], sizeof(t[0]));
@@ -262,8 +258,9 @@ static void stat_text(const char *path, const struct r4_stat *st,
 	printf("\nobject:      oid 0x%" PRIx64 ", locality 0x%" PRIx64
 	       ", ordering 0x%" PRIx64 "\n", st->oid, st->locality,
 	       st->ordering);
-	printf("key:         [%" PRIx64 ":1:%" PRIx64 ":%" PRIx64 ":0]\n",
-	       st->locality, st->ordering, st->oid);
+	fmt_key_sd(&k, st->locality, st->ordering, st->oid);
+	fmt_key_str(&k, ks, sizeof(ks));
+	printf("key:         [%s]\n", ks);
 	printf("plugin:      %s (%u)\n", plugin_name(st->object_plugin),
 	       st->object_plugin);
 	printf("mode:        0%06o (%s)\n", st->mode, mode);

@@ -17,13 +17,6 @@
 
 #define HEAD_BYTES 16
 
-void dbg_key_str(const struct fmt_key *k, char *buf, size_t len)
-{
-	snprintf(buf, len, "[%" PRIx64 ":%x:%" PRIx64 ":%" PRIx64 ":%" PRIx64
-		 "]", fmt_key_locality(k), fmt_key_type(k),
-		 fmt_key_ordering(k), fmt_key_objectid(k), fmt_key_offset(k));
-}
-
 void dbg_mode_str(unsigned mode, char *b)
 {
 	static const char types[] = "?pc?d?b?-?l?s???";
@@ -150,7 +143,7 @@ static int print_cde40(const uint8_t *body, size_t len,
 	int n = fmt_cde40_units(body, len, pol), bad = -1;
 	struct fmt_cde40_entry e;
 	struct fmt_key k;
-	char name[32], ks[96];
+	char name[32], ks[FMT_KEY_STR_MAX];
 	const char *why;
 
 	if (n < 0) {
@@ -174,8 +167,8 @@ static int print_cde40(const uint8_t *body, size_t len,
 		else
 			dbg_put_name(name,
 				 fmt_key_entry_name(&k, pol, name));
-		dbg_key_str(&e.target, ks, sizeof(ks));
-		printf("\" -> %s (hash %" PRIx64 ":%" PRIx64 ":%" PRIx64
+		fmt_key_str(&e.target, ks, sizeof(ks));
+		printf("\" -> [%s] (hash %" PRIx64 ":%" PRIx64 ":%" PRIx64
 		       ", at %u)\n", ks, e.ordering, e.objectid, e.offset,
 		       e.body_offset);
 	}
@@ -219,7 +212,7 @@ static int print_misc(unsigned pid, const uint8_t *body, size_t len,
 	struct fmt_ctail40 ct;
 	struct fmt_bbox40 bb;
 	uint64_t child;
-	char ks[96];
+	char ks[FMT_KEY_STR_MAX];
 
 	switch (pid) {
 	case FMT_ITEM_NODEPTR40:
@@ -236,8 +229,8 @@ static int print_misc(unsigned pid, const uint8_t *body, size_t len,
 	case FMT_ITEM_BBOX40:
 		if (fmt_bbox40_decode(body, len, pol, &bb))
 			break;
-		dbg_key_str(&bb.sdkey, ks, sizeof(ks));
-		printf("    safe link to %s", ks);
+		fmt_key_str(&bb.sdkey, ks, sizeof(ks));
+		printf("    safe link to [%s]", ks);
 		if (bb.has_size)
 			printf(", truncate to %" PRIu64, bb.size);
 		putchar('\n');
@@ -279,7 +272,7 @@ int dbg_print_item(const struct dbg *d, const uint8_t *blk, unsigned i)
 	struct fmt_item_header ih;
 	size_t off, len;
 	const char *name;
-	char ks[96];
+	char ks[FMT_KEY_STR_MAX];
 	int rc;
 
 	rc = fmt_node_ih_decode(blk, d->si.blksize, pol, i, &ih);
@@ -288,8 +281,9 @@ int dbg_print_item(const struct dbg *d, const uint8_t *blk, unsigned i)
 		return DBG_FAIL;
 	}
 	name = fmt_item_name(ih.plugin_id);
-	dbg_key_str(&ih.key, ks, sizeof(ks));
-	printf("#%u %s (%u) %s", i, name ? name : "unknown", ih.plugin_id, ks);
+	fmt_key_str(&ih.key, ks, sizeof(ks));
+	printf("#%u %s (%u) [%s]", i, name ? name : "unknown", ih.plugin_id,
+	       ks);
 	rc = fmt_node_item_body(blk, d->si.blksize, pol, i, &off, &len);
 	if (rc) {
 		printf(" offset %u: body does not fit: %s\n", ih.offset,

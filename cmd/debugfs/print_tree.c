@@ -11,64 +11,16 @@
 #include <string.h>
 #include "../common/common.h"
 #include "debugfs.h"
+#include "r4/util.h"
 #include "format/node.h"
 #include "format/item.h"
 #include "format/key.h"
 #include "format/plugin.h"
 #include "format/super.h"
 
-static size_t slot_of(uint64_t b, size_t cap)
-{
-	return (size_t)((b * 0x9e3779b97f4a7c15ULL) >> 17) & (cap - 1);
-}
-
-static int set_grow(struct dbg_set *s)
-{
-	size_t cap = s->cap ? s->cap * 2 : 1024;
-	uint64_t *n = calloc(cap, sizeof(*n));
-
-	if (!n)
-		return -1;
-	for (size_t i = 0; i < s->cap; i++) {
-		size_t j;
-
-		if (!s->slot[i])
-			continue;
-		for (j = slot_of(s->slot[i], cap); n[j]; j = (j + 1) & (cap - 1))
-			;
-		n[j] = s->slot[i];
-	}
-	free(s->slot);
-	s->slot = n;
-	s->cap = cap;
-	return 0;
-}
-
-void dbg_set_free(struct dbg_set *s)
-{
-	free(s->slot);
-	s->slot = NULL;
-	s->cap = s->used = 0;
-}
-
-int dbg_set_add(struct dbg_set *s, uint64_t b)
-{
-	size_t j;
-
-	b++;	/* 0 marks a free slot */
-	if ((s->used + 1) * 2 > s->cap && set_grow(s))
-		return -1;
-	for (j = slot_of(b, s->cap); s->slot[j]; j = (j + 1) & (s->cap - 1))
-		if (s->slot[j] == b)
-			return 1;
-	s->slot[j] = b;
-	s->used++;
-	return 0;
-}
-
 struct walk {
 	struct dbg *d;
-	struct dbg_set seen;
+	struct r4_u64map seen;	/* blocks walked (a set) */
 	enum fmt_key_policy pol;
 	uint64_t nodes;
 	int rc;
@@ -149,7 +101,7 @@ static int walk_node(struct walk *w, uint64_t blk, unsigned level,
 	struct fmt_node_header h;
 	uint32_t bs = w->d->si.blksize;
 	uint8_t *buf;
-	int seen = dbg_set_add(&w->seen, blk);
+	int seen = r4_u64set_add(&w->seen, blk);
 
 	if (seen)
 		return fail(w, blk, seen < 0 ? "out of memory" :
@@ -202,6 +154,6 @@ int dbg_print_tree(struct dbg *d, int argc, const char **argv)
 	    root >= d->si.block_count)
 		return fail(&w, root, "root block outside the usable blocks");
 	walk_node(&w, root, d->si.tree_height, &lo, &hi);
-	dbg_set_free(&w.seen);
+	r4_u64map_fini(&w.seen);
 	return w.rc;
 }

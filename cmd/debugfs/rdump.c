@@ -22,22 +22,18 @@
 #include <unistd.h>
 #include "../common/common.h"
 #include "debugfs.h"
+#include "r4/util.h"
 
 #define MAX_DEPTH 400
 #define TARGET_MAX 4096
-
-struct link {
-	struct r4_objref ref;
-	char *rel;		/* path relative to HOSTDIR */
-};
 
 struct rd {
 	struct dbg *d;
 	int rootfd;
 	int as_root;
-	struct dbg_set dirs;	/* directory oids entered */
-	struct link *links;
-	size_t nlinks, cap;
+	struct r4_u64map dirs;	/* directory oids entered (a set) */
+	struct r4_u64map links;	/* oid -> first path (char *, relative to
+				 * HOSTDIR) of objects with nlink > 1 */
 	int rc;
 };
 
@@ -62,31 +58,17 @@ static char *join(const char *dir, const char *name)
 	return p;
 }
 
-static const struct link *link_find(const struct rd *r,
-				    const struct r4_objref *ref)
-{
-	for (size_t i = 0; i < r->nlinks; i++)
-		if (r->links[i].ref.oid == ref->oid &&
-		    r->links[i].ref.locality == ref->locality)
-			return &r->links[i];
-	return NULL;
-}
-
 static void link_add(struct rd *r, const struct r4_objref *ref,
 		     const char *rel)
 {
-	if (r->nlinks == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 32;
-		struct link *v = realloc(r->links, cap * sizeof(*v));
+	char *p = strdup(rel), **slot = NULL;
 
-		if (!v)
-			return;
-		r->links = v;
-		r->cap = cap;
-	}
-	r->links[r->nlinks].rel = strdup(rel);
-	if (r->links[r->nlinks].rel)
-		r->links[r->nlinks++].ref = *ref;
+	if (p)
+		slot = r4_u64map_get(&r->links, ref->oid, NULL);
+	if (slot)
+		*slot = p;
+	else
+		free(p);
 }
 
 /* Owner, mode and times of what fd (or dirfd/name when fd < 0) is. */
@@ -153,7 +135,7 @@ static void dump_dir(struct rd *r, int dirfd, const char *name,
 		rd_err(r, rel, "directories nested too deep", 0);
 		return;
 	}
-	if (dbg_set_add(&r->dirs, ref->oid)) {
+	if (r4_u64set_add(&r->dirs, ref->oid)) {
 		rd_err(r, rel, "directory reached twice (a cycle?)", 0);
 		return;
 	}
@@ -235,7 +217,7 @@ static void dump_entry(struct rd *r, int dirfd, const char *dirrel,
 		       unsigned depth)
 {
 	struct r4_error err = { 0 };
-	const struct link *ln;
+	char **ln;
 	struct r4_stat st;
 	char *rel = join(dirrel, name);
 	int rc;
@@ -250,8 +232,9 @@ static void dump_entry(struct rd *r, int dirfd, const char *dirrel,
 		r->rc = DBG_FAIL;
 	} else if (S_ISDIR(st.mode)) {
 		dump_dir(r, dirfd, name, rel, ref, &st, depth);
-	} else if (st.nlink > 1 && (ln = link_find(r, ref))) {
-		if (linkat(r->rootfd, ln->rel, dirfd, name, 0))
+	} else if (st.nlink > 1 &&
+		   (ln = r4_u64map_find(&r->links, ref->oid))) {
+		if (linkat(r->rootfd, *ln, dirfd, name, 0))
 			rd_err(r, rel, "cannot make a hard link", errno);
 	} else {
 		if (S_ISREG(st.mode))
@@ -291,6 +274,9 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 	const char *name;
 	int manifest = 0;
 
+	r4_u64map_init(&r.dirs, 0);
+	r4_u64map_init(&r.links, sizeof(char *));
+
 	if (argc == 4 && !strcmp(argv[1], "--manifest")) {
 		/* After the dump, the sha256 of every file dumped. */
 		manifest = 1;
@@ -314,7 +300,7 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 	} else if (root.oid == ref.oid && root.locality == ref.locality) {
 		/* The root has no name: its entries go into HOSTDIR, which
 		 * takes the root's owner, mode and times. */
-		dbg_set_add(&r.dirs, ref.oid);
+		r4_u64set_add(&r.dirs, ref.oid);
 		dump_children(&r, &ref, r.rootfd, "", 0);
 		set_attrs(&r, r.rootfd, -1, NULL, &st, "");
 	} else if (!name || !*name || !strcmp(name, ".") ||
@@ -324,10 +310,11 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 		dump_entry(&r, r.rootfd, "", name, &ref, 0);
 	}
 	close(r.rootfd);
-	for (size_t i = 0; i < r.nlinks; i++)
-		free(r.links[i].rel);
-	free(r.links);
-	dbg_set_free(&r.dirs);
+	for (size_t i = r4_u64map_next(&r.links, 0); i < r.links.cap;
+	     i = r4_u64map_next(&r.links, i + 1))
+		free(*(char **)r4_u64map_val(&r.links, i));
+	r4_u64map_fini(&r.links);
+	r4_u64map_fini(&r.dirs);
 	if (manifest && dbg_manifest(d, argv[1]) != DBG_OK)
 		r.rc = DBG_FAIL;
 	return r.rc;

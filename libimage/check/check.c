@@ -54,15 +54,6 @@ const char *r4_check_code_name(int code)
 	return code_names[code];
 }
 
-void chk_key_str(const struct fmt_key *k, char *buf, size_t len)
-{
-	snprintf(buf, len, "%llx:%x:%llx:%llx:%llx",
-		 (unsigned long long)fmt_key_locality(k), fmt_key_type(k),
-		 (unsigned long long)fmt_key_ordering(k),
-		 (unsigned long long)fmt_key_objectid(k),
-		 (unsigned long long)fmt_key_offset(k));
-}
-
 void chk_name_str(const uint8_t *name, size_t len, char *buf, size_t buflen)
 {
 	size_t o = 0;
@@ -85,7 +76,7 @@ static void emit(struct chk *c, int count, int code, uint64_t blk, int item,
 		 const struct fmt_key *key, const char *fmt, va_list ap)
 {
 	struct r4_check_problem p;
-	char msg[1024], ks[CHK_KEYSTR_MAX] = "";
+	char msg[1024], ks[FMT_KEY_STR_MAX] = "";
 	unsigned max = c->opts ? c->opts->max_reports : 0;
 
 	if (count)
@@ -94,7 +85,7 @@ static void emit(struct chk *c, int count, int code, uint64_t blk, int item,
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (key)
-		chk_key_str(key, ks, sizeof(ks));
+		fmt_key_str(key, ks, sizeof(ks));
 	p.code = code;
 	p.block = blk;
 	p.item = item;

@@ -119,11 +119,6 @@ struct chk {
 	size_t nbodies, capbodies;
 };
 
-#define CHK_KEYSTR_MAX 96
-
-/* "locality:type:ordering:objectid:offset" in hex. */
-void chk_key_str(const struct fmt_key *k, char *buf, size_t len);
-
 /* Report a problem (counted, handed to the callback unless over the
  * limit). key may be NULL; blk R4_CHECK_NO_BLOCK and item -1 when none. */
 void chk_problem(struct chk *c, int code, uint64_t blk, int item,

@@ -95,14 +95,14 @@ static void entry_problem(struct sem *s, size_t j, int code, const char *what)
 	struct chk *c = s->c;
 	const struct chk_ent *e = &c->ents[j];
 	struct fmt_key key, t = { { e->t0, e->t1, e->t2, 0 } };
-	char name[1100] = "?", ts[CHK_KEYSTR_MAX];
+	char name[1100] = "?", ts[FMT_KEY_STR_MAX];
 
 	if (!reporting(c)) {
 		c->rep->problems++;
 		return;
 	}
 	entry_info(c, e, name, sizeof(name), &key);
-	chk_key_str(&t, ts, sizeof(ts));
+	fmt_key_str(&t, ts, sizeof(ts));
 	chk_problem(c, code, e->blk, e->item, &key, "entry '%s' of directory "
 		    "%llx %s [%s]", name, (unsigned long long)e->dir, what, ts);
 }

@@ -8,30 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/check/check.h"
+#include "r4/util.h"
 
-static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
-{
-	size_t nc;
-	void *p;
-
-	if (n < *cap)
-		return arr;
-	nc = *cap ? *cap * 2 : 1024;
-	if (nc > UINT32_MAX - 1 || nc > SIZE_MAX / elem)
-		return NULL;
-	p = realloc(arr, nc * elem);
-	if (p)
-		*cap = nc;
-	return p;
-}
+/* Room for one more element: the tables are indexed by u32. */
+#define TABLE_ROOM(arr, cap, n) \
+	((n) < UINT32_MAX - 1 && !R4_RESERVE(arr, cap, (n) + 1, 1024))
 
 struct chk_obj *chk_obj_add(struct chk *c)
 {
-	struct chk_obj *p = grow(c->objs, &c->capobjs, c->nobjs, sizeof(*p));
+	struct chk_obj *p;
 
-	if (!p)
+	if (!TABLE_ROOM(c->objs, c->capobjs, c->nobjs))
 		return NULL;
-	c->objs = p;
 	p = &c->objs[c->nobjs++];
 	memset(p, 0, sizeof(*p));
 	p->parent = CHK_NONE;
@@ -41,11 +29,10 @@ struct chk_obj *chk_obj_add(struct chk *c)
 
 struct chk_ent *chk_ent_add(struct chk *c)
 {
-	struct chk_ent *p = grow(c->ents, &c->capents, c->nents, sizeof(*p));
+	struct chk_ent *p;
 
-	if (!p)
+	if (!TABLE_ROOM(c->ents, c->capents, c->nents))
 		return NULL;
-	c->ents = p;
 	p = &c->ents[c->nents];
 	memset(p, 0, sizeof(*p));
 	p->seq = (uint32_t)c->nents++;
@@ -67,10 +54,8 @@ int chk_body_add(struct chk *c, const struct fmt_key *k, uint64_t end,
 			return 0;
 		}
 	}
-	p = grow(c->bodies, &c->capbodies, c->nbodies, sizeof(*p));
-	if (!p)
+	if (!TABLE_ROOM(c->bodies, c->capbodies, c->nbodies))
 		return -ENOMEM;
-	c->bodies = p;
 	p = &c->bodies[c->nbodies++];
 	p->el0 = el0;
 	p->el1 = k->el[1];

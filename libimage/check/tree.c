@@ -115,24 +115,24 @@ static void check_dkeys(struct chk *c, const struct walk_pos *p, unsigned i,
 			const struct fmt_item_header *ih,
 			const struct fmt_key *last, const struct fmt_key *next)
 {
-	char ks[CHK_KEYSTR_MAX];
+	char ks[FMT_KEY_STR_MAX];
 
 	if (i == 0 && p->ldk && fmt_key_cmp(&ih->key, p->ldk) != 0) {
-		chk_key_str(p->ldk, ks, sizeof(ks));
+		fmt_key_str(p->ldk, ks, sizeof(ks));
 		chk_problem(c, R4_CHK_DKEY, p->blk, 0, &ih->key,
 			    "first key differs from the key of the pointer "
 			    "to this node in block %llu item %d [%s]",
 			    (unsigned long long)p->parent, p->pitem, ks);
 	} else if (p->ldk && fmt_key_cmp(&ih->key, p->ldk) < 0) {
-		chk_key_str(p->ldk, ks, sizeof(ks));
+		fmt_key_str(p->ldk, ks, sizeof(ks));
 		chk_problem(c, R4_CHK_DKEY, p->blk, (int)i, &ih->key,
 			    "key is below the left delimiting key [%s]", ks);
 	}
 	if (fmt_key_cmp(last, next) >= 0) {
-		char ls[CHK_KEYSTR_MAX];
+		char ls[FMT_KEY_STR_MAX];
 
-		chk_key_str(last, ls, sizeof(ls));
-		chk_key_str(next, ks, sizeof(ks));
+		fmt_key_str(last, ls, sizeof(ls));
+		fmt_key_str(next, ks, sizeof(ks));
 		chk_problem(c, R4_CHK_DKEY, p->blk, (int)i, &ih->key,
 			    "item's last key [%s] is not below the %s [%s]",
 			    ls, next == p->rdk ? "right delimiting key"

@@ -8,72 +8,59 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "libimage/obj/edit_int.h"
+#include "libimage/obj/encode.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "format/plugin.h"
 
 #define ADD_MAX_DEPTH 4096
 
-static void entry_attr(const struct r4_entry *e, uint32_t type,
-		       struct r4_attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->mode = type | (e->mode & 07777);
-	a->uid = e->uid;
-	a->gid = e->gid;
-	a->atime = e->atime;
-	a->mtime = e->mtime;
-	a->ctime = e->ctime;
-	a->atime_ns = e->atime_ns;
-	a->mtime_ns = e->mtime_ns;
-	a->ctime_ns = e->ctime_ns;
-	a->rdev_major = e->rdev_major;
-	a->rdev_minor = e->rdev_minor;
-}
-
-/* Walk "a/b/c" making missing directories; d = the last one's parent,
- * name and len the last component. */
+/* Walk "a/b/c" making missing directories (owned as the root is); d =
+ * the last one's parent, name and len the last name. */
 static int add_parents(struct r4_txn *x, const char *path, struct obj_dir *d,
 		       const char **name, size_t *len, struct r4_error *err)
 {
-	struct r4_attr a = { .mode = S_IFDIR | 0755 };
 	struct r4_objref root, ref;
-	const char *p = path, *q;
-	int rc;
+	struct r4_attr a;
+	struct obj_sd sd;
+	const char *p = path, *c, *nc;
+	long n = enc_next_name(&p, &c), nn = 0;
+	unsigned depth = 0;
+	int rc = r4_root(x->vol, &root, err);
 
-	a.atime = a.mtime = a.ctime = x->now;
-	r4_root(x->vol, &root, err);
+	if (!rc)
+		rc = obj_sd_get(x->vol, &root, &sd, err);
+	if (rc)
+		return rc;
+	enc_implicit_dir(sd.st.uid, sd.st.gid, x->now, &a);
+	obj_sd_put(&sd);
 	rc = obj_dir_open(x, &root, d, err);
-	for (unsigned depth = 0; !rc; depth++) {
-		while (*p == '/')
-			p++;
-		q = strchr(p, '/');
-		if (!q || !q[strspn(q, "/")])
+	for (; !rc && n > 0; n = nn, c = nc) {
+		nn = enc_next_name(&p, &nc);
+		if (nn <= 0)
 			break;
-		if (depth > ADD_MAX_DEPTH)
-			return r4_fail(err, R4_EINVAL, "%s: too deep", path);
-		if ((q - p == 1 && p[0] == '.') ||
-		    (q - p == 2 && !memcmp(p, "..", 2)))
-			return r4_fail(err, R4_EINVAL, "%s: '.' or '..' in "
-				       "the path", path);
-		rc = edit_find(x, d, p, (size_t)(q - p), &ref, err);
+		rc = enc_check_name(path, (size_t)n, err);
+		if (!rc && ++depth > ADD_MAX_DEPTH)
+			rc = r4_fail(err, R4_EINVAL, "%s: too deep", path);
+		if (!rc)
+			rc = edit_find(x, d, c, (size_t)n, &ref, err);
 		if (rc == R4_ENOTFOUND) {
-			rc = edit_mkdir_at(x, d, p, (size_t)(q - p), &a, err);
+			rc = edit_mkdir_at(x, d, c, (size_t)n, &a, err);
 			if (!rc)
-				rc = edit_find(x, d, p, (size_t)(q - p), &ref,
-					       err);
+				rc = edit_find(x, d, c, (size_t)n, &ref, err);
 		}
 		if (!rc)
 			rc = obj_dir_open(x, &ref, d, err);
-		p = q;
 	}
 	if (rc)
 		return rc;
-	*name = p;
-	*len = strcspn(p, "/");
-	if (!*len || *len > 255)
-		return r4_fail(err, R4_EINVAL, "%s: bad name", path);
-	return 0;
+	if (n < 0 || nn < 0)
+		return enc_dotdot(path, err);
+	if (!n)
+		return r4_fail(err, R4_EINVAL, "%s: no name", path);
+	*name = c;
+	*len = (size_t)n;
+	return enc_check_name(path, *len, err);
 }
 
 static int add_dir(struct r4_txn *x, const struct obj_dir *d,
@@ -155,37 +142,13 @@ static int add_special(struct r4_txn *x, const struct r4_entry *e,
 
 	if (rc)
 		return rc;
+	/* enc_check_entry passed: the target and device numbers fit */
 	edit_attr_stat(a, type, &st);
-	if (type == S_IFLNK) {
-		if (!e->target || !*e->target)
-			return r4_fail(err, R4_EINVAL, "%s: empty symlink "
-				       "target", e->path);
-		st.mask |= 1u << FMT_SDEXT_SYMLINK;
-		st.symlink = (const uint8_t *)e->target;
-		st.symlink_len = strlen(e->target);
-		st.size = st.symlink_len;
-	} else if (type == S_IFCHR || type == S_IFBLK) {
-		if (a->rdev_major >= 4096 || a->rdev_minor >= (1u << 20))
-			return r4_fail(err, R4_EINVAL, "%s: device %u:%u does "
-				       "not fit", e->path, a->rdev_major,
-				       a->rdev_minor);
-		st.rdev_or_bytes = (uint64_t)a->rdev_major << 20 |
-				   a->rdev_minor;
-	}
+	if (type == S_IFLNK)
+		enc_stat_symlink(&st, e->target, strlen(e->target));
+	else if (type == S_IFCHR || type == S_IFBLK)
+		st.rdev_or_bytes = enc_rdev(a->rdev_major, a->rdev_minor);
 	return edit_new(x, d, name, len, &st, NULL, NULL, NULL, err);
-}
-
-static uint32_t type_bits(enum r4_entry_type t)
-{
-	switch (t) {
-	case R4_ENT_DIR: return S_IFDIR;
-	case R4_ENT_SYMLINK: return S_IFLNK;
-	case R4_ENT_CHR: return S_IFCHR;
-	case R4_ENT_BLK: return S_IFBLK;
-	case R4_ENT_FIFO: return S_IFIFO;
-	case R4_ENT_SOCK: return S_IFSOCK;
-	default: return S_IFREG;
-	}
 }
 
 int r4_txn_add_entry(struct r4_txn *x, const struct r4_entry *e,
@@ -198,13 +161,15 @@ int r4_txn_add_entry(struct r4_txn *x, const struct r4_entry *e,
 	size_t len = 0;
 	int rc = edit_check(x, err);
 
-	if (!rc && (!e->path || !*e->path))
-		rc = r4_fail(err, R4_EINVAL, "entry without a path");
+	if (!rc)
+		rc = enc_check_entry(e, tree_max_item(&x->mod), err);
+	if (!rc && !*e->path)
+		rc = r4_fail(err, R4_EINVAL, "an entry without a path");
 	if (!rc)
 		rc = add_parents(x, e->path, &d, &name, &len, err);
 	if (rc)
 		return edit_done(x, mark, rc);
-	entry_attr(e, type_bits(e->type), &a);
+	enc_entry_attr(e, &a);
 	switch (e->type) {
 	case R4_ENT_DIR:
 		rc = add_dir(x, &d, name, len, &a, err);

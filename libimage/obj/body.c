@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/obj/write.h"
+#include "libimage/obj/encode.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "libimage/tree/tree.h"
@@ -17,11 +18,7 @@
 
 int obj_body_tails(const struct r4_txn *x, uint64_t size)
 {
-	switch (x->formatting) {
-	case 0: return 0;			/* never tails */
-	case 1: return 1;			/* always */
-	default: return size <= OBJ_SMART_TAIL_MAX;	/* smart */
-	}
+	return enc_tails((unsigned)x->formatting, x->vol->blksize, size);
 }
 
 static int oom(struct r4_error *err)
@@ -31,39 +28,9 @@ static int oom(struct r4_error *err)
 
 /* ---- extents ------------------------------------------------------------ */
 
-struct units {
-	struct fmt_extent40_unit *u;
-	size_t n, cap;
-};
-
-static int unit_add(struct units *s, uint64_t start, uint64_t width)
-{
-	struct fmt_extent40_unit *l = s->n ? &s->u[s->n - 1] : NULL;
-
-	if (!width)
-		return 0;
-	if (l && ((!start && !l->start) ||
-		  (start && l->start && l->start + l->width == start))) {
-		l->width += width;
-		return 0;
-	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 8;
-		struct fmt_extent40_unit *t = realloc(s->u, cap * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		s->u = t;
-		s->cap = cap;
-	}
-	s->u[s->n].start = start;
-	s->u[s->n++].width = width;
-	return 0;
-}
-
 /* Extent items for units s (file offset 0 on). */
 static int units_store(struct r4_txn *x, const struct r4_objref *ref,
-		       const struct units *s, struct r4_error *err)
+		       const struct enc_units *s, struct r4_error *err)
 {
 	size_t per = tree_max_item(&x->mod) / FMT_EXTENT40_UNIT_SIZE, i = 0;
 	uint8_t *buf = malloc(per * FMT_EXTENT40_UNIT_SIZE);
@@ -90,19 +57,10 @@ static int units_store(struct r4_txn *x, const struct r4_objref *ref,
 	return rc;
 }
 
-static uint64_t units_bytes(const struct r4_txn *x, const struct units *s)
-{
-	uint64_t n = 0;
-
-	for (size_t i = 0; i < s->n; i++)
-		n += s->u[i].start ? s->u[i].width * x->vol->blksize : 0;
-	return n;
-}
-
 /* Streaming data into runs of blocks. */
 struct extw {
 	struct r4_txn *x;
-	struct units s;
+	struct enc_units s;
 	uint64_t nblk;		/* file blocks */
 	uint64_t next;		/* next file block to place */
 	uint64_t run, left;	/* unused part of the current run */
@@ -129,7 +87,7 @@ static int extw_place(struct extw *w, uint64_t fb, const uint8_t *blk,
 	uint32_t bs = w->x->vol->blksize;
 	int rc = 0;
 
-	if (fb > w->next && unit_add(&w->s, 0, fb - w->next))
+	if (fb > w->next && enc_unit_add(&w->s, 0, fb - w->next))
 		return oom(err);
 	if (!w->left) {
 		rc = extw_flush(w, err);
@@ -147,7 +105,7 @@ static int extw_place(struct extw *w, uint64_t fb, const uint8_t *blk,
 	if (!w->nb)
 		w->bstart = w->run;
 	memcpy(w->batch + w->nb++ * bs, blk, bs);
-	if (unit_add(&w->s, w->run, 1))
+	if (enc_unit_add(&w->s, w->run, 1))
 		return oom(err);
 	w->run++;
 	w->left--;
@@ -196,14 +154,13 @@ static int feed_run(struct feed *f, r4_data_fn fn, void *dctx,
 	size_t len;
 	int rc = 0, got = 0;
 
-	while (fn && (got = fn(dctx, &off, &vb, &len, err)) > 0) {
+	while ((got = enc_chunk_next(fn, dctx, path, &off, &vb, &len,
+				     err)) > 0) {
 		const uint8_t *p = vb;
 
-		if (off < pos || off > f->size || len > f->size - off)
-			return r4_fail(err, R4_EINVAL, "%s: data chunk at %llu "
-				       "(%zu bytes) is out of order or past "
-				       "the size", path,
-				       (unsigned long long)off, len);
+		rc = enc_chunk_check(path, f->size, pos, off, len, err);
+		if (rc)
+			return rc;
 		while (len) {
 			size_t in, n;
 
@@ -222,8 +179,7 @@ static int feed_run(struct feed *f, r4_data_fn fn, void *dctx,
 		pos = off;
 	}
 	if (got < 0)
-		return r4_fail(err, got, "%s: cannot read the data: %s", path,
-			       r4_strerror(got));
+		return got;
 	while (f->boff < f->size && !rc)
 		rc = feed_emit(f, out, ctx, skip, err);
 	return rc;
@@ -270,13 +226,13 @@ static int write_extents(struct r4_txn *x, const struct r4_objref *ref,
 		rc = feed_run(&f, fn, ctx, path, ext_piece, &w, 1, err);
 	if (!rc)
 		rc = extw_flush(&w, err);
-	if (!rc && w.nblk > w.next && unit_add(&w.s, 0, w.nblk - w.next))
+	if (!rc && w.nblk > w.next && enc_unit_add(&w.s, 0, w.nblk - w.next))
 		rc = oom(err);
 	if (!rc && w.left)
 		rc = txn_free(x->t, w.run, w.left, err);
 	if (!rc)
 		rc = units_store(x, ref, &w.s, err);
-	*bytes = units_bytes(x, &w.s);
+	*bytes = enc_units_bytes(&w.s, x->vol->blksize);
 	free(w.s.u);
 	free(w.batch);
 	free(f.buf);
@@ -292,17 +248,8 @@ int obj_body_write(struct r4_txn *x, const struct r4_objref *ref,
 	int rc;
 
 	*bytes = 0;
-	if (!size) {
-		const void *b;
-		size_t len = 0;
-		uint64_t off;
-
-		rc = fn ? fn(ctx, &off, &b, &len, err) : 0;
-		if (rc > 0 && len)
-			return r4_fail(err, R4_EINVAL, "%s: data is longer "
-				       "than its size (0 bytes)", path);
-		return rc < 0 ? rc : 0;
-	}
+	if (!size)
+		return enc_data_empty(fn, ctx, path, err);
 	if (!obj_body_tails(x, size))
 		return write_extents(x, ref, size, fn, ctx, path, bytes, err);
 	f.piece = tree_max_item(&x->mod);
@@ -405,7 +352,8 @@ static int unit_check(struct r4_txn *x, const struct fmt_extent40_unit *u,
 /* Remove body items from offset 'from' on; with units != NULL, extent
  * items are collected there instead of freed. */
 static int body_cut(struct r4_txn *x, const struct r4_objref *ref,
-		    uint64_t from, struct units *units, struct r4_error *err)
+		    uint64_t from, struct enc_units *units,
+		    struct r4_error *err)
 {
 	struct bitem bi;
 	int rc;
@@ -417,7 +365,8 @@ static int body_cut(struct r4_txn *x, const struct r4_objref *ref,
 			for (size_t i = 0; !rc && i + 16 <= bi.len; i += 16) {
 				fmt_extent40_unit_decode(bi.body + i, &u);
 				rc = unit_check(x, &u, err);
-				if (!rc && unit_add(units, u.start, u.width))
+				if (!rc && enc_unit_add(units, u.start,
+							u.width))
 					rc = oom(err);
 			}
 		} else if (bi.pid == FMT_ITEM_EXTENT40) {
@@ -439,7 +388,7 @@ int obj_body_kill(struct r4_txn *x, const struct r4_objref *ref,
 }
 
 /* Keep the first nb blocks of s, freeing the rest. */
-static int units_shrink(struct r4_txn *x, struct units *s, uint64_t nb,
+static int units_shrink(struct r4_txn *x, struct enc_units *s, uint64_t nb,
 			struct r4_error *err)
 {
 	uint64_t have = 0;
@@ -466,8 +415,8 @@ static int units_shrink(struct r4_txn *x, struct units *s, uint64_t nb,
 
 /* The last block of s holds file bytes up to 'size': write it again
  * with the bytes after 'size' zeroed (to a new block: copy-on-write). */
-static int last_block_zero(struct r4_txn *x, struct units *s, uint64_t size,
-			   struct r4_error *err)
+static int last_block_zero(struct r4_txn *x, struct enc_units *s,
+			   uint64_t size, struct r4_error *err)
 {
 	uint32_t bs = x->vol->blksize;
 	struct fmt_extent40_unit *l = s->n ? &s->u[s->n - 1] : NULL;
@@ -495,7 +444,7 @@ static int last_block_zero(struct r4_txn *x, struct units *s, uint64_t size,
 	l->width--;
 	if (!l->width)
 		s->n--;
-	return unit_add(s, nb, 1) ? oom(err) : 0;
+	return enc_unit_add(s, nb, 1) ? oom(err) : 0;
 }
 
 static int trunc_extents(struct r4_txn *x, const struct r4_objref *ref,
@@ -503,7 +452,7 @@ static int trunc_extents(struct r4_txn *x, const struct r4_objref *ref,
 {
 	uint32_t bs = x->vol->blksize;
 	uint64_t nb = (size + bs - 1) / bs, have = 0;
-	struct units s = { NULL, 0, 0 };
+	struct enc_units s = { NULL, 0, 0 };
 	int rc = body_cut(x, ref, 0, &s, err);
 
 	for (size_t i = 0; i < s.n; i++)
@@ -512,12 +461,12 @@ static int trunc_extents(struct r4_txn *x, const struct r4_objref *ref,
 		rc = units_shrink(x, &s, nb, err);
 		if (!rc)
 			rc = last_block_zero(x, &s, size, err);
-	} else if (!rc && unit_add(&s, 0, nb - have)) {
+	} else if (!rc && enc_unit_add(&s, 0, nb - have)) {
 		rc = oom(err);
 	}
 	if (!rc)
 		rc = units_store(x, ref, &s, err);
-	*bytes = units_bytes(x, &s);
+	*bytes = enc_units_bytes(&s, x->vol->blksize);
 	free(s.u);
 	return rc;
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 #include "libimage/obj/write.h"
 #include "libimage/obj/edit_int.h"
+#include "libimage/obj/encode.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "libimage/txn/txn.h"
@@ -200,35 +201,18 @@ int edit_find(struct r4_txn *x, const struct obj_dir *d, const char *name,
 
 static size_t ebytes(const struct r4_txn *x, size_t len)
 {
-	return fmt_cde40_entry_bytes(x->vol->keypol,
-		fmt_entry_name_stored(x->vol->keypol, len) ? len : 0);
+	return enc_entry_bytes(x->vol->keypol, len);
 }
 
 /* ---- new objects -------------------------------------------------------- */
 
-static uint32_t clamp_time(int64_t t)
-{
-	return t < 0 ? 0 : t > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)t;
-}
-
 void edit_attr_stat(const struct r4_attr *a, uint32_t type,
 		    struct fmt_stat *st)
 {
-	memset(st, 0, sizeof(*st));
-	st->mask = 1u << FMT_SDEXT_LW | 1u << FMT_SDEXT_UNIX;
-	st->mode = (uint16_t)(type | (a->mode & 07777));
-	st->uid = a->uid;
-	st->gid = a->gid;
-	/* as the builder: out-of-range times are clamped, their ns dropped */
-	st->atime = clamp_time(a->atime);
-	st->mtime = clamp_time(a->mtime);
-	st->ctime = clamp_time(a->ctime);
-	st->atime_ns = st->atime == a->atime ? a->atime_ns : 0;
-	st->mtime_ns = st->mtime == a->mtime ? a->mtime_ns : 0;
-	st->ctime_ns = st->ctime == a->ctime ? a->ctime_ns : 0;
-	if (st->atime_ns || st->mtime_ns || st->ctime_ns)
-		st->mask |= 1u << FMT_SDEXT_LT;
-	st->nlink = 1;
+	struct enc_attr ea;
+
+	enc_attr(a, type, &ea);
+	enc_stat(&ea, st);
 }
 
 /* A new object named name in d: its id, key, stat data (st, completed
@@ -276,9 +260,7 @@ static int dir_body(struct r4_txn *x, void *ctx, const struct r4_objref *ref,
 	const struct obj_dir *parent = ctx;
 	struct obj_dir nd = { *ref, parent->hash, parent->fibre };
 
-	st->nlink = 2;
-	st->size = 2;
-	st->rdev_or_bytes = ebytes(x, 1) + ebytes(x, 2);
+	enc_stat_dir(st, x->vol->keypol);
 	return obj_dir_body(x, &nd, &parent->ref, err);
 }
 
@@ -383,17 +365,14 @@ int r4_symlink(struct r4_txn *x, const char *path, const char *target,
 	       const struct r4_attr *a, struct r4_error *err)
 {
 	struct fmt_stat st;
+	int rc = enc_check_symlink(path, target, tree_max_item(&x->mod),
+				   err);
 
-	if (!target || !*target)
-		return r4_fail(err, R4_EINVAL, "%s: empty symlink target",
-			       path);
+	if (rc)
+		return rc;
 	edit_attr_stat(a, S_IFLNK, &st);
 	st.mode = (uint16_t)(S_IFLNK | 0777);
-	st.mask |= 1u << FMT_SDEXT_SYMLINK;
-	st.symlink = (const uint8_t *)target;
-	st.symlink_len = strlen(target);
-	st.size = st.symlink_len;
-	st.rdev_or_bytes = 0;	/* what fsck.reiser4 expects */
+	enc_stat_symlink(&st, target, strlen(target));
 	return edit_by_path(x, path, special_at, &st, err);
 }
 
@@ -402,18 +381,18 @@ int r4_mknod(struct r4_txn *x, const char *path, const struct r4_attr *a,
 {
 	uint32_t type = a->mode & S_IFMT;
 	struct fmt_stat st;
+	int rc;
 
 	if (type != S_IFCHR && type != S_IFBLK && type != S_IFIFO &&
 	    type != S_IFSOCK)
 		return r4_fail(err, R4_EINVAL, "%s: mode %o is not a device, "
 			       "fifo or socket", path, a->mode);
-	if (a->rdev_major >= 4096 || a->rdev_minor >= (1u << 20))
-		return r4_fail(err, R4_EINVAL, "%s: device %u:%u does not fit",
-			       path, a->rdev_major, a->rdev_minor);
+	if ((type == S_IFCHR || type == S_IFBLK) &&
+	    (rc = enc_check_rdev(path, a->rdev_major, a->rdev_minor, err)))
+		return rc;
 	edit_attr_stat(a, type, &st);
 	if (type == S_IFCHR || type == S_IFBLK)
-		st.rdev_or_bytes = (uint64_t)a->rdev_major << 20 |
-				   a->rdev_minor;
+		st.rdev_or_bytes = enc_rdev(a->rdev_major, a->rdev_minor);
 	return edit_by_path(x, path, special_at, &st, err);
 }
 

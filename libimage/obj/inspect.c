@@ -11,6 +11,7 @@
 #include "libimage/tree/tree.h"
 #include "format/plugin.h"
 #include "format/node.h"
+#include "r4/util.h"
 
 int r4_tree_walk(struct r4_vol *vol, r4_node_fn fn, void *ctx,
 		 struct r4_error *err)
@@ -180,29 +181,10 @@ struct paths {
 	void *ctx;
 	char path[PATH_BUF];
 	size_t len;
-	uint64_t *seen;		/* directories entered */
-	size_t nseen, capseen;
+	struct r4_u64map seen;	/* directories entered (a set) */
 	unsigned depth;
 	struct r4_error *err;
 };
-
-static int seen_dir(struct paths *p, uint64_t oid)
-{
-	uint64_t *n;
-
-	for (size_t i = 0; i < p->nseen; i++)
-		if (p->seen[i] == oid)
-			return 1;
-	if (p->nseen == p->capseen) {
-		p->capseen = p->capseen ? p->capseen * 2 : 64;
-		n = realloc(p->seen, p->capseen * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		p->seen = n;
-	}
-	p->seen[p->nseen++] = oid;
-	return 0;
-}
 
 static int paths_dir(struct paths *p, uint64_t dir);
 
@@ -238,7 +220,7 @@ static int paths_fn(void *ctx, const char *name, size_t len,
 
 static int paths_dir(struct paths *p, uint64_t dir)
 {
-	int rc = seen_dir(p, dir);
+	int rc = r4_u64set_add(&p->seen, dir);
 
 	if (rc)
 		return rc < 0 ? r4_fail(p->err, rc, "out of memory") : 0;
@@ -264,7 +246,7 @@ int r4_oid_paths(struct r4_vol *vol, uint64_t oid, r4_path_fn fn, void *ctx,
 	rc = oid == FMT_ROOT_OID ? fn(ctx, "/") : 0;
 	if (!rc)
 		rc = paths_dir(p, FMT_ROOT_OID);
-	free(p->seen);
+	r4_u64map_fini(&p->seen);
 	free(p);
 	return rc;
 }

@@ -60,7 +60,7 @@ static int sd_decode(struct r4_vol *vol, const struct tree_item *it,
 		     struct obj_sd *sd, struct r4_error *err)
 {
 	const char *why;
-	char ks[80];
+	char ks[FMT_KEY_STR_MAX];
 	int rc, p;
 
 	sd->raw = malloc(it->len);
@@ -82,7 +82,7 @@ static int sd_decode(struct r4_vol *vol, const struct tree_item *it,
 		fmt_key_str(&it->key, ks, sizeof(ks));
 		obj_sd_put(sd);
 		return r4_fail(err, rc, "%s: tree node %llu, item %u: stat "
-			       "data %s: %s", obj_vol_name(vol),
+			       "data [%s]: %s", obj_vol_name(vol),
 			       (unsigned long long)it->blk, it->pos, ks, why);
 	}
 	p = obj_pset_find(&sd->st.pset, FMT_PSET_FILE);

@@ -9,6 +9,7 @@
 #include "libimage/util/err.h"
 #include "libimage/txn/txn.h"
 #include "format/plugin.h"
+#include "r4/util.h"
 
 #define RMTREE_MAX_DEPTH 4096
 
@@ -134,15 +135,8 @@ static int names_fn(void *ctx, const char *name, size_t len,
 	if ((len == 1 && name[0] == '.') ||
 	    (len == 2 && !memcmp(name, "..", 2)))
 		return 0;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		char **v = realloc(s->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (R4_RESERVE(s->v, s->cap, s->n + 1, 16))
+		return -ENOMEM;
 	s->v[s->n] = strndup(name, len);
 	return s->v[s->n++] ? 0 : -ENOMEM;
 }

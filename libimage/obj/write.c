@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/obj/write.h"
+#include "libimage/obj/encode.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "libimage/tree/tree.h"
@@ -261,15 +262,10 @@ static void entry_fill(struct r4_txn *x, struct fmt_cde40_entry *e,
 		       const struct fmt_key *k, const char *name, size_t len,
 		       const struct r4_objref *target)
 {
-	memset(e, 0, sizeof(*e));
-	e->ordering = k->el[1];
-	e->objectid = k->el[2];
-	e->offset = k->el[3];
-	obj_sd_key(x->vol, target, &e->target);
-	if (fmt_entry_name_stored(x->vol->keypol, len)) {
-		e->name = (const uint8_t *)name;
-		e->name_len = len;
-	}
+	struct fmt_key sd;
+
+	obj_sd_key(x->vol, target, &sd);
+	enc_cde_entry(e, x->vol->keypol, k, &sd, name, len);
 }
 
 int obj_entry_add(struct r4_txn *x, const struct obj_dir *d,

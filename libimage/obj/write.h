@@ -10,10 +10,6 @@
 #include "libimage/obj/obj.h"
 #include "libimage/tree/modify.h"
 
-/* Files up to this size are tails under the smart policy (the kernel's
- * "4 blocks" rule, as the builder does). */
-#define OBJ_SMART_TAIL_MAX 16384
-
 struct r4_txn {
 	struct r4_vol *vol;
 	struct txn *t;

@@ -20,9 +20,9 @@
 #include <stdint.h>
 #include "r4/pack.h"
 #include "libimage/mkfs/fixed.h"
+#include "libimage/obj/encode.h"
 #include "format/node.h"
 
-#define BUILD_MAX_NAME 255
 #define BUILD_WBUF_BLOCKS 256
 #define BUILD_WQ_BUFS 8		/* write buffers while writing behind */
 
@@ -33,17 +33,11 @@ enum bdata_kind {
 	BD_DEFERRED	/* read through the data source at finish */
 };
 
-struct bext {
-	uint64_t start, width;	/* start 0: hole */
-};
-
 struct bent;
 
 struct bobj {
 	enum r4_entry_type type;	/* never R4_ENT_HARDLINK */
-	uint32_t mode, uid, gid;
-	uint32_t atime, mtime, ctime;
-	uint32_t atime_ns, mtime_ns, ctime_ns;
+	struct enc_attr a;		/* mode, owner, times as stored */
 	uint64_t size;
 	uint32_t rdev;
 	char *target;			/* symlink */
@@ -55,8 +49,7 @@ struct bobj {
 	int tails;
 	enum bdata_kind data;
 	uint64_t spool_off;
-	struct bext *ext;
-	size_t next, capext;
+	struct enc_units ext;		/* extents (start 0: a hole) */
 	uint64_t sd_leaf;		/* deferred extents: where its SD's */
 	uint32_t sd_off;		/* bytes field is, to patch */
 	/* directories */
@@ -237,8 +230,6 @@ void pack_tail_close(struct tailrd *t);
 /* Deferred extents: read the file now, writing its blocks. */
 int pack_data_deferred_extents(struct r4_build *b, struct bobj *o,
 			  const char *path, struct r4_error *err);
-int pack_chunk_check(const char *path, uint64_t size, uint64_t pos,
-		uint64_t off, size_t len, struct r4_error *err);
 
 /* nodes.c */
 int pack_tree_init(struct r4_build *b, struct r4_error *err);
@@ -255,7 +246,8 @@ int pack_leaf_close(struct r4_build *b, struct r4_error *err);
 int pack_twig_reserve(struct r4_build *b, size_t len, struct r4_error *err);
 /* Append an extent item (split over twigs as needed). */
 int pack_twig_add_extent(struct r4_build *b, const struct fmt_key *k,
-		    const struct bext *u, size_t n, struct r4_error *err);
+		    const struct fmt_extent40_unit *u, size_t n,
+		    struct r4_error *err);
 /* Store a u64 at byte off of leaf number seq (0 = the first leaf). */
 int pack_leaf_patch_u64(struct r4_build *b, uint64_t seq, uint32_t off,
 		   uint64_t val, struct r4_error *err);

@@ -398,55 +398,6 @@ static int spool_get(struct r4_build *b, uint8_t *dst, size_t n,
 	return 0;
 }
 
-int pack_chunk_check(const char *path, uint64_t size, uint64_t pos,
-		uint64_t off, size_t len, struct r4_error *err)
-{
-	if (off < pos)
-		return r4_fail(err, R4_EINVAL, "%s: data chunk at offset %llu "
-			       "is out of order", path,
-			       (unsigned long long)off);
-	if (off > size || len > size - off)
-		return r4_fail(err, R4_EINVAL, "%s: data is longer than its "
-			       "size (%llu bytes)", path,
-			       (unsigned long long)size);
-	return 0;
-}
-
-static int next_chunk(r4_data_fn fn, void *ctx, const char *path,
-		      uint64_t *off, const void **buf, size_t *len,
-		      struct r4_error *err)
-{
-	int rc = fn(ctx, off, buf, len, err);
-
-	if (rc < 0)
-		return r4_fail(err, rc, "%s: cannot read the data: %s", path,
-			       r4_strerror(rc));
-	return rc;
-}
-
-static int add_unit(struct bobj *o, uint64_t start, uint64_t width)
-{
-	struct bext *l = o->next ? &o->ext[o->next - 1] : NULL;
-
-	if (l && ((!start && !l->start) ||
-		  (start && l->start && l->start + l->width == start))) {
-		l->width += width;
-		return 0;
-	}
-	if (o->next == o->capext) {
-		size_t n = o->capext ? o->capext * 2 : 2;
-		struct bext *t = realloc(o->ext, n * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		o->ext = t;
-		o->capext = n;
-	}
-	o->ext[o->next].start = start;
-	o->ext[o->next++].width = width;
-	return 0;
-}
-
 /* Extent writer: each file block gets its image block (and its slot in
  * the write buffer) when the data first reaches it. */
 struct extw {
@@ -464,10 +415,10 @@ static int start_block(struct extw *w, uint64_t i, int whole,
 	uint64_t start, got;
 	int rc = 0;
 
-	if (i > w->next && add_unit(w->o, 0, i - w->next))
+	if (i > w->next && enc_unit_add(&w->o->ext, 0, i - w->next))
 		return r4_fail(err, -ENOMEM, "out of memory");
 	rc = pack_alloc_run(b, 1, &start, &got, err);
-	if (!rc && add_unit(w->o, start, 1))
+	if (!rc && enc_unit_add(&w->o->ext, start, 1))
 		rc = r4_fail(err, -ENOMEM, "out of memory");
 	if (!rc)
 		rc = img_slot(b, start, &w->blk, err);
@@ -515,16 +466,17 @@ static int take_extents(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	size_t len;
 	int rc;
 
-	o->next = 0;
-	while ((rc = next_chunk(fn, ctx, path, &off, &buf, &len, err)) > 0) {
-		rc = pack_chunk_check(path, o->size, pos, off, len, err);
+	o->ext.n = 0;
+	while ((rc = enc_chunk_next(fn, ctx, path, &off, &buf, &len,
+				    err)) > 0) {
+		rc = enc_chunk_check(path, o->size, pos, off, len, err);
 		if (!rc)
 			rc = extw_chunk(&w, off, buf, len, err);
 		if (rc)
 			return rc;
 		pos = off + len;
 	}
-	if (!rc && nblk > w.next && add_unit(o, 0, nblk - w.next))
+	if (!rc && nblk > w.next && enc_unit_add(&o->ext, 0, nblk - w.next))
 		rc = r4_fail(err, -ENOMEM, "out of memory");
 	o->data = BD_EXTENTS;
 	return rc;
@@ -539,8 +491,9 @@ static int take_tails(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	int rc;
 
 	o->spool_off = b->spool_len;
-	while ((rc = next_chunk(fn, ctx, path, &off, &buf, &len, err)) > 0) {
-		rc = pack_chunk_check(path, o->size, pos, off, len, err);
+	while ((rc = enc_chunk_next(fn, ctx, path, &off, &buf, &len,
+				    err)) > 0) {
+		rc = enc_chunk_check(path, o->size, pos, off, len, err);
 		if (!rc)
 			rc = spool_put(b, NULL, off - pos, err);
 		if (!rc)
@@ -561,15 +514,8 @@ int pack_data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
 	int rc;
 
 	if (!o->size) {
-		const void *buf;
-		size_t len;
-		uint64_t off;
-
-		rc = next_chunk(fn, ctx, path, &off, &buf, &len, err);
-		if (rc > 0 && len)
-			return pack_chunk_check(path, 0, 0, off, len, err);
 		o->data = BD_NONE;
-		return rc < 0 ? rc : 0;
+		return enc_data_empty(fn, ctx, path, err);
 	}
 	rc = o->tails ? take_tails(b, o, fn, ctx, path, err) :
 			take_extents(b, o, fn, ctx, path, err);
@@ -639,15 +585,15 @@ static int tail_from_fn(struct tailrd *t, uint8_t *dst, size_t n,
 		} else {
 			uint64_t end = t->cbuf ? t->coff + t->clen : 0;
 			const void *p;
-			int rc = next_chunk(t->fn, t->ctx, t->path, &t->coff,
-					    &p, &t->clen, err);
+			int rc = enc_chunk_next(t->fn, t->ctx, t->path,
+						&t->coff, &p, &t->clen, err);
 
 			if (rc < 0)
 				return rc;
 			t->cbuf = p;
 			t->eof = rc == 0;
 			if (!t->eof)
-				rc = pack_chunk_check(t->path, t->o->size, end,
+				rc = enc_chunk_check(t->path, t->o->size, end,
 						 t->coff, t->clen, err);
 			if (rc)
 				return rc;

@@ -20,14 +20,6 @@
 #include "format/plugin.h"
 #include "format/bitmap.h"
 
-#define MODE_REG 0100000u
-#define MODE_DIR 0040000u
-#define MODE_LNK 0120000u
-#define MODE_CHR 0020000u
-#define MODE_BLK 0060000u
-#define MODE_FIFO 0010000u
-#define MODE_SOCK 0140000u
-
 static int ent_cmp(const void *pa, const void *pb)
 {
 	const struct bent *a = *(const struct bent *const *)pa;
@@ -78,12 +70,6 @@ static int sort_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
 	return 0;
 }
 
-static size_t name_bytes(const struct r4_build *b, size_t len)
-{
-	return fmt_cde40_entry_bytes(b->pol, fmt_entry_name_stored(b->pol,
-				     len) ? len : 0);
-}
-
 /* Breadth first: keys, sort, oids, link counts, entry counts. */
 static int assign_oids(struct r4_build *b, struct r4_error *err)
 {
@@ -100,12 +86,13 @@ static int assign_oids(struct r4_build *b, struct r4_error *err)
 		if (rc)
 			return rc;
 		d->entries = d->nkids + 2;
-		d->ebytes = name_bytes(b, 1) + name_bytes(b, 2);
+		d->ebytes = enc_entry_bytes(b->pol, 1) +
+			    enc_entry_bytes(b->pol, 2);
 		for (size_t i = 0; i < d->nkids; i++) {
 			struct bent *e = d->kids[i];
 			struct bobj *o = e->obj;
 
-			d->ebytes += name_bytes(b, e->len);
+			d->ebytes += enc_entry_bytes(b->pol, e->len);
 			o->nlink++;
 			d->nsubdirs += o->type == R4_ENT_DIR;
 			if (o->oid)
@@ -128,50 +115,21 @@ static int assign_oids(struct r4_build *b, struct r4_error *err)
 	return 0;
 }
 
-static uint32_t type_bits(enum r4_entry_type t)
-{
-	switch (t) {
-	case R4_ENT_DIR: return MODE_DIR;
-	case R4_ENT_SYMLINK: return MODE_LNK;
-	case R4_ENT_CHR: return MODE_CHR;
-	case R4_ENT_BLK: return MODE_BLK;
-	case R4_ENT_FIFO: return MODE_FIFO;
-	case R4_ENT_SOCK: return MODE_SOCK;
-	default: return MODE_REG;
-	}
-}
-
 static uint64_t file_bytes(const struct r4_build *b, const struct bobj *o)
 {
-	uint64_t n = 0;
-
 	if (o->tails || o->data == BD_NONE)
 		return o->size;
 	if (o->data == BD_DEFERRED)	/* dense until read; patched then */
 		return (o->size + b->bs - 1) / b->bs * b->bs;
-	for (size_t i = 0; i < o->next; i++)
-		n += o->ext[i].start ? o->ext[i].width * b->bs : 0;
-	return n;
+	return enc_units_bytes(&o->ext, b->bs);
 }
 
 static void fill_stat(struct r4_build *b, const struct bobj *o,
 		      struct fmt_stat *st)
 {
-	memset(st, 0, sizeof(*st));
-	st->mask = 1u << FMT_SDEXT_LW | 1u << FMT_SDEXT_UNIX;
-	if (o->atime_ns || o->mtime_ns || o->ctime_ns)
-		st->mask |= 1u << FMT_SDEXT_LT;
-	st->mode = (uint16_t)(type_bits(o->type) | (o->mode & 07777));
+	enc_stat(&o->a, st);
 	st->nlink = o->nlink;
 	st->size = o->size;
-	st->uid = o->uid;
-	st->gid = o->gid;
-	st->atime = o->atime;
-	st->mtime = o->mtime;
-	st->ctime = o->ctime;
-	st->atime_ns = o->atime_ns;
-	st->mtime_ns = o->mtime_ns;
-	st->ctime_ns = o->ctime_ns;
 	switch (o->type) {
 	case R4_ENT_DIR:
 		st->nlink = (o == b->root ? 3 : 2) + o->nsubdirs;
@@ -183,9 +141,7 @@ static void fill_stat(struct r4_build *b, const struct bobj *o,
 		}
 		break;
 	case R4_ENT_SYMLINK:
-		st->mask |= 1u << FMT_SDEXT_SYMLINK;
-		st->symlink = (const uint8_t *)o->target;
-		st->symlink_len = o->size;
+		enc_stat_symlink(st, o->target, o->size);
 		break;
 	case R4_ENT_CHR: case R4_ENT_BLK:
 		st->rdev_or_bytes = o->rdev;
@@ -233,15 +189,10 @@ static void set_entry(struct r4_build *b, struct fmt_cde40_entry *ce,
 		      const struct fmt_key *k, const struct bobj *o,
 		      const char *name, size_t len)
 {
-	memset(ce, 0, sizeof(*ce));
-	ce->ordering = k->el[1];
-	ce->objectid = k->el[2];
-	ce->offset = k->el[3];
-	fmt_key_sd(&ce->target, o->locality, o->ordering, o->oid);
-	if (fmt_entry_name_stored(b->pol, len)) {
-		ce->name = (const uint8_t *)name;
-		ce->name_len = len;
-	}
+	struct fmt_key sd;
+
+	fmt_key_sd(&sd, o->locality, o->ordering, o->oid);
+	enc_cde_entry(ce, b->pol, k, &sd, name, len);
 }
 
 /* The directory's entries, "." and ".." merged in, in key order. */
@@ -366,7 +317,7 @@ static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
 						 err);
 	}
 	fmt_key_body(&k, o->locality, o->ordering, o->oid, 0);
-	return rc ? rc : pack_twig_add_extent(b, &k, o->ext, o->next, err);
+	return rc ? rc : pack_twig_add_extent(b, &k, o->ext.u, o->ext.n, err);
 }
 
 static int emit_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)

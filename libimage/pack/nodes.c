@@ -17,6 +17,7 @@
 #include "libimage/util/err.h"
 #include "libimage/tree/nodebuf.h"
 #include "format/endian.h"
+#include "r4/util.h"
 
 int pack_tree_init(struct r4_build *b, struct r4_error *err)
 {
@@ -99,15 +100,8 @@ static int level_append(struct r4_build *b, unsigned level,
 static int note_leaf(struct r4_build *b, uint64_t seq, uint64_t blk,
 		     struct r4_error *err)
 {
-	if (seq >= b->capleaf) {
-		size_t n = b->capleaf ? b->capleaf * 2 : 1024;
-		uint64_t *t = realloc(b->leafblk, n * sizeof(*t));
-
-		if (!t)
-			return r4_fail(err, -ENOMEM, "out of memory");
-		b->leafblk = t;
-		b->capleaf = n;
-	}
+	if (R4_RESERVE(b->leafblk, b->capleaf, seq + 1, 1024))
+		return r4_fail(err, -ENOMEM, "out of memory");
 	b->leafblk[seq] = blk;
 	return 0;
 }
@@ -204,7 +198,8 @@ int pack_twig_reserve(struct r4_build *b, size_t len, struct r4_error *err)
 }
 
 int pack_twig_add_extent(struct r4_build *b, const struct fmt_key *k,
-		    const struct bext *u, size_t n, struct r4_error *err)
+		    const struct fmt_extent40_unit *u, size_t n,
+		    struct r4_error *err)
 {
 	struct fmt_key key = *k;
 	uint8_t *body;

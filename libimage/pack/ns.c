@@ -12,8 +12,7 @@
 #include <unistd.h>
 #include "libimage/pack/build.h"
 #include "libimage/util/err.h"
-
-#define S_DIR 0040000u
+#include "r4/util.h"
 
 static uint64_t name_hash(const struct bobj *dir, const char *s, size_t n)
 {
@@ -64,15 +63,8 @@ static struct bobj *new_obj(struct r4_build *b, enum r4_entry_type type)
 {
 	struct bobj *o;
 
-	if (b->nobj == b->capobjs) {
-		size_t n = b->capobjs ? b->capobjs * 2 : 1024;
-		struct bobj **t = realloc(b->objs, n * sizeof(*t));
-
-		if (!t)
-			return NULL;
-		b->objs = t;
-		b->capobjs = n;
-	}
+	if (R4_RESERVE(b->objs, b->capobjs, b->nobj + 1, 1024))
+		return NULL;
 	o = calloc(1, sizeof(*o));
 	if (o) {
 		o->type = type;
@@ -83,15 +75,8 @@ static struct bobj *new_obj(struct r4_build *b, enum r4_entry_type type)
 
 static int add_kid(struct bobj *dir, struct bent *e)
 {
-	if (dir->nkids == dir->capkids) {
-		size_t n = dir->capkids ? dir->capkids * 2 : 8;
-		struct bent **t = realloc(dir->kids, n * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		dir->kids = t;
-		dir->capkids = n;
-	}
+	if (R4_RESERVE(dir->kids, dir->capkids, dir->nkids + 1, 8))
+		return -ENOMEM;
 	dir->kids[dir->nkids++] = e;
 	return 0;
 }
@@ -122,6 +107,15 @@ static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 	return e;
 }
 
+static void implicit_dir(struct r4_build *b, struct bobj *o, uint32_t uid,
+			 uint32_t gid)
+{
+	struct r4_attr a;
+
+	enc_implicit_dir(uid, gid, b->m.now, &a);
+	enc_attr(&a, 0, &o->a);
+}
+
 int pack_ns_init(struct r4_build *b, struct r4_error *err)
 {
 	b->hsize = 4096;
@@ -129,10 +123,7 @@ int pack_ns_init(struct r4_build *b, struct r4_error *err)
 	b->root = b->htab ? new_obj(b, R4_ENT_DIR) : NULL;
 	if (!b->root)
 		return r4_fail(err, -ENOMEM, "out of memory");
-	b->root->mode = 0755;
-	b->root->uid = (uint32_t)getuid();
-	b->root->gid = (uint32_t)getgid();
-	b->root->atime = b->root->mtime = b->root->ctime = b->m.now;
+	implicit_dir(b, b->root, (uint32_t)getuid(), (uint32_t)getgid());
 	return 0;
 }
 
@@ -153,7 +144,7 @@ void pack_ns_fini(struct r4_build *b)
 	b->wc_n = 0;
 	for (size_t i = 0; i < b->nobj; i++) {
 		free(b->objs[i]->target);
-		free(b->objs[i]->ext);
+		free(b->objs[i]->ext.u);
 		free(b->objs[i]->kids);
 		free(b->objs[i]);
 	}
@@ -190,30 +181,6 @@ const char *pack_ns_obj_path(const struct bobj *o, char *buf, size_t len)
 	return o->primary ? pack_ns_path(o->primary, buf, len) : ".";
 }
 
-/* Next path component of *p: skips "/" runs and "." components.
- * Returns its length (0 at the end), -1 for "..". */
-static long next_comp(const char **p, const char **comp)
-{
-	const char *s = *p;
-	size_t n;
-
-	for (;;) {
-		while (*s == '/')
-			s++;
-		n = strcspn(s, "/");
-		if (n == 1 && s[0] == '.') {
-			s++;
-			continue;
-		}
-		break;
-	}
-	*comp = s;
-	*p = s + n;
-	if (n == 2 && s[0] == '.' && s[1] == '.')
-		return -1;
-	return (long)n;
-}
-
 /* Bytes path and the cached path have in common. */
 static size_t wc_common(const struct r4_build *b, const char *path)
 {
@@ -234,14 +201,8 @@ static void wc_save(struct r4_build *b, const char *path, size_t k,
 	size_t len = strlen(path) + 1;
 
 	b->wc_n = 0;
-	if (len > b->wc_cap) {
-		char *t = realloc(b->wc_path, len);
-
-		if (!t)
-			return;
-		b->wc_path = t;
-		b->wc_cap = len;
-	}
+	if (R4_RESERVE(b->wc_path, b->wc_cap, len, 256))
+		return;
 	memcpy(b->wc_path, path, len);
 	memcpy(b->wc_end, end, k * sizeof(*end));
 	memcpy(b->wc_dir, dir, k * sizeof(*dir));
@@ -259,20 +220,20 @@ static int walk(struct r4_build *b, const char *path, int create,
 {
 	struct bobj *d = b->root, *dirs[32];
 	const char *p = path, *c, *nc;
-	long n = next_comp(&p, &c), nn;
+	long n = enc_next_name(&p, &c), nn;
+	int rc;
 	size_t same = wc_common(b, path), k = 0, ends[32];
 
 	for (; n > 0; n = nn, c = nc, k++) {
 		struct bent *e;
 		size_t end = (size_t)(c + n - path);
 
-		nn = next_comp(&p, &nc);
+		nn = enc_next_name(&p, &nc);
 		if (nn == 0)
 			break;
 		if (nn < 0)
-			return r4_fail(err, R4_EINVAL, "%s: '..' in a path",
-				       path);
-		if (n > BUILD_MAX_NAME)
+			return enc_dotdot(path, err);
+		if (n > ENC_NAME_MAX)
 			break;
 		if (k < b->wc_n && end < same && b->wc_end[k] == end) {
 			d = b->wc_dir[k];
@@ -286,10 +247,8 @@ static int walk(struct r4_build *b, const char *path, int create,
 				if (!o || !(e = new_ent(b, d, c, (size_t)n, o)))
 					return r4_fail(err, -ENOMEM,
 						       "out of memory");
-				o->mode = 0755;
-				o->uid = b->root->uid;
-				o->gid = b->root->gid;
-				o->atime = o->mtime = o->ctime = b->m.now;
+				implicit_dir(b, o, b->root->a.uid,
+					     b->root->a.gid);
 			}
 			if (e->obj->type != R4_ENT_DIR)
 				return r4_fail(err, R4_EINVAL, "%s: '%.*s' on "
@@ -303,10 +262,10 @@ static int walk(struct r4_build *b, const char *path, int create,
 		}
 	}
 	if (n < 0)
-		return r4_fail(err, R4_EINVAL, "%s: '..' in a path", path);
-	if (n > BUILD_MAX_NAME)
-		return r4_fail(err, R4_EINVAL, "%s: a name is longer than %d "
-			       "bytes", path, BUILD_MAX_NAME);
+		return enc_dotdot(path, err);
+	rc = enc_check_name(path, (size_t)n, err);
+	if (rc)
+		return rc;
 	if (create)
 		wc_save(b, path, k < 32 ? k : 32, ends, dirs);
 	*dir = d;
@@ -315,85 +274,26 @@ static int walk(struct r4_build *b, const char *path, int create,
 	return 0;
 }
 
-static uint32_t clamp_time(int64_t t, uint32_t ns, uint32_t *ns_out)
+static void set_attrs(struct bobj *o, const struct r4_entry *e)
 {
-	if (t < 0 || t > (int64_t)UINT32_MAX || ns >= 1000000000u) {
-		*ns_out = 0;
-		return t < 0 ? 0 : t > (int64_t)UINT32_MAX ? UINT32_MAX :
-		       (uint32_t)t;
-	}
-	*ns_out = ns;
-	return (uint32_t)t;
-}
+	struct r4_attr a;
 
-static void set_attrs(struct r4_build *b, struct bobj *o,
-		      const struct r4_entry *e)
-{
-	(void)b;
-	o->mode = e->mode & 07777;
-	o->uid = e->uid;
-	o->gid = e->gid;
-	o->atime = clamp_time(e->atime, e->atime_ns, &o->atime_ns);
-	o->mtime = clamp_time(e->mtime, e->mtime_ns, &o->mtime_ns);
-	o->ctime = clamp_time(e->ctime, e->ctime_ns, &o->ctime_ns);
+	enc_entry_attr(e, &a);
+	enc_attr(&a, 0, &o->a);
 }
 
 static int check_entry(struct r4_build *b, const struct r4_entry *e,
 		       struct r4_error *err)
 {
-	size_t max_target;
+	size_t max_item = b->bs - fmt_node_header_size(b->m.sb.node_pid) -
+			  fmt_item_header_size(b->pol);
+	int rc = enc_check_entry(e, max_item, err);
 
-	if (!e->path)
-		return r4_fail(err, R4_EINVAL, "an entry without a path");
-	switch (e->type) {
-	case R4_ENT_SYMLINK:
-		/* lw + unix + large times + target + NUL in one leaf item */
-		max_target = b->bs - fmt_node_header_size(b->m.sb.node_pid) -
-			     fmt_item_header_size(b->pol) - 2 -
-			     FMT_SDEXT_LW_SIZE - FMT_SDEXT_UNIX_SIZE -
-			     FMT_SDEXT_LT_SIZE - 1;
-		if (!e->target || !*e->target)
-			return r4_fail(err, R4_EINVAL, "%s: symlink without "
-				       "a target", e->path);
-		if (strlen(e->target) > max_target)
-			return r4_fail(err, R4_ERANGE, "%s: symlink target "
-				       "of %zu bytes is longer than %zu",
-				       e->path, strlen(e->target), max_target);
-		return 0;
-	case R4_ENT_HARDLINK:
-		if (!e->target || !*e->target)
-			return r4_fail(err, R4_EINVAL, "%s: hard link without "
-				       "a target", e->path);
-		return 0;
-	case R4_ENT_CHR: case R4_ENT_BLK:
-		if (e->rdev_major > 0xfff || e->rdev_minor > 0xfffff)
-			return r4_fail(err, R4_ERANGE, "%s: device %u:%u does "
-				       "not fit (major < 4096, minor < "
-				       "1048576)", e->path, e->rdev_major,
-				       e->rdev_minor);
-		return 0;
-	case R4_ENT_REG:
-		if (!e->data && e->size && !b->o.source)
-			return r4_fail(err, R4_EINVAL, "%s: no data and no "
-				       "data source", e->path);
-		return 0;
-	case R4_ENT_DIR: case R4_ENT_FIFO: case R4_ENT_SOCK:
-		return 0;
-	}
-	return r4_fail(err, R4_EINVAL, "%s: unknown entry type %d", e->path,
-		       (int)e->type);
-}
-
-static int tails_for(const struct r4_build *b, uint64_t size)
-{
-	switch (b->o.mkfs.plugin[R4_PT_FORMATTING]) {
-	case FMT_POLICY_EXTENTS:
-		return 0;
-	case FMT_POLICY_TAILS:
-		return 1;
-	default:	/* smart: the kernel's "4blocks" rule */
-		return size <= 4 * (uint64_t)b->bs;
-	}
+	if (!rc && e->type == R4_ENT_REG && !e->data && e->size &&
+	    !b->o.source)
+		rc = r4_fail(err, R4_EINVAL, "%s: no data and no data source",
+			     e->path);
+	return rc;
 }
 
 static int make_obj(struct r4_build *b, const struct r4_entry *e,
@@ -403,7 +303,7 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 
 	if (!o)
 		return r4_fail(err, -ENOMEM, "out of memory");
-	set_attrs(b, o, e);
+	set_attrs(o, e);
 	switch (e->type) {
 	case R4_ENT_SYMLINK:
 		o->target = strdup(e->target);
@@ -412,11 +312,12 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 		o->size = strlen(e->target);
 		break;
 	case R4_ENT_CHR: case R4_ENT_BLK:
-		o->rdev = e->rdev_major << 20 | e->rdev_minor;
+		o->rdev = (uint32_t)enc_rdev(e->rdev_major, e->rdev_minor);
 		break;
 	case R4_ENT_REG:
 		o->size = e->size;
-		o->tails = tails_for(b, e->size);
+		o->tails = enc_tails(b->o.mkfs.plugin[R4_PT_FORMATTING], b->bs,
+				     e->size);
 		o->data = e->size && !e->data ? BD_DEFERRED : BD_NONE;
 		break;
 	default:
@@ -468,12 +369,12 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		if (e->type != R4_ENT_DIR)
 			return r4_fail(err, R4_EINVAL, "%s: the root must be a "
 				       "directory", e->path);
-		set_attrs(b, b->root, e);
+		set_attrs(b->root, e);
 		return 0;
 	}
 	old = lookup(b, d, name, n);
 	if (old && old->obj->type == R4_ENT_DIR && e->type == R4_ENT_DIR) {
-		set_attrs(b, old->obj, e);
+		set_attrs(old->obj, e);
 		return 0;
 	}
 	if (old && old->obj->type == R4_ENT_DIR && old->obj->nkids)

@@ -14,24 +14,17 @@
 #include "libimage/pack/build.h"
 #include "libimage/util/err.h"
 #include "format/endian.h"
+#include "r4/util.h"
 
 int pack_upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
 	       uint64_t *id, struct r4_error *err)
 {
+	size_t lcap = b->capinodes;	/* ilevel grows as inode does */
 	uint8_t *copy;
 
-	if (b->ninodes == b->capinodes) {
-		size_t n = b->capinodes ? b->capinodes * 2 : 64;
-		uint8_t **t = realloc(b->inode, n * sizeof(*t));
-		uint8_t *l = t ? realloc(b->ilevel, n) : NULL;
-
-		if (t)
-			b->inode = t;
-		if (!l)
-			return r4_fail(err, -ENOMEM, "out of memory");
-		b->ilevel = l;
-		b->capinodes = n;
-	}
+	if (R4_RESERVE(b->ilevel, lcap, b->ninodes + 1, 64) ||
+	    R4_RESERVE(b->inode, b->capinodes, b->ninodes + 1, 64))
+		return r4_fail(err, -ENOMEM, "out of memory");
 	copy = malloc(b->bs);
 	if (!copy)
 		return r4_fail(err, -ENOMEM, "out of memory");

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "libimage/util/err.h"
 #include "libimage/tar/tar.h"
+#include "r4/util.h"
 
 #define DIR_CHUNK (1u << 20)
 
@@ -180,13 +181,8 @@ static int read_names(struct dir_walk *w, char ***out, size_t *count,
 	while ((errno = 0, de = readdir(dp))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (n == cap) {
-			char **g = realloc(names, (cap = cap ? cap * 2 : 16) *
-					   sizeof(*g));
-			if (!g)
-				goto nomem;
-			names = g;
-		}
+		if (R4_RESERVE(names, cap, n + 1, 16))
+			goto nomem;
 		if (!(names[n] = strdup(de->d_name)))
 			goto nomem;
 		n++;

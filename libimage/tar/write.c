@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "libimage/util/err.h"
 #include "libimage/tar/tar.h"
+#include "r4/util.h"
 
 #define XW_CHUNK (256u << 10)
 #define XW_MAX_DEPTH 8192
@@ -19,8 +20,8 @@ struct xw {
 	struct r4_vol *vol;
 	struct archive *a;
 	const struct r4_archive_opts *o;
-	struct tar_map links;	/* oid -> first path (nlink > 1) */
-	struct tar_map dirs;	/* directory oids entered */
+	struct r4_u64map links;	/* oid -> first path (char *; nlink > 1) */
+	struct r4_u64map dirs;	/* directory oids entered (a set) */
 	int fd;			/* output file (-1: standard output) */
 	char *path;		/* "./a/b" */
 	size_t cap;
@@ -46,15 +47,8 @@ static int collect(void *ctx, const char *name, size_t len,
 	if ((len == 1 && name[0] == '.') ||
 	    (len == 2 && name[0] == '.' && name[1] == '.'))
 		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct xw_name *g = realloc(l->v, cap * sizeof(*g));
-
-		if (!g)
-			return -ENOMEM;
-		l->v = g;
-		l->cap = cap;
-	}
+	if (R4_RESERVE(l->v, l->cap, l->n + 1, 16))
+		return -ENOMEM;
 	if (!(l->v[l->n].name = malloc(len + 1)))
 		return -ENOMEM;
 	memcpy(l->v[l->n].name, name, len);
@@ -251,17 +245,19 @@ static int xw_type(struct xw *w, const struct r4_objref *ref,
 static int xw_link(struct xw *w, const struct r4_stat *st,
 		   struct archive_entry *ae, int *is_link)
 {
-	const struct tar_map_ent *m;
+	char **m;
+	int added;
 
 	*is_link = 0;
 	if (S_ISDIR(st->mode) || st->nlink < 2)
 		return 0;
-	m = tar_map_get(&w->links, &st->oid, sizeof(st->oid));
+	m = r4_u64map_get(&w->links, st->oid, &added);
 	if (!m)
-		return tar_map_put(&w->links, &st->oid, sizeof(st->oid), 0,
-				   w->path);
+		return -ENOMEM;
+	if (added)
+		return (*m = strdup(w->path)) ? 0 : -ENOMEM;
 	archive_entry_set_filetype(ae, AE_IFREG);
-	archive_entry_copy_hardlink(ae, m->str);
+	archive_entry_copy_hardlink(ae, *m);
 	archive_entry_set_size(ae, 0);
 	*is_link = 1;
 	return 0;
@@ -309,14 +305,8 @@ static int xw_child(struct xw *w, const struct xw_name *c, size_t len,
 	size_t nl = len + 1 + c->len;
 	int rc;
 
-	if (nl + 2 > w->cap) {
-		char *g = realloc(w->path, nl + 64);
-
-		if (!g)
-			return r4_fail(err, -ENOMEM, "out of memory");
-		w->path = g;
-		w->cap = nl + 64;
-	}
+	if (R4_RESERVE(w->path, w->cap, nl + 2, 4096))
+		return r4_fail(err, -ENOMEM, "out of memory");
 	w->path[len] = '/';
 	memcpy(w->path + len + 1, c->name, c->len);
 	w->path[nl] = '\0';
@@ -345,12 +335,13 @@ static int xw_dir(struct xw *w, const struct r4_objref *dir, size_t len,
 	if (depth > XW_MAX_DEPTH)
 		return r4_fail(err, R4_ELOOP, "%s: directories nested more "
 			       "than %u deep", w->path, XW_MAX_DEPTH);
-	if (tar_map_get(&w->dirs, &dir->oid, sizeof(dir->oid)))
+	rc = r4_u64set_add(&w->dirs, dir->oid);
+	if (rc < 0)
+		return r4_fail(err, -ENOMEM, "out of memory");
+	if (rc)
 		return r4_fail(err, R4_ELOOP, "%s: directory (oid %llu) "
 			       "reached twice", w->path,
 			       (unsigned long long)dir->oid);
-	if (tar_map_put(&w->dirs, &dir->oid, sizeof(dir->oid), 1, NULL))
-		return r4_fail(err, -ENOMEM, "out of memory");
 	rc = r4_readdir(w->vol, dir, collect, &l, err);
 	if (rc == -ENOMEM)
 		rc = r4_fail(err, rc, "%s: out of memory", w->path);
@@ -451,8 +442,8 @@ int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 	char *tmp = NULL;
 	int rc;
 
-	tar_map_init(&w.links);
-	tar_map_init(&w.dirs);
+	r4_u64map_init(&w.links, sizeof(char *));
+	r4_u64map_init(&w.dirs, 0);
 	w.cap = 4096;
 	w.path = malloc(w.cap);
 	w.buf = malloc(XW_CHUNK);
@@ -463,8 +454,11 @@ int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 	if (!rc)
 		rc = xw_root(&w, err);
 	rc = xw_close(&w, out, tmp, rc, err);
-	tar_map_free(&w.links);
-	tar_map_free(&w.dirs);
+	for (size_t i = r4_u64map_next(&w.links, 0); i < w.links.cap;
+	     i = r4_u64map_next(&w.links, i + 1))
+		free(*(char **)r4_u64map_val(&w.links, i));
+	r4_u64map_fini(&w.links);
+	r4_u64map_fini(&w.dirs);
 	free(w.path);
 	free(w.buf);
 	return rc;

@@ -13,6 +13,7 @@
 #include "format/item.h"
 #include "format/node.h"
 #include "format/plugin.h"
+#include "r4/util.h"
 
 /* Do not cut an item for less room than this. */
 #define CUT_MIN_ROOM 64
@@ -29,19 +30,7 @@ void ilist_free(struct ilist *l)
 
 static int ilist_room(struct ilist *l, size_t more)
 {
-	if (l->n + more > l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct mitem *v;
-
-		while (cap < l->n + more)
-			cap *= 2;
-		v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
-	return 0;
+	return R4_RESERVE(l->v, l->cap, l->n + more, 16);
 }
 
 static int item_copy(struct mitem *it, const struct fmt_key *k,
@@ -397,15 +386,8 @@ struct packer {
 
 static int pack_open(struct packer *p)
 {
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 4;
-		struct ilist *o = realloc(p->out, cap * sizeof(*o));
-
-		if (!o)
-			return -ENOMEM;
-		p->out = o;
-		p->cap = cap;
-	}
+	if (R4_RESERVE(p->out, p->cap, p->n + 1, 4))
+		return -ENOMEM;
 	memset(&p->out[p->n++], 0, sizeof(*p->out));
 	p->used = 0;
 	return 0;

@@ -14,8 +14,6 @@
 #include "format/node.h"
 #include "format/plugin.h"
 
-#define OWN_GONE UINT64_MAX
-
 struct mpath {
 	uint64_t blk[FMT_TREE_HEIGHT_MAX + 2];
 	int pos[FMT_TREE_HEIGHT_MAX + 2];	/* item on the path */
@@ -24,66 +22,6 @@ struct mpath {
 static const char *vname(const struct tree_mod *m)
 {
 	return m->vol->dev && m->vol->dev->path ? m->vol->dev->path : "volume";
-}
-
-/* ---- blocks this transaction owns ------------------------------------ */
-
-static size_t own_slot(const struct tree_own *s, uint64_t blk)
-{
-	return (size_t)(blk * 0x9e3779b97f4a7c15ULL) & (s->cap - 1);
-}
-
-static int own_has(const struct tree_own *s, uint64_t blk)
-{
-	if (!s->cap)
-		return 0;
-	for (size_t i = own_slot(s, blk); s->slot[i];
-	     i = (i + 1) & (s->cap - 1))
-		if (s->slot[i] == blk)
-			return 1;
-	return 0;
-}
-
-static int own_add(struct tree_own *s, uint64_t blk)
-{
-	size_t i;
-
-	if ((s->used + 1) * 2 > s->cap) {
-		struct tree_own t = { NULL, s->cap ? s->cap * 2 : 256, 0, 0 };
-
-		if (s->n * 4 < s->cap)
-			t.cap = s->cap ? s->cap : 256;
-		t.slot = calloc(t.cap, sizeof(*t.slot));
-		if (!t.slot)
-			return -ENOMEM;
-		for (i = 0; i < s->cap; i++)
-			if (s->slot[i] && s->slot[i] != OWN_GONE)
-				own_add(&t, s->slot[i]);
-		free(s->slot);
-		*s = t;
-	}
-	for (i = own_slot(s, blk); s->slot[i] && s->slot[i] != OWN_GONE;
-	     i = (i + 1) & (s->cap - 1))
-		if (s->slot[i] == blk)
-			return 0;
-	if (!s->slot[i])
-		s->used++;
-	s->slot[i] = blk;
-	s->n++;
-	return 0;
-}
-
-static void own_del(struct tree_own *s, uint64_t blk)
-{
-	if (!s->cap)
-		return;
-	for (size_t i = own_slot(s, blk); s->slot[i];
-	     i = (i + 1) & (s->cap - 1))
-		if (s->slot[i] == blk) {
-			s->slot[i] = OWN_GONE;
-			s->n--;
-			return;
-		}
 }
 
 /* ---- setup ------------------------------------------------------------ */
@@ -105,8 +43,7 @@ int tree_mod_init(struct tree_mod *m, struct r4_vol *vol, struct txn *t,
 
 void tree_mod_fini(struct tree_mod *m)
 {
-	free(m->own.slot);
-	memset(&m->own, 0, sizeof(m->own));
+	r4_u64map_fini(&m->own);
 }
 
 static size_t ihsize(const struct tree_mod *m)
@@ -146,13 +83,12 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 	uint64_t nb = old;
 	int rc = 0;
 
-	if (!old || !own_has(&m->own, old)) {
+	if (!old || !r4_u64map_find(&m->own, old)) {
 		rc = txn_alloc(m->t, old ? old : hint, &nb, err);
 		if (rc)
 			return rc;
-		rc = own_add(&m->own, nb);
-		if (rc)
-			return r4_fail(err, rc, "out of memory");
+		if (r4_u64set_add(&m->own, nb) < 0)
+			return r4_fail(err, -ENOMEM, "out of memory");
 		m->st.nodes_alloc++;
 		if (old) {
 			rc = txn_free(m->t, old, 1, err);
@@ -185,7 +121,7 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 
 static int drop(struct tree_mod *m, uint64_t blk, struct r4_error *err)
 {
-	own_del(&m->own, blk);
+	r4_u64map_del(&m->own, blk);
 	m->st.nodes_freed++;
 	return txn_free(m->t, blk, 1, err);
 }

@@ -28,15 +28,10 @@
 #include <stdint.h>
 #include "r4/r4.h"
 #include "format/key.h"
+#include "r4/util.h"
 
 struct r4_vol;
 struct txn;
-
-/* Blocks this transaction wrote tree nodes to (changed in place). */
-struct tree_own {
-	uint64_t *slot;		/* 0 empty, UINT64_MAX removed */
-	size_t cap, n, used;
-};
 
 struct tree_mod_stats {
 	uint64_t nodes_written;	/* node images made (new + rewritten) */
@@ -48,7 +43,8 @@ struct tree_mod_stats {
 struct tree_mod {
 	struct r4_vol *vol;
 	struct txn *t;
-	struct tree_own own;
+	struct r4_u64map own;	/* blocks this transaction wrote nodes
+				 * to (changed in place): a set */
 	uint64_t root;
 	unsigned height;
 	int no_merge;		/* internal: while cutting a leaf */

@@ -7,6 +7,7 @@
 #include "libimage/tree/tree.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
+#include "r4/util.h"
 #include "format/node.h"
 #include "format/plugin.h"
 #include "format/item.h"
@@ -169,14 +170,14 @@ static int step_key(struct tree_cursor *c, const struct tree_item *it,
 		    int dir, int same_node, struct r4_error *err)
 {
 	int cmp = fmt_key_cmp(&it->key, &c->last);
-	char a[80], b[80];
+	char a[FMT_KEY_STR_MAX], b[FMT_KEY_STR_MAX];
 
 	if (c->stop && ((dir > 0 && (cmp < 0 || (!same_node && cmp == 0))) ||
 			(dir < 0 && (cmp > 0 || (!same_node && cmp == 0))))) {
 		fmt_key_str(&it->key, a, sizeof(a));
 		fmt_key_str(&c->last, b, sizeof(b));
 		return r4_fail(err, R4_ELOOP, "%s: tree node %llu, item %u: "
-			       "key %s is out of order after %s (a block "
+			       "key [%s] is out of order after [%s] (a block "
 			       "linked twice?)", devpath(c->vol),
 			       (unsigned long long)it->blk, it->pos, a, b);
 	}
@@ -380,43 +381,11 @@ fail:
 
 /* ---- walk ---------------------------------------------------------------- */
 
-struct blkset {
-	uint64_t *slot;		/* 0 = empty; blocks are never 0 here */
-	size_t cap, n;
-};
-
-static int blkset_add(struct blkset *s, uint64_t blk)
-{
-	size_t i;
-
-	if ((s->n + 1) * 2 > s->cap) {
-		struct blkset t = { NULL, s->cap ? s->cap * 2 : 1024, 0 };
-
-		t.slot = calloc(t.cap, sizeof(*t.slot));
-		if (!t.slot)
-			return -ENOMEM;
-		for (i = 0; i < s->cap; i++)
-			if (s->slot[i])
-				blkset_add(&t, s->slot[i]);
-		free(s->slot);
-		*s = t;
-	}
-	i = (size_t)(blk * 0x9e3779b97f4a7c15ULL) & (s->cap - 1);
-	while (s->slot[i]) {
-		if (s->slot[i] == blk)
-			return 1;
-		i = (i + 1) & (s->cap - 1);
-	}
-	s->slot[i] = blk;
-	s->n++;
-	return 0;
-}
-
 struct walk {
 	struct r4_vol *vol;
 	tree_node_fn fn;
 	void *ctx;
-	struct blkset seen;
+	struct r4_u64map seen;	/* blocks walked */
 };
 
 static int walk_node(struct walk *w, uint64_t blk, unsigned level,
@@ -427,7 +396,7 @@ static int walk_node(struct walk *w, uint64_t blk, unsigned level,
 	unsigned i, nr;
 	int rc;
 
-	rc = blkset_add(&w->seen, blk);
+	rc = r4_u64set_add(&w->seen, blk);
 	if (rc < 0)
 		return r4_fail(err, rc, "out of memory walking the tree");
 	if (rc)
@@ -459,15 +428,16 @@ static int walk_node(struct walk *w, uint64_t blk, unsigned level,
 int tree_walk(struct r4_vol *vol, tree_node_fn fn, void *ctx,
 	      struct r4_error *err)
 {
-	struct walk w = { vol, fn, ctx, { NULL, 0, 0 } };
+	struct walk w = { .vol = vol, .fn = fn, .ctx = ctx };
 	unsigned h = vol->sb.tree_height;
 	int rc;
 
+	r4_u64map_init(&w.seen, 0);
 	if (h < FMT_TREE_HEIGHT_MIN || h > FMT_TREE_HEIGHT_MAX)
 		return r4_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
 			       "in %u..%u", devpath(vol), h,
 			       FMT_TREE_HEIGHT_MIN, FMT_TREE_HEIGHT_MAX);
 	rc = walk_node(&w, vol->sb.root_block, h, err);
-	free(w.seen.slot);
+	r4_u64map_fini(&w.seen);
 	return rc;
 }

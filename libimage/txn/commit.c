@@ -340,9 +340,10 @@ static int empty(const struct txn *t)
 {
 	const struct r4_vol *vol = t->vol;
 
-	for (size_t i = 0; i < t->map.cap; i++)
-		if (t->map.slots[i].nr != TB_EMPTY_KEY &&
-		    t->map.slots[i].state != TB_DEAD)
+	struct tb *e;
+
+	for (size_t i = 0; (e = tb_next(&t->map, &i));)
+		if (e->state != TB_DEAD)
 			return 0;
 	return t->root == vol->sb.root_block &&
 	       t->height == vol->sb.tree_height && t->files_delta == 0 &&
@@ -373,6 +374,7 @@ static int run(struct commit *c, struct r4_error *err)
 int txn_commit(struct txn *t, struct r4_error *err)
 {
 	struct commit c = { .t = t, .vol = t->vol };
+	struct tb *e;
 	int rc;
 
 	if (empty(t)) {
@@ -382,10 +384,8 @@ int txn_commit(struct txn *t, struct r4_error *err)
 	}
 	rc = run(&c, err);
 	c.st.relocated = c.nreloc;
-	for (size_t i = 0; i < t->map.cap; i++)
-		if (t->map.slots[i].nr != TB_EMPTY_KEY &&
-		    t->map.slots[i].state == TB_DATA)
-			c.st.relocated++;
+	for (size_t i = 0; (e = tb_next(&t->map, &i));)
+		c.st.relocated += e->state == TB_DATA;
 	c.st.overwritten = c.now;
 	c.st.log_blocks = c.nlog;
 	c.vol->last_commit = c.st;

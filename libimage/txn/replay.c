@@ -13,6 +13,7 @@
 #include "libimage/txn/txn_int.h"
 #include "libimage/util/err.h"
 #include "format/super.h"
+#include "r4/util.h"
 
 struct jtx {
 	uint64_t head;
@@ -71,13 +72,8 @@ static int read_chain(struct journal *j, struct r4_error *err)
 			if (j->tx[i].head == t)
 				return jfail(j, R4_ELOOP, t, "cycle in the "
 					     "prev_tx chain of tx heads", err);
-		if (j->ntx == cap) {
-			cap = cap ? cap * 2 : 8;
-			x = realloc(j->tx, cap * sizeof(*x));
-			if (!x)
-				return -ENOMEM;
-			j->tx = x;
-		}
+		if (R4_RESERVE(j->tx, cap, j->ntx + 1, 8))
+			return -ENOMEM;
 		rc = vol_read_block(j->vol, t, j->buf, "tx head", err);
 		if (rc)
 			return rc;

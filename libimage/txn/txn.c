@@ -13,70 +13,33 @@
 
 /* ---- block map ---- */
 
-static size_t slot_of(const struct tbmap *m, uint64_t nr)
-{
-	return (size_t)((nr * 0x9E3779B97F4A7C15ULL) >> 17) & (m->cap - 1);
-}
-
 struct tb *tb_find(struct tbmap *m, uint64_t nr)
 {
-	if (!m->cap)
-		return NULL;
-	for (size_t i = slot_of(m, nr);; i = (i + 1) & (m->cap - 1)) {
-		if (m->slots[i].nr == nr)
-			return &m->slots[i];
-		if (m->slots[i].nr == TB_EMPTY_KEY)
-			return NULL;
-	}
-}
-
-static int tb_grow(struct tbmap *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 256;
-	struct tb *old = m->slots, *s = malloc(cap * sizeof(*s));
-
-	if (!s)
-		return -ENOMEM;
-	for (size_t i = 0; i < cap; i++)
-		s[i] = (struct tb){ TB_EMPTY_KEY, NULL, TB_DEAD };
-	m->slots = s;
-	for (size_t i = 0, ocap = m->cap; i < ocap; i++) {
-		size_t j;
-
-		if (old[i].nr == TB_EMPTY_KEY)
-			continue;
-		m->cap = cap;
-		j = slot_of(m, old[i].nr);
-		while (s[j].nr != TB_EMPTY_KEY)
-			j = (j + 1) & (cap - 1);
-		s[j] = old[i];
-	}
-	m->cap = cap;
-	free(old);
-	return 0;
+	return r4_u64map_find(&m->m, nr);
 }
 
 struct tb *tb_get(struct tbmap *m, uint64_t nr)
 {
-	struct tb *e = tb_find(m, nr);
-	size_t i;
+	int added;
+	struct tb *e;
 
-	if (e)
-		return e;
-	if ((m->used + 1) * 2 > m->cap && tb_grow(m))
-		return NULL;
-	i = slot_of(m, nr);
-	while (m->slots[i].nr != TB_EMPTY_KEY)
-		i = (i + 1) & (m->cap - 1);
-	m->slots[i] = (struct tb){ nr, NULL, TB_DEAD };
-	m->used++;
-	return &m->slots[i];
+	e = r4_u64map_get(&m->m, nr, &added);
+	if (e && added)
+		*e = (struct tb){ nr, NULL, TB_DEAD };
+	return e;
+}
+
+struct tb *tb_next(const struct tbmap *m, size_t *i)
+{
+	size_t k = r4_u64map_next(&m->m, *i);
+
+	*i = k + 1;
+	return k < m->m.cap ? r4_u64map_val(&m->m, k) : NULL;
 }
 
 void tb_fini(struct tbmap *m)
 {
-	free(m->slots);
-	memset(m, 0, sizeof(*m));
+	r4_u64map_fini(&m->m);
 }
 
 static int cmp_tb(const void *a, const void *b)
@@ -90,23 +53,22 @@ static int cmp_tb(const void *a, const void *b)
 int tb_list(const struct tbmap *m, unsigned states, struct tb ***out,
 	    size_t *n)
 {
-	size_t k = 0;
+	size_t k = 0, i = 0;
+	struct tb *e;
 
 	*out = NULL;
 	*n = 0;
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->slots[i].nr != TB_EMPTY_KEY &&
-		    (states & (1u << m->slots[i].state)))
-			k++;
+
+	while ((e = tb_next(m, &i)))
+		k += (states >> e->state) & 1;
 	if (!k)
 		return 0;
 	*out = malloc(k * sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->slots[i].nr != TB_EMPTY_KEY &&
-		    (states & (1u << m->slots[i].state)))
-			(*out)[(*n)++] = &m->slots[i];
+	for (i = 0; (e = tb_next(m, &i));)
+		if ((states >> e->state) & 1)
+			(*out)[(*n)++] = e;
 	qsort(*out, *n, sizeof(**out), cmp_tb);
 	return 0;
 }
@@ -133,6 +95,7 @@ int txn_begin(struct r4_vol *vol, struct txn **out, struct r4_error *err)
 		return r4_fail(err, -ENOMEM, "%s: out of memory",
 			       vol->dev->path);
 	t->vol = vol;
+	r4_u64map_init(&t->map.m, sizeof(struct tb));
 	t->root = vol->sb.root_block;
 	t->height = vol->sb.tree_height;
 	t->next_oid = vol->sb.next_oid;
@@ -145,12 +108,9 @@ int txn_begin(struct r4_vol *vol, struct txn **out, struct r4_error *err)
 void txn_release(struct txn *t, int revert)
 {
 	struct r4_vol *vol = t->vol;
+	struct tb *e;
 
-	for (size_t i = 0; i < t->map.cap; i++) {
-		struct tb *e = &t->map.slots[i];
-
-		if (e->nr == TB_EMPTY_KEY)
-			continue;
+	for (size_t i = 0; (e = tb_next(&t->map, &i));) {
 		if (revert && (e->state == TB_ALLOC || e->state == TB_NEW ||
 			       e->state == TB_DATA))
 			space_mark(&vol->space, e->nr, 0, NULL);

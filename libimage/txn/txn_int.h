@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "libimage/txn/txn.h"
+#include "r4/util.h"
 
 /* What a transaction did to a block. */
 enum tb_state {
@@ -18,18 +19,18 @@ enum tb_state {
 };
 
 struct tb {
-	uint64_t nr;		/* TB_EMPTY_KEY: slot unused */
+	uint64_t nr;		/* the block (the map's key too) */
 	struct io_block *b;	/* the transaction's pin (NEW, CAPTURED) */
 	uint8_t state;
 };
 
-#define TB_EMPTY_KEY UINT64_MAX
-
-/* Open-addressed map block number -> struct tb. */
+/* Block number -> struct tb (an r4_u64map of struct tb). */
 struct tbmap {
-	struct tb *slots;
-	size_t cap, used;
+	struct r4_u64map m;
 };
+/* Walking: for (struct tb *e = tb_next(m, &i); e; e = tb_next(m, &i))
+ * with size_t i = 0 first. */
+struct tb *tb_next(const struct tbmap *m, size_t *i);
 
 struct txn {
 	struct r4_vol *vol;
