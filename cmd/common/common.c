@@ -21,6 +21,24 @@ struct poptOption r4cmd_common_options[] = {
 	POPT_TABLEEND
 };
 
+static int opt_no_lock, opt_wait;
+
+struct poptOption r4cmd_lock_options[] = {
+	{ "wait", '\0', POPT_ARG_NONE, &opt_wait, 0,
+	  "wait while another program holds the image, instead of "
+	  "failing", NULL },
+	{ "no-lock", '\0', POPT_ARG_NONE, &opt_no_lock, 0,
+	  "read-only: take no lock, read the image even while another "
+	  "program writes it", NULL },
+	POPT_TABLEEND
+};
+
+unsigned r4cmd_lock_flags(void)
+{
+	return (opt_no_lock ? R4_OPEN_NOLOCK : 0) |
+	       (opt_wait ? R4_OPEN_WAIT : 0);
+}
+
 void r4cmd_init(const char *prog)
 {
 	const char *slash = strrchr(prog, '/');

@@ -42,6 +42,8 @@ static struct poptOption debugfs_options[] = {
 	{ "atomic", '\0', POPT_ARG_NONE, &opt_atomic, 0,
 	  "with -w: all the commands of -R and -f as one transaction; any "
 	  "failure leaves the volume unchanged", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
+	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -136,10 +138,13 @@ static int open_and_run(const char *image)
 	d.json = opt_json;
 	d.writable = opt_write;
 	d.atomic = opt_atomic;
-	if (r4_vol_open(image, opt_write ? R4_OPEN_RDWR :
-			R4_OPEN_RDONLY | R4_OPEN_FORCE, &d.vol, &err)) {
+	if (r4_vol_open(image, (opt_write ? R4_OPEN_RDWR :
+			R4_OPEN_RDONLY | R4_OPEN_FORCE) | r4cmd_lock_flags(),
+			&d.vol, &err)) {
 		r4cmd_error(&err, image, err.code);
-		return EXIT_OPEN;
+		/* Another program holds the image: a failure, not a bad
+		 * volume. */
+		return err.code == -EWOULDBLOCK ? EXIT_FAILED : EXIT_OPEN;
 	}
 	r4_vol_super(d.vol, &d.si);
 	d.large_keys = d.si.large_keys;

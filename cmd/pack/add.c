@@ -22,6 +22,8 @@ static struct poptOption add_options[] = {
 	  "print the summary as JSON", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
 	  "Ownership and times:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
+	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -98,7 +100,7 @@ static int run(struct add_job *j)
 	struct r4_vol *vol = NULL;
 	int rc;
 
-	if (r4_vol_open(j->image, R4_OPEN_RDWR, &vol, &err)) {
+	if (r4_vol_open(j->image, R4_OPEN_RDWR | r4cmd_lock_flags(), &vol, &err)) {
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;
 	}

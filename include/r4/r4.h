@@ -32,7 +32,13 @@ enum r4_open_flags {
 	R4_OPEN_RDONLY = 0,
 	R4_OPEN_RDWR = 1,
 	/* Do not refuse a mounted device (read-only opens only). */
-	R4_OPEN_FORCE = 2
+	R4_OPEN_FORCE = 2,
+	/* Every open locks the image (writers alone, readers shared); a
+	 * lock held elsewhere fails at once with -EWOULDBLOCK. NOLOCK: a
+	 * read-only open takes no lock (forensic reads of a busy image);
+	 * WAIT: wait for the lock instead. */
+	R4_OPEN_NOLOCK = 4,
+	R4_OPEN_WAIT = 8
 };
 
 int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,

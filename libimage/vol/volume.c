@@ -193,6 +193,10 @@ int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
 		ioflags |= IO_RDWR;
 	if (flags & R4_OPEN_FORCE)
 		ioflags |= IO_FORCE;
+	if (flags & R4_OPEN_NOLOCK)
+		ioflags |= IO_NOLOCK;
+	if (flags & R4_OPEN_WAIT)
+		ioflags |= IO_WAIT;
 	vol->flags = flags;
 	rc = io_open(path, ioflags, &vol->dev, NULL, err);
 	if (!rc)
