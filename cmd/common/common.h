@@ -20,6 +20,10 @@ extern struct poptOption r4cmd_common_options[];
 extern struct poptOption r4cmd_lock_options[];
 unsigned r4cmd_lock_flags(void);
 
+/* SIGINT, SIGTERM and SIGHUP remove the temporary files the library is
+ * writing (r4_tmpfile_add), then end the process by the same signal. */
+void r4cmd_cleanup_on_signals(void);
+
 void r4cmd_init(const char *prog);
 /* "prog: message" on stderr; message from err when it has one. */
 void r4cmd_error(const struct r4_error *err, const char *fallback, int code);

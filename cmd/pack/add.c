@@ -74,6 +74,11 @@ static int add_txn(struct add_job *j, struct r4_vol *vol)
 	struct r4_txn *t = NULL;
 	int rc;
 
+	/* A directory source never adds the image to itself. */
+	if (j->is_dir && r4_archive_skip_file(&j->ao, j->image, &err)) {
+		r4cmd_error(&err, j->image, err.code);
+		return EXIT_FAILED;
+	}
 	if (r4_txn_begin(vol, &t, &err)) {
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;

@@ -102,6 +102,7 @@ static int run(const char *image, const char *out,
 		r4cmd_error(&err, image, err.code);
 		return EXIT_FAILED;
 	}
+	r4cmd_cleanup_on_signals();
 	if (r4_extract_to_archive(vol, out, ao, &err)) {
 		r4cmd_error(&err, out, err.code);
 		rc = EXIT_FAILED;

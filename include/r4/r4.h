@@ -21,6 +21,14 @@ struct r4_error {
 	char msg[R4_ERRMSG_MAX];	/* "" or a one-line message */
 };
 
+/* Temporary files being written (a new image, a tarball): registered
+ * by the library while they exist, so that a signal handler can remove
+ * them. add returns 0, or -1 when the table is full; remove_all is
+ * async-signal-safe (unlink only). */
+int r4_tmpfile_add(const char *path);
+void r4_tmpfile_forget(const char *path);
+void r4_tmpfile_remove_all(void);
+
 /* The library's version string. */
 const char *r4_version(void);
 

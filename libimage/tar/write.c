@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "libimage/util/err.h"
+#include "libimage/util/tmpfiles.h"
 #include "libimage/tar/tar.h"
 
 #define XW_CHUNK (256u << 10)
@@ -22,6 +23,8 @@ struct xw {
 	struct tar_map links;	/* oid -> first path (nlink > 1) */
 	struct tar_map dirs;	/* directory oids entered */
 	int fd;			/* output file (-1: standard output) */
+	char *final;		/* what tmp is renamed to (out, or where its
+				 * symlink points) */
 	char *path;		/* "./a/b" */
 	size_t cap;
 	uint8_t *buf;
@@ -388,10 +391,51 @@ static mode_t umask_now(void)
 	return m;
 }
 
+/* Where the tarball goes. Standard output for "-". Anything that is not
+ * a regular file (a device, a FIFO, a terminal refused by the caller) is
+ * written straight into: renaming over it would replace the node. A
+ * regular or missing file is written as a temporary file renamed over
+ * it at the end, through a symbolic link to where the link points (as
+ * tar -f follows it). The image itself is refused. */
+static int xw_target(struct xw *w, const char *out, int *direct,
+		     struct r4_error *err)
+{
+	struct stat st, img, lst;
+
+	*direct = 0;
+	if (stat(out, &st)) {
+		if (errno != ENOENT)
+			return r4_fail(err, -errno, "%s: %s", out,
+				       strerror(errno));
+		if (!lstat(out, &lst))
+			return r4_fail(err, R4_EINVAL, "%s: a symbolic link to "
+				       "nothing; refusing to write through it",
+				       out);
+		w->final = strdup(out);
+		return w->final ? 0 : r4_fail(err, -ENOMEM, "out of memory");
+	}
+	if (!stat(r4_vol_path(w->vol), &img) && img.st_dev == st.st_dev &&
+	    img.st_ino == st.st_ino)
+		return r4_fail(err, R4_EINVAL, "%s: is the image being "
+			       "extracted (%s); refusing to overwrite it", out,
+			       r4_vol_path(w->vol));
+	if (S_ISDIR(st.st_mode))
+		return r4_fail(err, -EISDIR, "%s: is a directory", out);
+	if (!S_ISREG(st.st_mode)) {
+		*direct = 1;
+		return 0;
+	}
+	w->final = lstat(out, &lst) || !S_ISLNK(lst.st_mode) ? strdup(out) :
+		   realpath(out, NULL);
+	return w->final ? 0 : r4_fail(err, -errno ? -errno : -ENOMEM,
+				      "%s: %s", out, strerror(errno ? errno :
+							     ENOMEM));
+}
+
 static int xw_open(struct xw *w, const char *out, char **tmp,
 		   struct r4_error *err)
 {
-	int fd = 1;
+	int fd = 1, direct = 0;
 
 	*tmp = NULL;
 	if (!(w->a = archive_write_new()))
@@ -401,12 +445,28 @@ static int xw_open(struct xw *w, const char *out, char **tmp,
 	/* Pad the last record in full, file or pipe alike, as tar does. */
 	archive_write_set_bytes_in_last_block(w->a, 0);
 	if (strcmp(out, "-")) {
-		size_t n = strlen(out) + 16;
+		int rc = xw_target(w, out, &direct, err);
+
+		if (rc)
+			return rc;
+	}
+	if (direct) {
+		fd = open(out, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			return r4_fail(err, -errno, "%s: %s", out,
+				       strerror(errno));
+		w->fd = fd;
+	} else if (strcmp(out, "-")) {
+		size_t n = strlen(w->final) + 16;
 
 		if (!(*tmp = malloc(n)))
 			return r4_fail(err, -ENOMEM, "out of memory");
-		snprintf(*tmp, n, "%s.r4tmpXXXXXX", out);
+		snprintf(*tmp, n, "%s.r4tmpXXXXXX", w->final);
+		r4_tmpfile_block();
 		fd = mkstemp(*tmp);
+		if (fd >= 0)
+			r4_tmpfile_add(*tmp);	/* removed on a signal */
+		r4_tmpfile_unblock();
 		if (fd < 0) {
 			int e = errno;
 
@@ -434,13 +494,16 @@ static int xw_close(struct xw *w, const char *out, char *tmp, int rc,
 	if (w->fd >= 0 && close(w->fd) && !rc)
 		rc = r4_fail(err, -errno, "%s: %s", out, strerror(errno));
 	if (tmp) {
-		if (!rc && rename(tmp, out))
+		if (!rc && rename(tmp, w->final))
 			rc = r4_fail(err, -errno, "%s: %s", out,
 				     strerror(errno));
 		if (rc)
 			unlink(tmp);
+		r4_tmpfile_forget(tmp);
 		free(tmp);
 	}
+	free(w->final);
+	w->final = NULL;
 	return rc;
 }
 

@@ -212,3 +212,209 @@ block_sum() {
 	oracle_fsck "$T/v.img"
 	oracle_fsck "$T/w.img"
 }
+
+# No temporary file of r4pack is left in folder $1.
+no_temp_left() {
+	local left
+	left=$(find "$1" -maxdepth 1 \( -name '*.r4tmp*' -o -name '.*.r4pack.*' \
+		-o -name '.*.r4spool.*' \))
+	[ -z "$left" ] || { echo "left behind: $left"; return 1; }
+}
+
+@test "outputs: extract onto a device node, a FIFO, a symlink, the image itself" {
+	make_image
+	# A character device made here, as /dev/null is: written into, kept.
+	if [ "$(id -u)" -eq 0 ] && mknod "$T/null" c 1 3 2>/dev/null; then
+		r4pack extract "$T/v.img" "$T/null"
+		[ -c "$T/null" ]
+	else
+		echo "# not root or no mknod: the device node case is not run" >&3
+	fi
+	# A FIFO: its reader gets the whole tarball.
+	mkfifo "$T/fifo"
+	cat "$T/fifo" >"$T/fromfifo" &
+	local reader=$!
+	r4pack extract "$T/v.img" "$T/fifo"
+	wait "$reader"
+	[ -p "$T/fifo" ]
+	tar -tf "$T/fromfifo" | grep -q '^\./a/f1$'
+	# A symlink: followed, the link stays, the file it names is replaced.
+	echo old >"$T/real.tar"
+	ln -s real.tar "$T/link.tar"
+	r4pack extract "$T/v.img" "$T/link.tar"
+	[ -L "$T/link.tar" ]
+	tar -tf "$T/real.tar" | grep -q '^\./a/f1$'
+	# /dev/stdout-like: a symlink to a FIFO is written into.
+	ln -s fifo "$T/tofifo"
+	cat "$T/fifo" >"$T/fromfifo2" &
+	reader=$!
+	r4pack extract "$T/v.img" "$T/tofifo"
+	wait "$reader"
+	[ -L "$T/tofifo" ] && [ -p "$T/fifo" ]
+	cmp "$T/fromfifo" "$T/fromfifo2"
+	# The image itself, directly or through a link: refused, unchanged.
+	local sum; sum=$(sha256sum <"$T/v.img")
+	run r4pack extract "$T/v.img" "$T/v.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"image being extracted"* ]]
+	ln -s v.img "$T/imglink"
+	run r4pack extract "$T/v.img" "$T/imglink"
+	[ "$status" -eq 1 ]
+	[ "$(sha256sum <"$T/v.img")" = "$sum" ]
+	[ -L "$T/imglink" ]
+	no_temp_left "$T"
+}
+
+@test "outputs: create refuses its own source, swapped arguments, a file that is no image, '-' and a FIFO" {
+	make_image
+	tar -C "$T/src" -cf "$T/s.tar" .
+	local sum; sum=$(sha256sum <"$T/s.tar")
+	run r4pack create "$T/s.tar" "$T/s.tar"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"source too"* ]]
+	# r4pack create image.img rootfs.tar: the tarball is kept.
+	run r4pack create "$T/v.img" "$T/s.tar"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"not a Reiser4 image"*"-f"* ]]
+	[ "$(sha256sum <"$T/s.tar")" = "$sum" ]
+	echo precious >"$T/notes.txt"
+	run r4pack create "$T/src" "$T/notes.txt"
+	[ "$status" -eq 1 ]
+	[ "$(cat "$T/notes.txt")" = precious ]
+	r4pack create -q -f "$T/src" "$T/notes.txt"
+	r4fsck --check -q "$T/notes.txt"
+	# An image is replaced without -f; a symlink to it is followed.
+	r4pack create -q "$T/src" "$T/v.img"
+	ln -s v.img "$T/link.img"
+	r4pack create -q "$T/src" "$T/link.img"
+	[ -L "$T/link.img" ]
+	r4fsck --check -q "$T/v.img"
+	# '-' cannot hold an image; no file named '-' appears.
+	cd "$T"
+	run r4pack create "$T/src" -
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[ ! -e "$T/-" ]
+	mkfifo "$T/fifo"
+	run r4pack create "$T/src" "$T/fifo"
+	[ "$status" -eq 1 ]
+	[ -p "$T/fifo" ]
+	no_temp_left "$T"
+}
+
+@test "outputs: create onto the image behind a mounted loop device is refused, even with -f" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to attach a loop device"
+	command -v losetup >/dev/null && command -v mkfs.ext2 >/dev/null ||
+		skip "needs losetup and mkfs.ext2"
+	make_tree "$T/src"
+	truncate -s 8M "$T/ext.img"
+	mkfs.ext2 -q -F "$T/ext.img"
+	mkdir "$T/mnt"
+	if ! mount -o loop "$T/ext.img" "$T/mnt" 2>"$T/mount.err"; then
+		skip "cannot loop-mount here: $(head -n 1 "$T/mount.err")"
+	fi
+	echo kept >"$T/mnt/kept"
+	local ino; ino=$(stat -c %i "$T/ext.img")
+	run r4pack create "$T/src" "$T/ext.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "$(stat -c %i "$T/ext.img")" = "$ino" ]
+	run r4pack create -f "$T/src" "$T/ext.img"
+	echo "$output"
+	umount "$T/mnt"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"mounted"* ]]
+	# still the same file, still the mounted file system
+	[ "$(stat -c %i "$T/ext.img")" = "$ino" ]
+	mount -o loop,ro "$T/ext.img" "$T/mnt"
+	local kept; kept=$(cat "$T/mnt/kept")
+	umount "$T/mnt"
+	[ "$kept" = kept ]
+	no_temp_left "$T"
+}
+
+# Run "$@" in the background with its stdout into a FIFO that is held
+# open but never read: once the listing (-v) fills the pipe, the
+# command blocks, so it is still at work when it gets the signal.
+start_stalled() {
+	mkfifo "$T/stall"
+	exec 7<>"$T/stall"
+	env --default-signal=INT,TERM,HUP "$@" >"$T/stall" 2>/dev/null 7<&- &
+	STALLED=$!
+}
+
+# Wait (bounded) until a file matching glob $1 exists.
+wait_for() {
+	local i
+	for i in $(seq 1 1000); do
+		compgen -G "$1" >/dev/null && return 0
+		sleep 0.02
+	done
+	echo "never appeared: $1"
+	return 1
+}
+
+many_files() {
+	local d=$1 i
+	mkdir -p "$d/a-directory-with-a-rather-long-name"
+	for i in $(seq 1 3000); do
+		: >"$d/a-directory-with-a-rather-long-name/file-number-$i"
+	done
+}
+
+@test "signals: SIGTERM, SIGINT and SIGHUP during create and extract leave no temporary file" {
+	many_files "$T/src"
+	r4pack create -q "$T/src" "$T/v.img"
+	mkdir "$T/out"
+	local sig rc
+	for sig in TERM INT HUP; do
+		start_stalled r4pack create -v "$T/src" "$T/out/new.img"
+		wait_for "$T/out/.new.img.r4pack.*"
+		kill -s "$sig" "$STALLED"
+		rc=0; wait "$STALLED" || rc=$?
+		exec 7<&-
+		rm "$T/stall"
+		echo "create, SIG$sig: exit $rc"
+		[ "$rc" -gt 128 ]
+		no_temp_left "$T/out"
+		[ ! -e "$T/out/new.img" ]
+
+		start_stalled r4pack extract -v "$T/v.img" "$T/out/x.tar"
+		wait_for "$T/out/x.tar.r4tmp*"
+		kill -s "$sig" "$STALLED"
+		rc=0; wait "$STALLED" || rc=$?
+		exec 7<&-
+		rm "$T/stall"
+		echo "extract, SIG$sig: exit $rc"
+		[ "$rc" -gt 128 ]
+		no_temp_left "$T/out"
+		[ ! -e "$T/out/x.tar" ]
+	done
+}
+
+@test "self-inclusion: create DIR DIR/out.img and add IMG DIR leave the image out" {
+	make_tree "$T/src"
+	export SOURCE_DATE_EPOCH=1700000000
+	local U=01234567-89ab-cdef-0123-456789abcdef
+	r4pack create -q -U $U "$T/src" "$T/src/out.img"
+	r4debugfs -R 'ls /' "$T/src/out.img" >"$T/ls"
+	cat "$T/ls"
+	! grep -q 'out\.img\|r4pack\|r4spool' "$T/ls"
+	# The same again (the old out.img is in the source now): same bytes.
+	cp "$T/src/out.img" "$T/first.img"
+	# (reading the folders moved their access times)
+	find "$T/src" -exec touch -h -d @1600000000 {} +
+	r4pack create -q -U $U "$T/src" "$T/src/out.img"
+	cmp "$T/first.img" "$T/src/out.img"
+	# add IMG DIR with IMG inside DIR.
+	mkdir "$T/src/more"
+	echo more >"$T/src/more/m"
+	r4pack add -q "$T/src/out.img" "$T/src"
+	r4debugfs -R 'ls /' "$T/src/out.img" >"$T/ls"
+	grep -q more "$T/ls"
+	! grep -q 'out\.img' "$T/ls"
+	image_clean "$T/src/out.img"
+}
