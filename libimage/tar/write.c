@@ -323,9 +323,6 @@ static int xw_child(struct xw *w, const struct xw_name *c, size_t len,
 	w->path[len] = '/';
 	memcpy(w->path + len + 1, c->name, c->len);
 	w->path[nl] = '\0';
-	if (memchr(c->name, '/', c->len) || memchr(c->name, 0, c->len))
-		return r4_fail(err, R4_ECORRUPT, "%s: bad name in directory",
-			       w->path);
 	rc = r4_stat(w->vol, &c->ref, &st, err);
 	if (!rc && S_ISDIR(st.mode)) {
 		w->path[nl] = '/';
@@ -337,6 +334,27 @@ static int xw_child(struct xw *w, const struct xw_name *c, size_t len,
 	if (!rc && S_ISDIR(st.mode))
 		rc = xw_dir(w, &c->ref, nl, depth + 1, err);
 	return rc;
+}
+
+/* Why entry i of a sorted list cannot become a member: a name no host
+ * can create, or one a member before it already has (a second './x'
+ * after a symlink './x' would let './x/f' be written through the
+ * link). NULL when it can. */
+static const char *xw_bad_name(const struct xw_list *l, size_t i)
+{
+	const struct xw_name *c = &l->v[i];
+
+	if (!c->len)
+		return "is empty";
+	if (memchr(c->name, '/', c->len))
+		return "holds a '/'";
+	if (memchr(c->name, 0, c->len))
+		return "holds a NUL byte";
+	if (c->len > 255)
+		return "is longer than 255 bytes";
+	if (i > 0 && !name_cmp(&l->v[i - 1], c))
+		return "is in the directory twice";
+	return NULL;
 }
 
 static int xw_dir(struct xw *w, const struct r4_objref *dir, size_t len,
@@ -359,8 +377,21 @@ static int xw_dir(struct xw *w, const struct r4_objref *dir, size_t len,
 		rc = r4_fail(err, rc, "%s: out of memory", w->path);
 	if (!rc && l.n)
 		qsort(l.v, l.n, sizeof(*l.v), name_cmp);
-	for (size_t i = 0; !rc && i < l.n; i++)
+	for (size_t i = 0; !rc && i < l.n; i++) {
+		const char *why = xw_bad_name(&l, i);
+
+		if (why) {
+			w->path[len] = '\0';
+			tar_warn(w->o, "%s/%.*s: skipping: the name %s (run "
+				 "r4fsck)", w->path,
+				 (int)(l.v[i].len > 255 ? 255 : l.v[i].len),
+				 l.v[i].name, why);
+			if (w->o->stats)
+				w->o->stats->skipped++;
+			continue;
+		}
 		rc = xw_child(w, &l.v[i], len, depth, err);
+	}
 	list_free(&l);
 	return rc;
 }

@@ -418,3 +418,112 @@ many_files() {
 	! grep -q 'out\.img' "$T/ls"
 	image_clean "$T/src/out.img"
 }
+
+# Rename the root directory entry "y" of image $1 to "x" in place: the
+# entry's key holds its (short) name, and x sorts before y, so the
+# directory item stays in key order with two entries named x.
+rename_y_to_x() {
+	r4debugfs -R 'print tree' "$1" >"$T/tree.txt"
+	python3 - "$1" "$T/tree.txt" <<'PY'
+import sys, re, struct
+img, tree = sys.argv[1], open(sys.argv[2]).read()
+blk = off = None
+for line in tree.splitlines():
+    m = re.match(r'node (\d+): ', line)
+    if m:
+        node = int(m.group(1))
+    m = re.match(r'#\d+ cde40 \(\d+\) \[2a:0:0:0:0\] offset (\d+)', line)
+    if m:
+        blk, off = node, int(m.group(1))
+        break
+assert blk is not None, "no root directory item"
+y, x = struct.pack('<Q', 0x79 << 48), struct.pack('<Q', 0x78 << 48)
+with open(img, 'r+b') as f:
+    f.seek(blk * 4096)
+    b = bytearray(f.read(4096))
+    n, done = struct.unpack('<H', b[off:off + 2])[0], 0
+    for i in range(n):          # large keys: 24-byte entry key + 2
+        u = off + 2 + i * 26
+        if b[u:u + 8] == y:
+            b[u:u + 8] = x
+            done += 1
+    assert done == 1, "entry y not found"
+    f.seek(blk * 4096)
+    f.write(b)
+PY
+}
+
+@test "names: two root entries named x (a symlink out and a folder holding f): r4fsck reports, extract emits one" {
+	mkdir -p "$T/s/y" "$T/outside"
+	echo data >"$T/s/y/f"
+	ln -s "$T/outside" "$T/s/x"
+	r4pack create -q "$T/s" "$T/d.img"
+	rename_y_to_x "$T/d.img"
+	[ "$(r4debugfs -R 'ls /' "$T/d.img" | grep -c '^x$')" -eq 2 ]
+	run r4fsck --check "$T/d.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"entry 'x'"*"twice"* ]]
+	run r4pack extract "$T/d.img" "$T/d.tar"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"./x: skipping"*"twice"* ]]
+	# One member per name, none below a symlink member, and a trusting
+	# extractor writes nothing outside its target.
+	python3 - "$T/d.tar" "$T/ex" <<'PY'
+import sys, tarfile
+t = tarfile.open(sys.argv[1])
+names = [m.name.rstrip('/') for m in t.getmembers()]
+assert len(names) == len(set(names)), names
+links = {m.name.rstrip('/') for m in t.getmembers() if m.issym()}
+for n in names:
+    parts = n.split('/')
+    for k in range(1, len(parts)):
+        assert '/'.join(parts[:k]) not in links, n
+t.extractall(sys.argv[2])
+PY
+	[ -z "$(ls -A "$T/outside")" ]
+}
+
+@test "names: r4fsck reports a name with '/', extract skips it" {
+	mkdir -p "$T/s"
+	local long; long=$(printf 'n%.0s' $(seq 1 40))
+	echo a >"$T/s/$long"
+	echo b >"$T/s/short"
+	r4pack create -q "$T/s" "$T/l.img"
+	r4fsck --check -q "$T/l.img"
+	# The long entry stores its name in the item body: make it 'nn/nn...'
+	# (same length, so the key and the order stay).
+	python3 - "$T/l.img" "$long" <<'PY'
+import sys
+img, long = sys.argv[1], sys.argv[2].encode()
+data = bytearray(open(img, 'rb').read())
+i = data.find(long)
+assert i > 0 and data.find(long, i + 1) < 0
+data[i + 2:i + 3] = b'/'
+open(img, 'wb').write(data)
+PY
+	run r4fsck --check "$T/l.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"holds a '/'"* ]]
+	run r4pack extract "$T/l.img" "$T/l.tar"
+	echo "$output"
+	[[ "$output" == *"skipping"*"holds a '/'"* ]]
+	! tar -tf "$T/l.tar" | grep -q 'nn/'
+}
+
+@test "rdump: a second name becomes a hard link only to a file this run made" {
+	mkdir -p "$T/s"
+	echo image-data >"$T/s/f1"
+	ln "$T/s/f1" "$T/s/h"
+	r4pack create -q "$T/s" "$T/h.img"
+	mkdir "$T/out"
+	echo mine >"$T/out/f1"
+	run r4debugfs -R "rdump / $T/out" "$T/h.img"
+	echo "$output"
+	[[ "$output" == *"f1"*"exists already"* ]]
+	[ "$(cat "$T/out/f1")" = mine ]
+	[ "$(cat "$T/out/h")" = image-data ]
+	[ "$(stat -c %i "$T/out/f1")" != "$(stat -c %i "$T/out/h")" ]
+}
