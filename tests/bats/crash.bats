@@ -43,3 +43,7 @@ crash() {
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"neither before nor after"* ]]
 }
+
+@test "crash: r4pack add of 50 files onto a bitmap that calls the root node free (checksum matching), every 5th write cut" {
+	crash badbitmap
+}
