@@ -93,7 +93,13 @@ static int add_txn(struct add_job *j, struct r4_vol *vol)
 	}
 	if (r4_txn_commit(t, &err)) {
 		r4cmd_error(&err, j->image, err.code);
-		r4cmd_errorf("%s: nothing was changed", j->image);
+		if (r4_vol_commit_pending(vol))
+			r4cmd_errorf("%s: the change is committed in the "
+				     "journal but not all written in place: "
+				     "the next writable open (r4fsck, r4pack "
+				     "add) completes it", j->image);
+		else
+			r4cmd_errorf("%s: nothing was changed", j->image);
 		return EXIT_FAILED;
 	}
 	return EXIT_OK;

@@ -88,6 +88,10 @@ int r4_vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
 		      struct r4_error *err);
 
 /* The path the volume was opened from. */
+/* 1 when the last commit failed after its commit point (the journal
+ * holds it): the change is not lost, the next writable open completes
+ * it; 0 when a failed commit left the volume as it was. */
+int r4_vol_commit_pending(const struct r4_vol *vol);
 const char *r4_vol_path(const struct r4_vol *vol);
 
 /* ---- Making a volume --------------------------------------------------- */

@@ -274,6 +274,11 @@ const char *r4_vol_path(const struct r4_vol *vol)
 	return vol->dev->path;
 }
 
+int r4_vol_commit_pending(const struct r4_vol *vol)
+{
+	return vol->commit_pending;
+}
+
 unsigned r4_vol_replayed(const struct r4_vol *vol)
 {
 	return vol->replayed;

@@ -527,3 +527,33 @@ PY
 	[ "$(cat "$T/out/h")" = image-data ]
 	[ "$(stat -c %i "$T/out/f1")" != "$(stat -c %i "$T/out/h")" ]
 }
+
+@test "add: 'nothing was changed' only when true (a write fails before, then after the commit point)" {
+	make_image
+	mkdir -p "$T/new/n"
+	echo y >"$T/new/n/g"
+	cp "$T/v.img" "$T/c.img"
+	R4_FAULT=count R4_FAULT_REPORT="$T/rep" r4pack add -q "$T/c.img" "$T/new"
+	local n; n=$(sed -n 's/^writes=\([0-9]*\).*/\1/p' "$T/rep" | tail -n 1)
+	[ "$n" -gt 4 ]
+	# The first write fails: the volume is as it was, and says so.
+	cp "$T/v.img" "$T/e.img"
+	run env R4_FAULT=fail-write=1 r4pack add -q "$T/e.img" "$T/new"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"nothing was changed"* ]]
+	run r4debugfs -R 'ls /n' "$T/e.img"
+	[ "$status" -ne 0 ]
+	# A write home after the commit point fails: the change is kept
+	# (the next writable open replays it), so no "nothing was changed".
+	cp "$T/v.img" "$T/d.img"
+	run env R4_FAULT=fail-write=$((n - 1)) r4pack add -q "$T/d.img" "$T/new"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" != *"nothing was changed"* ]]
+	[[ "$output" == *"committed in the journal"* ]]
+	run r4fsck "$T/d.img"
+	[ "$status" -eq 1 ]
+	r4debugfs -R 'ls /n' "$T/d.img" | grep -q '^g$'
+	image_clean "$T/d.img"
+}
