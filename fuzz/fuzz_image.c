@@ -14,6 +14,7 @@
 #include "r4/r4.h"
 #include "r4/read.h"
 #include "r4/check.h"
+#include "r4/edit.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -74,6 +75,29 @@ static int on_node(void *ctx, uint64_t blk, unsigned level,
 	return 0;
 }
 
+/* The write path on the same bytes: a writable open (journal replay),
+ * one small transaction (a directory, a file in it), commit. A
+ * damaged bitmap or tree must end in an error, never in a crash or a
+ * write over a live block. */
+static void write_path(const char *path)
+{
+	struct r4_attr dir = { .mode = 040755 }, file = { .mode = 0100644 };
+	struct r4_error err = { 0 };
+	struct r4_vol *vol = NULL;
+	struct r4_txn *t = NULL;
+
+	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
+		return;
+	if (!r4_txn_begin(vol, &t, &err)) {
+		if (r4_mkdir(t, "/fuzz", &dir, &err) ||
+		    r4_create(t, "/fuzz/f", &file, 0, NULL, NULL, &err))
+			r4_txn_abort(t);
+		else
+			r4_txn_commit(t, &err);
+	}
+	r4_vol_close(vol, NULL);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct r4_check_report rep;
@@ -104,6 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fprintf(stderr, "fuzz_image: %s\n", err.msg);
 			abort();
 		}
+		write_path(path);
 	}
 	free(w);
 	close(fd);

@@ -26,6 +26,26 @@ truncate -s 256K "$out/files-r5.img" "$out/files-tea.img"
 	"$out/files-r5.img" "$src" >/dev/null
 "$b/tests/helpers/r4ref" mkfs -o formatting=tails -o hash=tea_hash \
 	-o fibration=lexic_fibre -U $U -I 2 "$out/files-tea.img" "$src" >/dev/null
+# A bitmap that calls the root node free (the write path must not
+# believe it): files-r5.img with the root's bit cleared in bitmap block
+# 18, the checksum left stale or made to match.
+root=$("$b/cmd/r4debugfs" -R 'print super' "$out/files-r5.img" |
+	sed -n 's/^ *root block: *//p')
+for m in stale fixed; do
+	cp "$out/files-r5.img" "$out/badbitmap-$m.img"
+	python3 - "$out/badbitmap-$m.img" "$root" $m <<'PY'
+import sys, zlib, struct
+path, blk, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+with open(path, 'r+b') as f:
+    f.seek(18 * 4096)
+    b = bytearray(f.read(4096))
+    b[4 + blk // 8] &= ~(1 << (blk % 8)) & 0xff
+    if mode == 'fixed':
+        b[:4] = struct.pack('<I', zlib.adler32(bytes(b[4:])))
+    f.seek(18 * 4096)
+    f.write(b)
+PY
+done
 ls -la "$out"
 # For the lsdel scanner: files removed, their old nodes and data in free
 # blocks.

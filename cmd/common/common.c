@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "config.h"
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,50 @@ struct poptOption r4cmd_common_options[] = {
 	  "print the version and exit", NULL },
 	POPT_TABLEEND
 };
+
+static int opt_no_lock, opt_wait;
+
+struct poptOption r4cmd_lock_options[] = {
+	{ "wait", '\0', POPT_ARG_NONE, &opt_wait, 0,
+	  "wait while another program holds the image, instead of "
+	  "failing", NULL },
+	{ "no-lock", '\0', POPT_ARG_NONE, &opt_no_lock, 0,
+	  "read-only: take no lock, read the image even while another "
+	  "program writes it", NULL },
+	POPT_TABLEEND
+};
+
+unsigned r4cmd_lock_flags(void)
+{
+	return (opt_no_lock ? R4_OPEN_NOLOCK : 0) |
+	       (opt_wait ? R4_OPEN_WAIT : 0);
+}
+
+static void on_signal(int sig)
+{
+	r4_tmpfile_remove_all();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void r4cmd_cleanup_on_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old;
+
+		/* A signal ignored by the parent (nohup) stays ignored. */
+		if (!sigaction(sigs[i], NULL, &old) &&
+		    old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
 
 void r4cmd_init(const char *prog)
 {

@@ -15,6 +15,15 @@ extern const char *r4cmd_prog;
 extern int r4cmd_quiet, r4cmd_verbose, r4cmd_show_version;
 extern struct poptOption r4cmd_common_options[];
 
+/* --no-lock and --wait, for commands that open a volume; the R4_OPEN_
+ * lock flags they ask for. */
+extern struct poptOption r4cmd_lock_options[];
+unsigned r4cmd_lock_flags(void);
+
+/* SIGINT, SIGTERM and SIGHUP remove the temporary files the library is
+ * writing (r4_tmpfile_add), then end the process by the same signal. */
+void r4cmd_cleanup_on_signals(void);
+
 void r4cmd_init(const char *prog);
 /* "prog: message" on stderr; message from err when it has one. */
 void r4cmd_error(const struct r4_error *err, const char *fallback, int code);

@@ -47,6 +47,8 @@ static struct poptOption debugfs_options[] = {
 	{ "atomic", '\0', POPT_ARG_NONE, &opt_atomic, 0,
 	  "with -w: all the commands of -R and -f as one transaction; any "
 	  "failure leaves the volume unchanged", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
+	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -141,12 +143,15 @@ static int open_and_run(const char *image)
 	d.json = opt_json;
 	d.writable = opt_write;
 	d.atomic = opt_atomic;
-	if (r4_vol_open(image, opt_write ? R4_OPEN_RDWR :
+	if (r4_vol_open(image, (opt_write ? R4_OPEN_RDWR :
 			R4_OPEN_RDONLY | R4_OPEN_FORCE |
-			(opt_no_replay ? R4_OPEN_NO_REPLAY : 0),
+			(opt_no_replay ? R4_OPEN_NO_REPLAY : 0)) |
+			r4cmd_lock_flags(),
 			&d.vol, &err)) {
 		r4cmd_error(&err, image, err.code);
-		return EXIT_OPEN;
+		/* Another program holds the image: a failure, not a bad
+		 * volume. */
+		return err.code == -EWOULDBLOCK ? EXIT_FAILED : EXIT_OPEN;
 	}
 	/* Say whenever what is shown is not the blocks as on disk. */
 	if (r4_vol_overlaid(d.vol))

@@ -154,9 +154,11 @@ static void dump_dir(struct rd *r, int dirfd, const char *name,
 	close(fd);
 }
 
-static void dump_file(struct rd *r, int dirfd, const char *name,
-		      const char *rel, const struct r4_objref *ref,
-		      const struct r4_stat *st)
+/* 1 when the file was made by this run (a later name of the object
+ * may become a hard link to it), 0 when not. */
+static int dump_file(struct rd *r, int dirfd, const char *name,
+		     const char *rel, const struct r4_objref *ref,
+		     const struct r4_stat *st)
 {
 	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 			O_CLOEXEC, 0600);
@@ -165,18 +167,25 @@ static void dump_file(struct rd *r, int dirfd, const char *name,
 		rd_err(r, rel, errno == EEXIST ? "exists already (rdump never "
 		       "overwrites)" : "cannot create", errno == EEXIST ?
 		       0 : errno);
-		return;
+		return 0;
 	}
-	if (dbg_copy_out(r->d, rel, ref, fd))
+	int made = 1;
+
+	if (dbg_copy_out(r->d, rel, ref, fd)) {
 		r->rc = DBG_FAIL;
+		made = 0;
+	}
 	set_attrs(r, fd, -1, NULL, st, rel);
-	if (close(fd))
+	if (close(fd)) {
 		rd_err(r, rel, "cannot write", errno);
+		made = 0;
+	}
+	return made;
 }
 
-static void dump_special(struct rd *r, int dirfd, const char *name,
-			 const char *rel, const struct r4_objref *ref,
-			 const struct r4_stat *st)
+static int dump_special(struct rd *r, int dirfd, const char *name,
+			const char *rel, const struct r4_objref *ref,
+			const struct r4_stat *st)
 {
 	struct r4_error err = { 0 };
 	char target[TARGET_MAX];
@@ -188,14 +197,14 @@ static void dump_special(struct rd *r, int dirfd, const char *name,
 		if (rc) {
 			dbg_fail(&err, rel, rc);
 			r->rc = DBG_FAIL;
-			return;
+			return 0;
 		}
 		rc = symlinkat(target, dirfd, name);
 	} else if (S_ISCHR(st->mode) || S_ISBLK(st->mode)) {
 		if (!r->as_root) {
 			r4cmd_warnf("rdump: %s: device node skipped (needs "
 				    "root)", rel);
-			return;
+			return 0;
 		}
 		rc = mknodat(dirfd, name, st->mode & S_IFMT, makedev(
 			     r4_rdev_major(st->rdev), r4_rdev_minor(st->rdev)));
@@ -203,13 +212,14 @@ static void dump_special(struct rd *r, int dirfd, const char *name,
 		rc = mknodat(dirfd, name, (st->mode & S_IFMT) | 0600, 0);
 	} else {
 		rd_err(r, rel, "unknown file type", 0);
-		return;
+		return 0;
 	}
 	if (rc) {
 		rd_err(r, rel, "cannot create", errno);
-		return;
+		return 0;
 	}
 	set_attrs(r, -1, dirfd, name, st, rel);
+	return 1;
 }
 
 static void dump_entry(struct rd *r, int dirfd, const char *dirrel,
@@ -237,11 +247,13 @@ static void dump_entry(struct rd *r, int dirfd, const char *dirrel,
 		if (linkat(r->rootfd, *ln, dirfd, name, 0))
 			rd_err(r, rel, "cannot make a hard link", errno);
 	} else {
-		if (S_ISREG(st.mode))
-			dump_file(r, dirfd, name, rel, ref, &st);
-		else
-			dump_special(r, dirfd, name, rel, ref, &st);
-		if (st.nlink > 1)
+		/* Only a file this run made may take the object's other
+		 * names as hard links: never one the user had there. */
+		int made = S_ISREG(st.mode) ?
+			   dump_file(r, dirfd, name, rel, ref, &st) :
+			   dump_special(r, dirfd, name, rel, ref, &st);
+
+		if (made && st.nlink > 1)
 			link_add(r, ref, rel);
 	}
 	free(rel);

@@ -36,6 +36,8 @@ static struct poptOption fsck_options[] = {
 	  "check even a device that is mounted", NULL },
 	{ "max-reports", 'm', POPT_ARG_INT, &opt_max_reports, 0,
 	  "print at most N problems (they are all counted; 0 = all)", "N" },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
+	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -148,7 +150,7 @@ static int fallback_readonly(const char *path, struct r4_vol **vol,
 {
 	struct r4_error err = { 0 };
 
-	if (r4_vol_open(path, R4_OPEN_RDONLY |
+	if (r4_vol_open(path, R4_OPEN_RDONLY | r4cmd_lock_flags() |
 			(opt_force ? R4_OPEN_FORCE : 0), vol, &err))
 		return 0;
 	if (!r4_vol_journal_msg(*vol)[0]) {
@@ -166,7 +168,8 @@ static int fallback_readonly(const char *path, struct r4_vol **vol,
 static int open_volume(const char *path, struct r4_vol **vol)
 {
 	struct r4_error err = { 0 };
-	unsigned flags = opt_check ? R4_OPEN_RDONLY : R4_OPEN_RDWR;
+	unsigned flags = (opt_check ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
+			 r4cmd_lock_flags();
 	int rc;
 
 	rc = r4_vol_open(path, flags | (opt_force ? R4_OPEN_FORCE : 0), vol,

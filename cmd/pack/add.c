@@ -22,6 +22,8 @@ static struct poptOption add_options[] = {
 	  "print the summary as JSON", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
 	  "Ownership and times:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
+	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -72,6 +74,11 @@ static int add_txn(struct add_job *j, struct r4_vol *vol)
 	struct r4_txn *t = NULL;
 	int rc;
 
+	/* A directory source never adds the image to itself. */
+	if (j->is_dir && r4_archive_skip_file(&j->ao, j->image, &err)) {
+		r4cmd_error(&err, j->image, err.code);
+		return EXIT_FAILED;
+	}
 	if (r4_txn_begin(vol, &t, &err)) {
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;
@@ -86,7 +93,13 @@ static int add_txn(struct add_job *j, struct r4_vol *vol)
 	}
 	if (r4_txn_commit(t, &err)) {
 		r4cmd_error(&err, j->image, err.code);
-		r4cmd_errorf("%s: nothing was changed", j->image);
+		if (r4_vol_commit_pending(vol))
+			r4cmd_errorf("%s: the change is committed in the "
+				     "journal but not all written in place: "
+				     "the next writable open (r4fsck, r4pack "
+				     "add) completes it", j->image);
+		else
+			r4cmd_errorf("%s: nothing was changed", j->image);
 		return EXIT_FAILED;
 	}
 	return EXIT_OK;
@@ -98,7 +111,7 @@ static int run(struct add_job *j)
 	struct r4_vol *vol = NULL;
 	int rc;
 
-	if (r4_vol_open(j->image, R4_OPEN_RDWR, &vol, &err)) {
+	if (r4_vol_open(j->image, R4_OPEN_RDWR | r4cmd_lock_flags(), &vol, &err)) {
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;
 	}

@@ -18,7 +18,7 @@
 enum { OPT_O = 1, OPT_EXCLUDE, OPT_UIDMAP = 100, OPT_GIDMAP, OPT_CLAMP };
 
 static char *opt_size, *opt_free, *opt_label, *opt_uuid;
-static int opt_all_root, opt_json;
+static int opt_all_root, opt_json, opt_force;
 
 struct poptOption pack_owner_options[] = {
 	{ "all-root", '\0', POPT_ARG_NONE, &opt_all_root, 0,
@@ -49,6 +49,8 @@ static struct poptOption create_options[] = {
 	  "leave out entries matching PATTERN (repeatable)", "PATTERN" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
 	  "print the summary as JSON", NULL },
+	{ "force", 'f', POPT_ARG_NONE, &opt_force, 0,
+	  "replace an existing IMAGE that is not a Reiser4 image", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
 	  "Ownership and times:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -203,6 +205,8 @@ static int parse_loop(poptContext ctx, struct r4_build_opts *bo,
 
 struct create_job {
 	const char *source, *image;
+	char *real;		/* where a symlink IMAGE points */
+	struct r4_vol *old;	/* the image replaced, held (locked) */
 	int is_dir;
 	struct r4_build_opts bo;
 	struct r4_archive_opts ao;
@@ -217,18 +221,108 @@ static void progress(void *ctx, uint64_t done, uint64_t total)
 	r4cmd_progress("r4pack", done, total);
 }
 
+/* An existing IMAGE: what is there must be a Reiser4 image (or -f), not
+ * mounted, not written by another program, and not the source. */
+static int check_existing(struct create_job *j, const char *path,
+			  const struct stat *st)
+{
+	struct r4_error err = { 0 };
+	struct stat src;
+	int rc;
+
+	if (strcmp(j->source, "-") && !stat(j->source, &src) &&
+	    src.st_dev == st->st_dev && src.st_ino == st->st_ino) {
+		r4cmd_errorf("%s: is the source too; refusing to overwrite it "
+			     "(the arguments are SOURCE IMAGE)", j->image);
+		return EXIT_FAILED;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		r4cmd_errorf("%s: is a directory", j->image);
+		return EXIT_FAILED;
+	}
+	if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode)) {
+		r4cmd_errorf("%s: not a regular file or block device: an image "
+			     "cannot be written there", j->image);
+		return EXIT_FAILED;
+	}
+	/* Opening it finds a mounted or busy image (refused) and tells an
+	 * image from anything else. A regular file stays open, so nobody
+	 * changes it while it is replaced; a device is written in place
+	 * (opened again by the build). */
+	rc = r4_vol_open(path, R4_OPEN_RDONLY, &j->old, &err);
+	if (rc == R4_EBADMAGIC && !opt_force) {
+		r4cmd_errorf("%s: exists and is not a Reiser4 image; give -f "
+			     "to replace it", j->image);
+		return EXIT_FAILED;
+	}
+	if (rc == R4_EBUSY || rc == -EWOULDBLOCK) {
+		r4cmd_error(&err, j->image, rc);
+		return EXIT_FAILED;
+	}
+	if (j->old && S_ISBLK(st->st_mode)) {
+		r4_vol_close(j->old, NULL);
+		j->old = NULL;
+	}
+	return EXIT_OK;
+}
+
+/* "-" cannot hold an image; a symlink is followed (the image is written
+ * where it points); an existing file is checked. */
+static int check_image(struct create_job *j)
+{
+	struct stat st, lst;
+
+	if (!strcmp(j->image, "-")) {
+		r4cmd_errorf("an image cannot be written to standard output "
+			     "('-'): give a file or block device");
+		return EXIT_USAGE;
+	}
+	if (stat(j->image, &st)) {
+		if (errno != ENOENT) {
+			r4cmd_errorf("%s: %s", j->image, strerror(errno));
+			return EXIT_FAILED;
+		}
+		if (!lstat(j->image, &lst)) {
+			r4cmd_errorf("%s: a symbolic link to nothing; refusing "
+				     "to write through it", j->image);
+			return EXIT_FAILED;
+		}
+		return EXIT_OK;
+	}
+	if (!lstat(j->image, &lst) && S_ISLNK(lst.st_mode) &&
+	    !(j->real = realpath(j->image, NULL))) {
+		r4cmd_errorf("%s: %s", j->image, strerror(errno));
+		return EXIT_FAILED;
+	}
+	return check_existing(j, j->real ? j->real : j->image, &st);
+}
+
 static int run(struct create_job *j)
 {
 	struct r4_error err = { 0 };
 	struct r4_build *b = NULL;
-	int rc;
+	const char *target;
+	int rc = check_image(j);
 
+	if (rc)
+		return rc;
+	target = j->real ? j->real : j->image;
 	if (j->is_dir) {
 		r4_pack_dir_source(&j->dsrc, j->source);
 		j->bo.source = &j->dsrc;
 	}
 	j->bo.progress = progress;
-	if (r4_build_begin(j->image, &j->bo, &b, &err)) {
+	r4cmd_cleanup_on_signals();
+	if (r4_build_begin(target, &j->bo, &b, &err)) {
+		r4cmd_error(&err, j->image, err.code);
+		return EXIT_FAILED;
+	}
+	/* A directory source never holds its own output. */
+	if (j->is_dir && (r4_archive_skip_file(&j->ao, target, &err) ||
+			  (r4_build_temp(b) &&
+			   r4_archive_skip_file(&j->ao, r4_build_temp(b),
+						&err)))) {
+		r4_build_abort(b);
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;
 	}
@@ -333,6 +427,8 @@ int pack_create(int argc, const char **argv)
 		j.ao.entry = r4cmd_verbose ? pack_entry : NULL;
 		rc = run(&j);
 	}
+	r4_vol_close(j.old, NULL);
+	free(j.real);
 	if (!rc)
 		summary(&j);
 out:

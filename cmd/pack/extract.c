@@ -15,6 +15,8 @@ static struct poptOption extract_options[] = {
 	  "print a summary as JSON on standard error", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
 	  "Ownership and times:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
+	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -96,10 +98,11 @@ static int run(const char *image, const char *out,
 	struct r4_vol *vol = NULL;
 	int rc = EXIT_OK;
 
-	if (r4_vol_open(image, R4_OPEN_RDONLY, &vol, &err)) {
+	if (r4_vol_open(image, R4_OPEN_RDONLY | r4cmd_lock_flags(), &vol, &err)) {
 		r4cmd_error(&err, image, err.code);
 		return EXIT_FAILED;
 	}
+	r4cmd_cleanup_on_signals();
 	if (r4_extract_to_archive(vol, out, ao, &err)) {
 		r4cmd_error(&err, out, err.code);
 		rc = EXIT_FAILED;

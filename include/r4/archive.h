@@ -55,6 +55,11 @@ struct r4_archive_opts {
 	 * ...): an excluded directory takes its contents with it. */
 	char **exclude;
 	size_t exclude_len;
+	/* Host files a directory source leaves out, by st_dev and st_ino:
+	 * the image being written or changed and its temporary file, so
+	 * that a source never holds its own output. */
+	struct r4_host_file { uint64_t dev, ino; } skip[4];
+	size_t skip_len;
 	/* Callbacks (each may be NULL): a warning line; an entry added to
 	 * the image or written to the tarball (path as stored). */
 	void (*warn)(void *ctx, const char *msg);
@@ -73,6 +78,11 @@ int r4_archive_add_idmap(struct r4_archive_opts *o, int gid,
 			 const char *spec, struct r4_error *err);
 int r4_archive_add_exclude(struct r4_archive_opts *o, const char *pattern,
 			   struct r4_error *err);
+/* Leave the host file at path out of directory sources (see skip): 0,
+ * also when path does not exist (yet); R4_ERANGE when the table is
+ * full. */
+int r4_archive_skip_file(struct r4_archive_opts *o, const char *path,
+			 struct r4_error *err);
 
 /* Add every entry of an archive ("-" = standard input) to the build.
  * File data is streamed into the build as it is read, holes of sparse

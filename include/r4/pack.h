@@ -130,6 +130,9 @@ int r4_build_stream_end(struct r4_build *b, struct r4_error *err);
  * every case (do not call r4_build_abort afterwards); res may be NULL. */
 int r4_build_finish(struct r4_build *b, struct r4_build_result *res,
 		    struct r4_error *err);
+/* The temporary image file being written (renamed over the image by
+ * finish), or NULL when the image is written in place (a device). */
+const char *r4_build_temp(const struct r4_build *b);
 /* Discard a build: removes its temporary file. Accepts NULL. */
 void r4_build_abort(struct r4_build *b);
 

@@ -21,6 +21,14 @@ struct r4_error {
 	char msg[R4_ERRMSG_MAX];	/* "" or a one-line message */
 };
 
+/* Temporary files being written (a new image, a tarball): registered
+ * by the library while they exist, so that a signal handler can remove
+ * them. add returns 0, or -1 when the table is full; remove_all is
+ * async-signal-safe (unlink only). */
+int r4_tmpfile_add(const char *path);
+void r4_tmpfile_forget(const char *path);
+void r4_tmpfile_remove_all(void);
+
 /* The library's version string. */
 const char *r4_version(void);
 
@@ -35,7 +43,13 @@ enum r4_open_flags {
 	R4_OPEN_FORCE = 2,
 	/* Read-only opens: do not read through committed transactions of
 	 * the journal; see the blocks as they are on disk. */
-	R4_OPEN_NO_REPLAY = 4
+	R4_OPEN_NO_REPLAY = 4,
+	/* Every open locks the image (writers alone, readers shared); a
+	 * lock held elsewhere fails at once with -EWOULDBLOCK. NOLOCK: a
+	 * read-only open takes no lock (forensic reads of a busy image);
+	 * WAIT: wait for the lock instead. */
+	R4_OPEN_NOLOCK = 8,
+	R4_OPEN_WAIT = 16
 };
 
 int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
@@ -77,6 +91,13 @@ void r4_vol_super(const struct r4_vol *vol, struct r4_super_info *out);
  * block cache, for inspection tools. R4_ERANGE past the device's end. */
 int r4_vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
 		      struct r4_error *err);
+
+/* 1 when the last commit failed after its commit point (the journal
+ * holds it): the change is not lost, the next writable open completes
+ * it; 0 when a failed commit left the volume as it was. */
+int r4_vol_commit_pending(const struct r4_vol *vol);
+/* The path the volume was opened from. */
+const char *r4_vol_path(const struct r4_vol *vol);
 
 /* ---- Making a volume --------------------------------------------------- */
 

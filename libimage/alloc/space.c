@@ -36,11 +36,13 @@ void space_fini(struct space *s)
 	free(s->map);
 	free(s->dirty);
 	free(s->bad_csum);
+	free(s->pins);
 	memset(s, 0, sizeof(*s));
 }
 
 int space_load(struct space *s, uint64_t k, struct r4_error *err)
 {
+	const char *why;
 	uint64_t blk;
 	uint8_t *buf;
 	int rc;
@@ -65,7 +67,18 @@ int space_load(struct space *s, uint64_t k, struct r4_error *err)
 				    (unsigned long long)blk,
 				    (unsigned long long)k, r4_strerror(rc));
 	}
-	s->bad_csum[k] = fmt_bitmap_verify(buf, s->blksize) != NULL;
+	why = fmt_bitmap_verify(buf, s->blksize);
+	if (why) {
+		free(buf);
+		s->bad_csum[k] = 1;
+		return r4_fail(err, R4_ECORRUPT, "%s: bitmap block %llu (region "
+			       "%llu): %s: the free space map cannot be "
+			       "trusted; nothing is written until r4fsck has "
+			       "checked the volume", s->dev->path,
+			       (unsigned long long)blk, (unsigned long long)k,
+			       why);
+	}
+	s->bad_csum[k] = 0;
 	s->map[k] = buf;
 	return 0;
 }
@@ -83,12 +96,108 @@ static int locate(struct space *s, uint64_t blk, uint64_t *k, uint64_t *bit,
 	return space_load(s, *k, err);
 }
 
+/* Index of the first pin whose end is past blk. */
+static size_t pin_at(const struct space *s, uint64_t blk)
+{
+	size_t lo = 0, hi = s->npins;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->pins[mid].end <= blk)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The end of the pinned range holding blk, or blk when not pinned. */
+static uint64_t pinned_until(const struct space *s, uint64_t blk)
+{
+	size_t i = pin_at(s, blk);
+
+	return i < s->npins && s->pins[i].start <= blk ? s->pins[i].end : blk;
+}
+
+int space_pin(struct space *s, uint64_t start, uint64_t count)
+{
+	uint64_t end;
+	size_t i, j;
+
+	if (start >= s->block_count || !count)
+		return 0;
+	end = count > s->block_count - start ? s->block_count : start + count;
+	i = pin_at(s, start ? start - 1 : 0);	/* may touch on the left */
+	for (j = i; j < s->npins && s->pins[j].start <= end; j++) {
+		if (s->pins[j].start < start)
+			start = s->pins[j].start;
+		if (s->pins[j].end > end)
+			end = s->pins[j].end;
+	}
+	if (j == i) {		/* a new range at i */
+		if (s->npins == s->pins_cap) {
+			size_t cap = s->pins_cap ? s->pins_cap * 2 : 64;
+			struct space_pin *p = realloc(s->pins,
+						      cap * sizeof(*p));
+
+			if (!p)
+				return -ENOMEM;
+			s->pins = p;
+			s->pins_cap = cap;
+		}
+		memmove(&s->pins[i + 1], &s->pins[i],
+			(s->npins - i) * sizeof(*s->pins));
+		s->npins++;
+	} else if (j > i + 1) {	/* ranges i..j-1 become one */
+		memmove(&s->pins[i + 1], &s->pins[j],
+			(s->npins - j) * sizeof(*s->pins));
+		s->npins -= j - i - 1;
+	}
+	s->pins[i] = (struct space_pin){ start, end };
+	return 0;
+}
+
+void space_unpin(struct space *s, uint64_t start, uint64_t count)
+{
+	uint64_t end = start + count;
+	size_t i = pin_at(s, start);
+
+	while (i < s->npins && s->pins[i].start < end) {
+		struct space_pin *p = &s->pins[i];
+
+		if (p->start < start && p->end > end) {	/* split */
+			uint64_t tail = p->end;
+
+			p->end = start;
+			/* Without memory the tail is forgotten: it is only
+			 * the allocator's caution that is lost. */
+			(void)space_pin(s, end, tail - end);
+			return;
+		}
+		if (p->start < start) {
+			p->end = start;
+			i++;
+		} else if (p->end > end) {
+			p->start = end;
+			i++;
+		} else {
+			memmove(p, p + 1, (s->npins - i - 1) * sizeof(*p));
+			s->npins--;
+		}
+	}
+}
+
 int space_test(struct space *s, uint64_t blk, struct r4_error *err)
 {
 	uint64_t k = 0, bit = 0;
 	int rc = locate(s, blk, &k, &bit, err);
 
-	return rc ? rc : fmt_bitmap_test(s->map[k], bit);
+	if (rc)
+		return rc;
+	if (pinned_until(s, blk) != blk)
+		return 1;
+	return fmt_bitmap_test(s->map[k], bit);
 }
 
 int space_mark(struct space *s, uint64_t blk, int used,
@@ -136,10 +245,18 @@ int space_find_free(struct space *s, uint64_t from, uint64_t *out,
 
 		if (rc)
 			return rc;
-		bit = fmt_bitmap_find_zero(s->map[k], start, len);
-		if (bit < len) {
-			*out = k * s->bpb + bit;
-			return 0;
+		while ((bit = fmt_bitmap_find_zero(s->map[k], start, len)) <
+		       len) {
+			uint64_t blk = k * s->bpb + bit,
+				 skip = pinned_until(s, blk);
+
+			if (skip == blk) {
+				*out = blk;
+				return 0;
+			}
+			if (skip >= (k + 1) * s->bpb)
+				break;	/* pinned to the region's end */
+			start = skip - k * s->bpb;
 		}
 	}
 	return r4_fail(err, R4_ENOSPC, "%s: no free block at or after "

@@ -17,6 +17,11 @@ struct space {
 	uint8_t **map;		/* per region: a bitmap block, or NULL */
 	uint8_t *dirty;		/* per region */
 	uint8_t *bad_csum;	/* per region: the checksum read was wrong */
+	/* Blocks known to be in use whatever the bitmap says (nodes read,
+	 * blocks their pointers and extents reference): sorted, disjoint
+	 * [start, end) ranges. */
+	struct space_pin { uint64_t start, end; } *pins;
+	size_t npins, pins_cap;
 };
 
 int space_init(struct space *s, struct io_dev *dev, uint32_t blksize,
@@ -24,11 +29,20 @@ int space_init(struct space *s, struct io_dev *dev, uint32_t blksize,
 void space_fini(struct space *s);
 
 /* Load region k's bitmap block from disk (no-op when loaded). A wrong
- * checksum is remembered in bad_csum[k], not an error: the bits are still
- * the best knowledge there is, and fsck reports it. */
+ * checksum is an R4_ECORRUPT error naming the block (as the kernel
+ * refuses such a block): the space map only serves allocation, and bits
+ * that cannot be trusted would hand out live blocks. r4fsck reads the
+ * bitmaps on its own and reports it. */
 int space_load(struct space *s, uint64_t k, struct r4_error *err);
 
-/* Whether block blk is marked used: 1, 0, or a negative error. */
+/* Mark count blocks from start as known used (a node read, a block it
+ * points to): space_test calls them used and space_find_free never
+ * returns them, whatever the bitmap says. space_unpin forgets them (a
+ * committed transaction freed them). */
+int space_pin(struct space *s, uint64_t start, uint64_t count);
+void space_unpin(struct space *s, uint64_t start, uint64_t count);
+/* Whether block blk is marked used (or pinned): 1, 0, or a negative
+ * error. */
 int space_test(struct space *s, uint64_t blk, struct r4_error *err);
 int space_mark(struct space *s, uint64_t blk, int used,
 	       struct r4_error *err);

@@ -92,6 +92,8 @@ struct chk_oid {
 
 /* ---- the checker ---- */
 
+#define CHK_NAME_MAX 255	/* longest name a host can create */
+
 struct chk {
 	struct r4_vol *vol;
 	const struct r4_check_opts *opts;
@@ -117,6 +119,11 @@ struct chk {
 	size_t nents, capents;
 	struct chk_body *bodies;
 	size_t nbodies, capbodies;
+	/* The entry before, to find two of one name (they are neighbours
+	 * in key order). */
+	uint64_t prev_dir;
+	size_t prev_len;		/* 0: none */
+	uint8_t prev_name[CHK_NAME_MAX + 1];
 };
 
 /* Report a problem (counted, handed to the callback unless over the

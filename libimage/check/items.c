@@ -82,6 +82,39 @@ static int item_stat(struct item_ctx *x)
 	return 0;
 }
 
+/* Names no directory may hold: empty, with a '/' or a NUL, longer than
+ * a name can be (extract would write a member below another, or one a
+ * host cannot create), or the name of the entry before. */
+static void check_name(struct item_ctx *x, const struct fmt_key *full,
+		       const uint8_t *name, size_t len)
+{
+	struct chk *c = x->c;
+	uint64_t dir = fmt_key_locality(&x->ih->key);
+	char shown[300];
+	const char *why = NULL;
+
+	chk_name_str(name, len > 256 ? 256 : len, shown, sizeof(shown));
+	if (!len)
+		why = "is empty";
+	else if (memchr(name, '/', len))
+		why = "holds a '/'";
+	else if (memchr(name, '\0', len))
+		why = "holds a NUL byte";
+	else if (len > CHK_NAME_MAX)
+		why = "is longer than 255 bytes";
+	else if (c->prev_len == len && c->prev_dir == dir &&
+		 !memcmp(c->prev_name, name, len))
+		why = "is there twice";
+	if (why)
+		chk_problem(c, R4_CHK_ENTRY, x->blk, (int)x->i, full,
+			    "entry '%s%s' of directory %llx: the name %s",
+			    shown, len > 256 ? "..." : "",
+			    (unsigned long long)dir, why);
+	c->prev_dir = dir;
+	c->prev_len = len <= CHK_NAME_MAX ? len : 0;
+	memcpy(c->prev_name, name, c->prev_len);
+}
+
 static int add_entry(struct item_ctx *x, const struct fmt_cde40_entry *e,
 		     unsigned u)
 {
@@ -105,6 +138,10 @@ static int add_entry(struct item_ctx *x, const struct fmt_cde40_entry *e,
 		n->flags = CHK_ENT_DOT;
 	else if (!e->name && nl == 2 && !memcmp(name, "..", 2))
 		n->flags = CHK_ENT_DOTDOT;
+	if (e->name)
+		check_name(x, &full, e->name, e->name_len);
+	else
+		check_name(x, &full, (const uint8_t *)name, nl);
 	*x->last = full;
 	x->c->rep->entries++;
 	return 0;

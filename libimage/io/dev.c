@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -243,6 +244,36 @@ static int open_fd(const char *path, unsigned flags, int *created,
 	return fd;
 }
 
+/* One writer or any number of readers: a flock on the open file, which
+ * the kernel drops with the descriptor (also when the process dies). */
+static int lock_fd(int fd, const char *path, unsigned flags,
+		   struct r4_error *err)
+{
+	int op = (flags & IO_RDWR) ? LOCK_EX : LOCK_SH;
+
+	if ((flags & IO_NOLOCK) && !(flags & IO_RDWR))
+		return 0;
+	if (!(flags & IO_WAIT))
+		op |= LOCK_NB;
+	while (flock(fd, op)) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EWOULDBLOCK)
+			return r4_fail(err, -EWOULDBLOCK, "%s: in use by "
+				       "another program (%s); try again when "
+				       "it is done%s", path,
+				       (flags & IO_RDWR) ? "locked" :
+				       "locked for writing",
+				       (flags & IO_RDWR) ? "" :
+				       ", or read it as it is with --no-lock");
+		if (errno == ENOLCK || errno == EOPNOTSUPP)
+			return 0;	/* no locks on this filesystem */
+		return r4_fail(err, -errno, "%s: cannot lock: %s", path,
+			       strerror(errno));
+	}
+	return 0;
+}
+
 int io_open(const char *path, unsigned flags, struct io_dev **out,
 	    int *created, struct r4_error *err)
 {
@@ -270,6 +301,9 @@ int io_open(const char *path, unsigned flags, struct io_dev **out,
 		rc = r4_fail(err, -errno, "%s: %s", path, strerror(errno));
 		goto out_free;
 	}
+	rc = lock_fd(fd, path, flags, err);
+	if (rc)
+		goto out_free;
 	dev->is_blkdev = S_ISBLK(st.st_mode);
 	rc = dev_size(fd, &st, &dev->size);
 	if (rc) {

@@ -43,11 +43,17 @@ enum io_open_flags {
 	IO_RDONLY = 0,
 	IO_RDWR = 1,
 	IO_CREATE = 2,	/* create the image file if it does not exist */
-	IO_FORCE = 4	/* open even when mounted (read-only only) */
+	IO_FORCE = 4,	/* open even when mounted (read-only only) */
+	IO_NOLOCK = 8,	/* read-only only: take no lock (forensic reads) */
+	IO_WAIT = 16	/* wait for the lock instead of failing at once */
 };
 
 /* Open path. A block device opened for writing is opened O_EXCL and a
- * mounted device or image is refused (R4_EBUSY). With IO_CREATE a missing
+ * mounted device or image is refused (R4_EBUSY). Every open locks the
+ * file or device node (flock): exclusive for writing, shared for
+ * reading, so one writer at a time and no reader beside it; a lock held
+ * elsewhere fails at once with -EWOULDBLOCK (IO_WAIT: waits; IO_NOLOCK
+ * on a read-only open: no lock). With IO_CREATE a missing
  * file is created; *created tells the caller whether it was, so a failed
  * mkfs can remove it. */
 int io_open(const char *path, unsigned flags, struct io_dev **out,

@@ -17,6 +17,7 @@
 #include <uuid/uuid.h>
 #include "libimage/pack/build.h"
 #include "libimage/util/err.h"
+#include "libimage/util/tmpfiles.h"
 #include "format/bitmap.h"
 
 #define ROUND_BLOCKS 16		/* volumes are multiples of 64 KiB */
@@ -52,7 +53,11 @@ static int open_temp(struct r4_build *b, const char *what, char **name,
 			return r4_fail(err, -ENOMEM, "out of memory");
 		sprintf(*name, "%.*s.%s.%s.%s", (int)dlen, b->target, base,
 			what, sfx);
+		r4_tmpfile_block();
 		rc = io_open(*name, IO_RDWR | IO_CREATE, dev, &created, err);
+		if (!rc && created)
+			r4_tmpfile_add(*name);	/* removed on a signal */
+		r4_tmpfile_unblock();
 		if (rc)
 			return rc;
 		if (created)
@@ -107,6 +112,7 @@ static int open_target(struct r4_build *b, struct r4_error *err)
 	if (rc)
 		return rc;
 	unlink(b->spool_path);
+	r4_tmpfile_forget(b->spool_path);
 	b->limit = bytes / b->bs / ROUND_BLOCKS * ROUND_BLOCKS;
 	if (bytes && b->limit < fmt_min_block_count(b->bs))
 		return r4_fail(err, R4_ERANGE, "%s: %llu bytes is too small "
@@ -120,8 +126,10 @@ static void build_free(struct r4_build *b)
 	if (!b)
 		return;
 	io_close(b->m.dev);
-	if (b->tmp)
+	if (b->tmp) {
 		unlink(b->tmp);
+		r4_tmpfile_forget(b->tmp);
+	}
 	io_close(b->spool);
 	pack_ns_fini(b);
 	pack_tree_fini(b);
@@ -134,6 +142,11 @@ static void build_free(struct r4_build *b)
 	free(b->spool_path);
 	free(b->target);
 	free(b);
+}
+
+const char *r4_build_temp(const struct r4_build *b)
+{
+	return b && !b->in_place ? b->tmp : NULL;
 }
 
 void r4_build_abort(struct r4_build *b)
@@ -336,6 +349,7 @@ static int finish(struct r4_build *b, struct r4_build_result *res,
 	if (!b->in_place && rename(b->tmp, b->target))
 		return r4_fail(err, -errno, "%s: cannot rename %s into place: "
 			       "%s", b->target, b->tmp, strerror(errno));
+	r4_tmpfile_forget(b->tmp);
 	free(b->tmp);
 	b->tmp = NULL;
 	if (res) {

@@ -301,6 +301,13 @@ static int walk_one(struct dir_walk *w, size_t len, unsigned depth,
 
 	if (lstat(w->path, &st))
 		return r4_fail(err, -errno, "%s: %s", w->path, strerror(errno));
+	for (size_t i = 0; i < w->sink.opts->skip_len; i++)
+		if (w->sink.opts->skip[i].dev == (uint64_t)st.st_dev &&
+		    w->sink.opts->skip[i].ino == (uint64_t)st.st_ino) {
+			tar_warn(w->sink.opts, "%s: skipping: it is the image "
+				 "being written", w->path);
+			return 0;
+		}
 	if (stat_type(&st, &e.type)) {
 		tar_warn(w->sink.opts, "%s: skipping: unknown file type",
 			 w->path);

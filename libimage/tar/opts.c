@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "libimage/util/err.h"
 #include "libimage/tar/tar.h"
 
@@ -70,6 +71,21 @@ int r4_archive_add_idmap(struct r4_archive_opts *o, int gid,
 			return 0;
 		p = end + 1;
 	}
+}
+
+int r4_archive_skip_file(struct r4_archive_opts *o, const char *path,
+			 struct r4_error *err)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return 0;
+	if (o->skip_len == sizeof(o->skip) / sizeof(o->skip[0]))
+		return r4_fail(err, R4_ERANGE, "%s: too many files to leave "
+			       "out", path);
+	o->skip[o->skip_len].dev = (uint64_t)st.st_dev;
+	o->skip[o->skip_len++].ino = (uint64_t)st.st_ino;
+	return 0;
 }
 
 int r4_archive_add_exclude(struct r4_archive_opts *o, const char *pattern,

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "libimage/util/err.h"
+#include "libimage/util/tmpfiles.h"
 #include "libimage/tar/tar.h"
 #include "r4/util.h"
 
@@ -23,6 +24,8 @@ struct xw {
 	struct r4_u64map links;	/* oid -> first path (char *; nlink > 1) */
 	struct r4_u64map dirs;	/* directory oids entered (a set) */
 	int fd;			/* output file (-1: standard output) */
+	char *final;		/* what tmp is renamed to (out, or where its
+				 * symlink points) */
 	char *path;		/* "./a/b" */
 	size_t cap;
 	uint8_t *buf;
@@ -310,9 +313,6 @@ static int xw_child(struct xw *w, const struct xw_name *c, size_t len,
 	w->path[len] = '/';
 	memcpy(w->path + len + 1, c->name, c->len);
 	w->path[nl] = '\0';
-	if (memchr(c->name, '/', c->len) || memchr(c->name, 0, c->len))
-		return r4_fail(err, R4_ECORRUPT, "%s: bad name in directory",
-			       w->path);
 	rc = r4_stat(w->vol, &c->ref, &st, err);
 	if (!rc && S_ISDIR(st.mode)) {
 		w->path[nl] = '/';
@@ -324,6 +324,27 @@ static int xw_child(struct xw *w, const struct xw_name *c, size_t len,
 	if (!rc && S_ISDIR(st.mode))
 		rc = xw_dir(w, &c->ref, nl, depth + 1, err);
 	return rc;
+}
+
+/* Why entry i of a sorted list cannot become a member: a name no host
+ * can create, or one a member before it already has (a second './x'
+ * after a symlink './x' would let './x/f' be written through the
+ * link). NULL when it can. */
+static const char *xw_bad_name(const struct xw_list *l, size_t i)
+{
+	const struct xw_name *c = &l->v[i];
+
+	if (!c->len)
+		return "is empty";
+	if (memchr(c->name, '/', c->len))
+		return "holds a '/'";
+	if (memchr(c->name, 0, c->len))
+		return "holds a NUL byte";
+	if (c->len > 255)
+		return "is longer than 255 bytes";
+	if (i > 0 && !name_cmp(&l->v[i - 1], c))
+		return "is in the directory twice";
+	return NULL;
 }
 
 static int xw_dir(struct xw *w, const struct r4_objref *dir, size_t len,
@@ -347,8 +368,21 @@ static int xw_dir(struct xw *w, const struct r4_objref *dir, size_t len,
 		rc = r4_fail(err, rc, "%s: out of memory", w->path);
 	if (!rc && l.n)
 		qsort(l.v, l.n, sizeof(*l.v), name_cmp);
-	for (size_t i = 0; !rc && i < l.n; i++)
+	for (size_t i = 0; !rc && i < l.n; i++) {
+		const char *why = xw_bad_name(&l, i);
+
+		if (why) {
+			w->path[len] = '\0';
+			tar_warn(w->o, "%s/%.*s: skipping: the name %s (run "
+				 "r4fsck)", w->path,
+				 (int)(l.v[i].len > 255 ? 255 : l.v[i].len),
+				 l.v[i].name, why);
+			if (w->o->stats)
+				w->o->stats->skipped++;
+			continue;
+		}
 		rc = xw_child(w, &l.v[i], len, depth, err);
+	}
 	list_free(&l);
 	return rc;
 }
@@ -379,10 +413,51 @@ static mode_t umask_now(void)
 	return m;
 }
 
+/* Where the tarball goes. Standard output for "-". Anything that is not
+ * a regular file (a device, a FIFO, a terminal refused by the caller) is
+ * written straight into: renaming over it would replace the node. A
+ * regular or missing file is written as a temporary file renamed over
+ * it at the end, through a symbolic link to where the link points (as
+ * tar -f follows it). The image itself is refused. */
+static int xw_target(struct xw *w, const char *out, int *direct,
+		     struct r4_error *err)
+{
+	struct stat st, img, lst;
+
+	*direct = 0;
+	if (stat(out, &st)) {
+		if (errno != ENOENT)
+			return r4_fail(err, -errno, "%s: %s", out,
+				       strerror(errno));
+		if (!lstat(out, &lst))
+			return r4_fail(err, R4_EINVAL, "%s: a symbolic link to "
+				       "nothing; refusing to write through it",
+				       out);
+		w->final = strdup(out);
+		return w->final ? 0 : r4_fail(err, -ENOMEM, "out of memory");
+	}
+	if (!stat(r4_vol_path(w->vol), &img) && img.st_dev == st.st_dev &&
+	    img.st_ino == st.st_ino)
+		return r4_fail(err, R4_EINVAL, "%s: is the image being "
+			       "extracted (%s); refusing to overwrite it", out,
+			       r4_vol_path(w->vol));
+	if (S_ISDIR(st.st_mode))
+		return r4_fail(err, -EISDIR, "%s: is a directory", out);
+	if (!S_ISREG(st.st_mode)) {
+		*direct = 1;
+		return 0;
+	}
+	w->final = lstat(out, &lst) || !S_ISLNK(lst.st_mode) ? strdup(out) :
+		   realpath(out, NULL);
+	return w->final ? 0 : r4_fail(err, -errno ? -errno : -ENOMEM,
+				      "%s: %s", out, strerror(errno ? errno :
+							     ENOMEM));
+}
+
 static int xw_open(struct xw *w, const char *out, char **tmp,
 		   struct r4_error *err)
 {
-	int fd = 1;
+	int fd = 1, direct = 0;
 
 	*tmp = NULL;
 	if (!(w->a = archive_write_new()))
@@ -392,12 +467,28 @@ static int xw_open(struct xw *w, const char *out, char **tmp,
 	/* Pad the last record in full, file or pipe alike, as tar does. */
 	archive_write_set_bytes_in_last_block(w->a, 0);
 	if (strcmp(out, "-")) {
-		size_t n = strlen(out) + 16;
+		int rc = xw_target(w, out, &direct, err);
+
+		if (rc)
+			return rc;
+	}
+	if (direct) {
+		fd = open(out, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			return r4_fail(err, -errno, "%s: %s", out,
+				       strerror(errno));
+		w->fd = fd;
+	} else if (strcmp(out, "-")) {
+		size_t n = strlen(w->final) + 16;
 
 		if (!(*tmp = malloc(n)))
 			return r4_fail(err, -ENOMEM, "out of memory");
-		snprintf(*tmp, n, "%s.r4tmpXXXXXX", out);
+		snprintf(*tmp, n, "%s.r4tmpXXXXXX", w->final);
+		r4_tmpfile_block();
 		fd = mkstemp(*tmp);
+		if (fd >= 0)
+			r4_tmpfile_add(*tmp);	/* removed on a signal */
+		r4_tmpfile_unblock();
 		if (fd < 0) {
 			int e = errno;
 
@@ -425,13 +516,16 @@ static int xw_close(struct xw *w, const char *out, char *tmp, int rc,
 	if (w->fd >= 0 && close(w->fd) && !rc)
 		rc = r4_fail(err, -errno, "%s: %s", out, strerror(errno));
 	if (tmp) {
-		if (!rc && rename(tmp, out))
+		if (!rc && rename(tmp, w->final))
 			rc = r4_fail(err, -errno, "%s: %s", out,
 				     strerror(errno));
 		if (rc)
 			unlink(tmp);
+		r4_tmpfile_forget(tmp);
 		free(tmp);
 	}
+	free(w->final);
+	w->final = NULL;
 	return rc;
 }
 

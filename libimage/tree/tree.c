@@ -18,6 +18,46 @@ static const char *devpath(const struct r4_vol *vol)
 	return vol->dev && vol->dev->path ? vol->dev->path : "volume";
 }
 
+/* A writable volume's allocator must never hand out a block the tree
+ * uses, even where a damaged bitmap calls it free: pin the node, the
+ * children its pointers name and the blocks its extents hold, once per
+ * verification of its bytes. */
+static int pin_refs(struct r4_vol *vol, uint64_t blk, const uint8_t *node,
+		    struct r4_error *err)
+{
+	unsigned nr = tree_node_nr(node);
+	int rc = space_pin(&vol->space, blk, 1);
+
+	for (unsigned i = 0; i < nr && !rc; i++) {
+		struct tree_item it;
+
+		rc = tree_node_item(vol, node, blk, i, &it, err);
+		if (rc)
+			return rc;
+		if (it.plugin_id == FMT_ITEM_NODEPTR40 &&
+		    it.len >= FMT_NODEPTR40_SIZE) {
+			rc = space_pin(&vol->space, get_le64(it.body), 1);
+		} else if (it.plugin_id == FMT_ITEM_EXTENT40) {
+			int n = fmt_extent40_units(it.body, it.len);
+
+			for (int u = 0; u < n && !rc; u++) {
+				struct fmt_extent40_unit x;
+
+				fmt_extent40_unit_decode(it.body + (size_t)u *
+							 FMT_EXTENT40_UNIT_SIZE,
+							 &x);
+				if (fmt_extent40_kind(&x) ==
+				    FMT_EXTENT_ALLOCATED)
+					rc = space_pin(&vol->space, x.start,
+						       x.width);
+			}
+		}
+	}
+	if (rc)
+		return r4_fail(err, rc, "%s: out of memory", devpath(vol));
+	return 0;
+}
+
 int tree_node_get(struct r4_vol *vol, uint64_t blk, unsigned level,
 		  struct io_block **out, struct r4_error *err)
 {
@@ -54,6 +94,13 @@ int tree_node_get(struct r4_vol *vol, uint64_t blk, unsigned level,
 			       "%u, expected %u from its parent",
 			       devpath(vol), (unsigned long long)blk, got,
 			       level);
+	}
+	if (!b->dirty && !b->verified && !vol->dev->readonly) {
+		rc = pin_refs(vol, blk, b->data, err);
+		if (rc) {
+			io_cache_put(&vol->cache, b);
+			return rc;
+		}
 	}
 	if (!b->dirty)
 		b->verified = 1;

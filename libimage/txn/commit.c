@@ -296,6 +296,8 @@ static int write_journal_block(struct commit *c, int footer,
 		fmt_journal_header_encode(&jh, c->buf);
 	}
 	rc = put_block(c, blk, c->buf, err);
+	if (!rc && !footer)
+		vol->commit_pending = 1;	/* the commit point may be on disk */
 	return rc ? rc : sync_dev(c, err);
 }
 
@@ -395,7 +397,13 @@ int txn_commit(struct txn *t, struct r4_error *err)
 		commit_fini(&c);
 		return rc;
 	}
+	c.vol->commit_pending = 0;
 	apply(&c);
+	/* Blocks this commit freed are free now: no longer pinned. */
+	for (size_t i = 0; i < t->map.cap; i++)
+		if (t->map.slots[i].nr != TB_EMPTY_KEY &&
+		    t->map.slots[i].state == TB_FREED)
+			space_unpin(&c.vol->space, t->map.slots[i].nr, 1);
 	txn_release(t, 0);
 	commit_fini(&c);
 	return 0;

@@ -75,6 +75,8 @@ int tb_list(const struct tbmap *m, unsigned states, struct tb ***out,
 
 /* ---- begin / abort ---- */
 
+#define BITMAPS_CHECKED_AT_BEGIN 4096
+
 int txn_begin(struct r4_vol *vol, struct txn **out, struct r4_error *err)
 {
 	struct txn *t;
@@ -90,6 +92,16 @@ int txn_begin(struct r4_vol *vol, struct txn **out, struct r4_error *err)
 	if (vol->txn)
 		return r4_fail(err, R4_EBUSY, "%s: a transaction is already "
 			       "open", vol->dev->path);
+	/* Every bitmap block (up to 16 MiB of them) checked before the
+	 * first change, so a damaged one refuses the edit at once; beyond
+	 * that a region is checked when first used, still before anything
+	 * is written to it. */
+	if (vol->space.nregions <= BITMAPS_CHECKED_AT_BEGIN) {
+		int rc = space_load_all(&vol->space, err);
+
+		if (rc)
+			return rc;
+	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return r4_fail(err, -ENOMEM, "%s: out of memory",

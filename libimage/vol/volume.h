@@ -38,6 +38,8 @@ struct r4_vol {
 	int sb_dirty;
 	struct txn *txn;	/* the open transaction, or NULL */
 	int failed;		/* sticky: a commit failed; reopen */
+	int commit_pending;	/* a failed commit got past its commit point:
+				 * replay (the next writable open) ends it */
 	unsigned replayed;	/* transactions replayed at open */
 	unsigned overlaid;	/* read-only: transactions seen via overlay */
 	char journal_msg[R4_ERRMSG_MAX];	/* why the overlay failed */

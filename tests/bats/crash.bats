@@ -90,3 +90,7 @@ crash() {
 	# the check can see it: the test build names it
 	grep -q R4_FAULT "$top_builddir/tests/crash/bin/r4pack"
 }
+
+@test "crash: r4pack add of 50 files onto a bitmap that calls the root node free (checksum matching), every 5th write cut" {
+	crash badbitmap
+}

@@ -9,6 +9,8 @@
 #          (`make crashcheck`)
 #
 # Workloads: add50 add50tar add50stdin rmr mvfile mvdir script add1000
+# badbitmap (add50 on a volume whose bitmap calls the root node free,
+# with a matching checksum: no point may lose a byte)
 # (default: all of the level). Needs r4pack, r4debugfs, r4fsck and
 # r4ref (or r4manifest) on PATH, r4pack and r4debugfs being the test
 # builds of tests/crash/bin (the only ones that read R4_FAULT);
@@ -119,6 +121,26 @@ else
 fi
 
 P=$W/pristine.img
+
+# The pristine image with the root node's bit cleared in its bitmap
+# block (block 18) and the checksum made to match: the allocator must
+# not believe it.
+make_badbitmap() {
+	local root
+	cp "$P" "$1"
+	root=$(r4debugfs -R 'print super' "$1" | sed -n 's/^ *root block: *//p')
+	python3 - "$1" "$root" <<'PY' || return 1
+import sys, zlib, struct
+path, blk = sys.argv[1], int(sys.argv[2])
+with open(path, 'r+b') as f:
+    f.seek(18 * 4096)
+    b = bytearray(f.read(4096))
+    b[4 + blk // 8] &= ~(1 << (blk % 8)) & 0xff
+    b[:4] = struct.pack('<I', zlib.adler32(bytes(b[4:])))
+    f.seek(18 * 4096)
+    f.write(b)
+PY
+}
 # add50 and rm -r: every point in full, every 5th in quick.
 if [ "$LEVEL" = full ]; then BIG=("${EVERY[@]}"); else BIG=("${SOME[@]}"); fi
 wanted add50 && run add50 "${BIG[@]}" "$P" -- \
@@ -128,6 +150,11 @@ if [ "$LEVEL" = full ]; then
 		r4pack add -q @IMG@ "$W/add50.tar"
 	wanted add50stdin && run add50stdin "${SOME[@]}" "$P" -- \
 		sh -c 'exec r4pack add -q "$1" - <"$2"' sh @IMG@ "$W/add50.tar"
+fi
+if wanted badbitmap; then
+	make_badbitmap "$W/badbitmap.img" || exit 2
+	run badbitmap --damaged "${BIG[@]}" "$W/badbitmap.img" -- \
+		r4pack add -q @IMG@ "$W/add50"
 fi
 wanted rmr && run rmr "${BIG[@]}" "$P" -- \
 	r4debugfs -w -R 'rm -r /dir' @IMG@
