@@ -185,8 +185,13 @@ static void dump_file(struct rd *r, int dirfd, const char *name,
 		       0 : errno);
 		return;
 	}
-	if (dbg_copy_out(r->d, rel, ref, fd))
+	if (dbg_copy_out(r->d, rel, ref, fd)) {
+		/* No short or empty file left as if it were the content. */
 		r->rc = DBG_FAIL;
+		close(fd);
+		unlinkat(dirfd, name, 0);
+		return;
+	}
 	set_attrs(r, fd, -1, NULL, st, rel);
 	if (close(fd))
 		rd_err(r, rel, "cannot write", errno);
