@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "libimage/pack/build.h"
+#include "libimage/pack/cluster.h"
 #include "libimage/util/err.h"
 
 #define S_DIR 0040000u
@@ -417,6 +418,7 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 	case R4_ENT_REG:
 		o->size = e->size;
 		o->tails = tails_for(b, e->size);
+		o->cc = pack_cc_initial(b);
 		o->data = e->size && !e->data ? BD_DEFERRED : BD_NONE;
 		break;
 	default:
