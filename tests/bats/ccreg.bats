@@ -129,3 +129,133 @@ poke() {
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"cluster"* ]]
 }
+
+# ---- writing: r4pack create -o create=ccreg40 ------------------------------
+
+# A source tree: text (the project's own sources), noise, a sparse file,
+# small and empty files, a file of exactly one cluster and one more.
+make_src() {
+	local s=$1 f
+	mkdir -p "$s/text" "$s/noise" "$s/misc"
+	for f in "$top_srcdir"/libimage/*/*.c "$top_srcdir"/README.md; do
+		cp "$f" "$s/text/$(basename "$(dirname "$f")")_$(basename "$f")"
+	done
+	cat "$top_srcdir"/libimage/*/*.c >"$s/text/all.c"
+	head -c 300000 /dev/urandom >"$s/noise/r300000"
+	head -c 70000 /dev/urandom >"$s/noise/r70000"
+	head -c 100 /dev/urandom >"$s/noise/r100"
+	: >"$s/misc/empty"
+	echo hi >"$s/misc/small"
+	head -c 65536 "$s/text/all.c" >"$s/misc/c65536"
+	head -c 65537 "$s/text/all.c" >"$s/misc/c65537"
+	truncate -s 400000 "$s/misc/sparse"
+	echo end >>"$s/misc/sparse"
+}
+
+# Blocks in use, as r4fsck counts them.
+used() {
+	r4fsck "$1" | sed -n 's/.* \([0-9]*\) blocks used.*/\1/p'
+}
+
+# Image $1 holds what $2 holds, by r4pack extract and by rdump.
+same_as() {
+	local img=$1 src=$2
+	run r4pack extract "$img" "$T/x.tar"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	rm -rf "$T/x" "$T/rd"
+	mkdir "$T/x" "$T/rd"
+	tar -xf "$T/x.tar" -C "$T/x"
+	diff -r "$src" "$T/x"
+	run r4debugfs -R "rdump / $T/rd" "$img"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	diff -r "$src" "$T/rd"
+	rm -f "$T/x.tar"
+}
+
+@test "r4pack create -o create=ccreg40: every algorithm and cluster size is consistent, holds ctail40 items, extracts exactly" {
+	need_oracle
+	make_src "$T/src"
+	local alg cl
+	for alg in lzo1 gzip1 zstd1; do
+		for cl in 4K 16K 64K; do
+			echo "== $alg $cl"
+			r4pack create -q -o create=ccreg40,compress=$alg,cluster=$cl \
+				"$T/src" "$T/$alg-$cl.img"
+			oracle_fsck "$T/$alg-$cl.img"
+			run r4fsck "$T/$alg-$cl.img"
+			[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+			debugfs.reiser4 -t "$T/$alg-$cl.img" 2>/dev/null >"$T/tree"
+			grep -q ctail40 "$T/tree"
+			same_as "$T/$alg-$cl.img" "$T/src"
+			r4debugfs -R "stat /text/all.c" "$T/$alg-$cl.img" | grep -q ccreg40
+			rm -f "$T/$alg-$cl.img"
+		done
+	done
+}
+
+@test "r4pack create from an archive: every compression mode, consistent and exact" {
+	need_oracle
+	make_src "$T/src"
+	tar -cf "$T/src.tar" -C "$T/src" .
+	local m
+	for m in none lattd ultim force conv; do
+		echo "== $m"
+		r4pack create -q -o create=ccreg40,compress=zstd1,compressMode=$m,cluster=16K \
+			"$T/src.tar" "$T/$m.img"
+		oracle_fsck "$T/$m.img"
+		same_as "$T/$m.img" "$T/src"
+		rm -f "$T/$m.img"
+	done
+}
+
+@test "conv: a file whose first cluster does not halve stays an ordinary file; the rest are compressed" {
+	make_src "$T/src"
+	r4pack create -q --compress=lzo1 "$T/src" "$T/c.img"
+	run r4debugfs -R "stat /noise/r300000" "$T/c.img"
+	[[ "$output" == *"reg40"* && "$output" != *"ccreg40"* ]]
+	run r4debugfs -R "stat /text/all.c" "$T/c.img"
+	[[ "$output" == *"ccreg40"* ]]
+	# small and empty files are compressed files too, as the kernel makes them
+	run r4debugfs -R "stat /noise/r100" "$T/c.img"
+	[[ "$output" == *"ccreg40"* ]]
+	run r4debugfs -R "stat /misc/empty" "$T/c.img"
+	[[ "$output" == *"ccreg40"* ]]
+	# force keeps every file compressed
+	r4pack create -q -o create=ccreg40,compressMode=force "$T/src" "$T/f.img"
+	run r4debugfs -R "stat /noise/r300000" "$T/f.img"
+	[[ "$output" == *"ccreg40"* ]]
+	same_as "$T/f.img" "$T/src"
+}
+
+@test "compressed images of text are smaller than reg40; noise costs at most 1% more" {
+	make_src "$T/src"
+	mkdir "$T/text" "$T/noise"
+	cp -r "$T/src/text/." "$T/text/"
+	cp -r "$T/src/noise/." "$T/noise/"
+	head -c 2000000 /dev/urandom >"$T/noise/r2m"
+	r4pack create -q "$T/text" "$T/t-reg.img"
+	r4pack create -q "$T/noise" "$T/n-reg.img"
+	local alg t0 n0 t n
+	t0=$(used "$T/t-reg.img")
+	n0=$(used "$T/n-reg.img")
+	for alg in lzo1 gzip1 zstd1; do
+		r4pack create -q --compress=$alg "$T/text" "$T/t.img"
+		r4pack create -q --compress=$alg "$T/noise" "$T/n.img"
+		t=$(used "$T/t.img")
+		n=$(used "$T/n.img")
+		echo "$alg: text $t blocks (reg40 $t0), noise $n (reg40 $n0)"
+		[ "$t" -lt "$t0" ]
+		[ "$((n * 100))" -le "$((n0 * 101))" ]
+		rm -f "$T/t.img" "$T/n.img"
+	done
+}
+
+@test "r4pack create: -o create=reg40 stores ordinary files; a bad --compress is a usage error" {
+	make_src "$T/src"
+	r4pack create -q -o create=reg40 "$T/src" "$T/r.img"
+	run r4debugfs -R "stat /text/all.c" "$T/r.img"
+	[[ "$output" == *"reg40"* && "$output" != *"ccreg40"* ]]
+	run r4pack create --compress=lz4 "$T/src" "$T/x.img"
+	[ "$status" -eq 2 ]
+	[ ! -e "$T/x.img" ]
+}
