@@ -259,3 +259,13 @@ same_as() {
 	[ "$status" -eq 2 ]
 	[ ! -e "$T/x.img" ]
 }
+
+@test "r4debugfs -w: truncate of a compressed file is refused and changes nothing" {
+	kimg zstd1
+	local before
+	before=$(sha256sum <"$T/zstd1.img")
+	run r4debugfs -w -R "truncate 100 /dir1/text_200001" "$T/zstd1.img"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"compressed (ccreg40)"*"not supported"* ]]
+	[ "$(sha256sum <"$T/zstd1.img")" = "$before" ]
+}
