@@ -269,3 +269,19 @@ same_as() {
 	[[ "$output" == *"compressed (ccreg40)"*"not supported"* ]]
 	[ "$(sha256sum <"$T/zstd1.img")" = "$before" ]
 }
+
+@test "removing and replacing compressed files (r4debugfs -w rm, r4pack add) leaves a consistent volume" {
+	need_oracle
+	kimg zstd1
+	local img="$T/zstd1.img"
+	r4debugfs -w -R "rm /dir1/text_200001" -R "rm /dir2/sparse" "$img"
+	mkdir -p "$T/add/dir1"
+	echo hi >"$T/add/dir1/text_131072"
+	r4pack add -q "$img" "$T/add"
+	run r4fsck "$img"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	oracle_fsck "$img"
+	[ "$(r4debugfs -R "cat /dir1/text_131072" "$img")" = hi ]
+	run r4debugfs -R "stat /dir1/text_200001" "$img"
+	[ "$status" -ne 0 ]
+}
