@@ -91,6 +91,7 @@ row() {
 	S[$name]=$(stat -c %s "$img")
 	names+=("$name")
 	rm -f "$img"
+	echo "  $name: ${S[$name]} bytes, ${T[$name]} s"
 }
 
 img=$TMP/img
@@ -100,7 +101,7 @@ for alg in lzo1 gzip1 zstd1; do
 		--compress=$alg "$TREE" "$img"
 done
 if command -v mksquashfs >/dev/null; then
-	for c in gzip lzo zstd; do
+	for c in gzip zstd; do
 		row "squashfs-$c" "$img" mksquashfs "$TREE" "$img" -noappend \
 			-quiet -no-progress -comp $c -processors "$(nproc)"
 	done
