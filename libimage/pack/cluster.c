@@ -154,6 +154,7 @@ int pack_cc_init(struct r4_build *b, struct r4_error *err)
 	const uint16_t *p = b->o.mkfs.plugin;
 	struct pack_cc *cc;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned want;
 	int rc = 0;
 
 	if (!b->o.compress_files || p[R4_PT_CREATE] != FMT_OBJ_CCREG40)
@@ -179,16 +180,16 @@ int pack_cc_init(struct r4_build *b, struct r4_error *err)
 	b->cc = cc;
 	if (!cc->plain || !cc->out)
 		return r4_fail(err, -ENOMEM, "out of memory");
-	cc->nth = ncpu < 1 ? 1 : ncpu > CC_THREADS ? CC_THREADS :
-		  (unsigned)ncpu;
-	for (unsigned i = 0; i < cc->nth; i++) {
+	want = ncpu < 1 ? 1 : ncpu > CC_THREADS ? CC_THREADS : (unsigned)ncpu;
+	cc->nth = 1;		/* this thread; workers are counted as made */
+	for (unsigned i = 0; i < want; i++) {
 		cc->codec[i] = r4_codec_new(cc->alg, &rc);
 		if (!cc->codec[i])
 			return r4_fail(err, rc, "cannot set up the %s "
 				       "compressor", fmt_plugin_name(
 				       FMT_PT_COMPRESS, cc->alg));
 	}
-	for (unsigned i = 1; i < cc->nth; i++) {
+	for (unsigned i = 1; i < want; i++) {
 		struct worker *w = malloc(sizeof(*w));
 
 		if (!w)
@@ -197,9 +198,9 @@ int pack_cc_init(struct r4_build *b, struct r4_error *err)
 		w->id = i;
 		if (pthread_create(&cc->th[i], NULL, worker_main, w)) {
 			free(w);
-			cc->nth = i;	/* the threads made so far */
-			break;
+			break;	/* fewer threads: still correct */
 		}
+		cc->nth = i + 1;
 	}
 	for (size_t i = 0; i < CC_BATCH; i++) {
 		cc->batch[i].plain = cc->plain + i * cc->csize;
