@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "../common/common.h"
 #include "debugfs.h"
+#include "r4/util.h"
 #include "r4/forensic.h"
 
 #define CHUNK (1u << 20)
@@ -25,7 +26,7 @@ struct walk {
 	struct dbg *d;
 	walk_fn fn;
 	void *ctx;
-	struct dbg_set dirs;	/* directories entered (no cycle) */
+	struct r4_u64map dirs;	/* directories entered (no cycle) */
 	int rc;
 };
 
@@ -48,7 +49,7 @@ static int walk_obj(struct walk *w, const char *path,
 		return rc;
 	if (!S_ISDIR(st.mode) || depth > 4096)
 		return 0;
-	if (dbg_set_add(&w->dirs, ref->oid))
+	if (r4_u64set_add(&w->dirs, ref->oid))
 		return 0;	/* entered already, or out of memory */
 	rc = dbg_list_dir(w->d, ref, &l, &err);
 	if (rc) {
@@ -91,7 +92,7 @@ static int walk_tree(struct dbg *d, const char *path, walk_fn fn, void *ctx)
 	if (dbg_resolve(d, path, &ref))
 		return DBG_FAIL;
 	rc = walk_obj(&w, path, &ref, 0);
-	dbg_set_free(&w.dirs);
+	r4_u64map_fini(&w.dirs);
 	return rc ? DBG_FAIL : w.rc;
 }
 

@@ -172,8 +172,11 @@ static int dump_file(struct rd *r, int dirfd, const char *name,
 	int made = 1;
 
 	if (dbg_copy_out(r->d, rel, ref, fd)) {
+		/* No short or empty file left as if it were the content. */
 		r->rc = DBG_FAIL;
-		made = 0;
+		close(fd);
+		unlinkat(dirfd, name, 0);
+		return 0;
 	}
 	set_attrs(r, fd, -1, NULL, st, rel);
 	if (close(fd)) {

@@ -15,7 +15,10 @@
 #define FREE_BYTES_DEFAULT (16ULL << 20)
 #define FREE_PERCENT_DEFAULT 0
 
-enum { OPT_O = 1, OPT_EXCLUDE, OPT_UIDMAP = 100, OPT_GIDMAP, OPT_CLAMP };
+enum { OPT_O = 1, OPT_EXCLUDE, OPT_COMPRESS, OPT_UIDMAP = 100, OPT_GIDMAP,
+       OPT_CLAMP };
+/* --compress without ALGO (README: "Compressed files" says why). */
+#define COMPRESS_DEFAULT "zstd1"
 
 static char *opt_size, *opt_free, *opt_label, *opt_uuid;
 static int opt_all_root, opt_json, opt_force;
@@ -45,6 +48,10 @@ static struct poptOption create_options[] = {
 	{ "override", 'o', POPT_ARG_STRING, NULL, OPT_O,
 	  "override a plugin of the profile, as r4mkfs -o (repeatable)",
 	  "TYPE=PLUGIN" },
+	{ "compress", '\0', POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, NULL,
+	  OPT_COMPRESS, "store files compressed (ccreg40), as -o "
+	  "create=ccreg40,compress=ALGO (default " COMPRESS_DEFAULT ")",
+	  "lzo1|gzip1|zstd1" },
 	{ "exclude", '\0', POPT_ARG_STRING, NULL, OPT_EXCLUDE,
 	  "leave out entries matching PATTERN (repeatable)", "PATTERN" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
@@ -188,6 +195,22 @@ static int parse_loop(poptContext ctx, struct r4_build_opts *bo,
 		    r4_mkfs_override(&bo->mkfs, arg, &err)) {
 			r4cmd_error(&err, "-o", err.code);
 			bad = 1;
+		} else if (!own && rc == OPT_O && !strncmp(arg, "create=", 7)) {
+			/* the files follow an explicit create= */
+			bo->compress_files = 1;
+		}
+		if (!own && rc == OPT_COMPRESS) {
+			char o[64];
+
+			snprintf(o, sizeof(o), "compress=%s",
+				 arg && *arg ? arg : COMPRESS_DEFAULT);
+			if (r4_mkfs_override(&bo->mkfs, "create=ccreg40",
+					     &err) ||
+			    r4_mkfs_override(&bo->mkfs, o, &err)) {
+				r4cmd_error(&err, "--compress", err.code);
+				bad = 1;
+			}
+			bo->compress_files = 1;
 		}
 		if (!own && rc == OPT_EXCLUDE &&
 		    r4_archive_add_exclude(ao, arg, &err)) {
@@ -409,6 +432,14 @@ int pack_create(int argc, const char **argv)
 	r4_archive_opts_init(&j.ao);
 	j.ao.warn = pack_warn;
 	j.ao.stats = &j.stats;
+	/* A bare --compress takes no word after it (popt would take the
+	 * SOURCE as its ALGO): make it --compress=DEFAULT. */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--compress"))
+			argv[i] = "--compress=" COMPRESS_DEFAULT;
+	}
 	ctx = poptGetContext("r4pack create", argc, argv, create_options, 0);
 	poptSetOtherOptionHelp(ctx, "[OPTION...] SOURCE IMAGE");
 	rc = parse_loop(ctx, &j.bo, &j.ao);

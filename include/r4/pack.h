@@ -15,9 +15,12 @@
  * Tail files' data waits in ".NAME.r4spool.XXXXXX" (unlinked at once).
  *
  * What is stored (format map section 7):
- *  - regular files are reg40 (never ccreg40: no object gets a pset slot,
- *    so the mode decides, even though mkfs's default root pset says
- *    create=ccreg40). Body as the kernel decides it for the formatting
+ *  - regular files are reg40 (no object gets a pset slot, so the mode
+ *    decides, even though mkfs's default root pset says create=ccreg40),
+ *    unless compress_files is set and the profile says create=ccreg40:
+ *    then they are compressed files stored as the kernel would
+ *    (doc/compress.md: the profile's compress, compressMode and cluster;
+ *    conv may leave a file reg40). Body as the kernel decides it for the formatting
  *    policy (profile "formatting"): smart = the kernel's "4blocks" rule,
  *    tail items when size <= 4 * 4096 = 16384 bytes, else extents;
  *    tails = always tail items; extents = never. Holes in extent files
@@ -100,6 +103,9 @@ struct r4_build_opts {
 	/* Progress: called now and then with bytes of data written. */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
+	/* 1: store regular files as the profile's "create" plugin says
+	 * (ccreg40: compressed); 0 (default): always reg40. */
+	int compress_files;
 };
 
 /* files = objects that are not directories; dirs includes the root;

@@ -83,6 +83,17 @@ int space_load(struct space *s, uint64_t k, struct r4_error *err)
 	return 0;
 }
 
+int space_load_all(struct space *s, struct r4_error *err)
+{
+	for (uint64_t k = 0; k < s->nregions; k++) {
+		int rc = space_load(s, k, err);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int locate(struct space *s, uint64_t blk, uint64_t *k, uint64_t *bit,
 		  struct r4_error *err)
 {

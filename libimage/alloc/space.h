@@ -34,6 +34,8 @@ void space_fini(struct space *s);
  * that cannot be trusted would hand out live blocks. r4fsck reads the
  * bitmaps on its own and reports it. */
 int space_load(struct space *s, uint64_t k, struct r4_error *err);
+/* Load every region (a writable open checks every bitmap up front). */
+int space_load_all(struct space *s, struct r4_error *err);
 
 /* Mark count blocks from start as known used (a node read, a block it
  * points to): space_test calls them used and space_find_free never

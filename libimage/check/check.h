@@ -151,6 +151,8 @@ int chk_backups(struct chk *c);
 int chk_tree(struct chk *c);
 int chk_space(struct chk *c);
 int chk_semantic(struct chk *c);
+/* The clusters of a compressed file's body (check/cluster.c). */
+void chk_cc_body(struct chk *c, const struct chk_body *b);
 
 /* Per-item checks of the walk (items.c). For a nodeptr, *child gets the
  * child block (0 when the item is broken). *last gets the largest key

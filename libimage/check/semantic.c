@@ -329,8 +329,10 @@ static void check_body(struct sem *s, const struct chk_body *b)
 			    (unsigned long long)b->blk, b->item);
 		return;
 	}
-	if (b->kinds == CHK_BODY_CTAIL)
-		return;	/* compressed: offsets are not file bytes */
+	if (b->kinds & CHK_BODY_CTAIL) {
+		chk_cc_body(c, b);	/* compressed: doc/compress.md §6 */
+		return;
+	}
 	lim = o->size;
 	if ((b->kinds & CHK_BODY_EXTENT) && lim % c->bs)
 		lim = lim > UINT64_MAX - c->bs ? UINT64_MAX

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: regular file bodies (tail40 and extent40 items), symlinks. */
+/* r4kit: regular file bodies (tail40 and extent40 items), symlinks;
+ * compressed (ccreg40) bodies through libimage/obj/cluster.c. */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "libimage/obj/obj.h"
+#include "libimage/obj/cluster.h"
+#include "format/cluster.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "libimage/tree/tree.h"
@@ -89,9 +92,9 @@ static int body_item(struct r4_vol *vol, const struct tree_item *it,
 	case FMT_ITEM_EXTENT40:
 		return extent_units(vol, it, fn, ctx, err);
 	case FMT_ITEM_CTAIL40:
-		return r4_fail(err, R4_EUNSUPP, "%s: tree node %llu, item %u: "
-			       "ctail40 (cryptcompress) bodies are not "
-			       "supported yet", obj_vol_name(vol),
+		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
+			       "ctail40 item in the body of an ordinary "
+			       "(reg40) file", obj_vol_name(vol),
 			       (unsigned long long)it->blk, it->pos);
 	default:
 		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
@@ -187,14 +190,9 @@ static int reg_sd(struct r4_vol *vol, const struct r4_objref *obj,
 
 	if (rc)
 		return rc;
-	if (sd->plugin == FMT_OBJ_REG40)
+	if (sd->plugin == FMT_OBJ_REG40 || sd->plugin == FMT_OBJ_CCREG40)
 		return 0;
 	obj_sd_put(sd);
-	if (sd->plugin == FMT_OBJ_CCREG40)
-		return r4_fail(err, R4_EUNSUPP, "%s: object %llx is a "
-			       "cryptcompress (ccreg40) file: not supported "
-			       "yet", obj_vol_name(vol),
-			       (unsigned long long)obj->oid);
 	return r4_fail(err, sd->plugin == FMT_OBJ_DIR40 ? -EISDIR : R4_EINVAL,
 		       "%s: object %llx is not a regular file (plugin %u)",
 		       obj_vol_name(vol), (unsigned long long)obj->oid,
@@ -215,6 +213,13 @@ int r4_read(struct r4_vol *vol, const struct r4_objref *obj, uint64_t off,
 		r.len = 0;
 	else if (len > sd.st.size - off)
 		r.len = sd.st.size - off;
+	if (sd.plugin == FMT_OBJ_CCREG40) {
+		rc = obj_cc_read(vol, obj, &sd, off, buf, (size_t)r.len, err);
+		obj_sd_put(&sd);
+		if (!rc)
+			*got = (size_t)r.len;
+		return rc;
+	}
 	obj_sd_put(&sd);
 	if (!r.len)
 		return 0;
@@ -228,6 +233,9 @@ int r4_read(struct r4_vol *vol, const struct r4_objref *obj, uint64_t off,
 struct bm {
 	r4_block_fn fn;
 	void *ctx;
+	struct r4_vol *vol;
+	uint64_t size;		/* ccreg40: file size and cluster shift */
+	unsigned shift;
 };
 
 static int map_piece(void *ctx, const struct tree_item *it,
@@ -239,15 +247,71 @@ static int map_piece(void *ctx, const struct tree_item *it,
 	return b->fn(b->ctx, m);
 }
 
+/* ccreg40: one piece per ctail40 item, covering the logical cluster it
+ * belongs to (doc/compress.md §3.1). */
+static int map_ctail(void *ctx, const struct tree_item *it)
+{
+	struct bm *b = ctx;
+	struct r4_blkmap m;
+	uint64_t idx = fmt_key_offset(&it->key) >> b->shift;
+
+	if (it->plugin_id != FMT_ITEM_CTAIL40)
+		return r4_fail(NULL, R4_ECORRUPT, "not a ctail");
+	m.file_off = idx << b->shift;
+	m.len = fmt_cluster_lsize(b->size, idx, b->shift);
+	m.blk = it->blk;
+	m.count = 1;
+	m.kind = R4_BLK_TAIL;
+	return b->fn(b->ctx, &m);
+}
+
+static int cc_blocks(struct r4_vol *vol, const struct r4_objref *obj,
+		     struct bm *b, struct r4_error *err)
+{
+	struct tree_cursor c;
+	struct tree_item it;
+	struct fmt_key k;
+	int rc;
+
+	fmt_key_body(&k, obj->locality, vol->keypol == FMT_KEY_LARGE ?
+		     obj->ordering : 0, obj->oid, 0);
+	tree_cursor_init(&c, vol);
+	rc = tree_seek_ge(&c, &k, err);
+	while (!rc) {
+		rc = tree_cur(&c, &it, err);
+		if (rc || !obj_is_body(obj, &it.key))
+			break;
+		rc = map_ctail(b, &it);
+		if (rc == R4_ECORRUPT)
+			rc = r4_fail(err, rc, "%s: tree node %llu, item %u: "
+				     "item plugin %u in the body of a "
+				     "compressed file", obj_vol_name(vol),
+				     (unsigned long long)it.blk, it.pos,
+				     it.plugin_id);
+		if (!rc)
+			rc = tree_next(&c, err);
+	}
+	tree_cursor_fini(&c);
+	return rc == R4_ENOTFOUND ? 0 : rc;
+}
+
 int r4_file_blocks(struct r4_vol *vol, const struct r4_objref *obj,
 		   r4_block_fn fn, void *ctx, struct r4_error *err)
 {
-	struct bm b = { fn, ctx };
+	struct bm b = { fn, ctx, vol, 0, 0 };
 	struct obj_sd sd;
+	struct obj_cc cc;
 	int rc = reg_sd(vol, obj, &sd, err);
 
 	if (rc)
 		return rc;
+	if (sd.plugin == FMT_OBJ_CCREG40) {
+		rc = obj_cc_params(vol, obj, &sd, &cc, err);
+		b.size = sd.st.size;
+		b.shift = cc.shift;
+		obj_sd_put(&sd);
+		return rc ? rc : cc_blocks(vol, obj, &b, err);
+	}
 	obj_sd_put(&sd);
 	return body_walk(vol, obj, 0, UINT64_MAX, map_piece, &b, err);
 }

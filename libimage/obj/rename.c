@@ -224,7 +224,10 @@ int r4_truncate(struct r4_txn *x, const char *path, uint64_t size,
 		rc = obj_sd_get(x->vol, &ref, &sd, err);
 	if (rc)
 		return rc;
-	if (sd.plugin != FMT_OBJ_REG40)
+	if (sd.plugin == FMT_OBJ_CCREG40)
+		rc = r4_fail(err, R4_EUNSUPP, "%s: a compressed (ccreg40) "
+			     "file: truncate is not supported yet", path);
+	else if (sd.plugin != FMT_OBJ_REG40)
 		rc = r4_fail(err, R4_EINVAL, "%s: not a regular (reg40) file",
 			     path);
 	if (!rc && size != sd.st.size)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 #include "libimage/pack/build.h"
+#include "libimage/pack/cluster.h"
 #include "libimage/util/err.h"
 #include "libimage/util/tmpfiles.h"
 #include "format/bitmap.h"
@@ -131,6 +132,7 @@ static void build_free(struct r4_build *b)
 		r4_tmpfile_forget(b->tmp);
 	}
 	io_close(b->spool);
+	pack_cc_fini(b);
 	pack_ns_fini(b);
 	pack_tree_fini(b);
 	pack_upper_fini(b);
@@ -189,6 +191,8 @@ int r4_build_begin(const char *image, const struct r4_build_opts *o,
 		rc = pack_tree_init(b, err);
 	if (!rc)
 		rc = pack_ns_init(b, err);
+	if (!rc)
+		rc = pack_cc_init(b, err);
 	if (rc) {
 		build_free(b);
 		return rc;

@@ -52,6 +52,12 @@ struct bobj {
 	struct enc_units ext;		/* extents (start 0: a hole) */
 	uint64_t sd_leaf;		/* deferred extents: where its SD's */
 	uint32_t sd_off;		/* bytes field is, to patch */
+	/* compressed files (pack/cluster.c): cc = BCC_*; cc_len = disk
+	 * cluster lengths of spooled data (0: hole); cc_used = clusters
+	 * with items */
+	int cc;
+	uint32_t *cc_len;
+	uint64_t cc_used;
 	/* directories */
 	struct bent **kids;
 	size_t nkids, capkids;
@@ -59,6 +65,8 @@ struct bobj {
 	uint64_t entries, ebytes;	/* counted at finish */
 	struct bobj *qnext;		/* finish: directory queue */
 };
+
+enum { BCC_NO = 0, BCC_YES = 1, BCC_CONVERTED = 2 };
 
 struct bent {
 	struct bobj *dir;		/* the directory holding the name */
@@ -163,6 +171,7 @@ struct r4_build {
 	uint64_t nodes, leaves, twigs;
 	uint64_t done_bytes, total_bytes;
 	uint8_t *scratch;		/* 64 KiB for item bodies and data */
+	struct pack_cc *cc;		/* create=ccreg40: pack/cluster.c */
 };
 
 /* ns.c */
@@ -230,6 +239,9 @@ void pack_tail_close(struct tailrd *t);
 /* Deferred extents: read the file now, writing its blocks. */
 int pack_data_deferred_extents(struct r4_build *b, struct bobj *o,
 			  const char *path, struct r4_error *err);
+/* Append len bytes to the spool (compressed clusters). */
+int pack_spool_put(struct r4_build *b, const void *p, uint64_t len,
+		   struct r4_error *err);
 
 /* nodes.c */
 int pack_tree_init(struct r4_build *b, struct r4_error *err);

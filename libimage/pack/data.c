@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/pack/build.h"
+#include "libimage/pack/cluster.h"
 #include "libimage/util/err.h"
 #include "format/bitmap.h"
 
@@ -357,6 +358,12 @@ static int spool_put(struct r4_build *b, const void *p, uint64_t len,
 	return 0;
 }
 
+int pack_spool_put(struct r4_build *b, const void *p, uint64_t len,
+		   struct r4_error *err)
+{
+	return spool_put(b, p, len, err);
+}
+
 int pack_spool_seal(struct r4_build *b, struct r4_error *err)
 {
 	int rc = spool_submit(b, err);
@@ -517,6 +524,8 @@ int pack_data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
 		o->data = BD_NONE;
 		return enc_data_empty(fn, ctx, path, err);
 	}
+	if (o->cc == BCC_YES)	/* compressed: pack/cluster.c */
+		return pack_cc_take(b, o, fn, ctx, path, err);
 	rc = o->tails ? take_tails(b, o, fn, ctx, path, err) :
 			take_extents(b, o, fn, ctx, path, err);
 	b->done_bytes += o->size;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/pack/build.h"
+#include "libimage/pack/cluster.h"
 #include "libimage/util/err.h"
 #include "format/plugin.h"
 #include "format/bitmap.h"
@@ -117,6 +118,8 @@ static int assign_oids(struct r4_build *b, struct r4_error *err)
 
 static uint64_t file_bytes(const struct r4_build *b, const struct bobj *o)
 {
+	if (o->cc == BCC_YES)
+		return o->size ? pack_cc_bytes(b, o) : 0;
 	if (o->tails || o->data == BD_NONE)
 		return o->size;
 	if (o->data == BD_DEFERRED)	/* dense until read; patched then */
@@ -148,6 +151,12 @@ static void fill_stat(struct r4_build *b, const struct bobj *o,
 		break;
 	case R4_ENT_REG:
 		st->rdev_or_bytes = file_bytes(b, o);
+		if (o->cc == BCC_YES) {	/* doc/compress.md §5 */
+			st->mask |= 1u << FMT_SDEXT_PSET;
+			st->pset.count = 1;
+			st->pset.member[0] = FMT_PSET_FILE;
+			st->pset.id[0] = FMT_OBJ_CCREG40;
+		}
 		break;
 	default:
 		break;
@@ -177,7 +186,8 @@ static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
 		return r4_fail(err, rc, "%s: cannot store its stat data: %s",
 			       pack_ns_obj_path(o, p, sizeof(p)),
 			       r4_strerror(rc));
-	if (o->type == R4_ENT_REG && o->data == BD_DEFERRED && !o->tails) {
+	if (o->type == R4_ENT_REG && o->data == BD_DEFERRED &&
+	    (!o->tails || o->cc == BCC_YES)) {
 		o->sd_leaf = b->lv[1].count - 1;
 		o->sd_off = (uint32_t)(body - b->lv[1].node) + 2 +
 			    FMT_SDEXT_LW_SIZE + FMT_UNIX_OFF_RDEV;
@@ -303,6 +313,8 @@ static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
 	if (o->type != R4_ENT_REG || !o->size || o->data == BD_NONE)
 		return 0;
 	pack_ns_obj_path(o, p, sizeof(p));
+	if (o->cc == BCC_YES)
+		return pack_cc_emit(b, o, p, err);
 	if (o->tails)
 		return emit_tails(b, o, p, err);
 	if (o->data == BD_DEFERRED) {
@@ -323,7 +335,15 @@ static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
 static int emit_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
 {
 	int rc = emit_entries(b, d, err);
+	char p[4096];
 
+	/* conv decides before the stat data says ccreg40 (pack/cluster.c) */
+	for (size_t i = 0; !rc && b->cc && i < d->nkids; i++)
+		if (d->kids[i]->obj->primary == d->kids[i])
+			rc = pack_cc_decide(b, d->kids[i]->obj,
+					    pack_ns_obj_path(d->kids[i]->obj,
+							     p, sizeof(p)),
+					    err);
 	for (size_t i = 0; !rc && i < d->nkids; i++)
 		if (d->kids[i]->obj->primary == d->kids[i])
 			rc = emit_sd(b, d->kids[i]->obj, err);
@@ -356,7 +376,8 @@ static uint64_t estimate_upper(struct r4_build *b)
 		big += len > 310 ? len : 0;
 		if (o->type == R4_ENT_DIR)
 			leaf += o->ebytes + FMT_CDE40_UNITS_SIZE + ih;
-		if (o->type == R4_ENT_REG && o->size && o->tails)
+		if (o->type == R4_ENT_REG && o->size &&
+		    (o->tails || o->cc == BCC_YES))
 			leaf += o->size + ih;
 		else if (o->type == R4_ENT_REG && o->size)
 			ext += ih + FMT_EXTENT40_UNIT_SIZE *

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "libimage/pack/build.h"
+#include "libimage/pack/cluster.h"
 #include "libimage/util/err.h"
 #include "r4/util.h"
 
@@ -318,6 +319,7 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 		o->size = e->size;
 		o->tails = enc_tails(b->o.mkfs.plugin[R4_PT_FORMATTING], b->bs,
 				     e->size);
+		o->cc = pack_cc_initial(b);
 		o->data = e->size && !e->data ? BD_DEFERRED : BD_NONE;
 		break;
 	default:

@@ -155,6 +155,12 @@ static int xw_data(struct xw *w, const struct r4_objref *ref, uint64_t size,
 						    : XW_CHUNK, got = 0;
 		int rc = r4_read(w->vol, ref, off, w->buf, want, &got, err);
 
+		if (rc && err) {
+			char why[sizeof(err->msg)];
+
+			snprintf(why, sizeof(why), "%s", err->msg);
+			return r4_fail_over(err, rc, "%s: %s", w->path, why);
+		}
 		if (rc)
 			return rc;
 		if (got != want)

@@ -400,10 +400,14 @@ int txn_commit(struct txn *t, struct r4_error *err)
 	c.vol->commit_pending = 0;
 	apply(&c);
 	/* Blocks this commit freed are free now: no longer pinned. */
-	for (size_t i = 0; i < t->map.cap; i++)
-		if (t->map.slots[i].nr != TB_EMPTY_KEY &&
-		    t->map.slots[i].state == TB_FREED)
-			space_unpin(&c.vol->space, t->map.slots[i].nr, 1);
+	{
+		struct tb *f;
+		size_t i = 0;
+
+		while ((f = tb_next(&t->map, &i)))
+			if (f->state == TB_FREED)
+				space_unpin(&c.vol->space, f->nr, 1);
+	}
 	txn_release(t, 0);
 	commit_fini(&c);
 	return 0;

@@ -3,6 +3,8 @@
  * `r4ref manifest`, see tests/helpers/README.md) reading it through
  * r4kit's own read API (include/r4/read.h). A test helper: it lets the
  * tests compare our reader with libreiser4 and with the source tree.
+ * r4manifest --sha256 IMAGE: instead, one `sha256sum` line ("HEX  ./path")
+ * per regular file, in path order, to compare with the kernel's lists.
  * Exit 0 ok, 1 some object could not be read, 2 cannot open. */
 #include "config.h"
 #include <inttypes.h>
@@ -12,6 +14,7 @@
 #include <sys/stat.h>
 #include "r4/r4.h"
 #include "r4/read.h"
+#include "sha256.h"
 
 #define FNV64_OFFSET 0xcbf29ce484222325ULL
 #define FNV64_PRIME 0x100000001b3ULL
@@ -28,6 +31,7 @@ struct rec {
 	unsigned rmaj, rmin;
 	const char *hstr;	/* NULL: print hash */
 	uint64_t hash;
+	uint8_t sha[32];
 	uint64_t ida, idb;
 	size_t label;
 };
@@ -39,6 +43,7 @@ struct ctx {
 	int errors;
 	unsigned depth;
 	char *buf;		/* read buffer */
+	int sha;		/* --sha256 */
 };
 
 static const size_t RBUF = 1 << 20;
@@ -100,7 +105,9 @@ static void content(struct ctx *c, struct rec *r, const struct r4_objref *o,
 	uint64_t off = 0, h = FNV64_OFFSET;
 	size_t got, i;
 	int unalloc = 0;
+	struct sha256 sh;
 
+	sha256_init(&sh);
 	if (r4_file_blocks(c->vol, o, unalloc_fn, &unalloc, &e))
 		goto bad;
 	while (off < size) {
@@ -110,8 +117,11 @@ static void content(struct ctx *c, struct rec *r, const struct r4_objref *o,
 			h ^= (unsigned char)c->buf[i];
 			h *= FNV64_PRIME;
 		}
+		if (c->sha)
+			sha256_update(&sh, c->buf, got);
 		off += got;
 	}
+	sha256_final(&sh, r->sha);
 	r->hash = h;
 	r->hstr = unalloc ? "UNALLOC" : NULL;
 	return;
@@ -256,6 +266,21 @@ static void label(struct ctx *c)
 	free(first);
 }
 
+static void print_sha(struct ctx *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		struct rec *r = &c->v[i];
+
+		if (r->type == 'f' && !r->hstr) {
+			for (int k = 0; k < 32; k++)
+				printf("%02x", r->sha[k]);
+			printf("  .%s\n", r->path);
+		}
+		free(r->path);
+		free(r->target);
+	}
+}
+
 static void print(struct ctx *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
@@ -299,11 +324,16 @@ int main(int argc, char **argv)
 	struct r4_objref root;
 	int rc;
 
+	memset(&c, 0, sizeof(c));
+	if (argc == 3 && !strcmp(argv[1], "--sha256")) {
+		c.sha = 1;
+		argv++;
+		argc--;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: r4manifest IMAGE\n");
+		fprintf(stderr, "usage: r4manifest [--sha256] IMAGE\n");
 		return 2;
 	}
-	memset(&c, 0, sizeof(c));
 	if (r4_vol_open(argv[1], R4_OPEN_RDONLY, &c.vol, &e)) {
 		fprintf(stderr, "r4manifest: %s\n", e.msg);
 		return 2;
@@ -313,7 +343,10 @@ int main(int argc, char **argv)
 	walk(&c, "/", &root);
 	/* the labels need the sorted order; the first record is "/" */
 	label(&c);
-	print(&c);
+	if (c.sha)
+		print_sha(&c);
+	else
+		print(&c);
 	free(c.v);
 	free(c.buf);
 	rc = r4_vol_close(c.vol, &e);

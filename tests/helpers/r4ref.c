@@ -464,6 +464,10 @@ static reiser4_object_t *create_one(reiser4_object_t *dir, const char *name,
 
 	switch (st->st_mode & S_IFMT) {
 	case S_IFREG:
+		/* R4REF_CCREG=1: compressed (ccreg40) files, as libreiser4
+		 * writes them (raw clusters) */
+		if (getenv("R4REF_CCREG"))
+			return reiser4_ccreg_create(dir, name, NULL);
 		return reiser4_reg_create(dir, name);
 	case S_IFDIR:
 		return reiser4_dir_create(dir, name);

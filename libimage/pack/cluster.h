@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: compressed (ccreg40) files in the one-pass builder, as the
+ * kernel would store them (doc/compress.md §3-§5): every cluster of a
+ * file compressed on a small thread pool, the compression mode and conv
+ * rules applied, disk clusters cut into ctail40 items in key order.
+ *
+ * Streamed data (archives) is compressed when taken and its disk
+ * clusters wait in the spool; deferred data (directory sources) is read
+ * and compressed while the leaves are packed. */
+#ifndef R4_LIBIMAGE_PACK_CLUSTER_H
+#define R4_LIBIMAGE_PACK_CLUSTER_H
+
+#include <stdint.h>
+#include "libimage/pack/build.h"
+
+/* Set up when the profile says create=ccreg40 (b->cc stays NULL
+ * otherwise). */
+int pack_cc_init(struct r4_build *b, struct r4_error *err);
+void pack_cc_fini(struct r4_build *b);
+/* The storage of a new regular file: BCC_YES under create=ccreg40. */
+int pack_cc_initial(const struct r4_build *b);
+/* Streamed data: compress now into the spool (or, when conv finds the
+ * first cluster incompressible, hand the data to the ordinary path). */
+int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
+		 void *ctx, const char *path, struct r4_error *err);
+/* Deferred data under conv: read the first cluster and decide before
+ * the stat data is written. */
+int pack_cc_decide(struct r4_build *b, struct bobj *o, const char *path,
+		   struct r4_error *err);
+/* The ctail40 items of a compressed file. */
+int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
+		 struct r4_error *err);
+/* The stat data's "bytes" (doc/compress.md §2.3). */
+uint64_t pack_cc_bytes(const struct r4_build *b, const struct bobj *o);
+/* The cluster size in bytes. */
+uint32_t pack_cc_cluster(const struct r4_build *b);
+
+#endif

@@ -1,0 +1,333 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Compressed (ccreg40) files, doc/compress.md. The images the Reiser4
+# kernel itself wrote (../shared/kernel-images beside the source tree,
+# see its README) must read back exactly, file for file, through
+# r4debugfs rdump, r4pack extract and the read API (r4manifest), and
+# r4fsck must call each one clean. Those images are required: when the
+# folder is missing these tests fail.
+
+load helpers
+
+KI="$top_srcdir/../shared/kernel-images"
+
+# Decompress kernel image $1 into $T/$1.img.
+kimg() {
+	if [ ! -f "$KI/$1.img.xz" ] || [ ! -f "$KI/$1.sha256" ]; then
+		echo "missing $KI/$1.img.xz or $1.sha256 (the kernel-written" \
+		     "images must sit in ../shared/kernel-images)"
+		return 1
+	fi
+	xz -dc "$KI/$1.img.xz" | cp --sparse=always /dev/stdin "$T/$1.img"
+}
+
+# Every way of reading kernel image $1 gives the kernel's sha256 list.
+read_all_ways() {
+	local n=$1 want
+	kimg "$n"
+	want=$(sort -k2 "$KI/$n.sha256")
+	[ "$(wc -l <<<"$want")" -gt 90 ]
+
+	# r4debugfs rdump
+	mkdir "$T/rd"
+	run r4debugfs -R "rdump / $T/rd" "$T/$n.img"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	( cd "$T/rd" && sha256sum -c --quiet "$KI/$n.sha256" ) || return 1
+
+	# r4pack extract
+	run r4pack extract "$T/$n.img" "$T/x.tar"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	mkdir "$T/ex"
+	tar -xf "$T/x.tar" -C "$T/ex"
+	( cd "$T/ex" && sha256sum -c --quiet "$KI/$n.sha256" ) || return 1
+
+	# the read API
+	run r4manifest --sha256 "$T/$n.img"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	diff <(echo "$want") <(sort -k2 <<<"$output")
+
+	run r4fsck "$T/$n.img"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+}
+
+@test "kernel image default (lzo1, conv, 64K) reads exactly; r4fsck clean" {
+	read_all_ways default
+}
+
+@test "kernel image gzip1 reads exactly; r4fsck clean" {
+	read_all_ways gzip1
+}
+
+@test "kernel image zstd1 reads exactly; r4fsck clean" {
+	read_all_ways zstd1
+}
+
+@test "kernel image cluster16k-force (zstd1, 16K) reads exactly; r4fsck clean" {
+	read_all_ways cluster16k-force
+}
+
+@test "kernel image reg40 reads exactly; r4fsck clean" {
+	read_all_ways reg40
+}
+
+@test "kernel image deleted reads exactly; r4fsck clean" {
+	read_all_ways deleted
+}
+
+@test "the kernel images hold what they claim: ctail40 items, spanning clusters, holes" {
+	kimg zstd1
+	run r4debugfs -R "stat /dir1/text_200001" "$T/zstd1.img"
+	[[ "$output" == *"ccreg40"* ]]
+	# a sparse ccreg40 file: its first cluster is a hole (no item)
+	run r4debugfs -R "blocks /dir2/sparse" "$T/zstd1.img"
+	[[ "$output" != *"file offset 0,"* ]]
+	[[ "$output" == *"file offset 1179648"* ]]
+	kimg default
+	# one 64K cluster cut into items in three leaves
+	run r4debugfs -R "blocks /dir1/text_16385" "$T/default.img"
+	[ "$(grep -c 'file offset 0, 16385 bytes: tail' <<<"$output")" -ge 2 ]
+}
+
+# Offset of byte $2 of block $1 of a 4 KiB-block image.
+boff() { echo $(( $1 * 4096 + $2 )); }
+
+# Overwrite bytes of a block of image $1: block $2, offset $3, hex $4.
+poke() {
+	printf "$4" | dd of="$1" bs=1 seek="$(boff "$2" "$3")" conv=notrunc \
+		status=none
+}
+
+@test "a corrupt compressed cluster is an error naming the file, cluster and block" {
+	kimg zstd1
+	local img="$T/zstd1.img" blk
+	blk=$(r4debugfs -R "blocks /dir1/text_200001" "$img" |
+		sed -n 's/^  file offset 65536, .*tail block \([0-9]*\)$/\1/p' | head -n 1)
+	[ -n "$blk" ]
+	# flip bytes in the middle of that leaf: item bodies, not headers
+	poke "$img" "$blk" 2000 '\x55\xaa\x55\xaa\x55\xaa\x55\xaa'
+	run r4debugfs -R "cat /dir1/text_200001" "$img"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"text_200001"* ]]
+	[[ "$output" == *"cluster "* ]]
+	[[ "$output" == *"tree node "* ]]
+	# no partial file is left behind by dump
+	run r4debugfs -R "dump /dir1/text_200001 $T/out" "$img"
+	[ "$status" -ne 0 ]
+	[ ! -e "$T/out" ]
+	# rdump goes on with the other files but leaves none for this one
+	mkdir "$T/rd"
+	run r4debugfs -R "rdump / $T/rd" "$img"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"text_200001"*"cluster "* ]]
+	[ ! -e "$T/rd/dir1/text_200001" ]
+	[ -f "$T/rd/dir1/text_131072" ]
+	run r4pack extract "$img" "$T/x.tar"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"./dir1/text_200001: "*"cluster "*"tree node "* ]]
+	[ ! -e "$T/x.tar" ]
+	run r4fsck "$img"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"cluster"* ]]
+}
+
+# ---- writing: r4pack create -o create=ccreg40 ------------------------------
+
+# A source tree: text (the project's own sources), noise, a sparse file,
+# small and empty files, a file of exactly one cluster and one more.
+make_src() {
+	local s=$1 f
+	mkdir -p "$s/text" "$s/noise" "$s/misc"
+	for f in "$top_srcdir"/libimage/*/*.c "$top_srcdir"/README.md; do
+		cp "$f" "$s/text/$(basename "$(dirname "$f")")_$(basename "$f")"
+	done
+	cat "$top_srcdir"/libimage/*/*.c >"$s/text/all.c"
+	head -c 300000 /dev/urandom >"$s/noise/r300000"
+	head -c 70000 /dev/urandom >"$s/noise/r70000"
+	head -c 100 /dev/urandom >"$s/noise/r100"
+	: >"$s/misc/empty"
+	echo hi >"$s/misc/small"
+	head -c 65536 "$s/text/all.c" >"$s/misc/c65536"
+	head -c 65537 "$s/text/all.c" >"$s/misc/c65537"
+	truncate -s 400000 "$s/misc/sparse"
+	echo end >>"$s/misc/sparse"
+}
+
+# Blocks in use, as r4fsck counts them.
+used() {
+	r4fsck "$1" | sed -n 's/.* \([0-9]*\) blocks used.*/\1/p'
+}
+
+# Image $1 holds what $2 holds, by r4pack extract and by rdump.
+same_as() {
+	local img=$1 src=$2
+	run r4pack extract "$img" "$T/x.tar"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	rm -rf "$T/x" "$T/rd"
+	mkdir "$T/x" "$T/rd"
+	tar -xf "$T/x.tar" -C "$T/x"
+	diff -r "$src" "$T/x"
+	run r4debugfs -R "rdump / $T/rd" "$img"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	diff -r "$src" "$T/rd"
+	rm -f "$T/x.tar"
+}
+
+@test "r4pack create -o create=ccreg40: every algorithm and cluster size is consistent, holds ctail40 items, extracts exactly" {
+	need_oracle
+	make_src "$T/src"
+	local alg cl
+	for alg in lzo1 gzip1 zstd1; do
+		for cl in 4K 16K 64K; do
+			echo "== $alg $cl"
+			r4pack create -q -o create=ccreg40,compress=$alg,cluster=$cl \
+				"$T/src" "$T/$alg-$cl.img"
+			oracle_fsck "$T/$alg-$cl.img"
+			run r4fsck "$T/$alg-$cl.img"
+			[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+			debugfs.reiser4 -t "$T/$alg-$cl.img" 2>/dev/null >"$T/tree"
+			grep -q ctail40 "$T/tree"
+			same_as "$T/$alg-$cl.img" "$T/src"
+			r4debugfs -R "stat /text/all.c" "$T/$alg-$cl.img" | grep -q ccreg40
+			rm -f "$T/$alg-$cl.img"
+		done
+	done
+}
+
+@test "r4pack create from an archive: every compression mode, consistent and exact" {
+	need_oracle
+	make_src "$T/src"
+	tar -cf "$T/src.tar" -C "$T/src" .
+	local m
+	for m in none lattd ultim force conv; do
+		echo "== $m"
+		r4pack create -q -o create=ccreg40,compress=zstd1,compressMode=$m,cluster=16K \
+			"$T/src.tar" "$T/$m.img"
+		oracle_fsck "$T/$m.img"
+		same_as "$T/$m.img" "$T/src"
+		rm -f "$T/$m.img"
+	done
+}
+
+@test "conv: a file whose first cluster does not halve stays an ordinary file; the rest are compressed" {
+	make_src "$T/src"
+	r4pack create -q --compress=lzo1 "$T/src" "$T/c.img"
+	run r4debugfs -R "stat /noise/r300000" "$T/c.img"
+	[[ "$output" == *"reg40"* && "$output" != *"ccreg40"* ]]
+	run r4debugfs -R "stat /text/all.c" "$T/c.img"
+	[[ "$output" == *"ccreg40"* ]]
+	# small and empty files are compressed files too, as the kernel makes them
+	run r4debugfs -R "stat /noise/r100" "$T/c.img"
+	[[ "$output" == *"ccreg40"* ]]
+	run r4debugfs -R "stat /misc/empty" "$T/c.img"
+	[[ "$output" == *"ccreg40"* ]]
+	# force keeps every file compressed
+	r4pack create -q -o create=ccreg40,compressMode=force "$T/src" "$T/f.img"
+	run r4debugfs -R "stat /noise/r300000" "$T/f.img"
+	[[ "$output" == *"ccreg40"* ]]
+	same_as "$T/f.img" "$T/src"
+}
+
+@test "compressed images of text are smaller than reg40; noise costs at most 1% more" {
+	make_src "$T/src"
+	mkdir "$T/text" "$T/noise"
+	cp -r "$T/src/text/." "$T/text/"
+	cp -r "$T/src/noise/." "$T/noise/"
+	head -c 2000000 /dev/urandom >"$T/noise/r2m"
+	r4pack create -q "$T/text" "$T/t-reg.img"
+	r4pack create -q "$T/noise" "$T/n-reg.img"
+	local alg t0 n0 t n
+	t0=$(used "$T/t-reg.img")
+	n0=$(used "$T/n-reg.img")
+	for alg in lzo1 gzip1 zstd1; do
+		r4pack create -q --compress=$alg "$T/text" "$T/t.img"
+		r4pack create -q --compress=$alg "$T/noise" "$T/n.img"
+		t=$(used "$T/t.img")
+		n=$(used "$T/n.img")
+		echo "$alg: text $t blocks (reg40 $t0), noise $n (reg40 $n0)"
+		[ "$t" -lt "$t0" ]
+		[ "$((n * 100))" -le "$((n0 * 101))" ]
+		rm -f "$T/t.img" "$T/n.img"
+	done
+}
+
+@test "r4pack create: -o create=reg40 stores ordinary files; a bad --compress is a usage error" {
+	make_src "$T/src"
+	r4pack create -q -o create=reg40 "$T/src" "$T/r.img"
+	run r4debugfs -R "stat /text/all.c" "$T/r.img"
+	[[ "$output" == *"reg40"* && "$output" != *"ccreg40"* ]]
+	run r4pack create --compress=lz4 "$T/src" "$T/x.img"
+	[ "$status" -eq 2 ]
+	[ ! -e "$T/x.img" ]
+}
+
+@test "r4debugfs -w: truncate of a compressed file is refused and changes nothing" {
+	kimg zstd1
+	local before
+	before=$(sha256sum <"$T/zstd1.img")
+	run r4debugfs -w -R "truncate 100 /dir1/text_200001" "$T/zstd1.img"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"compressed (ccreg40)"*"not supported"* ]]
+	[ "$(sha256sum <"$T/zstd1.img")" = "$before" ]
+}
+
+@test "removing and replacing compressed files (r4debugfs -w rm, r4pack add) leaves a consistent volume" {
+	need_oracle
+	kimg zstd1
+	local img="$T/zstd1.img"
+	r4debugfs -w -R "rm /dir1/text_200001" -R "rm /dir2/sparse" "$img"
+	mkdir -p "$T/add/dir1"
+	echo hi >"$T/add/dir1/text_131072"
+	r4pack add -q "$img" "$T/add"
+	run r4fsck "$img"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	oracle_fsck "$img"
+	[ "$(r4debugfs -R "cat /dir1/text_131072" "$img")" = hi ]
+	run r4debugfs -R "stat /dir1/text_200001" "$img"
+	[ "$status" -ne 0 ]
+}
+
+@test "libreiser4-written compressed files (raw clusters): r4fsck agrees with fsck.reiser4, clean ones rdump exactly" {
+	need_oracle
+	need_r4ref
+	make_src "$T/big"
+	rm -rf "$T/big/text"	# keep it quick: libreiser4 writes slowly
+	# files no longer than a cluster: nothing can cross a cluster end
+	mkdir -p "$T/small/d"
+	for i in $(seq 1 40); do
+		head -c $((i * 97)) "$T/big/misc/c65536" >"$T/small/d/t$i"
+		head -c $((i * 53)) /dev/urandom >"$T/small/r$i"
+	done
+	local cl clean=0 bad=0 src
+	for src in small big; do
+	for cl in 4K 8K 16K 32K 64K; do
+		cp -r "$T/$src" "$T/src"
+		rm -f "$T/l.img"
+		truncate -s 64M "$T/l.img"
+		R4REF_CCREG=1 r4ref mkfs -o cluster=$cl -o compressMode=none \
+			-o compress=gzip1 "$T/l.img" "$T/src"
+		r4debugfs -R "stat /misc/small" "$T/l.img" 2>/dev/null | grep -q ccreg40 ||
+			r4debugfs -R "stat /r1" "$T/l.img" | grep -q ccreg40
+		run fsck.reiser4 --check -f -y "$T/l.img"
+		local oracle=bad
+		[[ "$output" == *"FS is consistent"* ]] && oracle=clean
+		run r4fsck "$T/l.img"
+		echo "== $src $cl: fsck.reiser4 $oracle, r4fsck status $status"
+		if [ "$oracle" = clean ]; then
+			[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+			rm -rf "$T/rd"
+			mkdir "$T/rd"
+			r4debugfs -R "rdump / $T/rd" "$T/l.img"
+			diff -r "$T/src" "$T/rd"
+			clean=$((clean + 1))
+		else
+			# libreiser4 lets items run across cluster ends
+			[ "$status" -eq 4 ]
+			[[ "$output" == *"crosses the cluster end"* ]]
+			bad=$((bad + 1))
+		fi
+		rm -rf "$T/src"
+	done
+	done
+	echo "clean $clean, flagged by both $bad"
+	[ "$clean" -ge 1 ]
+}
