@@ -55,7 +55,7 @@ typedef void (*r4_repack_progress_fn)(void *ctx, uint64_t done,
 
 struct r4_repack_opts {
 	uint64_t batch;			/* blocks moved per transaction */
-	double time_limit;		/* seconds; 0 = none */
+	double time_limit;		/* seconds; < 0 = none (0: one batch) */
 	double min_gain;		/* skip when misplaced/total < this */
 	int dry_run;			/* plan only (read-only volume) */
 	r4_repack_progress_fn progress;

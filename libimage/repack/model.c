@@ -8,8 +8,9 @@
  * skipping the positions r4pack create never uses (bitmap blocks and
  * every possible backup block); a unit that would straddle one starts
  * after it instead. The base is the first usable block, or the root's
- * block when everything before the root is free (the free area r4pack
- * create leaves in front of the upper nodes). */
+ * block when everything before the root is free and everything after
+ * it is in place (r4pack create leaves a free area in front of the
+ * upper nodes). */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -309,7 +310,11 @@ int rp_model_build(struct r4_vol *vol, struct rp_model *m,
 		rc = index_positions(m, err);
 	if (!rc)
 		rc = root_base(m, &base, err);
-	if (!rc && base != fmt_blk_first_usable(vol->blksize) && place(m, base))
+	/* the root's block as the base only when everything is in place
+	 * from there: a volume r4pack create made; else the targets could
+	 * change as the run frees the blocks before the root */
+	if (!rc && base != fmt_blk_first_usable(vol->blksize) &&
+	    (place(m, base) || rp_frontier(m) != m->n))
 		base = fmt_blk_first_usable(vol->blksize);
 	if (!rc && place(m, base))
 		rc = r4_fail(err, R4_ENOSPC, "%s: the tree does not fit in "

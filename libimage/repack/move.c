@@ -14,18 +14,27 @@
  * pointer to them (a node pointer or an extent unit's start, in the
  * parent node) is changed in place: the parent is captured (overwrite
  * set) or, when the batch moved it already, changed in its new block.
- * The root's move changes the super block. */
+ * The root's move changes the super block.
+ *
+ * An extent unit wider than a batch (or than the distance it slides
+ * left) moves a piece at a time: the batch moves its first blocks and
+ * cuts the unit in two; the extent item grows by one unit through the
+ * tree layer (tree_replace: the twig and the nodes above it are written
+ * copy-on-write), which is why such a batch does that alone. */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/repack/repack_int.h"
 #include "libimage/tree/tree.h"
+#include "libimage/tree/modify.h"
 #include "libimage/txn/txn.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "format/endian.h"
 #include "format/node.h"
+#include "format/item.h"
+#include "format/plugin.h"
 
 #define COPY_BLOCKS 256
 
@@ -146,6 +155,139 @@ static int move_el(struct bctx *c, size_t i, uint64_t dst,
 	return 0;
 }
 
+/* The extent item holding element e's unit, its first k blocks moved to
+ * dst: a copy of the item's body with the unit cut in two, or (*merge)
+ * with the first part added to the unit before it when that one ends
+ * right at dst (same size: changed in place). */
+struct cut {
+	struct fmt_key key;
+	uint8_t *body;
+	size_t len, off;	/* new body length, item body offset */
+	int merge;
+};
+
+static void put_unit(uint8_t *p, uint64_t start, uint64_t width)
+{
+	struct fmt_extent40_unit u = { start, width };
+
+	fmt_extent40_unit_encode(&u, p);
+}
+
+static int cut_item(const struct rp_el *e, const struct tree_item *it,
+		    uint64_t k, uint64_t dst, struct cut *x)
+{
+	size_t u = e->off - it->off, us = FMT_EXTENT40_UNIT_SIZE;
+	struct fmt_extent40_unit prev = { 0, 0 };
+
+	if (u >= us)
+		fmt_extent40_unit_decode(it->body + u - us, &prev);
+	x->key = it->key;
+	x->off = it->off;
+	x->merge = u >= us && prev.start >= 2 && prev.start + prev.width == dst;
+	x->len = it->len + (x->merge ? 0 : us);
+	x->body = malloc(x->len);
+	if (!x->body)
+		return -ENOMEM;
+	memcpy(x->body, it->body, u);
+	if (x->merge) {
+		put_unit(x->body + u - us, prev.start, prev.width + k);
+		put_unit(x->body + u, e->cur + k, e->w - k);
+		memcpy(x->body + u + us, it->body + u + us, it->len - u - us);
+		return 0;
+	}
+	put_unit(x->body + u, dst, k);
+	put_unit(x->body + u + us, e->cur + k, e->w - k);
+	memcpy(x->body + u + 2 * us, it->body + u + us, it->len - u - us);
+	return 0;
+}
+
+static int cut_body(struct bctx *c, const struct rp_el *e, uint64_t k,
+		    uint64_t dst, struct cut *x, struct r4_error *err)
+{
+	uint64_t twig = c->m->el[e->parent].cur;
+	struct io_block *b;
+	unsigned nr;
+	int rc = tree_node_get(c->vol, twig, FMT_NODE_TWIG_LEVEL, &b, err);
+
+	if (rc)
+		return rc;
+	nr = tree_node_nr(b->data);
+	rc = R4_ENOTFOUND;
+	for (unsigned i = 0; rc == R4_ENOTFOUND && i < nr; i++) {
+		struct tree_item it;
+
+		rc = tree_node_item(c->vol, b->data, twig, i, &it, err);
+		if (rc)
+			break;
+		rc = R4_ENOTFOUND;
+		if (it.plugin_id == FMT_ITEM_EXTENT40 && e->off >= it.off &&
+		    e->off < it.off + it.len)
+			rc = cut_item(e, &it, k, dst, x);
+	}
+	io_cache_put(&c->vol->cache, b);
+	if (rc == -ENOMEM)
+		return r4_fail(err, rc, "out of memory");
+	if (rc == R4_ENOTFOUND)
+		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu: no "
+			       "extent at byte %u", c->vol->dev->path,
+			       (unsigned long long)twig, e->off);
+	return rc;
+}
+
+/* The item with the cut: in place, or through the tree layer. */
+static int put_cut(struct bctx *c, const struct rp_el *e,
+		   const struct cut *x, struct r4_error *err)
+{
+	struct io_block *b;
+	struct tree_mod tm;
+	int rc;
+
+	if (x->merge) {
+		rc = txn_capture(c->t, c->m->el[e->parent].cur, &b, err);
+		if (rc)
+			return rc;
+		memcpy(b->data + x->off, x->body, x->len);
+		fmt_node_stamp(b->data, c->vol->blksize);
+		txn_put(c->t, b);
+		return 0;
+	}
+	rc = tree_mod_init(&tm, c->vol, c->t, err);
+	if (!rc)
+		rc = tree_replace(&tm, FMT_NODE_TWIG_LEVEL, &x->key,
+				  FMT_ITEM_EXTENT40, x->body, x->len, err);
+	tree_mod_fini(&tm);
+	return rc;
+}
+
+/* Move the first k blocks of unit i to dst: the first thing a batch
+ * does (the tree is as committed), and the last. */
+static int split_move(struct bctx *c, size_t i, uint64_t k, uint64_t dst,
+		      struct r4_error *err)
+{
+	struct rp_el *e = &c->m->el[i], part = *e;
+	struct cut x = { .body = NULL };
+	uint64_t s, got;
+	int rc = cut_body(c, e, k, dst, &x, err);
+
+	part.w = k;
+	if (!rc)
+		rc = txn_alloc_run(c->t, dst, k, &s, &got, err);
+	if (!rc && (s != dst || got != k))
+		rc = r4_fail(err, R4_EINVAL, "%s: blocks %llu+%llu are not "
+			     "free as expected", c->vol->dev->path,
+			     (unsigned long long)dst, (unsigned long long)k);
+	if (!rc)
+		rc = copy_data(c, &part, dst, err);
+	if (!rc)
+		rc = txn_free(c->t, e->cur, k, err);
+	if (!rc)
+		rc = put_cut(c, e, &x, err);
+	free(x.body);
+	if (!rc)
+		c->st->moved += k;
+	return rc;
+}
+
 /* First run of w free blocks at or after from, outside [lo, hi). */
 static int find_run(struct bctx *c, uint64_t from, uint64_t w, uint64_t *out,
 		    struct r4_error *err)
@@ -249,10 +391,25 @@ static int step(struct bctx *c, size_t i, uint64_t batch, int *stop,
 		struct r4_error *err)
 {
 	struct rp_el *e = &c->m->el[i];
-	int unknown, rc = range_free(c, e->tgt, e->w, err);
+	uint64_t k = e->w;
+	int unknown, rc;
 
+	if (!e->level && e->w > batch - c->st->moved) {
+		if (c->st->moved) {
+			*stop = 1;
+			return 0;
+		}
+		k = batch;
+		if (e->cur > e->tgt && e->cur - e->tgt < k)
+			k = e->cur - e->tgt;
+	}
+	rc = range_free(c, e->tgt, k, err);
 	if (rc < 0)
 		return rc;
+	if (rc && k < e->w) {
+		*stop = 1;
+		return split_move(c, i, k, e->tgt, err);
+	}
 	if (rc) {
 		if (c->st->moved && c->st->moved + e->w > batch) {
 			*stop = 1;
@@ -260,17 +417,17 @@ static int step(struct bctx *c, size_t i, uint64_t batch, int *stop,
 		}
 		return move_el(c, i, e->tgt, err);
 	}
-	rc = occupants(c, e->tgt, e->w, &unknown, err);
+	rc = occupants(c, e->tgt, k, &unknown, err);
 	if (rc || unknown)
 		return rc;
-	for (size_t k = 0; !rc && k < c->nocc; k++) {
-		struct rp_el *x = &c->m->el[c->occ[k]];
+	for (size_t j = 0; !rc && j < c->nocc; j++) {
+		struct rp_el *x = &c->m->el[c->occ[j]];
 
 		if (c->st->moved && c->st->moved + x->w > batch) {
 			*stop = 1;
 			return 0;
 		}
-		rc = evict(c, (size_t)c->occ[k], err);
+		rc = evict(c, (size_t)c->occ[j], err);
 	}
 	return rc;
 }

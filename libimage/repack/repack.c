@@ -16,6 +16,7 @@ void r4_repack_opts_init(struct r4_repack_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->batch = BATCH_DEFAULT;
+	o->time_limit = -1;
 }
 
 static double now(void)
@@ -43,7 +44,8 @@ static int batches(struct r4_vol *vol, const struct r4_repack_opts *o,
 		   struct r4_repack_result *res, double t0,
 		   struct r4_error *err)
 {
-	uint64_t limit = 4 * res->plan.misplaced_elements + 64;
+	uint64_t limit = 4 * (res->plan.misplaced_elements +
+			      res->plan.misplaced_blocks / o->batch) + 64;
 	int rc = 0;
 
 	for (;;) {
@@ -64,7 +66,7 @@ static int batches(struct r4_vol *vol, const struct r4_repack_opts *o,
 		if (o->progress)
 			o->progress(o->progress_ctx, res->moved,
 				    res->plan.misplaced_blocks + res->evicted);
-		if (o->time_limit > 0 && now() - t0 >= o->time_limit) {
+		if (o->time_limit >= 0 && now() - t0 >= o->time_limit) {
 			res->outcome = R4_REPACK_TIME_LIMIT;
 			return 0;
 		}

@@ -9,7 +9,7 @@
 #          (`make crashcheck`)
 #
 # Workloads: add50 add50tar add50stdin rmr mvfile mvdir script add1000
-# (default: all of the level). Needs r4pack, r4debugfs, r4fsck and
+# repack (default: all of the level). Needs r4pack, r4debugfs, r4fsck and
 # r4ref (or r4manifest) on PATH; fsck.reiser4 when present.
 # The last line: "crash: N cut points in W workloads, all before/after,
 # fsck.reiser4 agreed at M". Exit 0, 1 when a point failed, 2 on error.
@@ -21,7 +21,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 CT="$HERE/crashtest.sh"
 case $LEVEL in quick|full) ;; *) echo "usage: run.sh quick|full [WORKLOAD...]" >&2; exit 2 ;; esac
 
-for t in r4pack r4debugfs r4fsck; do
+for t in r4pack r4debugfs r4fsck r4repacker; do
 	command -v $t >/dev/null 2>&1 || { echo "run.sh: $t not on PATH" >&2; exit 2; }
 done
 
@@ -147,6 +147,21 @@ if [ "$LEVEL" = full ]; then
 		run add1000 --cut sample=200 --tail 20 --torn sample=20 --drop sample=20 \
 			--oracle every=10 "$P" -- r4pack add -q @IMG@ "$W/add1000"
 	fi
+fi
+
+# r4repacker in batches of 64 blocks over an image aged by tests/age.sh
+# (302 files, 4 rounds): the content never changes.
+if wanted repack; then
+	bash "$HERE/../age.sh" "$W/aged.img" 302 4 >"$W/age.log" 2>&1 ||
+		{ cat "$W/age.log" >&2; exit 2; }
+	if [ "$LEVEL" = full ]; then
+		REPACK=(--cut all --torn sample=40 --drop sample=40 --fail sample=20
+			--tail 20 --oracle every=25)
+	else
+		REPACK=(--cut sample=24 --torn sample=3 --drop sample=3 --oracle every=8)
+	fi
+	run repack --same "${REPACK[@]}" "$W/aged.img" -- \
+		r4repacker -q --batch 64 @IMG@
 fi
 
 if [ "$FAILED" -eq 0 ]; then
