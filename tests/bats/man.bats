@@ -43,3 +43,8 @@ check_page() {
 		check_page r4pack.1 r4pack $c
 	done
 }
+
+@test "r4repacker: --help, --version, every long option in r4repacker.8" {
+	r4repacker --version | grep -q r4kit
+	check_page r4repacker.8 r4repacker
+}
