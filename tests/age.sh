@@ -8,7 +8,7 @@
 # one twice) and, every fourth round, the directory of two rounds
 # before. Sizes 0..60 KiB: tails and extents. FILES must be prime to 7
 # and at least 30 * ROUNDS. Needs r4pack and r4debugfs on PATH; works in
-# IMAGE.src/, removed at the end.
+# IMAGE.src/, removed at the end. The volume is $AGE_SIZE (default 96M).
 set -eu
 
 IMG=$1
@@ -76,7 +76,7 @@ step() {
 
 step "$W/base" 0 "$FILES" 1 0
 touch -h -d @1600000000 "$W/base" "$W"/base/*/ "$W"/base/*/*
-r4pack create -q --size 96M "$W/base" "$IMG"
+r4pack create -q --size "${AGE_SIZE:-96M}" "$W/base" "$IMG"
 
 next=$FILES
 for r in $(seq 1 "$ROUNDS"); do
