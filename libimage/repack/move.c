@@ -4,8 +4,10 @@
  * From the first element not at its place (the frontier), in target
  * order: an element whose target blocks are all free moves there; else
  * the elements in the way move, to their own targets when those are
- * free, else out of the way (past the end of the target layout when
- * there is room, else past the window this batch works on). A block
+ * free, else, for the elements whose targets are in the window (the
+ * next 2 batches' worth of blocks from the frontier), out of the way:
+ * past the end of the target layout when there is room, else past the
+ * window. Past the window only moves into place are made. A block
  * freed by the batch stays in use until its commit, so it is filled by
  * a later batch, never by this one.
  *
@@ -318,35 +320,94 @@ static int find_run(struct bctx *c, uint64_t from, uint64_t w, uint64_t *out,
 	}
 }
 
-/* Move element x out of the way of the window. */
-static int evict(struct bctx *c, size_t x, struct r4_error *err)
+/* The longest run of free blocks outside the window, up to want. */
+static int longest_run(struct bctx *c, uint64_t want, uint64_t *dst,
+		       uint64_t *len, struct r4_error *err)
+{
+	uint64_t starts[2] = { c->hi, fmt_blk_first_usable(c->vol->blksize) };
+
+	*len = 0;
+	for (int s = 0; s < 2; s++) {
+		uint64_t b = starts[s], f;
+
+		for (;;) {
+			uint64_t n = 0;
+			int rc = space_find_free(&c->vol->space, b, &f, err);
+
+			if (rc == R4_ENOSPC) {
+				r4_error_clear(err);
+				break;
+			}
+			if (rc)
+				return rc;
+			if (f >= c->lo && f < c->hi) {
+				b = c->hi;
+				continue;
+			}
+			while (n < want && (f + n < c->lo || f + n >= c->hi) &&
+			       (rc = range_free(c, f + n, 1, err)) > 0)
+				n++;
+			if (rc < 0)
+				return rc;
+			if (n > *len) {
+				*len = n;
+				*dst = f;
+			}
+			if (n >= want)
+				return 0;
+			b = f + n + 1;
+		}
+	}
+	return 0;
+}
+
+/* Move element x out of the way of the window: to its own place when
+ * that is free, else (far != 0) to free blocks away from the window; a
+ * unit that no free run takes whole moves its first blocks into the
+ * longest one, as the first and only thing of a batch (*stop). */
+static int evict(struct bctx *c, size_t x, int far, int *stop,
+		 struct r4_error *err)
 {
 	struct rp_el *e = &c->m->el[x];
-	uint64_t dst = 0;
+	uint64_t dst = 0, len;
 	int rc = range_free(c, e->tgt, e->w, err);
 
 	if (rc > 0)
 		return move_el(c, x, e->tgt, err);
-	if (!rc)
-		rc = find_run(c, c->m->end > c->hi ? c->m->end : c->hi, e->w,
-			      &dst, err);
+	if (rc < 0 || !far)
+		return rc;
+	rc = find_run(c, c->m->end > c->hi ? c->m->end : c->hi, e->w, &dst,
+		      err);
 	if (!rc)
 		rc = find_run(c, c->hi, e->w, &dst, err);
 	if (!rc)
 		rc = find_run(c, fmt_blk_first_usable(c->vol->blksize), e->w,
 			      &dst, err);
+	if (rc > 0) {
+		rc = move_el(c, x, dst, err);
+		if (!rc)
+			c->st->evicted += e->w;
+		return rc;
+	}
 	if (rc < 0)
 		return rc;
-	if (!rc)
-		return r4_fail(err, R4_ENOSPC, "%s: no run of %llu free "
-			       "blocks to move blocks %llu+%llu out of the way",
-			       c->vol->dev->path, (unsigned long long)e->w,
-			       (unsigned long long)e->cur,
-			       (unsigned long long)e->w);
-	rc = move_el(c, x, dst, err);
-	if (!rc)
-		c->st->evicted += e->w;
-	return rc;
+	*stop = 1;
+	if (!e->level && !c->st->moved) {
+		rc = longest_run(c, e->w, &dst, &len, err);
+		if (!rc && len) {
+			rc = split_move(c, x, len, dst, err);
+			if (!rc)
+				c->st->evicted += len;
+			return rc;
+		}
+		if (rc)
+			return rc;
+	}
+	if (c->st->moved)
+		return 0;
+	return r4_fail(err, R4_ENOSPC, "%s: no free block left to move "
+		       "blocks %llu+%llu out of the way", c->vol->dev->path,
+		       (unsigned long long)e->cur, (unsigned long long)e->w);
 }
 
 /* The elements on [at, at + w) now: *unknown when a block there is in
@@ -420,14 +481,14 @@ static int step(struct bctx *c, size_t i, uint64_t batch, int *stop,
 	rc = occupants(c, e->tgt, k, &unknown, err);
 	if (rc || unknown)
 		return rc;
-	for (size_t j = 0; !rc && j < c->nocc; j++) {
+	for (size_t j = 0; !rc && !*stop && j < c->nocc; j++) {
 		struct rp_el *x = &c->m->el[c->occ[j]];
 
 		if (c->st->moved && c->st->moved + x->w > batch) {
 			*stop = 1;
 			return 0;
 		}
-		rc = evict(c, (size_t)c->occ[j], err);
+		rc = evict(c, (size_t)c->occ[j], e->tgt < c->hi, stop, err);
 	}
 	return rc;
 }
@@ -441,8 +502,7 @@ static int run_batch(struct bctx *c, size_t f, uint64_t batch,
 	for (size_t i = f; !rc && !stop && i < m->n; i++) {
 		if (m->el[i].cur == m->el[i].tgt)
 			continue;
-		if (c->st->moved >= batch || (c->st->moved &&
-					       m->el[i].tgt >= c->hi))
+		if (c->st->moved >= batch)
 			break;
 		rc = step(c, i, batch, &stop, err);
 	}
