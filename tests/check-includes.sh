@@ -24,6 +24,7 @@ rooms='
     80  libimage/check    the checker
     80  libimage/forensic deleted objects in free blocks, block classes
     90  libimage/pack     the one-pass builder (uses mkfs/fixed.h)
+    95  libimage/repack   the offline repacker, measurefs's figures
    100  libimage/tar      archive import/export (libarchive)
 '
 # Where the planned rooms would go (add the line with the folder): a

@@ -49,3 +49,8 @@ check_page() {
 	r4mount --version | grep -q r4kit
 	check_page r4mount.8 r4mount
 }
+
+@test "r4repacker: --help, --version, every long option in r4repacker.8" {
+	r4repacker --version | grep -q r4kit
+	check_page r4repacker.8 r4repacker
+}

@@ -9,7 +9,7 @@
 #          (`make crashcheck`)
 #
 # Workloads: add50 add50tar add50stdin rmr mvfile mvdir script add1000
-# badbitmap (add50 on a volume whose bitmap calls the root node free,
+# repack, badbitmap (add50 on a volume whose bitmap calls the root node free,
 # with a matching checksum: no point may lose a byte)
 # (default: all of the level). Needs r4pack, r4debugfs, r4fsck and
 # r4ref (or r4manifest) on PATH, r4pack and r4debugfs being the test
@@ -25,7 +25,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 CT="$HERE/crashtest.sh"
 case $LEVEL in quick|full) ;; *) echo "usage: run.sh quick|full [WORKLOAD...]" >&2; exit 2 ;; esac
 
-for t in r4pack r4debugfs r4fsck; do
+for t in r4pack r4debugfs r4fsck r4repacker; do
 	command -v $t >/dev/null 2>&1 || { echo "run.sh: $t not on PATH" >&2; exit 2; }
 done
 
@@ -176,6 +176,21 @@ if [ "$LEVEL" = full ]; then
 		run add1000 --cut sample=200 --tail 20 --torn sample=20 --drop sample=20 \
 			--oracle every=10 "$P" -- r4pack add -q @IMG@ "$W/add1000"
 	fi
+fi
+
+# r4repacker in batches of 32 blocks over a 16 MiB image aged by
+# tests/age.sh (151 files, 4 rounds): the content never changes.
+if wanted repack; then
+	AGE_SIZE=16M bash "$HERE/../age.sh" "$W/aged.img" 151 4 >"$W/age.log" 2>&1 ||
+		{ cat "$W/age.log" >&2; exit 2; }
+	if [ "$LEVEL" = full ]; then
+		REPACK=(--cut all --torn sample=40 --drop sample=40 --fail sample=20
+			--tail 20 --oracle every=25)
+	else
+		REPACK=(--cut sample=12 --torn sample=2 --drop sample=2 --oracle every=4)
+	fi
+	run repack --same "${REPACK[@]}" "$W/aged.img" -- \
+		r4repacker -q --batch 32 @IMG@
 fi
 
 if [ "$FAILED" -eq 0 ]; then

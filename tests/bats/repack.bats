@@ -1,0 +1,265 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0-or-later
+# r4repacker on an image aged by tests/age.sh (1,500 files, 20 rounds of
+# r4pack add and r4debugfs -w): fragmentation before and after against
+# measurefs.reiser4, content by manifest (ours and libreiser4's) and
+# stat data (object ids, keys), fsck.reiser4 and r4fsck, idempotence,
+# the time limit, the dry run, too little space.
+
+load helpers
+
+setup_file() {
+	AGED=$BATS_FILE_TMPDIR/aged.img
+	export AGED
+	bash "$top_srcdir/tests/age.sh" "$AGED" >"$BATS_FILE_TMPDIR/age.log" 2>&1 ||
+		{ cat "$BATS_FILE_TMPDIR/age.log"; return 1; }
+}
+
+# measurefs.reiser4's figure: mfrag -T|-D IMAGE, or mfrag -F PATH IMAGE.
+mfrag() {
+	measurefs.reiser4 -f -y "$@" 2>/dev/null | tail -n 1 | sed 's/.* //'
+}
+
+# A field of the JSON report: jfield SECTION FIELD (SECTION "" = top).
+jfield() {
+	local line=$output
+	if [ -n "$1" ]; then
+		line=$(grep "\"$1\":" <<<"$output")
+	fi
+	sed -n "s/.*\"$2\": \"\{0,1\}\([^,\"}]*\).*/\1/p" <<<"$line" | head -n 1
+}
+
+# The stat data of every object (oid, key, plugin, fields), not where
+# it is stored.
+stats() {
+	r4manifest "$1" | cut -f1 | sed 's/^/stat /' >"$T/stat.cmds"
+	r4debugfs -f "$T/stat.cmds" "$1" | grep -v '^stat data:'
+}
+
+same_float() {	# same_float A B: |A - B| <= 1e-6
+	awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(d <= 1e-6 && d >= -1e-6) }'
+}
+
+@test "repack: the aged image is fragmented (measurefs.reiser4)" {
+	need_oracle
+	t=$(mfrag -T "$AGED")
+	d=$(mfrag -D "$AGED")
+	echo "T=$t D=$d"
+	awk -v t="$t" -v d="$d" 'BEGIN { exit !(t > 0.1 && d > 0.05) }'
+	oracle_fsck "$AGED"
+}
+
+@test "repack: the dry run reports measurefs's -T, -D and -F and changes nothing" {
+	need_oracle
+	cp "$AGED" "$T/a.img"
+	sum=$(sha256sum <"$T/a.img")
+	run r4repacker -n --json -F /d3 "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	same_float "$(jfield before tree)" "$(mfrag -T "$T/a.img")"
+	same_float "$(jfield before data)" "$(mfrag -D "$T/a.img")"
+	same_float "$(jfield file fragmentation)" "$(mfrag -F /d3 "$T/a.img")"
+	[ "$(jfield plan blocks_to_move)" -gt 0 ]
+	[ "$(jfield "" outcome)" = planned ]
+	grep -q '"worst": \[$' <<<"$output"
+	# the worst file's figure is measurefs's -F of it
+	w=$(grep -m1 '"oid":' <<<"$output")
+	p=$(sed -n 's/.*"path": "\([^"]*\)".*/\1/p' <<<"$w")
+	f=$(sed -n 's/.*"fragmentation": \([0-9.]*\).*/\1/p' <<<"$w")
+	same_float "$f" "$(mfrag -F "$p" "$T/a.img")"
+	run r4repacker -n "$T/a.img"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"blocks to move"* ]]
+	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+}
+
+@test "repack: a full run packs the aged image, content unchanged, both checkers clean" {
+	need_oracle; need_r4ref
+	cp "$AGED" "$T/a.img"
+	r4ref manifest "$T/a.img" >"$T/ref.before"
+	r4manifest "$T/a.img" >"$T/our.before"
+	stats "$T/a.img" >"$T/stat.before"
+	run r4repacker --json "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(jfield "" outcome)" = packed ]
+	[ "$(jfield "" blocks_moved)" -gt 0 ]
+	[ "$(mfrag -T "$T/a.img")" = 0.000000 ]
+	[ "$(mfrag -D "$T/a.img")" = 0.000000 ]
+	same_float "$(jfield after tree)" 0
+	oracle_fsck "$T/a.img"
+	run r4fsck --check "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	r4ref manifest "$T/a.img" | diff "$T/ref.before" -
+	r4manifest "$T/a.img" | diff "$T/our.before" -
+	stats "$T/a.img" | diff "$T/stat.before" -
+	# the same figures as r4pack create of the same content
+	mkdir "$T/tree"
+	r4debugfs -R "rdump / $T/tree" "$T/a.img" >/dev/null
+	r4pack create -q "$T/tree" "$T/c.img"
+	[ "$(mfrag -T "$T/c.img")" = "$(mfrag -T "$T/a.img")" ]
+	[ "$(mfrag -D "$T/c.img")" = "$(mfrag -D "$T/a.img")" ]
+}
+
+@test "repack: a packed volume is left byte for byte alone (exit 0, nothing to do)" {
+	cp "$AGED" "$T/a.img"
+	r4repacker -q "$T/a.img"
+	sum=$(sha256sum <"$T/a.img")
+	run r4repacker "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"nothing to do"* ]]
+	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+	# and so is what r4pack create just made
+	mkdir "$T/tree"
+	r4debugfs -R "rdump / $T/tree" "$T/a.img" >/dev/null
+	r4pack create -q "$T/tree" "$T/c.img"
+	sum=$(sha256sum <"$T/c.img")
+	run r4repacker "$T/c.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"nothing to do"* ]]
+	[ "$(sha256sum <"$T/c.img")" = "$sum" ]
+}
+
+@test "repack: --time-limit 0 stops after each batch (exit 3); the runs end as one run does" {
+	cp "$AGED" "$T/one.img"
+	cp "$AGED" "$T/k.img"
+	run r4repacker --json --batch 1024 "$T/one.img"
+	[ "$status" -eq 0 ]
+	one=$(jfield "" blocks_moved)
+	total=0 runs=0
+	while :; do
+		run r4repacker --json --batch 1024 --time-limit 0 "$T/k.img"
+		runs=$((runs + 1))
+		[ "$status" -eq 0 ] || [ "$status" -eq 3 ]
+		total=$((total + $(jfield "" blocks_moved)))
+		[ "$status" -eq 0 ] && break
+		[ "$(jfield "" transactions)" -eq 1 ]
+		[ "$runs" -lt 1000 ]
+	done
+	echo "one run moved $one blocks; $runs runs moved $total"
+	[ "$runs" -gt 2 ]
+	[ "$total" -le $((one * 105 / 100)) ]
+	r4manifest "$T/one.img" >"$T/m1"
+	r4manifest "$T/k.img" | diff "$T/m1" -
+	# the same layout: every block of every file at the same place
+	r4manifest "$T/one.img" | awk -F'\t' '$2 == "f" { print "blocks " $1 }' >"$T/b.cmds"
+	diff <(r4debugfs -f "$T/b.cmds" "$T/one.img") \
+		<(r4debugfs -f "$T/b.cmds" "$T/k.img")
+	[ "$(r4debugfs -R 'print super' "$T/one.img" | grep -i 'root')" = \
+	  "$(r4debugfs -R 'print super' "$T/k.img" | grep -i 'root')" ]
+}
+
+@test "repack: a run cut by a power loss is finished by the next run" {
+	cp "$AGED" "$T/one.img"
+	cp "$AGED" "$T/cut.img"
+	r4repacker -q --batch 128 "$T/one.img"
+	R4_FAULT=cut-after=700 "$top_builddir/tests/crash/bin/r4repacker" -q --batch 128 "$T/cut.img" || true
+	run r4fsck --check "$T/cut.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run r4repacker --batch 128 "$T/cut.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *packed* ]]
+	r4manifest "$T/one.img" >"$T/m1"
+	r4manifest "$T/cut.img" | diff "$T/m1" -
+	r4manifest "$T/one.img" | awk -F'\t' '$2 == "f" { print "blocks " $1 }' >"$T/b.cmds"
+	diff <(r4debugfs -f "$T/b.cmds" "$T/one.img") \
+		<(r4debugfs -f "$T/b.cmds" "$T/cut.img")
+}
+
+@test "repack: with little free space, small batches slide into it" {
+	need_oracle
+	cp "$AGED" "$T/a.img"
+	free=$(r4repacker -n --json "$T/a.img" | grep '"plan"' |
+		sed 's/.*"free_blocks": \([0-9]*\).*/\1/')
+	# leave about 500 free blocks
+	head -c $(( (free - 500) * 4096 )) /dev/zero >"$T/fill"
+	r4debugfs -w -R "write $T/fill /fill" "$T/a.img" >/dev/null
+	run r4repacker --batch 128 "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(mfrag -T "$T/a.img")" = 0.000000 ]
+	[ "$(mfrag -D "$T/a.img")" = 0.000000 ]
+	oracle_fsck "$T/a.img"
+}
+
+@test "repack: too little free space is refused up front, nothing written" {
+	cp "$AGED" "$T/a.img"
+	free=$(r4repacker -n --json "$T/a.img" | grep '"plan"' |
+		sed 's/.*"free_blocks": \([0-9]*\).*/\1/')
+	head -c $(( (free - 40) * 4096 )) /dev/zero >"$T/fill"
+	r4debugfs -w -R "write $T/fill /fill" "$T/a.img" >/dev/null
+	sum=$(sha256sum <"$T/a.img")
+	run r4repacker "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"free blocks"*"nothing was changed"* ]]
+	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+}
+
+@test "repack: --min-gain above the gain writes nothing" {
+	cp "$AGED" "$T/a.img"
+	sum=$(sha256sum <"$T/a.img")
+	run r4repacker --min-gain 1 "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"below --min-gain"* ]]
+	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+}
+
+@test "repack: bad command lines exit 2" {
+	run r4repacker
+	[ "$status" -eq 2 ]
+	run r4repacker --batch 0 "$T/x.img"
+	[ "$status" -eq 2 ]
+	run r4repacker --time-limit -1 "$T/x.img"
+	[ "$status" -eq 2 ]
+	run r4repacker --min-gain 2 "$T/x.img"
+	[ "$status" -eq 2 ]
+	run r4repacker --bogus "$T/x.img"
+	[ "$status" -eq 2 ]
+	run r4repacker a b
+	[ "$status" -eq 2 ]
+	run r4repacker --version
+	[ "$status" -eq 0 ]
+	run r4repacker --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *--time-limit* ]]
+}
+
+@test "repack: the crash workload (12 sampled cut points, torn and unsynced writes)" {
+	PATH="$top_builddir/tests/crash/bin:$PATH" run "$top_srcdir/tests/crash/run.sh" quick repack
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"all before/after"* ]]
+}
+
+@test "repack: node41 (checksummed nodes) volumes stay clean" {
+	need_oracle
+	mkdir -p "$T/src/a" "$T/add/a" "$T/add/b"
+	for i in $(seq 1 120); do
+		head -c $((i * 97 % 20000)) /dev/urandom >"$T/src/a/f$i"
+	done
+	r4pack create -q -o node=node41 --size 32M "$T/src" "$T/x.img"
+	for i in $(seq 1 60); do
+		head -c $((i * 301 % 30000)) /dev/urandom >"$T/add/b/g$i"
+	done
+	for i in $(seq 1 30); do head -c 9000 /dev/urandom >"$T/add/a/f$((i * 3))"; done
+	r4pack add -q "$T/x.img" "$T/add"
+	printf 'rm /a/f%d\n' $(seq 2 7 120) >"$T/s"
+	r4debugfs -w --atomic -f "$T/s" "$T/x.img" >/dev/null
+	r4manifest "$T/x.img" >"$T/m1"
+	run r4repacker "$T/x.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *packed* ]]
+	r4manifest "$T/x.img" | diff "$T/m1" -
+	oracle_fsck "$T/x.img"
+	run r4fsck --check "$T/x.img"
+	[ "$status" -eq 0 ]
+	[ "$(mfrag -T "$T/x.img")" = 0.000000 ]
+}
