@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "libimage/io/dev.h"
 #include "libimage/io/fault.h"
+#include "libimage/io/undo.h"
 #include "libimage/util/err.h"
 
 struct file_priv {
@@ -283,6 +284,8 @@ int io_open(const char *path, unsigned flags, struct io_dev **out,
 	dev->readonly = !(flags & IO_RDWR);
 	if (!dev->readonly) {
 		rc = io_fault_maybe_attach(dev, err);
+		if (!rc)
+			rc = io_undo_maybe_attach(dev, err);
 		if (rc) {
 			dev->ops->close(dev);
 			free(dev->path);
