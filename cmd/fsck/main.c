@@ -198,6 +198,8 @@ static void on_progress(void *ctx, const char *phase, uint64_t done,
 	X(specials) X(entries) X(used_blocks) X(free_blocks)
 
 static unsigned replayed, overlaid;
+/* Fixed before the open (super blocks, journal): counts as corrected. */
+static unsigned fixed_first;
 
 static void print_json_counts(const char *path,
 			      const struct r4_check_report *r)
@@ -464,7 +466,8 @@ static int run_repair(const char *path, struct r4_vol *vol)
 		print_repair_summary(path, &rep);
 	if (rep.left.problems)
 		return EXIT_UNCORRECTED;
-	return rep.found.problems || replayed ? EXIT_CORRECTED : EXIT_CLEAN;
+	return rep.found.problems || replayed || fixed_first ? EXIT_CORRECTED
+							      : EXIT_CLEAN;
 }
 
 static int run(const char *path)
@@ -496,7 +499,7 @@ static int run(const char *path)
 			printf("fixed (%s): %s\n", fixed == 1 ? "master"
 			       : "format40", what);
 		if (fixed)
-			replayed++;	/* something was corrected */
+			fixed_first++;
 	}
 	rc = open_volume(path, &vol, &rdonly);
 	if (rc)
@@ -515,7 +518,7 @@ static int run(const char *path)
 		}
 		if (!opt_json && !r4cmd_quiet)
 			printf("fixed (journal): %s\n", what);
-		replayed++;
+		fixed_first++;
 		rc = open_volume(path, &vol, &rdonly);
 		if (rc)
 			return rc;
