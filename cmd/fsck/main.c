@@ -445,6 +445,10 @@ static int run_repair(const char *path, struct r4_vol *vol)
 	o.check.progress = on_progress;
 	o.check.max_reports = (unsigned)opt_max_reports;
 	o.action = on_action;
+	/* Crash tests: smaller batches, more transactions. */
+	if (getenv("R4_REPAIR_BATCH"))
+		o.batch = (unsigned)strtoul(getenv("R4_REPAIR_BATCH"), NULL,
+					    10);
 	if (opt_json)
 		fputs("{\n  \"problem_list\": [", stdout);
 	rc = r4_repair(vol, &o, &rep, &err);

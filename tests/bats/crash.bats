@@ -43,3 +43,10 @@ crash() {
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"neither before nor after"* ]]
 }
+
+@test "crash: r4fsck -y of a damaged volume, every 3rd write cut, then a rerun finishes" {
+	run "$top_srcdir/tests/crash/repair.sh" quick
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"all finished by a rerun"* ]]
+}
