@@ -140,7 +140,8 @@ static void on_problem(void *ctx, const struct r4_check_problem *p)
 }
 
 static const char *const loss_names[] = {
-	"none", "entry-removed", "zeroed", "lost+found", "space-freed"
+	"none", "entry-removed", "zeroed", "lost+found", "space-freed",
+	"items-dropped"
 };
 
 static void json_close_problems(void)
@@ -175,7 +176,7 @@ static void on_action(void *ctx, const struct r4_repair_action *a)
 		fputs(", \"block\": null", stdout);
 	printf(", \"oid\": %llu, \"loss\": \"%s\", \"amount\": %llu, "
 	       "\"done\": ", (unsigned long long)a->oid,
-	       a->loss >= 0 && a->loss <= R4_LOSS_SPACE ? loss_names[a->loss]
+	       a->loss >= 0 && a->loss <= R4_LOSS_ITEMS ? loss_names[a->loss]
 							 : "?",
 	       (unsigned long long)a->amount);
 	r4cmd_json_str(a->what, strlen(a->what));
@@ -372,12 +373,16 @@ static void print_repair_json_end(const char *path,
 	       (unsigned long long)r->rounds);
 	printf(",\n  \"loss\": {\"entries_removed\": %llu, "
 	       "\"lost_found\": %llu, \"zeroed_ranges\": %llu, "
-	       "\"zeroed_bytes\": %llu, \"blocks_freed\": %llu}",
+	       "\"zeroed_bytes\": %llu, \"blocks_freed\": %llu, "
+	       "\"nodes_dropped\": %llu, \"items_dropped\": %llu}",
 	       (unsigned long long)r->entries_removed,
 	       (unsigned long long)r->lost_found,
 	       (unsigned long long)r->zeroed_ranges,
 	       (unsigned long long)r->zeroed_bytes,
-	       (unsigned long long)r->blocks_freed);
+	       (unsigned long long)r->blocks_freed,
+	       (unsigned long long)r->nodes_dropped,
+	       (unsigned long long)r->items_dropped);
+	printf(",\n  \"rebuilt\": %s", r->rebuilt ? "true" : "false");
 	printf(",\n  \"blocks_claimed\": %llu",
 	       (unsigned long long)r->blocks_claimed);
 	printf(",\n  \"preen_refused\": %s,\n  \"tree_damaged\": %s",
@@ -415,6 +420,13 @@ static void print_repair_summary(const char *path,
 	       r->transactions == 1 ? "" : "s",
 	       (unsigned long long)r->left.problems,
 	       r->left.problems == 1 ? "" : "s");
+	if (r->rebuilt)
+		printf("%s: the storage tree was rebuilt: %llu node%s and "
+		       "%llu item%s dropped\n", path,
+		       (unsigned long long)r->nodes_dropped,
+		       r->nodes_dropped == 1 ? "" : "s",
+		       (unsigned long long)r->items_dropped,
+		       r->items_dropped == 1 ? "" : "s");
 	if (r->entries_removed || r->lost_found || r->zeroed_ranges ||
 	    r->blocks_freed)
 		printf("%s: lost or moved: %llu entr%s removed, %llu "

@@ -54,7 +54,8 @@ enum r4_loss {
 	R4_LOSS_ENTRY,		/* a directory entry removed */
 	R4_LOSS_ZEROED,		/* a byte range now reads as zeros */
 	R4_LOSS_LOST_FOUND,	/* an object moved to /lost+found */
-	R4_LOSS_SPACE		/* blocks nothing referenced freed */
+	R4_LOSS_SPACE,		/* blocks nothing referenced freed */
+	R4_LOSS_ITEMS		/* tree items dropped by a rebuild */
 };
 
 /* One change made. Pointers are valid during the callback only. */
@@ -92,9 +93,12 @@ struct r4_repair_report {
 	uint64_t rounds;		/* checks run */
 	uint64_t entries_removed, zeroed_ranges, zeroed_bytes;
 	uint64_t lost_found, blocks_freed, blocks_claimed;
+	uint64_t nodes_dropped, items_dropped;	/* by a tree rebuild */
+	int rebuilt;				/* the tree was rebuilt */
 	/* Why problems were left: preen found one it may not fix (nothing
 	 * was changed then); the tree is damaged in ways the repair does
-	 * not rebuild (nothing was changed then either). */
+	 * not fix (after a rebuild, or with nothing changed when the damage
+	 * is one a rebuild cannot help). */
 	int preen_refused;
 	int tree_damaged;
 };

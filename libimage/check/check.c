@@ -241,6 +241,11 @@ void chk_release(struct chk *c)
 	chk_fini(c);
 }
 
+int chk_setup(struct chk *c)
+{
+	return chk_init(c);
+}
+
 int r4_check(struct r4_vol *vol, const struct r4_check_opts *opts,
 	     struct r4_check_report *report, struct r4_error *err)
 {

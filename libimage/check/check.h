@@ -147,6 +147,9 @@ void chk_name_str(const uint8_t *name, size_t len, char *buf, size_t buflen);
  * (libimage/repair); chk_release frees them. r4_check = both. */
 int chk_run(struct chk *c);
 void chk_release(struct chk *c);
+/* Only the set-up of chk_run (map with the layout marked, buffers), for
+ * a repair that checks items one by one with chk_item. */
+int chk_setup(struct chk *c);
 
 /* Phases. Each returns 0 or a negative operational error (I/O, memory);
  * problems in the data are reported, not returned. */

@@ -27,7 +27,7 @@
 #define MODE_REG 0100000u
 
 enum op_kind { OP_NLINK, OP_SIZE, OP_ENT_DEL, OP_ENT_SET, OP_ENT_ADD,
-	       OP_LOST };
+	       OP_LOST, OP_MKSD };
 
 struct op {
 	int kind, code, loss;
@@ -37,6 +37,7 @@ struct op {
 	char *name;
 	size_t len;
 	int isdir;
+	unsigned kinds;		/* OP_SIZE of a file: its body's kinds */
 };
 
 struct ops {
@@ -286,6 +287,32 @@ static int plan_entries(struct objfix *f)
 	return rc;
 }
 
+/* Body items of an object without stat data (its stat data was lost):
+ * a regular file's stat data is made for them (mode 0644, the size of
+ * the body), so the data is kept; the next round links it into
+ * /lost+found. */
+static int plan_bodies(struct objfix *f)
+{
+	struct chk *c = &f->R->c;
+
+	for (size_t i = 0; i < c->nbodies; i++) {
+		const struct chk_body *b = &c->bodies[i];
+		struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
+		struct op *p;
+
+		if (chk_obj_find(c, b->el0, b->el1, b->el2) != CHK_NONE ||
+		    (b->kinds & CHK_BODY_CTAIL))
+			continue;
+		p = op_add(f, OP_MKSD, R4_CHK_BODY);
+		if (!p)
+			return -ENOMEM;
+		obj_ref_from_key(&k, &p->obj);
+		p->val = b->end;
+		p->old = (b->kinds & CHK_BODY_EXTENT) ? 1 : 0;
+	}
+	return 0;
+}
+
 /* Unreachable objects nothing reachable or unreachable names: linked
  * into /lost+found (what they name comes along). */
 static int plan_lost(struct objfix *f)
@@ -350,6 +377,7 @@ static int plan_values(struct objfix *f)
 	}
 	for (uint32_t i = 0; i < c->nobjs; i++) {
 		const struct chk_obj *o = &c->objs[i];
+		const struct chk_body *b;
 		uint64_t end;
 		struct op *p;
 
@@ -363,6 +391,8 @@ static int plan_values(struct objfix *f)
 		ref_of(o, &p->obj);
 		p->val = end;
 		p->old = o->size;
+		b = chk_body_find(c, o->el0, o->el1, o->el2);
+		p->kinds = b ? b->kinds : 0;
 	}
 	return 0;
 }
@@ -377,10 +407,20 @@ static int set_field(struct r4_txn *x, const struct op *p,
 
 	if (rc)
 		return rc;
-	if (p->kind == OP_NLINK)
+	if (p->kind == OP_NLINK) {
 		sd.st.nlink = (uint32_t)p->val;
-	else
+	} else if (p->code == R4_CHK_FILE_SIZE) {
+		/* bytes: what the body takes, as far as the size tells */
+		uint64_t bs = x->vol->blksize, round = p->val + bs - 1;
+
 		sd.st.size = p->val;
+		if (!(p->kinds & CHK_BODY_EXTENT))
+			sd.st.rdev_or_bytes = p->val;
+		else if (sd.st.rdev_or_bytes > round - round % bs)
+			sd.st.rdev_or_bytes = round - round % bs;
+	} else {
+		sd.st.size = p->val;
+	}
 	rc = obj_sd_write(x, &p->obj, &sd.st, 0, err);
 	obj_sd_put(&sd);
 	return rc;
@@ -451,6 +491,25 @@ static int link_lost(struct objfix *f, struct r4_txn *x, const struct op *p,
 	return rc;
 }
 
+static int make_sd(struct r4_txn *x, const struct op *p, struct r4_error *err)
+{
+	struct fmt_stat st;
+	uint64_t bs = x->vol->blksize;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	st.mask = (1u << FMT_SDEXT_LW) | (1u << FMT_SDEXT_UNIX);
+	st.mode = 0100644;
+	st.nlink = 0;
+	st.size = p->val;
+	st.rdev_or_bytes = p->old ? (p->val + bs - 1) / bs * bs : p->val;
+	st.atime = st.mtime = st.ctime = x->now;
+	rc = obj_sd_write(x, &p->obj, &st, 1, err);
+	if (!rc)
+		txn_add_files(x->t, 1);
+	return rc;
+}
+
 static int do_op(struct objfix *f, struct r4_txn *x, const struct op *p,
 		 struct r4_error *err)
 {
@@ -461,6 +520,8 @@ static int do_op(struct objfix *f, struct r4_txn *x, const struct op *p,
 	case OP_NLINK:
 	case OP_SIZE:
 		return set_field(x, p, err);
+	case OP_MKSD:
+		return make_sd(x, p, err);
 	case OP_LOST:
 		return link_lost(f, x, p, err);
 	default:
@@ -509,6 +570,13 @@ static void report_op(struct rep *R, const struct op *p)
 			   "directory %llx: entry '%s' pointed at %llx",
 			   (unsigned long long)p->obj.oid, p->name,
 			   (unsigned long long)p->target.oid);
+		break;
+	case OP_MKSD:
+		rep_action(R, p->code, R4_CHECK_NO_BLOCK, p->obj.oid, 0, 0,
+			   "object %llx: its stat data was lost; made anew "
+			   "for its %llu-byte body (a regular file, mode 0644)",
+			   (unsigned long long)p->obj.oid,
+			   (unsigned long long)p->val);
 		break;
 	case OP_ENT_ADD:
 		rep_action(R, p->code, R4_CHECK_NO_BLOCK, p->obj.oid, 0, 0,
@@ -594,6 +662,8 @@ int rep_fix_objects(struct rep *R, int *changed)
 	f.root = chk_obj_find(c, (FMT_ROOT_LOCALITY << 4) | FMT_KEY_SD, 0,
 			      FMT_ROOT_OID);
 	rc = plan_entries(&f);
+	if (!rc)
+		rc = plan_bodies(&f);
 	if (!rc && !f.ops.n)
 		rc = plan_lost(&f);
 	if (!rc && !f.ops.n)

@@ -16,7 +16,7 @@
 #include "libimage/repair/repair.h"
 #include "libimage/util/err.h"
 
-#define ROUNDS_MAX 8
+#define ROUNDS_MAX 12
 #define BATCH_DEFAULT 128
 
 void rep_action(struct rep *R, int code, uint64_t blk, uint64_t oid,
@@ -41,6 +41,8 @@ void rep_action(struct rep *R, int code, uint64_t blk, uint64_t oid,
 	case R4_LOSS_LOST_FOUND:
 		R->r->lost_found++;
 		break;
+	case R4_LOSS_ITEMS:
+		break;	/* counted by the rebuild */
 	default:
 		break;
 	}
@@ -143,6 +145,14 @@ static int any_space(const struct rep *R)
 	return 0;
 }
 
+/* Tree damage a rebuild can fix: not the super blocks, nor a journal
+ * that cannot be read through. */
+static int rebuild_helps(const struct rep *R)
+{
+	return !R->crep.journal_dirty && !R->codes[R4_CHK_MASTER] &&
+	       !R->codes[R4_CHK_FORMAT40];
+}
+
 static int rounds(struct rep *R)
 {
 	int rc = 0;
@@ -150,8 +160,23 @@ static int rounds(struct rep *R)
 	for (unsigned n = 0; n < ROUNDS_MAX; n++) {
 		int changed = 0;
 
-		if (!R->crep.problems || blocked(R))
+		if (!R->crep.problems)
 			break;
+		if (blocked(R)) {
+			if (!R->r->tree_damaged || R->r->rebuilt ||
+			    R->o->mode != R4_REPAIR_FIX ||
+			    !rebuild_helps(R))
+				break;
+			R->r->rebuilt = 1;
+			R->r->tree_damaged = 0;
+			rc = rep_rebuild_tree(R, &changed);
+			if (rc || !changed)
+				break;
+			rc = run_check(R, 0);
+			if (rc)
+				break;
+			continue;
+		}
 		if (any_space(R))
 			rc = rep_fix_space(R, &changed);
 		else if (R->o->mode == R4_REPAIR_FIX)

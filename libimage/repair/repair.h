@@ -32,6 +32,9 @@ void rep_action(struct rep *R, int code, uint64_t blk, uint64_t oid,
 /* Space, counters, status block, backups (space.c). *changed = 1 when
  * something was committed. */
 int rep_fix_space(struct rep *R, int *changed);
+/* Rebuild the storage tree from the items that pass the checks
+ * (rebuild.c). */
+int rep_rebuild_tree(struct rep *R, int *changed);
 /* Objects and names (objects.c). */
 int rep_fix_objects(struct rep *R, int *changed);
 
