@@ -9,8 +9,7 @@
  *                 counters, status block, backups, the journal), and only
  *                 when nothing else is wrong;
  *   -y, --fix     fix everything the repair knows how to fix;
- *   --build-fs    as -y (a tree rebuild is not implemented: tree damage
- *                 is reported and left, with nothing changed);
+ *   --build-fs    as -y (tree damage makes it rebuild the tree);
  *   --build-sb    restore the super blocks from the backup copies, then -y;
  *   -z FILE       save the old contents of every block written to FILE;
  *   --undo FILE   put them back (r4fsck --undo FILE IMAGE).
@@ -53,8 +52,7 @@ static struct poptOption fsck_options[] = {
 	{ "fix", '\0', POPT_ARG_NONE, &opt_fix, 0,
 	  "the same as -y", NULL },
 	{ "build-fs", '\0', POPT_ARG_NONE, &opt_build_fs, 0,
-	  "the same as -y (tree rebuild: not implemented; tree damage is "
-	  "left as found)", NULL },
+	  "the same as -y (tree damage makes it rebuild the tree)", NULL },
 	{ "build-sb", '\0', POPT_ARG_NONE, &opt_build_sb, 0,
 	  "restore the master and format40 super blocks from the backup "
 	  "copies, then as -y", NULL },
@@ -105,7 +103,8 @@ static const char *fix_name(int code)
 	if (!pi)
 		return "none";
 	return pi->fix_class == R4_FIX_PREEN ? "preen" :
-	       pi->fix_class == R4_FIX_YES ? "yes" : "none";
+	       pi->fix_class == R4_FIX_YES ? "yes" :
+	       pi->fix_class == R4_FIX_REBUILD ? "rebuild" : "none";
 }
 
 static void print_json(const struct r4_check_problem *p)
@@ -408,8 +407,8 @@ static void print_repair_summary(const char *path,
 			       "may not fix (%s); nothing was changed: run "
 			       "r4fsck -y\n", path, codes);
 		else
-			printf("%s: damage the repair does not rebuild (%s); "
-			       "nothing was changed\n", path, codes);
+			printf("%s: damage the repair cannot fix (%s)\n",
+			       path, codes);
 	}
 	printf("%s: %llu problem%s found, %llu change%s made in %llu "
 	       "transaction%s; %llu problem%s left\n", path,

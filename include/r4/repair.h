@@ -22,7 +22,8 @@
 enum r4_fix_class {
 	R4_FIX_NONE = 0,	/* reported, not repaired (tree rebuild) */
 	R4_FIX_PREEN,		/* safe without a question: -p fixes it */
-	R4_FIX_YES		/* -y / --fix fixes it */
+	R4_FIX_YES,		/* -y / --fix fixes it */
+	R4_FIX_REBUILD		/* tree damage: -y rebuilds the tree */
 };
 
 struct r4_problem_info {

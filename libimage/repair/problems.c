@@ -10,6 +10,8 @@
 #define B "block"
 #define BIK "block, item, key"
 #define BIKO "block, item, key, object"
+#define REBUILD "the storage tree is rebuilt from the items that pass the " \
+	"checks (-y; preen never)"
 
 static const struct r4_problem_info table[] = {
 	{ R4_CHK_MASTER, NULL, B,
@@ -33,30 +35,30 @@ static const struct r4_problem_info table[] = {
 	  "footer counters rewritten by the repair's commit" },
 	{ R4_CHK_NODE, NULL, BIK,
 	  "node {block}: header, item header or checksum: {what}",
-	  R4_FIX_NONE, NULL },
+	  R4_FIX_REBUILD, REBUILD },
 	{ R4_CHK_NODE_BLOCK, NULL, BIK,
 	  "pointer in block {block} item {item} to a block outside the "
-	  "volume", R4_FIX_NONE, NULL },
+	  "volume", R4_FIX_REBUILD, REBUILD },
 	{ R4_CHK_NODE_TWICE, NULL, BIK,
 	  "block {block} referenced again (a second owner or a cycle)",
-	  R4_FIX_NONE, NULL },
+	  R4_FIX_REBUILD, REBUILD },
 	{ R4_CHK_NODE_MKFS_ID, NULL, B,
 	  "node {block}: mkfs id differs from the super block's",
-	  R4_FIX_NONE, NULL },
+	  R4_FIX_REBUILD, REBUILD },
 	{ R4_CHK_NODE_LEVEL, NULL, B,
-	  "node {block}: level differs from the descent's", R4_FIX_NONE,
-	  NULL },
+	  "node {block}: level differs from the descent's", R4_FIX_REBUILD,
+	  REBUILD },
 	{ R4_CHK_NODE_EMPTY, NULL, B, "node {block} has no items",
-	  R4_FIX_NONE, NULL },
+	  R4_FIX_REBUILD, REBUILD },
 	{ R4_CHK_DKEY, NULL, BIK,
 	  "block {block} item {item} [{key}] outside the delimiting keys",
-	  R4_FIX_NONE, NULL },
+	  R4_FIX_REBUILD, REBUILD },
 	{ R4_CHK_ITEM, NULL, BIK,
-	  "block {block} item {item} [{key}]: body: {what}", R4_FIX_NONE,
-	  NULL },
+	  "block {block} item {item} [{key}]: body: {what}", R4_FIX_REBUILD,
+	  REBUILD },
 	{ R4_CHK_EXTENT, NULL, BIK,
 	  "block {block} item {item} [{key}]: extent unit: {what}",
-	  R4_FIX_NONE, NULL },
+	  R4_FIX_REBUILD, REBUILD },
 	{ R4_CHK_BITMAP_CSUM, NULL, B,
 	  "bitmap block {block}: checksum wrong", R4_FIX_PREEN,
 	  "bitmap block rewritten from the blocks in use" },
@@ -74,10 +76,10 @@ static const struct r4_problem_info table[] = {
 	  R4_FIX_PREEN, "set from the rebuilt bitmaps (super block and "
 	  "journal footer)" },
 	{ R4_CHK_SD, NULL, BIKO, "{kind} {oid}: stat data: {what}",
-	  R4_FIX_NONE, NULL },
+	  R4_FIX_REBUILD, REBUILD },
 	{ R4_CHK_OBJECT_DUP, NULL, BIKO,
 	  "{kind} {oid}: a second stat data with this object id",
-	  R4_FIX_NONE, NULL },
+	  R4_FIX_REBUILD, REBUILD },
 	{ R4_CHK_OID, NULL, BIKO,
 	  "{kind} {oid}: object id or locality not below the next object "
 	  "id", R4_FIX_PREEN, "next object id raised past every object id "

@@ -5,9 +5,10 @@
  * fix allocates blocks, and the bitmaps must be right for that), each
  * fix is followed by a fresh check, and the repair stops when the volume
  * is clean, when a round changes nothing, or after ROUNDS_MAX rounds.
- * Damage the repair does not rebuild (tree nodes, items, stat data)
- * stops it before any change, so nothing a rebuild could still use is
- * thrown away. */
+ * Tree damage blocks the space and object fixes (their map of what is
+ * in use would be wrong) until -y has rebuilt the tree (rebuild.c, once
+ * per run); preen stops before any change when it finds anything it may
+ * not fix. */
 #include "config.h"
 #include <errno.h>
 #include <stdarg.h>
@@ -124,6 +125,7 @@ static int blocked(struct rep *R)
 		if (!R->codes[k])
 			continue;
 		if (!pi || pi->fix_class == R4_FIX_NONE ||
+		    pi->fix_class == R4_FIX_REBUILD ||
 		    k == R4_CHK_MASTER || k == R4_CHK_FORMAT40) {
 			R->r->tree_damaged = 1;
 			return 1;
