@@ -38,6 +38,7 @@ struct op {
 	size_t len;
 	int isdir;
 	unsigned kinds;		/* OP_SIZE of a file: its body's kinds */
+	uint64_t bytes;		/* OP_SIZE of a directory: its entries' bytes */
 };
 
 struct ops {
@@ -346,6 +347,28 @@ static int plan_lost(struct objfix *f)
 	return 0;
 }
 
+/* The bytes directory o's entries take (what its stat data's bytes
+ * must say): each entry's unit header and body, with its name when the
+ * key cannot hold it. */
+static uint64_t dir_bytes(struct objfix *f, const struct chk_obj *o)
+{
+	struct chk *c = &f->R->c;
+	uint64_t oid = o->el2 & CHK_OID_MASK, sum = 0;
+
+	for (size_t j = chk_ent_first(c, oid);
+	     j < c->nents && c->ents[j].dir == oid; j++) {
+		char *name;
+		size_t len = 0;
+
+		if (entry_name(c, &c->ents[j], &name, &len))
+			continue;
+		sum += fmt_cde40_entry_bytes(c->pol,
+			fmt_entry_name_stored(c->pol, len) ? len : 0);
+		free(name);
+	}
+	return sum;
+}
+
 /* nlink, directory sizes, file sizes against the body. */
 static int plan_values(struct objfix *f)
 {
@@ -373,6 +396,7 @@ static int plan_values(struct objfix *f)
 			ref_of(o, &p->obj);
 			p->val = o->nentries;
 			p->old = o->size;
+			p->bytes = dir_bytes(f, o);
 		}
 	}
 	for (uint32_t i = 0; i < c->nobjs; i++) {
@@ -420,6 +444,7 @@ static int set_field(struct r4_txn *x, const struct op *p,
 			sd.st.rdev_or_bytes = round - round % bs;
 	} else {
 		sd.st.size = p->val;
+		sd.st.rdev_or_bytes = p->bytes;
 	}
 	rc = obj_sd_write(x, &p->obj, &sd.st, 0, err);
 	obj_sd_put(&sd);

@@ -50,3 +50,10 @@ crash() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"all finished by a rerun"* ]]
 }
+
+@test "crash: r4fsck -y rebuilding a damaged tree, every 10th write cut, then a rerun finishes" {
+	run "$top_srcdir/tests/crash/repair.sh" quick tree
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"all finished by a rerun"* ]]
+}

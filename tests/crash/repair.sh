@@ -1,9 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# repair.sh quick|full: crash tests of r4fsck -y. A populated image
-# (r4pack) is damaged in ways the repair fixes in several transactions
-# (bitmap bits, free count, nlink, sizes, an entry to a missing object
-# whose object goes to /lost+found); r4fsck -y is run with R4_FAULT
+# repair.sh quick|full [semantic|tree]: crash tests of r4fsck -y. A
+# populated image (r4pack) is damaged in ways the repair fixes in several
+# transactions: "semantic" (bitmap bits, free count, nlink, sizes, an
+# entry to a missing object whose object goes to /lost+found), "tree"
+# (a leaf zeroed and a twig's pointer cycled back: the tree rebuild, then
+# the object and space passes); r4fsck -y is run with R4_FAULT
 # cutting it at each write (quick: every 3rd, plus torn and unsynced
 # samples), with R4_REPAIR_BATCH=2 so the fixes span many transactions.
 # At each point a rerun of r4fsck -y must exit 0 or 1, r4fsck -n must
@@ -14,6 +16,10 @@
 set -u
 
 LEVEL=${1:-quick}
+SCEN=${2:-semantic}
+case $SCEN in semantic|tree) ;; *) echo "usage: repair.sh quick|full [semantic|tree]" >&2; exit 2 ;; esac
+# The rebuild writes a whole new tree: quick cuts it every 10th write.
+[ "$LEVEL" = quick ] && [ "$SCEN" = tree ] && QUICK_TREE=1 || QUICK_TREE=0
 case $LEVEL in quick) CUT=3 SAMPLE=4 ;; full) CUT=1 SAMPLE=20 ;;
 *) echo "usage: repair.sh quick|full" >&2; exit 2 ;; esac
 for t in r4pack r4fsck r4debugfs r4manifest; do
@@ -69,6 +75,7 @@ find "$s" -exec touch -h -d @1600000000 {} +
 r4pack create -q "$s" "$W/good.img" || exit 2
 D=$W/damaged.img
 cp "$W/good.img" "$D"
+if [ "$SCEN" = semantic ]; then
 poke "$D" $((17 * 4096 + 8)) 1000 8				# free count
 b=$(sd_off "$D" /f1); poke "$D" $((b + 4)) 7 4			# nlink
 b=$(sd_off "$D" /f2); poke "$D" $((b + 8)) 99999 8		# size past body
@@ -76,6 +83,13 @@ b=$(sd_off "$D" /d);  poke "$D" $((b + 8)) 40 8			# dir size
 b=$(entry_off "$D" / f9); poke "$D" $((b + 16)) $((0x99999)) 8	# lost entry
 b=$(entry_off "$D" / d); poke "$D" $((b + 16)) $((0x99998)) 8	# lost subtree
 off=$((18 * 4096 + 4 + 3000 / 8)); poke "$D" $off 255 1	# leaked blocks
+else
+b=$(r4debugfs --json -R "stat /many/n100" "$D" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
+dd if=/dev/zero of="$D" bs=4096 seek="$b" count=1 conv=notrunc status=none
+root=$(peek "$D" $((17 * 4096 + 16)) 8)
+child=$(peek "$D" $((root * 4096 + 28)) 8)
+[ "$(peek "$D" $((17 * 4096 + 68)) 2)" -ge 3 ] && poke "$D" $((child * 4096 + 28)) "$root" 8
+fi
 r4fsck -n "$D" >/dev/null 2>&1
 [ $? -eq 4 ] || { echo "repair.sh: the damage was not found" >&2; exit 2; }
 
@@ -130,14 +144,15 @@ point() {
 	fi
 }
 
+[ "$QUICK_TREE" = 1 ] && CUT=10
 for k in $(seq 1 "$CUT" "$N"); do point cut-after "$k"; done
 for k in $(awk -v n="$N" -v s="$SAMPLE" 'BEGIN { for (i = 0; i < s; i++) print 1 + int(i * (n - 1) / (s > 1 ? s - 1 : 1)) }' | uniq); do
 	point torn-write "$k"
 	point drop-unsynced "$k"
 done
 if [ "$FAILED" -eq 0 ]; then
-	echo "repair crash: $TOTAL cut points of a repair of $N writes in $TX transactions, all finished by a rerun, fsck.reiser4 agreed at $AGREED"
+	echo "repair crash ($SCEN): $TOTAL cut points of a repair of $N writes in $TX transactions, all finished by a rerun, fsck.reiser4 agreed at $AGREED"
 	exit 0
 fi
-echo "repair crash: $TOTAL cut points, $FAILED FAILED, fsck.reiser4 agreed at $AGREED"
+echo "repair crash ($SCEN): $TOTAL cut points, $FAILED FAILED, fsck.reiser4 agreed at $AGREED"
 exit 1
