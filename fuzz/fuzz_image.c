@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit fuzz target: treat the input as a volume image; open it, check
  * it, walk the tree and every directory from the root, and read every
- * file and symlink. Built for libFuzzer with --enable-fuzzing (clang);
+ * file and symlink; then repair the copy (r4fsck -y: super blocks from
+ * the backups, the repair) and, when the repair says nothing is left,
+ * check again: a problem then is a bug (abort). Built for libFuzzer with --enable-fuzzing (clang);
  * fuzz/standalone.c runs the same entry point over files without it. */
 #include "config.h"
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 #include "r4/read.h"
 #include "r4/check.h"
 #include "r4/edit.h"
+#include "r4/repair.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -98,6 +101,33 @@ static void write_path(const char *path)
 	r4_vol_close(vol, NULL);
 }
 
+/* r4fsck -y on the copy at path. */
+static void repair(const char *path)
+{
+	struct r4_repair_opts o = { .mode = R4_REPAIR_FIX };
+	struct r4_repair_report rep;
+	struct r4_check_report crep;
+	struct r4_error err = { 0 };
+	struct r4_vol *vol;
+	char what[256];
+	int fixed, rc;
+
+	r4_repair_super(path, 0, &fixed, what, sizeof(what), &err);
+	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err)) {
+		if (r4_repair_journal_drop(path, what, sizeof(what), &err) ||
+		    r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
+			return;
+	}
+	rc = r4_repair(vol, &o, &rep, &err);
+	if (r4_vol_close(vol, &err) || rc || rep.left.problems)
+		return;
+	if (r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err))
+		abort();	/* repaired, but cannot be opened */
+	if (r4_check(vol, NULL, &crep, &err) == 0 && crep.problems)
+		abort();	/* "nothing left", yet a check finds some */
+	r4_vol_close(vol, NULL);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct r4_check_report rep;
@@ -129,6 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		}
 		write_path(path);
+		repair(path);
 	}
 	free(w);
 	close(fd);

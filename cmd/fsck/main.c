@@ -1,19 +1,30 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4fsck: check a Reiser4 (format40) volume in an image file or on a
- * block device. Plain "r4fsck IMAGE" first replays the journal (opening
- * the volume read-write), then checks; --check writes nothing and checks
- * the committed state through the journal. Repair is not implemented
- * yet.
+/* r4fsck: check and repair a Reiser4 (format40) volume in an image file
+ * or on a block device, with fsck(8)'s modes:
  *
- * Exit codes (fsck(8)): 0 no problems; 1 transactions replayed, nothing
- * else found; 4 problems found and left uncorrected; 8 operational error
- * (cannot open, replay or read the volume); 16 usage error. */
+ *   -n, --check   check only, writing nothing (a pending transaction is
+ *                 read through the journal in memory);
+ *   (no mode)     replay the journal, then check;
+ *   -p, -a        preen: fix what is safe without a question (space,
+ *                 counters, status block, backups, the journal), and only
+ *                 when nothing else is wrong;
+ *   -y, --fix     fix everything the repair knows how to fix;
+ *   --build-fs    as -y (tree damage makes it rebuild the tree);
+ *   --build-sb    restore the super blocks from the backup copies, then -y;
+ *   -z FILE       save the old contents of every block written to FILE;
+ *   --undo FILE   put them back (r4fsck --undo FILE IMAGE).
+ *
+ * Exit codes (fsck(8)): 0 no problems; 1 problems corrected (or
+ * transactions replayed) and none left; 4 problems left uncorrected; 8
+ * operational error (cannot open, replay, read or write the volume); 16
+ * usage error. */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "r4/r4.h"
 #include "r4/check.h"
+#include "r4/repair.h"
 #include "r4/journal.h"
 #include "../common/common.h"
 
@@ -23,17 +34,40 @@ enum {
 };
 
 static int opt_check, opt_json, opt_yes, opt_force, opt_max_reports;
+static int opt_preen, opt_fix, opt_build_fs, opt_build_sb;
+static char *opt_undo_save, *opt_undo_restore;
 
 static struct poptOption fsck_options[] = {
 	{ "check", 'c', POPT_ARG_NONE, &opt_check, 0,
-	  "check only, writing nothing (without it the journal is "
-	  "replayed first; repair is not implemented yet)", NULL },
-	{ "json", 'j', POPT_ARG_NONE, &opt_json, 0,
-	  "print one JSON object with the counts and the problems", NULL },
+	  "check only, writing nothing (the journal is read through, not "
+	  "replayed)", NULL },
+	{ NULL, 'n', POPT_ARG_NONE, &opt_check, 0,
+	  "the same as --check", NULL },
+	{ "preen", 'p', POPT_ARG_NONE, &opt_preen, 0,
+	  "fix what is safe without a question (space, counters, status "
+	  "block, backups, journal); exit 4 if anything else is wrong", NULL },
+	{ NULL, 'a', POPT_ARG_NONE, &opt_preen, 0, "the same as -p", NULL },
 	{ "yes", 'y', POPT_ARG_NONE, &opt_yes, 0,
-	  "assume yes to every question (a check asks none)", NULL },
+	  "fix every problem the repair can fix", NULL },
+	{ "fix", '\0', POPT_ARG_NONE, &opt_fix, 0,
+	  "the same as -y", NULL },
+	{ "build-fs", '\0', POPT_ARG_NONE, &opt_build_fs, 0,
+	  "the same as -y (tree damage makes it rebuild the tree)", NULL },
+	{ "build-sb", '\0', POPT_ARG_NONE, &opt_build_sb, 0,
+	  "restore the master and format40 super blocks from the backup "
+	  "copies, then as -y", NULL },
+	{ "undo-file", 'z', POPT_ARG_STRING, &opt_undo_save, 0,
+	  "save the old contents of every block the repair writes to FILE",
+	  "FILE" },
+	{ "undo", '\0', POPT_ARG_STRING, &opt_undo_restore, 0,
+	  "put back the blocks saved in FILE by -z (r4fsck --undo FILE "
+	  "IMAGE)", "FILE" },
+	{ "json", 'j', POPT_ARG_NONE, &opt_json, 0,
+	  "print one JSON object with the counts, the problems and the "
+	  "repairs", NULL },
 	{ "force", 'f', POPT_ARG_NONE, &opt_force, 0,
-	  "check even a device that is mounted", NULL },
+	  "check even a clean volume (r4fsck always does); with -n, also a "
+	  "mounted device", NULL },
 	{ "max-reports", 'm', POPT_ARG_INT, &opt_max_reports, 0,
 	  "print at most N problems (they are all counted; 0 = all)", "N" },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
@@ -44,7 +78,12 @@ static struct poptOption fsck_options[] = {
 	POPT_TABLEEND
 };
 
+/* The mode asked for: 0 check (after replay), -1 check only (-n). */
+static int mode;
+
 static int json_first = 1;
+static int json_in_actions;	/* the problem list is closed */
+static int json_first_action = 1;
 
 static void print_text(const struct r4_check_problem *p)
 {
@@ -57,6 +96,17 @@ static void print_text(const struct r4_check_problem *p)
 		fputs(": ", stdout);
 	}
 	printf("%s\n", p->msg);
+}
+
+static const char *fix_name(int code)
+{
+	const struct r4_problem_info *pi = r4_problem_info(code);
+
+	if (!pi)
+		return "none";
+	return pi->fix_class == R4_FIX_PREEN ? "preen" :
+	       pi->fix_class == R4_FIX_YES ? "yes" :
+	       pi->fix_class == R4_FIX_REBUILD ? "rebuild" : "none";
 }
 
 static void print_json(const struct r4_check_problem *p)
@@ -73,6 +123,7 @@ static void print_json(const struct r4_check_problem *p)
 		fputs(", \"block\": null", stdout);
 	printf(", \"item\": %d, \"key\": ", p->item);
 	r4cmd_json_str(p->key, strlen(p->key));
+	printf(", \"fix\": \"%s\"", fix_name(p->code));
 	fputs(", \"message\": ", stdout);
 	r4cmd_json_str(p->msg, strlen(p->msg));
 	putchar('}');
@@ -87,6 +138,50 @@ static void on_problem(void *ctx, const struct r4_check_problem *p)
 		print_json(p);
 	else if (!r4cmd_quiet)
 		print_text(p);
+}
+
+static const char *const loss_names[] = {
+	"none", "entry-removed", "zeroed", "lost+found", "space-freed",
+	"items-dropped"
+};
+
+static void json_close_problems(void)
+{
+	if (json_in_actions)
+		return;
+	fputs(json_first ? "],\n  \"actions\": [" : "\n  ],\n  \"actions\": [",
+	      stdout);
+	json_in_actions = 1;
+}
+
+static void on_action(void *ctx, const struct r4_repair_action *a)
+{
+	const char *code = r4_check_code_name(a->code);
+
+	(void)ctx;
+	if (r4cmd_progress_enabled())
+		fputs("\r\033[K", stderr);
+	if (!opt_json) {
+		if (!r4cmd_quiet)
+			printf("fixed (%s): %s\n", code, a->what);
+		return;
+	}
+	json_close_problems();
+	fputs(json_first_action ? "\n    {" : ",\n    {", stdout);
+	json_first_action = 0;
+	fputs("\"code\": ", stdout);
+	r4cmd_json_str(code, strlen(code));
+	if (a->block != R4_CHECK_NO_BLOCK)
+		printf(", \"block\": %llu", (unsigned long long)a->block);
+	else
+		fputs(", \"block\": null", stdout);
+	printf(", \"oid\": %llu, \"loss\": \"%s\", \"amount\": %llu, "
+	       "\"done\": ", (unsigned long long)a->oid,
+	       a->loss >= 0 && a->loss <= R4_LOSS_ITEMS ? loss_names[a->loss]
+							 : "?",
+	       (unsigned long long)a->amount);
+	r4cmd_json_str(a->what, strlen(a->what));
+	putchar('}');
 }
 
 static void on_progress(void *ctx, const char *phase, uint64_t done,
@@ -105,10 +200,12 @@ static void on_progress(void *ctx, const char *phase, uint64_t done,
 	X(specials) X(entries) X(used_blocks) X(free_blocks)
 
 static unsigned replayed, overlaid;
+/* Fixed before the open (super blocks, journal): counts as corrected. */
+static unsigned fixed_first;
 
-static void print_json_end(const char *path, const struct r4_check_report *r)
+static void print_json_counts(const char *path,
+			      const struct r4_check_report *r)
 {
-	fputs(json_first ? "],\n" : "\n  ],\n", stdout);
 	fputs("  \"image\": ", stdout);
 	r4cmd_json_str(path, strlen(path));
 #define X(f) printf(",\n  \"%s\": %llu", #f, (unsigned long long)r->f);
@@ -116,9 +213,15 @@ static void print_json_end(const char *path, const struct r4_check_report *r)
 #undef X
 	printf(",\n  \"replayed\": %u,\n  \"overlaid\": %u", replayed,
 	       overlaid);
-	printf(",\n  \"journal_dirty\": %s,\n  \"clean\": %s\n}\n",
-	       r->journal_dirty ? "true" : "false",
-	       r->problems ? "false" : "true");
+	printf(",\n  \"journal_dirty\": %s", r->journal_dirty ? "true"
+							     : "false");
+}
+
+static void print_json_end(const char *path, const struct r4_check_report *r)
+{
+	fputs(json_first ? "],\n" : "\n  ],\n", stdout);
+	print_json_counts(path, r);
+	printf(",\n  \"clean\": %s\n}\n", r->problems ? "false" : "true");
 }
 
 static void print_summary(const char *path, const struct r4_check_report *r)
@@ -163,19 +266,22 @@ static int fallback_readonly(const char *path, struct r4_vol **vol,
 	return 1;
 }
 
-/* Without --check the open replays the journal; with it the volume is
- * opened read-only and read through the journal. */
-static int open_volume(const char *path, struct r4_vol **vol)
+/* Without -n the open replays the journal; with it the volume is opened
+ * read-only and read through the journal. *rdonly tells which. */
+static int open_volume(const char *path, struct r4_vol **vol, int *rdonly)
 {
 	struct r4_error err = { 0 };
 	unsigned flags = (opt_check ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
 			 r4cmd_lock_flags();
 	int rc;
 
-	rc = r4_vol_open(path, flags | (opt_force ? R4_OPEN_FORCE : 0), vol,
-			 &err);
-	if (rc && !opt_check && fallback_readonly(path, vol, &err))
+	*rdonly = opt_check;
+	rc = r4_vol_open(path, flags | (opt_force && opt_check ?
+					R4_OPEN_FORCE : 0), vol, &err);
+	if (rc && !opt_check && fallback_readonly(path, vol, &err)) {
+		*rdonly = 1;
 		return EXIT_CLEAN;
+	}
 	if (rc) {
 		r4cmd_error(&err, path, rc);
 		return EXIT_OPERATIONAL;
@@ -198,17 +304,13 @@ static int open_volume(const char *path, struct r4_vol **vol)
 	return EXIT_CLEAN;
 }
 
-static int run_check(const char *path)
+static int run_check(const char *path, struct r4_vol *vol)
 {
 	struct r4_check_opts o = { 0 };
 	struct r4_check_report rep;
 	struct r4_error err = { 0 };
-	struct r4_vol *vol;
 	int rc;
 
-	rc = open_volume(path, &vol);
-	if (rc)
-		return rc;
 	o.problem = on_problem;
 	o.progress = on_progress;
 	o.max_reports = (unsigned)opt_max_reports;
@@ -225,11 +327,229 @@ static int run_check(const char *path)
 	r4_vol_close(vol, NULL);
 	if (opt_json)
 		print_json_end(path, &rep);
-	else
+	else if (!r4cmd_quiet || rep.problems)
 		print_summary(path, &rep);
 	if (rep.problems)
 		return EXIT_UNCORRECTED;
 	return replayed ? EXIT_CORRECTED : EXIT_CLEAN;
+}
+
+static void codes_line(const uint64_t *by_code, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int k = 1; k < R4_CHK_CODE_COUNT && o + 1 < len; k++)
+		if (by_code[k])
+			o += (size_t)snprintf(buf + o, len - o, "%s%s",
+					      o ? ", " : "",
+					      r4_check_code_name(k));
+}
+
+static void print_repair_json_end(const char *path,
+				  const struct r4_repair_report *r)
+{
+	if (!json_in_actions)
+		json_close_problems();
+	fputs(json_first_action ? "],\n" : "\n  ],\n", stdout);
+	print_json_counts(path, &r->left);
+	printf(",\n  \"mode\": \"%s\"", opt_preen ? "preen" : "fix");
+	printf(",\n  \"found\": %llu,\n  \"left\": %llu",
+	       (unsigned long long)r->found.problems,
+	       (unsigned long long)r->left.problems);
+	fputs(",\n  \"by_code\": {", stdout);
+	for (int k = 1, first = 1; k < R4_CHK_CODE_COUNT; k++) {
+		if (!r->found_by_code[k] && !r->left_by_code[k])
+			continue;
+		printf("%s\n    \"%s\": {\"found\": %llu, \"left\": %llu, "
+		       "\"fix\": \"%s\"}", first ? "" : ",",
+		       r4_check_code_name(k),
+		       (unsigned long long)r->found_by_code[k],
+		       (unsigned long long)r->left_by_code[k], fix_name(k));
+		first = 0;
+	}
+	fputs("\n  }", stdout);
+	printf(",\n  \"actions_done\": %llu,\n  \"transactions\": %llu,\n"
+	       "  \"rounds\": %llu", (unsigned long long)r->actions,
+	       (unsigned long long)r->transactions,
+	       (unsigned long long)r->rounds);
+	printf(",\n  \"loss\": {\"entries_removed\": %llu, "
+	       "\"lost_found\": %llu, \"zeroed_ranges\": %llu, "
+	       "\"zeroed_bytes\": %llu, \"blocks_freed\": %llu, "
+	       "\"nodes_dropped\": %llu, \"items_dropped\": %llu}",
+	       (unsigned long long)r->entries_removed,
+	       (unsigned long long)r->lost_found,
+	       (unsigned long long)r->zeroed_ranges,
+	       (unsigned long long)r->zeroed_bytes,
+	       (unsigned long long)r->blocks_freed,
+	       (unsigned long long)r->nodes_dropped,
+	       (unsigned long long)r->items_dropped);
+	printf(",\n  \"rebuilt\": %s", r->rebuilt ? "true" : "false");
+	printf(",\n  \"blocks_claimed\": %llu",
+	       (unsigned long long)r->blocks_claimed);
+	printf(",\n  \"preen_refused\": %s,\n  \"tree_damaged\": %s",
+	       r->preen_refused ? "true" : "false",
+	       r->tree_damaged ? "true" : "false");
+	printf(",\n  \"clean\": %s\n}\n", r->left.problems ? "false" : "true");
+}
+
+static void print_repair_summary(const char *path,
+				 const struct r4_repair_report *r)
+{
+	char codes[1024];
+
+	if (!r->found.problems) {
+		if (r4cmd_verbose)
+			print_summary(path, &r->found);
+		return;
+	}
+	if (r->preen_refused || r->tree_damaged) {
+		codes_line(r->left_by_code, codes, sizeof(codes));
+		if (r->preen_refused)
+			printf("%s: UNEXPECTED INCONSISTENCY: problems preen "
+			       "may not fix (%s); nothing was changed: run "
+			       "r4fsck -y\n", path, codes);
+		else
+			printf("%s: damage the repair cannot fix (%s)\n",
+			       path, codes);
+	}
+	printf("%s: %llu problem%s found, %llu change%s made in %llu "
+	       "transaction%s; %llu problem%s left\n", path,
+	       (unsigned long long)r->found.problems,
+	       r->found.problems == 1 ? "" : "s",
+	       (unsigned long long)r->actions, r->actions == 1 ? "" : "s",
+	       (unsigned long long)r->transactions,
+	       r->transactions == 1 ? "" : "s",
+	       (unsigned long long)r->left.problems,
+	       r->left.problems == 1 ? "" : "s");
+	if (r->rebuilt)
+		printf("%s: the storage tree was rebuilt: %llu node%s and "
+		       "%llu item%s dropped\n", path,
+		       (unsigned long long)r->nodes_dropped,
+		       r->nodes_dropped == 1 ? "" : "s",
+		       (unsigned long long)r->items_dropped,
+		       r->items_dropped == 1 ? "" : "s");
+	if (r->entries_removed || r->lost_found || r->zeroed_ranges ||
+	    r->blocks_freed)
+		printf("%s: lost or moved: %llu entr%s removed, %llu "
+		       "object%s moved to /lost+found, %llu range%s (%llu "
+		       "bytes) zeroed, %llu unreferenced block%s freed\n",
+		       path, (unsigned long long)r->entries_removed,
+		       r->entries_removed == 1 ? "y" : "ies",
+		       (unsigned long long)r->lost_found,
+		       r->lost_found == 1 ? "" : "s",
+		       (unsigned long long)r->zeroed_ranges,
+		       r->zeroed_ranges == 1 ? "" : "s",
+		       (unsigned long long)r->zeroed_bytes,
+		       (unsigned long long)r->blocks_freed,
+		       r->blocks_freed == 1 ? "" : "s");
+	if (r->left.problems)
+		print_summary(path, &r->left);
+}
+
+static int run_repair(const char *path, struct r4_vol *vol)
+{
+	struct r4_repair_opts o = { 0 };
+	struct r4_repair_report rep;
+	struct r4_error err = { 0 };
+	int rc;
+
+	o.mode = opt_preen ? R4_REPAIR_PREEN : R4_REPAIR_FIX;
+	o.check.problem = on_problem;
+	o.check.progress = on_progress;
+	o.check.max_reports = (unsigned)opt_max_reports;
+	o.action = on_action;
+	/* Crash tests: smaller batches, more transactions. */
+	if (getenv("R4_REPAIR_BATCH"))
+		o.batch = (unsigned)strtoul(getenv("R4_REPAIR_BATCH"), NULL,
+					    10);
+	if (opt_json)
+		fputs("{\n  \"problem_list\": [", stdout);
+	rc = r4_repair(vol, &o, &rep, &err);
+	if (rc) {
+		if (opt_json)
+			fputs("]\n}\n", stdout);
+		r4cmd_error(&err, path, rc);
+		r4_vol_close(vol, NULL);
+		return EXIT_OPERATIONAL;
+	}
+	rc = r4_vol_close(vol, &err);
+	if (rc) {
+		r4cmd_error(&err, path, rc);
+		return EXIT_OPERATIONAL;
+	}
+	if (opt_json)
+		print_repair_json_end(path, &rep);
+	else if (!r4cmd_quiet || rep.left.problems)
+		print_repair_summary(path, &rep);
+	if (rep.left.problems)
+		return EXIT_UNCORRECTED;
+	return rep.found.problems || replayed || fixed_first ? EXIT_CORRECTED
+							      : EXIT_CLEAN;
+}
+
+static int run(const char *path)
+{
+	struct r4_vol *vol;
+	int rc, rdonly;
+
+	if (opt_undo_save) {
+		struct r4_error err = { 0 };
+
+		rc = r4_undo_start(opt_undo_save, &err);
+		if (rc) {
+			r4cmd_error(&err, opt_undo_save, rc);
+			return EXIT_OPERATIONAL;
+		}
+	}
+	if (opt_build_sb || (mode > 0 && !opt_preen)) {
+		struct r4_error err = { 0 };
+		char what[R4_ERRMSG_MAX];
+		int fixed = 0;
+
+		rc = r4_repair_super(path, opt_build_sb, &fixed, what,
+				     sizeof(what), &err);
+		if (rc) {
+			r4cmd_error(&err, path, rc);
+			return EXIT_OPERATIONAL;
+		}
+		if (fixed && !opt_json && !r4cmd_quiet)
+			printf("fixed (%s): %s\n", fixed == 1 ? "master"
+			       : "format40", what);
+		if (fixed)
+			fixed_first++;
+	}
+	rc = open_volume(path, &vol, &rdonly);
+	if (rc)
+		return rc;
+	if (rdonly && mode > 0 && !opt_preen) {
+		/* The journal cannot be replayed: drop its unreadable
+		 * transaction, then open again. */
+		struct r4_error err = { 0 };
+		char what[R4_ERRMSG_MAX];
+
+		r4_vol_close(vol, NULL);
+		rc = r4_repair_journal_drop(path, what, sizeof(what), &err);
+		if (rc) {
+			r4cmd_error(&err, path, rc);
+			return EXIT_OPERATIONAL;
+		}
+		if (!opt_json && !r4cmd_quiet)
+			printf("fixed (journal): %s\n", what);
+		fixed_first++;
+		rc = open_volume(path, &vol, &rdonly);
+		if (rc)
+			return rc;
+		if (rdonly) {
+			r4_vol_close(vol, NULL);
+			r4cmd_errorf("%s: the journal still cannot be "
+				     "replayed", path);
+			return EXIT_OPERATIONAL;
+		}
+	}
+	if (mode <= 0 || rdonly)
+		return run_check(path, vol);
+	return run_repair(path, vol);
 }
 
 static int get_path(poptContext ctx, const char **path)
@@ -256,6 +576,42 @@ static int get_path(poptContext ctx, const char **path)
 	return EXIT_CLEAN;
 }
 
+/* One mode at most: -n, -p, -y/--fix/--build-fs/--build-sb. */
+static int get_mode(void)
+{
+	int fix = opt_yes || opt_fix || opt_build_fs || opt_build_sb;
+
+	if ((opt_check != 0) + (opt_preen != 0) + (fix != 0) > 1) {
+		r4cmd_errorf("choose one mode: -n (check), -p (preen) or -y "
+			     "(fix)");
+		return EXIT_USAGE;
+	}
+	if (opt_undo_save && (opt_check || !(opt_preen || fix))) {
+		r4cmd_errorf("-z saves what a repair overwrites: use it with "
+			     "-p or -y");
+		return EXIT_USAGE;
+	}
+	mode = opt_check ? -1 : opt_preen || fix ? 1 : 0;
+	return EXIT_CLEAN;
+}
+
+static int run_undo(const char *image)
+{
+	struct r4_error err = { 0 };
+	uint64_t blocks = 0;
+	int rc = r4_undo_apply(opt_undo_restore, image, &blocks, &err);
+
+	if (rc) {
+		r4cmd_error(&err, image, rc);
+		return EXIT_OPERATIONAL;
+	}
+	if (!r4cmd_quiet)
+		printf("%s: %llu block%s put back from %s\n", image,
+		       (unsigned long long)blocks, blocks == 1 ? "" : "s",
+		       opt_undo_restore);
+	return EXIT_CLEAN;
+}
+
 int main(int argc, const char **argv)
 {
 	const char *path = NULL;
@@ -278,8 +634,21 @@ int main(int argc, const char **argv)
 		return EXIT_CLEAN;
 	}
 	rc = get_path(ctx, &path);
+	if (rc == EXIT_CLEAN && opt_undo_restore) {
+		if (opt_check || opt_preen || opt_yes || opt_fix ||
+		    opt_build_fs || opt_build_sb || opt_undo_save) {
+			r4cmd_errorf("--undo takes no other mode");
+			rc = EXIT_USAGE;
+		} else {
+			rc = run_undo(path);
+		}
+		poptFreeContext(ctx);
+		return rc;
+	}
 	if (rc == EXIT_CLEAN)
-		rc = run_check(path);
+		rc = get_mode();
+	if (rc == EXIT_CLEAN)
+		rc = run(path);
 	poptFreeContext(ctx);
 	return rc;
 }

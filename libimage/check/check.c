@@ -202,35 +202,53 @@ static void chk_fini(struct chk *c)
 	free(c->bodies);
 }
 
+int chk_run(struct chk *c)
+{
+	int rc;
+
+	memset(c->rep, 0, sizeof(*c->rep));
+	rc = chk_init(c);
+	if (rc)
+		rc = r4_fail(c->err, rc, "%s: out of memory for the check",
+			     c->vol->dev->path);
+	if (!rc)
+		rc = chk_super(c);
+	if (!rc)
+		rc = chk_tree(c);
+	if (!rc)
+		rc = chk_backups(c);
+	if (!rc)
+		rc = chk_space(c);
+	if (!rc)
+		rc = chk_semantic(c);
+	if (rc == -ENOMEM)
+		r4_fail(c->err, rc, "%s: out of memory for the check",
+			c->vol->dev->path);
+	return rc;
+}
+
+void chk_release(struct chk *c)
+{
+	chk_fini(c);
+}
+
+int chk_setup(struct chk *c)
+{
+	return chk_init(c);
+}
+
 int r4_check(struct r4_vol *vol, const struct r4_check_opts *opts,
 	     struct r4_check_report *report, struct r4_error *err)
 {
 	struct chk c;
 	int rc;
 
-	memset(report, 0, sizeof(*report));
 	memset(&c, 0, sizeof(c));
 	c.vol = vol;
 	c.opts = opts;
 	c.rep = report;
 	c.err = err;
-	rc = chk_init(&c);
-	if (rc)
-		rc = r4_fail(err, rc, "%s: out of memory for the check",
-			     vol->dev->path);
-	if (!rc)
-		rc = chk_super(&c);
-	if (!rc)
-		rc = chk_tree(&c);
-	if (!rc)
-		rc = chk_backups(&c);
-	if (!rc)
-		rc = chk_space(&c);
-	if (!rc)
-		rc = chk_semantic(&c);
-	if (rc == -ENOMEM)
-		r4_fail(err, rc, "%s: out of memory for the check",
-			vol->dev->path);
+	rc = chk_run(&c);
 	chk_fini(&c);
 	return rc;
 }

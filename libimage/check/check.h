@@ -144,6 +144,15 @@ int chk_is_bitmap_blk(const struct chk *c, uint64_t blk);
 /* Escape a name for a message (\xHH for bytes < 0x20, 0x7f, '\'', '\\'). */
 void chk_name_str(const uint8_t *name, size_t len, char *buf, size_t buflen);
 
+/* The whole check into c (vol, opts, rep and err set, the rest zero),
+ * keeping the map of blocks in use and the tables for the repair layer
+ * (libimage/repair); chk_release frees them. r4_check = both. */
+int chk_run(struct chk *c);
+void chk_release(struct chk *c);
+/* Only the set-up of chk_run (map with the layout marked, buffers), for
+ * a repair that checks items one by one with chk_item. */
+int chk_setup(struct chk *c);
+
 /* Phases. Each returns 0 or a negative operational error (I/O, memory);
  * problems in the data are reported, not returned. */
 int chk_super(struct chk *c);
@@ -184,6 +193,12 @@ uint32_t chk_obj_find(const struct chk *c, uint64_t el0, uint64_t el1,
 struct chk_oid *chk_oid_index(const struct chk *c);
 uint32_t chk_oid_find(const struct chk *c, const struct chk_oid *idx,
 		      uint64_t oid);
+/* The body of the object with this stat-data key, NULL if none. */
+const struct chk_body *chk_body_find(const struct chk *c, uint64_t el0,
+				     uint64_t el1, uint64_t el2);
+/* Whether regular file i's size disagrees with its body as the kernel
+ * reads it (semantic.c); *end = the body's end (0 without body). */
+int chk_file_size_wrong(const struct chk *c, uint32_t i, uint64_t *end);
 /* First entry of directory dir in the sorted entries (nents if none). */
 size_t chk_ent_first(const struct chk *c, uint64_t dir);
 

@@ -312,7 +312,6 @@ static void check_body(struct sem *s, const struct chk_body *b)
 	struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
 	uint32_t i = chk_obj_find(c, b->el0, b->el1, b->el2);
 	const struct chk_obj *o;
-	uint64_t lim;
 
 	if (i == CHK_NONE) {
 		chk_problem(c, R4_CHK_BODY, b->blk, b->item, &k, "file body "
@@ -333,16 +332,59 @@ static void check_body(struct sem *s, const struct chk_body *b)
 		chk_cc_body(c, b);	/* compressed: doc/compress.md §6 */
 		return;
 	}
+}
+
+/* The kernel reads a regular file through its items up to its size: a
+ * page below the size without an item is a read error, and items past
+ * the size are never read. So the size must lie within the last block
+ * of an extent body, or equal a tail body's end; a file without body
+ * items has size 0. Compressed bodies (ctail) are not measured. */
+int chk_file_size_wrong(const struct chk *c, uint32_t i, uint64_t *end)
+{
+	const struct chk_obj *o = &c->objs[i];
+	const struct chk_body *b = chk_body_find(c, o->el0, o->el1, o->el2);
+	uint64_t lim;
+
+	*end = b ? b->end : 0;
+	if (b && (b->kinds & CHK_BODY_CTAIL))
+		return 0;
+	if (o->size > *end)
+		return 1;
 	lim = o->size;
-	if ((b->kinds & CHK_BODY_EXTENT) && lim % c->bs)
+	if (b && (b->kinds & CHK_BODY_EXTENT) && lim % c->bs)
 		lim = lim > UINT64_MAX - c->bs ? UINT64_MAX
 					       : lim - lim % c->bs + c->bs;
-	if (b->end > lim)
-		obj_problem(s, i, R4_CHK_FILE_SIZE, "body reaches offset %llu "
-			    "(items from block %llu item %u on), past the "
-			    "size %llu", (unsigned long long)b->end,
-			    (unsigned long long)b->blk, b->item,
-			    (unsigned long long)o->size);
+	return *end > lim;
+}
+
+static void check_sizes(struct sem *s)
+{
+	struct chk *c = s->c;
+	uint64_t end;
+
+	for (uint32_t i = 0; i < c->nobjs; i++) {
+		const struct chk_obj *o = &c->objs[i];
+		const struct chk_body *b;
+
+		if (!(o->flags & CHK_OBJ_LW) ||
+		    (o->mode & MODE_FMT) != MODE_REG ||
+		    !chk_file_size_wrong(c, i, &end))
+			continue;
+		b = chk_body_find(c, o->el0, o->el1, o->el2);
+		if (o->size > end || !b)
+			obj_problem(s, i, R4_CHK_FILE_SIZE, "size %llu is past "
+				    "the end of its body items (%llu): the "
+				    "kernel cannot read the bytes between",
+				    (unsigned long long)o->size,
+				    (unsigned long long)end);
+		else
+			obj_problem(s, i, R4_CHK_FILE_SIZE, "body reaches "
+				    "offset %llu (items from block %llu item "
+				    "%u on), past the size %llu",
+				    (unsigned long long)end,
+				    (unsigned long long)b->blk, b->item,
+				    (unsigned long long)o->size);
+	}
 }
 
 static void check_counts(struct sem *s)
@@ -396,6 +438,7 @@ int chk_semantic(struct chk *c)
 	chk_progress(c, "objects", 3, 4);
 	for (size_t j = 0; j < c->nbodies; j++)
 		check_body(&s, &c->bodies[j]);
+	check_sizes(&s);
 	check_counts(&s);
 	chk_progress(c, "objects", 4, 4);
 out_free:

@@ -191,3 +191,23 @@ size_t chk_ent_first(const struct chk *c, uint64_t dir)
 	}
 	return lo;
 }
+
+const struct chk_body *chk_body_find(const struct chk *c, uint64_t el0,
+				     uint64_t el1, uint64_t el2)
+{
+	size_t lo = 0, hi = c->nbodies;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct chk_body *b = &c->bodies[mid];
+		int r = cmp3(b->el0, b->el1, b->el2, el0, el1, el2);
+
+		if (r == 0)
+			return b;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}

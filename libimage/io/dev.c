@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "libimage/io/dev.h"
 #include "libimage/io/fault.h"
+#include "libimage/io/undo.h"
 #include "libimage/util/err.h"
 
 struct file_priv {
@@ -317,6 +318,8 @@ int io_open(const char *path, unsigned flags, struct io_dev **out,
 	dev->readonly = !(flags & IO_RDWR);
 	if (!dev->readonly) {
 		rc = io_fault_maybe_attach(dev, err);
+		if (!rc)
+			rc = io_undo_maybe_attach(dev, err);
 		if (rc) {
 			dev->ops->close(dev);
 			free(dev->path);

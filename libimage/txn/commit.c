@@ -60,30 +60,62 @@ static void commit_fini(struct commit *c)
 
 /* The new bitmap images: the in-memory map (allocations are marked
  * there already) minus the frees. */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The regions whose bitmap blocks this commit writes, ascending: those
+ * of the blocks it allocates or frees, and those a repair asked for. */
+static int pick_regions(struct commit *c, struct r4_error *err)
+{
+	const struct space *s = &c->vol->space;
+	const struct txn *t = c->t;
+	size_t n = 0;
+
+	c->regions = malloc((c->ntouched + t->nforce + 1) *
+			    sizeof(*c->regions));
+	c->bitmaps = calloc(c->ntouched + t->nforce + 1, sizeof(*c->bitmaps));
+	if (!c->regions || !c->bitmaps)
+		return nomem(c, err);
+	for (size_t i = 0; i < c->ntouched; i++)
+		c->regions[n++] = c->touched[i]->nr / s->bpb;
+	for (size_t i = 0; i < t->nforce; i++)
+		c->regions[n++] = t->force_regions[i];
+	if (n)
+		qsort(c->regions, n, sizeof(*c->regions), cmp_u64);
+	c->nregions = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!c->nregions || c->regions[c->nregions - 1] != c->regions[i])
+			c->regions[c->nregions++] = c->regions[i];
+	return 0;
+}
+
+/* The new bitmap images: the in-memory map (allocations are marked
+ * there already) minus the frees. */
 static int build_bitmaps(struct commit *c, struct r4_error *err)
 {
 	struct space *s = &c->vol->space;
-	size_t n = 0;
+	size_t n;
+	int rc = pick_regions(c, err);
 
-	c->regions = malloc((c->ntouched + 1) * sizeof(*c->regions));
-	c->bitmaps = calloc(c->ntouched + 1, sizeof(*c->bitmaps));
-	if (!c->regions || !c->bitmaps)
-		return nomem(c, err);
-	for (size_t i = 0; i < c->ntouched; i++) {
-		uint64_t k = c->touched[i]->nr / s->bpb;
-		int rc;
+	if (rc)
+		return rc;
+	n = c->nregions;
+	c->nregions = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k = c->regions[i];
 
-		if (n && c->regions[n - 1] == k)
-			continue;
 		rc = space_load(s, k, err);
 		if (rc)
 			return rc;
-		c->bitmaps[n] = malloc(s->blksize);
-		if (!c->bitmaps[n])
+		c->bitmaps[i] = malloc(s->blksize);
+		if (!c->bitmaps[i])
 			return nomem(c, err);
-		memcpy(c->bitmaps[n], s->map[k], s->blksize);
-		c->regions[n++] = k;
-		c->nregions = n;
+		memcpy(c->bitmaps[i], s->map[k], s->blksize);
+		c->nregions = i + 1;
 	}
 	for (size_t i = 0, j = 0; i < c->ntouched; i++) {
 		uint64_t nr = c->touched[i]->nr;
@@ -114,8 +146,12 @@ static int build_super(struct commit *c, struct r4_error *err)
 	c->sb = vol->sb;
 	c->sb.root_block = t->root;
 	c->sb.tree_height = t->height;
-	c->sb.free_blocks = vol->sb.free_blocks + t->nfreed - t->nalloc;
-	c->sb.file_count = (uint64_t)((int64_t)vol->sb.file_count +
+	c->sb.free_blocks = (t->set_counters ? t->free_base
+					     : vol->sb.free_blocks) +
+			    t->nfreed - t->nalloc;
+	c->sb.file_count = (uint64_t)((int64_t)(t->set_counters
+						? t->files_base
+						: vol->sb.file_count) +
 				      t->files_delta);
 	c->sb.next_oid = t->next_oid;
 	fmt_format40_encode(&c->sb, c->sbbuf);
@@ -347,6 +383,8 @@ static int empty(const struct txn *t)
 	for (size_t i = 0; (e = tb_next(&t->map, &i));)
 		if (e->state != TB_DEAD)
 			return 0;
+	if (t->set_counters || t->nforce)
+		return 0;
 	return t->root == vol->sb.root_block &&
 	       t->height == vol->sb.tree_height && t->files_delta == 0 &&
 	       t->next_oid == vol->sb.next_oid;

@@ -134,6 +134,7 @@ void txn_release(struct txn *t, int revert)
 		}
 	}
 	tb_fini(&t->map);
+	free(t->force_regions);
 	vol->txn = NULL;
 	free(t);
 }
@@ -225,6 +226,64 @@ int txn_capture(struct txn *t, uint64_t blk, struct io_block **out,
 			       (unsigned long long)blk);
 	e->state = TB_CAPTURED;
 	return pin_twice(t, e, 0, out, err);
+}
+
+int txn_capture_fixed(struct txn *t, uint64_t blk, struct io_block **out,
+		      struct r4_error *err)
+{
+	struct r4_vol *vol = t->vol;
+	uint32_t bs = vol->blksize;
+	struct tb *e;
+
+	*out = NULL;
+	if (blk >= vol->sb.block_count || blk <= fmt_blk_format40(bs) ||
+	    blk == fmt_blk_journal_header(bs) ||
+	    blk == fmt_blk_journal_footer(bs) || blk == fmt_blk_bitmap0(bs) ||
+	    blk % vol->space.bpb == 0)
+		return r4_fail(err, R4_EINVAL, "%s: block %llu: not a fixed "
+			       "block that can be captured", vol->dev->path,
+			       (unsigned long long)blk);
+	e = tb_get(&t->map, blk);
+	if (!e)
+		return nomem(t, err);
+	if (e->state != TB_DEAD && e->state != TB_CAPTURED)
+		return r4_fail(err, R4_EINVAL, "%s: block %llu: captured as a "
+			       "fixed block, but the transaction allocated or "
+			       "freed it", vol->dev->path,
+			       (unsigned long long)blk);
+	e->state = TB_CAPTURED;
+	return pin_twice(t, e, 0, out, err);
+}
+
+int txn_rewrite_bitmap(struct txn *t, uint64_t k, struct r4_error *err)
+{
+	if (k >= t->vol->space.nregions)
+		return r4_fail(err, R4_ERANGE, "%s: bitmap region %llu: past "
+			       "the last one", t->vol->dev->path,
+			       (unsigned long long)k);
+	for (size_t i = 0; i < t->nforce; i++)
+		if (t->force_regions[i] == k)
+			return 0;
+	if (t->nforce == t->capforce) {
+		size_t nc = t->capforce ? t->capforce * 2 : 16;
+		uint64_t *p = realloc(t->force_regions, nc * sizeof(*p));
+
+		if (!p)
+			return nomem(t, err);
+		t->force_regions = p;
+		t->capforce = nc;
+	}
+	t->force_regions[t->nforce++] = k;
+	return 0;
+}
+
+void txn_set_counters(struct txn *t, uint64_t free_blocks,
+		      uint64_t file_count, uint64_t next_oid)
+{
+	t->set_counters = 1;
+	t->free_base = free_blocks;
+	t->files_base = file_count;
+	t->next_oid = next_oid;
 }
 
 static int take(struct txn *t, uint64_t blk, struct r4_error *err)

@@ -70,6 +70,24 @@ void txn_set_root(struct txn *t, uint64_t root, uint16_t height);
 void txn_add_files(struct txn *t, int64_t delta);
 uint64_t txn_next_oid(struct txn *t);	/* allocate an object id */
 
+/* ---- repair (libimage/repair) ----------------------------------------
+ * The repair writes what the checker found to be true, still through the
+ * journal. */
+/* Region k's bitmap block is written at commit from the in-memory space
+ * map (which the caller has set to the blocks in use), with a fresh
+ * checksum, whether or not this transaction allocated there. */
+int txn_rewrite_bitmap(struct txn *t, uint64_t k, struct r4_error *err);
+/* The commit stores these counters instead of the old super block's:
+ * free_blocks and file_count as they are before this transaction's own
+ * allocations, frees and files; next_oid as it is. */
+void txn_set_counters(struct txn *t, uint64_t free_blocks,
+		      uint64_t file_count, uint64_t next_oid);
+/* Capture a block of the fixed layout in place (the status block or a
+ * backup copy of the super blocks): as txn_capture, without the rules
+ * for tree blocks. Never the super, bitmap or journal blocks. */
+int txn_capture_fixed(struct txn *t, uint64_t blk, struct io_block **out,
+		      struct r4_error *err);
+
 /* Commit (steps above) and end the transaction; on failure the volume
  * is as it was before txn_begin and the handle is sticky-failed: later
  * calls on the volume fail until it is reopened. */

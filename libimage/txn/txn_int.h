@@ -41,6 +41,11 @@ struct txn {
 	uint64_t next_oid;
 	uint64_t nalloc, nfreed;	/* live TB_ALLOC/NEW/DATA, TB_FREED */
 	uint64_t alloc_cursor;
+	/* Repair (txn_rewrite_bitmap, txn_set_counters). */
+	uint64_t *force_regions;
+	size_t nforce, capforce;
+	int set_counters;
+	uint64_t free_base, files_base;
 };
 
 struct tb *tb_find(struct tbmap *m, uint64_t nr);

@@ -94,3 +94,17 @@ crash() {
 @test "crash: r4pack add of 50 files onto a bitmap that calls the root node free (checksum matching), every 5th write cut" {
 	crash badbitmap
 }
+
+@test "crash: r4fsck -y of a damaged volume, every 3rd write cut, then a rerun finishes" {
+	PATH="$top_builddir/tests/crash/bin:$PATH" run "$top_srcdir/tests/crash/repair.sh" quick
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"all finished by a rerun"* ]]
+}
+
+@test "crash: r4fsck -y rebuilding a damaged tree, every 10th write cut, then a rerun finishes" {
+	PATH="$top_builddir/tests/crash/bin:$PATH" run "$top_srcdir/tests/crash/repair.sh" quick tree
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"all finished by a rerun"* ]]
+}

@@ -132,9 +132,13 @@ make_src() {
 		[ "$status" -eq 0 ]
 		[[ "$output" == *"no problems found"* ]]
 	done
-	run r4fsck --check -q "$T/b.img"
+	run r4fsck --check "$T/b.img"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"2 objects: 2 directories"* ]]
+	# -q: nothing at all on a clean volume.
+	run r4fsck --check -q "$T/b.img"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
 }
 
 @test "--json on a clean and a damaged volume" {

@@ -1,0 +1,113 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Files kept exactly by a repair, r4fsck -y against fsck.reiser4 (--fix,
+# then --build-sb and --build-fs), on the same damaged images: a
+# populated volume (r4pack, 2 directories of 150 files and 40 more) is
+# damaged with fixed seeds, in two families:
+#   semantic  nlink, sizes, an entry pointing nowhere, a lost directory,
+#             bitmap bits, counters (what r4fsck repairs);
+#   headers   random bytes in the node and item headers of leaves (tree
+#             damage: r4fsck leaves it, exit 4).
+# For each image: exit status, whether the result is clean to both
+# checkers, and how many of the good image's files (manifest lines of
+# non-directories, r4manifest) are kept exactly. Not a test: theirs may
+# crash; the figures are printed, nothing is asserted.
+#   bench/repair-kept.sh [BUILD_DIR] [SEEDS]
+set -u
+build=$(cd "${1:-.}" && pwd)
+seeds=${2:-10}
+export PATH=$build/cmd:$build/tests/helpers:$PATH
+for t in r4pack r4fsck r4manifest r4debugfs fsck.reiser4; do
+	command -v $t >/dev/null || { echo "$t not found"; exit 1; }
+done
+W=$(mktemp -d "${TMPDIR:-/tmp}/r4kept.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+export SOURCE_DATE_EPOCH=1700000000
+
+le() { local v=$1 n=$2 s="" i; for ((i = 0; i < n; i++)); do s+=$(printf '\\x%02x' $(( (v >> (8 * i)) & 255 ))); done; printf '%s' "$s"; }
+poke() { printf "$(le "$3" "$4")" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
+peek() { od -An -v -t "u$3" -j "$2" -N "$3" "$1" | tr -d ' '; }
+sd_off() {
+	local js blk item
+	js=$(r4debugfs --json -R "stat $2" "$1")
+	blk=$(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js")
+	item=$(sed -n 's/.*"sd_item":\([0-9]*\).*/\1/p' <<<"$js")
+	echo $((blk * 4096 + $(peek "$1" $((blk * 4096 + 4096 - (item + 1) * 38 + 32)) 2)))
+}
+entry_off() {
+	local js blk at
+	js=$(r4debugfs --json -R "stat $2" "$1")
+	blk=$(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js")
+	at=$(r4debugfs -R "print node $blk" "$1" | awk -v n="\"$3\"" '
+		/ cde40 / { for (i = 1; i < NF; i++) if ($i == "offset") base = $(i + 1) }
+		$2 == n && $3 == "->" { sub(/\)$/, "", $NF); print base + $NF; exit }')
+	echo $((blk * 4096 + at))
+}
+files() { r4manifest "$1" 2>/dev/null | awk -F '\t' '$2 != "d"' | cut -f 1-11; }
+kept() { files "$1" >"$W/now"; grep -cxFf "$W/now" "$W/good.files" || true; }
+clean() {
+	local a=no b=no
+	r4fsck -n "$1" >/dev/null 2>&1 && a=yes
+	cp "$1" "$W/o.img"
+	timeout 120 fsck.reiser4 --check -f -y "$W/o.img" 2>&1 | grep -q "FS is consistent" && b=yes
+	echo "$a/$b"
+}
+
+s=$W/src
+mkdir -p "$s/a" "$s/b"
+for i in $(seq 1 150); do head -c $((i * 97 % 9000)) /dev/urandom >"$s/a/f$i"; done
+for i in $(seq 1 150); do head -c $((i * 131 % 30000)) /dev/urandom >"$s/b/g$i"; done
+for i in $(seq 1 40); do echo "top $i" >"$s/t$i"; done
+find "$s" -exec touch -h -d @1600000000 {} +
+r4pack create -q "$s" "$W/good.img"
+files "$W/good.img" >"$W/good.files"
+total=$(wc -l <"$W/good.files")
+
+damage() {
+	local img=$1 family=$2 seed=$3 n b off
+	RANDOM=$seed
+	if [ "$family" = semantic ]; then
+		n=$((RANDOM % 40 + 1)); b=$(sd_off "$img" /t$n); poke "$img" $((b + 4)) 9 4
+		n=$((RANDOM % 150 + 1)); b=$(sd_off "$img" /a/f$n); poke "$img" $((b + 8)) 777777 8
+		n=$((RANDOM % 40 + 1)); b=$(entry_off "$img" / t$n); poke "$img" $((b + 16)) $((0x99999)) 8
+		[ $((seed % 2)) = 0 ] && { b=$(entry_off "$img" / b); poke "$img" $((b + 16)) $((0x99998)) 8; }
+		poke "$img" $((17 * 4096 + 8)) $((RANDOM)) 8
+		poke "$img" $((18 * 4096 + 4 + 500 + RANDOM % 100)) 255 1
+		return
+	fi
+	# headers: 4 random bytes in node / item headers of random leaves
+	local blocks=() k
+	mapfile -t blocks < <(r4debugfs -R "print tree" "$img" | sed -n 's/.*node \([0-9]*\): node40, level 1,.*/\1/p')
+	[ ${#blocks[@]} -gt 0 ] || blocks=(24)
+	for k in 1 2 3 4; do
+		b=${blocks[$((RANDOM % ${#blocks[@]}))]}
+		if [ $((RANDOM % 2)) = 0 ]; then off=$((RANDOM % 28))
+		else off=$((4096 - 1 - RANDOM % 400)); fi
+		poke "$img" $((b * 4096 + off)) $((RANDOM % 256)) 1
+	done
+}
+
+printf '%-9s %4s | %-6s %-8s %5s | %-10s %-8s %5s\n' family seed "r4 rc" clean kept "theirs" clean kept
+for family in semantic headers; do
+	ours_sum=0 theirs_sum=0
+	for seed in $(seq 1 "$seeds"); do
+		cp "$W/good.img" "$W/d.img"
+		damage "$W/d.img" $family $seed
+		cp "$W/d.img" "$W/ours.img"
+		timeout 300 r4fsck -y "$W/ours.img" >/dev/null 2>&1
+		rc=$?
+		oc=$(clean "$W/ours.img"); ok=$(kept "$W/ours.img")
+		cp "$W/d.img" "$W/th.img"
+		timeout 300 fsck.reiser4 --fix -y -f "$W/th.img" >/dev/null 2>&1
+		trc=$?
+		if ! timeout 120 fsck.reiser4 --check -f -y "$W/th.img" 2>&1 | grep -q "FS is consistent"; then
+			timeout 300 fsck.reiser4 --build-sb -y -f "$W/th.img" >/dev/null 2>&1
+			timeout 300 fsck.reiser4 --build-fs -y -f "$W/th.img" >/dev/null 2>&1
+			trc="$trc+bfs:$?"
+		fi
+		tc=$(clean "$W/th.img"); tk=$(kept "$W/th.img")
+		printf '%-9s %4s | %-6s %-8s %5s | %-10s %-8s %5s\n' $family $seed $rc $oc $ok "$trc" $tc $tk
+		ours_sum=$((ours_sum + ok)); theirs_sum=$((theirs_sum + tk))
+	done
+	echo "$family: files kept exactly of $total per image, summed over $seeds seeds: r4fsck $ours_sum, fsck.reiser4 $theirs_sum"
+done

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: repairing a volume (what r4fsck -p, -y and --fix run).
+ *
+ * r4_repair() checks the volume (r4_check), decides from the problem
+ * table (r4_problem_info) what it may fix in the mode asked for, fixes
+ * it through the transaction engine in bounded batches, and checks
+ * again, until the volume is clean or nothing more can be fixed. A power
+ * cut at any point leaves a volume that is consistent as far as the
+ * journal goes and that a rerun finishes. Every change is handed to the
+ * caller as an action, losses (entries removed, bytes zeroed, objects
+ * moved to lost+found) marked as such. The library prints nothing. */
+#ifndef R4_REPAIR_H
+#define R4_REPAIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/r4.h"
+#include "r4/check.h"
+
+/* ---- the problem table ---- */
+
+enum r4_fix_class {
+	R4_FIX_NONE = 0,	/* reported, not repaired (tree rebuild) */
+	R4_FIX_PREEN,		/* safe without a question: -p fixes it */
+	R4_FIX_YES,		/* -y / --fix fixes it */
+	R4_FIX_REBUILD		/* tree damage: -y rebuilds the tree */
+};
+
+struct r4_problem_info {
+	int code;		/* enum r4_check_code */
+	const char *name;	/* r4_check_code_name(code) */
+	const char *context;	/* what a report names: "block", "block,
+				 * item, key, object", ... */
+	const char *summary;	/* message template ({block}, {item},
+				 * {key}, {oid}, {name} stand for the
+				 * context; the report's message fills
+				 * in the rest) */
+	int fix_class;		/* enum r4_fix_class */
+	const char *fix;	/* what the repair does; NULL for none */
+};
+
+/* The row of a code, NULL when unknown. */
+const struct r4_problem_info *r4_problem_info(int code);
+
+/* ---- repair ---- */
+
+enum r4_repair_mode {
+	R4_REPAIR_PREEN = 1,	/* fix R4_FIX_PREEN problems, and only when
+				 * nothing else is wrong */
+	R4_REPAIR_FIX = 2	/* fix R4_FIX_PREEN and R4_FIX_YES ones */
+};
+
+enum r4_loss {
+	R4_LOSS_NONE = 0,
+	R4_LOSS_ENTRY,		/* a directory entry removed */
+	R4_LOSS_ZEROED,		/* a byte range now reads as zeros */
+	R4_LOSS_LOST_FOUND,	/* an object moved to /lost+found */
+	R4_LOSS_SPACE,		/* blocks nothing referenced freed */
+	R4_LOSS_ITEMS		/* tree items dropped by a rebuild */
+};
+
+/* One change made. Pointers are valid during the callback only. */
+struct r4_repair_action {
+	int code;		/* the problem it fixes */
+	uint64_t block;		/* R4_CHECK_NO_BLOCK when none */
+	uint64_t oid;		/* object, 0 when none */
+	int loss;		/* enum r4_loss */
+	uint64_t amount;	/* blocks freed / bytes zeroed, else 0 */
+	const char *what;	/* one line, no trailing newline */
+};
+
+typedef void (*r4_repair_action_fn)(void *ctx,
+				    const struct r4_repair_action *a);
+
+struct r4_repair_opts {
+	int mode;			/* enum r4_repair_mode */
+	/* The problems of the first check go to check.problem (with
+	 * check.max_reports); progress to check.progress. */
+	struct r4_check_opts check;
+	r4_repair_action_fn action;	/* may be NULL */
+	void *action_ctx;
+	/* Changes per transaction (0: 128): the bound on what a power
+	 * cut can undo. */
+	unsigned batch;
+};
+
+struct r4_repair_report {
+	struct r4_check_report found;	/* the first check */
+	struct r4_check_report left;	/* the last check */
+	uint64_t found_by_code[R4_CHK_CODE_COUNT];
+	uint64_t left_by_code[R4_CHK_CODE_COUNT];
+	uint64_t actions;		/* changes made */
+	uint64_t transactions;		/* committed */
+	uint64_t rounds;		/* checks run */
+	uint64_t entries_removed, zeroed_ranges, zeroed_bytes;
+	uint64_t lost_found, blocks_freed, blocks_claimed;
+	uint64_t nodes_dropped, items_dropped;	/* by a tree rebuild */
+	int rebuilt;				/* the tree was rebuilt */
+	/* Why problems were left: preen found one it may not fix (nothing
+	 * was changed then); the tree is damaged in ways the repair does
+	 * not fix (after a rebuild, or with nothing changed when the damage
+	 * is one a rebuild cannot help). */
+	int preen_refused;
+	int tree_damaged;
+};
+
+/* Repair a volume opened read-write (the journal is replayed by the
+ * open). 0 when the repair ran to the end (report->left.problems says
+ * what is still wrong), or a negative operational error with err
+ * filled (the volume is then as the last committed batch left it). */
+int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
+	      struct r4_repair_report *report, struct r4_error *err);
+
+/* ---- before the open: the super blocks ---- */
+
+/* Restore a master super block that fails its checks from a backup
+ * copy, and the fixed fields (magic, block count, mkfs id, policy,
+ * flags, version) of a format40 super block that fails its checks; with
+ * rebuild (--build-sb) also when they merely differ from the backup.
+ * These two blocks are written in place (a volume without them cannot
+ * be opened, so no transaction can carry them), the format40 one first.
+ * *fixed = 0 nothing, 1 the master, 2 the format40 block (3 both), with
+ * a line in what. R4_ENOTFOUND when no backup copy is usable. */
+int r4_repair_super(const char *path, int rebuild, int *fixed, char *what,
+		    size_t whatlen, struct r4_error *err);
+
+/* A journal whose newest committed transaction cannot be replayed (the
+ * open fails): the journal header is pointed back at the last flushed
+ * transaction, dropping the unreadable one (what it changed never reached
+ * its home blocks). Written in place, as the replay itself does. */
+int r4_repair_journal_drop(const char *path, char *what, size_t whatlen,
+			   struct r4_error *err);
+
+/* ---- undo (r4fsck -z / --undo) ---- */
+
+/* Create the undo file (it must not exist): from now on every device
+ * this process opens read-write saves the old contents of what it
+ * overwrites there first. */
+int r4_undo_start(const char *path, struct r4_error *err);
+void r4_undo_finish(void);
+/* Put back what an undo file saved; *units = records written. */
+int r4_undo_apply(const char *undo_path, const char *image,
+		  uint64_t *units, struct r4_error *err);
+
+#endif

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the problem table: one row per code the checker reports, with
+ * the context its reports name, a message template, whether preen may
+ * fix it and what the repair does. The repair decides from this table
+ * alone what a mode may touch. */
+#include "config.h"
+#include <stddef.h>
+#include "r4/repair.h"
+
+#define B "block"
+#define BIK "block, item, key"
+#define BIKO "block, item, key, object"
+#define REBUILD "the storage tree is rebuilt from the items that pass the " \
+	"checks (-y; preen never)"
+
+static const struct r4_problem_info table[] = {
+	{ R4_CHK_MASTER, NULL, B,
+	  "master super block (block {block}): {what}", R4_FIX_YES,
+	  "restored from the backup copies before the volume is opened "
+	  "(-y, --build-sb)" },
+	{ R4_CHK_FORMAT40, NULL, B,
+	  "format40 super block (block {block}): {what}", R4_FIX_YES,
+	  "magic and fixed fields restored from the backup copies before "
+	  "the volume is opened (-y, --build-sb)" },
+	{ R4_CHK_STATUS, NULL, B,
+	  "status block marks the volume {what}", R4_FIX_PREEN,
+	  "status word, extended status and message cleared (magic kept)" },
+	{ R4_CHK_BACKUP, NULL, B,
+	  "backup copy {n} (block {block}) differs: {field}", R4_FIX_PREEN,
+	  "every backup copy rewritten from the super blocks and the root's "
+	  "plugin set; version bit 31 cleared" },
+	{ R4_CHK_JOURNAL, NULL, B,
+	  "journal (block {block}): {what}", R4_FIX_PREEN,
+	  "a pending transaction is replayed when the volume is opened; "
+	  "footer counters rewritten by the repair's commit" },
+	{ R4_CHK_NODE, NULL, BIK,
+	  "node {block}: header, item header or checksum: {what}",
+	  R4_FIX_REBUILD, REBUILD },
+	{ R4_CHK_NODE_BLOCK, NULL, BIK,
+	  "pointer in block {block} item {item} to a block outside the "
+	  "volume", R4_FIX_REBUILD, REBUILD },
+	{ R4_CHK_NODE_TWICE, NULL, BIK,
+	  "block {block} referenced again (a second owner or a cycle)",
+	  R4_FIX_REBUILD, REBUILD },
+	{ R4_CHK_NODE_MKFS_ID, NULL, B,
+	  "node {block}: mkfs id differs from the super block's",
+	  R4_FIX_REBUILD, REBUILD },
+	{ R4_CHK_NODE_LEVEL, NULL, B,
+	  "node {block}: level differs from the descent's", R4_FIX_REBUILD,
+	  REBUILD },
+	{ R4_CHK_NODE_EMPTY, NULL, B, "node {block} has no items",
+	  R4_FIX_REBUILD, REBUILD },
+	{ R4_CHK_DKEY, NULL, BIK,
+	  "block {block} item {item} [{key}] outside the delimiting keys",
+	  R4_FIX_REBUILD, REBUILD },
+	{ R4_CHK_ITEM, NULL, BIK,
+	  "block {block} item {item} [{key}]: body: {what}", R4_FIX_REBUILD,
+	  REBUILD },
+	{ R4_CHK_EXTENT, NULL, BIK,
+	  "block {block} item {item} [{key}]: extent unit: {what}",
+	  R4_FIX_REBUILD, REBUILD },
+	{ R4_CHK_BITMAP_CSUM, NULL, B,
+	  "bitmap block {block}: checksum wrong", R4_FIX_PREEN,
+	  "bitmap block rewritten from the blocks in use" },
+	{ R4_CHK_BITMAP_TAIL, NULL, B,
+	  "bitmap block {block}: bits past the end of the volume clear",
+	  R4_FIX_PREEN, "bitmap block rewritten from the blocks in use" },
+	{ R4_CHK_SPACE_LEAK, NULL, B,
+	  "block(s) {block}..: marked used, but nothing uses them",
+	  R4_FIX_PREEN, "marked free" },
+	{ R4_CHK_SPACE_FREE, NULL, B,
+	  "block(s) {block}..: in use, but marked free", R4_FIX_PREEN,
+	  "marked used" },
+	{ R4_CHK_FREE_COUNT, NULL, B,
+	  "free block count (block {block}) differs from the bitmaps",
+	  R4_FIX_PREEN, "set from the rebuilt bitmaps (super block and "
+	  "journal footer)" },
+	{ R4_CHK_SD, NULL, BIKO, "{kind} {oid}: stat data: {what}",
+	  R4_FIX_REBUILD, REBUILD },
+	{ R4_CHK_OBJECT_DUP, NULL, BIKO,
+	  "{kind} {oid}: a second stat data with this object id",
+	  R4_FIX_REBUILD, REBUILD },
+	{ R4_CHK_OID, NULL, BIKO,
+	  "{kind} {oid}: object id or locality not below the next object "
+	  "id", R4_FIX_PREEN, "next object id raised past every object id "
+	  "in use" },
+	{ R4_CHK_FILE_COUNT, NULL, B,
+	  "file count (block {block}) differs from the stat data in the "
+	  "tree", R4_FIX_PREEN, "set to the number of stat data (super "
+	  "block and journal footer)" },
+	{ R4_CHK_ENTRY, NULL, BIKO,
+	  "entry '{name}' of directory {oid} points to a missing object",
+	  R4_FIX_YES, "entry removed (counted as a loss); '.' and '..' are "
+	  "pointed at the right directory instead" },
+	{ R4_CHK_DOT, NULL, BIKO,
+	  "directory {oid}: '.' or '..' missing or wrong", R4_FIX_YES,
+	  "'.' pointed at the directory, '..' at the directory naming it" },
+	{ R4_CHK_NLINK, NULL, BIKO,
+	  "{kind} {oid}: nlink differs from the entries naming it",
+	  R4_FIX_YES, "nlink set to the number of entries naming the "
+	  "object (+1 for the root)" },
+	{ R4_CHK_DIR_SIZE, NULL, BIKO,
+	  "directory {oid}: size differs from its number of entries",
+	  R4_FIX_YES, "size set to the number of entries" },
+	{ R4_CHK_FILE_SIZE, NULL, BIKO,
+	  "file {oid}: body and size disagree (body past the size, or size "
+	  "past the last item: the kernel cannot read such a file)",
+	  R4_FIX_YES, "size set to the end of the body (no byte lost)" },
+	{ R4_CHK_BODY, NULL, BIKO,
+	  "body items of object {oid} without stat data or not a regular "
+	  "file", R4_FIX_YES, "a regular file's stat data made for a body "
+	  "whose stat data was lost (it then goes to /lost+found); body "
+	  "items of a directory or symlink are left" },
+	{ R4_CHK_UNREACHABLE, NULL, BIKO,
+	  "{kind} {oid}: not reachable from the root directory",
+	  R4_FIX_YES, "linked into /lost+found as '#<oid in hex>' "
+	  "(counted as a loss)" },
+	{ R4_CHK_DIR_LINK, NULL, BIKO,
+	  "entry '{name}' is a second name of directory {oid}", R4_FIX_YES,
+	  "the second name removed (counted as a loss)" },
+};
+
+const struct r4_problem_info *r4_problem_info(int code)
+{
+	static struct r4_problem_info named[R4_CHK_CODE_COUNT];
+
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		if (table[i].code != code)
+			continue;
+		if (!named[code].code) {
+			named[code] = table[i];
+			named[code].name = r4_check_code_name(code);
+		}
+		return &named[code];
+	}
+	return NULL;
+}

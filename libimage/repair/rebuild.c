@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: rebuilding a damaged storage tree (r4fsck -y when the check
+ * finds tree damage). Every item that passes the checker's own item
+ * checks (chk_item) is gathered: first from the nodes reachable from the
+ * root that verify (header, item headers, key order, checksum, this
+ * volume's mkfs id, the level their parent gives), then from a scan of
+ * the blocks the bitmap marks used that no one reaches and that verify
+ * as leaves or twigs of this volume (lost subtrees). Items are sorted by
+ * key; of two with one key, and of two extents claiming one block, the
+ * first found stays. A new tree is built from them in one transaction
+ * (copy-on-write: the old tree stays on disk, untouched, until the
+ * commit point, so a power cut leaves the old volume and a rerun starts
+ * again); the root directory's stat data is made anew, with the plugin
+ * set of the backup copy, when no item holds it. What did not make it
+ * (nodes and items dropped) is reported. The object and space passes
+ * then finish: entries to lost objects, lost+found, nlink, bitmaps. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "libimage/repair/repair.h"
+#include "libimage/obj/write.h"
+#include "libimage/tree/nodebuf.h"
+#include "libimage/txn/txn.h"
+#include "libimage/util/err.h"
+#include "format/item.h"
+#include "format/node.h"
+#include "format/super.h"
+
+struct ritem {
+	struct fmt_key key;
+	unsigned pid;
+	uint8_t *body;
+	size_t len;
+	uint32_t seq;
+};
+
+struct rb {
+	struct rep *R;
+	struct chk v;			/* item verifier: quiet check state */
+	struct r4_check_report vrep;
+	struct chk_map seen;		/* nodes looked at */
+	struct ritem *it;
+	size_t n, cap;
+	uint8_t *buf;
+	uint64_t nodes_kept, nodes_dropped, nodes_salvaged, items_dropped;
+	uint64_t scanned;
+};
+
+static int push(struct rb *b, const struct fmt_key *k, unsigned pid,
+		const uint8_t *body, size_t len)
+{
+	struct ritem *p;
+
+	if (b->n == b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 1024;
+
+		p = realloc(b->it, nc * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		b->it = p;
+		b->cap = nc;
+	}
+	p = &b->it[b->n];
+	p->body = malloc(len ? len : 1);
+	if (!p->body)
+		return -ENOMEM;
+	memcpy(p->body, body, len);
+	p->key = *k;
+	p->pid = pid;
+	p->len = len;
+	p->seq = (uint32_t)b->n++;
+	return 0;
+}
+
+/* Read and verify node blk; level 0 = any (a scan: then the node must
+ * carry this volume's mkfs id; a node the tree points to may carry
+ * another, its items are rewritten into new nodes anyway). 2 when the
+ * node verifies, 1 when only its header does (its items are then taken
+ * one by one, those whose header and body hold), 0 when unusable. */
+static int load_node(struct rb *b, uint64_t blk, unsigned level,
+		     struct fmt_node_header *nh)
+{
+	struct chk *c = &b->R->c;
+	size_t ih = fmt_item_header_size(c->pol);
+	size_t hs;
+
+	if (vol_read_block(c->vol, blk, b->buf, "tree node", NULL) ||
+	    fmt_node_header_decode(b->buf, c->bs, nh) ||
+	    nh->magic != fmt_node_magic(nh->plugin_id) ||
+	    nh->plugin_id != c->vol->sb.node_pid ||
+	    (!level && nh->mkfs_id != c->vol->sb.mkfs_id) ||
+	    (level && nh->level != level) || nh->level < 1 ||
+	    nh->level > FMT_TREE_HEIGHT_MAX || nh->nr_items == 0)
+		return 0;
+	if (!fmt_node_verify(b->buf, c->bs, c->pol, NULL))
+		return 2;
+	hs = fmt_node_header_size(nh->plugin_id);
+	if (hs + (size_t)nh->nr_items * ih > c->bs)
+		return 0;
+	return 1;
+}
+
+/* The items of the node in b->buf (leaf items, and a twig's extents)
+ * that pass the item checks; children of internal nodes into kids. */
+static int take_items(struct rb *b, uint64_t blk,
+		      const struct fmt_node_header *nh, uint64_t *kids,
+		      size_t *nkids)
+{
+	for (unsigned i = 0; i < nh->nr_items; i++) {
+		struct fmt_item_header ih;
+		struct fmt_key last;
+		uint64_t before = b->vrep.problems, child = 0;
+		size_t off, len;
+		int rc;
+
+		if (fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i, &ih) ||
+		    fmt_node_item_body(b->buf, b->v.bs, b->v.pol, i, &off,
+				       &len)) {
+			b->items_dropped++;
+			continue;
+		}
+		rc = chk_item(&b->v, blk, i, &ih, b->buf + off, len, &child,
+			      &last);
+		if (rc < 0)
+			return rc;
+		if (ih.plugin_id == FMT_ITEM_NODEPTR40) {
+			if (kids && child && b->vrep.problems == before)
+				kids[(*nkids)++] = child;
+			continue;
+		}
+		if (b->vrep.problems != before) {
+			b->items_dropped++;
+			continue;
+		}
+		rc = push(b, &ih.key, ih.plugin_id, b->buf + off, len);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Depth first from the root; a node that does not verify is dropped
+ * with its subtree (whose nodes the scan may still find). */
+static int walk(struct rb *b, uint64_t blk, unsigned level)
+{
+	struct chk *c = &b->R->c;
+	struct fmt_node_header nh;
+	uint64_t *kids;
+	size_t nk = 0;
+	int rc;
+
+	if (blk < c->first_usable || blk >= c->blocks ||
+	    chk_is_bitmap_blk(c, blk) || chk_map_test(&b->seen, blk))
+		return 0;
+	rc = chk_map_set(&b->seen, blk);
+	if (rc < 0)
+		return rc;
+	rc = load_node(b, blk, level, &nh);
+	if (!rc) {
+		b->nodes_dropped++;
+		return 0;
+	}
+	if (rc == 1)
+		b->nodes_salvaged++;
+	else
+		b->nodes_kept++;
+	kids = malloc(nh.nr_items * sizeof(*kids) + 1);
+	if (!kids)
+		return -ENOMEM;
+	rc = take_items(b, blk, &nh, level > 1 ? kids : NULL, &nk);
+	for (size_t i = 0; i < nk && !rc && level > 1; i++)
+		rc = walk(b, kids[i], level - 1);
+	free(kids);
+	return rc;
+}
+
+/* Used blocks nobody reached that verify as leaves or twigs. */
+static int scan(struct rb *b)
+{
+	struct chk *c = &b->R->c;
+	struct fmt_node_header nh;
+	int rc;
+
+	for (uint64_t blk = c->first_usable; blk < c->blocks; blk++) {
+		if (chk_is_bitmap_blk(c, blk) || chk_map_test(&b->seen, blk) ||
+		    chk_map_test(&b->v.used, blk))
+			continue;
+		rc = space_test(&c->vol->space, blk, b->R->err);
+		if (rc < 0)
+			return rc;
+		if (!rc)
+			continue;
+		if (load_node(b, blk, 0, &nh) != 2 || nh.level > 2)
+			continue;
+		rc = chk_map_set(&b->seen, blk);
+		if (rc < 0)
+			return rc;
+		b->scanned++;
+		rc = take_items(b, blk, &nh, NULL, NULL);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int item_cmp(const void *x, const void *y)
+{
+	const struct ritem *a = x, *b = y;
+	int r = fmt_key_cmp(&a->key, &b->key);
+
+	return r ? r : a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* The root directory's stat data, when no item holds it. */
+static int root_sd(struct rb *b)
+{
+	struct chk *c = &b->R->c;
+	struct r4_vol *vol = c->vol;
+	struct fmt_backup bk;
+	struct fmt_stat st;
+	struct fmt_key k;
+	uint8_t body[512];
+	size_t len;
+	int rc;
+
+	k.el[0] = (FMT_ROOT_LOCALITY << 4) | FMT_KEY_SD;
+	k.el[1] = 0;
+	k.el[2] = FMT_ROOT_OID;
+	k.el[3] = 0;
+	for (size_t i = 0; i < b->n; i++)
+		if (!fmt_key_cmp(&b->it[i].key, &k) &&
+		    b->it[i].pid == FMT_ITEM_STAT40)
+			return 0;
+	memset(&st, 0, sizeof(st));
+	st.mask = (1u << FMT_SDEXT_LW) | (1u << FMT_SDEXT_UNIX);
+	st.mode = 040755;
+	st.nlink = 2;
+	st.size = 0;
+	if (!vol_read_block(vol, fmt_blk_backup0(c->bs), b->buf,
+			    "backup block", NULL)) {
+		fmt_backup_decode(b->buf, &bk);
+		if (bk.has_pset) {
+			st.mask |= 1u << FMT_SDEXT_PSET;
+			for (unsigned i = FMT_PSET_PERM; i < FMT_PSET_COUNT;
+			     i++) {
+				st.pset.member[st.pset.count] = (uint16_t)i;
+				st.pset.id[st.pset.count++] =
+					(uint16_t)bk.pset[i];
+			}
+		}
+	}
+	rc = fmt_stat_size(&st, &len);
+	if (!rc && len <= sizeof(body))
+		rc = fmt_stat_encode(&st, body, len);
+	if (rc)
+		return rc;
+	rc = push(b, &k, FMT_ITEM_STAT40, body, len);
+	if (!rc)
+		rep_action(b->R, R4_CHK_SD, R4_CHECK_NO_BLOCK, FMT_ROOT_OID,
+			   R4_LOSS_NONE, 0, "the root directory's stat data "
+			   "was lost: made anew (mode 0755%s)", bk.has_pset ?
+			   ", plugin set from the backup copy" : "");
+	return rc;
+}
+
+/* A leaf under a twig holding item 'first', as the new tree's root. */
+static int first_tree(struct rb *b, struct r4_txn *x, const struct ritem *first,
+		      struct r4_error *err)
+{
+	struct r4_vol *vol = x->vol;
+	uint32_t bs = vol->blksize;
+	uint8_t *node = b->buf, *out, ptr[8];
+	struct io_block *io;
+	uint64_t leaf, twig;
+	int rc;
+
+	rc = txn_alloc(x->t, fmt_blk_first_usable(bs), &leaf, err);
+	if (!rc)
+		rc = txn_alloc(x->t, leaf, &twig, err);
+	if (rc)
+		return rc;
+	rc = fmt_node_init(node, bs, vol->sb.node_pid, 1, vol->sb.mkfs_id);
+	if (!rc)
+		rc = node_append_item(node, bs, vol->keypol, &first->key,
+				      first->pid, first->body, first->len,
+				      &out);
+	if (rc)
+		return r4_fail(err, rc, "cannot make the first leaf");
+	fmt_node_stamp(node, bs);
+	rc = txn_new(x->t, leaf, &io, err);
+	if (rc)
+		return rc;
+	memcpy(io->data, node, bs);
+	txn_put(x->t, io);
+	for (int i = 0; i < 8; i++)
+		ptr[i] = (uint8_t)(leaf >> (8 * i));
+	rc = fmt_node_init(node, bs, vol->sb.node_pid, 2, vol->sb.mkfs_id);
+	if (!rc)
+		rc = node_append_item(node, bs, vol->keypol, &first->key,
+				      FMT_ITEM_NODEPTR40, ptr, sizeof(ptr),
+				      &out);
+	if (rc)
+		return r4_fail(err, rc, "cannot make the first twig");
+	fmt_node_stamp(node, bs);
+	rc = txn_new(x->t, twig, &io, err);
+	if (rc)
+		return rc;
+	memcpy(io->data, node, bs);
+	txn_put(x->t, io);
+	vol->sb.root_block = twig;
+	vol->sb.tree_height = 2;
+	txn_set_root(x->t, twig, 2);
+	tree_mod_fini(&x->mod);
+	return tree_mod_init(&x->mod, vol, x->t, err);
+}
+
+static int build(struct rb *b, struct r4_error *err)
+{
+	struct r4_txn *x;
+	size_t first = SIZE_MAX;
+	int rc;
+
+	for (size_t i = 0; i < b->n && first == SIZE_MAX; i++)
+		if (b->it[i].pid != FMT_ITEM_EXTENT40)
+			first = i;
+	if (first == SIZE_MAX)
+		return r4_fail(err, R4_ECORRUPT, "no leaf item survived");
+	rc = r4_txn_begin(b->R->vol, &x, err);
+	if (rc)
+		return rc;
+	rc = first_tree(b, x, &b->it[first], err);
+	for (size_t i = 0; i < b->n && !rc; i++) {
+		const struct ritem *p = &b->it[i];
+
+		if (i == first)
+			continue;
+		rc = tree_insert(&x->mod, p->pid == FMT_ITEM_EXTENT40 ? 2 : 1,
+				 &p->key, p->pid, p->body, p->len, err);
+	}
+	if (rc) {
+		r4_txn_abort(x);
+		return rc;
+	}
+	rc = r4_txn_commit(x, err);
+	if (!rc)
+		b->R->r->transactions++;
+	return rc;
+}
+
+int rep_rebuild_tree(struct rep *R, int *changed)
+{
+	struct rb b = { .R = R };
+	struct chk *c = &R->c;
+	size_t k = 0;
+	uint64_t dup = 0;
+	int rc;
+
+	b.v.vol = R->vol;
+	b.v.rep = &b.vrep;
+	b.v.err = R->err;
+	b.buf = malloc(c->bs);
+	rc = b.buf ? chk_setup(&b.v) : -ENOMEM;
+	if (!rc)
+		rc = chk_map_init(&b.seen, c->blocks, c->used.chunk_bits);
+	if (!rc)
+		rc = walk(&b, R->vol->sb.root_block, R->vol->sb.tree_height);
+	if (!rc)
+		rc = scan(&b);
+	if (!rc && b.n)
+		qsort(b.it, b.n, sizeof(*b.it), item_cmp);
+	for (size_t i = 0; i < b.n && !rc; i++) {
+		if (k && !fmt_key_cmp(&b.it[k - 1].key, &b.it[i].key)) {
+			free(b.it[i].body);
+			dup++;
+			continue;
+		}
+		b.it[k++] = b.it[i];
+	}
+	b.n = k;
+	if (!rc)
+		rc = root_sd(&b);
+	if (!rc && b.n)
+		qsort(b.it, b.n, sizeof(*b.it), item_cmp);
+	if (!rc)
+		rc = build(&b, R->err);
+	if (rc == -ENOMEM)
+		rc = r4_fail(R->err, rc, "out of memory for the tree rebuild");
+	if (!rc) {
+		*changed = 1;
+		R->r->items_dropped += b.items_dropped + dup;
+		R->r->nodes_dropped += b.nodes_dropped;
+		rep_action(R, R4_CHK_NODE, R->vol->sb.root_block, 0,
+			   b.items_dropped + dup ? R4_LOSS_ITEMS : R4_LOSS_NONE,
+			   b.items_dropped + dup, "storage tree rebuilt "
+			   "(new root %llu) from %zu items of %llu nodes "
+			   "(%llu found by a scan of unreachable used blocks, "
+			   "%llu damaged ones taken item by item); %llu nodes "
+			   "and %llu items dropped (%llu of them second copies "
+			   "of a key)",
+			   (unsigned long long)R->vol->sb.root_block, b.n,
+			   (unsigned long long)(b.nodes_kept + b.scanned +
+						b.nodes_salvaged),
+			   (unsigned long long)b.scanned,
+			   (unsigned long long)b.nodes_salvaged,
+			   (unsigned long long)b.nodes_dropped,
+			   (unsigned long long)(b.items_dropped + dup),
+			   (unsigned long long)dup);
+	}
+	for (size_t i = 0; i < b.n; i++)
+		free(b.it[i].body);
+	free(b.it);
+	free(b.buf);
+	chk_map_fini(&b.seen);
+	chk_release(&b.v);
+	return rc;
+}

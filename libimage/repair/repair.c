@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: r4_repair(): rounds of check and fix. The first check's
+ * problems go to the caller; the mode and the problem table decide what
+ * may be fixed; space and counters are fixed before objects (an object
+ * fix allocates blocks, and the bitmaps must be right for that), each
+ * fix is followed by a fresh check, and the repair stops when the volume
+ * is clean, when a round changes nothing, or after ROUNDS_MAX rounds.
+ * Tree damage blocks the space and object fixes (their map of what is
+ * in use would be wrong) until -y has rebuilt the tree (rebuild.c, once
+ * per run); preen stops before any change when it finds anything it may
+ * not fix. */
+#include "config.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "libimage/repair/repair.h"
+#include "libimage/util/err.h"
+
+#define ROUNDS_MAX 12
+#define BATCH_DEFAULT 128
+
+void rep_action(struct rep *R, int code, uint64_t blk, uint64_t oid,
+		int loss, uint64_t amount, const char *fmt, ...)
+{
+	struct r4_repair_action a;
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	R->r->actions++;
+	switch (loss) {
+	case R4_LOSS_ENTRY:
+		R->r->entries_removed++;
+		break;
+	case R4_LOSS_ZEROED:
+		R->r->zeroed_ranges++;
+		R->r->zeroed_bytes += amount;
+		break;
+	case R4_LOSS_LOST_FOUND:
+		R->r->lost_found++;
+		break;
+	case R4_LOSS_ITEMS:
+		break;	/* counted by the rebuild */
+	default:
+		break;
+	}
+	if (!R->o->action)
+		return;
+	a.code = code;
+	a.block = blk;
+	a.oid = oid;
+	a.loss = loss;
+	a.amount = amount;
+	a.what = msg;
+	R->o->action(R->o->action_ctx, &a);
+}
+
+static void on_problem(void *ctx, const struct r4_check_problem *p)
+{
+	struct rep *R = ctx;
+	unsigned max = R->o->check.max_reports;
+
+	if (p->code > 0 && p->code < R4_CHK_CODE_COUNT)
+		R->codes[p->code]++;
+	if (!R->forward || !R->o->check.problem ||
+	    (max && R->forwarded >= max))
+		return;
+	R->forwarded++;
+	R->o->check.problem(R->o->check.problem_ctx, p);
+}
+
+static int run_check(struct rep *R, int first)
+{
+	int rc;
+
+	chk_release(&R->c);
+	memset(&R->c, 0, sizeof(R->c));
+	memset(R->codes, 0, sizeof(R->codes));
+	R->copts.problem = on_problem;
+	R->copts.problem_ctx = R;
+	R->copts.progress = first ? R->o->check.progress : NULL;
+	R->copts.progress_ctx = R->o->check.progress_ctx;
+	R->copts.max_reports = 0;
+	R->forward = first;
+	R->c.vol = R->vol;
+	R->c.opts = &R->copts;
+	R->c.rep = &R->crep;
+	R->c.err = R->err;
+	R->r->rounds++;
+	rc = chk_run(&R->c);
+	R->crep.reported = R->forwarded;
+	return rc;
+}
+
+/* The codes fixed by the space pass. */
+static int is_space_code(int code)
+{
+	switch (code) {
+	case R4_CHK_STATUS: case R4_CHK_BACKUP: case R4_CHK_JOURNAL:
+	case R4_CHK_BITMAP_CSUM: case R4_CHK_BITMAP_TAIL:
+	case R4_CHK_SPACE_LEAK: case R4_CHK_SPACE_FREE:
+	case R4_CHK_FREE_COUNT: case R4_CHK_OID: case R4_CHK_FILE_COUNT:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* What this round found: 1 some code the mode may not fix (or that the
+ * repair cannot fix after the open), 0 all fixable. */
+static int blocked(struct rep *R)
+{
+	int preen = R->o->mode == R4_REPAIR_PREEN;
+
+	if (R->crep.journal_dirty) {
+		R->r->tree_damaged = 1;
+		return 1;
+	}
+	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
+		const struct r4_problem_info *pi = r4_problem_info(k);
+
+		if (!R->codes[k])
+			continue;
+		if (!pi || pi->fix_class == R4_FIX_NONE ||
+		    pi->fix_class == R4_FIX_REBUILD ||
+		    k == R4_CHK_MASTER || k == R4_CHK_FORMAT40) {
+			R->r->tree_damaged = 1;
+			return 1;
+		}
+		if (preen && pi->fix_class != R4_FIX_PREEN) {
+			R->r->preen_refused = 1;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int any_space(const struct rep *R)
+{
+	for (int k = 1; k < R4_CHK_CODE_COUNT; k++)
+		if (R->codes[k] && is_space_code(k))
+			return 1;
+	/* Counted without a report (more than a page of ranges). */
+	return 0;
+}
+
+/* Tree damage a rebuild can fix: not the super blocks, nor a journal
+ * that cannot be read through. */
+static int rebuild_helps(const struct rep *R)
+{
+	return !R->crep.journal_dirty && !R->codes[R4_CHK_MASTER] &&
+	       !R->codes[R4_CHK_FORMAT40];
+}
+
+static int rounds(struct rep *R)
+{
+	int rc = 0;
+
+	for (unsigned n = 0; n < ROUNDS_MAX; n++) {
+		int changed = 0;
+
+		if (!R->crep.problems)
+			break;
+		if (blocked(R)) {
+			if (!R->r->tree_damaged || R->r->rebuilt ||
+			    R->o->mode != R4_REPAIR_FIX ||
+			    !rebuild_helps(R))
+				break;
+			R->r->rebuilt = 1;
+			R->r->tree_damaged = 0;
+			rc = rep_rebuild_tree(R, &changed);
+			if (rc || !changed)
+				break;
+			rc = run_check(R, 0);
+			if (rc)
+				break;
+			continue;
+		}
+		if (any_space(R))
+			rc = rep_fix_space(R, &changed);
+		else if (R->o->mode == R4_REPAIR_FIX)
+			rc = rep_fix_objects(R, &changed);
+		if (rc || !changed)
+			break;
+		rc = run_check(R, 0);
+		if (rc)
+			break;
+	}
+	return rc;
+}
+
+int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
+	      struct r4_repair_report *report, struct r4_error *err)
+{
+	struct rep R;
+	int rc;
+
+	memset(report, 0, sizeof(*report));
+	memset(&R, 0, sizeof(R));
+	R.vol = vol;
+	R.o = opts;
+	R.r = report;
+	R.err = err;
+	R.batch = opts->batch ? opts->batch : BATCH_DEFAULT;
+	if (opts->mode != R4_REPAIR_PREEN && opts->mode != R4_REPAIR_FIX)
+		return r4_fail(err, R4_EINVAL, "repair: unknown mode %d",
+			       opts->mode);
+	rc = run_check(&R, 1);
+	report->found = R.crep;
+	memcpy(report->found_by_code, R.codes, sizeof(R.codes));
+	if (!rc)
+		rc = rounds(&R);
+	report->left = R.crep;
+	memcpy(report->left_by_code, R.codes, sizeof(R.codes));
+	chk_release(&R.c);
+	return rc;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the repair layer's internals (libimage/repair). A round is one
+ * check (libimage/check, whose tables and map of blocks in use it keeps)
+ * and the fixes it allows; fixes go through libimage/txn and, for
+ * objects, the libimage/obj edit functions, in batches of opts->batch
+ * changes per transaction. */
+#ifndef R4_LIBIMAGE_REPAIR_REPAIR_H
+#define R4_LIBIMAGE_REPAIR_REPAIR_H
+
+#include "r4/repair.h"
+#include "libimage/check/check.h"
+
+struct rep {
+	struct r4_vol *vol;
+	const struct r4_repair_opts *o;
+	struct r4_repair_report *r;
+	struct r4_error *err;
+	struct chk c;			/* the last check, kept */
+	struct r4_check_report crep;
+	struct r4_check_opts copts;
+	uint64_t codes[R4_CHK_CODE_COUNT];	/* this round's problems */
+	int forward;			/* hand problems to the caller */
+	uint64_t forwarded;
+	unsigned batch;
+};
+
+/* Report one change (counted; handed to the caller). */
+void rep_action(struct rep *R, int code, uint64_t blk, uint64_t oid,
+		int loss, uint64_t amount, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+
+/* Space, counters, status block, backups (space.c). *changed = 1 when
+ * something was committed. */
+int rep_fix_space(struct rep *R, int *changed);
+/* Rebuild the storage tree from the items that pass the checks
+ * (rebuild.c). */
+int rep_rebuild_tree(struct rep *R, int *changed);
+/* Objects and names (objects.c). */
+int rep_fix_objects(struct rep *R, int *changed);
+
+#endif

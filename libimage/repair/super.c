@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: restoring the master and format40 super blocks from the backup
+ * copies before the volume is opened (r4_repair_super). A backup holds
+ * the master block and the fixed part of the format40 block (magic,
+ * block count, mkfs id, policy, flags, version); the counters, the root
+ * block and the tree height are not in it, so they are kept as found and
+ * the format40 block is restored only when they are plausible. */
+#include "config.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "r4/repair.h"
+#include "libimage/io/dev.h"
+#include "libimage/util/err.h"
+#include "format/super.h"
+#include "format/journal.h"
+
+static int read_blk(struct io_dev *dev, uint32_t bs, uint64_t blk,
+		    uint8_t *buf, struct r4_error *err)
+{
+	if ((blk + 1) * bs > dev->size)
+		return R4_ERANGE;
+	return io_read(dev, buf, bs, blk * bs, err);
+}
+
+/* A backup copy that decodes to a good master of block size bs. */
+static int find_backup(struct io_dev *dev, uint32_t bs, uint8_t *buf,
+		       struct fmt_backup *b, uint64_t *where)
+{
+	uint64_t blocks = dev->size / bs, list[64];
+	size_t n = fmt_backup_blocks(blocks, bs, list, 64);
+	struct r4_error e = { 0, "" };
+
+	if (!read_blk(dev, bs, fmt_blk_backup0(bs), buf, &e)) {
+		fmt_backup_decode(buf, b);
+		if (!fmt_master_verify(&b->master) && b->master.blksize == bs &&
+		    !memcmp(b->magic, FMT_FORMAT40_MAGIC,
+			    sizeof(FMT_FORMAT40_MAGIC) - 1)) {
+			*where = fmt_blk_backup0(bs);
+			return 0;
+		}
+	}
+	for (size_t i = 0; i < n && i < 64; i++) {
+		if (read_blk(dev, bs, list[i], buf, &e))
+			continue;
+		fmt_backup_decode(buf, b);
+		if (!fmt_master_verify(&b->master) && b->master.blksize == bs &&
+		    !memcmp(b->magic, FMT_FORMAT40_MAGIC,
+			    sizeof(FMT_FORMAT40_MAGIC) - 1)) {
+			*where = list[i];
+			return 0;
+		}
+	}
+	return R4_ENOTFOUND;
+}
+
+static int restore(struct io_dev *dev, int rebuild, int *fixed, char *what,
+		   size_t whatlen, uint8_t *buf, struct r4_error *err)
+{
+	struct fmt_master m;
+	struct fmt_format40 sb, was;
+	struct fmt_backup b;
+	uint32_t bs = 4096;
+	uint64_t where = 0;
+	int rc, master_bad, sb_bad;
+	size_t o = 0;
+
+	rc = io_read(dev, buf, FMT_MASTER_SIZE, FMT_MASTER_OFFSET, err);
+	if (rc)
+		return rc;
+	fmt_master_decode(buf, &m);
+	master_bad = fmt_master_verify(&m) != NULL;
+	if (!master_bad)
+		bs = m.blksize;
+	rc = find_backup(dev, bs, buf, &b, &where);
+	if (rc && master_bad)
+		for (uint32_t s = 512; s <= 65536 && rc; s *= 2)
+			if (s != 4096 && !(rc = find_backup(dev, s, buf, &b,
+							     &where)))
+				bs = s;
+	if (rc) {
+		if (!master_bad && !rebuild)
+			return 0;	/* nothing to restore from, nor to do */
+		return r4_fail(err, R4_ENOTFOUND, "%s: no usable backup copy "
+			       "of the super blocks", dev->path);
+	}
+	rc = read_blk(dev, bs, fmt_blk_format40(bs), buf, err);
+	if (rc)
+		return r4_fail(err, rc, "%s: cannot read the format40 super "
+			       "block", dev->path);
+	fmt_format40_decode(buf, &sb);
+	was = sb;
+	sb_bad = fmt_format40_verify(&sb, bs) != NULL;
+	if (sb_bad || (rebuild && (sb.block_count != b.block_count ||
+				   sb.mkfs_id != b.mkfs_id))) {
+		sb.block_count = b.block_count;
+		sb.mkfs_id = b.mkfs_id;
+		sb.policy = b.policy;
+		sb.flags = b.flags;
+		sb.version = b.version;
+		sb.update_backup = 0;
+		memcpy(sb.magic, b.magic, sizeof(sb.magic));
+		/* Counters the space pass sets right after the open. */
+		if (sb.free_blocks > sb.block_count)
+			sb.free_blocks = 0;
+		if (sb.next_oid < FMT_FIRST_FREE_OID)
+			sb.next_oid = FMT_FIRST_FREE_OID;
+		if (fmt_format40_verify(&sb, bs))
+			return r4_fail(err, R4_ECORRUPT, "%s: the format40 "
+				       "super block is damaged beyond its "
+				       "backup copy (%s): a rebuild from the "
+				       "tree is not implemented", dev->path,
+				       fmt_format40_verify(&sb, bs));
+		fmt_format40_encode(&sb, buf);
+		rc = io_write(dev, buf, bs, fmt_blk_format40(bs) * bs, err);
+		if (!rc)
+			rc = io_sync(dev, err);
+		if (rc)
+			return rc;
+		*fixed |= 2;
+		o += (size_t)snprintf(what + o, whatlen - o, "format40 super "
+				      "block (block %llu) restored from the "
+				      "backup copy in block %llu%s",
+				      (unsigned long long)fmt_blk_format40(bs),
+				      (unsigned long long)where,
+				      was.block_count != sb.block_count ?
+				      " (block count differed)" : "");
+	}
+	if (master_bad || (rebuild && memcmp(&m, &b.master,
+					     FMT_MASTER_PROGS_SIZE))) {
+		m = b.master;
+		rc = io_read(dev, buf, bs, fmt_blk_master(bs) * bs, err);
+		if (rc)
+			return rc;
+		fmt_master_encode(&m, buf + FMT_MASTER_OFFSET % bs);
+		rc = io_write(dev, buf, bs, fmt_blk_master(bs) * bs, err);
+		if (!rc)
+			rc = io_sync(dev, err);
+		if (rc)
+			return rc;
+		*fixed |= 1;
+		snprintf(what + o, whatlen - o, "%smaster super block (block "
+			 "%llu) restored from the backup copy in block %llu",
+			 o ? "; " : "", (unsigned long long)fmt_blk_master(bs),
+			 (unsigned long long)where);
+	}
+	return 0;
+}
+
+int r4_repair_super(const char *path, int rebuild, int *fixed, char *what,
+		    size_t whatlen, struct r4_error *err)
+{
+	struct io_dev *dev;
+	uint8_t *buf = malloc(65536);
+	int rc;
+
+	*fixed = 0;
+	if (whatlen)
+		what[0] = '\0';
+	if (!buf)
+		return r4_fail(err, -ENOMEM, "out of memory");
+	rc = io_open(path, IO_RDWR, &dev, NULL, err);
+	if (!rc) {
+		rc = restore(dev, rebuild, fixed, what, whatlen, buf, err);
+		io_close(dev);
+	}
+	free(buf);
+	return rc;
+}
+
+int r4_repair_journal_drop(const char *path, char *what, size_t whatlen,
+			   struct r4_error *err)
+{
+	struct fmt_journal_header jh;
+	struct fmt_journal_footer jf;
+	struct fmt_master m;
+	struct io_dev *dev;
+	uint8_t *buf = malloc(65536);
+	uint32_t bs;
+	int rc;
+
+	if (!buf)
+		return r4_fail(err, -ENOMEM, "out of memory");
+	rc = io_open(path, IO_RDWR, &dev, NULL, err);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	rc = io_read(dev, buf, FMT_MASTER_SIZE, FMT_MASTER_OFFSET, err);
+	if (!rc) {
+		fmt_master_decode(buf, &m);
+		if (fmt_master_verify(&m))
+			rc = r4_fail(err, R4_ECORRUPT, "%s: %s", path,
+				     fmt_master_verify(&m));
+	}
+	bs = m.blksize;
+	if (!rc)
+		rc = read_blk(dev, bs, fmt_blk_journal_footer(bs), buf, err);
+	if (!rc) {
+		fmt_journal_footer_decode(buf, &jf);
+		rc = read_blk(dev, bs, fmt_blk_journal_header(bs), buf, err);
+	}
+	if (!rc) {
+		fmt_journal_header_decode(buf, &jh);
+		snprintf(what, whatlen, "journal header (block %llu) named a "
+			 "transaction that cannot be replayed (tx head %llu): "
+			 "dropped, the header now names the last flushed one "
+			 "(%llu)", (unsigned long long)fmt_blk_journal_header(bs),
+			 (unsigned long long)jh.last_committed_tx,
+			 (unsigned long long)jf.last_flushed_tx);
+		jh.last_committed_tx = jf.last_flushed_tx;
+		fmt_journal_header_encode(&jh, buf);
+		rc = io_write(dev, buf, bs, fmt_blk_journal_header(bs) * bs,
+			      err);
+	}
+	if (!rc)
+		rc = io_sync(dev, err);
+	io_close(dev);
+	free(buf);
+	return rc;
+}

@@ -1,0 +1,603 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0-or-later
+# r4fsck repair, e2fsck's run-twice convention: each damage, made here
+# from a good image with dd/printf at computed offsets, is repaired by
+# r4fsck -y with exit 1 and the expected problem codes; a second run
+# exits 0 and prints nothing; fsck.reiser4 --check calls the result
+# consistent; the files outside the damage are kept exactly (manifest).
+# Tree damage is repaired by a rebuild of the tree from the items that
+# pass the checks (reachable nodes, then a scan of unreachable ones).
+
+load helpers
+
+# ---- byte surgery (as in fsck.bats) ----
+
+le() {
+	local v=$1 n=$2 s="" i
+	for ((i = 0; i < n; i++)); do
+		s+=$(printf '\\x%02x' $(( (v >> (8 * i)) & 255 )))
+	done
+	printf '%s' "$s"
+}
+poke() {
+	printf "$(le "$3" "$4")" |
+		dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+peek() {
+	od -An -v -t "u$3" -j "$2" -N "$3" "$1" | tr -d ' '
+}
+csum_fix() {
+	local s
+	s=$(od -An -v -tu1 -j $(($2 * 4096 + 4)) -N 4092 "$1" |
+		awk 'BEGIN { a = 1; b = 0 }
+		     { for (i = 1; i <= NF; i++) { a = (a + $i) % 65521;
+						  b = (b + a) % 65521 } }
+		     END { printf "%.0f", b * 65536 + a }')
+	poke "$1" $(($2 * 4096)) "$s" 4
+}
+setbit() {
+	local off=$((18 * 4096 + 4 + $2 / 8)) byte
+	byte=$(peek "$1" $off 1)
+	if [ "$3" = 1 ]; then
+		byte=$((byte | (1 << ($2 % 8))))
+	else
+		byte=$((byte & ~(1 << ($2 % 8))))
+	fi
+	poke "$1" $off $byte 1
+}
+
+# Absolute offset of the stat data body of PATH (node40, large keys).
+sd_off() {
+	local js blk item
+	js=$(r4debugfs --json -R "stat $2" "$1")
+	blk=$(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js")
+	item=$(sed -n 's/.*"sd_item":\([0-9]*\).*/\1/p' <<<"$js")
+	echo $((blk * 4096 + $(peek "$1" $((blk * 4096 + 4096 - (item + 1) * 38 + 32)) 2)))
+}
+# Absolute offset of the body of entry NAME in the leaf that holds
+# directory DIR's stat data (small directories: one cde item there);
+# "print node" gives each entry's offset in its item.
+entry_off() {
+	local js blk at
+	js=$(r4debugfs --json -R "stat $2" "$1")
+	blk=$(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js")
+	at=$(r4debugfs -R "print node $blk" "$1" | awk -v n="\"$3\"" '
+		/ cde40 / { for (i = 1; i < NF; i++) if ($i == "offset") base = $(i + 1) }
+		$2 == n && $3 == "->" { sub(/\)$/, "", $NF); print base + $NF; exit }')
+	[ -n "$at" ]
+	echo $((blk * 4096 + at))
+}
+
+fresh() {
+	r4mkfs -q "$@" "$T/good.img" 64M
+	cp "$T/good.img" "$T/bad.img"
+}
+
+# A populated volume (r4pack), its manifest in $T/good.man.
+populated() {
+	local s=$T/src i
+	mkdir -p "$s/d/e" "$s/many"
+	for i in $(seq 1 40); do head -c $((i * 397)) /dev/urandom >"$s/f$i"; done
+	head -c 100000 /dev/urandom >"$s/d/large"
+	echo hello >"$s/a"
+	ln "$s/a" "$s/d/hard"
+	ln -s f2 "$s/sym"
+	mkfifo "$s/fifo"
+	for i in $(seq 1 300); do echo $i >"$s/many/entry_$i"; done
+	echo deep >"$s/d/e/leaf"
+	r4pack create -q "$s" "$T/good.img"
+	r4manifest "$T/good.img" >"$T/good.man"
+	cp "$T/good.img" "$T/bad.img"
+}
+
+# repaired IMAGE CODE...: r4fsck -y exits 1 naming every CODE in its
+# JSON problem list (its output stays in $first); a second run exits 0 silently; -n calls it clean;
+# fsck.reiser4 calls it consistent.
+repaired() {
+	local img=$1 c
+	shift
+	run r4fsck -y --json "$img"
+	echo "$output"
+	first=$output
+	[ "$status" -eq 1 ]
+	for c in "$@"; do
+		grep -q "\"code\": \"$c\"" <<<"$output"
+	done
+	[[ "$output" == *'"clean": true'* ]]
+	run r4fsck -y "$img"
+	echo "second run: $output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	run r4fsck -n "$img"
+	[ "$status" -eq 0 ]
+	if command -v fsck.reiser4 >/dev/null; then
+		oracle_fsck "$img"
+	fi
+}
+
+# rebuilt IMAGE CODE...: repaired, by a tree rebuild.
+rebuilt() {
+	repaired "$@"
+	[[ "$first" == *'"rebuilt": true'* ]]
+}
+
+# kept IMAGE [ERE...]: every file (not directory) of the good image's
+# manifest, outside the paths given, is in the repaired image's manifest
+# with the same type, mode, owner, size, mtime, nlink, target and content
+# hash (the last column, a label of traversal order, is left out).
+kept() {
+	local img=$1 lost p
+	shift
+	r4manifest "$img" | awk -F '\t' '$2 != "d"' | cut -f 1-11 >"$T/now.man" || true
+	awk -F '\t' '$2 != "d"' "$T/good.man" | cut -f 1-11 >"$T/want.man"
+	for p in "$@"; do grep -Ev "^$p" "$T/want.man" >"$T/w2" || true; mv "$T/w2" "$T/want.man"; done
+	lost=$(grep -cvxFf "$T/now.man" "$T/want.man" || true)
+	echo "kept $(($(wc -l <"$T/want.man") - lost)) of $(wc -l <"$T/want.man")"
+	[ "$lost" -eq 0 ]
+}
+
+# ---- command line ----
+
+@test "repair modes: usage errors (16)" {
+	fresh
+	run r4fsck -n -y "$T/bad.img"
+	[ "$status" -eq 16 ]
+	run r4fsck -p --fix "$T/bad.img"
+	[ "$status" -eq 16 ]
+	run r4fsck -z "$T/u" "$T/bad.img"
+	[ "$status" -eq 16 ]
+	run r4fsck --undo "$T/u" -y "$T/bad.img"
+	[ "$status" -eq 16 ]
+	run r4fsck --help
+	[[ "$output" == *"--build-sb"* ]]
+	[[ "$output" == *"--preen"* ]]
+}
+
+@test "repair of a missing file or a non-Reiser4 file: 8" {
+	run r4fsck -y "$T/nothing.img"
+	[ "$status" -eq 8 ]
+	head -c 1M /dev/zero >"$T/zero.img"
+	run r4fsck -y "$T/zero.img"
+	[ "$status" -eq 8 ]
+	run r4fsck -p "$T/zero.img"
+	[ "$status" -eq 8 ]
+}
+
+@test "clean volumes: -y and -p exit 0 and print nothing, change nothing" {
+	fresh
+	for m in -y -p --fix --build-fs; do
+		run r4fsck $m "$T/bad.img"
+		[ "$status" -eq 0 ]
+		[ -z "$output" ]
+	done
+	cmp "$T/good.img" "$T/bad.img"
+	run r4fsck -y -v "$T/bad.img"
+	[[ "$output" == *"no problems found"* ]]
+}
+
+@test "r4ref and r4pack volumes with every kind of object are clean to -y" {
+	need_r4ref
+	populated
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	cmp "$T/good.img" "$T/bad.img"
+	mkdir -p "$T/s2/x"
+	head -c 20000 /dev/urandom >"$T/s2/big"
+	for i in $(seq 1 50); do echo $i >"$T/s2/x/$i"; done
+	: >"$T/s2/empty"
+	truncate -s 64M "$T/r.img"
+	r4ref mkfs -o formatting=tails "$T/r.img" "$T/s2"
+	run r4fsck -y "$T/r.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+@test "--json of a repair: actions, by_code, loss; valid JSON" {
+	fresh
+	poke "$T/bad.img" $((17 * 4096 + 8)) 1000 8
+	run r4fsck -y --json "$T/bad.img"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *'"code": "free-count", "block": 17'*'"fix": "preen"'* ]]
+	[[ "$output" == *'"actions": ['*'"done": "free block count set to 16359'* ]]
+	[[ "$output" == *'"free-count": {"found": 1, "left": 0, "fix": "preen"}'* ]]
+	[[ "$output" == *'"loss": {"entries_removed": 0'* ]]
+	if command -v python3 >/dev/null; then
+		cp "$T/good.img" "$T/bad.img"
+		poke "$T/bad.img" $((17 * 4096 + 8)) 1000 8
+		r4fsck -y --json "$T/bad.img" | python3 -c 'import json,sys; json.load(sys.stdin)'
+		r4fsck -y --json "$T/bad.img" | python3 -c 'import json,sys; json.load(sys.stdin)'
+	fi
+}
+
+# ---- the damage cases of fsck.bats ----
+
+@test "wrong master magic: restored from the backup (-y)" {
+	fresh
+	printf 'X' | dd of="$T/bad.img" bs=1 seek=65536 conv=notrunc status=none
+	run r4fsck -p "$T/bad.img"
+	[ "$status" -eq 8 ]
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fixed (master): master super block (block 16) restored from the backup copy in block 22"* ]]
+	cmp "$T/good.img" "$T/bad.img"
+	repaired_clean "$T/bad.img"
+}
+
+repaired_clean() {
+	run r4fsck -y "$1"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	if command -v fsck.reiser4 >/dev/null; then
+		oracle_fsck "$1"
+	fi
+}
+
+@test "wrong format40 magic: restored from the backup (-y)" {
+	fresh
+	printf 'X' | dd of="$T/bad.img" bs=1 seek=$((17 * 4096 + 52)) \
+		conv=notrunc status=none
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fixed (format40): format40 super block (block 17) restored"* ]]
+	cmp "$T/good.img" "$T/bad.img"
+	repaired_clean "$T/bad.img"
+}
+
+@test "--build-sb rewrites a master that differs from the backup" {
+	fresh -L one
+	printf 'two' | dd of="$T/bad.img" bs=1 seek=$((65536 + 36)) conv=notrunc status=none
+	run r4fsck --build-sb "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	cmp "$T/good.img" "$T/bad.img"
+}
+
+@test "truncated image: not repaired (8), unchanged" {
+	fresh
+	truncate -s 32M "$T/bad.img"
+	cp "$T/bad.img" "$T/before.img"
+	run r4fsck -y "$T/bad.img"
+	[ "$status" -eq 8 ]
+	cmp "$T/bad.img" "$T/before.img"
+}
+
+@test "backup block differing: rewritten (preen)" {
+	fresh -L one
+	printf 'two' | dd of="$T/bad.img" bs=1 seek=$((22 * 4096 + 1 + 36)) \
+		conv=notrunc status=none
+	run r4fsck -p "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fixed (backup): backup copy 0 (block 22) rewritten"* ]]
+	repaired_clean "$T/bad.img"
+	cmp <(dd if="$T/good.img" bs=4096 skip=22 count=1 status=none) \
+	    <(dd if="$T/bad.img" bs=4096 skip=22 count=1 status=none)
+}
+
+@test "unreplayable journal transaction: dropped (-y); -p leaves it (4)" {
+	fresh
+	poke "$T/bad.img" $((19 * 4096)) 1000 8
+	run r4fsck -p "$T/bad.img"
+	[ "$status" -eq 4 ]
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fixed (journal): journal header (block 19) named a transaction that cannot be replayed (tx head 1000)"* ]]
+	repaired_clean "$T/bad.img"
+}
+
+@test "a used block marked free: marked used (preen)" {
+	fresh
+	setbit "$T/bad.img" 24 0
+	csum_fix "$T/bad.img" 18
+	run r4fsck -p "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fixed (space-marked-free): bitmap block 18 (blocks 0..16383) rewritten from the blocks in use: 1 marked used, 0 marked free"* ]]
+	cmp "$T/good.img" "$T/bad.img" || true
+	repaired_clean "$T/bad.img"
+	[ "$(peek "$T/bad.img" $((17 * 4096 + 8)) 8)" = 16359 ]
+}
+
+@test "a free block marked used: marked free, counted as space freed" {
+	fresh
+	setbit "$T/bad.img" 1000 1
+	csum_fix "$T/bad.img" 18
+	repaired "$T/bad.img" space-unreferenced
+	[[ "$first" == *'"blocks_freed": 1'* ]]
+	r4fsck -n --json "$T/bad.img" | grep -q '"free_blocks": 16359'
+}
+
+@test "bitmap checksum wrong: rewritten (preen)" {
+	fresh
+	poke "$T/bad.img" $((18 * 4096)) 12345 4
+	run r4fsck -a "$T/bad.img"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fixed (bitmap-checksum)"* ]]
+	repaired_clean "$T/bad.img"
+}
+
+@test "free block count wrong: set (preen and -y)" {
+	fresh
+	poke "$T/bad.img" $((17 * 4096 + 8)) 1000 8
+	repaired "$T/bad.img" free-count
+	[ "$(peek "$T/bad.img" $((17 * 4096 + 8)) 8)" = 16359 ]
+}
+
+@test "zeroed root node: the tree rebuilt from the leaf a scan finds" {
+	fresh
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek=23 count=1 conv=notrunc status=none
+	run r4fsck -p "$T/bad.img"
+	[ "$status" -eq 4 ]
+	rebuilt "$T/bad.img" node
+	[[ "$first" == *"1 found by a scan of unreachable used blocks"* ]]
+	[[ "$first" == *'"items_dropped": 0'* ]]
+	r4debugfs -R "stat /" "$T/bad.img" | grep -q "nlink: *3"
+}
+
+@test "two items swapped out of key order: rebuilt, the root made anew" {
+	fresh
+	dd if="$T/good.img" of="$T/bad.img" bs=1 skip=$((24 * 4096 + 4058)) \
+		seek=$((24 * 4096 + 4020)) count=32 conv=notrunc status=none
+	dd if="$T/good.img" of="$T/bad.img" bs=1 skip=$((24 * 4096 + 4020)) \
+		seek=$((24 * 4096 + 4058)) count=32 conv=notrunc status=none
+	rebuilt "$T/bad.img" node
+	[[ "$first" == *"the root directory's stat data was lost: made anew (mode 0755, plugin set from the backup copy)"* ]]
+}
+
+@test "item offset past the node: rebuilt item by item" {
+	fresh
+	poke "$T/bad.img" $((24 * 4096 + 4020 + 32)) 65000 2
+	rebuilt "$T/bad.img" node
+	[[ "$first" == *"1 damaged ones taken item by item"* ]]
+}
+
+@test "wrong mkfs id, wrong level: rebuilt" {
+	fresh
+	poke "$T/bad.img" $((24 * 4096 + 12)) 305419896 4
+	rebuilt "$T/bad.img" node-mkfs-id
+	[[ "$first" == *'"items_dropped": 0'* ]]
+	cp "$T/good.img" "$T/bad.img"
+	poke "$T/bad.img" $((24 * 4096 + 26)) 3 1
+	rebuilt "$T/bad.img" node-level
+}
+
+@test "pointer cycles: rebuilt, no hang; deep in a populated tree every file kept" {
+	fresh
+	poke "$T/bad.img" $((23 * 4096 + 28)) 23 8
+	rebuilt "$T/bad.img" block-twice
+	populated
+	local root child
+	root=$(peek "$T/bad.img" $((17 * 4096 + 16)) 8)
+	[ "$(peek "$T/bad.img" $((17 * 4096 + 68)) 2)" -ge 3 ]
+	child=$(peek "$T/bad.img" $((root * 4096 + 28)) 8)
+	poke "$T/bad.img" $((child * 4096 + 28)) "$root" 8
+	rebuilt "$T/bad.img" block-twice
+	kept "$T/bad.img"
+}
+
+@test "a populated leaf zeroed: rebuilt, entries to lost objects removed, the rest kept" {
+	populated
+	local blk
+	blk=$(r4debugfs --json -R "stat /many/entry_150" "$T/bad.img" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	rebuilt "$T/bad.img" node
+	r4manifest "$T/bad.img" >"$T/after.man" || true
+	# Files whose stat data lived elsewhere are kept; count the others.
+	kept "$T/bad.img" "/many/" || true
+	local lost
+	lost=$(grep -c "^/many/entry_" "$T/after.man" || true)
+	echo "many: $lost of 300 entries kept"
+	[ "$lost" -gt 0 ]
+	[ "$lost" -lt 300 ]
+}
+
+@test "entry '..' pointing to a missing object: pointed back (-y)" {
+	fresh
+	poke "$T/bad.img" $((24 * 4096 + 200 + 16)) $((0x99)) 8
+	run r4fsck -p "$T/bad.img"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"UNEXPECTED INCONSISTENCY"* ]]
+	repaired "$T/bad.img" entry dot-entry nlink
+	[[ "$first" == *"entry '..' pointed at 2a"* ]]
+	cmp "$T/good.img" "$T/bad.img" || true
+}
+
+@test "wrong nlink of the root: set (-y); preen refuses and changes nothing" {
+	fresh
+	poke "$T/bad.img" $((24 * 4096 + 32)) 5 4
+	cp "$T/bad.img" "$T/before.img"
+	run r4fsck -p "$T/bad.img"
+	[ "$status" -eq 4 ]
+	cmp "$T/bad.img" "$T/before.img"
+	repaired "$T/bad.img" nlink
+	[ "$(peek "$T/bad.img" $((24 * 4096 + 32)) 4)" = 3 ] ||
+		r4debugfs -R "stat /" "$T/bad.img" | grep -q "nlink: *3"
+}
+
+@test "wrong directory size: set (-y)" {
+	fresh
+	poke "$T/bad.img" $((24 * 4096 + 36)) 7 8
+	repaired "$T/bad.img" dir-size
+	r4debugfs -R "stat /" "$T/bad.img" | grep -q "size: *2$"
+}
+
+@test "unallocated extents (never written data): rebuilt without them" {
+	need_r4ref
+	mkdir -p "$T/s2"
+	head -c 20000 /dev/urandom >"$T/s2/big1"
+	echo small >"$T/s2/small"
+	truncate -s 64M "$T/ext.img"
+	r4ref mkfs "$T/ext.img" "$T/s2" 2>/dev/null
+	cp "$T/ext.img" "$T/bad.img"
+	rebuilt "$T/bad.img" extent
+	[[ "$first" == *"size set to 0 (was 20000)"* ]]
+	r4debugfs -R "cat /small" "$T/bad.img" | grep -qx small
+}
+
+@test "a node pointer to a bitmap block of a 1 GiB volume: rebuilt" {
+	r4mkfs -q "$T/bad.img" 1G
+	poke "$T/bad.img" $((23 * 4096 + 28)) 32736 8
+	rebuilt "$T/bad.img" block-twice
+	r4fsck -n "$T/bad.img"
+}
+
+# ---- beyond fsck.bats ----
+
+@test "status block marking the volume damaged: cleared (preen)" {
+	fresh
+	poke "$T/bad.img" $((21 * 4096 + 16)) 2 8
+	run r4fsck -n "$T/bad.img"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"status block marks the volume damaged"* ]]
+	run r4fsck -p "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fixed (status): status block cleared (was 0x2)"* ]]
+	repaired_clean "$T/bad.img"
+	[ "$(peek "$T/bad.img" $((21 * 4096 + 16)) 8)" = 0 ]
+}
+
+@test "status block without its magic is clean, as the kernel takes it" {
+	fresh
+	dd if=/dev/zero of="$T/bad.img" bs=1 seek=$((21 * 4096)) count=16 conv=notrunc status=none
+	poke "$T/bad.img" $((21 * 4096 + 16)) 2 8
+	run r4fsck -n "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run r4fsck -y "$T/bad.img"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "file count and next object id wrong: set (preen)" {
+	fresh
+	poke "$T/bad.img" $((17 * 4096 + 32)) 7 8
+	poke "$T/bad.img" $((17 * 4096 + 24)) $((0x10000)) 8
+	populated
+	poke "$T/bad.img" $((17 * 4096 + 32)) 7 8
+	poke "$T/bad.img" $((17 * 4096 + 24)) $((0x10001)) 8
+	run r4fsck -p --json "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *'"code": "file-count"'* ]]
+	[[ "$output" == *'"code": "oid"'* ]]
+	repaired_clean "$T/bad.img"
+	kept "$T/bad.img"
+}
+
+@test "populated: wrong nlink and size of a file, size past the body" {
+	populated
+	local a big
+	a=$(sd_off "$T/bad.img" /a)
+	big=$(sd_off "$T/bad.img" /f3)
+	[ "$(peek "$T/bad.img" $((a + 4)) 4)" = 2 ]
+	poke "$T/bad.img" $((a + 4)) 9 4
+	poke "$T/bad.img" $((big + 8)) 500000 8
+	repaired "$T/bad.img" nlink file-size
+	[[ "$first" == *"size 500000 is past the end of its body items"* ]]
+	kept "$T/bad.img"
+}
+
+@test "populated: body past the size of a file (extent)" {
+	populated
+	local off
+	off=$(sd_off "$T/bad.img" /d/large)
+	poke "$T/bad.img" $((off + 8)) 4000 8
+	repaired "$T/bad.img" file-size
+	# The size goes to the end of the body (blocks): the bytes stay.
+	r4debugfs -R "stat /d/large" "$T/bad.img" | grep -q "size: *102400"
+	kept "$T/bad.img" "/d/large	"
+}
+
+@test "populated: an entry to a missing object removed, the object into /lost+found" {
+	populated
+	local off
+	off=$(entry_off "$T/bad.img" / f5)
+	poke "$T/bad.img" $((off + 16)) $((0x99999)) 8
+	repaired "$T/bad.img" entry unreachable nlink
+	[[ "$first" == *'"loss": {"entries_removed": 1, "lost_found": 1'* ]]
+	[[ "$first" == *"entry 'f5' removed"* ]]
+	[[ "$first" == *"linked as /lost+found/#"* ]]
+	kept "$T/bad.img" "/f5	"
+	# f5's bytes are in lost+found under its object id.
+	local want
+	want=$(grep "^/f5	" "$T/good.man" | cut -f 2-10)
+	r4manifest "$T/bad.img" | grep "^/lost+found/#" | cut -f 2-10 | grep -qxF "$want"
+}
+
+@test "populated: a directory's entry removed: the subtree into /lost+found" {
+	populated
+	local off
+	off=$(entry_off "$T/bad.img" / d)
+	poke "$T/bad.img" $((off + 16)) $((0x99999)) 8
+	repaired "$T/bad.img" entry unreachable
+	kept "$T/bad.img" "/d[/	]"
+	r4manifest "$T/bad.img" | grep -q "^/lost+found/#[0-9a-f]*/e/leaf	"
+}
+
+@test "populated: a second name of a directory removed" {
+	populated
+	local off oid
+	off=$(entry_off "$T/bad.img" / a)
+	oid=$(r4debugfs --json -R "stat /many" "$T/bad.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
+	# Point /a at /many: many gets a second name, a is unreachable.
+	local ord
+	ord=$(r4debugfs --json -R "stat /many" "$T/bad.img" | sed -n 's/.*"ordering":\([0-9]*\).*/\1/p')
+	poke "$T/bad.img" $((off + 8)) "$ord" 8
+	poke "$T/bad.img" $((off + 16)) "$oid" 8
+	run r4fsck -n "$T/bad.img"
+	[[ "$output" == *"second name of the directory"* ]]
+	repaired "$T/bad.img" dir-hard-link
+	kept "$T/bad.img" "/a	" "/d/hard	"
+	r4manifest "$T/bad.img" | grep -q "^/many/entry_1	"
+}
+
+@test "-n writes nothing: a pending transaction stays pending" {
+	populated
+	R4_FAULT=cut-after=1000000 r4debugfs -w -R "rm /f1" "$T/bad.img" >/dev/null
+	cp "$T/bad.img" "$T/before.img"
+	run r4fsck -n "$T/bad.img"
+	[ "$status" -eq 0 ]
+	cmp "$T/bad.img" "$T/before.img"
+}
+
+@test "-z saves the old blocks, --undo puts them back" {
+	populated
+	local a
+	a=$(sd_off "$T/bad.img" /a)
+	poke "$T/bad.img" $((a + 4)) 9 4
+	poke "$T/bad.img" $((17 * 4096 + 8)) 1000 8
+	cp "$T/bad.img" "$T/before.img"
+	run r4fsck -y -z "$T/undo" "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	! cmp -s "$T/bad.img" "$T/before.img"
+	run r4fsck -y -z "$T/undo" "$T/bad.img"
+	[ "$status" -eq 8 ]	# the undo file exists: refused
+	run r4fsck --undo "$T/undo" "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	cmp "$T/bad.img" "$T/before.img"
+	# A damaged undo file is refused with 8.
+	head -c 100 "$T/undo" >"$T/undo2"
+	run r4fsck --undo "$T/undo2" "$T/bad.img"
+	[ "$status" -eq 8 ]
+	printf 'nonsense' >"$T/undo3"
+	run r4fsck --undo "$T/undo3" "$T/bad.img"
+	[ "$status" -eq 8 ]
+}
+
+@test "every problem code is in the man page (the table rows: test_repair)" {
+	for c in master format40 status backup journal node node-block \
+		 block-twice node-mkfs-id node-level node-empty delimiting-key \
+		 item extent bitmap-checksum bitmap-tail space-unreferenced \
+		 space-marked-free free-count stat-data object-duplicate oid \
+		 file-count entry dot-entry nlink dir-size file-size body \
+		 unreachable dir-hard-link; do
+		grep -q -- "$(sed 's/-/\\\\-/g' <<<"$c")" "$top_srcdir/man/r4fsck.8"
+	done
+}

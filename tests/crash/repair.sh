@@ -1,0 +1,158 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# repair.sh quick|full [semantic|tree]: crash tests of r4fsck -y. A
+# populated image (r4pack) is damaged in ways the repair fixes in several
+# transactions: "semantic" (bitmap bits, free count, nlink, sizes, an
+# entry to a missing object whose object goes to /lost+found), "tree"
+# (a leaf zeroed and a twig's pointer cycled back: the tree rebuild, then
+# the object and space passes); r4fsck -y is run with R4_FAULT
+# cutting it at each write (quick: every 3rd, plus torn and unsynced
+# samples), with R4_REPAIR_BATCH=2 so the fixes span many transactions.
+# At each point a rerun of r4fsck -y must exit 0 or 1, r4fsck -n must
+# then exit 0, the manifest must equal the uncut repair's, and (every
+# 10th point) fsck.reiser4 must call the rerun's result consistent.
+# Last line: "repair crash: N cut points, all finished by a rerun,
+# fsck.reiser4 agreed at M". Exit 0, 1 when a point failed, 2 on error.
+set -u
+
+LEVEL=${1:-quick}
+SCEN=${2:-semantic}
+case $SCEN in semantic|tree) ;; *) echo "usage: repair.sh quick|full [semantic|tree]" >&2; exit 2 ;; esac
+# The rebuild writes a whole new tree: quick cuts it every 10th write.
+[ "$LEVEL" = quick ] && [ "$SCEN" = tree ] && QUICK_TREE=1 || QUICK_TREE=0
+case $LEVEL in quick) CUT=3 SAMPLE=4 ;; full) CUT=1 SAMPLE=20 ;;
+*) echo "usage: repair.sh quick|full" >&2; exit 2 ;; esac
+for t in r4pack r4fsck r4debugfs r4manifest; do
+	command -v $t >/dev/null 2>&1 || { echo "repair.sh: $t not on PATH" >&2; exit 2; }
+done
+export SOURCE_DATE_EPOCH=1700000000 R4_REPAIR_BATCH=2
+unset R4_FAULT R4_FAULT_REPORT
+HAVE_FSCK=0
+command -v fsck.reiser4 >/dev/null 2>&1 && HAVE_FSCK=1
+W=$(mktemp -d "${TMPDIR:-/tmp}/repaircrash.XXXXXX") || exit 2
+trap 'rm -rf "$W"' EXIT
+
+le() {
+	local v=$1 n=$2 s="" i
+	for ((i = 0; i < n; i++)); do
+		s+=$(printf '\\x%02x' $(( (v >> (8 * i)) & 255 )))
+	done
+	printf '%s' "$s"
+}
+poke() {
+	printf "$(le "$3" "$4")" |
+		dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+peek() {
+	od -An -v -t "u$3" -j "$2" -N "$3" "$1" | tr -d ' '
+}
+sd_off() {
+	local js blk item
+	js=$(r4debugfs --json -R "stat $2" "$1")
+	blk=$(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js")
+	item=$(sed -n 's/.*"sd_item":\([0-9]*\).*/\1/p' <<<"$js")
+	echo $((blk * 4096 + $(peek "$1" $((blk * 4096 + 4096 - (item + 1) * 38 + 32)) 2)))
+}
+entry_off() {
+	local js blk at
+	js=$(r4debugfs --json -R "stat $2" "$1")
+	blk=$(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js")
+	at=$(r4debugfs -R "print node $blk" "$1" | awk -v n="\"$3\"" '
+		/ cde40 / { for (i = 1; i < NF; i++) if ($i == "offset") base = $(i + 1) }
+		$2 == n && $3 == "->" { sub(/\)$/, "", $NF); print base + $NF; exit }')
+	echo $((blk * 4096 + at))
+}
+
+# ---- the damaged image ----
+s=$W/src
+mkdir -p "$s/d/e" "$s/many"
+for i in $(seq 1 30); do head -c $((i * 397)) /dev/urandom >"$s/f$i"; done
+head -c 60000 /dev/urandom >"$s/d/large"
+for i in $(seq 1 200); do echo $i >"$s/many/n$i"; done
+echo leaf >"$s/d/e/leaf"
+ln "$s/f1" "$s/d/hard"
+find "$s" -exec touch -h -d @1600000000 {} +
+r4pack create -q "$s" "$W/good.img" || exit 2
+D=$W/damaged.img
+cp "$W/good.img" "$D"
+if [ "$SCEN" = semantic ]; then
+poke "$D" $((17 * 4096 + 8)) 1000 8				# free count
+b=$(sd_off "$D" /f1); poke "$D" $((b + 4)) 7 4			# nlink
+b=$(sd_off "$D" /f2); poke "$D" $((b + 8)) 99999 8		# size past body
+b=$(sd_off "$D" /d);  poke "$D" $((b + 8)) 40 8			# dir size
+b=$(entry_off "$D" / f9); poke "$D" $((b + 16)) $((0x99999)) 8	# lost entry
+b=$(entry_off "$D" / d); poke "$D" $((b + 16)) $((0x99998)) 8	# lost subtree
+off=$((18 * 4096 + 4 + 3000 / 8)); poke "$D" $off 255 1	# leaked blocks
+else
+b=$(r4debugfs --json -R "stat /many/n100" "$D" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
+dd if=/dev/zero of="$D" bs=4096 seek="$b" count=1 conv=notrunc status=none
+root=$(peek "$D" $((17 * 4096 + 16)) 8)
+child=$(peek "$D" $((root * 4096 + 28)) 8)
+[ "$(peek "$D" $((17 * 4096 + 68)) 2)" -ge 3 ] && poke "$D" $((child * 4096 + 28)) "$root" 8
+fi
+r4fsck -n "$D" >/dev/null 2>&1
+[ $? -eq 4 ] || { echo "repair.sh: the damage was not found" >&2; exit 2; }
+
+# ---- the uncut repair ----
+cp "$D" "$W/after.img"
+rm -f "$W/report"
+R4_FAULT=count R4_FAULT_REPORT=$W/report r4fsck -y "$W/after.img" >"$W/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { echo "repair.sh: the uncut repair exited $rc:" >&2; cat "$W/out" >&2; exit 2; }
+N=$(awk -F'[= ]' '{ s += $2 } END { print s }' "$W/report")
+cp "$D" "$W/tx.img"
+TX=$(r4fsck -y --json "$W/tx.img" | sed -n 's/^  "transactions": \([0-9]*\),*/\1/p')
+r4fsck -n "$W/after.img" >/dev/null || { echo "repair.sh: the uncut repair is not clean" >&2; exit 2; }
+r4manifest "$W/after.img" >"$W/after.man" || exit 2
+
+TOTAL=0 FAILED=0 AGREED=0
+point() {
+	local mode=$1 k=$2 rc
+	TOTAL=$((TOTAL + 1))
+	cp "$D" "$W/cut.img"
+	R4_FAULT=$mode=$k r4fsck -y "$W/cut.img" >"$W/out" 2>&1
+	rc=$?
+	if [ $rc -gt 128 ] || grep -q 'runtime error:\|AddressSanitizer' "$W/out"; then
+		echo "repair.sh: $mode=$k: the cut repair crashed ($rc)" >&2
+		FAILED=$((FAILED + 1)); return
+	fi
+	r4fsck -y "$W/cut.img" >"$W/out2" 2>&1
+	rc=$?
+	if [ $rc -gt 1 ]; then
+		echo "repair.sh: $mode=$k: the rerun exited $rc:" >&2
+		tail -n 5 "$W/out2" >&2
+		FAILED=$((FAILED + 1)); return
+	fi
+	if ! r4fsck -n "$W/cut.img" >"$W/out3" 2>&1; then
+		echo "repair.sh: $mode=$k: not clean after the rerun:" >&2
+		tail -n 5 "$W/out3" >&2
+		FAILED=$((FAILED + 1)); return
+	fi
+	r4manifest "$W/cut.img" >"$W/cut.man" 2>/dev/null
+	if ! cmp -s "$W/cut.man" "$W/after.man"; then
+		echo "repair.sh: $mode=$k: the content differs from the uncut repair's:" >&2
+		diff "$W/after.man" "$W/cut.man" | head -n 6 >&2
+		FAILED=$((FAILED + 1)); return
+	fi
+	if [ "$HAVE_FSCK" = 1 ] && [ $((TOTAL % 10)) -eq 0 ]; then
+		if fsck.reiser4 --check -f -y "$W/cut.img" 2>&1 | grep -q "FS is consistent"; then
+			AGREED=$((AGREED + 1))
+		else
+			echo "repair.sh: $mode=$k: fsck.reiser4 disagrees" >&2
+			FAILED=$((FAILED + 1))
+		fi
+	fi
+}
+
+[ "$QUICK_TREE" = 1 ] && CUT=10
+for k in $(seq 1 "$CUT" "$N"); do point cut-after "$k"; done
+for k in $(awk -v n="$N" -v s="$SAMPLE" 'BEGIN { for (i = 0; i < s; i++) print 1 + int(i * (n - 1) / (s > 1 ? s - 1 : 1)) }' | uniq); do
+	point torn-write "$k"
+	point drop-unsynced "$k"
+done
+if [ "$FAILED" -eq 0 ]; then
+	echo "repair crash ($SCEN): $TOTAL cut points of a repair of $N writes in $TX transactions, all finished by a rerun, fsck.reiser4 agreed at $AGREED"
+	exit 0
+fi
+echo "repair crash ($SCEN): $TOTAL cut points, $FAILED FAILED, fsck.reiser4 agreed at $AGREED"
+exit 1

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the problem table of the repair (libimage/repair/problems.c):
+ * every code the checker reports has one row, with its name, a context,
+ * a message template and a fix class; a fix text exactly when the class
+ * says the repair fixes it; preen only for what fsck(8)'s preen may
+ * touch (space, counters, status block, backups, journal). */
+#include "config.h"
+#include <string.h>
+#include "tap.h"
+#include "r4/check.h"
+#include "r4/repair.h"
+
+static int preen_allowed(int code)
+{
+	switch (code) {
+	case R4_CHK_STATUS: case R4_CHK_BACKUP: case R4_CHK_JOURNAL:
+	case R4_CHK_BITMAP_CSUM: case R4_CHK_BITMAP_TAIL:
+	case R4_CHK_SPACE_LEAK: case R4_CHK_SPACE_FREE:
+	case R4_CHK_FREE_COUNT: case R4_CHK_OID: case R4_CHK_FILE_COUNT:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int main(void)
+{
+	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
+		const struct r4_problem_info *pi = r4_problem_info(k);
+
+		ok(pi != NULL, "code %d (%s) has a row", k,
+		   r4_check_code_name(k));
+		if (!pi)
+			continue;
+		ok(pi->code == k && pi->name &&
+		   !strcmp(pi->name, r4_check_code_name(k)) &&
+		   strcmp(pi->name, "?"), "row %d: code and name", k);
+		ok(pi->context && pi->context[0] && pi->summary &&
+		   pi->summary[0], "row %s: context and template", pi->name);
+		ok((pi->fix_class == R4_FIX_NONE) == (pi->fix == NULL),
+		   "row %s: a fix text exactly when it is fixed", pi->name);
+		ok(pi->fix_class != R4_FIX_PREEN || preen_allowed(k),
+		   "row %s: preen only for space, counters, status, backups "
+		   "and the journal", pi->name);
+	}
+	ok(r4_problem_info(0) == NULL && r4_problem_info(R4_CHK_CODE_COUNT)
+	   == NULL && r4_problem_info(-1) == NULL, "no row outside the codes");
+	return tap_done();
+}
