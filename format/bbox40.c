@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: bbox40 ("black box") items as used for safe links (format map
- * section 5.8; kernel reiser4 safe_link.c): the stat-data key of the file,
+/* r4kit: bbox40 ("black box") items as used for safe links (doc/format.md
+ * §5.8; kernel reiser4 safe_link.c): the stat-data key of the file,
  * then, for truncate links only, the u64 size to truncate to. */
 #include "item.h"
 #include "endian.h"

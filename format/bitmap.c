@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: alloc40 bitmap blocks (format map section 1.6). Scans work on
+/* r4kit: alloc40 bitmap blocks (doc/format.md §1.6). Scans work on
  * 64-bit little-endian words: with LSB-first bit order, bit j of the
  * word at bit 64*i is bit 64*i + j of the map. */
 #include <string.h>

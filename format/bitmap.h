@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: alloc40 bitmap blocks (format map section 1.6).
+/* r4kit: alloc40 bitmap blocks (doc/format.md §1.6).
  *
  * The volume is cut into regions of bpb = (blksize - 4) * 8 blocks. The
  * bitmap block of region k describes blocks k*bpb .. k*bpb + bpb - 1:

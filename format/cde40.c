@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: cde40 compound directory entry items (format map section 5.3).
+/* r4kit: cde40 compound directory entry items (doc/format.md §5.3).
  *
  * Layout: u16 units; units x unit header (entry key hash part + u16 body
  * offset from the item start); then the bodies in header order: the obj

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: ctail40 items (cryptcompress file bodies, format map section
- * 5.6): one cluster-shift byte, then disk cluster bytes (one unit each). */
+/* r4kit: ctail40 items (cryptcompress file bodies, doc/format.md
+ * §5.6; doc/compress.md §3.1): one cluster-shift byte, then disk cluster bytes (one unit each). */
 #include <string.h>
 #include "item.h"
 #include "errors.h"

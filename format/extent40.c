@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: extent40 items, arrays of (start, width) units (format map
- * section 5.4). All arithmetic on disk values is overflow-checked. */
+/* r4kit: extent40 items, arrays of (start, width) units (doc/format.md
+ * §5.4). All arithmetic on disk values is overflow-checked. */
 #include "item.h"
 #include "endian.h"
 #include "errors.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: fibrations (format map section 2.7). Bytes are read unsigned;
+/* r4kit: fibrations (doc/format.md §2.7). Bytes are read unsigned;
  * the kernel reads them as (signed) char, which changes the sum only by
  * multiples of 256 and so leaves the low 7 bits alone. */
 #include "format/fibre.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: fibrations (format map section 2.7).
+/* r4kit: fibrations (doc/format.md §2.7).
  *
  * A fibration plugin picks a 7-bit "fibre" for a name; the entry key
  * builder stores it in bits 57..63 of the entry's ordering word (large

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the directory-entry hash plugins (format map section 3).
+/* r4kit: the directory-entry hash plugins (doc/format.md §3).
  * All arithmetic is modulo 2^64 on unsigned bytes unless noted. */
 #include "format/hash.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the directory-entry hash plugins (format map section 3).
+/* r4kit: the directory-entry hash plugins (doc/format.md §3).
  *
  * A hash turns the tail of a long name (the bytes from character 15 on,
  * large keys; from character 7 on, short keys) into the offset word of

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: item body codecs (format map section 5): stat40, cde40,
+/* r4kit: item body codecs (doc/format.md §5): stat40, cde40,
  * extent40, tail40 (plain40), nodeptr40, ctail40, bbox40.
  *
  * Every decoder takes (body, len) as found by fmt_node_item_body() and

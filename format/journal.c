@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: journal40 control blocks (format map section 8). */
+/* r4kit: journal40 control blocks (doc/format.md §8). */
 #include <string.h>
 
 #include "endian.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: journal40 control blocks (format map section 8): journal header,
+/* r4kit: journal40 control blocks (doc/format.md §8): journal header,
  * journal footer, transaction head ("tx head") and wander record.
  *
  * Codecs read or write exactly the structure's bytes at the start of a

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: Reiser4 keys (format map section 2): the two on-disk layouts,
+/* r4kit: Reiser4 keys (doc/format.md §2): the two on-disk layouts,
  * comparison, builders and directory-entry keys. */
 #include "format/key.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: Reiser4 keys (format map section 2).
+/* r4kit: Reiser4 keys (doc/format.md §2).
  *
  * In memory a key is always held in the large layout: el[0] = locality|type,
  * el[1] = ordering, el[2] = band|objectid, el[3] = offset. For short-key

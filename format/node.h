@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: formatted nodes, node40 and node41 (format map section 4).
+/* r4kit: formatted nodes, node40 and node41 (doc/format.md §4).
  *
  * A node is one block: a node header at offset 0, item bodies packed
  * upward right after it, item headers packed downward from the end of the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: plugin name tables (format map section 9). The first name of
+/* r4kit: plugin name tables (doc/format.md §9). The first name of
  * every entry is the label mkfs.reiser4 1.2.2 prints with -l and -p and
  * accepts in -o TYPE=NAME; the others are accepted on lookup only: the
  * short forms without the _hash/_fibre/key_ affixes and the kernel

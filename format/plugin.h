@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: plugin ids as stored on disk (format map section 9.3) and the
+/* r4kit: plugin ids as stored on disk (doc/format.md §9.3) and the
  * name tables that map them to the names mkfs.reiser4 uses. */
 #ifndef R4_FORMAT_PLUGIN_H
 #define R4_FORMAT_PLUGIN_H

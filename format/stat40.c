@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: stat40 item bodies, the extension mask and every stat-data
- * extension (format map section 5.2). */
+ * extension (doc/format.md §5.2). */
 #include <string.h>
 #include "item.h"
 #include "endian.h"

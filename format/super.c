@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: codecs and verifiers of the master, format40, status and backup
- * blocks, and the backup placement (format map section 1). */
+ * blocks, and the backup placement (doc/format.md §1). */
 #include <string.h>
 
 #include "bitmap.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the fixed blocks of a volume (format map section 1): master super
+/* r4kit: the fixed blocks of a volume (doc/format.md §1): master super
  * block, format40 super block, status block and format40 backup blocks,
  * plus the fixed block numbers and the backup placement algorithm.
  *

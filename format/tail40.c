@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: tail (plain40) items hold raw file bytes, one unit per byte
- * (format map section 5.5); only the offset arithmetic needs a helper. */
+ * (doc/format.md §5.5); only the offset arithmetic needs a helper. */
 #include "item.h"
 #include "errors.h"
 

@@ -34,7 +34,7 @@ enum {
 };
 
 static int opt_check, opt_json, opt_yes, opt_force, opt_max_reports;
-static int opt_preen, opt_fix, opt_build_fs, opt_build_sb;
+static int opt_preen, opt_fix, opt_build_fs, opt_build_sb, opt_batch;
 static char *opt_undo_save, *opt_undo_restore;
 
 static struct poptOption fsck_options[] = {
@@ -68,6 +68,8 @@ static struct poptOption fsck_options[] = {
 	{ "force", 'f', POPT_ARG_NONE, &opt_force, 0,
 	  "check even a clean volume (r4fsck always does); with -n, also a "
 	  "mounted device", NULL },
+	{ "batch", '\0', POPT_ARG_INT, &opt_batch, 0,
+	  "at most N fixes per repair transaction (default 128)", "N" },
 	{ "max-reports", 'm', POPT_ARG_INT, &opt_max_reports, 0,
 	  "print at most N problems (they are all counted; 0 = all)", "N" },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
@@ -459,10 +461,8 @@ static int run_repair(const char *path, struct r4_vol *vol)
 	o.check.progress = on_progress;
 	o.check.max_reports = (unsigned)opt_max_reports;
 	o.action = on_action;
-	/* Crash tests: smaller batches, more transactions. */
-	if (getenv("R4_REPAIR_BATCH"))
-		o.batch = (unsigned)strtoul(getenv("R4_REPAIR_BATCH"), NULL,
-					    10);
+	if (opt_batch > 0)
+		o.batch = (unsigned)opt_batch;
 	if (opt_json)
 		fputs("{\n  \"problem_list\": [", stdout);
 	rc = r4_repair(vol, &o, &rep, &err);

@@ -14,7 +14,7 @@
  * is written in place (not atomic: a failure leaves it half written).
  * Tail files' data waits in ".NAME.r4spool.XXXXXX" (unlinked at once).
  *
- * What is stored (format map section 7):
+ * What is stored (doc/format.md §7):
  *  - regular files are reg40 (no object gets a pset slot, so the mode
  *    decides, even though mkfs's default root pset says create=ccreg40),
  *    unless compress_files is set and the profile says create=ccreg40:

@@ -21,7 +21,7 @@ int space_init(struct space *s, struct io_dev *dev, uint32_t blksize,
 	s->bad_csum = calloc(s->nregions, 1);
 	if (!s->map || !s->dirty || !s->bad_csum) {
 		space_fini(s);
-		return r4_fail(err, -ENOMEM, "%s: out of memory for %llu "
+		return r4i_fail(err, -ENOMEM, "%s: out of memory for %llu "
 			       "bitmap blocks", dev->path,
 			       (unsigned long long)s->nregions);
 	}
@@ -48,7 +48,7 @@ int space_load(struct space *s, uint64_t k, struct r4_error *err)
 	int rc;
 
 	if (k >= s->nregions)
-		return r4_fail(err, R4_ERANGE, "%s: bitmap region %llu is "
+		return r4i_fail(err, R4_ERANGE, "%s: bitmap region %llu is "
 			       "past the last one (%llu)", s->dev->path,
 			       (unsigned long long)k,
 			       (unsigned long long)s->nregions);
@@ -56,13 +56,13 @@ int space_load(struct space *s, uint64_t k, struct r4_error *err)
 		return 0;
 	buf = malloc(s->blksize);
 	if (!buf)
-		return r4_fail(err, -ENOMEM, "%s: out of memory",
+		return r4i_fail(err, -ENOMEM, "%s: out of memory",
 			       s->dev->path);
 	blk = fmt_bitmap_blk(k, s->blksize);
 	rc = io_read(s->dev, buf, s->blksize, blk * s->blksize, err);
 	if (rc) {
 		free(buf);
-		return r4_fail_over(err, rc, "%s: cannot read bitmap block "
+		return r4i_fail_over(err, rc, "%s: cannot read bitmap block "
 				    "%llu (region %llu): %s", s->dev->path,
 				    (unsigned long long)blk,
 				    (unsigned long long)k, r4_strerror(rc));
@@ -71,7 +71,7 @@ int space_load(struct space *s, uint64_t k, struct r4_error *err)
 	if (why) {
 		free(buf);
 		s->bad_csum[k] = 1;
-		return r4_fail(err, R4_ECORRUPT, "%s: bitmap block %llu (region "
+		return r4i_fail(err, R4_ECORRUPT, "%s: bitmap block %llu (region "
 			       "%llu): %s: the free space map cannot be "
 			       "trusted; nothing is written until r4fsck has "
 			       "checked the volume", s->dev->path,
@@ -98,7 +98,7 @@ static int locate(struct space *s, uint64_t blk, uint64_t *k, uint64_t *bit,
 		  struct r4_error *err)
 {
 	if (blk >= s->block_count)
-		return r4_fail(err, R4_ERANGE, "%s: block %llu is past the end "
+		return r4i_fail(err, R4_ERANGE, "%s: block %llu is past the end "
 			       "of the volume (%llu blocks)", s->dev->path,
 			       (unsigned long long)blk,
 			       (unsigned long long)s->block_count);
@@ -270,7 +270,7 @@ int space_find_free(struct space *s, uint64_t from, uint64_t *out,
 			start = skip - k * s->bpb;
 		}
 	}
-	return r4_fail(err, R4_ENOSPC, "%s: no free block at or after "
+	return r4i_fail(err, R4_ENOSPC, "%s: no free block at or after "
 		       "block %llu", s->dev->path, (unsigned long long)from);
 }
 

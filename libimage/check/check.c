@@ -209,7 +209,7 @@ int chk_run(struct chk *c)
 	memset(c->rep, 0, sizeof(*c->rep));
 	rc = chk_init(c);
 	if (rc)
-		rc = r4_fail(c->err, rc, "%s: out of memory for the check",
+		rc = r4i_fail(c->err, rc, "%s: out of memory for the check",
 			     c->vol->dev->path);
 	if (!rc)
 		rc = chk_super(c);
@@ -222,7 +222,7 @@ int chk_run(struct chk *c)
 	if (!rc)
 		rc = chk_semantic(c);
 	if (rc == -ENOMEM)
-		r4_fail(c->err, rc, "%s: out of memory for the check",
+		r4i_fail(c->err, rc, "%s: out of memory for the check",
 			c->vol->dev->path);
 	return rc;
 }

@@ -161,6 +161,7 @@ int chk_tree(struct chk *c);
 int chk_space(struct chk *c);
 int chk_semantic(struct chk *c);
 /* The clusters of a compressed file's body (check/cluster.c). */
+int chk_obj_is_ccreg(const struct chk *c, const struct chk_obj *o);
 void chk_cc_body(struct chk *c, const struct chk_body *b);
 
 /* Per-item checks of the walk (items.c). For a nodeptr, *child gets the

@@ -39,3 +39,20 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 	}
 	obj_sd_put(&sd);
 }
+
+/* 1 when the object is a compressed (ccreg40) file: its holes are
+ * clusters without items, so a size past its items is no problem
+ * (doc/compress.md §3.4). */
+int chk_obj_is_ccreg(const struct chk *c, const struct chk_obj *o)
+{
+	struct r4_objref ref = { o->el0 >> 4, o->el1, o->el2 };
+	struct r4_error e = { 0, "" };
+	struct obj_sd sd;
+	int yes;
+
+	if (obj_sd_get(c->vol, &ref, &sd, &e))
+		return 0;
+	yes = sd.plugin == FMT_OBJ_CCREG40;
+	obj_sd_put(&sd);
+	return yes;
+}

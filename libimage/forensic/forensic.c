@@ -299,14 +299,14 @@ int r4_lsdel_scan_node(const uint8_t *buf, size_t blksize, uint32_t mkfs_id,
 	int rc;
 
 	if (blksize < FMT_NODE_MIN_BLKSIZE || blksize > FMT_NODE_MAX_BLKSIZE)
-		return r4_fail(err, R4_EINVAL, "block size %zu", blksize);
+		return r4i_fail(err, R4_EINVAL, "block size %zu", blksize);
 	s.blksize = blksize;
 	s.mkfs_id = mkfs_id;
 	s.pol = large_keys ? FMT_KEY_LARGE : FMT_KEY_SHORT;
 	rc = scan_node(&s, 0, buf);
 	scan_free(&s);
 	if (rc < 0)
-		return r4_fail(err, rc, "out of memory");
+		return r4i_fail(err, rc, "out of memory");
 	return rc;
 }
 
@@ -319,7 +319,7 @@ int r4_block_class(struct r4_vol *vol, uint64_t blk, int *cls,
 	int rc;
 
 	if (blk >= vol->sb.block_count)
-		return r4_fail(err, R4_ERANGE, "%s: block %llu is past the end "
+		return r4i_fail(err, R4_ERANGE, "%s: block %llu is past the end "
 			       "of the volume (%llu blocks)", vol->dev->path,
 			       (unsigned long long)blk,
 			       (unsigned long long)vol->sb.block_count);
@@ -360,7 +360,7 @@ static int scan_volume(struct r4_vol *vol, struct fscan *s,
 	int rc = 0, cls;
 
 	if (!buf)
-		return r4_fail(err, -ENOMEM, "%s: out of memory",
+		return r4i_fail(err, -ENOMEM, "%s: out of memory",
 			       vol->dev->path);
 	s->blksize = vol->blksize;
 	s->mkfs_id = vol->sb.mkfs_id;
@@ -377,7 +377,7 @@ static int scan_volume(struct r4_vol *vol, struct fscan *s,
 			break;
 		rc = scan_node(s, b, buf);
 		if (rc < 0) {
-			rc = r4_fail(err, rc, "%s: out of memory",
+			rc = r4i_fail(err, rc, "%s: out of memory",
 				     vol->dev->path);
 			break;
 		}
@@ -552,7 +552,7 @@ static int describe(struct r4_vol *vol, struct fscan *s, size_t i,
 					err);
 	}
 	if (rc == -ENOMEM)
-		rc = r4_fail(err, rc, "%s: out of memory", vol->dev->path);
+		rc = r4i_fail(err, rc, "%s: out of memory", vol->dev->path);
 	d->found = ranges_merge(&all);
 	d->recoverable = ranges_merge(&rec);
 	free(all.v);
@@ -570,7 +570,7 @@ static int is_live(struct r4_vol *vol, const struct fsd *sd,
 	int rc = r4_stat(vol, &ref, &st, err);
 
 	if (rc == R4_ENOTFOUND) {
-		r4_error_clear(err);
+		r4i_error_clear(err);
 		return 0;
 	}
 	return rc ? rc : 1;
@@ -667,7 +667,7 @@ static int undel_go(struct r4_vol *vol, struct fscan *s, uint64_t oid,
 	if (rc)
 		return rc;
 	if (!s->nsd)
-		return r4_fail(err, R4_ENOTFOUND, "%s: no stat data of object "
+		return r4i_fail(err, R4_ENOTFOUND, "%s: no stat data of object "
 			       "%llu survives in a free block", vol->dev->path,
 			       (unsigned long long)oid);
 	sort_scan(s);
@@ -675,7 +675,7 @@ static int undel_go(struct r4_vol *vol, struct fscan *s, uint64_t oid,
 	if (rc < 0)
 		return rc;
 	if (rc)
-		return r4_fail(err, R4_EEXIST, "%s: object %llu is still in "
+		return r4i_fail(err, R4_EEXIST, "%s: object %llu is still in "
 			       "the tree", vol->dev->path,
 			       (unsigned long long)oid);
 	rc = describe(vol, s, 0, &d, err);
@@ -689,7 +689,7 @@ static int undel_go(struct r4_vol *vol, struct fscan *s, uint64_t oid,
 					err);
 	if (rc) {
 		if (rc == -ENOMEM || !err->code)
-			rc = r4_fail(err, rc, "%s: object %llu: cannot write "
+			rc = r4i_fail(err, rc, "%s: object %llu: cannot write "
 				     "what survives", vol->dev->path,
 				     (unsigned long long)oid);
 		return rc;
@@ -714,10 +714,10 @@ int r4_undel(struct r4_vol *vol, uint64_t oid, struct r4_deleted *out,
 	int rc;
 
 	if (!oid)
-		return r4_fail(err, R4_EINVAL, "object id 0");
+		return r4i_fail(err, R4_EINVAL, "object id 0");
 	u.buf = malloc(vol->blksize);
 	if (!u.buf)
-		return r4_fail(err, -ENOMEM, "%s: out of memory",
+		return r4i_fail(err, -ENOMEM, "%s: out of memory",
 			       vol->dev->path);
 	rc = undel_go(vol, &s, oid, out, &u, missing, err);
 	free(u.buf);

@@ -22,7 +22,7 @@ int io_cache_init(struct io_cache *c, struct io_dev *dev, uint32_t blksize,
 	c->nbuckets = c->max * 2 + 1;
 	c->hash = calloc(c->nbuckets, sizeof(*c->hash));
 	if (!c->hash)
-		return r4_fail(err, -ENOMEM, "%s: out of memory for the "
+		return r4i_fail(err, -ENOMEM, "%s: out of memory for the "
 			       "block cache", dev->path);
 	return 0;
 }
@@ -98,7 +98,7 @@ static int alloc_block(struct io_cache *c, uint64_t nr,
 	struct io_block *b;
 
 	if (nr >= c->nblocks)
-		return r4_fail(err, R4_ERANGE, "%s: block %llu is past the "
+		return r4i_fail(err, R4_ERANGE, "%s: block %llu is past the "
 			       "end of the device (%llu blocks)", c->dev->path,
 			       (unsigned long long)nr,
 			       (unsigned long long)c->nblocks);
@@ -108,7 +108,7 @@ static int alloc_block(struct io_cache *c, uint64_t nr,
 		b->data = malloc(c->blksize);
 	if (!b || !b->data) {
 		free(b);
-		return r4_fail(err, -ENOMEM, "%s: out of memory for block "
+		return r4i_fail(err, -ENOMEM, "%s: out of memory for block "
 			       "%llu", c->dev->path, (unsigned long long)nr);
 	}
 	b->nr = nr;

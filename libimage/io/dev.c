@@ -205,7 +205,7 @@ static int check_mounted(const char *path, unsigned flags,
 		return 0;
 	m = io_is_mounted(path, where, sizeof(where));
 	if (m > 0)
-		return r4_fail(err, R4_EBUSY, "%s: is mounted on %s; refusing "
+		return r4i_fail(err, R4_EBUSY, "%s: is mounted on %s; refusing "
 			       "to %s it", path, where,
 			       (flags & IO_RDWR) ? "write" : "read");
 	return 0;
@@ -223,13 +223,13 @@ static int open_fd(const char *path, unsigned flags, int *created,
 		if (S_ISBLK(st.st_mode) && (flags & IO_RDWR))
 			oflags |= O_EXCL;
 		else if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
-			return r4_fail(err, R4_EINVAL, "%s: not a regular file "
+			return r4i_fail(err, R4_EINVAL, "%s: not a regular file "
 				       "or block device", path);
 	} else if (errno == ENOENT && (flags & IO_CREATE)) {
 		oflags |= O_CREAT | O_EXCL;
 		*created = 1;
 	} else {
-		return r4_fail(err, -errno, "%s: %s", path, strerror(errno));
+		return r4i_fail(err, -errno, "%s: %s", path, strerror(errno));
 	}
 	fd = open(path, oflags, 0644);
 	if (fd < 0) {
@@ -237,10 +237,10 @@ static int open_fd(const char *path, unsigned flags, int *created,
 
 		*created = 0;
 		if (e == EBUSY)
-			return r4_fail(err, R4_EBUSY, "%s: device is in use "
+			return r4i_fail(err, R4_EBUSY, "%s: device is in use "
 				       "(mounted or opened exclusively)",
 				       path);
-		return r4_fail(err, -e, "%s: %s", path, strerror(e));
+		return r4i_fail(err, -e, "%s: %s", path, strerror(e));
 	}
 	return fd;
 }
@@ -260,7 +260,7 @@ static int lock_fd(int fd, const char *path, unsigned flags,
 		if (errno == EINTR)
 			continue;
 		if (errno == EWOULDBLOCK)
-			return r4_fail(err, -EWOULDBLOCK, "%s: in use by "
+			return r4i_fail(err, -EWOULDBLOCK, "%s: in use by "
 				       "another program (%s); try again when "
 				       "it is done%s", path,
 				       (flags & IO_RDWR) ? "locked" :
@@ -269,7 +269,7 @@ static int lock_fd(int fd, const char *path, unsigned flags,
 				       ", or read it as it is with --no-lock");
 		if (errno == ENOLCK || errno == EOPNOTSUPP)
 			return 0;	/* no locks on this filesystem */
-		return r4_fail(err, -errno, "%s: cannot lock: %s", path,
+		return r4i_fail(err, -errno, "%s: cannot lock: %s", path,
 			       strerror(errno));
 	}
 	return 0;
@@ -295,11 +295,11 @@ int io_open(const char *path, unsigned flags, struct io_dev **out,
 	dev = calloc(1, sizeof(*dev));
 	p = calloc(1, sizeof(*p));
 	if (!dev || !p || !(dev->path = strdup(path))) {
-		rc = r4_fail(err, -ENOMEM, "%s: out of memory", path);
+		rc = r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 		goto out_free;
 	}
 	if (fstat(fd, &st)) {
-		rc = r4_fail(err, -errno, "%s: %s", path, strerror(errno));
+		rc = r4i_fail(err, -errno, "%s: %s", path, strerror(errno));
 		goto out_free;
 	}
 	rc = lock_fd(fd, path, flags, err);
@@ -308,7 +308,7 @@ int io_open(const char *path, unsigned flags, struct io_dev **out,
 	dev->is_blkdev = S_ISBLK(st.st_mode);
 	rc = dev_size(fd, &st, &dev->size);
 	if (rc) {
-		r4_fail(err, rc, "%s: cannot get the device size: %s", path,
+		r4i_fail(err, rc, "%s: cannot get the device size: %s", path,
 			strerror(-rc));
 		goto out_free;
 	}
@@ -387,7 +387,7 @@ int io_set_remap(struct io_dev *dev, uint32_t blksize, const uint64_t *from,
 	if (!v || !dev->remap_from || !dev->remap_to) {
 		free(v);
 		io_set_remap(dev, blksize, NULL, NULL, 0, NULL);
-		return r4_fail(err, -ENOMEM, "%s: out of memory", dev->path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", dev->path);
 	}
 	for (i = 0; i < n; i++)
 		v[i] = (struct pair){ from[i], to[i], i };
@@ -455,7 +455,7 @@ int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
 	int rc;
 
 	if (off > dev->size || len > dev->size - off)
-		return r4_fail(err, R4_ERANGE, "%s: read of %zu bytes at byte "
+		return r4i_fail(err, R4_ERANGE, "%s: read of %zu bytes at byte "
 			       "%llu is past the end of the device (%llu "
 			       "bytes): image truncated?", dev->path, len,
 			       (unsigned long long)off,
@@ -467,7 +467,7 @@ int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
 	dev->reads++;
 	dev->bytes_read += len;
 	if (rc)
-		return r4_fail(err, rc, "%s: read of %zu bytes at byte %llu "
+		return r4i_fail(err, rc, "%s: read of %zu bytes at byte %llu "
 			       "failed: %s", dev->path, len,
 			       (unsigned long long)off, r4_strerror(rc));
 	return 0;
@@ -479,17 +479,17 @@ int io_write(struct io_dev *dev, const void *buf, size_t len, uint64_t off,
 	int rc;
 
 	if (dev->readonly)
-		return r4_fail(err, -EROFS, "%s: opened read-only",
+		return r4i_fail(err, -EROFS, "%s: opened read-only",
 			       dev->path);
 	if (dev->is_blkdev && (off > dev->size || len > dev->size - off))
-		return r4_fail(err, R4_ERANGE, "%s: write at byte %llu is past "
+		return r4i_fail(err, R4_ERANGE, "%s: write at byte %llu is past "
 			       "the end of the device", dev->path,
 			       (unsigned long long)off);
 	rc = dev->ops->pwrite(dev, buf, len, off);
 	dev->writes++;
 	dev->bytes_written += len;
 	if (rc)
-		return r4_fail(err, rc, "%s: write of %zu bytes at byte %llu "
+		return r4i_fail(err, rc, "%s: write of %zu bytes at byte %llu "
 			       "failed: %s", dev->path, len,
 			       (unsigned long long)off, r4_strerror(rc));
 	if (off + len > dev->size)
@@ -506,7 +506,7 @@ int io_sync(struct io_dev *dev, struct r4_error *err)
 	rc = dev->ops->sync(dev);
 	dev->syncs++;
 	if (rc)
-		return r4_fail(err, rc, "%s: sync failed: %s", dev->path,
+		return r4i_fail(err, rc, "%s: sync failed: %s", dev->path,
 			       r4_strerror(rc));
 	return 0;
 }
@@ -516,11 +516,11 @@ int io_resize(struct io_dev *dev, uint64_t size, struct r4_error *err)
 	int rc;
 
 	if (dev->readonly)
-		return r4_fail(err, -EROFS, "%s: opened read-only",
+		return r4i_fail(err, -EROFS, "%s: opened read-only",
 			       dev->path);
 	rc = dev->ops->resize(dev, size);
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot set the size to %llu "
+		return r4i_fail(err, rc, "%s: cannot set the size to %llu "
 			       "bytes: %s", dev->path,
 			       (unsigned long long)size, r4_strerror(rc));
 	return 0;

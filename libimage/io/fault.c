@@ -244,7 +244,7 @@ int io_fault_maybe_attach(struct io_dev *dev, struct r4_error *err)
 		return 0;
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return r4_fail(err, -ENOMEM, "%s: out of memory", dev->path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", dev->path);
 	p->lower = *dev;
 	p->spec = armed;
 	dev->ops = &fault_ops;

@@ -178,12 +178,12 @@ int io_undo_maybe_attach(struct io_dev *dev, struct r4_error *err)
 		put_le(hdr + 8, dev->size, 8);
 		if (fwrite(hdr, 1, sizeof(hdr), undo.f) != sizeof(hdr) ||
 		    fflush(undo.f) || fsync(fileno(undo.f)))
-			return r4_fail(err, -EIO, "%s: cannot write the undo "
+			return r4i_fail(err, -EIO, "%s: cannot write the undo "
 				       "file", undo.path);
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return r4_fail(err, -ENOMEM, "%s: out of memory", dev->path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", dev->path);
 	p->lower = *dev;
 	dev->ops = &undo_ops;
 	dev->priv = p;
@@ -193,11 +193,11 @@ int io_undo_maybe_attach(struct io_dev *dev, struct r4_error *err)
 int r4_undo_start(const char *path, struct r4_error *err)
 {
 	if (undo.f)
-		return r4_fail(err, R4_EBUSY, "%s: an undo file is already "
+		return r4i_fail(err, R4_EBUSY, "%s: an undo file is already "
 			       "open", path);
 	undo.f = fopen(path, "wbx");
 	if (!undo.f)
-		return r4_fail(err, -errno, "%s: cannot create the undo file "
+		return r4i_fail(err, -errno, "%s: cannot create the undo file "
 			       "(it must not exist): %s", path,
 			       strerror(errno));
 	undo.path = strdup(path);
@@ -223,14 +223,14 @@ int r4_undo_apply(const char *undo_path, const char *image,
 
 	*units = 0;
 	if (!buf || !f) {
-		rc = r4_fail(err, buf ? -errno : -ENOMEM, "%s: %s",
+		rc = r4i_fail(err, buf ? -errno : -ENOMEM, "%s: %s",
 			     undo_path, buf ? strerror(errno)
 					    : "out of memory");
 		goto out;
 	}
 	if (fread(hdr, 1, sizeof(hdr), f) != sizeof(hdr) ||
 	    memcmp(hdr, UNDO_MAGIC, 8)) {
-		rc = r4_fail(err, R4_ECORRUPT, "%s: not an r4fsck undo file",
+		rc = r4i_fail(err, R4_ECORRUPT, "%s: not an r4fsck undo file",
 			     undo_path);
 		goto out;
 	}
@@ -238,7 +238,7 @@ int r4_undo_apply(const char *undo_path, const char *image,
 	if (rc)
 		goto out;
 	if (dev->size != get_le(hdr + 8, 8)) {
-		rc = r4_fail(err, R4_EINVAL, "%s: %llu bytes, but the undo "
+		rc = r4i_fail(err, R4_EINVAL, "%s: %llu bytes, but the undo "
 			     "file %s was made for a device of %llu bytes",
 			     image, (unsigned long long)dev->size, undo_path,
 			     (unsigned long long)get_le(hdr + 8, 8));
@@ -253,7 +253,7 @@ int r4_undo_apply(const char *undo_path, const char *image,
 		if (got != sizeof(rec) || n == 0 || n > UNDO_UNIT ||
 		    off % UNDO_UNIT || off + n > dev->size ||
 		    fread(buf, 1, n, f) != n) {
-			rc = r4_fail(err, R4_ECORRUPT, "%s: record %llu is "
+			rc = r4i_fail(err, R4_ECORRUPT, "%s: record %llu is "
 				     "truncated or out of range; %llu units "
 				     "were put back", undo_path,
 				     (unsigned long long)*units,

@@ -243,7 +243,7 @@ int mkfs_write_block(struct mkfs *m, uint64_t blk, const uint8_t *buf,
 	int rc = io_write(m->dev, buf, m->bs, blk * m->bs, err);
 
 	if (rc)
-		return r4_fail_over(err, rc, "%s: cannot write the %s (block "
+		return r4i_fail_over(err, rc, "%s: cannot write the %s (block "
 				    "%llu): %s", m->path, what,
 				    (unsigned long long)blk, r4_strerror(rc));
 	return 0;
@@ -258,7 +258,7 @@ static int write_tree(struct mkfs *m, struct r4_error *err)
 
 	rc = build_leaf(m, m->buf);
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot build the root directory: "
+		return r4i_fail(err, rc, "%s: cannot build the root directory: "
 			       "%s", m->path, r4_strerror(rc));
 	fmt_node_stamp(m->buf, m->bs);
 	rc = mkfs_write_block(m, leaf, m->buf, "first leaf", err);
@@ -272,7 +272,7 @@ static int write_tree(struct mkfs *m, struct r4_error *err)
 				      FMT_ITEM_NODEPTR40, ptr, sizeof(ptr),
 				      NULL);
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot build the root node: %s",
+		return r4i_fail(err, rc, "%s: cannot build the root node: %s",
 			       m->path, r4_strerror(rc));
 	fmt_node_stamp(m->buf, m->bs);
 	return mkfs_write_block(m, root, m->buf, "root node", err);
@@ -345,7 +345,7 @@ static int write_bitmaps(struct mkfs *m, struct r4_error *err)
 	int have_plain = 0, rc = 0;
 
 	if (!plain)
-		return r4_fail(err, -ENOMEM, "%s: out of memory", m->path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", m->path);
 	for (uint64_t k = 0; k < n && !rc; k++) {
 		const uint8_t *src = m->buf;
 
@@ -399,7 +399,7 @@ int mkfs_zero_head(struct mkfs *m, struct r4_error *err)
 	int rc;
 
 	if (!z)
-		return r4_fail(err, -ENOMEM, "%s: out of memory", m->path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", m->path);
 	rc = io_read(m->dev, z, FMT_MASTER_OFFSET, 0, err);
 	if (!rc) {
 		size_t i = 0;
@@ -460,7 +460,7 @@ static int check_empty(struct mkfs *m, struct r4_error *err)
 	int rc;
 
 	if (!p)
-		return r4_fail(err, -ENOMEM, "%s: out of memory", m->path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", m->path);
 	rc = io_read(m->dev, p, len, 0, err);
 	if (rc) {
 		free(p);
@@ -477,7 +477,7 @@ static int check_empty(struct mkfs *m, struct r4_error *err)
 		what = "an XFS filesystem";
 	free(p);
 	if (i < len)
-		return r4_fail(err, R4_EEXIST, "%s: holds %s; use -f to "
+		return r4i_fail(err, R4_EEXIST, "%s: holds %s; use -f to "
 			       "overwrite it", m->path, what);
 	return 0;
 }
@@ -495,7 +495,7 @@ static int prepare_target(struct mkfs *m, int created, uint64_t *len,
 	}
 	if (o->size_bytes && o->size_bytes > m->dev->size) {
 		if (m->dev->is_blkdev)
-			return r4_fail(err, R4_ERANGE, "%s: the size asked "
+			return r4i_fail(err, R4_ERANGE, "%s: the size asked "
 				       "(%llu bytes) is more than the device "
 				       "holds (%llu bytes)", m->path,
 				       (unsigned long long)o->size_bytes,
@@ -507,7 +507,7 @@ static int prepare_target(struct mkfs *m, int created, uint64_t *len,
 	*len = o->size_bytes ? o->size_bytes : m->dev->size;
 	*len -= *len % ROUND_BYTES;
 	if (*len / m->bs < fmt_min_block_count(m->bs))
-		return r4_fail(err, R4_ERANGE, "%s: %llu bytes is too small "
+		return r4i_fail(err, R4_ERANGE, "%s: %llu bytes is too small "
 			       "for a Reiser4 volume (at least %llu KiB)",
 			       m->path, (unsigned long long)(o->size_bytes ?
 				       o->size_bytes : m->dev->size),
@@ -523,17 +523,17 @@ static int mkfs_checks(const char *path, const struct r4_mkfs_opts *o,
 	struct stat st;
 
 	if (o->blksize != FMT_BLKSIZE_DEFAULT)
-		return r4_fail(err, R4_EUNSUPP, "block size %u is not "
+		return r4i_fail(err, R4_EUNSUPP, "block size %u is not "
 			       "supported (only 4096)", o->blksize);
 	if (strlen(o->label) > FMT_LABEL_SIZE)
-		return r4_fail(err, R4_EINVAL, "label '%s' is longer than %d "
+		return r4i_fail(err, R4_EINVAL, "label '%s' is longer than %d "
 			       "bytes", o->label, FMT_LABEL_SIZE);
 	if (stat(path, &st) && errno == ENOENT && !o->create_file)
-		return r4_fail(err, -ENOENT, "%s: does not exist (give a size "
+		return r4i_fail(err, -ENOENT, "%s: does not exist (give a size "
 			       "to create an image file)", path);
 	for (int t = 0; t < R4_PT_COUNT; t++)
 		if (!fmt_plugin_name((enum fmt_ptype)t, o->plugin[t]))
-			return r4_fail(err, R4_EINVAL, "unknown %s plugin id "
+			return r4i_fail(err, R4_EINVAL, "unknown %s plugin id "
 				       "%u", fmt_ptype_name((enum fmt_ptype)t),
 				       o->plugin[t]);
 	return 0;
@@ -563,7 +563,7 @@ int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 	old_size = m.dev->size;
 	m.buf = malloc(m.bs);
 	if (!m.buf) {
-		rc = r4_fail(err, -ENOMEM, "%s: out of memory", path);
+		rc = r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 		goto out_close;
 	}
 	rc = prepare_target(&m, created, &len, err);

@@ -36,17 +36,17 @@ static int override_one(struct r4_mkfs_opts *o, const char *spec,
 	int t, id;
 
 	if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof(type))
-		return r4_fail(err, R4_EINVAL, "override '%s' is not "
+		return r4i_fail(err, R4_EINVAL, "override '%s' is not "
 			       "TYPE=PLUGIN", spec);
 	memcpy(type, spec, (size_t)(eq - spec));
 	type[eq - spec] = '\0';
 	t = fmt_ptype_lookup(type);
 	if (t < 0)
-		return r4_fail(err, R4_EINVAL, "unknown plugin type '%s' in "
+		return r4i_fail(err, R4_EINVAL, "unknown plugin type '%s' in "
 			       "'%s' (see r4mkfs -l)", type, spec);
 	id = fmt_plugin_lookup((enum fmt_ptype)t, eq + 1);
 	if (id < 0)
-		return r4_fail(err, R4_EINVAL, "unknown %s plugin '%s' (see "
+		return r4i_fail(err, R4_EINVAL, "unknown %s plugin '%s' (see "
 			       "r4mkfs -l)", type, eq + 1);
 	o->plugin[t] = (uint16_t)id;
 	return 0;
@@ -59,10 +59,10 @@ int r4_mkfs_override(struct r4_mkfs_opts *o, const char *spec,
 	int rc = 0;
 
 	if (!spec)
-		return r4_fail(err, R4_EINVAL, "empty override");
+		return r4i_fail(err, R4_EINVAL, "empty override");
 	copy = strdup(spec);
 	if (!copy)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	for (tok = strtok_r(copy, ",", &save); tok && !rc;
 	     tok = strtok_r(NULL, ",", &save))
 		rc = override_one(o, tok, err);

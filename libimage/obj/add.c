@@ -41,7 +41,7 @@ static int add_parents(struct r4_txn *x, const char *path, struct obj_dir *d,
 			break;
 		rc = enc_check_name(path, (size_t)n, err);
 		if (!rc && ++depth > ADD_MAX_DEPTH)
-			rc = r4_fail(err, R4_EINVAL, "%s: too deep", path);
+			rc = r4i_fail(err, R4_EINVAL, "%s: too deep", path);
 		if (!rc)
 			rc = edit_find(x, d, c, (size_t)n, &ref, err);
 		if (rc == R4_ENOTFOUND) {
@@ -57,7 +57,7 @@ static int add_parents(struct r4_txn *x, const char *path, struct obj_dir *d,
 	if (n < 0 || nn < 0)
 		return enc_dotdot(path, err);
 	if (!n)
-		return r4_fail(err, R4_EINVAL, "%s: no name", path);
+		return r4i_fail(err, R4_EINVAL, "%s: no name", path);
 	*name = c;
 	*len = (size_t)n;
 	return enc_check_name(path, *len, err);
@@ -113,13 +113,13 @@ static int add_link(struct r4_txn *x, const struct r4_entry *e,
 	int rc;
 
 	if (!p)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	p[0] = '/';
 	memcpy(p + 1, e->target ? e->target : "", n + 1);
 	rc = r4_lookup(x->vol, p, &src, err);
 	free(p);
 	if (rc)
-		return r4_fail_over(err, rc, "%s: hard link target \"%s\" not "
+		return r4i_fail_over(err, rc, "%s: hard link target \"%s\" not "
 				    "found", e->path, e->target ? e->target :
 				    "");
 	rc = edit_find(x, d, name, len, &cur, err);
@@ -164,7 +164,7 @@ int r4_txn_add_entry(struct r4_txn *x, const struct r4_entry *e,
 	if (!rc)
 		rc = enc_check_entry(e, tree_max_item(&x->mod), err);
 	if (!rc && !*e->path)
-		rc = r4_fail(err, R4_EINVAL, "an entry without a path");
+		rc = r4i_fail(err, R4_EINVAL, "an entry without a path");
 	if (!rc)
 		rc = add_parents(x, e->path, &d, &name, &len, err);
 	if (rc)

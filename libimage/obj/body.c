@@ -23,7 +23,7 @@ int obj_body_tails(const struct r4_txn *x, uint64_t size)
 
 static int oom(struct r4_error *err)
 {
-	return r4_fail(err, -ENOMEM, "out of memory");
+	return r4i_fail(err, -ENOMEM, "out of memory");
 }
 
 /* ---- extents ------------------------------------------------------------ */
@@ -292,7 +292,7 @@ static int body_next(struct r4_txn *x, const struct r4_objref *ref,
 	if (!rc && it.plugin_id != FMT_ITEM_TAIL40 &&
 	    it.plugin_id != FMT_ITEM_CTAIL40 &&
 	    it.plugin_id != FMT_ITEM_EXTENT40)
-		rc = r4_fail(err, R4_EUNSUPP, "%s: tree node %llu, item %u: "
+		rc = r4i_fail(err, R4_EUNSUPP, "%s: tree node %llu, item %u: "
 			     "body item plugin %u is not supported",
 			     obj_vol_name(x->vol), (unsigned long long)it.blk,
 			     it.pos, it.plugin_id);
@@ -322,7 +322,7 @@ static int free_units(struct r4_txn *x, const uint8_t *body, size_t len,
 		if (fmt_extent40_kind(&u) == FMT_EXTENT_ALLOCATED) {
 			if (u.start >= x->vol->sb.block_count ||
 			    u.width > x->vol->sb.block_count - u.start)
-				return r4_fail(err, R4_ECORRUPT, "extent unit "
+				return r4i_fail(err, R4_ECORRUPT, "extent unit "
 					       "%llu+%llu is outside the "
 					       "volume",
 					       (unsigned long long)u.start,
@@ -340,9 +340,9 @@ static int unit_check(struct r4_txn *x, const struct fmt_extent40_unit *u,
 	uint64_t n = x->vol->sb.block_count;
 
 	if (u->start == 1)
-		return r4_fail(err, R4_EUNSUPP, "an unallocated extent unit");
+		return r4i_fail(err, R4_EUNSUPP, "an unallocated extent unit");
 	if (u->start && (u->start >= n || u->width > n - u->start))
-		return r4_fail(err, R4_ECORRUPT, "extent unit %llu+%llu is "
+		return r4i_fail(err, R4_ECORRUPT, "extent unit %llu+%llu is "
 			       "outside the volume",
 			       (unsigned long long)u->start,
 			       (unsigned long long)u->width);

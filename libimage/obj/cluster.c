@@ -45,18 +45,18 @@ int obj_cc_params(struct r4_vol *vol, const struct r4_objref *obj,
 	out->compress = (unsigned)v[1];
 	out->cmode = (unsigned)v[2];
 	if (!out->shift)
-		return r4_fail(err, R4_EUNSUPP, "%s: object %llx: cluster "
+		return r4i_fail(err, R4_EUNSUPP, "%s: object %llx: cluster "
 			       "plugin %d is unknown", obj_vol_name(vol),
 			       (unsigned long long)obj->oid, v[0]);
 	if (out->compress > FMT_COMPRESS_ZSTD1)
-		return r4_fail(err, R4_EUNSUPP, "%s: object %llx: compression "
+		return r4i_fail(err, R4_EUNSUPP, "%s: object %llx: compression "
 			       "plugin %d is unknown", obj_vol_name(vol),
 			       (unsigned long long)obj->oid, v[1]);
 	return 0;
 }
 
 #define DC_FAIL(code, ...) \
-	r4_fail(err, code, "%s: object %llx, cluster %llu, tree node %llu, " \
+	r4i_fail(err, code, "%s: object %llx, cluster %llu, tree node %llu, " \
 		"item %u: " __VA_ARGS__)
 #define DC_WHERE obj_vol_name(vol), (unsigned long long)obj->oid, \
 	(unsigned long long)index, (unsigned long long)it.blk, it.pos
@@ -181,9 +181,9 @@ int obj_dc_decode(struct r4_vol *vol, const struct r4_objref *obj,
 	if (!rc)
 		rc = r4_codec_decompress(codec, buf, slen, out, lsize, &why);
 	if (rc == -ENOMEM)
-		return r4_fail(err, rc, "out of memory");
+		return r4i_fail(err, rc, "out of memory");
 	if (rc)
-		return r4_fail(err, rc, "%s: object %llx, cluster %llu "
+		return r4i_fail(err, rc, "%s: object %llx, cluster %llu "
 			       "(%zu bytes on disk for %zu, %s), tree node "
 			       "%llu: %s", obj_vol_name(vol),
 			       (unsigned long long)obj->oid,
@@ -212,7 +212,7 @@ static int bufs_get(struct cc_bufs *b, const struct obj_cc *cc,
 		free(b->dc);
 		free(b->plain);
 		r4_codec_free(b->codec);
-		return r4_fail(err, rc ? rc : -ENOMEM, "out of memory");
+		return r4i_fail(err, rc ? rc : -ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -313,7 +313,7 @@ int obj_cc_verify(struct r4_vol *vol, const struct r4_objref *obj,
 			break;
 		if (!dc.items) {
 			/* The first item found is not at a cluster start. */
-			rc = r4_fail(err, R4_ECORRUPT, "%s: object %llx, "
+			rc = r4i_fail(err, R4_ECORRUPT, "%s: object %llx, "
 				     "cluster %llu: a ctail40 item that does "
 				     "not start at the cluster start",
 				     obj_vol_name(vol),
@@ -322,7 +322,7 @@ int obj_cc_verify(struct r4_vol *vol, const struct r4_objref *obj,
 			break;
 		}
 		if (!lsize) {
-			rc = r4_fail(err, R4_ECORRUPT, "%s: object %llx, "
+			rc = r4i_fail(err, R4_ECORRUPT, "%s: object %llx, "
 				     "cluster %llu, tree node %llu: disk "
 				     "cluster past the end of the file "
 				     "(%llu bytes)", obj_vol_name(vol),

@@ -22,7 +22,7 @@ static int entry_name(struct r4_vol *vol, const struct tree_item *it,
 	if (fmt_cde40_entry_is_long(e, vol->keypol)) {
 		if (!e->name || e->name_len == 0 ||
 		    e->name_len > NAME_MAX_BYTES)
-			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
 				       "item %u, entry %u: long name missing "
 				       "or over %d bytes", obj_vol_name(vol),
 				       (unsigned long long)it->blk, it->pos,
@@ -32,7 +32,7 @@ static int entry_name(struct r4_vol *vol, const struct tree_item *it,
 	} else {
 		*len = fmt_key_entry_name(ek, vol->keypol, buf);
 		if (*len == 0)
-			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
 				       "item %u, entry %u: empty name",
 				       obj_vol_name(vol),
 				       (unsigned long long)it->blk, it->pos,
@@ -56,7 +56,7 @@ static int item_entries(struct r4_vol *vol, const struct tree_item *it,
 
 	why = fmt_cde40_verify(it->body, it->len, vol->keypol, &bad);
 	if (why)
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u "
 			       "(cde40), entry %d: %s", obj_vol_name(vol),
 			       (unsigned long long)it->blk, it->pos, bad, why);
 	n = fmt_cde40_units(it->body, it->len, vol->keypol);
@@ -64,7 +64,7 @@ static int item_entries(struct r4_vol *vol, const struct tree_item *it,
 		rc = fmt_cde40_entry(it->body, it->len, vol->keypol,
 				     (unsigned)u, &e);
 		if (rc)
-			return r4_fail(err, rc, "%s: tree node %llu, item %u, "
+			return r4i_fail(err, rc, "%s: tree node %llu, item %u, "
 				       "entry %d: %s", obj_vol_name(vol),
 				       (unsigned long long)it->blk, it->pos,
 				       u, r4_strerror(rc));
@@ -97,7 +97,7 @@ static int iter_from(struct r4_vol *vol, struct tree_cursor *c,
 		    fmt_key_locality(&it.key) != dir_oid)
 			break;
 		if (it.plugin_id != FMT_ITEM_CDE40)
-			return r4_fail(err, R4_EUNSUPP, "%s: tree node %llu, "
+			return r4i_fail(err, R4_EUNSUPP, "%s: tree node %llu, "
 				       "item %u: directory item plugin %u is "
 				       "not supported (only cde40)",
 				       obj_vol_name(vol),
@@ -166,7 +166,7 @@ int obj_dir_find(struct r4_vol *vol, uint64_t dir_oid, const char *name,
 	rc = fmt_key_entry(&k, vol->keypol, dir_oid, name, len,
 			   (unsigned)hash, (unsigned)fibre);
 	if (rc)
-		return r4_fail(err, rc, "%s: directory %llx: hash %d or "
+		return r4i_fail(err, rc, "%s: directory %llx: hash %d or "
 			       "fibration %d is unknown", obj_vol_name(vol),
 			       (unsigned long long)dir_oid, hash, fibre);
 	f.key = &k;
@@ -187,7 +187,7 @@ int obj_dir_find(struct r4_vol *vol, uint64_t dir_oid, const char *name,
 	if (rc == FIND_FOUND)
 		return 0;
 	if (rc == FIND_PAST || rc == 0 || rc == R4_ENOTFOUND)
-		return r4_fail(err, R4_ENOTFOUND, "%s: directory %llx: no "
+		return r4i_fail(err, R4_ENOTFOUND, "%s: directory %llx: no "
 			       "entry \"%.*s\"", obj_vol_name(vol),
 			       (unsigned long long)dir_oid,
 			       (int)(len > 255 ? 255 : len), name);
@@ -203,7 +203,7 @@ static int dir_sd(struct r4_vol *vol, const struct r4_objref *dir,
 
 	if (!rc && sd->plugin != FMT_OBJ_DIR40) {
 		obj_sd_put(sd);
-		return r4_fail(err, -ENOTDIR, "%s: object %llx is not a "
+		return r4i_fail(err, -ENOTDIR, "%s: object %llx is not a "
 			       "directory", obj_vol_name(vol),
 			       (unsigned long long)dir->oid);
 	}
@@ -246,7 +246,7 @@ int r4_lookup_at(struct r4_vol *vol, const struct r4_objref *dir,
 	int rc;
 
 	if (len == 0 || len > NAME_MAX_BYTES || memchr(name, '/', len))
-		return r4_fail(err, R4_EINVAL, "bad name \"%.*s\"",
+		return r4i_fail(err, R4_EINVAL, "bad name \"%.*s\"",
 			       (int)(len > 255 ? 255 : len), name);
 	rc = dir_sd(vol, dir, &sd, err);
 	if (rc)
@@ -267,7 +267,7 @@ int r4_lookup(struct r4_vol *vol, const char *path, struct r4_objref *out,
 	int rc;
 
 	if (!path || path[0] != '/')
-		return r4_fail(err, R4_EINVAL, "path \"%s\" is not absolute",
+		return r4i_fail(err, R4_EINVAL, "path \"%s\" is not absolute",
 			       path ? path : "(null)");
 	r4_root(vol, &cur, err);
 	for (;;) {

@@ -53,11 +53,11 @@ int r4_txn_begin(struct r4_vol *vol, struct r4_txn **out,
 
 	*out = NULL;
 	if (!vol->dev || vol->dev->readonly || !(vol->flags & R4_OPEN_RDWR))
-		return r4_fail(err, -EROFS, "%s: opened read-only",
+		return r4i_fail(err, -EROFS, "%s: opened read-only",
 			       obj_vol_name(vol));
 	x = calloc(1, sizeof(*x));
 	if (!x)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	x->vol = vol;
 	x->root0 = vol->sb.root_block;
 	x->height0 = vol->sb.tree_height;
@@ -81,7 +81,7 @@ int r4_txn_commit(struct r4_txn *x, struct r4_error *err)
 
 	if (x->failed) {
 		r4_txn_abort(x);
-		return r4_fail(err, R4_EINVAL, "an operation of the "
+		return r4i_fail(err, R4_EINVAL, "an operation of the "
 			       "transaction failed half way: it was aborted");
 	}
 	rc = txn_commit(x->t, err);
@@ -133,7 +133,7 @@ int edit_done(struct r4_txn *x, uint64_t mark, int rc)
 int edit_check(struct r4_txn *x, struct r4_error *err)
 {
 	if (x->failed)
-		return r4_fail(err, R4_EINVAL, "an earlier operation of this "
+		return r4i_fail(err, R4_EINVAL, "an earlier operation of this "
 			       "transaction failed half way; abort it");
 	return 0;
 }
@@ -149,7 +149,7 @@ int edit_split(struct r4_txn *x, const char *path, struct obj_dir *d,
 	int rc;
 
 	if (!n || path[0] != '/')
-		return r4_fail(err, R4_EINVAL, "path \"%s\" is not absolute",
+		return r4i_fail(err, R4_EINVAL, "path \"%s\" is not absolute",
 			       path ? path : "(null)");
 	while (n > 1 && path[n - 1] == '/')
 		n--;
@@ -159,10 +159,10 @@ int edit_split(struct r4_txn *x, const char *path, struct obj_dir *d,
 	*len = n - s;
 	if (!*len || *len > 255 || (*len == 1 && path[s] == '.') ||
 	    (*len == 2 && !memcmp(path + s, "..", 2)))
-		return r4_fail(err, R4_EINVAL, "%s: bad last name", path);
+		return r4i_fail(err, R4_EINVAL, "%s: bad last name", path);
 	pp = strndup(path, s ? s : 1);
 	if (!pp)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	rc = r4_lookup(x->vol, pp, &pref, err);
 	free(pp);
 	if (!rc)
@@ -195,7 +195,7 @@ int edit_find(struct r4_txn *x, const struct obj_dir *d, const char *name,
 			      d->fibre, out, &tmp);
 
 	if (rc && rc != R4_ENOTFOUND)
-		return r4_fail(err, rc, "%s", tmp.msg);
+		return r4i_fail(err, rc, "%s", tmp.msg);
 	return rc;
 }
 
@@ -227,14 +227,14 @@ int edit_new(struct r4_txn *x, const struct obj_dir *d, const char *name,
 
 	rc = edit_find(x, d, name, len, &ref, err);
 	if (!rc)
-		return r4_fail(err, R4_EEXIST, "\"%.*s\" exists", (int)len,
+		return r4i_fail(err, R4_EEXIST, "\"%.*s\" exists", (int)len,
 			       name);
 	if (rc != R4_ENOTFOUND)
 		return rc;
 	rc = fmt_key_entry(&k, x->vol->keypol, d->ref.oid, name, len,
 			   (unsigned)d->hash, (unsigned)d->fibre);
 	if (rc)
-		return r4_fail(err, rc, "cannot make the key of \"%.*s\"",
+		return r4i_fail(err, rc, "cannot make the key of \"%.*s\"",
 			       (int)len, name);
 	ref.locality = d->ref.oid;
 	ref.ordering = x->vol->keypol == FMT_KEY_LARGE ? k.el[1] : 0;
@@ -385,7 +385,7 @@ int r4_mknod(struct r4_txn *x, const char *path, const struct r4_attr *a,
 
 	if (type != S_IFCHR && type != S_IFBLK && type != S_IFIFO &&
 	    type != S_IFSOCK)
-		return r4_fail(err, R4_EINVAL, "%s: mode %o is not a device, "
+		return r4i_fail(err, R4_EINVAL, "%s: mode %o is not a device, "
 			       "fifo or socket", path, a->mode);
 	if ((type == S_IFCHR || type == S_IFBLK) &&
 	    (rc = enc_check_rdev(path, a->rdev_major, a->rdev_minor, err)))
@@ -407,9 +407,9 @@ int edit_link_at(struct r4_txn *x, const struct r4_objref *src,
 	if (rc)
 		return rc;
 	if (sd.plugin == FMT_OBJ_DIR40)
-		rc = r4_fail(err, -EPERM, "hard link to a directory");
+		rc = r4i_fail(err, -EPERM, "hard link to a directory");
 	if (!rc && !(rc = edit_find(x, d, name, len, &old, err)))
-		rc = r4_fail(err, R4_EEXIST, "\"%.*s\" exists", (int)len,
+		rc = r4i_fail(err, R4_EEXIST, "\"%.*s\" exists", (int)len,
 			     name);
 	else if (rc == R4_ENOTFOUND)
 		rc = 0;

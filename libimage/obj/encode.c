@@ -133,10 +133,10 @@ int enc_check_symlink(const char *path, const char *target,
 	size_t max = enc_symlink_max(max_item);
 
 	if (!target || !*target)
-		return r4_fail(err, R4_EINVAL, "%s: symlink without a target",
+		return r4i_fail(err, R4_EINVAL, "%s: symlink without a target",
 			       path);
 	if (strlen(target) > max)
-		return r4_fail(err, R4_ERANGE, "%s: symlink target of %zu "
+		return r4i_fail(err, R4_ERANGE, "%s: symlink target of %zu "
 			       "bytes is longer than %zu", path,
 			       strlen(target), max);
 	return 0;
@@ -146,7 +146,7 @@ int enc_check_rdev(const char *path, uint32_t major, uint32_t minor,
 		   struct r4_error *err)
 {
 	if (major > ENC_MAJOR_MAX || minor > ENC_MINOR_MAX)
-		return r4_fail(err, R4_ERANGE, "%s: device %u:%u does not fit "
+		return r4i_fail(err, R4_ERANGE, "%s: device %u:%u does not fit "
 			       "(major < %u, minor < %u)", path, major, minor,
 			       ENC_MAJOR_MAX + 1, ENC_MINOR_MAX + 1);
 	return 0;
@@ -156,13 +156,13 @@ int enc_check_entry(const struct r4_entry *e, size_t max_item,
 		    struct r4_error *err)
 {
 	if (!e->path)
-		return r4_fail(err, R4_EINVAL, "an entry without a path");
+		return r4i_fail(err, R4_EINVAL, "an entry without a path");
 	switch (e->type) {
 	case R4_ENT_SYMLINK:
 		return enc_check_symlink(e->path, e->target, max_item, err);
 	case R4_ENT_HARDLINK:
 		if (!e->target || !*e->target)
-			return r4_fail(err, R4_EINVAL, "%s: hard link without "
+			return r4i_fail(err, R4_EINVAL, "%s: hard link without "
 				       "a target", e->path);
 		return 0;
 	case R4_ENT_CHR: case R4_ENT_BLK:
@@ -171,7 +171,7 @@ int enc_check_entry(const struct r4_entry *e, size_t max_item,
 	case R4_ENT_REG: case R4_ENT_DIR: case R4_ENT_FIFO: case R4_ENT_SOCK:
 		return 0;
 	}
-	return r4_fail(err, R4_EINVAL, "%s: unknown entry type %d", e->path,
+	return r4i_fail(err, R4_EINVAL, "%s: unknown entry type %d", e->path,
 		       (int)e->type);
 }
 
@@ -200,14 +200,14 @@ long enc_next_name(const char **p, const char **name)
 int enc_check_name(const char *path, size_t n, struct r4_error *err)
 {
 	if (n > ENC_NAME_MAX)
-		return r4_fail(err, R4_EINVAL, "%s: a name is longer than %d "
+		return r4i_fail(err, R4_EINVAL, "%s: a name is longer than %d "
 			       "bytes", path, ENC_NAME_MAX);
 	return 0;
 }
 
 int enc_dotdot(const char *path, struct r4_error *err)
 {
-	return r4_fail(err, R4_EINVAL, "%s: '..' in a path", path);
+	return r4i_fail(err, R4_EINVAL, "%s: '..' in a path", path);
 }
 
 /* ---- directory entries -------------------------------------------------- */
@@ -281,7 +281,7 @@ int enc_chunk_next(r4_data_fn fn, void *ctx, const char *path,
 	int rc = fn ? fn(ctx, off, buf, len, err) : 0;
 
 	if (rc < 0)
-		return r4_fail(err, rc, "%s: cannot read the data: %s", path,
+		return r4i_fail(err, rc, "%s: cannot read the data: %s", path,
 			       r4_strerror(rc));
 	return rc;
 }
@@ -290,11 +290,11 @@ int enc_chunk_check(const char *path, uint64_t size, uint64_t pos,
 		    uint64_t off, size_t len, struct r4_error *err)
 {
 	if (off < pos)
-		return r4_fail(err, R4_EINVAL, "%s: data chunk at offset %llu "
+		return r4i_fail(err, R4_EINVAL, "%s: data chunk at offset %llu "
 			       "is out of order", path,
 			       (unsigned long long)off);
 	if (off > size || len > size - off)
-		return r4_fail(err, R4_EINVAL, "%s: data is longer than its "
+		return r4i_fail(err, R4_EINVAL, "%s: data is longer than its "
 			       "size (%llu bytes)", path,
 			       (unsigned long long)size);
 	return 0;

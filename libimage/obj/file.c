@@ -28,7 +28,7 @@ static int extent_units(struct r4_vol *vol, const struct tree_item *it,
 	int n = fmt_extent40_units(it->body, it->len), rc;
 
 	if (n < 0)
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
 			       "extent40 body of %zu bytes", obj_vol_name(vol),
 			       (unsigned long long)it->blk, it->pos, it->len);
 	for (int i = 0; i < n; i++) {
@@ -46,7 +46,7 @@ static int extent_units(struct r4_vol *vol, const struct tree_item *it,
 			if (fmt_extent40_unit_end(&u, &end) ||
 			    u.start < fmt_blk_first_usable(vol->blksize) ||
 			    end > vol->sb.block_count)
-				return r4_fail(err, R4_ERANGE, "%s: tree node "
+				return r4i_fail(err, R4_ERANGE, "%s: tree node "
 					       "%llu, item %u, unit %d: blocks "
 					       "%llu+%llu are outside the "
 					       "volume", obj_vol_name(vol),
@@ -57,7 +57,7 @@ static int extent_units(struct r4_vol *vol, const struct tree_item *it,
 		}
 		if (u.width == 0 || u.width > UINT64_MAX / vol->blksize ||
 		    m.len > UINT64_MAX - off)
-			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
 				       "item %u, unit %d: width %llu",
 				       obj_vol_name(vol),
 				       (unsigned long long)it->blk, it->pos,
@@ -79,7 +79,7 @@ static int body_item(struct r4_vol *vol, const struct tree_item *it,
 	switch (it->plugin_id) {
 	case FMT_ITEM_TAIL40:
 		if (fmt_tail40_end(fmt_key_offset(&it->key), it->len, &end))
-			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
 				       "item %u: tail offset overflows",
 				       obj_vol_name(vol),
 				       (unsigned long long)it->blk, it->pos);
@@ -92,12 +92,12 @@ static int body_item(struct r4_vol *vol, const struct tree_item *it,
 	case FMT_ITEM_EXTENT40:
 		return extent_units(vol, it, fn, ctx, err);
 	case FMT_ITEM_CTAIL40:
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
 			       "ctail40 item in the body of an ordinary "
 			       "(reg40) file", obj_vol_name(vol),
 			       (unsigned long long)it->blk, it->pos);
 	default:
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
 			       "item plugin %u in a file body",
 			       obj_vol_name(vol), (unsigned long long)it->blk,
 			       it->pos, it->plugin_id);
@@ -193,7 +193,7 @@ static int reg_sd(struct r4_vol *vol, const struct r4_objref *obj,
 	if (sd->plugin == FMT_OBJ_REG40 || sd->plugin == FMT_OBJ_CCREG40)
 		return 0;
 	obj_sd_put(sd);
-	return r4_fail(err, sd->plugin == FMT_OBJ_DIR40 ? -EISDIR : R4_EINVAL,
+	return r4i_fail(err, sd->plugin == FMT_OBJ_DIR40 ? -EISDIR : R4_EINVAL,
 		       "%s: object %llx is not a regular file (plugin %u)",
 		       obj_vol_name(vol), (unsigned long long)obj->oid,
 		       sd->plugin);
@@ -256,7 +256,7 @@ static int map_ctail(void *ctx, const struct tree_item *it)
 	uint64_t idx = fmt_key_offset(&it->key) >> b->shift;
 
 	if (it->plugin_id != FMT_ITEM_CTAIL40)
-		return r4_fail(NULL, R4_ECORRUPT, "not a ctail");
+		return r4i_fail(NULL, R4_ECORRUPT, "not a ctail");
 	m.file_off = idx << b->shift;
 	m.len = fmt_cluster_lsize(b->size, idx, b->shift);
 	m.blk = it->blk;
@@ -283,7 +283,7 @@ static int cc_blocks(struct r4_vol *vol, const struct r4_objref *obj,
 			break;
 		rc = map_ctail(b, &it);
 		if (rc == R4_ECORRUPT)
-			rc = r4_fail(err, rc, "%s: tree node %llu, item %u: "
+			rc = r4i_fail(err, rc, "%s: tree node %llu, item %u: "
 				     "item plugin %u in the body of a "
 				     "compressed file", obj_vol_name(vol),
 				     (unsigned long long)it.blk, it.pos,
@@ -328,7 +328,7 @@ int r4_readlink(struct r4_vol *vol, const struct r4_objref *obj, char *buf,
 	if (sd.plugin != FMT_OBJ_SYM40 ||
 	    !fmt_stat_has(&sd.st, FMT_SDEXT_SYMLINK)) {
 		obj_sd_put(&sd);
-		return r4_fail(err, R4_EINVAL, "%s: object %llx is not a "
+		return r4i_fail(err, R4_EINVAL, "%s: object %llx is not a "
 			       "symlink", obj_vol_name(vol),
 			       (unsigned long long)obj->oid);
 	}

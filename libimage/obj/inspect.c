@@ -164,7 +164,7 @@ int r4_block_owner(struct r4_vol *vol, uint64_t blk, struct r4_objref *owner,
 		return 0;
 	if (rc)
 		return rc;
-	return r4_fail(err, R4_ENOTFOUND, "%s: block %llu: nothing in the "
+	return r4i_fail(err, R4_ENOTFOUND, "%s: block %llu: nothing in the "
 		       "tree points at it", obj_vol_name(vol),
 		       (unsigned long long)blk);
 }
@@ -223,7 +223,7 @@ static int paths_dir(struct paths *p, uint64_t dir)
 	int rc = r4_u64set_add(&p->seen, dir);
 
 	if (rc)
-		return rc < 0 ? r4_fail(p->err, rc, "out of memory") : 0;
+		return rc < 0 ? r4i_fail(p->err, rc, "out of memory") : 0;
 	p->depth++;
 	rc = obj_dir_iter(p->vol, dir, paths_fn, p, p->err);
 	p->depth--;
@@ -237,7 +237,7 @@ int r4_oid_paths(struct r4_vol *vol, uint64_t oid, r4_path_fn fn, void *ctx,
 	int rc;
 
 	if (!p)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	p->vol = vol;
 	p->oid = oid;
 	p->fn = fn;

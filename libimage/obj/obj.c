@@ -65,7 +65,7 @@ static int sd_decode(struct r4_vol *vol, const struct tree_item *it,
 
 	sd->raw = malloc(it->len);
 	if (!sd->raw)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	memcpy(sd->raw, it->body, it->len);
 	sd->len = it->len;
 	sd->blk = it->blk;
@@ -81,7 +81,7 @@ static int sd_decode(struct r4_vol *vol, const struct tree_item *it,
 	if (rc) {
 		fmt_key_str(&it->key, ks, sizeof(ks));
 		obj_sd_put(sd);
-		return r4_fail(err, rc, "%s: tree node %llu, item %u: stat "
+		return r4i_fail(err, rc, "%s: tree node %llu, item %u: stat "
 			       "data [%s]: %s", obj_vol_name(vol),
 			       (unsigned long long)it->blk, it->pos, ks, why);
 	}
@@ -105,13 +105,13 @@ int obj_sd_get(struct r4_vol *vol, const struct r4_objref *obj,
 	if (!rc)
 		rc = tree_cur(&c, &it, err);
 	if (rc == R4_ENOTFOUND || (!rc && fmt_key_cmp(&it.key, &k) != 0))
-		rc = r4_fail(err, R4_ENOTFOUND, "%s: object %llx:%llx:%llx "
+		rc = r4i_fail(err, R4_ENOTFOUND, "%s: object %llx:%llx:%llx "
 			     "has no stat data", obj_vol_name(vol),
 			     (unsigned long long)obj->locality,
 			     (unsigned long long)obj->ordering,
 			     (unsigned long long)obj->oid);
 	else if (!rc && it.plugin_id != FMT_ITEM_STAT40)
-		rc = r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
+		rc = r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
 			     "stat-data key on an item of plugin %u",
 			     obj_vol_name(vol), (unsigned long long)it.blk,
 			     it.pos, it.plugin_id);

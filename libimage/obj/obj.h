@@ -13,7 +13,7 @@
 
 struct r4_vol;
 
-/* Kernel defaults for members nobody stores (format map 7.6). */
+/* Kernel defaults for members nobody stores (doc/format.md §7.6). */
 #define OBJ_DEFAULT_HASH 1		/* r5 */
 #define OBJ_DEFAULT_FIBRE 1		/* dot_o */
 #define OBJ_DEFAULT_FORMATTING 2	/* smart */

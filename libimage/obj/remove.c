@@ -47,7 +47,7 @@ static int lookup_sd(struct r4_txn *x, const struct obj_dir *d,
 	int rc = edit_find(x, d, name, len, ref, err);
 
 	if (rc == R4_ENOTFOUND)
-		return r4_fail(err, R4_ENOTFOUND, "no entry \"%.*s\"",
+		return r4i_fail(err, R4_ENOTFOUND, "no entry \"%.*s\"",
 			       (int)len, name);
 	return rc ? rc : obj_sd_get(x->vol, ref, sd, err);
 }
@@ -62,7 +62,7 @@ int edit_unlink_at(struct r4_txn *x, const struct obj_dir *d,
 	if (rc)
 		return rc;
 	if (sd.plugin == FMT_OBJ_DIR40)
-		rc = r4_fail(err, -EISDIR, "\"%.*s\" is a directory",
+		rc = r4i_fail(err, -EISDIR, "\"%.*s\" is a directory",
 			     (int)len, name);
 	if (!rc)
 		rc = obj_entry_del(x, d, name, len, err);
@@ -97,12 +97,12 @@ int edit_rmdir_at(struct r4_txn *x, const struct obj_dir *d,
 	if (rc)
 		return rc;
 	if (sd.plugin != FMT_OBJ_DIR40)
-		rc = r4_fail(err, -ENOTDIR, "\"%.*s\" is not a directory",
+		rc = r4i_fail(err, -ENOTDIR, "\"%.*s\" is not a directory",
 			     (int)len, name);
 	if (!rc)
 		rc = obj_dir_iter(x->vol, ref.oid, count_fn, &n, err);
 	if (!rc && n)
-		rc = r4_fail(err, -ENOTEMPTY, "directory \"%.*s\" is not "
+		rc = r4i_fail(err, -ENOTEMPTY, "directory \"%.*s\" is not "
 			     "empty", (int)len, name);
 	obj_sd_put(&sd);
 	if (!rc)
@@ -158,17 +158,17 @@ int edit_rmtree_at(struct r4_txn *x, const struct obj_dir *d,
 	int rc;
 
 	if (depth > RMTREE_MAX_DEPTH)
-		return r4_fail(err, R4_ELOOP, "directories nested deeper "
+		return r4i_fail(err, R4_ELOOP, "directories nested deeper "
 			       "than %d", RMTREE_MAX_DEPTH);
 	rc = edit_find(x, d, name, len, &ref, err);
 	if (rc == R4_ENOTFOUND)
-		return r4_fail(err, rc, "no entry \"%.*s\"", (int)len, name);
+		return r4i_fail(err, rc, "no entry \"%.*s\"", (int)len, name);
 	if (!rc)
 		rc = obj_dir_open(x, &ref, &sub, err);
 	if (!rc)
 		rc = obj_dir_iter(x->vol, ref.oid, names_fn, &s, err);
 	if (rc == -ENOMEM)
-		rc = r4_fail(err, rc, "out of memory");
+		rc = r4i_fail(err, rc, "out of memory");
 	for (size_t i = 0; !rc && i < s.n; i++)
 		rc = edit_remove_any(x, &sub, s.v[i], strlen(s.v[i]),
 				     depth + 1, err);

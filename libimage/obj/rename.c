@@ -34,7 +34,7 @@ static int not_below(struct r4_txn *x, const struct r4_objref *obj,
 
 	for (unsigned i = 0; i < MAX_CLIMB; i++) {
 		if (cur.oid == obj->oid)
-			return r4_fail(err, R4_EINVAL, "cannot move a directory "
+			return r4i_fail(err, R4_EINVAL, "cannot move a directory "
 				       "below itself");
 		if (cur.oid == FMT_ROOT_OID)
 			return 0;
@@ -44,7 +44,7 @@ static int not_below(struct r4_txn *x, const struct r4_objref *obj,
 			return rc;
 		cur = up;
 	}
-	return r4_fail(err, R4_ELOOP, "directory chain longer than %d",
+	return r4i_fail(err, R4_ELOOP, "directory chain longer than %d",
 		       MAX_CLIMB);
 }
 
@@ -69,10 +69,10 @@ static int rename_clear(struct r4_txn *x, const struct r4_objref *src,
 	dstdir = sd.plugin == FMT_OBJ_DIR40;
 	obj_sd_put(&sd);
 	if (srcdir && !dstdir)
-		return r4_fail(err, -ENOTDIR, "rename: \"%.*s\" is not a "
+		return r4i_fail(err, -ENOTDIR, "rename: \"%.*s\" is not a "
 			       "directory", (int)tlen, tname);
 	if (!srcdir && dstdir)
-		return r4_fail(err, -EISDIR, "rename: \"%.*s\" is a "
+		return r4i_fail(err, -EISDIR, "rename: \"%.*s\" is a "
 			       "directory", (int)tlen, tname);
 	return dstdir ? edit_rmdir_at(x, td, tname, tlen, err) :
 			edit_unlink_at(x, td, tname, tlen, err);
@@ -135,7 +135,7 @@ int r4_rename(struct r4_txn *x, const char *from, const char *to,
 		rc = edit_split(x, to, &td, &tname, &tlen, err);
 	if (!rc && (rc = edit_find(x, &fd, fname, flen, &src, err)) ==
 	    R4_ENOTFOUND)
-		rc = r4_fail(err, rc, "%s: no such entry", from);
+		rc = r4i_fail(err, rc, "%s: no such entry", from);
 	if (!rc && !(rc = obj_sd_get(x->vol, &src, &sd, err))) {
 		isdir = sd.plugin == FMT_OBJ_DIR40;
 		obj_sd_put(&sd);
@@ -225,10 +225,10 @@ int r4_truncate(struct r4_txn *x, const char *path, uint64_t size,
 	if (rc)
 		return rc;
 	if (sd.plugin == FMT_OBJ_CCREG40)
-		rc = r4_fail(err, R4_EUNSUPP, "%s: a compressed (ccreg40) "
+		rc = r4i_fail(err, R4_EUNSUPP, "%s: a compressed (ccreg40) "
 			     "file: truncate is not supported yet", path);
 	else if (sd.plugin != FMT_OBJ_REG40)
-		rc = r4_fail(err, R4_EINVAL, "%s: not a regular (reg40) file",
+		rc = r4i_fail(err, R4_EINVAL, "%s: not a regular (reg40) file",
 			     path);
 	if (!rc && size != sd.st.size)
 		rc = obj_body_truncate(x, &ref, sd.st.size, size, &bytes, err);

@@ -22,7 +22,7 @@ int obj_dir_open(struct r4_txn *x, const struct r4_objref *ref,
 		return rc;
 	if (sd.plugin != FMT_OBJ_DIR40) {
 		obj_sd_put(&sd);
-		return r4_fail(err, -ENOTDIR, "%s: object %llx is not a "
+		return r4i_fail(err, -ENOTDIR, "%s: object %llx is not a "
 			       "directory", obj_vol_name(x->vol),
 			       (unsigned long long)ref->oid);
 	}
@@ -43,16 +43,16 @@ int obj_sd_write(struct r4_txn *x, const struct r4_objref *ref,
 	int rc = fmt_stat_size(st, &len);
 
 	if (rc)
-		return r4_fail(err, rc, "object %llx: cannot encode its stat "
+		return r4i_fail(err, rc, "object %llx: cannot encode its stat "
 			       "data: %s", (unsigned long long)ref->oid,
 			       r4_strerror(rc));
 	if (len > tree_max_item(&x->mod))
-		return r4_fail(err, R4_EINVAL, "object %llx: stat data of "
+		return r4i_fail(err, R4_EINVAL, "object %llx: stat data of "
 			       "%zu bytes does not fit in a node",
 			       (unsigned long long)ref->oid, len);
 	buf = malloc(len);
 	if (!buf)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	rc = fmt_stat_encode(st, buf, len);
 	obj_sd_key(x->vol, ref, &k);
 	if (!rc)
@@ -61,7 +61,7 @@ int obj_sd_write(struct r4_txn *x, const struct r4_objref *ref,
 			      tree_replace(&x->mod, 1, &k, FMT_ITEM_STAT40, buf,
 					   len, err);
 	else
-		rc = r4_fail(err, rc, "cannot encode a stat data");
+		rc = r4i_fail(err, rc, "cannot encode a stat data");
 	free(buf);
 	return rc;
 }
@@ -120,16 +120,16 @@ static int cde_decode(struct r4_txn *x, struct cde *c, struct r4_error *err)
 	const char *why = fmt_cde40_verify(c->body, c->len, pol, &bad);
 
 	if (why)
-		return r4_fail(err, R4_ECORRUPT, "%s: directory item: entry "
+		return r4i_fail(err, R4_ECORRUPT, "%s: directory item: entry "
 			       "%d: %s", obj_vol_name(x->vol), bad, why);
 	c->n = fmt_cde40_units(c->body, c->len, pol);
 	c->e = calloc((size_t)c->n + 1, sizeof(*c->e));
 	if (!c->e)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	for (int i = 0; !rc && i < c->n; i++)
 		rc = fmt_cde40_entry(c->body, c->len, pol, (unsigned)i,
 				     &c->e[i]);
-	return rc ? r4_fail(err, rc, "bad directory entry") : 0;
+	return rc ? r4i_fail(err, rc, "bad directory entry") : 0;
 }
 
 static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
@@ -148,7 +148,7 @@ static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
 		    fmt_key_locality(&it.key) != dir))
 		rc = R4_ENOTFOUND;
 	else if (!rc && it.plugin_id != FMT_ITEM_CDE40)
-		rc = r4_fail(err, R4_EUNSUPP, "%s: tree node %llu, item %u: "
+		rc = r4i_fail(err, R4_EUNSUPP, "%s: tree node %llu, item %u: "
 			     "directory item plugin %u (only cde40)",
 			     obj_vol_name(x->vol), (unsigned long long)it.blk,
 			     it.pos, it.plugin_id);
@@ -159,7 +159,7 @@ static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
 		if (c->body)
 			memcpy(c->body, it.body, it.len);
 		else
-			rc = r4_fail(err, -ENOMEM, "out of memory");
+			rc = r4i_fail(err, -ENOMEM, "out of memory");
 	}
 	tree_cursor_fini(&cur);
 	if (!rc)
@@ -234,7 +234,7 @@ static int cde_store(struct r4_txn *x, const struct cde *c,
 		it[p].len = size;
 	}
 	if (rc)
-		rc = r4_fail(err, rc, "cannot encode a directory item: %s",
+		rc = r4i_fail(err, rc, "cannot encode a directory item: %s",
 			     r4_strerror(rc));
 	else
 		rc = tree_put_items(&x->mod, 1, insert ? &it[0].key : &c->key,
@@ -252,7 +252,7 @@ static int entry_key(struct r4_txn *x, const struct obj_dir *d,
 			       (unsigned)d->hash, (unsigned)d->fibre);
 
 	if (rc)
-		return r4_fail(err, rc, "directory %llx: hash %d or fibration "
+		return r4i_fail(err, rc, "directory %llx: hash %d or fibration "
 			       "%d unknown", (unsigned long long)d->ref.oid,
 			       d->hash, d->fibre);
 	return 0;
@@ -290,7 +290,7 @@ int obj_entry_add(struct r4_txn *x, const struct obj_dir *d,
 	if (cde_lookup(&c, &k, name, len, x->vol->keypol, &ins) >= 0 ||
 	    (ins < c.n && !ent_cmp_key(&c.e[ins], &k))) {
 		cde_free(&c);
-		return r4_fail(err, R4_EEXIST, "directory %llx: \"%.*s\" "
+		return r4i_fail(err, R4_EEXIST, "directory %llx: \"%.*s\" "
 			       "exists (or has the key of another name)",
 			       (unsigned long long)d->ref.oid, (int)len, name);
 	}
@@ -317,7 +317,7 @@ static int entry_at(struct r4_txn *x, const struct obj_dir *d,
 		rc = R4_ENOTFOUND;
 	}
 	if (rc == R4_ENOTFOUND)
-		return r4_fail(err, R4_ENOTFOUND, "directory %llx: no entry "
+		return r4i_fail(err, R4_ENOTFOUND, "directory %llx: no entry "
 			       "\"%.*s\"", (unsigned long long)d->ref.oid,
 			       (int)len, name);
 	return rc;

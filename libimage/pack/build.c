@@ -51,7 +51,7 @@ static int open_temp(struct r4_build *b, const char *what, char **name,
 		free(*name);
 		*name = malloc(dlen + strlen(base) + strlen(what) + 16);
 		if (!*name)
-			return r4_fail(err, -ENOMEM, "out of memory");
+			return r4i_fail(err, -ENOMEM, "out of memory");
 		sprintf(*name, "%.*s.%s.%s.%s", (int)dlen, b->target, base,
 			what, sfx);
 		r4_tmpfile_block();
@@ -66,25 +66,25 @@ static int open_temp(struct r4_build *b, const char *what, char **name,
 		io_close(*dev);	/* someone else's file: try another name */
 		*dev = NULL;
 	}
-	return r4_fail(err, -EEXIST, "%s: cannot make a temporary file",
+	return r4i_fail(err, -EEXIST, "%s: cannot make a temporary file",
 		       b->target);
 }
 
 static int check_opts(const struct r4_build_opts *o, struct r4_error *err)
 {
 	if (o->mkfs.blksize != FMT_BLKSIZE_DEFAULT)
-		return r4_fail(err, R4_EUNSUPP, "block size %u is not "
+		return r4i_fail(err, R4_EUNSUPP, "block size %u is not "
 			       "supported (only 4096)", o->mkfs.blksize);
 	if (strlen(o->mkfs.label) > FMT_LABEL_SIZE)
-		return r4_fail(err, R4_EINVAL, "label '%s' is longer than %d "
+		return r4i_fail(err, R4_EINVAL, "label '%s' is longer than %d "
 			       "bytes", o->mkfs.label, FMT_LABEL_SIZE);
 	for (int t = 0; t < R4_PT_COUNT; t++)
 		if (!fmt_plugin_name((enum fmt_ptype)t, o->mkfs.plugin[t]))
-			return r4_fail(err, R4_EINVAL, "unknown %s plugin id "
+			return r4i_fail(err, R4_EINVAL, "unknown %s plugin id "
 				       "%u", fmt_ptype_name((enum fmt_ptype)t),
 				       o->mkfs.plugin[t]);
 	if (!o->auto_size && !o->mkfs.size_bytes)
-		return r4_fail(err, R4_EINVAL, "no size given and auto size "
+		return r4i_fail(err, R4_EINVAL, "no size given and auto size "
 			       "off");
 	return 0;
 }
@@ -116,7 +116,7 @@ static int open_target(struct r4_build *b, struct r4_error *err)
 	r4_tmpfile_forget(b->spool_path);
 	b->limit = bytes / b->bs / ROUND_BLOCKS * ROUND_BLOCKS;
 	if (bytes && b->limit < fmt_min_block_count(b->bs))
-		return r4_fail(err, R4_ERANGE, "%s: %llu bytes is too small "
+		return r4i_fail(err, R4_ERANGE, "%s: %llu bytes is too small "
 			       "for a Reiser4 volume", b->target,
 			       (unsigned long long)bytes);
 	return 0;
@@ -167,7 +167,7 @@ int r4_build_begin(const char *image, const struct r4_build_opts *o,
 		return rc;
 	b = calloc(1, sizeof(*b));
 	if (!b)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	b->o = *o;
 	if (!b->o.mkfs.have_uuid)
 		uuid_generate(b->o.mkfs.uuid);
@@ -180,7 +180,7 @@ int r4_build_begin(const char *image, const struct r4_build_opts *o,
 	b->scratch = malloc(SCRATCH_BYTES);
 	if (!b->target || !b->m.buf || !b->scratch) {
 		build_free(b);
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	}
 	mkfs_make_supers(&b->m, fmt_min_block_count(b->bs));
 	b->pol = b->m.pol;
@@ -208,7 +208,7 @@ int r4_build_add(struct r4_build *b, const struct r4_entry *e,
 	int rc;
 
 	if (b->failed)
-		return r4_fail(err, R4_EINVAL, "%s: the build failed earlier",
+		return r4i_fail(err, R4_EINVAL, "%s: the build failed earlier",
 			       e->path ? e->path : "");
 	rc = pack_ns_add(b, e, &o, err);
 	if (!rc && o) {
@@ -321,7 +321,7 @@ static int make_final_supers(struct r4_build *b, uint64_t root,
 	b->m.sb.file_count = b->files;
 	for (size_t i = 0; i < b->m.nbackups; i++)
 		if (used_test(b, b->m.backups[i]))
-			return r4_fail(err, R4_ECORRUPT, "%s: backup block "
+			return r4i_fail(err, R4_ECORRUPT, "%s: backup block "
 				       "%llu is in use", b->target,
 				       (unsigned long long)b->m.backups[i]);
 	if (!b->in_place)
@@ -351,7 +351,7 @@ static int finish(struct r4_build *b, struct r4_build_result *res,
 	if (rc)
 		return rc;
 	if (!b->in_place && rename(b->tmp, b->target))
-		return r4_fail(err, -errno, "%s: cannot rename %s into place: "
+		return r4i_fail(err, -errno, "%s: cannot rename %s into place: "
 			       "%s", b->target, b->tmp, strerror(errno));
 	r4_tmpfile_forget(b->tmp);
 	free(b->tmp);
@@ -377,7 +377,7 @@ int r4_build_finish(struct r4_build *b, struct r4_build_result *res,
 	int rc;
 
 	if (b->failed)
-		rc = r4_fail(err, R4_EINVAL, "%s: the build failed earlier",
+		rc = r4i_fail(err, R4_EINVAL, "%s: the build failed earlier",
 			     b->target);
 	else
 		rc = finish(b, res, err);

@@ -162,11 +162,11 @@ int pack_cc_init(struct r4_build *b, struct r4_error *err)
 	if (!fmt_cluster_shift_of(p[R4_PT_CLUSTER]) ||
 	    p[R4_PT_COMPRESS] > FMT_COMPRESS_ZSTD1 ||
 	    p[R4_PT_CMODE] > FMT_CMODE_CONV)
-		return r4_fail(err, R4_EINVAL, "create=ccreg40: unknown "
+		return r4i_fail(err, R4_EINVAL, "create=ccreg40: unknown "
 			       "cluster, compress or compressMode plugin");
 	cc = calloc(1, sizeof(*cc));
 	if (!cc)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	cc->shift = fmt_cluster_shift_of(p[R4_PT_CLUSTER]);
 	cc->csize = (size_t)1 << cc->shift;
 	cc->alg = p[R4_PT_COMPRESS];
@@ -179,13 +179,13 @@ int pack_cc_init(struct r4_build *b, struct r4_error *err)
 	pthread_cond_init(&cc->done, NULL);
 	b->cc = cc;
 	if (!cc->plain || !cc->out)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	want = ncpu < 1 ? 1 : ncpu > CC_THREADS ? CC_THREADS : (unsigned)ncpu;
 	cc->nth = 1;		/* this thread; workers are counted as made */
 	for (unsigned i = 0; i < want; i++) {
 		cc->codec[i] = r4_codec_new(cc->alg, &rc);
 		if (!cc->codec[i])
-			return r4_fail(err, rc, "cannot set up the %s "
+			return r4i_fail(err, rc, "cannot set up the %s "
 				       "compressor", fmt_plugin_name(
 				       FMT_PT_COMPRESS, cc->alg));
 	}
@@ -193,7 +193,7 @@ int pack_cc_init(struct r4_build *b, struct r4_error *err)
 		struct worker *w = malloc(sizeof(*w));
 
 		if (!w)
-			return r4_fail(err, -ENOMEM, "out of memory");
+			return r4i_fail(err, -ENOMEM, "out of memory");
 		w->cc = cc;
 		w->id = i;
 		if (pthread_create(&cc->th[i], NULL, worker_main, w)) {
@@ -282,7 +282,7 @@ static int rd_fill(struct ccrd *r, uint64_t start, size_t n, uint8_t *dst,
 			int rc = r->fn(r->ctx, &r->coff, &p, &r->clen, err);
 
 			if (rc < 0)
-				return r4_fail(err, rc, "%s: cannot read the "
+				return r4i_fail(err, rc, "%s: cannot read the "
 					       "data: %s", r->path,
 					       r4_strerror(rc));
 			if (rc == 0) {
@@ -308,7 +308,7 @@ static int rd_finish(struct ccrd *r, struct r4_error *err)
 		int rc = r->fn(r->ctx, &r->coff, &p, &r->clen, err);
 
 		if (rc < 0)
-			return r4_fail(err, rc, "%s: cannot read the data: %s",
+			return r4i_fail(err, rc, "%s: cannot read the data: %s",
 				       r->path, r4_strerror(rc));
 		if (rc == 0)
 			r->eof = 1;
@@ -472,7 +472,7 @@ int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	}
 	if (n > SIZE_MAX / sizeof(uint32_t) ||
 	    !(o->cc_len = calloc((size_t)n, sizeof(uint32_t))))
-		return r4_fail(err, -ENOMEM, "%s: out of memory", path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 	o->spool_off = b->spool_len;
 	rc = cc_encode(b, o, &r, cc->mode == FMT_CMODE_CONV &&
 		       o->size > cc->csize, sink_spool, NULL, err);
@@ -552,7 +552,7 @@ int pack_cc_decide(struct r4_build *b, struct bobj *o, const char *path,
 		return 0;
 	rc = s->open(s->src_ctx, path, &r.fn, &r.ctx, err);
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot open the data: %s", path,
+		return r4i_fail(err, rc, "%s: cannot open the data: %s", path,
 			       r4_strerror(rc));
 	rc = conv_first(b, o, &r, &keep, err);
 	s->close(r.ctx);
@@ -582,7 +582,7 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 	dense = pack_cc_bytes(b, o);
 	rc = s->open(s->src_ctx, path, &r.fn, &r.ctx, err);
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot open the data: %s", path,
+		return r4i_fail(err, rc, "%s: cannot open the data: %s", path,
 			       r4_strerror(rc));
 	o->cc_used = 0;
 	rc = cc_encode(b, o, &r, 0, sink_emit, NULL, err);

@@ -23,14 +23,14 @@ int pack_space_setup(struct r4_build *b, struct r4_error *err)
 	b->ncand = fmt_backup_blocks(1ULL << 44, b->bs, b->cand,
 				     sizeof(b->cand) / sizeof(b->cand[0]));
 	if (b->ncand > sizeof(b->cand) / sizeof(b->cand[0]))
-		return r4_fail(err, R4_ERANGE, "too many backup positions");
+		return r4i_fail(err, R4_ERANGE, "too many backup positions");
 	b->cursor = fmt_blk_first_usable(b->bs);
 	b->hi = b->cursor;
 	b->used_cap = 1 << 20;
 	b->used = calloc(b->used_cap / 8, 1);
 	b->wb.buf = malloc((size_t)BUILD_WBUF_BLOCKS * b->bs);
 	if (!b->used || !b->wb.buf)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -97,7 +97,7 @@ int pack_alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
 	       struct r4_error *err)
 {
 	if (mark_used(b, start, n))
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	b->allocated += n;
 	return 0;
 }
@@ -110,14 +110,14 @@ int pack_alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
 	while (reserved(b, c))
 		c++;
 	if (b->limit && c >= b->limit)
-		return r4_fail(err, R4_ENOSPC, "%s: the volume is full (%llu "
+		return r4i_fail(err, R4_ENOSPC, "%s: the volume is full (%llu "
 			       "blocks)", b->target,
 			       (unsigned long long)b->limit);
 	while (n < want && !reserved(b, c + n) &&
 	       (!b->limit || c + n < b->limit))
 		n++;
 	if (mark_used(b, c, n))
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	*start = c;
 	*got = n;
 	b->cursor = c + n;
@@ -229,7 +229,7 @@ int pack_async_begin(struct r4_build *b, struct r4_error *err)
 		if (!(q->free[i] = malloc(sz))) {
 			while (i)
 				free(q->free[--i]);
-			return r4_fail(err, -ENOMEM, "out of memory");
+			return r4i_fail(err, -ENOMEM, "out of memory");
 		}
 		q->nfree++;
 	}
@@ -336,7 +336,7 @@ static int spool_put(struct r4_build *b, const void *p, uint64_t len,
 	size_t cap = (size_t)BUILD_WBUF_BLOCKS * b->bs;
 
 	if (!b->swr.buf && !(b->swr.buf = malloc(cap)))
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	while (len) {
 		size_t k = cap - b->swr.n;
 		int rc;
@@ -388,7 +388,7 @@ static int spool_get(struct r4_build *b, uint8_t *dst, size_t n,
 	if (n > cap / 2 || off + n > b->spool_len)
 		return io_read(b->spool, dst, n, off, err);
 	if (!w->buf && !(w->buf = malloc(cap)))
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	if (!w->n || off < w->start || off + n > w->start + w->n) {
 		uint64_t start = off / b->bs * b->bs;
 		size_t len = b->spool_len - start < cap ?
@@ -423,10 +423,10 @@ static int start_block(struct extw *w, uint64_t i, int whole,
 	int rc = 0;
 
 	if (i > w->next && enc_unit_add(&w->o->ext, 0, i - w->next))
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	rc = pack_alloc_run(b, 1, &start, &got, err);
 	if (!rc && enc_unit_add(&w->o->ext, start, 1))
-		rc = r4_fail(err, -ENOMEM, "out of memory");
+		rc = r4i_fail(err, -ENOMEM, "out of memory");
 	if (!rc)
 		rc = img_slot(b, start, &w->blk, err);
 	if (rc)
@@ -484,7 +484,7 @@ static int take_extents(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 		pos = off + len;
 	}
 	if (!rc && nblk > w.next && enc_unit_add(&o->ext, 0, nblk - w.next))
-		rc = r4_fail(err, -ENOMEM, "out of memory");
+		rc = r4i_fail(err, -ENOMEM, "out of memory");
 	o->data = BD_EXTENTS;
 	return rc;
 }
@@ -544,7 +544,7 @@ int pack_data_deferred_extents(struct r4_build *b, struct bobj *o,
 	int rc = s->open(s->src_ctx, path, &fn, &ctx, err);
 
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot open the data: %s", path,
+		return r4i_fail(err, rc, "%s: cannot open the data: %s", path,
 			       r4_strerror(rc));
 	rc = take_extents(b, o, fn, ctx, path, err);
 	s->close(ctx);
@@ -568,7 +568,7 @@ int pack_tail_open(struct r4_build *b, struct bobj *o, const char *path,
 	if (o->data == BD_DEFERRED) {
 		rc = s->open(s->src_ctx, path, &t->fn, &t->ctx, err);
 		if (rc)
-			return r4_fail(err, rc, "%s: cannot open the data: %s",
+			return r4i_fail(err, rc, "%s: cannot open the data: %s",
 				       path, r4_strerror(rc));
 	}
 	return 0;

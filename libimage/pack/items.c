@@ -7,7 +7,7 @@
  * first of its names met that way, so directory oids grow in the order
  * their items come in the tree.
  *
- * Key order (format map section 2.4) is then: the root's SD, and for each
+ * Key order (doc/format.md §2.4) is then: the root's SD, and for each
  * directory D by increasing oid: D's entries (locality D, type 0), the
  * SDs of the objects placed in D (type 1), their bodies (type 4) -- each
  * group in the order of D's sorted names. */
@@ -53,7 +53,7 @@ static int sort_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
 		int rc = name_key(b, d->oid, e->name, e->len, &k);
 
 		if (rc)
-			return r4_fail(err, rc, "%s: cannot make the key of "
+			return r4i_fail(err, rc, "%s: cannot make the key of "
 				       "'%s': %s", pack_ns_obj_path(d, p1,
 				       sizeof(p1)), e->name, r4_strerror(rc));
 		e->k1 = k.el[1];
@@ -64,7 +64,7 @@ static int sort_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
 		qsort(d->kids, d->nkids, sizeof(*d->kids), ent_cmp);
 	for (size_t i = 1; i < d->nkids; i++)
 		if (!ent_cmp(&d->kids[i - 1], &d->kids[i]))
-			return r4_fail(err, R4_EEXIST, "%s: '%s' has the same "
+			return r4i_fail(err, R4_EEXIST, "%s: '%s' has the same "
 				       "key as '%s' under this hash",
 				       pack_ns_path(d->kids[i], p1, sizeof(p1)),
 				       d->kids[i]->name, d->kids[i - 1]->name);
@@ -175,7 +175,7 @@ static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
 	fill_stat(b, o, &st);
 	rc = fmt_stat_size(&st, &len);
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot make its stat data: %s",
+		return r4i_fail(err, rc, "%s: cannot make its stat data: %s",
 			       pack_ns_obj_path(o, p, sizeof(p)),
 			       r4_strerror(rc));
 	fmt_key_sd(&k, o->locality, o->ordering, o->oid);
@@ -183,7 +183,7 @@ static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
 	if (!rc)
 		rc = fmt_stat_encode(&st, body, len);
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot store its stat data: %s",
+		return r4i_fail(err, rc, "%s: cannot store its stat data: %s",
 			       pack_ns_obj_path(o, p, sizeof(p)),
 			       r4_strerror(rc));
 	if (o->type == R4_ENT_REG && o->data == BD_DEFERRED &&
@@ -217,7 +217,7 @@ static int dir_entries(struct r4_build *b, struct bobj *d,
 	if (!rc)
 		rc = name_key(b, d->oid, "..", 2, &dotdot);
 	if (rc)
-		return r4_fail(err, rc, "cannot make the key of '..'");
+		return r4i_fail(err, rc, "cannot make the key of '..'");
 	set_entry(b, &ce[j++], &dot, d, ".", 1);
 	for (size_t i = 0; i < d->nkids; i++) {
 		struct bent *e = d->kids[i];
@@ -245,7 +245,7 @@ static int emit_entries(struct r4_build *b, struct bobj *d,
 	size_t idsz = fmt_cde40_objid_size(b->pol);
 	struct fmt_cde40_entry *ce = calloc(n, sizeof(*ce));
 	int rc = ce ? dir_entries(b, d, ce, err) :
-		      r4_fail(err, -ENOMEM, "out of memory");
+		      r4i_fail(err, -ENOMEM, "out of memory");
 
 	while (!rc && i < n) {
 		size_t room = pack_leaf_room(b), k = 0;

@@ -24,7 +24,7 @@ int pack_tree_init(struct r4_build *b, struct r4_error *err)
 	for (unsigned l = 1; l <= FMT_NODE_MAX_LEVEL; l++) {
 		b->lv[l].node = malloc(b->bs);
 		if (!b->lv[l].node)
-			return r4_fail(err, -ENOMEM, "out of memory");
+			return r4i_fail(err, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -46,12 +46,12 @@ static int node_open(struct r4_build *b, unsigned level, struct r4_error *err)
 	int rc;
 
 	if (level > FMT_NODE_MAX_LEVEL)
-		return r4_fail(err, R4_ERANGE, "%s: the tree would be taller "
+		return r4i_fail(err, R4_ERANGE, "%s: the tree would be taller "
 			       "than %d levels", b->target, FMT_NODE_MAX_LEVEL);
 	rc = fmt_node_init(lv->node, b->bs, b->m.sb.node_pid, level,
 			   b->m.sb.mkfs_id);
 	if (rc)
-		return r4_fail(err, rc, "cannot make a node: %s",
+		return r4i_fail(err, rc, "cannot make a node: %s",
 			       r4_strerror(rc));
 	lv->open = 1;
 	lv->count++;
@@ -90,7 +90,7 @@ static int level_append(struct r4_build *b, unsigned level,
 				  out);
 
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot add an item to a level %u "
+		return r4i_fail(err, rc, "%s: cannot add an item to a level %u "
 			       "node: %s", b->target, level, r4_strerror(rc));
 	if (first)
 		lv->first = *k;
@@ -101,7 +101,7 @@ static int note_leaf(struct r4_build *b, uint64_t seq, uint64_t blk,
 		     struct r4_error *err)
 {
 	if (R4_RESERVE(b->leafblk, b->capleaf, seq + 1, 1024))
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	b->leafblk[seq] = blk;
 	return 0;
 }
@@ -253,6 +253,6 @@ int pack_tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
 		}
 		rc = node_close(b, l, err);
 	}
-	return rc ? rc : r4_fail(err, R4_ECORRUPT, "%s: no tree root",
+	return rc ? rc : r4i_fail(err, R4_ECORRUPT, "%s: no tree root",
 				 b->target);
 }

@@ -123,7 +123,7 @@ int pack_ns_init(struct r4_build *b, struct r4_error *err)
 	b->htab = calloc(b->hsize, sizeof(*b->htab));
 	b->root = b->htab ? new_obj(b, R4_ENT_DIR) : NULL;
 	if (!b->root)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	implicit_dir(b, b->root, (uint32_t)getuid(), (uint32_t)getgid());
 	return 0;
 }
@@ -246,13 +246,13 @@ static int walk(struct r4_build *b, const char *path, int create,
 				struct bobj *o = new_obj(b, R4_ENT_DIR);
 
 				if (!o || !(e = new_ent(b, d, c, (size_t)n, o)))
-					return r4_fail(err, -ENOMEM,
+					return r4i_fail(err, -ENOMEM,
 						       "out of memory");
 				implicit_dir(b, o, b->root->a.uid,
 					     b->root->a.gid);
 			}
 			if (e->obj->type != R4_ENT_DIR)
-				return r4_fail(err, R4_EINVAL, "%s: '%.*s' on "
+				return r4i_fail(err, R4_EINVAL, "%s: '%.*s' on "
 					       "its way is not a directory",
 					       path, (int)(c + n - path), path);
 			d = e->obj;
@@ -292,7 +292,7 @@ static int check_entry(struct r4_build *b, const struct r4_entry *e,
 
 	if (!rc && e->type == R4_ENT_REG && !e->data && e->size &&
 	    !b->o.source)
-		rc = r4_fail(err, R4_EINVAL, "%s: no data and no data source",
+		rc = r4i_fail(err, R4_EINVAL, "%s: no data and no data source",
 			     e->path);
 	return rc;
 }
@@ -303,13 +303,13 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 	struct bobj *o = new_obj(b, e->type);
 
 	if (!o)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	set_attrs(o, e);
 	switch (e->type) {
 	case R4_ENT_SYMLINK:
 		o->target = strdup(e->target);
 		if (!o->target)
-			return r4_fail(err, -ENOMEM, "out of memory");
+			return r4i_fail(err, -ENOMEM, "out of memory");
 		o->size = strlen(e->target);
 		break;
 	case R4_ENT_CHR: case R4_ENT_BLK:
@@ -339,13 +339,13 @@ static int link_target(struct r4_build *b, const struct r4_entry *e,
 	int rc = walk(b, e->target, 0, &d, &name, &n, err);
 
 	if (rc == R4_ENOTFOUND || (!rc && n && !(t = lookup(b, d, name, n))))
-		return r4_fail(err, R4_ENOTFOUND, "%s: hard link to '%s', "
+		return r4i_fail(err, R4_ENOTFOUND, "%s: hard link to '%s', "
 			       "which is not in the archive", e->path,
 			       e->target);
 	if (rc)
 		return rc;
 	if (!n || t->obj->type == R4_ENT_DIR)
-		return r4_fail(err, R4_EINVAL, "%s: hard link to '%s', which "
+		return r4i_fail(err, R4_EINVAL, "%s: hard link to '%s', which "
 			       "is a directory", e->path, e->target);
 	*out = t->obj;
 	return 0;
@@ -369,7 +369,7 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		return rc;
 	if (!n) {	/* the root itself */
 		if (e->type != R4_ENT_DIR)
-			return r4_fail(err, R4_EINVAL, "%s: the root must be a "
+			return r4i_fail(err, R4_EINVAL, "%s: the root must be a "
 				       "directory", e->path);
 		set_attrs(b->root, e);
 		return 0;
@@ -380,7 +380,7 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		return 0;
 	}
 	if (old && old->obj->type == R4_ENT_DIR && old->obj->nkids)
-		return r4_fail(err, R4_EEXIST, "%s: would replace a directory "
+		return r4i_fail(err, R4_EEXIST, "%s: would replace a directory "
 			       "that is not empty", e->path);
 	if (e->type != R4_ENT_HARDLINK) {
 		rc = make_obj(b, e, &o, err);
@@ -392,7 +392,7 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		b->wc_n = 0;	/* the cached directories may be gone */
 	}
 	else if (!new_ent(b, d, name, n, o))
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	if (e->type == R4_ENT_REG && e->data)
 		*obj = o;
 	return 0;

@@ -24,10 +24,10 @@ int pack_upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
 
 	if (R4_RESERVE(b->ilevel, lcap, b->ninodes + 1, 64) ||
 	    R4_RESERVE(b->inode, b->capinodes, b->ninodes + 1, 64))
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	copy = malloc(b->bs);
 	if (!copy)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	memcpy(copy, node, b->bs);
 	b->inode[b->ninodes] = copy;
 	b->ilevel[b->ninodes] = (uint8_t)level;
@@ -78,7 +78,7 @@ static int fix_pointers(struct r4_build *b, uint8_t *node, const uint64_t *pos,
 	int rc = fmt_node_header_decode(node, b->bs, &h);
 
 	if (rc)
-		return r4_fail(err, rc, "%s: bad upper node", b->target);
+		return r4i_fail(err, rc, "%s: bad upper node", b->target);
 	for (int j = 0; j < h.nr_items; j++) {
 		size_t off, len;
 		uint64_t id;
@@ -87,11 +87,11 @@ static int fix_pointers(struct r4_build *b, uint8_t *node, const uint64_t *pos,
 					&len);
 
 		if (rc || len != FMT_NODEPTR40_SIZE)
-			return r4_fail(err, rc ? rc : R4_ECORRUPT, "%s: bad "
+			return r4i_fail(err, rc ? rc : R4_ECORRUPT, "%s: bad "
 				       "node pointer %d", b->target, j);
 		id = get_le64(node + off);
 		if (id >= b->ninodes)
-			return r4_fail(err, R4_ECORRUPT, "%s: bad node pointer "
+			return r4i_fail(err, R4_ECORRUPT, "%s: bad node pointer "
 				       "%d", b->target, j);
 		put_le64(node + off, pos[id]);
 	}
@@ -104,7 +104,7 @@ int pack_upper_place(struct r4_build *b, uint64_t root_id, uint64_t *root,
 	uint64_t *pos = calloc(b->ninodes, sizeof(*pos));
 	size_t *order = calloc(b->ninodes, sizeof(*order)), k = 0;
 	int rc = pos && order ? give_blocks(b, pos, err) :
-				r4_fail(err, -ENOMEM, "out of memory");
+				r4i_fail(err, -ENOMEM, "out of memory");
 
 	for (size_t i = 0; !rc && i < b->ninodes; i++)
 		if (b->ilevel[i] > FMT_NODE_TWIG_LEVEL)

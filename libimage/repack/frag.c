@@ -64,7 +64,7 @@ static int tree_node(struct r4_vol *vol, uint64_t blk, unsigned level,
 	nr = tree_node_nr(b->data);
 	kids = malloc((nr + 1) * sizeof(*kids));
 	if (!kids)
-		rc = r4_fail(err, -ENOMEM, "out of memory");
+		rc = r4i_fail(err, -ENOMEM, "out of memory");
 	for (unsigned i = 0; !rc && i < nr; i++) {
 		struct tree_item it;
 		struct fmt_extent40_unit u;
@@ -232,13 +232,13 @@ static int scan_items(struct r4_vol *vol, struct otab *t,
 
 		rc = tree_cur(&c, &it, err);
 		if (!rc && item_add(t, &it))
-			rc = r4_fail(err, -ENOMEM, "out of memory");
+			rc = r4i_fail(err, -ENOMEM, "out of memory");
 		if (!rc)
 			rc = tree_next(&c, err);
 	}
 	tree_cursor_fini(&c);
 	if (rc == R4_ENOTFOUND) {
-		r4_error_clear(err);
+		r4i_error_clear(err);
 		rc = 0;
 	}
 	return rc;

@@ -50,7 +50,7 @@ static int push(struct rp_el **v, size_t *n, size_t *cap,
 
 static int oom(struct r4_error *err)
 {
-	return r4_fail(err, -ENOMEM, "out of memory");
+	return r4i_fail(err, -ENOMEM, "out of memory");
 }
 
 static int walk_node(struct walk *w, uint64_t blk, unsigned level,
@@ -66,7 +66,7 @@ static int walk_item(struct walk *w, const struct tree_item *it,
 
 	if (it->plugin_id == FMT_ITEM_NODEPTR40) {
 		if (fmt_nodeptr40_decode(it->body, it->len, &child))
-			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
 				       "item %u: bad node pointer",
 				       vol->dev->path,
 				       (unsigned long long)it->blk, it->pos);
@@ -89,14 +89,14 @@ static int walk_item(struct walk *w, const struct tree_item *it,
 		if (rc == R4_ERANGE)
 			return 0;
 		if (rc)
-			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
 				       "item %u: bad extent", vol->dev->path,
 				       (unsigned long long)it->blk, it->pos);
 		if (fmt_extent40_kind(&eu) != FMT_EXTENT_ALLOCATED)
 			continue;
 		if (eu.start + eu.width > vol->sb.block_count ||
 		    eu.start + eu.width < eu.start || !eu.width)
-			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
 				       "item %u, unit %u: blocks %llu+%llu "
 				       "outside the volume", vol->dev->path,
 				       (unsigned long long)it->blk, it->pos, u,
@@ -295,9 +295,9 @@ int rp_model_build(struct r4_vol *vol, struct rp_model *m,
 	m->ncand = fmt_backup_blocks(1ULL << 44, vol->blksize, m->cand,
 				     CAND_MAX);
 	if (m->ncand > CAND_MAX)
-		return r4_fail(err, R4_ERANGE, "too many backup positions");
+		return r4i_fail(err, R4_ERANGE, "too many backup positions");
 	if (m->height < 2)
-		return r4_fail(err, R4_EUNSUPP, "%s: tree height %u: nothing "
+		return r4i_fail(err, R4_EUNSUPP, "%s: tree height %u: nothing "
 			       "above the leaves", vol->dev->path, m->height);
 	rc = push(&w.up, &w.nup, &w.capup, &root) ? oom(err) : 0;
 	if (!rc)
@@ -317,7 +317,7 @@ int rp_model_build(struct r4_vol *vol, struct rp_model *m,
 	    (place(m, base) || rp_frontier(m) != m->n))
 		base = fmt_blk_first_usable(vol->blksize);
 	if (!rc && place(m, base))
-		rc = r4_fail(err, R4_ENOSPC, "%s: the tree does not fit in "
+		rc = r4i_fail(err, R4_ENOSPC, "%s: the tree does not fit in "
 			     "the volume", vol->dev->path);
 	return rc;
 }

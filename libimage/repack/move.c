@@ -82,7 +82,7 @@ static int patch_parent(struct bctx *c, const struct rp_el *e, uint64_t dst,
 	}
 	pb = c->m->el[e->parent].cur;
 	if (e->off + 8 > c->vol->blksize)
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu: pointer "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu: pointer "
 			       "at byte %u", c->vol->dev->path,
 			       (unsigned long long)pb, e->off);
 	rc = txn_capture(c->t, pb, &b, err);
@@ -139,7 +139,7 @@ static int move_el(struct bctx *c, size_t i, uint64_t dst,
 	int rc = txn_alloc_run(c->t, dst, e->w, &s, &got, err);
 
 	if (!rc && (s != dst || got != e->w))
-		return r4_fail(err, R4_EINVAL, "%s: blocks %llu+%llu are not "
+		return r4i_fail(err, R4_EINVAL, "%s: blocks %llu+%llu are not "
 			       "free as expected", c->vol->dev->path,
 			       (unsigned long long)dst,
 			       (unsigned long long)e->w);
@@ -228,9 +228,9 @@ static int cut_body(struct bctx *c, const struct rp_el *e, uint64_t k,
 	}
 	io_cache_put(&c->vol->cache, b);
 	if (rc == -ENOMEM)
-		return r4_fail(err, rc, "out of memory");
+		return r4i_fail(err, rc, "out of memory");
 	if (rc == R4_ENOTFOUND)
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu: no "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu: no "
 			       "extent at byte %u", c->vol->dev->path,
 			       (unsigned long long)twig, e->off);
 	return rc;
@@ -275,7 +275,7 @@ static int split_move(struct bctx *c, size_t i, uint64_t k, uint64_t dst,
 	if (!rc)
 		rc = txn_alloc_run(c->t, dst, k, &s, &got, err);
 	if (!rc && (s != dst || got != k))
-		rc = r4_fail(err, R4_EINVAL, "%s: blocks %llu+%llu are not "
+		rc = r4i_fail(err, R4_EINVAL, "%s: blocks %llu+%llu are not "
 			     "free as expected", c->vol->dev->path,
 			     (unsigned long long)dst, (unsigned long long)k);
 	if (!rc)
@@ -300,7 +300,7 @@ static int find_run(struct bctx *c, uint64_t from, uint64_t w, uint64_t *out,
 		int rc = space_find_free(&c->vol->space, b, &f, err), ok;
 
 		if (rc == R4_ENOSPC) {
-			r4_error_clear(err);
+			r4i_error_clear(err);
 			return 0;
 		}
 		if (rc)
@@ -335,7 +335,7 @@ static int longest_run(struct bctx *c, uint64_t want, uint64_t *dst,
 			int rc = space_find_free(&c->vol->space, b, &f, err);
 
 			if (rc == R4_ENOSPC) {
-				r4_error_clear(err);
+				r4i_error_clear(err);
 				break;
 			}
 			if (rc)
@@ -405,7 +405,7 @@ static int evict(struct bctx *c, size_t x, int far, int *stop,
 	}
 	if (c->st->moved)
 		return 0;
-	return r4_fail(err, R4_ENOSPC, "%s: no free block left to move "
+	return r4i_fail(err, R4_ENOSPC, "%s: no free block left to move "
 		       "blocks %llu+%llu out of the way", c->vol->dev->path,
 		       (unsigned long long)e->cur, (unsigned long long)e->w);
 }
@@ -436,7 +436,7 @@ static int occupants(struct bctx *c, uint64_t at, uint64_t w, int *unknown,
 			int64_t *v = realloc(c->occ, n * sizeof(*v));
 
 			if (!v)
-				return r4_fail(err, -ENOMEM, "out of memory");
+				return r4i_fail(err, -ENOMEM, "out of memory");
 			c->occ = v;
 			c->capocc = n;
 		}
@@ -509,7 +509,7 @@ static int run_batch(struct bctx *c, size_t f, uint64_t batch,
 	if (!rc && !c->st->moved) {
 		uint64_t b = m->el[f].tgt;
 
-		rc = r4_fail(err, R4_ECORRUPT, "%s: cannot make room at block "
+		rc = r4i_fail(err, R4_ECORRUPT, "%s: cannot make room at block "
 			     "%llu: a block there is in use, but no node or "
 			     "extent points at it (check the volume with "
 			     "r4fsck)", c->vol->dev->path,
@@ -532,7 +532,7 @@ int rp_batch(struct rp_model *m, uint64_t batch, struct rp_batch_stats *st,
 	c.hi = c.lo + 2 * batch;
 	c.buf = malloc((size_t)COPY_BLOCKS * m->vol->blksize);
 	if (!c.buf)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	rc = txn_begin(m->vol, &c.t, err);
 	if (!rc)
 		rc = run_batch(&c, f, batch, err);

@@ -71,7 +71,7 @@ static int batches(struct r4_vol *vol, const struct r4_repack_opts *o,
 			return 0;
 		}
 		if (res->batches > limit)
-			return r4_fail(err, R4_ECORRUPT, "%s: the repack does "
+			return r4i_fail(err, R4_ECORRUPT, "%s: the repack does "
 				       "not converge after %llu batches",
 				       vol->dev->path,
 				       (unsigned long long)res->batches);
@@ -86,7 +86,7 @@ int r4_repack(struct r4_vol *vol, const struct r4_repack_opts *o,
 
 	memset(res, 0, sizeof(*res));
 	if (!o->batch)
-		return r4_fail(err, R4_EINVAL, "the batch size must be at "
+		return r4i_fail(err, R4_EINVAL, "the batch size must be at "
 			       "least 1 block");
 	rc = r4_repack_plan(vol, o->batch, &res->plan, err);
 	if (rc)
@@ -102,7 +102,7 @@ int r4_repack(struct r4_vol *vol, const struct r4_repack_opts *o,
 	if (o->dry_run)
 		return 0;
 	if (res->plan.free_blocks < res->plan.free_needed)
-		return r4_fail(err, R4_ENOSPC, "%s: %llu free blocks, a batch "
+		return r4i_fail(err, R4_ENOSPC, "%s: %llu free blocks, a batch "
 			       "and its log need %llu: nothing was changed",
 			       vol->dev->path,
 			       (unsigned long long)res->plan.free_blocks,

@@ -500,7 +500,7 @@ static int link_lost(struct objfix *f, struct r4_txn *x, const struct op *p,
 	rc = edit_find(x, &lf, p->name, p->len, &got, err);
 	if (rc == 0)
 		return got.oid == p->target.oid ? 0 :
-			r4_fail(err, R4_EEXIST, "lost+found/%s exists",
+			r4i_fail(err, R4_EEXIST, "lost+found/%s exists",
 				p->name);
 	if (rc != R4_ENOTFOUND)
 		return rc;
@@ -655,7 +655,7 @@ static int run_ops(struct objfix *f, int *changed)
 			continue;
 		}
 		if (R->vol->failed)
-			return r4_fail(R->err, e1.code, "%s", e1.msg);
+			return r4i_fail(R->err, e1.code, "%s", e1.msg);
 		for (size_t i = a; i < b; i++) {
 			struct r4_error e2 = { 0, "" };
 
@@ -664,7 +664,7 @@ static int run_ops(struct objfix *f, int *changed)
 				continue;
 			}
 			if (R->vol->failed)
-				return r4_fail(R->err, e2.code, "%s", e2.msg);
+				return r4i_fail(R->err, e2.code, "%s", e2.msg);
 			rep_action(R, f->ops.v[i].code, R4_CHECK_NO_BLOCK,
 				   f->ops.v[i].obj.oid, 0, 0, "could not fix: %s",
 				   e2.msg);
@@ -697,7 +697,7 @@ int rep_fix_objects(struct rep *R, int *changed)
 		rc = run_ops(&f, changed);
 out:
 	if (rc == -ENOMEM)
-		rc = r4_fail(R->err, rc, "out of memory for the repair");
+		rc = r4i_fail(R->err, rc, "out of memory for the repair");
 	ops_free(&f.ops);
 	free(f.byoid);
 	free(f.tgt);

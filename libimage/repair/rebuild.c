@@ -287,7 +287,7 @@ static int first_tree(struct rb *b, struct r4_txn *x, const struct ritem *first,
 				      first->pid, first->body, first->len,
 				      &out);
 	if (rc)
-		return r4_fail(err, rc, "cannot make the first leaf");
+		return r4i_fail(err, rc, "cannot make the first leaf");
 	fmt_node_stamp(node, bs);
 	rc = txn_new(x->t, leaf, &io, err);
 	if (rc)
@@ -302,7 +302,7 @@ static int first_tree(struct rb *b, struct r4_txn *x, const struct ritem *first,
 				      FMT_ITEM_NODEPTR40, ptr, sizeof(ptr),
 				      &out);
 	if (rc)
-		return r4_fail(err, rc, "cannot make the first twig");
+		return r4i_fail(err, rc, "cannot make the first twig");
 	fmt_node_stamp(node, bs);
 	rc = txn_new(x->t, twig, &io, err);
 	if (rc)
@@ -326,7 +326,7 @@ static int build(struct rb *b, struct r4_error *err)
 		if (b->it[i].pid != FMT_ITEM_EXTENT40)
 			first = i;
 	if (first == SIZE_MAX)
-		return r4_fail(err, R4_ECORRUPT, "no leaf item survived");
+		return r4i_fail(err, R4_ECORRUPT, "no leaf item survived");
 	rc = r4_txn_begin(b->R->vol, &x, err);
 	if (rc)
 		return rc;
@@ -386,7 +386,7 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	if (!rc)
 		rc = build(&b, R->err);
 	if (rc == -ENOMEM)
-		rc = r4_fail(R->err, rc, "out of memory for the tree rebuild");
+		rc = r4i_fail(R->err, rc, "out of memory for the tree rebuild");
 	if (!rc) {
 		*changed = 1;
 		R->r->items_dropped += b.items_dropped + dup;

@@ -206,7 +206,7 @@ int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
 	R.err = err;
 	R.batch = opts->batch ? opts->batch : BATCH_DEFAULT;
 	if (opts->mode != R4_REPAIR_PREEN && opts->mode != R4_REPAIR_FIX)
-		return r4_fail(err, R4_EINVAL, "repair: unknown mode %d",
+		return r4i_fail(err, R4_EINVAL, "repair: unknown mode %d",
 			       opts->mode);
 	rc = run_check(&R, 1);
 	report->found = R.crep;

@@ -255,7 +255,7 @@ int rep_fix_space(struct rep *R, int *changed)
 	int rc;
 
 	if (!exp)
-		return r4_fail(R->err, -ENOMEM, "out of memory");
+		return r4i_fail(R->err, -ENOMEM, "out of memory");
 	sbfree = R->vol->sb.free_blocks;
 	jffree = R->vol->jf.free_blocks;
 	counters(&p);

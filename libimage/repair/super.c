@@ -82,12 +82,12 @@ static int restore(struct io_dev *dev, int rebuild, int *fixed, char *what,
 	if (rc) {
 		if (!master_bad && !rebuild)
 			return 0;	/* nothing to restore from, nor to do */
-		return r4_fail(err, R4_ENOTFOUND, "%s: no usable backup copy "
+		return r4i_fail(err, R4_ENOTFOUND, "%s: no usable backup copy "
 			       "of the super blocks", dev->path);
 	}
 	rc = read_blk(dev, bs, fmt_blk_format40(bs), buf, err);
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot read the format40 super "
+		return r4i_fail(err, rc, "%s: cannot read the format40 super "
 			       "block", dev->path);
 	fmt_format40_decode(buf, &sb);
 	was = sb;
@@ -107,7 +107,7 @@ static int restore(struct io_dev *dev, int rebuild, int *fixed, char *what,
 		if (sb.next_oid < FMT_FIRST_FREE_OID)
 			sb.next_oid = FMT_FIRST_FREE_OID;
 		if (fmt_format40_verify(&sb, bs))
-			return r4_fail(err, R4_ECORRUPT, "%s: the format40 "
+			return r4i_fail(err, R4_ECORRUPT, "%s: the format40 "
 				       "super block is damaged beyond its "
 				       "backup copy (%s): a rebuild from the "
 				       "tree is not implemented", dev->path,
@@ -159,7 +159,7 @@ int r4_repair_super(const char *path, int rebuild, int *fixed, char *what,
 	if (whatlen)
 		what[0] = '\0';
 	if (!buf)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	rc = io_open(path, IO_RDWR, &dev, NULL, err);
 	if (!rc) {
 		rc = restore(dev, rebuild, fixed, what, whatlen, buf, err);
@@ -181,7 +181,7 @@ int r4_repair_journal_drop(const char *path, char *what, size_t whatlen,
 	int rc;
 
 	if (!buf)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	rc = io_open(path, IO_RDWR, &dev, NULL, err);
 	if (rc) {
 		free(buf);
@@ -191,7 +191,7 @@ int r4_repair_journal_drop(const char *path, char *what, size_t whatlen,
 	if (!rc) {
 		fmt_master_decode(buf, &m);
 		if (fmt_master_verify(&m))
-			rc = r4_fail(err, R4_ECORRUPT, "%s: %s", path,
+			rc = r4i_fail(err, R4_ECORRUPT, "%s: %s", path,
 				     fmt_master_verify(&m));
 	}
 	bs = m.blksize;

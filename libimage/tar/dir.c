@@ -31,7 +31,7 @@ struct dir_data {
 static int dir_data_fail(struct dir_data *d, struct r4_error *err, int e,
 			 const char *what)
 {
-	return r4_fail(err, -e, "%s: %s: %s", d->path, what, strerror(e));
+	return r4i_fail(err, -e, "%s: %s: %s", d->path, what, strerror(e));
 }
 
 /* Next data run at or after d->pos: [*start, *end). 0 at the end. */
@@ -115,14 +115,14 @@ static int dir_data_open(void *src_ctx, const char *path, r4_data_fn *fn,
 	size_t n;
 
 	if (!d)
-		return r4_fail(err, -ENOMEM, "%s: out of memory", path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 	d->fd = -1;
 	n = strlen(src_ctx) + strlen(path) + 2;
 	d->path = malloc(n);
 	d->buf = malloc(DIR_CHUNK);
 	if (!d->path || !d->buf) {
 		dir_data_close(d);
-		return r4_fail(err, -ENOMEM, "%s: out of memory", path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 	}
 	snprintf(d->path, n, "%s/%s", (const char *)src_ctx, path);
 	d->fd = open(d->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -177,7 +177,7 @@ static int read_names(struct dir_walk *w, char ***out, size_t *count,
 	struct dirent *de;
 
 	if (!dp)
-		return r4_fail(err, -errno, "%s: %s", w->path, strerror(errno));
+		return r4i_fail(err, -errno, "%s: %s", w->path, strerror(errno));
 	while ((errno = 0, de = readdir(dp))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
@@ -192,7 +192,7 @@ static int read_names(struct dir_walk *w, char ***out, size_t *count,
 
 		closedir(dp);
 		free_names(names, n);
-		return r4_fail(err, -e, "%s: %s", w->path, strerror(e));
+		return r4i_fail(err, -e, "%s: %s", w->path, strerror(e));
 	}
 	closedir(dp);
 	if (n)
@@ -203,7 +203,7 @@ static int read_names(struct dir_walk *w, char ***out, size_t *count,
 nomem:
 	closedir(dp);
 	free_names(names, n);
-	return r4_fail(err, -ENOMEM, "%s: out of memory", w->path);
+	return r4i_fail(err, -ENOMEM, "%s: out of memory", w->path);
 }
 
 static void stat_times(const struct stat *st, struct r4_entry *e)
@@ -300,7 +300,7 @@ static int walk_one(struct dir_walk *w, size_t len, unsigned depth,
 	int rc;
 
 	if (lstat(w->path, &st))
-		return r4_fail(err, -errno, "%s: %s", w->path, strerror(errno));
+		return r4i_fail(err, -errno, "%s: %s", w->path, strerror(errno));
 	for (size_t i = 0; i < w->sink.opts->skip_len; i++)
 		if (w->sink.opts->skip[i].dev == (uint64_t)st.st_dev &&
 		    w->sink.opts->skip[i].ino == (uint64_t)st.st_ino) {
@@ -326,10 +326,10 @@ static int walk_one(struct dir_walk *w, size_t len, unsigned depth,
 	}
 	if (e.type == R4_ENT_SYMLINK && !(e.target = target =
 					  read_target(w, &st)))
-		return r4_fail(err, -errno ? -errno : -EIO, "%s: readlink: %s",
+		return r4i_fail(err, -errno ? -errno : -EIO, "%s: readlink: %s",
 			       w->path, strerror(errno ? errno : EIO));
 	if (hard_link(w, &st, &e, rel))
-		return r4_fail(err, -ENOMEM, "%s: out of memory", w->path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", w->path);
 	rc = walk_add(w, &e, err);
 	free(target);
 	if (!rc && e.type == R4_ENT_DIR)
@@ -345,13 +345,13 @@ static int walk(struct dir_walk *w, size_t len, unsigned depth,
 	int rc;
 
 	if (depth > PATH_MAX / 2)
-		return r4_fail(err, -ELOOP, "%s: too deep", w->path);
+		return r4i_fail(err, -ELOOP, "%s: too deep", w->path);
 	rc = read_names(w, &names, &n, err);
 	for (size_t i = 0; !rc && i < n; i++) {
 		size_t nl = strlen(names[i]);
 
 		if (len + 1 + nl >= sizeof(w->path)) {
-			rc = r4_fail(err, -ENAMETOOLONG, "%s/%s: path too "
+			rc = r4i_fail(err, -ENAMETOOLONG, "%s/%s: path too "
 				     "long", w->path, names[i]);
 			break;
 		}
@@ -371,14 +371,14 @@ static struct dir_walk *walk_new(const char *dir, struct r4_error *err)
 	size_t len = strlen(dir);
 
 	if (!w) {
-		r4_fail(err, -ENOMEM, "%s: out of memory", dir);
+		r4i_fail(err, -ENOMEM, "%s: out of memory", dir);
 		return NULL;
 	}
 	while (len > 1 && dir[len - 1] == '/')
 		len--;
 	if (len >= sizeof(w->path)) {
 		free(w);
-		r4_fail(err, -ENAMETOOLONG, "%s: path too long", dir);
+		r4i_fail(err, -ENAMETOOLONG, "%s: path too long", dir);
 		return NULL;
 	}
 	memcpy(w->path, dir, len);

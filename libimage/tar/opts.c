@@ -59,12 +59,12 @@ int r4_archive_add_idmap(struct r4_archive_opts *o, int gid,
 		if (parse_id(p, &end, &pr.from) || *end != ':' ||
 		    parse_id(end + 1, &end, &pr.to) ||
 		    (*end && *end != ','))
-			return r4_fail(err, R4_EINVAL, "'%s' is not an id map "
+			return r4i_fail(err, R4_EINVAL, "'%s' is not an id map "
 				       "(FROM:TO[,FROM:TO...], decimal ids)",
 				       spec);
 		grown = realloc(*map, (*len + 1) * sizeof(**map));
 		if (!grown)
-			return r4_fail(err, -ENOMEM, "id map: out of memory");
+			return r4i_fail(err, -ENOMEM, "id map: out of memory");
 		*map = grown;
 		(*map)[(*len)++] = pr;
 		if (!*end)
@@ -81,7 +81,7 @@ int r4_archive_skip_file(struct r4_archive_opts *o, const char *path,
 	if (stat(path, &st))
 		return 0;
 	if (o->skip_len == sizeof(o->skip) / sizeof(o->skip[0]))
-		return r4_fail(err, R4_ERANGE, "%s: too many files to leave "
+		return r4i_fail(err, R4_ERANGE, "%s: too many files to leave "
 			       "out", path);
 	o->skip[o->skip_len].dev = (uint64_t)st.st_dev;
 	o->skip[o->skip_len++].ino = (uint64_t)st.st_ino;
@@ -94,13 +94,13 @@ int r4_archive_add_exclude(struct r4_archive_opts *o, const char *pattern,
 	char **grown, *copy;
 
 	if (!*pattern)
-		return r4_fail(err, R4_EINVAL, "empty exclude pattern");
+		return r4i_fail(err, R4_EINVAL, "empty exclude pattern");
 	grown = realloc(o->exclude, (o->exclude_len + 1) * sizeof(*grown));
 	if (!grown)
-		return r4_fail(err, -ENOMEM, "exclude: out of memory");
+		return r4i_fail(err, -ENOMEM, "exclude: out of memory");
 	o->exclude = grown;
 	if (!(copy = strdup(pattern)))
-		return r4_fail(err, -ENOMEM, "exclude: out of memory");
+		return r4i_fail(err, -ENOMEM, "exclude: out of memory");
 	o->exclude[o->exclude_len++] = copy;
 	return 0;
 }

@@ -36,12 +36,12 @@ static int arc_data_fn(void *ctx, uint64_t *off, const void **buf,
 		if (r == ARCHIVE_EOF)
 			return 0;
 		if (r < ARCHIVE_WARN)
-			return r4_fail(err, -EIO, "%s: '%s': %s", d->arc,
+			return r4i_fail(err, -EIO, "%s: '%s': %s", d->arc,
 				       d->entry, archive_error_string(d->a));
 		if (!n)
 			continue;
 		if (o < 0 || (uint64_t)o < d->next || (uint64_t)o >= d->size)
-			return r4_fail(err, R4_ECORRUPT, "%s: '%s': data at "
+			return r4i_fail(err, R4_ECORRUPT, "%s: '%s': data at "
 				       "offset %lld is out of order or past "
 				       "the size %llu", d->arc, d->entry,
 				       (long long)o,
@@ -132,7 +132,7 @@ static int arc_entry(struct tar_sink *s, struct archive *a,
 	if (e.type == R4_ENT_SYMLINK) {
 		e.target = archive_entry_symlink(ae);
 		if (!e.target)
-			return r4_fail(err, R4_ECORRUPT, "%s: symbolic link "
+			return r4i_fail(err, R4_ECORRUPT, "%s: symbolic link "
 				       "'%s' has no target", s->source, name);
 	} else if (e.type == R4_ENT_HARDLINK) {
 		e.target = archive_entry_hardlink(ae);
@@ -159,7 +159,7 @@ static struct archive *arc_open(const char *path, struct r4_error *err)
 	int r;
 
 	if (!a) {
-		r4_fail(err, -ENOMEM, "%s: out of memory", path);
+		r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 		return NULL;
 	}
 	archive_read_support_format_all(a);
@@ -171,7 +171,7 @@ static struct archive *arc_open(const char *path, struct r4_error *err)
 	if (r != ARCHIVE_OK) {
 		int e = archive_errno(a);
 
-		r4_fail(err, e > 0 ? -e : -EIO, "%s: %s",
+		r4i_fail(err, e > 0 ? -e : -EIO, "%s: %s",
 			strcmp(path, "-") ? path : "standard input",
 			archive_error_string(a));
 		archive_read_free(a);
@@ -191,7 +191,7 @@ static int arc_loop(struct tar_sink *s, struct archive *a,
 		const char *name;
 
 		if (r < ARCHIVE_WARN)
-			return r4_fail(err, -EIO, "%s: %s%s%s%s", s->source,
+			return r4i_fail(err, -EIO, "%s: %s%s%s%s", s->source,
 				       archive_error_string(a),
 				       *last ? " (after entry '" : "",
 				       last, *last ? "')" : "");
@@ -202,7 +202,7 @@ static int arc_loop(struct tar_sink *s, struct archive *a,
 		if (!name)
 			name = archive_entry_pathname_utf8(ae);
 		if (!name)
-			return r4_fail(err, R4_ECORRUPT, "%s: an entry after "
+			return r4i_fail(err, R4_ECORRUPT, "%s: an entry after "
 				       "'%s' has no name", s->source, last);
 		snprintf(last, sizeof(last), "%s", name);
 		rc = arc_entry(s, a, ae, name, err);

@@ -155,10 +155,10 @@ static int link_target(struct tar_sink *s, struct r4_entry *e,
 	int fl, t;
 
 	if (!e->target)
-		return r4_fail(err, R4_ECORRUPT, "%s: hard link '%s' has no "
+		return r4i_fail(err, R4_ECORRUPT, "%s: hard link '%s' has no "
 			       "target", s->source, raw);
 	if (!(*clean = tar_path_clean(e->target, &fl)))
-		return r4_fail(err, -ENOMEM, "%s: out of memory", s->source);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", s->source);
 	if (fl & TAR_PATH_DOTDOT) {
 		tar_warn(s->opts, "%s: skipping hard link '%s': its target "
 			 "'%s' contains '..'", s->source, raw, e->target);
@@ -166,7 +166,7 @@ static int link_target(struct tar_sink *s, struct r4_entry *e,
 	}
 	t = type_at(s, *clean, strlen(*clean));
 	if (t < 0)
-		return r4_fail(err, R4_ENOTFOUND, "%s: hard link '%s': target "
+		return r4i_fail(err, R4_ENOTFOUND, "%s: hard link '%s': target "
 			       "'%s' is not in the archive before it",
 			       s->source, raw, e->target);
 	if (t == TAR_EXCLUDED || t == R4_ENT_DIR) {
@@ -234,7 +234,7 @@ static int link_data(struct tar_sink *s, struct r4_entry *e, int type,
 	int rc;
 
 	if (type != R4_ENT_REG)
-		return r4_fail(err, R4_ECORRUPT, "%s: hard link '%s' has "
+		return r4i_fail(err, R4_ECORRUPT, "%s: hard link '%s' has "
 			       "data but its target is not a regular file",
 			       s->source, e->path);
 	t.path = e->target;
@@ -268,7 +268,7 @@ static int sink_add(struct tar_sink *s, struct r4_entry *e, const char *raw,
 
 	if (*path && tar_excluded(s->opts, path))
 		return tar_map_put(&s->types, path, strlen(path), TAR_EXCLUDED,
-				   NULL) ? r4_fail(err, -ENOMEM, "out of memory")
+				   NULL) ? r4i_fail(err, -ENOMEM, "out of memory")
 					 : 0;
 	if (!check_entry(s, e, raw, path, fl))
 		return skip(s);
@@ -296,10 +296,10 @@ static int sink_add(struct tar_sink *s, struct r4_entry *e, const char *raw,
 	e->target = raw_target;
 	free(target);
 	if (rc)
-		return r4_fail(err, rc, "%s: '%s': cannot add it", s->source,
+		return r4i_fail(err, rc, "%s: '%s': cannot add it", s->source,
 			       raw);
 	if (record(s, path, type))
-		return r4_fail(err, -ENOMEM, "%s: out of memory", s->source);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", s->source);
 	if (s->opts->stats) {
 		s->opts->stats->entries++;
 		if (e->type == R4_ENT_REG)
@@ -317,7 +317,7 @@ int tar_sink_add(struct tar_sink *s, struct r4_entry *e, struct r4_error *err)
 	int fl, rc;
 
 	if (!(path = tar_path_clean(raw, &fl)))
-		return r4_fail(err, -ENOMEM, "%s: out of memory", s->source);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", s->source);
 	rc = sink_add(s, e, raw, path, fl, err);
 	free(path);
 	return rc;

@@ -82,7 +82,7 @@ static int arc_fail(struct xw *w, struct r4_error *err)
 {
 	int e = archive_errno(w->a);
 
-	return r4_fail(err, e > 0 ? -e : -EIO, "%s: %s", w->path,
+	return r4i_fail(err, e > 0 ? -e : -EIO, "%s: %s", w->path,
 		       archive_error_string(w->a));
 }
 
@@ -159,12 +159,12 @@ static int xw_data(struct xw *w, const struct r4_objref *ref, uint64_t size,
 			char why[sizeof(err->msg)];
 
 			snprintf(why, sizeof(why), "%s", err->msg);
-			return r4_fail_over(err, rc, "%s: %s", w->path, why);
+			return r4i_fail_over(err, rc, "%s: %s", w->path, why);
 		}
 		if (rc)
 			return rc;
 		if (got != want)
-			return r4_fail(err, R4_ECORRUPT, "%s: short read at "
+			return r4i_fail(err, R4_ECORRUPT, "%s: short read at "
 				       "%llu (%zu of %zu bytes)", w->path,
 				       (unsigned long long)off, got, want);
 		if (archive_write_data(w->a, w->buf, got) != (la_ssize_t)got)
@@ -217,11 +217,11 @@ static int xw_type(struct xw *w, const struct r4_objref *ref,
 		int rc;
 
 		if (!t)
-			return r4_fail(err, -ENOMEM, "%s: out of memory",
+			return r4i_fail(err, -ENOMEM, "%s: out of memory",
 				       w->path);
 		rc = r4_readlink(w->vol, ref, t, st->size + 2, &tlen, err);
 		if (!rc && tlen > st->size + 1)
-			rc = r4_fail(err, R4_ECORRUPT, "%s: symlink target "
+			rc = r4i_fail(err, R4_ECORRUPT, "%s: symlink target "
 				     "longer than its size", w->path);
 		if (!rc) {
 			archive_entry_set_filetype(ae, AE_IFLNK);
@@ -279,11 +279,11 @@ static int xw_object(struct xw *w, const struct r4_objref *ref,
 	int rc, is_link;
 
 	if (!ae)
-		return r4_fail(err, -ENOMEM, "%s: out of memory", w->path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", w->path);
 	xw_meta(w, st, ae);
 	if (xw_link(w, st, ae, &is_link)) {
 		archive_entry_free(ae);
-		return r4_fail(err, -ENOMEM, "%s: out of memory", w->path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", w->path);
 	}
 	rc = is_link ? 0 : xw_type(w, ref, st, ae, err);
 	if (rc) {
@@ -315,7 +315,7 @@ static int xw_child(struct xw *w, const struct xw_name *c, size_t len,
 	int rc;
 
 	if (R4_RESERVE(w->path, w->cap, nl + 2, 4096))
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	w->path[len] = '/';
 	memcpy(w->path + len + 1, c->name, c->len);
 	w->path[nl] = '\0';
@@ -360,18 +360,18 @@ static int xw_dir(struct xw *w, const struct r4_objref *dir, size_t len,
 	int rc;
 
 	if (depth > XW_MAX_DEPTH)
-		return r4_fail(err, R4_ELOOP, "%s: directories nested more "
+		return r4i_fail(err, R4_ELOOP, "%s: directories nested more "
 			       "than %u deep", w->path, XW_MAX_DEPTH);
 	rc = r4_u64set_add(&w->dirs, dir->oid);
 	if (rc < 0)
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	if (rc)
-		return r4_fail(err, R4_ELOOP, "%s: directory (oid %llu) "
+		return r4i_fail(err, R4_ELOOP, "%s: directory (oid %llu) "
 			       "reached twice", w->path,
 			       (unsigned long long)dir->oid);
 	rc = r4_readdir(w->vol, dir, collect, &l, err);
 	if (rc == -ENOMEM)
-		rc = r4_fail(err, rc, "%s: out of memory", w->path);
+		rc = r4i_fail(err, rc, "%s: out of memory", w->path);
 	if (!rc && l.n)
 		qsort(l.v, l.n, sizeof(*l.v), name_cmp);
 	for (size_t i = 0; !rc && i < l.n; i++) {
@@ -433,29 +433,29 @@ static int xw_target(struct xw *w, const char *out, int *direct,
 	*direct = 0;
 	if (stat(out, &st)) {
 		if (errno != ENOENT)
-			return r4_fail(err, -errno, "%s: %s", out,
+			return r4i_fail(err, -errno, "%s: %s", out,
 				       strerror(errno));
 		if (!lstat(out, &lst))
-			return r4_fail(err, R4_EINVAL, "%s: a symbolic link to "
+			return r4i_fail(err, R4_EINVAL, "%s: a symbolic link to "
 				       "nothing; refusing to write through it",
 				       out);
 		w->final = strdup(out);
-		return w->final ? 0 : r4_fail(err, -ENOMEM, "out of memory");
+		return w->final ? 0 : r4i_fail(err, -ENOMEM, "out of memory");
 	}
 	if (!stat(r4_vol_path(w->vol), &img) && img.st_dev == st.st_dev &&
 	    img.st_ino == st.st_ino)
-		return r4_fail(err, R4_EINVAL, "%s: is the image being "
+		return r4i_fail(err, R4_EINVAL, "%s: is the image being "
 			       "extracted (%s); refusing to overwrite it", out,
 			       r4_vol_path(w->vol));
 	if (S_ISDIR(st.st_mode))
-		return r4_fail(err, -EISDIR, "%s: is a directory", out);
+		return r4i_fail(err, -EISDIR, "%s: is a directory", out);
 	if (!S_ISREG(st.st_mode)) {
 		*direct = 1;
 		return 0;
 	}
 	w->final = lstat(out, &lst) || !S_ISLNK(lst.st_mode) ? strdup(out) :
 		   realpath(out, NULL);
-	return w->final ? 0 : r4_fail(err, -errno ? -errno : -ENOMEM,
+	return w->final ? 0 : r4i_fail(err, -errno ? -errno : -ENOMEM,
 				      "%s: %s", out, strerror(errno ? errno :
 							     ENOMEM));
 }
@@ -467,7 +467,7 @@ static int xw_open(struct xw *w, const char *out, char **tmp,
 
 	*tmp = NULL;
 	if (!(w->a = archive_write_new()))
-		return r4_fail(err, -ENOMEM, "out of memory");
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	archive_write_set_format_pax_restricted(w->a);
 	archive_write_add_filter_none(w->a);
 	/* Pad the last record in full, file or pipe alike, as tar does. */
@@ -481,14 +481,14 @@ static int xw_open(struct xw *w, const char *out, char **tmp,
 	if (direct) {
 		fd = open(out, O_WRONLY | O_NOCTTY | O_CLOEXEC);
 		if (fd < 0)
-			return r4_fail(err, -errno, "%s: %s", out,
+			return r4i_fail(err, -errno, "%s: %s", out,
 				       strerror(errno));
 		w->fd = fd;
 	} else if (strcmp(out, "-")) {
 		size_t n = strlen(w->final) + 16;
 
 		if (!(*tmp = malloc(n)))
-			return r4_fail(err, -ENOMEM, "out of memory");
+			return r4i_fail(err, -ENOMEM, "out of memory");
 		snprintf(*tmp, n, "%s.r4tmpXXXXXX", w->final);
 		r4_tmpfile_block();
 		fd = mkstemp(*tmp);
@@ -500,13 +500,13 @@ static int xw_open(struct xw *w, const char *out, char **tmp,
 
 			free(*tmp);
 			*tmp = NULL;
-			return r4_fail(err, -e, "%s: %s", out, strerror(e));
+			return r4i_fail(err, -e, "%s: %s", out, strerror(e));
 		}
 		w->fd = fd;
 		fchmod(fd, 0666 & ~umask_now());
 	}
 	if (archive_write_open_fd(w->a, fd) != ARCHIVE_OK)
-		return r4_fail(err, -EIO, "%s: %s", out,
+		return r4i_fail(err, -EIO, "%s: %s", out,
 			       archive_error_string(w->a));
 	return 0;
 }
@@ -515,15 +515,15 @@ static int xw_close(struct xw *w, const char *out, char *tmp, int rc,
 		    struct r4_error *err)
 {
 	if (w->a && !rc && archive_write_close(w->a) != ARCHIVE_OK)
-		rc = r4_fail(err, -EIO, "%s: %s", out,
+		rc = r4i_fail(err, -EIO, "%s: %s", out,
 			     archive_error_string(w->a));
 	if (w->a)
 		archive_write_free(w->a);
 	if (w->fd >= 0 && close(w->fd) && !rc)
-		rc = r4_fail(err, -errno, "%s: %s", out, strerror(errno));
+		rc = r4i_fail(err, -errno, "%s: %s", out, strerror(errno));
 	if (tmp) {
 		if (!rc && rename(tmp, w->final))
-			rc = r4_fail(err, -errno, "%s: %s", out,
+			rc = r4i_fail(err, -errno, "%s: %s", out,
 				     strerror(errno));
 		if (rc)
 			unlink(tmp);
@@ -548,7 +548,7 @@ int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 	w.path = malloc(w.cap);
 	w.buf = malloc(XW_CHUNK);
 	if (!w.path || !w.buf)
-		rc = r4_fail(err, -ENOMEM, "out of memory");
+		rc = r4i_fail(err, -ENOMEM, "out of memory");
 	else
 		rc = xw_open(&w, out, &tmp, err);
 	if (!rc)

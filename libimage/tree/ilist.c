@@ -148,7 +148,7 @@ int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
 		rc = tree_node_item(vol, b->data, blk, i, &it, err);
 		if (!rc && ilist_push(out, &it.key, it.plugin_id, it.body,
 				      it.len))
-			rc = r4_fail(err, -ENOMEM, "out of memory");
+			rc = r4i_fail(err, -ENOMEM, "out of memory");
 	}
 	io_cache_put(&vol->cache, b);
 	if (rc)

@@ -35,7 +35,7 @@ int tree_mod_init(struct tree_mod *m, struct r4_vol *vol, struct txn *t,
 	m->root = vol->sb.root_block;
 	m->height = vol->sb.tree_height;
 	if (m->height < FMT_TREE_HEIGHT_MIN || m->height > FMT_TREE_HEIGHT_MAX)
-		return r4_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
 			       "in %u..%u", vname(m), m->height,
 			       FMT_TREE_HEIGHT_MIN, FMT_TREE_HEIGHT_MAX);
 	return 0;
@@ -88,7 +88,7 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 		if (rc)
 			return rc;
 		if (r4_u64set_add(&m->own, nb) < 0)
-			return r4_fail(err, -ENOMEM, "out of memory");
+			return r4i_fail(err, -ENOMEM, "out of memory");
 		m->st.nodes_alloc++;
 		if (old) {
 			rc = txn_free(m->t, old, 1, err);
@@ -110,7 +110,7 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 	fmt_node_stamp(b->data, m->vol->blksize);
 	txn_put(m->t, b);
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot build node %llu (level "
+		return r4i_fail(err, rc, "%s: cannot build node %llu (level "
 			       "%u, %zu items): %s", vname(m),
 			       (unsigned long long)nb, level, l->n,
 			       r4_strerror(rc));
@@ -140,7 +140,7 @@ static int node_le(struct tree_mod *m, const uint8_t *node, uint64_t blk,
 
 		if (fmt_node_ih_decode(node, m->vol->blksize, m->vol->keypol,
 				       (unsigned)mid, &ih))
-			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu: "
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu: "
 				       "item header %d unreadable", vname(m),
 				       (unsigned long long)blk, mid);
 		if (fmt_key_cmp(&ih.key, k) <= 0) {
@@ -164,11 +164,11 @@ static int child_of(struct tree_mod *m, const uint8_t *node, uint64_t blk,
 		return rc;
 	*isptr = it.plugin_id == FMT_ITEM_NODEPTR40;
 	if (*isptr && fmt_nodeptr40_decode(it.body, it.len, child))
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, item "
 			       "%d: bad nodeptr40", vname(m),
 			       (unsigned long long)blk, pos);
 	if (!*isptr && node[FMT_NODE_OFF_LEVEL] > FMT_NODE_TWIG_LEVEL)
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, item "
 			       "%d: plugin %u above the twig level", vname(m),
 			       (unsigned long long)blk, pos, it.plugin_id);
 	return 0;
@@ -187,7 +187,7 @@ static int pick(struct tree_mod *m, const uint8_t *node, uint64_t blk,
 	if (q < -1)
 		return q;
 	if (!nr)
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu (level "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu (level "
 			       "%u) is empty", vname(m),
 			       (unsigned long long)blk, l);
 	p->pos[l] = q;
@@ -206,7 +206,7 @@ static int pick(struct tree_mod *m, const uint8_t *node, uint64_t blk,
 	}
 	if (!isptr) {
 		if (l != FMT_NODE_TWIG_LEVEL)
-			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu "
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu "
 				       "(level %u) has no node pointer",
 				       vname(m), (unsigned long long)blk, l);
 		*none = 1;
@@ -251,7 +251,7 @@ static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 
 static int oom(struct r4_error *err)
 {
-	return r4_fail(err, -ENOMEM, "out of memory");
+	return r4i_fail(err, -ENOMEM, "out of memory");
 }
 
 /* Pack items into nodes: fill from the left (target = capacity) or even
@@ -268,12 +268,12 @@ static int pack(struct tree_mod *m, struct ilist *items, int even,
 	rc = ilist_pack(items, cap, target, ihsize(m), m->vol->blksize,
 			m->vol->keypol, ch, nch);
 	if (rc == R4_ERANGE)
-		return r4_fail(err, rc, "%s: an item does not fit in a node",
+		return r4i_fail(err, rc, "%s: an item does not fit in a node",
 			       vname(m));
 	if (rc == -ENOMEM)
 		return oom(err);
 	if (rc)
-		return r4_fail(err, rc, "%s: cannot pack items into nodes: %s",
+		return r4i_fail(err, rc, "%s: cannot pack items into nodes: %s",
 			       vname(m), r4_strerror(rc));
 	return 0;
 }
@@ -358,7 +358,7 @@ static int root_set(struct tree_mod *m, unsigned l, struct ilist *items,
 
 	if (!items->n) {
 		ilist_free(items);
-		return r4_fail(err, R4_ECORRUPT, "%s: the change would leave "
+		return r4i_fail(err, R4_ECORRUPT, "%s: the change would leave "
 			       "the tree empty", vname(m));
 	}
 	if (ilist_bytes(items, ihsize(m)) <= capacity(m)) {
@@ -372,7 +372,7 @@ static int root_set(struct tree_mod *m, unsigned l, struct ilist *items,
 	}
 	if (l + 1 > FMT_KERNEL_TREE_HEIGHT_MAX) {
 		ilist_free(items);
-		return r4_fail(err, R4_ENOSPC, "%s: the tree would be higher "
+		return r4i_fail(err, R4_ENOSPC, "%s: the tree would be higher "
 			       "than %u levels", vname(m),
 			       FMT_KERNEL_TREE_HEIGHT_MAX);
 	}
@@ -464,7 +464,7 @@ static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 		return root_set(m, l, items, err);
 	rc = ilist_load(m->vol, p->blk[l + 1], l + 1, &P, err);
 	if (!rc && (pos < 0 || (size_t)pos >= P.n || sib(&P, pos) != blks[0]))
-		rc = r4_fail(err, R4_ECORRUPT, "%s: tree node %llu: item %ld "
+		rc = r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu: item %ld "
 			     "does not point to %llu", vname(m),
 			     (unsigned long long)p->blk[l + 1], pos,
 			     (unsigned long long)blks[0]);
@@ -571,7 +571,7 @@ static int twig_cut(struct tree_mod *m, struct mpath *p,
 	while (k < leaf.n && fmt_key_cmp(&leaf.v[k].key, at) < 0)
 		k++;
 	if (k < leaf.n && !fmt_key_cmp(&leaf.v[k].key, at))
-		rc = r4_fail(err, R4_EEXIST, "%s: tree node %llu: an item "
+		rc = r4i_fail(err, R4_EEXIST, "%s: tree node %llu: an item "
 			     "with that key exists", vname(m),
 			     (unsigned long long)child);
 	if (rc || k == leaf.n) {
@@ -601,7 +601,7 @@ static int put_once(struct tree_mod *m, unsigned level,
 
 	rc = path_find(m, at, level, &p, &none, err);
 	if (!rc && none)
-		return replace ? r4_fail(err, R4_ENOTFOUND, "%s: no item to "
+		return replace ? r4i_fail(err, R4_ENOTFOUND, "%s: no item to "
 					 "replace", vname(m)) :
 				 new_leaves(m, p.blk[2], it, n, err);
 	if (!rc && level == FMT_NODE_TWIG_LEVEL && !replace && !right->n) {
@@ -616,11 +616,11 @@ static int put_once(struct tree_mod *m, unsigned level,
 	pos = p.pos[level];
 	found = pos >= 0 && !fmt_key_cmp(&L.v[pos].key, at);
 	if (replace && !found)
-		rc = r4_fail(err, R4_ENOTFOUND, "%s: tree node %llu: no item "
+		rc = r4i_fail(err, R4_ENOTFOUND, "%s: tree node %llu: no item "
 			     "to replace", vname(m),
 			     (unsigned long long)p.blk[level]);
 	else if (!replace && found)
-		rc = r4_fail(err, R4_EEXIST, "%s: tree node %llu: an item "
+		rc = r4i_fail(err, R4_EEXIST, "%s: tree node %llu: an item "
 			     "with that key exists", vname(m),
 			     (unsigned long long)p.blk[level]);
 	else if (ilist_splice(&L, (size_t)(pos + !replace), (size_t)pos + 1,
@@ -643,10 +643,10 @@ int tree_put_items(struct tree_mod *m, unsigned level,
 	int rc;
 
 	if (level != FMT_NODE_LEAF_LEVEL && level != FMT_NODE_TWIG_LEVEL)
-		return r4_fail(err, R4_EINVAL, "items go to level 1 or 2");
+		return r4i_fail(err, R4_EINVAL, "items go to level 1 or 2");
 	for (size_t i = 0; i < n; i++)
 		if (it[i].len > tree_max_item(m) || !it[i].len)
-			return r4_fail(err, R4_EINVAL, "%s: item of %zu bytes "
+			return r4i_fail(err, R4_EINVAL, "%s: item of %zu bytes "
 				       "(at most %zu)", vname(m), it[i].len,
 				       tree_max_item(m));
 	rc = put_once(m, level, at, replace, it, n, &right, err);

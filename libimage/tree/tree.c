@@ -54,7 +54,7 @@ static int pin_refs(struct r4_vol *vol, uint64_t blk, const uint8_t *node,
 		}
 	}
 	if (rc)
-		return r4_fail(err, rc, "%s: out of memory", devpath(vol));
+		return r4i_fail(err, rc, "%s: out of memory", devpath(vol));
 	return 0;
 }
 
@@ -67,7 +67,7 @@ int tree_node_get(struct r4_vol *vol, uint64_t blk, unsigned level,
 
 	if (blk < fmt_blk_first_usable(vol->blksize) ||
 	    blk >= vol->sb.block_count)
-		return r4_fail(err, R4_ERANGE, "%s: tree node %llu (level %u) "
+		return r4i_fail(err, R4_ERANGE, "%s: tree node %llu (level %u) "
 			       "is outside the usable blocks [%llu, %llu)",
 			       devpath(vol), (unsigned long long)blk, level,
 			       (unsigned long long)fmt_blk_first_usable(
@@ -82,7 +82,7 @@ int tree_node_get(struct r4_vol *vol, uint64_t blk, unsigned level,
 	      fmt_node_verify(b->data, vol->blksize, vol->keypol, &bad);
 	if (why) {
 		io_cache_put(&vol->cache, b);
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu (level "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu (level "
 			       "%u): %s (item %d)", devpath(vol),
 			       (unsigned long long)blk, level, why, bad);
 	}
@@ -90,7 +90,7 @@ int tree_node_get(struct r4_vol *vol, uint64_t blk, unsigned level,
 		unsigned got = b->data[FMT_NODE_OFF_LEVEL];
 
 		io_cache_put(&vol->cache, b);
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu: level "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu: level "
 			       "%u, expected %u from its parent",
 			       devpath(vol), (unsigned long long)blk, got,
 			       level);
@@ -124,7 +124,7 @@ int tree_node_item(struct r4_vol *vol, const uint8_t *node, uint64_t blk,
 		rc = fmt_node_item_body(node, vol->blksize, vol->keypol, i,
 					&it->off, &it->len);
 	if (rc)
-		return r4_fail(err, rc, "%s: tree node %llu, item %u: bad "
+		return r4i_fail(err, rc, "%s: tree node %llu, item %u: bad "
 			       "item header or body: %s", devpath(vol),
 			       (unsigned long long)blk, i, r4_strerror(rc));
 	it->blk = blk;
@@ -188,7 +188,7 @@ static int enter_child(struct tree_cursor *c, unsigned l,
 	uint64_t child;
 
 	if (fmt_nodeptr40_decode(it->body, it->len, &child))
-		return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, item "
 			       "%u: nodeptr40 body is %zu bytes, not 8",
 			       devpath(c->vol), (unsigned long long)it->blk,
 			       it->pos, it->len);
@@ -206,7 +206,7 @@ static int stops_here(struct tree_cursor *c, unsigned l,
 		return 0;
 	if (l == FMT_NODE_TWIG_LEVEL && it->plugin_id == FMT_ITEM_EXTENT40)
 		return 1;
-	return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
+	return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u: "
 		       "item plugin %u does not belong at level %u",
 		       devpath(c->vol), (unsigned long long)it->blk, it->pos,
 		       it->plugin_id, l);
@@ -223,7 +223,7 @@ static int step_key(struct tree_cursor *c, const struct tree_item *it,
 			(dir < 0 && (cmp > 0 || (!same_node && cmp == 0))))) {
 		fmt_key_str(&it->key, a, sizeof(a));
 		fmt_key_str(&c->last, b, sizeof(b));
-		return r4_fail(err, R4_ELOOP, "%s: tree node %llu, item %u: "
+		return r4i_fail(err, R4_ELOOP, "%s: tree node %llu, item %u: "
 			       "key [%s] is out of order after [%s] (a block "
 			       "linked twice?)", devpath(c->vol),
 			       (unsigned long long)it->blk, it->pos, a, b);
@@ -301,7 +301,7 @@ int tree_cur(struct tree_cursor *c, struct tree_item *it,
 	     struct r4_error *err)
 {
 	if (!c->stop)
-		return r4_fail(err, R4_EINVAL, "tree cursor has no item");
+		return r4i_fail(err, R4_EINVAL, "tree cursor has no item");
 	return item_at(c, c->stop, it, err);
 }
 
@@ -318,7 +318,7 @@ static int node_find_le(struct tree_cursor *c, unsigned l,
 
 		if (fmt_node_ih_decode(node, c->vol->blksize, c->vol->keypol,
 				       (unsigned)mid, &ih))
-			return r4_fail(err, R4_ECORRUPT, "%s: tree node %llu: "
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu: "
 				       "item header %d unreadable",
 				       devpath(c->vol),
 				       (unsigned long long)c->lv[l].blk, mid);
@@ -344,7 +344,7 @@ static int descend(struct tree_cursor *c, const struct fmt_key *key,
 
 	tree_cursor_fini(c);
 	if (l < FMT_TREE_HEIGHT_MIN || l > FMT_TREE_HEIGHT_MAX)
-		return r4_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
 			       "in %u..%u", devpath(c->vol), l,
 			       FMT_TREE_HEIGHT_MIN, FMT_TREE_HEIGHT_MAX);
 	rc = level_load(c, l, c->vol->sb.root_block, err);
@@ -445,9 +445,9 @@ static int walk_node(struct walk *w, uint64_t blk, unsigned level,
 
 	rc = r4_u64set_add(&w->seen, blk);
 	if (rc < 0)
-		return r4_fail(err, rc, "out of memory walking the tree");
+		return r4i_fail(err, rc, "out of memory walking the tree");
 	if (rc)
-		return r4_fail(err, R4_ELOOP, "%s: tree node %llu (level %u) "
+		return r4i_fail(err, R4_ELOOP, "%s: tree node %llu (level %u) "
 			       "is reached twice", devpath(w->vol),
 			       (unsigned long long)blk, level);
 	rc = tree_node_get(w->vol, blk, level, &b, err);
@@ -462,7 +462,7 @@ static int walk_node(struct walk *w, uint64_t blk, unsigned level,
 		if (rc || it.plugin_id != FMT_ITEM_NODEPTR40)
 			continue;
 		if (fmt_nodeptr40_decode(it.body, it.len, &child))
-			rc = r4_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+			rc = r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
 				     "item %u: bad nodeptr40", devpath(w->vol),
 				     (unsigned long long)blk, i);
 		else
@@ -481,7 +481,7 @@ int tree_walk(struct r4_vol *vol, tree_node_fn fn, void *ctx,
 
 	r4_u64map_init(&w.seen, 0);
 	if (h < FMT_TREE_HEIGHT_MIN || h > FMT_TREE_HEIGHT_MAX)
-		return r4_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
 			       "in %u..%u", devpath(vol), h,
 			       FMT_TREE_HEIGHT_MIN, FMT_TREE_HEIGHT_MAX);
 	rc = walk_node(&w, vol->sb.root_block, h, err);

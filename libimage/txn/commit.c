@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: committing a transaction (order in txn.h, format map 8.6):
+/* r4kit: committing a transaction (order in txn.h, doc/format.md §8.6):
  * relocate set, wandered copies + wander records + tx head, fsync,
  * journal header (commit point), fsync, overwrite set in place, fsync,
  * journal footer with the counters, fsync. The committed bitmap is the
@@ -39,7 +39,7 @@ struct commit {
 
 static int nomem(struct commit *c, struct r4_error *err)
 {
-	return r4_fail(err, -ENOMEM, "%s: out of memory while committing",
+	return r4i_fail(err, -ENOMEM, "%s: out of memory while committing",
 		       c->vol->dev->path);
 }
 
@@ -208,7 +208,7 @@ static int alloc_log(struct commit *c, struct r4_error *err)
 		int rc = space_find_free(&c->vol->space, at, &b, err);
 
 		if (rc)
-			return r4_fail_over(err, rc, "%s: no free block left "
+			return r4i_fail_over(err, rc, "%s: no free block left "
 					    "for the journal (%zu blocks "
 					    "needed)", c->vol->dev->path,
 					    c->nlog + c->now);
@@ -270,7 +270,7 @@ static int write_records(struct commit *c, struct r4_error *err)
 		if (!rc)
 			rc = put_block(c, c->log[r], c->buf, err);
 		else
-			rc = r4_fail(err, rc, "%s: cannot encode wander record "
+			rc = r4i_fail(err, rc, "%s: cannot encode wander record "
 				     "%zu", c->vol->dev->path, r);
 	}
 	free(wr);

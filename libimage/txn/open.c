@@ -69,7 +69,7 @@ int r4_vol_close(struct r4_vol *vol, struct r4_error *err)
 	 * dropped. */
 	if (vol->txn) {
 		txn_abort(vol->txn);
-		rc = r4_fail(err, R4_EINVAL, "%s: closed with a transaction "
+		rc = r4i_fail(err, R4_EINVAL, "%s: closed with a transaction "
 			     "open: its changes were dropped",
 			     vol->dev->path);
 	}
@@ -78,7 +78,7 @@ int r4_vol_close(struct r4_vol *vol, struct r4_error *err)
 	/* A block still referenced now is a reference some code path
 	 * forgot to put back: an error the caller sees. */
 	if (leaked && !rc)
-		rc = r4_fail(err, R4_EINVAL, "%s: closed with %zu block(s) of "
+		rc = r4i_fail(err, R4_EINVAL, "%s: closed with %zu block(s) of "
 			     "the cache still referenced (a leak)", name, leaked);
 	return rc;
 }

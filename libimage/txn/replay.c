@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: reading the journal (format map 8.7): find the committed
+/* r4kit: reading the journal (doc/format.md §8.7): find the committed
  * transactions not yet written home, oldest first, check every tx head
  * and wander record (magics, totals, the ring of records, block ranges,
  * cycles), then either copy the wandered blocks home and write the
@@ -40,7 +40,7 @@ static void journal_fini(struct journal *j)
 static int jfail(struct journal *j, int code, uint64_t blk, const char *what,
 		 struct r4_error *err)
 {
-	return r4_fail(err, code, "%s: journal: %s (block %llu)",
+	return r4i_fail(err, code, "%s: journal: %s (block %llu)",
 		       j->vol->dev->path, what, (unsigned long long)blk);
 }
 
@@ -170,7 +170,7 @@ static int journal_read(struct r4_vol *vol, struct journal *j,
 	wr = malloc(sizeof(*wr));
 	if (!j->buf || !wr) {
 		free(wr);
-		return r4_fail(err, -ENOMEM, "%s: out of memory",
+		return r4i_fail(err, -ENOMEM, "%s: out of memory",
 			       vol->dev->path);
 	}
 	rc = read_chain(j, err);
@@ -183,7 +183,7 @@ static int journal_read(struct r4_vol *vol, struct journal *j,
 	}
 	free(wr);
 	if (rc == -ENOMEM)
-		rc = r4_fail(err, rc, "%s: out of memory", vol->dev->path);
+		rc = r4i_fail(err, rc, "%s: out of memory", vol->dev->path);
 	return rc;
 }
 
@@ -198,7 +198,7 @@ static int reload_super(struct r4_vol *vol, struct r4_error *err)
 	int rc;
 
 	if (!buf)
-		return r4_fail(err, -ENOMEM, "%s: out of memory",
+		return r4i_fail(err, -ENOMEM, "%s: out of memory",
 			       vol->dev->path);
 	rc = vol_read_block(vol, blk, buf, "format40 super block", err);
 	if (!rc) {
@@ -207,7 +207,7 @@ static int reload_super(struct r4_vol *vol, struct r4_error *err)
 		if (!why && sb.block_count != vol->sb.block_count)
 			why = "block_count changed by the journal";
 		if (why)
-			rc = r4_fail(err, R4_ECORRUPT, "%s: format40 super "
+			rc = r4i_fail(err, R4_ECORRUPT, "%s: format40 super "
 				     "block (block %llu) after the journal: "
 				     "%s", vol->dev->path,
 				     (unsigned long long)blk, why);
@@ -265,7 +265,7 @@ int txn_replay(struct r4_vol *vol, unsigned *replayed,
 
 	*replayed = 0;
 	if (vol->dev->readonly)
-		return r4_fail(err, -EROFS, "%s: opened read-only: cannot "
+		return r4i_fail(err, -EROFS, "%s: opened read-only: cannot "
 			       "replay the journal", vol->dev->path);
 	if (vol->jh.last_committed_tx == vol->jf.last_flushed_tx)
 		return 0;
@@ -299,7 +299,7 @@ int txn_overlay(struct r4_vol *vol, struct r4_error *err)
 		from = malloc(n * sizeof(*from));
 		to = malloc(n * sizeof(*to));
 		if (!from || !to)
-			rc = r4_fail(err, -ENOMEM, "%s: out of memory",
+			rc = r4i_fail(err, -ENOMEM, "%s: out of memory",
 				     vol->dev->path);
 	}
 	for (size_t i = 0; !rc && i < j.ntx; i++)

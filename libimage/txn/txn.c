@@ -83,14 +83,14 @@ int txn_begin(struct r4_vol *vol, struct txn **out, struct r4_error *err)
 
 	*out = NULL;
 	if (vol->dev->readonly)
-		return r4_fail(err, -EROFS, "%s: opened read-only: no "
+		return r4i_fail(err, -EROFS, "%s: opened read-only: no "
 			       "transactions", vol->dev->path);
 	if (vol->failed)
-		return r4_fail(err, -EIO, "%s: an earlier commit failed; "
+		return r4i_fail(err, -EIO, "%s: an earlier commit failed; "
 			       "reopen the volume (it replays the journal)",
 			       vol->dev->path);
 	if (vol->txn)
-		return r4_fail(err, R4_EBUSY, "%s: a transaction is already "
+		return r4i_fail(err, R4_EBUSY, "%s: a transaction is already "
 			       "open", vol->dev->path);
 	/* Every bitmap block (up to 16 MiB of them) checked before the
 	 * first change, so a damaged one refuses the edit at once; beyond
@@ -104,7 +104,7 @@ int txn_begin(struct r4_vol *vol, struct txn **out, struct r4_error *err)
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
-		return r4_fail(err, -ENOMEM, "%s: out of memory",
+		return r4i_fail(err, -ENOMEM, "%s: out of memory",
 			       vol->dev->path);
 	t->vol = vol;
 	r4_u64map_init(&t->map.m, sizeof(struct tb));
@@ -154,14 +154,14 @@ static int check_blk(struct txn *t, uint64_t blk, const char *what,
 
 	if (blk < fmt_blk_first_usable(vol->blksize) ||
 	    blk >= vol->sb.block_count)
-		return r4_fail(err, R4_ERANGE, "%s: %s block %llu: outside "
+		return r4i_fail(err, R4_ERANGE, "%s: %s block %llu: outside "
 			       "the usable blocks %llu..%llu", vol->dev->path,
 			       what, (unsigned long long)blk,
 			       (unsigned long long)fmt_blk_first_usable(
 				       vol->blksize),
 			       (unsigned long long)vol->sb.block_count - 1);
 	if (blk % vol->space.bpb == 0)
-		return r4_fail(err, R4_EINVAL, "%s: %s block %llu: a bitmap "
+		return r4i_fail(err, R4_EINVAL, "%s: %s block %llu: a bitmap "
 			       "block is changed by the commit only",
 			       vol->dev->path, what, (unsigned long long)blk);
 	return 0;
@@ -169,7 +169,7 @@ static int check_blk(struct txn *t, uint64_t blk, const char *what,
 
 static int nomem(struct txn *t, struct r4_error *err)
 {
-	return r4_fail(err, -ENOMEM, "%s: out of memory",
+	return r4i_fail(err, -ENOMEM, "%s: out of memory",
 		       t->vol->dev->path);
 }
 
@@ -204,7 +204,7 @@ int txn_capture(struct txn *t, uint64_t blk, struct io_block **out,
 		return nomem(t, err);
 	switch (e->state) {
 	case TB_FREED:
-		return r4_fail(err, R4_EINVAL, "%s: block %llu: captured "
+		return r4i_fail(err, R4_EINVAL, "%s: block %llu: captured "
 			       "after being freed in the same transaction",
 			       t->vol->dev->path, (unsigned long long)blk);
 	case TB_ALLOC:
@@ -221,7 +221,7 @@ int txn_capture(struct txn *t, uint64_t blk, struct io_block **out,
 	if (rc < 0)
 		return rc;
 	if (rc == 0)
-		return r4_fail(err, R4_EINVAL, "%s: block %llu: captured, but "
+		return r4i_fail(err, R4_EINVAL, "%s: block %llu: captured, but "
 			       "the bitmap marks it free", t->vol->dev->path,
 			       (unsigned long long)blk);
 	e->state = TB_CAPTURED;
@@ -240,14 +240,14 @@ int txn_capture_fixed(struct txn *t, uint64_t blk, struct io_block **out,
 	    blk == fmt_blk_journal_header(bs) ||
 	    blk == fmt_blk_journal_footer(bs) || blk == fmt_blk_bitmap0(bs) ||
 	    blk % vol->space.bpb == 0)
-		return r4_fail(err, R4_EINVAL, "%s: block %llu: not a fixed "
+		return r4i_fail(err, R4_EINVAL, "%s: block %llu: not a fixed "
 			       "block that can be captured", vol->dev->path,
 			       (unsigned long long)blk);
 	e = tb_get(&t->map, blk);
 	if (!e)
 		return nomem(t, err);
 	if (e->state != TB_DEAD && e->state != TB_CAPTURED)
-		return r4_fail(err, R4_EINVAL, "%s: block %llu: captured as a "
+		return r4i_fail(err, R4_EINVAL, "%s: block %llu: captured as a "
 			       "fixed block, but the transaction allocated or "
 			       "freed it", vol->dev->path,
 			       (unsigned long long)blk);
@@ -258,7 +258,7 @@ int txn_capture_fixed(struct txn *t, uint64_t blk, struct io_block **out,
 int txn_rewrite_bitmap(struct txn *t, uint64_t k, struct r4_error *err)
 {
 	if (k >= t->vol->space.nregions)
-		return r4_fail(err, R4_ERANGE, "%s: bitmap region %llu: past "
+		return r4i_fail(err, R4_ERANGE, "%s: bitmap region %llu: past "
 			       "the last one", t->vol->dev->path,
 			       (unsigned long long)k);
 	for (size_t i = 0; i < t->nforce; i++)
@@ -314,11 +314,11 @@ static int find_free(struct txn *t, uint64_t from, uint64_t *blk,
 		from = first;
 	rc = space_find_free(&vol->space, from, blk, err);
 	if (rc == R4_ENOSPC && from > first) {
-		r4_error_clear(err);
+		r4i_error_clear(err);
 		rc = space_find_free(&vol->space, first, blk, err);
 	}
 	if (rc == R4_ENOSPC)
-		rc = r4_fail_over(err, R4_ENOSPC, "%s: no free block left",
+		rc = r4i_fail_over(err, R4_ENOSPC, "%s: no free block left",
 				  vol->dev->path);
 	return rc;
 }
@@ -356,7 +356,7 @@ static int need_alloc(struct txn *t, uint64_t blk, struct tb **e,
 	*e = tb_find(&t->map, blk);
 	if (!*e || ((*e)->state != TB_ALLOC && (*e)->state != TB_NEW &&
 		    (*e)->state != TB_DATA))
-		return r4_fail(err, R4_EINVAL, "%s: block %llu was not "
+		return r4i_fail(err, R4_EINVAL, "%s: block %llu was not "
 			       "allocated by this transaction",
 			       t->vol->dev->path, (unsigned long long)blk);
 	return 0;
@@ -428,7 +428,7 @@ static int free_one(struct txn *t, uint64_t blk, struct r4_error *err)
 		t->nalloc--;
 		return space_mark(&t->vol->space, blk, 0, err);
 	case TB_FREED:
-		return r4_fail(err, R4_EINVAL, "%s: block %llu freed twice in "
+		return r4i_fail(err, R4_EINVAL, "%s: block %llu freed twice in "
 			       "one transaction", t->vol->dev->path,
 			       (unsigned long long)blk);
 	case TB_CAPTURED:
@@ -440,7 +440,7 @@ static int free_one(struct txn *t, uint64_t blk, struct r4_error *err)
 		if (rc < 0)
 			return rc;
 		if (rc == 0)
-			return r4_fail(err, R4_EINVAL, "%s: block %llu freed, "
+			return r4i_fail(err, R4_EINVAL, "%s: block %llu freed, "
 				       "but the bitmap marks it free already",
 				       t->vol->dev->path,
 				       (unsigned long long)blk);

@@ -96,7 +96,7 @@ int txn_commit(struct txn *t, struct r4_error *err);
  * committed state). Accepts NULL. */
 void txn_abort(struct txn *t);
 
-/* Replay committed transactions not yet written home (format map §8.7),
+/* Replay committed transactions not yet written home (doc/format.md §8.7),
  * oldest first, writing the footer after each; then reload the super
  * block and apply the footer counters. *replayed = how many. Needs a
  * read-write volume. */

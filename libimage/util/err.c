@@ -16,7 +16,7 @@ static int vfail(struct r4_error *err, int keep, int code, const char *fmt,
 	return code;
 }
 
-int r4_fail(struct r4_error *err, int code, const char *fmt, ...)
+int r4i_fail(struct r4_error *err, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -26,7 +26,7 @@ int r4_fail(struct r4_error *err, int code, const char *fmt, ...)
 	return code;
 }
 
-int r4_fail_over(struct r4_error *err, int code, const char *fmt, ...)
+int r4i_fail_over(struct r4_error *err, int code, const char *fmt, ...)
 {
 	va_list ap;
 

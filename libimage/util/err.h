@@ -6,17 +6,17 @@
 #include "r4/r4.h"
 
 /* Record code and a printf-style message in err (which may be NULL) and
- * return code, so callers write `return r4_fail(err, -EIO, "...")`. A
+ * return code, so callers write `return r4i_fail(err, -EIO, "...")`. A
  * record that already holds a message is not overwritten: the first,
  * innermost failure is the one the user sees. */
-int r4_fail(struct r4_error *err, int code, const char *fmt, ...)
+int r4i_fail(struct r4_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* As r4_fail, but always replaces any earlier message. */
-int r4_fail_over(struct r4_error *err, int code, const char *fmt, ...)
+/* As r4i_fail, but always replaces any earlier message. */
+int r4i_fail_over(struct r4_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static inline void r4_error_clear(struct r4_error *err)
+static inline void r4i_error_clear(struct r4_error *err)
 {
 	if (err) {
 		err->code = 0;

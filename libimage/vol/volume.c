@@ -22,7 +22,7 @@ int vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
 			 err);
 
 	if (rc)
-		return r4_fail_over(err, rc, "%s: cannot read the %s (block "
+		return r4i_fail_over(err, rc, "%s: cannot read the %s (block "
 				    "%llu): %s", vol->dev->path, what,
 				    (unsigned long long)blk, r4_strerror(rc));
 	return 0;
@@ -35,7 +35,7 @@ static int load_master(struct r4_vol *vol, struct r4_error *err)
 	int rc;
 
 	if (vol->dev->size < FMT_MASTER_OFFSET + FMT_BLKSIZE_MIN)
-		return r4_fail(err, R4_EBADMAGIC, "%s: too small (%llu bytes) "
+		return r4i_fail(err, R4_EBADMAGIC, "%s: too small (%llu bytes) "
 			       "to hold a Reiser4 volume", vol->dev->path,
 			       (unsigned long long)vol->dev->size);
 	rc = io_read(vol->dev, buf, sizeof(buf), FMT_MASTER_OFFSET, err);
@@ -44,13 +44,13 @@ static int load_master(struct r4_vol *vol, struct r4_error *err)
 	fmt_master_decode(buf, &vol->master);
 	why = fmt_master_verify(&vol->master);
 	if (why)
-		return r4_fail(err, memcmp(vol->master.magic, FMT_MASTER_MAGIC,
+		return r4i_fail(err, memcmp(vol->master.magic, FMT_MASTER_MAGIC,
 					   sizeof(FMT_MASTER_MAGIC)) ?
 			       R4_EBADMAGIC : R4_ECORRUPT,
 			       "%s: master super block (byte %d): %s",
 			       vol->dev->path, FMT_MASTER_OFFSET, why);
 	if (vol->master.blksize != FMT_BLKSIZE_DEFAULT)
-		return r4_fail(err, R4_EUNSUPP, "%s: master super block: "
+		return r4i_fail(err, R4_EUNSUPP, "%s: master super block: "
 			       "block size %u is not supported (only 4096)",
 			       vol->dev->path, vol->master.blksize);
 	vol->blksize = vol->master.blksize;
@@ -71,11 +71,11 @@ static int load_format40(struct r4_vol *vol, uint8_t *buf,
 	fmt_format40_decode(buf, &vol->sb);
 	why = fmt_format40_verify(&vol->sb, vol->blksize);
 	if (why)
-		return r4_fail(err, R4_ECORRUPT, "%s: format40 super block "
+		return r4i_fail(err, R4_ECORRUPT, "%s: format40 super block "
 			       "(block %llu): %s", vol->dev->path,
 			       (unsigned long long)blk, why);
 	if (vol->sb.block_count > dev_blocks)
-		return r4_fail(err, R4_ERANGE, "%s: format40 super block "
+		return r4i_fail(err, R4_ERANGE, "%s: format40 super block "
 			       "(block %llu): block_count %llu is more than "
 			       "the device holds (%llu blocks): image "
 			       "truncated?", vol->dev->path,
@@ -107,7 +107,7 @@ static int load_status_journal(struct r4_vol *vol, uint8_t *buf,
 	fmt_journal_header_decode(buf, &vol->jh);
 	why = fmt_journal_header_verify(&vol->jh, vol->sb.block_count);
 	if (why)
-		return r4_fail(err, R4_ECORRUPT, "%s: journal header (block "
+		return r4i_fail(err, R4_ECORRUPT, "%s: journal header (block "
 			       "%llu): %s", vol->dev->path,
 			       (unsigned long long)blk, why);
 	blk = fmt_blk_journal_footer(vol->blksize);
@@ -117,7 +117,7 @@ static int load_status_journal(struct r4_vol *vol, uint8_t *buf,
 	fmt_journal_footer_decode(buf, &vol->jf);
 	why = fmt_journal_footer_verify(&vol->jf, vol->sb.block_count);
 	if (why)
-		return r4_fail(err, R4_ECORRUPT, "%s: journal footer (block "
+		return r4i_fail(err, R4_ECORRUPT, "%s: journal footer (block "
 			       "%llu): %s", vol->dev->path,
 			       (unsigned long long)blk, why);
 	return 0;
@@ -133,7 +133,7 @@ static int vol_load(struct r4_vol *vol, struct r4_error *err)
 		return rc;
 	buf = malloc(vol->blksize);
 	if (!buf)
-		return r4_fail(err, -ENOMEM, "%s: out of memory",
+		return r4i_fail(err, -ENOMEM, "%s: out of memory",
 			       vol->dev->path);
 	rc = load_format40(vol, buf, err);
 	if (!rc)
@@ -159,7 +159,7 @@ int vol_open(const char *path, unsigned flags, struct r4_vol **out,
 	*out = NULL;
 	vol = calloc(1, sizeof(*vol));
 	if (!vol)
-		return r4_fail(err, -ENOMEM, "%s: out of memory", path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 	if (flags & R4_OPEN_RDWR)
 		ioflags |= IO_RDWR;
 	if (flags & R4_OPEN_FORCE)

@@ -172,14 +172,14 @@ same_as() {
 	rm -f "$T/x.tar"
 }
 
-@test "r4pack create -o create=ccreg40: every algorithm and cluster size is consistent, holds ctail40 items, extracts exactly" {
+@test "r4pack create -o create=ccreg40 (force): every algorithm and cluster size is consistent, holds ctail40 items, extracts exactly" {
 	need_oracle
 	make_src "$T/src"
 	local alg cl
 	for alg in lzo1 gzip1 zstd1; do
 		for cl in 4K 16K 64K; do
 			echo "== $alg $cl"
-			r4pack create -q -o create=ccreg40,compress=$alg,cluster=$cl \
+			r4pack create -q -o create=ccreg40,compress=$alg,cluster=$cl,compressMode=force \
 				"$T/src" "$T/$alg-$cl.img"
 			oracle_fsck "$T/$alg-$cl.img"
 			run r4fsck "$T/$alg-$cl.img"

@@ -533,12 +533,12 @@ PY
 	mkdir -p "$T/new/n"
 	echo y >"$T/new/n/g"
 	cp "$T/v.img" "$T/c.img"
-	R4_FAULT=count R4_FAULT_REPORT="$T/rep" r4pack add -q "$T/c.img" "$T/new"
+	R4_FAULT=count R4_FAULT_REPORT="$T/rep" "$top_builddir/tests/crash/bin/r4pack" add -q "$T/c.img" "$T/new"
 	local n; n=$(sed -n 's/^writes=\([0-9]*\).*/\1/p' "$T/rep" | tail -n 1)
 	[ "$n" -gt 4 ]
 	# The first write fails: the volume is as it was, and says so.
 	cp "$T/v.img" "$T/e.img"
-	run env R4_FAULT=fail-write=1 r4pack add -q "$T/e.img" "$T/new"
+	run env R4_FAULT=fail-write=1 "$top_builddir/tests/crash/bin/r4pack" add -q "$T/e.img" "$T/new"
 	echo "$output"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"nothing was changed"* ]]
@@ -547,7 +547,7 @@ PY
 	# A write home after the commit point fails: the change is kept
 	# (the next writable open replays it), so no "nothing was changed".
 	cp "$T/v.img" "$T/d.img"
-	run env R4_FAULT=fail-write=$((n - 1)) r4pack add -q "$T/d.img" "$T/new"
+	run env R4_FAULT=fail-write=$((n - 1)) "$top_builddir/tests/crash/bin/r4pack" add -q "$T/d.img" "$T/new"
 	echo "$output"
 	[ "$status" -eq 1 ]
 	[[ "$output" != *"nothing was changed"* ]]

@@ -1,14 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# repair.sh quick|full [semantic|tree]: crash tests of r4fsck -y. A
+# repair.sh quick|full [semantic|tree]: crash tests of r4fsck -y --batch 2. A
 # populated image (r4pack) is damaged in ways the repair fixes in several
 # transactions: "semantic" (bitmap bits, free count, nlink, sizes, an
 # entry to a missing object whose object goes to /lost+found), "tree"
 # (a leaf zeroed and a twig's pointer cycled back: the tree rebuild, then
-# the object and space passes); r4fsck -y is run with R4_FAULT
+# the object and space passes); r4fsck -y --batch 2 is run with R4_FAULT
 # cutting it at each write (quick: every 3rd, plus torn and unsynced
-# samples), with R4_REPAIR_BATCH=2 so the fixes span many transactions.
-# At each point a rerun of r4fsck -y must exit 0 or 1, r4fsck -n must
+# samples), with --batch 2 so the fixes span many transactions.
+# At each point a rerun of r4fsck -y --batch 2 must exit 0 or 1, r4fsck -n must
 # then exit 0, the manifest must equal the uncut repair's, and (every
 # 10th point) fsck.reiser4 must call the rerun's result consistent.
 # Last line: "repair crash: N cut points, all finished by a rerun,
@@ -25,7 +25,7 @@ case $LEVEL in quick) CUT=3 SAMPLE=4 ;; full) CUT=1 SAMPLE=20 ;;
 for t in r4pack r4fsck r4debugfs r4manifest; do
 	command -v $t >/dev/null 2>&1 || { echo "repair.sh: $t not on PATH" >&2; exit 2; }
 done
-export SOURCE_DATE_EPOCH=1700000000 R4_REPAIR_BATCH=2
+export SOURCE_DATE_EPOCH=1700000000
 unset R4_FAULT R4_FAULT_REPORT
 HAVE_FSCK=0
 command -v fsck.reiser4 >/dev/null 2>&1 && HAVE_FSCK=1
@@ -96,12 +96,12 @@ r4fsck -n "$D" >/dev/null 2>&1
 # ---- the uncut repair ----
 cp "$D" "$W/after.img"
 rm -f "$W/report"
-R4_FAULT=count R4_FAULT_REPORT=$W/report r4fsck -y "$W/after.img" >"$W/out" 2>&1
+R4_FAULT=count R4_FAULT_REPORT=$W/report r4fsck -y --batch 2 "$W/after.img" >"$W/out" 2>&1
 rc=$?
 [ $rc -eq 1 ] || { echo "repair.sh: the uncut repair exited $rc:" >&2; cat "$W/out" >&2; exit 2; }
 N=$(awk -F'[= ]' '{ s += $2 } END { print s }' "$W/report")
 cp "$D" "$W/tx.img"
-TX=$(r4fsck -y --json "$W/tx.img" | sed -n 's/^  "transactions": \([0-9]*\),*/\1/p')
+TX=$(r4fsck -y --batch 2 --json "$W/tx.img" | sed -n 's/^  "transactions": \([0-9]*\),*/\1/p')
 r4fsck -n "$W/after.img" >/dev/null || { echo "repair.sh: the uncut repair is not clean" >&2; exit 2; }
 r4manifest "$W/after.img" >"$W/after.man" || exit 2
 
@@ -110,13 +110,13 @@ point() {
 	local mode=$1 k=$2 rc
 	TOTAL=$((TOTAL + 1))
 	cp "$D" "$W/cut.img"
-	R4_FAULT=$mode=$k r4fsck -y "$W/cut.img" >"$W/out" 2>&1
+	R4_FAULT=$mode=$k r4fsck -y --batch 2 "$W/cut.img" >"$W/out" 2>&1
 	rc=$?
 	if [ $rc -gt 128 ] || grep -q 'runtime error:\|AddressSanitizer' "$W/out"; then
 		echo "repair.sh: $mode=$k: the cut repair crashed ($rc)" >&2
 		FAILED=$((FAILED + 1)); return
 	fi
-	r4fsck -y "$W/cut.img" >"$W/out2" 2>&1
+	r4fsck -y --batch 2 "$W/cut.img" >"$W/out2" 2>&1
 	rc=$?
 	if [ $rc -gt 1 ]; then
 		echo "repair.sh: $mode=$k: the rerun exited $rc:" >&2
@@ -145,6 +145,8 @@ point() {
 }
 
 [ "$QUICK_TREE" = 1 ] && CUT=10
+# Full: every 3rd write of the rebuild (it writes a whole new tree).
+[ "$LEVEL" = full ] && [ "$SCEN" = tree ] && CUT=3
 for k in $(seq 1 "$CUT" "$N"); do point cut-after "$k"; done
 for k in $(awk -v n="$N" -v s="$SAMPLE" 'BEGIN { for (i = 0; i < s; i++) print 1 + int(i * (n - 1) / (s > 1 ? s - 1 : 1)) }' | uniq); do
 	point torn-write "$k"

@@ -4,7 +4,7 @@
 # change an image (r4pack add, r4debugfs -w), through crashtest.sh.
 #
 #   quick  the reduced set of `make check` (tests/bats/crash.bats)
-#   full   every cut point of each workload, 200 sampled points of an
+#   full   every cut point of each workload (200 sampled for repack), 200 sampled points of an
 #          add of 1,000 files, more torn / unsynced / failed writes
 #          (`make crashcheck`)
 #
@@ -184,7 +184,7 @@ if wanted repack; then
 	AGE_SIZE=16M bash "$HERE/../age.sh" "$W/aged.img" 151 4 >"$W/age.log" 2>&1 ||
 		{ cat "$W/age.log" >&2; exit 2; }
 	if [ "$LEVEL" = full ]; then
-		REPACK=(--cut all --torn sample=40 --drop sample=40 --fail sample=20
+		REPACK=(--cut sample=200 --torn sample=40 --drop sample=40 --fail sample=20
 			--tail 20 --oracle every=25)
 	else
 		REPACK=(--cut sample=12 --torn sample=2 --drop sample=2 --oracle every=4)

@@ -79,7 +79,7 @@ static int run(struct r4_vol *vol, int inplace, struct r4_error *err)
 	if (rc)
 		goto out_abort;
 	rc = first_ptr(b->data, vol->blksize, &off) ?
-	     r4_fail(err, R4_ECORRUPT, "root %llu: no node pointer",
+	     r4i_fail(err, R4_ECORRUPT, "root %llu: no node pointer",
 		     (unsigned long long)root) : 0;
 	leaf = rc ? 0 : get_le64(b->data + off);
 	io_cache_put(&vol->cache, b);

@@ -126,7 +126,7 @@ static void test_bits(void)
 }
 
 /* The bitmap mkfs writes for a 64 MiB volume: blocks 0..24 used, the
- * tail past block 16384 all ones (format map 1.6 and 11). */
+ * tail past block 16384 all ones (doc/format.md §1.6 and §11). */
 static void make_64m(uint8_t *buf)
 {
 	memset(buf, 0, BS);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: unit tests of the directory-entry hashes (format map section 3).
+/* r4kit: unit tests of the directory-entry hashes (doc/format.md §3).
  * The vectors of section 3.6 were read back from cde40 units that
  * libreiser4 wrote (all but the kernel rupasov column, which emulates the
  * kernel's integer rules); the entry offsets of section 2.8 come from

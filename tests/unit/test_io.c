@@ -22,7 +22,7 @@ static void test_dev(void)
 	       "missing file without IO_CREATE");
 	ok(strstr(err.msg, path) != NULL, "the error names the file: %s",
 	   err.msg);
-	r4_error_clear(&err);
+	r4i_error_clear(&err);
 	is_int(io_open(path, IO_RDWR | IO_CREATE, &dev, &created, &err), 0,
 	       "create");
 	is_int(created, 1, "created is reported");

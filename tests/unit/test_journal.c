@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: tests of the journal40 control block codecs: hand-laid bytes
- * per format map section 8, the all-zero blocks mkfs writes, and a
+ * per doc/format.md §8, the all-zero blocks mkfs writes, and a
  * transaction encoded here that fsck.reiser4 must replay. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1

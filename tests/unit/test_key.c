@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: unit tests of keys and fibrations (format map sections 2, 2.7).
+/* r4kit: unit tests of keys and fibrations (doc/format.md §2, §2.7).
  * Reference bytes: the entry-key table of section 2.8 (read off real
  * cde40 items), the root stat-data and entry keys of a volume made by
  * mkfs.reiser4 here, and short-key vectors computed by libreiser4 1.2.2's

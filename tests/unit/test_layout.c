@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The layout asserts are compile-time (format/layout_check.c); this test
- * checks the few derived numbers the format map states in words, and
+ * checks the few derived numbers doc/format.md states in words, and
  * that the format40 codec puts the magic where the layout says. */
 #include "tap.h"
 #include "format/super.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: unit tests of the plugin name tables (format map section 9).
+/* r4kit: unit tests of the plugin name tables (doc/format.md §9).
  * The oracle is mkfs.reiser4 itself: its -l and -p listings, and the
  * ids it stores in the root pset and the format40 super block when
  * given our names in -o overrides. */

@@ -19,7 +19,7 @@ static const uint8_t want_uuid[16] = {
 	0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
 	0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef
 };
-/* mkfs.reiser4 1.2.2's default root plugin set (format map 1.7). */
+/* mkfs.reiser4 1.2.2's default root plugin set (doc/format.md §1.7). */
 static const uint32_t default_pset[FMT_PSET_COUNT] = {
 	1, 0, 0, 2, 1, 2, 0, 2, 0, 0, 0, 4, 0, 4
 };
@@ -310,7 +310,7 @@ static void test_backup_placement(void)
 	   "huge volume terminates, ascending (%zu copies)", n);
 }
 
-/* Section 12 of the format map: blk 16 and 17 of a fresh 64 MiB volume
+/* doc/format.md §12: blk 16 and 17 of a fresh 64 MiB volume
  * made with -L lbl -U 01234567-89ab-cdef-0123-456789abcdef. */
 static void test_map_hex(void)
 {

@@ -159,7 +159,7 @@ static int workload(struct r4_vol *vol, struct r4_error *err)
 		return rc;
 	rc = r4_vol_read_block(vol, root, oldroot, err);
 	if (!rc && nodeptr_body(oldroot, 0, &off))
-		rc = r4_fail(err, R4_ECORRUPT, "no nodeptr in the root");
+		rc = r4i_fail(err, R4_ECORRUPT, "no nodeptr in the root");
 	if (rc)
 		goto out_abort;
 	leaf = get_le64(oldroot + off);
@@ -447,7 +447,7 @@ static int workload_inplace(struct r4_vol *vol, struct r4_error *err)
 		return rc;
 	rc = r4_vol_read_block(vol, vol->sb.root_block, root, err);
 	if (!rc && nodeptr_body(root, 0, &off))
-		rc = r4_fail(err, R4_ECORRUPT, "no nodeptr in the root");
+		rc = r4i_fail(err, R4_ECORRUPT, "no nodeptr in the root");
 	if (!rc)
 		rc = txn_capture(t, get_le64(root + off), &b, err);
 	if (rc) {
