@@ -117,17 +117,6 @@ int dbg_dumpblock(struct dbg *d, int argc, const char **argv);
 int dbg_hash(struct dbg *d, int argc, const char **argv);
 /* sha256 of every regular file under path (rdump --manifest). */
 int dbg_manifest(struct dbg *d, const char *path);
-/* sha256.c */
-struct dbg_sha256 {
-	uint32_t h[8];
-	uint64_t len;
-	uint8_t buf[64];
-	size_t used;
-};
-void dbg_sha256_init(struct dbg_sha256 *c);
-void dbg_sha256_update(struct dbg_sha256 *c, const void *data, size_t len);
-/* Finish and write the digest as 64 hex digits and a NUL. */
-void dbg_sha256_hex(struct dbg_sha256 *c, char out[65]);
 
 /* edit.c: the commands that change the volume (-w). */
 int dbg_mkdir(struct dbg *d, int argc, const char **argv);

@@ -14,6 +14,7 @@
 #include "debugfs.h"
 #include "r4/util.h"
 #include "r4/forensic.h"
+#include "format/sha256.h"
 
 #define CHUNK (1u << 20)
 
@@ -103,7 +104,7 @@ static int file_sha256(struct dbg *d, const char *path,
 		       const struct r4_objref *ref, char hex[65])
 {
 	struct r4_error err = { 0 };
-	struct dbg_sha256 c;
+	struct fmt_sha256 c;
 	uint8_t *buf = malloc(CHUNK);
 	uint64_t off = 0;
 	size_t got;
@@ -111,18 +112,18 @@ static int file_sha256(struct dbg *d, const char *path,
 
 	if (!buf)
 		return dbg_fail(NULL, path, -ENOMEM);
-	dbg_sha256_init(&c);
+	fmt_sha256_init(&c);
 	do {
 		rc = r4_read(d->vol, ref, off, buf, CHUNK, &got, &err);
 		if (rc)
 			break;
-		dbg_sha256_update(&c, buf, got);
+		fmt_sha256_update(&c, buf, got);
 		off += got;
 	} while (got == CHUNK);
 	free(buf);
 	if (rc)
 		return dbg_fail(&err, path, rc);
-	dbg_sha256_hex(&c, hex);
+	fmt_sha256_hex(&c, hex);
 	return DBG_OK;
 }
 
@@ -465,7 +466,7 @@ int dbg_undel(struct dbg *d, int argc, const char **argv)
 int dbg_dumpblock(struct dbg *d, int argc, const char **argv)
 {
 	struct r4_error err = { 0 };
-	struct dbg_sha256 c;
+	struct fmt_sha256 c;
 	char hex[65];
 	uint64_t blk;
 	int fd = STDOUT_FILENO, cls = -1;
@@ -510,9 +511,9 @@ int dbg_dumpblock(struct dbg *d, int argc, const char **argv)
 		return DBG_FAIL;
 	}
 	if (d->json) {
-		dbg_sha256_init(&c);
-		dbg_sha256_update(&c, d->buf, d->si.blksize);
-		dbg_sha256_hex(&c, hex);
+		fmt_sha256_init(&c);
+		fmt_sha256_update(&c, d->buf, d->si.blksize);
+		fmt_sha256_hex(&c, hex);
 		printf("{\"block\":%" PRIu64 ",\"size\":%u,\"class\":\"%s\","
 		       "\"sha256\":\"%s\"}\n", blk, d->si.blksize,
 		       r4_block_class_name(cls), hex);

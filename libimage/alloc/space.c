@@ -68,6 +68,14 @@ int space_load(struct space *s, uint64_t k, struct r4_error *err)
 				    (unsigned long long)k, r4_strerror(rc));
 	}
 	why = fmt_bitmap_verify(buf, s->blksize);
+	/* Read-only users (icheck, forensics) see the bits as the best
+	 * knowledge there is; only a writer, which would allocate from
+	 * them, refuses the block. */
+	if (why && (s->keep_bad || s->dev->readonly)) {
+		s->bad_csum[k] = 1;
+		s->map[k] = buf;
+		return 0;
+	}
 	if (why) {
 		free(buf);
 		s->bad_csum[k] = 1;

@@ -17,6 +17,10 @@ struct space {
 	uint8_t **map;		/* per region: a bitmap block, or NULL */
 	uint8_t *dirty;		/* per region */
 	uint8_t *bad_csum;	/* per region: the checksum read was wrong */
+	/* The repair rewrites the bitmaps from what is in use: it loads a
+	 * block whose checksum is wrong (marked in bad_csum) instead of
+	 * refusing it. Nobody else sets this. */
+	int keep_bad;
 	/* Blocks known to be in use whatever the bitmap says (nodes read,
 	 * blocks their pointers and extents reference): sorted, disjoint
 	 * [start, end) ranges. */

@@ -370,6 +370,8 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 		rc = scan(&b);
 	if (!rc && b.n)
 		qsort(b.it, b.n, sizeof(*b.it), item_cmp);
+	/* Second copies of a key go (on failure every item is kept, so
+	 * that all of them are freed below). */
 	for (size_t i = 0; i < b.n && !rc; i++) {
 		if (k && !fmt_key_cmp(&b.it[k - 1].key, &b.it[i].key)) {
 			free(b.it[i].body);
@@ -378,7 +380,8 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 		}
 		b.it[k++] = b.it[i];
 	}
-	b.n = k;
+	if (!rc)
+		b.n = k;
 	if (!rc)
 		rc = root_sd(&b);
 	if (!rc && b.n)

@@ -208,6 +208,9 @@ int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
 	if (opts->mode != R4_REPAIR_PREEN && opts->mode != R4_REPAIR_FIX)
 		return r4i_fail(err, R4_EINVAL, "repair: unknown mode %d",
 			       opts->mode);
+	/* The bitmaps are rebuilt from what is in use: a damaged one is
+	 * loaded, not refused (libimage/alloc/space.h). */
+	vol->space.keep_bad = 1;
 	rc = run_check(&R, 1);
 	report->found = R.crep;
 	memcpy(report->found_by_code, R.codes, sizeof(R.codes));

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include "r4/r4.h"
 #include "r4/read.h"
-#include "sha256.h"
+#include "format/sha256.h"
 
 #define FNV64_OFFSET 0xcbf29ce484222325ULL
 #define FNV64_PRIME 0x100000001b3ULL
@@ -105,9 +105,9 @@ static void content(struct ctx *c, struct rec *r, const struct r4_objref *o,
 	uint64_t off = 0, h = FNV64_OFFSET;
 	size_t got, i;
 	int unalloc = 0;
-	struct sha256 sh;
+	struct fmt_sha256 sh;
 
-	sha256_init(&sh);
+	fmt_sha256_init(&sh);
 	if (r4_file_blocks(c->vol, o, unalloc_fn, &unalloc, &e))
 		goto bad;
 	while (off < size) {
@@ -118,10 +118,10 @@ static void content(struct ctx *c, struct rec *r, const struct r4_objref *o,
 			h *= FNV64_PRIME;
 		}
 		if (c->sha)
-			sha256_update(&sh, c->buf, got);
+			fmt_sha256_update(&sh, c->buf, got);
 		off += got;
 	}
-	sha256_final(&sh, r->sha);
+	fmt_sha256_final(&sh, r->sha);
 	r->hash = h;
 	r->hstr = unalloc ? "UNALLOC" : NULL;
 	return;

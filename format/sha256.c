@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4debugfs: SHA-256 (FIPS 180-4) for hash and rdump --manifest. */
-#include "config.h"
+/* r4kit: SHA-256 (FIPS 180-4): r4debugfs hash and rdump --manifest,
+ * and the test helpers' manifests (compared with sha256sum lists). */
 #include <string.h>
-#include "debugfs.h"
+#include "sha256.h"
 
 static const uint32_t K[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b,
@@ -25,7 +25,7 @@ static uint32_t ror(uint32_t x, unsigned n)
 	return (x >> n) | (x << (32 - n));
 }
 
-static void block(struct dbg_sha256 *c, const uint8_t *p)
+static void block(struct fmt_sha256 *c, const uint8_t *p)
 {
 	uint32_t w[64], a, b, cc, d, e, f, g, h;
 
@@ -55,7 +55,7 @@ static void block(struct dbg_sha256 *c, const uint8_t *p)
 	c->h[4] += e; c->h[5] += f; c->h[6] += g; c->h[7] += h;
 }
 
-void dbg_sha256_init(struct dbg_sha256 *c)
+void fmt_sha256_init(struct fmt_sha256 *c)
 {
 	static const uint32_t iv[8] = {
 		0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -67,7 +67,7 @@ void dbg_sha256_init(struct dbg_sha256 *c)
 	c->used = 0;
 }
 
-void dbg_sha256_update(struct dbg_sha256 *c, const void *data, size_t len)
+void fmt_sha256_update(struct fmt_sha256 *c, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 
@@ -86,24 +86,31 @@ void dbg_sha256_update(struct dbg_sha256 *c, const void *data, size_t len)
 	}
 }
 
-void dbg_sha256_hex(struct dbg_sha256 *c, char out[65])
+void fmt_sha256_final(struct fmt_sha256 *c, uint8_t out[32])
 {
-	static const char hex[] = "0123456789abcdef";
 	uint64_t bits = c->len * 8;
 	uint8_t pad = 0x80, z = 0, lenb[8];
 
-	dbg_sha256_update(c, &pad, 1);
+	fmt_sha256_update(c, &pad, 1);
 	while (c->used != 56)
-		dbg_sha256_update(c, &z, 1);
+		fmt_sha256_update(c, &z, 1);
 	for (int i = 0; i < 8; i++)
 		lenb[i] = (uint8_t)(bits >> (56 - 8 * i));
-	dbg_sha256_update(c, lenb, 8);
+	fmt_sha256_update(c, lenb, 8);
 	for (int i = 0; i < 8; i++)
-		for (int j = 0; j < 4; j++) {
-			uint8_t v = (uint8_t)(c->h[i] >> (24 - 8 * j));
+		for (int j = 0; j < 4; j++)
+			out[4 * i + j] = (uint8_t)(c->h[i] >> (24 - 8 * j));
+}
 
-			out[8 * i + 2 * j] = hex[v >> 4];
-			out[8 * i + 2 * j + 1] = hex[v & 15];
-		}
+void fmt_sha256_hex(struct fmt_sha256 *c, char out[65])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t d[32];
+
+	fmt_sha256_final(c, d);
+	for (int i = 0; i < 32; i++) {
+		out[2 * i] = hex[d[i] >> 4];
+		out[2 * i + 1] = hex[d[i] & 15];
+	}
 	out[64] = '\0';
 }
