@@ -6,46 +6,8 @@
 
 load helpers
 
-# ---- byte surgery ----
-
-# Little-endian bytes of value $1, $2 bytes long, as printf escapes.
-le() {
-	local v=$1 n=$2 s="" i
-	for ((i = 0; i < n; i++)); do
-		s+=$(printf '\\x%02x' $(( (v >> (8 * i)) & 255 )))
-	done
-	printf '%s' "$s"
-}
-# poke IMAGE OFFSET VALUE NBYTES
-poke() {
-	printf "$(le "$3" "$4")" |
-		dd of="$1" bs=1 seek="$2" conv=notrunc status=none
-}
-# peek IMAGE OFFSET NBYTES (unsigned decimal)
-peek() {
-	od -An -v -t "u$3" -j "$2" -N "$3" "$1" | tr -d ' '
-}
-# Recompute the Adler-32 of bitmap block $2.
-csum_fix() {
-	local s
-	s=$(od -An -v -tu1 -j $(($2 * 4096 + 4)) -N 4092 "$1" |
-		awk 'BEGIN { a = 1; b = 0 }
-		     { for (i = 1; i <= NF; i++) { a = (a + $i) % 65521;
-						  b = (b + a) % 65521 } }
-		     END { printf "%.0f", b * 65536 + a }')
-	poke "$1" $(($2 * 4096)) "$s" 4
-}
-# Set (1) or clear (0) bit of block $2 in bitmap block 18 (region 0).
-setbit() {
-	local off=$((18 * 4096 + 4 + $2 / 8)) byte
-	byte=$(peek "$1" $off 1)
-	if [ "$3" = 1 ]; then
-		byte=$((byte | (1 << ($2 % 8))))
-	else
-		byte=$((byte & ~(1 << ($2 % 8))))
-	fi
-	poke "$1" $off $byte 1
-}
+# byte surgery: le, poke, peek, csum_fix, setbit
+. "$top_srcdir/tests/surgery.sh"
 
 # r4fsck exits 4 and prints a line that matches $2 (an ERE).
 finds() {

@@ -10,63 +10,7 @@
 
 load helpers
 
-# ---- byte surgery (as in fsck.bats) ----
-
-le() {
-	local v=$1 n=$2 s="" i
-	for ((i = 0; i < n; i++)); do
-		s+=$(printf '\\x%02x' $(( (v >> (8 * i)) & 255 )))
-	done
-	printf '%s' "$s"
-}
-poke() {
-	printf "$(le "$3" "$4")" |
-		dd of="$1" bs=1 seek="$2" conv=notrunc status=none
-}
-peek() {
-	od -An -v -t "u$3" -j "$2" -N "$3" "$1" | tr -d ' '
-}
-csum_fix() {
-	local s
-	s=$(od -An -v -tu1 -j $(($2 * 4096 + 4)) -N 4092 "$1" |
-		awk 'BEGIN { a = 1; b = 0 }
-		     { for (i = 1; i <= NF; i++) { a = (a + $i) % 65521;
-						  b = (b + a) % 65521 } }
-		     END { printf "%.0f", b * 65536 + a }')
-	poke "$1" $(($2 * 4096)) "$s" 4
-}
-setbit() {
-	local off=$((18 * 4096 + 4 + $2 / 8)) byte
-	byte=$(peek "$1" $off 1)
-	if [ "$3" = 1 ]; then
-		byte=$((byte | (1 << ($2 % 8))))
-	else
-		byte=$((byte & ~(1 << ($2 % 8))))
-	fi
-	poke "$1" $off $byte 1
-}
-
-# Absolute offset of the stat data body of PATH (node40, large keys).
-sd_off() {
-	local js blk item
-	js=$(r4debugfs --json -R "stat $2" "$1")
-	blk=$(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js")
-	item=$(sed -n 's/.*"sd_item":\([0-9]*\).*/\1/p' <<<"$js")
-	echo $((blk * 4096 + $(peek "$1" $((blk * 4096 + 4096 - (item + 1) * 38 + 32)) 2)))
-}
-# Absolute offset of the body of entry NAME in the leaf that holds
-# directory DIR's stat data (small directories: one cde item there);
-# "print node" gives each entry's offset in its item.
-entry_off() {
-	local js blk at
-	js=$(r4debugfs --json -R "stat $2" "$1")
-	blk=$(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js")
-	at=$(r4debugfs -R "print node $blk" "$1" | awk -v n="\"$3\"" '
-		/ cde40 / { for (i = 1; i < NF; i++) if ($i == "offset") base = $(i + 1) }
-		$2 == n && $3 == "->" { sub(/\)$/, "", $NF); print base + $NF; exit }')
-	[ -n "$at" ]
-	echo $((blk * 4096 + at))
-}
+. "$top_srcdir/tests/surgery.sh"
 
 fresh() {
 	r4mkfs -q "$@" "$T/good.img" 64M

@@ -32,36 +32,7 @@ command -v fsck.reiser4 >/dev/null 2>&1 && HAVE_FSCK=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/repaircrash.XXXXXX") || exit 2
 trap 'rm -rf "$W"' EXIT
 
-le() {
-	local v=$1 n=$2 s="" i
-	for ((i = 0; i < n; i++)); do
-		s+=$(printf '\\x%02x' $(( (v >> (8 * i)) & 255 )))
-	done
-	printf '%s' "$s"
-}
-poke() {
-	printf "$(le "$3" "$4")" |
-		dd of="$1" bs=1 seek="$2" conv=notrunc status=none
-}
-peek() {
-	od -An -v -t "u$3" -j "$2" -N "$3" "$1" | tr -d ' '
-}
-sd_off() {
-	local js blk item
-	js=$(r4debugfs --json -R "stat $2" "$1")
-	blk=$(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js")
-	item=$(sed -n 's/.*"sd_item":\([0-9]*\).*/\1/p' <<<"$js")
-	echo $((blk * 4096 + $(peek "$1" $((blk * 4096 + 4096 - (item + 1) * 38 + 32)) 2)))
-}
-entry_off() {
-	local js blk at
-	js=$(r4debugfs --json -R "stat $2" "$1")
-	blk=$(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js")
-	at=$(r4debugfs -R "print node $blk" "$1" | awk -v n="\"$3\"" '
-		/ cde40 / { for (i = 1; i < NF; i++) if ($i == "offset") base = $(i + 1) }
-		$2 == n && $3 == "->" { sub(/\)$/, "", $NF); print base + $NF; exit }')
-	echo $((blk * 4096 + at))
-}
+. "$(dirname "$0")/../surgery.sh"
 
 # ---- the damaged image ----
 s=$W/src
