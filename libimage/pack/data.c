@@ -58,6 +58,12 @@ void pack_alloc_reserve_area(struct r4_build *b, uint64_t k)
 {
 	uint64_t c = b->cursor, i = 0;
 
+	/* No run longer than the blocks between two bitmap blocks exists;
+	 * half of that leaves room for backup positions too. A larger
+	 * estimate saves nothing: the upper nodes are then placed one by
+	 * one (upper.c). */
+	if (k > fmt_bitmap_bpb(b->bs) / 2)
+		k = 0;
 	while (i < k) {
 		if (reserved(b, c + i)) {
 			c += i + 1;

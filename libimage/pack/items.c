@@ -379,6 +379,9 @@ static uint64_t estimate_upper(struct r4_build *b)
 		if (o->type == R4_ENT_REG && o->size &&
 		    (o->tails || o->cc == BCC_YES))
 			leaf += o->size + ih;
+		else if (o->type == R4_ENT_REG && o->data == BD_EXTENTS)
+			ext += ih + FMT_EXTENT40_UNIT_SIZE * (o->ext.n + 4) +
+			       nptr;	/* units known: holes cost one */
 		else if (o->type == R4_ENT_REG && o->size)
 			ext += ih + FMT_EXTENT40_UNIT_SIZE *
 			       (4 + o->size / region) + nptr;
