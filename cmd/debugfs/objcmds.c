@@ -362,35 +362,92 @@ int dbg_stat(struct dbg *d, int argc, const char **argv)
 
 /* ---- cat, dump ---------------------------------------------------------- */
 
+/* Write n bytes of buf (zeros when buf is NULL) to fd. */
+static int put_all(int fd, const uint8_t *buf, uint64_t n, uint8_t *zero)
+{
+	while (n) {
+		size_t k = n < CHUNK ? (size_t)n : CHUNK;
+		ssize_t w = write(fd, buf ? buf : zero, k);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		n -= (uint64_t)w;
+		if (buf)
+			buf += w;
+	}
+	return 0;
+}
+
+/* Bytes off..end of the file to fd (at base + off when seekable). */
+static int copy_run(struct dbg *d, const struct r4_objref *ref, uint64_t off,
+		    uint64_t end, int fd, off_t base, uint8_t *buf,
+		    struct r4_error *err)
+{
+	if (base >= 0 && lseek(fd, base + (off_t)off, SEEK_SET) < 0)
+		return -errno;
+	while (off < end) {
+		size_t want = end - off < CHUNK ? (size_t)(end - off) : CHUNK;
+		size_t got = 0;
+		int rc = r4_read(d->vol, ref, off, buf, want, &got, err);
+
+		if (!rc && got != want) {
+			snprintf(err->msg, sizeof(err->msg), "short read at "
+				 "%llu", (unsigned long long)off);
+			rc = err->code = R4_ECORRUPT;
+		}
+		if (!rc)
+			rc = put_all(fd, buf, got, NULL);
+		if (rc)
+			return rc;
+		off += got;
+	}
+	return 0;
+}
+
+/* Only the data runs are read (r4_file_runs): holes are skipped in a
+ * regular output file (lseek, then ftruncate to the size) so it stays
+ * sparse, and written as zeros to a pipe or terminal. */
 int dbg_copy_out(struct dbg *d, const char *path, const struct r4_objref *ref,
 		 int fd)
 {
 	struct r4_error err = { 0 };
-	uint8_t *buf = malloc(CHUNK);
-	uint64_t off = 0;
-	size_t got;
-	int rc = 0;
+	uint8_t *buf = malloc(CHUNK), *zero = calloc(1, CHUNK);
+	uint64_t *runs = NULL, pos = 0;
+	size_t n = 0;
+	struct r4_stat st;
+	struct stat hs;
+	off_t base = -1;
+	int rc = buf && zero ? 0 : -ENOMEM;
 
-	if (!buf)
-		return dbg_fail(NULL, path, -ENOMEM);
-	do {
-		rc = r4_read(d->vol, ref, off, buf, CHUNK, &got, &err);
-		if (rc)
-			break;
-		for (size_t done = 0; done < got;) {
-			ssize_t w = write(fd, buf + done, got - done);
+	if (!rc)
+		rc = r4_stat(d->vol, ref, &st, &err);
+	if (!rc && S_ISDIR(st.mode))
+		rc = -EISDIR;
+	else if (!rc && !S_ISREG(st.mode))
+		rc = R4_EINVAL;
+	if (!rc)
+		rc = r4_file_runs(d->vol, ref, st.size, &runs, &n, &err);
+	if (!rc && !fstat(fd, &hs) && S_ISREG(hs.st_mode))
+		base = lseek(fd, 0, SEEK_CUR);
+	for (size_t i = 0; !rc && i < n; i++) {
+		uint64_t a = runs[2 * i], e = a + runs[2 * i + 1];
 
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				rc = -errno;
-				break;
-			}
-			done += (size_t)w;
-		}
-		off += got;
-	} while (!rc && got == CHUNK);
+		if (base < 0)
+			rc = put_all(fd, NULL, a - pos, zero);
+		if (!rc)
+			rc = copy_run(d, ref, a, e, fd, base, buf, &err);
+		pos = e;
+	}
+	if (!rc && base >= 0 && (st.size > (uint64_t)INT64_MAX - (uint64_t)base ||
+				 ftruncate(fd, base + (off_t)st.size)))
+		rc = errno ? -errno : -EFBIG;
+	else if (!rc && base < 0)
+		rc = put_all(fd, NULL, st.size - pos, zero);
 	free(buf);
+	free(zero);
+	free(runs);
 	if (rc == -EISDIR)
 		fprintf(stderr, "%s: %s: is a directory\n", r4cmd_prog, path);
 	else if (rc == R4_EINVAL && !err.msg[0])

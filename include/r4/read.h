@@ -94,7 +94,9 @@ int r4_readdir(struct r4_vol *vol, const struct r4_objref *dir,
  * read (short only at the end of the file, whose size is the stat
  * data's). Holes and unallocated extents read as zeros. -EISDIR for a
  * directory, R4_EINVAL for other non-regular objects, R4_EUNSUPP for
- * cryptcompress (ccreg40) files. */
+ * cryptcompress (ccreg40) files. R4_ECORRUPT, as the kernel's read
+ * error, when a byte of the range below the size lies in no item of an
+ * ordinary (reg40) file (its size runs past its body). */
 int r4_read(struct r4_vol *vol, const struct r4_objref *obj, uint64_t off,
 	    void *buf, size_t len, size_t *got, struct r4_error *err);
 
@@ -128,6 +130,17 @@ typedef int (*r4_block_fn)(void *ctx, const struct r4_blkmap *m);
 /* Body items of a regular file (reg40) in key order. */
 int r4_file_blocks(struct r4_vol *vol, const struct r4_objref *obj,
 		   r4_block_fn fn, void *ctx, struct r4_error *err);
+
+/* The byte ranges of regular file obj (reg40 or ccreg40) below size
+ * that hold data (allocated extents, tails, compressed clusters), in
+ * file order, adjacent ones merged: (*runs)[2i] is an offset,
+ * (*runs)[2i + 1] a length; the rest of the file reads as zeros, so a
+ * copy can skip it (sparse output in time and memory proportional to the
+ * items). *runs is malloc'ed (NULL when *n is 0). R4_ECORRUPT, as
+ * r4_read, when a reg40 file's size runs past its items. */
+int r4_file_runs(struct r4_vol *vol, const struct r4_objref *obj,
+		 uint64_t size, uint64_t **runs, size_t *n,
+		 struct r4_error *err);
 
 /* Who uses block blk: a tree node (*kind = R4_BLK_NODE, owner = the
  * object of the node's first item), or a data block of an extent

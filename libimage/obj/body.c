@@ -164,8 +164,13 @@ static int feed_run(struct feed *f, r4_data_fn fn, void *dctx,
 		while (len) {
 			size_t in, n;
 
-			while (off >= f->boff + f->piece && !rc)
+			while (off >= f->boff + f->piece && !rc) {
 				rc = feed_emit(f, out, ctx, skip, err);
+				/* a hole: straight to the piece of off */
+				if (skip && off >= f->boff + f->piece)
+					f->boff += (off - f->boff) / f->piece *
+						   f->piece;
+			}
 			if (rc)
 				return rc;
 			in = (size_t)(off - f->boff);
@@ -180,8 +185,11 @@ static int feed_run(struct feed *f, r4_data_fn fn, void *dctx,
 	}
 	if (got < 0)
 		return got;
-	while (f->boff < f->size && !rc)
+	while (f->boff < f->size && !rc) {
 		rc = feed_emit(f, out, ctx, skip, err);
+		if (skip)	/* the rest is a hole */
+			break;
+	}
 	return rc;
 }
 

@@ -13,6 +13,7 @@
 #include "libimage/util/err.h"
 #include "libimage/tree/tree.h"
 #include "format/plugin.h"
+#include "r4/util.h"
 
 /* One piece of the body handed to a body visitor. */
 typedef int (*body_fn)(void *ctx, const struct tree_item *it,
@@ -143,7 +144,31 @@ struct rd {
 	uint8_t *buf;
 	uint64_t off, len;	/* the wanted range */
 	struct r4_error *err;
+	const struct r4_objref *obj;
+	uint64_t size;
+	uint64_t cov;		/* items cover off..cov */
 };
+
+/* The kernel reads a reg40 file through its items: a byte below the
+ * size that no item holds is a read error (doc/format.md §7.2). */
+static int size_past_body(struct r4_vol *vol, const struct r4_objref *obj,
+			  uint64_t at, uint64_t size, struct r4_error *err)
+{
+	return r4i_fail(err, R4_ECORRUPT, "%s: object %llx: size %llu runs "
+		       "past the body (no item holds byte %llu)",
+		       obj_vol_name(vol), (unsigned long long)obj->oid,
+		       (unsigned long long)size, (unsigned long long)at);
+}
+
+/* Coverage: pieces come in file order from the one holding r->off. */
+static int covered(struct rd *r, const struct r4_blkmap *m)
+{
+	if (m->file_off > r->cov && r->cov < r->off + r->len)
+		return size_past_body(r->vol, r->obj, r->cov, r->size, r->err);
+	if (m->file_off + m->len > r->cov)
+		r->cov = m->file_off + m->len;
+	return 0;
+}
 
 static int read_piece(void *ctx, const struct tree_item *it,
 		      const struct r4_blkmap *m)
@@ -152,8 +177,10 @@ static int read_piece(void *ctx, const struct tree_item *it,
 	uint64_t lo = m->file_off > r->off ? m->file_off : r->off;
 	uint64_t hi = m->file_off + m->len, want_end = r->off + r->len;
 	struct io_block *b;
-	int rc;
+	int rc = covered(r, m);
 
+	if (rc)
+		return rc;
 	if (hi > want_end)
 		hi = want_end;
 	if (lo >= hi)
@@ -202,13 +229,14 @@ static int reg_sd(struct r4_vol *vol, const struct r4_objref *obj,
 int r4_read(struct r4_vol *vol, const struct r4_objref *obj, uint64_t off,
 	    void *buf, size_t len, size_t *got, struct r4_error *err)
 {
-	struct rd r = { vol, buf, off, len, err };
+	struct rd r = { vol, buf, off, len, err, obj, 0, off };
 	struct obj_sd sd;
 	int rc = reg_sd(vol, obj, &sd, err);
 
 	*got = 0;
 	if (rc)
 		return rc;
+	r.size = sd.st.size;
 	if (off >= sd.st.size)
 		r.len = 0;
 	else if (len > sd.st.size - off)
@@ -225,9 +253,77 @@ int r4_read(struct r4_vol *vol, const struct r4_objref *obj, uint64_t off,
 		return 0;
 	memset(buf, 0, (size_t)r.len);
 	rc = body_walk(vol, obj, off, off + r.len, read_piece, &r, err);
+	if (!rc && r.cov < off + r.len)
+		rc = size_past_body(vol, obj, r.cov, r.size, err);
 	if (!rc)
 		*got = (size_t)r.len;
 	return rc;
+}
+
+/* r4_file_runs: data pieces merged; for reg40 also the coverage. */
+struct runs {
+	uint64_t *v;
+	size_t n, cap;
+	uint64_t size, cov;
+	int reg;		/* check coverage (reg40) */
+	int fail;		/* coverage broken at cov */
+};
+
+static int run_piece(void *ctx, const struct r4_blkmap *m)
+{
+	struct runs *s = ctx;
+	uint64_t a = m->file_off, b;
+
+	if (s->reg && a > s->cov && s->cov < s->size && !s->fail)
+		s->fail = 1;
+	if (!s->fail && a + m->len > s->cov)
+		s->cov = a + m->len;
+	if ((m->kind != R4_BLK_DATA && m->kind != R4_BLK_TAIL) ||
+	    a >= s->size)
+		return 0;
+	b = m->len > s->size - a ? s->size : a + m->len;
+	if (s->n && a <= s->v[2 * s->n - 2] + s->v[2 * s->n - 1]) {
+		uint64_t *end = &s->v[2 * s->n - 1], st = s->v[2 * s->n - 2];
+
+		if (b > st + *end)
+			*end = b - st;
+		return 0;
+	}
+	if (R4_RESERVE(s->v, s->cap, 2 * s->n + 2, 32))
+		return -ENOMEM;
+	s->v[2 * s->n] = a;
+	s->v[2 * s->n + 1] = b - a;
+	s->n++;
+	return 0;
+}
+
+int r4_file_runs(struct r4_vol *vol, const struct r4_objref *obj,
+		 uint64_t size, uint64_t **runs, size_t *n,
+		 struct r4_error *err)
+{
+	struct runs s = { .size = size };
+	struct obj_sd sd;
+	int rc = reg_sd(vol, obj, &sd, err);
+
+	*runs = NULL;
+	*n = 0;
+	if (rc)
+		return rc;
+	s.reg = sd.plugin == FMT_OBJ_REG40;
+	obj_sd_put(&sd);
+	rc = r4_file_blocks(vol, obj, run_piece, &s, err);
+	if (rc == -ENOMEM)
+		rc = r4i_fail(err, rc, "%s: object %llx: out of memory",
+			     obj_vol_name(vol), (unsigned long long)obj->oid);
+	if (!rc && s.reg && (s.fail || s.cov < size))
+		rc = size_past_body(vol, obj, s.cov, size, err);
+	if (rc) {
+		free(s.v);
+		return rc;
+	}
+	*runs = s.v;
+	*n = s.n;
+	return 0;
 }
 
 struct bm {

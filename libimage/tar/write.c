@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "libimage/util/err.h"
@@ -16,6 +17,7 @@
 
 #define XW_CHUNK (256u << 10)
 #define XW_MAX_DEPTH 8192
+#define XW_ZEROS (256u << 20)
 
 struct xw {
 	struct r4_vol *vol;
@@ -29,6 +31,9 @@ struct xw {
 	char *path;		/* "./a/b" */
 	size_t cap;
 	uint8_t *buf;
+	uint64_t *runs;		/* the data runs of the file (r4_file_runs) */
+	size_t nruns;
+	void *zeros;		/* XW_ZEROS read-only zero bytes, or NULL */
 };
 
 struct xw_name {
@@ -88,71 +93,45 @@ static int arc_fail(struct xw *w, struct r4_error *err)
 
 /* ---- Sparse maps ---------------------------------------------------------- */
 
-struct xw_sparse {
-	struct archive_entry *ae;
-	uint64_t size, start, end, covered;
-	int open;
-};
-
-static void sparse_flush(struct xw_sparse *s)
-{
-	if (s->open && s->end > s->start) {
-		archive_entry_sparse_add_entry(s->ae, (la_int64_t)s->start,
-					       (la_int64_t)(s->end - s->start));
-		s->covered += s->end - s->start;
-	}
-	s->open = 0;
-}
-
-static int sparse_piece(void *ctx, const struct r4_blkmap *m)
-{
-	struct xw_sparse *s = ctx;
-	uint64_t a = m->file_off, b;
-
-	if (m->kind != R4_BLK_DATA && m->kind != R4_BLK_TAIL)
-		return 0;
-	if (a >= s->size)
-		return 0;
-	b = m->len > s->size - a ? s->size : a + m->len;
-	if (s->open && a <= s->end) {
-		if (b > s->end)
-			s->end = b;
-		return 0;
-	}
-	sparse_flush(s);
-	s->start = a;
-	s->end = b;
-	s->open = 1;
-	return 0;
-}
-
-/* Describe the data runs of a file with holes; nothing for a dense one. */
+/* The data runs of a file (r4_file_runs) become the entry's sparse map
+ * (GNU sparse 1.0 in pax); nothing for a dense file. */
 static int xw_sparse(struct xw *w, const struct r4_objref *ref,
 		     struct archive_entry *ae, uint64_t size,
 		     struct r4_error *err)
 {
-	struct xw_sparse s = { .ae = ae, .size = size };
 	int rc;
 
+	free(w->runs);
+	w->runs = NULL;
+	w->nruns = 0;
 	if (!size)
 		return 0;
-	rc = r4_file_blocks(w->vol, ref, sparse_piece, &s, err);
+	rc = r4_file_runs(w->vol, ref, size, &w->runs, &w->nruns, err);
+	if (rc && err) {
+		char why[sizeof(err->msg)];
+
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return r4i_fail_over(err, rc, "%s: %s", w->path, why);
+	}
 	if (rc)
 		return rc;
-	sparse_flush(&s);
-	if (s.covered < size && !archive_entry_sparse_count(ae))
+	if (w->nruns == 1 && w->runs[0] == 0 && w->runs[1] == size)
+		return 0;	/* dense */
+	for (size_t i = 0; i < w->nruns; i++)
+		archive_entry_sparse_add_entry(ae, (la_int64_t)w->runs[2 * i],
+					       (la_int64_t)w->runs[2 * i + 1]);
+	if (!w->nruns)
 		archive_entry_sparse_add_entry(ae, (la_int64_t)size, 0);
-	if (s.covered >= size)
-		archive_entry_sparse_clear(ae);
 	return 0;
 }
 
-static int xw_data(struct xw *w, const struct r4_objref *ref, uint64_t size,
-		   struct r4_error *err)
+/* Copy bytes off..end of the file into the archive. */
+static int xw_copy(struct xw *w, const struct r4_objref *ref, uint64_t off,
+		   uint64_t end, struct r4_error *err)
 {
-	for (uint64_t off = 0; off < size;) {
-		size_t want = size - off < XW_CHUNK ? (size_t)(size - off)
-						    : XW_CHUNK, got = 0;
+	while (off < end) {
+		size_t want = end - off < XW_CHUNK ? (size_t)(end - off)
+						   : XW_CHUNK, got = 0;
 		int rc = r4_read(w->vol, ref, off, w->buf, want, &got, err);
 
 		if (rc && err) {
@@ -171,9 +150,58 @@ static int xw_data(struct xw *w, const struct r4_objref *ref, uint64_t size,
 			return arc_fail(w, err);
 		off += got;
 	}
-	if (w->o->stats)
-		w->o->stats->bytes += size;
 	return 0;
+}
+
+/* A hole of len bytes between two runs: libarchive's sparse writer
+ * counts those bytes off its map without storing them; they come from
+ * a read-only zero mapping, so a hole costs one call per XW_ZEROS bytes
+ * and no memory. */
+static int xw_hole(struct xw *w, uint64_t len, struct r4_error *err)
+{
+	if (len > XW_CHUNK && !w->zeros) {
+		void *z = mmap(NULL, XW_ZEROS, PROT_READ, MAP_PRIVATE |
+			       MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (z != MAP_FAILED)
+			w->zeros = z;
+	}
+	if (!w->zeros)
+		memset(w->buf, 0, XW_CHUNK);
+	while (len) {
+		size_t cap = w->zeros ? XW_ZEROS : XW_CHUNK;
+		size_t k = len < cap ? (size_t)len : cap;
+		la_ssize_t n = archive_write_data(w->a, w->zeros ? w->zeros :
+						  w->buf, k);
+
+		if (n <= 0)
+			return arc_fail(w, err);
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+static int xw_data(struct xw *w, const struct r4_objref *ref, uint64_t size,
+		   struct r4_error *err)
+{
+	uint64_t pos = 0;
+	int rc = 0;
+
+	if (w->nruns == 1 && w->runs[0] == 0 && w->runs[1] == size) {
+		rc = xw_copy(w, ref, 0, size, err);	/* dense */
+		pos = size;
+	}
+	for (size_t i = 0; !rc && pos < size && i < w->nruns; i++) {
+		uint64_t a = w->runs[2 * i], n = w->runs[2 * i + 1];
+
+		rc = xw_hole(w, a - pos, err);
+		if (!rc)
+			rc = xw_copy(w, ref, a, a + n, err);
+		pos = a + n;
+	}
+	if (!rc && w->o->stats)
+		w->o->stats->bytes += size;
+	return rc;
 }
 
 /* ---- Entries ---------------------------------------------------------------- */
@@ -561,5 +589,8 @@ int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 	r4_u64map_fini(&w.dirs);
 	free(w.path);
 	free(w.buf);
+	free(w.runs);
+	if (w.zeros)
+		munmap(w.zeros, XW_ZEROS);
 	return rc;
 }
