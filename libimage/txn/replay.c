@@ -51,41 +51,57 @@ static int in_range(const struct journal *j, uint64_t blk)
 	       blk < j->vol->sb.block_count;
 }
 
-/* tx heads from H back to F (exclusive), stored oldest first. */
+/* tx heads from H back to F (exclusive), stored oldest first; a cycle
+ * is found through a set of the heads seen, in time linear in the
+ * chain's length. */
 static int read_chain(struct journal *j, struct r4_error *err)
 {
 	uint64_t t = j->vol->jh.last_committed_tx;
 	uint64_t f = j->vol->jf.last_flushed_tx;
+	struct r4_u64map seen;
 	size_t cap = 0;
 	const char *why;
+	int rc = 0;
 
-	while (t != f) {
+	r4_u64map_init(&seen, 0);
+	while (!rc && t != f) {
 		struct jtx *x;
-		int rc;
+		int dup;
 
-		if (!in_range(j, t))
-			return jfail(j, R4_ECORRUPT, t, "tx head block is "
-				     "outside the volume's usable blocks; "
-				     "the chain does not reach the last "
-				     "flushed tx", err);
-		for (size_t i = 0; i < j->ntx; i++)
-			if (j->tx[i].head == t)
-				return jfail(j, R4_ELOOP, t, "cycle in the "
-					     "prev_tx chain of tx heads", err);
-		if (R4_RESERVE(j->tx, cap, j->ntx + 1, 8))
-			return -ENOMEM;
+		if (!in_range(j, t)) {
+			rc = jfail(j, R4_ECORRUPT, t, "tx head block is "
+				   "outside the volume's usable blocks; the "
+				   "chain does not reach the last flushed "
+				   "tx", err);
+			break;
+		}
+		dup = r4_u64set_add(&seen, t);
+		if (dup) {
+			rc = dup < 0 ? -ENOMEM : jfail(j, R4_ELOOP, t,
+						       "cycle in the prev_tx "
+						       "chain of tx heads",
+						       err);
+			break;
+		}
+		if (R4_RESERVE(j->tx, cap, j->ntx + 1, 8)) {
+			rc = -ENOMEM;
+			break;
+		}
 		rc = vol_read_block(j->vol, t, j->buf, "tx head", err);
 		if (rc)
-			return rc;
+			break;
 		x = &j->tx[j->ntx++];
 		memset(x, 0, sizeof(*x));
 		x->head = t;
 		fmt_tx_head_decode(j->buf, &x->th);
 		why = fmt_tx_head_verify(&x->th, j->vol->sb.block_count);
 		if (why)
-			return jfail(j, R4_ECORRUPT, t, why, err);
+			rc = jfail(j, R4_ECORRUPT, t, why, err);
 		t = x->th.prev_tx;
 	}
+	r4_u64map_fini(&seen);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < j->ntx / 2; i++) {	/* oldest first */
 		struct jtx tmp = j->tx[i];
 

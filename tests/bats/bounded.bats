@@ -155,3 +155,39 @@ past_body() {
 		[ "${lines[-1]}" = 0 ]
 	done
 }
+
+# ---- item 3: no quadratic walks -------------------------------------------
+
+# tx_chain IMAGE FIRST N: N tx heads at blocks FIRST.. (4 KiB blocks),
+# each naming the next as its prev_tx and the last naming the first (a
+# cycle); the journal header's last committed tx is the first.
+tx_chain() {
+	perl -e '
+		my ($img, $first, $n) = @ARGV;
+		open(my $f, "+<", $img) or die "$img: $!";
+		binmode $f;
+		for my $i (0 .. $n - 1) {
+			my $b = $first + $i;
+			my $prev = $i + 1 < $n ? $b + 1 : $first;
+			seek($f, $b * 4096, 0) or die;
+			print $f pack("a8 Q< L< L< Q< Q< Q<", "TxMagic4",
+				      1000 + $i, 1, 0, $prev, $b, 0);
+		}
+		seek($f, 19 * 4096, 0) or die;
+		print $f pack("Q<", $first);
+		close($f) or die "$img: $!";
+	' "$@"
+}
+
+@test "a chain of 20,000 tx heads ending in a cycle: named, in bounded memory" {
+	r4mkfs -q "$T/c.img" 200M
+	tx_chain "$T/c.img" 1000 20000
+	run bounded 20 r4fsck --check "$T/c.img"
+	echo "${lines[0]}"
+	[ "$status" -eq 4 ]
+	[[ "${lines[0]}" == *"journal: cycle in the prev_tx chain of tx heads (block 1000)"* ]]
+	# every command opens the volume through the same chain walk
+	run bounded 20 r4debugfs -R "ls /" "$T/c.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
