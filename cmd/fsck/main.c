@@ -284,6 +284,24 @@ static int fallback_readonly(const char *path, struct r4_vol **vol,
 	return 1;
 }
 
+/* The default mode opens for writing only when it must: a volume whose
+ * journal holds nothing to replay is checked read-only (so a read-only
+ * image or device is checked, not refused). 1 when *vol is that
+ * read-only volume. */
+static int open_default_readonly(const char *path, struct r4_vol **vol)
+{
+	struct r4_error err = { 0 };
+
+	if (mode != 0 || r4_vol_open(path, R4_OPEN_RDONLY | r4cmd_lock_flags(),
+				     vol, &err))
+		return 0;
+	if (!r4_vol_overlaid(*vol) && !r4_vol_journal_msg(*vol)[0])
+		return 1;
+	r4_vol_close(*vol, NULL);	/* there is a journal to replay */
+	*vol = NULL;
+	return 0;
+}
+
 /* Without -n the open replays the journal; with it the volume is opened
  * read-only and read through the journal. *rdonly tells which. */
 static int open_volume(const char *path, struct r4_vol **vol, int *rdonly)
@@ -294,6 +312,10 @@ static int open_volume(const char *path, struct r4_vol **vol, int *rdonly)
 	int rc;
 
 	*rdonly = opt_check;
+	if (!opt_check && open_default_readonly(path, vol)) {
+		*rdonly = 1;
+		return EXIT_CLEAN;
+	}
 	rc = r4_vol_open(path, flags | (opt_force && opt_check ?
 					R4_OPEN_FORCE : 0), vol, &err);
 	if (rc && !opt_check && fallback_readonly(path, vol, &err)) {
@@ -506,10 +528,47 @@ static int run_repair(const char *path, struct r4_vol *vol)
 							      : EXIT_CLEAN;
 }
 
+/* Check and default modes: a master or format40 super block that fails
+ * its checks while a backup copy is intact is a problem to report (exit
+ * 4, r4fsck -y restores it), not an open failure. -1 when the super
+ * blocks are good (or nothing can be said: the open reports it). */
+static int damaged_supers(const char *path)
+{
+	struct r4_error err = { 0 };
+	char what[R4_ERRMSG_MAX];
+	int damaged = 0;
+
+	if (r4_repair_super_probe(path, &damaged, what, sizeof(what), &err) ||
+	    !damaged)
+		return -1;
+	if (opt_json) {
+		struct r4_check_problem p = { 0 };
+
+		p.code = damaged & 2 ? R4_CHK_FORMAT40 : R4_CHK_MASTER;
+		p.block = R4_CHECK_NO_BLOCK;
+		p.item = -1;
+		p.msg = what;
+		p.key = "";
+		printf("{\n  \"schema\": %d,\n  \"program\": \"r4fsck\",\n"
+		       "  \"problem_list\": [", R4CMD_JSON_SCHEMA);
+		print_json(&p);
+		printf("\n  ],\n  ");
+		r4cmd_json_name("image", path, strlen(path));
+		printf(",\n  \"problems\": 1,\n  \"clean\": false\n}\n");
+		r4cmd_json_done();
+	} else {
+		printf("%s: %s\n", path, what);
+	}
+	return EXIT_UNCORRECTED;
+}
+
 static int run(const char *path)
 {
 	struct r4_vol *vol;
 	int rc, rdonly;
+
+	if (mode <= 0 && (rc = damaged_supers(path)) >= 0)
+		return rc;
 
 	if (opt_undo_save) {
 		struct r4_error err = { 0 };
