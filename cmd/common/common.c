@@ -11,6 +11,15 @@
 
 const char *r4cmd_prog = "r4kit";
 int r4cmd_quiet, r4cmd_verbose, r4cmd_show_version;
+/* JSON state (see r4cmd_json_start); the last error message is kept for
+ * the JSON error object. */
+int r4cmd_json;
+static FILE *json_file;
+static FILE *real_stderr;
+static int json_done;
+static char last_err[R4_ERRMSG_MAX + 64];
+static char err_line[R4_ERRMSG_MAX + 64];
+static size_t err_len;
 
 struct poptOption r4cmd_common_options[] = {
 	{ "quiet", 'q', POPT_ARG_NONE, &r4cmd_quiet, 0,
@@ -76,21 +85,23 @@ void r4cmd_init(const char *prog)
 void r4cmd_error(const struct r4_error *err, const char *fallback, int code)
 {
 	if (err && err->msg[0])
-		fprintf(stderr, "%s: %s\n", r4cmd_prog, err->msg);
+		snprintf(last_err, sizeof(last_err), "%s", err->msg);
 	else
-		fprintf(stderr, "%s: %s: %s\n", r4cmd_prog, fallback,
-			r4_strerror(code));
+		snprintf(last_err, sizeof(last_err), "%s: %s", fallback,
+			 r4_strerror(code));
+	fprintf(real_stderr ? real_stderr : stderr, "%s: %s\n", r4cmd_prog,
+		last_err);
 }
 
 void r4cmd_errorf(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", r4cmd_prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(last_err, sizeof(last_err), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(real_stderr ? real_stderr : stderr, "%s: %s\n", r4cmd_prog,
+		last_err);
 }
 
 void r4cmd_warnf(const char *fmt, ...)
@@ -106,8 +117,9 @@ void r4cmd_warnf(const char *fmt, ...)
 
 int r4cmd_popt_error(poptContext ctx, int rc, int usage_exit)
 {
-	fprintf(stderr, "%s: %s: %s\n", r4cmd_prog,
-		poptBadOption(ctx, POPT_BADOPTION_NOALIAS), poptStrerror(rc));
+	snprintf(last_err, sizeof(last_err), "%s: %s",
+		 poptBadOption(ctx, POPT_BADOPTION_NOALIAS), poptStrerror(rc));
+	fprintf(stderr, "%s: %s\n", r4cmd_prog, last_err);
 	fprintf(stderr, "Try '%s --help' for more information.\n",
 		r4cmd_prog);
 	return usage_exit;
@@ -152,18 +164,227 @@ void r4cmd_progress(const char *label, uint64_t done, uint64_t total)
 	fflush(stderr);
 }
 
+/* ---- JSON: one writer for every command --------------------------------
+ *
+ * Strings are written as UTF-8: a name that is valid UTF-8 keeps its
+ * characters; control characters are escaped (\u00XX); a byte that is not
+ * part of valid UTF-8 becomes U+FFFD, and r4cmd_json_name() then adds a
+ * "KEY_b64" field holding the exact bytes in base64. Unsigned 64-bit
+ * values above 2^53 (where a double loses precision) are written as
+ * decimal strings. With --json a failure prints an error object. */
+
+
+FILE *r4cmd_json_out(void)
+{
+	return json_file ? json_file : stdout;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if the
+ * bytes there are not one (overlong forms, surrogates and code points
+ * above U+10FFFF are not). */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0], cp;
+	size_t len;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+int r4cmd_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0, k; i < len; i += k) {
+		k = utf8_seq(p + i, len - i);
+		if (!k)
+			return 0;
+	}
+	return 1;
+}
+
 void r4cmd_json_str(const char *s, size_t len)
 {
-	putchar('"');
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
+	FILE *f = r4cmd_json_out();
+	const unsigned char *p = (const unsigned char *)s;
 
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
+	fputc('"', f);
+	for (size_t i = 0, k; i < len; i += k) {
+		unsigned char c = p[i];
+
+		k = utf8_seq(p + i, len - i);
+		if (!k) {
+			fputs("\xef\xbf\xbd", f);	/* U+FFFD */
+			k = 1;
+		} else if (c == '"' || c == '\\') {
+			fprintf(f, "\\%c", c);
+		} else if (c < 0x20 || c == 0x7f) {
+			fprintf(f, "\\u%04x", c);
+		} else {
+			fwrite(p + i, 1, k, f);
+		}
 	}
-	putchar('"');
+	fputc('"', f);
+}
+
+static void json_b64(const unsigned char *p, size_t len)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				  "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	FILE *f = r4cmd_json_out();
+
+	fputc('"', f);
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned)p[i] << 16;
+		size_t left = len - i;
+
+		if (left > 1)
+			v |= (unsigned)p[i + 1] << 8;
+		if (left > 2)
+			v |= p[i + 2];
+		fputc(tab[v >> 18 & 63], f);
+		fputc(tab[v >> 12 & 63], f);
+		fputc(left > 1 ? tab[v >> 6 & 63] : '=', f);
+		fputc(left > 2 ? tab[v & 63] : '=', f);
+	}
+	fputc('"', f);
+}
+
+void r4cmd_json_name(const char *key, const char *s, size_t len)
+{
+	FILE *f = r4cmd_json_out();
+
+	fprintf(f, "\"%s\":", key);
+	r4cmd_json_str(s, len);
+	if (!r4cmd_utf8_valid(s, len)) {
+		fprintf(f, ",\"%s_b64\":", key);
+		json_b64((const unsigned char *)s, len);
+	}
+}
+
+#define JSON_SAFE_MAX (1ULL << 53)
+
+void r4cmd_json_u64(uint64_t v)
+{
+	if (v <= JSON_SAFE_MAX)
+		fprintf(r4cmd_json_out(), "%llu", (unsigned long long)v);
+	else
+		fprintf(r4cmd_json_out(), "\"%llu\"", (unsigned long long)v);
+}
+
+void r4cmd_json_i64(int64_t v)
+{
+	if (v <= (int64_t)JSON_SAFE_MAX && v >= -(int64_t)JSON_SAFE_MAX)
+		fprintf(r4cmd_json_out(), "%lld", (long long)v);
+	else
+		fprintf(r4cmd_json_out(), "\"%lld\"", (long long)v);
+}
+
+static void keep_error(const char *msg, size_t len)
+{
+	if (len >= sizeof(last_err))
+		len = sizeof(last_err) - 1;
+	memcpy(last_err, msg, len);
+	last_err[len] = '\0';
+}
+
+/* A line written to stderr: "prog: message" lines (not warnings) are
+ * kept as the message of the JSON error object. */
+static void err_line_done(void)
+{
+	size_t pl = strlen(r4cmd_prog);
+
+	if (err_len > pl + 2 && !memcmp(err_line, r4cmd_prog, pl) &&
+	    !memcmp(err_line + pl, ": ", 2) &&
+	    strncmp(err_line + pl + 2, "warning: ", 9))
+		keep_error(err_line + pl + 2, err_len - pl - 2);
+	err_len = 0;
+}
+
+static ssize_t tee_write(void *cookie, const char *buf, size_t n)
+{
+	(void)cookie;
+	fwrite(buf, 1, n, real_stderr);
+	fflush(real_stderr);
+	for (size_t i = 0; i < n; i++) {
+		if (buf[i] == '\n')
+			err_line_done();
+		else if (buf[i] == '\r')
+			err_len = 0;
+		else if (err_len < sizeof(err_line))
+			err_line[err_len++] = buf[i];
+	}
+	return (ssize_t)n;
+}
+
+void r4cmd_json_start(FILE *out)
+{
+	cookie_io_functions_t io = { NULL, tee_write, NULL, NULL };
+	FILE *tee;
+
+	r4cmd_json = 1;
+	/* stdout is looked up at each write: a command may catch it. */
+	json_file = out == stdout ? NULL : out;
+	if (real_stderr)
+		return;
+	/* Every message on stderr still goes there; the last error line
+	 * is also kept for the error object. */
+	tee = fopencookie(NULL, "w", io);
+	if (!tee)
+		return;
+	setvbuf(tee, NULL, _IOLBF, 0);
+	fflush(stderr);
+	real_stderr = stderr;
+	stderr = tee;
+}
+
+void r4cmd_json_done(void)
+{
+	json_done = 1;
+}
+
+void r4cmd_json_error_member(int code)
+{
+	FILE *f = r4cmd_json_out();
+
+	fflush(stderr);
+	fputs("\"error\":{\"message\":", f);
+	r4cmd_json_str(last_err[0] ? last_err : "failed",
+		       strlen(last_err[0] ? last_err : "failed"));
+	fprintf(f, ",\"exit\":%d}", code);
+	json_done = 1;
+}
+
+int r4cmd_json_exit(int code)
+{
+	FILE *f = r4cmd_json_out();
+
+	if (!r4cmd_json || !code || json_done)
+		return code;
+	fprintf(f, "{\"schema\":%d,\"program\":", R4CMD_JSON_SCHEMA);
+	r4cmd_json_str(r4cmd_prog, strlen(r4cmd_prog));
+	fputc(',', f);
+	r4cmd_json_error_member(code);
+	fputs("}\n", f);
+	fflush(f);
+	return code;
 }

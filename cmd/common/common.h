@@ -6,6 +6,7 @@
 
 #include <popt.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "r4/r4.h"
 
 extern const char *r4cmd_prog;
@@ -48,7 +49,33 @@ int r4cmd_parse_size(const char *s, uint64_t *out);
  * may replace the T). 0 or R4_EINVAL. */
 int r4cmd_parse_time(const char *s, int64_t *out);
 
-/* Print a byte string as JSON string (with quotes) to stdout. */
+/* JSON: one writer for every command (schema R4CMD_JSON_SCHEMA, see the
+ * JSON sections of the man pages). r4cmd_json is set by
+ * r4cmd_json_start(out), which sends JSON to out (stdout or stderr) and
+ * keeps the last error line written to stderr for the error object. */
+#define R4CMD_JSON_SCHEMA 1
+extern int r4cmd_json;
+void r4cmd_json_start(FILE *out);
+FILE *r4cmd_json_out(void);
+/* 1 if s[0..len) is valid UTF-8 (no overlong form, surrogate or code
+ * point above U+10FFFF). */
+int r4cmd_utf8_valid(const char *s, size_t len);
+/* A JSON string (with quotes) in UTF-8: control characters escaped,
+ * bytes that are not valid UTF-8 written as U+FFFD. */
 void r4cmd_json_str(const char *s, size_t len);
+/* "key":"s" and, when s is not valid UTF-8, ,"key_b64":"exact bytes in
+ * base64" (lossless). */
+void r4cmd_json_name(const char *key, const char *s, size_t len);
+/* A 64-bit value: a JSON number up to 2^53, a decimal string above. */
+void r4cmd_json_u64(uint64_t v);
+void r4cmd_json_i64(int64_t v);
+/* The top-level JSON value is complete (no error object at exit). */
+void r4cmd_json_done(void);
+/* "error":{"message":LAST ERROR,"exit":code} inside an open object. */
+void r4cmd_json_error_member(int code);
+/* At exit: with --json, a failure (code != 0) that printed no complete
+ * JSON value prints {"schema":N,"program":P,"error":{...}}; returns
+ * code. */
+int r4cmd_json_exit(int code);
 
 #endif

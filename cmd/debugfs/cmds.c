@@ -130,6 +130,73 @@ static int cmd_print(struct dbg *d, int argc, const char **argv)
 	return c->fn(d, argc - 1, argv + 1);
 }
 
+/* --json: one JSON value a line per command. A failed command prints an
+ * error object naming the command. */
+static void json_error(const char *line)
+{
+	printf("{\"schema\":%d,\"command\":", R4CMD_JSON_SCHEMA);
+	r4cmd_json_str(line, strlen(line));
+	putchar(',');
+	r4cmd_json_error_member(1);
+	printf("}\n");
+}
+
+/* Commands whose output is JSON of their own; the others print text,
+ * which --json carries as {"schema":N,"command":LINE,"lines":[...]}. */
+static int native_json(const struct dbg_cmd *c, int argc,
+		       const char **argv)
+{
+	static const char *const names[] = { "ls", "stat", "blocks",
+		"icheck", "ncheck", "lsdel", "undel", "hash", "dumpblock",
+		NULL };
+
+	if (c->fn == cmd_print)
+		return argc > 1 && !strcmp(argv[1], "super");
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(c->name, names[i]))
+			return 1;
+	return 0;
+}
+
+/* Run c with its standard output caught: a failure drops what it
+ * printed (the error object replaces it), text becomes lines. */
+static int run_json(struct dbg *d, const struct dbg_cmd *c, int argc,
+		    const char **argv, const char *line)
+{
+	FILE *saved = stdout, *mem;
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	fflush(stdout);
+	mem = open_memstream(&buf, &len);
+	if (!mem)
+		return c->fn(d, argc, argv);
+	stdout = mem;
+	rc = c->fn(d, argc, argv);
+	fclose(mem);
+	stdout = saved;
+	if (rc == DBG_OK && native_json(c, argc, argv)) {
+		fwrite(buf, 1, len, stdout);
+	} else if (rc == DBG_OK && len) {
+		printf("{\"schema\":%d,\"command\":", R4CMD_JSON_SCHEMA);
+		r4cmd_json_str(line, strlen(line));
+		printf(",\"lines\":[");
+		for (size_t i = 0, n = 0; i < len; n++) {
+			const char *nl = memchr(buf + i, '\n', len - i);
+			size_t end = nl ? (size_t)(nl - buf) : len;
+
+			if (n)
+				putchar(',');
+			r4cmd_json_str(buf + i, end - i);
+			i = end + 1;
+		}
+		printf("]}\n");
+	}
+	free(buf);
+	return rc;
+}
+
 int dbg_run_line(struct dbg *d, const char *line)
 {
 	const struct dbg_cmd *c;
@@ -149,9 +216,13 @@ int dbg_run_line(struct dbg *d, const char *line)
 		fprintf(stderr, "%s: unknown command '%s' (try 'help')\n",
 			r4cmd_prog, argv[0]);
 		rc = DBG_USAGE;
+	} else if (d->json && c->fn != dbg_cat) {
+		rc = run_json(d, c, argc, argv, line);
 	} else {
 		rc = c->fn(d, argc, argv);
 	}
+	if (rc != DBG_OK && d->json)
+		json_error(line);
 	fflush(stdout);
 	free(argv);
 	return rc;

@@ -145,10 +145,13 @@ static int hash_one(struct dbg *d, void *ctx, const char *path,
 		return 0;
 	}
 	if (d->json) {
-		printf("%s{\"path\":", h->n ? "," : "");
-		r4cmd_json_str(path, strlen(path));
-		printf(",\"oid\":%" PRIu64 ",\"size\":%" PRIu64
-		       ",\"sha256\":\"%s\"}", st->oid, st->size, hex);
+		printf("%s{", h->n ? "," : "");
+		r4cmd_json_name("path", path, strlen(path));
+		printf(",\"oid\":");
+		r4cmd_json_u64(st->oid);
+		printf(",\"size\":");
+		r4cmd_json_u64(st->size);
+		printf(",\"sha256\":\"%s\"}", hex);
 	} else {
 		printf("%s  ", hex);
 		dbg_put_name(path, strlen(path));
@@ -305,11 +308,11 @@ static void del_json(const struct r4_deleted *x)
 	put_time("atime", x->st.atime, x->st.atime_ns);
 	put_time("mtime", x->st.mtime, x->st.mtime_ns);
 	put_time("ctime", x->st.ctime, x->st.ctime_ns);
-	printf(",\"name\":");
+	putchar(',');
 	if (x->name_len)
-		r4cmd_json_str(x->name, x->name_len);
+		r4cmd_json_name("name", x->name, x->name_len);
 	else
-		printf("null");
+		printf("\"name\":null");
 	printf(",\"plugin\":%u", x->st.object_plugin);
 	printf(",\"parent\":%" PRIu64 ",\"found\":%" PRIu64
 	       ",\"recoverable\":%" PRIu64 ",\"sd_block\":%" PRIu64 "}",

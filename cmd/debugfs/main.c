@@ -36,8 +36,8 @@ static struct poptOption debugfs_options[] = {
 	  "run the commands in a file, one a line ('-': standard input)",
 	  "CMDFILE" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
-	  "print the results of stat, ls, print super, icheck, ncheck, "
-	  "lsdel, undel, hash and dumpblock as JSON", NULL },
+	  "print one JSON value a line per command (schema 1, see the "
+	  "man page); a failed command prints an error object", NULL },
 	{ "no-replay", '\0', POPT_ARG_NONE, &opt_no_replay, 0,
 	  "read-only: do not read through committed transactions of the "
 	  "journal; see the blocks as they are on disk", NULL },
@@ -227,6 +227,8 @@ int main(int argc, const char **argv)
 	poptSetOtherOptionHelp(ctx, "[-w [--atomic]] [-R 'CMD ARGS'] "
 			       "[-f CMDFILE] [--json] IMAGE");
 	rc = parse_cmdline(ctx, &image);
+	if (opt_json)
+		r4cmd_json_start(stdout);
 	if (rc == EXIT_OK && r4cmd_show_version)
 		r4cmd_print_version();
 	else if (rc == EXIT_OK)
@@ -234,5 +236,5 @@ int main(int argc, const char **argv)
 	for (int i = 0; i < nr_requests; i++)
 		free((void *)requests[i]);
 	poptFreeContext(ctx);
-	return rc;
+	return r4cmd_json_exit(rc);
 }

@@ -22,6 +22,26 @@ static const char *kind_name(int kind)
 
 /* ---- blocks, print file ------------------------------------------------- */
 
+static int json_piece(void *ctx, const struct r4_blkmap *m)
+{
+	int *first = ctx;
+
+	printf("%s{\"offset\":", *first ? "" : ",");
+	*first = 0;
+	r4cmd_json_u64(m->file_off);
+	printf(",\"length\":");
+	r4cmd_json_u64(m->len);
+	printf(",\"kind\":\"%s\"", kind_name(m->kind));
+	if (m->kind == R4_BLK_DATA || m->kind == R4_BLK_TAIL) {
+		printf(",\"block\":");
+		r4cmd_json_u64(m->blk);
+	}
+	printf(",\"count\":");
+	r4cmd_json_u64(m->count);
+	putchar('}');
+	return 0;
+}
+
 static int print_piece(void *ctx, const struct r4_blkmap *m)
 {
 	(void)ctx;
@@ -55,6 +75,19 @@ int dbg_blocks(struct dbg *d, int argc, const char **argv)
 		return dbg_usage(argv[0]);
 	if (dbg_resolve(d, argv[1], &ref))
 		return DBG_FAIL;
+	if (d->json) {
+		struct r4_error err = { 0 };
+		int first = 1, rc;
+
+		printf("{\"schema\":%d,", R4CMD_JSON_SCHEMA);
+		r4cmd_json_name("path", argv[1], strlen(argv[1]));
+		printf(",\"pieces\":[");
+		rc = r4_file_blocks(d->vol, &ref, json_piece, &first, &err);
+		if (rc)
+			return dbg_fail(&err, argv[1], rc);
+		printf("]}\n");
+		return DBG_OK;
+	}
 	printf("%s:\n", argv[1]);
 	return list_blocks(d, argv[1], &ref);
 }

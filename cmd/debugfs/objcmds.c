@@ -131,30 +131,52 @@ static void ls_long_text(const struct r4_stat *st, const struct dent *e,
 }
 
 static void ls_json(const struct r4_stat *st, const struct dent *e,
-		    const char *target, int first)
+		    const char *dir, const char *target, int first)
 {
-	printf("%s{\"name\":", first ? "" : ",");
-	r4cmd_json_str(e->name, e->len);
-	printf(",\"oid\":%" PRIu64 ",\"locality\":%" PRIu64, e->ref.oid,
-	       e->ref.locality);
+	printf("%s{", first ? "" : ",");
+	r4cmd_json_name("name", e->name, e->len);
+	putchar(',');
+	if (dir) {
+		/* The entry's full path: DIR/NAME. */
+		size_t dl = strlen(dir), n = dl + 1 + e->len;
+		char *p = malloc(n + 1);
+
+		if (p) {
+			memcpy(p, dir, dl);
+			if (!dl || dir[dl - 1] != '/')
+				p[dl++] = '/';
+			memcpy(p + dl, e->name, e->len);
+			r4cmd_json_name("path", p, dl + e->len);
+			free(p);
+		}
+	} else {
+		r4cmd_json_name("path", e->name, e->len);
+	}
+	printf(",\"oid\":");
+	r4cmd_json_u64(e->ref.oid);
+	printf(",\"locality\":");
+	r4cmd_json_u64(e->ref.locality);
 	if (st) {
 		printf(",\"mode\":%" PRIu32 ",\"nlink\":%" PRIu32 ",\"uid\":%"
-		       PRIu32 ",\"gid\":%" PRIu32 ",\"size\":%" PRIu64
-		       ",\"mtime\":%" PRId64, st->mode, st->nlink, st->uid,
-		       st->gid, st->size, st->mtime);
+		       PRIu32 ",\"gid\":%" PRIu32 ",\"size\":", st->mode,
+		       st->nlink, st->uid, st->gid);
+		r4cmd_json_u64(st->size);
+		printf(",\"mtime\":");
+		r4cmd_json_i64(st->mtime);
 		if (S_ISCHR(st->mode) || S_ISBLK(st->mode))
 			printf(",\"major\":%u,\"minor\":%u",
 			       r4_rdev_major(st->rdev), r4_rdev_minor(st->rdev));
 	}
 	if (target) {
-		printf(",\"target\":");
-		r4cmd_json_str(target, strlen(target));
+		putchar(',');
+		r4cmd_json_name("target", target, strlen(target));
 	}
 	putchar('}');
 }
 
 /* One ls line (or JSON element); DBG_FAIL if the object cannot be read. */
-static int ls_one(struct dbg *d, const struct dent *e, int lng, int first)
+static int ls_one(struct dbg *d, const struct dent *e, const char *dir,
+		  int lng, int first)
 {
 	struct r4_error err = { 0 };
 	struct r4_stat st;
@@ -164,7 +186,7 @@ static int ls_one(struct dbg *d, const struct dent *e, int lng, int first)
 
 	if (!lng) {
 		if (d->json)
-			ls_json(NULL, e, NULL, first);
+			ls_json(NULL, e, dir, NULL, first);
 		else {
 			dbg_put_name(e->name, e->len);
 			putchar('\n');
@@ -182,7 +204,7 @@ static int ls_one(struct dbg *d, const struct dent *e, int lng, int first)
 		tp = target;
 	}
 	if (d->json)
-		ls_json(&st, e, tp, first);
+		ls_json(&st, e, dir, tp, first);
 	else
 		ls_long_text(&st, e, tp);
 	return DBG_OK;
@@ -223,7 +245,7 @@ int dbg_ls(struct dbg *d, int argc, const char **argv)
 
 		if (d->json)
 			putchar('[');
-		rc = ls_one(d, &one, lng, 1);
+		rc = ls_one(d, &one, NULL, lng, 1);
 		if (d->json)
 			printf("]\n");
 		return rc;
@@ -233,7 +255,7 @@ int dbg_ls(struct dbg *d, int argc, const char **argv)
 	if (d->json)
 		putchar('[');
 	for (size_t i = 0; i < l.n; i++)
-		if (ls_one(d, &l.v[i], lng, i == 0))
+		if (ls_one(d, &l.v[i], path, lng, i == 0))
 			rc = DBG_FAIL;
 	if (d->json)
 		printf("]\n");
@@ -295,30 +317,32 @@ static void stat_text(const char *path, const struct r4_stat *st,
 }
 
 #define J(name, fmt, v) printf(",\"" name "\":%" fmt, v)
+#define JU(name, v) (printf(",\"" name "\":"), r4cmd_json_u64(v))
+#define JI(name, v) (printf(",\"" name "\":"), r4cmd_json_i64(v))
 
 static void stat_json(const char *path, const struct r4_stat *st,
 		      const char *target)
 {
-	printf("{\"path\":");
-	r4cmd_json_str(path, strlen(path));
-	J("oid", PRIu64, st->oid);
-	J("locality", PRIu64, st->locality);
-	J("ordering", PRIu64, st->ordering);
+	printf("{\"schema\":%d,", R4CMD_JSON_SCHEMA);
+	r4cmd_json_name("path", path, strlen(path));
+	JU("oid", st->oid);
+	JU("locality", st->locality);
+	JU("ordering", st->ordering);
 	printf(",\"plugin\":\"%s\"", plugin_name(st->object_plugin));
 	J("mode", PRIu32, st->mode);
 	J("nlink", PRIu32, st->nlink);
 	J("uid", PRIu32, st->uid);
 	J("gid", PRIu32, st->gid);
-	J("size", PRIu64, st->size);
-	J("bytes", PRIu64, st->bytes);
-	J("rdev", PRIu64, st->rdev);
-	J("atime", PRId64, st->atime);
+	JU("size", st->size);
+	JU("bytes", st->bytes);
+	JU("rdev", st->rdev);
+	JI("atime", st->atime);
 	J("atime_ns", PRIu32, st->atime_ns);
-	J("mtime", PRId64, st->mtime);
+	JI("mtime", st->mtime);
 	J("mtime_ns", PRIu32, st->mtime_ns);
-	J("ctime", PRId64, st->ctime);
+	JI("ctime", st->ctime);
 	J("ctime_ns", PRIu32, st->ctime_ns);
-	J("sd_mask", PRIu64, st->sd_mask);
+	JU("sd_mask", st->sd_mask);
 	J("flags", PRIu32, st->flags);
 	J("hash", "d", st->hash_id);
 	J("fibration", "d", st->fibration_id);
@@ -326,8 +350,8 @@ static void stat_json(const char *path, const struct r4_stat *st,
 	J("sd_block", PRIu64, st->sd_block);
 	J("sd_item", "u", st->sd_item);
 	if (target) {
-		printf(",\"target\":");
-		r4cmd_json_str(target, strlen(target));
+		putchar(',');
+		r4cmd_json_name("target", target, strlen(target));
 	}
 	printf("}\n");
 }

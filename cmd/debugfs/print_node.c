@@ -303,9 +303,11 @@ int dbg_show_node(struct dbg *d, uint64_t nr, const uint8_t *blk)
 
 	rc = fmt_node_header_decode(blk, d->si.blksize, &h);
 	if (rc || h.magic != fmt_node_magic(h.plugin_id)) {
+		/* Data, free or fixed blocks: say what is missing, not
+		 * the decoder's code. */
 		fprintf(stderr, "%s: block %" PRIu64 " is not a formatted "
-			"node (%s)\n", r4cmd_prog, nr, rc ? r4_strerror(rc) :
-			"no node magic");
+			"node (%s)\n", r4cmd_prog, nr, rc ? "its header names "
+			"no node plugin" : "no node magic");
 		return DBG_FAIL;
 	}
 	name = fmt_plugin_name(FMT_PT_NODE, h.plugin_id);

@@ -155,7 +155,7 @@ static void print_rest(const struct dbg *d, const struct supers *s)
 	       s->good_backups);
 }
 
-#define JU64(name, v) printf(",\"%s\":%" PRIu64, name, (uint64_t)(v))
+#define JU64(name, v) (printf(",\"%s\":", name), r4cmd_json_u64(v))
 
 static void json_str(const char *key, const char *s, size_t max)
 {
@@ -169,7 +169,8 @@ static void print_json(const struct supers *s)
 	const struct fmt_format40 *sb = &s->sb;
 
 	uuid_unparse(s->m.uuid, uuid);
-	printf("{\"blksize\":%u", s->m.blksize);
+	printf("{\"schema\":%d,\"blksize\":%u", R4CMD_JSON_SCHEMA,
+	       s->m.blksize);
 	json_str("uuid", uuid, sizeof(uuid));
 	json_str("label", s->m.label, FMT_LABEL_SIZE);
 	JU64("version", sb->version);

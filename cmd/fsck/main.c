@@ -177,13 +177,28 @@ static void on_action(void *ctx, const struct r4_repair_action *a)
 		printf(", \"block\": %llu", (unsigned long long)a->block);
 	else
 		fputs(", \"block\": null", stdout);
-	printf(", \"oid\": %llu, \"loss\": \"%s\", \"amount\": %llu, "
-	       "\"done\": ", (unsigned long long)a->oid,
+	fputs(", \"oid\": ", stdout);
+	r4cmd_json_u64(a->oid);
+	printf(", \"loss\": \"%s\", \"amount\": ",
 	       a->loss >= 0 && a->loss <= R4_LOSS_ITEMS ? loss_names[a->loss]
-							 : "?",
-	       (unsigned long long)a->amount);
+							 : "?");
+	r4cmd_json_u64(a->amount);
+	fputs(", \"done\": ", stdout);
 	r4cmd_json_str(a->what, strlen(a->what));
 	putchar('}');
+}
+
+/* A failure after the object was opened: close its open list, add the
+ * error member and close it. */
+static void json_fail_open(void)
+{
+	if (!opt_json)
+		return;
+	fputs(json_in_actions ? (json_first_action ? "],\n  " : "\n  ],\n  ")
+			      : (json_first ? "],\n  " : "\n  ],\n  "),
+	      stdout);
+	r4cmd_json_error_member(EXIT_OPERATIONAL);
+	fputs("\n}\n", stdout);
 }
 
 static void on_progress(void *ctx, const char *phase, uint64_t done,
@@ -208,9 +223,9 @@ static unsigned fixed_first;
 static void print_json_counts(const char *path,
 			      const struct r4_check_report *r)
 {
-	fputs("  \"image\": ", stdout);
-	r4cmd_json_str(path, strlen(path));
-#define X(f) printf(",\n  \"%s\": %llu", #f, (unsigned long long)r->f);
+	fputs("  ", stdout);
+	r4cmd_json_name("image", path, strlen(path));
+#define X(f) printf(",\n  \"%s\": ", #f); r4cmd_json_u64(r->f);
 	JSON_FIELDS(X)
 #undef X
 	printf(",\n  \"replayed\": %u,\n  \"overlaid\": %u", replayed,
@@ -224,6 +239,7 @@ static void print_json_end(const char *path, const struct r4_check_report *r)
 	fputs(json_first ? "],\n" : "\n  ],\n", stdout);
 	print_json_counts(path, r);
 	printf(",\n  \"clean\": %s\n}\n", r->problems ? "false" : "true");
+	r4cmd_json_done();
 }
 
 static void print_summary(const char *path, const struct r4_check_report *r)
@@ -268,6 +284,24 @@ static int fallback_readonly(const char *path, struct r4_vol **vol,
 	return 1;
 }
 
+/* The default mode opens for writing only when it must: a volume whose
+ * journal holds nothing to replay is checked read-only (so a read-only
+ * image or device is checked, not refused). 1 when *vol is that
+ * read-only volume. */
+static int open_default_readonly(const char *path, struct r4_vol **vol)
+{
+	struct r4_error err = { 0 };
+
+	if (mode != 0 || r4_vol_open(path, R4_OPEN_RDONLY | r4cmd_lock_flags(),
+				     vol, &err))
+		return 0;
+	if (!r4_vol_overlaid(*vol) && !r4_vol_journal_msg(*vol)[0])
+		return 1;
+	r4_vol_close(*vol, NULL);	/* there is a journal to replay */
+	*vol = NULL;
+	return 0;
+}
+
 /* Without -n the open replays the journal; with it the volume is opened
  * read-only and read through the journal. *rdonly tells which. */
 static int open_volume(const char *path, struct r4_vol **vol, int *rdonly)
@@ -278,6 +312,10 @@ static int open_volume(const char *path, struct r4_vol **vol, int *rdonly)
 	int rc;
 
 	*rdonly = opt_check;
+	if (!opt_check && open_default_readonly(path, vol)) {
+		*rdonly = 1;
+		return EXIT_CLEAN;
+	}
 	rc = r4_vol_open(path, flags | (opt_force && opt_check ?
 					R4_OPEN_FORCE : 0), vol, &err);
 	if (rc && !opt_check && fallback_readonly(path, vol, &err)) {
@@ -317,12 +355,12 @@ static int run_check(const char *path, struct r4_vol *vol)
 	o.progress = on_progress;
 	o.max_reports = (unsigned)opt_max_reports;
 	if (opt_json)
-		fputs("{\n  \"problem_list\": [", stdout);
+		printf("{\n  \"schema\": %d,\n  \"program\": \"r4fsck\",\n"
+		       "  \"problem_list\": [", R4CMD_JSON_SCHEMA);
 	rc = r4_check(vol, &o, &rep, &err);
 	if (rc) {
-		if (opt_json)
-			fputs("]\n}\n", stdout);
 		r4cmd_error(&err, path, rc);
+		json_fail_open();
 		r4_vol_close(vol, NULL);
 		return EXIT_OPERATIONAL;
 	}
@@ -393,6 +431,7 @@ static void print_repair_json_end(const char *path,
 	       r->preen_refused ? "true" : "false",
 	       r->tree_damaged ? "true" : "false");
 	printf(",\n  \"clean\": %s\n}\n", r->left.problems ? "false" : "true");
+	r4cmd_json_done();
 }
 
 static void print_repair_summary(const char *path,
@@ -464,18 +503,19 @@ static int run_repair(const char *path, struct r4_vol *vol)
 	if (opt_batch > 0)
 		o.batch = (unsigned)opt_batch;
 	if (opt_json)
-		fputs("{\n  \"problem_list\": [", stdout);
+		printf("{\n  \"schema\": %d,\n  \"program\": \"r4fsck\",\n"
+		       "  \"problem_list\": [", R4CMD_JSON_SCHEMA);
 	rc = r4_repair(vol, &o, &rep, &err);
 	if (rc) {
-		if (opt_json)
-			fputs("]\n}\n", stdout);
 		r4cmd_error(&err, path, rc);
+		json_fail_open();
 		r4_vol_close(vol, NULL);
 		return EXIT_OPERATIONAL;
 	}
 	rc = r4_vol_close(vol, &err);
 	if (rc) {
 		r4cmd_error(&err, path, rc);
+		json_fail_open();
 		return EXIT_OPERATIONAL;
 	}
 	if (opt_json)
@@ -488,10 +528,47 @@ static int run_repair(const char *path, struct r4_vol *vol)
 							      : EXIT_CLEAN;
 }
 
+/* Check and default modes: a master or format40 super block that fails
+ * its checks while a backup copy is intact is a problem to report (exit
+ * 4, r4fsck -y restores it), not an open failure. -1 when the super
+ * blocks are good (or nothing can be said: the open reports it). */
+static int damaged_supers(const char *path)
+{
+	struct r4_error err = { 0 };
+	char what[R4_ERRMSG_MAX];
+	int damaged = 0;
+
+	if (r4_repair_super_probe(path, &damaged, what, sizeof(what), &err) ||
+	    !damaged)
+		return -1;
+	if (opt_json) {
+		struct r4_check_problem p = { 0 };
+
+		p.code = damaged & 2 ? R4_CHK_FORMAT40 : R4_CHK_MASTER;
+		p.block = R4_CHECK_NO_BLOCK;
+		p.item = -1;
+		p.msg = what;
+		p.key = "";
+		printf("{\n  \"schema\": %d,\n  \"program\": \"r4fsck\",\n"
+		       "  \"problem_list\": [", R4CMD_JSON_SCHEMA);
+		print_json(&p);
+		printf("\n  ],\n  ");
+		r4cmd_json_name("image", path, strlen(path));
+		printf(",\n  \"problems\": 1,\n  \"clean\": false\n}\n");
+		r4cmd_json_done();
+	} else {
+		printf("%s: %s\n", path, what);
+	}
+	return EXIT_UNCORRECTED;
+}
+
 static int run(const char *path)
 {
 	struct r4_vol *vol;
 	int rc, rdonly;
+
+	if (mode <= 0 && (rc = damaged_supers(path)) >= 0)
+		return rc;
 
 	if (opt_undo_save) {
 		struct r4_error err = { 0 };
@@ -624,15 +701,19 @@ int main(int argc, const char **argv)
 	while ((rc = poptGetNextOpt(ctx)) > 0)
 		;
 	if (rc < -1) {
+		if (opt_json)
+			r4cmd_json_start(stdout);
 		rc = r4cmd_popt_error(ctx, rc, EXIT_USAGE);
 		poptFreeContext(ctx);
-		return rc;
+		return r4cmd_json_exit(rc);
 	}
 	if (r4cmd_show_version) {
 		r4cmd_print_version();
 		poptFreeContext(ctx);
 		return EXIT_CLEAN;
 	}
+	if (opt_json)
+		r4cmd_json_start(stdout);
 	rc = get_path(ctx, &path);
 	if (rc == EXIT_CLEAN && opt_undo_restore) {
 		if (opt_check || opt_preen || opt_yes || opt_fix ||
@@ -643,12 +724,12 @@ int main(int argc, const char **argv)
 			rc = run_undo(path);
 		}
 		poptFreeContext(ctx);
-		return rc;
+		return r4cmd_json_exit(rc);
 	}
 	if (rc == EXIT_CLEAN)
 		rc = get_mode();
 	if (rc == EXIT_CLEAN)
 		rc = run(path);
 	poptFreeContext(ctx);
-	return rc;
+	return r4cmd_json_exit(rc);
 }

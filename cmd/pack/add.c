@@ -128,18 +128,30 @@ static int run(struct add_job *j)
 static void summary(const struct add_job *j)
 {
 	if (opt_json) {
-		printf("{\"image\": ");
-		r4cmd_json_str(j->image, strlen(j->image));
-		printf(", \"source\": ");
-		r4cmd_json_str(j->source, strlen(j->source));
-		printf(", \"entries\": %" PRIu64 ", \"skipped\": %" PRIu64
-		       ", \"bytes\": %" PRIu64 ", \"files_before\": %" PRIu64
-		       ", \"files_after\": %" PRIu64 ", \"block_count\": %"
-		       PRIu64 ", \"free_blocks_before\": %" PRIu64
-		       ", \"free_blocks\": %" PRIu64 "}\n", j->stats.entries,
-		       j->stats.skipped, j->stats.bytes, j->before.file_count,
-		       j->after.file_count, j->after.block_count,
-		       j->before.free_blocks, j->after.free_blocks);
+		/* objects_*: the super block's object count (r4fsck's
+		 * "objects"), not regular files. */
+		const struct { const char *k; uint64_t v; } f[] = {
+			{ "entries", j->stats.entries },
+			{ "skipped", j->stats.skipped },
+			{ "bytes", j->stats.bytes },
+			{ "objects_before", j->before.file_count },
+			{ "objects_after", j->after.file_count },
+			{ "block_count", j->after.block_count },
+			{ "free_blocks_before", j->before.free_blocks },
+			{ "free_blocks", j->after.free_blocks },
+		};
+
+		printf("{\"schema\": %d, \"program\": \"r4pack add\", ",
+		       R4CMD_JSON_SCHEMA);
+		r4cmd_json_name("image", j->image, strlen(j->image));
+		printf(", ");
+		r4cmd_json_name("source", j->source, strlen(j->source));
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+			printf(", \"%s\": ", f[i].k);
+			r4cmd_json_u64(f[i].v);
+		}
+		printf("}\n");
+		r4cmd_json_done();
 	} else if (!r4cmd_quiet) {
 		printf("%s: added %" PRIu64 " entries (%" PRIu64 " skipped), %"
 		       PRIu64 " bytes to %s: %" PRIu64 " blocks free (was %"
@@ -161,6 +173,8 @@ int pack_add(int argc, const char **argv)
 	ctx = poptGetContext("r4pack add", argc, argv, add_options, 0);
 	poptSetOtherOptionHelp(ctx, "[OPTION...] IMAGE SOURCE");
 	rc = parse_loop(ctx, &j.ao);
+	if (opt_json)
+		r4cmd_json_start(stdout);
 	if (!rc && r4cmd_show_version) {
 		r4cmd_print_version();
 		goto out;
@@ -179,5 +193,5 @@ int pack_add(int argc, const char **argv)
 out:
 	r4_archive_opts_free(&j.ao);
 	poptFreeContext(ctx);
-	return rc;
+	return r4cmd_json_exit(rc);
 }

@@ -368,19 +368,31 @@ static void summary(const struct create_job *j)
 	const struct r4_build_result *r = &j->res;
 
 	if (opt_json) {
-		printf("{\"image\": ");
-		r4cmd_json_str(j->image, strlen(j->image));
-		printf(", \"source\": ");
-		r4cmd_json_str(j->source, strlen(j->source));
-		printf(", \"entries\": %" PRIu64 ", \"skipped\": %" PRIu64
-		       ", \"files\": %" PRIu64 ", \"dirs\": %" PRIu64
-		       ", \"bytes\": %" PRIu64 ", \"block_count\": %" PRIu64
-		       ", \"free_blocks\": %" PRIu64 ", \"nodes\": %" PRIu64
-		       ", \"leaves\": %" PRIu64 ", \"twigs\": %" PRIu64
-		       ", \"data_blocks\": %" PRIu64 "}\n",
-		       j->stats.entries, j->stats.skipped, r->files, r->dirs,
-		       r->bytes, r->block_count, r->free_blocks, r->nodes,
-		       r->leaves, r->twigs, r->data_blocks);
+		/* "objects" and "dirs" count as r4fsck's do (the root
+		 * included); "nondirs" are the objects that are not
+		 * directories (r4fsck's "files" are regular files only). */
+		const struct { const char *k; uint64_t v; } f[] = {
+			{ "entries", j->stats.entries },
+			{ "skipped", j->stats.skipped },
+			{ "objects", r->files + r->dirs },
+			{ "nondirs", r->files }, { "dirs", r->dirs },
+			{ "bytes", r->bytes }, { "block_count", r->block_count },
+			{ "free_blocks", r->free_blocks }, { "nodes", r->nodes },
+			{ "leaves", r->leaves }, { "twigs", r->twigs },
+			{ "data_blocks", r->data_blocks },
+		};
+
+		printf("{\"schema\": %d, \"program\": \"r4pack create\", ",
+		       R4CMD_JSON_SCHEMA);
+		r4cmd_json_name("image", j->image, strlen(j->image));
+		printf(", ");
+		r4cmd_json_name("source", j->source, strlen(j->source));
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+			printf(", \"%s\": ", f[i].k);
+			r4cmd_json_u64(f[i].v);
+		}
+		printf("}\n");
+		r4cmd_json_done();
 	} else if (!r4cmd_quiet) {
 		printf("%s: packed %" PRIu64 " files, %" PRIu64 " directories, "
 		       "%" PRIu64 " bytes into %s: %" PRIu64 " blocks (%"
@@ -443,6 +455,8 @@ int pack_create(int argc, const char **argv)
 	ctx = poptGetContext("r4pack create", argc, argv, create_options, 0);
 	poptSetOtherOptionHelp(ctx, "[OPTION...] SOURCE IMAGE");
 	rc = parse_loop(ctx, &j.bo, &j.ao);
+	if (opt_json)
+		r4cmd_json_start(stdout);
 	if (!rc && r4cmd_show_version) {
 		r4cmd_print_version();
 		goto out;
@@ -465,5 +479,5 @@ int pack_create(int argc, const char **argv)
 out:
 	r4_archive_opts_free(&j.ao);
 	poptFreeContext(ctx);
-	return rc;
+	return r4cmd_json_exit(rc);
 }

@@ -60,30 +60,22 @@ static int args(poptContext ctx, const char **image, const char **out)
 	return EXIT_OK;
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 static void summary(const char *image, const struct r4_archive_stats *st)
 {
 	if (opt_json) {
-		fprintf(stderr, "{\"image\": ");
-		json_str(stderr, image);
-		fprintf(stderr, ", \"entries\": %" PRIu64 ", \"skipped\": %"
-			PRIu64 ", \"bytes\": %" PRIu64 "}\n", st->entries,
-			st->skipped, st->bytes);
+		FILE *f = r4cmd_json_out();
+
+		fprintf(f, "{\"schema\": %d, \"program\": \"r4pack extract\", ",
+			R4CMD_JSON_SCHEMA);
+		r4cmd_json_name("image", image, strlen(image));
+		fprintf(f, ", \"entries\": ");
+		r4cmd_json_u64(st->entries);
+		fprintf(f, ", \"skipped\": ");
+		r4cmd_json_u64(st->skipped);
+		fprintf(f, ", \"bytes\": ");
+		r4cmd_json_u64(st->bytes);
+		fprintf(f, "}\n");
+		r4cmd_json_done();
 	} else if (r4cmd_verbose) {
 		fprintf(stderr, "%s: wrote %" PRIu64 " entries, %" PRIu64
 			" bytes of data from %s\n", r4cmd_prog, st->entries,
@@ -125,6 +117,8 @@ int pack_extract(int argc, const char **argv)
 	ctx = poptGetContext("r4pack extract", argc, argv, extract_options, 0);
 	poptSetOtherOptionHelp(ctx, "[OPTION...] IMAGE [TARBALL|-]");
 	rc = parse(ctx, &ao);
+	if (opt_json)	/* stdout may be the tarball */
+		r4cmd_json_start(stderr);
 	if (!rc && r4cmd_show_version) {
 		r4cmd_print_version();
 		goto out;
@@ -143,5 +137,5 @@ int pack_extract(int argc, const char **argv)
 out:
 	r4_archive_opts_free(&ao);
 	poptFreeContext(ctx);
-	return rc;
+	return r4cmd_json_exit(rc);
 }

@@ -79,8 +79,10 @@ static void json_frag(const char *name, const struct r4_frag *f)
 
 static void json_obj(const struct r4_frag_obj *o)
 {
-	printf("{\"oid\": %llu, \"path\": ", (unsigned long long)o->oid);
-	r4cmd_json_str(o->path, strlen(o->path));
+	printf("{\"oid\": ");
+	r4cmd_json_u64(o->oid);
+	printf(", ");
+	r4cmd_json_name("path", o->path, strlen(o->path));
 	printf(", \"fragmentation\": %.6f, \"bad\": %llu, \"blocks\": %llu}",
 	       o->ratio, (unsigned long long)o->bad,
 	       (unsigned long long)o->total);
@@ -90,8 +92,9 @@ static void print_json(const struct report *r)
 {
 	const struct r4_repack_plan *p = &r->res.plan;
 
-	fputs("{\n  \"image\": ", stdout);
-	r4cmd_json_str(r->path, strlen(r->path));
+	printf("{\n  \"schema\": %d,\n  \"program\": \"r4repacker\",\n  ",
+	       R4CMD_JSON_SCHEMA);
+	r4cmd_json_name("image", r->path, strlen(r->path));
 	printf(",\n  \"dry_run\": %s,\n  \"outcome\": \"%s\"",
 	       opt_dry ? "true" : "false",
 	       opt_dry ? "planned" : outcome_name(r->res.outcome));
@@ -228,8 +231,10 @@ static int run(const char *path, const struct r4_repack_opts *o)
 		r4cmd_error(&err, path, rc);
 	} else {
 		ex = r->res.outcome == R4_REPACK_TIME_LIMIT ? EXIT_TIME : EXIT_OK;
-		if (opt_json)
+		if (opt_json) {
 			print_json(r);
+			r4cmd_json_done();
+		}
 		else
 			print_text(r);
 	}
@@ -305,10 +310,12 @@ int main(int argc, const char **argv)
 	poptSetOtherOptionHelp(ctx, "[OPTION...] IMAGE|DEVICE");
 	while ((rc = poptGetNextOpt(ctx)) > 0)
 		;
+	if (opt_json)
+		r4cmd_json_start(stdout);
 	if (rc < -1) {
 		rc = r4cmd_popt_error(ctx, rc, EXIT_USAGE);
 		poptFreeContext(ctx);
-		return rc;
+		return r4cmd_json_exit(rc);
 	}
 	if (r4cmd_show_version) {
 		r4cmd_print_version();
@@ -317,5 +324,5 @@ int main(int argc, const char **argv)
 	}
 	rc = options(ctx, &o, &path) ? EXIT_USAGE : run(path, &o);
 	poptFreeContext(ctx);
-	return rc;
+	return r4cmd_json_exit(rc);
 }

@@ -123,6 +123,10 @@ int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
  * a line in what. R4_ENOTFOUND when no backup copy is usable. */
 int r4_repair_super(const char *path, int rebuild, int *fixed, char *what,
 		    size_t whatlen, struct r4_error *err);
+/* The same test, writing nothing: *damaged as *fixed above, and what
+ * names the damaged block and the intact backup copy. */
+int r4_repair_super_probe(const char *path, int *damaged, char *what,
+			  size_t whatlen, struct r4_error *err);
 
 /* A journal whose newest committed transaction cannot be replayed (the
  * open fails): the journal header is pointed back at the last flushed

@@ -59,6 +59,11 @@ static int open_temp(struct r4_build *b, const char *what, char **name,
 		if (!rc && created)
 			r4_tmpfile_add(*name);	/* removed on a signal */
 		r4_tmpfile_unblock();
+		if (rc == -ENOENT || rc == -ENOTDIR)
+			/* Name the folder the user gave, not our file. */
+			return r4i_fail_over(err, rc, "%s: the folder %.*s does not "
+					"exist", b->target, dlen ? (int)dlen : 1,
+					dlen ? b->target : ".");
 		if (rc)
 			return rc;
 		if (created)

@@ -115,10 +115,24 @@ int pack_alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
 
 	while (reserved(b, c))
 		c++;
-	if (b->limit && c >= b->limit)
-		return r4i_fail(err, R4_ENOSPC, "%s: the volume is full (%llu "
-			       "blocks)", b->target,
-			       (unsigned long long)b->limit);
+	if (b->limit && c >= b->limit) {
+		/* Say how far it got: the size needed is more than this. */
+		uint64_t kib = b->limit * b->bs / 1024;
+
+		if (b->total_bytes)
+			return r4i_fail(err, R4_ENOSPC, "%s: the volume is "
+				"full: its %llu blocks (%llu KiB) hold %llu of "
+				"%llu bytes of file data; it needs more (--size "
+				"auto measures the source)", b->target,
+				(unsigned long long)b->limit,
+				(unsigned long long)kib,
+				(unsigned long long)b->done_bytes,
+				(unsigned long long)b->total_bytes);
+		return r4i_fail(err, R4_ENOSPC, "%s: the volume is full: its "
+			"%llu blocks (%llu KiB) are too few for the source; "
+			"give a larger --size or --size auto", b->target,
+			(unsigned long long)b->limit, (unsigned long long)kib);
+	}
 	while (n < want && !reserved(b, c + n) &&
 	       (!b->limit || c + n < b->limit))
 		n++;

@@ -55,8 +55,10 @@ static int find_backup(struct io_dev *dev, uint32_t bs, uint8_t *buf,
 	return R4_ENOTFOUND;
 }
 
-static int restore(struct io_dev *dev, int rebuild, int *fixed, char *what,
-		   size_t whatlen, uint8_t *buf, struct r4_error *err)
+/* dry: write nothing; *fixed and what say what would be restored. */
+static int restore(struct io_dev *dev, int rebuild, int dry, int *fixed,
+		   char *what, size_t whatlen, uint8_t *buf,
+		   struct r4_error *err)
 {
 	struct fmt_master m;
 	struct fmt_format40 sb, was;
@@ -91,7 +93,11 @@ static int restore(struct io_dev *dev, int rebuild, int *fixed, char *what,
 			       "block", dev->path);
 	fmt_format40_decode(buf, &sb);
 	was = sb;
-	sb_bad = fmt_format40_verify(&sb, bs) != NULL;
+	/* A block count past the device's end is damage too (the open
+	 * refuses it) when the backup's count fits. */
+	sb_bad = fmt_format40_verify(&sb, bs) != NULL ||
+		 (sb.block_count > dev->size / bs &&
+		  b.block_count <= dev->size / bs);
 	if (sb_bad || (rebuild && (sb.block_count != b.block_count ||
 				   sb.mkfs_id != b.mkfs_id))) {
 		sb.block_count = b.block_count;
@@ -113,13 +119,18 @@ static int restore(struct io_dev *dev, int rebuild, int *fixed, char *what,
 				       "tree is not implemented", dev->path,
 				       fmt_format40_verify(&sb, bs));
 		fmt_format40_encode(&sb, buf);
-		rc = io_write(dev, buf, bs, fmt_blk_format40(bs) * bs, err);
-		if (!rc)
+		rc = dry ? 0 : io_write(dev, buf, bs,
+					fmt_blk_format40(bs) * bs, err);
+		if (!rc && !dry)
 			rc = io_sync(dev, err);
 		if (rc)
 			return rc;
 		*fixed |= 2;
-		o += (size_t)snprintf(what + o, whatlen - o, "format40 super "
+		o += (size_t)snprintf(what + o, whatlen - o, dry ?
+				      "format40 super block (block %llu) is "
+				      "damaged; the backup copy in block %llu "
+				      "is intact (r4fsck -y restores it)%s" :
+				      "format40 super "
 				      "block (block %llu) restored from the "
 				      "backup copy in block %llu%s",
 				      (unsigned long long)fmt_blk_format40(bs),
@@ -134,13 +145,17 @@ static int restore(struct io_dev *dev, int rebuild, int *fixed, char *what,
 		if (rc)
 			return rc;
 		fmt_master_encode(&m, buf + FMT_MASTER_OFFSET % bs);
-		rc = io_write(dev, buf, bs, fmt_blk_master(bs) * bs, err);
-		if (!rc)
+		rc = dry ? 0 : io_write(dev, buf, bs, fmt_blk_master(bs) * bs,
+					err);
+		if (!rc && !dry)
 			rc = io_sync(dev, err);
 		if (rc)
 			return rc;
 		*fixed |= 1;
-		snprintf(what + o, whatlen - o, "%smaster super block (block "
+		snprintf(what + o, whatlen - o, dry ? "%smaster super block "
+			 "(block %llu) is damaged; the backup copy in block "
+			 "%llu is intact (r4fsck -y restores it)" :
+			 "%smaster super block (block "
 			 "%llu) restored from the backup copy in block %llu",
 			 o ? "; " : "", (unsigned long long)fmt_blk_master(bs),
 			 (unsigned long long)where);
@@ -162,7 +177,28 @@ int r4_repair_super(const char *path, int rebuild, int *fixed, char *what,
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	rc = io_open(path, IO_RDWR, &dev, NULL, err);
 	if (!rc) {
-		rc = restore(dev, rebuild, fixed, what, whatlen, buf, err);
+		rc = restore(dev, rebuild, 0, fixed, what, whatlen, buf, err);
+		io_close(dev);
+	}
+	free(buf);
+	return rc;
+}
+
+int r4_repair_super_probe(const char *path, int *damaged, char *what,
+			  size_t whatlen, struct r4_error *err)
+{
+	struct io_dev *dev;
+	uint8_t *buf = malloc(65536);
+	int rc;
+
+	*damaged = 0;
+	if (whatlen)
+		what[0] = '\0';
+	if (!buf)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	rc = io_open(path, IO_RDONLY, &dev, NULL, err);
+	if (!rc) {
+		rc = restore(dev, 0, 1, damaged, what, whatlen, buf, err);
 		io_close(dev);
 	}
 	free(buf);

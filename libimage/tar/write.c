@@ -4,6 +4,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -569,6 +570,14 @@ int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 	struct xw w = { .vol = vol, .o = o, .fd = -1 };
 	char *tmp = NULL;
 	int rc;
+	/* Names are bytes; libarchive converts them from the locale's
+	 * character set to UTF-8 for the pax header and marks the ones it
+	 * cannot convert hdrcharset=BINARY. In the C locale that is every
+	 * name with a byte above 127: write under a UTF-8 character set
+	 * (this thread only), so only names that are not valid UTF-8 are
+	 * marked, whatever the caller's locale. */
+	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
 
 	r4_u64map_init(&w.links, sizeof(char *));
 	r4_u64map_init(&w.dirs, 0);
@@ -592,5 +601,9 @@ int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 	free(w.runs);
 	if (w.zeros)
 		munmap(w.zeros, XW_ZEROS);
+	if (utf8) {
+		uselocale(old);
+		freelocale(utf8);
+	}
 	return rc;
 }

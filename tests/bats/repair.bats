@@ -490,7 +490,7 @@ repaired_clean() {
 	oid=$(r4debugfs --json -R "stat /many" "$T/bad.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
 	# Point /a at /many: many gets a second name, a is unreachable.
 	local ord
-	ord=$(r4debugfs --json -R "stat /many" "$T/bad.img" | sed -n 's/.*"ordering":\([0-9]*\).*/\1/p')
+	ord=$(r4debugfs --json -R "stat /many" "$T/bad.img" | sed -n 's/.*"ordering":"\{0,1\}\([0-9]*\).*/\1/p')
 	poke "$T/bad.img" $((off + 8)) "$ord" 8
 	poke "$T/bad.img" $((off + 16)) "$oid" 8
 	run r4fsck -n "$T/bad.img"
