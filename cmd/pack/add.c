@@ -20,6 +20,8 @@ static struct poptOption add_options[] = {
 	  "leave out entries matching PATTERN (repeatable)", "PATTERN" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
 	  "print the summary as JSON", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_input_options, 0,
+	  "Source:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
 	  "Ownership and times:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
@@ -83,8 +85,11 @@ static int add_txn(struct add_job *j, struct r4_vol *vol)
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;
 	}
+	if (!j->is_dir)
+		j->ao.progress = pack_progress;
 	rc = j->is_dir ? r4_add_from_dir(t, vol, j->source, &j->ao, &err)
 		       : r4_add_from_archive(t, vol, j->source, &j->ao, &err);
+	r4cmd_progress_end();
 	if (rc) {
 		r4_txn_abort(t);
 		r4cmd_error(&err, j->source, rc);
@@ -136,10 +141,12 @@ static void summary(const struct add_job *j)
 		       ", \"bytes\": %" PRIu64 ", \"files_before\": %" PRIu64
 		       ", \"files_after\": %" PRIu64 ", \"block_count\": %"
 		       PRIu64 ", \"free_blocks_before\": %" PRIu64
-		       ", \"free_blocks\": %" PRIu64 "}\n", j->stats.entries,
+		       ", \"free_blocks\": %" PRIu64, j->stats.entries,
 		       j->stats.skipped, j->stats.bytes, j->before.file_count,
 		       j->after.file_count, j->after.block_count,
 		       j->before.free_blocks, j->after.free_blocks);
+		printf(", \"xattrs_dropped\": %" PRIu64 "}\n",
+		       j->stats.xattrs_dropped);
 	} else if (!r4cmd_quiet) {
 		printf("%s: added %" PRIu64 " entries (%" PRIu64 " skipped), %"
 		       PRIu64 " bytes to %s: %" PRIu64 " blocks free (was %"
