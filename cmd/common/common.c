@@ -82,37 +82,75 @@ void r4cmd_init(const char *prog)
 	r4cmd_prog = slash ? slash + 1 : prog;
 }
 
+void r4cmd_put_escaped(FILE *f, const char *s, size_t len, int backslash)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] < 0x20 || p[i] == 0x7f || (backslash && p[i] == '\\'))
+			fprintf(f, "\\x%02x", p[i]);
+		else
+			fputc(p[i], f);
+	}
+}
+
+/* "prog: [prefix]message\n" on stderr, control bytes of the message
+ * (names from an image or an archive) escaped. */
+static void put_line(const char *prefix, const char *fmt, va_list ap)
+{
+	char msg[2048];
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(msg))
+		n = (int)sizeof(msg) - 1;
+	fprintf(stderr, "%s: %s", r4cmd_prog, prefix);
+	r4cmd_put_escaped(stderr, msg, (size_t)n, 0);
+	fputc('\n', stderr);
+}
+
+static void put_linef(const char *prefix, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void put_linef(const char *prefix, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	put_line(prefix, fmt, ap);
+	va_end(ap);
+}
+
 void r4cmd_error(const struct r4_error *err, const char *fallback, int code)
 {
+	r4cmd_progress_end();
 	if (err && err->msg[0])
 		snprintf(last_err, sizeof(last_err), "%s", err->msg);
 	else
 		snprintf(last_err, sizeof(last_err), "%s: %s", fallback,
 			 r4_strerror(code));
-	fprintf(real_stderr ? real_stderr : stderr, "%s: %s\n", r4cmd_prog,
-		last_err);
+	put_linef("", "%s", last_err);
 }
 
 void r4cmd_errorf(const char *fmt, ...)
 {
 	va_list ap;
 
+	r4cmd_progress_end();
 	va_start(ap, fmt);
 	vsnprintf(last_err, sizeof(last_err), fmt, ap);
 	va_end(ap);
-	fprintf(real_stderr ? real_stderr : stderr, "%s: %s\n", r4cmd_prog,
-		last_err);
+	put_linef("", "%s", last_err);
 }
 
 void r4cmd_warnf(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: warning: ", r4cmd_prog);
+	r4cmd_progress_end();
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	put_line("warning: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int r4cmd_popt_error(poptContext ctx, int rc, int usage_exit)
@@ -142,6 +180,9 @@ int r4cmd_progress_enabled(void)
 	return isatty(STDERR_FILENO);
 }
 
+/* Columns of the bar on the terminal now (0: none drawn). */
+static int progress_cols;
+
 void r4cmd_progress(const char *label, uint64_t done, uint64_t total)
 {
 	static struct timespec last;
@@ -150,17 +191,20 @@ void r4cmd_progress(const char *label, uint64_t done, uint64_t total)
 
 	if (!r4cmd_progress_enabled())
 		return;
+	if (total && done >= total) {	/* finished: clear the bar */
+		r4cmd_progress_end();
+		return;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (done < total && now.tv_sec == last.tv_sec &&
-	    now.tv_nsec - last.tv_nsec < 200000000L)
+	if (progress_cols && (now.tv_sec - last.tv_sec) * 1000000000L +
+	    (now.tv_nsec - last.tv_nsec) < 200000000L)
 		return;
 	last = now;
-	pct = total ? (int)(done * 100 / total) : 100;
+	pct = total ? (int)(done * 100 / total) : 0;
 	fill = pct * 30 / 100;
-	fprintf(stderr, "\r%s [%.*s%*s] %3d%%", label, fill,
-		"##############################", 30 - fill, "", pct);
-	if (done >= total)
-		fputc('\n', stderr);
+	progress_cols = fprintf(stderr, "\r%s [%.*s%*s] %3d%%", label, fill,
+				"##############################", 30 - fill,
+				"", pct) - 1;
 	fflush(stderr);
 }
 
@@ -220,6 +264,15 @@ int r4cmd_utf8_valid(const char *s, size_t len)
 			return 0;
 	}
 	return 1;
+}
+
+void r4cmd_progress_end(void)
+{
+	if (!progress_cols)
+		return;
+	fprintf(stderr, "\r%*s\r", progress_cols, "");
+	fflush(stderr);
+	progress_cols = 0;
 }
 
 void r4cmd_json_str(const char *s, size_t len)

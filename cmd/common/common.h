@@ -37,9 +37,18 @@ void r4cmd_print_version(void);
 /* True when progress should be drawn (stderr is a terminal, not quiet,
  * not under R4_TEST_DETERMINISTIC). */
 int r4cmd_progress_enabled(void);
-/* Draw "label [#####     ] 42%" on stderr, at most a few times a second;
- * done == total finishes the line. */
+/* Draw "label [#####     ] 42%" on stderr in place (carriage return,
+ * no new line), at most five times a second; done >= total, or
+ * r4cmd_progress_end, clears
+ * the bar's line (the error and warning printers below call it), so
+ * what follows starts on a line of its own. */
 void r4cmd_progress(const char *label, uint64_t done, uint64_t total);
+void r4cmd_progress_end(void);
+/* Write len bytes of s to f with control bytes (< 0x20, 0x7f), and
+ * backslash when backslash is set, as \xHH: names from an image or an
+ * archive on a terminal. r4cmd_error, r4cmd_errorf and r4cmd_warnf
+ * escape control bytes of their messages this way (backslash kept). */
+void r4cmd_put_escaped(FILE *f, const char *s, size_t len, int backslash);
 
 /* Parse "64M", "1G", "4096" (bytes; K M G T P suffixes, powers of
  * 1024; "64MB" and "64MiB" too). 0 or R4_EINVAL (cmd/common/parse.c). */

@@ -22,12 +22,12 @@
 
 int dbg_fail(const struct r4_error *err, const char *what, int code)
 {
+	/* what is often a name from the image: r4cmd_errorf escapes it */
 	if (err && err->msg[0])
-		fprintf(stderr, "%s: %s: %s\n", r4cmd_prog, what, err->msg);
+		r4cmd_errorf("%s: %s", what, err->msg);
 	else
-		fprintf(stderr, "%s: %s: %s\n", r4cmd_prog, what,
-			code == -ENOTDIR ? "not a directory" :
-			r4_strerror(code));
+		r4cmd_errorf("%s: %s", what, code == -ENOTDIR ?
+			     "not a directory" : r4_strerror(code));
 	return DBG_FAIL;
 }
 

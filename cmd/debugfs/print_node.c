@@ -48,14 +48,7 @@ void dbg_hexhead(const uint8_t *p, size_t len, size_t max)
 
 void dbg_put_name(const char *name, size_t len)
 {
-	const unsigned char *s = (const unsigned char *)name;
-
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < 0x20 || s[i] == 0x7f || s[i] == '\\')
-			printf("\\x%02x", s[i]);
-		else
-			putchar(s[i]);
-	}
+	r4cmd_put_escaped(stdout, name, len, 1);
 }
 
 static void put_time(const char *what, uint32_t t, uint32_t ns, int has_ns)

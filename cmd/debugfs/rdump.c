@@ -39,8 +39,9 @@ struct rd {
 
 static int rd_err(struct rd *r, const char *rel, const char *what, int e)
 {
-	fprintf(stderr, "%s: rdump: %s: %s%s%s\n", r4cmd_prog, *rel ? rel : ".",
-		what, e ? ": " : "", e ? strerror(e) : "");
+	/* names from the image: control bytes escaped (r4cmd_errorf) */
+	r4cmd_errorf("rdump: %s: %s%s%s", *rel ? rel : ".", what,
+		     e ? ": " : "", e ? strerror(e) : "");
 	r->rc = DBG_FAIL;
 	return DBG_FAIL;
 }
@@ -105,8 +106,9 @@ static void dump_children(struct rd *r, const struct r4_objref *dir, int fd,
 	int rc = dbg_list_dir(r->d, dir, &l, &err);
 
 	if (rc) {
-		fprintf(stderr, "%s: rdump: %s: ", r4cmd_prog, *rel ? rel : ".");
-		dbg_fail(&err, "cannot list the directory", rc);
+		r4cmd_errorf("rdump: %s: cannot list the directory: %s",
+			     *rel ? rel : ".", err.msg[0] ? err.msg :
+			     r4_strerror(rc));
 		r->rc = DBG_FAIL;
 		return;
 	}
@@ -304,8 +306,7 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 		return DBG_FAIL;
 	r.rootfd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (r.rootfd < 0) {
-		fprintf(stderr, "%s: rdump: %s: %s\n", r4cmd_prog, argv[2],
-			strerror(errno));
+		r4cmd_errorf("rdump: %s: %s", argv[2], strerror(errno));
 		return DBG_FAIL;
 	}
 	name = base_name(argv[1]);

@@ -20,6 +20,8 @@ static struct poptOption add_options[] = {
 	  "leave out entries matching PATTERN (repeatable)", "PATTERN" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
 	  "print the summary as JSON", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_input_options, 0,
+	  "Source:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
 	  "Ownership and times:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
@@ -83,8 +85,11 @@ static int add_txn(struct add_job *j, struct r4_vol *vol)
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;
 	}
+	if (!j->is_dir)
+		j->ao.progress = pack_progress;
 	rc = j->is_dir ? r4_add_from_dir(t, vol, j->source, &j->ao, &err)
 		       : r4_add_from_archive(t, vol, j->source, &j->ao, &err);
+	r4cmd_progress_end();
 	if (rc) {
 		r4_txn_abort(t);
 		r4cmd_error(&err, j->source, rc);
@@ -139,6 +144,7 @@ static void summary(const struct add_job *j)
 			{ "block_count", j->after.block_count },
 			{ "free_blocks_before", j->before.free_blocks },
 			{ "free_blocks", j->after.free_blocks },
+			{ "xattrs_dropped", j->stats.xattrs_dropped },
 		};
 
 		printf("{\"schema\": %d, \"program\": \"r4pack add\", ",

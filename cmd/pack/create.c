@@ -16,7 +16,7 @@
 #define FREE_PERCENT_DEFAULT 0
 
 enum { OPT_O = 1, OPT_EXCLUDE, OPT_COMPRESS, OPT_UIDMAP = 100, OPT_GIDMAP,
-       OPT_CLAMP };
+       OPT_CLAMP, OPT_FORMAT = 150 };
 /* --compress without ALGO (README: "Compressed files" says why). */
 #define COMPRESS_DEFAULT "zstd1"
 
@@ -33,6 +33,19 @@ struct poptOption pack_owner_options[] = {
 	{ "mtime-clamp", '\0', POPT_ARG_STRING, NULL, OPT_CLAMP,
 	  "time stamps later than TIME become TIME (default: "
 	  "$SOURCE_DATE_EPOCH if set)", "TIME" },
+	POPT_TABLEEND
+};
+
+static int opt_strict;
+
+struct poptOption pack_input_options[] = {
+	{ "format", '\0', POPT_ARG_STRING, NULL, OPT_FORMAT,
+	  "the archive's format (default auto: tar, cpio, zip, 7zip, "
+	  "iso9660, xar, ar, cab, lha, rar; mtree only when named, or for "
+	  "a SOURCE ending in .mtree)", "auto|FORMAT|mtree" },
+	{ "strict", '\0', POPT_ARG_NONE, &opt_strict, 0,
+	  "fail (exit 1, nothing written) on extended attributes or ACLs, "
+	  "which Reiser4 cannot store, instead of warning", NULL },
 	POPT_TABLEEND
 };
 
@@ -58,6 +71,8 @@ static struct poptOption create_options[] = {
 	  "print the summary as JSON", NULL },
 	{ "force", 'f', POPT_ARG_NONE, &opt_force, 0,
 	  "replace an existing IMAGE that is not a Reiser4 image", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_input_options, 0,
+	  "Source:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
 	  "Ownership and times:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -66,7 +81,8 @@ static struct poptOption create_options[] = {
 	POPT_TABLEEND
 };
 
-/* Options shared with extract; 1 handled, 0 not ours, -1 bad. */
+/* Options shared with extract (and add's --format); 1 handled, 0 not
+ * ours, -1 bad. */
 int pack_owner_opt(int rc, const char *arg, struct r4_archive_opts *ao)
 {
 	struct r4_error err = { 0 };
@@ -87,6 +103,12 @@ int pack_owner_opt(int rc, const char *arg, struct r4_archive_opts *ao)
 		}
 		ao->clamp_mtime = 1;
 		return 1;
+	case OPT_FORMAT:
+		if (r4_archive_set_format(ao, arg, &err)) {
+			r4cmd_error(&err, arg, err.code);
+			return -1;
+		}
+		return 1;
 	default:
 		return 0;
 	}
@@ -98,6 +120,7 @@ int pack_owner_finish(struct r4_archive_opts *ao, int use_env)
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
 
 	ao->all_root = opt_all_root;
+	ao->strict = opt_strict;
 	if (use_env && !ao->clamp_mtime && sde && *sde) {
 		if (r4cmd_parse_time(sde, &ao->mtime_clamp)) {
 			r4cmd_errorf("SOURCE_DATE_EPOCH='%s' is not a number of "
@@ -238,7 +261,7 @@ struct create_job {
 	struct r4_data_source dsrc;
 };
 
-static void progress(void *ctx, uint64_t done, uint64_t total)
+void pack_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	(void)ctx;
 	r4cmd_progress("r4pack", done, total);
@@ -334,7 +357,12 @@ static int run(struct create_job *j)
 		r4_pack_dir_source(&j->dsrc, j->source);
 		j->bo.source = &j->dsrc;
 	}
-	j->bo.progress = progress;
+	/* an archive's progress is its bytes read; a directory's is the
+	 * data written at finish */
+	if (j->is_dir)
+		j->bo.progress = pack_progress;
+	else
+		j->ao.progress = pack_progress;
 	r4cmd_cleanup_on_signals();
 	if (r4_build_begin(target, &j->bo, &b, &err)) {
 		r4cmd_error(&err, j->image, err.code);
@@ -356,7 +384,9 @@ static int run(struct create_job *j)
 		r4cmd_error(&err, j->source, rc);
 		return EXIT_FAILED;
 	}
-	if (r4_build_finish(b, &j->res, &err)) {
+	rc = r4_build_finish(b, &j->res, &err);
+	r4cmd_progress_end();
+	if (rc) {
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;
 	}
@@ -380,6 +410,7 @@ static void summary(const struct create_job *j)
 			{ "free_blocks", r->free_blocks }, { "nodes", r->nodes },
 			{ "leaves", r->leaves }, { "twigs", r->twigs },
 			{ "data_blocks", r->data_blocks },
+			{ "xattrs_dropped", j->stats.xattrs_dropped },
 		};
 
 		printf("{\"schema\": %d, \"program\": \"r4pack create\", ",

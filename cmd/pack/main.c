@@ -9,6 +9,8 @@
  * Exit codes: 0 done; 1 failed (bad input, no space, I/O); 2 bad
  * command line. */
 #include "config.h"
+#include <langinfo.h>
+#include <locale.h>
 #include <stdio.h>
 #include <string.h>
 #include "pack.h"
@@ -22,10 +24,15 @@ void pack_warn(void *ctx, const char *msg)
 		r4cmd_warnf("%s", msg);
 }
 
+/* Names as ls prints them: control bytes and backslash as \xHH. */
 void pack_entry(void *ctx, const char *path)
 {
+	FILE *f = pack_list_to_stderr ? stderr : stdout;
+
 	(void)ctx;
-	fprintf(pack_list_to_stderr ? stderr : stdout, "%s\n", path);
+	r4cmd_progress_end();
+	r4cmd_put_escaped(f, path, strlen(path), 1);
+	fputc('\n', f);
 }
 
 static void usage(FILE *f)
@@ -40,11 +47,31 @@ static void usage(FILE *f)
 		r4cmd_prog, r4cmd_prog, r4cmd_prog, r4cmd_prog);
 }
 
+/* Names are bytes, whatever the locale: libarchive converts the UTF-8
+ * names of zip and pax archives to the locale's character set, which
+ * fails for anything but ASCII in the C/POSIX locale (cron, CI,
+ * containers), so the character type is UTF-8 when the environment's is
+ * not (C.UTF-8, which glibc always has). Messages are not translated. */
+static void names_as_bytes(void)
+{
+	const char *cs;
+
+	if (!setlocale(LC_CTYPE, ""))
+		setlocale(LC_CTYPE, "C");
+	cs = nl_langinfo(CODESET);
+	if (cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8")))
+		return;
+	if (!setlocale(LC_CTYPE, "C.UTF-8") &&
+	    !setlocale(LC_CTYPE, "C.utf8"))
+		setlocale(LC_CTYPE, "en_US.UTF-8");
+}
+
 int main(int argc, const char **argv)
 {
 	const char *cmd;
 
 	r4cmd_init(argv[0]);
+	names_as_bytes();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_USAGE;

@@ -20,6 +20,11 @@ void pack_entry(void *ctx, const char *path);
  * reported), and the step after parsing (--all-root, and with use_env
  * SOURCE_DATE_EPOCH as the clamp when --mtime-clamp is not given). */
 extern struct poptOption pack_owner_options[];
+/* --format and --strict (create and add; handled by pack_owner_opt and
+ * pack_owner_finish). */
+extern struct poptOption pack_input_options[];
+/* The progress bar (r4cmd_progress). */
+void pack_progress(void *ctx, uint64_t done, uint64_t total);
 int pack_owner_opt(int rc, const char *arg, struct r4_archive_opts *ao);
 int pack_owner_finish(struct r4_archive_opts *ao, int use_env);
 

@@ -38,6 +38,11 @@ struct r4_archive_stats {
 	uint64_t entries;	/* entries added (or written, for extract) */
 	uint64_t skipped;	/* entries skipped with a warning */
 	uint64_t bytes;		/* file data bytes (extract: written) */
+	/* Extended attributes and ACLs of the source that Reiser4 cannot
+	 * store (an entry's ACL counts one), and the entries that had
+	 * them; create and add only. */
+	uint64_t xattrs_dropped;
+	uint64_t xattr_entries;
 };
 
 struct r4_archive_opts {
@@ -60,10 +65,23 @@ struct r4_archive_opts {
 	 * that a source never holds its own output. */
 	struct r4_host_file { uint64_t dev, ino; } skip[4];
 	size_t skip_len;
+	/* Archive sources: the format. NULL or "auto" detects the formats
+	 * r4pack names (tar in its ustar, pax, GNU and v7 forms, cpio, zip,
+	 * 7zip, iso9660, xar, ar, cab, lha, rar), and mtree only when the
+	 * archive's name ends in ".mtree"; one of those names (or "mtree")
+	 * reads that format only. An archive with no entries (an empty or
+	 * all-zero file) is an error: R4_ECORRUPT, "not an archive". */
+	const char *format;
+	/* 1: an extended attribute or ACL in the source (Reiser4 cannot
+	 * store them) is an error (R4_EUNSUPP) instead of a warning. */
+	int strict;
 	/* Callbacks (each may be NULL): a warning line; an entry added to
-	 * the image or written to the tarball (path as stored). */
+	 * the image or written to the tarball (path as stored); progress of
+	 * an archive source: bytes of the archive (as stored, compressed)
+	 * read so far and its size (0 when unknown: a pipe). */
 	void (*warn)(void *ctx, const char *msg);
 	void (*entry)(void *ctx, const char *path);
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *cb_ctx;
 	/* Counters, filled when not NULL. */
 	struct r4_archive_stats *stats;
@@ -78,6 +96,10 @@ int r4_archive_add_idmap(struct r4_archive_opts *o, int gid,
 			 const char *spec, struct r4_error *err);
 int r4_archive_add_exclude(struct r4_archive_opts *o, const char *pattern,
 			   struct r4_error *err);
+/* Set o->format from a name ("auto", "tar", ..., "mtree"; see format):
+ * R4_EINVAL with a message for a name r4pack does not read. */
+int r4_archive_set_format(struct r4_archive_opts *o, const char *name,
+			  struct r4_error *err);
 /* Leave the host file at path out of directory sources (see skip): 0,
  * also when path does not exist (yet); R4_ERANGE when the table is
  * full. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "libimage/util/err.h"
 #include "libimage/tar/tar.h"
@@ -289,6 +290,32 @@ static int walk_add(struct dir_walk *w, struct r4_entry *e,
 	return rc;
 }
 
+/* Extended attributes (ACLs are some) of w->path: Reiser4 cannot store
+ * them; the sink counts them (or refuses them with --strict). A file
+ * system without them (ENOTSUP) has none. */
+static void dir_xattrs(struct dir_walk *w)
+{
+	char buf[4096];
+	ssize_t n = llistxattr(w->path, buf, sizeof(buf) - 1);
+	unsigned count = 0;
+
+	w->sink.pend_xattrs = 0;
+	if (n < 0 && errno == ERANGE) {	/* a list longer than buf */
+		w->sink.pend_xattrs = 1;
+		snprintf(w->sink.pend_xattr, sizeof(w->sink.pend_xattr),
+			 "(a long list)");
+		return;
+	}
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+		count++;
+	w->sink.pend_xattrs = count;
+	snprintf(w->sink.pend_xattr, sizeof(w->sink.pend_xattr), "%.*s",
+		 (int)sizeof(w->sink.pend_xattr) - 1, buf);
+}
+
 /* The object at w->path (len bytes), relative name rel. */
 static int walk_one(struct dir_walk *w, size_t len, unsigned depth,
 		    struct r4_error *err)
@@ -330,6 +357,7 @@ static int walk_one(struct dir_walk *w, size_t len, unsigned depth,
 			       w->path, strerror(errno ? errno : EIO));
 	if (hard_link(w, &st, &e, rel))
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", w->path);
+	dir_xattrs(w);
 	rc = walk_add(w, &e, err);
 	free(target);
 	if (!rc && e.type == R4_ENT_DIR)
@@ -393,6 +421,8 @@ static int walk_run(struct dir_walk *w, struct r4_error *err)
 	size_t len = w->root_len;
 	int rc = walk_one(w, len, 0, err);
 
+	if (!rc)
+		rc = tar_sink_finish(&w->sink, err);
 	tar_map_free(&w->inodes);
 	tar_sink_free(&w->sink);
 	free(w);

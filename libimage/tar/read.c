@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "libimage/util/err.h"
 #include "libimage/tar/tar.h"
 
@@ -14,11 +15,21 @@
 
 struct arc_data {
 	struct archive *a;
+	const struct tar_sink *s;	/* for progress */
 	const char *arc;	/* archive name for messages */
 	const char *entry;	/* entry name for messages */
 	uint64_t size;		/* the entry's size */
 	uint64_t next;		/* first offset not yet delivered */
 };
+
+/* Progress: bytes of the archive file read, against its size. */
+static void arc_progress(const struct tar_sink *s, struct archive *a)
+{
+	if (s->opts->progress && s->src_size)
+		s->opts->progress(s->opts->cb_ctx,
+				  (uint64_t)archive_filter_bytes(a, -1),
+				  s->src_size);
+}
 
 /* r4_data_fn over archive_read_data_block: (offset, bytes) chunks, the
  * gaps of sparse entries left as holes. */
@@ -38,6 +49,8 @@ static int arc_data_fn(void *ctx, uint64_t *off, const void **buf,
 		if (r < ARCHIVE_WARN)
 			return r4i_fail(err, -EIO, "%s: '%s': %s", d->arc,
 				       d->entry, archive_error_string(d->a));
+		if (d->s)
+			arc_progress(d->s, d->a);
 		if (!n)
 			continue;
 		if (o < 0 || (uint64_t)o < d->next || (uint64_t)o >= d->size)
@@ -108,6 +121,26 @@ static void arc_times(struct archive_entry *ae, struct r4_entry *e)
 		e->ctime_ns = 0;
 }
 
+/* Extended attributes and ACLs of the entry: Reiser4 cannot store them;
+ * the sink counts them (or refuses them with --strict). */
+static void arc_xattrs(struct tar_sink *s, struct archive_entry *ae)
+{
+	int nx = archive_entry_xattr_reset(ae);
+	/* the mode's own entries (user::, group::, other::) are no ACL */
+	int acl = archive_entry_acl_types(ae) != 0;
+	const char *first = NULL;
+
+	if (nx > 0) {
+		const void *v;
+		size_t len;
+
+		archive_entry_xattr_next(ae, &first, &v, &len);
+	}
+	s->pend_xattrs = (unsigned)(nx > 0 ? nx : 0) + (unsigned)acl;
+	snprintf(s->pend_xattr, sizeof(s->pend_xattr), "%s",
+		 first ? first : "ACL");
+}
+
 /* One header: map it to an entry and add it. */
 static int arc_entry(struct tar_sink *s, struct archive *a,
 		     struct archive_entry *ae, const char *name,
@@ -124,6 +157,7 @@ static int arc_entry(struct tar_sink *s, struct archive *a,
 			s->opts->stats->skipped++;
 		return 0;
 	}
+	arc_xattrs(s, ae);
 	e.path = name;
 	e.mode = (uint32_t)archive_entry_perm(ae) & 07777;
 	e.uid = arc_id(s, "uid", name, archive_entry_uid(ae));
@@ -144,6 +178,7 @@ static int arc_entry(struct tar_sink *s, struct archive *a,
 	if (e.type == R4_ENT_REG || (e.type == R4_ENT_HARDLINK && size > 0)) {
 		e.size = size > 0 ? (uint64_t)size : 0;
 		d.a = a;
+		d.s = s;
 		d.arc = s->source;
 		d.entry = name;
 		d.size = e.size;
@@ -153,26 +188,120 @@ static int arc_entry(struct tar_sink *s, struct archive *a,
 	return tar_sink_add(s, &e, err);
 }
 
-static struct archive *arc_open(const char *path, struct r4_error *err)
+/* The formats r4pack reads; mtree (any text file passes as one) only
+ * when named. */
+struct arc_format {
+	const char *name;
+	int (*support)(struct archive *);
+	int detect;		/* tried when the format is "auto" */
+};
+
+static const struct arc_format arc_formats[] = {
+	{ "tar", archive_read_support_format_tar, 1 },
+	{ "cpio", archive_read_support_format_cpio, 1 },
+	{ "zip", archive_read_support_format_zip, 1 },
+	{ "7zip", archive_read_support_format_7zip, 1 },
+	{ "iso9660", archive_read_support_format_iso9660, 1 },
+	{ "xar", archive_read_support_format_xar, 1 },
+	{ "ar", archive_read_support_format_ar, 1 },
+	{ "cab", archive_read_support_format_cab, 1 },
+	{ "lha", archive_read_support_format_lha, 1 },
+	{ "rar", archive_read_support_format_rar, 1 },
+	{ "mtree", archive_read_support_format_mtree, 0 },
+};
+
+#define ARC_NFORMATS (sizeof(arc_formats) / sizeof(arc_formats[0]))
+
+int r4_archive_set_format(struct r4_archive_opts *o, const char *name,
+			  struct r4_error *err)
 {
-	struct archive *a = archive_read_new();
+	if (!strcmp(name, "auto")) {
+		o->format = NULL;
+		return 0;
+	}
+	for (size_t i = 0; i < ARC_NFORMATS; i++)
+		if (!strcmp(name, arc_formats[i].name)) {
+			o->format = arc_formats[i].name;
+			return 0;
+		}
+	return r4i_fail(err, R4_EINVAL, "'%s' is not an archive format (auto, "
+		       "tar, cpio, zip, 7zip, iso9660, xar, ar, cab, lha, rar "
+		       "or mtree)", name);
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n > t && !strcmp(s + n - t, tail);
+}
+
+/* Register the formats o asks for ("auto": the detected ones, mtree
+ * when the name says so). */
+static int arc_support(struct archive *a, const char *path,
+		       const struct r4_archive_opts *o, struct r4_error *err)
+{
+	const char *want = o->format;
+
+	if (!want && ends_with(path, ".mtree"))
+		want = "mtree";
+	for (size_t i = 0; i < ARC_NFORMATS; i++) {
+		const struct arc_format *f = &arc_formats[i];
+
+		if (want ? strcmp(want, f->name) : !f->detect)
+			continue;
+		if (f->support(a) != ARCHIVE_OK && want)
+			return r4i_fail(err, R4_EUNSUPP, "%s: format '%s': %s",
+				       path, want, archive_error_string(a));
+	}
+	return 0;
+}
+
+/* Open path with the formats of o; *size: the file's size (0 unknown). */
+static struct archive *arc_open(const char *path,
+				const struct r4_archive_opts *o,
+				uint64_t *size, struct r4_error *err)
+{
+	const char *name = strcmp(path, "-") ? path : "standard input";
+	struct archive *a;
+	struct stat st;
 	int r;
 
-	if (!a) {
+	*size = 0;
+	if (!(strcmp(path, "-") ? stat(path, &st) : fstat(0, &st)) &&
+	    S_ISREG(st.st_mode)) {
+		if (!st.st_size) {
+			r4i_fail(err, R4_ECORRUPT, "%s: not an archive (an "
+				 "empty file)", name);
+			return NULL;
+		}
+		*size = (uint64_t)st.st_size;
+	}
+	if (!(a = archive_read_new())) {
 		r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 		return NULL;
 	}
-	archive_read_support_format_all(a);
+	if (arc_support(a, name, o, err)) {
+		archive_read_free(a);
+		return NULL;
+	}
 	archive_read_support_filter_all(a);
 	if (!strcmp(path, "-"))
 		r = archive_read_open_fd(a, 0, ARC_BLOCK);
 	else
 		r = archive_read_open_filename(a, path, ARC_BLOCK);
+	/* libarchive's "file format" errno (its ARCHIVE_ERRNO_FILE_FORMAT,
+	 * private) is EILSEQ on Linux: no format we read recognised it */
+	if (r != ARCHIVE_OK && archive_errno(a) == EILSEQ) {
+		r4i_fail(err, R4_ECORRUPT, "%s: not an archive r4pack reads "
+			 "(%s)", name, archive_error_string(a));
+		archive_read_free(a);
+		return NULL;
+	}
 	if (r != ARCHIVE_OK) {
 		int e = archive_errno(a);
 
-		r4i_fail(err, e > 0 ? -e : -EIO, "%s: %s",
-			strcmp(path, "-") ? path : "standard input",
+		r4i_fail(err, e > 0 ? -e : -EIO, "%s: %s", name,
 			archive_error_string(a));
 		archive_read_free(a);
 		return NULL;
@@ -185,31 +314,49 @@ static int arc_loop(struct tar_sink *s, struct archive *a,
 {
 	struct archive_entry *ae;
 	char last[256] = "";
+	uint64_t count = 0;
 	int r, rc;
 
 	while ((r = archive_read_next_header(a, &ae)) != ARCHIVE_EOF) {
+		long long at = (long long)archive_read_header_position(a);
 		const char *name;
 
-		if (r < ARCHIVE_WARN)
-			return r4i_fail(err, -EIO, "%s: %s%s%s%s", s->source,
-				       archive_error_string(a),
-				       *last ? " (after entry '" : "",
-				       last, *last ? "')" : "");
-		if (r == ARCHIVE_WARN && archive_error_string(a))
-			tar_warn(s->opts, "%s: %s", s->source,
-				 archive_error_string(a));
+		/* ARCHIVE_RETRY: a header that is not one (bad checksum) */
+		if (r < ARCHIVE_OK && r != ARCHIVE_WARN && !count)
+			return r4i_fail(err, R4_ECORRUPT, "%s: not an archive "
+				       "r4pack reads (%s)", s->source,
+				       archive_error_string(a));
+		if (r < ARCHIVE_OK && r != ARCHIVE_WARN)
+			return r4i_fail(err, R4_ECORRUPT, "%s: damaged header "
+				       "at byte %lld: %s (after entry '%s')",
+				       s->source, at, archive_error_string(a),
+				       last);
 		name = archive_entry_pathname(ae);
 		if (!name)
 			name = archive_entry_pathname_utf8(ae);
 		if (!name)
-			return r4i_fail(err, R4_ECORRUPT, "%s: an entry after "
-				       "'%s' has no name", s->source, last);
+			return r4i_fail(err, R4_ECORRUPT, "%s: the header at "
+				       "byte %lld has a name that cannot be "
+				       "read%s%s%s", s->source, at,
+				       archive_error_string(a) ? " (" : "",
+				       archive_error_string(a) ?
+				       archive_error_string(a) : "",
+				       archive_error_string(a) ? ")" : "");
+		if (r == ARCHIVE_WARN && archive_error_string(a))
+			tar_warn(s->opts, "%s: %s", s->source,
+				 archive_error_string(a));
 		snprintf(last, sizeof(last), "%s", name);
+		count++;
 		rc = arc_entry(s, a, ae, name, err);
+		arc_progress(s, a);
 		if (rc)
 			return rc;
 	}
-	return 0;
+	if (!count)
+		return r4i_fail(err, R4_ECORRUPT, "%s: not an archive (no "
+			       "entries: an empty or all-zero file?)",
+			       s->source);
+	return tar_sink_finish(s, err);
 }
 
 int r4_pack_from_archive(struct r4_build *b, const char *path,
@@ -217,11 +364,13 @@ int r4_pack_from_archive(struct r4_build *b, const char *path,
 {
 	struct tar_sink s;
 	struct archive *a;
+	uint64_t size;
 	int rc, rc2;
 
-	if (!(a = arc_open(path, err)))
+	if (!(a = arc_open(path, o, &size, err)))
 		return err && err->code ? err->code : -EIO;
 	tar_sink_init(&s, b, o, strcmp(path, "-") ? path : "standard input");
+	s.src_size = size;
 	/* the image is written behind while the archive is read */
 	rc = r4_build_stream_begin(b, err);
 	if (!rc)
@@ -241,12 +390,14 @@ int r4_add_from_archive(struct r4_txn *t, struct r4_vol *vol,
 {
 	struct tar_sink s;
 	struct archive *a;
+	uint64_t size;
 	int rc;
 
-	if (!(a = arc_open(path, err)))
+	if (!(a = arc_open(path, o, &size, err)))
 		return err && err->code ? err->code : -EIO;
 	tar_sink_init_txn(&s, t, vol, o, strcmp(path, "-") ? path :
 			  "standard input");
+	s.src_size = size;
 	rc = arc_loop(&s, a, err);
 	tar_sink_free(&s);
 	archive_read_free(a);

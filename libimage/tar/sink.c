@@ -9,6 +9,15 @@
 #include "libimage/util/err.h"
 #include "libimage/tar/tar.h"
 
+/* Warnings naming an entry with extended attributes; the rest are only
+ * counted (tar_sink_finish sums them up). */
+#define XATTR_WARN_MAX 5
+
+struct tar_dir_time {
+	char *path;		/* "/a/b" */
+	struct r4_attr a;	/* the times */
+};
+
 /* types map value for a path left out by --exclude. */
 #define TAR_EXCLUDED 100
 /* types map value for a path looked up in the volume and not there. */
@@ -39,7 +48,87 @@ void tar_sink_free(struct tar_sink *s)
 	if (s) {
 		tar_map_free(&s->types);
 		tar_map_free(&s->links);
+		for (size_t i = 0; i < s->dirs_len; i++)
+			free(s->dirs[i].path);
+		free(s->dirs);
+		s->dirs = NULL;
+		s->dirs_len = s->dirs_cap = 0;
 	}
+}
+
+/* A directory added by a transaction: remember its times. */
+static int dir_time(struct tar_sink *s, const struct r4_entry *e,
+		    const char *path)
+{
+	struct tar_dir_time *d;
+	size_t n = strlen(path);
+
+	if (s->dirs_len == s->dirs_cap) {
+		size_t cap = s->dirs_cap ? s->dirs_cap * 2 : 64;
+
+		d = realloc(s->dirs, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		s->dirs = d;
+		s->dirs_cap = cap;
+	}
+	d = &s->dirs[s->dirs_len];
+	memset(d, 0, sizeof(*d));
+	if (!(d->path = malloc(n + 2)))
+		return -ENOMEM;
+	d->path[0] = '/';
+	memcpy(d->path + 1, path, n + 1);
+	d->a.atime = e->atime;
+	d->a.mtime = e->mtime;
+	d->a.ctime = e->ctime;
+	d->a.atime_ns = e->atime_ns;
+	d->a.mtime_ns = e->mtime_ns;
+	d->a.ctime_ns = e->ctime_ns;
+	s->dirs_len++;
+	return 0;
+}
+
+int tar_sink_finish(struct tar_sink *s, struct r4_error *err)
+{
+	int rc = 0;
+
+	/* in order: a later entry for the same directory wins */
+	for (size_t i = 0; !rc && i < s->dirs_len; i++)
+		rc = r4_setattr(s->txn, s->dirs[i].path, &s->dirs[i].a,
+				R4_ATTR_ATIME | R4_ATTR_MTIME | R4_ATTR_CTIME,
+				err);
+	if (rc)
+		return rc;
+	if (s->xattrs_dropped)
+		tar_warn(s->opts, "%s: %llu extended attributes or ACLs on "
+			 "%llu entries were not stored (Reiser4 cannot hold "
+			 "them; --strict makes this an error)", s->source,
+			 (unsigned long long)s->xattrs_dropped,
+			 (unsigned long long)s->xattr_entries);
+	return 0;
+}
+
+/* Extended attributes or ACLs the source had for entry raw: counted and
+ * warned about, or with strict an error. */
+static int drop_xattrs(struct tar_sink *s, unsigned n, const char *first,
+		       const char *raw, struct r4_error *err)
+{
+	if (s->opts->strict)
+		return r4i_fail(err, R4_EUNSUPP, "%s: '%s': extended "
+			       "attribute or ACL '%s' cannot be stored in "
+			       "Reiser4 (--strict)", s->source, raw, first);
+	s->xattrs_dropped += n;
+	s->xattr_entries++;
+	if (s->opts->stats) {
+		s->opts->stats->xattrs_dropped += n;
+		s->opts->stats->xattr_entries++;
+	}
+	if (s->xattr_entries <= XATTR_WARN_MAX)
+		tar_warn(s->opts, "%s: '%s': %u extended attribute%s or ACL%s "
+			 "('%s'%s) not stored: Reiser4 cannot hold them",
+			 s->source, raw, n, n == 1 ? "" : "s",
+			 n == 1 ? "" : "s", first, n == 1 ? "" : ", ...");
+	return 0;
 }
 
 static int skip(struct tar_sink *s)
@@ -272,6 +361,9 @@ static int sink_add(struct tar_sink *s, struct r4_entry *e, const char *raw,
 					 : 0;
 	if (!check_entry(s, e, raw, path, fl))
 		return skip(s);
+	if (s->pend_xattrs &&
+	    (rc = drop_xattrs(s, s->pend_xattrs, s->pend_xattr, raw, err)))
+		return rc;
 	if (e->type == R4_ENT_HARDLINK) {
 		rc = link_target(s, e, raw, &target, &type, err);
 		if (rc <= 0) {
@@ -287,6 +379,8 @@ static int sink_add(struct tar_sink *s, struct r4_entry *e, const char *raw,
 		rc = link_data(s, e, type, err);
 	if (!rc)
 		rc = put(s, e, err);
+	if (!rc && s->txn && e->type == R4_ENT_DIR && dir_time(s, e, path))
+		rc = -ENOMEM;
 	if (!rc && (e->type == R4_ENT_HARDLINK ||
 		    tar_map_get(&s->links, path, strlen(path))) &&
 	    tar_map_put(&s->links, path, strlen(path), 0,
@@ -319,6 +413,7 @@ int tar_sink_add(struct tar_sink *s, struct r4_entry *e, struct r4_error *err)
 	if (!(path = tar_path_clean(raw, &fl)))
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", s->source);
 	rc = sink_add(s, e, raw, path, fl, err);
+	s->pend_xattrs = 0;
 	free(path);
 	return rc;
 }

@@ -59,6 +59,8 @@ void tar_warn(const struct r4_archive_opts *o, const char *fmt, ...)
 
 /* ---- The sink ------------------------------------------------------------ */
 
+struct tar_dir_time;
+
 struct tar_sink {
 	struct r4_build *build;	/* either a build ... */
 	struct r4_txn *txn;	/* ... or a transaction on vol */
@@ -68,6 +70,17 @@ struct tar_sink {
 	struct tar_map types;	/* path in the image -> R4_ENT_* (final) */
 	struct tar_map links;	/* hard link path -> its target's path */
 	int warned_abs;
+	/* Set by the source for the next entry: extended attributes and
+	 * ACLs it had (Reiser4 cannot store them) and the first one's
+	 * name; tar_sink_add counts or refuses them (opts->strict). */
+	unsigned pend_xattrs;
+	char pend_xattr[64];
+	uint64_t xattrs_dropped, xattr_entries;
+	uint64_t src_size;	/* archive file's size, 0 unknown (progress) */
+	/* Transactions: directories added, whose times are set again at
+	 * the end (adding their contents changed them), as tar does. */
+	struct tar_dir_time *dirs;
+	size_t dirs_len, dirs_cap;
 };
 
 void tar_sink_init(struct tar_sink *s, struct r4_build *b,
@@ -79,6 +92,9 @@ void tar_sink_init_txn(struct tar_sink *s, struct r4_txn *t,
 		       struct r4_vol *vol, const struct r4_archive_opts *o,
 		       const char *source);
 void tar_sink_free(struct tar_sink *s);
+/* After the last entry: a transaction's directories get their times
+ * back; the dropped extended attributes are summed up in a warning. */
+int tar_sink_finish(struct tar_sink *s, struct r4_error *err);
 /* Add entry e whose path (and, for hard links, target) are raw names
  * from the source: cleaned, checked, mapped, then added. Returns 0 when
  * added or skipped with a warning, < 0 on error (err filled). A hard
