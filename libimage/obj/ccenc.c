@@ -349,10 +349,11 @@ int obj_ccrefeed_fn(void *ctx, uint64_t *off, const void **buf,
 
 /* ---- the clusters of one file -------------------------------------- */
 
-int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, int c0_done,
-		   obj_cc_sink sink, void *sctx, struct r4_error *err)
+int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
+		   int c0_done, obj_cc_sink sink, void *sctx,
+		   struct r4_error *err)
 {
-	uint64_t n = (r->size + cc->csize - 1) >> cc->shift, idx = 0;
+	uint64_t n = (r->size + cc->csize - 1) >> cc->shift, idx = first;
 	struct fmt_cmode m;
 	int rc = 0;
 

@@ -55,9 +55,11 @@ int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size);
 /* A disk cluster: len bytes at dc (len 0, dc NULL: a hole, no items). */
 typedef int (*obj_cc_sink)(void *sctx, uint64_t idx, const uint8_t *dc,
 			   size_t len, struct r4_error *err);
-/* Encode every cluster of the file behind r, in order, into sink. */
-int obj_ccenc_file(struct obj_ccenc *e, struct obj_ccrd *r, int c0_done,
-		   obj_cc_sink sink, void *sctx, struct r4_error *err);
+/* Encode every cluster of the file behind r, in order, into sink, from
+ * cluster 'first' on (the data before it is not read). */
+int obj_ccenc_file(struct obj_ccenc *e, struct obj_ccrd *r, uint64_t first,
+		   int c0_done, obj_cc_sink sink, void *sctx,
+		   struct r4_error *err);
 
 /* conv fallback: the data again from the start (cluster 0 from the
  * encoder, then the rest of r) as an r4_data_fn. */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "libimage/obj/write.h"
 #include "libimage/obj/ccenc.h"
+#include "libimage/obj/cluster.h"
 #include "libimage/obj/encode.h"
 #include "libimage/util/err.h"
 #include "libimage/tree/tree.h"
@@ -203,7 +204,7 @@ int obj_cc_body_write(struct r4_txn *x, const struct r4_objref *ref,
 	s.item = malloc(s.max);
 	if (!s.item)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = obj_ccenc_file(x->cc, &r, obj_ccenc_c0_done(x->cc, size),
+	rc = obj_ccenc_file(x->cc, &r, 0, obj_ccenc_c0_done(x->cc, size),
 			    sink_items, &s, err);
 	if (!rc)
 		rc = obj_ccrd_finish(&r, err);
@@ -230,5 +231,146 @@ int obj_new_file_body(struct r4_txn *x, const struct r4_objref *dir,
 	st->rdev_or_bytes = bytes;
 	if (!rc && p.cc && !conv)
 		obj_new_plan_pset(&p, st);
+	return rc;
+}
+
+/* ---- truncate --------------------------------------------------------- */
+
+/* Delete every body item of ref at offset 'from' or later; *ncl = the
+ * disk clusters they belonged to, *had = one of them was cluster hidx. */
+static int cc_cut(struct r4_txn *x, const struct r4_objref *ref,
+		  unsigned shift, uint64_t from, uint64_t hidx, uint64_t *ncl,
+		  int *had, struct r4_error *err)
+{
+	uint64_t last = UINT64_MAX;
+	int rc = 0;
+
+	*ncl = 0;
+	*had = 0;
+	for (;;) {
+		struct tree_cursor c;
+		struct tree_item it;
+		struct fmt_key k;
+		unsigned level = 0;
+		uint64_t off = 0;
+		int found = 0;
+
+		fmt_key_body(&k, ref->locality, ref->ordering, ref->oid, from);
+		tree_cursor_init(&c, x->vol);
+		rc = tree_seek_ge(&c, &k, err);
+		if (!rc)
+			rc = tree_cur(&c, &it, err);
+		if (!rc && obj_is_body(ref, &it.key)) {
+			if (it.plugin_id != FMT_ITEM_CTAIL40)
+				rc = r4i_fail(err, R4_ECORRUPT, "%s: tree node "
+					     "%llu, item %u: item plugin %u in "
+					     "the body of a compressed file",
+					     obj_vol_name(x->vol),
+					     (unsigned long long)it.blk,
+					     it.pos, it.plugin_id);
+			found = 1;
+			k = it.key;
+			level = it.level;
+			off = fmt_key_offset(&it.key);
+		}
+		tree_cursor_fini(&c);
+		if (rc == R4_ENOTFOUND)
+			rc = 0;
+		if (rc || !found)
+			return rc;
+		if (off >> shift != last) {
+			last = off >> shift;
+			(*ncl)++;
+			if (last == hidx)
+				*had = 1;
+		}
+		rc = tree_delete(&x->mod, level, &k, err);
+		if (rc)
+			return rc;
+	}
+}
+
+struct memchunk {
+	const uint8_t *buf;
+	uint64_t off;
+	size_t len;
+	int done;
+};
+
+static int memchunk_fn(void *ctx, uint64_t *off, const void **buf,
+		       size_t *len, struct r4_error *err)
+{
+	struct memchunk *m = ctx;
+
+	(void)err;
+	if (m->done || !m->len)
+		return 0;
+	m->done = 1;
+	*off = m->off;
+	*buf = m->buf;
+	*len = m->len;
+	return 1;
+}
+
+/* doc/compress.md §4.5: clusters past the new end go; the cluster the
+ * shorter of the two sizes ends in is encoded again for its new logical
+ * size (a stored form depends on it, §3.2); clusters added by growing
+ * are holes, without items. */
+int obj_cc_truncate(struct r4_txn *x, const struct r4_objref *ref,
+		    const struct obj_sd *sd, uint64_t size, uint64_t *bytes,
+		    struct r4_error *err)
+{
+	struct obj_new_plan p;
+	struct obj_cc cc;
+	uint64_t old = sd->st.size, keep = old < size ? old : size;
+	uint64_t idx, from, ncut = 0, used = sd->st.rdev_or_bytes;
+	uint8_t *buf = NULL;
+	size_t part;
+	int had = 0, rc = obj_cc_params(x->vol, ref, sd, &cc, err);
+
+	if (rc)
+		return rc;
+	memset(&p, 0, sizeof(p));
+	p.cc = 1;
+	p.shift = cc.shift;
+	p.compress = cc.compress;
+	p.cmode = cc.cmode;
+	idx = keep >> cc.shift;
+	part = (size_t)(keep & (((uint64_t)1 << cc.shift) - 1));
+	from = part ? idx << cc.shift : keep;
+	if (part) {
+		buf = malloc(part);
+		if (!buf)
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		rc = obj_cc_read(x->vol, ref, sd, idx << cc.shift, buf, part,
+				 err);
+	}
+	if (!rc)
+		rc = cc_cut(x, ref, cc.shift, from, part ? idx : UINT64_MAX,
+			    &ncut, &had, err);
+	used >>= cc.shift;
+	used = used > ncut ? used - ncut : 0;
+	if (!rc && had) {
+		struct ccsink s = { x, ref, cc.shift, NULL, 0, 0 };
+		struct memchunk m = { buf, idx << cc.shift, part, 0 };
+		struct obj_ccrd r;
+
+		rc = txn_encoder(x, &p, err);
+		s.max = tree_max_item(&x->mod);
+		s.item = malloc(s.max);
+		if (!rc && !s.item)
+			rc = r4i_fail(err, -ENOMEM, "out of memory");
+		obj_ccrd_init(&r, memchunk_fn, &m, "truncate",
+			      (idx << cc.shift) + (size - (idx << cc.shift) <
+			      ((uint64_t)1 << cc.shift) ? size -
+			      (idx << cc.shift) : ((uint64_t)1 << cc.shift)));
+		if (!rc)
+			rc = obj_ccenc_file(x->cc, &r, idx, 0, sink_items, &s,
+					    err);
+		free(s.item);
+		used += s.used;
+	}
+	free(buf);
+	*bytes = used << cc.shift;
 	return rc;
 }

@@ -104,5 +104,10 @@ int obj_new_file_body(struct r4_txn *x, const struct r4_objref *dir,
 		      const struct r4_objref *ref, uint64_t size,
 		      r4_data_fn fn, void *ctx, const char *path,
 		      struct fmt_stat *st, struct r4_error *err);
+/* Change a ccreg40 file's size (sd: its stat data); *bytes = new unix
+ * bytes. */
+int obj_cc_truncate(struct r4_txn *x, const struct r4_objref *ref,
+		    const struct obj_sd *sd, uint64_t size, uint64_t *bytes,
+		    struct r4_error *err);
 
 #endif

@@ -118,7 +118,7 @@ int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	    !(o->cc_len = calloc((size_t)n, sizeof(uint32_t))))
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 	o->spool_off = b->spool_len;
-	rc = obj_ccenc_file(cc->e, &r, obj_ccenc_c0_done(cc->e, o->size),
+	rc = obj_ccenc_file(cc->e, &r, 0, obj_ccenc_c0_done(cc->e, o->size),
 			    sink_spool, &sc, err);
 	if (!rc)
 		rc = obj_ccrd_finish(&r, err);
@@ -234,7 +234,7 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 			       r4_strerror(rc));
 	r.eof = 0;
 	o->cc_used = 0;
-	rc = obj_ccenc_file(b->cc->e, &r, 0, sink_emit, &sc, err);
+	rc = obj_ccenc_file(b->cc->e, &r, 0, 0, sink_emit, &sc, err);
 	if (!rc)
 		rc = obj_ccrd_finish(&r, err);
 	s->close(r.ctx);

@@ -356,14 +356,68 @@ same_as() {
 	r4debugfs -R "stat /new/noise" "$T/cluster16k-force.img" | grep -q ccreg40
 }
 
-@test "r4debugfs -w: truncate of a compressed file is refused and changes nothing" {
+@test "r4debugfs -w truncate of compressed files: down (partial cluster re-encoded), up (holes), to nothing; write stores a host file compressed" {
+	need_oracle
 	kimg zstd1
-	local before
-	before=$(sha256sum <"$T/zstd1.img")
-	run r4debugfs -w -R "truncate 100 /dir1/text_200001" "$T/zstd1.img"
-	[ "$status" -ne 0 ]
-	[[ "$output" == *"compressed (ccreg40)"*"not supported"* ]]
-	[ "$(sha256sum <"$T/zstd1.img")" = "$before" ]
+	local img="$T/zstd1.img" f=/dir1/text_200001 sz
+	r4debugfs -R "cat $f" "$img" >"$T/ref"
+	[ "$(stat -c %s "$T/ref")" -eq 200001 ]
+	# mid-cluster, a cluster end, below the minimum size (raw), up past
+	# the old end (the raw cluster grows: encoded again), to 0, then up
+	# again: a file of holes only
+	for sz in 150000 131072 100 300000 0 70000; do
+		echo "== $sz"
+		truncate -s $sz "$T/ref"
+		r4debugfs -w -R "truncate $sz $f" "$img"
+		r4debugfs -R "cat $f" "$img" | cmp - "$T/ref"
+		oracle_fsck "$img"
+		run r4fsck "$img"
+		[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	done
+	run r4debugfs -R "stat $f" "$img"
+	[[ "$output" == *"ccreg40"* && "$output" == *"bytes:       0"* ]]
+	# write: a host file becomes a compressed file of the volume's profile
+	cat "$top_srcdir"/libimage/obj/*.c >"$T/host"
+	r4debugfs -w -R "write $T/host /dir1/new" -R "write $T/host $f" "$img"
+	for f in /dir1/new /dir1/text_200001; do
+		r4debugfs -R "stat $f" "$img" | grep -q ccreg40
+		r4debugfs -R "cat $f" "$img" | cmp - "$T/host"
+	done
+	debugfs.reiser4 -t "$img" 2>/dev/null | grep -q ctail40
+	oracle_fsck "$img"
+	run r4fsck "$img"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+}
+
+@test "r4debugfs -w truncate of compressed files in every mode and cluster size, lzo1 and gzip1" {
+	need_oracle
+	mkdir -p "$T/src"
+	seq 1 40000 >"$T/src/t"
+	head -c 50000 /dev/urandom >"$T/src/r"
+	local m cl sz f
+	for m in none lattd ultim force conv; do
+		for cl in 4K 64K; do
+			echo "== $m $cl"
+			r4pack create -q -o create=ccreg40,compress=lzo1,compressMode=$m,cluster=$cl \
+				"$T/src" "$T/i.img"
+			cp "$T/src/t" "$T/t"
+			cp "$T/src/r" "$T/r"
+			for sz in 200001 9999 123456 4096 1; do
+				for f in t r; do
+					truncate -s $sz "$T/$f"
+					r4debugfs -w -R "truncate $sz /$f" "$T/i.img"
+					r4debugfs -R "cat /$f" "$T/i.img" | cmp - "$T/$f"
+				done
+			done
+			oracle_fsck "$T/i.img"
+			run r4fsck "$T/i.img"
+			[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+		done
+	done
+	r4pack create -q --compress=gzip1 "$T/src" "$T/g.img"
+	r4debugfs -w -R "truncate 70000 /t" "$T/g.img"
+	head -c 70000 "$T/src/t" | cmp - <(r4debugfs -R "cat /t" "$T/g.img")
+	oracle_fsck "$T/g.img"
 }
 
 @test "removing and replacing compressed files (r4debugfs -w rm, r4pack add) leaves a consistent volume" {

@@ -8,7 +8,7 @@
 #          add of 1,000 files, more torn / unsynced / failed writes
 #          (`make crashcheck`)
 #
-# Workloads: add50 add50tar add50stdin addcc rmr mvfile mvdir script add1000
+# Workloads: add50 add50tar add50stdin addcc cctrunc rmr mvfile mvdir script add1000
 # repack, badbitmap (add50 on a volume whose bitmap calls the root node free,
 # with a matching checksum: no point may lose a byte)
 # (default: all of the level). Needs r4pack, r4debugfs, r4fsck and
@@ -171,6 +171,15 @@ fi
 # from r4manifest (fsck.reiser4 still checks every cluster's checksum)
 wanted addcc && run addcc --own-reader "${BIG[@]}" "$P" -- \
 	r4pack add -q --compress=zstd1 -o cluster=16K @IMG@ "$W/addcc"
+# r4debugfs -w truncate (down into a cluster, up past the end) and
+# write of compressed files, one transaction
+if wanted cctrunc; then
+	r4pack create -q --compress=lzo1 -o cluster=16K "$W/addcc" "$W/cc.img" || exit 2
+	seq 1 30000 >"$W/cchost"
+	run cctrunc --own-reader "${EVERY[@]}" "$W/cc.img" -- \
+		r4debugfs -w --atomic -R 'truncate 30000 /cc/t5' \
+		-R 'truncate 250000 /cc/t3' -R "write $W/cchost /cc/new" @IMG@
+fi
 if wanted badbitmap; then
 	make_badbitmap "$W/badbitmap.img" || exit 2
 	run badbitmap --damaged "${BIG[@]}" "$W/badbitmap.img" -- \
