@@ -28,6 +28,10 @@ crash() {
 	crash addcc
 }
 
+@test "crash: r4debugfs -w truncate and write of compressed files, every write" {
+	crash cctrunc
+}
+
 @test "crash: r4debugfs -w 'rm -r /dir'" {
 	crash rmr
 }
