@@ -11,11 +11,21 @@
 #include "r4/edit.h"
 #include "pack.h"
 
-enum { OPT_ADD_EXCLUDE = 200 };
+enum { OPT_ADD_EXCLUDE = 200, OPT_ADD_O, OPT_ADD_COMPRESS };
 
 static int opt_json;
+/* -o / --compress: plugins of new files (bit R4_PT_x: add_plug[x]) */
+static uint16_t add_plug[R4_PT_COUNT];
+static unsigned add_set;
 
 static struct poptOption add_options[] = {
+	{ "override", 'o', POPT_ARG_STRING, NULL, OPT_ADD_O,
+	  "store new files with this plugin (create, compress, "
+	  "compressMode, cluster; repeatable)", "TYPE=PLUGIN" },
+	{ "compress", '\0', POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, NULL,
+	  OPT_ADD_COMPRESS, "store new files compressed (ccreg40), as -o "
+	  "create=ccreg40,compress=ALGO (default " COMPRESS_DEFAULT ")",
+	  "lzo1|gzip1|zstd1" },
 	{ "exclude", '\0', POPT_ARG_STRING, NULL, OPT_ADD_EXCLUDE,
 	  "leave out entries matching PATTERN (repeatable)", "PATTERN" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
@@ -40,6 +50,37 @@ struct add_job {
 	struct r4_super_info before, after;
 };
 
+/* One -o spec: which members it names (r4_mkfs_override checks the
+ * names; a member it sets is one the spec names). */
+static int add_override(const char *opt, const char *spec)
+{
+	const unsigned ok = 1u << R4_PT_CREATE | 1u << R4_PT_COMPRESS |
+			    1u << R4_PT_CMODE | 1u << R4_PT_CLUSTER;
+	struct r4_error err = { 0 };
+	struct r4_mkfs_opts o;
+
+	r4_mkfs_opts_init(&o);
+	for (int t = 0; t < R4_PT_COUNT; t++)
+		o.plugin[t] = 0xffff;
+	if (r4_mkfs_override(&o, spec, &err)) {
+		r4cmd_error(&err, opt, err.code);
+		return -1;
+	}
+	for (int t = 0; t < R4_PT_COUNT; t++) {
+		if (o.plugin[t] == 0xffff)
+			continue;
+		if (!(ok & 1u << t)) {
+			r4cmd_errorf("%s %s: only create, compress, "
+				     "compressMode and cluster apply to the "
+				     "files of an existing volume", opt, spec);
+			return -1;
+		}
+		add_plug[t] = o.plugin[t];
+		add_set |= 1u << t;
+	}
+	return 0;
+}
+
 static int parse_loop(poptContext ctx, struct r4_archive_opts *ao)
 {
 	struct r4_error err = { 0 };
@@ -49,6 +90,16 @@ static int parse_loop(poptContext ctx, struct r4_archive_opts *ao)
 		char *arg = poptGetOptArg(ctx);	/* ours to free */
 		int own = pack_owner_opt(rc, arg, ao), bad = own < 0;
 
+		if (!own && rc == OPT_ADD_O && add_override("-o", arg))
+			bad = 1;
+		if (!own && rc == OPT_ADD_COMPRESS) {
+			char o[64];
+
+			snprintf(o, sizeof(o), "create=ccreg40,compress=%s",
+				 arg && *arg ? arg : COMPRESS_DEFAULT);
+			if (add_override("--compress", o))
+				bad = 1;
+		}
 		if (!own && rc == OPT_ADD_EXCLUDE &&
 		    r4_archive_add_exclude(ao, arg, &err)) {
 			r4cmd_error(&err, "--exclude", err.code);
@@ -82,6 +133,11 @@ static int add_txn(struct add_job *j, struct r4_vol *vol)
 		return EXIT_FAILED;
 	}
 	if (r4_txn_begin(vol, &t, &err)) {
+		r4cmd_error(&err, j->image, err.code);
+		return EXIT_FAILED;
+	}
+	if (add_set && r4_txn_set_create(t, add_plug, add_set, &err)) {
+		r4_txn_abort(t);
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;
 	}
@@ -176,6 +232,13 @@ int pack_add(int argc, const char **argv)
 	r4_archive_opts_init(&j.ao);
 	j.ao.warn = pack_warn;
 	j.ao.stats = &j.stats;
+	/* a bare --compress takes no word after it (as on create) */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--compress"))
+			argv[i] = "--compress=" COMPRESS_DEFAULT;
+	}
 	ctx = poptGetContext("r4pack add", argc, argv, add_options, 0);
 	poptSetOtherOptionHelp(ctx, "[OPTION...] IMAGE SOURCE");
 	rc = parse_loop(ctx, &j.ao);

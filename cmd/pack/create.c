@@ -18,7 +18,6 @@
 enum { OPT_O = 1, OPT_EXCLUDE, OPT_COMPRESS, OPT_UIDMAP = 100, OPT_GIDMAP,
        OPT_CLAMP, OPT_FORMAT = 150 };
 /* --compress without ALGO (README: "Compressed files" says why). */
-#define COMPRESS_DEFAULT "zstd1"
 
 static char *opt_size, *opt_free, *opt_label, *opt_uuid;
 static int opt_all_root, opt_json, opt_force;

@@ -37,4 +37,7 @@ int pack_create(int argc, const char **argv);
 int pack_extract(int argc, const char **argv);
 int pack_add(int argc, const char **argv);
 
+/* What a bare --compress means (create and add). */
+#define COMPRESS_DEFAULT "zstd1"
+
 #endif

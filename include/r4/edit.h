@@ -21,6 +21,17 @@ int r4_txn_commit(struct r4_txn *t, struct r4_error *err);
 /* Forget every change of the transaction. Accepts NULL. */
 void r4_txn_abort(struct r4_txn *t);
 
+/* New regular files (r4_create, r4_txn_add_entry) are stored as the
+ * kernel would store them on this volume: the create plugin and the
+ * compression parameters from the parent directory's heir and plugin
+ * sets, then the root's, then the kernel's defaults (reg40; lzo1, conv,
+ * 64K) (doc/compress.md §5.1). This overrides members for the rest of
+ * the transaction: bit R4_PT_x of set means plugin[R4_PT_x] (an id as
+ * in struct r4_mkfs_opts) wins; only create, compress, compressMode and
+ * cluster may be set. */
+int r4_txn_set_create(struct r4_txn *t, const uint16_t *plugin,
+		      unsigned set, struct r4_error *err);
+
 /* Attributes of a new object, or the ones r4_setattr changes. */
 struct r4_attr {
 	uint32_t mode;		/* type bits and permissions */

@@ -9,6 +9,7 @@
 #include <time.h>
 #include "libimage/obj/write.h"
 #include "libimage/obj/edit_int.h"
+#include "libimage/obj/ccenc.h"
 #include "libimage/obj/encode.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
@@ -91,6 +92,7 @@ int r4_txn_commit(struct r4_txn *x, struct r4_error *err)
 		x->vol->sb.tree_height = x->height0;
 	}
 	tree_mod_fini(&x->mod);
+	obj_ccenc_free(x->cc);
 	free(x);
 	return rc;
 }
@@ -103,7 +105,29 @@ void r4_txn_abort(struct r4_txn *x)
 	x->vol->sb.root_block = x->root0;
 	x->vol->sb.tree_height = x->height0;
 	tree_mod_fini(&x->mod);
+	obj_ccenc_free(x->cc);
 	free(x);
+}
+
+int r4_txn_set_create(struct r4_txn *x, const uint16_t *plugin,
+		      unsigned set, struct r4_error *err)
+{
+	const unsigned ok = 1u << R4_PT_CREATE | 1u << R4_PT_COMPRESS |
+			    1u << R4_PT_CMODE | 1u << R4_PT_CLUSTER;
+
+	if (set & ~ok)
+		return r4i_fail(err, R4_EINVAL, "only create, compress, "
+			       "compressMode and cluster apply to new files "
+			       "of an existing volume");
+	if ((set & 1u << R4_PT_CREATE) &&
+	    plugin[R4_PT_CREATE] != FMT_OBJ_REG40 &&
+	    plugin[R4_PT_CREATE] != FMT_OBJ_CCREG40)
+		return r4i_fail(err, R4_EINVAL, "create: not a regular file "
+			       "plugin");
+	x->prof_set = set;
+	for (unsigned i = 0; i < R4_PT_COUNT; i++)
+		x->prof[i] = set & (1u << i) ? plugin[i] : 0;
+	return 0;
 }
 
 void edit_stats(const struct r4_txn *x, struct edit_stats *s)
@@ -287,6 +311,7 @@ int r4_mkdir(struct r4_txn *x, const char *path, const struct r4_attr *a,
 }
 
 struct filebody {
+	const struct obj_dir *dir;
 	uint64_t size;
 	r4_data_fn fn;
 	void *ctx;
@@ -297,13 +322,9 @@ static int file_body(struct r4_txn *x, void *ctx, const struct r4_objref *ref,
 		     struct fmt_stat *st, struct r4_error *err)
 {
 	struct filebody *f = ctx;
-	uint64_t bytes = 0;
-	int rc = obj_body_write(x, ref, f->size, f->fn, f->ctx, f->name,
-				&bytes, err);
 
-	st->size = f->size;
-	st->rdev_or_bytes = bytes;
-	return rc;
+	return obj_new_file_body(x, &f->dir->ref, ref, f->size, f->fn, f->ctx,
+				 f->name, st, err);
 }
 
 int edit_create_at(struct r4_txn *x, const struct obj_dir *d,
@@ -311,7 +332,7 @@ int edit_create_at(struct r4_txn *x, const struct obj_dir *d,
 		   uint64_t size, r4_data_fn data, void *ctx,
 		   struct r4_error *err)
 {
-	struct filebody f = { size, data, ctx, name };
+	struct filebody f = { d, size, data, ctx, name };
 	struct fmt_stat st;
 	struct r4_objref old;
 	int rc = edit_find(x, d, name, len, &old, err);

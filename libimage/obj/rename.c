@@ -224,13 +224,12 @@ int r4_truncate(struct r4_txn *x, const char *path, uint64_t size,
 		rc = obj_sd_get(x->vol, &ref, &sd, err);
 	if (rc)
 		return rc;
-	if (sd.plugin == FMT_OBJ_CCREG40)
-		rc = r4i_fail(err, R4_EUNSUPP, "%s: a compressed (ccreg40) "
-			     "file: truncate is not supported yet", path);
-	else if (sd.plugin != FMT_OBJ_REG40)
+	if (sd.plugin != FMT_OBJ_REG40 && sd.plugin != FMT_OBJ_CCREG40)
 		rc = r4i_fail(err, R4_EINVAL, "%s: not a regular (reg40) file",
 			     path);
-	if (!rc && size != sd.st.size)
+	if (!rc && size != sd.st.size && sd.plugin == FMT_OBJ_CCREG40)
+		rc = obj_cc_truncate(x, &ref, &sd, size, &bytes, err);
+	else if (!rc && size != sd.st.size)
 		rc = obj_body_truncate(x, &ref, sd.st.size, size, &bytes, err);
 	if (!rc && size != sd.st.size) {
 		sd.st.size = size;

@@ -10,6 +10,8 @@
 #include "libimage/obj/obj.h"
 #include "libimage/tree/modify.h"
 
+struct obj_ccenc;
+
 struct r4_txn {
 	struct r4_vol *vol;
 	struct txn *t;
@@ -21,6 +23,11 @@ struct r4_txn {
 	uint64_t data_hint;	/* where file data went last */
 	uint64_t data_blocks;	/* data blocks written */
 	int failed;
+	/* new regular files (ccwrite.c): members of R4_PT_* given for
+	 * this transaction (bit R4_PT_x: prof[x]) over the volume's */
+	unsigned prof_set;
+	uint16_t prof[R4_PT_COUNT];
+	struct obj_ccenc *cc;	/* the cluster encoder, made when needed */
 };
 
 /* A directory with the plugins its entries' keys use. */
@@ -72,5 +79,35 @@ int obj_body_kill(struct r4_txn *x, const struct r4_objref *ref,
 int obj_body_truncate(struct r4_txn *x, const struct r4_objref *ref,
 		      uint64_t old, uint64_t size, uint64_t *bytes,
 		      struct r4_error *err);
+
+/* New regular files (ccwrite.c): what the kernel would store in a
+ * directory (doc/compress.md §5.1). */
+struct obj_new_plan {
+	int cc;			/* ccreg40, else reg40 */
+	unsigned v[3];		/* compress, compressMode, cluster ids */
+	unsigned own;		/* bit i: v[i] differs from the root's */
+	unsigned shift, compress, cmode;
+};
+int obj_new_plan(struct r4_txn *x, const struct r4_objref *dir,
+		 struct obj_new_plan *p, struct r4_error *err);
+/* The file's own plugin set: ccreg40 and the members that differ. */
+void obj_new_plan_pset(const struct obj_new_plan *p, struct fmt_stat *st);
+/* A ccreg40 body from fn; *converted when conv made it an ordinary
+ * body; *bytes = unix bytes. */
+int obj_cc_body_write(struct r4_txn *x, const struct r4_objref *ref,
+		      const struct obj_new_plan *p, uint64_t size,
+		      r4_data_fn fn, void *ctx, const char *path,
+		      uint64_t *bytes, int *converted, struct r4_error *err);
+/* A new regular file's body as planned for directory dir; fills st's
+ * size, bytes and plugin set. */
+int obj_new_file_body(struct r4_txn *x, const struct r4_objref *dir,
+		      const struct r4_objref *ref, uint64_t size,
+		      r4_data_fn fn, void *ctx, const char *path,
+		      struct fmt_stat *st, struct r4_error *err);
+/* Change a ccreg40 file's size (sd: its stat data); *bytes = new unix
+ * bytes. */
+int obj_cc_truncate(struct r4_txn *x, const struct r4_objref *ref,
+		    const struct obj_sd *sd, uint64_t size, uint64_t *bytes,
+		    struct r4_error *err);
 
 #endif

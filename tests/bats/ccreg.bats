@@ -260,14 +260,164 @@ same_as() {
 	[ ! -e "$T/x.img" ]
 }
 
-@test "r4debugfs -w: truncate of a compressed file is refused and changes nothing" {
+@test "r4pack add: new files follow the volume's profile (root plugin set), conv included; consistent, ctail40 items, exact" {
+	need_oracle
+	make_src "$T/src"
+	mkdir "$T/empty"
+	# the root says create=ccreg40, compress=gzip1 (r4pack create --compress)
+	r4pack create -q --compress=gzip1 "$T/empty" "$T/g.img"
+	r4pack add -q "$T/g.img" "$T/src"
+	oracle_fsck "$T/g.img"
+	run r4fsck "$T/g.img"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	debugfs.reiser4 -t "$T/g.img" 2>/dev/null >"$T/tree"
+	grep -q ctail40 "$T/tree"
+	run r4debugfs -R "stat /text/all.c" "$T/g.img"
+	[[ "$output" == *"ccreg40"* ]]
+	run r4debugfs -R "stat /misc/empty" "$T/g.img"
+	[[ "$output" == *"ccreg40"* ]]
+	# conv: noise whose first cluster does not halve is an ordinary file
+	run r4debugfs -R "stat /noise/r300000" "$T/g.img"
+	[[ "$output" == *"reg40"* && "$output" != *"ccreg40"* ]]
+	same_as "$T/g.img" "$T/src"
+	# a text file is stored smaller than with -o create=reg40
+	r4pack create -q --compress=gzip1 "$T/empty" "$T/r.img"
+	r4pack add -q -o create=reg40 "$T/r.img" "$T/src"
+	run r4debugfs -R "stat /text/all.c" "$T/r.img"
+	[[ "$output" == *"reg40"* && "$output" != *"ccreg40"* ]]
+	same_as "$T/r.img" "$T/src"
+	[ "$(used "$T/g.img")" -lt "$(used "$T/r.img")" ]
+}
+
+@test "r4pack add: a reg40 profile stores reg40; -o and --compress on add: every mode, algorithm and cluster size" {
+	need_oracle
+	make_src "$T/src"
+	mkdir "$T/empty"
+	r4pack create -q -o create=reg40 "$T/empty" "$T/base.img"
+	cp "$T/base.img" "$T/p.img"
+	r4pack add -q "$T/p.img" "$T/src"
+	run r4debugfs -R "stat /text/all.c" "$T/p.img"
+	[[ "$output" == *"reg40"* && "$output" != *"ccreg40"* ]]
+	tar -cf "$T/src.tar" -C "$T/src" .
+	local m alg
+	for m in none lattd ultim force conv; do
+		echo "== mode $m"
+		cp "$T/base.img" "$T/$m.img"
+		r4pack add -q -o create=ccreg40,compress=zstd1 -o compressMode=$m,cluster=16K \
+			"$T/$m.img" "$T/src.tar"
+		oracle_fsck "$T/$m.img"
+		run r4fsck "$T/$m.img"
+		[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+		r4debugfs -R "stat /text/all.c" "$T/$m.img" | grep -q ccreg40
+		same_as "$T/$m.img" "$T/src"
+		rm -f "$T/$m.img"
+	done
+	for alg in lzo1 gzip1 zstd1; do
+		echo "== --compress=$alg, 4K clusters"
+		cp "$T/base.img" "$T/$alg.img"
+		r4pack add -q --compress=$alg -o cluster=4K "$T/$alg.img" "$T/src"
+		oracle_fsck "$T/$alg.img"
+		debugfs.reiser4 -t "$T/$alg.img" 2>/dev/null | grep -q ctail40
+		same_as "$T/$alg.img" "$T/src"
+		rm -f "$T/$alg.img"
+	done
+	# a bare --compress before the arguments; members add cannot change
+	cp "$T/base.img" "$T/b.img"
+	r4pack add -q --compress "$T/b.img" "$T/src"
+	r4debugfs -R "stat /text/all.c" "$T/b.img" | grep -q ccreg40
+	same_as "$T/b.img" "$T/src"
+	run r4pack add -o node=node41 "$T/b.img" "$T/src"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"only create, compress"* ]]
+}
+
+@test "r4pack add on kernel images: new files take the kernel's profile (zstd1; 16K clusters in force mode)" {
+	need_oracle
+	local n
+	mkdir -p "$T/add/new"
+	cat "$top_srcdir"/libimage/obj/*.c >"$T/add/new/text"
+	head -c 200000 /dev/urandom >"$T/add/new/noise"
+	for n in zstd1 cluster16k-force; do
+		kimg $n
+		r4pack add -q "$T/$n.img" "$T/add"
+		oracle_fsck "$T/$n.img"
+		run r4fsck "$T/$n.img"
+		[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+		r4debugfs -R "stat /new/text" "$T/$n.img" | grep -q ccreg40
+		[ "$(r4debugfs -R "cat /new/text" "$T/$n.img" | sha256sum)" = \
+		  "$(sha256sum <"$T/add/new/text")" ]
+		[ "$(r4debugfs -R "cat /new/noise" "$T/$n.img" | sha256sum)" = \
+		  "$(sha256sum <"$T/add/new/noise")" ]
+		rm -f "$T/$n.img"
+	done
+	# force keeps noise compressed (as raw clusters)
+	kimg cluster16k-force
+	r4pack add -q "$T/cluster16k-force.img" "$T/add"
+	r4debugfs -R "stat /new/noise" "$T/cluster16k-force.img" | grep -q ccreg40
+}
+
+@test "r4debugfs -w truncate of compressed files: down (partial cluster re-encoded), up (holes), to nothing; write stores a host file compressed" {
+	need_oracle
 	kimg zstd1
-	local before
-	before=$(sha256sum <"$T/zstd1.img")
-	run r4debugfs -w -R "truncate 100 /dir1/text_200001" "$T/zstd1.img"
-	[ "$status" -ne 0 ]
-	[[ "$output" == *"compressed (ccreg40)"*"not supported"* ]]
-	[ "$(sha256sum <"$T/zstd1.img")" = "$before" ]
+	local img="$T/zstd1.img" f=/dir1/text_200001 sz
+	r4debugfs -R "cat $f" "$img" >"$T/ref"
+	[ "$(stat -c %s "$T/ref")" -eq 200001 ]
+	# mid-cluster, a cluster end, below the minimum size (raw), up past
+	# the old end (the raw cluster grows: encoded again), to 0, then up
+	# again: a file of holes only
+	for sz in 150000 131072 100 300000 0 70000; do
+		echo "== $sz"
+		truncate -s $sz "$T/ref"
+		r4debugfs -w -R "truncate $sz $f" "$img"
+		r4debugfs -R "cat $f" "$img" | cmp - "$T/ref"
+		oracle_fsck "$img"
+		run r4fsck "$img"
+		[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	done
+	run r4debugfs -R "stat $f" "$img"
+	[[ "$output" == *"ccreg40"* && "$output" == *"bytes:       0"* ]]
+	# write: a host file becomes a compressed file of the volume's profile
+	cat "$top_srcdir"/libimage/obj/*.c >"$T/host"
+	r4debugfs -w -R "write $T/host /dir1/new" -R "write $T/host $f" "$img"
+	for f in /dir1/new /dir1/text_200001; do
+		r4debugfs -R "stat $f" "$img" | grep -q ccreg40
+		r4debugfs -R "cat $f" "$img" | cmp - "$T/host"
+	done
+	debugfs.reiser4 -t "$img" 2>/dev/null | grep -q ctail40
+	oracle_fsck "$img"
+	run r4fsck "$img"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+}
+
+@test "r4debugfs -w truncate of compressed files in every mode and cluster size, lzo1 and gzip1" {
+	need_oracle
+	mkdir -p "$T/src"
+	seq 1 40000 >"$T/src/t"
+	head -c 50000 /dev/urandom >"$T/src/r"
+	local m cl sz f
+	for m in none lattd ultim force conv; do
+		for cl in 4K 64K; do
+			echo "== $m $cl"
+			r4pack create -q -o create=ccreg40,compress=lzo1,compressMode=$m,cluster=$cl \
+				"$T/src" "$T/i.img"
+			cp "$T/src/t" "$T/t"
+			cp "$T/src/r" "$T/r"
+			for sz in 200001 9999 123456 4096 1; do
+				for f in t r; do
+					truncate -s $sz "$T/$f"
+					r4debugfs -w -R "truncate $sz /$f" "$T/i.img"
+					r4debugfs -R "cat /$f" "$T/i.img" | cmp - "$T/$f"
+				done
+			done
+			oracle_fsck "$T/i.img"
+			run r4fsck "$T/i.img"
+			[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+		done
+	done
+	r4pack create -q --compress=gzip1 "$T/src" "$T/g.img"
+	r4debugfs -w -R "truncate 70000 /t" "$T/g.img"
+	head -c 70000 "$T/src/t" | cmp - <(r4debugfs -R "cat /t" "$T/g.img")
+	oracle_fsck "$T/g.img"
 }
 
 @test "removing and replacing compressed files (r4debugfs -w rm, r4pack add) leaves a consistent volume" {

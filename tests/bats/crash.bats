@@ -24,6 +24,14 @@ crash() {
 	crash add50
 }
 
+@test "crash: r4pack add --compress of compressed files (zstd1, 16K clusters), every 5th write cut" {
+	crash addcc
+}
+
+@test "crash: r4debugfs -w truncate and write of compressed files, every write" {
+	crash cctrunc
+}
+
 @test "crash: r4debugfs -w 'rm -r /dir'" {
 	crash rmr
 }

@@ -26,6 +26,8 @@
 #                      a point that is after must be clean
 #   --same             the workload keeps the content (r4repacker):
 #                      before and after are the same manifest
+#   --own-reader       manifests by r4manifest even when r4ref exists
+#                      (compressed files, which libreiser4 cannot read)
 #
 # The workload must be a test build that reads R4_FAULT (tests/crash/bin,
 # tests/helpers/fault_env.c); the installed commands ignore it.
@@ -47,7 +49,7 @@ set -u
 
 NAME=workload CUT=all TORN=sample=8 DROP=sample=8 FAIL=none
 ORACLE=every=10 KEEP= TAIL=0 DAMAGED=0
-ORACLE=every=10 KEEP= TAIL=0 SAME=0
+ORACLE=every=10 KEEP= TAIL=0 SAME=0 OWNREAD=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--name) NAME=$2; shift 2 ;;
@@ -60,6 +62,7 @@ while [ $# -gt 0 ]; do
 	--tail) TAIL=$2; shift 2 ;;
 	--damaged) DAMAGED=1; shift ;;
 	--same) SAME=1; shift ;;
+	--own-reader) OWNREAD=1; shift ;;
 	--) shift; break ;;
 	-*) echo "crashtest: unknown option $1" >&2; exit 2 ;;
 	*) PRISTINE=$1; shift ;;
@@ -77,10 +80,12 @@ WORKLOAD=("$@")
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
 unset R4_FAULT R4_FAULT_REPORT
 
-if command -v r4ref >/dev/null 2>&1; then
+if [ "$OWNREAD" = 0 ] && command -v r4ref >/dev/null 2>&1; then
 	MANIFEST=(r4ref manifest)
+	MANIFEST_N=(r4ref manifest -n)	# no check of its own first
 else
 	MANIFEST=(r4manifest)
+	MANIFEST_N=(r4manifest)
 fi
 HAVE_FSCK=0
 command -v fsck.reiser4 >/dev/null 2>&1 && HAVE_FSCK=1
@@ -230,7 +235,7 @@ oracle_point() {
 	if pending_replay "$W/oracle.img"; then
 		PENDING=$((PENDING + 1))
 		fsck.reiser4 --check -f -y "$W/oracle.img" >"$W/fsck.out" 2>&1
-		"${MANIFEST[@]}" -n "$W/oracle.img" >"$W/oracle.man" 2>/dev/null
+		"${MANIFEST_N[@]}" "$W/oracle.img" >"$W/oracle.man" 2>/dev/null
 		if [ -z "$(which_state "$W/oracle.man")" ]; then
 			fail_point "$mode" "$k" "after fsck.reiser4's replay the content is neither before nor after"
 			return 1

@@ -8,7 +8,7 @@
 #          add of 1,000 files, more torn / unsynced / failed writes
 #          (`make crashcheck`)
 #
-# Workloads: add50 add50tar add50stdin rmr mvfile mvdir script add1000
+# Workloads: add50 add50tar add50stdin addcc cctrunc rmr mvfile mvdir script add1000
 # repack, badbitmap (add50 on a volume whose bitmap calls the root node free,
 # with a matching checksum: no point may lose a byte)
 # (default: all of the level). Needs r4pack, r4debugfs, r4fsck and
@@ -70,6 +70,20 @@ make_add50() {
 	find "$d" -exec touch -h -d @1650000000 {} +
 }
 
+# Compressed files: text of 0..180000 bytes (several 16K clusters,
+# compressible), noise (kept raw or, under conv, ordinary), replacing
+# files of /a.
+make_addcc() {
+	local d=$1 i
+	mkdir -p "$d/cc" "$d/a"
+	for i in $(seq 0 9); do
+		seq 1 $(( i * 3000 )) | head -c $(( i * 20000 )) >"$d/cc/t$i"
+	done
+	head -c 70000 /dev/urandom >"$d/cc/noise"
+	for i in $(seq 1 5); do seq $i 9000 >"$d/a/f$i"; done
+	find "$d" -exec touch -h -d @1650000000 {} +
+}
+
 make_add1000() {
 	local d=$1 i
 	for i in $(seq 0 9); do mkdir -p "$d/k$i"; done
@@ -81,6 +95,7 @@ make_add1000() {
 
 make_tree "$W/src"
 make_add50 "$W/add50"
+make_addcc "$W/addcc"
 tar -C "$W/add50" -cf "$W/add50.tar" .
 r4pack create -q "$W/src" "$W/pristine.img" || exit 2
 
@@ -150,6 +165,20 @@ if [ "$LEVEL" = full ]; then
 		r4pack add -q @IMG@ "$W/add50.tar"
 	wanted add50stdin && run add50stdin "${SOME[@]}" "$P" -- \
 		sh -c 'exec r4pack add -q "$1" - <"$2"' sh @IMG@ "$W/add50.tar"
+fi
+# compressed files (ccreg40, zstd1, 16K clusters) through the same
+# transaction; libreiser4 cannot decompress them, so the manifests come
+# from r4manifest (fsck.reiser4 still checks every cluster's checksum)
+wanted addcc && run addcc --own-reader "${BIG[@]}" "$P" -- \
+	r4pack add -q --compress=zstd1 -o cluster=16K @IMG@ "$W/addcc"
+# r4debugfs -w truncate (down into a cluster, up past the end) and
+# write of compressed files, one transaction
+if wanted cctrunc; then
+	r4pack create -q --compress=lzo1 -o cluster=16K "$W/addcc" "$W/cc.img" || exit 2
+	seq 1 30000 >"$W/cchost"
+	run cctrunc --own-reader "${EVERY[@]}" "$W/cc.img" -- \
+		r4debugfs -w --atomic -R 'truncate 30000 /cc/t5' \
+		-R 'truncate 250000 /cc/t3' -R "write $W/cchost /cc/new" @IMG@
 fi
 if wanted badbitmap; then
 	make_badbitmap "$W/badbitmap.img" || exit 2

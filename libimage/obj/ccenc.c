@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the cluster encoder of ccreg40 files (doc/compress.md §4). */
+#include "config.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "libimage/obj/ccenc.h"
+#include "libimage/obj/encode.h"
+#include "libimage/util/compress.h"
+#include "libimage/util/err.h"
+#include "format/cluster.h"
+#include "format/plugin.h"
+
+#define CC_THREADS 8		/* at most, the calling thread included */
+#define CC_BATCH 32		/* clusters compressed at once */
+
+struct ccjob {
+	const uint8_t *plain;
+	size_t lsize;
+	int has_data;		/* 0: a hole in the input, no items */
+	uint8_t *out;		/* the disk cluster when packed */
+	size_t slen;		/* stream length, SIZE_MAX if none */
+	size_t dlen;		/* disk cluster length when packed */
+	int packed;
+};
+
+struct obj_ccenc {
+	unsigned shift, alg, mode;
+	size_t csize, cap;	/* cluster size, output room per cluster */
+	/* the pool: workers take jobs [next, njobs) of generation gen */
+	pthread_t th[CC_THREADS];
+	unsigned nth;
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	struct ccjob *jobs;
+	size_t njobs, next, finished;
+	unsigned gen;
+	int stop;
+	struct r4_codec *codec[CC_THREADS];
+	/* batch buffers */
+	uint8_t *plain, *out;
+	struct ccjob batch[CC_BATCH];
+};
+
+/* doc/compress.md §4.1-§4.2: compress one cluster, keep it if it saves. */
+static void run_job(struct obj_ccenc *cc, struct r4_codec *codec,
+		    struct ccjob *j)
+{
+	size_t sl;
+
+	j->packed = 0;
+	j->slen = SIZE_MAX;
+	if (cc->mode == FMT_CMODE_NONE || !j->has_data ||
+	    j->lsize < fmt_compress_min_size(cc->alg))
+		return;
+	if (r4_codec_compress(codec, j->plain, j->lsize, j->out,
+			      cc->cap - FMT_DC_SUM_SIZE, &sl))
+		return;
+	j->slen = sl;
+	if (fmt_dc_keep(j->lsize, sl)) {
+		j->dlen = fmt_dc_seal(j->out, sl);
+		j->packed = 1;
+	}
+}
+
+/* Take jobs of the current batch until none is left. */
+static void drain_jobs(struct obj_ccenc *cc, struct r4_codec *codec)
+{
+	pthread_mutex_lock(&cc->mu);
+	while (cc->next < cc->njobs) {
+		struct ccjob *j = &cc->jobs[cc->next++];
+
+		pthread_mutex_unlock(&cc->mu);
+		run_job(cc, codec, j);
+		pthread_mutex_lock(&cc->mu);
+		if (++cc->finished == cc->njobs)
+			pthread_cond_broadcast(&cc->done);
+	}
+	pthread_mutex_unlock(&cc->mu);
+}
+
+struct worker {
+	struct obj_ccenc *cc;
+	unsigned id;
+};
+
+static void *worker_main(void *arg)
+{
+	struct obj_ccenc *cc = ((struct worker *)arg)->cc;
+	unsigned id = ((struct worker *)arg)->id, seen = 0;
+
+	free(arg);
+	for (;;) {
+		pthread_mutex_lock(&cc->mu);
+		while (!cc->stop && cc->gen == seen)
+			pthread_cond_wait(&cc->go, &cc->mu);
+		if (cc->stop) {
+			pthread_mutex_unlock(&cc->mu);
+			return NULL;
+		}
+		seen = cc->gen;
+		pthread_mutex_unlock(&cc->mu);
+		drain_jobs(cc, cc->codec[id]);
+	}
+}
+
+/* Compress jobs[0..n) on every thread, this one included. */
+static void run_batch(struct obj_ccenc *cc, struct ccjob *jobs, size_t n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&cc->mu);
+	cc->jobs = jobs;
+	cc->njobs = n;
+	cc->next = 0;
+	cc->finished = 0;
+	cc->gen++;
+	pthread_cond_broadcast(&cc->go);
+	pthread_mutex_unlock(&cc->mu);
+	drain_jobs(cc, cc->codec[0]);
+	pthread_mutex_lock(&cc->mu);
+	while (cc->finished < cc->njobs)
+		pthread_cond_wait(&cc->done, &cc->mu);
+	cc->njobs = 0;
+	pthread_mutex_unlock(&cc->mu);
+}
+
+int obj_ccenc_new(unsigned shift, unsigned alg, unsigned mode,
+		  struct obj_ccenc **out, struct r4_error *err)
+{
+	struct obj_ccenc *cc;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned want;
+	int rc = 0;
+
+	*out = NULL;
+	if (shift < 12 || shift > 16 || alg > FMT_COMPRESS_ZSTD1 ||
+	    mode > FMT_CMODE_CONV)
+		return r4i_fail(err, R4_EINVAL, "ccreg40: unknown cluster, "
+			       "compress or compressMode plugin");
+	cc = calloc(1, sizeof(*cc));
+	if (!cc)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	cc->shift = shift;
+	cc->csize = (size_t)1 << shift;
+	cc->alg = alg;
+	cc->mode = mode;
+	cc->cap = r4_codec_bound(alg, cc->csize);
+	cc->plain = malloc(CC_BATCH * cc->csize);
+	cc->out = malloc(CC_BATCH * cc->cap);
+	pthread_mutex_init(&cc->mu, NULL);
+	pthread_cond_init(&cc->go, NULL);
+	pthread_cond_init(&cc->done, NULL);
+	cc->nth = 1;		/* this thread; workers are counted as made */
+	*out = cc;
+	if (!cc->plain || !cc->out)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	want = ncpu < 1 ? 1 : ncpu > CC_THREADS ? CC_THREADS : (unsigned)ncpu;
+	for (unsigned i = 0; i < want; i++) {
+		cc->codec[i] = r4_codec_new(alg, &rc);
+		if (!cc->codec[i])
+			return r4i_fail(err, rc, "cannot set up the %s "
+				       "compressor", fmt_plugin_name(
+				       FMT_PT_COMPRESS, alg));
+	}
+	for (unsigned i = 1; i < want; i++) {
+		struct worker *w = malloc(sizeof(*w));
+
+		if (!w)
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		w->cc = cc;
+		w->id = i;
+		if (pthread_create(&cc->th[i], NULL, worker_main, w)) {
+			free(w);
+			break;	/* fewer threads: still correct */
+		}
+		cc->nth = i + 1;
+	}
+	for (size_t i = 0; i < CC_BATCH; i++) {
+		cc->batch[i].plain = cc->plain + i * cc->csize;
+		cc->batch[i].out = cc->out + i * cc->cap;
+	}
+	return 0;
+}
+
+void obj_ccenc_free(struct obj_ccenc *cc)
+{
+	if (!cc)
+		return;
+	pthread_mutex_lock(&cc->mu);
+	cc->stop = 1;
+	pthread_cond_broadcast(&cc->go);
+	pthread_mutex_unlock(&cc->mu);
+	for (unsigned i = 1; i < cc->nth; i++)
+		pthread_join(cc->th[i], NULL);
+	for (unsigned i = 0; i < CC_THREADS; i++)
+		r4_codec_free(cc->codec[i]);
+	pthread_mutex_destroy(&cc->mu);
+	pthread_cond_destroy(&cc->go);
+	pthread_cond_destroy(&cc->done);
+	free(cc->plain);
+	free(cc->out);
+	free(cc);
+}
+
+int obj_ccenc_is(const struct obj_ccenc *e, unsigned shift, unsigned alg,
+		 unsigned mode)
+{
+	return e && e->shift == shift && e->alg == alg && e->mode == mode;
+}
+
+size_t obj_ccenc_csize(const struct obj_ccenc *e)
+{
+	return e->csize;
+}
+
+unsigned obj_ccenc_shift(const struct obj_ccenc *e)
+{
+	return e->shift;
+}
+
+unsigned obj_ccenc_mode(const struct obj_ccenc *e)
+{
+	return e->mode;
+}
+
+/* ---- reading a file's data cluster by cluster ---------------------- */
+
+void obj_ccrd_init(struct obj_ccrd *r, r4_data_fn fn, void *ctx,
+		   const char *path, uint64_t size)
+{
+	memset(r, 0, sizeof(*r));
+	r->fn = fn;
+	r->ctx = ctx;
+	r->path = path;
+	r->size = size;
+	r->eof = fn == NULL;
+}
+
+/* Fill dst with file bytes [start, start + n), zeros in the gaps;
+ * *has_data = some chunk byte fell inside. */
+static int rd_fill(struct obj_ccrd *r, uint64_t start, size_t n,
+		   uint8_t *dst, int *has_data, struct r4_error *err)
+{
+	uint64_t stop = start + n;
+
+	memset(dst, 0, n);
+	*has_data = 0;
+	for (;;) {
+		if (r->cbuf) {
+			uint64_t a = r->coff > start ? r->coff : start;
+			uint64_t z = r->coff + r->clen < stop ?
+				     r->coff + r->clen : stop;
+
+			if (a < z) {
+				memcpy(dst + (a - start),
+				       r->cbuf + (a - r->coff), (size_t)(z - a));
+				*has_data = 1;
+			}
+			if (r->coff + r->clen > stop)
+				return 0;	/* the rest is for later */
+			r->cbuf = NULL;
+		}
+		if (r->eof)
+			return 0;
+		{
+			const void *p;
+			int rc = r->fn(r->ctx, &r->coff, &p, &r->clen, err);
+
+			if (rc < 0)
+				return r4i_fail(err, rc, "%s: cannot read the "
+					       "data: %s", r->path,
+					       r4_strerror(rc));
+			if (rc == 0) {
+				r->eof = 1;
+				return 0;
+			}
+			rc = enc_chunk_check(r->path, r->size, r->end,
+					      r->coff, r->clen, err);
+			if (rc)
+				return rc;
+			r->end = r->coff + r->clen;
+			r->cbuf = p;
+		}
+	}
+}
+
+int obj_ccrd_finish(struct obj_ccrd *r, struct r4_error *err)
+{
+	while (!r->eof && !r->cbuf) {
+		const void *p;
+		int rc = r->fn(r->ctx, &r->coff, &p, &r->clen, err);
+
+		if (rc < 0)
+			return r4i_fail(err, rc, "%s: cannot read the data: %s",
+				       r->path, r4_strerror(rc));
+		if (rc == 0)
+			r->eof = 1;
+		else if ((rc = enc_chunk_check(r->path, r->size, r->end,
+						r->coff, r->clen, err)))
+			return rc;
+		else
+			r->end = r->coff + r->clen;
+	}
+	return 0;
+}
+
+void obj_ccrefeed_init(struct obj_ccrefeed *f, struct obj_ccenc *e,
+		       struct obj_ccrd *r)
+{
+	f->rd = r;
+	f->c0 = e->batch[0].plain;
+	f->c0len = e->csize;
+	f->stage = 0;
+}
+
+int obj_ccrefeed_fn(void *ctx, uint64_t *off, const void **buf,
+		    size_t *len, struct r4_error *err)
+{
+	struct obj_ccrefeed *f = ctx;
+	struct obj_ccrd *r = f->rd;
+
+	if (f->stage == 0) {
+		f->stage = 1;
+		*off = 0;
+		*buf = f->c0;
+		*len = f->c0len;
+		return 1;
+	}
+	if (f->stage == 1) {
+		f->stage = 2;
+		if (r->cbuf && r->coff + r->clen > f->c0len) {
+			uint64_t skip = r->coff < f->c0len ?
+					f->c0len - r->coff : 0;
+
+			*off = r->coff + skip;
+			*buf = r->cbuf + skip;
+			*len = r->clen - (size_t)skip;
+			r->cbuf = NULL;
+			return 1;
+		}
+	}
+	if (r->eof)
+		return 0;
+	return r->fn(r->ctx, off, buf, len, err);
+}
+
+/* ---- the clusters of one file -------------------------------------- */
+
+int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
+		   int c0_done, obj_cc_sink sink, void *sctx,
+		   struct r4_error *err)
+{
+	uint64_t n = (r->size + cc->csize - 1) >> cc->shift, idx = first;
+	struct fmt_cmode m;
+	int rc = 0;
+
+	fmt_cmode_init(&m, cc->mode);
+	while (!rc && idx < n) {
+		size_t k = 0, start = c0_done ? 1 : 0;
+
+		for (k = start; !rc && k < CC_BATCH && idx + k < n; k++) {
+			struct ccjob *j = &cc->batch[k];
+
+			j->lsize = fmt_cluster_lsize(r->size, idx + k,
+						     cc->shift);
+			rc = rd_fill(r, (idx + k) << cc->shift, j->lsize,
+				     (uint8_t *)j->plain, &j->has_data, err);
+		}
+		if (rc)
+			break;
+		run_batch(cc, cc->batch + start, k - start);
+		c0_done = 0;
+		for (size_t i = 0; !rc && i < k; i++) {
+			struct ccjob *j = &cc->batch[i];
+			int kept = 0;
+
+			if (!j->has_data) {
+				rc = sink(sctx, idx + i, NULL, 0, err);
+				continue;
+			}
+			/* doc/compress.md §4.3: the mode's state decides
+			 * whether the (speculative) result counts. */
+			if (fmt_cmode_try(&m, cc->alg, idx + i, j->lsize)) {
+				kept = j->packed;
+				fmt_cmode_after(&m, kept,
+						j->lsize == cc->csize);
+			}
+			rc = kept ? sink(sctx, idx + i, j->out, j->dlen, err) :
+				    sink(sctx, idx + i, j->plain, j->lsize,
+					 err);
+		}
+		idx += k;
+	}
+	return rc;
+}
+
+int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size)
+{
+	return e->mode == FMT_CMODE_CONV && size > e->csize;
+}
+
+int obj_ccenc_conv_first(struct obj_ccenc *cc, struct obj_ccrd *r,
+			 int *keep, struct r4_error *err)
+{
+	struct ccjob *j = &cc->batch[0];
+	int rc;
+
+	*keep = 1;
+	if (!obj_ccenc_c0_done(cc, r->size))
+		return 0;
+	j->lsize = cc->csize;
+	rc = rd_fill(r, 0, j->lsize, (uint8_t *)j->plain, &j->has_data, err);
+	if (rc)
+		return rc;
+	j->has_data = 1;	/* tried even when zeros: the kernel does */
+	run_batch(cc, j, 1);
+	*keep = j->slen != SIZE_MAX && fmt_conv_keeps(j->slen, cc->csize);
+	return 0;
+}

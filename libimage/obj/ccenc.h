@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the cluster encoder of compressed (ccreg40) files, shared by
+ * the one-pass builder (libimage/pack/cluster.c) and the editor
+ * (libimage/obj/ccwrite.c): a file's data read cluster by cluster,
+ * every cluster compressed on a small thread pool (clusters are
+ * independent), the compression mode's rules applied in order
+ * (doc/compress.md §4), each disk cluster handed to a sink. */
+#ifndef R4_LIBIMAGE_OBJ_CCENC_H
+#define R4_LIBIMAGE_OBJ_CCENC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "r4/r4.h"
+#include "r4/pack.h"
+
+struct obj_ccenc;
+
+/* shift 12..16, alg FMT_COMPRESS_*, mode FMT_CMODE_*. */
+int obj_ccenc_new(unsigned shift, unsigned alg, unsigned mode,
+		  struct obj_ccenc **out, struct r4_error *err);
+void obj_ccenc_free(struct obj_ccenc *e);
+/* 1 when e was made with these parameters. */
+int obj_ccenc_is(const struct obj_ccenc *e, unsigned shift, unsigned alg,
+		 unsigned mode);
+size_t obj_ccenc_csize(const struct obj_ccenc *e);
+unsigned obj_ccenc_shift(const struct obj_ccenc *e);
+unsigned obj_ccenc_mode(const struct obj_ccenc *e);
+
+/* A file's data, read in order (fn may be NULL: no data). */
+struct obj_ccrd {
+	r4_data_fn fn;
+	void *ctx;
+	const char *path;
+	uint64_t size;
+	uint64_t end;		/* end of the last chunk taken */
+	const uint8_t *cbuf;	/* current chunk, kept while it lasts */
+	uint64_t coff;
+	size_t clen;
+	int eof;
+};
+void obj_ccrd_init(struct obj_ccrd *r, r4_data_fn fn, void *ctx,
+		   const char *path, uint64_t size);
+/* After the last cluster: the reader must have nothing more. */
+int obj_ccrd_finish(struct obj_ccrd *r, struct r4_error *err);
+
+/* doc/compress.md §4.4: under conv, a file longer than one cluster stays
+ * compressed only if its first cluster compresses to under half. Reads
+ * cluster 0 (kept for obj_ccenc_file's c0_done and for the refeed) and
+ * sets *keep; other modes and short files keep. */
+int obj_ccenc_conv_first(struct obj_ccenc *e, struct obj_ccrd *r,
+			 int *keep, struct r4_error *err);
+/* 1 when obj_ccenc_file should reuse the cluster 0 just compressed. */
+int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size);
+
+/* A disk cluster: len bytes at dc (len 0, dc NULL: a hole, no items). */
+typedef int (*obj_cc_sink)(void *sctx, uint64_t idx, const uint8_t *dc,
+			   size_t len, struct r4_error *err);
+/* Encode every cluster of the file behind r, in order, into sink, from
+ * cluster 'first' on (the data before it is not read). */
+int obj_ccenc_file(struct obj_ccenc *e, struct obj_ccrd *r, uint64_t first,
+		   int c0_done, obj_cc_sink sink, void *sctx,
+		   struct r4_error *err);
+
+/* conv fallback: the data again from the start (cluster 0 from the
+ * encoder, then the rest of r) as an r4_data_fn. */
+struct obj_ccrefeed {
+	struct obj_ccrd *rd;
+	const uint8_t *c0;
+	size_t c0len;
+	int stage;
+};
+void obj_ccrefeed_init(struct obj_ccrefeed *f, struct obj_ccenc *e,
+		       struct obj_ccrd *r);
+int obj_ccrefeed_fn(void *ctx, uint64_t *off, const void **buf,
+		    size_t *len, struct r4_error *err);
+
+#endif

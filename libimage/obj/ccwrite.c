@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: new regular files inside a transaction stored as the kernel
+ * stores them: the file plugin and the cluster parameters from the
+ * parent directory and the root (doc/compress.md §5, §5.1), a ccreg40
+ * body cut into ctail40 items by the shared cluster encoder
+ * (libimage/obj/ccenc.c), conv's fallback to an ordinary body. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "libimage/obj/write.h"
+#include "libimage/obj/ccenc.h"
+#include "libimage/obj/cluster.h"
+#include "libimage/obj/encode.h"
+#include "libimage/util/err.h"
+#include "libimage/tree/tree.h"
+#include "format/cluster.h"
+#include "format/plugin.h"
+
+/* The plan members: R4_PT_* and the plugin-set member it is. */
+static const struct {
+	unsigned pt, memb, dflt;
+} plan_memb[] = {
+	{ R4_PT_COMPRESS, FMT_PSET_COMPRESSION, FMT_COMPRESS_LZO1 },
+	{ R4_PT_CMODE, FMT_PSET_CMODE, FMT_CMODE_CONV },
+	{ R4_PT_CLUSTER, FMT_PSET_CLUSTER, FMT_CLUSTER_64K },
+};
+#define PLAN_N (sizeof(plan_memb) / sizeof(plan_memb[0]))
+
+/* The member m of a directory as the kernel sees it for a new child:
+ * its heir set, its plugin set, then the root's (filled in when the
+ * directory was loaded), -1 if none names it. */
+static int dir_member(const struct obj_sd *dsd, const struct obj_sd *rsd,
+		      unsigned m)
+{
+	int v = obj_pset_find(&dsd->st.hset, m);
+
+	if (v < 0)
+		v = obj_pset_find(&dsd->st.pset, m);
+	if (v < 0 && rsd)
+		v = obj_pset_find(&rsd->st.pset, m);
+	return v;
+}
+
+int obj_new_plan(struct r4_txn *x, const struct r4_objref *dir,
+		 struct obj_new_plan *p, struct r4_error *err)
+{
+	struct r4_objref root = { FMT_ROOT_LOCALITY, 0, FMT_ROOT_OID };
+	struct obj_sd dsd, rsd;
+	int rc, v, have_root = 0;
+
+	memset(p, 0, sizeof(*p));
+	rc = obj_sd_get(x->vol, dir, &dsd, err);
+	if (rc)
+		return rc;
+	if (dir->oid != FMT_ROOT_OID) {
+		rc = obj_sd_get(x->vol, &root, &rsd, err);
+		if (rc) {
+			obj_sd_put(&dsd);
+			return rc;
+		}
+		have_root = 1;
+	}
+	/* doc/compress.md §5.1: the create plugin */
+	v = dir_member(&dsd, have_root ? &rsd : NULL, FMT_PSET_CREATE);
+	if (x->prof_set & (1u << R4_PT_CREATE))
+		v = x->prof[R4_PT_CREATE];
+	p->cc = v == FMT_OBJ_CCREG40;
+	if (v >= 0 && v != FMT_OBJ_CCREG40 && v != FMT_OBJ_REG40)
+		rc = r4i_fail(err, R4_EUNSUPP, "%s: the create plugin %d of "
+			     "directory %llx is not a regular file plugin",
+			     obj_vol_name(x->vol), v,
+			     (unsigned long long)dir->oid);
+	for (size_t i = 0; !rc && i < PLAN_N; i++) {
+		const struct obj_sd *r0 = have_root ? &rsd : &dsd;
+		int rv = obj_pset_find(&r0->st.pset, plan_memb[i].memb);
+		unsigned val;
+
+		v = dir_member(&dsd, have_root ? &rsd : NULL,
+			       plan_memb[i].memb);
+		if (x->prof_set & (1u << plan_memb[i].pt))
+			v = x->prof[plan_memb[i].pt];
+		val = v >= 0 ? (unsigned)v : plan_memb[i].dflt;
+		p->v[i] = val;
+		/* stored when it differs from the root's */
+		if (val != (rv >= 0 ? (unsigned)rv : plan_memb[i].dflt))
+			p->own |= 1u << i;
+	}
+	if (have_root)
+		obj_sd_put(&rsd);
+	obj_sd_put(&dsd);
+	if (rc || !p->cc)
+		return rc;
+	p->shift = fmt_cluster_shift_of(p->v[2]);
+	p->compress = p->v[0];
+	p->cmode = p->v[1];
+	if (!p->shift || p->compress > FMT_COMPRESS_ZSTD1 ||
+	    p->cmode > FMT_CMODE_CONV)
+		return r4i_fail(err, R4_EUNSUPP, "%s: directory %llx: unknown "
+			       "cluster (%u), compression (%u) or compression"
+			       " mode (%u) plugin for a new compressed file",
+			       obj_vol_name(x->vol),
+			       (unsigned long long)dir->oid, p->v[2],
+			       p->v[0], p->v[1]);
+	return 0;
+}
+
+void obj_new_plan_pset(const struct obj_new_plan *p, struct fmt_stat *st)
+{
+	struct fmt_pset *ps = &st->pset;
+
+	st->mask |= 1u << FMT_SDEXT_PSET;
+	ps->count = 0;
+	ps->member[ps->count] = FMT_PSET_FILE;
+	ps->id[ps->count++] = FMT_OBJ_CCREG40;
+	for (size_t i = 0; i < PLAN_N; i++)	/* ascending members */
+		if (p->own & (1u << i)) {
+			ps->member[ps->count] = (uint16_t)plan_memb[i].memb;
+			ps->id[ps->count++] = (uint16_t)p->v[i];
+		}
+}
+
+/* ---- the body -------------------------------------------------------- */
+
+struct ccsink {
+	struct r4_txn *x;
+	const struct r4_objref *ref;
+	unsigned shift;
+	uint8_t *item;		/* shift byte + data */
+	size_t max;		/* largest item */
+	uint64_t used;		/* disk clusters written */
+};
+
+/* doc/compress.md §3.1: a disk cluster as ctail40 items, the first at
+ * the cluster start, each as long as a leaf takes. */
+static int sink_items(void *sctx, uint64_t idx, const uint8_t *dc,
+		      size_t len, struct r4_error *err)
+{
+	struct ccsink *s = sctx;
+	uint64_t base = idx << s->shift;
+	size_t done = 0;
+	int rc = 0;
+
+	if (!len)
+		return 0;	/* a hole: no items */
+	s->used++;
+	while (!rc && done < len) {
+		size_t n = len - done;
+		struct fmt_key k;
+
+		if (n > s->max - FMT_CTAIL40_HDR_SIZE)
+			n = s->max - FMT_CTAIL40_HDR_SIZE;
+		s->item[0] = (uint8_t)s->shift;
+		memcpy(s->item + FMT_CTAIL40_HDR_SIZE, dc + done, n);
+		fmt_key_body(&k, s->ref->locality, s->ref->ordering,
+			     s->ref->oid, base + done);
+		rc = tree_insert(&s->x->mod, 1, &k, FMT_ITEM_CTAIL40, s->item,
+				 n + FMT_CTAIL40_HDR_SIZE, err);
+		done += n;
+	}
+	return rc;
+}
+
+static int txn_encoder(struct r4_txn *x, const struct obj_new_plan *p,
+		       struct r4_error *err)
+{
+	if (obj_ccenc_is(x->cc, p->shift, p->compress, p->cmode))
+		return 0;
+	obj_ccenc_free(x->cc);
+	x->cc = NULL;
+	return obj_ccenc_new(p->shift, p->compress, p->cmode, &x->cc, err);
+}
+
+int obj_cc_body_write(struct r4_txn *x, const struct r4_objref *ref,
+		      const struct obj_new_plan *p, uint64_t size,
+		      r4_data_fn fn, void *ctx, const char *path,
+		      uint64_t *bytes, int *converted, struct r4_error *err)
+{
+	struct ccsink s = { x, ref, p->shift, NULL, 0, 0 };
+	struct obj_ccrd r;
+	int keep = 1, rc;
+
+	*bytes = 0;
+	*converted = 0;
+	if (!size)
+		return enc_data_empty(fn, ctx, path, err);
+	rc = txn_encoder(x, p, err);
+	if (rc)
+		return rc;
+	obj_ccrd_init(&r, fn, ctx, path, size);
+	rc = obj_ccenc_conv_first(x->cc, &r, &keep, err);
+	if (rc)
+		return rc;
+	if (!keep) {
+		struct obj_ccrefeed f;
+
+		/* doc/compress.md §4.4: an ordinary file for good */
+		obj_ccrefeed_init(&f, x->cc, &r);
+		*converted = 1;
+		return obj_body_write(x, ref, size, obj_ccrefeed_fn, &f, path,
+				      bytes, err);
+	}
+	s.max = tree_max_item(&x->mod);
+	s.item = malloc(s.max);
+	if (!s.item)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	rc = obj_ccenc_file(x->cc, &r, 0, obj_ccenc_c0_done(x->cc, size),
+			    sink_items, &s, err);
+	if (!rc)
+		rc = obj_ccrd_finish(&r, err);
+	free(s.item);
+	*bytes = s.used << p->shift;	/* doc/compress.md §2.3 */
+	return rc;
+}
+
+int obj_new_file_body(struct r4_txn *x, const struct r4_objref *dir,
+		      const struct r4_objref *ref, uint64_t size,
+		      r4_data_fn fn, void *ctx, const char *path,
+		      struct fmt_stat *st, struct r4_error *err)
+{
+	struct obj_new_plan p;
+	uint64_t bytes = 0;
+	int conv = 0, rc = obj_new_plan(x, dir, &p, err);
+
+	if (!rc && p.cc)
+		rc = obj_cc_body_write(x, ref, &p, size, fn, ctx, path,
+				       &bytes, &conv, err);
+	else if (!rc)
+		rc = obj_body_write(x, ref, size, fn, ctx, path, &bytes, err);
+	st->size = size;
+	st->rdev_or_bytes = bytes;
+	if (!rc && p.cc && !conv)
+		obj_new_plan_pset(&p, st);
+	return rc;
+}
+
+/* ---- truncate --------------------------------------------------------- */
+
+/* Delete every body item of ref at offset 'from' or later; *ncl = the
+ * disk clusters they belonged to, *had = one of them was cluster hidx. */
+static int cc_cut(struct r4_txn *x, const struct r4_objref *ref,
+		  unsigned shift, uint64_t from, uint64_t hidx, uint64_t *ncl,
+		  int *had, struct r4_error *err)
+{
+	uint64_t last = UINT64_MAX;
+	int rc = 0;
+
+	*ncl = 0;
+	*had = 0;
+	for (;;) {
+		struct tree_cursor c;
+		struct tree_item it;
+		struct fmt_key k;
+		unsigned level = 0;
+		uint64_t off = 0;
+		int found = 0;
+
+		fmt_key_body(&k, ref->locality, ref->ordering, ref->oid, from);
+		tree_cursor_init(&c, x->vol);
+		rc = tree_seek_ge(&c, &k, err);
+		if (!rc)
+			rc = tree_cur(&c, &it, err);
+		if (!rc && obj_is_body(ref, &it.key)) {
+			if (it.plugin_id != FMT_ITEM_CTAIL40)
+				rc = r4i_fail(err, R4_ECORRUPT, "%s: tree node "
+					     "%llu, item %u: item plugin %u in "
+					     "the body of a compressed file",
+					     obj_vol_name(x->vol),
+					     (unsigned long long)it.blk,
+					     it.pos, it.plugin_id);
+			found = 1;
+			k = it.key;
+			level = it.level;
+			off = fmt_key_offset(&it.key);
+		}
+		tree_cursor_fini(&c);
+		if (rc == R4_ENOTFOUND)
+			rc = 0;
+		if (rc || !found)
+			return rc;
+		if (off >> shift != last) {
+			last = off >> shift;
+			(*ncl)++;
+			if (last == hidx)
+				*had = 1;
+		}
+		rc = tree_delete(&x->mod, level, &k, err);
+		if (rc)
+			return rc;
+	}
+}
+
+struct memchunk {
+	const uint8_t *buf;
+	uint64_t off;
+	size_t len;
+	int done;
+};
+
+static int memchunk_fn(void *ctx, uint64_t *off, const void **buf,
+		       size_t *len, struct r4_error *err)
+{
+	struct memchunk *m = ctx;
+
+	(void)err;
+	if (m->done || !m->len)
+		return 0;
+	m->done = 1;
+	*off = m->off;
+	*buf = m->buf;
+	*len = m->len;
+	return 1;
+}
+
+/* doc/compress.md §4.5: clusters past the new end go; the cluster the
+ * shorter of the two sizes ends in is encoded again for its new logical
+ * size (a stored form depends on it, §3.2); clusters added by growing
+ * are holes, without items. */
+int obj_cc_truncate(struct r4_txn *x, const struct r4_objref *ref,
+		    const struct obj_sd *sd, uint64_t size, uint64_t *bytes,
+		    struct r4_error *err)
+{
+	struct obj_new_plan p;
+	struct obj_cc cc;
+	uint64_t old = sd->st.size, keep = old < size ? old : size;
+	uint64_t idx, from, ncut = 0, used = sd->st.rdev_or_bytes;
+	uint8_t *buf = NULL;
+	size_t part;
+	int had = 0, rc = obj_cc_params(x->vol, ref, sd, &cc, err);
+
+	if (rc)
+		return rc;
+	memset(&p, 0, sizeof(p));
+	p.cc = 1;
+	p.shift = cc.shift;
+	p.compress = cc.compress;
+	p.cmode = cc.cmode;
+	idx = keep >> cc.shift;
+	part = (size_t)(keep & (((uint64_t)1 << cc.shift) - 1));
+	from = part ? idx << cc.shift : keep;
+	if (part) {
+		buf = malloc(part);
+		if (!buf)
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		rc = obj_cc_read(x->vol, ref, sd, idx << cc.shift, buf, part,
+				 err);
+	}
+	if (!rc)
+		rc = cc_cut(x, ref, cc.shift, from, part ? idx : UINT64_MAX,
+			    &ncut, &had, err);
+	used >>= cc.shift;
+	used = used > ncut ? used - ncut : 0;
+	if (!rc && had) {
+		struct ccsink s = { x, ref, cc.shift, NULL, 0, 0 };
+		struct memchunk m = { buf, idx << cc.shift, part, 0 };
+		struct obj_ccrd r;
+
+		rc = txn_encoder(x, &p, err);
+		s.max = tree_max_item(&x->mod);
+		s.item = malloc(s.max);
+		if (!rc && !s.item)
+			rc = r4i_fail(err, -ENOMEM, "out of memory");
+		obj_ccrd_init(&r, memchunk_fn, &m, "truncate",
+			      (idx << cc.shift) + (size - (idx << cc.shift) <
+			      ((uint64_t)1 << cc.shift) ? size -
+			      (idx << cc.shift) : ((uint64_t)1 << cc.shift)));
+		if (!rc)
+			rc = obj_ccenc_file(x->cc, &r, idx, 0, sink_items, &s,
+					    err);
+		free(s.item);
+		used += s.used;
+	}
+	free(buf);
+	*bytes = used << cc.shift;
+	return rc;
+}
