@@ -76,7 +76,6 @@ struct bent {
 	struct bobj *dir;		/* the directory holding the name */
 	struct bobj *obj;
 	struct bent *hnext;		/* hash chain (dir, name) */
-	uint64_t k1, k2, k3;		/* entry key el[1..3], at finish */
 	uint16_t len;
 	char name[];			/* NUL terminated */
 };

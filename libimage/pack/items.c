@@ -21,10 +21,17 @@
 #include "format/plugin.h"
 #include "format/bitmap.h"
 
+/* A name's entry key (el[1..3]) while its directory is sorted: kept
+ * here, not in every struct bent, and made again when entries are
+ * emitted. */
+struct skey {
+	uint64_t k1, k2, k3;
+	struct bent *e;
+};
+
 static int ent_cmp(const void *pa, const void *pb)
 {
-	const struct bent *a = *(const struct bent *const *)pa;
-	const struct bent *b = *(const struct bent *const *)pb;
+	const struct skey *a = pa, *b = pb;
 
 	if (a->k1 != b->k1)
 		return a->k1 < b->k1 ? -1 : 1;
@@ -43,12 +50,20 @@ static int name_key(struct r4_build *b, uint64_t dir, const char *name,
 			     b->m.pset[FMT_PSET_FIBRATION]);
 }
 
-static int sort_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
+/* Sort d's names by key; *keys (nkids, the caller frees) gets the
+ * keys in that order. */
+static int sort_dir(struct r4_build *b, struct bobj *d, struct skey **keys,
+		    struct r4_error *err)
 {
 	char p1[4096];
 	struct fmt_key k;
+	size_t n = d->sub->nkids;
+	struct skey *s = malloc((n ? n : 1) * sizeof(*s));
 
-	for (size_t i = 0; i < d->sub->nkids; i++) {
+	*keys = s;
+	if (!s)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
 		struct bent *e = d->sub->kids[i];
 		int rc = name_key(b, d->oid, e->name, e->len, &k);
 
@@ -56,18 +71,21 @@ static int sort_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
 			return r4i_fail(err, rc, "%s: cannot make the key of "
 				       "'%s': %s", pack_ns_obj_path(d, p1,
 				       sizeof(p1)), e->name, r4_strerror(rc));
-		e->k1 = k.el[1];
-		e->k2 = k.el[2];
-		e->k3 = k.el[3];
+		s[i].k1 = k.el[1];
+		s[i].k2 = k.el[2];
+		s[i].k3 = k.el[3];
+		s[i].e = e;
 	}
-	if (d->sub->nkids > 1)
-		qsort(d->sub->kids, d->sub->nkids, sizeof(*d->sub->kids), ent_cmp);
-	for (size_t i = 1; i < d->sub->nkids; i++)
-		if (!ent_cmp(&d->sub->kids[i - 1], &d->sub->kids[i]))
+	if (n > 1)
+		qsort(s, n, sizeof(*s), ent_cmp);
+	for (size_t i = 0; i < n; i++)
+		d->sub->kids[i] = s[i].e;
+	for (size_t i = 1; i < n; i++)
+		if (!ent_cmp(&s[i - 1], &s[i]))
 			return r4i_fail(err, R4_EEXIST, "%s: '%s' has the same "
 				       "key as '%s' under this hash",
-				       pack_ns_path(d->sub->kids[i], p1, sizeof(p1)),
-				       d->sub->kids[i]->name, d->sub->kids[i - 1]->name);
+				       pack_ns_path(s[i].e, p1, sizeof(p1)),
+				       s[i].e->name, s[i - 1].e->name);
 	return 0;
 }
 
@@ -82,10 +100,13 @@ static int assign_oids(struct r4_build *b, struct r4_error *err)
 	b->files = 1;
 	b->dirs = 1;
 	for (d = b->root; d; d = d->sub->qnext) {
-		int rc = sort_dir(b, d, err);
+		struct skey *keys;
+		int rc = sort_dir(b, d, &keys, err);
 
-		if (rc)
+		if (rc) {
+			free(keys);
 			return rc;
+		}
 		d->sub->entries = d->sub->nkids + 2;
 		d->sub->ebytes = enc_entry_bytes(b->pol, 1) +
 			    enc_entry_bytes(b->pol, 2);
@@ -101,7 +122,7 @@ static int assign_oids(struct r4_build *b, struct r4_error *err)
 			o->oid = b->next_oid++;
 			o->primary = e;
 			o->locality = d->oid;
-			o->ordering = e->k1;
+			o->ordering = keys[i].k1;
 			b->files++;
 			if (o->type == R4_ENT_DIR) {
 				b->dirs++;
@@ -112,6 +133,7 @@ static int assign_oids(struct r4_build *b, struct r4_error *err)
 				b->total_bytes += o->size;
 			b->bytes += o->type == R4_ENT_REG ? o->size : 0;
 		}
+		free(keys);
 	}
 	return 0;
 }
@@ -222,10 +244,10 @@ static int dir_entries(struct r4_build *b, struct bobj *d,
 	for (size_t i = 0; i < d->sub->nkids; i++) {
 		struct bent *e = d->sub->kids[i];
 
-		k.el[0] = dot.el[0];
-		k.el[1] = e->k1;
-		k.el[2] = e->k2;
-		k.el[3] = e->k3;
+		rc = name_key(b, d->oid, e->name, e->len, &k);
+		if (rc)
+			return r4i_fail(err, rc, "cannot make the key of '%s'",
+				       e->name);
 		if (n == 2 && fmt_key_cmp(&dotdot, &k) < 0) {
 			set_entry(b, &ce[j++], &dotdot, parent, "..", 2);
 			n = 1;
