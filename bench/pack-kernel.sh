@@ -21,7 +21,7 @@ set -euo pipefail
 BUILD=${1:-.}
 SRC=${2:-/usr/src/linux-source-6.1.tar.xz}
 R4PACK=$BUILD/cmd/r4pack
-RUNS=3
+RUNS=${R4_BENCH_RUNS:-3}
 
 [ -x "$R4PACK" ] || { echo "no $R4PACK (give the build folder)" >&2; exit 2; }
 [ -r "$SRC" ] || { echo "no $SRC: apt-get install linux-source-6.1" >&2; exit 2; }
