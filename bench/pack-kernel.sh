@@ -3,8 +3,12 @@
 # r4pack create on the Linux kernel source tarball vs its peers, in the
 # same run, medians of 3:
 #   r4pack create --size auto linux.tar IMAGE
+#   cat linux.tar >FILE on tmpfs (the copy floor)
 #   tar -xf linux.tar into a tmpfs folder (/dev/shm)
 #   mke2fs -t ext4 -d TREE on a sparse image file
+# and the other way:
+#   r4pack extract IMAGE TARBALL
+#   tar -cf TARBALL of the unpacked tree on tmpfs
 # Prints times, ratios, peak RSS (/usr/bin/time -f %M) and the image
 # size against the sum of the file sizes.
 #
@@ -17,7 +21,7 @@ set -euo pipefail
 BUILD=${1:-.}
 SRC=${2:-/usr/src/linux-source-6.1.tar.xz}
 R4PACK=$BUILD/cmd/r4pack
-RUNS=3
+RUNS=${R4_BENCH_RUNS:-3}
 
 [ -x "$R4PACK" ] || { echo "no $R4PACK (give the build folder)" >&2; exit 2; }
 [ -r "$SRC" ] || { echo "no $SRC: apt-get install linux-source-6.1" >&2; exit 2; }
@@ -59,6 +63,13 @@ for i in $(seq $RUNS); do
 	echo "run $i of $RUNS"
 	rm -f "$TMP/r4.img"
 	run r4pack "$R4PACK" create -q --size auto "$TMP/linux.tar" "$TMP/r4.img"
+	rm -f "$TMP/cat.out"
+	run cat sh -c 'cat "$1" >"$2"' sh "$TMP/linux.tar" "$TMP/cat.out"
+	rm -f "$TMP/cat.out" "$TMP/ex.tar"
+	run extract "$R4PACK" extract -q "$TMP/r4.img" "$TMP/ex.tar"
+	rm -f "$TMP/ex.tar"
+	run tarc tar -C "$TMP/tree" -cf "$TMP/ex.tar" .
+	rm -f "$TMP/ex.tar"
 	rm -rf "$TMP/x"; mkdir "$TMP/x"
 	run tar tar -C "$TMP/x" -xf "$TMP/linux.tar"
 	rm -f "$TMP/e4.img"; truncate -s "$ext4_size" "$TMP/e4.img"
@@ -68,6 +79,9 @@ done
 r4t=$(median "$TMP/res.r4pack" 1); r4m=$(median "$TMP/res.r4pack" 2)
 tt=$(median "$TMP/res.tar" 1); tm=$(median "$TMP/res.tar" 2)
 et=$(median "$TMP/res.mke2fs" 1); em=$(median "$TMP/res.mke2fs" 2)
+ct=$(median "$TMP/res.cat" 1); cm=$(median "$TMP/res.cat" 2)
+xt=$(median "$TMP/res.extract" 1); xm=$(median "$TMP/res.extract" 2)
+tct=$(median "$TMP/res.tarc" 1); tcm=$(median "$TMP/res.tarc" 2)
 img=$(stat -c %s "$TMP/r4.img")
 used=$(( $(stat -c %b "$TMP/r4.img") * $(stat -c %B "$TMP/r4.img") ))
 
@@ -75,9 +89,14 @@ printf '\n%-34s %10s %12s\n' "median of $RUNS" "seconds" "peak RSS KiB"
 printf '%-34s %10s %12s\n' "r4pack create --size auto" "$r4t" "$r4m"
 printf '%-34s %10s %12s\n' "tar -xf into tmpfs" "$tt" "$tm"
 printf '%-34s %10s %12s\n' "mke2fs -t ext4 -d" "$et" "$em"
-awk -v a="$r4t" -v b="$tt" -v c="$et" 'BEGIN {
-	printf "r4pack / tar -x: %.2f   r4pack / mke2fs -d: %.2f\n",
-	       a / (b ? b : 0.001), a / (c ? c : 0.001) }'
+printf '%-34s %10s %12s\n' "cat linux.tar >tmpfs (floor)" "$ct" "$cm"
+printf '%-34s %10s %12s\n' "r4pack extract IMAGE TARBALL" "$xt" "$xm"
+printf '%-34s %10s %12s\n' "tar -cf of the tree on tmpfs" "$tct" "$tcm"
+awk -v a="$r4t" -v b="$tt" -v c="$et" -v f="$ct" 'BEGIN {
+	printf "r4pack / cat (floor): %.2f   r4pack / tar -x: %.2f   r4pack / mke2fs -d: %.2f\n",
+	       a / (f ? f : 0.001), a / (b ? b : 0.001), a / (c ? c : 0.001) }'
+awk -v x="$xt" -v t="$tct" 'BEGIN {
+	printf "r4pack extract / tar -cf: %.2f\n", x / (t ? t : 0.001) }'
 awk -v i="$img" -v u="$used" -v s="$bytes" 'BEGIN {
 	printf "r4pack image: %d bytes (%d allocated) for %d bytes of files: %.3f x (%.3f x allocated)\n",
 	       i, u, s, i / s, u / s }'

@@ -125,6 +125,11 @@ int r4_build_begin(const char *image, const struct r4_build_opts *o,
  * later call fails. */
 int r4_build_add(struct r4_build *b, const struct r4_entry *e,
 		 struct r4_error *err);
+/* The type (R4_ENT_*, never R4_ENT_HARDLINK: a link has its target's)
+ * of the name at the first len bytes of path ("" is the root) in the
+ * build so far, or -1 when there is none. Lets a caller ask the build
+ * instead of keeping its own table of every path. */
+int r4_build_type(struct r4_build *b, const char *path, size_t len);
 /* Streaming sources (an archive read once): from r4_build_stream_begin
  * to r4_build_stream_end the streamed data is written to the image on a
  * second thread while the caller reads on. End waits for every write

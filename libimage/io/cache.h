@@ -17,8 +17,9 @@ struct io_block {
 	unsigned dirty : 1;
 	unsigned orphan : 1;	/* discarded while pinned: freed at last put */
 	/* Set by a reader that verified the bytes of a clean block (a tree
-	 * node), so it need not verify them again; cleared whenever the
-	 * bytes may change (new, dirtied, cleaned by a commit). */
+	 * node), or by the tree's node writer for a dirty one, so they
+	 * need not be verified again; cleared whenever the bytes may
+	 * change (new, dirtied, captured, cleaned by a commit). */
 	unsigned verified : 1;
 	struct io_block *hnext;			/* hash chain */
 	struct io_block *lru_prev, *lru_next;	/* unreferenced, clean */

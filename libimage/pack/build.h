@@ -58,7 +58,11 @@ struct bobj {
 	int cc;
 	uint32_t *cc_len;
 	uint64_t cc_used;
-	/* directories */
+	struct bdir *sub;		/* directories only, else NULL */
+};
+
+/* What only a directory has (kept apart: most objects are not). */
+struct bdir {
 	struct bent **kids;
 	size_t nkids, capkids;
 	uint32_t nsubdirs;
@@ -72,7 +76,6 @@ struct bent {
 	struct bobj *dir;		/* the directory holding the name */
 	struct bobj *obj;
 	struct bent *hnext;		/* hash chain (dir, name) */
-	uint64_t k1, k2, k3;		/* entry key el[1..3], at finish */
 	uint16_t len;
 	char name[];			/* NUL terminated */
 };
@@ -137,7 +140,11 @@ struct r4_build {
 	struct bent **htab;
 	size_t hsize, hcount;
 	uint64_t nobj;
-	struct bobj **objs;		/* every object made, to free */
+	struct bobj **objs;		/* every object made */
+	/* objects, names and directory parts are carved from chunks
+	 * (freed together): no allocator overhead per object and name */
+	void *arena;			/* the newest chunk (chunks chain) */
+	size_t arena_used, arena_cap;
 	/* the directories the last path went through: component k ends
 	 * at wc_end[k] of wc_path, in directory wc_dir[k] */
 	char *wc_path;

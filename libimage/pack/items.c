@@ -21,10 +21,17 @@
 #include "format/plugin.h"
 #include "format/bitmap.h"
 
+/* A name's entry key (el[1..3]) while its directory is sorted: kept
+ * here, not in every struct bent, and made again when entries are
+ * emitted. */
+struct skey {
+	uint64_t k1, k2, k3;
+	struct bent *e;
+};
+
 static int ent_cmp(const void *pa, const void *pb)
 {
-	const struct bent *a = *(const struct bent *const *)pa;
-	const struct bent *b = *(const struct bent *const *)pb;
+	const struct skey *a = pa, *b = pb;
 
 	if (a->k1 != b->k1)
 		return a->k1 < b->k1 ? -1 : 1;
@@ -43,31 +50,42 @@ static int name_key(struct r4_build *b, uint64_t dir, const char *name,
 			     b->m.pset[FMT_PSET_FIBRATION]);
 }
 
-static int sort_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
+/* Sort d's names by key; *keys (nkids, the caller frees) gets the
+ * keys in that order. */
+static int sort_dir(struct r4_build *b, struct bobj *d, struct skey **keys,
+		    struct r4_error *err)
 {
 	char p1[4096];
 	struct fmt_key k;
+	size_t n = d->sub->nkids;
+	struct skey *s = malloc((n ? n : 1) * sizeof(*s));
 
-	for (size_t i = 0; i < d->nkids; i++) {
-		struct bent *e = d->kids[i];
+	*keys = s;
+	if (!s)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		struct bent *e = d->sub->kids[i];
 		int rc = name_key(b, d->oid, e->name, e->len, &k);
 
 		if (rc)
 			return r4i_fail(err, rc, "%s: cannot make the key of "
 				       "'%s': %s", pack_ns_obj_path(d, p1,
 				       sizeof(p1)), e->name, r4_strerror(rc));
-		e->k1 = k.el[1];
-		e->k2 = k.el[2];
-		e->k3 = k.el[3];
+		s[i].k1 = k.el[1];
+		s[i].k2 = k.el[2];
+		s[i].k3 = k.el[3];
+		s[i].e = e;
 	}
-	if (d->nkids > 1)
-		qsort(d->kids, d->nkids, sizeof(*d->kids), ent_cmp);
-	for (size_t i = 1; i < d->nkids; i++)
-		if (!ent_cmp(&d->kids[i - 1], &d->kids[i]))
+	if (n > 1)
+		qsort(s, n, sizeof(*s), ent_cmp);
+	for (size_t i = 0; i < n; i++)
+		d->sub->kids[i] = s[i].e;
+	for (size_t i = 1; i < n; i++)
+		if (!ent_cmp(&s[i - 1], &s[i]))
 			return r4i_fail(err, R4_EEXIST, "%s: '%s' has the same "
 				       "key as '%s' under this hash",
-				       pack_ns_path(d->kids[i], p1, sizeof(p1)),
-				       d->kids[i]->name, d->kids[i - 1]->name);
+				       pack_ns_path(s[i].e, p1, sizeof(p1)),
+				       s[i].e->name, s[i - 1].e->name);
 	return 0;
 }
 
@@ -81,37 +99,41 @@ static int assign_oids(struct r4_build *b, struct r4_error *err)
 	b->next_oid = FMT_FIRST_FREE_OID;
 	b->files = 1;
 	b->dirs = 1;
-	for (d = b->root; d; d = d->qnext) {
-		int rc = sort_dir(b, d, err);
+	for (d = b->root; d; d = d->sub->qnext) {
+		struct skey *keys;
+		int rc = sort_dir(b, d, &keys, err);
 
-		if (rc)
+		if (rc) {
+			free(keys);
 			return rc;
-		d->entries = d->nkids + 2;
-		d->ebytes = enc_entry_bytes(b->pol, 1) +
+		}
+		d->sub->entries = d->sub->nkids + 2;
+		d->sub->ebytes = enc_entry_bytes(b->pol, 1) +
 			    enc_entry_bytes(b->pol, 2);
-		for (size_t i = 0; i < d->nkids; i++) {
-			struct bent *e = d->kids[i];
+		for (size_t i = 0; i < d->sub->nkids; i++) {
+			struct bent *e = d->sub->kids[i];
 			struct bobj *o = e->obj;
 
-			d->ebytes += enc_entry_bytes(b->pol, e->len);
+			d->sub->ebytes += enc_entry_bytes(b->pol, e->len);
 			o->nlink++;
-			d->nsubdirs += o->type == R4_ENT_DIR;
+			d->sub->nsubdirs += o->type == R4_ENT_DIR;
 			if (o->oid)
 				continue;
 			o->oid = b->next_oid++;
 			o->primary = e;
 			o->locality = d->oid;
-			o->ordering = e->k1;
+			o->ordering = keys[i].k1;
 			b->files++;
 			if (o->type == R4_ENT_DIR) {
 				b->dirs++;
-				tail->qnext = o;
+				tail->sub->qnext = o;
 				tail = o;
 			}
 			if (o->data == BD_DEFERRED)
 				b->total_bytes += o->size;
 			b->bytes += o->type == R4_ENT_REG ? o->size : 0;
 		}
+		free(keys);
 	}
 	return 0;
 }
@@ -135,9 +157,9 @@ static void fill_stat(struct r4_build *b, const struct bobj *o,
 	st->size = o->size;
 	switch (o->type) {
 	case R4_ENT_DIR:
-		st->nlink = (o == b->root ? 3 : 2) + o->nsubdirs;
-		st->size = o->entries;
-		st->rdev_or_bytes = o->ebytes;
+		st->nlink = (o == b->root ? 3 : 2) + o->sub->nsubdirs;
+		st->size = o->sub->entries;
+		st->rdev_or_bytes = o->sub->ebytes;
 		if (o == b->root) {
 			st->mask |= 1u << FMT_SDEXT_PSET;
 			mkfs_root_pset_ext(&b->m, &st->pset);
@@ -219,13 +241,13 @@ static int dir_entries(struct r4_build *b, struct bobj *d,
 	if (rc)
 		return r4i_fail(err, rc, "cannot make the key of '..'");
 	set_entry(b, &ce[j++], &dot, d, ".", 1);
-	for (size_t i = 0; i < d->nkids; i++) {
-		struct bent *e = d->kids[i];
+	for (size_t i = 0; i < d->sub->nkids; i++) {
+		struct bent *e = d->sub->kids[i];
 
-		k.el[0] = dot.el[0];
-		k.el[1] = e->k1;
-		k.el[2] = e->k2;
-		k.el[3] = e->k3;
+		rc = name_key(b, d->oid, e->name, e->len, &k);
+		if (rc)
+			return r4i_fail(err, rc, "cannot make the key of '%s'",
+				       e->name);
 		if (n == 2 && fmt_key_cmp(&dotdot, &k) < 0) {
 			set_entry(b, &ce[j++], &dotdot, parent, "..", 2);
 			n = 1;
@@ -241,7 +263,7 @@ static int dir_entries(struct r4_build *b, struct bobj *d,
 static int emit_entries(struct r4_build *b, struct bobj *d,
 			struct r4_error *err)
 {
-	size_t n = d->nkids + 2, i = 0, uh = fmt_cde40_unit_header_size(b->pol);
+	size_t n = d->sub->nkids + 2, i = 0, uh = fmt_cde40_unit_header_size(b->pol);
 	size_t idsz = fmt_cde40_objid_size(b->pol);
 	struct fmt_cde40_entry *ce = calloc(n, sizeof(*ce));
 	int rc = ce ? dir_entries(b, d, ce, err) :
@@ -338,18 +360,18 @@ static int emit_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
 	char p[4096];
 
 	/* conv decides before the stat data says ccreg40 (pack/cluster.c) */
-	for (size_t i = 0; !rc && b->cc && i < d->nkids; i++)
-		if (d->kids[i]->obj->primary == d->kids[i])
-			rc = pack_cc_decide(b, d->kids[i]->obj,
-					    pack_ns_obj_path(d->kids[i]->obj,
+	for (size_t i = 0; !rc && b->cc && i < d->sub->nkids; i++)
+		if (d->sub->kids[i]->obj->primary == d->sub->kids[i])
+			rc = pack_cc_decide(b, d->sub->kids[i]->obj,
+					    pack_ns_obj_path(d->sub->kids[i]->obj,
 							     p, sizeof(p)),
 					    err);
-	for (size_t i = 0; !rc && i < d->nkids; i++)
-		if (d->kids[i]->obj->primary == d->kids[i])
-			rc = emit_sd(b, d->kids[i]->obj, err);
-	for (size_t i = 0; !rc && i < d->nkids; i++)
-		if (d->kids[i]->obj->primary == d->kids[i])
-			rc = emit_body(b, d->kids[i]->obj, err);
+	for (size_t i = 0; !rc && i < d->sub->nkids; i++)
+		if (d->sub->kids[i]->obj->primary == d->sub->kids[i])
+			rc = emit_sd(b, d->sub->kids[i]->obj, err);
+	for (size_t i = 0; !rc && i < d->sub->nkids; i++)
+		if (d->sub->kids[i]->obj->primary == d->sub->kids[i])
+			rc = emit_body(b, d->sub->kids[i]->obj, err);
 	return rc;
 }
 
@@ -375,7 +397,7 @@ static uint64_t estimate_upper(struct r4_build *b)
 		leaf += len + ih;
 		big += len > 310 ? len : 0;
 		if (o->type == R4_ENT_DIR)
-			leaf += o->ebytes + FMT_CDE40_UNITS_SIZE + ih;
+			leaf += o->sub->ebytes + FMT_CDE40_UNITS_SIZE + ih;
 		if (o->type == R4_ENT_REG && o->size &&
 		    (o->tails || o->cc == BCC_YES))
 			leaf += o->size + ih;
@@ -408,7 +430,7 @@ int pack_items_build(struct r4_build *b, struct r4_error *err)
 	if (rc)
 		return rc;
 	rc = emit_sd(b, b->root, err);
-	for (struct bobj *d = b->root; !rc && d; d = d->qnext)
+	for (struct bobj *d = b->root; !rc && d; d = d->sub->qnext)
 		rc = emit_dir(b, d, err);
 	rc2 = pack_async_end(b, rc ? NULL : err);
 	return rc ? rc : rc2;

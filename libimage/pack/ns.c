@@ -60,13 +60,51 @@ static int grow_hash(struct r4_build *b)
 	return 0;
 }
 
+#define ARENA_CHUNK (1u << 20)
+
+/* n zeroed bytes from the build's chunks (8-byte aligned; the first
+ * word of a chunk links to the chunk before it). */
+static void *arena_get(struct r4_build *b, size_t n)
+{
+	void *p;
+
+	n = (n + 7) & ~(size_t)7;
+	if (!b->arena || b->arena_used + n > b->arena_cap) {
+		size_t cap = n + 8 > ARENA_CHUNK ? n + 8 : ARENA_CHUNK;
+		void **c = calloc(1, cap);
+
+		if (!c)
+			return NULL;
+		c[0] = b->arena;
+		b->arena = c;
+		b->arena_used = 8;
+		b->arena_cap = cap;
+	}
+	p = (uint8_t *)b->arena + b->arena_used;
+	b->arena_used += n;
+	return p;
+}
+
+static void arena_free(struct r4_build *b)
+{
+	while (b->arena) {
+		void **c = b->arena;
+
+		b->arena = c[0];
+		free(c);
+	}
+	b->arena_used = b->arena_cap = 0;
+}
+
 static struct bobj *new_obj(struct r4_build *b, enum r4_entry_type type)
 {
 	struct bobj *o;
 
 	if (R4_RESERVE(b->objs, b->capobjs, b->nobj + 1, 1024))
 		return NULL;
-	o = calloc(1, sizeof(*o));
+	o = arena_get(b, sizeof(*o));
+	if (o && type == R4_ENT_DIR && !(o->sub = arena_get(b, sizeof(*o->sub))))
+		o = NULL;
 	if (o) {
 		o->type = type;
 		b->objs[b->nobj++] = o;
@@ -76,9 +114,11 @@ static struct bobj *new_obj(struct r4_build *b, enum r4_entry_type type)
 
 static int add_kid(struct bobj *dir, struct bent *e)
 {
-	if (R4_RESERVE(dir->kids, dir->capkids, dir->nkids + 1, 8))
+	struct bdir *d = dir->sub;
+
+	if (R4_RESERVE(d->kids, d->capkids, d->nkids + 1, 8))
 		return -ENOMEM;
-	dir->kids[dir->nkids++] = e;
+	d->kids[d->nkids++] = e;
 	return 0;
 }
 
@@ -90,13 +130,9 @@ static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 
 	if (b->hcount * 2 >= b->hsize && grow_hash(b))
 		return NULL;
-	e = calloc(1, sizeof(*e) + n + 1);
-	if (!e)
+	e = arena_get(b, sizeof(*e) + n + 1);
+	if (!e || add_kid(dir, e))
 		return NULL;
-	if (add_kid(dir, e)) {
-		free(e);
-		return NULL;
-	}
 	memcpy(e->name, s, n);
 	e->len = (uint16_t)n;
 	e->dir = dir;
@@ -130,14 +166,6 @@ int pack_ns_init(struct r4_build *b, struct r4_error *err)
 
 void pack_ns_fini(struct r4_build *b)
 {
-	for (size_t i = 0; b->htab && i < b->hsize; i++) {
-		struct bent *e = b->htab[i], *next;
-
-		for (; e; e = next) {
-			next = e->hnext;
-			free(e);
-		}
-	}
 	free(b->htab);
 	b->htab = NULL;
 	free(b->wc_path);
@@ -146,12 +174,13 @@ void pack_ns_fini(struct r4_build *b)
 	for (size_t i = 0; i < b->nobj; i++) {
 		free(b->objs[i]->target);
 		free(b->objs[i]->ext.u);
-		free(b->objs[i]->kids);
-		free(b->objs[i]);
+		if (b->objs[i]->sub)
+			free(b->objs[i]->sub->kids);
 	}
 	free(b->objs);
 	b->objs = NULL;
 	b->nobj = 0;
+	arena_free(b);
 }
 
 static const char *path_up(const struct bent *e, char *buf, size_t len,
@@ -379,7 +408,7 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		set_attrs(old->obj, e);
 		return 0;
 	}
-	if (old && old->obj->type == R4_ENT_DIR && old->obj->nkids)
+	if (old && old->obj->type == R4_ENT_DIR && old->obj->sub->nkids)
 		return r4i_fail(err, R4_EEXIST, "%s: would replace a directory "
 			       "that is not empty", e->path);
 	if (e->type != R4_ENT_HARDLINK) {
@@ -396,4 +425,28 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	if (e->type == R4_ENT_REG && e->data)
 		*obj = o;
 	return 0;
+}
+
+int r4_build_type(struct r4_build *b, const char *path, size_t len)
+{
+	struct r4_error tmp = { 0, "" };
+	char small[256], *p = len < sizeof(small) ? small : malloc(len + 1);
+	struct bobj *d;
+	struct bent *e = NULL;
+	const char *name;
+	size_t n = 0;
+	int rc, t = -1;
+
+	if (!p)
+		return -1;
+	memcpy(p, path, len);
+	p[len] = '\0';
+	rc = walk(b, p, 0, &d, &name, &n, &tmp);
+	if (!rc && !n)
+		t = R4_ENT_DIR;
+	else if (!rc && (e = lookup(b, d, name, n)))
+		t = (int)e->obj->type;
+	if (p != small)
+		free(p);
+	return t;
 }

@@ -179,6 +179,8 @@ static int type_at(struct tar_sink *s, const char *path, size_t len)
 
 	if (m)
 		return m->val == TAR_ABSENT ? -1 : m->val;
+	if (s->build)
+		return r4_build_type(s->build, path, len);
 	return s->vol ? lookup_type(s, path, len) : -1;
 }
 
@@ -268,17 +270,24 @@ static int link_target(struct tar_sink *s, struct r4_entry *e,
 	return 1;
 }
 
-/* Record path's type and make its missing parents directories. */
+/* Record path's type and make its missing parents directories. A build
+ * knows the types of the paths it holds (r4_build_type): there the map
+ * only keeps what the build does not, the excluded paths, and those
+ * are updated here (a path becomes a directory, or is added after all). */
 static int record(struct tar_sink *s, const char *path, int type)
 {
 	for (const char *p = path; (p = strchr(p, '/')); p++) {
 		size_t len = (size_t)(p - path);
 		int t = type_at(s, path, len);
 
+		if (s->build && !tar_map_get(&s->types, path, len))
+			continue;
 		if (t != R4_ENT_DIR &&
 		    tar_map_put(&s->types, path, len, R4_ENT_DIR, NULL))
 			return -ENOMEM;
 	}
+	if (s->build && !tar_map_get(&s->types, path, strlen(path)))
+		return 0;
 	return tar_map_put(&s->types, path, strlen(path), type, NULL);
 }
 

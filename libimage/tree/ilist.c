@@ -144,6 +144,10 @@ int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
 	if (rc)
 		return rc;
 	nr = tree_node_nr(b->data);
+	/* room for the node's items and a few more (the caller's change)
+	 * at once, not by doubling from 16 */
+	if (nr && ilist_room(out, (size_t)nr + 4))
+		rc = r4i_fail(err, -ENOMEM, "out of memory");
 	for (unsigned i = 0; !rc && i < nr; i++) {
 		rc = tree_node_item(vol, b->data, blk, i, &it, err);
 		if (!rc && ilist_push(out, &it.key, it.plugin_id, it.body,

@@ -108,6 +108,15 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 				      l->v[i].pid, l->v[i].body, l->v[i].len,
 				      NULL);
 	fmt_node_stamp(b->data, m->vol->blksize);
+	if (!rc) {
+		/* verified once here, readers trust it until it is captured
+		 * again (tree_node_get); a node that does not pass is left
+		 * for them to report, as before */
+		int bad = -1;
+
+		b->verified = !fmt_node_verify(b->data, m->vol->blksize,
+					       m->vol->keypol, &bad);
+	}
 	txn_put(m->t, b);
 	if (rc)
 		return r4i_fail(err, rc, "%s: cannot build node %llu (level "

@@ -77,8 +77,11 @@ int tree_node_get(struct r4_vol *vol, uint64_t blk, unsigned level,
 	if (rc)
 		return rc;
 	/* A clean node verified once stays verified until its bytes may
-	 * change; dirty nodes (being built by a transaction) always are. */
-	why = (b->verified && !b->dirty) ? NULL :
+	 * change. A dirty node (being built by a transaction) is verified
+	 * at every read, unless the tree's node writer verified it when
+	 * it wrote it (emit in modify.c) and nobody captured it since
+	 * (capturing clears the mark: libimage/txn). */
+	why = b->verified ? NULL :
 	      fmt_node_verify(b->data, vol->blksize, vol->keypol, &bad);
 	if (why) {
 		io_cache_put(&vol->cache, b);

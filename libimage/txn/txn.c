@@ -187,6 +187,9 @@ static int pin_twice(struct txn *t, struct tb *e, int fresh,
 			return rc;
 		io_cache_dirty(c, e->b);
 	}
+	/* the caller is about to change the bytes: any verification of
+	 * them is void (libimage/tree trusts dirty nodes it verified) */
+	e->b->verified = 0;
 	return io_cache_get(c, e->nr, out, err);
 }
 
