@@ -36,7 +36,6 @@
 #include "format/node.h"
 
 #define CAND_MAX 128
-#define LEVELS_MAX 32
 
 static int oom(struct r4_error *err)
 {
@@ -70,10 +69,10 @@ typedef int (*visit_fn)(void *ctx, const struct rp_el *e,
 
 struct walk {
 	struct rp_model *m;
-	uint64_t next[LEVELS_MAX + 1];	/* next target of each level; [1]:
+	uint64_t next[RP_LEVELS_MAX + 1];	/* next target of each level; [1]:
 					 * leaves and extents */
 	int nofit;			/* the targets pass the volume's end */
-	uint64_t count[LEVELS_MAX + 1];	/* nodes of each level */
+	uint64_t count[RP_LEVELS_MAX + 1];	/* nodes of each level */
 	visit_fn fn;			/* NULL: count only */
 	void *ctx;
 };
@@ -437,7 +436,7 @@ int rp_model_open(struct r4_vol *vol, struct rp_model *m, uint64_t batch,
 	if (m->height < 2)
 		return r4i_fail(err, R4_EUNSUPP, "%s: tree height %u: nothing "
 			       "above the leaves", vol->dev->path, m->height);
-	if (m->height > LEVELS_MAX)
+	if (m->height > RP_LEVELS_MAX)
 		return r4i_fail(err, R4_ECORRUPT, "%s: tree height %u",
 			       vol->dev->path, m->height);
 	m->cand = malloc(CAND_MAX * sizeof(*m->cand));

@@ -31,6 +31,9 @@ struct rp_el {
 	uint8_t level;
 };
 
+/* The highest tree the walks take. */
+#define RP_LEVELS_MAX 32
+
 /* Batches' worth of target blocks a window holds. */
 #define RP_WINDOW 16
 
@@ -41,7 +44,8 @@ struct rp_model {
 	struct r4_vol *vol;
 	uint64_t batch;
 	unsigned height;
-	uint64_t count[33];	/* nodes of each level above the leaves */
+	uint64_t count[RP_LEVELS_MAX + 1];	/* nodes of each level above
+					 * the leaves */
 	uint64_t base;		/* first target block */
 	uint64_t end;		/* one past the last target block */
 	uint64_t elements, blocks;	/* the whole tree */
