@@ -75,7 +75,7 @@ step() {
 }
 
 step "$W/base" 0 "$FILES" 1 0
-touch -h -d @1600000000 "$W/base" "$W"/base/*/ "$W"/base/*/*
+find "$W/base" -exec touch -h -d @1600000000 {} +
 r4pack create -q --size "${AGE_SIZE:-96M}" "$W/base" "$IMG"
 
 next=$FILES

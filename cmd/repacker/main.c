@@ -207,7 +207,7 @@ static int run(const char *path, const struct r4_repack_opts *o)
 	struct r4_error err = { 0 };
 	struct report *r = calloc(1, sizeof(*r));
 	struct r4_vol *vol = NULL;
-	int rc, ex = EXIT_FAILED;
+	int rc, ex = EXIT_FAILED, report = opt_json || !r4cmd_quiet;
 
 	if (!r) {
 		r4cmd_errorf("out of memory");
@@ -216,12 +216,15 @@ static int run(const char *path, const struct r4_repack_opts *o)
 	r->path = path;
 	rc = r4_vol_open(path, opt_dry ? R4_OPEN_RDONLY : R4_OPEN_RDWR, &vol,
 			 &err);
-	if (!rc)
+	/* -q prints no report: no fragmentation figures to measure (their
+	 * table of objects is what grows with the files, not the repack) */
+	if (!rc && report)
 		rc = measure(vol, r, 0, &err);
 	if (!rc)
 		rc = r4_repack(vol, o, &r->res, &err);
-	if (!rc && !opt_dry && (r->res.outcome == R4_REPACK_DONE ||
-				r->res.outcome == R4_REPACK_TIME_LIMIT)) {
+	if (!rc && report && !opt_dry &&
+	    (r->res.outcome == R4_REPACK_DONE ||
+	     r->res.outcome == R4_REPACK_TIME_LIMIT)) {
 		rc = measure(vol, r, 1, &err);
 		r->have_after = !rc;
 	}

@@ -101,10 +101,21 @@ static const struct io_ops file_ops = {
 	.resize = file_resize, .close = file_close
 };
 
+static const char *mountinfo_path = "/proc/self/mountinfo";
+static const char *sysblock_path = "/sys/block";
+
+void io_mount_table_override(const char *mountinfo, const char *sysblock)
+{
+	if (mountinfo)
+		mountinfo_path = mountinfo;
+	if (sysblock)
+		sysblock_path = sysblock;
+}
+
 /* mountinfo: "id parent major:minor root mountpoint ...". */
 static int mounted_devno(dev_t devno, char *where, size_t len)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "r");
+	FILE *f = fopen(mountinfo_path, "r");
 	char line[4096];
 	int found = 0;
 
@@ -130,7 +141,7 @@ static int mounted_devno(dev_t devno, char *where, size_t len)
 /* An image file is mounted when a loop device backed by it is. */
 static int loop_mounted(const char *real, char *where, size_t len)
 {
-	DIR *d = opendir("/sys/block");
+	DIR *d = opendir(sysblock_path);
 	struct dirent *e;
 	int found = 0;
 
@@ -143,8 +154,8 @@ static int loop_mounted(const char *real, char *where, size_t len)
 
 		if (strncmp(e->d_name, "loop", 4))
 			continue;
-		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file",
-			 e->d_name);
+		snprintf(p, sizeof(p), "%s/%s/loop/backing_file",
+			 sysblock_path, e->d_name);
 		f = fopen(p, "r");
 		if (!f)
 			continue;
@@ -154,7 +165,7 @@ static int loop_mounted(const char *real, char *where, size_t len)
 		back[strcspn(back, "\n")] = '\0';
 		if (strcmp(back, real))
 			continue;
-		snprintf(p, sizeof(p), "/sys/block/%s/dev", e->d_name);
+		snprintf(p, sizeof(p), "%s/%s/dev", sysblock_path, e->d_name);
 		f = fopen(p, "r");
 		if (!f)
 			continue;

@@ -78,5 +78,9 @@ int io_resize(struct io_dev *dev, uint64_t size, struct r4_error *err);
 /* 1 when path (a block device, or an image file behind a loop device)
  * is mounted, with the mount point in where; 0 when not; -errno. */
 int io_is_mounted(const char *path, char *where, size_t len);
+/* Test builds only (tests/helpers/fault_env.c): read the mount table
+ * from mountinfo and the loop devices from sysblock instead of
+ * /proc/self/mountinfo and /sys/block (NULL: keep). */
+void io_mount_table_override(const char *mountinfo, const char *sysblock);
 
 #endif

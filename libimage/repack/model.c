@@ -1,16 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the repacker's picture of the tree.
+/* r4kit: the repacker's view of the tree, a window at a time.
  *
- * Elements in target order: the nodes above the leaves (the root, then
- * each level down, each level in key order), then what the twigs point
- * at in their item order: leaves and extent units (holes have no
- * blocks). Targets are handed out in that order from the base block,
- * skipping the positions r4pack create never uses (bitmap blocks and
- * every possible backup block); a unit that would straddle one starts
- * after it instead. The base is the first usable block, or the root's
- * block when everything before the root is free and everything after
- * it is in place (r4pack create leaves a free area in front of the
- * upper nodes). */
+ * The elements (nodes and extent units) in target order: the nodes
+ * above the leaves (the root, then each level down, each level in key
+ * order), then what the twigs point at in their item order: leaves and
+ * extent units (holes have no blocks). Targets are handed out in that
+ * order from the base block, skipping the positions r4pack create never
+ * uses (bitmap blocks and every possible backup block); a unit that
+ * would straddle one starts after it instead. The base is the first
+ * usable block, or the root's block when everything before the root is
+ * free and everything after it is in place (r4pack create leaves a free
+ * area in front of the upper nodes).
+ *
+ * Nothing is kept for the whole tree: a walk reads the nodes above the
+ * leaves depth-first (one node a level held at a time) and hands each
+ * element with its target to a visitor. A first walk counts the nodes
+ * of each level (where each level's targets start), a second sums the
+ * plan and finds the frontier (the first target whose element is not
+ * there), a third keeps the window: the elements whose targets lie in
+ * the next RP_WINDOW batches' worth of blocks from the frontier, and
+ * every element on a block there (what is in their way). The batches
+ * work on the window until its targets are filled; then it is walked
+ * again from the volume. */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -26,110 +37,9 @@
 
 #define CAND_MAX 128
 
-struct walk {
-	struct rp_model *m;
-	struct rp_el *up, *low;
-	size_t nup, capup, nlow, caplow;
-};
-
-static int push(struct rp_el **v, size_t *n, size_t *cap,
-		const struct rp_el *e)
-{
-	if (*n == *cap) {
-		size_t c = *cap ? *cap * 2 : 256;
-		struct rp_el *t = realloc(*v, c * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		*v = t;
-		*cap = c;
-	}
-	(*v)[(*n)++] = *e;
-	return 0;
-}
-
 static int oom(struct r4_error *err)
 {
 	return r4i_fail(err, -ENOMEM, "out of memory");
-}
-
-static int walk_node(struct walk *w, uint64_t blk, unsigned level,
-		     int64_t self, struct r4_error *err);
-
-/* One item of an internal node: children and extent units. */
-static int walk_item(struct walk *w, const struct tree_item *it,
-		     unsigned level, int64_t self, struct r4_error *err)
-{
-	struct r4_vol *vol = w->m->vol;
-	struct rp_el e = { 0, 0, 1, self, (uint32_t)it->off, 0 };
-	uint64_t child;
-
-	if (it->plugin_id == FMT_ITEM_NODEPTR40) {
-		if (fmt_nodeptr40_decode(it->body, it->len, &child))
-			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
-				       "item %u: bad node pointer",
-				       vol->dev->path,
-				       (unsigned long long)it->blk, it->pos);
-		e.cur = child;
-		e.level = (uint8_t)(level - 1);
-		if (level - 1 == FMT_NODE_LEAF_LEVEL)
-			return push(&w->low, &w->nlow, &w->caplow, &e) ?
-			       oom(err) : 0;
-		if (push(&w->up, &w->nup, &w->capup, &e))
-			return oom(err);
-		return walk_node(w, child, level - 1,
-				 (int64_t)w->nup - 1, err);
-	}
-	if (it->plugin_id != FMT_ITEM_EXTENT40)
-		return 0;
-	for (unsigned u = 0;; u++) {
-		struct fmt_extent40_unit eu;
-		int rc = fmt_extent40_unit(it->body, it->len, u, &eu);
-
-		if (rc == R4_ERANGE)
-			return 0;
-		if (rc)
-			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
-				       "item %u: bad extent", vol->dev->path,
-				       (unsigned long long)it->blk, it->pos);
-		if (fmt_extent40_kind(&eu) != FMT_EXTENT_ALLOCATED)
-			continue;
-		if (eu.start + eu.width > vol->sb.block_count ||
-		    eu.start + eu.width < eu.start || !eu.width)
-			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
-				       "item %u, unit %u: blocks %llu+%llu "
-				       "outside the volume", vol->dev->path,
-				       (unsigned long long)it->blk, it->pos, u,
-				       (unsigned long long)eu.start,
-				       (unsigned long long)eu.width);
-		e.cur = eu.start;
-		e.w = eu.width;
-		e.off = (uint32_t)(it->off + u * FMT_EXTENT40_UNIT_SIZE);
-		if (push(&w->low, &w->nlow, &w->caplow, &e))
-			return oom(err);
-	}
-}
-
-static int walk_node(struct walk *w, uint64_t blk, unsigned level,
-		     int64_t self, struct r4_error *err)
-{
-	struct r4_vol *vol = w->m->vol;
-	struct io_block *b;
-	unsigned nr;
-	int rc = tree_node_get(vol, blk, level, &b, err);
-
-	if (rc)
-		return rc;
-	nr = tree_node_nr(b->data);
-	for (unsigned i = 0; !rc && i < nr; i++) {
-		struct tree_item it;
-
-		rc = tree_node_item(vol, b->data, blk, i, &it, err);
-		if (!rc)
-			rc = walk_item(w, &it, level, self, err);
-	}
-	io_cache_put(&vol->cache, b);
-	return rc;
 }
 
 int rp_fixed(const struct rp_model *m, uint64_t blk)
@@ -152,55 +62,253 @@ int rp_fixed(const struct rp_model *m, uint64_t blk)
 	return 0;
 }
 
-/* Targets from base on; 0 when they all fit in the volume. */
-static int place(struct rp_model *m, uint64_t base)
+/* ---- the walk ------------------------------------------------------------ */
+
+typedef int (*visit_fn)(void *ctx, const struct rp_el *e,
+			struct r4_error *err);
+
+struct walk {
+	struct rp_model *m;
+	uint64_t next[RP_LEVELS_MAX + 1];	/* next target of each level; [1]:
+					 * leaves and extents */
+	int nofit;			/* the targets pass the volume's end */
+	uint64_t count[RP_LEVELS_MAX + 1];	/* nodes of each level */
+	visit_fn fn;			/* NULL: count only */
+	void *ctx;
+};
+
+/* The next w blocks from *c with no fixed block among them. */
+static uint64_t take(struct walk *w, uint64_t *c, uint64_t width)
 {
-	uint64_t c = base, count = m->vol->sb.block_count;
+	uint64_t at = *c, k = 0, count = w->m->vol->sb.block_count;
 
-	for (size_t i = 0; i < m->n; i++) {
-		struct rp_el *e = &m->el[i];
-		uint64_t k = 0;
-
-		while (k < e->w) {
-			if (c + k >= count)
-				return -1;
-			if (rp_fixed(m, c + k)) {
-				c += k + 1;
-				k = 0;
-				continue;
-			}
-			k++;
+	while (k < width) {
+		if (at + k >= count) {
+			w->nofit = 1;
+			break;
 		}
-		e->tgt = c;
-		c += e->w;
+		if (rp_fixed(w->m, at + k)) {
+			at += k + 1;
+			k = 0;
+			continue;
+		}
+		k++;
 	}
-	m->base = base;
-	m->end = c;
+	*c = at + width;
+	return at;
+}
+
+static int emit(struct walk *w, struct rp_el *e, struct r4_error *err)
+{
+	if (!w->fn) {
+		if (e->level >= 2)
+			w->count[e->level]++;
+		return 0;
+	}
+	e->tgt = take(w, &w->next[e->level >= 2 ? e->level : 1], e->w);
+	return w->fn(w->ctx, e, err);
+}
+
+static int walk_node(struct walk *w, uint64_t blk, unsigned level,
+		     struct r4_error *err);
+
+/* One item of an internal node: children and extent units. */
+static int walk_item(struct walk *w, const struct tree_item *it,
+		     unsigned level, struct r4_error *err)
+{
+	struct r4_vol *vol = w->m->vol;
+	struct rp_el e = { 0, 0, 1, -2, it->blk, (uint32_t)it->off, 0 };
+	uint64_t child;
+	int rc;
+
+	if (it->plugin_id == FMT_ITEM_NODEPTR40) {
+		if (fmt_nodeptr40_decode(it->body, it->len, &child))
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+				       "item %u: bad node pointer",
+				       vol->dev->path,
+				       (unsigned long long)it->blk, it->pos);
+		e.cur = child;
+		e.level = (uint8_t)(level - 1);
+		rc = emit(w, &e, err);
+		if (rc || level - 1 == FMT_NODE_LEAF_LEVEL)
+			return rc;
+		return walk_node(w, child, level - 1, err);
+	}
+	if (it->plugin_id != FMT_ITEM_EXTENT40)
+		return 0;
+	for (unsigned u = 0;; u++) {
+		struct fmt_extent40_unit eu;
+
+		rc = fmt_extent40_unit(it->body, it->len, u, &eu);
+		if (rc == R4_ERANGE)
+			return 0;
+		if (rc)
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+				       "item %u: bad extent", vol->dev->path,
+				       (unsigned long long)it->blk, it->pos);
+		if (fmt_extent40_kind(&eu) != FMT_EXTENT_ALLOCATED)
+			continue;
+		if (eu.start + eu.width > vol->sb.block_count ||
+		    eu.start + eu.width < eu.start || !eu.width)
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, "
+				       "item %u, unit %u: blocks %llu+%llu "
+				       "outside the volume", vol->dev->path,
+				       (unsigned long long)it->blk, it->pos, u,
+				       (unsigned long long)eu.start,
+				       (unsigned long long)eu.width);
+		e.cur = eu.start;
+		e.w = eu.width;
+		e.level = 0;
+		e.off = (uint32_t)(it->off + u * FMT_EXTENT40_UNIT_SIZE);
+		rc = emit(w, &e, err);
+		if (rc)
+			return rc;
+	}
+}
+
+static int walk_node(struct walk *w, uint64_t blk, unsigned level,
+		     struct r4_error *err)
+{
+	struct r4_vol *vol = w->m->vol;
+	struct io_block *b;
+	unsigned nr;
+	int rc = tree_node_get(vol, blk, level, &b, err);
+
+	if (rc)
+		return rc;
+	nr = tree_node_nr(b->data);
+	for (unsigned i = 0; !rc && i < nr; i++) {
+		struct tree_item it;
+
+		rc = tree_node_item(vol, b->data, blk, i, &it, err);
+		if (!rc)
+			rc = walk_item(w, &it, level, err);
+	}
+	io_cache_put(&vol->cache, b);
+	return rc;
+}
+
+/* Walk the tree: fn sees every element with its target from base (in
+ * depth-first order: each level's in key order). *nofit when the
+ * targets do not fit in the volume. */
+static int walk(struct rp_model *m, uint64_t base, visit_fn fn, void *ctx,
+		int *nofit, struct r4_error *err)
+{
+	struct walk w;
+	struct rp_el root = { m->vol->sb.root_block, 0, 1, -1, 0, 0,
+			      (uint8_t)m->height };
+	uint64_t c = base;
+	int rc;
+
+	memset(&w, 0, sizeof(w));
+	w.m = m;
+	memcpy(w.count, m->count, sizeof(w.count));
+	for (unsigned l = m->height; l >= 2; l--) {
+		w.next[l] = c;
+		for (uint64_t i = 0; i < w.count[l]; i++)
+			take(&w, &c, 1);
+	}
+	w.next[1] = c;
+	w.fn = fn;
+	w.ctx = ctx;
+	rc = emit(&w, &root, err);
+	if (!rc)
+		rc = walk_node(&w, root.cur, m->height, err);
+	*nofit = w.nofit;
+	if (!rc && fn)
+		m->end = w.next[1];
+	return rc;
+}
+
+static int count_levels(struct rp_model *m, struct r4_error *err)
+{
+	struct walk w;
+	struct rp_el root = { m->vol->sb.root_block, 0, 1, -1, 0, 0,
+			      (uint8_t)m->height };
+	int rc;
+
+	memset(&w, 0, sizeof(w));
+	w.m = m;
+	rc = emit(&w, &root, err);
+	if (!rc)
+		rc = walk_node(&w, root.cur, m->height, err);
+	if (!rc)
+		memcpy(m->count, w.count, sizeof(m->count));
+	return rc;
+}
+
+/* ---- the plan ------------------------------------------------------------ */
+
+static int sum_el(void *ctx, const struct rp_el *e, struct r4_error *err)
+{
+	struct rp_model *m = ctx;
+
+	(void)err;
+	m->elements++;
+	m->blocks += e->w;
+	if (e->cur != e->tgt) {
+		m->misplaced_blocks += e->w;
+		m->misplaced_elements++;
+		if (e->tgt < m->frontier)
+			m->frontier = e->tgt;
+	}
 	return 0;
 }
 
-/* The root's block when nothing before it is in use. */
-static int root_base(struct rp_model *m, uint64_t *base,
-		     struct r4_error *err)
+static int sum(struct rp_model *m, uint64_t base, int *nofit,
+	       struct r4_error *err)
+{
+	m->elements = m->blocks = 0;
+	m->misplaced_blocks = m->misplaced_elements = 0;
+	m->frontier = UINT64_MAX;
+	return walk(m, base, sum_el, m, nofit, err);
+}
+
+/* Whether any block from the first usable one to the root's is in use. */
+static int used_before_root(struct rp_model *m, struct r4_error *err)
 {
 	struct r4_vol *vol = m->vol;
-	uint64_t first = fmt_blk_first_usable(vol->blksize);
-	uint64_t root = m->el[0].cur;
 
-	*base = first;
-	for (uint64_t b = first; b < root; b++) {
+	for (uint64_t b = fmt_blk_first_usable(vol->blksize);
+	     b < vol->sb.root_block; b++) {
 		int rc;
 
 		if (rp_fixed(m, b))
 			continue;
 		rc = space_test(&vol->space, b, err);
-		if (rc < 0)
-			return rc;
 		if (rc)
-			return 0;
+			return rc;
 	}
-	*base = root;
 	return 0;
+}
+
+/* ---- the window --------------------------------------------------------- */
+
+static int keep_el(void *ctx, const struct rp_el *e, struct r4_error *err)
+{
+	struct rp_model *m = ctx;
+
+	if (!(e->tgt >= m->lo && e->tgt < m->hi) &&
+	    !(e->cur < m->hi + m->batch && e->cur + e->w > m->lo))
+		return 0;
+	if (m->n == m->cap) {
+		size_t c = m->cap ? m->cap * 2 : 256;
+		struct rp_el *t = realloc(m->el, c * sizeof(*t));
+
+		if (!t)
+			return oom(err);
+		m->el = t;
+		m->cap = c;
+	}
+	m->el[m->n++] = *e;
+	return 0;
+}
+
+static int cmp_tgt(const void *a, const void *b)
+{
+	const struct rp_el *x = a, *y = b;
+
+	return x->tgt < y->tgt ? -1 : x->tgt > y->tgt;
 }
 
 /* qsort has no context argument: the elements being sorted. */
@@ -214,51 +322,15 @@ static int cmp_pos(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* up[] in walk order, ordered by level (highest first; walk order, i.e.
- * key order, within a level), then low[]; parent indexes remapped. */
-static int assemble(struct rp_model *m, struct walk *w, struct r4_error *err)
+void rp_model_index(struct rp_model *m)
 {
-	size_t *perm = malloc((w->nup + 1) * sizeof(*perm));
-	size_t k = 0;
-
-	m->cap = w->nup + w->nlow;
-	m->el = malloc((m->cap + 1) * sizeof(*m->el));
-	if (!perm || !m->el) {
-		free(perm);
-		return oom(err);
-	}
-	for (unsigned l = m->height; l >= 2; l--)
-		for (size_t i = 0; i < w->nup; i++)
-			if (w->up[i].level == l) {
-				perm[i] = k;
-				m->el[k++] = w->up[i];
-			}
-	for (size_t i = 0; i < k; i++)
-		if (m->el[i].parent >= 0)
-			m->el[i].parent = (int64_t)perm[m->el[i].parent];
-	for (size_t i = 0; i < w->nlow; i++) {
-		m->el[k] = w->low[i];
-		m->el[k++].parent = (int64_t)perm[w->low[i].parent];
-	}
-	m->n = k;
-	free(perm);
-	return 0;
-}
-
-static int index_positions(struct rp_model *m, struct r4_error *err)
-{
-	m->bypos = malloc((m->n + 1) * sizeof(*m->bypos));
-	if (!m->bypos)
-		return oom(err);
-	for (size_t i = 0; i < m->n; i++) {
+	for (size_t i = 0; i < m->n; i++)
 		m->bypos[i] = i;
-		m->blocks += m->el[i].w;
-	}
 	sort_el = m->el;
 	qsort(m->bypos, m->n, sizeof(*m->bypos), cmp_pos);
-	return 0;
 }
 
+/* The element whose block is blk now, in bypos order; -1 none. */
 int64_t rp_owner(const struct rp_model *m, uint64_t blk)
 {
 	size_t lo = 0, hi = m->n;
@@ -277,18 +349,96 @@ int64_t rp_owner(const struct rp_model *m, uint64_t blk)
 	return blk < m->el[lo].cur + m->el[lo].w ? (int64_t)lo : -1;
 }
 
-int rp_model_build(struct r4_vol *vol, struct rp_model *m,
-		   struct r4_error *err)
+uint64_t rp_parent_blk(const struct rp_model *m, const struct rp_el *e)
 {
-	struct walk w = { .m = m };
-	struct rp_el root = { vol->sb.root_block, 0, 1, -1, 0,
-			      (uint8_t)vol->sb.tree_height };
-	uint64_t base;
-	int rc;
+	return e->parent >= 0 ? m->el[e->parent].cur : e->pblk;
+}
 
+/* The window from the frontier: its elements in target order, the
+ * parents found among them (a node pointed at from one moves with it). */
+static int collect(struct rp_model *m, struct r4_error *err)
+{
+	size_t *v;
+	int nofit, rc;
+
+	m->n = 0;
+	m->lo = m->frontier;
+	m->hi = m->lo + RP_WINDOW * m->batch;
+	rc = walk(m, m->base, keep_el, m, &nofit, err);
+	if (rc)
+		return rc;
+	qsort(m->el, m->n, sizeof(*m->el), cmp_tgt);
+	m->ntgt = 0;
+	while (m->ntgt < m->n && m->el[m->ntgt].tgt < m->hi)
+		m->ntgt++;
+	v = realloc(m->bypos, (m->n + 1) * sizeof(*v));
+	if (!v)
+		return oom(err);
+	m->bypos = v;
+	rp_model_index(m);
+	for (size_t i = 0; i < m->n; i++) {
+		int64_t p;
+
+		if (m->el[i].parent != -2)
+			continue;
+		p = rp_owner(m, m->el[i].pblk);
+		if (p >= 0 && m->el[p].level >= 2 &&
+		    m->el[p].cur == m->el[i].pblk)
+			m->el[i].parent = p;
+	}
+	return 0;
+}
+
+int rp_model_scan(struct rp_model *m, struct r4_error *err)
+{
+	struct r4_vol *vol = m->vol;
+	uint64_t first = fmt_blk_first_usable(vol->blksize);
+	int rc, nofit = 1;
+
+	m->stale = 0;
+	m->n = m->ntgt = 0;
+	rc = count_levels(m, err);
+	if (rc)
+		return rc;
+	/* the root's block as the base only when everything is in place
+	 * from there: a volume r4pack create made; else the targets could
+	 * change as the run frees the blocks before the root */
+	m->base = vol->sb.root_block;
+	if (m->base > first) {
+		rc = used_before_root(m, err);
+		if (rc < 0)
+			return rc;
+		if (!rc) {
+			rc = sum(m, m->base, &nofit, err);
+			if (rc)
+				return rc;
+		}
+	}
+	if (nofit || m->misplaced_blocks) {
+		m->base = first;
+		rc = sum(m, m->base, &nofit, err);
+		if (rc)
+			return rc;
+		if (nofit)
+			return r4i_fail(err, R4_ENOSPC, "%s: the tree does not "
+				       "fit in the volume", vol->dev->path);
+	}
+	return m->misplaced_blocks ? collect(m, err) : 0;
+}
+
+int rp_model_open(struct r4_vol *vol, struct rp_model *m, uint64_t batch,
+		  struct r4_error *err)
+{
 	memset(m, 0, sizeof(*m));
 	m->vol = vol;
+	m->batch = batch;
 	m->height = vol->sb.tree_height;
+	if (m->height < 2)
+		return r4i_fail(err, R4_EUNSUPP, "%s: tree height %u: nothing "
+			       "above the leaves", vol->dev->path, m->height);
+	if (m->height > RP_LEVELS_MAX)
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree height %u",
+			       vol->dev->path, m->height);
 	m->cand = malloc(CAND_MAX * sizeof(*m->cand));
 	if (!m->cand)
 		return oom(err);
@@ -296,30 +446,7 @@ int rp_model_build(struct r4_vol *vol, struct rp_model *m,
 				     CAND_MAX);
 	if (m->ncand > CAND_MAX)
 		return r4i_fail(err, R4_ERANGE, "too many backup positions");
-	if (m->height < 2)
-		return r4i_fail(err, R4_EUNSUPP, "%s: tree height %u: nothing "
-			       "above the leaves", vol->dev->path, m->height);
-	rc = push(&w.up, &w.nup, &w.capup, &root) ? oom(err) : 0;
-	if (!rc)
-		rc = walk_node(&w, root.cur, m->height, 0, err);
-	if (!rc)
-		rc = assemble(m, &w, err);
-	free(w.up);
-	free(w.low);
-	if (!rc)
-		rc = index_positions(m, err);
-	if (!rc)
-		rc = root_base(m, &base, err);
-	/* the root's block as the base only when everything is in place
-	 * from there: a volume r4pack create made; else the targets could
-	 * change as the run frees the blocks before the root */
-	if (!rc && base != fmt_blk_first_usable(vol->blksize) &&
-	    (place(m, base) || rp_frontier(m) != m->n))
-		base = fmt_blk_first_usable(vol->blksize);
-	if (!rc && place(m, base))
-		rc = r4i_fail(err, R4_ENOSPC, "%s: the tree does not fit in "
-			     "the volume", vol->dev->path);
-	return rc;
+	return rp_model_scan(m, err);
 }
 
 void rp_model_fini(struct rp_model *m)
@@ -334,25 +461,40 @@ size_t rp_frontier(const struct rp_model *m)
 {
 	size_t i = 0;
 
-	while (i < m->n && m->el[i].cur == m->el[i].tgt)
+	while (i < m->ntgt && m->el[i].cur == m->el[i].tgt)
 		i++;
 	return i;
+}
+
+int rp_model_next(struct rp_model *m, struct r4_error *err)
+{
+	size_t f;
+	int rc;
+
+	if (!m->stale) {
+		f = rp_frontier(m);
+		if (f < m->ntgt && (m->el[f].tgt + 2 * m->batch <= m->hi ||
+				    m->hi >= m->end)) {
+			rp_model_index(m);
+			return 0;
+		}
+	}
+	rc = rp_model_scan(m, err);
+	if (rc)
+		return rc;
+	return m->misplaced_blocks ? 0 : 1;
 }
 
 void rp_plan(const struct rp_model *m, uint64_t batch,
 	     struct r4_repack_plan *p)
 {
-	uint64_t nb = 0, ne = 0, regions;
+	uint64_t nb = m->misplaced_blocks, ne = m->misplaced_elements;
+	uint64_t regions;
 	uint32_t bs = m->vol->blksize;
 
 	memset(p, 0, sizeof(*p));
-	for (size_t i = 0; i < m->n; i++)
-		if (m->el[i].cur != m->el[i].tgt) {
-			nb += m->el[i].w;
-			ne++;
-		}
 	p->tree_blocks = m->blocks;
-	p->elements = m->n;
+	p->elements = m->elements;
 	p->misplaced_blocks = nb;
 	p->misplaced_elements = ne;
 	p->free_blocks = m->vol->sb.free_blocks;

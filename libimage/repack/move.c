@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: one repack batch, one transaction.
  *
- * From the first element not at its place (the frontier), in target
- * order: an element whose target blocks are all free moves there; else
+ * From the first element of the window not at its place (the
+ * frontier), in target order: an element whose target blocks are all free moves there; else
  * the elements in the way move, to their own targets when those are
  * free, else, for the elements whose targets are in the window (the
  * next 2 batches' worth of blocks from the frontier), out of the way:
@@ -76,11 +76,11 @@ static int patch_parent(struct bctx *c, const struct rp_el *e, uint64_t dst,
 	uint64_t pb;
 	int rc;
 
-	if (e->parent < 0) {
+	if (e->parent == -1) {
 		txn_set_root(c->t, dst, (uint16_t)c->m->height);
 		return 0;
 	}
-	pb = c->m->el[e->parent].cur;
+	pb = rp_parent_blk(c->m, e);
 	if (e->off + 8 > c->vol->blksize)
 		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu: pointer "
 			       "at byte %u", c->vol->dev->path,
@@ -206,7 +206,7 @@ static int cut_item(const struct rp_el *e, const struct tree_item *it,
 static int cut_body(struct bctx *c, const struct rp_el *e, uint64_t k,
 		    uint64_t dst, struct cut *x, struct r4_error *err)
 {
-	uint64_t twig = c->m->el[e->parent].cur;
+	uint64_t twig = rp_parent_blk(c->m, e);
 	struct io_block *b;
 	unsigned nr;
 	int rc = tree_node_get(c->vol, twig, FMT_NODE_TWIG_LEVEL, &b, err);
@@ -245,7 +245,7 @@ static int put_cut(struct bctx *c, const struct rp_el *e,
 	int rc;
 
 	if (x->merge) {
-		rc = txn_capture(c->t, c->m->el[e->parent].cur, &b, err);
+		rc = txn_capture(c->t, rp_parent_blk(c->m, e), &b, err);
 		if (rc)
 			return rc;
 		memcpy(b->data + x->off, x->body, x->len);
@@ -271,6 +271,7 @@ static int split_move(struct bctx *c, size_t i, uint64_t k, uint64_t dst,
 	uint64_t s, got;
 	int rc = cut_body(c, e, k, dst, &x, err);
 
+	c->m->stale = 1;	/* the units (and maybe the twigs) change */
 	part.w = k;
 	if (!rc)
 		rc = txn_alloc_run(c->t, dst, k, &s, &got, err);
@@ -499,7 +500,7 @@ static int run_batch(struct bctx *c, size_t f, uint64_t batch,
 	struct rp_model *m = c->m;
 	int stop = 0, rc = 0;
 
-	for (size_t i = f; !rc && !stop && i < m->n; i++) {
+	for (size_t i = f; !rc && !stop && i < m->ntgt; i++) {
 		if (m->el[i].cur == m->el[i].tgt)
 			continue;
 		if (c->st->moved >= batch)
@@ -526,7 +527,7 @@ int rp_batch(struct rp_model *m, uint64_t batch, struct rp_batch_stats *st,
 	int rc;
 
 	memset(st, 0, sizeof(*st));
-	if (f == m->n)
+	if (f == m->ntgt)
 		return 0;
 	c.lo = m->el[f].tgt;
 	c.hi = c.lo + 2 * batch;

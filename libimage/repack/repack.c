@@ -31,35 +31,38 @@ int r4_repack_plan(struct r4_vol *vol, uint64_t batch,
 		   struct r4_repack_plan *out, struct r4_error *err)
 {
 	struct rp_model m;
-	int rc = rp_model_build(vol, &m, err);
+	int rc;
 
+	batch = batch ? batch : BATCH_DEFAULT;
+	rc = rp_model_open(vol, &m, batch, err);
 	if (!rc)
-		rp_plan(&m, batch ? batch : BATCH_DEFAULT, out);
+		rp_plan(&m, batch, out);
 	rp_model_fini(&m);
 	return rc;
 }
 
-/* Batches until done, the time limit or a failure. */
+/* Batches until done, the time limit or a failure; the window is walked
+ * again from the volume when the batches have filled it. */
 static int batches(struct r4_vol *vol, const struct r4_repack_opts *o,
 		   struct r4_repack_result *res, double t0,
 		   struct r4_error *err)
 {
 	uint64_t limit = 4 * (res->plan.misplaced_elements +
 			      res->plan.misplaced_blocks / o->batch) + 64;
-	int rc = 0;
+	struct rp_model m;
+	int rc = rp_model_open(vol, &m, o->batch, err);
 
-	for (;;) {
-		struct rp_model m;
+	while (!rc) {
 		struct rp_batch_stats st;
-		int done;
 
-		rc = rp_model_build(vol, &m, err);
-		done = rc || rp_frontier(&m) == m.n;
-		if (!done)
-			rc = rp_batch(&m, o->batch, &st, err);
-		rp_model_fini(&m);
-		if (rc || done)
-			return rc;
+		rc = rp_model_next(&m, err);
+		if (rc) {
+			rc = rc > 0 ? 0 : rc;
+			break;
+		}
+		rc = rp_batch(&m, o->batch, &st, err);
+		if (rc)
+			break;
 		res->moved += st.moved;
 		res->evicted += st.evicted;
 		res->batches++;
@@ -68,14 +71,16 @@ static int batches(struct r4_vol *vol, const struct r4_repack_opts *o,
 				    res->plan.misplaced_blocks + res->evicted);
 		if (o->time_limit >= 0 && now() - t0 >= o->time_limit) {
 			res->outcome = R4_REPACK_TIME_LIMIT;
-			return 0;
+			break;
 		}
 		if (res->batches > limit)
-			return r4i_fail(err, R4_ECORRUPT, "%s: the repack does "
-				       "not converge after %llu batches",
-				       vol->dev->path,
-				       (unsigned long long)res->batches);
+			rc = r4i_fail(err, R4_ECORRUPT, "%s: the repack does "
+				     "not converge after %llu batches",
+				     vol->dev->path,
+				     (unsigned long long)res->batches);
 	}
+	rp_model_fini(&m);
+	return rc;
 }
 
 int r4_repack(struct r4_vol *vol, const struct r4_repack_opts *o,

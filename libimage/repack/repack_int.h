@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: repack internals.
  *
- * model.c  the tree as a list of elements (nodes and extent units) in
- *          target order, each with its place in the target layout
+ * model.c  walks of the tree: each element (node, extent unit) with its
+ *          place in the target layout; the plan; the window of
+ *          elements the next batches move
  * frag.c   measurefs.reiser4's fragmentation figures
  * move.c   one batch: moves into place and out of the way, one
  *          transaction
@@ -21,35 +22,63 @@ struct rp_el {
 	uint64_t cur;		/* where it is */
 	uint64_t tgt;		/* where it belongs */
 	uint64_t w;		/* blocks */
-	int64_t parent;		/* element pointing at it; -1: the root */
+	int64_t parent;		/* element of the window pointing at it;
+				 * -1: the root; -2: a node not in the
+				 * window, at pblk */
+	uint64_t pblk;		/* the parent's block when walked */
 	uint32_t off;		/* byte offset of the pointer / unit start
 				 * in the parent node */
 	uint8_t level;
 };
 
+/* The highest tree the walks take. */
+#define RP_LEVELS_MAX 32
+
+/* Batches' worth of target blocks a window holds. */
+#define RP_WINDOW 16
+
+/* What the walks found, and the window: the elements whose targets are
+ * in [lo, hi) (el[0..ntgt), in target order) and those on a block of
+ * [lo, hi + batch) (the rest). Memory: the window, not the tree. */
 struct rp_model {
 	struct r4_vol *vol;
-	struct rp_el *el;
-	size_t n, cap;
+	uint64_t batch;
 	unsigned height;
+	uint64_t count[RP_LEVELS_MAX + 1];	/* nodes of each level above
+					 * the leaves */
 	uint64_t base;		/* first target block */
 	uint64_t end;		/* one past the last target block */
-	uint64_t blocks;	/* sum of widths */
+	uint64_t elements, blocks;	/* the whole tree */
+	uint64_t misplaced_elements, misplaced_blocks;
+	uint64_t frontier;	/* the first target not filled */
 	uint64_t *cand;		/* blocks never used as targets */
 	size_t ncand;
+	struct rp_el *el;
+	size_t n, cap, ntgt;
+	uint64_t lo, hi;
 	size_t *bypos;		/* element indexes sorted by cur */
+	int stale;		/* the tree changed shape: walk again */
 };
 
-/* Walk the tree into m (elements in target order, targets set). */
-int rp_model_build(struct r4_vol *vol, struct rp_model *m,
-		   struct r4_error *err);
+/* Walk the tree: the plan and, when something is out of place, the
+ * window from the first target not filled. */
+int rp_model_open(struct r4_vol *vol, struct rp_model *m, uint64_t batch,
+		  struct r4_error *err);
+int rp_model_scan(struct rp_model *m, struct r4_error *err);
+/* Before a batch: the window again from the volume when its targets are
+ * (nearly) filled or the tree changed shape; 1 when nothing is left to
+ * move, 0 when a batch can run. */
+int rp_model_next(struct rp_model *m, struct r4_error *err);
+void rp_model_index(struct rp_model *m);
 void rp_model_fini(struct rp_model *m);
 /* A block no element may be placed on (bitmap and backup positions). */
 int rp_fixed(const struct rp_model *m, uint64_t blk);
-/* The element that was at blk when the model was built (check its cur:
- * it may have moved since); -1 none. */
+/* The window's element that was at blk when last indexed (check its
+ * cur: it may have moved since); -1 none. */
 int64_t rp_owner(const struct rp_model *m, uint64_t blk);
-/* Index of the first element not at its place; m->n when none. */
+/* The block of the node pointing at e (e not the root). */
+uint64_t rp_parent_blk(const struct rp_model *m, const struct rp_el *e);
+/* Index of the first window element not at its place; ntgt when none. */
 size_t rp_frontier(const struct rp_model *m);
 void rp_plan(const struct rp_model *m, uint64_t batch,
 	     struct r4_repack_plan *p);

@@ -211,6 +211,39 @@ same_float() {	# same_float A B: |A - B| <= 1e-6
 	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
 }
 
+@test "repack: a mounted image is refused, nothing written (test build, a made-up mount table)" {
+	cp "$AGED" "$T/a.img"
+	sum=$(sha256sum <"$T/a.img")
+	# a loop device backed by the image, mounted on $T/mnt
+	mkdir -p "$T/sys/loop7/loop" "$T/sys/ram0"
+	realpath "$T/a.img" >"$T/sys/loop7/loop/backing_file"
+	echo 7:7 >"$T/sys/loop7/dev"
+	echo 1:0 >"$T/sys/ram0/dev"
+	printf '22 1 0:21 / /proc rw - proc proc rw\n' >"$T/free"
+	cat "$T/free" >"$T/mounted"
+	printf '36 25 7:7 / %s/mnt rw,relatime - reiser4 /dev/loop7 rw\n' \
+		"$T" >>"$T/mounted"
+	rp="$top_builddir/tests/crash/bin/r4repacker"
+	for opt in "" -n --json "--time-limit 0"; do
+		R4_MOUNTINFO="$T/mounted" R4_SYSBLOCK="$T/sys" run "$rp" $opt "$T/a.img"
+		echo "$opt: $output"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"is mounted on $T/mnt"* ]]
+		[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+	done
+	# the same image, not mounted in the table: repacked
+	R4_MOUNTINFO="$T/free" R4_SYSBLOCK="$T/sys" run "$rp" -q "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(sha256sum <"$T/a.img")" != "$sum" ]
+	r4fsck --check -q "$T/a.img"
+	# the installed command reads the real table, never these variables
+	cp "$AGED" "$T/b.img"
+	realpath "$T/b.img" >"$T/sys/loop7/loop/backing_file"
+	R4_MOUNTINFO="$T/mounted" R4_SYSBLOCK="$T/sys" run r4repacker -q "$T/b.img"
+	[ "$status" -eq 0 ]
+}
+
 @test "repack: bad command lines exit 2" {
 	run r4repacker
 	[ "$status" -eq 2 ]

@@ -9,12 +9,17 @@
  *   R4_FAULT_REPORT  a file to which each faulty device appends
  *                    "writes=W syncs=S cut=C\n" as it closes.
  *
+ *   R4_MOUNTINFO, R4_SYSBLOCK  the mount table and the loop devices
+ *                    to read instead of /proc/self/mountinfo and
+ *                    /sys/block (tests of the mounted-device refusal).
+ *
  * A bad R4_FAULT ends the program with exit status 2 and a one-line
  * message. */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include "libimage/io/fault.h"
+#include "libimage/io/dev.h"
 
 static void report(void *ctx, const struct io_fault_stats *st)
 {
@@ -36,6 +41,7 @@ static void fault_env(void)
 	const char *rep = getenv("R4_FAULT_REPORT");
 	struct io_fault_spec spec;
 
+	io_mount_table_override(getenv("R4_MOUNTINFO"), getenv("R4_SYSBLOCK"));
 	if (!env || !*env)
 		return;
 	if (io_fault_parse(env, &spec)) {
