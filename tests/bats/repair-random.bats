@@ -19,17 +19,20 @@ load helpers
 
 SEEDS=${R4_RANDOM_SEEDS:-25}
 
-# The good volume, its manifest of non-directories and its nodes
+# The good volume (the same bytes every run, so that a seed's failure
+# can be reproduced), its manifest of non-directories and its nodes
 # ("block level items" lines in $T/nodes).
 good() {
 	local s=$T/src i
 	mkdir -p "$s/a" "$s/b" "$s/c/d"
-	for i in $(seq 1 150); do head -c $((i * 97 % 9000)) /dev/urandom >"$s/a/f$i"; done
-	for i in $(seq 1 120); do head -c $((i * 131 % 30000)) /dev/urandom >"$s/b/g$i"; done
+	seq 1 60000 | awk '{ print $1 * 7919 % 104729, $1 }' >"$T/base"
+	for i in $(seq 1 150); do tail -c +$((i * 13)) "$T/base" | head -c $((i * 97 % 9000)) >"$s/a/f$i"; done
+	for i in $(seq 1 120); do tail -c +$((i * 17)) "$T/base" | head -c $((i * 131 % 30000)) >"$s/b/g$i"; done
 	for i in $(seq 1 30); do echo "top $i" >"$s/t$i"; done
-	head -c 300000 /dev/urandom >"$s/c/d/big"
+	head -c 300000 "$T/base" >"$s/c/d/big"
 	ln -s t1 "$s/sym"
 	ln "$s/t2" "$s/c/hard"
+	find "$s" -exec touch -h -d @1600000000 {} +
 	r4pack create -q "$s" "$T/good.img"
 	r4manifest "$T/good.img" | awk -F '\t' '$2 != "d"' | cut -f 1-11 >"$T/good.files"
 	r4debugfs -R "print tree" "$T/good.img" |
