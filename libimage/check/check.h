@@ -80,6 +80,7 @@ struct chk_body {
 	uint64_t blk;
 	uint16_t item;
 	uint8_t kinds;
+	uint64_t gap_at, gap_end;	/* the first break, [at, end) */
 };
 
 #define CHK_NONE UINT32_MAX

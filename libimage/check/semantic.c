@@ -332,6 +332,13 @@ static void check_body(struct sem *s, const struct chk_body *b)
 		chk_cc_body(c, b);	/* compressed: doc/compress.md §6 */
 		return;
 	}
+	/* The kernel reads a page without an item as an error;
+	 * fsck.reiser4 calls it a break (reg40_hole_cure). */
+	if (b->gap_end)
+		obj_problem(s, i, R4_CHK_FILE_GAP, "no body item holds bytes "
+			    "%llu..%llu (a break in the body)",
+			    (unsigned long long)b->gap_at,
+			    (unsigned long long)(b->gap_end - 1));
 }
 
 /* The kernel reads a regular file through its items up to its size: a

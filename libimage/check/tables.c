@@ -45,9 +45,16 @@ int chk_body_add(struct chk *c, const struct fmt_key *k, uint64_t end,
 	uint64_t el0 = (fmt_key_locality(k) << 4) | FMT_KEY_SD;
 	struct chk_body *p;
 
+	uint64_t start = fmt_key_offset(k);
+
 	if (c->nbodies) {
 		p = &c->bodies[c->nbodies - 1];
 		if (p->el0 == el0 && p->el1 == k->el[1] && p->el2 == k->el[2]) {
+			if (start > p->end && !p->gap_end &&
+			    kind != CHK_BODY_CTAIL) {
+				p->gap_at = p->end;
+				p->gap_end = start;
+			}
 			if (end > p->end)
 				p->end = end;
 			p->kinds |= (uint8_t)kind;
@@ -64,6 +71,8 @@ int chk_body_add(struct chk *c, const struct fmt_key *k, uint64_t end,
 	p->blk = blk;
 	p->item = (uint16_t)item;
 	p->kinds = (uint8_t)kind;
+	p->gap_at = 0;
+	p->gap_end = kind != CHK_BODY_CTAIL ? start : 0;
 	return 0;
 }
 

@@ -118,6 +118,11 @@ static const struct r4_problem_info table[] = {
 	{ R4_CHK_DIR_LINK, NULL, BIKO,
 	  "entry '{name}' is a second name of directory {oid}", R4_FIX_YES,
 	  "the second name removed (counted as a loss)" },
+	{ R4_CHK_FILE_GAP, NULL, BIKO,
+	  "file {oid}: no body item holds bytes {from}..{to} (a break)",
+	  R4_FIX_REBUILD, "the storage tree is rebuilt and the break filled "
+	  "with zeros (tail items; a hole extent in a block-aligned extent "
+	  "body), reported as a zeroed range" },
 };
 
 const struct r4_problem_info *r4_problem_info(int code)

@@ -102,12 +102,69 @@ static int load_node(struct rb *b, uint64_t blk, unsigned level,
 	return 1;
 }
 
-/* The items of the node in b->buf (leaf items, and a twig's extents)
- * that pass the item checks; children of internal nodes into kids. */
-static int take_items(struct rb *b, uint64_t blk,
-		      const struct fmt_node_header *nh, uint64_t *kids,
-		      size_t *nkids)
+/* A child and the keys its parent gives it: [lo, hi). */
+struct kid {
+	uint64_t blk;
+	struct fmt_key lo, hi;
+};
+
+static int outside(const struct fmt_key *k, const struct kid *range)
 {
+	return range && (fmt_key_cmp(k, &range->lo) < 0 ||
+			 fmt_key_cmp(k, &range->hi) >= 0);
+}
+
+/* Whether the items outside the range the parent gives are a minority
+ * (then their keys are the damaged ones and they go; when most are
+ * outside, the parent's key is the damaged one and all stay). */
+static int drop_outside(struct rb *b, const struct fmt_node_header *nh,
+			const struct kid *range)
+{
+	unsigned out = 0;
+
+	if (!range)
+		return 0;
+	for (unsigned i = 0; i < nh->nr_items; i++) {
+		struct fmt_item_header ih;
+
+		if (!fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i, &ih) &&
+		    outside(&ih.key, range))
+			out++;
+	}
+	return out && 2 * out < nh->nr_items;
+}
+
+/* Whether item i's key is the odd one in its node: below its left
+ * neighbour while its right one follows that, or above its right
+ * neighbour while its left one precedes that (a damaged key). */
+static int misplaced(struct rb *b, const struct fmt_node_header *nh,
+		     unsigned i)
+{
+	struct fmt_item_header a, m, z;
+	int has_a = i > 0, has_z = i + 1 < nh->nr_items;
+
+	if (fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i, &m) ||
+	    (has_a && fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i - 1,
+					 &a)) ||
+	    (has_z && fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i + 1,
+					 &z)))
+		return 0;
+	if (has_a && fmt_key_cmp(&m.key, &a.key) <= 0 &&
+	    (!has_z || fmt_key_cmp(&z.key, &a.key) > 0))
+		return 1;
+	return has_z && fmt_key_cmp(&m.key, &z.key) >= 0 &&
+	       (!has_a || fmt_key_cmp(&a.key, &z.key) < 0);
+}
+
+/* The items of the node in b->buf (leaf items, and a twig's extents)
+ * that pass the item checks; children of internal nodes into kids with
+ * their delimiting keys. */
+static int take_items(struct rb *b, uint64_t blk,
+		      const struct fmt_node_header *nh, struct kid *kids,
+		      size_t *nkids, const struct kid *range)
+{
+	int drop = drop_outside(b, nh, range);
+
 	for (unsigned i = 0; i < nh->nr_items; i++) {
 		struct fmt_item_header ih;
 		struct fmt_key last;
@@ -117,7 +174,9 @@ static int take_items(struct rb *b, uint64_t blk,
 
 		if (fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i, &ih) ||
 		    fmt_node_item_body(b->buf, b->v.bs, b->v.pol, i, &off,
-				       &len)) {
+				       &len) ||
+		    (drop && outside(&ih.key, range)) ||
+		    misplaced(b, nh, i)) {
 			b->items_dropped++;
 			continue;
 		}
@@ -126,8 +185,17 @@ static int take_items(struct rb *b, uint64_t blk,
 		if (rc < 0)
 			return rc;
 		if (ih.plugin_id == FMT_ITEM_NODEPTR40) {
-			if (kids && child && b->vrep.problems == before)
-				kids[(*nkids)++] = child;
+			if (kids && child && b->vrep.problems == before) {
+				struct kid *k = &kids[(*nkids)++];
+
+				k->blk = child;
+				k->lo = ih.key;
+				k->hi = range ? range->hi : last;
+				if (!range)
+					fmt_key_max(&k->hi);
+				if (*nkids > 1)
+					kids[*nkids - 2].hi = ih.key;
+			}
 			continue;
 		}
 		if (b->vrep.problems != before) {
@@ -143,11 +211,12 @@ static int take_items(struct rb *b, uint64_t blk,
 
 /* Depth first from the root; a node that does not verify is dropped
  * with its subtree (whose nodes the scan may still find). */
-static int walk(struct rb *b, uint64_t blk, unsigned level)
+static int walk(struct rb *b, uint64_t blk, unsigned level,
+		const struct kid *range)
 {
 	struct chk *c = &b->R->c;
 	struct fmt_node_header nh;
-	uint64_t *kids;
+	struct kid *kids;
 	size_t nk = 0;
 	int rc;
 
@@ -169,9 +238,9 @@ static int walk(struct rb *b, uint64_t blk, unsigned level)
 	kids = malloc(nh.nr_items * sizeof(*kids) + 1);
 	if (!kids)
 		return -ENOMEM;
-	rc = take_items(b, blk, &nh, level > 1 ? kids : NULL, &nk);
+	rc = take_items(b, blk, &nh, level > 1 ? kids : NULL, &nk, range);
 	for (size_t i = 0; i < nk && !rc && level > 1; i++)
-		rc = walk(b, kids[i], level - 1);
+		rc = walk(b, kids[i].blk, level - 1, &kids[i]);
 	free(kids);
 	return rc;
 }
@@ -198,7 +267,7 @@ static int scan(struct rb *b)
 		if (rc < 0)
 			return rc;
 		b->scanned++;
-		rc = take_items(b, blk, &nh, NULL, NULL);
+		rc = take_items(b, blk, &nh, NULL, NULL, NULL);
 		if (rc)
 			return rc;
 	}
@@ -262,6 +331,171 @@ static int root_sd(struct rb *b)
 			   R4_LOSS_NONE, 0, "the root directory's stat data "
 			   "was lost: made anew (mode 0755%s)", bk.has_pset ?
 			   ", plugin set from the backup copy" : "");
+	return rc;
+}
+
+/* File offset one past item p's last byte (tails and extents). */
+static uint64_t item_end(const struct ritem *p, uint32_t bs)
+{
+	uint64_t end = fmt_key_offset(&p->key);
+	struct fmt_extent40_unit u;
+	int n;
+
+	if (p->pid == FMT_ITEM_TAIL40)
+		return end + p->len;
+	n = fmt_extent40_units(p->body, p->len);
+	for (int i = 0; i < n; i++)
+		if (!fmt_extent40_unit(p->body, p->len, (unsigned)i, &u) &&
+		    u.width <= (UINT64_MAX - end) / bs)
+			end += u.width * bs;
+	return end;
+}
+
+/* The stat data of body key k loses 'hole' bytes (a lost extent made a
+ * hole: the blocks it counted are gone). */
+static int sd_bytes_less(struct rb *b, const struct fmt_key *k,
+			 uint64_t hole)
+{
+	uint64_t el0 = (fmt_key_locality(k) << 4) | FMT_KEY_SD;
+	uint8_t body[512];
+	struct fmt_stat st;
+	size_t len;
+	int rc;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct ritem *p = &b->it[i];
+
+		if (p->pid != FMT_ITEM_STAT40 || p->key.el[0] != el0 ||
+		    p->key.el[1] != k->el[1] || p->key.el[2] != k->el[2])
+			continue;
+		if (fmt_stat_decode(p->body, p->len, &st))
+			return 0;
+		st.rdev_or_bytes = st.rdev_or_bytes > hole ?
+				   st.rdev_or_bytes - hole : 0;
+		rc = fmt_stat_size(&st, &len);
+		if (rc || len > sizeof(body) || len != p->len)
+			return 0;
+		rc = fmt_stat_encode(&st, body, len);
+		if (!rc)
+			memcpy(p->body, body, len);
+		return 0;
+	}
+	return 0;
+}
+
+#define FILL_TAIL 2048
+
+/* Fill the break [at, end) of the body whose item p follows it: a hole
+ * extent when both ends are block-aligned and the body is an extent
+ * one, zero tails otherwise. Items are pushed (sorted again later). */
+static int fill_gap(struct rb *b, const struct ritem *p, uint64_t at,
+		    uint64_t end)
+{
+	uint32_t bs = b->R->c.bs;
+	static const uint8_t zeros[FILL_TAIL];
+	struct fmt_key k = p->key;
+	uint64_t oid = fmt_key_objectid(&p->key);
+	int rc = 0;
+
+	if (p->pid == FMT_ITEM_EXTENT40 && at % bs == 0 && end % bs == 0) {
+		struct fmt_extent40_unit u = { 0, (end - at) / bs };
+		uint8_t unit[16];
+
+		fmt_extent40_unit_encode(&u, unit);
+		k.el[3] = at;
+		rc = push(b, &k, FMT_ITEM_EXTENT40, unit, sizeof(unit));
+		if (!rc)
+			rc = sd_bytes_less(b, &p->key, end - at);
+	} else {
+		for (uint64_t o = at; o < end && !rc; o += FILL_TAIL) {
+			k.el[3] = o;
+			rc = push(b, &k, FMT_ITEM_TAIL40, zeros,
+				  end - o < FILL_TAIL ? end - o : FILL_TAIL);
+		}
+	}
+	if (!rc)
+		rep_action(b->R, R4_CHK_FILE_GAP, R4_CHECK_NO_BLOCK, oid,
+			   R4_LOSS_ZEROED, end - at, "file %llx: no body item "
+			   "held bytes %llu..%llu: filled with zeros%s",
+			   (unsigned long long)oid, (unsigned long long)at,
+			   (unsigned long long)(end - 1),
+			   p->pid == FMT_ITEM_EXTENT40 && at % bs == 0 &&
+			   end % bs == 0 ? " (a hole)" : "");
+	return rc;
+}
+
+#define DROPPED 0xffffu
+
+/* The size in the stat data of body item p's object (sorted items
+ * [0, n)); 0 when there is none or it does not decode. */
+static uint64_t sd_size(const struct rb *b, size_t n, const struct ritem *p)
+{
+	struct fmt_key k = p->key;
+	struct fmt_stat st;
+	size_t lo = 0, hi = n;
+
+	k.el[0] = (fmt_key_locality(&p->key) << 4) | FMT_KEY_SD;
+	k.el[3] = 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int r = fmt_key_cmp(&b->it[mid].key, &k);
+
+		if (!r) {
+			if (b->it[mid].pid != FMT_ITEM_STAT40 ||
+			    fmt_stat_decode(b->it[mid].body, b->it[mid].len,
+					    &st))
+				return 0;
+			return st.size;
+		}
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* Breaks in the bodies of the (sorted) items: a body that starts past
+ * offset 0 or has a piece missing between two items. A body item that
+ * starts past the size its stat data gives (rounded up to a block)
+ * after a break has a damaged key: it is dropped, not the break
+ * filled (a key's offset made huge would mean terabytes of zeros). */
+static int fill_gaps(struct rb *b)
+{
+	size_t n = b->n;
+	uint32_t bs = b->R->c.bs;
+	const struct ritem *prev = NULL;
+	uint64_t end = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct ritem *p = &b->it[i];
+		uint64_t at = fmt_key_offset(&p->key);
+
+		if (p->pid != FMT_ITEM_TAIL40 && p->pid != FMT_ITEM_EXTENT40) {
+			prev = NULL;
+			continue;
+		}
+		if (!prev || prev->key.el[0] != p->key.el[0] ||
+		    prev->key.el[1] != p->key.el[1] ||
+		    prev->key.el[2] != p->key.el[2])
+			end = 0;
+		if (at > end) {
+			uint64_t size = sd_size(b, n, p);
+
+			if (size > UINT64_MAX - bs ||
+			    at > size + bs - 1 - (size + bs - 1) % bs) {
+				b->it[i].pid = DROPPED;
+				b->items_dropped++;
+				continue;
+			}
+			rc = fill_gap(b, p, end, at);
+			p = &b->it[i];	/* push may have moved the array */
+		}
+		prev = p;
+		if (item_end(p, b->R->c.bs) > end)
+			end = item_end(p, b->R->c.bs);
+	}
 	return rc;
 }
 
@@ -365,7 +599,8 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	if (!rc)
 		rc = chk_map_init(&b.seen, c->blocks, c->used.chunk_bits);
 	if (!rc)
-		rc = walk(&b, R->vol->sb.root_block, R->vol->sb.tree_height);
+		rc = walk(&b, R->vol->sb.root_block, R->vol->sb.tree_height,
+			  NULL);
 	if (!rc)
 		rc = scan(&b);
 	if (!rc && b.n)
@@ -384,6 +619,18 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 		b.n = k;
 	if (!rc)
 		rc = root_sd(&b);
+	if (!rc && b.n)
+		qsort(b.it, b.n, sizeof(*b.it), item_cmp);
+	if (!rc)
+		rc = fill_gaps(&b);
+	for (size_t i = 0, j = 0; i < b.n && !rc; i++) {
+		if (b.it[i].pid == DROPPED)
+			free(b.it[i].body);
+		else
+			b.it[j++] = b.it[i];
+		if (i + 1 == b.n)
+			b.n = j;
+	}
 	if (!rc && b.n)
 		qsort(b.it, b.n, sizeof(*b.it), item_cmp);
 	if (!rc)

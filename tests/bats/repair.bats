@@ -541,7 +541,7 @@ repaired_clean() {
 		 item extent bitmap-checksum bitmap-tail space-unreferenced \
 		 space-marked-free free-count stat-data object-duplicate oid \
 		 file-count entry dot-entry nlink dir-size file-size body \
-		 unreachable dir-hard-link; do
+		 unreachable dir-hard-link file-gap; do
 		grep -q -- "$(sed 's/-/\\\\-/g' <<<"$c")" "$top_srcdir/man/r4fsck.8"
 	done
 }

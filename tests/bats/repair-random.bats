@@ -1,0 +1,133 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Random damage, fixed seeds: bytes changed in the node headers and item
+# headers of a good populated volume (three levels: root, twigs, leaves).
+# For each damaged image: r4fsck -y ends (no crash, no hang: timeout)
+# with exit 0, 1 or 4 (fsck(8)). After 0 or 1 a second r4fsck -y exits
+# 0 and prints nothing and fsck.reiser4 --check calls the volume
+# consistent (an oracle that crashes is a failure); after 4 (problems
+# left) r4fsck -n must say so too (exit 4): the repair is honest about
+# what it left. The figures (images, rebuilds, images left with
+# problems, files kept exactly) are printed as TAP comments; how many
+# files fsck.reiser4 keeps on the same damage is bench/repair-kept.sh's
+# job. README's Known limits say which damage is left.
+#   R4_RANDOM_SEEDS=N  images per test (default 25)
+
+load helpers
+
+. "$top_srcdir/tests/surgery.sh"
+
+SEEDS=${R4_RANDOM_SEEDS:-25}
+
+# The good volume (the same bytes every run, so that a seed's failure
+# can be reproduced), its manifest of non-directories and its nodes
+# ("block level items" lines in $T/nodes).
+good() {
+	local s=$T/src i
+	mkdir -p "$s/a" "$s/b" "$s/c/d"
+	seq 1 60000 | awk '{ print $1 * 7919 % 104729, $1 }' >"$T/base"
+	for i in $(seq 1 150); do tail -c +$((i * 13)) "$T/base" | head -c $((i * 97 % 9000)) >"$s/a/f$i"; done
+	for i in $(seq 1 120); do tail -c +$((i * 17)) "$T/base" | head -c $((i * 131 % 30000)) >"$s/b/g$i"; done
+	for i in $(seq 1 30); do echo "top $i" >"$s/t$i"; done
+	head -c 300000 "$T/base" >"$s/c/d/big"
+	ln -s t1 "$s/sym"
+	ln "$s/t2" "$s/c/hard"
+	find "$s" -exec touch -h -d @1600000000 {} +
+	r4pack create -q "$s" "$T/good.img"
+	r4manifest "$T/good.img" | awk -F '\t' '$2 != "d"' | cut -f 1-11 >"$T/good.files"
+	r4debugfs -R "print tree" "$T/good.img" |
+		sed -n 's/^node \([0-9]*\): node40, level \([0-9]*\), \([0-9]*\) items.*/\1 \2 \3/p' >"$T/nodes"
+	[ "$(awk '$2 == 3' "$T/nodes" | wc -l)" -eq 1 ]
+	[ "$(wc -l <"$T/nodes")" -gt 100 ]
+}
+
+# hit IMAGE WHERE: change one byte (XOR with 1..255) of a random node
+# (RANDOM, seeded by the caller): WHERE node = its header (28 bytes),
+# item = one of its item headers (38 bytes each, from the block's end).
+hit() {
+	local img=$1 where=$2 line blk items off v
+	line=$(sed -n "$((RANDOM % $(wc -l <"$T/nodes") + 1))p" "$T/nodes")
+	read -r blk _ items <<<"$line"
+	if [ "$where" = node ]; then
+		off=$((RANDOM % 28))
+	else
+		off=$((4096 - (RANDOM % items + 1) * 38 + RANDOM % 38))
+	fi
+	off=$((blk * 4096 + off))
+	v=$(( $(peek "$img" $off 1) ^ (RANDOM % 255 + 1) ))
+	poke "$img" $off $v 1
+	echo "block $blk byte $((off % 4096))"
+}
+
+# loop FAMILY FIRST: $SEEDS images damaged by FAMILY with seeds from
+# FIRST; every failure is listed, the test fails if there is one.
+loop() {
+	local family=$1 first=$2 seed img rc out fails=0 rebuilt=0 kept=0 k
+	local left=0
+	local where total
+	need_oracle
+	good
+	total=$(wc -l <"$T/good.files")
+	img=$T/d.img
+	for ((seed = first; seed < first + SEEDS; seed++)); do
+		RANDOM=$seed
+		cp "$T/good.img" "$img"
+		where=""
+		case $family in
+		node) where=$(hit "$img" node) ;;
+		item) where=$(hit "$img" item) ;;
+		mixed)
+			for ((k = RANDOM % 4 + 2; k > 0; k--)); do
+				where+="$(hit "$img" $([ $((RANDOM % 3)) = 0 ] && echo node || echo item)); "
+			done
+			;;
+		esac
+		rc=0
+		out=$(timeout 120 r4fsck -y --json "$img" 2>&1) || rc=$?
+		if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ] && [ "$rc" -ne 4 ]; then
+			echo "seed $seed ($where): r4fsck -y exit $rc: $(tail -n 3 <<<"$out")"
+			fails=$((fails + 1))
+			continue
+		fi
+		[[ "$out" != *'"rebuilt": true'* ]] || rebuilt=$((rebuilt + 1))
+		if [ "$rc" -eq 4 ]; then
+			left=$((left + 1))
+			rc=0
+			timeout 120 r4fsck -n "$img" >/dev/null 2>&1 || rc=$?
+			if [ "$rc" -ne 4 ]; then
+				echo "seed $seed ($where): -y left problems, r4fsck -n exits $rc"
+				fails=$((fails + 1))
+			fi
+			continue
+		fi
+		rc=0
+		out=$(timeout 120 r4fsck -y "$img" 2>&1) || rc=$?
+		if [ "$rc" -ne 0 ] || [ -n "$out" ]; then
+			echo "seed $seed ($where): second r4fsck -y exit $rc: $(head -n 3 <<<"$out")"
+			fails=$((fails + 1))
+			continue
+		fi
+		if ! oracle_fsck "$img"; then
+			echo "seed $seed ($where): fsck.reiser4 --check: not consistent"
+			fails=$((fails + 1))
+			continue
+		fi
+		k=$(r4manifest "$img" | awk -F '\t' '$2 != "d"' | cut -f 1-11 |
+			grep -cxFf - "$T/good.files" || true)
+		kept=$((kept + k))
+	done
+	echo "# $family: $SEEDS images (seeds $first..$((first + SEEDS - 1))), $fails failed, $rebuilt rebuilt, $left left with problems (exit 4); files kept exactly: $kept of $((SEEDS * total))" >&3
+	[ "$fails" -eq 0 ]
+}
+
+@test "random bytes in node headers: repaired clean, no crash or hang" {
+	loop node 1
+}
+
+@test "random bytes in item headers: repaired clean, no crash or hang" {
+	loop item 1001
+}
+
+@test "random bytes in several headers of several nodes: repaired clean" {
+	loop mixed 2001
+}
