@@ -337,10 +337,6 @@ static int lsdel_one(void *ctx, const struct r4_deleted *x)
 			dbg_put_name(x->name, x->name_len);
 		else
 			printf("(no name)");
-		/* Compressed bodies (ctail items) are not recovered yet. */
-		if (x->st.object_plugin == R4_OBJ_CCREG40 &&
-		    x->recoverable < x->st.size)
-			printf("\t(ccreg40: compressed body not read)");
 		putchar('\n');
 	}
 	c->n++;

@@ -24,12 +24,17 @@
 #include "format/item.h"
 #include "format/plugin.h"
 #include "format/bitmap.h"
+#include "format/cluster.h"
+#include "libimage/util/compress.h"
+#include "libimage/obj/obj.h"
+#include "libimage/obj/cluster.h"
 
 /* A stat data found in an old node. */
 struct fsd {
 	uint64_t oid, loc, ord, blk, flush;
 	unsigned item;
 	struct r4_stat st;
+	struct fmt_pset pset;	/* for a compressed file's plugins */
 };
 /* A directory entry found in an old node. */
 struct fname {
@@ -37,12 +42,15 @@ struct fname {
 	size_t len;
 	char name[256];
 };
-/* A body item: a tail (bytes at boff of node blk) or one extent unit
- * (count blocks from blk; blk 0 a hole, 1 unallocated). */
+/* A body item: a tail (bytes at boff of node blk), a ctail (len bytes
+ * of a disk cluster of 1 << shift at boff of node blk) or one extent
+ * unit (count blocks from blk; blk 0 a hole, 1 unallocated). */
 struct fpiece {
 	uint64_t oid, ord, off, len, flush, blk, count;
 	uint32_t boff;
 	int tail;
+	int ctail;
+	unsigned shift;
 };
 
 struct fscan {
@@ -144,6 +152,7 @@ static int take_sd(struct fscan *s, uint64_t blk, unsigned i, uint64_t flush,
 	d->st.hash_id = d->st.fibration_id = d->st.formatting_id = -1;
 	d->st.sd_block = blk;
 	d->st.sd_item = i;
+	d->pset = st.pset;
 	return 1;
 }
 
@@ -213,6 +222,22 @@ static int take_body(struct fscan *s, uint64_t blk, uint64_t flush,
 	if (s->only_oid && p.oid != s->only_oid)
 		return 0;
 	off = fmt_key_offset(k);
+	if (plugin == FMT_ITEM_CTAIL40) {
+		struct fmt_ctail40 ct;
+
+		/* doc/compress.md §3.1: a piece of one disk cluster. */
+		if (fmt_ctail40_decode(body, len, &ct) ||
+		    ct.shift == FMT_CTAIL40_UNPREPPED || !ct.len ||
+		    off > UINT64_MAX - ct.len)
+			return 0;
+		p.ctail = 1;
+		p.shift = ct.shift;
+		p.off = off;
+		p.len = ct.len;
+		p.blk = blk;
+		p.boff = (uint32_t)(boff + (size_t)(ct.data - body));
+		return add_piece(s, &p);
+	}
 	if (plugin == FMT_ITEM_TAIL40) {
 		if (fmt_tail40_end(off, len, &end))
 			return 0;
@@ -274,6 +299,7 @@ static int scan_node(struct fscan *s, uint64_t blk, const uint8_t *buf)
 					  len);
 			break;
 		case FMT_ITEM_TAIL40:
+		case FMT_ITEM_CTAIL40:
 		case FMT_ITEM_EXTENT40:
 			if (fmt_key_type(&ih.key) != FMT_KEY_BODY) {
 				rc = 0;
@@ -520,6 +546,241 @@ static int run_to_range(void *ctx, const struct fpiece *p, uint64_t off,
 	return ranges_add(ctx, off, end);
 }
 
+/* ---- Compressed bodies ---------------------------------------------------- */
+
+/* A ccreg40 file's body is ctail items, each a piece of one disk
+ * cluster (doc/compress.md §3.1). Old copies of a cluster's pieces may
+ * lie in several free nodes (one per flush that relocated the leaf);
+ * a cluster is recovered when a chain of pieces from its start, one
+ * copy at each offset, makes a disk cluster that decodes to the logical
+ * cluster (doc/compress.md §3.2: raw, or checksum plus a stream that
+ * gives exactly its bytes). Newest copies are tried first, and a bounded
+ * number of pieces per cluster, since a hostile image may offer many. */
+#define CC_BUDGET 256
+
+typedef int (*cluster_fn)(void *ctx, uint64_t off, const uint8_t *buf,
+			  size_t len);
+
+struct ccwork {
+	struct r4_vol *vol;
+	const struct fpiece **v;	/* by offset, newest first */
+	size_t n;
+	uint8_t *node, *dc, *plain;
+	struct r4_codec *codec;
+	unsigned shift;
+	size_t lsize;
+	uint64_t start;
+	unsigned budget;
+	struct r4_error *err;
+};
+
+static int cmp_cpiece(const void *a, const void *b)
+{
+	const struct fpiece *x = *(const struct fpiece *const *)a;
+	const struct fpiece *y = *(const struct fpiece *const *)b;
+
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	if (x->flush != y->flush)
+		return x->flush > y->flush ? -1 : 1;
+	return x->blk < y->blk ? 1 : x->blk > y->blk ? -1 : 0;
+}
+
+/* The bytes of a ctail piece, read again from its node and checked as
+ * at scan time: 0, 1 when the node no longer holds them, or an error. */
+static int cc_piece_bytes(struct ccwork *w, const struct fpiece *p,
+			  uint8_t *dst)
+{
+	size_t bs = w->vol->blksize;
+	int rc = r4_vol_read_block(w->vol, p->blk, w->node, w->err);
+
+	if (rc)
+		return rc;
+	if (fmt_node_verify(w->node, bs, w->vol->keypol, NULL) ||
+	    p->boff > bs || p->len > bs - p->boff)
+		return 1;
+	memcpy(dst, w->node + p->boff, (size_t)p->len);
+	return 0;
+}
+
+/* First piece at or after offset 'at'. */
+static size_t cc_lower(const struct ccwork *w, uint64_t at)
+{
+	size_t lo = 0, hi = w->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (w->v[mid]->off < at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Extend the disk cluster gathered in w->dc[0, pos): 1 with *out the
+ * logical cluster, 0 when no chain decodes, or an error. */
+static int cc_chain(struct ccwork *w, size_t pos, const uint8_t **out)
+{
+	uint64_t at = w->start + pos;
+
+	for (size_t i = cc_lower(w, at); i < w->n && w->v[i]->off == at;
+	     i++) {
+		const struct fpiece *p = w->v[i];
+		enum fmt_dc_form form;
+		const char *why;
+		size_t end, slen;
+		int rc;
+
+		if (p->shift != w->shift || p->len > w->lsize - pos)
+			continue;
+		if (!w->budget)
+			return 0;
+		w->budget--;
+		rc = cc_piece_bytes(w, p, w->dc + pos);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			continue;
+		end = pos + (size_t)p->len;
+		if (end == w->lsize) {
+			*out = w->dc;	/* stored raw */
+			return 1;
+		}
+		if (!fmt_dc_open(w->dc, end, w->lsize, &form, &slen, NULL) &&
+		    form == FMT_DC_PACKED) {
+			rc = r4_codec_decompress(w->codec, w->dc, slen,
+						 w->plain, w->lsize, &why);
+			if (rc == -ENOMEM)
+				return rc;
+			if (!rc) {
+				*out = w->plain;
+				return 1;
+			}
+		}
+		rc = cc_chain(w, end, out);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The object's ctail pieces below size, sorted for cc_chain. */
+static int cc_pieces(const struct fscan *s, const struct fsd *sd,
+		     const struct fpiece ***out, size_t *n)
+{
+	const struct fpiece **v;
+	size_t k, m = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (k = 0; k < s->npc; k++)
+		if (s->pc[k].ctail && s->pc[k].oid == sd->oid &&
+		    s->pc[k].ord == sd->ord && s->pc[k].off < sd->st.size)
+			m++;
+	if (!m)
+		return 0;
+	v = malloc(m * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	m = 0;
+	for (k = 0; k < s->npc; k++)
+		if (s->pc[k].ctail && s->pc[k].oid == sd->oid &&
+		    s->pc[k].ord == sd->ord && s->pc[k].off < sd->st.size)
+			v[m++] = &s->pc[k];
+	qsort(v, m, sizeof(*v), cmp_cpiece);
+	*out = v;
+	*n = m;
+	return 0;
+}
+
+/* The compression plugin of a deleted ccreg40 file: its own stat data's
+ * plugin set, else the root's, else the default (doc/compress.md §5).
+ * 0 and *id, or 1 when it names one we do not know. */
+static int cc_compress_of(struct r4_vol *vol, const struct fsd *sd,
+			  unsigned *id)
+{
+	struct r4_objref ref = { sd->loc, sd->ord, sd->oid };
+	struct r4_error tmp = { 0, "" };
+	struct obj_sd fake;
+	struct obj_cc cc;
+
+	memset(&fake, 0, sizeof(fake));
+	fake.st.pset = sd->pset;
+	if (obj_cc_params(vol, &ref, &fake, &cc, &tmp))
+		return 1;
+	*id = cc.compress;
+	return 0;
+}
+
+/* fn(ctx, off, bytes, len) for every logical cluster of the object of
+ * sd that decodes from surviving pieces; found(ctx, off, len) (may be
+ * NULL) for every cluster some piece of which survives. */
+static int cc_recover(struct r4_vol *vol, const struct fscan *s,
+		      const struct fsd *sd, cluster_fn fn, void *ctx,
+		      cluster_fn found, void *fctx, struct r4_error *err)
+{
+	struct ccwork w = { 0 };
+	unsigned id;
+	int rc;
+
+	w.vol = vol;
+	w.err = err;
+	rc = cc_pieces(s, sd, &w.v, &w.n);
+	if (rc || !w.n)
+		return rc;
+	if (cc_compress_of(vol, sd, &id)) {
+		free(w.v);
+		return 0;	/* nothing decodes */
+	}
+	w.node = malloc(vol->blksize);
+	w.dc = malloc((size_t)1 << 16);
+	w.plain = malloc((size_t)1 << 16);
+	w.codec = r4_codec_new(id, &rc);
+	if (!w.node || !w.dc || !w.plain || !w.codec) {
+		rc = rc && rc != -ENOMEM ? 0 : -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < w.n && !rc; i++) {
+		const struct fpiece *p = w.v[i];
+		const uint8_t *bytes;
+
+		if (i && p->off == w.v[i - 1]->off)
+			continue;	/* one try per cluster start */
+		if (p->shift < 12 || p->shift > 16 ||
+		    p->off & (((uint64_t)1 << p->shift) - 1))
+			continue;	/* not the start of a cluster */
+		w.shift = p->shift;
+		w.start = p->off;
+		w.lsize = fmt_cluster_lsize(sd->st.size, p->off >> p->shift,
+					    p->shift);
+		if (!w.lsize)
+			continue;
+		if (found)
+			rc = found(fctx, w.start, NULL, w.lsize);
+		w.budget = CC_BUDGET;
+		if (!rc)
+			rc = cc_chain(&w, 0, &bytes);
+		if (rc == 1)
+			rc = fn(ctx, w.start, bytes, w.lsize);
+	}
+out:
+	free(w.v);
+	free(w.node);
+	free(w.dc);
+	free(w.plain);
+	r4_codec_free(w.codec);
+	return rc;
+}
+
+static int cluster_to_range(void *ctx, uint64_t off, const uint8_t *buf,
+			    size_t len)
+{
+	(void)buf;
+	return ranges_add(ctx, off, off + len);
+}
+
 /* Fill d from the scan for the object of s->sd[i] (the newest copy). */
 static int describe(struct r4_vol *vol, struct fscan *s, size_t i,
 		    struct r4_deleted *d, struct r4_error *err)
@@ -543,7 +804,7 @@ static int describe(struct r4_vol *vol, struct fscan *s, size_t i,
 		const struct fpiece *p = &s->pc[k];
 
 		if (p->oid != sd->oid || p->ord != sd->ord ||
-		    p->off >= sd->st.size)
+		    p->off >= sd->st.size || p->ctail)
 			continue;
 		rc = ranges_add(&all, p->off, p->len > sd->st.size - p->off ?
 				sd->st.size : p->off + p->len);
@@ -551,6 +812,9 @@ static int describe(struct r4_vol *vol, struct fscan *s, size_t i,
 			rc = piece_runs(vol, p, sd->st.size, run_to_range, &rec,
 					err);
 	}
+	if (!rc)
+		rc = cc_recover(vol, s, sd, cluster_to_range, &rec,
+				cluster_to_range, &all, err);
 	if (rc == -ENOMEM)
 		rc = r4i_fail(err, rc, "%s: out of memory", vol->dev->path);
 	d->found = ranges_merge(&all);
@@ -654,6 +918,15 @@ static int undel_run(void *ctx, const struct fpiece *p, uint64_t off,
 	return rc ? rc : ranges_add(&u->got, off, end);
 }
 
+static int undel_cluster(void *ctx, uint64_t off, const uint8_t *buf,
+			 size_t len)
+{
+	struct undel_ctx *u = ctx;
+	int rc = u->data(u->ctx, off, buf, len);
+
+	return rc ? rc : ranges_add(&u->got, off, off + len);
+}
+
 static int undel_go(struct r4_vol *vol, struct fscan *s, uint64_t oid,
 		    struct r4_deleted *out, struct undel_ctx *u,
 		    r4_undel_gap_fn missing, struct r4_error *err)
@@ -684,9 +957,12 @@ static int undel_go(struct r4_vol *vol, struct fscan *s, uint64_t oid,
 	if (out)
 		*out = d;
 	for (size_t k = 0; k < s->npc && !rc; k++)
-		if (s->pc[k].ord == s->sd[0].ord)
+		if (s->pc[k].ord == s->sd[0].ord && !s->pc[k].ctail)
 			rc = piece_runs(vol, &s->pc[k], d.st.size, undel_run, u,
 					err);
+	if (!rc)
+		rc = cc_recover(vol, s, &s->sd[0], undel_cluster, u, NULL, NULL,
+				err);
 	if (rc) {
 		if (rc == -ENOMEM || !err->code)
 			rc = r4i_fail(err, rc, "%s: object %llu: cannot write "
