@@ -28,6 +28,8 @@
 #include "libimage/util/compress.h"
 #include "libimage/obj/obj.h"
 #include "libimage/obj/cluster.h"
+#include "libimage/tree/tree.h"
+#include "r4/util.h"
 
 /* A stat data found in an old node. */
 struct fsd {
@@ -840,6 +842,183 @@ static int is_live(struct r4_vol *vol, const struct fsd *sd,
 	return rc ? rc : 1;
 }
 
+/* ---- Orphans ------------------------------------------------------------- */
+
+/* A walk of the live tree: every stat data, every name (entries other
+ * than "." and ".."), every safe link. An orphan is an object with a
+ * stat data that no entry names (the root excepted). */
+struct oref {
+	uint64_t loc, ord, oid;
+};
+struct orphans {
+	struct r4_vol *vol;
+	uint64_t only_oid;	/* 0: every object */
+	struct oref *v;
+	size_t n, cap;
+	struct r4_u64map named;
+	struct r4_u64map links;	/* oid -> safe link type + 1 */
+};
+
+static int entry_is_dot(const struct fmt_key *k,
+			const struct fmt_cde40_entry *e,
+			enum fmt_key_policy pol)
+{
+	struct fmt_key ek;
+	char shortname[32];
+	size_t n;
+
+	if (e->name)
+		return 0;	/* "." and ".." are short names */
+	fmt_cde40_entry_key(k, e, &ek);
+	n = fmt_key_entry_name(&ek, pol, shortname);
+	return (n == 1 && shortname[0] == '.') ||
+	       (n == 2 && shortname[0] == '.' && shortname[1] == '.');
+}
+
+static int orph_leaf(struct orphans *o, uint64_t blk, const uint8_t *node,
+		     struct r4_error *err)
+{
+	struct r4_vol *vol = o->vol;
+	unsigned n = tree_node_nr(node);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct tree_item it;
+		int rc = tree_node_item(vol, node, blk, i, &it, err);
+
+		if (rc)
+			return rc;
+		if (it.plugin_id == FMT_ITEM_STAT40) {
+			uint64_t oid = fmt_key_objectid(&it.key);
+
+			if (oid == FMT_ROOT_OID ||
+			    (o->only_oid && oid != o->only_oid))
+				continue;
+			if (grow((void **)&o->v, &o->cap, o->n, sizeof(*o->v)))
+				return -ENOMEM;
+			o->v[o->n].loc = fmt_key_locality(&it.key);
+			o->v[o->n].ord = fmt_key_ordering(&it.key);
+			o->v[o->n++].oid = oid;
+		} else if (it.plugin_id == FMT_ITEM_CDE40) {
+			int u, m = fmt_cde40_units(it.body, it.len,
+						   vol->keypol);
+
+			for (u = 0; u < m; u++) {
+				struct fmt_cde40_entry e;
+				uint64_t t;
+
+				if (fmt_cde40_entry(it.body, it.len,
+						    vol->keypol, (unsigned)u,
+						    &e))
+					break;
+				t = fmt_key_objectid(&e.target);
+				/* "." and ".." name the directory itself
+				 * and its parent, not their target. */
+				if (entry_is_dot(&it.key, &e, vol->keypol))
+					continue;
+				if (r4_u64set_add(&o->named, t) < 0)
+					return -ENOMEM;
+			}
+		} else if (it.plugin_id == FMT_ITEM_BBOX40) {
+			struct fmt_bbox40 bb;
+			unsigned *v;
+
+			if (fmt_bbox40_decode(it.body, it.len, vol->keypol,
+					      &bb))
+				continue;
+			v = r4_u64map_get(&o->links,
+					  fmt_key_objectid(&bb.sdkey), NULL);
+			if (!v)
+				return -ENOMEM;
+			*v = (unsigned)fmt_key_offset(&it.key) + 1;
+		}
+	}
+	return 0;
+}
+
+struct orph_walk {
+	struct orphans *o;
+	struct r4_error *err;
+};
+
+static int orph_node(void *ctx, uint64_t blk, unsigned level,
+		     const uint8_t *node)
+{
+	struct orph_walk *w = ctx;
+
+	if (level != FMT_NODE_LEAF_LEVEL)
+		return 0;
+	return orph_leaf(w->o, blk, node, w->err);
+}
+
+static void orphans_fini(struct orphans *o)
+{
+	free(o->v);
+	r4_u64map_fini(&o->named);
+	r4_u64map_fini(&o->links);
+}
+
+static int orphans_find(struct r4_vol *vol, struct orphans *o,
+			struct r4_error *err)
+{
+	struct orph_walk w = { o, err };
+	int rc;
+
+	o->vol = vol;
+	r4_u64map_init(&o->named, 0);
+	r4_u64map_init(&o->links, sizeof(unsigned));
+	rc = tree_walk(vol, orph_node, &w, err);
+	if (rc == -ENOMEM)
+		rc = r4i_fail(err, rc, "%s: out of memory", vol->dev->path);
+	return rc;
+}
+
+/* Describe orphan v (its stat data read through the tree). */
+static int orphan_describe(struct r4_vol *vol, struct orphans *o,
+			   const struct oref *v, const struct fscan *s,
+			   struct r4_deleted *d, struct r4_error *err)
+{
+	struct r4_objref ref = { v->loc, v->ord, v->oid };
+	uint64_t flush = 0;
+	unsigned *link;
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	rc = r4_stat(vol, &ref, &d->st, err);
+	if (rc)
+		return rc;
+	d->orphan = 1;
+	link = r4_u64map_find(&o->links, v->oid);
+	d->safe_link = link ? (int)*link - 1 : -1;
+	d->found = d->recoverable = d->st.size;
+	for (size_t k = 0; s && k < s->nnm; k++)
+		if (s->nm[k].oid == v->oid &&
+		    (!d->name_len || s->nm[k].flush >= flush)) {
+			flush = s->nm[k].flush;
+			d->name_len = s->nm[k].len;
+			memcpy(d->name, s->nm[k].name, s->nm[k].len + 1);
+			d->parent = s->nm[k].parent;
+		}
+	return 0;
+}
+
+static int orphans_report(struct r4_vol *vol, const struct fscan *s,
+			  r4_deleted_fn fn, void *ctx, struct r4_error *err)
+{
+	struct orphans o = { 0 };
+	struct r4_deleted d;
+	int rc = orphans_find(vol, &o, err);
+
+	for (size_t i = 0; i < o.n && !rc; i++) {
+		if (r4_u64map_find(&o.named, o.v[i].oid))
+			continue;
+		rc = orphan_describe(vol, &o, &o.v[i], s, &d, err);
+		if (!rc)
+			rc = fn(ctx, &d);
+	}
+	orphans_fini(&o);
+	return rc;
+}
+
 static int lsdel_run(struct r4_vol *vol, struct fscan *s, r4_deleted_fn fn,
 		     void *ctx, struct r4_error *err)
 {
@@ -864,7 +1043,7 @@ static int lsdel_run(struct r4_vol *vol, struct fscan *s, r4_deleted_fn fn,
 		if (rc)
 			return rc;
 	}
-	return 0;
+	return orphans_report(vol, s, fn, ctx, err);
 }
 
 int r4_lsdel(struct r4_vol *vol, r4_deleted_fn fn, void *ctx,
@@ -981,6 +1160,57 @@ static int undel_go(struct r4_vol *vol, struct fscan *s, uint64_t oid,
 	return rc;
 }
 
+/* An orphan's body through the tree: R4_ENOTFOUND when oid is not an
+ * orphan. */
+static int undel_orphan(struct r4_vol *vol, uint64_t oid,
+			struct r4_deleted *out, r4_undel_data_fn data,
+			r4_undel_gap_fn missing, void *ctx,
+			struct r4_error *err)
+{
+	struct orphans o = { 0 };
+	struct r4_deleted d;
+	struct r4_objref ref;
+	uint8_t *buf = NULL;
+	uint64_t off = 0;
+	size_t got;
+	int rc;
+
+	o.only_oid = oid;
+	rc = orphans_find(vol, &o, err);
+	if (rc && rc != -ENOMEM) {
+		/* a tree we cannot walk: look in free blocks only */
+		r4i_error_clear(err);
+		rc = R4_ENOTFOUND;
+	}
+	if (!rc && !o.n)
+		rc = R4_ENOTFOUND;
+	else if (!rc && r4_u64map_find(&o.named, oid))
+		rc = r4i_fail(err, R4_EEXIST, "%s: object %llu is still in "
+			      "the tree", vol->dev->path,
+			      (unsigned long long)oid);
+	if (!rc)
+		rc = orphan_describe(vol, &o, &o.v[0], NULL, &d, err);
+	if (!rc && out)
+		*out = d;
+	ref = (struct r4_objref){ o.v ? o.v[0].loc : 0, o.v ? o.v[0].ord : 0,
+				  oid };
+	if (!rc && S_ISREG(d.st.mode) && !(buf = malloc(1u << 20)))
+		rc = r4i_fail(err, -ENOMEM, "%s: out of memory",
+			      vol->dev->path);
+	while (!rc && buf && off < d.st.size) {
+		rc = r4_read(vol, &ref, off, buf, 1u << 20, &got, err);
+		if (rc || !got)
+			break;
+		rc = data(ctx, off, buf, got);
+		off += got;
+	}
+	if (!rc && off < d.st.size && missing && S_ISREG(d.st.mode))
+		rc = missing(ctx, off, d.st.size - off);
+	free(buf);
+	orphans_fini(&o);
+	return rc;
+}
+
 int r4_undel(struct r4_vol *vol, uint64_t oid, struct r4_deleted *out,
 	     r4_undel_data_fn data, r4_undel_gap_fn missing, void *ctx,
 	     struct r4_error *err)
@@ -991,6 +1221,9 @@ int r4_undel(struct r4_vol *vol, uint64_t oid, struct r4_deleted *out,
 
 	if (!oid)
 		return r4i_fail(err, R4_EINVAL, "object id 0");
+	rc = undel_orphan(vol, oid, out, data, missing, ctx, err);
+	if (rc != R4_ENOTFOUND)
+		return rc;
 	u.buf = malloc(vol->blksize);
 	if (!u.buf)
 		return r4i_fail(err, -ENOMEM, "%s: out of memory",

@@ -165,6 +165,42 @@ print([o for o in json.load(sys.stdin) if o['oid'] == ${oid[/d/text.txt]}][0]['r
 	cmp -i 65536 "$T/src/d/text.txt" "$T/out"
 }
 
+@test "orphans: a stat data in the tree that no name reaches is listed as such and undeleted" {
+	. "$top_srcdir/tests/surgery.sh"
+	mkdir -p "$T/src"
+	head -c 30000 /dev/urandom >"$T/src/a.bin"
+	printf 'file b\n' >"$T/src/b.txt"
+	r4pack create -q "$T/src" "$T/o.img"
+	o=$(oid_of "$T/o.img" /a.bin)
+	# Point the entry "a.bin" at b.txt: a.bin's stat data and body stay
+	# in the tree, but no name reaches them.
+	a=$(entry_off "$T/o.img" / a.bin)
+	b=$(entry_off "$T/o.img" / b.txt)
+	dd if="$T/o.img" of="$T/o.img" bs=1 skip="$b" seek="$a" count=24 conv=notrunc status=none
+	[ "$(oid_of "$T/o.img" /a.bin)" != "$o" ]
+	sum=$(sha256sum <"$T/o.img")
+	run r4debugfs -R lsdel "$T/o.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q "^$o	.*(orphan: in the tree, no name)" <<<"$output"
+	[[ "$output" == *"1 deleted object(s), 1 of them orphans"* ]]
+	r4debugfs --json -R lsdel "$T/o.img" | python3 -c "
+import json, sys
+v = json.load(sys.stdin)
+assert len(v) == 1 and v[0]['oid'] == $o and v[0]['orphan'] is True, v
+assert v[0]['safe_link'] is None and v[0]['recoverable'] == 30000, v
+"
+	run r4debugfs -R "undel $o $T/out" "$T/o.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	cmp "$T/src/a.bin" "$T/out"
+	# b.txt has a name: refused
+	run r4debugfs -R "undel $(oid_of "$T/o.img" /b.txt) $T/live" "$T/o.img"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"still in the tree"* ]]
+	[ "$(sha256sum <"$T/o.img")" = "$sum" ]
+}
+
 @test "bodyfile: TSK 3 body lines, deleted ones marked, mactime -b reads it" {
 	command -v mactime >/dev/null 2>&1 || { echo "mactime (Debian sleuthkit) not installed"; return 1; }
 	make_img
