@@ -367,6 +367,7 @@ int dbg_lsdel(struct dbg *d, int argc, const char **argv)
 {
 	struct r4_error err = { 0 };
 	struct lsdel_ctx c = { d, 0, 0 };
+	struct r4_lsdel_stats st = { 0, 0 };
 	int rc;
 
 	if (argc != 1)
@@ -375,9 +376,15 @@ int dbg_lsdel(struct dbg *d, int argc, const char **argv)
 		putchar('[');
 	else
 		printf("oid\tmode\tsize\trecoverable\tmtime\tformer name\n");
-	rc = r4_lsdel(d->vol, lsdel_one, &c, &err);
+	rc = r4_lsdel_ex(d->vol, lsdel_one, &c, &st, &err);
 	if (d->json)
 		printf("]\n");
+	else if (!rc)
+		printf("scanned %" PRIu64 " free block(s) and %" PRIu64
+		       " block(s) of a pending transaction\n", st.free_blocks,
+		       st.journal_blocks);
+	if (d->json)
+		;
 	else if (c.orphans)
 		printf("%d deleted object(s), %d of them orphans\n", c.n,
 		       c.orphans);

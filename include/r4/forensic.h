@@ -20,7 +20,9 @@ enum r4_block_class {
 	R4_BC_FIXED = 0,	/* reserved area, super blocks, bitmap blocks */
 	R4_BC_JOURNAL = 1,	/* a logged copy of a pending transaction */
 	R4_BC_FREE = 2,		/* marked free in the bitmap */
-	R4_BC_USED = 3		/* marked used (see r4_block_owner) */
+	R4_BC_USED = 3,		/* marked used (see r4_block_owner) */
+	R4_BC_BACKUP = 4	/* a backup copy of the super block
+				 * (doc/format.md §1.7) */
 };
 int r4_block_class(struct r4_vol *vol, uint64_t blk, int *cls,
 		   struct r4_error *err);
@@ -50,11 +52,21 @@ struct r4_deleted {
 };
 enum { R4_SAFELINK_UNLINK = 0, R4_SAFELINK_TRUNCATE = 1 };
 typedef int (*r4_deleted_fn)(void *ctx, const struct r4_deleted *d);
-/* Scan every free block of the volume for formatted nodes of this
+/* Scan every free block of the volume, and the journal's copies of a
+ * pending transaction, for formatted nodes of this
  * volume (its mkfs id) and report the deleted objects, by object id;
  * then walk the tree and report the orphans (orphan = 1). */
 int r4_lsdel(struct r4_vol *vol, r4_deleted_fn fn, void *ctx,
 	     struct r4_error *err);
+/* The same, and what was read: free blocks, and blocks of a pending
+ * transaction replayed in memory (its wandered copies and the home
+ * copies they overwrite, both scanned as old nodes). */
+struct r4_lsdel_stats {
+	uint64_t free_blocks;
+	uint64_t journal_blocks;
+};
+int r4_lsdel_ex(struct r4_vol *vol, r4_deleted_fn fn, void *ctx,
+		struct r4_lsdel_stats *st, struct r4_error *err);
 
 /* What survives of deleted object oid: data(ctx, off, buf, len) for
  * every surviving piece (newest copies last, so a later call for the

@@ -53,6 +53,7 @@ struct fpiece {
 	int tail;
 	int ctail;
 	unsigned shift;
+	int raw;	/* node read as on disk, under the journal's overlay */
 };
 
 struct fscan {
@@ -66,6 +67,8 @@ struct fscan {
 	size_t nnm, capnm;
 	struct fpiece *pc;
 	size_t npc, cappc;
+	int raw;		/* the node being scanned was read raw */
+	uint64_t nfree, njournal;	/* blocks read */
 };
 
 static int grow(void **v, size_t *cap, size_t n, size_t size)
@@ -221,6 +224,7 @@ static int take_body(struct fscan *s, uint64_t blk, uint64_t flush,
 	p.oid = fmt_key_objectid(k);
 	p.ord = fmt_key_ordering(k);
 	p.flush = flush;
+	p.raw = s->raw;
 	if (s->only_oid && p.oid != s->only_oid)
 		return 0;
 	off = fmt_key_offset(k);
@@ -340,6 +344,20 @@ int r4_lsdel_scan_node(const uint8_t *buf, size_t blksize, uint32_t mkfs_id,
 
 /* ---- Block classes ----------------------------------------------------- */
 
+/* Whether blk holds a backup of the super block (doc/format.md §1.7):
+ * progs places them; the kernel leaves them as they are. */
+static int is_backup(struct r4_vol *vol, uint64_t blk)
+{
+	uint64_t v[64];
+	size_t n = fmt_backup_blocks(vol->sb.block_count, vol->blksize, v,
+				     64);
+
+	for (size_t i = 0; i < n && i < 64; i++)
+		if (v[i] == blk)
+			return 1;
+	return 0;
+}
+
 int r4_block_class(struct r4_vol *vol, uint64_t blk, int *cls,
 		   struct r4_error *err)
 {
@@ -351,6 +369,10 @@ int r4_block_class(struct r4_vol *vol, uint64_t blk, int *cls,
 			       "of the volume (%llu blocks)", vol->dev->path,
 			       (unsigned long long)blk,
 			       (unsigned long long)vol->sb.block_count);
+	if (is_backup(vol, blk)) {
+		*cls = R4_BC_BACKUP;
+		return 0;
+	}
 	if (blk < fmt_blk_first_usable(vol->blksize) ||
 	    blk == fmt_blk_bitmap0(vol->blksize) || (blk && blk % bpb == 0)) {
 		*cls = R4_BC_FIXED;
@@ -375,11 +397,71 @@ const char *r4_block_class_name(int cls)
 	case R4_BC_JOURNAL: return "journal";
 	case R4_BC_FREE: return "free";
 	case R4_BC_USED: return "used";
+	case R4_BC_BACKUP: return "backup";
 	}
 	return "?";
 }
 
 /* ---- The scan ------------------------------------------------------------ */
+
+/* Block blk: through the journal's overlay, or (raw) as it lies on
+ * disk: the home copy of a block a pending transaction overwrites. */
+static int read_copy(struct r4_vol *vol, uint64_t blk, int raw, uint8_t *buf,
+		     struct r4_error *err)
+{
+	struct io_dev *dev = vol->dev;
+	uint64_t off = blk * vol->blksize;
+	int rc;
+
+	if (!raw)
+		return r4_vol_read_block(vol, blk, buf, err);
+	if (blk >= vol->sb.block_count || off > dev->size ||
+	    vol->blksize > dev->size - off)
+		return r4i_fail(err, R4_ERANGE, "%s: block %llu is past the "
+			       "end of the device", dev->path,
+			       (unsigned long long)blk);
+	rc = dev->ops->pread(dev, buf, vol->blksize, off);
+	if (rc)
+		return r4i_fail(err, rc, "%s: read of block %llu failed: %s",
+			       dev->path, (unsigned long long)blk,
+			       r4_strerror(rc));
+	return 0;
+}
+
+/* The journal of a pending transaction (replayed in memory): its
+ * wandered blocks hold the new copies of the blocks it overwrites, and
+ * those blocks' home locations still hold the old ones. Both are
+ * scanned as old nodes (the free scan already covers the blocks of
+ * transactions played before: they are free once played). */
+static int scan_journal(struct r4_vol *vol, struct fscan *s, uint8_t *buf,
+			struct r4_error *err)
+{
+	const struct io_dev *dev = vol->dev;
+	int rc = 0;
+
+	for (size_t i = 0; i < dev->nremap && !rc; i++) {
+		for (int raw = 0; raw < 2 && !rc; raw++) {
+			uint64_t b = raw ? dev->remap_from[i] :
+				     dev->remap_to[i];
+
+			if (b < fmt_blk_first_usable(vol->blksize) ||
+			    b >= vol->sb.block_count)
+				continue;
+			rc = read_copy(vol, b, raw, buf, err);
+			if (rc)
+				break;
+			s->njournal++;
+			s->raw = raw;
+			rc = scan_node(s, b, buf);
+			s->raw = 0;
+			if (rc < 0)
+				return r4i_fail(err, rc, "%s: out of memory",
+					       vol->dev->path);
+			rc = 0;
+		}
+	}
+	return rc;
+}
 
 static int scan_volume(struct r4_vol *vol, struct fscan *s,
 		       struct r4_error *err)
@@ -403,6 +485,7 @@ static int scan_volume(struct r4_vol *vol, struct fscan *s,
 		rc = r4_vol_read_block(vol, b, buf, err);
 		if (rc)
 			break;
+		s->nfree++;
 		rc = scan_node(s, b, buf);
 		if (rc < 0) {
 			rc = r4i_fail(err, rc, "%s: out of memory",
@@ -411,6 +494,8 @@ static int scan_volume(struct r4_vol *vol, struct fscan *s,
 		}
 		rc = 0;
 	}
+	if (!rc)
+		rc = scan_journal(vol, s, buf, err);
 	free(buf);
 	return rc;
 }
@@ -594,7 +679,7 @@ static int cc_piece_bytes(struct ccwork *w, const struct fpiece *p,
 			  uint8_t *dst)
 {
 	size_t bs = w->vol->blksize;
-	int rc = r4_vol_read_block(w->vol, p->blk, w->node, w->err);
+	int rc = read_copy(w->vol, p->blk, p->raw, w->node, w->err);
 
 	if (rc)
 		return rc;
@@ -1046,14 +1131,24 @@ static int lsdel_run(struct r4_vol *vol, struct fscan *s, r4_deleted_fn fn,
 	return orphans_report(vol, s, fn, ctx, err);
 }
 
-int r4_lsdel(struct r4_vol *vol, r4_deleted_fn fn, void *ctx,
-	     struct r4_error *err)
+int r4_lsdel_ex(struct r4_vol *vol, r4_deleted_fn fn, void *ctx,
+		struct r4_lsdel_stats *st, struct r4_error *err)
 {
 	struct fscan s = { 0 };
 	int rc = lsdel_run(vol, &s, fn, ctx, err);
 
+	if (st) {
+		st->free_blocks = s.nfree;
+		st->journal_blocks = s.njournal;
+	}
 	scan_free(&s);
 	return rc;
+}
+
+int r4_lsdel(struct r4_vol *vol, r4_deleted_fn fn, void *ctx,
+	     struct r4_error *err)
+{
+	return r4_lsdel_ex(vol, fn, ctx, NULL, err);
 }
 
 /* ---- undel --------------------------------------------------------------- */
@@ -1076,7 +1171,7 @@ static int undel_run(void *ctx, const struct fpiece *p, uint64_t off,
 
 	if (p->tail) {
 		/* The node is read again and verified as at scan time. */
-		rc = r4_vol_read_block(u->vol, p->blk, u->buf, u->err);
+		rc = read_copy(u->vol, p->blk, p->raw, u->buf, u->err);
 		if (rc)
 			return rc;
 		if (fmt_node_verify(u->buf, u->vol->blksize, u->vol->keypol,

@@ -256,6 +256,18 @@ assert v[0]['safe_link'] is None and v[0]['recoverable'] == 30000, v
 	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
 }
 
+@test "icheck names the backup super blocks where doc/format.md puts them (1 GiB: 22, 32737, 65473, 130945, 196417)" {
+	r4mkfs -q "$T/g.img" 1G
+	run r4debugfs -R 'icheck 22 32737 65473 130945 196417 32738 23' "$T/g.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'not used by the tree: backup super block$' <<<"$output")" -eq 5 ]
+	grep -q '^32738	not used by the tree: free$' <<<"$output"
+	run r4debugfs --json -R 'icheck 32737 16' "$T/g.img"
+	[[ "$output" == *'{"block":32737,"class":"backup","owner":null}'* ]]
+	[[ "$output" == *'{"block":16,"class":"fixed","owner":null}'* ]]
+}
+
 @test "--no-replay: a pending transaction is read through only without it, and said on stderr" {
 	command -v r4txn >/dev/null 2>&1 || skip "r4txn not built"
 	r4mkfs -q "$T/j.img" 16M
@@ -272,6 +284,27 @@ assert v[0]['safe_link'] is None and v[0]['recoverable'] == 30000, v
 	[ "$(sha256sum <"$T/j.img")" = "$sum" ]
 	run r4debugfs -w --no-replay -R 'ls /' "$T/j.img"
 	[ "$status" -eq 2 ]
+}
+
+@test "lsdel reads a pending transaction's wandered copies and the home copies they overwrite" {
+	command -v r4txn >/dev/null 2>&1 || skip "r4txn not built"
+	r4mkfs -q "$T/j.img" 16M
+	cp --sparse=always "$T/j.img" "$T/count.img"
+	# one leaf changed in place: journalled (wandered copy + home copy)
+	h=$(r4txn inplace "$T/count.img" | sed -n 's/.*header_write=\([0-9]*\).*/\1/p')
+	[ -n "$h" ]
+	R4_FAULT=cut-after=$h r4txn inplace "$T/j.img" >/dev/null || true
+	sum=$(sha256sum <"$T/j.img")
+	run r4debugfs -R lsdel "$T/j.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# wandered leaf and super block, the leaf's home copy (the super
+	# block's home is fixed metadata, not a node)
+	[[ "$output" == *"and 3 block(s) of a pending transaction"* ]]
+	run r4debugfs --no-replay -R lsdel "$T/j.img"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"and 0 block(s) of a pending transaction"* ]]
+	[ "$(sha256sum <"$T/j.img")" = "$sum" ]
 }
 
 # The kernel's own deletions (../shared/kernel-images/deleted.img.xz).
