@@ -292,11 +292,22 @@ int dbg_bodyfile(struct dbg *d, int argc, const char **argv)
 struct lsdel_ctx {
 	struct dbg *d;
 	int n;
+	int orphans;
 };
 
 static void put_time(const char *key, int64_t s, uint32_t ns)
 {
 	printf(",\"%s\":%" PRId64 ",\"%s_ns\":%u", key, s, key, ns);
+}
+
+/* The kind of safe link the tree holds for an orphan. */
+static const char *safe_link_name(const struct r4_deleted *x,
+				  const char *none)
+{
+	if (!x->orphan || x->safe_link < 0)
+		return none;
+	return x->safe_link == R4_SAFELINK_UNLINK ? "\"unlink\"" :
+	       "\"truncate\"";
 }
 
 static void del_json(const struct r4_deleted *x)
@@ -315,8 +326,10 @@ static void del_json(const struct r4_deleted *x)
 		printf("\"name\":null");
 	printf(",\"plugin\":%u", x->st.object_plugin);
 	printf(",\"parent\":%" PRIu64 ",\"found\":%" PRIu64
-	       ",\"recoverable\":%" PRIu64 ",\"sd_block\":%" PRIu64 "}",
+	       ",\"recoverable\":%" PRIu64 ",\"sd_block\":%" PRIu64,
 	       x->parent, x->found, x->recoverable, x->st.sd_block);
+	printf(",\"orphan\":%s,\"safe_link\":%s}",
+	       x->orphan ? "true" : "false", safe_link_name(x, "null"));
 }
 
 static int lsdel_one(void *ctx, const struct r4_deleted *x)
@@ -340,20 +353,24 @@ static int lsdel_one(void *ctx, const struct r4_deleted *x)
 			dbg_put_name(x->name, x->name_len);
 		else
 			printf("(no name)");
-		/* Compressed bodies (ctail items) are not recovered yet. */
-		if (x->st.object_plugin == R4_OBJ_CCREG40 &&
-		    x->recoverable < x->st.size)
-			printf("\t(ccreg40: compressed body not read)");
+		if (x->orphan)
+			printf("\t(orphan: in the tree, no name%s%s)",
+			       x->safe_link < 0 ? "" : "; safe link ",
+			       x->safe_link < 0 ? "" :
+			       x->safe_link == R4_SAFELINK_UNLINK ? "unlink" :
+			       "truncate");
 		putchar('\n');
 	}
 	c->n++;
+	c->orphans += x->orphan != 0;
 	return 0;
 }
 
 int dbg_lsdel(struct dbg *d, int argc, const char **argv)
 {
 	struct r4_error err = { 0 };
-	struct lsdel_ctx c = { d, 0 };
+	struct lsdel_ctx c = { d, 0, 0 };
+	struct r4_lsdel_stats st = { 0, 0 };
 	int rc;
 
 	if (argc != 1)
@@ -362,9 +379,18 @@ int dbg_lsdel(struct dbg *d, int argc, const char **argv)
 		putchar('[');
 	else
 		printf("oid\tmode\tsize\trecoverable\tmtime\tformer name\n");
-	rc = r4_lsdel(d->vol, lsdel_one, &c, &err);
+	rc = r4_lsdel_ex(d->vol, lsdel_one, &c, &st, &err);
 	if (d->json)
 		printf("]\n");
+	else if (!rc)
+		printf("scanned %" PRIu64 " free block(s) and %" PRIu64
+		       " block(s) of a pending transaction\n", st.free_blocks,
+		       st.journal_blocks);
+	if (d->json)
+		;
+	else if (c.orphans)
+		printf("%d deleted object(s), %d of them orphans\n", c.n,
+		       c.orphans);
 	else
 		printf("%d deleted object(s)\n", c.n);
 	return rc ? dbg_fail(&err, "lsdel", rc) : DBG_OK;

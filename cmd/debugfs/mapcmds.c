@@ -198,10 +198,22 @@ static const char *unowned_class(struct dbg *d, uint64_t blk)
 		return "unreadable bitmap";
 	switch (cls) {
 	case R4_BC_FIXED: return "fixed metadata";
+	case R4_BC_BACKUP: return "backup super block";
 	case R4_BC_JOURNAL: return "journal";
 	case R4_BC_FREE: return "free";
 	}
 	return "used, not referenced by the tree";
+}
+
+/* The same, as the JSON key word (r4_block_class_name). */
+static const char *unowned_key(struct dbg *d, uint64_t blk)
+{
+	struct r4_error err = { 0 };
+	int cls;
+
+	if (r4_block_class(d->vol, blk, &cls, &err))
+		return "unreadable";
+	return r4_block_class_name(cls);
 }
 
 static int icheck_one(struct dbg *d, uint64_t blk, int first)
@@ -221,7 +233,7 @@ static int icheck_one(struct dbg *d, uint64_t blk, int first)
 		printf("%s{\"block\":%" PRIu64, first ? "" : ",", blk);
 		if (rc) {
 			printf(",\"class\":\"%s\",\"owner\":null}",
-			       unowned_class(d, blk));
+			       unowned_key(d, blk));
 			return DBG_OK;
 		}
 		printf(",\"class\":\"owned\",\"kind\":\"%s\",\"oid\":%"

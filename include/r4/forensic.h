@@ -20,7 +20,9 @@ enum r4_block_class {
 	R4_BC_FIXED = 0,	/* reserved area, super blocks, bitmap blocks */
 	R4_BC_JOURNAL = 1,	/* a logged copy of a pending transaction */
 	R4_BC_FREE = 2,		/* marked free in the bitmap */
-	R4_BC_USED = 3		/* marked used (see r4_block_owner) */
+	R4_BC_USED = 3,		/* marked used (see r4_block_owner) */
+	R4_BC_BACKUP = 4	/* a backup copy of the super block
+				 * (doc/format.md §1.7) */
 };
 int r4_block_class(struct r4_vol *vol, uint64_t blk, int *cls,
 		   struct r4_error *err);
@@ -40,19 +42,39 @@ struct r4_deleted {
 	uint64_t parent;
 	uint64_t found;
 	uint64_t recoverable;
+	/* An orphan: its stat data is still in the live tree, but no
+	 * directory entry names it (an unlinked file still open when the
+	 * volume was last written, or a lost name); its body is read
+	 * through the tree. safe_link: the kernel's safe link for it
+	 * (R4_SAFELINK_*), or -1 when the tree holds none. */
+	int orphan;
+	int safe_link;
 };
+enum { R4_SAFELINK_UNLINK = 0, R4_SAFELINK_TRUNCATE = 1 };
 typedef int (*r4_deleted_fn)(void *ctx, const struct r4_deleted *d);
-/* Scan every free block of the volume for formatted nodes of this
- * volume (its mkfs id) and report the deleted objects, by object id. */
+/* Scan every free block of the volume, and the journal's copies of a
+ * pending transaction, for formatted nodes of this
+ * volume (its mkfs id) and report the deleted objects, by object id;
+ * then walk the tree and report the orphans (orphan = 1). */
 int r4_lsdel(struct r4_vol *vol, r4_deleted_fn fn, void *ctx,
 	     struct r4_error *err);
+/* The same, and what was read: free blocks, and blocks of a pending
+ * transaction replayed in memory (its wandered copies and the home
+ * copies they overwrite, both scanned as old nodes). */
+struct r4_lsdel_stats {
+	uint64_t free_blocks;
+	uint64_t journal_blocks;
+};
+int r4_lsdel_ex(struct r4_vol *vol, r4_deleted_fn fn, void *ctx,
+		struct r4_lsdel_stats *st, struct r4_error *err);
 
 /* What survives of deleted object oid: data(ctx, off, buf, len) for
  * every surviving piece (newest copies last, so a later call for the
  * same range wins), then missing(ctx, off, len) for every range of
  * [0, size) nothing covers. *out (may be NULL) gets what r4_lsdel would
- * say. R4_ENOTFOUND if no stat data of oid survives in a free block,
- * R4_EEXIST if oid is still in the tree. */
+ * say. An orphan's body is read through the tree. R4_ENOTFOUND if no
+ * stat data of oid survives in a free block, R4_EEXIST if oid is still
+ * in the tree under a name. */
 typedef int (*r4_undel_data_fn)(void *ctx, uint64_t off, const void *buf,
 				size_t len);
 typedef int (*r4_undel_gap_fn)(void *ctx, uint64_t off, uint64_t len);

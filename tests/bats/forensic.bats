@@ -99,6 +99,108 @@ print([o for o in json.load(sys.stdin) if o['oid'] == $o][0]['recoverable'])")
 	cmp -i 12288 "$T/src/d/e/huge.bin" "$T/out"
 }
 
+# Free nodes holding a ctail40 item of object OID (hex, no 0x) at
+# body offset OFF: "BLOCK ITEM-OFFSET" lines.
+ctail_nodes() {
+	local n b
+	n=$(( $(stat -c %s "$1") / 4096 ))
+	for ((b = 17; b < n; b++)); do echo "print node $b"; done >"$T/cmds"
+	r4debugfs -f "$T/cmds" "$1" 2>/dev/null | awk -v oid="$2" -v off="$3" '
+		/^node [0-9]+:/ { blk = $2; sub(":", "", blk) }
+		/ ctail40 \(7\) \[/ {
+			split($4, k, ":"); sub("\\]", "", k[5])
+			if (k[4] == oid && k[5] == off) print blk, $(NF - 4)
+		}'
+}
+
+@test "undel of compressed (ccreg40) files: every cluster decoded, a damaged one named as missing" {
+	mkdir -p "$T/src/d"
+	seq 1 30000 >"$T/src/d/text.txt"
+	# a compressible first cluster, then clusters stored raw
+	{ seq 1 20000; head -c 140000 /dev/urandom; } >"$T/src/d/mixed"
+	seq 1 100 >"$T/src/small"
+	printf 'stays\n' >"$T/src/keep"
+	r4pack create -q --compress=zstd1 "$T/src" "$T/c.img"
+	declare -A oid
+	for f in /d/text.txt /d/mixed /small; do
+		run r4debugfs -R "stat $f" "$T/c.img"
+		[[ "$output" == *"ccreg40 (4)"* ]]
+		oid[$f]=$(oid_of "$T/c.img" $f)
+	done
+	r4debugfs -w -R 'rm /d/text.txt' -R 'rm /d/mixed' -R 'rm /small' "$T/c.img"
+	sum=$(sha256sum <"$T/c.img")
+	r4debugfs --json -R lsdel "$T/c.img" | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+assert len(v) == 3, v
+for o in v:
+    assert o["plugin"] == 4 and o["recoverable"] == o["size"] == o["found"], o
+'
+	for f in /d/text.txt /d/mixed /small; do
+		run r4debugfs -R "undel ${oid[$f]} $T/out" "$T/c.img"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[[ "$output" != *"did not survive"* ]]
+		cmp "$T/src$f" "$T/out"
+	done
+	[ "$(sha256sum <"$T/c.img")" = "$sum" ]
+	# Damage the compressed stream of text.txt's first cluster in every
+	# free node that holds it: that cluster is missing, the rest decodes.
+	o=${oid[/d/text.txt]#0x}
+	ctail_nodes "$T/c.img" "$o" 0 >"$T/where"
+	cat "$T/where"
+	[ -s "$T/where" ]
+	while read -r b at; do
+		printf '\377\000\377' | dd of="$T/c.img" bs=1 seek=$((b * 4096 + at + 40)) conv=notrunc status=none
+	done <"$T/where"
+	rec=$(r4debugfs --json -R lsdel "$T/c.img" | python3 -c "
+import json, sys
+print([o for o in json.load(sys.stdin) if o['oid'] == ${oid[/d/text.txt]}][0]['recoverable'])")
+	[ "$rec" -eq $((168894 - 65536)) ]
+	run r4debugfs -R "undel ${oid[/d/text.txt]} $T/out" "$T/c.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"bytes 0..65535 (65536 bytes) did not survive"* ]]
+	[ "$(stat -c %s "$T/out")" -eq 168894 ]
+	cmp -i 65536 "$T/src/d/text.txt" "$T/out"
+}
+
+@test "orphans: a stat data in the tree that no name reaches is listed as such and undeleted" {
+	. "$top_srcdir/tests/surgery.sh"
+	mkdir -p "$T/src"
+	head -c 30000 /dev/urandom >"$T/src/a.bin"
+	printf 'file b\n' >"$T/src/b.txt"
+	r4pack create -q "$T/src" "$T/o.img"
+	o=$(oid_of "$T/o.img" /a.bin)
+	# Point the entry "a.bin" at b.txt: a.bin's stat data and body stay
+	# in the tree, but no name reaches them.
+	a=$(entry_off "$T/o.img" / a.bin)
+	b=$(entry_off "$T/o.img" / b.txt)
+	dd if="$T/o.img" of="$T/o.img" bs=1 skip="$b" seek="$a" count=24 conv=notrunc status=none
+	[ "$(oid_of "$T/o.img" /a.bin)" != "$o" ]
+	sum=$(sha256sum <"$T/o.img")
+	run r4debugfs -R lsdel "$T/o.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q "^$o	.*(orphan: in the tree, no name)" <<<"$output"
+	[[ "$output" == *"1 deleted object(s), 1 of them orphans"* ]]
+	r4debugfs --json -R lsdel "$T/o.img" | python3 -c "
+import json, sys
+v = json.load(sys.stdin)
+assert len(v) == 1 and v[0]['oid'] == $o and v[0]['orphan'] is True, v
+assert v[0]['safe_link'] is None and v[0]['recoverable'] == 30000, v
+"
+	run r4debugfs -R "undel $o $T/out" "$T/o.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	cmp "$T/src/a.bin" "$T/out"
+	# b.txt has a name: refused
+	run r4debugfs -R "undel $(oid_of "$T/o.img" /b.txt) $T/live" "$T/o.img"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"still in the tree"* ]]
+	[ "$(sha256sum <"$T/o.img")" = "$sum" ]
+}
+
 @test "bodyfile: TSK 3 body lines, deleted ones marked, mactime -b reads it" {
 	command -v mactime >/dev/null 2>&1 || { echo "mactime (Debian sleuthkit) not installed"; return 1; }
 	make_img
@@ -154,6 +256,18 @@ print([o for o in json.load(sys.stdin) if o['oid'] == $o][0]['recoverable'])")
 	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
 }
 
+@test "icheck names the backup super blocks where doc/format.md puts them (1 GiB: 22, 32737, 65473, 130945, 196417)" {
+	r4mkfs -q "$T/g.img" 1G
+	run r4debugfs -R 'icheck 22 32737 65473 130945 196417 32738 23' "$T/g.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'not used by the tree: backup super block$' <<<"$output")" -eq 5 ]
+	grep -q '^32738	not used by the tree: free$' <<<"$output"
+	run r4debugfs --json -R 'icheck 32737 16' "$T/g.img"
+	[[ "$output" == *'{"block":32737,"class":"backup","owner":null}'* ]]
+	[[ "$output" == *'{"block":16,"class":"fixed","owner":null}'* ]]
+}
+
 @test "--no-replay: a pending transaction is read through only without it, and said on stderr" {
 	command -v r4txn >/dev/null 2>&1 || skip "r4txn not built"
 	r4mkfs -q "$T/j.img" 16M
@@ -172,8 +286,31 @@ print([o for o in json.load(sys.stdin) if o['oid'] == $o][0]['recoverable'])")
 	[ "$status" -eq 2 ]
 }
 
+@test "lsdel reads a pending transaction's wandered copies and the home copies they overwrite" {
+	command -v r4txn >/dev/null 2>&1 || skip "r4txn not built"
+	r4mkfs -q "$T/j.img" 16M
+	cp --sparse=always "$T/j.img" "$T/count.img"
+	# one leaf changed in place: journalled (wandered copy + home copy)
+	h=$(r4txn inplace "$T/count.img" | sed -n 's/.*header_write=\([0-9]*\).*/\1/p')
+	[ -n "$h" ]
+	R4_FAULT=cut-after=$h r4txn inplace "$T/j.img" >/dev/null || true
+	sum=$(sha256sum <"$T/j.img")
+	run r4debugfs -R lsdel "$T/j.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# wandered leaf and super block, the leaf's home copy (the super
+	# block's home is fixed metadata, not a node)
+	[[ "$output" == *"and 3 block(s) of a pending transaction"* ]]
+	run r4debugfs --no-replay -R lsdel "$T/j.img"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"and 0 block(s) of a pending transaction"* ]]
+	[ "$(sha256sum <"$T/j.img")" = "$sum" ]
+}
+
 # The kernel's own deletions (../shared/kernel-images/deleted.img.xz).
-@test "lsdel on the kernel's deleted.img lists every removed file; undel gives back the reg40 ones" {
+# Every file the kernel removed there (2 reg40, 50 ccreg40) still has its
+# nodes and blocks in free space: all 52 must come back byte for byte.
+@test "lsdel on the kernel's deleted.img lists every removed file; undel gives each back by its sha256" {
 	k=$top_srcdir/../shared/kernel-images
 	[ -f "$k/deleted.img.xz" ] || skip "no $k/deleted.img.xz"
 	xz -dc "$k/deleted.img.xz" | cp --sparse=always /dev/stdin "$T/del.img"
@@ -188,19 +325,21 @@ for line in open(sys.argv[2]):
     base = path.rsplit("/", 1)[-1]
     assert base in byname, "not listed: " + path
     o = byname[base]
-    # whole bodies in extents / tails (reg40): recoverable byte for byte
+    # claimed whole: must match below
     if o["recoverable"] == o["size"]:
         print(o["oid"], h, path)
-    else:
-        # only compressed (ccreg40) bodies are left: not read yet
-        assert o["plugin"] == 4, o
 PY
 	cat "$T/plan"
-	# text_131072 and rand_300000 are plain reg40 files
-	[ "$(wc -l <"$T/plan")" -ge 2 ]
+	# all 52 (text_131072 and rand_300000 reg40, many/small_* ccreg40)
+	[ "$(wc -l <"$T/plan")" -ge 52 ]
+	n=0
 	while read -r o h p; do
-		r4debugfs -R "undel $o $T/out" "$T/del.img"
+		run r4debugfs -R "undel $o $T/out" "$T/del.img"
+		[ "$status" -eq 0 ]
+		[[ "$output" != *"did not survive"* ]]
 		[ "$(sha256sum <"$T/out" | cut -c1-64)" = "$h" ] || { echo "$p differs"; return 1; }
+		n=$((n + 1))
 	done <"$T/plan"
+	[ "$n" -ge 52 ]
 	[ "$(sha256sum <"$T/del.img")" = "$sum" ]
 }
