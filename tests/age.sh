@@ -85,7 +85,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	next=$((next + 50))
 	touch -h -d @$((1600000000 + r * 1000)) "$W/add" "$W"/add/*/ \
 		"$W"/add/*/*
-	r4pack add -q "$IMG" "$W/add"
+	r4pack add -q -o create=reg40 "$IMG" "$W/add"
 	r4debugfs -w --atomic -f "$W/script" "$IMG" >/dev/null
 done
 rm -rf "$W"

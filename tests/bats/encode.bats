@@ -66,7 +66,8 @@ SPEC
 	[ "$(sum "$T/m.img")" = "$SUM_MTREE" ]
 	SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID \
 		"$top_srcdir/tests/data/sample.tar" "$T/a.img"
-	(cd "$T/m" && SOURCE_DATE_EPOCH=3000000000 r4pack add -q "$T/a.img" \
+	(cd "$T/m" && SOURCE_DATE_EPOCH=3000000000 \
+		r4pack add -q -o create=reg40 "$T/a.img" \
 		spec.mtree)
 	[ "$(sum "$T/a.img")" = "$SUM_ADDED" ]
 }
