@@ -151,7 +151,9 @@ int r4_block_owner(struct r4_vol *vol, uint64_t blk, struct r4_objref *owner,
 
 /* Every path ("/a/b") by which object oid is reachable from the root,
  * found by a walk of the whole directory tree (directories reached
- * twice are entered once). 'path' lives during the call only. */
+ * twice are entered once). 'path' lives during the call only. Folders
+ * more than 512 deep are not searched: R4_ERANGE, saying so, when no
+ * path was found. */
 typedef int (*r4_path_fn)(void *ctx, const char *path);
 int r4_oid_paths(struct r4_vol *vol, uint64_t oid, r4_path_fn fn, void *ctx,
 		 struct r4_error *err);

@@ -183,6 +183,8 @@ struct paths {
 	size_t len;
 	struct r4_u64map seen;	/* directories entered (a set) */
 	unsigned depth;
+	int cut;		/* a folder too deep to name was left out */
+	int found;
 	struct r4_error *err;
 };
 
@@ -200,17 +202,23 @@ static int paths_fn(void *ctx, const char *name, size_t len,
 	if ((len == 1 && name[0] == '.') ||
 	    (len == 2 && name[0] == '.' && name[1] == '.'))
 		return 0;
-	if (p->len + 1 + len + 1 > PATH_BUF)
-		return 0;	/* too deep to name: skipped */
+	if (p->len + 1 + len + 1 > PATH_BUF) {
+		p->cut = 1;	/* too deep to name: skipped */
+		return 0;
+	}
 	p->path[p->len++] = '/';
 	memcpy(p->path + p->len, name, len);
 	p->len += len;
 	p->path[p->len] = '\0';
-	if (t->oid == p->oid)
+	if (t->oid == p->oid) {
+		p->found = 1;
 		rc = p->fn(p->ctx, p->path);
+	}
 	if (!rc && !obj_sd_get(p->vol, t, &sd, NULL)) {
 		if (sd.plugin == FMT_OBJ_DIR40 && p->depth < PATHS_MAX_DEPTH)
 			rc = paths_dir(p, t->oid);
+		else if (sd.plugin == FMT_OBJ_DIR40)
+			p->cut = 1;
 		obj_sd_put(&sd);
 	}
 	p->len = save;
@@ -246,6 +254,12 @@ int r4_oid_paths(struct r4_vol *vol, uint64_t oid, r4_path_fn fn, void *ctx,
 	rc = oid == FMT_ROOT_OID ? fn(ctx, "/") : 0;
 	if (!rc)
 		rc = paths_dir(p, FMT_ROOT_OID);
+	if (!rc && p->cut && !p->found && oid != FMT_ROOT_OID)
+		rc = r4i_fail(err, R4_ERANGE, "%s: object %llx: no path within "
+			     "%d folders (%d bytes) of the root; deeper "
+			     "folders were not searched", obj_vol_name(vol),
+			     (unsigned long long)oid, PATHS_MAX_DEPTH,
+			     PATH_BUF - 1);
 	r4_u64map_fini(&p->seen);
 	free(p);
 	return rc;

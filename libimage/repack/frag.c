@@ -330,7 +330,7 @@ int r4_frag_measure(struct r4_vol *vol, struct r4_frag *out,
 	for (size_t i = 0; !rc && i < nw; i++) {
 		rc = r4_oid_paths(vol, worst[i].oid, first_path, &worst[i],
 				  err);
-		rc = rc > 0 ? 0 : rc;
+		rc = rc > 0 || rc == R4_ERANGE ? 0 : rc;	/* too deep */
 	}
 	if (nfound)
 		*nfound = rc ? 0 : nw;

@@ -191,3 +191,21 @@ tx_chain() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 }
+
+@test "ncheck of an object 600 folders deep says why it gives no path" {
+	local p oid
+	p=$(printf 'd/%.0s' $(seq 600))
+	mkdir -p "$T/src/$p"
+	echo deep >"$T/src/${p}f"
+	r4pack create -q "$T/src" "$T/d.img"
+	oid=$(r4debugfs -R "stat /${p}f" "$T/d.img" | awk '$1 == "object:" { sub(/,$/, "", $3); print $3 }')
+	[ -n "$oid" ]
+	run bounded 20 r4debugfs -R "ncheck $oid" "$T/d.img"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"no path within 512 folders"*"deeper folders were not searched"* ]]
+	# a shallow one still gets its path
+	run r4debugfs -R "ncheck 0x10002" "$T/d.img"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"	/d/d/d"* ]]
+}
