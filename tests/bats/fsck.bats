@@ -147,22 +147,22 @@ make_src() {
 
 # ---- super blocks ----
 
-@test "wrong master magic: cannot open (8)" {
+@test "wrong master magic, intact backup: named, exit 4 (issue 13)" {
 	fresh
 	printf 'X' | dd of="$T/bad.img" bs=1 seek=65536 conv=notrunc status=none
 	run r4fsck "$T/bad.img"
-	[ "$status" -eq 8 ]
-	[[ "$output" == *"master super block"*"magic"* ]]
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"master super block (block 16) is damaged; the backup copy in block "* ]]
 	oracle_finds "$T/bad.img"
 }
 
-@test "wrong format40 magic: cannot open (8)" {
+@test "wrong format40 magic, intact backup: named, exit 4 (issue 13)" {
 	fresh
 	printf 'X' | dd of="$T/bad.img" bs=1 seek=$((17 * 4096 + 52)) \
 		conv=notrunc status=none
 	run r4fsck "$T/bad.img"
-	[ "$status" -eq 8 ]
-	[[ "$output" == *"format40 super block (block 17)"*"magic"* ]]
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"format40 super block (block 17) is damaged; the backup copy in block "* ]]
 	oracle_finds "$T/bad.img"
 }
 
