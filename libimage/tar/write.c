@@ -175,7 +175,9 @@ static int xw_hole(struct xw *w, uint64_t len, struct r4_error *err)
 		la_ssize_t n = archive_write_data(w->a, w->zeros ? w->zeros :
 						  w->buf, k);
 
-		if (n <= 0)
+		if (n == 0)
+			break;	/* nothing more in libarchive's map */
+		if (n < 0)
 			return arc_fail(w, err);
 		len -= (uint64_t)n;
 	}
@@ -200,6 +202,8 @@ static int xw_data(struct xw *w, const struct r4_objref *ref, uint64_t size,
 			rc = xw_copy(w, ref, a, a + n, err);
 		pos = a + n;
 	}
+	if (!rc && pos < size)	/* the trailing hole, counted too */
+		rc = xw_hole(w, size - pos, err);
 	if (!rc && w->o->stats)
 		w->o->stats->bytes += size;
 	return rc;
