@@ -287,6 +287,29 @@ static int rd_fill(struct obj_ccrd *r, uint64_t start, size_t n,
 	}
 }
 
+/* Load the next chunk of data unless one is kept or the input ended. */
+static int rd_next(struct obj_ccrd *r, struct r4_error *err)
+{
+	while (!r->eof && !r->cbuf) {
+		const void *p;
+		int rc = r->fn(r->ctx, &r->coff, &p, &r->clen, err);
+
+		if (rc < 0)
+			return r4i_fail(err, rc, "%s: cannot read the data: %s",
+				       r->path, r4_strerror(rc));
+		if (rc == 0)
+			r->eof = 1;
+		else if ((rc = enc_chunk_check(r->path, r->size, r->end,
+						r->coff, r->clen, err)))
+			return rc;
+		else {
+			r->end = r->coff + r->clen;
+			r->cbuf = p;
+		}
+	}
+	return 0;
+}
+
 int obj_ccrd_finish(struct obj_ccrd *r, struct r4_error *err)
 {
 	while (!r->eof && !r->cbuf) {
@@ -360,6 +383,22 @@ int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
 	fmt_cmode_init(&m, cc->mode);
 	while (!rc && idx < n) {
 		size_t k = 0, start = c0_done ? 1 : 0;
+
+		/* Clusters before the next chunk of data are holes, without
+		 * items (doc/compress.md §3.4): jump over them, so a sparse
+		 * file costs its data, not its size. */
+		if (!c0_done) {
+			uint64_t next;
+
+			rc = rd_next(r, err);
+			if (rc)
+				break;
+			next = r->cbuf ? r->coff >> cc->shift : n;
+			if (next > idx)
+				idx = next < n ? next : n;
+			if (idx >= n)
+				break;
+		}
 
 		for (k = start; !rc && k < CC_BATCH && idx + k < n; k++) {
 			struct ccjob *j = &cc->batch[k];

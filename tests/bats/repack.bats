@@ -64,7 +64,7 @@ same_float() {	# same_float A B: |A - B| <= 1e-6
 	grep -q '"worst": \[$' <<<"$output"
 	# the worst file's figure is measurefs's -F of it
 	w=$(grep -m1 '"oid":' <<<"$output")
-	p=$(sed -n 's/.*"path": "\([^"]*\)".*/\1/p' <<<"$w")
+	p=$(sed -n 's/.*"path": *"\([^"]*\)".*/\1/p' <<<"$w")
 	f=$(sed -n 's/.*"fragmentation": \([0-9.]*\).*/\1/p' <<<"$w")
 	same_float "$f" "$(mfrag -F "$p" "$T/a.img")"
 	run r4repacker -n "$T/a.img"

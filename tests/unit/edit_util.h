@@ -118,7 +118,10 @@ static inline int eu_mkfs(const char *name, unsigned mib, const char *spec)
 	o.size_bytes = (uint64_t)mib << 20;
 	o.create_file = 1;
 	o.mkfs_time = EU_TIME;
-	if (*spec && r4_mkfs_override(&o, spec, &err))
+	/* New files follow the root's plugin set as the kernel's do: reg40
+	 * here, since r4ref (libreiser4) cannot read ccreg40 bodies back. */
+	if (r4_mkfs_override(&o, "create=reg40", &err) ||
+	    (*spec && r4_mkfs_override(&o, spec, &err)))
 		return -1;
 	if (r4_mkfs(path, &o, NULL, &err)) {
 		printf("# r4_mkfs: %s\n", err.msg);

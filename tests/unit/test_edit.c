@@ -381,7 +381,7 @@ static void on_r4ref(void)
 	      "cd '%s/host' && seq 1 3000 > src/numbers && "
 	      "echo hi > src/s/hi && ln -s numbers src/n && "
 	      "mkdir src/empty && find . -exec touch -h -d @%d {} + && "
-	      "truncate -s 64M ../v.img && r4ref mkfs -o formatting=tails "
+	      "truncate -s 64M ../v.img && r4ref mkfs -o formatting=tails -o create=reg40 "
 	      "../v.img . >/dev/null 2>&1", eu_dir, eu_dir, eu_dir, eu_dir,
 	      EU_TIME);
 	judge("r4ref volume", NULL);
