@@ -148,8 +148,8 @@ struct r4_build {
 	/* the directories the last path went through: component k ends
 	 * at wc_end[k] of wc_path, in directory wc_dir[k] */
 	char *wc_path;
-	size_t wc_cap, wc_n, wc_end[32];
-	struct bobj *wc_dir[32];
+	size_t wc_cap, wc_n, wc_kcap, *wc_end;
+	struct bobj **wc_dir;
 	size_t capobjs;
 	/* space */
 	uint64_t limit;			/* fixed size: blocks; 0 = auto */

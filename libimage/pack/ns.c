@@ -170,7 +170,11 @@ void pack_ns_fini(struct r4_build *b)
 	b->htab = NULL;
 	free(b->wc_path);
 	b->wc_path = NULL;
-	b->wc_n = 0;
+	free(b->wc_end);
+	free(b->wc_dir);
+	b->wc_end = NULL;
+	b->wc_dir = NULL;
+	b->wc_n = b->wc_kcap = 0;
 	for (size_t i = 0; i < b->nobj; i++) {
 		free(b->objs[i]->target);
 		free(b->objs[i]->ext.u);
@@ -223,37 +227,62 @@ static size_t wc_common(const struct r4_build *b, const char *path)
 	return i;
 }
 
-/* Remember path's directories for the next walk (archives list a
- * directory's names together). */
-static void wc_save(struct r4_build *b, const char *path, size_t k,
-		    const size_t *end, struct bobj *const *dir)
+/* Level k of the cache: directory d, its name ending at byte end of
+ * the path being walked. 0, or -ENOMEM (the cache is then dropped). */
+static int wc_put(struct r4_build *b, size_t k, size_t end, struct bobj *d)
 {
-	size_t len = strlen(path) + 1;
+	if (k >= b->wc_kcap) {
+		size_t cap = b->wc_kcap ? b->wc_kcap * 2 : 64;
+		size_t *e = realloc(b->wc_end, cap * sizeof(*e));
+		struct bobj **dd;
 
-	b->wc_n = 0;
-	if (R4_RESERVE(b->wc_path, b->wc_cap, len, 256))
-		return;
-	memcpy(b->wc_path, path, len);
-	memcpy(b->wc_end, end, k * sizeof(*end));
-	memcpy(b->wc_dir, dir, k * sizeof(*dir));
-	b->wc_n = k;
+		if (e)
+			b->wc_end = e;
+		dd = e ? realloc(b->wc_dir, cap * sizeof(*dd)) : NULL;
+		if (!dd)
+			return -ENOMEM;
+		b->wc_dir = dd;
+		b->wc_kcap = cap;
+	}
+	b->wc_end[k] = end;
+	b->wc_dir[k] = d;
+	return 0;
 }
 
 /* Walk to the directory holding the last component of path, making
- * missing directories; *name / *nlen: the last component (nlen 0 for
- * the root itself). A component that ends before the bytes path shares
- * with the previous walk's path is the same directory (names are only
- * replaced through pack_ns_add, which forgets the cache). */
+ * missing directories (create); *name / *nlen: the last component (nlen
+ * 0 for the root itself). The directories of the previous walk are
+ * cached at every depth: the walk starts below the deepest one whose
+ * name ends before the bytes path shares with the previous path (names
+ * are only replaced through pack_ns_add, which forgets the cache), so
+ * a run of paths under one deep folder costs their new components, not
+ * their depth (issue: a member 40,000 folders deep took a minute). */
 static int walk(struct r4_build *b, const char *path, int create,
 		struct bobj **dir, const char **name, size_t *nlen,
 		struct r4_error *err)
 {
-	struct bobj *d = b->root, *dirs[32];
-	const char *p = path, *c, *nc;
-	long n = enc_next_name(&p, &c), nn;
-	int rc;
-	size_t same = wc_common(b, path), k = 0, ends[32];
+	struct bobj *d = b->root;
+	const char *p = path, *c = path, *nc;
+	long n = -2, nn;
+	int rc, cache = 1;
+	size_t same = wc_common(b, path), k = 0, j = b->wc_n;
 
+	/* the deepest cached level inside the shared bytes */
+	while (j > 0 && b->wc_end[j - 1] >= same)
+		j--;
+	if (j > 0) {
+		p = path + b->wc_end[j - 1];
+		n = enc_next_name(&p, &c);
+		if (n > 0) {
+			d = b->wc_dir[j - 1];
+			k = j;
+		}
+	}
+	if (!k) {
+		p = path;
+		n = enc_next_name(&p, &c);
+	}
+	b->wc_n = k;	/* levels below k are rewritten from path */
 	for (; n > 0; n = nn, c = nc, k++) {
 		struct bent *e;
 		size_t end = (size_t)(c + n - path);
@@ -265,39 +294,37 @@ static int walk(struct r4_build *b, const char *path, int create,
 			return enc_dotdot(path, err);
 		if (n > ENC_NAME_MAX)
 			break;
-		if (k < b->wc_n && end < same && b->wc_end[k] == end) {
-			d = b->wc_dir[k];
-		} else {
-			e = lookup(b, d, c, (size_t)n);
-			if (!e && !create)
-				return R4_ENOTFOUND;
-			if (!e) {
-				struct bobj *o = new_obj(b, R4_ENT_DIR);
+		e = lookup(b, d, c, (size_t)n);
+		if (!e && !create)
+			return R4_ENOTFOUND;
+		if (!e) {
+			struct bobj *o = new_obj(b, R4_ENT_DIR);
 
-				if (!o || !(e = new_ent(b, d, c, (size_t)n, o)))
-					return r4i_fail(err, -ENOMEM,
-						       "out of memory");
-				implicit_dir(b, o, b->root->a.uid,
-					     b->root->a.gid);
-			}
-			if (e->obj->type != R4_ENT_DIR)
-				return r4i_fail(err, R4_EINVAL, "%s: '%.*s' on "
-					       "its way is not a directory",
-					       path, (int)(c + n - path), path);
-			d = e->obj;
+			if (!o || !(e = new_ent(b, d, c, (size_t)n, o)))
+				return r4i_fail(err, -ENOMEM, "out of memory");
+			implicit_dir(b, o, b->root->a.uid, b->root->a.gid);
 		}
-		if (k < 32) {
-			ends[k] = end;
-			dirs[k] = d;
-		}
+		if (e->obj->type != R4_ENT_DIR)
+			return r4i_fail(err, R4_EINVAL, "%s: '%.*s' on "
+				       "its way is not a directory",
+				       path, (int)(c + n - path), path);
+		d = e->obj;
+		if (cache && wc_put(b, k, end, d))
+			cache = 0;
 	}
 	if (n < 0)
 		return enc_dotdot(path, err);
 	rc = enc_check_name(path, (size_t)n, err);
 	if (rc)
 		return rc;
-	if (create)
-		wc_save(b, path, k < 32 ? k : 32, ends, dirs);
+	if (cache) {
+		size_t len = strlen(path) + 1;
+
+		if (!R4_RESERVE(b->wc_path, b->wc_cap, len, 256)) {
+			memcpy(b->wc_path, path, len);
+			b->wc_n = k;
+		}
+	}
 	*dir = d;
 	*name = c;
 	*nlen = (size_t)n;

@@ -214,3 +214,23 @@ tx_chain() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"	/d/d/d"* ]]
 }
+
+@test "a member 40,000 folders deep packs in time and memory in proportion to its path" {
+	# one pax member whose path has 40,000 components (about 80 KB);
+	# each prefix was walked from the root (a minute before the walk
+	# cache kept every depth)
+	python3 - "$T/deep.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    i = tarfile.TarInfo("/".join(["d"] * 40000) + "/f")
+    i.size = 2
+    t.addfile(i, io.BytesIO(b"hi"))
+PY
+	run bounded 30 r4pack create -q "$T/deep.tar" "$T/deep.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run bounded 60 r4fsck -n "$T/deep.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"40001 directories, 1 files"* ]]
+}
