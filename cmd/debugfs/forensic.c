@@ -310,12 +310,21 @@ static const char *safe_link_name(const struct r4_deleted *x,
 	       "\"truncate\"";
 }
 
+/* ",\"key\":value", exact above 2^53 (a string there). */
+static void put_u64(const char *key, uint64_t v)
+{
+	printf(",\"%s\":", key);
+	r4cmd_json_u64(v);
+}
+
 static void del_json(const struct r4_deleted *x)
 {
-	printf("{\"oid\":%" PRIu64 ",\"locality\":%" PRIu64 ",\"mode\":%u"
-	       ",\"nlink\":%u,\"uid\":%u,\"gid\":%u,\"size\":%" PRIu64,
-	       x->st.oid, x->st.locality, x->st.mode, x->st.nlink, x->st.uid,
-	       x->st.gid, x->st.size);
+	printf("{\"oid\":");
+	r4cmd_json_u64(x->st.oid);
+	put_u64("locality", x->st.locality);
+	printf(",\"mode\":%u,\"nlink\":%u,\"uid\":%u,\"gid\":%u",
+	       x->st.mode, x->st.nlink, x->st.uid, x->st.gid);
+	put_u64("size", x->st.size);
 	put_time("atime", x->st.atime, x->st.atime_ns);
 	put_time("mtime", x->st.mtime, x->st.mtime_ns);
 	put_time("ctime", x->st.ctime, x->st.ctime_ns);
@@ -325,9 +334,10 @@ static void del_json(const struct r4_deleted *x)
 	else
 		printf("\"name\":null");
 	printf(",\"plugin\":%u", x->st.object_plugin);
-	printf(",\"parent\":%" PRIu64 ",\"found\":%" PRIu64
-	       ",\"recoverable\":%" PRIu64 ",\"sd_block\":%" PRIu64,
-	       x->parent, x->found, x->recoverable, x->st.sd_block);
+	put_u64("parent", x->parent);
+	put_u64("found", x->found);
+	put_u64("recoverable", x->recoverable);
+	put_u64("sd_block", x->st.sd_block);
 	printf(",\"orphan\":%s,\"safe_link\":%s}",
 	       x->orphan ? "true" : "false", safe_link_name(x, "null"));
 }
@@ -426,10 +436,12 @@ static int undel_gap(void *ctx, uint64_t off, uint64_t len)
 {
 	struct undel_ctx *u = ctx;
 
-	if (u->d->json)
-		printf("%s{\"offset\":%" PRIu64 ",\"length\":%" PRIu64 "}",
-		       u->nmiss ? "," : "", off, len);
-	else
+	if (u->d->json) {
+		printf("%s{\"offset\":", u->nmiss ? "," : "");
+		r4cmd_json_u64(off);
+		put_u64("length", len);
+		putchar('}');
+	} else
 		fprintf(stderr, "%s: undel: bytes %" PRIu64 "..%" PRIu64
 			" (%" PRIu64 " bytes) did not survive\n", r4cmd_prog,
 			off, off + len - 1, len);
@@ -543,9 +555,10 @@ int dbg_dumpblock(struct dbg *d, int argc, const char **argv)
 		fmt_sha256_init(&c);
 		fmt_sha256_update(&c, d->buf, d->si.blksize);
 		fmt_sha256_hex(&c, hex);
-		printf("{\"block\":%" PRIu64 ",\"size\":%u,\"class\":\"%s\","
-		       "\"sha256\":\"%s\"}\n", blk, d->si.blksize,
-		       r4_block_class_name(cls), hex);
+		printf("{\"block\":");
+		r4cmd_json_u64(blk);
+		printf(",\"size\":%u,\"class\":\"%s\",\"sha256\":\"%s\"}\n",
+		       d->si.blksize, r4_block_class_name(cls), hex);
 	}
 	return DBG_OK;
 }

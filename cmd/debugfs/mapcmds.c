@@ -156,9 +156,19 @@ static int print_path(void *ctx, const char *path)
 	struct paths_ctx *p = ctx;
 
 	if (p->json) {
+		size_t len = strlen(path);
+
 		if (p->n)
 			putchar(',');
-		r4cmd_json_str(path, strlen(path));
+		/* a path that is not UTF-8: {"path": lossy, "path_b64":
+		 * its bytes} in the array's place (man/r4debugfs.8, JSON) */
+		if (r4cmd_utf8_valid(path, len)) {
+			r4cmd_json_str(path, len);
+		} else {
+			putchar('{');
+			r4cmd_json_name("path", path, len);
+			putchar('}');
+		}
 	} else {
 		printf("%s", p->n ? " " : "");
 		dbg_put_name(path, strlen(path));
@@ -224,22 +234,27 @@ static int icheck_one(struct dbg *d, uint64_t blk, int first)
 
 	rc = r4_block_owner(d->vol, blk, &owner, &kind, &err);
 	if (rc && rc != R4_ENOTFOUND) {
-		if (d->json)
-			printf("%s{\"block\":%" PRIu64 ",\"error\":true}",
-			       first ? "" : ",", blk);
+		if (d->json) {
+			printf("%s{\"block\":", first ? "" : ",");
+			r4cmd_json_u64(blk);
+			printf(",\"error\":true}");
+		}
 		return dbg_fail(&err, "icheck", rc);
 	}
 	if (d->json) {
-		printf("%s{\"block\":%" PRIu64, first ? "" : ",", blk);
+		printf("%s{\"block\":", first ? "" : ",");
+		r4cmd_json_u64(blk);
 		if (rc) {
 			printf(",\"class\":\"%s\",\"owner\":null}",
 			       unowned_key(d, blk));
 			return DBG_OK;
 		}
-		printf(",\"class\":\"owned\",\"kind\":\"%s\",\"oid\":%"
-		       PRIu64 ",\"locality\":%"
-		       PRIu64 ",\"paths\":", kind_name(kind), owner.oid,
-		       owner.locality);
+		printf(",\"class\":\"owned\",\"kind\":\"%s\",\"oid\":",
+		       kind_name(kind));
+		r4cmd_json_u64(owner.oid);
+		printf(",\"locality\":");
+		r4cmd_json_u64(owner.locality);
+		printf(",\"paths\":");
 		rc = print_paths(d, owner.oid);
 		putchar('}');
 		return rc;
@@ -294,10 +309,11 @@ int dbg_ncheck(struct dbg *d, int argc, const char **argv)
 			rc = DBG_FAIL;
 			continue;
 		}
-		if (d->json)
-			printf("%s{\"oid\":%" PRIu64 ",\"paths\":",
-			       n++ ? "," : "", oid);
-		else
+		if (d->json) {
+			printf("%s{\"oid\":", n++ ? "," : "");
+			r4cmd_json_u64(oid);
+			printf(",\"paths\":");
+		} else
 			printf("0x%" PRIx64 "\t", oid);
 		if (print_paths(d, oid))
 			rc = DBG_FAIL;

@@ -168,3 +168,40 @@ assert v[0]["command"] == "stat /nope" and "/nope" in v[0]["error"]["message"], 
 assert v[1]["path"] == "/d", v' "$output"
 	[[ "$stderr" == "r4debugfs: /nope: no such file or directory" ]]
 }
+
+@test "ncheck, icheck and lsdel: non-UTF-8 paths lossless, 64-bit fields exact" {
+	command -v python3 >/dev/null || { echo "python3 is needed"; false; }
+	mkdir -p "$T/src/$(printf 'd\377')"
+	head -c 65536 /dev/zero | tr '\0' x >"$T/src/$(printf 'd\377')/f"
+	r4pack create -q "$T/src" "$T/n.img"
+	oid=$(r4debugfs -R "stat /$(printf 'd\377')/f" "$T/n.img" | awk '$1 == "object:" { sub(",", "", $3); print $3; exit }')
+	[ -n "$oid" ]
+	run r4debugfs --json -R "ncheck $oid" "$T/n.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	python3 - "$output" <<'PY'
+import base64, json, sys
+d = json.loads(sys.argv[1])
+p = d[0]["paths"][0]
+assert isinstance(p, dict), p
+assert base64.b64decode(p["path_b64"]) == b"/d\xff/f", p
+PY
+	blk=$(r4debugfs -R "blocks /$(printf 'd\377')/f" "$T/n.img" | grep -o 'blocks\? [0-9]*' | head -1 | awk '{ print $2 }')
+	[ -n "$blk" ]
+	run r4debugfs --json -R "icheck $blk" "$T/n.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	python3 - "$output" <<'PY'
+import base64, json, sys
+d = json.loads(sys.argv[1])
+assert d[0]["class"] == "owned", d
+p = d[0]["paths"][0]
+assert base64.b64decode(p["path_b64"]) == b"/d\xff/f", p
+PY
+	# lsdel: a removed file's numbers are JSON numbers, exact
+	r4debugfs -w -R "rm /$(printf 'd\377')/f" "$T/n.img"
+	run r4debugfs --json -R "lsdel" "$T/n.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); x=[e for e in d if e["oid"] == 0x10001]; assert x and x[0]["size"] == 65536, d' "$output"
+}
