@@ -37,7 +37,8 @@ hold_image() {
 	HOLDER=$!
 	exec 8>"$T/cmds"
 	local i
-	for i in $(seq 1 500); do
+	# up to a minute: a sanitizer build on a loaded machine starts slowly
+	for i in $(seq 1 3000); do
 		flock -n "$1" true || return 0
 		sleep 0.02
 	done
