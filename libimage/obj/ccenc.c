@@ -312,22 +312,15 @@ static int rd_next(struct obj_ccrd *r, struct r4_error *err)
 
 int obj_ccrd_finish(struct obj_ccrd *r, struct r4_error *err)
 {
-	while (!r->eof && !r->cbuf) {
-		const void *p;
-		int rc = r->fn(r->ctx, &r->coff, &p, &r->clen, err);
+	if (r->cbuf)
+		return 0;
+	for (;;) {	/* every further chunk must pass the size checks */
+		int rc = rd_next(r, err);
 
-		if (rc < 0)
-			return r4i_fail(err, rc, "%s: cannot read the data: %s",
-				       r->path, r4_strerror(rc));
-		if (rc == 0)
-			r->eof = 1;
-		else if ((rc = enc_chunk_check(r->path, r->size, r->end,
-						r->coff, r->clen, err)))
+		if (rc || r->eof)
 			return rc;
-		else
-			r->end = r->coff + r->clen;
+		r->cbuf = NULL;
 	}
-	return 0;
 }
 
 void obj_ccrefeed_init(struct obj_ccrefeed *f, struct obj_ccenc *e,
