@@ -191,7 +191,7 @@ static void summary(const struct add_job *j)
 	if (opt_json) {
 		/* objects_*: the super block's object count (r4fsck's
 		 * "objects"), not regular files. */
-		const struct { const char *k; uint64_t v; } f[] = {
+		const struct pack_field f[] = {
 			{ "entries", j->stats.entries },
 			{ "skipped", j->stats.skipped },
 			{ "bytes", j->stats.bytes },
@@ -203,17 +203,8 @@ static void summary(const struct add_job *j)
 			{ "xattrs_dropped", j->stats.xattrs_dropped },
 		};
 
-		printf("{\"schema\": %d, \"program\": \"r4pack add\", ",
-		       R4CMD_JSON_SCHEMA);
-		r4cmd_json_name("image", j->image, strlen(j->image));
-		printf(", ");
-		r4cmd_json_name("source", j->source, strlen(j->source));
-		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-			printf(", \"%s\": ", f[i].k);
-			r4cmd_json_u64(f[i].v);
-		}
-		printf("}\n");
-		r4cmd_json_done();
+		pack_json_summary("r4pack add", j->image, j->source, f,
+				  sizeof(f) / sizeof(f[0]));
 	} else if (!r4cmd_quiet) {
 		printf("%s: added %" PRIu64 " entries (%" PRIu64 " skipped), %"
 		       PRIu64 " bytes to %s: %" PRIu64 " blocks free (was %"

@@ -400,7 +400,7 @@ static void summary(const struct create_job *j)
 		/* "objects" and "dirs" count as r4fsck's do (the root
 		 * included); "nondirs" are the objects that are not
 		 * directories (r4fsck's "files" are regular files only). */
-		const struct { const char *k; uint64_t v; } f[] = {
+		const struct pack_field f[] = {
 			{ "entries", j->stats.entries },
 			{ "skipped", j->stats.skipped },
 			{ "objects", r->files + r->dirs },
@@ -412,17 +412,8 @@ static void summary(const struct create_job *j)
 			{ "xattrs_dropped", j->stats.xattrs_dropped },
 		};
 
-		printf("{\"schema\": %d, \"program\": \"r4pack create\", ",
-		       R4CMD_JSON_SCHEMA);
-		r4cmd_json_name("image", j->image, strlen(j->image));
-		printf(", ");
-		r4cmd_json_name("source", j->source, strlen(j->source));
-		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-			printf(", \"%s\": ", f[i].k);
-			r4cmd_json_u64(f[i].v);
-		}
-		printf("}\n");
-		r4cmd_json_done();
+		pack_json_summary("r4pack create", j->image, j->source, f,
+				  sizeof(f) / sizeof(f[0]));
 	} else if (!r4cmd_quiet) {
 		printf("%s: packed %" PRIu64 " files, %" PRIu64 " directories, "
 		       "%" PRIu64 " bytes into %s: %" PRIu64 " blocks (%"

@@ -17,6 +17,22 @@
 
 int pack_list_to_stderr;
 
+void pack_json_summary(const char *program, const char *image,
+		       const char *source, const struct pack_field *f, size_t n)
+{
+	printf("{\"schema\": %d, \"program\": \"%s\", ", R4CMD_JSON_SCHEMA,
+	       program);
+	r4cmd_json_name("image", image, strlen(image));
+	printf(", ");
+	r4cmd_json_name("source", source, strlen(source));
+	for (size_t i = 0; i < n; i++) {
+		printf(", \"%s\": ", f[i].k);
+		r4cmd_json_u64(f[i].v);
+	}
+	printf("}\n");
+	r4cmd_json_done();
+}
+
 void pack_warn(void *ctx, const char *msg)
 {
 	(void)ctx;

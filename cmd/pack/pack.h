@@ -25,6 +25,14 @@ extern struct poptOption pack_owner_options[];
 extern struct poptOption pack_input_options[];
 /* The progress bar (r4cmd_progress). */
 void pack_progress(void *ctx, uint64_t done, uint64_t total);
+/* The --json summary of create and add: schema, program, image, source,
+ * then each field as an exact 64-bit value (man/r4pack.1, JSON). */
+struct pack_field {
+	const char *k;
+	uint64_t v;
+};
+void pack_json_summary(const char *program, const char *image,
+		       const char *source, const struct pack_field *f, size_t n);
 int pack_owner_opt(int rc, const char *arg, struct r4_archive_opts *ao);
 int pack_owner_finish(struct r4_archive_opts *ao, int use_env);
 

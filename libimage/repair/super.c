@@ -163,8 +163,10 @@ static int restore(struct io_dev *dev, int rebuild, int dry, int *fixed,
 	return 0;
 }
 
-int r4_repair_super(const char *path, int rebuild, int *fixed, char *what,
-		    size_t whatlen, struct r4_error *err)
+/* Open path (for writing unless dry) and restore or probe its super
+ * blocks (restore()). */
+static int open_restore(const char *path, int rebuild, int dry, int *fixed,
+			char *what, size_t whatlen, struct r4_error *err)
 {
 	struct io_dev *dev;
 	uint8_t *buf = malloc(65536);
@@ -175,34 +177,25 @@ int r4_repair_super(const char *path, int rebuild, int *fixed, char *what,
 		what[0] = '\0';
 	if (!buf)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = io_open(path, IO_RDWR, &dev, NULL, err);
+	rc = io_open(path, dry ? IO_RDONLY : IO_RDWR, &dev, NULL, err);
 	if (!rc) {
-		rc = restore(dev, rebuild, 0, fixed, what, whatlen, buf, err);
+		rc = restore(dev, rebuild, dry, fixed, what, whatlen, buf, err);
 		io_close(dev);
 	}
 	free(buf);
 	return rc;
 }
 
+int r4_repair_super(const char *path, int rebuild, int *fixed, char *what,
+		    size_t whatlen, struct r4_error *err)
+{
+	return open_restore(path, rebuild, 0, fixed, what, whatlen, err);
+}
+
 int r4_repair_super_probe(const char *path, int *damaged, char *what,
 			  size_t whatlen, struct r4_error *err)
 {
-	struct io_dev *dev;
-	uint8_t *buf = malloc(65536);
-	int rc;
-
-	*damaged = 0;
-	if (whatlen)
-		what[0] = '\0';
-	if (!buf)
-		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = io_open(path, IO_RDONLY, &dev, NULL, err);
-	if (!rc) {
-		rc = restore(dev, 0, 1, damaged, what, whatlen, buf, err);
-		io_close(dev);
-	}
-	free(buf);
-	return rc;
+	return open_restore(path, 0, 1, damaged, what, whatlen, err);
 }
 
 int r4_repair_journal_drop(const char *path, char *what, size_t whatlen,
