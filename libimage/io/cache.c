@@ -145,6 +145,48 @@ int io_cache_get(struct io_cache *c, uint64_t nr, struct io_block **out,
 	return 0;
 }
 
+/* Read blocks first..first+n-1, none of them in the cache, into buf. */
+static int read_uncached(struct io_cache *c, uint64_t first, uint64_t n,
+			 uint8_t *buf, struct r4_error *err)
+{
+	if (first >= c->nblocks || n > c->nblocks - first)
+		return r4i_fail(err, R4_ERANGE, "%s: block %llu is past the "
+			       "end of the device (%llu blocks)", c->dev->path,
+			       (unsigned long long)(first < c->nblocks ?
+						    c->nblocks : first),
+			       (unsigned long long)c->nblocks);
+	c->misses += n;
+	return io_read(c->dev, buf, (size_t)(n * c->blksize),
+		       first * c->blksize, err);
+}
+
+int io_cache_read(struct io_cache *c, uint64_t nr, uint64_t count,
+		  uint8_t *buf, struct r4_error *err)
+{
+	uint64_t run = nr;	/* first block of the pending uncached run */
+	int rc;
+
+	for (uint64_t i = nr; i < nr + count; i++) {
+		struct io_block *b = lookup(c, i);
+
+		if (!b)
+			continue;
+		if (i > run) {
+			rc = read_uncached(c, run, i - run,
+					   buf + (run - nr) * c->blksize, err);
+			if (rc)
+				return rc;
+		}
+		c->hits++;
+		memcpy(buf + (i - nr) * c->blksize, b->data, c->blksize);
+		run = i + 1;
+	}
+	if (run < nr + count)
+		return read_uncached(c, run, nr + count - run,
+				     buf + (run - nr) * c->blksize, err);
+	return 0;
+}
+
 int io_cache_new(struct io_cache *c, uint64_t nr, struct io_block **out,
 		 struct r4_error *err)
 {

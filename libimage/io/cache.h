@@ -46,6 +46,13 @@ size_t io_cache_fini(struct io_cache *c);
  * the device is an R4_ERANGE error naming the block. */
 int io_cache_get(struct io_cache *c, uint64_t nr, struct io_block **out,
 		 struct r4_error *err);
+/* Copy blocks nr..nr+count-1 into buf (count * blksize bytes) without
+ * keeping them: blocks in the cache (dirty ones included) come from it,
+ * each run of the others from the device in one read. For file data,
+ * which is read once: it neither evicts tree nodes nor costs an
+ * allocation per block. */
+int io_cache_read(struct io_cache *c, uint64_t nr, uint64_t count,
+		  uint8_t *buf, struct r4_error *err);
 /* A block to be overwritten whole: zero-filled, not read from disk. */
 int io_cache_new(struct io_cache *c, uint64_t nr, struct io_block **out,
 		 struct r4_error *err);

@@ -91,6 +91,47 @@ static void test_cache(void)
 	io_close(dev);
 }
 
+/* io_cache_read: cached blocks (a dirty one not yet written) win over
+ * the disk, the others come from the device in runs, nothing is kept. */
+static void test_cache_read(void)
+{
+	struct io_dev *dev = NULL;
+	struct io_cache c;
+	struct io_block *b;
+	struct r4_error err = { 0 };
+	uint8_t buf[6 * 4096];
+	size_t before;
+
+	tap_must(io_open(path, IO_RDWR, &dev, NULL, NULL));
+	for (unsigned i = 20; i < 26; i++) {
+		memset(buf, (int)i, 4096);
+		tap_must(io_write(dev, buf, 4096, (uint64_t)i * 4096, NULL));
+	}
+	tap_must(io_cache_init(&c, dev, 4096, 16, NULL));
+	tap_must(io_cache_get(&c, 22, &b, NULL));
+	memset(b->data, 0x77, 4096);
+	io_cache_dirty(&c, b);
+	io_cache_put(&c, b);
+	before = c.count;
+	dev->reads = 0;
+	is_int(io_cache_read(&c, 20, 6, buf, &err), 0, "read 6 blocks");
+	ok(buf[0] == 20 && buf[4095] == 20 && buf[4096] == 21 &&
+	   buf[3 * 4096] == 23 && buf[6 * 4096 - 1] == 25,
+	   "uncached blocks come from the disk");
+	ok(buf[2 * 4096] == 0x77 && buf[3 * 4096 - 1] == 0x77,
+	   "the dirty cached block wins over the disk");
+	is_u64(dev->reads, 2, "two runs, two device reads");
+	is_u64(c.count, before, "nothing new is kept in the cache");
+	is_int(io_cache_read(&c, 254, 4, buf, &err), R4_ERANGE,
+	       "a run past the device");
+	ok(strstr(err.msg, "block 256") != NULL,
+	   "names the first block past the end: %s", err.msg);
+	tap_must(io_cache_get(&c, 22, &b, NULL));
+	io_cache_discard(&c, b);
+	is_int((int)io_cache_fini(&c), 0, "no reference left");
+	io_close(dev);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -103,6 +144,7 @@ int main(void)
 	unlink(path);
 	test_dev();
 	test_cache();
+	test_cache_read();
 	unlink(path);
 	return tap_done();
 }
