@@ -18,7 +18,6 @@
 
 #define XW_CHUNK (256u << 10)
 #define XW_RECORDS 100	/* tar records per write */
-#define XW_MAX_DEPTH 8192
 #define XW_ZEROS (256u << 20)
 
 struct xw {
@@ -338,33 +337,15 @@ static int xw_object(struct xw *w, const struct r4_objref *ref,
 
 /* ---- The walk ------------------------------------------------------------ */
 
-static int xw_dir(struct xw *w, const struct r4_objref *dir, size_t len,
-		  unsigned depth, struct r4_error *err);
-
-static int xw_child(struct xw *w, const struct xw_name *c, size_t len,
-		    unsigned depth, struct r4_error *err)
-{
-	struct r4_stat st;
-	size_t nl = len + 1 + c->len;
-	int rc;
-
-	if (R4_RESERVE(w->path, w->cap, nl + 2, 4096))
-		return r4i_fail(err, -ENOMEM, "out of memory");
-	w->path[len] = '/';
-	memcpy(w->path + len + 1, c->name, c->len);
-	w->path[nl] = '\0';
-	rc = r4_stat(w->vol, &c->ref, &st, err);
-	if (!rc && S_ISDIR(st.mode)) {
-		w->path[nl] = '/';
-		w->path[nl + 1] = '\0';
-	}
-	if (!rc)
-		rc = xw_object(w, &c->ref, &st, err);
-	w->path[nl] = '\0';
-	if (!rc && S_ISDIR(st.mode))
-		rc = xw_dir(w, &c->ref, nl, depth + 1, err);
-	return rc;
-}
+/* One directory being listed: its sorted names and the next one. The
+ * walk keeps a stack of these instead of recursing, so a path 40,000
+ * folders deep costs memory in proportion to it, not C stack; a
+ * directory reached twice (a cycle) is refused by w->dirs. */
+struct xw_frame {
+	struct xw_list l;
+	size_t i;
+	size_t len;	/* w->path[0..len) is the directory's path */
+};
 
 /* Why entry i of a sorted list cannot become a member: a name no host
  * can create, or one a member before it already has (a second './x'
@@ -387,15 +368,14 @@ static const char *xw_bad_name(const struct xw_list *l, size_t i)
 	return NULL;
 }
 
-static int xw_dir(struct xw *w, const struct r4_objref *dir, size_t len,
-		  unsigned depth, struct r4_error *err)
+/* List directory dir (whose path is w->path[0..len)) into f. */
+static int xw_enter(struct xw *w, const struct r4_objref *dir, size_t len,
+		    struct xw_frame *f, struct r4_error *err)
 {
-	struct xw_list l = { 0 };
 	int rc;
 
-	if (depth > XW_MAX_DEPTH)
-		return r4i_fail(err, R4_ELOOP, "%s: directories nested more "
-			       "than %u deep", w->path, XW_MAX_DEPTH);
+	memset(f, 0, sizeof(*f));
+	f->len = len;
 	rc = r4_u64set_add(&w->dirs, dir->oid);
 	if (rc < 0)
 		return r4i_fail(err, -ENOMEM, "out of memory");
@@ -403,27 +383,92 @@ static int xw_dir(struct xw *w, const struct r4_objref *dir, size_t len,
 		return r4i_fail(err, R4_ELOOP, "%s: directory (oid %llu) "
 			       "reached twice", w->path,
 			       (unsigned long long)dir->oid);
-	rc = r4_readdir(w->vol, dir, collect, &l, err);
+	rc = r4_readdir(w->vol, dir, collect, &f->l, err);
 	if (rc == -ENOMEM)
 		rc = r4i_fail(err, rc, "%s: out of memory", w->path);
-	if (!rc && l.n)
-		qsort(l.v, l.n, sizeof(*l.v), name_cmp);
-	for (size_t i = 0; !rc && i < l.n; i++) {
-		const char *why = xw_bad_name(&l, i);
+	if (!rc && f->l.n)
+		qsort(f->l.v, f->l.n, sizeof(*f->l.v), name_cmp);
+	return rc;
+}
 
+/* Member for name c of the directory at w->path[0..len); *sub is set
+ * when it is a directory to enter, its path then w->path[0..*nl). */
+static int xw_child(struct xw *w, const struct xw_name *c, size_t len,
+		    int *sub, size_t *nl_out, struct r4_error *err)
+{
+	struct r4_stat st;
+	size_t nl = len + 1 + c->len;
+	int rc;
+
+	*sub = 0;
+	if (R4_RESERVE(w->path, w->cap, nl + 2, 4096))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	w->path[len] = '/';
+	memcpy(w->path + len + 1, c->name, c->len);
+	w->path[nl] = '\0';
+	rc = r4_stat(w->vol, &c->ref, &st, err);
+	if (!rc && S_ISDIR(st.mode)) {
+		w->path[nl] = '/';
+		w->path[nl + 1] = '\0';
+	}
+	if (!rc)
+		rc = xw_object(w, &c->ref, &st, err);
+	w->path[nl] = '\0';
+	*sub = !rc && S_ISDIR(st.mode);
+	*nl_out = nl;
+	return rc;
+}
+
+static int xw_walk(struct xw *w, const struct r4_objref *root,
+		   struct r4_error *err)
+{
+	struct xw_frame *fs = malloc(sizeof(*fs));
+	size_t n = 0, cap = 1;
+	int rc;
+
+	if (!fs)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	rc = xw_enter(w, root, 1, &fs[0], err);
+	n = 1;
+	while (!rc && n) {
+		struct xw_frame *f = &fs[n - 1];
+		struct r4_objref ref;
+		const char *why;
+		size_t nl;
+		int sub;
+
+		if (f->i == f->l.n) {
+			list_free(&f->l);
+			n--;
+			continue;
+		}
+		why = xw_bad_name(&f->l, f->i);
 		if (why) {
-			w->path[len] = '\0';
+			const struct xw_name *c = &f->l.v[f->i++];
+
+			w->path[f->len] = '\0';
 			tar_warn(w->o, "%s/%.*s: skipping: the name %s (run "
 				 "r4fsck)", w->path,
-				 (int)(l.v[i].len > 255 ? 255 : l.v[i].len),
-				 l.v[i].name, why);
+				 (int)(c->len > 255 ? 255 : c->len),
+				 c->name, why);
 			if (w->o->stats)
 				w->o->stats->skipped++;
 			continue;
 		}
-		rc = xw_child(w, &l.v[i], len, depth, err);
+		ref = f->l.v[f->i].ref;
+		rc = xw_child(w, &f->l.v[f->i++], f->len, &sub, &nl, err);
+		if (rc || !sub)
+			continue;
+		if (R4_RESERVE(fs, cap, n + 1, 16)) {
+			rc = r4i_fail(err, -ENOMEM, "out of memory");
+			break;
+		}
+		rc = xw_enter(w, &ref, nl, &fs[n], err);
+		n++;
 	}
-	list_free(&l);
+	while (n)
+		list_free(&fs[--n].l);
+	free(fs);
 	return rc;
 }
 
@@ -440,7 +485,7 @@ static int xw_root(struct xw *w, struct r4_error *err)
 	strcpy(w->path, "./");
 	rc = xw_object(w, &root, &st, err);
 	w->path[1] = '\0';
-	return rc ? rc : xw_dir(w, &root, 1, 0, err);
+	return rc ? rc : xw_walk(w, &root, err);
 }
 
 /* ---- Output ------------------------------------------------------------- */

@@ -187,6 +187,7 @@ size_t vol_free(struct r4_vol *vol)
 	if (!vol)
 		return 0;
 	space_fini(&vol->space);
+	r4_u64map_fini(&vol->dir_inherit);
 	leaked = io_cache_fini(&vol->cache);
 	io_close(vol->dev);
 	free(vol);

@@ -5,6 +5,7 @@
 #define R4_LIBIMAGE_VOLUME_H
 
 #include "r4/r4.h"
+#include "r4/util.h"
 #include "libimage/io/dev.h"
 #include "libimage/io/cache.h"
 #include "libimage/alloc/space.h"
@@ -44,6 +45,10 @@ struct r4_vol {
 	unsigned overlaid;	/* read-only: transactions seen via overlay */
 	char journal_msg[R4_ERRMSG_MAX];	/* why the overlay failed */
 	struct txn_stats last_commit;
+	/* Read-only opens: what each directory inherits from its
+	 * ancestors' plugin sets, by oid (kept by libimage/obj/obj.c; the
+	 * tree cannot change under a read-only handle). */
+	struct r4_u64map dir_inherit;
 };
 
 /* Open the device, read and check the master and format40 super blocks,

@@ -132,6 +132,44 @@ static void test_cache_read(void)
 	io_close(dev);
 }
 
+/* A message longer than R4_ERRMSG_MAX keeps its start and its end
+ * (where the reason is), cut in the middle on a character boundary. */
+static void test_long_message(void)
+{
+	struct r4_error err = { 0 };
+	char longp[4000];
+	size_t n;
+
+	for (n = 0; n + 3 < sizeof(longp); n += 3)
+		memcpy(longp + n, "\xc3\xa9/", 3);	/* "é/" */
+	longp[n] = '\0';
+	r4i_fail(&err, R4_EINVAL, "%s: the reason at the end", longp);
+	n = strlen(err.msg);
+	ok(n < sizeof(err.msg) && n > sizeof(err.msg) - 10,
+	   "the buffer is used (%zu bytes)", n);
+	ok(n > 30 && !strcmp(err.msg + n - 23, ": the reason at the end"),
+	   "the end is kept: ...%s", err.msg + n - 30);
+	ok(!strncmp(err.msg, "\xc3\xa9/\xc3\xa9/", 6), "the start is kept");
+	ok(strstr(err.msg, " [...] ") != NULL, "the cut is marked");
+	{
+		int good = 1;
+
+		for (size_t i = 0; i < n; i++) {
+			unsigned char c = (unsigned char)err.msg[i];
+
+			if (c == 0xc3 && (unsigned char)err.msg[i + 1] != 0xa9)
+				good = 0;
+			if (c == 0xa9 && (i == 0 ||
+					  (unsigned char)err.msg[i - 1] != 0xc3))
+				good = 0;
+		}
+		ok(good, "no character is cut in two");
+	}
+	r4i_error_clear(&err);
+	r4i_fail(&err, R4_EINVAL, "%s", "short");
+	is_str(err.msg, "short", "a short message is whole");
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -145,6 +183,7 @@ int main(void)
 	test_dev();
 	test_cache();
 	test_cache_read();
+	test_long_message();
 	unlink(path);
 	return tap_done();
 }
