@@ -8,8 +8,9 @@
 # generator alone piped into `cat >/dev/null` as the floor.
 #   bench/scale.sh [BUILD_DIR] [N...]
 # Default N: 100000 1000000; R4_BENCH_HUGE=1 adds 10000000 (needs about
-# 6 GiB of free space for the image in $BENCH_TMP, default /dev/shm, and
-# much longer). The generator is a small C program compiled here (cc).
+# 6 GiB of free space for the image in $BENCH_TMP, default /dev/shm,
+# about 5 GB for r4fsck's temporary file of sorted runs in $TMPDIR,
+# default /tmp, and much longer). The generator is a small C program compiled here (cc).
 set -euo pipefail
 BUILD=${1:-.}
 shift || true

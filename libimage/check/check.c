@@ -201,6 +201,7 @@ static void chk_fini(struct chk *c)
 	free(c->objs);
 	free(c->ents);
 	free(c->bodies);
+	chk_stream_free(c);
 }
 
 int chk_run(struct chk *c)
@@ -222,7 +223,11 @@ int chk_run(struct chk *c)
 		rc = chk_space(c);
 	if (!rc)
 		rc = chk_semantic(c);
-	if (rc == -ENOMEM)
+	if (rc && chk_stream_error(c))
+		r4i_fail(c->err, chk_stream_error(c), "%s: temporary file for "
+			 "the check (in $TMPDIR, else /tmp): %s",
+			 c->vol->dev->path, r4_strerror(chk_stream_error(c)));
+	else if (rc == -ENOMEM)
 		r4i_fail(c->err, rc, "%s: out of memory for the check",
 			c->vol->dev->path);
 	return rc;
@@ -249,7 +254,13 @@ int r4_check(struct r4_vol *vol, const struct r4_check_opts *opts,
 	c.opts = opts;
 	c.rep = report;
 	c.err = err;
-	rc = chk_run(&c);
+	memset(report, 0, sizeof(*report));
+	rc = getenv("R4_CHECK_TABLES") ? 0 : chk_stream_start(&c);
+	if (rc)
+		rc = r4i_fail(err, rc, "%s: out of memory for the check",
+			     vol->dev->path);
+	else
+		rc = chk_run(&c);
 	chk_fini(&c);
 	return rc;
 }

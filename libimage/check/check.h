@@ -91,6 +91,41 @@ struct chk_oid {
 	uint32_t idx;
 };
 
+/* ---- sorted runs of records (runs.c) ---- */
+
+struct run_src;
+
+struct chk_runs {
+	size_t rsz;			/* record size */
+	int (*cmp)(const void *, const void *);	/* NULL: keep order */
+	uint8_t *buf;			/* up to cap records */
+	size_t n, cap;
+	int fd;				/* the spill file, -1 until needed */
+	uint64_t fend;			/* bytes written */
+	uint64_t *runs;			/* start of each run in the file */
+	size_t nruns, caprun;
+	uint64_t total, read;		/* records put, read since rewind */
+	struct run_src *rd;
+};
+
+/* budget: bytes of records in memory before a run is written. */
+int chk_runs_init(struct chk_runs *r, size_t rsz,
+		  int (*cmp)(const void *, const void *), size_t budget);
+int chk_runs_put(struct chk_runs *r, const void *rec);
+/* No more records: sort or merge them into one sequence, read from its
+ * start with chk_runs_next (1 a record, 0 the end, or -errno). */
+int chk_runs_finish(struct chk_runs *r);
+int chk_runs_rewind(struct chk_runs *r);
+int chk_runs_next(struct chk_runs *r, void *rec);
+void chk_runs_free(struct chk_runs *r);
+
+/* Bytes of records each sorter keeps in memory (a few are alive at
+ * once). Two knobs for the tests, read from the environment by
+ * r4_check: R4_CHECK_RUN_BYTES overrides the budget (1: a run per
+ * record), R4_CHECK_TABLES makes r4_check use the in-memory tables, as
+ * repair does, so the two passes can be compared. */
+#define CHK_RUN_BUDGET (16u << 20)
+
 /* ---- the checker ---- */
 
 #define CHK_NAME_MAX 255	/* longest name a host can create */
@@ -125,6 +160,9 @@ struct chk {
 	uint64_t prev_dir;
 	size_t prev_len;		/* 0: none */
 	uint8_t prev_name[CHK_NAME_MAX + 1];
+	/* r4_check: stat data, entries and bodies go to sorted runs
+	 * (stream.c) instead of the tables, which only repair keeps. */
+	struct chk_stream *st;
 };
 
 /* Report a problem (counted, handed to the callback unless over the
@@ -161,6 +199,39 @@ int chk_backups(struct chk *c);
 int chk_tree(struct chk *c);
 int chk_space(struct chk *c);
 int chk_semantic(struct chk *c);
+/* The object pass over sorted runs (stream.c): the same problems, in
+ * the same order, as chk_semantic over the tables, with memory bounded
+ * by the run budget and the number of directories. chk_stream_start
+ * before the walk makes the walk's records go to the runs. */
+int chk_stream_start(struct chk *c);
+int chk_stream_semantic(struct chk *c);
+void chk_stream_free(struct chk *c);
+/* The object pass's checks and messages, shared by both (semantic.c). */
+int chk_is_dir(const struct chk_obj *o);
+void chk_obj_problem(struct chk *c, const struct chk_obj *o, int code,
+		     const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void chk_entry_problem(struct chk *c, const struct chk_ent *e, int code,
+		       const char *what);
+void chk_sem_dup(struct chk *c, const struct chk_obj *o);
+void chk_sem_object(struct chk *c, const struct chk_obj *o);
+void chk_sem_dir(struct chk *c, const struct chk_obj *o, int dotdot_wrong,
+		 uint64_t dotdot_oid, uint64_t want_oid);
+void chk_sem_links(struct chk *c, const struct chk_obj *o, int is_root);
+void chk_sem_body(struct chk *c, const struct chk_body *b,
+		  const struct chk_obj *o);
+void chk_sem_size(struct chk *c, const struct chk_obj *o,
+		  const struct chk_body *b);
+void chk_sem_counts(struct chk *c, uint64_t nobjs,
+		    const struct chk_obj *root);
+/* Stage a record for the runs (tables.c calls these in stream mode). */
+struct chk_obj *chk_stream_obj(struct chk *c);
+struct chk_ent *chk_stream_ent(struct chk *c);
+/* The body staged last (NULL: none), and a new one after it. */
+struct chk_body *chk_stream_body_last(struct chk *c);
+struct chk_body *chk_stream_body_new(struct chk *c);
+/* The spill file's error after a NULL from these (0: out of memory). */
+int chk_stream_error(const struct chk *c);
 /* The clusters of a compressed file's body (check/cluster.c). */
 int chk_obj_is_ccreg(const struct chk *c, const struct chk_obj *o);
 void chk_cc_body(struct chk *c, const struct chk_body *b);
@@ -201,6 +272,9 @@ const struct chk_body *chk_body_find(const struct chk *c, uint64_t el0,
 /* Whether regular file i's size disagrees with its body as the kernel
  * reads it (semantic.c); *end = the body's end (0 without body). */
 int chk_file_size_wrong(const struct chk *c, uint32_t i, uint64_t *end);
+/* The same for object o and its body b (NULL: none). */
+int chk_size_wrong(const struct chk *c, const struct chk_obj *o,
+		   const struct chk_body *b, uint64_t *end);
 /* First entry of directory dir in the sorted entries (nents if none). */
 size_t chk_ent_first(const struct chk *c, uint64_t dir);
 

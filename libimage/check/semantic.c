@@ -30,7 +30,7 @@ struct sem {
 	uint32_t root;
 };
 
-static int is_dir(const struct chk_obj *o)
+int chk_is_dir(const struct chk_obj *o)
 {
 	return (o->flags & CHK_OBJ_LW) && (o->mode & MODE_FMT) == MODE_DIR;
 }
@@ -92,8 +92,12 @@ static void entry_info(struct chk *c, const struct chk_ent *e, char *name,
 
 static void entry_problem(struct sem *s, size_t j, int code, const char *what)
 {
-	struct chk *c = s->c;
-	const struct chk_ent *e = &c->ents[j];
+	chk_entry_problem(s->c, &s->c->ents[j], code, what);
+}
+
+void chk_entry_problem(struct chk *c, const struct chk_ent *e, int code,
+		       const char *what)
+{
 	struct fmt_key key, t = { { e->t0, e->t1, e->t2, 0 } };
 	char name[1100] = "?", ts[FMT_KEY_STR_MAX];
 
@@ -107,13 +111,9 @@ static void entry_problem(struct sem *s, size_t j, int code, const char *what)
 		    "%llx %s [%s]", name, (unsigned long long)e->dir, what, ts);
 }
 
-static void obj_problem(struct sem *s, uint32_t i, int code, const char *fmt,
-			...) __attribute__((format(printf, 4, 5)));
-
-static void obj_problem(struct sem *s, uint32_t i, int code, const char *fmt,
-			...)
+void chk_obj_problem(struct chk *c, const struct chk_obj *o, int code,
+		     const char *fmt, ...)
 {
-	const struct chk_obj *o = &s->c->objs[i];
 	struct fmt_key k;
 	char msg[512];
 	va_list ap;
@@ -122,7 +122,7 @@ static void obj_problem(struct sem *s, uint32_t i, int code, const char *fmt,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	obj_key(o, &k);
-	chk_problem(s->c, code, o->blk, o->item, &k, "%s %llx: %s",
+	chk_problem(c, code, o->blk, o->item, &k, "%s %llx: %s",
 		    obj_kind(o), (unsigned long long)(o->el2 & CHK_OID_MASK),
 		    msg);
 }
@@ -132,40 +132,48 @@ static void check_objects(struct sem *s)
 	struct chk *c = s->c;
 
 	for (uint32_t i = 0; i < c->nobjs; i++) {
-		struct chk_obj *o = &c->objs[i];
-		uint64_t oid = o->el2 & CHK_OID_MASK, loc = o->el0 >> 4;
-		unsigned fmt = o->mode & MODE_FMT;
-
 		if (i > 0 && s->byoid[i].oid == s->byoid[i - 1].oid)
-			obj_problem(s, s->byoid[i].idx, R4_CHK_OBJECT_DUP,
-				    "a second stat data with this object id");
-		if (oid >= c->next_oid || loc >= c->next_oid)
-			obj_problem(s, i, R4_CHK_OID, "object id or locality "
-				    "%llx is not below the next object id "
-				    "%llx", (unsigned long long)(oid > loc ?
-				    oid : loc), (unsigned long long)c->next_oid);
-		if (!(o->flags & CHK_OBJ_LW)) {
-			obj_problem(s, i, R4_CHK_SD, "stat data has no "
-				    "light-weight extension (mode, nlink, "
-				    "size)");
-			continue;
-		}
-		if (fmt == MODE_LNK && !(o->flags & CHK_OBJ_SYMLINK))
-			obj_problem(s, i, R4_CHK_SD, "symlink stat data has "
-				    "no symlink extension");
-		else if (fmt != MODE_LNK && (o->flags & CHK_OBJ_SYMLINK))
-			obj_problem(s, i, R4_CHK_SD, "mode %06o is not a "
-				    "symlink's, but a symlink target is stored",
-				    o->mode);
-		if (fmt == MODE_DIR)
-			c->rep->dirs++;
-		else if (fmt == MODE_REG)
-			c->rep->files++;
-		else if (fmt == MODE_LNK)
-			c->rep->symlinks++;
-		else
-			c->rep->specials++;
+			chk_sem_dup(c, &c->objs[s->byoid[i].idx]);
+		chk_sem_object(c, &c->objs[i]);
 	}
+}
+
+void chk_sem_dup(struct chk *c, const struct chk_obj *o)
+{
+	chk_obj_problem(c, o, R4_CHK_OBJECT_DUP,
+			"a second stat data with this object id");
+}
+
+void chk_sem_object(struct chk *c, const struct chk_obj *o)
+{
+	uint64_t oid = o->el2 & CHK_OID_MASK, loc = o->el0 >> 4;
+	unsigned fmt = o->mode & MODE_FMT;
+
+	if (oid >= c->next_oid || loc >= c->next_oid)
+		chk_obj_problem(c, o, R4_CHK_OID, "object id or locality %llx "
+				"is not below the next object id %llx",
+				(unsigned long long)(oid > loc ? oid : loc),
+				(unsigned long long)c->next_oid);
+	if (!(o->flags & CHK_OBJ_LW)) {
+		chk_obj_problem(c, o, R4_CHK_SD, "stat data has no "
+				"light-weight extension (mode, nlink, size)");
+		return;
+	}
+	if (fmt == MODE_LNK && !(o->flags & CHK_OBJ_SYMLINK))
+		chk_obj_problem(c, o, R4_CHK_SD, "symlink stat data has no "
+				"symlink extension");
+	else if (fmt != MODE_LNK && (o->flags & CHK_OBJ_SYMLINK))
+		chk_obj_problem(c, o, R4_CHK_SD, "mode %06o is not a "
+				"symlink's, but a symlink target is stored",
+				o->mode);
+	if (fmt == MODE_DIR)
+		c->rep->dirs++;
+	else if (fmt == MODE_REG)
+		c->rep->files++;
+	else if (fmt == MODE_LNK)
+		c->rep->symlinks++;
+	else
+		c->rep->specials++;
 }
 
 /* "." and ".." of directory d (entry j). */
@@ -196,7 +204,7 @@ static void resolve_entry(struct sem *s, size_t j)
 	else if (c->objs[t].links < UINT32_MAX)
 		c->objs[t].links++;
 	d = chk_oid_find(c, s->byoid, e->dir);
-	if (d == CHK_NONE || !is_dir(&c->objs[d])) {
+	if (d == CHK_NONE || !chk_is_dir(&c->objs[d])) {
 		entry_problem(s, j, R4_CHK_ENTRY, d == CHK_NONE ?
 			      "belongs to a directory without stat data; it "
 			      "points to" : "belongs to an object that is not "
@@ -210,7 +218,7 @@ static void resolve_entry(struct sem *s, size_t j)
 		dot_entry(s, j, d, t);
 		return;
 	}
-	if (!is_dir(&c->objs[t]))
+	if (!chk_is_dir(&c->objs[t]))
 		return;
 	if (c->objs[t].flags & CHK_OBJ_HAS_PARENT)
 		entry_problem(s, j, R4_CHK_DIR_LINK, "is a second name of "
@@ -229,28 +237,34 @@ static void check_dirs(struct sem *s)
 		struct chk_obj *o = &c->objs[i];
 		uint32_t want = i == s->root ? i : o->parent;
 
-		if (!is_dir(o))
+		if (!chk_is_dir(o))
 			continue;
-		if (o->ndot != 1)
-			obj_problem(s, i, R4_CHK_DOT, "has %u \".\" entries, "
-				    "not 1", o->ndot);
-		if (o->ndotdot != 1)
-			obj_problem(s, i, R4_CHK_DOT, "has %u \"..\" entries, "
-				    "not 1", o->ndotdot);
-		else if (want != CHK_NONE && o->dotdot != want)
-			obj_problem(s, i, R4_CHK_DOT, "\"..\" points to %llx, "
-				    "but the directory is named in %llx",
-				    o->dotdot == CHK_NONE ? 0ULL :
-				    (unsigned long long)(c->objs[o->dotdot].el2
-							 & CHK_OID_MASK),
-				    (unsigned long long)(c->objs[want].el2 &
-							 CHK_OID_MASK));
-		if (o->size != o->nentries)
-			obj_problem(s, i, R4_CHK_DIR_SIZE, "size is %llu, but "
-				    "it has %llu entries",
-				    (unsigned long long)o->size,
-				    (unsigned long long)o->nentries);
+		chk_sem_dir(c, o, want != CHK_NONE && o->dotdot != want,
+			    o->dotdot == CHK_NONE ? 0 :
+			    c->objs[o->dotdot].el2 & CHK_OID_MASK,
+			    want == CHK_NONE ? 0 :
+			    c->objs[want].el2 & CHK_OID_MASK);
 	}
+}
+
+void chk_sem_dir(struct chk *c, const struct chk_obj *o, int dotdot_wrong,
+		 uint64_t dotdot_oid, uint64_t want_oid)
+{
+	if (o->ndot != 1)
+		chk_obj_problem(c, o, R4_CHK_DOT, "has %u \".\" entries, not 1",
+				o->ndot);
+	if (o->ndotdot != 1)
+		chk_obj_problem(c, o, R4_CHK_DOT, "has %u \"..\" entries, "
+				"not 1", o->ndotdot);
+	else if (dotdot_wrong)
+		chk_obj_problem(c, o, R4_CHK_DOT, "\"..\" points to %llx, but "
+				"the directory is named in %llx",
+				(unsigned long long)dotdot_oid,
+				(unsigned long long)want_oid);
+	if (o->size != o->nentries)
+		chk_obj_problem(c, o, R4_CHK_DIR_SIZE, "size is %llu, but it "
+				"has %llu entries", (unsigned long long)o->size,
+				(unsigned long long)o->nentries);
 }
 
 static int reach(struct sem *s)
@@ -277,7 +291,7 @@ static int reach(struct sem *s)
 			    (c->objs[t].flags & CHK_OBJ_REACHED))
 				continue;
 			c->objs[t].flags |= CHK_OBJ_REACHED;
-			if (is_dir(&c->objs[t]))
+			if (chk_is_dir(&c->objs[t]))
 				queue[tail++] = t;
 		}
 	}
@@ -289,43 +303,51 @@ static void check_links(struct sem *s)
 {
 	struct chk *c = s->c;
 
-	for (uint32_t i = 0; i < c->nobjs; i++) {
-		const struct chk_obj *o = &c->objs[i];
-		uint64_t want = (uint64_t)o->links + (i == s->root);
+	for (uint32_t i = 0; i < c->nobjs; i++)
+		chk_sem_links(c, &c->objs[i], i == s->root);
+}
 
-		if (!(o->flags & CHK_OBJ_REACHED))
-			obj_problem(s, i, R4_CHK_UNREACHABLE, "is not reachable "
-				    "from the root directory (%u entries point "
-				    "to it)", o->links);
-		if ((o->flags & CHK_OBJ_LW) && o->nlink != want)
-			obj_problem(s, i, R4_CHK_NLINK, "nlink is %u, but %llu "
-				    "entr%s name it%s", o->nlink,
-				    (unsigned long long)o->links,
-				    o->links == 1 ? "y" : "ies",
-				    i == s->root ? " (+1 for the root)" : "");
-	}
+void chk_sem_links(struct chk *c, const struct chk_obj *o, int is_root)
+{
+	uint64_t want = (uint64_t)o->links + (is_root != 0);
+
+	if (!(o->flags & CHK_OBJ_REACHED))
+		chk_obj_problem(c, o, R4_CHK_UNREACHABLE, "is not reachable "
+				"from the root directory (%u entries point to "
+				"it)", o->links);
+	if ((o->flags & CHK_OBJ_LW) && o->nlink != want)
+		chk_obj_problem(c, o, R4_CHK_NLINK, "nlink is %u, but %llu "
+				"entr%s name it%s", o->nlink,
+				(unsigned long long)o->links,
+				o->links == 1 ? "y" : "ies",
+				is_root ? " (+1 for the root)" : "");
 }
 
 static void check_body(struct sem *s, const struct chk_body *b)
 {
 	struct chk *c = s->c;
-	struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
 	uint32_t i = chk_obj_find(c, b->el0, b->el1, b->el2);
-	const struct chk_obj *o;
 
-	if (i == CHK_NONE) {
+	chk_sem_body(c, b, i == CHK_NONE ? NULL : &c->objs[i]);
+}
+
+void chk_sem_body(struct chk *c, const struct chk_body *b,
+		  const struct chk_obj *o)
+{
+	struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
+
+	if (!o) {
 		chk_problem(c, R4_CHK_BODY, b->blk, b->item, &k, "file body "
 			    "(up to offset %llu) of an object without stat "
 			    "data", (unsigned long long)b->end);
 		return;
 	}
-	o = &c->objs[i];
 	if (!(o->flags & CHK_OBJ_LW))
 		return;
 	if ((o->mode & MODE_FMT) != MODE_REG) {
-		obj_problem(s, i, R4_CHK_BODY, "has body items (from block "
-			    "%llu item %u on) but is not a regular file",
-			    (unsigned long long)b->blk, b->item);
+		chk_obj_problem(c, o, R4_CHK_BODY, "has body items (from block "
+				"%llu item %u on) but is not a regular file",
+				(unsigned long long)b->blk, b->item);
 		return;
 	}
 	if (b->kinds & CHK_BODY_CTAIL) {
@@ -335,10 +357,10 @@ static void check_body(struct sem *s, const struct chk_body *b)
 	/* The kernel reads a page without an item as an error;
 	 * fsck.reiser4 calls it a break (reg40_hole_cure). */
 	if (b->gap_end)
-		obj_problem(s, i, R4_CHK_FILE_GAP, "no body item holds bytes "
-			    "%llu..%llu (a break in the body)",
-			    (unsigned long long)b->gap_at,
-			    (unsigned long long)(b->gap_end - 1));
+		chk_obj_problem(c, o, R4_CHK_FILE_GAP, "no body item holds "
+				"bytes %llu..%llu (a break in the body)",
+				(unsigned long long)b->gap_at,
+				(unsigned long long)(b->gap_end - 1));
 }
 
 /* The kernel reads a regular file through its items up to its size: a
@@ -349,7 +371,14 @@ static void check_body(struct sem *s, const struct chk_body *b)
 int chk_file_size_wrong(const struct chk *c, uint32_t i, uint64_t *end)
 {
 	const struct chk_obj *o = &c->objs[i];
-	const struct chk_body *b = chk_body_find(c, o->el0, o->el1, o->el2);
+
+	return chk_size_wrong(c, o, chk_body_find(c, o->el0, o->el1, o->el2),
+			      end);
+}
+
+int chk_size_wrong(const struct chk *c, const struct chk_obj *o,
+		   const struct chk_body *b, uint64_t *end)
+{
 	uint64_t lim;
 
 	*end = b ? b->end : 0;
@@ -369,56 +398,68 @@ int chk_file_size_wrong(const struct chk *c, uint32_t i, uint64_t *end)
 static void check_sizes(struct sem *s)
 {
 	struct chk *c = s->c;
-	uint64_t end;
 
 	for (uint32_t i = 0; i < c->nobjs; i++) {
 		const struct chk_obj *o = &c->objs[i];
-		const struct chk_body *b;
 
-		if (!(o->flags & CHK_OBJ_LW) ||
-		    (o->mode & MODE_FMT) != MODE_REG ||
-		    !chk_file_size_wrong(c, i, &end))
-			continue;
-		b = chk_body_find(c, o->el0, o->el1, o->el2);
-		if (o->size > end || !b)
-			obj_problem(s, i, R4_CHK_FILE_SIZE, "size %llu is past "
-				    "the end of its body items (%llu): the "
-				    "kernel cannot read the bytes between",
-				    (unsigned long long)o->size,
-				    (unsigned long long)end);
-		else
-			obj_problem(s, i, R4_CHK_FILE_SIZE, "body reaches "
-				    "offset %llu (items from block %llu item "
-				    "%u on), past the size %llu",
-				    (unsigned long long)end,
-				    (unsigned long long)b->blk, b->item,
-				    (unsigned long long)o->size);
+		chk_sem_size(c, o, chk_body_find(c, o->el0, o->el1, o->el2));
 	}
+}
+
+void chk_sem_size(struct chk *c, const struct chk_obj *o,
+		  const struct chk_body *b)
+{
+	uint64_t end;
+
+	if (!(o->flags & CHK_OBJ_LW) || (o->mode & MODE_FMT) != MODE_REG ||
+	    !chk_size_wrong(c, o, b, &end))
+		return;
+	if (o->size > end || !b)
+		chk_obj_problem(c, o, R4_CHK_FILE_SIZE, "size %llu is past the "
+				"end of its body items (%llu): the kernel "
+				"cannot read the bytes between",
+				(unsigned long long)o->size,
+				(unsigned long long)end);
+	else
+		chk_obj_problem(c, o, R4_CHK_FILE_SIZE, "body reaches offset "
+				"%llu (items from block %llu item %u on), past "
+				"the size %llu", (unsigned long long)end,
+				(unsigned long long)b->blk, b->item,
+				(unsigned long long)o->size);
 }
 
 static void check_counts(struct sem *s)
 {
 	struct chk *c = s->c;
+
+	chk_sem_counts(c, c->nobjs,
+		       s->root == CHK_NONE ? NULL : &c->objs[s->root]);
+}
+
+void chk_sem_counts(struct chk *c, uint64_t nobjs,
+		    const struct chk_obj *root)
+{
 	const struct r4_vol *vol = c->vol;
 
-	c->rep->objects = c->nobjs;
-	if (s->root == CHK_NONE)
+	c->rep->objects = nobjs;
+	if (!root)
 		chk_problem(c, R4_CHK_SD, R4_CHECK_NO_BLOCK, -1, NULL,
 			    "the root directory (object 2a) has no stat data");
-	else if (!is_dir(&c->objs[s->root]))
-		obj_problem(s, s->root, R4_CHK_SD, "the root is not a "
-			    "directory");
-	if (vol->sb.file_count != c->nobjs)
+	else if (!chk_is_dir(root))
+		chk_obj_problem(c, root, R4_CHK_SD, "the root is not a "
+				"directory");
+	if (vol->sb.file_count != nobjs)
 		chk_problem(c, R4_CHK_FILE_COUNT, fmt_blk_format40(c->bs), -1,
-			    NULL, "file count is %llu, but the tree holds %zu "
+			    NULL, "file count is %llu, but the tree holds %llu "
 			    "stat data", (unsigned long long)vol->sb.file_count,
-			    c->nobjs);
-	if (vol->jf.last_flushed_tx && vol->jf.nr_files != c->nobjs)
+			    (unsigned long long)nobjs);
+	if (vol->jf.last_flushed_tx && vol->jf.nr_files != nobjs)
 		chk_problem(c, R4_CHK_FILE_COUNT,
 			    fmt_blk_journal_footer(c->bs), -1, NULL,
 			    "journal footer file count is %llu, but the tree "
-			    "holds %zu stat data",
-			    (unsigned long long)vol->jf.nr_files, c->nobjs);
+			    "holds %llu stat data",
+			    (unsigned long long)vol->jf.nr_files,
+			    (unsigned long long)nobjs);
 }
 
 int chk_semantic(struct chk *c)
@@ -426,6 +467,8 @@ int chk_semantic(struct chk *c)
 	struct sem s = { .c = c };
 	int rc = -ENOMEM;
 
+	if (c->st)
+		return chk_stream_semantic(c);
 	chk_progress(c, "objects", 0, 4);
 	chk_tables_sort(c);
 	s.byoid = chk_oid_index(c);

@@ -18,6 +18,8 @@ struct chk_obj *chk_obj_add(struct chk *c)
 {
 	struct chk_obj *p;
 
+	if (c->st)
+		return chk_stream_obj(c);
 	if (!TABLE_ROOM(c->objs, c->capobjs, c->nobjs))
 		return NULL;
 	p = &c->objs[c->nobjs++];
@@ -31,6 +33,8 @@ struct chk_ent *chk_ent_add(struct chk *c)
 {
 	struct chk_ent *p;
 
+	if (c->st)
+		return chk_stream_ent(c);
 	if (!TABLE_ROOM(c->ents, c->capents, c->nents))
 		return NULL;
 	p = &c->ents[c->nents];
@@ -47,23 +51,29 @@ int chk_body_add(struct chk *c, const struct fmt_key *k, uint64_t end,
 
 	uint64_t start = fmt_key_offset(k);
 
-	if (c->nbodies) {
-		p = &c->bodies[c->nbodies - 1];
-		if (p->el0 == el0 && p->el1 == k->el[1] && p->el2 == k->el[2]) {
-			if (start > p->end && !p->gap_end &&
-			    kind != CHK_BODY_CTAIL) {
-				p->gap_at = p->end;
-				p->gap_end = start;
-			}
-			if (end > p->end)
-				p->end = end;
-			p->kinds |= (uint8_t)kind;
-			return 0;
+	if (c->st)
+		p = chk_stream_body_last(c);
+	else
+		p = c->nbodies ? &c->bodies[c->nbodies - 1] : NULL;
+	if (p && p->el0 == el0 && p->el1 == k->el[1] && p->el2 == k->el[2]) {
+		if (start > p->end && !p->gap_end && kind != CHK_BODY_CTAIL) {
+			p->gap_at = p->end;
+			p->gap_end = start;
 		}
+		if (end > p->end)
+			p->end = end;
+		p->kinds |= (uint8_t)kind;
+		return 0;
 	}
-	if (!TABLE_ROOM(c->bodies, c->capbodies, c->nbodies))
-		return -ENOMEM;
-	p = &c->bodies[c->nbodies++];
+	if (c->st) {
+		p = chk_stream_body_new(c);
+		if (!p)
+			return -ENOMEM;
+	} else {
+		if (!TABLE_ROOM(c->bodies, c->capbodies, c->nbodies))
+			return -ENOMEM;
+		p = &c->bodies[c->nbodies++];
+	}
 	p->el0 = el0;
 	p->el1 = k->el[1];
 	p->el2 = k->el[2];

@@ -9,12 +9,32 @@ load helpers
 # byte surgery: le, poke, peek, csum_fix, setbit
 . "$top_srcdir/tests/surgery.sh"
 
-# r4fsck exits 4 and prints a line that matches $2 (an ERE).
+# r4fsck exits 4 and prints a line that matches $2 (an ERE); and the
+# object pass reports the same problems, text and --json, over sorted
+# runs in memory (the default for a small volume), over runs of one
+# record spilled to a temporary file (R4_CHECK_RUN_BYTES, in $TMPDIR,
+# left empty) and over the in-memory tables (R4_CHECK_TABLES, what
+# repair uses).
 finds() {
 	run r4fsck "$1"
 	echo "$output"
 	[ "$status" -eq 4 ]
 	grep -Eq -- "$2" <<<"$output"
+	same_problems "$1"
+}
+same_problems() {
+	local mode a b c
+	mkdir -p "$T/runs"
+	for mode in --check --json; do
+		a=$(r4fsck "$mode" "$1" 2>&1) || true
+		b=$(TMPDIR=$T/runs R4_CHECK_RUN_BYTES=1 r4fsck "$mode" "$1" 2>&1) ||
+			true
+		c=$(R4_CHECK_TABLES=1 r4fsck "$mode" "$1" 2>&1) || true
+		[ -n "$a" ]
+		[ "$a" = "$b" ] || { diff <(echo "$a") <(echo "$b") | head -n 20; return 1; }
+		[ "$a" = "$c" ] || { diff <(echo "$a") <(echo "$c") | head -n 20; return 1; }
+	done
+	[ -z "$(ls -A "$T/runs")" ]
 }
 # fsck.reiser4 --check (on a copy: it writes the status block) does not
 # call the volume consistent.
@@ -375,4 +395,39 @@ extent_volume() {
 	poke "$T/bad.img" $((23 * 4096 + 28)) 32736 8
 	finds "$T/bad.img" "^block 32736: block is referenced again .* already a bitmap block"
 	[[ "$output" == *"block 24: block 24 is marked used in the bitmap, but nothing uses it"* ]]
+}
+
+@test "a check that must spill to a \$TMPDIR that does not exist: exit 8, says so" {
+	fresh
+	TMPDIR=$T/none R4_CHECK_RUN_BYTES=1 run r4fsck --check "$T/good.img"
+	echo "$output"
+	[ "$status" -eq 8 ]
+	[[ "$output" == *"temporary file for the check"* ]]
+	# a small volume with the default budget never needs the file
+	TMPDIR=$T/none run r4fsck --check "$T/good.img"
+	[ "$status" -eq 0 ]
+}
+
+@test "random damage in leaves: the object pass over runs, spilled runs and tables agree" {
+	local seed blk off v k n=0 probs=0 out
+	make_src
+	r4pack create -q "$T/src" "$T/good.img"
+	r4debugfs -R "print tree" "$T/good.img" |
+		sed -n 's/^node \([0-9]*\): node40, level 1,.*/\1/p' >"$T/leaves"
+	[ "$(wc -l <"$T/leaves")" -gt 10 ]
+	for ((seed = 1; seed <= 15; seed++)); do
+		RANDOM=$seed
+		cp "$T/good.img" "$T/bad.img"
+		for ((k = 0; k < 6; k++)); do
+			blk=$(sed -n "$((RANDOM % $(wc -l <"$T/leaves") + 1))p" "$T/leaves")
+			off=$((blk * 4096 + 28 + RANDOM % 4068))
+			v=$(( $(peek "$T/bad.img" $off 1) ^ (RANDOM % 255 + 1) ))
+			poke "$T/bad.img" $off $v 1
+		done
+		same_problems "$T/bad.img" || { echo "seed $seed"; return 1; }
+		out=$(r4fsck --check "$T/bad.img" 2>&1) || probs=$((probs + 1))
+		n=$((n + 1))
+	done
+	echo "# $n images, $probs with problems" >&3
+	[ "$probs" -gt 10 ]
 }
