@@ -111,6 +111,13 @@ static void run_batch(struct obj_ccenc *cc, struct ccjob *jobs, size_t n)
 {
 	if (!n)
 		return;
+	if (n == 1 || cc->nth == 1) {
+		/* nothing to share (a small file's one cluster): waking
+		 * the workers would cost more than the job */
+		for (size_t i = 0; i < n; i++)
+			run_job(cc, cc->codec[0], &jobs[i]);
+		return;
+	}
 	pthread_mutex_lock(&cc->mu);
 	cc->jobs = jobs;
 	cc->njobs = n;

@@ -137,6 +137,8 @@ void edit_stats(const struct r4_txn *x, struct edit_stats *s)
 	s->nodes_freed = x->mod.st.nodes_freed;
 	s->data_blocks = x->data_blocks;
 	s->nodes_dirty = x->mod.own.n;
+	s->dec_hits = x->mod.st.dec_hits;
+	s->dec_misses = x->mod.st.dec_misses;
 	s->height = x->mod.height;
 }
 

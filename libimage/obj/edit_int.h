@@ -9,6 +9,7 @@
 struct edit_stats {
 	uint64_t nodes_written, nodes_alloc, nodes_freed, data_blocks;
 	uint64_t nodes_dirty;	/* node blocks the commit will write */
+	uint64_t dec_hits, dec_misses;	/* nodes found decoded, decoded */
 	unsigned height;
 };
 void edit_stats(const struct r4_txn *x, struct edit_stats *s);

@@ -32,6 +32,7 @@ void tar_sink_init(struct tar_sink *s, struct r4_build *b,
 	s->source = source;
 	tar_map_init(&s->types);
 	tar_map_init(&s->links);
+	tar_map_init(&s->fresh);
 }
 
 void tar_sink_init_txn(struct tar_sink *s, struct r4_txn *t,
@@ -48,6 +49,7 @@ void tar_sink_free(struct tar_sink *s)
 	if (s) {
 		tar_map_free(&s->types);
 		tar_map_free(&s->links);
+		tar_map_free(&s->fresh);
 		for (size_t i = 0; i < s->dirs_len; i++)
 			free(s->dirs[i].path);
 		free(s->dirs);
@@ -157,10 +159,15 @@ static int lookup_type(struct tar_sink *s, const char *path, size_t len)
 	struct r4_error tmp = { 0, "" };
 	struct r4_objref ref;
 	struct r4_stat st;
-	char *p = malloc(len + 2);
+	char *p;
+	size_t dir = len;
 	int t = TAR_ABSENT;
 
-	if (!p)
+	while (dir && path[dir - 1] != '/')
+		dir--;
+	if (dir && tar_map_get(&s->fresh, path, dir - 1))
+		goto out;	/* below a directory the sink made */
+	if (!(p = malloc(len + 2)))
 		return -1;
 	p[0] = '/';
 	memcpy(p + 1, path, len);
@@ -169,6 +176,7 @@ static int lookup_type(struct tar_sink *s, const char *path, size_t len)
 	    !r4_stat(s->vol, &ref, &st, &tmp))
 		t = image_type(st.mode);
 	free(p);
+out:
 	tar_map_put(&s->types, path, len, t, NULL);
 	return t == TAR_ABSENT ? -1 : t;
 }
@@ -276,18 +284,30 @@ static int link_target(struct tar_sink *s, struct r4_entry *e,
  * are updated here (a path becomes a directory, or is added after all). */
 static int record(struct tar_sink *s, const char *path, int type)
 {
+	const struct tar_map_ent *m;
+
 	for (const char *p = path; (p = strchr(p, '/')); p++) {
 		size_t len = (size_t)(p - path);
 		int t = type_at(s, path, len);
 
 		if (s->build && !tar_map_get(&s->types, path, len))
 			continue;
+		/* a parent the volume did not have: the add made it */
+		if (t < 0 && s->txn && (m = tar_map_get(&s->types, path, len)) &&
+		    m->val == TAR_ABSENT &&
+		    tar_map_put(&s->fresh, path, len, 1, NULL))
+			return -ENOMEM;
 		if (t != R4_ENT_DIR &&
 		    tar_map_put(&s->types, path, len, R4_ENT_DIR, NULL))
 			return -ENOMEM;
 	}
 	if (s->build && !tar_map_get(&s->types, path, strlen(path)))
 		return 0;
+	m = tar_map_get(&s->types, path, strlen(path));
+	if (s->txn && type == R4_ENT_DIR && *path && m &&
+	    m->val == TAR_ABSENT &&
+	    tar_map_put(&s->fresh, path, strlen(path), 1, NULL))
+		return -ENOMEM;
 	return tar_map_put(&s->types, path, strlen(path), type, NULL);
 }
 

@@ -69,6 +69,10 @@ struct tar_sink {
 	const char *source;	/* archive or directory name, for messages */
 	struct tar_map types;	/* path in the image -> R4_ENT_* (final) */
 	struct tar_map links;	/* hard link path -> its target's path */
+	/* Transactions: directories this sink made where the volume had
+	 * nothing: every path below one is in types (what the sink put
+	 * there), so a path below one not in types is not looked up. */
+	struct tar_map fresh;
 	int warned_abs;
 	/* Set by the source for the next entry: extended attributes and
 	 * ACLs it had (Reiser4 cannot store them) and the first one's

@@ -386,15 +386,18 @@ struct packer {
 	struct ilist *out;
 	size_t n, cap;
 	size_t used;
+	size_t left;		/* items not packed yet (+1 for a cut) */
 };
 
+/* A new chunk, with room for the items left (most often one chunk takes
+ * them all: no growing item by item). */
 static int pack_open(struct packer *p)
 {
 	if (R4_RESERVE(p->out, p->cap, p->n + 1, 4))
 		return -ENOMEM;
 	memset(&p->out[p->n++], 0, sizeof(*p->out));
 	p->used = 0;
-	return 0;
+	return ilist_room(&p->out[p->n - 1], p->left ? p->left : 1);
 }
 
 static int pack_one(struct packer *p, struct mitem *it, size_t cap,
@@ -445,14 +448,15 @@ int ilist_pack(struct ilist *all, size_t cap, size_t target, size_t ih,
 	       uint32_t blksize, enum fmt_key_policy pol, struct ilist **out,
 	       size_t *nout)
 {
-	struct packer p = { NULL, 0, 0, 0 };
+	struct packer p = { NULL, 0, 0, 0, 0 };
 	size_t i = 0;
 	int rc = coalesce(all, cap - ih, blksize, pol);
 
+	p.left = all->n + 1;
 	if (!rc)
 		rc = pack_open(&p);
 
-	for (; !rc && i < all->n; i++)
+	for (; !rc && i < all->n; i++, p.left--)
 		rc = pack_one(&p, &all->v[i], cap, target, ih, blksize, pol);
 	if (rc) {
 		for (size_t j = i; j < all->n; j++)

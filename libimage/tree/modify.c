@@ -41,9 +41,86 @@ int tree_mod_init(struct tree_mod *m, struct r4_vol *vol, struct txn *t,
 	return 0;
 }
 
+/* ---- decoded nodes ------------------------------------------------------
+ * A direct-mapped cache of item lists, one block per slot. The rule that
+ * keeps it true: a slot holds a list only while the block reads as that
+ * list. A list is taken out (dc_get) to be changed and comes back only
+ * unchanged (dc_keep) or as what emit just wrote; a block freed or
+ * rewritten otherwise loses its slot (dc_forget). */
+
+#define TREE_DCACHE_SLOTS 1024u	/* a power of 2 */
+
+struct tree_dslot {
+	uint64_t blk;		/* 0: empty */
+	unsigned level;
+	struct ilist l;
+};
+
+static struct tree_dslot *dc_slot(struct tree_mod *m, uint64_t blk)
+{
+	if (!m->dc) {
+		m->dc = calloc(TREE_DCACHE_SLOTS, sizeof(*m->dc));
+		if (!m->dc)
+			return NULL;
+	}
+	return &m->dc[(blk * 0x9e3779b97f4a7c15ull) >> 54 &
+		      (TREE_DCACHE_SLOTS - 1)];
+}
+
+static void dc_forget(struct tree_mod *m, uint64_t blk)
+{
+	struct tree_dslot *s = m->dc ? dc_slot(m, blk) : NULL;
+
+	if (s && s->blk == blk) {
+		ilist_free(&s->l);
+		s->blk = 0;
+	}
+}
+
+/* Block blk's items at 'level' into *out (the caller owns them). */
+static int dc_get(struct tree_mod *m, uint64_t blk, unsigned level,
+		  struct ilist *out, struct r4_error *err)
+{
+	struct tree_dslot *s = m->dc ? dc_slot(m, blk) : NULL;
+
+	if (s && s->blk == blk && blk && s->level == level) {
+		*out = s->l;
+		memset(&s->l, 0, sizeof(s->l));
+		s->blk = 0;
+		m->st.dec_hits++;
+		return 0;
+	}
+	dc_forget(m, blk);
+	m->st.dec_misses++;
+	return ilist_load(m->vol, blk, level, out, err);
+}
+
+/* l is what block blk reads as: the cache takes it (l is emptied). */
+static void dc_keep(struct tree_mod *m, uint64_t blk, unsigned level,
+		    struct ilist *l)
+{
+	struct tree_dslot *s = blk ? dc_slot(m, blk) : NULL;
+
+	if (!s || !l->n) {
+		ilist_free(l);
+		return;
+	}
+	ilist_free(&s->l);
+	s->blk = blk;
+	s->level = level;
+	s->l = *l;
+	memset(l, 0, sizeof(*l));
+}
+
 void tree_mod_fini(struct tree_mod *m)
 {
 	r4_u64map_fini(&m->own);
+	if (m->dc) {
+		for (unsigned i = 0; i < TREE_DCACHE_SLOTS; i++)
+			ilist_free(&m->dc[i].l);
+		free(m->dc);
+		m->dc = NULL;
+	}
 }
 
 static size_t ihsize(const struct tree_mod *m)
@@ -74,14 +151,18 @@ static void set_root(struct tree_mod *m, uint64_t root, unsigned height)
 /* ---- writing nodes ------------------------------------------------------ */
 
 /* Write items as a node of 'level': in place when this transaction owns
- * 'old', else to a new block near old (or hint) and free old. */
+ * 'old', else to a new block near old (or hint) and free old. With
+ * take, the decoded-node cache takes l once the node is written. */
 static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
-		unsigned level, const struct ilist *l, uint64_t *blk,
+		unsigned level, struct ilist *l, int take, uint64_t *blk,
 		struct r4_error *err)
 {
 	struct io_block *b;
 	uint64_t nb = old;
-	int rc = 0;
+	int rc = 0, bad = -1, ok = 0;
+
+	if (old)
+		dc_forget(m, old);
 
 	if (!old || !r4_u64map_find(&m->own, old)) {
 		rc = txn_alloc(m->t, old ? old : hint, &nb, err);
@@ -90,6 +171,7 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 		if (r4_u64set_add(&m->own, nb) < 0)
 			return r4i_fail(err, -ENOMEM, "out of memory");
 		m->st.nodes_alloc++;
+		dc_forget(m, nb);
 		if (old) {
 			rc = txn_free(m->t, old, 1, err);
 			m->st.nodes_freed++;
@@ -111,11 +193,10 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 	if (!rc) {
 		/* verified once here, readers trust it until it is captured
 		 * again (tree_node_get); a node that does not pass is left
-		 * for them to report, as before */
-		int bad = -1;
-
+		 * for them to report, as before (and is not cached) */
 		b->verified = !fmt_node_verify(b->data, m->vol->blksize,
 					       m->vol->keypol, &bad);
+		ok = b->verified;
 	}
 	txn_put(m->t, b);
 	if (rc)
@@ -125,11 +206,14 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 			       r4_strerror(rc));
 	m->st.nodes_written++;
 	*blk = nb;
+	if (take && ok)
+		dc_keep(m, nb, level, l);
 	return 0;
 }
 
 static int drop(struct tree_mod *m, uint64_t blk, struct r4_error *err)
 {
+	dc_forget(m, blk);
 	r4_u64map_del(&m->own, blk);
 	m->st.nodes_freed++;
 	return txn_free(m->t, blk, 1, err);
@@ -305,12 +389,15 @@ static int emit_chunks(struct tree_mod *m, unsigned l, struct ilist *ch,
 	int rc = 0;
 
 	for (size_t i = 0; !rc && i < n; i++) {
-		rc = emit(m, i < nold ? old[i] : 0, hint, l, &ch[i], &nb, err);
+		struct fmt_key first = ch[i].v[0].key;
+
+		rc = emit(m, i < nold ? old[i] : 0, hint, l, &ch[i], 1, &nb,
+			  err);
 		if (rc)
 			break;
 		hint = nb;
 		fmt_nodeptr40_encode(nb, buf);
-		if (ilist_push(np, &ch[i].v[0].key, FMT_ITEM_NODEPTR40, buf,
+		if (ilist_push(np, &first, FMT_ITEM_NODEPTR40, buf,
 			       sizeof(buf)))
 			rc = oom(err);
 	}
@@ -351,7 +438,7 @@ static int root_shrink(struct tree_mod *m, struct ilist *top,
 		set_root(m, child, m->height - 1);
 		m->st.shrinks++;
 		ilist_free(&cur);
-		rc = ilist_load(m->vol, child, m->height, &cur, err);
+		rc = dc_get(m, child, m->height, &cur, err);
 	}
 	ilist_free(&cur);
 	return rc;
@@ -371,7 +458,7 @@ static int root_set(struct tree_mod *m, unsigned l, struct ilist *items,
 			       "the tree empty", vname(m));
 	}
 	if (ilist_bytes(items, ihsize(m)) <= capacity(m)) {
-		rc = emit(m, old, old, l, items, &nb, err);
+		rc = emit(m, old, old, l, items, 0, &nb, err);
 		if (!rc && nb != old)
 			set_root(m, nb, l);
 		if (!rc)
@@ -389,7 +476,7 @@ static int root_set(struct tree_mod *m, unsigned l, struct ilist *items,
 	if (!rc)
 		rc = emit_chunks(m, l, ch, nch, &old, 1, &np, err);
 	if (!rc)
-		rc = emit(m, 0, old, l + 1, &np, &nb, err);
+		rc = emit(m, 0, old, l + 1, &np, 0, &nb, err);
 	if (!rc) {
 		set_root(m, nb, l + 1);
 		m->st.grows++;
@@ -417,9 +504,9 @@ static int choose(struct tree_mod *m, struct ilist *P, long pos,
 	if (!items->n || (m->no_merge && total <= cap))
 		return 0;
 	if (total > cap || total < cap / 2) {
-		if (lblk && !(rc = ilist_load(m->vol, lblk, l, &L, err)))
+		if (lblk && !(rc = dc_get(m, lblk, l, &L, err)))
 			lb = ilist_bytes(&L, ih);
-		if (!rc && rblk && !(rc = ilist_load(m->vol, rblk, l, &R, err)))
+		if (!rc && rblk && !(rc = dc_get(m, rblk, l, &R, err)))
 			rb = ilist_bytes(&R, ih);
 	}
 	if (rc)
@@ -455,6 +542,11 @@ static int choose(struct tree_mod *m, struct ilist *P, long pos,
 	if (use)
 		m->st.shifts += total > cap;
 out:
+	/* a neighbour not taken is unchanged */
+	if (!rc && use >= 0 && L.n)
+		dc_keep(m, lblk, l, &L);
+	if (!rc && use <= 0 && R.n)
+		dc_keep(m, rblk, l, &R);
 	ilist_free(&L);
 	ilist_free(&R);
 	return rc;
@@ -471,7 +563,7 @@ static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 
 	if (l >= m->height)
 		return root_set(m, l, items, err);
-	rc = ilist_load(m->vol, p->blk[l + 1], l + 1, &P, err);
+	rc = dc_get(m, p->blk[l + 1], l + 1, &P, err);
 	if (!rc && (pos < 0 || (size_t)pos >= P.n || sib(&P, pos) != blks[0]))
 		rc = r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu: item %ld "
 			     "does not point to %llu", vname(m),
@@ -487,8 +579,10 @@ static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 	chunks_free(ch, nch);
 	if (!rc && count == 1 && np.n == 1 &&
 	    !fmt_key_cmp(&np.v[0].key, &P.v[pos].key) &&
-	    !memcmp(np.v[0].body, P.v[pos].body, FMT_NODEPTR40_SIZE))
+	    !memcmp(np.v[0].body, P.v[pos].body, FMT_NODEPTR40_SIZE)) {
+		dc_keep(m, p->blk[l + 1], l + 1, &P);
 		goto out;	/* the parent does not change */
+	}
 	if (!rc) {
 		struct tree_newitem *w = calloc(np.n + 1, sizeof(*w));
 
@@ -569,12 +663,14 @@ static int twig_cut(struct tree_mod *m, struct mpath *p,
 
 	if (p->pos[2] < 0)
 		return 0;
-	rc = ilist_load(m->vol, p->blk[2], 2, &twig, err);
+	rc = dc_get(m, p->blk[2], 2, &twig, err);
 	child = rc ? 0 : sib(&twig, p->pos[2]);
+	if (!rc)
+		dc_keep(m, p->blk[2], 2, &twig);
 	ilist_free(&twig);
 	if (rc || !child)
 		return rc;
-	rc = ilist_load(m->vol, child, 1, &leaf, err);
+	rc = dc_get(m, child, 1, &leaf, err);
 	if (rc)
 		return rc;
 	while (k < leaf.n && fmt_key_cmp(&leaf.v[k].key, at) < 0)
@@ -584,7 +680,7 @@ static int twig_cut(struct tree_mod *m, struct mpath *p,
 			     "with that key exists", vname(m),
 			     (unsigned long long)child);
 	if (rc || k == leaf.n) {
-		ilist_free(&leaf);
+		dc_keep(m, child, 1, &leaf);	/* unchanged */
 		return rc;
 	}
 	rc = ilist_cut(&leaf, k, right);
@@ -619,11 +715,12 @@ static int put_once(struct tree_mod *m, unsigned level,
 			rc = path_find(m, at, level, &p, &none, err);
 	}
 	if (!rc)
-		rc = ilist_load(m->vol, p.blk[level], level, &L, err);
+		rc = dc_get(m, p.blk[level], level, &L, err);
 	if (rc)
 		return rc;
 	pos = p.pos[level];
-	found = pos >= 0 && !fmt_key_cmp(&L.v[pos].key, at);
+	found = pos >= 0 && (size_t)pos < L.n &&
+		!fmt_key_cmp(&L.v[pos].key, at);
 	if (replace && !found)
 		rc = r4i_fail(err, R4_ENOTFOUND, "%s: tree node %llu: no item "
 			     "to replace", vname(m),
@@ -632,6 +729,8 @@ static int put_once(struct tree_mod *m, unsigned level,
 		rc = r4i_fail(err, R4_EEXIST, "%s: tree node %llu: an item "
 			     "with that key exists", vname(m),
 			     (unsigned long long)p.blk[level]);
+	if (rc)
+		dc_keep(m, p.blk[level], level, &L);	/* unchanged */
 	else if (ilist_splice(&L, (size_t)(pos + !replace), (size_t)pos + 1,
 			      it, n))
 		rc = oom(err);

@@ -38,7 +38,10 @@ struct tree_mod_stats {
 	uint64_t nodes_alloc;	/* blocks allocated for nodes */
 	uint64_t nodes_freed;	/* node blocks freed */
 	uint64_t splits, merges, shifts, grows, shrinks;
+	uint64_t dec_hits, dec_misses;	/* decoded-node cache */
 };
+
+struct tree_dslot;
 
 struct tree_mod {
 	struct r4_vol *vol;
@@ -48,6 +51,11 @@ struct tree_mod {
 	uint64_t root;
 	unsigned height;
 	int no_merge;		/* internal: while cutting a leaf */
+	/* Decoded nodes kept between changes of one transaction, so a node
+	 * changed by consecutive inserts is decoded once (modify.c): each
+	 * slot holds the item list of one block exactly as the block now
+	 * reads; bounded (TREE_DCACHE_SLOTS), allocated on first use. */
+	struct tree_dslot *dc;
 	struct tree_mod_stats st;
 };
 

@@ -228,6 +228,37 @@ make_add() {
 	image_clean "$T/s.img"
 }
 
+@test "r4pack add: names below a directory are looked up unless the add made it" {
+	need_r4ref
+	make_image
+	# b is a directory of the image: after b/new1 went in, b/tof1 (a
+	# symlink of the image) is still found, and b/tof1/x skipped
+	mkdir -p "$T/mix/b/tof1"
+	echo new >"$T/mix/b/new1"
+	echo evil >"$T/mix/b/tof1/x"
+	tar -C "$T/mix" -cf "$T/mix.tar" b/new1 b/tof1/x
+	run r4pack add "$T/v.img" "$T/mix.tar"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"'b/tof1' is a symbolic link in the image"* ]]
+	r4ref manifest "$T/v.img" >"$T/m"
+	grep -q $'^/b/new1\tf' "$T/m"
+	grep -q $'^/b/tof1\tl' "$T/m"
+	# fresh/ is made by the add: what the add put there is known
+	mkdir -p "$T/mk/fresh" "$T/mk2/fresh/f"
+	echo one >"$T/mk/fresh/f"
+	echo two >"$T/mk2/fresh/f/x"
+	tar -C "$T/mk" -cf "$T/fresh.tar" fresh/f
+	tar -C "$T/mk2" -rf "$T/fresh.tar" fresh/f/x
+	run r4pack add "$T/v.img" "$T/fresh.tar"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"'fresh/f' is not a directory in the image"* ]]
+	r4ref manifest "$T/v.img" >"$T/m"
+	grep -q $'^/fresh/f\tf' "$T/m"
+	image_clean "$T/v.img"
+}
+
 @test "r4pack add: options, safety, and failures leave the image unchanged" {
 	need_r4ref
 	make_image

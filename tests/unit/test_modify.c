@@ -124,6 +124,11 @@ static void big_dir(const char *spec)
 	       (unsigned long long)st.nodes_alloc,
 	       (unsigned long long)st.nodes_freed,
 	       (unsigned long long)st.nodes_dirty, st.height);
+	/* each node is decoded once, then found decoded by the next
+	 * inserts of the transaction (libimage/tree/modify.c) */
+	ok(st.dec_hits > 8 * st.dec_misses, "nodes decoded %llu times, "
+	   "found decoded %llu times", (unsigned long long)st.dec_misses,
+	   (unsigned long long)st.dec_hits);
 	eu_close(v);
 	host_names(0, NFILES, 0);
 	ok(height() >= 3, "the tree grew to height %u", height());
@@ -256,7 +261,7 @@ static void mixed(void)
 
 int main(void)
 {
-	plan(75);
+	plan(77);
 	eu_init("test_modify");
 	big_dir("");
 	big_dir("node=node41,hash=tea_hash,fibration=lexic_fibre");
