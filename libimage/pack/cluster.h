@@ -27,6 +27,12 @@ int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
  * the stat data is written. */
 int pack_cc_decide(struct r4_build *b, struct bobj *o, const char *path,
 		   struct r4_error *err);
+/* Deferred data from a parallel source (r4_data_source.parallel): start
+ * worker threads that read and compress the files ahead, in the order
+ * the leaves take them (after the object ids are given); end stops them
+ * (pack_cc_fini does too). Nothing is started for 1 thread. */
+int pack_cc_ahead_begin(struct r4_build *b, struct r4_error *err);
+void pack_cc_ahead_end(struct r4_build *b);
 /* The ctail40 items of a compressed file. */
 int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 		 struct r4_error *err);
