@@ -41,6 +41,7 @@ struct obj_ccenc {
 	unsigned gen;
 	int stop;
 	struct r4_codec *codec[CC_THREADS];
+	int c0_data;		/* conv_first: cluster 0 held data */
 	/* batch buffers */
 	uint8_t *plain, *out;
 	struct ccjob batch[CC_BATCH];
@@ -459,6 +460,11 @@ int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
 	return rc;
 }
 
+int obj_ccenc_c0_data(const struct obj_ccenc *e)
+{
+	return e->c0_data;
+}
+
 int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size)
 {
 	return e->mode == FMT_CMODE_CONV && size > e->csize;
@@ -478,6 +484,7 @@ int obj_ccenc_conv_first(struct obj_ccenc *cc, struct obj_ccrd *r,
 	rc = rd_fill(r, 0, j->lsize, (uint8_t *)j->plain, &j->has_data, err);
 	if (rc)
 		return rc;
+	cc->c0_data = j->has_data;
 	j->has_data = 1;	/* tried even when zeros: the kernel does */
 	run_batch(cc, j, 1);
 	*keep = j->slen != SIZE_MAX && fmt_conv_keeps(j->slen, cc->csize);

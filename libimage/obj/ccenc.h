@@ -57,6 +57,9 @@ int obj_ccrd_finish(struct obj_ccrd *r, struct r4_error *err);
  * sets *keep; other modes and short files keep. */
 int obj_ccenc_conv_first(struct obj_ccenc *e, struct obj_ccrd *r,
 			 int *keep, struct r4_error *err);
+/* After obj_ccenc_conv_first read cluster 0: 1 when some input data
+ * fell in it (0: a hole in a sparse input). */
+int obj_ccenc_c0_data(const struct obj_ccenc *e);
 /* 1 when obj_ccenc_file should reuse the cluster 0 just compressed. */
 int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size);
 

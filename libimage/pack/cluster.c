@@ -218,7 +218,12 @@ static void job_run(struct r4_build *b, struct obj_ccenc *e, struct ccjob *j)
 		j->len = calloc((size_t)n, sizeof(*j->len));
 		if (!j->data || !j->len)
 			rc = r4i_fail(&err, -ENOMEM, "%s: out of memory", path);
-		if (!rc)
+		/* As pack_cc_emit: cluster 0 reused when conv read it,
+		 * left a hole (no items) when the input has none there. */
+		if (!rc && obj_ccenc_c0_done(e, o->size) &&
+		    !obj_ccenc_c0_data(e))
+			rc = obj_ccenc_file(e, &r, 1, 0, sink_job, j, &err);
+		else if (!rc)
 			rc = obj_ccenc_file(e, &r, 0,
 					    obj_ccenc_c0_done(e, o->size),
 					    sink_job, j, &err);
