@@ -20,6 +20,7 @@ enum { OPT_O = 1, OPT_EXCLUDE, OPT_COMPRESS, OPT_UIDMAP = 100, OPT_GIDMAP,
 /* --compress without ALGO (README: "Compressed files" says why). */
 
 static char *opt_size, *opt_free, *opt_label, *opt_uuid;
+static int opt_threads;
 static int opt_all_root, opt_json, opt_force;
 
 struct poptOption pack_owner_options[] = {
@@ -64,6 +65,9 @@ static struct poptOption create_options[] = {
 	  OPT_COMPRESS, "store files compressed (ccreg40), as -o "
 	  "create=ccreg40,compress=ALGO (default " COMPRESS_DEFAULT ")",
 	  "lzo1|gzip1|zstd1" },
+	{ "threads", '\0', POPT_ARG_INT, &opt_threads, 0,
+	  "threads that compress (default: one per CPU, at most 8; the "
+	  "image is the same for any N)", "N" },
 	{ "exclude", '\0', POPT_ARG_STRING, NULL, OPT_EXCLUDE,
 	  "leave out entries matching PATTERN (repeatable)", "PATTERN" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
@@ -200,6 +204,11 @@ static int apply_options(struct r4_build_opts *bo)
 		}
 		bo->mkfs.have_uuid = 1;
 	}
+	if (opt_threads < 0 || opt_threads > 8) {
+		r4cmd_errorf("--threads %d: give 1 to 8 (0: one per CPU)", opt_threads);
+		return EXIT_USAGE;
+	}
+	bo->threads = (unsigned)opt_threads;
 	return EXIT_OK;
 }
 

@@ -64,6 +64,10 @@ struct r4_data_source {
 		    void **ctx, struct r4_error *err);
 	void (*close)(void *ctx);
 	void *src_ctx;
+	/* 1: open, the reader and close may run on several threads at
+	 * once, each thread on its own entry (compressed files are then
+	 * read and compressed ahead, in parallel); 0: one thread only. */
+	int parallel;
 };
 
 enum r4_entry_type {
@@ -106,6 +110,9 @@ struct r4_build_opts {
 	/* 1: store regular files as the profile's "create" plugin says
 	 * (ccreg40: compressed); 0 (default): always reg40. */
 	int compress_files;
+	/* Threads that compress (0: one per online CPU, up to 8; 1: the
+	 * calling thread only). The image's bytes never depend on it. */
+	unsigned threads;
 };
 
 /* files = objects that are not directories; dirs includes the root;

@@ -17,7 +17,9 @@
 #define CC_BATCH 32		/* clusters compressed at once */
 
 struct ccjob {
-	const uint8_t *plain;
+	const uint8_t *plain;	/* this slot's buffer */
+	const uint8_t *src;	/* the cluster's bytes: plain, or in the
+				 * reader's chunk while it lasts */
 	size_t lsize;
 	int has_data;		/* 0: a hole in the input, no items */
 	uint8_t *out;		/* the disk cluster when packed */
@@ -39,6 +41,7 @@ struct obj_ccenc {
 	unsigned gen;
 	int stop;
 	struct r4_codec *codec[CC_THREADS];
+	int c0_data;		/* conv_first: cluster 0 held data */
 	/* batch buffers */
 	uint8_t *plain, *out;
 	struct ccjob batch[CC_BATCH];
@@ -55,7 +58,7 @@ static void run_job(struct obj_ccenc *cc, struct r4_codec *codec,
 	if (cc->mode == FMT_CMODE_NONE || !j->has_data ||
 	    j->lsize < fmt_compress_min_size(cc->alg))
 		return;
-	if (r4_codec_compress(codec, j->plain, j->lsize, j->out,
+	if (r4_codec_compress(codec, j->src, j->lsize, j->out,
 			      cc->cap - FMT_DC_SUM_SIZE, &sl))
 		return;
 	j->slen = sl;
@@ -137,8 +140,21 @@ static void run_batch(struct obj_ccenc *cc, struct ccjob *jobs, size_t n)
 int obj_ccenc_new(unsigned shift, unsigned alg, unsigned mode,
 		  struct obj_ccenc **out, struct r4_error *err)
 {
-	struct obj_ccenc *cc;
+	return obj_ccenc_new_threads(shift, alg, mode, 0, out, err);
+}
+
+unsigned obj_ccenc_cpus(void)
+{
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return ncpu < 1 ? 1 : ncpu > CC_THREADS ? CC_THREADS : (unsigned)ncpu;
+}
+
+int obj_ccenc_new_threads(unsigned shift, unsigned alg, unsigned mode,
+			  unsigned threads, struct obj_ccenc **out,
+			  struct r4_error *err)
+{
+	struct obj_ccenc *cc;
 	unsigned want;
 	int rc = 0;
 
@@ -164,7 +180,8 @@ int obj_ccenc_new(unsigned shift, unsigned alg, unsigned mode,
 	*out = cc;
 	if (!cc->plain || !cc->out)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	want = ncpu < 1 ? 1 : ncpu > CC_THREADS ? CC_THREADS : (unsigned)ncpu;
+	want = !threads ? obj_ccenc_cpus() : threads > CC_THREADS ?
+	       CC_THREADS : threads;
 	for (unsigned i = 0; i < want; i++) {
 		cc->codec[i] = r4_codec_new(alg, &rc);
 		if (!cc->codec[i])
@@ -383,6 +400,7 @@ int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
 	fmt_cmode_init(&m, cc->mode);
 	while (!rc && idx < n) {
 		size_t k = 0, start = c0_done ? 1 : 0;
+		int zc = 0;
 
 		/* Clusters before the next chunk of data are holes, without
 		 * items (doc/compress.md §3.4): jump over them, so a sparse
@@ -402,11 +420,25 @@ int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
 
 		for (k = start; !rc && k < CC_BATCH && idx + k < n; k++) {
 			struct ccjob *j = &cc->batch[k];
+			uint64_t at = (idx + k) << cc->shift;
 
 			j->lsize = fmt_cluster_lsize(r->size, idx + k,
 						     cc->shift);
-			rc = rd_fill(r, (idx + k) << cc->shift, j->lsize,
-				     (uint8_t *)j->plain, &j->has_data, err);
+			/* A cluster inside the reader's chunk is compressed
+			 * where it is; the batch ends before the reader moves
+			 * on (the chunk lasts until then). */
+			if (r->cbuf && r->coff <= at &&
+			    at + j->lsize <= r->coff + r->clen) {
+				j->src = r->cbuf + (at - r->coff);
+				j->has_data = 1;
+				zc = 1;
+				continue;
+			}
+			if (zc)
+				break;
+			j->src = j->plain;
+			rc = rd_fill(r, at, j->lsize, (uint8_t *)j->plain,
+				     &j->has_data, err);
 		}
 		if (rc)
 			break;
@@ -428,12 +460,16 @@ int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
 						j->lsize == cc->csize);
 			}
 			rc = kept ? sink(sctx, idx + i, j->out, j->dlen, err) :
-				    sink(sctx, idx + i, j->plain, j->lsize,
-					 err);
+				    sink(sctx, idx + i, j->src, j->lsize, err);
 		}
 		idx += k;
 	}
 	return rc;
+}
+
+int obj_ccenc_c0_data(const struct obj_ccenc *e)
+{
+	return e->c0_data;
 }
 
 int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size)
@@ -451,9 +487,11 @@ int obj_ccenc_conv_first(struct obj_ccenc *cc, struct obj_ccrd *r,
 	if (!obj_ccenc_c0_done(cc, r->size))
 		return 0;
 	j->lsize = cc->csize;
+	j->src = j->plain;	/* kept: the refeed and obj_ccenc_file use it */
 	rc = rd_fill(r, 0, j->lsize, (uint8_t *)j->plain, &j->has_data, err);
 	if (rc)
 		return rc;
+	cc->c0_data = j->has_data;
 	j->has_data = 1;	/* tried even when zeros: the kernel does */
 	run_batch(cc, j, 1);
 	*keep = j->slen != SIZE_MAX && fmt_conv_keeps(j->slen, cc->csize);

@@ -18,6 +18,14 @@ struct obj_ccenc;
 /* shift 12..16, alg FMT_COMPRESS_*, mode FMT_CMODE_*. */
 int obj_ccenc_new(unsigned shift, unsigned alg, unsigned mode,
 		  struct obj_ccenc **out, struct r4_error *err);
+/* The same with at most 'threads' threads compressing a file's clusters
+ * (the caller's included: 1 = none started; 0 = one per online CPU, up
+ * to 8). The bytes made never depend on it. */
+int obj_ccenc_new_threads(unsigned shift, unsigned alg, unsigned mode,
+			  unsigned threads, struct obj_ccenc **out,
+			  struct r4_error *err);
+/* The online CPUs, 1 to 8. */
+unsigned obj_ccenc_cpus(void);
 void obj_ccenc_free(struct obj_ccenc *e);
 /* 1 when e was made with these parameters. */
 int obj_ccenc_is(const struct obj_ccenc *e, unsigned shift, unsigned alg,
@@ -49,6 +57,9 @@ int obj_ccrd_finish(struct obj_ccrd *r, struct r4_error *err);
  * sets *keep; other modes and short files keep. */
 int obj_ccenc_conv_first(struct obj_ccenc *e, struct obj_ccrd *r,
 			 int *keep, struct r4_error *err);
+/* After obj_ccenc_conv_first read cluster 0: 1 when some input data
+ * fell in it (0: a hole in a sparse input). */
+int obj_ccenc_c0_data(const struct obj_ccenc *e);
 /* 1 when obj_ccenc_file should reuse the cluster 0 just compressed. */
 int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size);
 

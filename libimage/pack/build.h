@@ -58,6 +58,7 @@ struct bobj {
 	int cc;
 	uint32_t *cc_len;
 	uint64_t cc_used;
+	size_t cc_job;			/* deferred: 1 + its job, 0 none */
 	struct bdir *sub;		/* directories only, else NULL */
 };
 

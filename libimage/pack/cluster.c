@@ -2,6 +2,7 @@
 /* r4kit: compressed (ccreg40) files in the builder (doc/compress.md). */
 #include "config.h"
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/pack/cluster.h"
@@ -11,11 +12,50 @@
 #include "format/item.h"
 #include "format/plugin.h"
 
+/* Reading ahead (deferred data from a parallel source): one job per
+ * compressed file, in the order the leaves take them, done by worker
+ * threads while the builder packs the leaves. */
+#define AHEAD_BYTES (64u << 20)	/* file bytes held ahead, at most */
+#define AHEAD_FILE (4u << 20)	/* larger files: decided ahead only */
+#define AHEAD_THREADS 8
+
+enum { CJ_WAIT, CJ_RUN, CJ_DONE };
+
+struct ccjob {
+	struct bobj *o;
+	int state;		/* CJ_* */
+	int full;		/* the disk clusters are in data */
+	int keep;		/* doc/compress.md §4.4: stays compressed */
+	int rc;
+	struct r4_error *err;	/* when rc */
+	uint8_t *data;		/* disk clusters back to back */
+	uint32_t *len;		/* per cluster (0: a hole) */
+	size_t used;		/* bytes in data */
+	uint64_t held;		/* bytes counted against AHEAD_BYTES */
+};
+
+struct ccpipe {
+	pthread_t th[AHEAD_THREADS];
+	unsigned nth;
+	struct obj_ccenc *enc[AHEAD_THREADS];
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	struct ccjob *jobs;
+	size_t njobs, next;	/* next job to start */
+	size_t need;		/* the builder waits for jobs before this */
+	uint64_t held;
+	int stop, on;
+};
+
 struct pack_cc {
 	struct obj_ccenc *e;
 	unsigned shift;
 	size_t csize;
+	unsigned alg, mode;
+	struct ccpipe pipe;
 };
+
+static void pipe_stop(struct r4_build *b);
 
 int pack_cc_initial(const struct r4_build *b)
 {
@@ -56,9 +96,11 @@ int pack_cc_init(struct r4_build *b, struct r4_error *err)
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	cc->shift = fmt_cluster_shift_of(p[R4_PT_CLUSTER]);
 	cc->csize = (size_t)1 << cc->shift;
+	cc->alg = p[R4_PT_COMPRESS];
+	cc->mode = p[R4_PT_CMODE];
 	b->cc = cc;
-	return obj_ccenc_new(cc->shift, p[R4_PT_COMPRESS], p[R4_PT_CMODE],
-			     &cc->e, err);
+	return obj_ccenc_new_threads(cc->shift, cc->alg, cc->mode,
+				     b->o.threads, &cc->e, err);
 }
 
 void pack_cc_fini(struct r4_build *b)
@@ -72,6 +114,7 @@ void pack_cc_fini(struct r4_build *b)
 		}
 	if (!cc)
 		return;
+	pipe_stop(b);
 	obj_ccenc_free(cc->e);
 	free(cc);
 	b->cc = NULL;
@@ -128,6 +171,266 @@ int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 		b->o.progress(b->o.progress_ctx, b->done_bytes,
 			      b->total_bytes);
 	return rc;
+}
+
+/* ---- reading ahead ------------------------------------------------- */
+
+static int sink_job(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
+		    struct r4_error *err)
+{
+	struct ccjob *j = sctx;
+
+	(void)err;
+	j->len[idx] = (uint32_t)len;
+	memcpy(j->data + j->used, dc, len);	/* len <= the cluster's */
+	j->used += len;
+	return 0;
+}
+
+/* One file on a worker: conv's test, then (full) every disk cluster
+ * into memory. The same calls as the builder's own path, so the same
+ * bytes. */
+static void job_run(struct r4_build *b, struct obj_ccenc *e, struct ccjob *j)
+{
+	const struct r4_data_source *s = b->o.source;
+	struct bobj *o = j->o;
+	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
+	struct r4_error err = { 0 };
+	struct obj_ccrd r;
+	char path[4096];
+	int keep = 1, rc;
+
+	j->keep = 1;
+	if (!j->full && !obj_ccenc_c0_done(e, o->size))
+		return;		/* nothing to decide: the builder reads it */
+	pack_ns_obj_path(o, path, sizeof(path));
+	obj_ccrd_init(&r, NULL, NULL, path, o->size);
+	rc = s->open(s->src_ctx, path, &r.fn, &r.ctx, &err);
+	if (rc) {
+		rc = r4i_fail(&err, rc, "%s: cannot open the data: %s", path,
+			      r4_strerror(rc));
+		goto out;
+	}
+	r.eof = 0;
+	rc = obj_ccenc_conv_first(e, &r, &keep, &err);
+	if (!rc && keep && j->full) {
+		j->data = malloc((size_t)o->size);
+		j->len = calloc((size_t)n, sizeof(*j->len));
+		if (!j->data || !j->len)
+			rc = r4i_fail(&err, -ENOMEM, "%s: out of memory", path);
+		/* As pack_cc_emit: cluster 0 reused when conv read it,
+		 * left a hole (no items) when the input has none there. */
+		if (!rc && obj_ccenc_c0_done(e, o->size) &&
+		    !obj_ccenc_c0_data(e))
+			rc = obj_ccenc_file(e, &r, 1, 0, sink_job, j, &err);
+		else if (!rc)
+			rc = obj_ccenc_file(e, &r, 0,
+					    obj_ccenc_c0_done(e, o->size),
+					    sink_job, j, &err);
+		if (!rc)
+			rc = obj_ccrd_finish(&r, &err);
+	}
+	s->close(r.ctx);
+out:
+	j->keep = keep;
+	if (rc) {
+		j->rc = rc;
+		j->err = malloc(sizeof(err));
+		if (j->err)
+			*j->err = err;
+	}
+	if (rc || !keep || !j->full) {
+		free(j->data);
+		free(j->len);
+		j->data = NULL;
+		j->len = NULL;
+		j->full = 0;
+	}
+}
+
+struct pworker {
+	struct r4_build *b;
+	unsigned id;
+};
+
+/* Jobs in order: any the builder waits for; others while fewer than
+ * AHEAD_BYTES of file data are held. Past that, or for a large file,
+ * only conv's decision is made ahead and the builder compresses the
+ * file itself (on its own pool) when it gets there. */
+static void *pipe_worker(void *arg)
+{
+	struct r4_build *b = ((struct pworker *)arg)->b;
+	struct ccpipe *p = &b->cc->pipe;
+	struct obj_ccenc *e = p->enc[((struct pworker *)arg)->id];
+
+	free(arg);
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		struct ccjob *j;
+		uint64_t size;
+
+		while (!p->stop && !(p->next < p->njobs &&
+				     (p->next < p->need ||
+				      p->held < AHEAD_BYTES)))
+			pthread_cond_wait(&p->work, &p->mu);
+		if (p->stop)
+			break;
+		j = &p->jobs[p->next++];
+		size = j->o->size;
+		j->full = size <= AHEAD_FILE &&
+			  (!p->held || p->held + size <= AHEAD_BYTES);
+		if (j->full) {
+			j->held = size;
+			p->held += size;
+		}
+		j->state = CJ_RUN;
+		pthread_mutex_unlock(&p->mu);
+		job_run(b, e, j);
+		pthread_mutex_lock(&p->mu);
+		if (!j->full && j->held) {
+			p->held -= j->held;
+			j->held = 0;
+		}
+		j->state = CJ_DONE;
+		pthread_cond_broadcast(&p->done);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int pack_cc_ahead_begin(struct r4_build *b, struct r4_error *err)
+{
+	struct pack_cc *cc = b->cc;
+	struct ccpipe *p;
+	size_t n = 0;
+	unsigned want;
+	int rc = 0;
+
+	if (!cc || !b->o.source || !b->o.source->parallel ||
+	    b->o.threads == 1)
+		return 0;
+	p = &cc->pipe;
+	want = b->o.threads ? b->o.threads : obj_ccenc_cpus();
+	if (want > AHEAD_THREADS)
+		want = AHEAD_THREADS;
+	for (struct bobj *d = b->root; d; d = d->sub->qnext)
+		for (size_t i = 0; i < d->sub->nkids; i++) {
+			struct bobj *o = d->sub->kids[i]->obj;
+
+			n += o->primary == d->sub->kids[i] &&
+			     o->type == R4_ENT_REG && o->cc == BCC_YES &&
+			     o->data == BD_DEFERRED && o->size;
+		}
+	if (!n)
+		return 0;
+	p->jobs = calloc(n, sizeof(*p->jobs));
+	if (!p->jobs)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	for (unsigned i = 0; i < want && !rc; i++)
+		rc = obj_ccenc_new_threads(cc->shift, cc->alg, cc->mode, 1,
+					   &p->enc[i], err);
+	if (rc)
+		return rc;	/* pack_cc_fini frees them */
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->done, NULL);
+	p->on = 1;
+	for (struct bobj *d = b->root; d; d = d->sub->qnext)
+		for (size_t i = 0; i < d->sub->nkids; i++) {
+			struct bobj *o = d->sub->kids[i]->obj;
+
+			if (o->primary == d->sub->kids[i] &&
+			    o->type == R4_ENT_REG && o->cc == BCC_YES &&
+			    o->data == BD_DEFERRED && o->size) {
+				p->jobs[p->njobs].o = o;
+				o->cc_job = ++p->njobs;
+			}
+		}
+	for (unsigned i = 0; i < want; i++) {
+		struct pworker *w = malloc(sizeof(*w));
+
+		if (!w)
+			break;
+		w->b = b;
+		w->id = i;
+		if (pthread_create(&p->th[i], NULL, pipe_worker, w)) {
+			free(w);
+			break;
+		}
+		p->nth = i + 1;
+	}
+	if (!p->nth)	/* no thread: the builder does every file itself */
+		for (size_t i = 0; i < p->njobs; i++)
+			p->jobs[i].o->cc_job = 0;
+	return 0;
+}
+
+static void pipe_stop(struct r4_build *b)
+{
+	struct ccpipe *p = &b->cc->pipe;
+
+	if (p->on) {
+		pthread_mutex_lock(&p->mu);
+		p->stop = 1;
+		pthread_cond_broadcast(&p->work);
+		pthread_mutex_unlock(&p->mu);
+		for (unsigned i = 0; i < p->nth; i++)
+			pthread_join(p->th[i], NULL);
+		pthread_mutex_destroy(&p->mu);
+		pthread_cond_destroy(&p->work);
+		pthread_cond_destroy(&p->done);
+		p->on = 0;
+		p->nth = 0;
+	}
+	for (size_t i = 0; i < p->njobs; i++) {
+		p->jobs[i].o->cc_job = 0;
+		free(p->jobs[i].data);
+		free(p->jobs[i].len);
+		free(p->jobs[i].err);
+	}
+	free(p->jobs);
+	p->jobs = NULL;
+	p->njobs = 0;
+	for (unsigned i = 0; i < AHEAD_THREADS; i++) {
+		obj_ccenc_free(p->enc[i]);
+		p->enc[i] = NULL;
+	}
+}
+
+void pack_cc_ahead_end(struct r4_build *b)
+{
+	if (b->cc)
+		pipe_stop(b);
+}
+
+/* The builder's turn for o: wait until its job is done. NULL when o has
+ * no job. */
+static struct ccjob *pipe_wait(struct r4_build *b, const struct bobj *o)
+{
+	struct ccpipe *p = &b->cc->pipe;
+	struct ccjob *j;
+
+	if (!o->cc_job || !p->nth)
+		return NULL;
+	j = &p->jobs[o->cc_job - 1];
+	pthread_mutex_lock(&p->mu);
+	if (p->need < o->cc_job) {
+		p->need = o->cc_job;
+		pthread_cond_broadcast(&p->work);
+	}
+	while (j->state != CJ_DONE)
+		pthread_cond_wait(&p->done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+	return j;
+}
+
+static int job_fail(struct ccjob *j, struct r4_error *err)
+{
+	if (j->err)
+		*err = *j->err;
+	else
+		r4i_fail(err, j->rc, "%s", r4_strerror(j->rc));
+	return j->rc;
 }
 
 /* ---- the items ------------------------------------------------------ */
@@ -189,11 +492,19 @@ int pack_cc_decide(struct r4_build *b, struct bobj *o, const char *path,
 {
 	const struct r4_data_source *s = b->o.source;
 	struct obj_ccrd r;
+	struct ccjob *j;
 	int keep = 1, rc;
 
 	if (o->cc != BCC_YES || o->data != BD_DEFERRED ||
 	    !obj_ccenc_c0_done(b->cc->e, o->size))
 		return 0;
+	if ((j = pipe_wait(b, o))) {
+		if (j->rc)
+			return job_fail(j, err);
+		if (!j->keep)
+			o->cc = BCC_CONVERTED;
+		return 0;
+	}
 	obj_ccrd_init(&r, NULL, NULL, path, o->size);
 	rc = s->open(s->src_ctx, path, &r.fn, &r.ctx, err);
 	if (rc)
@@ -207,12 +518,32 @@ int pack_cc_decide(struct r4_build *b, struct bobj *o, const char *path,
 	return rc;
 }
 
+/* A file read ahead: its disk clusters from memory. */
+static int emit_job(struct r4_build *b, struct bobj *o, struct ccjob *j,
+		    struct r4_error *err)
+{
+	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
+	size_t off = 0;
+	int rc = 0;
+
+	o->cc_used = 0;
+	for (uint64_t i = 0; !rc && i < n; i++) {
+		if (!j->len[i])
+			continue;
+		o->cc_used++;
+		rc = emit_dc(b, o, i, j->data + off, NULL, j->len[i], err);
+		off += j->len[i];
+	}
+	return rc;
+}
+
 int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 		 struct r4_error *err)
 {
 	const struct r4_data_source *s = b->o.source;
 	struct sinkctx sc = { b, o };
 	struct obj_ccrd r;
+	struct ccjob *j;
 	uint64_t dense;
 	int rc;
 
@@ -227,6 +558,21 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 		return rc;
 	}
 	dense = pack_cc_bytes(b, o);
+	if ((j = pipe_wait(b, o)) && (j->rc || j->full)) {
+		struct ccpipe *p = &b->cc->pipe;
+
+		rc = j->rc ? job_fail(j, err) : emit_job(b, o, j, err);
+		pthread_mutex_lock(&p->mu);
+		p->held -= j->held;
+		j->held = 0;
+		pthread_cond_broadcast(&p->work);
+		pthread_mutex_unlock(&p->mu);
+		free(j->data);
+		free(j->len);
+		j->data = NULL;
+		j->len = NULL;
+		goto done;
+	}
 	obj_ccrd_init(&r, NULL, NULL, path, o->size);
 	rc = s->open(s->src_ctx, path, &r.fn, &r.ctx, err);
 	if (rc)
@@ -238,6 +584,7 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 	if (!rc)
 		rc = obj_ccrd_finish(&r, err);
 	s->close(r.ctx);
+done:
 	b->done_bytes += o->size;
 	if (!rc && b->o.progress)
 		b->o.progress(b->o.progress_ctx, b->done_bytes,

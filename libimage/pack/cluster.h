@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: compressed (ccreg40) files in the one-pass builder, as the
- * kernel would store them (doc/compress.md §3-§5): every cluster of a
- * file compressed on a small thread pool, the compression mode and conv
- * rules applied, disk clusters cut into ctail40 items in key order.
+ * kernel would store them (doc/compress.md §3-§5): the compression mode
+ * and conv rules applied, disk clusters cut into ctail40 items in key
+ * order.
  *
- * Streamed data (archives) is compressed when taken and its disk
- * clusters wait in the spool; deferred data (directory sources) is read
- * and compressed while the leaves are packed. */
+ * Streamed data (archives) is compressed when taken (a file's clusters
+ * on the encoder's thread pool) and its disk clusters wait in the
+ * spool. Deferred data (directory sources) is read and compressed ahead
+ * by worker threads, one file per job, in the order the leaves take the
+ * files, while the builder packs the leaves; the builder waits only for
+ * conv's decisions and takes the disk clusters from memory. Files over
+ * 4 MiB, and files past 64 MiB held ahead, are only decided ahead and
+ * compressed by the builder on the encoder's pool when it gets there.
+ * Compressing a cluster gives the same bytes on any thread, so the
+ * image never depends on the thread count or timing. */
 #ifndef R4_LIBIMAGE_PACK_CLUSTER_H
 #define R4_LIBIMAGE_PACK_CLUSTER_H
 
@@ -27,6 +34,12 @@ int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
  * the stat data is written. */
 int pack_cc_decide(struct r4_build *b, struct bobj *o, const char *path,
 		   struct r4_error *err);
+/* Deferred data from a parallel source (r4_data_source.parallel): start
+ * worker threads that read and compress the files ahead, in the order
+ * the leaves take them (after the object ids are given); end stops them
+ * (pack_cc_fini does too). Nothing is started for 1 thread. */
+int pack_cc_ahead_begin(struct r4_build *b, struct r4_error *err);
+void pack_cc_ahead_end(struct r4_build *b);
 /* The ctail40 items of a compressed file. */
 int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 		 struct r4_error *err);

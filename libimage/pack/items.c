@@ -426,12 +426,15 @@ int pack_items_build(struct r4_build *b, struct r4_error *err)
 	if (!rc)
 		pack_alloc_reserve_area(b, estimate_upper(b));
 	if (!rc)
+		rc = pack_cc_ahead_begin(b, err);
+	if (!rc)
 		rc = pack_async_begin(b, err);
 	if (rc)
 		return rc;
 	rc = emit_sd(b, b->root, err);
 	for (struct bobj *d = b->root; !rc && d; d = d->sub->qnext)
 		rc = emit_dir(b, d, err);
+	pack_cc_ahead_end(b);
 	rc2 = pack_async_end(b, rc ? NULL : err);
 	return rc ? rc : rc2;
 }

@@ -134,6 +134,9 @@ static int dir_data_open(void *src_ctx, const char *path, r4_data_fn *fn,
 		return rc;
 	}
 	d->size = (uint64_t)st.st_size;
+	/* Blocks for every byte: no hole to look for (tar's test too). */
+	if ((uint64_t)st.st_blocks * 512 >= d->size)
+		d->no_seek_data = 1;
 	*fn = dir_data_fn;
 	*ctx = d;
 	return 0;
@@ -144,6 +147,7 @@ void r4_pack_dir_source(struct r4_data_source *src, const char *dir)
 	src->open = dir_data_open;
 	src->close = dir_data_close;
 	src->src_ctx = (void *)dir;
+	src->parallel = 1;	/* each open has its own descriptor and buffer */
 }
 
 /* ---- The walk ------------------------------------------------------------ */

@@ -193,6 +193,37 @@ same_as() {
 	done
 }
 
+@test "r4pack create --threads: the same image for 1, 2 and 3 threads, every algorithm; consistent and exact" {
+	need_oracle
+	make_src "$T/src"
+	# past the largest file read ahead whole (pack/cluster.c AHEAD_FILE)
+	local i
+	for i in 1 2 3 4 5 6 7 8; do cat "$T/src/text/all.c"; done \
+		>"$T/src/text/all8.c"
+	truncate -s 6M "$T/src/misc/sparse6m"
+	echo end >>"$T/src/misc/sparse6m"
+	local alg t sum
+	for alg in lzo1 gzip1 zstd1; do
+		sum=
+		for t in 1 2 3; do
+			SOURCE_DATE_EPOCH=1700000000 r4pack create -q \
+				-U 0b6e3c6e-5b8e-4a57-9a4b-14c0ffee0014 \
+				--threads $t --compress=$alg "$T/src" "$T/$t.img"
+			if [ -z "$sum" ]; then
+				sum=$(sha256sum <"$T/$t.img")
+			else
+				[ "$(sha256sum <"$T/$t.img")" = "$sum" ] ||
+					{ echo "$alg: --threads $t differs"; return 1; }
+			fi
+		done
+		oracle_fsck "$T/1.img"
+		same_as "$T/1.img" "$T/src"
+		rm -f "$T"/[123].img
+	done
+	run r4pack create --threads 9 "$T/src" "$T/x.img"
+	[ "$status" -eq 2 ]
+}
+
 @test "r4pack create from an archive: every compression mode, consistent and exact" {
 	need_oracle
 	make_src "$T/src"

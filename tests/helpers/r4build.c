@@ -280,7 +280,7 @@ static int parse(int argc, char **argv, struct r4_build_opts *o)
 int main(int argc, char **argv)
 {
 	static const struct r4_data_source src = { host_open, host_close,
-						   NULL };
+						   NULL, 1 };
 	struct r4_build_opts o;
 	struct r4_build_result res;
 	struct r4_error err = { 0 };

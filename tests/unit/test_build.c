@@ -314,7 +314,8 @@ static void src_close(void *ctx)
 	(void)ctx;
 }
 
-static const struct r4_data_source src = { src_open, src_close, NULL };
+static const struct r4_data_source src = { src_open, src_close, NULL,
+					   0 };
 
 static void begin_keep(const char *spec, uint64_t size, int keep)
 {

@@ -9,6 +9,10 @@
 #include <sys/stat.h>
 #include "tap.h"
 #include "edit_util.h"
+#include "r4/read.h"
+#include "libimage/obj/obj.h"
+#include "libimage/obj/write.h"
+#include "format/plugin.h"
 
 static struct r4_vol *V;
 static struct r4_txn *T;
@@ -348,6 +352,106 @@ static void aborts(void)
 	      "chown -h 1000 sym && touch -h -d @1234567890 sym");
 }
 
+/* doc/compress.md §5.1: a new file takes its plugins from the parent
+ * directory's heir set first (the kernel's grab_plugin_pset: the
+ * ancestor's hset member, else its pset member), and its stat data
+ * stores only the members that differ from the root's, plus the file
+ * plugin. Here the root says reg40 (eu_mkfs) and /heir's heir set says
+ * ccreg40, zstd1, 16K clusters: /heir/f is compressed that way, a file
+ * beside /heir stays reg40. */
+#define HEIR_CHECKS 12
+static void heir(void)
+{
+	struct r4_objref ref;
+	struct obj_sd sd;
+	int rc;
+
+	if (begin())
+		return;
+	OKE(mkd("/heir"), "mkdir /heir");
+	OKE(commit(), "commit");
+	if (begin())
+		return;
+	rc = r4_lookup(V, "/heir", &ref, &E);
+	if (!rc)
+		rc = obj_sd_get(V, &ref, &sd, &E);
+	if (!rc) {
+		sd.st.mask |= 1u << FMT_SDEXT_HSET;
+		sd.st.hset.count = 3;
+		sd.st.hset.member[0] = FMT_PSET_COMPRESSION;
+		sd.st.hset.id[0] = FMT_COMPRESS_ZSTD1;
+		sd.st.hset.member[1] = FMT_PSET_CLUSTER;
+		sd.st.hset.id[1] = FMT_CLUSTER_16K;
+		sd.st.hset.member[2] = FMT_PSET_CREATE;
+		sd.st.hset.id[2] = FMT_OBJ_CCREG40;
+		rc = obj_sd_write(T, &ref, &sd.st, 0, &E);
+		obj_sd_put(&sd);
+	}
+	rc = rc ? rc : commit();
+	OKE(rc, "an heir set on /heir (create=ccreg40, zstd1, 16K)");
+	if (begin())
+		return;
+	OKE(mkfile("/heir/f", 100000, 7), "create /heir/f");
+	OKE(mkfile("/heir/small", 100, 8), "create /heir/small");
+	OKE(mkfile("/beside", 100000, 9), "create /beside");
+	OKE(commit(), "commit");
+	tap_require(eu_open(IMG, &V) == 0, "cannot open %s", IMG);
+	rc = r4_lookup(V, "/heir/f", &ref, &E);
+	if (!rc)
+		rc = obj_sd_get(V, &ref, &sd, &E);
+	if (!rc) {
+		const struct fmt_pset *ps = &sd.st.pset;
+
+		ok(sd.plugin == FMT_OBJ_CCREG40 && ps->count == 3 &&
+		   obj_pset_find(ps, FMT_PSET_FILE) == FMT_OBJ_CCREG40 &&
+		   obj_pset_find(ps, FMT_PSET_COMPRESSION) ==
+		   FMT_COMPRESS_ZSTD1 &&
+		   obj_pset_find(ps, FMT_PSET_CLUSTER) == FMT_CLUSTER_16K &&
+		   obj_pset_find(ps, FMT_PSET_CMODE) < 0 &&
+		   sd.st.rdev_or_bytes % 16384 == 0,
+		   "/heir/f: ccreg40, its stat data stores file, compress "
+		   "and cluster (not compressMode: conv, as the root's)");
+		obj_sd_put(&sd);
+	} else {
+		ok(0, "/heir/f: %s", E.msg);
+	}
+	rc = r4_lookup(V, "/beside", &ref, &E);
+	if (!rc)
+		rc = obj_sd_get(V, &ref, &sd, &E);
+	if (!rc) {
+		ok(sd.plugin == FMT_OBJ_REG40 &&
+		   !(sd.st.mask & (1u << FMT_SDEXT_PSET)),
+		   "/beside: reg40, no plugin set (the root's create)");
+		obj_sd_put(&sd);
+	} else {
+		ok(0, "/beside: %s", E.msg);
+	}
+	{
+		static uint8_t got[100000];
+		FILE *f;
+		char host[512];
+		static uint8_t want[100000];
+		size_t n = 0;
+
+		snprintf(host, sizeof(host), "%s/host/heir/f", eu_dir);
+		f = fopen(host, "rb");
+		rc = r4_lookup(V, "/heir/f", &ref, &E);
+		if (!rc)
+			rc = r4_read(V, &ref, 0, got, sizeof(got), &n, &E);
+		ok(!rc && f && fread(want, 1, sizeof(want), f) == n &&
+		   n == sizeof(got) && !memcmp(got, want, n),
+		   "/heir/f reads back exactly");
+		if (f)
+			fclose(f);
+	}
+	eu_close(V);
+	if (eu_have_fsck())
+		ok(eu_fsck(IMG), "heir: fsck.reiser4 says consistent");
+	else
+		tap_skip(1, "fsck.reiser4 not installed");
+	ok(eu_check(IMG), "heir: r4_check is clean");
+}
+
 static void on_mkfs(void)
 {
 	printf("# volume made by r4_mkfs (formatting smart)\n");
@@ -364,6 +468,7 @@ static void on_mkfs(void)
 	rmtree();
 	add_stream();
 	aborts();
+	heir();		/* last: r4ref's manifest cannot read ccreg40 */
 }
 
 /* A libreiser4-made volume (formatting=tails) with content: its checks. */
@@ -404,7 +509,7 @@ static void on_r4ref(void)
 
 int main(void)
 {
-	plan(161);
+	plan(161 + HEIR_CHECKS);
 	eu_init("test_edit");
 	on_mkfs();
 	on_r4ref();
