@@ -3,8 +3,9 @@
 # The cost of a full repack: r4repacker on an image aged by tests/age.sh
 # against r4pack create of the same content (a directory, rdumped from
 # the aged image) into a volume of the same size; medians of RUNS runs
-# (default 5) in the same run, and the ratio. Also the blocks moved per
-# block of the tree and the transactions.
+# (default 5) in the same run, and the ratios: of elapsed time and of
+# CPU time (user + sys, which a loaded machine does not inflate). Also
+# the blocks moved per block of the tree and the transactions.
 #   bench/repack.sh [BUILD_DIR] [RUNS] [FILES] [ROUNDS]
 set -eu
 build=$(cd "${1:-.}" && pwd)
@@ -13,12 +14,22 @@ nfiles=${3:-1500}
 rounds=${4:-20}
 src=$(cd "$(dirname "$0")/.." && pwd)
 command -v bc >/dev/null || { echo "bc not installed"; exit 1; }
+[ -x /usr/bin/time ] || { echo "/usr/bin/time not installed"; exit 1; }
 export PATH=$build/cmd:$PATH
 dir=$(mktemp -d "${TMPDIR:-/tmp}/r4bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-timeit() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }; t1=$(now); echo "$t1 - $t0" | bc -l; }
+# elapsed seconds to stdout, CPU seconds (user + sys) appended to $cpu
+timeit() {
+	local t0 t1
+	t0=$(now)
+	/usr/bin/time -f '%U + %S' -o "$dir/cpu1" "$@" >/dev/null 2>&1 ||
+		{ echo "failed: $*" >&2; exit 1; }
+	t1=$(now)
+	echo "$(cat "$dir/cpu1")" | bc -l >>"$cpu"
+	echo "$t1 - $t0" | bc -l
+}
 
 echo "aging an image: $nfiles files, $rounds rounds ..."
 bash "$src/tests/age.sh" "$dir/aged.img" "$nfiles" "$rounds"
@@ -26,24 +37,28 @@ mkdir "$dir/tree"
 r4debugfs -R "rdump / $dir/tree" "$dir/aged.img" >/dev/null
 size=$(stat -c %s "$dir/aged.img")
 
-: >"$dir/repack.t"; : >"$dir/create.t"
+: >"$dir/repack.t"; : >"$dir/create.t"; : >"$dir/repack.c"; : >"$dir/create.c"
 for i in $(seq "$runs"); do
 	cp --sparse=always "$dir/aged.img" "$dir/r.img"
 	sync
-	timeit r4repacker -q "$dir/r.img" >>"$dir/repack.t"
+	cpu=$dir/repack.c timeit r4repacker -q "$dir/r.img" >>"$dir/repack.t"
 	rm -f "$dir/c.img"
 	sync
-	timeit r4pack create -q --size "$size" "$dir/tree" "$dir/c.img" >>"$dir/create.t"
+	cpu=$dir/create.c timeit r4pack create -q --size "$size" "$dir/tree" \
+		"$dir/c.img" >>"$dir/create.t"
 done
 r4fsck --check -q "$dir/r.img" >/dev/null || { echo "the repacked image is not clean"; exit 1; }
 cp --sparse=always "$dir/aged.img" "$dir/r.img"
 r4repacker --json "$dir/r.img" >"$dir/r.json"
 field() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "$dir/r.json" | head -n 1; }
 tr=$(median <"$dir/repack.t"); tc=$(median <"$dir/create.t")
+cr=$(median <"$dir/repack.c"); cc=$(median <"$dir/create.c")
 printf 'r4repacker of the aged image (%s tree blocks), median of %d: %.3f s\n' \
 	"$(field tree_blocks)" "$runs" "$tr"
 printf 'r4pack create of the same content, same size, median of %d: %.3f s\n' \
 	"$runs" "$tc"
-printf 'repack/create = %.2f; moved %s blocks (%s out of the way) in %s transactions\n' \
+printf 'CPU time (user + sys), medians: r4repacker %.3f s, r4pack create %.3f s, repack/create = %.2f\n' \
+	"$cr" "$cc" "$(echo "$cr / $cc" | bc -l)"
+printf 'repack/create (elapsed) = %.2f; moved %s blocks (%s out of the way) in %s transactions\n' \
 	"$(echo "$tr / $tc" | bc -l)" "$(field blocks_moved)" \
 	"$(field blocks_evicted)" "$(field transactions)"

@@ -95,148 +95,40 @@ static int tree_node(struct r4_vol *vol, uint64_t blk, unsigned level,
 
 /* ---- -D, -F -------------------------------------------------------------- */
 
-enum { CL_NAMES = 0, CL_BODY = 1 };
+/* The walk is in key order, so nothing is kept per object: at each
+ * stat data a second cursor reads the object's body items (they follow
+ * the stat data in key order: same locality, ordering and object id,
+ * body type) or, for a directory, its entry items (keyed by the
+ * directory's object id as their locality). Memory: two cursors and
+ * the nworst worst. */
 
-struct orec {
-	uint64_t oid;
-	int cls;
-	struct run r;
-};
+#define KEY_EL0(loc, type) ((uint64_t)(loc) << 4 | (uint64_t)(type))
 
-struct sdrec {
-	uint64_t oid;
-	int cls;		/* -1: no body counted */
-};
-
-struct otab {
-	struct orec *v;
-	size_t cap, n;
-	struct sdrec *sd;
-	size_t nsd, capsd;
-};
-
-static size_t oslot(const struct otab *t, uint64_t oid, int cls)
+/* The runs of the items from key k on while el[0..n) equal k's. */
+static int obj_runs(struct tree_cursor *c, const struct fmt_key *k,
+		    unsigned n, struct run *r, struct r4_error *err)
 {
-	return (size_t)(((oid << 1 | (uint64_t)cls) * 0x9E3779B97F4A7C15ULL)
-			>> 20) & (t->cap - 1);
-}
+	int rc = tree_seek_ge(c, k, err);
 
-static int ogrow(struct otab *t)
-{
-	struct otab n = { NULL, t->cap ? t->cap * 2 : 1024, 0, NULL, 0, 0 };
-
-	n.v = calloc(n.cap, sizeof(*n.v));
-	if (!n.v)
-		return -ENOMEM;
-	for (size_t i = 0; i < n.cap; i++)
-		n.v[i].oid = UINT64_MAX;
-	for (size_t i = 0; i < t->cap; i++) {
-		size_t j;
-
-		if (t->v[i].oid == UINT64_MAX)
-			continue;
-		j = oslot(&n, t->v[i].oid, t->v[i].cls);
-		while (n.v[j].oid != UINT64_MAX)
-			j = (j + 1) & (n.cap - 1);
-		n.v[j] = t->v[i];
-	}
-	free(t->v);
-	t->v = n.v;
-	t->cap = n.cap;
-	return 0;
-}
-
-static struct orec *oget(struct otab *t, uint64_t oid, int cls, int make)
-{
-	size_t j;
-
-	if (make && (t->n + 1) * 2 > t->cap && ogrow(t))
-		return NULL;
-	if (!t->cap)
-		return NULL;
-	for (j = oslot(t, oid, cls); t->v[j].oid != UINT64_MAX;
-	     j = (j + 1) & (t->cap - 1))
-		if (t->v[j].oid == oid && t->v[j].cls == cls)
-			return &t->v[j];
-	if (!make)
-		return NULL;
-	t->v[j].oid = oid;
-	t->v[j].cls = cls;
-	memset(&t->v[j].r, 0, sizeof(t->v[j].r));
-	t->n++;
-	return &t->v[j];
-}
-
-static int sd_add(struct otab *t, const struct tree_item *it)
-{
-	struct fmt_stat st;
-	struct sdrec s = { fmt_key_objectid(&it->key), -1 };
-
-	if (fmt_stat_decode(it->body, it->len, &st))
-		return 0;	/* libreiser4 cannot open it either */
-	if ((st.mode & MODE_FMT) == MODE_DIR)
-		s.cls = CL_NAMES;
-	else if ((st.mode & MODE_FMT) == MODE_REG)
-		s.cls = CL_BODY;
-	if (t->nsd == t->capsd) {
-		size_t n = t->capsd ? t->capsd * 2 : 1024;
-		struct sdrec *v = realloc(t->sd, n * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->sd = v;
-		t->capsd = n;
-	}
-	t->sd[t->nsd++] = s;
-	return 0;
-}
-
-static int item_add(struct otab *t, const struct tree_item *it)
-{
-	unsigned type = fmt_key_type(&it->key);
-	struct fmt_extent40_unit u;
-	struct orec *o;
-
-	if (it->plugin_id == FMT_ITEM_STAT40)
-		return sd_add(t, it);
-	if (type == FMT_KEY_FILE_NAME)
-		o = oget(t, fmt_key_locality(&it->key), CL_NAMES, 1);
-	else if (type == FMT_KEY_BODY)
-		o = oget(t, fmt_key_objectid(&it->key), CL_BODY, 1);
-	else
-		return 0;
-	if (!o)
-		return -ENOMEM;
-	if (it->plugin_id != FMT_ITEM_EXTENT40) {
-		run_add(&o->r, it->blk, 1, 1);
-		return 0;
-	}
-	for (unsigned k = 0; !fmt_extent40_unit(it->body, it->len, k, &u); k++)
-		if (fmt_extent40_kind(&u) == FMT_EXTENT_ALLOCATED)
-			run_add(&o->r, u.start, u.width, 1);
-	return 0;
-}
-
-static int scan_items(struct r4_vol *vol, struct otab *t,
-		      struct r4_error *err)
-{
-	struct tree_cursor c;
-	struct fmt_key k;
-	int rc;
-
-	memset(&k, 0, sizeof(k));
-	tree_cursor_init(&c, vol);
-	rc = tree_seek_ge(&c, &k, err);
 	while (!rc) {
 		struct tree_item it;
+		struct fmt_extent40_unit u;
 
-		rc = tree_cur(&c, &it, err);
-		if (!rc && item_add(t, &it))
-			rc = r4i_fail(err, -ENOMEM, "out of memory");
-		if (!rc)
-			rc = tree_next(&c, err);
+		rc = tree_cur(c, &it, err);
+		if (rc)
+			break;
+		if (memcmp(it.key.el, k->el, n * sizeof(k->el[0])))
+			break;
+		if (it.plugin_id != FMT_ITEM_EXTENT40)
+			run_add(r, it.blk, 1, 1);
+		else
+			for (unsigned j = 0;
+			     !fmt_extent40_unit(it.body, it.len, j, &u); j++)
+				if (fmt_extent40_kind(&u) ==
+				    FMT_EXTENT_ALLOCATED)
+					run_add(r, u.start, u.width, 1);
+		rc = tree_next(c, err);
 	}
-	tree_cursor_fini(&c);
 	if (rc == R4_ENOTFOUND) {
 		r4i_error_clear(err);
 		rc = 0;
@@ -244,24 +136,41 @@ static int scan_items(struct r4_vol *vol, struct otab *t,
 	return rc;
 }
 
-static void otab_fini(struct otab *t)
+/* The figure of the object whose stat data is item sd (-F); 0 for
+ * objects that are neither directories nor regular files. 1 (and
+ * nothing counted) for stat data libreiser4 cannot open either. */
+static int obj_figure(struct tree_cursor *c, const struct tree_item *sd,
+		      struct r4_frag_obj *o, struct r4_error *err)
 {
-	free(t->v);
-	free(t->sd);
-}
-
-static void sd_ratio(struct otab *t, const struct sdrec *s,
-		     struct r4_frag_obj *o)
-{
-	struct orec *r = s->cls < 0 ? NULL : oget(t, s->oid, s->cls, 0);
+	struct fmt_stat st;
+	struct fmt_key k;
+	struct run r = { 0, 0, 0 };
+	unsigned n;
+	int rc;
 
 	memset(o, 0, sizeof(*o));
-	o->oid = s->oid;
-	if (r && r->r.total) {
-		o->bad = r->r.bad;
-		o->total = r->r.total;
-		o->ratio = (double)r->r.bad / (double)r->r.total;
+	o->oid = fmt_key_objectid(&sd->key);
+	if (fmt_stat_decode(sd->body, sd->len, &st))
+		return 1;
+	memset(&k, 0, sizeof(k));
+	if ((st.mode & MODE_FMT) == MODE_DIR) {
+		k.el[0] = KEY_EL0(o->oid, FMT_KEY_FILE_NAME);
+		n = 1;
+	} else if ((st.mode & MODE_FMT) == MODE_REG) {
+		k = sd->key;
+		k.el[0] = KEY_EL0(fmt_key_locality(&sd->key), FMT_KEY_BODY);
+		k.el[3] = 0;
+		n = 3;
+	} else {
+		return 0;
 	}
+	rc = obj_runs(c, &k, n, &r, err);
+	if (!rc && r.total) {
+		o->bad = r.bad;
+		o->total = r.total;
+		o->ratio = (double)r.bad / (double)r.total;
+	}
+	return rc;
 }
 
 static int first_path(void *ctx, const char *path)
@@ -304,28 +213,51 @@ int r4_frag_measure(struct r4_vol *vol, struct r4_frag *out,
 		    struct r4_error *err)
 {
 	struct run tr = { vol->sb.root_block, 0, 0 };
-	struct otab t = { 0 };
+	struct tree_cursor c, body;
+	struct fmt_key k;
 	size_t nw = 0;
+	uint64_t nsd = 0;
 	double sum = 0;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	rc = tree_node(vol, vol->sb.root_block, vol->sb.tree_height, &tr, err);
-	if (!rc)
-		rc = scan_items(vol, &t, err);
-	for (size_t i = 0; !rc && i < t.nsd; i++) {
+	if (rc)
+		return rc;
+	memset(&k, 0, sizeof(k));
+	tree_cursor_init(&c, vol);
+	tree_cursor_init(&body, vol);
+	rc = tree_seek_ge(&c, &k, err);
+	while (!rc) {
+		struct tree_item it;
 		struct r4_frag_obj o;
 
-		sd_ratio(&t, &t.sd[i], &o);
-		sum += o.ratio;
-		keep_worst(worst, nworst, &nw, &o);
+		rc = tree_cur(&c, &it, err);
+		if (!rc && it.plugin_id == FMT_ITEM_STAT40) {
+			rc = obj_figure(&body, &it, &o, err);
+			if (rc > 0) {
+				rc = 0;
+			} else if (!rc) {
+				sum += o.ratio;
+				nsd++;
+				keep_worst(worst, nworst, &nw, &o);
+			}
+		}
+		if (!rc)
+			rc = tree_next(&c, err);
+	}
+	tree_cursor_fini(&body);
+	tree_cursor_fini(&c);
+	if (rc == R4_ENOTFOUND) {
+		r4i_error_clear(err);
+		rc = 0;
 	}
 	if (!rc) {
 		out->tree_bad = tr.bad;
 		out->tree_total = tr.total;
 		out->tree = tr.total ? (double)tr.bad / (double)tr.total : 0;
-		out->objects = t.nsd;
-		out->data = t.nsd ? sum / (double)t.nsd : 0;
+		out->objects = nsd;
+		out->data = nsd ? sum / (double)nsd : 0;
 	}
 	for (size_t i = 0; !rc && i < nw; i++) {
 		rc = r4_oid_paths(vol, worst[i].oid, first_path, &worst[i],
@@ -334,7 +266,6 @@ int r4_frag_measure(struct r4_vol *vol, struct r4_frag *out,
 	}
 	if (nfound)
 		*nfound = rc ? 0 : nw;
-	otab_fini(&t);
 	return rc;
 }
 
@@ -342,19 +273,32 @@ int r4_frag_file(struct r4_vol *vol, const char *path,
 		 struct r4_frag_obj *out, struct r4_error *err)
 {
 	struct r4_objref ref;
-	struct otab t = { 0 };
+	struct tree_cursor c, body;
+	struct tree_item it;
+	struct fmt_key k;
 	int rc = r4_lookup(vol, path, &ref, err);
 
 	memset(out, 0, sizeof(*out));
+	if (rc)
+		return rc;
+	out->oid = ref.oid;
+	fmt_key_sd(&k, ref.locality, ref.ordering, ref.oid);
+	tree_cursor_init(&c, vol);
+	tree_cursor_init(&body, vol);
+	rc = tree_seek_ge(&c, &k, err);
 	if (!rc)
-		rc = scan_items(vol, &t, err);
-	for (size_t i = 0; !rc && i < t.nsd; i++)
-		if (t.sd[i].oid == ref.oid) {
-			sd_ratio(&t, &t.sd[i], out);
-			break;
-		}
+		rc = tree_cur(&c, &it, err);
+	if (!rc && it.plugin_id == FMT_ITEM_STAT40 &&
+	    !memcmp(it.key.el, k.el, 3 * sizeof(k.el[0])))
+		rc = obj_figure(&body, &it, out, err);
+	rc = rc > 0 ? 0 : rc;
+	tree_cursor_fini(&body);
+	tree_cursor_fini(&c);
+	if (rc == R4_ENOTFOUND) {
+		r4i_error_clear(err);
+		rc = 0;
+	}
 	if (!rc)
 		snprintf(out->path, sizeof(out->path), "%s", path);
-	otab_fini(&t);
 	return rc;
 }

@@ -354,6 +354,18 @@ uint64_t rp_parent_blk(const struct rp_model *m, const struct rp_el *e)
 	return e->parent >= 0 ? m->el[e->parent].cur : e->pblk;
 }
 
+/* The blocks of targets a window spans: RP_WINDOW batches, or a
+ * 1/RP_WINDOWS_MAX share of the tree when that is more. Every window
+ * walks the whole tree once, so a run walks it at most about
+ * RP_WINDOWS_MAX times whatever its size (a fixed window would make the
+ * walks grow with the square of the tree). */
+static uint64_t window_blocks(const struct rp_model *m)
+{
+	uint64_t w = RP_WINDOW * m->batch, share = m->blocks / RP_WINDOWS_MAX;
+
+	return share > w ? share : w;
+}
+
 /* The window from the frontier: its elements in target order, the
  * parents found among them (a node pointed at from one moves with it). */
 static int collect(struct rp_model *m, struct r4_error *err)
@@ -363,7 +375,7 @@ static int collect(struct rp_model *m, struct r4_error *err)
 
 	m->n = 0;
 	m->lo = m->frontier;
-	m->hi = m->lo + RP_WINDOW * m->batch;
+	m->hi = m->lo + window_blocks(m);
 	rc = walk(m, m->base, keep_el, m, &nofit, err);
 	if (rc)
 		return rc;

@@ -34,12 +34,16 @@ struct rp_el {
 /* The highest tree the walks take. */
 #define RP_LEVELS_MAX 32
 
-/* Batches' worth of target blocks a window holds. */
+/* Batches' worth of target blocks a window holds, at least; and the
+ * most windows a run needs (a window grows to a share of the tree). */
 #define RP_WINDOW 16
+#define RP_WINDOWS_MAX 64
 
 /* What the walks found, and the window: the elements whose targets are
  * in [lo, hi) (el[0..ntgt), in target order) and those on a block of
- * [lo, hi + batch) (the rest). Memory: the window, not the tree. */
+ * [lo, hi + batch) (the rest). Memory: the window, not the tree (a
+ * window spans at most 1/RP_WINDOWS_MAX of the tree's blocks beyond
+ * RP_WINDOW batches). */
 struct rp_model {
 	struct r4_vol *vol;
 	uint64_t batch;

@@ -245,6 +245,44 @@ same_float() {	# same_float A B: |A - B| <= 1e-6
 	[ "$status" -eq 0 ]
 }
 
+@test "repack: the image behind a mounted loop device, and that device, are refused (the real mount table)" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to attach a loop device"
+	command -v losetup >/dev/null && command -v mkfs.ext2 >/dev/null ||
+		skip "needs losetup and mkfs.ext2"
+	# no kernel here mounts Reiser4: an ext2 volume is mounted, and the
+	# refusal must come before the repacker looks for a Reiser4 one
+	truncate -s 8M "$T/ext.img"
+	mkfs.ext2 -q -F "$T/ext.img"
+	mkdir "$T/mnt"
+	if ! mount -o loop "$T/ext.img" "$T/mnt" 2>"$T/mount.err"; then
+		skip "cannot loop-mount here: $(head -n 1 "$T/mount.err")"
+	fi
+	dev=$(losetup -j "$T/ext.img" | head -n 1 | cut -d: -f1)
+	# (the kernel writes the image at mount and umount: compare while
+	# mounted, after its writes have gone out)
+	sync
+	sum=$(sha256sum <"$T/ext.img")
+	out=
+	for target in "$T/ext.img" "$dev"; do
+		for opt in "" -n "--time-limit 0"; do
+			run r4repacker $opt "$target"
+			out="$out
+$target $opt: $status $output"
+		done
+	done
+	sync
+	sum2=$(sha256sum <"$T/ext.img")
+	umount "$T/mnt"
+	echo "$out"
+	[ -n "$dev" ]
+	[ "$(echo "$out" | grep -c ': 1 .*is mounted on ')" -eq 6 ]
+	[ "$sum2" = "$sum" ]
+	# unmounted, the same image is looked at: not a Reiser4 volume
+	run r4repacker "$T/ext.img"
+	[ "$status" -eq 1 ]
+	[[ "$output" != *"mounted"* ]]
+}
+
 @test "repack: bad command lines exit 2" {
 	run r4repacker
 	[ "$status" -eq 2 ]

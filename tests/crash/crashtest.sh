@@ -15,9 +15,11 @@
 #   --tail K           also cut after each of the last K writes (the
 #                      commit, the writes home, the footer)
 #   --oracle every=K|none   also run fsck.reiser4 on a copy of the cut
-#                      image at every K-th cut point and at every point
+#                      image at every K-th cut point and at the points
 #                      that left a transaction to replay (default
 #                      every=10)
+#   --pending every=J  of the points that left a transaction to replay,
+#                      fsck.reiser4 at every J-th (default every=1: all)
 #   --keep DIR         keep the images of a failing point in DIR
 #   --damaged          PRISTINE is damaged on purpose (a wrong bitmap
 #                      bit): a point whose content is before may show
@@ -48,8 +50,7 @@
 set -u
 
 NAME=workload CUT=all TORN=sample=8 DROP=sample=8 FAIL=none
-ORACLE=every=10 KEEP= TAIL=0 DAMAGED=0
-ORACLE=every=10 KEEP= TAIL=0 SAME=0 OWNREAD=0
+ORACLE=every=10 PENDING_SPEC=every=1 KEEP= TAIL=0 DAMAGED=0 SAME=0 OWNREAD=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--name) NAME=$2; shift 2 ;;
@@ -58,6 +59,7 @@ while [ $# -gt 0 ]; do
 	--drop) DROP=$2; shift 2 ;;
 	--fail) FAIL=$2; shift 2 ;;
 	--oracle) ORACLE=$2; shift 2 ;;
+	--pending) PENDING_SPEC=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
 	--tail) TAIL=$2; shift 2 ;;
 	--damaged) DAMAGED=1; shift ;;
@@ -93,27 +95,36 @@ command -v fsck.reiser4 >/dev/null 2>&1 && HAVE_FSCK=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/crashtest.XXXXXX") || exit 2
 trap 'rm -rf "$W"' EXIT
 
-# Run the workload on image $1 with R4_FAULT=$2 ("" = none); the
-# number of writes the device saw goes to $W/writes. Returns the
-# workload's exit status.
+# Run the workload on image $1 with R4_FAULT=$2 ("" = none); with
+# R4_FAULT=count, the number of writes the device saw goes to
+# $W/writes. Returns the workload's exit status. (Each point forks as
+# few processes as it can: they are most of a point's cost.)
 run_workload() {
-	local img=$1 fault=$2 args=() a rc
+	local img=$1 fault=$2 args=() a rc line=
 	for a in "${WORKLOAD[@]}"; do
 		args+=("${a//@IMG@/$img}")
 	done
-	rm -f "$W/report"
-	R4_FAULT=$fault R4_FAULT_REPORT=$W/report \
-		"${args[@]}" >"$W/out" 2>&1 </dev/null
-	rc=$?
-	tail -n 1 "$W/report" 2>/dev/null | sed -n 's/^writes=\([0-9]*\).*/\1/p' \
-		>"$W/writes"
-	return $rc
+	if [ "$fault" = count ]; then
+		rm -f "$W/report"
+		R4_FAULT=$fault R4_FAULT_REPORT=$W/report \
+			"${args[@]}" >"$W/out" 2>&1 </dev/null
+		rc=$?
+		[ -f "$W/report" ] &&
+			while IFS= read -r a; do line=$a; done <"$W/report"
+		a=${line#writes=}
+		a=${a%%[!0-9]*}
+		[ "$a" != "$line" ] || a=
+		echo "$a" >"$W/writes"
+		return $rc
+	fi
+	R4_FAULT=$fault "${args[@]}" >"$W/out" 2>&1 </dev/null
 }
 
 # A sanitizer report in a log fails the point even when the exit status
-# is one a cut workload may have.
+# is one a cut workload may have (an empty log has none).
 sanitized() {
-	grep -q 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' "$1"
+	[ -s "$1" ] &&
+		grep -q 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:' "$1"
 }
 
 manifest() {
@@ -180,6 +191,11 @@ points() {
 	esac
 }
 
+PENDING_STEP=1
+case $PENDING_SPEC in
+every=[1-9]*) PENDING_STEP=${PENDING_SPEC#every=} ;;
+*) echo "crashtest: bad --pending '$PENDING_SPEC'" >&2; exit 2 ;;
+esac
 ORACLE_STEP=0
 case $ORACLE in
 none) ;;
@@ -188,7 +204,7 @@ every=*) ORACLE_STEP=${ORACLE#every=} ;;
 esac
 [ "$HAVE_FSCK" = 1 ] || ORACLE_STEP=0
 
-TOTAL=0 NB=0 NA=0 AGREED=0 FAILED=0 SEEN=0 PENDING=0
+TOTAL=0 NB=0 NA=0 AGREED=0 FAILED=0 SEEN=0 PENDING=0 NPENDING=0
 
 fail_point() {
 	FAILED=$((FAILED + 1))
@@ -202,8 +218,16 @@ fail_point() {
 
 # Which manifest file $1 equals: prints before, after or nothing.
 which_state() {
-	if cmp -s "$1" "$W/before"; then echo before
-	elif cmp -s "$1" "$W/after"; then echo after
+	local STATE
+	state_of "$1"
+	echo "$STATE"
+}
+
+# The same into STATE, without a subshell.
+state_of() {
+	STATE=
+	if cmp -s "$1" "$W/before"; then STATE=before
+	elif [ "$SAME" -eq 0 ] && cmp -s "$1" "$W/after"; then STATE=after
 	fi
 }
 
@@ -271,11 +295,17 @@ one_point() {
 		return
 	fi
 	SEEN=$((SEEN + 1))
-	# the oracle at every K-th point, and wherever a replay is pending
-	if [ "$ORACLE_STEP" -gt 0 ] && [ "$DAMAGED" = 0 ] &&
-	   { [ $((SEEN % ORACLE_STEP)) -eq 1 ] || [ "$ORACLE_STEP" -eq 1 ] ||
-	     pending_replay "$W/cut.img"; }; then
-		oracle_point "$mode" "$k" || return
+	# the oracle at every K-th point, and at every J-th point where a
+	# replay is pending
+	if [ "$ORACLE_STEP" -gt 0 ] && [ "$DAMAGED" = 0 ]; then
+		if [ $((SEEN % ORACLE_STEP)) -eq 1 ] || [ "$ORACLE_STEP" -eq 1 ]; then
+			oracle_point "$mode" "$k" || return
+		elif pending_replay "$W/cut.img"; then
+			NPENDING=$((NPENDING + 1))
+			if [ $(( (NPENDING - 1) % PENDING_STEP )) -eq 0 ]; then
+				oracle_point "$mode" "$k" || return
+			fi
+		fi
 	fi
 	r4fsck -q "$W/cut.img" >"$W/r4fsck.out" 2>&1
 	rc=$?
@@ -300,8 +330,8 @@ one_point() {
 		fail_point "$mode" "$k" "the manifest cannot be read: $(head -n 2 "$W/manifest.err" | tr '\n' ' ')"
 		return
 	fi
-	state=$(which_state "$W/cut.man")
-	case $state in
+	state_of "$W/cut.man"
+	case $STATE in
 	before) NB=$((NB + 1)) ;;
 	after) NA=$((NA + 1)) ;;
 	*) fail_point "$mode" "$k" "the content is neither before nor after: $(diff "$W/before" "$W/cut.man" | head -n 4 | tr '\n' ' ')" ;;

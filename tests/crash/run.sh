@@ -4,7 +4,7 @@
 # change an image (r4pack add, r4debugfs -w), through crashtest.sh.
 #
 #   quick  the reduced set of `make check` (tests/bats/crash.bats)
-#   full   every cut point of each workload (200 sampled for repack), 200 sampled points of an
+#   full   every cut point of each workload (repack too), 200 sampled points of an
 #          add of 1,000 files, more torn / unsynced / failed writes
 #          (`make crashcheck`)
 #
@@ -207,14 +207,18 @@ if [ "$LEVEL" = full ]; then
 	fi
 fi
 
-# r4repacker in batches of 32 blocks over a 16 MiB image aged by
-# tests/age.sh (151 files, 4 rounds): the content never changes.
+# r4repacker in batches of 32 blocks over a 4 MiB image aged by
+# tests/age.sh (90 files, 3 rounds: 19 batches, nodes of every level and
+# extent blocks moved, some moved out of the way first), made once and
+# copied for each point; the content never changes. Full: every cut
+# point, fsck.reiser4 at every 25th and at every 4th point left with a
+# transaction to replay.
 if wanted repack; then
-	AGE_SIZE=16M bash "$HERE/../age.sh" "$W/aged.img" 151 4 >"$W/age.log" 2>&1 ||
+	AGE_SIZE=4M bash "$HERE/../age.sh" "$W/aged.img" 90 3 >"$W/age.log" 2>&1 ||
 		{ cat "$W/age.log" >&2; exit 2; }
 	if [ "$LEVEL" = full ]; then
-		REPACK=(--cut sample=200 --torn sample=40 --drop sample=40 --fail sample=20
-			--tail 20 --oracle every=25)
+		REPACK=(--cut all --torn sample=40 --drop sample=40 --fail sample=20
+			--oracle every=25 --pending every=4)
 	else
 		REPACK=(--cut sample=12 --torn sample=2 --drop sample=2 --oracle every=4)
 	fi
