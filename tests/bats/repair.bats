@@ -339,6 +339,55 @@ repaired_clean() {
 	[ "$lost" -lt 300 ]
 }
 
+# The leaf holding PATH's stat data.
+sd_block() {
+	r4debugfs --json -R "stat $2" "$1" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p'
+}
+
+@test "a leaf's damaged header (magic, count, free space, level, plugin): mended, every item kept" {
+	populated
+	local blk d
+	blk=$(sd_block "$T/good.img" /f3)
+	# offset in the node header, value, bytes, the code the check gives
+	for d in "8 0 4 node" "2 999 2 node" "6 65000 2 node" "4 9 2 node" \
+		 "26 5 1 node-level" "0 7 2 node"; do
+		set -- $d
+		echo "node $blk: $d"
+		cp "$T/good.img" "$T/bad.img"
+		poke "$T/bad.img" $((blk * 4096 + $1)) "$2" "$3"
+		rebuilt "$T/bad.img" "$4"
+		[[ "$first" == *"1 damaged ones taken item by item); 0 nodes and 0 items dropped"* ]]
+		kept "$T/bad.img"
+	done
+}
+
+@test "an unreachable leaf with a damaged magic: found by the scan, mended, kept" {
+	populated
+	local blk twig off
+	blk=$(sd_block "$T/good.img" /f3)
+	# The twig's pointer to the leaf, pointed at a free block instead.
+	for twig in $(r4debugfs -R "print tree" "$T/good.img" | sed -n 's/^node \([0-9]*\): node40, level 2,.*/\1/p'); do
+		off=$(r4debugfs -R "print node $twig" "$T/good.img" | awk -v b="$blk" '
+			/ nodeptr40 / { for (i = 1; i < NF; i++) if ($i == "offset") o = $(i + 1) }
+			$1 == "child" && $2 == b { print o; exit }')
+		[ -n "$off" ] && break
+	done
+	[ -n "$off" ]
+	poke "$T/bad.img" $((twig * 4096 + off)) 4000 8
+	poke "$T/bad.img" $((blk * 4096 + 8)) 0 4
+	rebuilt "$T/bad.img"
+	[[ "$first" == *"(1 found by a scan of unreachable used blocks"* ]]
+	kept "$T/bad.img"
+}
+
+@test "the root's stat data with a mode that is not a directory's: made anew" {
+	fresh
+	poke "$T/bad.img" $((24 * 4096 + 28 + 2)) $((0170755)) 2
+	rebuilt "$T/bad.img" stat-data
+	[[ "$first" == *"the root directory's stat data was not a directory's: made anew"* ]]
+	r4debugfs -R "stat /" "$T/bad.img" | grep -q "nlink: *3"
+}
+
 @test "entry '..' pointing to a missing object: pointed back (-y)" {
 	fresh
 	poke "$T/bad.img" $((24 * 4096 + 200 + 16)) $((0x99)) 8
