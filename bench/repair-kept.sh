@@ -17,7 +17,8 @@
 # images ours keeps fewer files than theirs.
 #   bench/repair-kept.sh [BUILD_DIR] [SEEDS] [FIRST_SEED]
 # With KEEP=DIR in the environment the damaged images are left there
-# (FAMILY-SEED.img, with the good image) to look at.
+# (FAMILY-SEED.img, with the good image) to look at; FAMILIES="headers"
+# runs one family.
 set -u
 build=$(cd "${1:-.}" && pwd)
 seeds=${2:-10}
@@ -83,7 +84,7 @@ crashed() {	# exit statuses of their runs: a signal or a timeout
 	return 1
 }
 
-for family in semantic headers; do
+for family in ${FAMILIES:-semantic headers}; do
 	ours_sum=0 theirs_sum=0 ours_clean=0 theirs_clean=0 crashes=0 fewer=0
 	for seed in $(seq "$first" $((first + seeds - 1))); do
 		cp "$W/good.img" "$W/d.img"
