@@ -11,11 +11,18 @@
 # For each image: exit status, whether the result is clean to both
 # checkers, and how many of the good image's files (manifest lines of
 # non-directories, r4manifest) are kept exactly. Not a test: theirs may
-# crash; the figures are printed, nothing is asserted.
-#   bench/repair-kept.sh [BUILD_DIR] [SEEDS]
+# crash; the figures are printed, nothing is asserted. Per family: the
+# sums, how many images came out clean to both checkers, how many of
+# their runs crashed (killed by a signal or timed out) and on how many
+# images ours keeps fewer files than theirs.
+#   bench/repair-kept.sh [BUILD_DIR] [SEEDS] [FIRST_SEED]
+# With KEEP=DIR in the environment the damaged images are left there
+# (FAMILY-SEED.img, with the good image) to look at; FAMILIES="headers"
+# runs one family.
 set -u
 build=$(cd "${1:-.}" && pwd)
 seeds=${2:-10}
+first=${3:-1}
 export PATH=$build/cmd:$build/tests/helpers:$PATH
 for t in r4pack r4fsck r4manifest r4debugfs fsck.reiser4; do
 	command -v $t >/dev/null || { echo "$t not found"; exit 1; }
@@ -43,6 +50,7 @@ for i in $(seq 1 40); do echo "top $i" >"$s/t$i"; done
 find "$s" -exec touch -h -d @1600000000 {} +
 r4pack create -q "$s" "$W/good.img"
 files "$W/good.img" >"$W/good.files"
+[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$W/good.img" "$W/good.files" "$KEEP/"
 total=$(wc -l <"$W/good.files")
 
 damage() {
@@ -70,26 +78,41 @@ damage() {
 }
 
 printf '%-9s %4s | %-6s %-8s %5s | %-10s %-8s %5s\n' family seed "r4 rc" clean kept "theirs" clean kept
-for family in semantic headers; do
-	ours_sum=0 theirs_sum=0
-	for seed in $(seq 1 "$seeds"); do
+crashed() {	# exit statuses of their runs: a signal or a timeout
+	local r
+	for r in "$@"; do [ "$r" -ge 124 ] && return 0; done
+	return 1
+}
+
+for family in ${FAMILIES:-semantic headers}; do
+	ours_sum=0 theirs_sum=0 ours_clean=0 theirs_clean=0 crashes=0 fewer=0
+	for seed in $(seq "$first" $((first + seeds - 1))); do
 		cp "$W/good.img" "$W/d.img"
 		damage "$W/d.img" $family $seed
 		cp "$W/d.img" "$W/ours.img"
+		[ -n "${KEEP:-}" ] && cp "$W/d.img" "$KEEP/$family-$seed.img"
 		timeout 300 r4fsck -y "$W/ours.img" >/dev/null 2>&1
 		rc=$?
 		oc=$(clean "$W/ours.img"); ok=$(kept "$W/ours.img")
 		cp "$W/d.img" "$W/th.img"
 		timeout 300 fsck.reiser4 --fix -y -f "$W/th.img" >/dev/null 2>&1
 		trc=$?
+		their_rcs=($trc)
 		if ! timeout 120 fsck.reiser4 --check -f -y "$W/th.img" 2>&1 | grep -q "FS is consistent"; then
 			timeout 300 fsck.reiser4 --build-sb -y -f "$W/th.img" >/dev/null 2>&1
+			their_rcs+=($?)
 			timeout 300 fsck.reiser4 --build-fs -y -f "$W/th.img" >/dev/null 2>&1
-			trc="$trc+bfs:$?"
+			their_rcs+=($?)
+			trc="$trc+bfs:${their_rcs[2]}"
 		fi
+		crashed "${their_rcs[@]}" && crashes=$((crashes + 1))
 		tc=$(clean "$W/th.img"); tk=$(kept "$W/th.img")
 		printf '%-9s %4s | %-6s %-8s %5s | %-10s %-8s %5s\n' $family $seed $rc $oc $ok "$trc" $tc $tk
 		ours_sum=$((ours_sum + ok)); theirs_sum=$((theirs_sum + tk))
+		[ "$oc" = yes/yes ] && ours_clean=$((ours_clean + 1))
+		[ "$tc" = yes/yes ] && theirs_clean=$((theirs_clean + 1))
+		[ "$ok" -lt "$tk" ] && fewer=$((fewer + 1))
 	done
 	echo "$family: files kept exactly of $total per image, summed over $seeds seeds: r4fsck $ours_sum, fsck.reiser4 $theirs_sum"
+	echo "$family: clean to both checkers: r4fsck $ours_clean, fsck.reiser4 $theirs_clean of $seeds; their runs crashed on $crashes images; r4fsck kept fewer on $fewer"
 done

@@ -264,7 +264,7 @@ int fmt_node_item_body(const uint8_t *blk, size_t blksize,
 }
 
 /* Item plugins allowed at a level (section 6). */
-static int item_allowed(unsigned pid, unsigned level)
+int fmt_node_item_allowed(unsigned pid, unsigned level)
 {
 	switch (pid) {
 	case FMT_ITEM_STAT40: case FMT_ITEM_SDE40: case FMT_ITEM_CDE40:
@@ -326,7 +326,7 @@ static const char *verify_items(const uint8_t *blk, size_t blksize,
 			return "item offsets are not strictly increasing";
 		if (ih.offset >= nh->free_space_start)
 			return "item offset is not below free_space_start";
-		if (!item_allowed(ih.plugin_id, nh->level))
+		if (!fmt_node_item_allowed(ih.plugin_id, nh->level))
 			return "item plugin id is unknown or not allowed at "
 			       "this node level";
 		if (i > 0 && fmt_key_cmp(&prev.key, &ih.key) > 0)

@@ -83,6 +83,9 @@ size_t fmt_node_header_size(unsigned node_pid);
 uint32_t fmt_node_magic(unsigned node_pid);
 /* Item header size under a key policy (38 or 30). */
 size_t fmt_item_header_size(enum fmt_key_policy pol);
+/* Whether items of plugin pid may sit in a node of this level (leaf
+ * items at 1, extents at 2, node pointers above 1). */
+int fmt_node_item_allowed(unsigned pid, unsigned level);
 
 /* Fixed-layout codecs: buf holds at least FMT_NODE40_HEADER_SIZE
  * (node40) or FMT_NODE41_HEADER_SIZE (node41) bytes. node40 decode sets

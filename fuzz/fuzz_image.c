@@ -109,12 +109,11 @@ static void repair(const char *path)
 	struct r4_check_report crep;
 	struct r4_error err = { 0 };
 	struct r4_vol *vol;
-	char what[256];
 	int fixed, rc;
 
-	r4_repair_super(path, 0, &fixed, what, sizeof(what), &err);
+	r4_repair_super(path, 0, NULL, NULL, &fixed, &err);
 	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err)) {
-		if (r4_repair_journal_drop(path, what, sizeof(what), &err) ||
+		if (r4_repair_journal_drop(path, NULL, NULL, NULL, &err) ||
 		    r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
 			return;
 	}

@@ -82,6 +82,8 @@ static struct poptOption fsck_options[] = {
 
 /* The mode asked for: 0 check (after replay), -1 check only (-n). */
 static int mode;
+/* Why the journal could not be replayed (the open's error). */
+static char replay_failure[R4_ERRMSG_MAX];
 
 static int json_first = 1;
 static int json_in_actions;	/* the problem list is closed */
@@ -147,6 +149,86 @@ static const char *const loss_names[] = {
 	"items-dropped"
 };
 
+/* Problems found and fixed before the volume is opened (super blocks,
+ * the image's size, the journal header): the library tells them
+ * through callbacks before any JSON is printed; they are kept here and
+ * listed first, as problems and as actions. */
+#define PRE_MAX 8
+static struct pre {
+	int code;
+	uint64_t block;
+	char problem[2 * R4_ERRMSG_MAX];
+	char done[R4_ERRMSG_MAX];
+} pre[PRE_MAX];
+static unsigned npre, npre_done;
+static uint64_t pre_by_code[R4_CHK_CODE_COUNT];
+
+static struct pre *pre_slot(int code, uint64_t block)
+{
+	for (unsigned i = 0; i < npre; i++)
+		if (pre[i].code == code && pre[i].block == block)
+			return &pre[i];
+	if (npre == PRE_MAX)
+		return NULL;
+	pre[npre].code = code;
+	pre[npre].block = block;
+	if (code > 0 && code < R4_CHK_CODE_COUNT)
+		pre_by_code[code]++;
+	return &pre[npre++];
+}
+
+static void on_pre_problem(void *ctx, const struct r4_repair_action *a)
+{
+	struct pre *p = pre_slot(a->code, a->block);
+
+	(void)ctx;
+	if (!p)
+		return;
+	if (a->code == R4_CHK_JOURNAL && replay_failure[0])
+		snprintf(p->problem, sizeof(p->problem), "%s: %s", a->what,
+			 replay_failure);
+	else
+		snprintf(p->problem, sizeof(p->problem), "%s", a->what);
+}
+
+static void print_json(const struct r4_check_problem *p);
+static void print_action(const struct r4_repair_action *a);
+
+/* A fix made before the open: printed at once as text; kept for the
+ * JSON object. */
+static void on_pre_action(void *ctx, const struct r4_repair_action *a)
+{
+	struct pre *p = pre_slot(a->code, a->block);
+
+	(void)ctx;
+	if (p && !p->done[0]) {
+		snprintf(p->done, sizeof(p->done), "%s", a->what);
+		if (!p->problem[0])
+			snprintf(p->problem, sizeof(p->problem), "%s", a->what);
+		npre_done++;
+	}
+	if (!opt_json && !r4cmd_quiet)
+		printf("fixed (%s): %s\n", r4_check_code_name(a->code),
+		       a->what);
+}
+
+/* The JSON object's head and the problems found before the open. */
+static void json_begin(void)
+{
+	printf("{\n  \"schema\": %d,\n  \"program\": \"r4fsck\",\n"
+	       "  \"problem_list\": [", R4CMD_JSON_SCHEMA);
+	for (unsigned i = 0; i < npre; i++) {
+		struct r4_check_problem p = { 0 };
+
+		p.code = pre[i].code;
+		p.block = pre[i].block;
+		p.item = -1;
+		p.key = "";
+		p.msg = pre[i].problem;
+		print_json(&p);
+	}
+}
+
 static void json_close_problems(void)
 {
 	if (json_in_actions)
@@ -154,6 +236,16 @@ static void json_close_problems(void)
 	fputs(json_first ? "],\n  \"actions\": [" : "\n  ],\n  \"actions\": [",
 	      stdout);
 	json_in_actions = 1;
+	for (unsigned i = 0; i < npre; i++) {
+		struct r4_repair_action a = { 0 };
+
+		if (!pre[i].done[0])
+			continue;
+		a.code = pre[i].code;
+		a.block = pre[i].block;
+		a.what = pre[i].done;
+		print_action(&a);
+	}
 }
 
 static void on_action(void *ctx, const struct r4_repair_action *a)
@@ -169,6 +261,13 @@ static void on_action(void *ctx, const struct r4_repair_action *a)
 		return;
 	}
 	json_close_problems();
+	print_action(a);
+}
+
+static void print_action(const struct r4_repair_action *a)
+{
+	const char *code = r4_check_code_name(a->code);
+
 	fputs(json_first_action ? "\n    {" : ",\n    {", stdout);
 	json_first_action = 0;
 	fputs("\"code\": ", stdout);
@@ -217,8 +316,6 @@ static void on_progress(void *ctx, const char *phase, uint64_t done,
 	X(specials) X(entries) X(used_blocks) X(free_blocks)
 
 static unsigned replayed, overlaid;
-/* Fixed before the open (super blocks, journal): counts as corrected. */
-static unsigned fixed_first;
 
 static void print_json_counts(const char *path,
 			      const struct r4_check_report *r)
@@ -279,8 +376,10 @@ static int fallback_readonly(const char *path, struct r4_vol **vol,
 		*vol = NULL;
 		return 0;
 	}
-	r4cmd_warnf("cannot replay the journal: %s; checking without it",
-		    why->msg);
+	if (mode <= 0 || opt_preen)
+		r4cmd_warnf("cannot replay the journal: %s; checking without "
+			    "it", why->msg);
+	snprintf(replay_failure, sizeof(replay_failure), "%s", why->msg);
 	return 1;
 }
 
@@ -355,8 +454,7 @@ static int run_check(const char *path, struct r4_vol *vol)
 	o.progress = on_progress;
 	o.max_reports = (unsigned)opt_max_reports;
 	if (opt_json)
-		printf("{\n  \"schema\": %d,\n  \"program\": \"r4fsck\",\n"
-		       "  \"problem_list\": [", R4CMD_JSON_SCHEMA);
+		json_begin();
 	rc = r4_check(vol, &o, &rep, &err);
 	if (rc) {
 		r4cmd_error(&err, path, rc);
@@ -395,22 +493,24 @@ static void print_repair_json_end(const char *path,
 	print_json_counts(path, &r->left);
 	printf(",\n  \"mode\": \"%s\"", opt_preen ? "preen" : "fix");
 	printf(",\n  \"found\": %llu,\n  \"left\": %llu",
-	       (unsigned long long)r->found.problems,
+	       (unsigned long long)(r->found.problems + npre),
 	       (unsigned long long)r->left.problems);
 	fputs(",\n  \"by_code\": {", stdout);
 	for (int k = 1, first = 1; k < R4_CHK_CODE_COUNT; k++) {
-		if (!r->found_by_code[k] && !r->left_by_code[k])
+		uint64_t found = r->found_by_code[k] + pre_by_code[k];
+
+		if (!found && !r->left_by_code[k])
 			continue;
 		printf("%s\n    \"%s\": {\"found\": %llu, \"left\": %llu, "
 		       "\"fix\": \"%s\"}", first ? "" : ",",
-		       r4_check_code_name(k),
-		       (unsigned long long)r->found_by_code[k],
+		       r4_check_code_name(k), (unsigned long long)found,
 		       (unsigned long long)r->left_by_code[k], fix_name(k));
 		first = 0;
 	}
 	fputs("\n  }", stdout);
 	printf(",\n  \"actions_done\": %llu,\n  \"transactions\": %llu,\n"
-	       "  \"rounds\": %llu", (unsigned long long)r->actions,
+	       "  \"rounds\": %llu",
+	       (unsigned long long)(r->actions + npre_done),
 	       (unsigned long long)r->transactions,
 	       (unsigned long long)r->rounds);
 	printf(",\n  \"loss\": {\"entries_removed\": %llu, "
@@ -438,8 +538,10 @@ static void print_repair_summary(const char *path,
 				 const struct r4_repair_report *r)
 {
 	char codes[1024];
+	uint64_t found = r->found.problems + npre;
+	uint64_t actions = r->actions + npre_done;
 
-	if (!r->found.problems) {
+	if (!found) {
 		if (r4cmd_verbose)
 			print_summary(path, &r->found);
 		return;
@@ -456,9 +558,8 @@ static void print_repair_summary(const char *path,
 	}
 	printf("%s: %llu problem%s found, %llu change%s made in %llu "
 	       "transaction%s; %llu problem%s left\n", path,
-	       (unsigned long long)r->found.problems,
-	       r->found.problems == 1 ? "" : "s",
-	       (unsigned long long)r->actions, r->actions == 1 ? "" : "s",
+	       (unsigned long long)found, found == 1 ? "" : "s",
+	       (unsigned long long)actions, actions == 1 ? "" : "s",
 	       (unsigned long long)r->transactions,
 	       r->transactions == 1 ? "" : "s",
 	       (unsigned long long)r->left.problems,
@@ -503,8 +604,7 @@ static int run_repair(const char *path, struct r4_vol *vol)
 	if (opt_batch > 0)
 		o.batch = (unsigned)opt_batch;
 	if (opt_json)
-		printf("{\n  \"schema\": %d,\n  \"program\": \"r4fsck\",\n"
-		       "  \"problem_list\": [", R4CMD_JSON_SCHEMA);
+		json_begin();
 	rc = r4_repair(vol, &o, &rep, &err);
 	if (rc) {
 		r4cmd_error(&err, path, rc);
@@ -524,8 +624,26 @@ static int run_repair(const char *path, struct r4_vol *vol)
 		print_repair_summary(path, &rep);
 	if (rep.left.problems)
 		return EXIT_UNCORRECTED;
-	return rep.found.problems || replayed || fixed_first ? EXIT_CORRECTED
-							      : EXIT_CLEAN;
+	return rep.found.problems || replayed || npre_done ? EXIT_CORRECTED
+							   : EXIT_CLEAN;
+}
+
+/* Print the problems found before the open and nothing else (the
+ * volume is not opened): check and default modes, preen, and what -y
+ * cannot fix. */
+static void print_pre_only(const char *path)
+{
+	if (opt_json) {
+		json_begin();
+		printf("\n  ],\n  ");
+		r4cmd_json_name("image", path, strlen(path));
+		printf(",\n  \"problems\": %u,\n  \"clean\": false\n}\n",
+		       npre);
+		r4cmd_json_done();
+		return;
+	}
+	for (unsigned i = 0; i < npre; i++)
+		printf("%s: %s\n", path, pre[i].problem);
 }
 
 /* Check and default modes: a master or format40 super block that fails
@@ -535,31 +653,43 @@ static int run_repair(const char *path, struct r4_vol *vol)
 static int damaged_supers(const char *path)
 {
 	struct r4_error err = { 0 };
-	char what[R4_ERRMSG_MAX];
 	int damaged = 0;
 
-	if (r4_repair_super_probe(path, &damaged, what, sizeof(what), &err) ||
-	    !damaged)
+	if (r4_repair_super_probe(path, 0, on_pre_problem, NULL, &damaged,
+				  &err) || !damaged)
 		return -1;
-	if (opt_json) {
-		struct r4_check_problem p = { 0 };
-
-		p.code = damaged & 2 ? R4_CHK_FORMAT40 : R4_CHK_MASTER;
-		p.block = R4_CHECK_NO_BLOCK;
-		p.item = -1;
-		p.msg = what;
-		p.key = "";
-		printf("{\n  \"schema\": %d,\n  \"program\": \"r4fsck\",\n"
-		       "  \"problem_list\": [", R4CMD_JSON_SCHEMA);
-		print_json(&p);
-		printf("\n  ],\n  ");
-		r4cmd_json_name("image", path, strlen(path));
-		printf(",\n  \"problems\": 1,\n  \"clean\": false\n}\n");
-		r4cmd_json_done();
-	} else {
-		printf("%s: %s\n", path, what);
-	}
+	print_pre_only(path);
 	return EXIT_UNCORRECTED;
+}
+
+/* An image shorter than its block count: -y extends an image file
+ * (exit 8 on a device), preen leaves it (4), the other modes let the
+ * open say it (8). -1 when the size is right or -y extended it. */
+static int truncated(const char *path)
+{
+	struct r4_error err = { 0 };
+	uint64_t missing = 0;
+	int rc;
+
+	if (mode <= 0)
+		return -1;
+	if (r4_repair_size(path, 0, on_pre_problem, NULL, &missing, &err) ||
+	    !missing)
+		return -1;
+	if (opt_preen) {
+		print_pre_only(path);
+		if (!opt_json)
+			printf("%s: UNEXPECTED INCONSISTENCY: problems preen "
+			       "may not fix (truncated); nothing was changed: "
+			       "run r4fsck -y\n", path);
+		return EXIT_UNCORRECTED;
+	}
+	rc = r4_repair_size(path, 1, on_pre_action, NULL, &missing, &err);
+	if (rc) {
+		r4cmd_error(&err, path, rc);
+		return EXIT_OPERATIONAL;
+	}
+	return -1;
 }
 
 static int run(const char *path)
@@ -581,21 +711,20 @@ static int run(const char *path)
 	}
 	if (opt_build_sb || (mode > 0 && !opt_preen)) {
 		struct r4_error err = { 0 };
-		char what[R4_ERRMSG_MAX];
 		int fixed = 0;
 
-		rc = r4_repair_super(path, opt_build_sb, &fixed, what,
-				     sizeof(what), &err);
+		rc = r4_repair_super_probe(path, opt_build_sb, on_pre_problem,
+					   NULL, &fixed, &err);
+		if (!rc && fixed)
+			rc = r4_repair_super(path, opt_build_sb, on_pre_action,
+					     NULL, &fixed, &err);
 		if (rc) {
 			r4cmd_error(&err, path, rc);
 			return EXIT_OPERATIONAL;
 		}
-		if (fixed && !opt_json && !r4cmd_quiet)
-			printf("fixed (%s): %s\n", fixed == 1 ? "master"
-			       : "format40", what);
-		if (fixed)
-			fixed_first++;
 	}
+	if ((rc = truncated(path)) >= 0)
+		return rc;
 	rc = open_volume(path, &vol, &rdonly);
 	if (rc)
 		return rc;
@@ -603,17 +732,14 @@ static int run(const char *path)
 		/* The journal cannot be replayed: drop its unreadable
 		 * transaction, then open again. */
 		struct r4_error err = { 0 };
-		char what[R4_ERRMSG_MAX];
 
 		r4_vol_close(vol, NULL);
-		rc = r4_repair_journal_drop(path, what, sizeof(what), &err);
+		rc = r4_repair_journal_drop(path, on_pre_problem,
+					    on_pre_action, NULL, &err);
 		if (rc) {
 			r4cmd_error(&err, path, rc);
 			return EXIT_OPERATIONAL;
 		}
-		if (!opt_json && !r4cmd_quiet)
-			printf("fixed (journal): %s\n", what);
-		fixed_first++;
 		rc = open_volume(path, &vol, &rdonly);
 		if (rc)
 			return rc;

@@ -47,6 +47,8 @@ enum r4_check_code {
 	R4_CHK_UNREACHABLE,	/* object no name leads to from the root */
 	R4_CHK_DIR_LINK,	/* directory with more than one name */
 	R4_CHK_FILE_GAP,	/* a regular file's body has a break */
+	R4_CHK_TRUNCATED,	/* image shorter than the block count (found
+				 * before the open, by r4fsck) */
 	R4_CHK_CODE_COUNT
 };
 

@@ -119,20 +119,38 @@ int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
  * rebuild (--build-sb) also when they merely differ from the backup.
  * These two blocks are written in place (a volume without them cannot
  * be opened, so no transaction can carry them), the format40 one first.
- * *fixed = 0 nothing, 1 the master, 2 the format40 block (3 both), with
- * a line in what. R4_ENOTFOUND when no backup copy is usable. */
-int r4_repair_super(const char *path, int rebuild, int *fixed, char *what,
-		    size_t whatlen, struct r4_error *err);
-/* The same test, writing nothing: *damaged as *fixed above, and what
- * names the damaged block and the intact backup copy. */
-int r4_repair_super_probe(const char *path, int *damaged, char *what,
-			  size_t whatlen, struct r4_error *err);
+ * *fixed = 0 nothing, 1 the master, 2 the format40 block (3 both); each
+ * block restored is handed to fn (may be NULL) as an action (code
+ * R4_CHK_MASTER or R4_CHK_FORMAT40, its block, what was done).
+ * R4_ENOTFOUND when no backup copy is usable. */
+int r4_repair_super(const char *path, int rebuild, r4_repair_action_fn fn,
+		    void *ctx, int *fixed, struct r4_error *err);
+/* The same test, writing nothing: *damaged as *fixed above, and fn is
+ * told, for each block that would be restored, the problem (the damaged
+ * or differing block and the intact backup copy). */
+int r4_repair_super_probe(const char *path, int rebuild,
+			  r4_repair_action_fn fn, void *ctx, int *damaged,
+			  struct r4_error *err);
+
+/* An image shorter than the block count of its format40 super block (a
+ * truncated copy): *missing = the blocks past its end, 0 when it is
+ * whole (or its super blocks do not say: the open then tells). Without
+ * extend nothing is written and fn is told the problem; with extend an
+ * image file is extended with zeros to the full size (what the lost
+ * tail held is then found lost by the repair) and fn is told what was
+ * done (code R4_CHK_TRUNCATED). A block device is never resized:
+ * R4_ERANGE. */
+int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
+		   void *ctx, uint64_t *missing, struct r4_error *err);
 
 /* A journal whose newest committed transaction cannot be replayed (the
  * open fails): the journal header is pointed back at the last flushed
  * transaction, dropping the unreadable one (what it changed never reached
- * its home blocks). Written in place, as the replay itself does. */
-int r4_repair_journal_drop(const char *path, char *what, size_t whatlen,
+ * its home blocks). Written in place, as the replay itself does. The
+ * problem (the header's transaction) is handed to problem, the fix to
+ * fn (either may be NULL), both with code R4_CHK_JOURNAL. */
+int r4_repair_journal_drop(const char *path, r4_repair_action_fn problem,
+			   r4_repair_action_fn fn, void *ctx,
 			   struct r4_error *err);
 
 /* ---- undo (r4fsck -z / --undo) ---- */

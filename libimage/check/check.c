@@ -46,6 +46,7 @@ static const char *const code_names[R4_CHK_CODE_COUNT] = {
 	[R4_CHK_UNREACHABLE] = "unreachable",
 	[R4_CHK_DIR_LINK] = "dir-hard-link",
 	[R4_CHK_FILE_GAP] = "file-gap",
+	[R4_CHK_TRUNCATED] = "truncated",
 };
 
 const char *r4_check_code_name(int code)

@@ -146,11 +146,20 @@ static int undo_sync(struct io_dev *dev)
 	return p->lower.ops->sync(&p->lower);
 }
 
+/* Growing only (r4fsck -y extends a truncated image): the new tail
+ * held nothing, and the undo file's device size says where to cut it
+ * again. A shrink would lose bytes the undo file does not hold. */
 static int undo_resize(struct io_dev *dev, uint64_t size)
 {
-	(void)dev;
-	(void)size;
-	return -EPERM;	/* a repair never resizes; the undo could not */
+	struct undo_priv *p = dev->priv;
+	int rc;
+
+	if (size < p->lower.size)
+		return -EPERM;
+	rc = p->lower.ops->resize(&p->lower, size);
+	if (!rc)
+		dev->size = size;
+	return rc;
 }
 
 static void undo_close(struct io_dev *dev)
@@ -237,7 +246,10 @@ int r4_undo_apply(const char *undo_path, const char *image,
 	rc = io_open(image, IO_RDWR, &dev, NULL, err);
 	if (rc)
 		goto out;
-	if (dev->size != get_le(hdr + 8, 8)) {
+	/* A device grown since (a truncated image extended by the repair)
+	 * is cut back to its old size once the records are back. */
+	if (dev->size != get_le(hdr + 8, 8) &&
+	    (dev->size < get_le(hdr + 8, 8) || dev->is_blkdev)) {
 		rc = r4i_fail(err, R4_EINVAL, "%s: %llu bytes, but the undo "
 			     "file %s was made for a device of %llu bytes",
 			     image, (unsigned long long)dev->size, undo_path,
@@ -265,6 +277,8 @@ int r4_undo_apply(const char *undo_path, const char *image,
 			break;
 		(*units)++;
 	}
+	if (!rc && dev->size > get_le(hdr + 8, 8))
+		rc = io_resize(dev, get_le(hdr + 8, 8), err);
 	if (!rc)
 		rc = io_sync(dev, err);
 out:

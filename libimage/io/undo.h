@@ -10,7 +10,9 @@
  *   offset (8), length (4), the old bytes.
  *
  * Putting every record back (in any order: each unit is saved once)
- * restores the device as it was when the undo file was started. */
+ * restores the device as it was when the undo file was started; an
+ * image file grown since (the only resize allowed) is cut back to the
+ * size the header gives. */
 #ifndef R4_LIBIMAGE_IO_UNDO_H
 #define R4_LIBIMAGE_IO_UNDO_H
 

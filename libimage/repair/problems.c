@@ -123,6 +123,13 @@ static const struct r4_problem_info table[] = {
 	  R4_FIX_REBUILD, "the storage tree is rebuilt and the break filled "
 	  "with zeros (tail items; a hole extent in a block-aligned extent "
 	  "body), reported as a zeroed range" },
+	{ R4_CHK_TRUNCATED, NULL, B,
+	  "image holds {have} blocks, the format40 super block (block "
+	  "{block}) counts {count}: {missing} blocks missing", R4_FIX_YES,
+	  "an image file is extended with zeros to the full size before the "
+	  "volume is opened (-y); what was in the lost tail is then repaired "
+	  "as lost (nodes dropped, bodies zeroed); a block device is left "
+	  "(exit 8)" },
 };
 
 const struct r4_problem_info *r4_problem_info(int code)

@@ -74,11 +74,133 @@ static int push(struct rb *b, const struct fmt_key *k, unsigned pid,
 	return 0;
 }
 
+/* How many item headers of the node in buf, from item 0 on, look like
+ * ones of a node at 'level': bodies in order after the node header,
+ * below their own header, plugins allowed at the level. */
+static unsigned plausible_run(const uint8_t *buf, uint32_t bs,
+			      enum fmt_key_policy pol, unsigned pid,
+			      unsigned level)
+{
+	size_t hs = fmt_node_header_size(pid), ihs = fmt_item_header_size(pol);
+	size_t prev = 0;
+	unsigned i;
+
+	for (i = 0; (size_t)(i + 1) * ihs <= bs - hs; i++) {
+		struct fmt_item_header ih;
+
+		fmt_item_header_decode(buf + bs - (size_t)(i + 1) * ihs, pol,
+				       &ih);
+		if ((i == 0 && ih.offset != hs) || (i > 0 && ih.offset <= prev) ||
+		    ih.offset >= bs - (size_t)(i + 1) * ihs ||
+		    !fmt_node_item_allowed(ih.plugin_id, level))
+			break;
+		prev = ih.offset;
+	}
+	return i;
+}
+
+/* Mend the header of the node copy in b->buf when its fields disagree
+ * (a damaged byte): plugin id and magic set, the level the parent gives
+ * (the scan: the level its items fit, leaf or twig), the item count
+ * from the free space fields or from the run of item headers that look
+ * right, free_space_start from free_space or, failing that, the start
+ * of the item headers. Only a copy changes: its items are then taken
+ * one by one and each must pass the item checks. 0 when the block is
+ * not taken for a node of this volume at this level. */
+static int mend_header(struct rb *b, unsigned level,
+		       struct fmt_node_header *nh)
+{
+	struct chk *c = &b->R->c;
+	unsigned pid = c->vol->sb.node_pid;
+	size_t hs = fmt_node_header_size(pid), ihs = fmt_item_header_size(c->pol);
+	unsigned n0, n1 = 0, run, run_h = 0, n, last_off = 0;
+	int n1_ok = 0;
+	uint16_t raw_pid = (uint16_t)(b->buf[0] | b->buf[1] << 8);
+	int magic_ok, mkfs_ok;
+
+	if (!hs)
+		return 0;
+	b->buf[0] = (uint8_t)pid;
+	b->buf[1] = (uint8_t)(pid >> 8);
+	if (fmt_node_header_decode(b->buf, c->bs, nh))
+		return 0;
+	magic_ok = nh->magic == fmt_node_magic(pid);
+	mkfs_ok = nh->mkfs_id == c->vol->sb.mkfs_id;
+	/* Two of plugin id, magic and mkfs id must hold; the scan wants
+	 * the mkfs id (a node of this volume, not of an old one). */
+	if ((raw_pid == pid) + magic_ok + mkfs_ok < 2 || (!level && !mkfs_ok))
+		return 0;
+	if (level) {
+		/* A level the items fit better than the parent's: a wrong
+		 * pointer, not a damaged level (the node is left for its
+		 * own parent or the scan). */
+		run = plausible_run(b->buf, c->bs, c->pol, pid, level);
+		if (nh->level != level && nh->level >= FMT_NODE_LEAF_LEVEL &&
+		    nh->level <= FMT_NODE_MAX_LEVEL)
+			run_h = plausible_run(b->buf, c->bs, c->pol, pid,
+					      nh->level);
+		if (run_h >= run && nh->level != level)
+			return 0;
+	} else {
+		unsigned r1 = plausible_run(b->buf, c->bs, c->pol, pid, 1);
+		unsigned r2 = plausible_run(b->buf, c->bs, c->pol, pid, 2);
+
+		level = r2 > r1 || (r2 == r1 && nh->level == 2) ? 2 : 1;
+		run = level == 2 ? r2 : r1;
+	}
+	nh->plugin_id = (uint16_t)pid;
+	nh->magic = fmt_node_magic(pid);
+	nh->level = (uint8_t)level;
+	/* The item count. */
+	n0 = nh->nr_items;
+	if (nh->free_space_start >= hs && nh->free_space_start <= c->bs &&
+	    nh->free_space <= c->bs - nh->free_space_start &&
+	    (c->bs - nh->free_space_start - nh->free_space) % ihs == 0)
+		n1 = (unsigned)((c->bs - nh->free_space_start -
+				 nh->free_space) / ihs), n1_ok = 1;
+	/* The count and the free space fields agree: the count holds
+	 * (an empty node stays empty: headers past it are stale). */
+	if (n1_ok && n0 == n1 && (size_t)n0 * ihs <= c->bs - hs)
+		n = n0;
+	else if (n1 && n1 == run)
+		n = n1;
+	else if (n0 == run)
+		n = n0;
+	else if (n0 && n0 < run)
+		n = n0;
+	else
+		n = run;
+	if (!n)
+		return 0;
+	nh->nr_items = (uint16_t)n;
+	/* free_space_start: past the last item's body, before the item
+	 * headers. */
+	if (n <= run) {
+		struct fmt_item_header ih;
+
+		fmt_item_header_decode(b->buf + c->bs - (size_t)n * ihs,
+				       c->pol, &ih);
+		last_off = ih.offset;
+	}
+	if (nh->free_space_start <= last_off ||
+	    nh->free_space_start > c->bs - (size_t)n * ihs) {
+		size_t fss = c->bs - (size_t)n * ihs;
+
+		if (nh->free_space < fss && fss - nh->free_space > last_off)
+			fss -= nh->free_space;
+		nh->free_space_start = (uint16_t)fss;
+	}
+	nh->free_space = (uint16_t)(c->bs - nh->free_space_start -
+				    (size_t)n * ihs);
+	return fmt_node_header_encode(nh, b->buf, c->bs) ? 0 : 1;
+}
+
 /* Read and verify node blk; level 0 = any (a scan: then the node must
  * carry this volume's mkfs id; a node the tree points to may carry
  * another, its items are rewritten into new nodes anyway). 2 when the
- * node verifies, 1 when only its header does (its items are then taken
- * one by one, those whose header and body hold), 0 when unusable. */
+ * node verifies, 1 when its header was mended or only it verifies (its
+ * items are then taken one by one, those whose header and body hold),
+ * 0 when unusable. */
 static int load_node(struct rb *b, uint64_t blk, unsigned level,
 		     struct fmt_node_header *nh)
 {
@@ -86,19 +208,22 @@ static int load_node(struct rb *b, uint64_t blk, unsigned level,
 	size_t ih = fmt_item_header_size(c->pol);
 	size_t hs;
 
-	if (vol_read_block(c->vol, blk, b->buf, "tree node", NULL) ||
-	    fmt_node_header_decode(b->buf, c->bs, nh) ||
+	if (vol_read_block(c->vol, blk, b->buf, "tree node", NULL))
+		return 0;
+	if (fmt_node_header_decode(b->buf, c->bs, nh) ||
 	    nh->magic != fmt_node_magic(nh->plugin_id) ||
 	    nh->plugin_id != c->vol->sb.node_pid ||
 	    (!level && nh->mkfs_id != c->vol->sb.mkfs_id) ||
 	    (level && nh->level != level) || nh->level < 1 ||
 	    nh->level > FMT_TREE_HEIGHT_MAX || nh->nr_items == 0)
-		return 0;
+		return mend_header(b, level, nh);
 	if (!fmt_node_verify(b->buf, c->bs, c->pol, NULL))
 		return 2;
 	hs = fmt_node_header_size(nh->plugin_id);
-	if (hs + (size_t)nh->nr_items * ih > c->bs)
-		return 0;
+	if (hs + (size_t)nh->nr_items * ih > c->bs ||
+	    nh->free_space_start < hs ||
+	    nh->free_space_start > c->bs - (size_t)nh->nr_items * ih)
+		return mend_header(b, level, nh);
 	return 1;
 }
 
@@ -223,11 +348,10 @@ static int walk(struct rb *b, uint64_t blk, unsigned level,
 	if (blk < c->first_usable || blk >= c->blocks ||
 	    chk_is_bitmap_blk(c, blk) || chk_map_test(&b->seen, blk))
 		return 0;
-	rc = chk_map_set(&b->seen, blk);
-	if (rc < 0)
-		return rc;
 	rc = load_node(b, blk, level, &nh);
 	if (!rc) {
+		/* Not marked seen: the scan may still take it (a node of
+		 * another level a damaged pointer led to). */
 		b->nodes_dropped++;
 		return 0;
 	}
@@ -235,6 +359,9 @@ static int walk(struct rb *b, uint64_t blk, unsigned level,
 		b->nodes_salvaged++;
 	else
 		b->nodes_kept++;
+	rc = chk_map_set(&b->seen, blk);
+	if (rc < 0)
+		return rc;
 	kids = malloc(nh.nr_items * sizeof(*kids) + 1);
 	if (!kids)
 		return -ENOMEM;
@@ -245,7 +372,8 @@ static int walk(struct rb *b, uint64_t blk, unsigned level,
 	return rc;
 }
 
-/* Used blocks nobody reached that verify as leaves or twigs. */
+/* Used blocks nobody reached that are leaves or twigs of this volume
+ * (their headers mended as the walk's are). */
 static int scan(struct rb *b)
 {
 	struct chk *c = &b->R->c;
@@ -261,7 +389,7 @@ static int scan(struct rb *b)
 			return rc;
 		if (!rc)
 			continue;
-		if (load_node(b, blk, 0, &nh) != 2 || nh.level > 2)
+		if (!load_node(b, blk, 0, &nh) || nh.level > 2)
 			continue;
 		rc = chk_map_set(&b->seen, blk);
 		if (rc < 0)
@@ -282,7 +410,10 @@ static int item_cmp(const void *x, const void *y)
 	return r ? r : a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-/* The root directory's stat data, when no item holds it. */
+#define DROPPED 0xffffu
+
+/* The root directory's stat data, when no item holds it or the one that
+ * does is not a directory's. */
 static int root_sd(struct rb *b)
 {
 	struct chk *c = &b->R->c;
@@ -292,16 +423,27 @@ static int root_sd(struct rb *b)
 	struct fmt_key k;
 	uint8_t body[512];
 	size_t len;
-	int rc;
+	int rc, root_bad = 0;
 
 	k.el[0] = (FMT_ROOT_LOCALITY << 4) | FMT_KEY_SD;
 	k.el[1] = 0;
 	k.el[2] = FMT_ROOT_OID;
 	k.el[3] = 0;
-	for (size_t i = 0; i < b->n; i++)
-		if (!fmt_key_cmp(&b->it[i].key, &k) &&
-		    b->it[i].pid == FMT_ITEM_STAT40)
+	for (size_t i = 0; i < b->n; i++) {
+		struct ritem *p = &b->it[i];
+
+		if (fmt_key_cmp(&p->key, &k) || p->pid != FMT_ITEM_STAT40)
+			continue;
+		/* A root that is not a directory (a damaged mode) cannot
+		 * be mended from the objects' side: made anew. */
+		if (!fmt_stat_decode(p->body, p->len, &st) &&
+		    (st.mask & (1u << FMT_SDEXT_LW)) &&
+		    (st.mode & 0170000) == 0040000)
 			return 0;
+		p->pid = DROPPED;
+		b->items_dropped++;
+		root_bad = 1;
+	}
 	memset(&st, 0, sizeof(st));
 	st.mask = (1u << FMT_SDEXT_LW) | (1u << FMT_SDEXT_UNIX);
 	st.mode = 040755;
@@ -329,7 +471,8 @@ static int root_sd(struct rb *b)
 	if (!rc)
 		rep_action(b->R, R4_CHK_SD, R4_CHECK_NO_BLOCK, FMT_ROOT_OID,
 			   R4_LOSS_NONE, 0, "the root directory's stat data "
-			   "was lost: made anew (mode 0755%s)", bk.has_pset ?
+			   "was %s: made anew (mode 0755%s)", root_bad ?
+			   "not a directory's" : "lost", bk.has_pset ?
 			   ", plugin set from the backup copy" : "");
 	return rc;
 }
@@ -423,8 +566,6 @@ static int fill_gap(struct rb *b, const struct ritem *p, uint64_t at,
 			   end % bs == 0 ? " (a hole)" : "");
 	return rc;
 }
-
-#define DROPPED 0xffffu
 
 /* The size in the stat data of body item p's object (sorted items
  * [0, n)); 0 when there is none or it does not decode. */

@@ -55,9 +55,24 @@ static int find_backup(struct io_dev *dev, uint32_t bs, uint8_t *buf,
 	return R4_ENOTFOUND;
 }
 
-/* dry: write nothing; *fixed and what say what would be restored. */
+/* Hand one restored (or, dry, damaged) super block to fn. */
+static void tell(r4_repair_action_fn fn, void *ctx, int code, uint64_t blk,
+		 const char *what)
+{
+	struct r4_repair_action a = { 0 };
+
+	if (!fn)
+		return;
+	a.code = code;
+	a.block = blk;
+	a.loss = R4_LOSS_NONE;
+	a.what = what;
+	fn(ctx, &a);
+}
+
+/* dry: write nothing; *fixed and fn say what would be restored. */
 static int restore(struct io_dev *dev, int rebuild, int dry, int *fixed,
-		   char *what, size_t whatlen, uint8_t *buf,
+		   r4_repair_action_fn fn, void *ctx, uint8_t *buf,
 		   struct r4_error *err)
 {
 	struct fmt_master m;
@@ -66,7 +81,7 @@ static int restore(struct io_dev *dev, int rebuild, int dry, int *fixed,
 	uint32_t bs = 4096;
 	uint64_t where = 0;
 	int rc, master_bad, sb_bad;
-	size_t o = 0;
+	char what[R4_ERRMSG_MAX];
 
 	rc = io_read(dev, buf, FMT_MASTER_SIZE, FMT_MASTER_OFFSET, err);
 	if (rc)
@@ -126,17 +141,18 @@ static int restore(struct io_dev *dev, int rebuild, int dry, int *fixed,
 		if (rc)
 			return rc;
 		*fixed |= 2;
-		o += (size_t)snprintf(what + o, whatlen - o, dry ?
-				      "format40 super block (block %llu) is "
-				      "damaged; the backup copy in block %llu "
-				      "is intact (r4fsck -y restores it)%s" :
-				      "format40 super "
-				      "block (block %llu) restored from the "
-				      "backup copy in block %llu%s",
-				      (unsigned long long)fmt_blk_format40(bs),
-				      (unsigned long long)where,
-				      was.block_count != sb.block_count ?
-				      " (block count differed)" : "");
+		snprintf(what, sizeof(what), dry ? "format40 super block "
+			 "(block %llu) is %s; the backup copy in block %llu "
+			 "is intact (r4fsck -y restores it)%s" :
+			 "format40 super block (block %llu) %srestored from "
+			 "the backup copy in block %llu%s",
+			 (unsigned long long)fmt_blk_format40(bs),
+			 dry ? (sb_bad ? "damaged" : "different from the "
+				"backup copy") : "",
+			 (unsigned long long)where,
+			 was.block_count != sb.block_count ?
+			 " (block count differed)" : "");
+		tell(fn, ctx, R4_CHK_FORMAT40, fmt_blk_format40(bs), what);
 	}
 	if (master_bad || (rebuild && memcmp(&m, &b.master,
 					     FMT_MASTER_PROGS_SIZE))) {
@@ -152,55 +168,134 @@ static int restore(struct io_dev *dev, int rebuild, int dry, int *fixed,
 		if (rc)
 			return rc;
 		*fixed |= 1;
-		snprintf(what + o, whatlen - o, dry ? "%smaster super block "
-			 "(block %llu) is damaged; the backup copy in block "
-			 "%llu is intact (r4fsck -y restores it)" :
-			 "%smaster super block (block "
-			 "%llu) restored from the backup copy in block %llu",
-			 o ? "; " : "", (unsigned long long)fmt_blk_master(bs),
+		snprintf(what, sizeof(what), dry ? "master super block "
+			 "(block %llu) is %s; the backup copy in block %llu is "
+			 "intact (r4fsck -y restores it)" : "master super "
+			 "block (block %llu) %srestored from the backup copy "
+			 "in block %llu", (unsigned long long)fmt_blk_master(bs),
+			 dry ? (master_bad ? "damaged" : "different from the "
+				"backup copy") : "",
 			 (unsigned long long)where);
+		tell(fn, ctx, R4_CHK_MASTER, fmt_blk_master(bs), what);
 	}
 	return 0;
 }
 
 /* Open path (for writing unless dry) and restore or probe its super
  * blocks (restore()). */
-static int open_restore(const char *path, int rebuild, int dry, int *fixed,
-			char *what, size_t whatlen, struct r4_error *err)
+static int open_restore(const char *path, int rebuild, int dry,
+			r4_repair_action_fn fn, void *ctx, int *fixed,
+			struct r4_error *err)
 {
 	struct io_dev *dev;
 	uint8_t *buf = malloc(65536);
 	int rc;
 
 	*fixed = 0;
-	if (whatlen)
-		what[0] = '\0';
 	if (!buf)
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	rc = io_open(path, dry ? IO_RDONLY : IO_RDWR, &dev, NULL, err);
 	if (!rc) {
-		rc = restore(dev, rebuild, dry, fixed, what, whatlen, buf, err);
+		rc = restore(dev, rebuild, dry, fixed, fn, ctx, buf, err);
 		io_close(dev);
 	}
 	free(buf);
 	return rc;
 }
 
-int r4_repair_super(const char *path, int rebuild, int *fixed, char *what,
-		    size_t whatlen, struct r4_error *err)
+int r4_repair_super(const char *path, int rebuild, r4_repair_action_fn fn,
+		    void *ctx, int *fixed, struct r4_error *err)
 {
-	return open_restore(path, rebuild, 0, fixed, what, whatlen, err);
+	return open_restore(path, rebuild, 0, fn, ctx, fixed, err);
 }
 
-int r4_repair_super_probe(const char *path, int *damaged, char *what,
-			  size_t whatlen, struct r4_error *err)
+int r4_repair_super_probe(const char *path, int rebuild,
+			  r4_repair_action_fn fn, void *ctx, int *damaged,
+			  struct r4_error *err)
 {
-	return open_restore(path, 0, 1, damaged, what, whatlen, err);
+	return open_restore(path, rebuild, 1, fn, ctx, damaged, err);
 }
 
-int r4_repair_journal_drop(const char *path, char *what, size_t whatlen,
+/* The image's size against the format40 super block's block count. */
+static int size_check(struct io_dev *dev, int extend, r4_repair_action_fn fn,
+		      void *ctx, uint64_t *missing, uint8_t *buf,
+		      struct r4_error *err)
+{
+	struct fmt_master m;
+	struct fmt_format40 sb;
+	uint64_t have;
+	char what[R4_ERRMSG_MAX];
+	uint32_t bs;
+	int rc;
+
+	rc = io_read(dev, buf, FMT_MASTER_SIZE, FMT_MASTER_OFFSET, err);
+	if (rc)
+		return rc;
+	fmt_master_decode(buf, &m);
+	if (fmt_master_verify(&m))
+		return 0;	/* the open says what is wrong */
+	bs = m.blksize;
+	if (read_blk(dev, bs, fmt_blk_format40(bs), buf, err))
+		return 0;
+	fmt_format40_decode(buf, &sb);
+	have = dev->size / bs;
+	if (fmt_format40_verify(&sb, bs) || sb.block_count <= have)
+		return 0;
+	*missing = sb.block_count - have;
+	if (!extend) {
+		snprintf(what, sizeof(what), "image holds %llu blocks, the "
+			 "format40 super block (block %llu) counts %llu: "
+			 "%llu blocks missing (the image was truncated)",
+			 (unsigned long long)have,
+			 (unsigned long long)fmt_blk_format40(bs),
+			 (unsigned long long)sb.block_count,
+			 (unsigned long long)*missing);
+		tell(fn, ctx, R4_CHK_TRUNCATED, fmt_blk_format40(bs), what);
+		return 0;
+	}
+	if (dev->is_blkdev)
+		return r4i_fail(err, R4_ERANGE, "%s: the device holds %llu "
+			       "blocks, the format40 super block counts %llu: "
+			       "a device is not extended", dev->path,
+			       (unsigned long long)have,
+			       (unsigned long long)sb.block_count);
+	rc = io_resize(dev, sb.block_count * bs, err);
+	if (!rc)
+		rc = io_sync(dev, err);
+	if (rc)
+		return rc;
+	snprintf(what, sizeof(what), "image extended with zeros from %llu to "
+		 "%llu blocks (what the %llu missing blocks held is lost)",
+		 (unsigned long long)have, (unsigned long long)sb.block_count,
+		 (unsigned long long)*missing);
+	tell(fn, ctx, R4_CHK_TRUNCATED, fmt_blk_format40(bs), what);
+	return 0;
+}
+
+int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
+		   void *ctx, uint64_t *missing, struct r4_error *err)
+{
+	struct io_dev *dev;
+	uint8_t *buf = malloc(65536);
+	int rc;
+
+	*missing = 0;
+	if (!buf)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	rc = io_open(path, extend ? IO_RDWR : IO_RDONLY, &dev, NULL, err);
+	if (!rc) {
+		rc = size_check(dev, extend, fn, ctx, missing, buf, err);
+		io_close(dev);
+	}
+	free(buf);
+	return rc;
+}
+
+int r4_repair_journal_drop(const char *path, r4_repair_action_fn problem,
+			   r4_repair_action_fn fn, void *ctx,
 			   struct r4_error *err)
 {
+	char what[R4_ERRMSG_MAX];
 	struct fmt_journal_header jh;
 	struct fmt_journal_footer jf;
 	struct fmt_master m;
@@ -232,7 +327,15 @@ int r4_repair_journal_drop(const char *path, char *what, size_t whatlen,
 	}
 	if (!rc) {
 		fmt_journal_header_decode(buf, &jh);
-		snprintf(what, whatlen, "journal header (block %llu) named a "
+		snprintf(what, sizeof(what), "journal header (block %llu) "
+			 "names a transaction that cannot be replayed (tx "
+			 "head %llu, last flushed %llu)",
+			 (unsigned long long)fmt_blk_journal_header(bs),
+			 (unsigned long long)jh.last_committed_tx,
+			 (unsigned long long)jf.last_flushed_tx);
+		tell(problem, ctx, R4_CHK_JOURNAL, fmt_blk_journal_header(bs),
+		     what);
+		snprintf(what, sizeof(what), "journal header (block %llu) named a "
 			 "transaction that cannot be replayed (tx head %llu): "
 			 "dropped, the header now names the last flushed one "
 			 "(%llu)", (unsigned long long)fmt_blk_journal_header(bs),
@@ -245,6 +348,8 @@ int r4_repair_journal_drop(const char *path, char *what, size_t whatlen,
 	}
 	if (!rc)
 		rc = io_sync(dev, err);
+	if (!rc)
+		tell(fn, ctx, R4_CHK_JOURNAL, fmt_blk_journal_header(bs), what);
 	io_close(dev);
 	free(buf);
 	return rc;

@@ -190,6 +190,49 @@ repaired_clean() {
 	repaired_clean "$T/bad.img"
 }
 
+@test "--json lists the fixes made before the open: super blocks, journal header" {
+	fresh
+	printf 'X' | dd of="$T/bad.img" bs=1 seek=65536 conv=notrunc status=none
+	printf 'X' | dd of="$T/bad.img" bs=1 seek=$((17 * 4096 + 52)) conv=notrunc status=none
+	run r4fsck -n --json "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *'"code": "format40", "block": 17, "item": -1, "key": "", "fix": "yes", "message": "format40 super block (block 17) is damaged; the backup copy in block 22 is intact'* ]]
+	[[ "$output" == *'"code": "master", "block": 16,'* ]]
+	[[ "$output" == *'"problems": 2,'* ]]
+	run r4fsck -y --json "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *'"problem_list": ['*'"code": "format40", "block": 17'*'"code": "master", "block": 16'*'"actions": ['* ]]
+	[[ "$output" == *'"actions": ['*'{"code": "format40", "block": 17, "oid": 0, "loss": "none", "amount": 0, "done": "format40 super block (block 17) restored from the backup copy in block 22"}'* ]]
+	[[ "$output" == *'{"code": "master", "block": 16, "oid": 0, "loss": "none", "amount": 0, "done": "master super block (block 16) restored from the backup copy in block 22"}'* ]]
+	[[ "$output" == *'"found": 2,'*'"master": {"found": 1, "left": 0'*'"format40": {"found": 1, "left": 0'*'"actions_done": 2,'* ]]
+	cmp "$T/good.img" "$T/bad.img"
+	# --build-sb: a master label that merely differs.
+	printf 'two' | dd of="$T/bad.img" bs=1 seek=$((65536 + 36)) conv=notrunc status=none
+	run r4fsck --build-sb --json "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *'"code": "master", "block": 16, "item": -1, "key": "", "fix": "yes", "message": "master super block (block 16) is different from the backup copy'* ]]
+	[[ "$output" == *'"done": "master super block (block 16) restored from the backup copy in block 22"'* ]]
+	cmp "$T/good.img" "$T/bad.img"
+	# The journal header naming a transaction that cannot be replayed.
+	poke "$T/bad.img" $((19 * 4096)) 1000 8
+	run r4fsck -y --json "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *'"code": "journal", "block": 19, "item": -1, "key": "", "fix": "preen", "message": "journal header (block 19) names a transaction that cannot be replayed (tx head 1000, last flushed 0): '* ]]
+	[[ "$output" == *'"actions": ['*'"code": "journal", "block": 19,'*'"done": "journal header (block 19) named a transaction that cannot be replayed (tx head 1000): dropped'* ]]
+	[[ "$output" == *'"journal": {"found": 1, "left": 0'* ]]
+	if command -v python3 >/dev/null; then
+		cp "$T/good.img" "$T/bad.img"
+		printf 'X' | dd of="$T/bad.img" bs=1 seek=65536 conv=notrunc status=none
+		poke "$T/bad.img" $((19 * 4096)) 1000 8
+		r4fsck -y --json "$T/bad.img" | python3 -c 'import json,sys; d = json.load(sys.stdin); assert [a["code"] for a in d["actions"]] == ["master", "journal"], d'
+	fi
+	repaired_clean "$T/bad.img"
+}
+
 @test "--build-sb rewrites a master that differs from the backup" {
 	fresh -L one
 	printf 'two' | dd of="$T/bad.img" bs=1 seek=$((65536 + 36)) conv=notrunc status=none
@@ -199,12 +242,59 @@ repaired_clean() {
 	cmp "$T/good.img" "$T/bad.img"
 }
 
-@test "truncated image: not repaired (8), unchanged" {
-	fresh
-	truncate -s 32M "$T/bad.img"
+# tail_paths IMAGE CUT: the paths (files and directories) with an item
+# or an extent block at or past block CUT.
+tail_paths() {
+	r4manifest "$1" | cut -f 1 | sed 's/^/print file /' >"$T/cmds"
+	r4debugfs -f "$T/cmds" "$1" 2>&1 | awk -v cut="$2" '
+		/^r4debugfs: print file / { p = substr($0, 23); next }
+		/^block [0-9]+ / { if ($2 + 0 >= cut) print p }
+		/ start [0-9]+ width [0-9]+/ {
+			for (i = 1; i < NF; i++)
+				if ($i == "start" && $(i + 1) + $(i + 3) > cut)
+					print p
+		}' | sort -u
+}
+
+@test "truncated image: -y extends it, the tail is lost, files outside it kept" {
+	populated
+	local cut blocks p ex=()
+	cut=$(r4debugfs --json -R "stat /many/entry_150" "$T/bad.img" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
+	blocks=$(( $(stat -c %s "$T/good.img") / 4096 ))
+	[ "$cut" -gt 30 ]
+	while read -r p; do ex+=("$p[/	]"); done < <(tail_paths "$T/good.img" "$cut")
+	echo "cut at block $cut of $blocks; in the tail: ${ex[*]}"
+	[ "${#ex[@]}" -gt 0 ]
+	[[ " ${ex[*]} " != *" /[/	] "* ]]
+	truncate -s $((cut * 4096)) "$T/bad.img"
 	cp "$T/bad.img" "$T/before.img"
-	run r4fsck -y "$T/bad.img"
+	# -n and the default mode cannot open it (8), preen leaves it (4);
+	# each names the image and both sizes.
+	run r4fsck -n "$T/bad.img"
 	[ "$status" -eq 8 ]
+	[[ "$output" == *"bad.img"*"block_count $blocks is more than the device holds ($cut blocks): image truncated?"* ]]
+	run r4fsck "$T/bad.img"
+	[ "$status" -eq 8 ]
+	run r4fsck -p "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"bad.img: image holds $cut blocks, the format40 super block (block 17) counts $blocks: $((blocks - cut)) blocks missing"* ]]
+	cmp "$T/bad.img" "$T/before.img"
+	# -y: extended with zeros to the full size, then repaired.
+	repaired "$T/bad.img" truncated
+	[[ "$first" == *'"code": "truncated", "block": 17, "item": -1'*'"message": "image holds '"$cut"' blocks'* ]]
+	[[ "$first" == *'"actions": ['*'"code": "truncated", "block": 17'*'"done": "image extended with zeros from '"$cut to $blocks"' blocks'* ]]
+	[[ "$first" == *'"truncated": {"found": 1, "left": 0, "fix": "yes"}'* ]]
+	[ "$(stat -c %s "$T/bad.img")" -eq $((blocks * 4096)) ]
+	kept "$T/bad.img" "${ex[@]}"
+	# -z saves what the repair overwrote; --undo puts the truncated
+	# image back, size and all.
+	cp "$T/before.img" "$T/bad.img"
+	run r4fsck -y -z "$T/undo" "$T/bad.img"
+	[ "$status" -eq 1 ]
+	run r4fsck --undo "$T/undo" "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
 	cmp "$T/bad.img" "$T/before.img"
 }
 
@@ -337,6 +427,55 @@ repaired_clean() {
 	echo "many: $lost of 300 entries kept"
 	[ "$lost" -gt 0 ]
 	[ "$lost" -lt 300 ]
+}
+
+# The leaf holding PATH's stat data.
+sd_block() {
+	r4debugfs --json -R "stat $2" "$1" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p'
+}
+
+@test "a leaf's damaged header (magic, count, free space, level, plugin): mended, every item kept" {
+	populated
+	local blk d
+	blk=$(sd_block "$T/good.img" /f3)
+	# offset in the node header, value, bytes, the code the check gives
+	for d in "8 0 4 node" "2 999 2 node" "6 65000 2 node" "4 9 2 node" \
+		 "26 5 1 node-level" "0 7 2 node"; do
+		set -- $d
+		echo "node $blk: $d"
+		cp "$T/good.img" "$T/bad.img"
+		poke "$T/bad.img" $((blk * 4096 + $1)) "$2" "$3"
+		rebuilt "$T/bad.img" "$4"
+		[[ "$first" == *"1 damaged ones taken item by item); 0 nodes and 0 items dropped"* ]]
+		kept "$T/bad.img"
+	done
+}
+
+@test "an unreachable leaf with a damaged magic: found by the scan, mended, kept" {
+	populated
+	local blk twig off
+	blk=$(sd_block "$T/good.img" /f3)
+	# The twig's pointer to the leaf, pointed at a free block instead.
+	for twig in $(r4debugfs -R "print tree" "$T/good.img" | sed -n 's/^node \([0-9]*\): node40, level 2,.*/\1/p'); do
+		off=$(r4debugfs -R "print node $twig" "$T/good.img" | awk -v b="$blk" '
+			/ nodeptr40 / { for (i = 1; i < NF; i++) if ($i == "offset") o = $(i + 1) }
+			$1 == "child" && $2 == b { print o; exit }')
+		[ -n "$off" ] && break
+	done
+	[ -n "$off" ]
+	poke "$T/bad.img" $((twig * 4096 + off)) 4000 8
+	poke "$T/bad.img" $((blk * 4096 + 8)) 0 4
+	rebuilt "$T/bad.img"
+	[[ "$first" == *"(1 found by a scan of unreachable used blocks"* ]]
+	kept "$T/bad.img"
+}
+
+@test "the root's stat data with a mode that is not a directory's: made anew" {
+	fresh
+	poke "$T/bad.img" $((24 * 4096 + 28 + 2)) $((0170755)) 2
+	rebuilt "$T/bad.img" stat-data
+	[[ "$first" == *"the root directory's stat data was not a directory's: made anew"* ]]
+	r4debugfs -R "stat /" "$T/bad.img" | grep -q "nlink: *3"
 }
 
 @test "entry '..' pointing to a missing object: pointed back (-y)" {
@@ -541,7 +680,105 @@ repaired_clean() {
 		 item extent bitmap-checksum bitmap-tail space-unreferenced \
 		 space-marked-free free-count stat-data object-duplicate oid \
 		 file-count entry dot-entry nlink dir-size file-size body \
-		 unreachable dir-hard-link file-gap; do
+		 unreachable dir-hard-link file-gap truncated; do
 		grep -q -- "$(sed 's/-/\\\\-/g' <<<"$c")" "$top_srcdir/man/r4fsck.8"
 	done
+}
+
+# ---- a test for every problem code not met above ----
+
+# Offset of the item header of item I of block B (node40, large keys).
+ih_at() { echo $(($1 * 4096 + 4096 - ($2 + 1) * 38)); }
+# Offset of the item header of PATH's stat data, or of its first tail.
+sd_ih() {
+	local js
+	js=$(r4debugfs --json -R "stat $2" "$1")
+	ih_at "$(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js")" \
+	      "$(sed -n 's/.*"sd_item":\([0-9]*\).*/\1/p' <<<"$js")"
+}
+tail_ih() {
+	r4debugfs -R "print file $2" "$1" | awk '/ plain40 / {
+		i = $5; sub("#", "", i); print $2 * 4096 + 4096 - (i + 1) * 38; exit }'
+}
+
+@test "node-block: a pointer past the end of the volume: rebuilt" {
+	fresh
+	poke "$T/bad.img" $((23 * 4096 + 28)) 1000000000 8
+	rebuilt "$T/bad.img" node-block
+}
+
+@test "node-empty: a leaf with no items: rebuilt, the root made anew" {
+	fresh
+	poke "$T/bad.img" $((24 * 4096 + 2)) 0 2
+	poke "$T/bad.img" $((24 * 4096 + 4)) 4068 2
+	poke "$T/bad.img" $((24 * 4096 + 6)) 28 2
+	rebuilt "$T/bad.img" node-empty
+	[[ "$first" == *"the root directory's stat data was lost: made anew"* ]]
+}
+
+@test "item: a directory item's entry count past its body: rebuilt" {
+	fresh
+	poke "$T/bad.img" $((24 * 4096 + 122)) 200 2
+	rebuilt "$T/bad.img" item
+}
+
+@test "bitmap-tail: a bit past the end of the volume clear: set (preen)" {
+	fresh
+	setbit "$T/bad.img" 20000 0
+	csum_fix "$T/bad.img" 18
+	run r4fsck -p --json "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *'"code": "bitmap-tail", "block": 18'* ]]
+	repaired_clean "$T/bad.img"
+	cmp <(dd if="$T/good.img" bs=4096 skip=18 count=1 status=none) \
+	    <(dd if="$T/bad.img" bs=4096 skip=18 count=1 status=none)
+}
+
+@test "delimiting-key: a key past the right delimiting key: rebuilt, the other files kept" {
+	populated
+	local blk n oid path
+	blk=$(r4debugfs -R "print file /f3" "$T/good.img" | awk '/ plain40 / { print $2; exit }')
+	n=$(peek "$T/good.img" $((blk * 4096 + 2)) 2)
+	# The leaf's last item: its ordering made the largest there is.
+	oid=$(peek "$T/good.img" $(( $(ih_at "$blk" $((n - 1))) + 16 )) 8)
+	path=$(r4debugfs -R "ncheck $oid" "$T/good.img" | awk '{ print $NF; exit }')
+	echo "block $blk item $((n - 1)): object $oid ($path)"
+	[ -n "$path" ]
+	poke "$T/bad.img" $(( $(ih_at "$blk" $((n - 1))) + 8 )) $((0x7fffffffffffffff)) 8
+	rebuilt "$T/bad.img" delimiting-key
+	kept "$T/bad.img" "$path	"
+}
+
+@test "file-gap: a file's body starting past offset 0: the break zeroed" {
+	populated
+	poke "$T/bad.img" $(( $(tail_ih "$T/good.img" /f3) + 24 )) 100 8
+	rebuilt "$T/bad.img" file-gap file-size
+	[[ "$first" == *"no body item held bytes 0..99: filled with zeros"* ]]
+	[[ "$first" == *'"zeroed_ranges": 1, "zeroed_bytes": 100'* ]]
+	kept "$T/bad.img" "/f3	"
+	cmp <(r4debugfs -R "cat /f3" "$T/bad.img" | tail -c +101) <(head -c 1191 "$T/src/f3")
+}
+
+@test "body: a file's stat data keyed to another object: a new one for its body, both into /lost+found" {
+	populated
+	local oid
+	oid=$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
+	poke "$T/bad.img" $(( $(sd_ih "$T/good.img" /f3) + 16 )) $((0x20000)) 8
+	repaired "$T/bad.img" body entry unreachable
+	[[ "$first" == *"its stat data was lost; made anew for its 1191-byte body"* ]]
+	kept "$T/bad.img" "/f3	"
+	# The body, under its object id in /lost+found, has every byte.
+	r4debugfs -R "cat /lost+found/#$(printf %x "$oid")" "$T/bad.img" | cmp - "$T/src/f3"
+}
+
+@test "object-duplicate: two stat data with one object id are reported" {
+	populated
+	local oid
+	oid=$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
+	poke "$T/bad.img" $(( $(sd_ih "$T/good.img" /f4) + 16 )) "$oid" 8
+	run r4fsck -n --json "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *'"code": "object-duplicate"'*'a second stat data with this object id'* ]]
 }
