@@ -47,6 +47,7 @@ enum r4_check_code {
 	R4_CHK_UNREACHABLE,	/* object no name leads to from the root */
 	R4_CHK_DIR_LINK,	/* directory with more than one name */
 	R4_CHK_FILE_GAP,	/* a regular file's body has a break */
+	R4_CHK_BLOCK_SHARED,	/* file data in a block another owner has */
 	R4_CHK_CODE_COUNT
 };
 

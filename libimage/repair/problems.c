@@ -123,6 +123,15 @@ static const struct r4_problem_info table[] = {
 	  R4_FIX_REBUILD, "the storage tree is rebuilt and the break filled "
 	  "with zeros (tail items; a hole extent in a block-aligned extent "
 	  "body), reported as a zeroed range" },
+	{ R4_CHK_BLOCK_SHARED, NULL, BIK,
+	  "block {block} item {item} [{key}]: file data in a block another "
+	  "owner has (the volume's layout, a node, or an earlier extent)",
+	  R4_FIX_YES, "the block stays with its owner by tree position (the "
+	  "layout or a formatted node before file data, else the first "
+	  "extent in key order); every other extent claiming it gets a "
+	  "fresh block holding a copy of its bytes, its unit split and "
+	  "repointed (no byte lost). A node two parents point at is tree "
+	  "damage (block-twice): it cannot be copied" },
 };
 
 const struct r4_problem_info *r4_problem_info(int code)

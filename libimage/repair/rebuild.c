@@ -6,8 +6,9 @@
  * volume's mkfs id, the level their parent gives), then from a scan of
  * the blocks the bitmap marks used that no one reaches and that verify
  * as leaves or twigs of this volume (lost subtrees). Items are sorted by
- * key; of two with one key, and of two extents claiming one block, the
- * first found stays. A new tree is built from them in one transaction
+ * key; of two with one key the first found stays; extents that share a
+ * block with another stay too (block-shared: the pass of blocks claimed
+ * twice, twice.c, gives each a copy after the rebuild). A new tree is built from them in one transaction
  * (copy-on-write: the old tree stays on disk, untouched, until the
  * commit point, so a power cut leaves the old volume and a rerun starts
  * again); the root directory's stat data is made anew, with the plugin
@@ -168,7 +169,7 @@ static int take_items(struct rb *b, uint64_t blk,
 	for (unsigned i = 0; i < nh->nr_items; i++) {
 		struct fmt_item_header ih;
 		struct fmt_key last;
-		uint64_t before = b->vrep.problems, child = 0;
+		uint64_t before = b->vrep.problems - b->v.shared, child = 0;
 		size_t off, len;
 		int rc;
 
@@ -185,7 +186,8 @@ static int take_items(struct rb *b, uint64_t blk,
 		if (rc < 0)
 			return rc;
 		if (ih.plugin_id == FMT_ITEM_NODEPTR40) {
-			if (kids && child && b->vrep.problems == before) {
+			if (kids && child &&
+			    b->vrep.problems - b->v.shared == before) {
 				struct kid *k = &kids[(*nkids)++];
 
 				k->blk = child;
@@ -198,7 +200,7 @@ static int take_items(struct rb *b, uint64_t blk,
 			}
 			continue;
 		}
-		if (b->vrep.problems != before) {
+		if (b->vrep.problems - b->v.shared != before) {
 			b->items_dropped++;
 			continue;
 		}
