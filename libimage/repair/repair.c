@@ -162,14 +162,25 @@ static int rounds(struct rep *R)
 	int rc = 0;
 
 	for (unsigned n = 0; n < ROUNDS_MAX; n++) {
-		int changed = 0;
+		int changed = 0, mend;
 
 		if (!R->crep.problems)
 			break;
-		if (blocked(R)) {
-			if (!R->r->tree_damaged || R->r->rebuilt ||
-			    R->o->mode != R4_REPAIR_FIX ||
-			    !rebuild_helps(R))
+		mend = 0;
+		if (!blocked(R) && R->o->mode == R4_REPAIR_FIX &&
+		    !R->r->rebuilt && R->codes[R4_CHK_BODY]) {
+			/* A body whose key lost its object: the rebuild
+			 * mends the key (before a stat data made for the
+			 * body would give the object id a second one). */
+			mend = rep_body_key_damaged(R);
+			if (mend < 0)
+				return r4i_fail(R->err, mend, "out of memory "
+						"for the repair");
+		}
+		if (mend || blocked(R)) {
+			if (!mend && (!R->r->tree_damaged || R->r->rebuilt ||
+				      R->o->mode != R4_REPAIR_FIX ||
+				      !rebuild_helps(R)))
 				break;
 			R->r->rebuilt = 1;
 			R->r->tree_damaged = 0;
