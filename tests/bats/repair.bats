@@ -507,6 +507,17 @@ body_ih() {
 	kept "$T/bad.img"
 }
 
+# fsck.reiser4 calls a directory item whose key differs from its first
+# entry's broken: the checker does too, and the rebuild drops it.
+@test "a directory item's key damaged: found, rebuilt, clean to both checkers" {
+	fresh
+	poke "$T/bad.img" $((24 * 4096 + 4020 + 15)) 10 1
+	run r4fsck -n "$T/bad.img"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"directory item: its key differs from its first entry's [2a:0:0:0:0]"* ]]
+	rebuilt "$T/bad.img" item dot-entry
+}
+
 @test "status block marking the volume damaged: cleared (preen)" {
 	fresh
 	poke "$T/bad.img" $((21 * 4096 + 16)) 2 8
