@@ -527,6 +527,8 @@ static void print_repair_json_end(const char *path,
 	printf(",\n  \"rebuilt\": %s", r->rebuilt ? "true" : "false");
 	printf(",\n  \"blocks_claimed\": %llu",
 	       (unsigned long long)r->blocks_claimed);
+	printf(",\n  \"blocks_copied\": %llu",
+	       (unsigned long long)r->blocks_copied);
 	printf(",\n  \"preen_refused\": %s,\n  \"tree_damaged\": %s",
 	       r->preen_refused ? "true" : "false",
 	       r->tree_damaged ? "true" : "false");
@@ -571,6 +573,13 @@ static void print_repair_summary(const char *path,
 		       r->nodes_dropped == 1 ? "" : "s",
 		       (unsigned long long)r->items_dropped,
 		       r->items_dropped == 1 ? "" : "s");
+	if (r->blocks_copied)
+		printf("%s: %llu block%s claimed twice copied for the owner%s "
+		       "that did not keep %s (nothing lost)\n", path,
+		       (unsigned long long)r->blocks_copied,
+		       r->blocks_copied == 1 ? "" : "s",
+		       r->blocks_copied == 1 ? "" : "s",
+		       r->blocks_copied == 1 ? "it" : "them");
 	if (r->entries_removed || r->lost_found || r->zeroed_ranges ||
 	    r->blocks_freed)
 		printf("%s: lost or moved: %llu entr%s removed, %llu "

@@ -95,6 +95,9 @@ struct r4_repair_report {
 	uint64_t entries_removed, zeroed_ranges, zeroed_bytes;
 	uint64_t lost_found, blocks_freed, blocks_claimed;
 	uint64_t nodes_dropped, items_dropped;	/* by a tree rebuild */
+	/* Blocks claimed twice: copies made for the owners that did not
+	 * keep them (nothing lost). */
+	uint64_t blocks_copied;
 	int rebuilt;				/* the tree was rebuilt */
 	/* Why problems were left: preen found one it may not fix (nothing
 	 * was changed then); the tree is damaged in ways the repair does

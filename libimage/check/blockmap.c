@@ -63,3 +63,14 @@ int chk_map_set(struct chk_map *m, uint64_t b)
 	(*slot)[bit >> 3] |= (uint8_t)(1u << (bit & 7));
 	return old;
 }
+
+void chk_map_clear(struct chk_map *m, uint64_t b)
+{
+	uint8_t *ch;
+	uint64_t bit;
+
+	if (b >= m->nbits || !(ch = m->chunk[b / m->chunk_bits]))
+		return;
+	bit = b % m->chunk_bits;
+	ch[bit >> 3] &= (uint8_t)~(1u << (bit & 7));
+}

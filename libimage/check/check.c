@@ -47,6 +47,7 @@ static const char *const code_names[R4_CHK_CODE_COUNT] = {
 	[R4_CHK_DIR_LINK] = "dir-hard-link",
 	[R4_CHK_FILE_GAP] = "file-gap",
 	[R4_CHK_TRUNCATED] = "truncated",
+	[R4_CHK_BLOCK_SHARED] = "block-shared",
 };
 
 const char *r4_check_code_name(int code)
@@ -141,7 +142,9 @@ const char *chk_block_owner(const struct chk *c, uint64_t blk)
 	for (size_t i = 0; i < c->nbackups; i++)
 		if (c->backups[i] == blk)
 			return "a backup block";
-	return "another node or extent";
+	if (chk_map_test(&c->ext, blk))
+		return "file data of an extent";
+	return "a tree node";
 }
 
 /* Mark what the layout owns: the reserved area up to the first usable
@@ -174,7 +177,8 @@ static int chk_init(struct chk *c)
 	c->next_oid = vol->sb.next_oid;
 	if (vol->jf.last_flushed_tx && vol->jf.next_oid > c->next_oid)
 		c->next_oid = vol->jf.next_oid;
-	if (chk_map_init(&c->used, c->blocks, fmt_bitmap_bpb(c->bs)))
+	if (chk_map_init(&c->used, c->blocks, fmt_bitmap_bpb(c->bs)) ||
+	    chk_map_init(&c->ext, c->blocks, fmt_bitmap_bpb(c->bs)))
 		return -ENOMEM;
 	n = fmt_backup_blocks(c->blocks, c->bs, NULL, 0);
 	c->backups = calloc(n ? n : 1, sizeof(*c->backups));
@@ -195,6 +199,7 @@ static int chk_init(struct chk *c)
 static void chk_fini(struct chk *c)
 {
 	chk_map_fini(&c->used);
+	chk_map_fini(&c->ext);
 	free(c->backups);
 	for (size_t i = 0; i < sizeof(c->buf) / sizeof(c->buf[0]); i++)
 		free(c->buf[i]);

@@ -32,6 +32,7 @@ void chk_map_fini(struct chk_map *m);
 int chk_map_test(const struct chk_map *m, uint64_t b);
 /* Set bit b; returns its old value (0/1) or -ENOMEM. b < nbits. */
 int chk_map_set(struct chk_map *m, uint64_t b);
+void chk_map_clear(struct chk_map *m, uint64_t b);
 /* Chunk k's bits (chunk_bits / 8 bytes, LSB first), NULL if all zero. */
 static inline const uint8_t *chk_map_chunk(const struct chk_map *m,
 					   uint64_t k)
@@ -141,6 +142,11 @@ struct chk {
 	uint64_t next_oid;		/* authoritative next oid */
 	enum fmt_key_policy pol;
 	struct chk_map used;
+	/* Blocks whose first claim was an extent's (a node found later in
+	 * one of them takes it: check/tree.c); cleared when a node does. */
+	struct chk_map ext;
+	uint64_t shared;		/* block-shared reports of extents */
+	uint64_t shared_blocks;		/* their blocks, bounded work */
 	uint64_t *backups;
 	size_t nbackups;
 	uint8_t *buf[FMT_TREE_HEIGHT_MAX + 2];	/* one per tree level */
@@ -175,8 +181,8 @@ void chk_note(struct chk *c, int code, uint64_t blk, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void chk_progress(struct chk *c, const char *phase, uint64_t done,
 		  uint64_t total);
-/* What a block is when it is not (yet) a tree node: "the reserved area",
- * "a bitmap block", "a backup block" or "another node or extent". */
+/* What a block already in use is: "the reserved area", "a bitmap
+ * block", "a backup block", "file data of an extent" or "a tree node". */
 const char *chk_block_owner(const struct chk *c, uint64_t blk);
 /* Whether blk is a bitmap block (these are not in the used map). */
 int chk_is_bitmap_blk(const struct chk *c, uint64_t blk);

@@ -3,9 +3,7 @@
  * unallocated units (start 1) must not be on disk (fsck.reiser4 reports
  * them too); allocated units must lie in [first usable block,
  * block_count) and share no block with anything else in use: each block
- * is claimed in the map of used blocks, and the first one already taken
- * ends the unit's claims (so hostile overlapping units cost linear
- * time). */
+ * is claimed in the map of used blocks (claim_unit). */
 #include "config.h"
 #include <errno.h>
 #include "libimage/check/check.h"
@@ -28,11 +26,18 @@ static void ext_problem(struct ext_ctx *x, unsigned u, const char *what,
 		    (unsigned long long)a, (unsigned long long)b);
 }
 
-/* Claim the unit's blocks. 0 or -ENOMEM. */
+/* Claim the unit's blocks. A block some other owner has (the layout, a
+ * node, an earlier extent) is reported once per unit as block-shared
+ * and the claims go on past it, so that the unit's other blocks count
+ * as used (the repair copies the shared ones: repair/twice.c). Past a
+ * budget of one shared block per volume block a unit's claims end at
+ * its first shared block (hostile overlapping units then cost linear
+ * time). */
 static int claim_unit(struct ext_ctx *x, unsigned u,
 		      const struct fmt_extent40_unit *e)
 {
 	struct chk *c = x->c;
+	int told = 0;
 
 	for (uint64_t b = e->start; b < e->start + e->width; b++) {
 		int old = chk_is_bitmap_blk(c, b) ? 1 : chk_map_set(&c->used, b);
@@ -40,16 +45,25 @@ static int claim_unit(struct ext_ctx *x, unsigned u,
 		if (old < 0)
 			return old;
 		if (old) {
-			x->problems++;
-			chk_problem(c, R4_CHK_EXTENT, x->blk, (int)x->i, x->key,
-				    "extent unit %u: block %llu is already "
-				    "%s (start %llu, width %llu)", u,
-				    (unsigned long long)b,
-				    chk_block_owner(c, b),
-				    (unsigned long long)e->start,
-				    (unsigned long long)e->width);
-			return 0;
+			if (!told) {
+				c->shared++;
+				chk_problem(c, R4_CHK_BLOCK_SHARED, x->blk,
+					    (int)x->i, x->key,
+					    "extent unit %u: block %llu is "
+					    "already %s (start %llu, width "
+					    "%llu)", u, (unsigned long long)b,
+					    chk_block_owner(c, b),
+					    (unsigned long long)e->start,
+					    (unsigned long long)e->width);
+			}
+			told = 1;
+			if (++c->shared_blocks > c->blocks)
+				return 0;
+			continue;
 		}
+		old = chk_map_set(&c->ext, b);
+		if (old < 0)
+			return old;
 		c->rep->extent_blocks++;
 	}
 	return 0;

@@ -167,6 +167,22 @@ static int item_cde(struct item_ctx *x)
 		return 0;
 	}
 	units = fmt_cde40_units(x->body, x->len, x->c->pol);
+	/* The item's key is its first entry's (fsck.reiser4 calls an item
+	 * whose key differs broken: a damaged key). */
+	if (units > 0 && !fmt_cde40_entry(x->body, x->len, x->c->pol, 0, &e)) {
+		struct fmt_key full;
+		char ks[FMT_KEY_STR_MAX];
+
+		fmt_cde40_entry_key(&x->ih->key, &e, &full);
+		if (fmt_key_cmp(&full, &x->ih->key)) {
+			fmt_key_str(&full, ks, sizeof(ks));
+			chk_problem(x->c, R4_CHK_ITEM, x->blk, (int)x->i,
+				    &x->ih->key, "directory item: its key "
+				    "differs from its first entry's [%s]; its "
+				    "entries are ignored", ks);
+			return 0;
+		}
+	}
 	for (int u = 0; u < units; u++) {
 		if (fmt_cde40_entry(x->body, x->len, x->c->pol, (unsigned)u,
 				    &e))

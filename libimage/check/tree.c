@@ -5,7 +5,9 @@
  * Every node pointer is checked before it is followed: inside the
  * volume, not below the first usable block, not already in use (the map
  * of used blocks doubles as the visited set, so a block referenced twice
- * is reported and not descended, which also ends cycles). Each node must
+ * is reported and not descended, which also ends cycles) except as file
+ * data of an extent found before it (the node keeps the block then, and
+ * the extent's claim is reported as block-shared). Each node must
  * verify (header, item headers, key order, node41 checksum), carry the
  * super block's mkfs id, sit at the level its depth gives, hold items,
  * and keep every key inside the delimiting keys its parent gives it. */
@@ -51,6 +53,17 @@ static int claim(struct chk *c, const struct walk_pos *p)
 			    (unsigned long long)c->first_usable,
 			    (unsigned long long)(c->blocks - 1));
 		return 0;
+	}
+	/* A node beats file data: an extent found first in this block
+	 * loses it (the repair gives the extent a copy). */
+	if (chk_map_test(&c->ext, p->blk)) {
+		chk_map_clear(&c->ext, p->blk);
+		c->rep->extent_blocks--;
+		chk_problem(c, R4_CHK_BLOCK_SHARED, p->blk, -1, NULL,
+			    "block is a level-%u node (from %s) and also file "
+			    "data of an extent found before it: the node keeps "
+			    "it", p->level, from);
+		return 1;
 	}
 	if (chk_map_test(&c->used, p->blk) || chk_is_bitmap_blk(c, p->blk)) {
 		chk_problem(c, R4_CHK_NODE_TWICE, p->blk, -1, NULL,

@@ -703,3 +703,23 @@ out:
 	free(f.tgt);
 	return rc;
 }
+
+int rep_body_key_damaged(struct rep *R)
+{
+	struct chk *c = &R->c;
+	struct chk_oid *byoid = chk_oid_index(c);
+	int found = 0;
+
+	if (!byoid)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nbodies && !found; i++) {
+		const struct chk_body *b = &c->bodies[i];
+
+		if (chk_obj_find(c, b->el0, b->el1, b->el2) == CHK_NONE &&
+		    !(b->kinds & CHK_BODY_CTAIL) &&
+		    chk_oid_find(c, byoid, b->el2 & CHK_OID_MASK) != CHK_NONE)
+			found = 1;
+	}
+	free(byoid);
+	return found;
+}

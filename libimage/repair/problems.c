@@ -108,9 +108,12 @@ static const struct r4_problem_info table[] = {
 	  R4_FIX_YES, "size set to the end of the body (no byte lost)" },
 	{ R4_CHK_BODY, NULL, BIKO,
 	  "body items of object {oid} without stat data or not a regular "
-	  "file", R4_FIX_YES, "a regular file's stat data made for a body "
-	  "whose stat data was lost (it then goes to /lost+found); body "
-	  "items of a directory or symlink are left" },
+	  "file", R4_FIX_YES, "a body whose key names no stat data while "
+	  "one object has its object id and misses exactly those bytes: "
+	  "its key mended by the tree rebuild; otherwise a regular file's "
+	  "stat data made for a body whose stat data was lost (it then goes "
+	  "to /lost+found); body items of a directory or symlink are "
+	  "left" },
 	{ R4_CHK_UNREACHABLE, NULL, BIKO,
 	  "{kind} {oid}: not reachable from the root directory",
 	  R4_FIX_YES, "linked into /lost+found as '#<oid in hex>' "
@@ -130,6 +133,15 @@ static const struct r4_problem_info table[] = {
 	  "volume is opened (-y); what was in the lost tail is then repaired "
 	  "as lost (nodes dropped, bodies zeroed); a block device is left "
 	  "(exit 8)" },
+	{ R4_CHK_BLOCK_SHARED, NULL, BIK,
+	  "block {block} item {item} [{key}]: file data in a block another "
+	  "owner has (the volume's layout, a node, or an earlier extent)",
+	  R4_FIX_YES, "the block stays with its owner by tree position (the "
+	  "layout or a formatted node before file data, else the first "
+	  "extent in key order); every other extent claiming it gets a "
+	  "fresh block holding a copy of its bytes, its unit split and "
+	  "repointed (no byte lost). A node two parents point at is tree "
+	  "damage (block-twice): it cannot be copied" },
 };
 
 const struct r4_problem_info *r4_problem_info(int code)

@@ -6,8 +6,9 @@
  * volume's mkfs id, the level their parent gives), then from a scan of
  * the blocks the bitmap marks used that no one reaches and that verify
  * as leaves or twigs of this volume (lost subtrees). Items are sorted by
- * key; of two with one key, and of two extents claiming one block, the
- * first found stays. A new tree is built from them in one transaction
+ * key; of two with one key the first found stays; extents that share a
+ * block with another stay too (block-shared: the pass of blocks claimed
+ * twice, twice.c, gives each a copy after the rebuild). A new tree is built from them in one transaction
  * (copy-on-write: the old tree stays on disk, untouched, until the
  * commit point, so a power cut leaves the old volume and a rerun starts
  * again); the root directory's stat data is made anew, with the plugin
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "libimage/repair/repair.h"
 #include "libimage/obj/write.h"
@@ -34,6 +36,7 @@ struct ritem {
 	uint8_t *body;
 	size_t len;
 	uint32_t seq;
+	int suspect;			/* out of place in its node */
 };
 
 struct rb {
@@ -45,6 +48,7 @@ struct rb {
 	size_t n, cap;
 	uint8_t *buf;
 	uint64_t nodes_kept, nodes_dropped, nodes_salvaged, items_dropped;
+	uint64_t mended;
 	uint64_t scanned;
 };
 
@@ -71,6 +75,7 @@ static int push(struct rb *b, const struct fmt_key *k, unsigned pid,
 	p->pid = pid;
 	p->len = len;
 	p->seq = (uint32_t)b->n++;
+	p->suspect = 0;
 	return 0;
 }
 
@@ -293,15 +298,22 @@ static int take_items(struct rb *b, uint64_t blk,
 	for (unsigned i = 0; i < nh->nr_items; i++) {
 		struct fmt_item_header ih;
 		struct fmt_key last;
-		uint64_t before = b->vrep.problems, child = 0;
+		uint64_t before = b->vrep.problems - b->v.shared, child = 0;
 		size_t off, len;
-		int rc;
+		int rc, odd;
 
 		if (fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i, &ih) ||
 		    fmt_node_item_body(b->buf, b->v.bs, b->v.pol, i, &off,
-				       &len) ||
-		    (drop && outside(&ih.key, range)) ||
-		    misplaced(b, nh, i)) {
+				       &len)) {
+			b->items_dropped++;
+			continue;
+		}
+		/* Out of place: dropped, except body items, whose key may
+		 * be mended (mend_keys) */
+		odd = (drop && outside(&ih.key, range)) ||
+		      misplaced(b, nh, i);
+		if (odd && ih.plugin_id != FMT_ITEM_TAIL40 &&
+		    ih.plugin_id != FMT_ITEM_EXTENT40) {
 			b->items_dropped++;
 			continue;
 		}
@@ -310,7 +322,8 @@ static int take_items(struct rb *b, uint64_t blk,
 		if (rc < 0)
 			return rc;
 		if (ih.plugin_id == FMT_ITEM_NODEPTR40) {
-			if (kids && child && b->vrep.problems == before) {
+			if (kids && child &&
+			    b->vrep.problems - b->v.shared == before) {
 				struct kid *k = &kids[(*nkids)++];
 
 				k->blk = child;
@@ -323,13 +336,14 @@ static int take_items(struct rb *b, uint64_t blk,
 			}
 			continue;
 		}
-		if (b->vrep.problems != before) {
+		if (b->vrep.problems - b->v.shared != before) {
 			b->items_dropped++;
 			continue;
 		}
 		rc = push(b, &ih.key, ih.plugin_id, b->buf + off, len);
 		if (rc)
 			return rc;
+		b->it[b->n - 1].suspect = odd;
 	}
 	return 0;
 }
@@ -567,6 +581,168 @@ static int fill_gap(struct rb *b, const struct ritem *p, uint64_t at,
 	return rc;
 }
 
+#define DROPPED 0xffffu
+
+static int is_body(unsigned pid)
+{
+	return pid == FMT_ITEM_TAIL40 || pid == FMT_ITEM_EXTENT40;
+}
+
+/* Index of the first sorted item whose key is >= k (b->n if none). */
+static size_t lower_bound(const struct rb *b, const struct fmt_key *k)
+{
+	size_t lo = 0, hi = b->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (fmt_key_cmp(&b->it[mid].key, k) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Index of the item with key k in the sorted items, or SIZE_MAX. */
+static size_t find_key(const struct rb *b, const struct fmt_key *k)
+{
+	size_t i = lower_bound(b, k);
+
+	return i < b->n && !fmt_key_cmp(&b->it[i].key, k) ? i : SIZE_MAX;
+}
+
+/* Whether some body item of the object whose body keys start with
+ * prefix k (el[0..2]) holds bytes of [at, end). */
+static int body_overlaps(const struct rb *b, const struct fmt_key *k,
+			 uint64_t at, uint64_t end)
+{
+	uint32_t bs = b->R->c.bs;
+	struct fmt_key first = *k;
+
+	first.el[3] = 0;
+	for (size_t i = lower_bound(b, &first); i < b->n; i++) {
+		const struct ritem *q = &b->it[i];
+
+		if (q->key.el[0] != k->el[0] || q->key.el[1] != k->el[1] ||
+		    q->key.el[2] != k->el[2])
+			break;
+		if (q->pid == DROPPED || !is_body(q->pid) || q->suspect)
+			continue;
+		if (fmt_key_offset(&q->key) < end && item_end(q, bs) > at)
+			return 1;
+	}
+	return 0;
+}
+
+/* Body items whose key names no stat data while exactly one stat data
+ * carries their object id (a damaged locality, type or ordering byte):
+ * the key is mended to that object's when the item's bytes fall where
+ * the object has none and within its size (object ids are unique, and
+ * a body in the object's break is the piece it misses). Without this the
+ * body would become a second object with that id. Suspect items (out of
+ * place in their node) that are not mended are dropped. The items stay
+ * sorted by the caller. */
+struct sdref {
+	uint64_t oid;
+	size_t i;
+};
+
+static int sdref_cmp(const void *x, const void *y)
+{
+	const struct sdref *a = x, *c = y;
+
+	return a->oid < c->oid ? -1 : a->oid > c->oid;
+}
+
+static int mend_keys(struct rb *b)
+{
+	uint32_t bs = b->R->c.bs;
+	struct fmt_key sdk, body;
+	struct fmt_stat st;
+	char was[FMT_KEY_STR_MAX], now[FMT_KEY_STR_MAX];
+	struct sdref *sds = malloc((b->n ? b->n : 1) * sizeof(*sds));
+	size_t nsd = 0;
+
+	if (!sds)
+		return -ENOMEM;
+	for (size_t j = 0; j < b->n; j++)
+		if (b->it[j].pid == FMT_ITEM_STAT40 && !b->it[j].key.el[3]) {
+			sds[nsd].oid = fmt_key_objectid(&b->it[j].key);
+			sds[nsd++].i = j;
+		}
+	qsort(sds, nsd, sizeof(*sds), sdref_cmp);
+	for (size_t i = 0; i < b->n; i++) {
+		struct ritem *p = &b->it[i];
+		const struct ritem *sd = NULL;
+		uint64_t oid = fmt_key_objectid(&p->key), at, end, lim;
+		size_t lo = 0, hi = nsd;
+		unsigned n = 0;
+
+		if (!is_body(p->pid))
+			continue;
+		sdk = p->key;
+		sdk.el[0] = (fmt_key_locality(&p->key) << 4) | FMT_KEY_SD;
+		sdk.el[3] = 0;
+		if (fmt_key_type(&p->key) == FMT_KEY_BODY &&
+		    find_key(b, &sdk) != SIZE_MAX && !p->suspect)
+			continue;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (sds[mid].oid < oid)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < nsd && sds[lo].oid == oid && n < 2; lo++, n++)
+			sd = &b->it[sds[lo].i];
+		at = fmt_key_offset(&p->key);
+		end = item_end(p, bs);
+		body = p->key;
+		if (n == 1) {
+			body.el[0] = (fmt_key_locality(&sd->key) << 4) |
+				     FMT_KEY_BODY;
+			body.el[1] = sd->key.el[1];
+			body.el[2] = sd->key.el[2];
+		}
+		if (n != 1 || !fmt_key_cmp(&body, &p->key) ||
+		    fmt_stat_decode(sd->body, sd->len, &st) ||
+		    !S_ISREG(st.mode)) {
+			if (p->suspect) {
+				p->pid = DROPPED;
+				b->items_dropped++;
+			}
+			continue;
+		}
+		lim = st.size;
+		if (p->pid == FMT_ITEM_EXTENT40)
+			lim = st.size > UINT64_MAX - bs ? UINT64_MAX :
+			      (st.size + bs - 1) / bs * bs;
+		if (end <= at || end > lim || body_overlaps(b, &body, at, end)) {
+			if (p->suspect) {
+				p->pid = DROPPED;
+				b->items_dropped++;
+			}
+			continue;
+		}
+		fmt_key_str(&p->key, was, sizeof(was));
+		fmt_key_str(&body, now, sizeof(now));
+		p->key = body;
+		p->suspect = 0;
+		b->mended++;
+		rep_action(b->R, R4_CHK_BODY, R4_CHECK_NO_BLOCK, oid,
+			   R4_LOSS_NONE, 0, "body item [%s] (bytes %llu..%llu) "
+			   "names no stat data; the only object %llx has no "
+			   "body there: its key mended to [%s]", was,
+			   (unsigned long long)at,
+			   (unsigned long long)(end - 1),
+			   (unsigned long long)oid, now);
+	}
+	free(sds);
+	return 0;
+}
+
 /* The size in the stat data of body item p's object (sorted items
  * [0, n)); 0 when there is none or it does not decode. */
 static uint64_t sd_size(const struct rb *b, size_t n, const struct ritem *p)
@@ -762,6 +938,22 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 		rc = root_sd(&b);
 	if (!rc && b.n)
 		qsort(b.it, b.n, sizeof(*b.it), item_cmp);
+	if (!rc)
+		rc = mend_keys(&b);
+	if (!rc && b.n)
+		qsort(b.it, b.n, sizeof(*b.it), item_cmp);
+	/* A mended key may meet another item's: the first found stays. */
+	for (size_t i = 1, last = 0; i < b.n && !rc; i++) {
+		if (b.it[i].pid == DROPPED)
+			continue;
+		if (b.it[last].pid != DROPPED &&
+		    !fmt_key_cmp(&b.it[last].key, &b.it[i].key)) {
+			b.it[i].pid = DROPPED;
+			dup++;
+			continue;
+		}
+		last = i;
+	}
 	if (!rc)
 		rc = fill_gaps(&b);
 	for (size_t i = 0, j = 0; i < b.n && !rc; i++) {

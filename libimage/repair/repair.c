@@ -2,8 +2,10 @@
 /* r4kit: r4_repair(): rounds of check and fix. The first check's
  * problems go to the caller; the mode and the problem table decide what
  * may be fixed; space and counters are fixed before objects (an object
- * fix allocates blocks, and the bitmaps must be right for that), each
- * fix is followed by a fresh check, and the repair stops when the volume
+ * fix allocates blocks, and the bitmaps must be right for that), blocks
+ * claimed twice are copied (twice.c, it allocates too) after the space
+ * and before the objects; each fix is followed by a fresh check, and
+ * the repair stops when the volume
  * is clean, when a round changes nothing, or after ROUNDS_MAX rounds.
  * Tree damage blocks the space and object fixes (their map of what is
  * in use would be wrong) until -y has rebuilt the tree (rebuild.c, once
@@ -160,14 +162,25 @@ static int rounds(struct rep *R)
 	int rc = 0;
 
 	for (unsigned n = 0; n < ROUNDS_MAX; n++) {
-		int changed = 0;
+		int changed = 0, mend;
 
 		if (!R->crep.problems)
 			break;
-		if (blocked(R)) {
-			if (!R->r->tree_damaged || R->r->rebuilt ||
-			    R->o->mode != R4_REPAIR_FIX ||
-			    !rebuild_helps(R))
+		mend = 0;
+		if (!blocked(R) && R->o->mode == R4_REPAIR_FIX &&
+		    !R->r->rebuilt && R->codes[R4_CHK_BODY]) {
+			/* A body whose key lost its object: the rebuild
+			 * mends the key (before a stat data made for the
+			 * body would give the object id a second one). */
+			mend = rep_body_key_damaged(R);
+			if (mend < 0)
+				return r4i_fail(R->err, mend, "out of memory "
+						"for the repair");
+		}
+		if (mend || blocked(R)) {
+			if (!mend && (!R->r->tree_damaged || R->r->rebuilt ||
+				      R->o->mode != R4_REPAIR_FIX ||
+				      !rebuild_helps(R)))
 				break;
 			R->r->rebuilt = 1;
 			R->r->tree_damaged = 0;
@@ -181,6 +194,9 @@ static int rounds(struct rep *R)
 		}
 		if (any_space(R))
 			rc = rep_fix_space(R, &changed);
+		else if (R->o->mode == R4_REPAIR_FIX &&
+			 R->codes[R4_CHK_BLOCK_SHARED])
+			rc = rep_fix_shared(R, &changed);
 		else if (R->o->mode == R4_REPAIR_FIX)
 			rc = rep_fix_objects(R, &changed);
 		if (rc || !changed)

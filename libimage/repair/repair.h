@@ -35,7 +35,14 @@ int rep_fix_space(struct rep *R, int *changed);
 /* Rebuild the storage tree from the items that pass the checks
  * (rebuild.c). */
 int rep_rebuild_tree(struct rep *R, int *changed);
+/* Blocks claimed twice: copies for the extents that do not keep them
+ * (twice.c). */
+int rep_fix_shared(struct rep *R, int *changed);
 /* Objects and names (objects.c). */
 int rep_fix_objects(struct rep *R, int *changed);
+/* 1 when body items without stat data carry the object id of an
+ * object that has one (a damaged key: the tree rebuild mends it), 0
+ * when none do, -ENOMEM. */
+int rep_body_key_damaged(struct rep *R);
 
 #endif

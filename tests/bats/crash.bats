@@ -116,3 +116,10 @@ crash() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"all finished by a rerun"* ]]
 }
+
+@test "crash: r4fsck -y copying blocks claimed twice, every write cut, then a rerun finishes" {
+	PATH="$top_builddir/tests/crash/bin:$PATH" run "$top_srcdir/tests/crash/repair.sh" quick twice
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"all finished by a rerun"* ]]
+}

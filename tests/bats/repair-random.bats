@@ -44,9 +44,12 @@ good() {
 # hit IMAGE WHERE: change one byte (XOR with 1..255) of a random node
 # (RANDOM, seeded by the caller): WHERE node = its header (28 bytes),
 # item = one of its item headers (38 bytes each, from the block's end).
+# HIT says where. RANDOM is read in this shell only: bash reseeds it in
+# every subshell ($(...)), which would make the seeds worthless.
 hit() {
-	local img=$1 where=$2 line blk items off v
-	line=$(sed -n "$((RANDOM % $(wc -l <"$T/nodes") + 1))p" "$T/nodes")
+	local img=$1 where=$2 line blk items off v k
+	k=$((RANDOM % NODES + 1))
+	line=$(sed -n "${k}p" "$T/nodes")
 	read -r blk _ items <<<"$line"
 	if [ "$where" = node ]; then
 		off=$((RANDOM % 28))
@@ -56,7 +59,7 @@ hit() {
 	off=$((blk * 4096 + off))
 	v=$(( $(peek "$img" $off 1) ^ (RANDOM % 255 + 1) ))
 	poke "$img" $off $v 1
-	echo "block $blk byte $((off % 4096))"
+	HIT="block $blk byte $((off % 4096))"
 }
 
 # loop FAMILY FIRST: $SEEDS images damaged by FAMILY with seeds from
@@ -68,17 +71,23 @@ loop() {
 	need_oracle
 	good
 	total=$(wc -l <"$T/good.files")
+	NODES=$(wc -l <"$T/nodes")
 	img=$T/d.img
 	for ((seed = first; seed < first + SEEDS; seed++)); do
 		RANDOM=$seed
 		cp "$T/good.img" "$img"
 		where=""
 		case $family in
-		node) where=$(hit "$img" node) ;;
-		item) where=$(hit "$img" item) ;;
+		node) hit "$img" node; where=$HIT ;;
+		item) hit "$img" item; where=$HIT ;;
 		mixed)
 			for ((k = RANDOM % 4 + 2; k > 0; k--)); do
-				where+="$(hit "$img" $([ $((RANDOM % 3)) = 0 ] && echo node || echo item)); "
+				if [ $((RANDOM % 3)) = 0 ]; then
+					hit "$img" node
+				else
+					hit "$img" item
+				fi
+				where+="$HIT; "
 			done
 			;;
 		esac

@@ -530,6 +530,133 @@ sd_block() {
 
 # ---- beyond fsck.bats ----
 
+# Two extent files and a third file after them: twig 25 holds a nodeptr
+# to leaf 26, a's extent (27..31), b's extent (32..39), a nodeptr to
+# leaf 40 (what r4pack writes for this source; checked here).
+twice_volume() {
+	mkdir -p "$T/s3"
+	head -c 20000 /dev/urandom >"$T/s3/a"
+	head -c 30000 /dev/urandom >"$T/s3/b"
+	echo hi >"$T/s3/c"
+	r4pack create -q "$T/s3" "$T/good.img"
+	r4manifest "$T/good.img" >"$T/good.man"
+	r4debugfs -R "print node 25" "$T/good.img" >"$T/twig"
+	grep -q "^#0 nodeptr40" "$T/twig"
+	grep -q "child 26$" "$T/twig"
+	grep -q "^#1 extent40 .*:10000:0\] offset 36 " "$T/twig"
+	grep -q "start 27 width 5 (allocated)" "$T/twig"
+	grep -q "^#2 extent40 .*:10001:0\] offset 52 " "$T/twig"
+	grep -q "start 32 width 8 (allocated)" "$T/twig"
+	grep -q "child 40$" "$T/twig"
+	cp "$T/good.img" "$T/bad.img"
+}
+
+# b's unit moved to start at leaf 26: block 26 stays the leaf's, 27..31
+# stay a's (first in key order), b gets copies of all six; its last two
+# blocks (32, 33) are its own. Both files read what the blocks held.
+@test "blocks claimed twice: a node and an earlier extent keep them, b gets copies" {
+	twice_volume
+	poke "$T/bad.img" $((25 * 4096 + 52)) 26 8
+	run r4fsck -n "$T/bad.img"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"extent unit 0: block 26 is already a tree node"* ]]
+	run r4fsck -p "$T/bad.img"
+	[ "$status" -eq 4 ]
+	repaired "$T/bad.img" block-shared
+	[[ "$first" == *'"rebuilt": false'* ]]
+	[[ "$first" == *'"blocks_copied": 6'* ]]
+	[[ "$first" == *'"loss": {"entries_removed": 0, "lost_found": 0, "zeroed_ranges": 0, "zeroed_bytes": 0'* ]]
+	[[ "$first" == *'"items_dropped": 0'* ]]
+	[[ "$first" == *'"done": "block 26 is file data of object 10001 [2a:4:62000000000000:10001:0] at file offset 0 and also a tree node, which keeps it'* ]]
+	[[ "$first" == *'"done": "blocks 27..31 are file data of object 10001 [2a:4:62000000000000:10001:0] at file offset 4096 and also file data of object 10000 [2a:4:61000000000000:10000:0], first in key order, which keeps them'* ]]
+	cmp <(r4debugfs -R "cat /b" "$T/bad.img") \
+	    <(dd if="$T/good.img" bs=4096 skip=26 count=8 status=none | head -c 30000)
+	cmp <(r4debugfs -R "cat /a" "$T/bad.img") "$T/s3/a"
+	kept "$T/bad.img" "/b	"
+	# b reads copies: none of its blocks is a's or the leaf's now.
+	r4debugfs -R "blocks /b" "$T/bad.img" >"$T/bb"
+	cat "$T/bb"
+	! grep -Ew "2[6-9]|3[01]" "$T/bb"
+}
+
+# b's unit moved to 36..43: leaf 40 (found after b in the walk) keeps
+# its block, b reads a copy of it; the rest of b's blocks are its own.
+@test "blocks claimed twice: a node found after the extent keeps its block" {
+	twice_volume
+	poke "$T/bad.img" $((25 * 4096 + 52)) 36 8
+	run r4fsck -n "$T/bad.img"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"block 40: block is a level-1 node (from block 25 item 3) and also file data of an extent found before it: the node keeps it"* ]]
+	repaired "$T/bad.img" block-shared
+	[[ "$first" == *'"blocks_copied": 1,'* ]]
+	[[ "$first" == *'"zeroed_ranges": 0'* ]]
+	cmp <(r4debugfs -R "cat /b" "$T/bad.img") \
+	    <(dd if="$T/good.img" bs=4096 skip=36 count=8 status=none | head -c 30000)
+	kept "$T/bad.img" "/b	"
+}
+
+# Two parents pointing at one node: not copied (a node cannot be), the
+# tree is rebuilt as before (block-twice); b and a extent sharing blocks
+# after the rebuild still get copies.
+@test "blocks claimed twice: a node with two parents is rebuilt, shared data then copied" {
+	twice_volume
+	poke "$T/bad.img" $((25 * 4096 + 68)) 26 8
+	poke "$T/bad.img" $((25 * 4096 + 52)) 29 8
+	rebuilt "$T/bad.img" block-twice block-shared
+	[[ "$first" == *'"blocks_copied": 3,'* ]]
+	cmp <(r4debugfs -R "cat /a" "$T/bad.img") "$T/s3/a"
+	cmp <(r4debugfs -R "cat /b" "$T/bad.img") \
+	    <(dd if="$T/good.img" bs=4096 skip=29 count=8 status=none | head -c 30000)
+}
+
+# body_ih IMAGE PATH: offset of the item header of PATH's first body
+# item (tail or extent) in its node.
+body_ih() {
+	local line blk item
+	line=$(r4debugfs -R "print file $2" "$1" | grep -E '^block [0-9]+ \(level [12]\), #[0-9]+ (plain40|tail40|extent40)' | head -n 1)
+	blk=$(sed 's/^block \([0-9]*\) .*/\1/' <<<"$line")
+	item=$(sed 's/.*, #\([0-9]*\) .*/\1/' <<<"$line")
+	[ -n "$blk" ] && [ -n "$item" ]
+	echo $((blk * 4096 + 4096 - (item + 1) * 38))
+}
+
+# A body item's key with a damaged byte (ordering, then locality) names
+# no stat data; its object id is one object's, which misses exactly that
+# body: the rebuild mends the key instead of making the body a second
+# object with that id (object-duplicate, left before).
+@test "populated: a body item's key damaged: mended, every file kept" {
+	populated
+	local ih v
+	ih=$(body_ih "$T/bad.img" /f3)
+	v=$(peek "$T/bad.img" $((ih + 11)) 1)
+	poke "$T/bad.img" $((ih + 11)) $((v ^ 5)) 1
+	run r4fsck -n "$T/bad.img"
+	[[ "$output" == *"of an object without stat data"* ]]
+	rebuilt "$T/bad.img" body
+	[[ "$first" == *"names no stat data; the only object "*" has no body there: its key mended to ["* ]]
+	[[ "$first" != *'"object-duplicate"'* ]]
+	[[ "$first" == *'"items_dropped": 0'* ]]
+	kept "$T/bad.img"
+	cp "$T/good.img" "$T/bad.img"
+	ih=$(body_ih "$T/bad.img" /f4)
+	v=$(peek "$T/bad.img" $((ih + 4)) 1)
+	poke "$T/bad.img" $((ih + 4)) $((v ^ 0x38)) 1
+	rebuilt "$T/bad.img" body
+	[[ "$first" == *"its key mended to ["* ]]
+	kept "$T/bad.img"
+}
+
+# fsck.reiser4 calls a directory item whose key differs from its first
+# entry's broken: the checker does too, and the rebuild drops it.
+@test "a directory item's key damaged: found, rebuilt, clean to both checkers" {
+	fresh
+	poke "$T/bad.img" $((24 * 4096 + 4020 + 15)) 10 1
+	run r4fsck -n "$T/bad.img"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"directory item: its key differs from its first entry's [2a:0:0:0:0]"* ]]
+	rebuilt "$T/bad.img" item dot-entry
+}
+
 @test "status block marking the volume damaged: cleared (preen)" {
 	fresh
 	poke "$T/bad.img" $((21 * 4096 + 16)) 2 8
@@ -680,7 +807,7 @@ sd_block() {
 		 item extent bitmap-checksum bitmap-tail space-unreferenced \
 		 space-marked-free free-count stat-data object-duplicate oid \
 		 file-count entry dot-entry nlink dir-size file-size body \
-		 unreachable dir-hard-link file-gap truncated; do
+		 unreachable dir-hard-link file-gap truncated block-shared; do
 		grep -q -- "$(sed 's/-/\\\\-/g' <<<"$c")" "$top_srcdir/man/r4fsck.8"
 	done
 }

@@ -1,11 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# repair.sh quick|full [semantic|tree]: crash tests of r4fsck -y --batch 2. A
+# repair.sh quick|full [semantic|tree|twice]: crash tests of r4fsck -y --batch 2. A
 # populated image (r4pack) is damaged in ways the repair fixes in several
 # transactions: "semantic" (bitmap bits, free count, nlink, sizes, an
 # entry to a missing object whose object goes to /lost+found), "tree"
 # (a leaf zeroed and a twig's pointer cycled back: the tree rebuild, then
-# the object and space passes); r4fsck -y --batch 2 is run with R4_FAULT
+# the object and space passes), "twice" (extent units of five files
+# pointed at blocks another file or a leaf has: the copies of blocks
+# claimed twice, every write cut in both modes); r4fsck -y --batch 2 is
+# run with R4_FAULT
 # cutting it at each write (quick: every 3rd, plus torn and unsynced
 # samples), with --batch 2 so the fixes span many transactions.
 # At each point a rerun of r4fsck -y --batch 2 must exit 0 or 1, r4fsck -n must
@@ -17,7 +20,7 @@ set -u
 
 LEVEL=${1:-quick}
 SCEN=${2:-semantic}
-case $SCEN in semantic|tree) ;; *) echo "usage: repair.sh quick|full [semantic|tree]" >&2; exit 2 ;; esac
+case $SCEN in semantic|tree|twice) ;; *) echo "usage: repair.sh quick|full [semantic|tree|twice]" >&2; exit 2 ;; esac
 # The rebuild writes a whole new tree: quick cuts it every 10th write.
 [ "$LEVEL" = quick ] && [ "$SCEN" = tree ] && QUICK_TREE=1 || QUICK_TREE=0
 case $LEVEL in quick) CUT=3 SAMPLE=4 ;; full) CUT=1 SAMPLE=20 ;;
@@ -41,6 +44,9 @@ for i in $(seq 1 30); do head -c $((i * 397)) /dev/urandom >"$s/f$i"; done
 head -c 60000 /dev/urandom >"$s/d/large"
 for i in $(seq 1 200); do echo $i >"$s/many/n$i"; done
 echo leaf >"$s/d/e/leaf"
+if [ "$SCEN" = twice ]; then
+	for i in 1 2 3 4 5 6; do head -c $((16384 + i * 4096)) /dev/urandom >"$s/x$i"; done
+fi
 ln "$s/f1" "$s/d/hard"
 find "$s" -exec touch -h -d @1600000000 {} +
 r4pack create -q "$s" "$W/good.img" || exit 2
@@ -54,6 +60,23 @@ b=$(sd_off "$D" /d);  poke "$D" $((b + 8)) 40 8			# dir size
 b=$(entry_off "$D" / f9); poke "$D" $((b + 16)) $((0x99999)) 8	# lost entry
 b=$(entry_off "$D" / d); poke "$D" $((b + 16)) $((0x99998)) 8	# lost subtree
 off=$((18 * 4096 + 4 + 3000 / 8)); poke "$D" $off 255 1	# leaked blocks
+elif [ "$SCEN" = twice ]; then
+# unit NAME: "twig offset start" of the first extent unit of file NAME
+unit() {
+	r4debugfs -R "print file /$1" "$D" | awk '
+		/^block [0-9]+ \(level 2\), #[0-9]+ extent40/ {
+			b = $2; for (i = 1; i < NF; i++) if ($i == "offset") o = $(i + 1); next }
+		b != "" && / start [0-9]+ width / { print b, o, $3; exit }'
+}
+read -r t1 o1 s1 <<<"$(unit x1)"; read -r t2 o2 s2 <<<"$(unit x2)"
+read -r t3 o3 s3 <<<"$(unit x3)"; read -r t4 o4 s4 <<<"$(unit x4)"
+read -r t5 o5 s5 <<<"$(unit x5)"; read -r t6 o6 s6 <<<"$(unit x6)"
+[ -n "$s6" ] || { echo "repair.sh: no extents found" >&2; exit 2; }
+leaf=$(r4debugfs --json -R "stat /d" "$D" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
+poke "$D" $((t2 * 4096 + o2)) "$s1" 8		# x2 and x3 onto x1's blocks
+poke "$D" $((t3 * 4096 + o3)) "$s1" 8
+poke "$D" $((t4 * 4096 + o4)) "$leaf" 8		# x4 onto a leaf
+poke "$D" $((t6 * 4096 + o6)) "$s5" 8		# x6 onto x5's blocks
 else
 b=$(r4debugfs --json -R "stat /many/n100" "$D" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
 dd if=/dev/zero of="$D" bs=4096 seek="$b" count=1 conv=notrunc status=none
@@ -72,7 +95,11 @@ rc=$?
 [ $rc -eq 1 ] || { echo "repair.sh: the uncut repair exited $rc:" >&2; cat "$W/out" >&2; exit 2; }
 N=$(awk -F'[= ]' '{ s += $2 } END { print s }' "$W/report")
 cp "$D" "$W/tx.img"
-TX=$(r4fsck -y --batch 2 --json "$W/tx.img" | sed -n 's/^  "transactions": \([0-9]*\),*/\1/p')
+r4fsck -y --batch 2 --json "$W/tx.img" >"$W/tx.json"
+TX=$(sed -n 's/^  "transactions": \([0-9]*\),*/\1/p' "$W/tx.json")
+if [ "$SCEN" = twice ] && ! grep -q '"blocks_copied": [1-9]' "$W/tx.json"; then
+	echo "repair.sh: the repair copied no block claimed twice" >&2; exit 2
+fi
 r4fsck -n "$W/after.img" >/dev/null || { echo "repair.sh: the uncut repair is not clean" >&2; exit 2; }
 r4manifest "$W/after.img" >"$W/after.man" || exit 2
 
@@ -116,6 +143,8 @@ point() {
 }
 
 [ "$QUICK_TREE" = 1 ] && CUT=10
+# The copies of blocks claimed twice: every write, in both modes.
+[ "$SCEN" = twice ] && CUT=1
 # Full: every 3rd write of the rebuild (it writes a whole new tree).
 [ "$LEVEL" = full ] && [ "$SCEN" = tree ] && CUT=3
 for k in $(seq 1 "$CUT" "$N"); do point cut-after "$k"; done
