@@ -34,40 +34,54 @@ enum bdata_kind {
 };
 
 struct bent;
+struct bdir;
+struct breg;
 
+/* An object, 88 bytes: what every object needs; what only some have
+ * hangs off u (carved from the build's chunks like the object). Kept
+ * small: the builder holds one per file (issue 11). */
 struct bobj {
-	enum r4_entry_type type;	/* never R4_ENT_HARDLINK */
+	uint8_t type;			/* enum r4_entry_type, never
+					 * R4_ENT_HARDLINK */
+	uint8_t tails;			/* regular files: stored as tails */
+	uint8_t data;			/* enum bdata_kind */
+	uint8_t cc;			/* BCC_*: pack/cluster.c */
+	uint32_t nlink;			/* assigned at finish */
 	struct enc_attr a;		/* mode, owner, times as stored */
 	uint64_t size;
-	uint32_t rdev;
-	char *target;			/* symlink */
-	/* assigned at finish */
-	uint64_t oid, locality, ordering;
+	/* assigned at finish; the locality is the primary name's
+	 * directory's oid (obj_locality) */
+	uint64_t oid, ordering;
 	struct bent *primary;		/* the name whose key places the SD */
-	uint32_t nlink;
-	/* regular files */
-	int tails;
-	enum bdata_kind data;
+	union {
+		struct bdir *sub;	/* directories */
+		struct breg *reg;	/* regular files of size > 0 */
+		char *target;		/* symlinks */
+		uint32_t rdev;		/* devices */
+	} u;
+};
+
+/* Where a regular file's data is (size > 0 only). */
+struct breg {
 	uint64_t spool_off;
 	struct enc_units ext;		/* extents (start 0: a hole) */
 	uint64_t sd_leaf;		/* deferred extents: where its SD's */
 	uint32_t sd_off;		/* bytes field is, to patch */
-	/* compressed files (pack/cluster.c): cc = BCC_*; cc_len = disk
-	 * cluster lengths of spooled data (0: hole); cc_used = clusters
-	 * with items */
-	int cc;
+	/* compressed files: cc_len = disk cluster lengths of spooled
+	 * data (0: hole); cc_used = clusters with items */
 	uint32_t *cc_len;
 	uint64_t cc_used;
-	struct bdir *sub;		/* directories only, else NULL */
+	struct breg *next;		/* every one made, to free */
 };
 
-/* What only a directory has (kept apart: most objects are not). */
+/* What only a directory has. */
 struct bdir {
 	struct bent **kids;
 	size_t nkids, capkids;
 	uint32_t nsubdirs;
 	uint64_t entries, ebytes;	/* counted at finish */
 	struct bobj *qnext;		/* finish: directory queue */
+	struct bdir *next;		/* every one made, to free */
 };
 
 enum { BCC_NO = 0, BCC_YES = 1, BCC_CONVERTED = 2 };
@@ -137,10 +151,10 @@ struct r4_build {
 	int failed;
 	/* namespace */
 	struct bobj *root;
-	struct bent **htab;
+	struct bent **htab;		/* chained, at most one name a slot */
 	size_t hsize, hcount;
-	uint64_t nobj;
-	struct bobj **objs;		/* every object made */
+	struct breg *regs;		/* every struct breg (newest first) */
+	struct bdir *subs;		/* every struct bdir */
 	/* objects, names and directory parts are carved from chunks
 	 * (freed together): no allocator overhead per object and name */
 	void *arena;			/* the newest chunk (chunks chain) */
@@ -150,7 +164,6 @@ struct r4_build {
 	char *wc_path;
 	size_t wc_cap, wc_n, wc_kcap, *wc_end;
 	struct bobj **wc_dir;
-	size_t capobjs;
 	/* space */
 	uint64_t limit;			/* fixed size: blocks; 0 = auto */
 	uint64_t cursor;		/* next block to hand out */
@@ -191,6 +204,13 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 /* "a/b/c" of a name into buf. */
 const char *pack_ns_path(const struct bent *e, char *buf, size_t len);
 const char *pack_ns_obj_path(const struct bobj *o, char *buf, size_t len);
+/* The locality of an object placed at finish (its primary name's
+ * directory). */
+static inline uint64_t obj_locality(const struct r4_build *b,
+				    const struct bobj *o)
+{
+	return o == b->root ? FMT_ROOT_LOCALITY : o->primary->dir->oid;
+}
 
 /* data.c */
 int pack_space_setup(struct r4_build *b, struct r4_error *err);

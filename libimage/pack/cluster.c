@@ -31,12 +31,12 @@ uint64_t pack_cc_bytes(const struct r4_build *b, const struct bobj *o)
 {
 	uint64_t n;
 
-	if (o->data == BD_DEFERRED && !o->cc_len) {
+	if (o->data == BD_DEFERRED && !o->u.reg->cc_len) {
 		/* every cluster until emitted; patched then */
 		n = (o->size + b->cc->csize - 1) >> b->cc->shift;
 		return n << b->cc->shift;
 	}
-	return o->cc_used << b->cc->shift;
+	return o->u.reg->cc_used << b->cc->shift;
 }
 
 int pack_cc_init(struct r4_build *b, struct r4_error *err)
@@ -65,11 +65,7 @@ void pack_cc_fini(struct r4_build *b)
 {
 	struct pack_cc *cc = b->cc;
 
-	for (size_t i = 0; i < b->nobj; i++)
-		if (b->objs && b->objs[i]) {
-			free(b->objs[i]->cc_len);
-			b->objs[i]->cc_len = NULL;
-		}
+	/* the objects' cluster lengths go with them (pack_ns_fini) */
 	if (!cc)
 		return;
 	obj_ccenc_free(cc->e);
@@ -87,10 +83,10 @@ static int sink_spool(void *sctx, uint64_t idx, const uint8_t *dc,
 {
 	struct sinkctx *s = sctx;
 
-	s->o->cc_len[idx] = (uint32_t)len;
+	s->o->u.reg->cc_len[idx] = (uint32_t)len;
 	if (!len)
 		return 0;
-	s->o->cc_used++;
+	s->o->u.reg->cc_used++;
 	return pack_spool_put(s->b, dc, len, err);
 }
 
@@ -115,9 +111,9 @@ int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 		return pack_data_take(b, o, obj_ccrefeed_fn, &f, path, err);
 	}
 	if (n > SIZE_MAX / sizeof(uint32_t) ||
-	    !(o->cc_len = calloc((size_t)n, sizeof(uint32_t))))
+	    !(o->u.reg->cc_len = calloc((size_t)n, sizeof(uint32_t))))
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
-	o->spool_off = b->spool_len;
+	o->u.reg->spool_off = b->spool_len;
 	rc = obj_ccenc_file(cc->e, &r, 0, obj_ccenc_c0_done(cc->e, o->size),
 			    sink_spool, &sc, err);
 	if (!rc)
@@ -156,7 +152,7 @@ static int emit_dc(struct r4_build *b, struct bobj *o, uint64_t idx,
 		}
 		n = want < room - FMT_CTAIL40_HDR_SIZE ? want :
 		    room - FMT_CTAIL40_HDR_SIZE;
-		fmt_key_body(&k, o->locality, o->ordering, o->oid,
+		fmt_key_body(&k, obj_locality(b, o), o->ordering, o->oid,
 			     base + done);
 		rc = pack_leaf_add(b, &k, FMT_ITEM_CTAIL40,
 				   n + FMT_CTAIL40_HDR_SIZE, &body, err);
@@ -180,7 +176,7 @@ static int sink_emit(void *sctx, uint64_t idx, const uint8_t *dc,
 
 	if (!len)
 		return 0;
-	s->o->cc_used++;
+	s->o->u.reg->cc_used++;
 	return emit_dc(s->b, s->o, idx, dc, NULL, len, err);
 }
 
@@ -222,7 +218,7 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 
 		rc = pack_tail_open(b, o, path, &t, err);
 		for (uint64_t i = 0; !rc && i < n; i++)
-			rc = emit_dc(b, o, i, NULL, &t, o->cc_len[i], err);
+			rc = emit_dc(b, o, i, NULL, &t, o->u.reg->cc_len[i], err);
 		pack_tail_close(&t);
 		return rc;
 	}
@@ -233,7 +229,7 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 		return r4i_fail(err, rc, "%s: cannot open the data: %s", path,
 			       r4_strerror(rc));
 	r.eof = 0;
-	o->cc_used = 0;
+	o->u.reg->cc_used = 0;
 	rc = obj_ccenc_file(b->cc->e, &r, 0, 0, sink_emit, &sc, err);
 	if (!rc)
 		rc = obj_ccrd_finish(&r, err);
@@ -243,8 +239,8 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 		b->o.progress(b->o.progress_ctx, b->done_bytes,
 			      b->total_bytes);
 	/* holes found: the stat data's bytes go down */
-	if (!rc && (o->cc_used << b->cc->shift) != dense)
-		rc = pack_leaf_patch_u64(b, o->sd_leaf, o->sd_off,
-					 o->cc_used << b->cc->shift, err);
+	if (!rc && (o->u.reg->cc_used << b->cc->shift) != dense)
+		rc = pack_leaf_patch_u64(b, o->u.reg->sd_leaf, o->u.reg->sd_off,
+					 o->u.reg->cc_used << b->cc->shift, err);
 	return rc;
 }

@@ -98,23 +98,25 @@ static void arena_free(struct r4_build *b)
 
 static struct bobj *new_obj(struct r4_build *b, enum r4_entry_type type)
 {
-	struct bobj *o;
+	struct bobj *o = arena_get(b, sizeof(*o));
 
-	if (R4_RESERVE(b->objs, b->capobjs, b->nobj + 1, 1024))
-		return NULL;
-	o = arena_get(b, sizeof(*o));
-	if (o && type == R4_ENT_DIR && !(o->sub = arena_get(b, sizeof(*o->sub))))
-		o = NULL;
-	if (o) {
-		o->type = type;
-		b->objs[b->nobj++] = o;
+	if (o && type == R4_ENT_DIR) {
+		struct bdir *d = arena_get(b, sizeof(*d));
+
+		if (!d)
+			return NULL;
+		d->next = b->subs;
+		b->subs = d;
+		o->u.sub = d;
 	}
+	if (o)
+		o->type = (uint8_t)type;
 	return o;
 }
 
 static int add_kid(struct bobj *dir, struct bent *e)
 {
-	struct bdir *d = dir->sub;
+	struct bdir *d = dir->u.sub;
 
 	if (R4_RESERVE(d->kids, d->capkids, d->nkids + 1, 8))
 		return -ENOMEM;
@@ -128,7 +130,7 @@ static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 	struct bent *e;
 	size_t h;
 
-	if (b->hcount * 2 >= b->hsize && grow_hash(b))
+	if (b->hcount >= b->hsize && grow_hash(b))
 		return NULL;
 	e = arena_get(b, sizeof(*e) + n + 1);
 	if (!e || add_kid(dir, e))
@@ -175,15 +177,14 @@ void pack_ns_fini(struct r4_build *b)
 	b->wc_end = NULL;
 	b->wc_dir = NULL;
 	b->wc_n = b->wc_kcap = 0;
-	for (size_t i = 0; i < b->nobj; i++) {
-		free(b->objs[i]->target);
-		free(b->objs[i]->ext.u);
-		if (b->objs[i]->sub)
-			free(b->objs[i]->sub->kids);
+	for (struct breg *r = b->regs; r; r = r->next) {
+		free(r->ext.u);
+		free(r->cc_len);
 	}
-	free(b->objs);
-	b->objs = NULL;
-	b->nobj = 0;
+	for (struct bdir *d = b->subs; d; d = d->next)
+		free(d->kids);
+	b->regs = NULL;
+	b->subs = NULL;
 	arena_free(b);
 }
 
@@ -363,20 +364,28 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 	set_attrs(o, e);
 	switch (e->type) {
 	case R4_ENT_SYMLINK:
-		o->target = strdup(e->target);
-		if (!o->target)
-			return r4i_fail(err, -ENOMEM, "out of memory");
 		o->size = strlen(e->target);
+		o->u.target = arena_get(b, (size_t)o->size + 1);
+		if (!o->u.target)
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		memcpy(o->u.target, e->target, (size_t)o->size + 1);
 		break;
 	case R4_ENT_CHR: case R4_ENT_BLK:
-		o->rdev = (uint32_t)enc_rdev(e->rdev_major, e->rdev_minor);
+		o->u.rdev = (uint32_t)enc_rdev(e->rdev_major, e->rdev_minor);
 		break;
 	case R4_ENT_REG:
 		o->size = e->size;
-		o->tails = enc_tails(b->o.mkfs.plugin[R4_PT_FORMATTING], b->bs,
-				     e->size);
-		o->cc = pack_cc_initial(b);
+		o->tails = (uint8_t)enc_tails(b->o.mkfs.plugin[R4_PT_FORMATTING],
+					      b->bs, e->size);
+		o->cc = (uint8_t)pack_cc_initial(b);
 		o->data = e->size && !e->data ? BD_DEFERRED : BD_NONE;
+		if (e->size) {
+			o->u.reg = arena_get(b, sizeof(*o->u.reg));
+			if (!o->u.reg)
+				return r4i_fail(err, -ENOMEM, "out of memory");
+			o->u.reg->next = b->regs;
+			b->regs = o->u.reg;
+		}
 		break;
 	default:
 		break;
@@ -435,7 +444,7 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		set_attrs(old->obj, e);
 		return 0;
 	}
-	if (old && old->obj->type == R4_ENT_DIR && old->obj->sub->nkids)
+	if (old && old->obj->type == R4_ENT_DIR && old->obj->u.sub->nkids)
 		return r4i_fail(err, R4_EEXIST, "%s: would replace a directory "
 			       "that is not empty", e->path);
 	if (e->type != R4_ENT_HARDLINK) {
