@@ -37,7 +37,7 @@ struct bent;
 struct bdir;
 struct breg;
 
-/* An object, 88 bytes: what every object needs; what only some have
+/* An object, 80 bytes: what every object needs; what only some have
  * hangs off u (carved from the build's chunks like the object). Kept
  * small: the builder holds one per file (issue 11). */
 struct bobj {
@@ -49,9 +49,9 @@ struct bobj {
 	uint32_t nlink;			/* assigned at finish */
 	struct enc_attr a;		/* mode, owner, times as stored */
 	uint64_t size;
-	/* assigned at finish; the locality is the primary name's
-	 * directory's oid (obj_locality) */
-	uint64_t oid, ordering;
+	/* assigned at finish; locality and ordering come from the
+	 * primary name (obj_locality, pack_obj_ordering) */
+	uint64_t oid;
 	struct bent *primary;		/* the name whose key places the SD */
 	union {
 		struct bdir *sub;	/* directories */
@@ -307,5 +307,8 @@ void pack_upper_fini(struct r4_build *b);
 
 /* items.c */
 int pack_items_build(struct r4_build *b, struct r4_error *err);
+/* The ordering part of a placed object's keys: its primary name's
+ * (made again from the name: not kept in every object). */
+uint64_t pack_obj_ordering(struct r4_build *b, const struct bobj *o);
 
 #endif

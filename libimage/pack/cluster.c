@@ -152,7 +152,8 @@ static int emit_dc(struct r4_build *b, struct bobj *o, uint64_t idx,
 		}
 		n = want < room - FMT_CTAIL40_HDR_SIZE ? want :
 		    room - FMT_CTAIL40_HDR_SIZE;
-		fmt_key_body(&k, obj_locality(b, o), o->ordering, o->oid,
+		fmt_key_body(&k, obj_locality(b, o), pack_obj_ordering(b, o),
+			     o->oid,
 			     base + done);
 		rc = pack_leaf_add(b, &k, FMT_ITEM_CTAIL40,
 				   n + FMT_CTAIL40_HDR_SIZE, &body, err);

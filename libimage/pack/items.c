@@ -50,6 +50,17 @@ static int name_key(struct r4_build *b, uint64_t dir, const char *name,
 			     b->m.pset[FMT_PSET_FIBRATION]);
 }
 
+uint64_t pack_obj_ordering(struct r4_build *b, const struct bobj *o)
+{
+	struct fmt_key k;
+
+	if (o == b->root ||
+	    name_key(b, o->primary->dir->oid, o->primary->name,
+		     o->primary->len, &k))
+		return 0;	/* the name was keyed when sorted: no error */
+	return k.el[1];
+}
+
 /* Sort d's names by key; *keys (nkids, the caller frees) gets the
  * keys in that order. */
 static int sort_dir(struct r4_build *b, struct bobj *d, struct skey **keys,
@@ -120,7 +131,6 @@ static int assign_oids(struct r4_build *b, struct r4_error *err)
 				continue;
 			o->oid = b->next_oid++;
 			o->primary = e;
-			o->ordering = keys[i].k1;
 			b->files++;
 			if (o->type == R4_ENT_DIR) {
 				b->dirs++;
@@ -198,7 +208,7 @@ static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
 		return r4i_fail(err, rc, "%s: cannot make its stat data: %s",
 			       pack_ns_obj_path(o, p, sizeof(p)),
 			       r4_strerror(rc));
-	fmt_key_sd(&k, obj_locality(b, o), o->ordering, o->oid);
+	fmt_key_sd(&k, obj_locality(b, o), pack_obj_ordering(b, o), o->oid);
 	rc = pack_leaf_add(b, &k, FMT_ITEM_STAT40, len, &body, err);
 	if (!rc)
 		rc = fmt_stat_encode(&st, body, len);
@@ -215,13 +225,16 @@ static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
 	return 0;
 }
 
+/* e: the name (NULL for "." and ".."); k: its key. */
 static void set_entry(struct r4_build *b, struct fmt_cde40_entry *ce,
 		      const struct fmt_key *k, const struct bobj *o,
-		      const char *name, size_t len)
+		      const struct bent *e, const char *name, size_t len)
 {
 	struct fmt_key sd;
+	uint64_t ord = e && o->primary == e ? k->el[1] :
+		       pack_obj_ordering(b, o);
 
-	fmt_key_sd(&sd, obj_locality(b, o), o->ordering, o->oid);
+	fmt_key_sd(&sd, obj_locality(b, o), ord, o->oid);
 	enc_cde_entry(ce, b->pol, k, &sd, name, len);
 }
 
@@ -238,7 +251,7 @@ static int dir_entries(struct r4_build *b, struct bobj *d,
 		rc = name_key(b, d->oid, "..", 2, &dotdot);
 	if (rc)
 		return r4i_fail(err, rc, "cannot make the key of '..'");
-	set_entry(b, &ce[j++], &dot, d, ".", 1);
+	set_entry(b, &ce[j++], &dot, d, NULL, ".", 1);
 	for (size_t i = 0; i < d->u.sub->nkids; i++) {
 		struct bent *e = d->u.sub->kids[i];
 
@@ -247,13 +260,14 @@ static int dir_entries(struct r4_build *b, struct bobj *d,
 			return r4i_fail(err, rc, "cannot make the key of '%s'",
 				       e->name);
 		if (n == 2 && fmt_key_cmp(&dotdot, &k) < 0) {
-			set_entry(b, &ce[j++], &dotdot, parent, "..", 2);
+			set_entry(b, &ce[j++], &dotdot, parent, NULL, "..",
+				  2);
 			n = 1;
 		}
-		set_entry(b, &ce[j++], &k, e->obj, e->name, e->len);
+		set_entry(b, &ce[j++], &k, e->obj, e, e->name, e->len);
 	}
 	if (n == 2)
-		set_entry(b, &ce[j++], &dotdot, parent, "..", 2);
+		set_entry(b, &ce[j++], &dotdot, parent, NULL, "..", 2);
 	return 0;
 }
 
@@ -298,8 +312,8 @@ static int emit_entries(struct r4_build *b, struct bobj *d,
 	return rc;
 }
 
-static int emit_tails(struct r4_build *b, struct bobj *o, const char *path,
-		      struct r4_error *err)
+static int emit_tails(struct r4_build *b, struct bobj *o, uint64_t ord,
+		      const char *path, struct r4_error *err)
 {
 	struct tailrd t;
 	uint64_t off = 0;
@@ -315,7 +329,7 @@ static int emit_tails(struct r4_build *b, struct bobj *o, const char *path,
 			continue;
 		}
 		n = o->size - off < room ? (size_t)(o->size - off) : room;
-		fmt_key_body(&k, obj_locality(b, o), o->ordering, o->oid, off);
+		fmt_key_body(&k, obj_locality(b, o), ord, o->oid, off);
 		rc = pack_leaf_add(b, &k, FMT_ITEM_TAIL40, n, &body, err);
 		if (!rc)
 			rc = pack_tail_read(&t, body, n, err);
@@ -337,7 +351,7 @@ static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
 	if (o->cc == BCC_YES)
 		return pack_cc_emit(b, o, p, err);
 	if (o->tails)
-		return emit_tails(b, o, p, err);
+		return emit_tails(b, o, pack_obj_ordering(b, o), p, err);
 	if (o->data == BD_DEFERRED) {
 		uint64_t dense = file_bytes(b, o), got;
 
@@ -349,7 +363,8 @@ static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
 			rc = pack_leaf_patch_u64(b, o->u.reg->sd_leaf,
 						 o->u.reg->sd_off, got, err);
 	}
-	fmt_key_body(&k, obj_locality(b, o), o->ordering, o->oid, 0);
+	fmt_key_body(&k, obj_locality(b, o), pack_obj_ordering(b, o), o->oid,
+		     0);
 	return rc ? rc : pack_twig_add_extent(b, &k, o->u.reg->ext.u,
 					      o->u.reg->ext.n, err);
 }
