@@ -43,7 +43,7 @@ struct breg;
 struct bobj {
 	uint8_t type;			/* enum r4_entry_type, never
 					 * R4_ENT_HARDLINK */
-	uint8_t tails;			/* regular files: stored as tails */
+	uint8_t tails;			/* regular files: as tails */
 	uint8_t data;			/* enum bdata_kind */
 	uint8_t cc;			/* BCC_*: pack/cluster.c */
 	uint32_t nlink;			/* assigned at finish */
@@ -82,14 +82,17 @@ struct bdir {
 	uint64_t entries, ebytes;	/* counted at finish */
 	struct bobj *qnext;		/* finish: directory queue */
 	struct bdir *next;		/* every one made, to free */
+	uint32_t no;			/* its number: dirv[no] */
 };
 
 enum { BCC_NO = 0, BCC_YES = 1, BCC_CONVERTED = 2 };
 
+/* A name, 22 bytes and the name. */
 struct bent {
-	struct bobj *dir;		/* the directory holding the name */
 	struct bobj *obj;
 	struct bent *hnext;		/* hash chain (dir, name) */
+	uint32_t dir;			/* the directory holding the name:
+					 * its number (ent_dir) */
 	uint16_t len;
 	char name[];			/* NUL terminated */
 };
@@ -151,10 +154,12 @@ struct r4_build {
 	int failed;
 	/* namespace */
 	struct bobj *root;
-	struct bent **htab;		/* chained, at most one name a slot */
+	struct bent **htab;		/* chained, <= 1 name a slot */
 	size_t hsize, hcount;
 	struct breg *regs;		/* every struct breg (newest first) */
 	struct bdir *subs;		/* every struct bdir */
+	struct bobj **dirv;		/* every directory by number */
+	size_t ndirv, capdirv;
 	/* objects, names and directory parts are carved from chunks
 	 * (freed together): no allocator overhead per object and name */
 	void *arena;			/* the newest chunk (chunks chain) */
@@ -202,14 +207,22 @@ void pack_ns_fini(struct r4_build *b);
 int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err);
 /* "a/b/c" of a name into buf. */
-const char *pack_ns_path(const struct bent *e, char *buf, size_t len);
-const char *pack_ns_obj_path(const struct bobj *o, char *buf, size_t len);
+const char *pack_ns_path(const struct r4_build *b, const struct bent *e,
+			 char *buf, size_t len);
+const char *pack_ns_obj_path(const struct r4_build *b, const struct bobj *o,
+			     char *buf, size_t len);
+/* The directory holding a name. */
+static inline struct bobj *ent_dir(const struct r4_build *b,
+				   const struct bent *e)
+{
+	return b->dirv[e->dir];
+}
 /* The locality of an object placed at finish (its primary name's
  * directory). */
 static inline uint64_t obj_locality(const struct r4_build *b,
 				    const struct bobj *o)
 {
-	return o == b->root ? FMT_ROOT_LOCALITY : o->primary->dir->oid;
+	return o == b->root ? FMT_ROOT_LOCALITY : ent_dir(b, o->primary)->oid;
 }
 
 /* data.c */

@@ -219,7 +219,8 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 
 		rc = pack_tail_open(b, o, path, &t, err);
 		for (uint64_t i = 0; !rc && i < n; i++)
-			rc = emit_dc(b, o, i, NULL, &t, o->u.reg->cc_len[i], err);
+			rc = emit_dc(b, o, i, NULL, &t, o->u.reg->cc_len[i],
+				     err);
 		pack_tail_close(&t);
 		return rc;
 	}
@@ -241,7 +242,8 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 			      b->total_bytes);
 	/* holes found: the stat data's bytes go down */
 	if (!rc && (o->u.reg->cc_used << b->cc->shift) != dense)
-		rc = pack_leaf_patch_u64(b, o->u.reg->sd_leaf, o->u.reg->sd_off,
+		rc = pack_leaf_patch_u64(b, o->u.reg->sd_leaf,
+					 o->u.reg->sd_off,
 					 o->u.reg->cc_used << b->cc->shift, err);
 	return rc;
 }

@@ -503,7 +503,8 @@ static int take_extents(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 			return rc;
 		pos = off + len;
 	}
-	if (!rc && nblk > w.next && enc_unit_add(&o->u.reg->ext, 0, nblk - w.next))
+	if (!rc && nblk > w.next &&
+	    enc_unit_add(&o->u.reg->ext, 0, nblk - w.next))
 		rc = r4i_fail(err, -ENOMEM, "out of memory");
 	o->data = BD_EXTENTS;
 	return rc;
@@ -641,7 +642,8 @@ int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,
 	int rc;
 
 	if (t->o->data != BD_DEFERRED) {
-		rc = spool_get(t->b, dst, n, t->o->u.reg->spool_off + t->pos, err);
+		rc = spool_get(t->b, dst, n, t->o->u.reg->spool_off + t->pos,
+			       err);
 		t->pos += n;
 		return rc;
 	}

@@ -55,7 +55,7 @@ uint64_t pack_obj_ordering(struct r4_build *b, const struct bobj *o)
 	struct fmt_key k;
 
 	if (o == b->root ||
-	    name_key(b, o->primary->dir->oid, o->primary->name,
+	    name_key(b, ent_dir(b, o->primary)->oid, o->primary->name,
 		     o->primary->len, &k))
 		return 0;	/* the name was keyed when sorted: no error */
 	return k.el[1];
@@ -80,7 +80,7 @@ static int sort_dir(struct r4_build *b, struct bobj *d, struct skey **keys,
 
 		if (rc)
 			return r4i_fail(err, rc, "%s: cannot make the key of "
-				       "'%s': %s", pack_ns_obj_path(d, p1,
+				       "'%s': %s", pack_ns_obj_path(b, d, p1,
 				       sizeof(p1)), e->name, r4_strerror(rc));
 		s[i].k1 = k.el[1];
 		s[i].k2 = k.el[2];
@@ -95,7 +95,7 @@ static int sort_dir(struct r4_build *b, struct bobj *d, struct skey **keys,
 		if (!ent_cmp(&s[i - 1], &s[i]))
 			return r4i_fail(err, R4_EEXIST, "%s: '%s' has the same "
 				       "key as '%s' under this hash",
-				       pack_ns_path(s[i].e, p1, sizeof(p1)),
+				       pack_ns_path(b, s[i].e, p1, sizeof(p1)),
 				       s[i].e->name, s[i - 1].e->name);
 	return 0;
 }
@@ -206,7 +206,7 @@ static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
 	rc = fmt_stat_size(&st, &len);
 	if (rc)
 		return r4i_fail(err, rc, "%s: cannot make its stat data: %s",
-			       pack_ns_obj_path(o, p, sizeof(p)),
+			       pack_ns_obj_path(b, o, p, sizeof(p)),
 			       r4_strerror(rc));
 	fmt_key_sd(&k, obj_locality(b, o), pack_obj_ordering(b, o), o->oid);
 	rc = pack_leaf_add(b, &k, FMT_ITEM_STAT40, len, &body, err);
@@ -214,7 +214,7 @@ static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
 		rc = fmt_stat_encode(&st, body, len);
 	if (rc)
 		return r4i_fail(err, rc, "%s: cannot store its stat data: %s",
-			       pack_ns_obj_path(o, p, sizeof(p)),
+			       pack_ns_obj_path(b, o, p, sizeof(p)),
 			       r4_strerror(rc));
 	if (o->type == R4_ENT_REG && o->data == BD_DEFERRED &&
 	    (!o->tails || o->cc == BCC_YES)) {
@@ -242,7 +242,7 @@ static void set_entry(struct r4_build *b, struct fmt_cde40_entry *ce,
 static int dir_entries(struct r4_build *b, struct bobj *d,
 		       struct fmt_cde40_entry *ce, struct r4_error *err)
 {
-	struct bobj *parent = d == b->root ? d : d->primary->dir;
+	struct bobj *parent = d == b->root ? d : ent_dir(b, d->primary);
 	struct fmt_key dot, dotdot, k;
 	size_t j = 0, n = 2;
 	int rc = name_key(b, d->oid, ".", 1, &dot);
@@ -347,7 +347,7 @@ static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
 
 	if (o->type != R4_ENT_REG || !o->size || o->data == BD_NONE)
 		return 0;
-	pack_ns_obj_path(o, p, sizeof(p));
+	pack_ns_obj_path(b, o, p, sizeof(p));
 	if (o->cc == BCC_YES)
 		return pack_cc_emit(b, o, p, err);
 	if (o->tails)
@@ -380,7 +380,7 @@ static int emit_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
 	for (size_t i = 0; !rc && b->cc && i < n; i++)
 		if (kids[i]->obj->primary == kids[i])
 			rc = pack_cc_decide(b, kids[i]->obj,
-					    pack_ns_obj_path(kids[i]->obj, p,
+					    pack_ns_obj_path(b, kids[i]->obj, p,
 							     sizeof(p)), err);
 	for (size_t i = 0; !rc && i < n; i++)
 		if (kids[i]->obj->primary == kids[i])

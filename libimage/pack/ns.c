@@ -15,9 +15,9 @@
 #include "libimage/util/err.h"
 #include "r4/util.h"
 
-static uint64_t name_hash(const struct bobj *dir, const char *s, size_t n)
+static uint64_t name_hash(uint32_t dir, const char *s, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)(uintptr_t)dir;
+	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)dir << 16);
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
@@ -27,10 +27,11 @@ static uint64_t name_hash(const struct bobj *dir, const char *s, size_t n)
 static struct bent *lookup(struct r4_build *b, const struct bobj *dir,
 			   const char *s, size_t n)
 {
-	struct bent *e = b->htab[name_hash(dir, s, n) & (b->hsize - 1)];
+	uint32_t no = dir->u.sub->no;
+	struct bent *e = b->htab[name_hash(no, s, n) & (b->hsize - 1)];
 
 	for (; e; e = e->hnext)
-		if (e->dir == dir && e->len == n && !memcmp(e->name, s, n))
+		if (e->dir == no && e->len == n && !memcmp(e->name, s, n))
 			return e;
 	return NULL;
 }
@@ -103,8 +104,11 @@ static struct bobj *new_obj(struct r4_build *b, enum r4_entry_type type)
 	if (o && type == R4_ENT_DIR) {
 		struct bdir *d = arena_get(b, sizeof(*d));
 
-		if (!d)
+		if (!d || b->ndirv >= UINT32_MAX ||
+		    R4_RESERVE(b->dirv, b->capdirv, b->ndirv + 1, 256))
 			return NULL;
+		d->no = (uint32_t)b->ndirv;
+		b->dirv[b->ndirv++] = o;
 		d->next = b->subs;
 		b->subs = d;
 		o->u.sub = d;
@@ -137,9 +141,9 @@ static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 		return NULL;
 	memcpy(e->name, s, n);
 	e->len = (uint16_t)n;
-	e->dir = dir;
+	e->dir = dir->u.sub->no;
 	e->obj = obj;
-	h = name_hash(dir, s, n) & (b->hsize - 1);
+	h = name_hash(dir->u.sub->no, s, n) & (b->hsize - 1);
 	e->hnext = b->htab[h];
 	b->htab[h] = e;
 	b->hcount++;
@@ -185,16 +189,19 @@ void pack_ns_fini(struct r4_build *b)
 		free(d->kids);
 	b->regs = NULL;
 	b->subs = NULL;
+	free(b->dirv);
+	b->dirv = NULL;
+	b->ndirv = b->capdirv = 0;
 	arena_free(b);
 }
 
-static const char *path_up(const struct bent *e, char *buf, size_t len,
-			   size_t *pos)
+static const char *path_up(const struct r4_build *b, const struct bent *e,
+			   char *buf, size_t len, size_t *pos)
 {
 	if (!e)
 		return buf;
-	if (e->dir && e->dir->primary)
-		path_up(e->dir->primary, buf, len, pos);
+	if (ent_dir(b, e)->primary)
+		path_up(b, ent_dir(b, e)->primary, buf, len, pos);
 	if (*pos && *pos + 1 < len)
 		buf[(*pos)++] = '/';
 	for (size_t i = 0; i < e->len && *pos + 1 < len; i++)
@@ -203,17 +210,19 @@ static const char *path_up(const struct bent *e, char *buf, size_t len,
 	return buf;
 }
 
-const char *pack_ns_path(const struct bent *e, char *buf, size_t len)
+const char *pack_ns_path(const struct r4_build *b, const struct bent *e,
+			 char *buf, size_t len)
 {
 	size_t pos = 0;
 
 	buf[0] = '\0';
-	return path_up(e, buf, len, &pos);
+	return path_up(b, e, buf, len, &pos);
 }
 
-const char *pack_ns_obj_path(const struct bobj *o, char *buf, size_t len)
+const char *pack_ns_obj_path(const struct r4_build *b, const struct bobj *o,
+			     char *buf, size_t len)
 {
-	return o->primary ? pack_ns_path(o->primary, buf, len) : ".";
+	return o->primary ? pack_ns_path(b, o->primary, buf, len) : ".";
 }
 
 /* Bytes path and the cached path have in common. */
@@ -375,8 +384,8 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 		break;
 	case R4_ENT_REG:
 		o->size = e->size;
-		o->tails = (uint8_t)enc_tails(b->o.mkfs.plugin[R4_PT_FORMATTING],
-					      b->bs, e->size);
+		o->tails = (uint8_t)enc_tails(
+			b->o.mkfs.plugin[R4_PT_FORMATTING], b->bs, e->size);
 		o->cc = (uint8_t)pack_cc_initial(b);
 		o->data = e->size && !e->data ? BD_DEFERRED : BD_NONE;
 		if (e->size) {

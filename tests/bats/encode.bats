@@ -175,7 +175,8 @@ make_links_tar() {
 	ln "$d/a/b/first" "$d/z/data"
 	ln "$d/a/b/first" "$d/top"
 	for n in $(seq 1 300); do
-		printf '%s\n' "$n" >"$d/many/a-rather-long-file-name-number-$n.txt"
+		printf '%s\n' "$n" \
+			>"$d/many/a-rather-long-file-name-number-$n.txt"
 	done
 	yes 'some text' | head -c 70000 >"$d/e/f/g/extents"
 	printf 'first\n' >"$d/e/f/g/note"
@@ -200,7 +201,7 @@ make_links_tar() {
 SUM_LINKS=1004eac68b401db1c4d358e44d7b8815f2a390951f4f9345dd5b86d4ecb6b2e2
 SUM_LINKS_CC=6dd020a1e5ad9bee4f83ec7697f070e3fab2d7f4e7830571cee9bb00bc0698db
 
-@test "encode: r4pack create of hard links across directories and replaced paths is byte-identical to the recorded images" {
+@test "encode: r4pack create of hard links across directories and replaced paths is byte-identical" {
 	make_links_tar "$T"
 	SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID \
 		"$T/links.tar" "$T/l.img"
