@@ -160,6 +160,10 @@ struct r4_build {
 	struct bdir *subs;		/* every struct bdir */
 	struct bobj **dirv;		/* every directory by number */
 	size_t ndirv, capdirv;
+	/* objects that lost a name to a later entry for its path: those
+	 * no name refers to at finish give their blocks back */
+	struct bobj **gone;
+	size_t ngone, capgone;
 	/* objects, names and directory parts are carved from chunks
 	 * (freed together): no allocator overhead per object and name */
 	void *arena;			/* the newest chunk (chunks chain) */
@@ -211,6 +215,9 @@ const char *pack_ns_path(const struct r4_build *b, const struct bent *e,
 			 char *buf, size_t len);
 const char *pack_ns_obj_path(const struct r4_build *b, const struct bobj *o,
 			     char *buf, size_t len);
+/* Once every object named is placed (oids assigned): the objects that
+ * lost their last name to a replacement give their data blocks back. */
+void pack_ns_release(struct r4_build *b);
 /* The directory holding a name. */
 static inline struct bobj *ent_dir(const struct r4_build *b,
 				   const struct bent *e)
@@ -234,6 +241,9 @@ int pack_alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
 void pack_alloc_reserve_area(struct r4_build *b, uint64_t k);
 int pack_alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
 	       struct r4_error *err);
+/* Give back n blocks from start handed out before (they stay behind
+ * the cursor: not handed out again, simply free in the bitmap). */
+void pack_alloc_free(struct r4_build *b, uint64_t start, uint64_t n);
 int pack_img_write(struct r4_build *b, uint64_t blk, const uint8_t *data,
 	      struct r4_error *err);
 /* Write out the buffered blocks (and wait for them when writing

@@ -108,6 +108,15 @@ int pack_alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
 	return 0;
 }
 
+void pack_alloc_free(struct r4_build *b, uint64_t start, uint64_t n)
+{
+	for (uint64_t i = start; i < start + n; i++)
+		if (used_test(b, i)) {
+			b->used[i >> 3] &= (uint8_t)~(1u << (i & 7));
+			b->allocated--;
+		}
+}
+
 int pack_alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
 	      uint64_t *got, struct r4_error *err)
 {

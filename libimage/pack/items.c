@@ -458,6 +458,8 @@ int pack_items_build(struct r4_build *b, struct r4_error *err)
 	int rc = assign_oids(b, err), rc2;
 
 	if (!rc)
+		pack_ns_release(b);
+	if (!rc)
 		rc = pack_spool_seal(b, err);
 	if (!rc)
 		pack_alloc_reserve_area(b, estimate_upper(b));

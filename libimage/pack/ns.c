@@ -192,6 +192,9 @@ void pack_ns_fini(struct r4_build *b)
 	free(b->dirv);
 	b->dirv = NULL;
 	b->ndirv = b->capdirv = 0;
+	free(b->gone);
+	b->gone = NULL;
+	b->ngone = b->capgone = 0;
 	arena_free(b);
 }
 
@@ -462,6 +465,15 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 			return rc;
 	}
 	if (old) {
+		/* the replaced object may still be named elsewhere (hard
+		 * links): only finish knows (pack_ns_release) */
+		struct bobj *was = old->obj;
+
+		if (was != o && was->type == R4_ENT_REG && was->size) {
+			if (R4_RESERVE(b->gone, b->capgone, b->ngone + 1, 16))
+				return r4i_fail(err, -ENOMEM, "out of memory");
+			b->gone[b->ngone++] = was;
+		}
 		old->obj = o;
 		b->wc_n = 0;	/* the cached directories may be gone */
 	}
@@ -470,6 +482,36 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	if (e->type == R4_ENT_REG && e->data)
 		*obj = o;
 	return 0;
+}
+
+/* Only regular files with data are kept in b->gone: a replaced
+ * directory was empty, a symlink's target and a device's number are in
+ * memory only, a tail file's or a compressed file's bytes wait in the
+ * spool, which is not the image, and deferred data is never read for an
+ * object that is not placed. What holds image blocks is a file whose
+ * extents were written as it streamed (a compressed file conv turned
+ * into an ordinary one too): an object no name reached when the oids
+ * were assigned (oid 0) gives those back, once (an object replaced
+ * under two of its names is listed twice). */
+void pack_ns_release(struct r4_build *b)
+{
+	for (size_t i = 0; i < b->ngone; i++) {
+		struct bobj *o = b->gone[i];
+		struct breg *r = o->u.reg;
+
+		if (o->oid || o->data != BD_EXTENTS)
+			continue;
+		for (size_t j = 0; j < r->ext.n; j++) {
+			if (!r->ext.u[j].start)
+				continue;	/* a hole */
+			pack_alloc_free(b, r->ext.u[j].start,
+					r->ext.u[j].width);
+			b->data_blocks -= r->ext.u[j].width;
+		}
+		r->ext.n = 0;
+		o->data = BD_NONE;
+	}
+	b->ngone = 0;
 }
 
 int r4_build_type(struct r4_build *b, const char *path, size_t len)
