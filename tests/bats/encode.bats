@@ -164,8 +164,9 @@ device=native,1,1048576" "device 1:1048576 does not fit"
 # in the archive is not the one that places it (the root's "top" comes
 # first in the tree), 300 long names in one directory (hashed keys, many
 # leaves), a symlink, nested directories, and appended entries that
-# replace a small file by another and a file by a symlink (not a file
-# with extents: the blocks of the replaced one stay marked used).
+# replace a small file by another and a file by a symlink (no file with
+# extents is replaced: these sums predate the fix that frees a replaced
+# file's blocks, pack.bats tests that).
 # GNU tar with fixed owners, modes and times.
 make_links_tar() {
 	local d=$1/src n
