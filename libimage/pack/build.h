@@ -34,49 +34,66 @@ enum bdata_kind {
 };
 
 struct bent;
+struct bdir;
+struct breg;
 
+/* An object, 80 bytes: what every object needs; what only some have
+ * hangs off u (carved from the build's chunks like the object). Kept
+ * small: the builder holds one per file (issue 11). */
 struct bobj {
-	enum r4_entry_type type;	/* never R4_ENT_HARDLINK */
+	uint8_t type;			/* enum r4_entry_type, never
+					 * R4_ENT_HARDLINK */
+	uint8_t tails;			/* regular files: as tails */
+	uint8_t data;			/* enum bdata_kind */
+	uint8_t cc;			/* BCC_*: pack/cluster.c */
+	uint32_t nlink;			/* assigned at finish */
 	struct enc_attr a;		/* mode, owner, times as stored */
 	uint64_t size;
-	uint32_t rdev;
-	char *target;			/* symlink */
-	/* assigned at finish */
-	uint64_t oid, locality, ordering;
+	/* assigned at finish; locality and ordering come from the
+	 * primary name (obj_locality, pack_obj_ordering) */
+	uint64_t oid;
 	struct bent *primary;		/* the name whose key places the SD */
-	uint32_t nlink;
-	/* regular files */
-	int tails;
-	enum bdata_kind data;
+	union {
+		struct bdir *sub;	/* directories */
+		struct breg *reg;	/* regular files of size > 0 */
+		char *target;		/* symlinks */
+		uint32_t rdev;		/* devices */
+	} u;
+};
+
+/* Where a regular file's data is (size > 0 only). */
+struct breg {
 	uint64_t spool_off;
 	struct enc_units ext;		/* extents (start 0: a hole) */
 	uint64_t sd_leaf;		/* deferred extents: where its SD's */
 	uint32_t sd_off;		/* bytes field is, to patch */
-	/* compressed files (pack/cluster.c): cc = BCC_*; cc_len = disk
-	 * cluster lengths of spooled data (0: hole); cc_used = clusters
-	 * with items */
-	int cc;
+	/* compressed files: cc_len = disk cluster lengths of spooled
+	 * data (0: hole); cc_used = clusters with items */
 	uint32_t *cc_len;
 	uint64_t cc_used;
 	size_t cc_job;			/* deferred: 1 + its job, 0 none */
-	struct bdir *sub;		/* directories only, else NULL */
+	struct breg *next;		/* every one made, to free */
 };
 
-/* What only a directory has (kept apart: most objects are not). */
+/* What only a directory has. */
 struct bdir {
 	struct bent **kids;
 	size_t nkids, capkids;
 	uint32_t nsubdirs;
 	uint64_t entries, ebytes;	/* counted at finish */
 	struct bobj *qnext;		/* finish: directory queue */
+	struct bdir *next;		/* every one made, to free */
+	uint32_t no;			/* its number: dirv[no] */
 };
 
 enum { BCC_NO = 0, BCC_YES = 1, BCC_CONVERTED = 2 };
 
+/* A name, 22 bytes and the name. */
 struct bent {
-	struct bobj *dir;		/* the directory holding the name */
 	struct bobj *obj;
 	struct bent *hnext;		/* hash chain (dir, name) */
+	uint32_t dir;			/* the directory holding the name:
+					 * its number (ent_dir) */
 	uint16_t len;
 	char name[];			/* NUL terminated */
 };
@@ -138,10 +155,16 @@ struct r4_build {
 	int failed;
 	/* namespace */
 	struct bobj *root;
-	struct bent **htab;
+	struct bent **htab;		/* chained, <= 1 name a slot */
 	size_t hsize, hcount;
-	uint64_t nobj;
-	struct bobj **objs;		/* every object made */
+	struct breg *regs;		/* every struct breg (newest first) */
+	struct bdir *subs;		/* every struct bdir */
+	struct bobj **dirv;		/* every directory by number */
+	size_t ndirv, capdirv;
+	/* objects that lost a name to a later entry for its path: those
+	 * no name refers to at finish give their blocks back */
+	struct bobj **gone;
+	size_t ngone, capgone;
 	/* objects, names and directory parts are carved from chunks
 	 * (freed together): no allocator overhead per object and name */
 	void *arena;			/* the newest chunk (chunks chain) */
@@ -151,7 +174,6 @@ struct r4_build {
 	char *wc_path;
 	size_t wc_cap, wc_n, wc_kcap, *wc_end;
 	struct bobj **wc_dir;
-	size_t capobjs;
 	/* space */
 	uint64_t limit;			/* fixed size: blocks; 0 = auto */
 	uint64_t cursor;		/* next block to hand out */
@@ -190,8 +212,26 @@ void pack_ns_fini(struct r4_build *b);
 int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err);
 /* "a/b/c" of a name into buf. */
-const char *pack_ns_path(const struct bent *e, char *buf, size_t len);
-const char *pack_ns_obj_path(const struct bobj *o, char *buf, size_t len);
+const char *pack_ns_path(const struct r4_build *b, const struct bent *e,
+			 char *buf, size_t len);
+const char *pack_ns_obj_path(const struct r4_build *b, const struct bobj *o,
+			     char *buf, size_t len);
+/* Once every object named is placed (oids assigned): the objects that
+ * lost their last name to a replacement give their data blocks back. */
+void pack_ns_release(struct r4_build *b);
+/* The directory holding a name. */
+static inline struct bobj *ent_dir(const struct r4_build *b,
+				   const struct bent *e)
+{
+	return b->dirv[e->dir];
+}
+/* The locality of an object placed at finish (its primary name's
+ * directory). */
+static inline uint64_t obj_locality(const struct r4_build *b,
+				    const struct bobj *o)
+{
+	return o == b->root ? FMT_ROOT_LOCALITY : ent_dir(b, o->primary)->oid;
+}
 
 /* data.c */
 int pack_space_setup(struct r4_build *b, struct r4_error *err);
@@ -202,6 +242,9 @@ int pack_alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
 void pack_alloc_reserve_area(struct r4_build *b, uint64_t k);
 int pack_alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
 	       struct r4_error *err);
+/* Give back n blocks from start handed out before (they stay behind
+ * the cursor: not handed out again, simply free in the bitmap). */
+void pack_alloc_free(struct r4_build *b, uint64_t start, uint64_t n);
 int pack_img_write(struct r4_build *b, uint64_t blk, const uint8_t *data,
 	      struct r4_error *err);
 /* Write out the buffered blocks (and wait for them when writing
@@ -288,5 +331,8 @@ void pack_upper_fini(struct r4_build *b);
 
 /* items.c */
 int pack_items_build(struct r4_build *b, struct r4_error *err);
+/* The ordering part of a placed object's keys: its primary name's
+ * (made again from the name: not kept in every object). */
+uint64_t pack_obj_ordering(struct r4_build *b, const struct bobj *o);
 
 #endif

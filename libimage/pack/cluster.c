@@ -71,12 +71,12 @@ uint64_t pack_cc_bytes(const struct r4_build *b, const struct bobj *o)
 {
 	uint64_t n;
 
-	if (o->data == BD_DEFERRED && !o->cc_len) {
+	if (o->data == BD_DEFERRED && !o->u.reg->cc_len) {
 		/* every cluster until emitted; patched then */
 		n = (o->size + b->cc->csize - 1) >> b->cc->shift;
 		return n << b->cc->shift;
 	}
-	return o->cc_used << b->cc->shift;
+	return o->u.reg->cc_used << b->cc->shift;
 }
 
 int pack_cc_init(struct r4_build *b, struct r4_error *err)
@@ -107,11 +107,7 @@ void pack_cc_fini(struct r4_build *b)
 {
 	struct pack_cc *cc = b->cc;
 
-	for (size_t i = 0; i < b->nobj; i++)
-		if (b->objs && b->objs[i]) {
-			free(b->objs[i]->cc_len);
-			b->objs[i]->cc_len = NULL;
-		}
+	/* the objects' cluster lengths go with them (pack_ns_fini) */
 	if (!cc)
 		return;
 	pipe_stop(b);
@@ -130,10 +126,10 @@ static int sink_spool(void *sctx, uint64_t idx, const uint8_t *dc,
 {
 	struct sinkctx *s = sctx;
 
-	s->o->cc_len[idx] = (uint32_t)len;
+	s->o->u.reg->cc_len[idx] = (uint32_t)len;
 	if (!len)
 		return 0;
-	s->o->cc_used++;
+	s->o->u.reg->cc_used++;
 	return pack_spool_put(s->b, dc, len, err);
 }
 
@@ -158,9 +154,9 @@ int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 		return pack_data_take(b, o, obj_ccrefeed_fn, &f, path, err);
 	}
 	if (n > SIZE_MAX / sizeof(uint32_t) ||
-	    !(o->cc_len = calloc((size_t)n, sizeof(uint32_t))))
+	    !(o->u.reg->cc_len = calloc((size_t)n, sizeof(uint32_t))))
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
-	o->spool_off = b->spool_len;
+	o->u.reg->spool_off = b->spool_len;
 	rc = obj_ccenc_file(cc->e, &r, 0, obj_ccenc_c0_done(cc->e, o->size),
 			    sink_spool, &sc, err);
 	if (!rc)
@@ -203,7 +199,7 @@ static void job_run(struct r4_build *b, struct obj_ccenc *e, struct ccjob *j)
 	j->keep = 1;
 	if (!j->full && !obj_ccenc_c0_done(e, o->size))
 		return;		/* nothing to decide: the builder reads it */
-	pack_ns_obj_path(o, path, sizeof(path));
+	pack_ns_obj_path(b, o, path, sizeof(path));
 	obj_ccrd_init(&r, NULL, NULL, path, o->size);
 	rc = s->open(s->src_ctx, path, &r.fn, &r.ctx, &err);
 	if (rc) {
@@ -313,11 +309,11 @@ int pack_cc_ahead_begin(struct r4_build *b, struct r4_error *err)
 	want = b->o.threads ? b->o.threads : obj_ccenc_cpus();
 	if (want > AHEAD_THREADS)
 		want = AHEAD_THREADS;
-	for (struct bobj *d = b->root; d; d = d->sub->qnext)
-		for (size_t i = 0; i < d->sub->nkids; i++) {
-			struct bobj *o = d->sub->kids[i]->obj;
+	for (struct bobj *d = b->root; d; d = d->u.sub->qnext)
+		for (size_t i = 0; i < d->u.sub->nkids; i++) {
+			struct bobj *o = d->u.sub->kids[i]->obj;
 
-			n += o->primary == d->sub->kids[i] &&
+			n += o->primary == d->u.sub->kids[i] &&
 			     o->type == R4_ENT_REG && o->cc == BCC_YES &&
 			     o->data == BD_DEFERRED && o->size;
 		}
@@ -335,15 +331,15 @@ int pack_cc_ahead_begin(struct r4_build *b, struct r4_error *err)
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->done, NULL);
 	p->on = 1;
-	for (struct bobj *d = b->root; d; d = d->sub->qnext)
-		for (size_t i = 0; i < d->sub->nkids; i++) {
-			struct bobj *o = d->sub->kids[i]->obj;
+	for (struct bobj *d = b->root; d; d = d->u.sub->qnext)
+		for (size_t i = 0; i < d->u.sub->nkids; i++) {
+			struct bobj *o = d->u.sub->kids[i]->obj;
 
-			if (o->primary == d->sub->kids[i] &&
+			if (o->primary == d->u.sub->kids[i] &&
 			    o->type == R4_ENT_REG && o->cc == BCC_YES &&
 			    o->data == BD_DEFERRED && o->size) {
 				p->jobs[p->njobs].o = o;
-				o->cc_job = ++p->njobs;
+				o->u.reg->cc_job = ++p->njobs;
 			}
 		}
 	for (unsigned i = 0; i < want; i++) {
@@ -361,7 +357,7 @@ int pack_cc_ahead_begin(struct r4_build *b, struct r4_error *err)
 	}
 	if (!p->nth)	/* no thread: the builder does every file itself */
 		for (size_t i = 0; i < p->njobs; i++)
-			p->jobs[i].o->cc_job = 0;
+			p->jobs[i].o->u.reg->cc_job = 0;
 	return 0;
 }
 
@@ -383,7 +379,7 @@ static void pipe_stop(struct r4_build *b)
 		p->nth = 0;
 	}
 	for (size_t i = 0; i < p->njobs; i++) {
-		p->jobs[i].o->cc_job = 0;
+		p->jobs[i].o->u.reg->cc_job = 0;
 		free(p->jobs[i].data);
 		free(p->jobs[i].len);
 		free(p->jobs[i].err);
@@ -409,13 +405,15 @@ static struct ccjob *pipe_wait(struct r4_build *b, const struct bobj *o)
 {
 	struct ccpipe *p = &b->cc->pipe;
 	struct ccjob *j;
+	size_t job = o->type == R4_ENT_REG && o->size && o->u.reg ?
+		     o->u.reg->cc_job : 0;
 
-	if (!o->cc_job || !p->nth)
+	if (!job || !p->nth)
 		return NULL;
-	j = &p->jobs[o->cc_job - 1];
+	j = &p->jobs[job - 1];
 	pthread_mutex_lock(&p->mu);
-	if (p->need < o->cc_job) {
-		p->need = o->cc_job;
+	if (p->need < job) {
+		p->need = job;
 		pthread_cond_broadcast(&p->work);
 	}
 	while (j->state != CJ_DONE)
@@ -459,7 +457,8 @@ static int emit_dc(struct r4_build *b, struct bobj *o, uint64_t idx,
 		}
 		n = want < room - FMT_CTAIL40_HDR_SIZE ? want :
 		    room - FMT_CTAIL40_HDR_SIZE;
-		fmt_key_body(&k, o->locality, o->ordering, o->oid,
+		fmt_key_body(&k, obj_locality(b, o), pack_obj_ordering(b, o),
+			     o->oid,
 			     base + done);
 		rc = pack_leaf_add(b, &k, FMT_ITEM_CTAIL40,
 				   n + FMT_CTAIL40_HDR_SIZE, &body, err);
@@ -483,7 +482,7 @@ static int sink_emit(void *sctx, uint64_t idx, const uint8_t *dc,
 
 	if (!len)
 		return 0;
-	s->o->cc_used++;
+	s->o->u.reg->cc_used++;
 	return emit_dc(s->b, s->o, idx, dc, NULL, len, err);
 }
 
@@ -526,11 +525,11 @@ static int emit_job(struct r4_build *b, struct bobj *o, struct ccjob *j,
 	size_t off = 0;
 	int rc = 0;
 
-	o->cc_used = 0;
+	o->u.reg->cc_used = 0;
 	for (uint64_t i = 0; !rc && i < n; i++) {
 		if (!j->len[i])
 			continue;
-		o->cc_used++;
+		o->u.reg->cc_used++;
 		rc = emit_dc(b, o, i, j->data + off, NULL, j->len[i], err);
 		off += j->len[i];
 	}
@@ -553,7 +552,8 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 
 		rc = pack_tail_open(b, o, path, &t, err);
 		for (uint64_t i = 0; !rc && i < n; i++)
-			rc = emit_dc(b, o, i, NULL, &t, o->cc_len[i], err);
+			rc = emit_dc(b, o, i, NULL, &t, o->u.reg->cc_len[i],
+				     err);
 		pack_tail_close(&t);
 		return rc;
 	}
@@ -579,7 +579,7 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 		return r4i_fail(err, rc, "%s: cannot open the data: %s", path,
 			       r4_strerror(rc));
 	r.eof = 0;
-	o->cc_used = 0;
+	o->u.reg->cc_used = 0;
 	rc = obj_ccenc_file(b->cc->e, &r, 0, 0, sink_emit, &sc, err);
 	if (!rc)
 		rc = obj_ccrd_finish(&r, err);
@@ -590,8 +590,9 @@ done:
 		b->o.progress(b->o.progress_ctx, b->done_bytes,
 			      b->total_bytes);
 	/* holes found: the stat data's bytes go down */
-	if (!rc && (o->cc_used << b->cc->shift) != dense)
-		rc = pack_leaf_patch_u64(b, o->sd_leaf, o->sd_off,
-					 o->cc_used << b->cc->shift, err);
+	if (!rc && (o->u.reg->cc_used << b->cc->shift) != dense)
+		rc = pack_leaf_patch_u64(b, o->u.reg->sd_leaf,
+					 o->u.reg->sd_off,
+					 o->u.reg->cc_used << b->cc->shift, err);
 	return rc;
 }

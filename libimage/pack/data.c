@@ -108,6 +108,15 @@ int pack_alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
 	return 0;
 }
 
+void pack_alloc_free(struct r4_build *b, uint64_t start, uint64_t n)
+{
+	for (uint64_t i = start; i < start + n; i++)
+		if (used_test(b, i)) {
+			b->used[i >> 3] &= (uint8_t)~(1u << (i & 7));
+			b->allocated--;
+		}
+}
+
 int pack_alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
 	      uint64_t *got, struct r4_error *err)
 {
@@ -442,10 +451,10 @@ static int start_block(struct extw *w, uint64_t i, int whole,
 	uint64_t start, got;
 	int rc = 0;
 
-	if (i > w->next && enc_unit_add(&w->o->ext, 0, i - w->next))
+	if (i > w->next && enc_unit_add(&w->o->u.reg->ext, 0, i - w->next))
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	rc = pack_alloc_run(b, 1, &start, &got, err);
-	if (!rc && enc_unit_add(&w->o->ext, start, 1))
+	if (!rc && enc_unit_add(&w->o->u.reg->ext, start, 1))
 		rc = r4i_fail(err, -ENOMEM, "out of memory");
 	if (!rc)
 		rc = img_slot(b, start, &w->blk, err);
@@ -493,7 +502,7 @@ static int take_extents(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	size_t len;
 	int rc;
 
-	o->ext.n = 0;
+	o->u.reg->ext.n = 0;
 	while ((rc = enc_chunk_next(fn, ctx, path, &off, &buf, &len,
 				    err)) > 0) {
 		rc = enc_chunk_check(path, o->size, pos, off, len, err);
@@ -503,7 +512,8 @@ static int take_extents(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 			return rc;
 		pos = off + len;
 	}
-	if (!rc && nblk > w.next && enc_unit_add(&o->ext, 0, nblk - w.next))
+	if (!rc && nblk > w.next &&
+	    enc_unit_add(&o->u.reg->ext, 0, nblk - w.next))
 		rc = r4i_fail(err, -ENOMEM, "out of memory");
 	o->data = BD_EXTENTS;
 	return rc;
@@ -517,7 +527,7 @@ static int take_tails(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	size_t len;
 	int rc;
 
-	o->spool_off = b->spool_len;
+	o->u.reg->spool_off = b->spool_len;
 	while ((rc = enc_chunk_next(fn, ctx, path, &off, &buf, &len,
 				    err)) > 0) {
 		rc = enc_chunk_check(path, o->size, pos, off, len, err);
@@ -641,7 +651,8 @@ int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,
 	int rc;
 
 	if (t->o->data != BD_DEFERRED) {
-		rc = spool_get(t->b, dst, n, t->o->spool_off + t->pos, err);
+		rc = spool_get(t->b, dst, n, t->o->u.reg->spool_off + t->pos,
+			       err);
 		t->pos += n;
 		return rc;
 	}

@@ -50,6 +50,17 @@ static int name_key(struct r4_build *b, uint64_t dir, const char *name,
 			     b->m.pset[FMT_PSET_FIBRATION]);
 }
 
+uint64_t pack_obj_ordering(struct r4_build *b, const struct bobj *o)
+{
+	struct fmt_key k;
+
+	if (o == b->root ||
+	    name_key(b, ent_dir(b, o->primary)->oid, o->primary->name,
+		     o->primary->len, &k))
+		return 0;	/* the name was keyed when sorted: no error */
+	return k.el[1];
+}
+
 /* Sort d's names by key; *keys (nkids, the caller frees) gets the
  * keys in that order. */
 static int sort_dir(struct r4_build *b, struct bobj *d, struct skey **keys,
@@ -57,19 +68,19 @@ static int sort_dir(struct r4_build *b, struct bobj *d, struct skey **keys,
 {
 	char p1[4096];
 	struct fmt_key k;
-	size_t n = d->sub->nkids;
+	size_t n = d->u.sub->nkids;
 	struct skey *s = malloc((n ? n : 1) * sizeof(*s));
 
 	*keys = s;
 	if (!s)
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		struct bent *e = d->sub->kids[i];
+		struct bent *e = d->u.sub->kids[i];
 		int rc = name_key(b, d->oid, e->name, e->len, &k);
 
 		if (rc)
 			return r4i_fail(err, rc, "%s: cannot make the key of "
-				       "'%s': %s", pack_ns_obj_path(d, p1,
+				       "'%s': %s", pack_ns_obj_path(b, d, p1,
 				       sizeof(p1)), e->name, r4_strerror(rc));
 		s[i].k1 = k.el[1];
 		s[i].k2 = k.el[2];
@@ -79,12 +90,12 @@ static int sort_dir(struct r4_build *b, struct bobj *d, struct skey **keys,
 	if (n > 1)
 		qsort(s, n, sizeof(*s), ent_cmp);
 	for (size_t i = 0; i < n; i++)
-		d->sub->kids[i] = s[i].e;
+		d->u.sub->kids[i] = s[i].e;
 	for (size_t i = 1; i < n; i++)
 		if (!ent_cmp(&s[i - 1], &s[i]))
 			return r4i_fail(err, R4_EEXIST, "%s: '%s' has the same "
 				       "key as '%s' under this hash",
-				       pack_ns_path(s[i].e, p1, sizeof(p1)),
+				       pack_ns_path(b, s[i].e, p1, sizeof(p1)),
 				       s[i].e->name, s[i - 1].e->name);
 	return 0;
 }
@@ -95,11 +106,10 @@ static int assign_oids(struct r4_build *b, struct r4_error *err)
 	struct bobj *d, *tail = b->root;
 
 	b->root->oid = FMT_ROOT_OID;
-	b->root->locality = FMT_ROOT_LOCALITY;
 	b->next_oid = FMT_FIRST_FREE_OID;
 	b->files = 1;
 	b->dirs = 1;
-	for (d = b->root; d; d = d->sub->qnext) {
+	for (d = b->root; d; d = d->u.sub->qnext) {
 		struct skey *keys;
 		int rc = sort_dir(b, d, &keys, err);
 
@@ -107,26 +117,24 @@ static int assign_oids(struct r4_build *b, struct r4_error *err)
 			free(keys);
 			return rc;
 		}
-		d->sub->entries = d->sub->nkids + 2;
-		d->sub->ebytes = enc_entry_bytes(b->pol, 1) +
+		d->u.sub->entries = d->u.sub->nkids + 2;
+		d->u.sub->ebytes = enc_entry_bytes(b->pol, 1) +
 			    enc_entry_bytes(b->pol, 2);
-		for (size_t i = 0; i < d->sub->nkids; i++) {
-			struct bent *e = d->sub->kids[i];
+		for (size_t i = 0; i < d->u.sub->nkids; i++) {
+			struct bent *e = d->u.sub->kids[i];
 			struct bobj *o = e->obj;
 
-			d->sub->ebytes += enc_entry_bytes(b->pol, e->len);
+			d->u.sub->ebytes += enc_entry_bytes(b->pol, e->len);
 			o->nlink++;
-			d->sub->nsubdirs += o->type == R4_ENT_DIR;
+			d->u.sub->nsubdirs += o->type == R4_ENT_DIR;
 			if (o->oid)
 				continue;
 			o->oid = b->next_oid++;
 			o->primary = e;
-			o->locality = d->oid;
-			o->ordering = keys[i].k1;
 			b->files++;
 			if (o->type == R4_ENT_DIR) {
 				b->dirs++;
-				tail->sub->qnext = o;
+				tail->u.sub->qnext = o;
 				tail = o;
 			}
 			if (o->data == BD_DEFERRED)
@@ -146,7 +154,7 @@ static uint64_t file_bytes(const struct r4_build *b, const struct bobj *o)
 		return o->size;
 	if (o->data == BD_DEFERRED)	/* dense until read; patched then */
 		return (o->size + b->bs - 1) / b->bs * b->bs;
-	return enc_units_bytes(&o->ext, b->bs);
+	return enc_units_bytes(&o->u.reg->ext, b->bs);
 }
 
 static void fill_stat(struct r4_build *b, const struct bobj *o,
@@ -157,19 +165,19 @@ static void fill_stat(struct r4_build *b, const struct bobj *o,
 	st->size = o->size;
 	switch (o->type) {
 	case R4_ENT_DIR:
-		st->nlink = (o == b->root ? 3 : 2) + o->sub->nsubdirs;
-		st->size = o->sub->entries;
-		st->rdev_or_bytes = o->sub->ebytes;
+		st->nlink = (o == b->root ? 3 : 2) + o->u.sub->nsubdirs;
+		st->size = o->u.sub->entries;
+		st->rdev_or_bytes = o->u.sub->ebytes;
 		if (o == b->root) {
 			st->mask |= 1u << FMT_SDEXT_PSET;
 			mkfs_root_pset_ext(&b->m, &st->pset);
 		}
 		break;
 	case R4_ENT_SYMLINK:
-		enc_stat_symlink(st, o->target, o->size);
+		enc_stat_symlink(st, o->u.target, o->size);
 		break;
 	case R4_ENT_CHR: case R4_ENT_BLK:
-		st->rdev_or_bytes = o->rdev;
+		st->rdev_or_bytes = o->u.rdev;
 		break;
 	case R4_ENT_REG:
 		st->rdev_or_bytes = file_bytes(b, o);
@@ -198,32 +206,35 @@ static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
 	rc = fmt_stat_size(&st, &len);
 	if (rc)
 		return r4i_fail(err, rc, "%s: cannot make its stat data: %s",
-			       pack_ns_obj_path(o, p, sizeof(p)),
+			       pack_ns_obj_path(b, o, p, sizeof(p)),
 			       r4_strerror(rc));
-	fmt_key_sd(&k, o->locality, o->ordering, o->oid);
+	fmt_key_sd(&k, obj_locality(b, o), pack_obj_ordering(b, o), o->oid);
 	rc = pack_leaf_add(b, &k, FMT_ITEM_STAT40, len, &body, err);
 	if (!rc)
 		rc = fmt_stat_encode(&st, body, len);
 	if (rc)
 		return r4i_fail(err, rc, "%s: cannot store its stat data: %s",
-			       pack_ns_obj_path(o, p, sizeof(p)),
+			       pack_ns_obj_path(b, o, p, sizeof(p)),
 			       r4_strerror(rc));
 	if (o->type == R4_ENT_REG && o->data == BD_DEFERRED &&
 	    (!o->tails || o->cc == BCC_YES)) {
-		o->sd_leaf = b->lv[1].count - 1;
-		o->sd_off = (uint32_t)(body - b->lv[1].node) + 2 +
+		o->u.reg->sd_leaf = b->lv[1].count - 1;
+		o->u.reg->sd_off = (uint32_t)(body - b->lv[1].node) + 2 +
 			    FMT_SDEXT_LW_SIZE + FMT_UNIX_OFF_RDEV;
 	}
 	return 0;
 }
 
+/* e: the name (NULL for "." and ".."); k: its key. */
 static void set_entry(struct r4_build *b, struct fmt_cde40_entry *ce,
 		      const struct fmt_key *k, const struct bobj *o,
-		      const char *name, size_t len)
+		      const struct bent *e, const char *name, size_t len)
 {
 	struct fmt_key sd;
+	uint64_t ord = e && o->primary == e ? k->el[1] :
+		       pack_obj_ordering(b, o);
 
-	fmt_key_sd(&sd, o->locality, o->ordering, o->oid);
+	fmt_key_sd(&sd, obj_locality(b, o), ord, o->oid);
 	enc_cde_entry(ce, b->pol, k, &sd, name, len);
 }
 
@@ -231,7 +242,7 @@ static void set_entry(struct r4_build *b, struct fmt_cde40_entry *ce,
 static int dir_entries(struct r4_build *b, struct bobj *d,
 		       struct fmt_cde40_entry *ce, struct r4_error *err)
 {
-	struct bobj *parent = d == b->root ? d : d->primary->dir;
+	struct bobj *parent = d == b->root ? d : ent_dir(b, d->primary);
 	struct fmt_key dot, dotdot, k;
 	size_t j = 0, n = 2;
 	int rc = name_key(b, d->oid, ".", 1, &dot);
@@ -240,22 +251,23 @@ static int dir_entries(struct r4_build *b, struct bobj *d,
 		rc = name_key(b, d->oid, "..", 2, &dotdot);
 	if (rc)
 		return r4i_fail(err, rc, "cannot make the key of '..'");
-	set_entry(b, &ce[j++], &dot, d, ".", 1);
-	for (size_t i = 0; i < d->sub->nkids; i++) {
-		struct bent *e = d->sub->kids[i];
+	set_entry(b, &ce[j++], &dot, d, NULL, ".", 1);
+	for (size_t i = 0; i < d->u.sub->nkids; i++) {
+		struct bent *e = d->u.sub->kids[i];
 
 		rc = name_key(b, d->oid, e->name, e->len, &k);
 		if (rc)
 			return r4i_fail(err, rc, "cannot make the key of '%s'",
 				       e->name);
 		if (n == 2 && fmt_key_cmp(&dotdot, &k) < 0) {
-			set_entry(b, &ce[j++], &dotdot, parent, "..", 2);
+			set_entry(b, &ce[j++], &dotdot, parent, NULL, "..",
+				  2);
 			n = 1;
 		}
-		set_entry(b, &ce[j++], &k, e->obj, e->name, e->len);
+		set_entry(b, &ce[j++], &k, e->obj, e, e->name, e->len);
 	}
 	if (n == 2)
-		set_entry(b, &ce[j++], &dotdot, parent, "..", 2);
+		set_entry(b, &ce[j++], &dotdot, parent, NULL, "..", 2);
 	return 0;
 }
 
@@ -263,7 +275,8 @@ static int dir_entries(struct r4_build *b, struct bobj *d,
 static int emit_entries(struct r4_build *b, struct bobj *d,
 			struct r4_error *err)
 {
-	size_t n = d->sub->nkids + 2, i = 0, uh = fmt_cde40_unit_header_size(b->pol);
+	size_t n = d->u.sub->nkids + 2, i = 0;
+	size_t uh = fmt_cde40_unit_header_size(b->pol);
 	size_t idsz = fmt_cde40_objid_size(b->pol);
 	struct fmt_cde40_entry *ce = calloc(n, sizeof(*ce));
 	int rc = ce ? dir_entries(b, d, ce, err) :
@@ -299,8 +312,8 @@ static int emit_entries(struct r4_build *b, struct bobj *d,
 	return rc;
 }
 
-static int emit_tails(struct r4_build *b, struct bobj *o, const char *path,
-		      struct r4_error *err)
+static int emit_tails(struct r4_build *b, struct bobj *o, uint64_t ord,
+		      const char *path, struct r4_error *err)
 {
 	struct tailrd t;
 	uint64_t off = 0;
@@ -316,7 +329,7 @@ static int emit_tails(struct r4_build *b, struct bobj *o, const char *path,
 			continue;
 		}
 		n = o->size - off < room ? (size_t)(o->size - off) : room;
-		fmt_key_body(&k, o->locality, o->ordering, o->oid, off);
+		fmt_key_body(&k, obj_locality(b, o), ord, o->oid, off);
 		rc = pack_leaf_add(b, &k, FMT_ITEM_TAIL40, n, &body, err);
 		if (!rc)
 			rc = pack_tail_read(&t, body, n, err);
@@ -334,11 +347,11 @@ static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
 
 	if (o->type != R4_ENT_REG || !o->size || o->data == BD_NONE)
 		return 0;
-	pack_ns_obj_path(o, p, sizeof(p));
+	pack_ns_obj_path(b, o, p, sizeof(p));
 	if (o->cc == BCC_YES)
 		return pack_cc_emit(b, o, p, err);
 	if (o->tails)
-		return emit_tails(b, o, p, err);
+		return emit_tails(b, o, pack_obj_ordering(b, o), p, err);
 	if (o->data == BD_DEFERRED) {
 		uint64_t dense = file_bytes(b, o), got;
 
@@ -347,70 +360,93 @@ static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
 			rc = pack_data_deferred_extents(b, o, p, err);
 		got = file_bytes(b, o);
 		if (!rc && got != dense)
-			rc = pack_leaf_patch_u64(b, o->sd_leaf, o->sd_off, got,
-						 err);
+			rc = pack_leaf_patch_u64(b, o->u.reg->sd_leaf,
+						 o->u.reg->sd_off, got, err);
 	}
-	fmt_key_body(&k, o->locality, o->ordering, o->oid, 0);
-	return rc ? rc : pack_twig_add_extent(b, &k, o->ext.u, o->ext.n, err);
+	fmt_key_body(&k, obj_locality(b, o), pack_obj_ordering(b, o), o->oid,
+		     0);
+	return rc ? rc : pack_twig_add_extent(b, &k, o->u.reg->ext.u,
+					      o->u.reg->ext.n, err);
 }
 
 static int emit_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
 {
 	int rc = emit_entries(b, d, err);
+	struct bent **kids = d->u.sub->kids;
+	size_t n = d->u.sub->nkids;
 	char p[4096];
 
 	/* conv decides before the stat data says ccreg40 (pack/cluster.c) */
-	for (size_t i = 0; !rc && b->cc && i < d->sub->nkids; i++)
-		if (d->sub->kids[i]->obj->primary == d->sub->kids[i])
-			rc = pack_cc_decide(b, d->sub->kids[i]->obj,
-					    pack_ns_obj_path(d->sub->kids[i]->obj,
-							     p, sizeof(p)),
-					    err);
-	for (size_t i = 0; !rc && i < d->sub->nkids; i++)
-		if (d->sub->kids[i]->obj->primary == d->sub->kids[i])
-			rc = emit_sd(b, d->sub->kids[i]->obj, err);
-	for (size_t i = 0; !rc && i < d->sub->nkids; i++)
-		if (d->sub->kids[i]->obj->primary == d->sub->kids[i])
-			rc = emit_body(b, d->sub->kids[i]->obj, err);
+	for (size_t i = 0; !rc && b->cc && i < n; i++)
+		if (kids[i]->obj->primary == kids[i])
+			rc = pack_cc_decide(b, kids[i]->obj,
+					    pack_ns_obj_path(b, kids[i]->obj, p,
+							     sizeof(p)), err);
+	for (size_t i = 0; !rc && i < n; i++)
+		if (kids[i]->obj->primary == kids[i])
+			rc = emit_sd(b, kids[i]->obj, err);
+	for (size_t i = 0; !rc && i < n; i++)
+		if (kids[i]->obj->primary == kids[i])
+			rc = emit_body(b, kids[i]->obj, err);
 	return rc;
+}
+
+/* What one placed object adds to the leaves (leaf, big) and to the
+ * twigs (ext), for estimate_upper. */
+struct upper_est {
+	uint64_t ih, region, nptr;
+	uint64_t leaf, big, ext;
+};
+
+static void estimate_obj(struct r4_build *b, const struct bobj *o,
+			 struct upper_est *u)
+{
+	struct fmt_stat st;
+	size_t len = 0;
+
+	fill_stat(b, o, &st);
+	fmt_stat_size(&st, &len);
+	u->leaf += len + u->ih;
+	u->big += len > 310 ? len : 0;
+	if (o->type == R4_ENT_DIR)
+		u->leaf += o->u.sub->ebytes + FMT_CDE40_UNITS_SIZE + u->ih;
+	if (o->type == R4_ENT_REG && o->size &&
+	    (o->tails || o->cc == BCC_YES))
+		u->leaf += o->size + u->ih;
+	else if (o->type == R4_ENT_REG && o->data == BD_EXTENTS)
+		/* units known: holes cost one */
+		u->ext += u->ih + FMT_EXTENT40_UNIT_SIZE *
+			  (o->u.reg->ext.n + 4) + u->nptr;
+	else if (o->type == R4_ENT_REG && o->size)
+		u->ext += u->ih + FMT_EXTENT40_UNIT_SIZE *
+			  (4 + o->size / u->region) + u->nptr;
 }
 
 /* An upper bound (for all but unusually sparse files) of the nodes
  * above the leaves, so their area can be saved before the first leaf. */
 static uint64_t estimate_upper(struct r4_build *b)
 {
-	uint64_t ih = fmt_item_header_size(b->pol), slack = 310 + ih + 2;
-	uint64_t cap = b->bs - fmt_node_header_size(b->m.sb.node_pid);
-	uint64_t region = fmt_bitmap_bpb(b->bs) * b->bs;
-	uint64_t leaf = 0, big = 0, nleaf, twig, per, n, total;
-	uint64_t nptr = ih + FMT_NODEPTR40_SIZE, ext = 0;
+	struct upper_est u = { 0 };
+	uint64_t slack, cap = b->bs - fmt_node_header_size(b->m.sb.node_pid);
+	uint64_t nleaf, twig, per, n, total;
 
-	for (size_t i = 0; i < b->nobj; i++) {
-		struct bobj *o = b->objs[i];
-		struct fmt_stat st;
-		size_t len = 0;
+	u.ih = fmt_item_header_size(b->pol);
+	u.region = fmt_bitmap_bpb(b->bs) * b->bs;
+	u.nptr = u.ih + FMT_NODEPTR40_SIZE;
+	slack = 310 + u.ih + 2;
+	/* every placed object once: the root, then the objects each
+	 * directory places (sums: the order does not matter) */
+	estimate_obj(b, b->root, &u);
+	for (struct bobj *d = b->root; d; d = d->u.sub->qnext)
+		for (size_t i = 0; i < d->u.sub->nkids; i++) {
+			const struct bent *e = d->u.sub->kids[i];
 
-		if (!o->oid)
-			continue;
-		fill_stat(b, o, &st);
-		fmt_stat_size(&st, &len);
-		leaf += len + ih;
-		big += len > 310 ? len : 0;
-		if (o->type == R4_ENT_DIR)
-			leaf += o->sub->ebytes + FMT_CDE40_UNITS_SIZE + ih;
-		if (o->type == R4_ENT_REG && o->size &&
-		    (o->tails || o->cc == BCC_YES))
-			leaf += o->size + ih;
-		else if (o->type == R4_ENT_REG && o->data == BD_EXTENTS)
-			ext += ih + FMT_EXTENT40_UNIT_SIZE * (o->ext.n + 4) +
-			       nptr;	/* units known: holes cost one */
-		else if (o->type == R4_ENT_REG && o->size)
-			ext += ih + FMT_EXTENT40_UNIT_SIZE *
-			       (4 + o->size / region) + nptr;
-	}
-	nleaf = (leaf + big) / (cap - slack) + 1 + ext / nptr;
-	twig = (nleaf * nptr + ext) / (cap - 2 * ih - 16) + 1;
-	per = (cap - nptr) / nptr;
+			if (e->obj->primary == e)
+				estimate_obj(b, e->obj, &u);
+		}
+	nleaf = (u.leaf + u.big) / (cap - slack) + 1 + u.ext / u.nptr;
+	twig = (nleaf * u.nptr + u.ext) / (cap - 2 * u.ih - 16) + 1;
+	per = (cap - u.nptr) / u.nptr;
 	for (total = twig, n = twig; n > 1; total += n)
 		n = n / per + 1;
 	return total + total / 50 + 2;
@@ -422,6 +458,8 @@ int pack_items_build(struct r4_build *b, struct r4_error *err)
 	int rc = assign_oids(b, err), rc2;
 
 	if (!rc)
+		pack_ns_release(b);
+	if (!rc)
 		rc = pack_spool_seal(b, err);
 	if (!rc)
 		pack_alloc_reserve_area(b, estimate_upper(b));
@@ -432,7 +470,7 @@ int pack_items_build(struct r4_build *b, struct r4_error *err)
 	if (rc)
 		return rc;
 	rc = emit_sd(b, b->root, err);
-	for (struct bobj *d = b->root; !rc && d; d = d->sub->qnext)
+	for (struct bobj *d = b->root; !rc && d; d = d->u.sub->qnext)
 		rc = emit_dir(b, d, err);
 	pack_cc_ahead_end(b);
 	rc2 = pack_async_end(b, rc ? NULL : err);

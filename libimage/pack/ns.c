@@ -15,9 +15,9 @@
 #include "libimage/util/err.h"
 #include "r4/util.h"
 
-static uint64_t name_hash(const struct bobj *dir, const char *s, size_t n)
+static uint64_t name_hash(uint32_t dir, const char *s, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)(uintptr_t)dir;
+	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)dir << 16);
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
@@ -27,10 +27,11 @@ static uint64_t name_hash(const struct bobj *dir, const char *s, size_t n)
 static struct bent *lookup(struct r4_build *b, const struct bobj *dir,
 			   const char *s, size_t n)
 {
-	struct bent *e = b->htab[name_hash(dir, s, n) & (b->hsize - 1)];
+	uint32_t no = dir->u.sub->no;
+	struct bent *e = b->htab[name_hash(no, s, n) & (b->hsize - 1)];
 
 	for (; e; e = e->hnext)
-		if (e->dir == dir && e->len == n && !memcmp(e->name, s, n))
+		if (e->dir == no && e->len == n && !memcmp(e->name, s, n))
 			return e;
 	return NULL;
 }
@@ -98,23 +99,28 @@ static void arena_free(struct r4_build *b)
 
 static struct bobj *new_obj(struct r4_build *b, enum r4_entry_type type)
 {
-	struct bobj *o;
+	struct bobj *o = arena_get(b, sizeof(*o));
 
-	if (R4_RESERVE(b->objs, b->capobjs, b->nobj + 1, 1024))
-		return NULL;
-	o = arena_get(b, sizeof(*o));
-	if (o && type == R4_ENT_DIR && !(o->sub = arena_get(b, sizeof(*o->sub))))
-		o = NULL;
-	if (o) {
-		o->type = type;
-		b->objs[b->nobj++] = o;
+	if (o && type == R4_ENT_DIR) {
+		struct bdir *d = arena_get(b, sizeof(*d));
+
+		if (!d || b->ndirv >= UINT32_MAX ||
+		    R4_RESERVE(b->dirv, b->capdirv, b->ndirv + 1, 256))
+			return NULL;
+		d->no = (uint32_t)b->ndirv;
+		b->dirv[b->ndirv++] = o;
+		d->next = b->subs;
+		b->subs = d;
+		o->u.sub = d;
 	}
+	if (o)
+		o->type = (uint8_t)type;
 	return o;
 }
 
 static int add_kid(struct bobj *dir, struct bent *e)
 {
-	struct bdir *d = dir->sub;
+	struct bdir *d = dir->u.sub;
 
 	if (R4_RESERVE(d->kids, d->capkids, d->nkids + 1, 8))
 		return -ENOMEM;
@@ -128,16 +134,16 @@ static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 	struct bent *e;
 	size_t h;
 
-	if (b->hcount * 2 >= b->hsize && grow_hash(b))
+	if (b->hcount >= b->hsize && grow_hash(b))
 		return NULL;
 	e = arena_get(b, sizeof(*e) + n + 1);
 	if (!e || add_kid(dir, e))
 		return NULL;
 	memcpy(e->name, s, n);
 	e->len = (uint16_t)n;
-	e->dir = dir;
+	e->dir = dir->u.sub->no;
 	e->obj = obj;
-	h = name_hash(dir, s, n) & (b->hsize - 1);
+	h = name_hash(dir->u.sub->no, s, n) & (b->hsize - 1);
 	e->hnext = b->htab[h];
 	b->htab[h] = e;
 	b->hcount++;
@@ -175,25 +181,30 @@ void pack_ns_fini(struct r4_build *b)
 	b->wc_end = NULL;
 	b->wc_dir = NULL;
 	b->wc_n = b->wc_kcap = 0;
-	for (size_t i = 0; i < b->nobj; i++) {
-		free(b->objs[i]->target);
-		free(b->objs[i]->ext.u);
-		if (b->objs[i]->sub)
-			free(b->objs[i]->sub->kids);
+	for (struct breg *r = b->regs; r; r = r->next) {
+		free(r->ext.u);
+		free(r->cc_len);
 	}
-	free(b->objs);
-	b->objs = NULL;
-	b->nobj = 0;
+	for (struct bdir *d = b->subs; d; d = d->next)
+		free(d->kids);
+	b->regs = NULL;
+	b->subs = NULL;
+	free(b->dirv);
+	b->dirv = NULL;
+	b->ndirv = b->capdirv = 0;
+	free(b->gone);
+	b->gone = NULL;
+	b->ngone = b->capgone = 0;
 	arena_free(b);
 }
 
-static const char *path_up(const struct bent *e, char *buf, size_t len,
-			   size_t *pos)
+static const char *path_up(const struct r4_build *b, const struct bent *e,
+			   char *buf, size_t len, size_t *pos)
 {
 	if (!e)
 		return buf;
-	if (e->dir && e->dir->primary)
-		path_up(e->dir->primary, buf, len, pos);
+	if (ent_dir(b, e)->primary)
+		path_up(b, ent_dir(b, e)->primary, buf, len, pos);
 	if (*pos && *pos + 1 < len)
 		buf[(*pos)++] = '/';
 	for (size_t i = 0; i < e->len && *pos + 1 < len; i++)
@@ -202,17 +213,19 @@ static const char *path_up(const struct bent *e, char *buf, size_t len,
 	return buf;
 }
 
-const char *pack_ns_path(const struct bent *e, char *buf, size_t len)
+const char *pack_ns_path(const struct r4_build *b, const struct bent *e,
+			 char *buf, size_t len)
 {
 	size_t pos = 0;
 
 	buf[0] = '\0';
-	return path_up(e, buf, len, &pos);
+	return path_up(b, e, buf, len, &pos);
 }
 
-const char *pack_ns_obj_path(const struct bobj *o, char *buf, size_t len)
+const char *pack_ns_obj_path(const struct r4_build *b, const struct bobj *o,
+			     char *buf, size_t len)
 {
-	return o->primary ? pack_ns_path(o->primary, buf, len) : ".";
+	return o->primary ? pack_ns_path(b, o->primary, buf, len) : ".";
 }
 
 /* Bytes path and the cached path have in common. */
@@ -363,20 +376,28 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 	set_attrs(o, e);
 	switch (e->type) {
 	case R4_ENT_SYMLINK:
-		o->target = strdup(e->target);
-		if (!o->target)
-			return r4i_fail(err, -ENOMEM, "out of memory");
 		o->size = strlen(e->target);
+		o->u.target = arena_get(b, (size_t)o->size + 1);
+		if (!o->u.target)
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		memcpy(o->u.target, e->target, (size_t)o->size + 1);
 		break;
 	case R4_ENT_CHR: case R4_ENT_BLK:
-		o->rdev = (uint32_t)enc_rdev(e->rdev_major, e->rdev_minor);
+		o->u.rdev = (uint32_t)enc_rdev(e->rdev_major, e->rdev_minor);
 		break;
 	case R4_ENT_REG:
 		o->size = e->size;
-		o->tails = enc_tails(b->o.mkfs.plugin[R4_PT_FORMATTING], b->bs,
-				     e->size);
-		o->cc = pack_cc_initial(b);
+		o->tails = (uint8_t)enc_tails(
+			b->o.mkfs.plugin[R4_PT_FORMATTING], b->bs, e->size);
+		o->cc = (uint8_t)pack_cc_initial(b);
 		o->data = e->size && !e->data ? BD_DEFERRED : BD_NONE;
+		if (e->size) {
+			o->u.reg = arena_get(b, sizeof(*o->u.reg));
+			if (!o->u.reg)
+				return r4i_fail(err, -ENOMEM, "out of memory");
+			o->u.reg->next = b->regs;
+			b->regs = o->u.reg;
+		}
 		break;
 	default:
 		break;
@@ -435,7 +456,7 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		set_attrs(old->obj, e);
 		return 0;
 	}
-	if (old && old->obj->type == R4_ENT_DIR && old->obj->sub->nkids)
+	if (old && old->obj->type == R4_ENT_DIR && old->obj->u.sub->nkids)
 		return r4i_fail(err, R4_EEXIST, "%s: would replace a directory "
 			       "that is not empty", e->path);
 	if (e->type != R4_ENT_HARDLINK) {
@@ -444,6 +465,15 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 			return rc;
 	}
 	if (old) {
+		/* the replaced object may still be named elsewhere (hard
+		 * links): only finish knows (pack_ns_release) */
+		struct bobj *was = old->obj;
+
+		if (was != o && was->type == R4_ENT_REG && was->size) {
+			if (R4_RESERVE(b->gone, b->capgone, b->ngone + 1, 16))
+				return r4i_fail(err, -ENOMEM, "out of memory");
+			b->gone[b->ngone++] = was;
+		}
 		old->obj = o;
 		b->wc_n = 0;	/* the cached directories may be gone */
 	}
@@ -452,6 +482,36 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	if (e->type == R4_ENT_REG && e->data)
 		*obj = o;
 	return 0;
+}
+
+/* Only regular files with data are kept in b->gone: a replaced
+ * directory was empty, a symlink's target and a device's number are in
+ * memory only, a tail file's or a compressed file's bytes wait in the
+ * spool, which is not the image, and deferred data is never read for an
+ * object that is not placed. What holds image blocks is a file whose
+ * extents were written as it streamed (a compressed file conv turned
+ * into an ordinary one too): an object no name reached when the oids
+ * were assigned (oid 0) gives those back, once (an object replaced
+ * under two of its names is listed twice). */
+void pack_ns_release(struct r4_build *b)
+{
+	for (size_t i = 0; i < b->ngone; i++) {
+		struct bobj *o = b->gone[i];
+		struct breg *r = o->u.reg;
+
+		if (o->oid || o->data != BD_EXTENTS)
+			continue;
+		for (size_t j = 0; j < r->ext.n; j++) {
+			if (!r->ext.u[j].start)
+				continue;	/* a hole */
+			pack_alloc_free(b, r->ext.u[j].start,
+					r->ext.u[j].width);
+			b->data_blocks -= r->ext.u[j].width;
+		}
+		r->ext.n = 0;
+		o->data = BD_NONE;
+	}
+	b->ngone = 0;
 }
 
 int r4_build_type(struct r4_build *b, const char *path, size_t len)
