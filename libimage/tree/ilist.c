@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: decoded item lists of nodes being rewritten, and packing them
- * into nodes (cutting directory-entry, tail and extent items at unit
- * boundaries). */
+ * into nodes (cutting directory-entry, tail, ctail and extent items at
+ * unit boundaries). */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -259,6 +259,41 @@ static int cut_extent(const struct mitem *it, size_t room, uint32_t bs,
 	return cut_bytes(it, k * FMT_EXTENT40_UNIT_SIZE, skip, h, t);
 }
 
+/* doc/compress.md §3.1: a disk cluster may be cut into ctail items at
+ * any byte; each piece has the header byte, the second starts at the
+ * byte offset in the cluster stream where the first ends. An unprepped
+ * placeholder (one unit) is never cut. */
+static int cut_ctail(const struct mitem *it, size_t room, struct mitem *h,
+		     struct mitem *t)
+{
+	struct fmt_ctail40 ct;
+	size_t k;
+
+	if (fmt_ctail40_decode(it->body, it->len, &ct) ||
+	    ct.shift == FMT_CTAIL40_UNPREPPED || ct.len < 2 ||
+	    room <= FMT_CTAIL40_HDR_SIZE)
+		return 0;
+	k = room - FMT_CTAIL40_HDR_SIZE;
+	if (k > ct.len - 1)
+		k = ct.len - 1;
+	h->key = t->key = it->key;
+	t->key.el[3] += k;
+	h->pid = t->pid = it->pid;
+	h->len = FMT_CTAIL40_HDR_SIZE + k;
+	t->len = FMT_CTAIL40_HDR_SIZE + ct.len - k;
+	h->body = malloc(h->len);
+	t->body = malloc(t->len);
+	if (!h->body || !t->body) {
+		free(h->body);
+		free(t->body);
+		return -ENOMEM;
+	}
+	h->body[0] = t->body[0] = ct.shift;
+	memcpy(h->body + FMT_CTAIL40_HDR_SIZE, ct.data, k);
+	memcpy(t->body + FMT_CTAIL40_HDR_SIZE, ct.data + k, ct.len - k);
+	return 1;
+}
+
 /* 1 with h/t filled, 0 when the item cannot be cut for room, < 0. */
 static int item_cut(const struct mitem *it, size_t room, uint32_t bs,
 		    enum fmt_key_policy pol, struct mitem *h, struct mitem *t)
@@ -273,6 +308,8 @@ static int item_cut(const struct mitem *it, size_t room, uint32_t bs,
 				 room < it->len ? room : it->len - 1, h, t);
 	case FMT_ITEM_EXTENT40:
 		return cut_extent(it, room, bs, h, t);
+	case FMT_ITEM_CTAIL40:
+		return cut_ctail(it, room, h, t);
 	default:
 		return 0;
 	}
@@ -334,6 +371,30 @@ static uint64_t item_span(const struct mitem *it, uint32_t bs)
 	return span;
 }
 
+/* doc/compress.md §3.1: two ctail items of one disk cluster, b starting
+ * where a ends (not at a cluster start), as one item. */
+static int join_ctail(struct mitem *a, const struct mitem *b, size_t max)
+{
+	struct fmt_ctail40 x, y;
+	uint8_t *buf;
+
+	if (!same_object(&a->key, &b->key) ||
+	    fmt_ctail40_decode(a->body, a->len, &x) ||
+	    fmt_ctail40_decode(b->body, b->len, &y) || x.shift != y.shift ||
+	    x.shift == FMT_CTAIL40_UNPREPPED ||
+	    a->key.el[3] + x.len != b->key.el[3] ||
+	    !(b->key.el[3] & ((1ull << x.shift) - 1)) ||
+	    a->len + y.len > max)
+		return 0;
+	buf = realloc(a->body, a->len + y.len);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf + a->len, y.data, y.len);
+	a->body = buf;
+	a->len += y.len;
+	return 1;
+}
+
 /* Join item b into a when they continue each other. */
 static int join(struct mitem *a, const struct mitem *b, size_t max,
 		uint32_t bs, enum fmt_key_policy pol)
@@ -345,6 +406,8 @@ static int join(struct mitem *a, const struct mitem *b, size_t max,
 	if (a->pid == FMT_ITEM_CDE40)
 		return a->key.el[0] == b->key.el[0] ?
 		       join_cde40(a, b, max, pol) : 0;
+	if (a->pid == FMT_ITEM_CTAIL40)
+		return join_ctail(a, b, max);
 	if ((a->pid != FMT_ITEM_TAIL40 && a->pid != FMT_ITEM_EXTENT40) ||
 	    !same_object(&a->key, &b->key) || a->len + b->len > max ||
 	    item_span(a, bs) == UINT64_MAX ||

@@ -34,6 +34,7 @@ int tree_mod_init(struct tree_mod *m, struct r4_vol *vol, struct txn *t,
 	m->t = t;
 	m->root = vol->sb.root_block;
 	m->height = vol->sb.tree_height;
+	m->ins_end = -1;
 	if (m->height < FMT_TREE_HEIGHT_MIN || m->height > FMT_TREE_HEIGHT_MAX)
 		return r4i_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
 			       "in %u..%u", vname(m), m->height,
@@ -552,6 +553,23 @@ out:
 	return rc;
 }
 
+/* 1 when the new items, ending at index ie of items, are at or near the
+ * end of the node: what follows them takes at most a quarter of a node.
+ * Inserts in key order come this way; splitting such a node so its left
+ * part stays full (moving only what does not fit) leaves full nodes
+ * behind them, where halves would leave every node half empty. */
+static int near_end(const struct tree_mod *m, const struct ilist *items,
+		    long ie)
+{
+	size_t after = 0;
+
+	if (ie < 0 || (size_t)ie > items->n)
+		return 0;
+	for (size_t i = (size_t)ie; i < items->n; i++)
+		after += ihsize(m) + items->v[i].len;
+	return after <= capacity(m) / 4;
+}
+
 static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 		     struct ilist *items, struct r4_error *err)
 {
@@ -559,8 +577,10 @@ static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 	long pos = p->pos[l + 1], first = pos;
 	uint64_t blks[2] = { p->blk[l], 0 };
 	size_t count = 1, nch = 0;
+	long ie = m->ins_end;
 	int rc;
 
+	m->ins_end = -1;
 	if (l >= m->height)
 		return root_set(m, l, items, err);
 	rc = dc_get(m, p->blk[l + 1], l + 1, &P, err);
@@ -572,7 +592,8 @@ static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 	if (!rc)
 		rc = choose(m, &P, pos, l, items, &first, &count, blks, err);
 	if (!rc && items->n)
-		rc = pack(m, items, count == 1, &ch, &nch, err);
+		rc = pack(m, items, count == 1 && !near_end(m, items, ie),
+			  &ch, &nch, err);
 	if (!rc)
 		rc = emit_chunks(m, l, ch, nch, blks, count, &np, err);
 	ilist_free(items);
@@ -738,6 +759,7 @@ static int put_once(struct tree_mod *m, unsigned level,
 		ilist_free(&L);
 		return rc;
 	}
+	m->ins_end = pos + !replace + (long)n;
 	return level_set(m, &p, level, &L, err);
 }
 

@@ -13,8 +13,11 @@
  *  - an overflowing node first shifts items into its left, then its
  *    right neighbour (same parent); else it splits into as many nodes as
  *    needed, sizes evened out, each new node's pointer added to the
- *    parent (a root split grows the tree). Directory entry, tail and
- *    extent items are cut at unit boundaries where that packs better;
+ *    parent (a root split grows the tree); but when what follows the new
+ *    items takes at most a quarter of a node (inserts in key order), the
+ *    first node stays full and only what does not fit moves on.
+ *    Directory entry, tail, ctail and extent items are cut at unit
+ *    boundaries where that packs better;
  *  - an empty node is removed with its pointer; a node under half full
  *    merges into its left or right neighbour when both fit one node; a
  *    root above the twig level with one child gives way to that child;
@@ -51,6 +54,8 @@ struct tree_mod {
 	uint64_t root;
 	unsigned height;
 	int no_merge;		/* internal: while cutting a leaf */
+	long ins_end;		/* internal: index after the new items in
+				 * the list level_set gets, -1 unknown */
 	/* Decoded nodes kept between changes of one transaction, so a node
 	 * changed by consecutive inserts is decoded once (modify.c): each
 	 * slot holds the item list of one block exactly as the block now
