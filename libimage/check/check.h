@@ -27,6 +27,20 @@ struct chk_map {
 	uint8_t **chunk;	/* NULL = all zero */
 };
 
+/* Three-word keys (a key's first elements, an oid and a position)
+ * compared in order: -1, 0 or 1. */
+static inline int chk_cmp3(uint64_t a0, uint64_t a1, uint64_t a2,
+			   uint64_t b0, uint64_t b1, uint64_t b2)
+{
+	if (a0 != b0)
+		return a0 < b0 ? -1 : 1;
+	if (a1 != b1)
+		return a1 < b1 ? -1 : 1;
+	if (a2 != b2)
+		return a2 < b2 ? -1 : 1;
+	return 0;
+}
+
 int chk_map_init(struct chk_map *m, uint64_t nbits, uint64_t chunk_bits);
 void chk_map_fini(struct chk_map *m);
 int chk_map_test(const struct chk_map *m, uint64_t b);

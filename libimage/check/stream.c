@@ -94,24 +94,12 @@ struct pass {
 	size_t nreached, capreached;
 };
 
-static int cmp3(uint64_t a0, uint64_t a1, uint64_t a2, uint64_t b0,
-		uint64_t b1, uint64_t b2)
-{
-	if (a0 != b0)
-		return a0 < b0 ? -1 : 1;
-	if (a1 != b1)
-		return a1 < b1 ? -1 : 1;
-	if (a2 != b2)
-		return a2 < b2 ? -1 : 1;
-	return 0;
-}
-
 /* Objects and bodies begin with their key el[0..2]. */
 static int key_cmp(const void *a, const void *b)
 {
 	const uint64_t *x = a, *y = b;
 
-	return cmp3(x[0], x[1], x[2], y[0], y[1], y[2]);
+	return chk_cmp3(x[0], x[1], x[2], y[0], y[1], y[2]);
 }
 
 static int obj_cmp(const void *a, const void *b)
@@ -119,7 +107,7 @@ static int obj_cmp(const void *a, const void *b)
 	const struct chk_obj *x = a, *y = b;
 	int r = key_cmp(a, b);
 
-	return r ? r : cmp3(x->blk, x->item, 0, y->blk, y->item, 0);
+	return r ? r : chk_cmp3(x->blk, x->item, 0, y->blk, y->item, 0);
 }
 
 static int body_cmp(const void *a, const void *b)
@@ -127,36 +115,36 @@ static int body_cmp(const void *a, const void *b)
 	const struct chk_body *x = a, *y = b;
 	int r = key_cmp(a, b);
 
-	return r ? r : cmp3(x->blk, x->item, 0, y->blk, y->item, 0);
+	return r ? r : chk_cmp3(x->blk, x->item, 0, y->blk, y->item, 0);
 }
 
 static int ent_target_cmp(const void *a, const void *b)
 {
 	const struct chk_ent *x = a, *y = b;
-	int r = cmp3(x->t0, x->t1, x->t2, y->t0, y->t1, y->t2);
+	int r = chk_cmp3(x->t0, x->t1, x->t2, y->t0, y->t1, y->t2);
 
-	return r ? r : cmp3(x->seq, 0, 0, y->seq, 0, 0);
+	return r ? r : chk_cmp3(x->seq, 0, 0, y->seq, 0, 0);
 }
 
 static int tent_cmp(const void *a, const void *b)
 {
 	const struct tent *x = a, *y = b;
 
-	return cmp3(x->e.dir, x->e.seq, 0, y->e.dir, y->e.seq, 0);
+	return chk_cmp3(x->e.dir, x->e.seq, 0, y->e.dir, y->e.seq, 0);
 }
 
 static int byoid_cmp(const void *a, const void *b)
 {
 	const struct byoid *x = a, *y = b;
 
-	return cmp3(x->oid, x->rank, 0, y->oid, y->rank, 0);
+	return chk_cmp3(x->oid, x->rank, 0, y->oid, y->rank, 0);
 }
 
 static int reach_cmp(const void *a, const void *b)
 {
 	const struct reach *x = a, *y = b;
 
-	return cmp3(x->t, x->dir, 0, y->t, y->dir, 0);
+	return chk_cmp3(x->t, x->dir, 0, y->t, y->dir, 0);
 }
 
 /* ---- the walk's side ---- */
@@ -358,7 +346,7 @@ static struct dirrow *dir_find(struct pass *p, uint32_t rank)
 
 static int is_root_key(const struct chk_obj *o)
 {
-	return !cmp3(o->el0, o->el1, o->el2,
+	return !chk_cmp3(o->el0, o->el1, o->el2,
 		     (FMT_ROOT_LOCALITY << 4) | FMT_KEY_SD, 0, FMT_ROOT_OID);
 }
 
@@ -386,7 +374,7 @@ static int pass_targets(struct pass *p)
 		struct chk_obj *t = &o[k - g.first];
 
 		for (; has_e; has_e = rc) {
-			int r = cmp3(e.t0, e.t1, e.t2, o->el0, o->el1, o->el2);
+			int r = chk_cmp3(e.t0, e.t1, e.t2, o->el0, o->el1, o->el2);
 
 			if (r > 0)
 				break;

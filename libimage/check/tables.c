@@ -86,26 +86,14 @@ int chk_body_add(struct chk *c, const struct fmt_key *k, uint64_t end,
 	return 0;
 }
 
-static int cmp3(uint64_t a0, uint64_t a1, uint64_t a2, uint64_t b0,
-		uint64_t b1, uint64_t b2)
-{
-	if (a0 != b0)
-		return a0 < b0 ? -1 : 1;
-	if (a1 != b1)
-		return a1 < b1 ? -1 : 1;
-	if (a2 != b2)
-		return a2 < b2 ? -1 : 1;
-	return 0;
-}
-
 static int obj_cmp(const void *a, const void *b)
 {
 	const struct chk_obj *x = a, *y = b;
-	int r = cmp3(x->el0, x->el1, x->el2, y->el0, y->el1, y->el2);
+	int r = chk_cmp3(x->el0, x->el1, x->el2, y->el0, y->el1, y->el2);
 
 	if (r)
 		return r;
-	return cmp3(x->blk, x->item, 0, y->blk, y->item, 0);
+	return chk_cmp3(x->blk, x->item, 0, y->blk, y->item, 0);
 }
 
 static int ent_cmp(const void *a, const void *b)
@@ -121,7 +109,7 @@ static int body_cmp(const void *a, const void *b)
 {
 	const struct chk_body *x = a, *y = b;
 
-	return cmp3(x->el0, x->el1, x->el2, y->el0, y->el1, y->el2);
+	return chk_cmp3(x->el0, x->el1, x->el2, y->el0, y->el1, y->el2);
 }
 
 void chk_tables_sort(struct chk *c)
@@ -142,7 +130,7 @@ uint32_t chk_obj_find(const struct chk *c, uint64_t el0, uint64_t el1,
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		const struct chk_obj *o = &c->objs[mid];
-		int r = cmp3(o->el0, o->el1, o->el2, el0, el1, el2);
+		int r = chk_cmp3(o->el0, o->el1, o->el2, el0, el1, el2);
 
 		if (r == 0)
 			return (uint32_t)mid;
@@ -219,7 +207,7 @@ const struct chk_body *chk_body_find(const struct chk *c, uint64_t el0,
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		const struct chk_body *b = &c->bodies[mid];
-		int r = cmp3(b->el0, b->el1, b->el2, el0, el1, el2);
+		int r = chk_cmp3(b->el0, b->el1, b->el2, el0, el1, el2);
 
 		if (r == 0)
 			return b;

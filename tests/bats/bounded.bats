@@ -13,11 +13,24 @@ bounded() {
 	local s=$1
 	shift
 	# AddressSanitizer reserves terabytes of address space for its
-	# shadow: under it the time bound stays, the memory bound cannot.
+	# shadow: under it the time bound stays (doubled: it runs several
+	# times slower), the memory bound cannot.
 	case "${R4_CFLAGS:-}${R4_LDFLAGS:-}" in
-	*sanitize=address*) timeout "$s" "$@"; return ;;
+	*sanitize=address*) timeout "$((s * 2))" "$@"; return ;;
 	esac
 	(ulimit -v 1048576 && exec timeout "$s" "$@")
+}
+
+# deep_tar OUT N: a pax tarball of one member "d/d/.../f" (N folders
+# deep) holding "hi".
+deep_tar() {
+	python3 - "$1" "$2" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    i = tarfile.TarInfo("/".join(["d"] * int(sys.argv[2])) + "/f")
+    i.size = 2
+    t.addfile(i, io.BytesIO(b"hi"))
+PY
 }
 
 # sparse_tar OUT NAME REALSIZE OFFSET DATA: a pax tarball holding one
@@ -219,13 +232,7 @@ tx_chain() {
 	# one pax member whose path has 40,000 components (about 80 KB);
 	# each prefix was walked from the root (a minute before the walk
 	# cache kept every depth)
-	python3 - "$T/deep.tar" <<'PY'
-import io, sys, tarfile
-with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
-    i = tarfile.TarInfo("/".join(["d"] * 40000) + "/f")
-    i.size = 2
-    t.addfile(i, io.BytesIO(b"hi"))
-PY
+	deep_tar "$T/deep.tar" 40000
 	run bounded 30 r4pack create -q "$T/deep.tar" "$T/deep.img"
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -239,13 +246,7 @@ PY
 	# the walk keeps a stack of directories instead of recursing, and
 	# what each directory inherits is kept per directory on a read-only
 	# handle instead of climbed to the root (8,300 deep: 102 s before)
-	python3 - "$T/deep.tar" <<'PY'
-import io, sys, tarfile
-with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
-    i = tarfile.TarInfo("/".join(["d"] * 9000) + "/f")
-    i.size = 2
-    t.addfile(i, io.BytesIO(b"hi"))
-PY
+	deep_tar "$T/deep.tar" 9000
 	run bounded 30 r4pack create -q "$T/deep.tar" "$T/deep.img"
 	echo "$output"
 	[ "$status" -eq 0 ]
