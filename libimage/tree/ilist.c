@@ -219,14 +219,16 @@ static int cut_cde40(const struct mitem *it, size_t room,
 	return 1;
 }
 
-static int cut_bytes(const struct mitem *it, size_t hl, uint64_t skip,
-		     struct mitem *h, struct mitem *t)
+/* Head h and tail t of item it, with bodies of hl and tl bytes to fill;
+ * the tail's key is skip bytes further on. 0 or -ENOMEM. */
+static int cut_pieces(const struct mitem *it, uint64_t skip, size_t hl,
+		      size_t tl, struct mitem *h, struct mitem *t)
 {
 	h->key = t->key = it->key;
 	t->key.el[3] += skip;
 	h->pid = t->pid = it->pid;
 	h->len = hl;
-	t->len = it->len - hl;
+	t->len = tl;
 	h->body = malloc(h->len);
 	t->body = malloc(t->len);
 	if (!h->body || !t->body) {
@@ -234,6 +236,14 @@ static int cut_bytes(const struct mitem *it, size_t hl, uint64_t skip,
 		free(t->body);
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+static int cut_bytes(const struct mitem *it, size_t hl, uint64_t skip,
+		     struct mitem *h, struct mitem *t)
+{
+	if (cut_pieces(it, skip, hl, it->len - hl, h, t))
+		return -ENOMEM;
 	memcpy(h->body, it->body, h->len);
 	memcpy(t->body, it->body + hl, t->len);
 	return 1;
@@ -276,18 +286,9 @@ static int cut_ctail(const struct mitem *it, size_t room, struct mitem *h,
 	k = room - FMT_CTAIL40_HDR_SIZE;
 	if (k > ct.len - 1)
 		k = ct.len - 1;
-	h->key = t->key = it->key;
-	t->key.el[3] += k;
-	h->pid = t->pid = it->pid;
-	h->len = FMT_CTAIL40_HDR_SIZE + k;
-	t->len = FMT_CTAIL40_HDR_SIZE + ct.len - k;
-	h->body = malloc(h->len);
-	t->body = malloc(t->len);
-	if (!h->body || !t->body) {
-		free(h->body);
-		free(t->body);
+	if (cut_pieces(it, k, FMT_CTAIL40_HDR_SIZE + k,
+		       FMT_CTAIL40_HDR_SIZE + ct.len - k, h, t))
 		return -ENOMEM;
-	}
 	h->body[0] = t->body[0] = ct.shift;
 	memcpy(h->body + FMT_CTAIL40_HDR_SIZE, ct.data, k);
 	memcpy(t->body + FMT_CTAIL40_HDR_SIZE, ct.data + k, ct.len - k);
