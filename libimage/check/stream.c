@@ -621,6 +621,8 @@ static int u64_cmp(const void *a, const void *b)
 
 static int reached_oid(const struct pass *p, uint64_t oid)
 {
+	if (p->nreached == 0)	/* bsearch wants a table, even an empty one */
+		return 0;
 	return bsearch(&oid, p->reached, p->nreached, sizeof(oid),
 		       u64_cmp) != NULL;
 }
