@@ -327,7 +327,8 @@ void rp_model_index(struct rp_model *m)
 	for (size_t i = 0; i < m->n; i++)
 		m->bypos[i] = i;
 	sort_el = m->el;
-	qsort(m->bypos, m->n, sizeof(*m->bypos), cmp_pos);
+	if (m->n)	/* the table may be NULL when empty */
+		qsort(m->bypos, m->n, sizeof(*m->bypos), cmp_pos);
 }
 
 /* The element whose block is blk now, in bypos order; -1 none. */
@@ -379,7 +380,8 @@ static int collect(struct rp_model *m, struct r4_error *err)
 	rc = walk(m, m->base, keep_el, m, &nofit, err);
 	if (rc)
 		return rc;
-	qsort(m->el, m->n, sizeof(*m->el), cmp_tgt);
+	if (m->n)
+		qsort(m->el, m->n, sizeof(*m->el), cmp_tgt);
 	m->ntgt = 0;
 	while (m->ntgt < m->n && m->el[m->ntgt].tgt < m->hi)
 		m->ntgt++;
