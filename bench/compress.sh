@@ -181,7 +181,9 @@ done
 base_t=${T[r4pack-reg40]}
 base_c=${C[r4pack-reg40]}
 base_s=${S[r4pack-reg40]}
-r() { echo "$1 / $2" | bc -l; }
+r() {	# A / B, 0 when B is 0 (a tree too small for the timer)
+	if [ "$(echo "$2 == 0" | bc -l)" = 1 ]; then echo 0; else echo "$1 / $2" | bc -l; fi
+}
 printf '%-18s %13s %6s %6s %6s %8s %6s %8s %6s %6s\n' tool "image bytes" \
 	/data /reg40 /same "wall s" /reg40 "CPU s" /reg40 /same
 for class in none lzo1 gzip1 zstd1; do
