@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: the three compression plugins of ccreg40 files as codecs
  * (doc/compress.md §3.3): lzo1 = LZO1X-1, gzip1 = raw deflate level 1,
- * zstd1 = one zstd frame (level 2; the kernel uses 3 and reads any
- * frame). No I/O. One context per thread. */
+ * zstd1 = one zstd frame at level 3. No I/O. One context per thread. */
 #ifndef R4_LIBIMAGE_UTIL_COMPRESS_H
 #define R4_LIBIMAGE_UTIL_COMPRESS_H
 
