@@ -12,10 +12,17 @@
 #include "format/errors.h"
 #include "format/plugin.h"
 
-/* doc/compress.md §3.3: parameters the kernel compresses with. */
+/* doc/compress.md §3.3: gzip1 with the kernel's parameters (level 1 is
+ * zlib's fastest level that still looks for matches; memory levels 7 to 9
+ * cost the same CPU on the Linux source's fs/ folder, 9 is the kernel's). */
 #define GZIP1_LEVEL 1
 #define GZIP1_WBITS 15
 #define GZIP1_MEMLEVEL 9
+/* zstd1: the kernel's level 3. It reads any zstd frame, so the level is
+ * r4kit's choice; level 2 (or 1) was measured: on the Linux source the
+ * build took 7% less CPU (13 to 18% less in the compressor) for a 3%
+ * larger image, which does not bring the build near its target, while
+ * the image is kept: the kernel's level stays. */
 #define ZSTD1_LEVEL 3
 
 struct r4_codec {
