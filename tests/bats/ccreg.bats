@@ -224,6 +224,50 @@ same_as() {
 	[ "$status" -eq 2 ]
 }
 
+@test "r4pack create from a tarball --threads: the same image for 1, 2 and 4 threads and from standard input; consistent and exact" {
+	need_oracle
+	make_src "$T/src"
+	# past the largest file read ahead (pack/cluster.c STREAM_FILE)
+	local i
+	for i in 1 2 3 4 5 6 7 8; do cat "$T/src/text/all.c"; done \
+		>"$T/src/text/all8.c"
+	truncate -s 6M "$T/src/misc/sparse6m"
+	echo end >>"$T/src/misc/sparse6m"
+	# a gap, then noise: conv turns it into an ordinary file
+	truncate -s 300000 "$T/src/misc/gapnoise"
+	head -c 200000 /dev/urandom |
+		dd of="$T/src/misc/gapnoise" bs=4096 seek=1 conv=notrunc status=none
+	ln "$T/src/text/all.c" "$T/src/misc/all.link"
+	ln "$T/src/noise/r300000" "$T/src/misc/noise.link"
+	tar -S -cf "$T/src.tar" -C "$T/src" .
+	tar -tvf "$T/src.tar" | grep -q '^h.*noise.link'
+	local alg t sum
+	for alg in lzo1 gzip1 zstd1; do
+		sum=
+		for t in 1 2 4 -; do
+			if [ "$t" = - ]; then
+				SOURCE_DATE_EPOCH=1700000000 r4pack create -q \
+					-U 0b6e3c6e-5b8e-4a57-9a4b-14c0ffee0014 \
+					--threads 4 --compress=$alg - "$T/$t.img" \
+					<"$T/src.tar"
+			else
+				SOURCE_DATE_EPOCH=1700000000 r4pack create -q \
+					-U 0b6e3c6e-5b8e-4a57-9a4b-14c0ffee0014 \
+					--threads $t --compress=$alg "$T/src.tar" "$T/$t.img"
+			fi
+			if [ -z "$sum" ]; then
+				sum=$(sha256sum <"$T/$t.img")
+			else
+				[ "$(sha256sum <"$T/$t.img")" = "$sum" ] ||
+					{ echo "$alg: --threads $t differs"; return 1; }
+			fi
+		done
+		oracle_fsck "$T/4.img"
+		same_as "$T/4.img" "$T/src"
+		rm -f "$T"/[124-].img
+	done
+}
+
 @test "r4pack create from an archive: every compression mode, consistent and exact" {
 	need_oracle
 	make_src "$T/src"
