@@ -604,8 +604,10 @@ static int sink_job(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 
 	(void)err;
 	j->len[idx] = (uint32_t)len;
-	memcpy(j->data + j->used, dc, len);	/* len <= the cluster's */
-	j->used += len;
+	if (len) {	/* a hole: dc is NULL (memcpy must not see it) */
+		memcpy(j->data + j->used, dc, len);	/* <= the cluster's */
+		j->used += len;
+	}
 	return 0;
 }
 
