@@ -306,6 +306,8 @@ static int rd_fill(struct obj_ccrd *r, uint64_t start, size_t n,
 			if (rc)
 				return rc;
 			r->end = r->coff + r->clen;
+			if (r->coff == r->dense)
+				r->dense = r->end;
 			r->cbuf = p;
 		}
 	}
@@ -328,6 +330,8 @@ static int rd_next(struct obj_ccrd *r, struct r4_error *err)
 			return rc;
 		else {
 			r->end = r->coff + r->clen;
+			if (r->coff == r->dense)
+				r->dense = r->end;
 			r->cbuf = p;
 		}
 	}
@@ -398,6 +402,10 @@ int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
 	int rc = 0;
 
 	fmt_cmode_init(&m, cc->mode);
+	/* doc/compress.md §3.4: conv's test compressed cluster 0 even with
+	 * no data in it; it is still a hole */
+	if (c0_done && !cc->c0_data)
+		cc->batch[0].has_data = 0;
 	while (!rc && idx < n) {
 		size_t k = 0, start = c0_done ? 1 : 0;
 		int zc = 0;
@@ -489,11 +497,19 @@ int obj_ccenc_conv_first(struct obj_ccenc *cc, struct obj_ccrd *r,
 	j->lsize = cc->csize;
 	j->src = j->plain;	/* kept: the refeed and obj_ccenc_file use it */
 	rc = rd_fill(r, 0, j->lsize, (uint8_t *)j->plain, &j->has_data, err);
+	/* the data must go on without a gap past the cluster: is there a
+	 * chunk right at its end? */
+	if (!rc && r->dense == cc->csize && !r->cbuf)
+		rc = rd_next(r, err);
 	if (rc)
 		return rc;
 	cc->c0_data = j->has_data;
-	j->has_data = 1;	/* tried even when zeros: the kernel does */
+	j->has_data = 1;	/* compressed even when zeros: c0_done */
 	run_batch(cc, j, 1);
-	*keep = j->slen != SIZE_MAX && fmt_conv_keeps(j->slen, cc->csize);
+	/* A gap in the data before the kernel's test point (the first
+	 * write past the first cluster) ends the test: the file stays
+	 * compressed (doc/compress.md §4.4). */
+	*keep = r->dense <= cc->csize ||
+		(j->slen != SIZE_MAX && fmt_conv_keeps(j->slen, cc->csize));
 	return 0;
 }

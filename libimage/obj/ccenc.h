@@ -41,6 +41,8 @@ struct obj_ccrd {
 	const char *path;
 	uint64_t size;
 	uint64_t end;		/* end of the last chunk taken */
+	uint64_t dense;		/* the data runs without a gap from 0 to
+				 * here (the chunks taken so far) */
 	const uint8_t *cbuf;	/* current chunk, kept while it lasts */
 	uint64_t coff;
 	size_t clen;
@@ -51,16 +53,18 @@ void obj_ccrd_init(struct obj_ccrd *r, r4_data_fn fn, void *ctx,
 /* After the last cluster: the reader must have nothing more. */
 int obj_ccrd_finish(struct obj_ccrd *r, struct r4_error *err);
 
-/* doc/compress.md §4.4: under conv, a file longer than one cluster stays
- * compressed only if its first cluster compresses to under half. Reads
- * cluster 0 (kept for obj_ccenc_file's c0_done and for the refeed) and
- * sets *keep; other modes and short files keep. */
+/* doc/compress.md §4.4: under conv, a file longer than one cluster whose
+ * data runs without a gap from 0 past the first cluster stays compressed
+ * only if its first cluster compresses to under half. Reads cluster 0
+ * (kept for obj_ccenc_file's c0_done and for the refeed) and sets *keep;
+ * other modes, short files and files with a gap there keep. */
 int obj_ccenc_conv_first(struct obj_ccenc *e, struct obj_ccrd *r,
 			 int *keep, struct r4_error *err);
 /* After obj_ccenc_conv_first read cluster 0: 1 when some input data
  * fell in it (0: a hole in a sparse input). */
 int obj_ccenc_c0_data(const struct obj_ccenc *e);
-/* 1 when obj_ccenc_file should reuse the cluster 0 just compressed. */
+/* 1 when obj_ccenc_file should reuse the cluster 0 just compressed (a
+ * hole, without items, when no input data fell in it). */
 int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size);
 
 /* A disk cluster: len bytes at dc (len 0, dc NULL: a hole, no items). */

@@ -217,7 +217,11 @@ int r4_build_add(struct r4_build *b, const struct r4_entry *e,
 			       e->path ? e->path : "");
 	rc = pack_ns_add(b, e, &o, err);
 	if (!rc && o) {
-		rc = pack_data_take(b, o, e->data, e->data_ctx, e->path, err);
+		if (o->cc != BCC_YES)	/* after the files read ahead */
+			rc = pack_cc_stream_drain(b, err);
+		if (!rc)
+			rc = pack_data_take(b, o, e->data, e->data_ctx,
+					    e->path, err);
 		b->failed = rc != 0;
 	}
 	return rc;
@@ -230,8 +234,11 @@ int r4_build_stream_begin(struct r4_build *b, struct r4_error *err)
 
 int r4_build_stream_end(struct r4_build *b, struct r4_error *err)
 {
-	int rc = pack_async_end(b, err);
+	int rc = b->failed ? 0 : pack_cc_stream_drain(b, err);
+	int rc2 = pack_async_end(b, rc ? NULL : err);
 
+	if (!rc)
+		rc = rc2;
 	if (rc)
 		b->failed = 1;
 	return rc;
@@ -339,7 +346,10 @@ static int finish(struct r4_build *b, struct r4_build_result *res,
 {
 	uint64_t root = 0;
 	unsigned height = 0;
-	int rc = pack_items_build(b, err);
+	int rc = pack_cc_stream_drain(b, err);
+
+	if (!rc)
+		rc = pack_items_build(b, err);
 
 	if (!rc)
 		rc = pack_tree_finish(b, &root, &height, err);

@@ -11,6 +11,8 @@
 #include "format/cluster.h"
 #include "format/item.h"
 #include "format/plugin.h"
+#include "libimage/obj/encode.h"
+#include "r4/util.h"
 
 /* Reading ahead (deferred data from a parallel source): one job per
  * compressed file, in the order the leaves take them, done by worker
@@ -47,15 +49,59 @@ struct ccpipe {
 	int stop, on;
 };
 
+/* Reading ahead from a stream (an archive, read once, in order): the
+ * builder copies each compressed file's data chunks into memory and
+ * hands the file to worker threads; the files leave the window in the
+ * order they came (into the spool, or, when conv turns a file into an
+ * ordinary one, through the ordinary path), so everything the image
+ * depends on happens in the same order as without the window. */
+#define STREAM_BYTES (32u << 20)	/* file bytes held, at most */
+#define STREAM_FILE AHEAD_FILE		/* larger files: not read ahead */
+#define STREAM_JOBS 4096u		/* files held, at most */
+
+struct schunk {
+	uint64_t off;
+	size_t len;
+};
+
+struct sjob {
+	struct bobj *o;
+	char *path;
+	/* the input: chunks back to back in in[], as the stream gave
+	 * them (adjacent ones joined); freed once compressed */
+	uint8_t *in;
+	struct schunk *ch;
+	size_t nch;
+	int done, keep, rc;
+	struct r4_error err;	/* when rc */
+	uint8_t *data;		/* disk clusters back to back */
+	uint32_t *len;		/* per cluster (0: a hole) */
+	size_t used;
+};
+
+struct ccstream {
+	pthread_t th[AHEAD_THREADS];
+	unsigned nth;
+	struct obj_ccenc *enc[AHEAD_THREADS];
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	struct sjob *ring[STREAM_JOBS];
+	uint64_t head, next, tail;	/* oldest held, next to run, end */
+	uint64_t held;			/* file bytes in the window */
+	int stop, on, off;		/* off: could not start */
+};
+
 struct pack_cc {
 	struct obj_ccenc *e;
 	unsigned shift;
 	size_t csize;
 	unsigned alg, mode;
 	struct ccpipe pipe;
+	struct ccstream st;
 };
 
 static void pipe_stop(struct r4_build *b);
+static void stream_stop(struct r4_build *b);
 
 int pack_cc_initial(const struct r4_build *b)
 {
@@ -111,6 +157,7 @@ void pack_cc_fini(struct r4_build *b)
 	if (!cc)
 		return;
 	pipe_stop(b);
+	stream_stop(b);
 	obj_ccenc_free(cc->e);
 	free(cc);
 	b->cc = NULL;
@@ -133,6 +180,9 @@ static int sink_spool(void *sctx, uint64_t idx, const uint8_t *dc,
 	return pack_spool_put(s->b, dc, len, err);
 }
 
+static int stream_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
+		       void *ctx, const char *path, struct r4_error *err);
+
 int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 		 void *ctx, const char *path, struct r4_error *err)
 {
@@ -140,8 +190,10 @@ int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	struct sinkctx sc = { b, o };
 	struct obj_ccrd r;
 	uint64_t n = (o->size + cc->csize - 1) >> cc->shift;
-	int keep, rc;
+	int keep, rc = stream_take(b, o, fn, ctx, path, err);
 
+	if (rc <= 0)
+		return rc;	/* read ahead (0), or failed */
 	obj_ccrd_init(&r, fn, ctx, path, o->size);
 	rc = obj_ccenc_conv_first(cc->e, &r, &keep, err);
 	if (rc)
@@ -169,6 +221,380 @@ int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	return rc;
 }
 
+/* ---- reading ahead from a stream ----------------------------------- */
+
+/* A job's chunks as an r4_data_fn, from offset 'from' on. */
+struct sfeed {
+	const struct sjob *j;
+	size_t i, at;		/* next chunk, its place in in[] */
+	uint64_t from;
+};
+
+static int sfeed_fn(void *ctx, uint64_t *off, const void **buf, size_t *len,
+		    struct r4_error *err)
+{
+	struct sfeed *f = ctx;
+
+	(void)err;
+	while (f->i < f->j->nch) {
+		const struct schunk *c = &f->j->ch[f->i];
+		const uint8_t *p = f->j->in + f->at;
+		uint64_t skip = c->off < f->from ? f->from - c->off : 0;
+
+		f->i++;
+		f->at += c->len;
+		if (skip >= c->len)
+			continue;
+		*off = c->off + skip;
+		*buf = p + skip;
+		*len = c->len - (size_t)skip;
+		return 1;
+	}
+	return 0;
+}
+
+/* conv turned the file into an ordinary one: its data again, as the
+ * builder's own path gives it (obj_ccrefeed_fn): cluster 0 whole, gaps
+ * as zeros, then the chunks after it. */
+struct sconv {
+	uint8_t *c0;
+	size_t c0len;
+	int stage;
+	struct sfeed f;
+};
+
+static int sconv_fn(void *ctx, uint64_t *off, const void **buf, size_t *len,
+		    struct r4_error *err)
+{
+	struct sconv *s = ctx;
+
+	if (!s->stage) {
+		s->stage = 1;
+		*off = 0;
+		*buf = s->c0;
+		*len = s->c0len;
+		return 1;
+	}
+	return sfeed_fn(&s->f, off, buf, len, err);
+}
+
+static void sjob_free(struct sjob *j)
+{
+	if (!j)
+		return;
+	free(j->path);
+	free(j->in);
+	free(j->ch);
+	free(j->data);
+	free(j->len);
+	free(j);
+}
+
+static int sink_sjob(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
+		     struct r4_error *err)
+{
+	struct sjob *j = sctx;
+
+	(void)err;
+	j->len[idx] = (uint32_t)len;
+	if (len) {	/* the disk clusters add up to at most the size */
+		memcpy(j->data + j->used, dc, len);
+		j->used += len;
+	}
+	return 0;
+}
+
+/* One file on a worker: the calls pack_cc_take makes, so the same
+ * bytes. */
+static void sjob_run(struct r4_build *b, struct obj_ccenc *e, struct sjob *j)
+{
+	struct bobj *o = j->o;
+	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
+	struct sfeed f = { j, 0, 0, 0 };
+	struct obj_ccrd r;
+	int keep = 1, rc;
+
+	obj_ccrd_init(&r, sfeed_fn, &f, j->path, o->size);
+	rc = obj_ccenc_conv_first(e, &r, &keep, &j->err);
+	if (!rc && keep) {
+		j->data = malloc((size_t)o->size);
+		j->len = calloc((size_t)n, sizeof(*j->len));
+		if (!j->data || !j->len)
+			rc = r4i_fail(&j->err, -ENOMEM, "%s: out of memory",
+				      j->path);
+	}
+	if (!rc && keep)
+		rc = obj_ccenc_file(e, &r, 0, obj_ccenc_c0_done(e, o->size),
+				    sink_sjob, j, &j->err);
+	if (!rc && keep)
+		rc = obj_ccrd_finish(&r, &j->err);
+	j->keep = keep;
+	j->rc = rc;
+	if (keep || rc) {	/* the input is needed again only by conv */
+		free(j->in);
+		free(j->ch);
+		j->in = NULL;
+		j->ch = NULL;
+		j->nch = 0;
+	}
+}
+
+struct sworker {
+	struct r4_build *b;
+	unsigned id;
+};
+
+/* Jobs in the order they came, each by the first worker free. */
+static void *stream_worker(void *arg)
+{
+	struct r4_build *b = ((struct sworker *)arg)->b;
+	struct ccstream *st = &b->cc->st;
+	struct obj_ccenc *e = st->enc[((struct sworker *)arg)->id];
+
+	free(arg);
+	pthread_mutex_lock(&st->mu);
+	for (;;) {
+		struct sjob *j;
+
+		while (!st->stop && st->next == st->tail)
+			pthread_cond_wait(&st->work, &st->mu);
+		if (st->stop)
+			break;
+		j = st->ring[st->next++ % STREAM_JOBS];
+		pthread_mutex_unlock(&st->mu);
+		sjob_run(b, e, j);
+		pthread_mutex_lock(&st->mu);
+		j->done = 1;
+		pthread_cond_broadcast(&st->done);
+	}
+	pthread_mutex_unlock(&st->mu);
+	return NULL;
+}
+
+static void stream_stop(struct r4_build *b)
+{
+	struct ccstream *st = &b->cc->st;
+
+	if (st->on) {
+		pthread_mutex_lock(&st->mu);
+		st->stop = 1;
+		pthread_cond_broadcast(&st->work);
+		pthread_mutex_unlock(&st->mu);
+		for (unsigned i = 0; i < st->nth; i++)
+			pthread_join(st->th[i], NULL);
+		pthread_mutex_destroy(&st->mu);
+		pthread_cond_destroy(&st->work);
+		pthread_cond_destroy(&st->done);
+		st->on = 0;
+		st->nth = 0;
+	}
+	for (; st->head < st->tail; st->head++) {
+		sjob_free(st->ring[st->head % STREAM_JOBS]);
+		st->ring[st->head % STREAM_JOBS] = NULL;
+	}
+	for (unsigned i = 0; i < AHEAD_THREADS; i++) {
+		obj_ccenc_free(st->enc[i]);
+		st->enc[i] = NULL;
+	}
+}
+
+/* Start the workers the first time a file could use them: 1 when they
+ * run, 0 when the builder compresses every file itself (1 thread, or
+ * they could not start: the same bytes either way). */
+static int stream_start(struct r4_build *b)
+{
+	struct pack_cc *cc = b->cc;
+	struct ccstream *st = &cc->st;
+	struct r4_error tmp = { 0, "" };
+	unsigned want;
+
+	if (st->on || st->off)
+		return st->on;
+	st->off = 1;		/* unless it starts */
+	if (b->o.threads == 1)
+		return 0;
+	want = b->o.threads ? b->o.threads : obj_ccenc_cpus();
+	if (want > AHEAD_THREADS)
+		want = AHEAD_THREADS;
+	for (unsigned i = 0; i < want; i++)
+		if (obj_ccenc_new_threads(cc->shift, cc->alg, cc->mode, 1,
+					  &st->enc[i], &tmp)) {
+			stream_stop(b);
+			return 0;
+		}
+	pthread_mutex_init(&st->mu, NULL);
+	pthread_cond_init(&st->work, NULL);
+	pthread_cond_init(&st->done, NULL);
+	st->on = 1;
+	for (unsigned i = 0; i < want; i++) {
+		struct sworker *w = malloc(sizeof(*w));
+
+		if (!w)
+			break;
+		w->b = b;
+		w->id = i;
+		if (pthread_create(&st->th[i], NULL, stream_worker, w)) {
+			free(w);
+			break;
+		}
+		st->nth = i + 1;
+	}
+	if (!st->nth) {
+		stream_stop(b);
+		return 0;
+	}
+	st->off = 0;
+	return 1;
+}
+
+/* The oldest file leaves the window: wait for its job, then place it as
+ * pack_cc_take would have. */
+static int stream_retire(struct r4_build *b, struct r4_error *err)
+{
+	struct ccstream *st = &b->cc->st;
+	struct sjob *j = st->ring[st->head % STREAM_JOBS];
+	struct bobj *o = j->o;
+	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
+	int rc = 0;
+
+	pthread_mutex_lock(&st->mu);
+	while (!j->done)
+		pthread_cond_wait(&st->done, &st->mu);
+	st->ring[st->head++ % STREAM_JOBS] = NULL;
+	st->held -= o->size;
+	pthread_mutex_unlock(&st->mu);
+	if (j->rc) {
+		rc = j->rc;
+		if (err)
+			*err = j->err;
+	} else if (j->keep) {
+		o->u.reg->cc_len = j->len;
+		j->len = NULL;
+		o->u.reg->spool_off = b->spool_len;
+		o->u.reg->cc_used = 0;
+		for (uint64_t i = 0; i < n; i++)
+			o->u.reg->cc_used += o->u.reg->cc_len[i] != 0;
+		if (j->used)
+			rc = pack_spool_put(b, j->data, j->used, err);
+		o->data = BD_SPOOL;
+		b->done_bytes += o->size;
+		if (!rc && b->o.progress)
+			b->o.progress(b->o.progress_ctx, b->done_bytes,
+				      b->total_bytes);
+	} else {
+		struct sconv cv = { .f = { j, 0, 0, b->cc->csize } };
+
+		cv.c0len = b->cc->csize;	/* < the size: conv tested */
+		cv.c0 = calloc(1, cv.c0len);
+		if (!cv.c0)
+			rc = r4i_fail(err, -ENOMEM, "%s: out of memory",
+				      j->path);
+		for (size_t i = 0, at = 0; !rc && i < j->nch; i++) {
+			const struct schunk *c = &j->ch[i];
+
+			if (c->off < cv.c0len)
+				memcpy(cv.c0 + c->off, j->in + at,
+				       c->len < cv.c0len - c->off ? c->len :
+				       cv.c0len - (size_t)c->off);
+			at += c->len;
+		}
+		o->cc = BCC_CONVERTED;
+		if (!rc)
+			rc = pack_data_take(b, o, sconv_fn, &cv, j->path, err);
+		free(cv.c0);
+	}
+	sjob_free(j);
+	return rc;
+}
+
+static int stream_head_done(struct ccstream *st)
+{
+	int done;
+
+	pthread_mutex_lock(&st->mu);
+	done = st->head < st->tail &&
+	       st->ring[st->head % STREAM_JOBS]->done;
+	pthread_mutex_unlock(&st->mu);
+	return done;
+}
+
+int pack_cc_stream_drain(struct r4_build *b, struct r4_error *err)
+{
+	struct ccstream *st;
+	int rc = 0;
+
+	if (!b->cc || !b->cc->st.on)
+		return 0;
+	st = &b->cc->st;
+	while (!rc && st->head < st->tail)
+		rc = stream_retire(b, err);
+	return rc;
+}
+
+/* Streamed data of a compressed file into the window: 0 taken, 1 to be
+ * compressed by the caller now (a large file, or no workers; everything
+ * before it has left the window), or an error. */
+static int stream_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
+		       void *ctx, const char *path, struct r4_error *err)
+{
+	struct ccstream *st = &b->cc->st;
+	uint64_t pos = 0, off;
+	size_t len, at = 0, cap = 0;
+	const void *buf;
+	struct sjob *j;
+	int rc;
+
+	if (o->size > STREAM_FILE || !stream_start(b))
+		return (rc = pack_cc_stream_drain(b, err)) ? rc : 1;
+	while (st->tail - st->head >= STREAM_JOBS ||
+	       (st->head < st->tail && st->held + o->size > STREAM_BYTES))
+		if ((rc = stream_retire(b, err)))
+			return rc;
+	j = calloc(1, sizeof(*j));
+	if (!j || !(j->path = strdup(path)) ||
+	    !(j->in = malloc((size_t)o->size))) {
+		sjob_free(j);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
+	}
+	j->o = o;
+	/* the chunks are checked as they come, as the builder's own path
+	 * does, so they fit in the size */
+	while ((rc = enc_chunk_next(fn, ctx, path, &off, &buf, &len,
+				    err)) > 0) {
+		rc = enc_chunk_check(path, o->size, pos, off, len, err);
+		if (rc)
+			break;
+		pos = off + len;
+		if (!len)
+			continue;
+		if (j->nch && j->ch[j->nch - 1].off +
+			      j->ch[j->nch - 1].len == off)
+			j->ch[j->nch - 1].len += len;
+		else if (R4_RESERVE(j->ch, cap, j->nch + 1, 4)) {
+			rc = r4i_fail(err, -ENOMEM, "%s: out of memory", path);
+			break;
+		} else {
+			j->ch[j->nch].off = off;
+			j->ch[j->nch++].len = len;
+		}
+		memcpy(j->in + at, buf, len);
+		at += len;
+	}
+	if (rc) {
+		sjob_free(j);
+		return rc;
+	}
+	pthread_mutex_lock(&st->mu);
+	st->ring[st->tail++ % STREAM_JOBS] = j;
+	st->held += o->size;
+	pthread_cond_signal(&st->work);
+	pthread_mutex_unlock(&st->mu);
+	/* what is done already leaves the window now */
+	while (!rc && stream_head_done(st))
+		rc = stream_retire(b, err);
+	return rc;
+}
+
 /* ---- reading ahead ------------------------------------------------- */
 
 static int sink_job(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
@@ -178,8 +604,10 @@ static int sink_job(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 
 	(void)err;
 	j->len[idx] = (uint32_t)len;
-	memcpy(j->data + j->used, dc, len);	/* len <= the cluster's */
-	j->used += len;
+	if (len) {	/* a hole: dc is NULL (memcpy must not see it) */
+		memcpy(j->data + j->used, dc, len);	/* <= the cluster's */
+		j->used += len;
+	}
 	return 0;
 }
 

@@ -4,8 +4,12 @@
  * and conv rules applied, disk clusters cut into ctail40 items in key
  * order.
  *
- * Streamed data (archives) is compressed when taken (a file's clusters
- * on the encoder's thread pool) and its disk clusters wait in the
+ * Streamed data (archives) is read when taken; with several threads a
+ * file of up to 4 MiB is held in a window of at most 32 MiB of file
+ * data and compressed by worker threads while the builder reads on; the
+ * files leave the window in the order they came. Larger files, and
+ * every file with one thread, are compressed when taken (a file's
+ * clusters on the encoder's thread pool). The disk clusters wait in the
  * spool. Deferred data (directory sources) is read and compressed ahead
  * by worker threads, one file per job, in the order the leaves take the
  * files, while the builder packs the leaves; the builder waits only for
@@ -30,6 +34,10 @@ int pack_cc_initial(const struct r4_build *b);
  * first cluster incompressible, hand the data to the ordinary path). */
 int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 		 void *ctx, const char *path, struct r4_error *err);
+/* Streamed data read ahead (pack_cc_take, several threads): place every
+ * file still in the window, in order. Before the data is used, and
+ * before anything else takes data. */
+int pack_cc_stream_drain(struct r4_build *b, struct r4_error *err);
 /* Deferred data under conv: read the first cluster and decide before
  * the stat data is written. */
 int pack_cc_decide(struct r4_build *b, struct bobj *o, const char *path,
