@@ -2,8 +2,11 @@
 /* r4kit fuzz target: treat the input as a volume image; open it, check
  * it, walk the tree and every directory from the root, and read every
  * file and symlink; then repair the copy (r4fsck -y: super blocks from
- * the backups, the repair) and, when the repair says nothing is left,
- * check again: a problem then is a bug (abort). Built for libFuzzer with --enable-fuzzing (clang);
+ * the backups, the repair with its passes: tree rebuild, blocks claimed
+ * twice copied (the seeds extents-256k and shared-256k hold extents,
+ * the second blocks two of them claim), objects, space) and, when the
+ * repair says nothing is left, check again: a problem then is a bug
+ * (abort). Built for libFuzzer with --enable-fuzzing (clang);
  * fuzz/standalone.c runs the same entry point over files without it. */
 #include "config.h"
 #include <fcntl.h>

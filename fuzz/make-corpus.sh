@@ -46,6 +46,27 @@ with open(path, 'r+b') as f:
     f.write(b)
 PY
 done
+# Extent files, and the same volume with blocks claimed twice (b's
+# extent unit moved onto a's last blocks): the repair's copy pass
+# (libimage/repair/twice.c).
+mkdir -p "$src/x"
+seq 1 4000 >"$src/x/a"
+seq 1 6000 | head -c 30000 >"$src/x/b"
+echo hi >"$src/x/c"
+"$b/cmd/r4pack" create -q -s 256K -U $U "$src/x" "$out/extents-256k.img"
+cp "$out/extents-256k.img" "$out/shared-256k.img"
+"$b/cmd/r4debugfs" -R 'print tree' "$out/extents-256k.img" | awk '
+	/^node [0-9]*: node40, level 2/ { twig = $2 + 0 }
+	/^#[0-9]* extent40 .*:62000000000000:/ { print twig * 4096 + $(NF - 4) + 0; exit }' >"$src/at"
+python3 - "$out/shared-256k.img" "$(cat "$src/at")" <<'PY'
+import sys, struct
+path, at = sys.argv[1], int(sys.argv[2])
+with open(path, 'r+b') as f:
+    f.seek(at)
+    start = struct.unpack('<Q', f.read(8))[0]
+    f.seek(at)
+    f.write(struct.pack('<Q', start - 3))
+PY
 ls -la "$out"
 # For the lsdel scanner: files removed, their old nodes and data in free
 # blocks.

@@ -304,6 +304,12 @@ static int plan_bodies(struct objfix *f)
 		if (chk_obj_find(c, b->el0, b->el1, b->el2) != CHK_NONE ||
 		    (b->kinds & CHK_BODY_CTAIL))
 			continue;
+		/* Not under an object id another object has, nor with band
+		 * bits (the stat data would not be the body's): the tree
+		 * rebuild gives such a body a fresh object id. */
+		if ((b->el2 & ~CHK_OID_MASK) ||
+		    chk_oid_find(c, f->byoid, b->el2 & CHK_OID_MASK) != CHK_NONE)
+			continue;
 		p = op_add(f, OP_MKSD, R4_CHK_BODY);
 		if (!p)
 			return -ENOMEM;
@@ -704,6 +710,25 @@ out:
 	return rc;
 }
 
+/* Whether some stat data has key elements el0 and el1 (a locality and,
+ * large keys, the ordering a name gives). */
+static int same_ordering(const struct chk *c, uint64_t el0, uint64_t el1)
+{
+	size_t lo = 0, hi = c->nobjs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (chk_cmp3(c->objs[mid].el0, c->objs[mid].el1, 0, el0, el1,
+			     0) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->nobjs && c->objs[lo].el0 == el0 &&
+	       c->objs[lo].el1 == el1;
+}
+
 int rep_body_key_damaged(struct rep *R)
 {
 	struct chk *c = &R->c;
@@ -717,7 +742,9 @@ int rep_body_key_damaged(struct rep *R)
 
 		if (chk_obj_find(c, b->el0, b->el1, b->el2) == CHK_NONE &&
 		    !(b->kinds & CHK_BODY_CTAIL) &&
-		    chk_oid_find(c, byoid, b->el2 & CHK_OID_MASK) != CHK_NONE)
+		    (chk_oid_find(c, byoid, b->el2 & CHK_OID_MASK) != CHK_NONE ||
+		     (b->el2 & ~CHK_OID_MASK) ||
+		     (b->el1 && same_ordering(c, b->el0, b->el1))))
 			found = 1;
 	}
 	free(byoid);

@@ -109,11 +109,12 @@ static const struct r4_problem_info table[] = {
 	{ R4_CHK_BODY, NULL, BIKO,
 	  "body items of object {oid} without stat data or not a regular "
 	  "file", R4_FIX_YES, "a body whose key names no stat data while "
-	  "one object has its object id and misses exactly those bytes: "
-	  "its key mended by the tree rebuild; otherwise a regular file's "
-	  "stat data made for a body whose stat data was lost (it then goes "
-	  "to /lost+found); body items of a directory or symlink are "
-	  "left" },
+	  "one object has its object id (or its locality and ordering) and "
+	  "misses exactly those bytes: its key mended by the tree rebuild; "
+	  "otherwise a regular file's stat data made for a body whose stat "
+	  "data was lost (under a fresh object id when its own is another "
+	  "object's; it then goes to /lost+found); body items of a "
+	  "directory or symlink are left" },
 	{ R4_CHK_UNREACHABLE, NULL, BIKO,
 	  "{kind} {oid}: not reachable from the root directory",
 	  R4_FIX_YES, "linked into /lost+found as '#<oid in hex>' "

@@ -37,6 +37,8 @@ struct ritem {
 	size_t len;
 	uint32_t seq;
 	int suspect;			/* out of place in its node */
+	uint64_t blk;			/* the node it came from, 0 none */
+	unsigned idx;			/* its position there */
 };
 
 struct rb {
@@ -50,6 +52,7 @@ struct rb {
 	uint64_t nodes_kept, nodes_dropped, nodes_salvaged, items_dropped;
 	uint64_t mended;
 	uint64_t scanned;
+	uint64_t freed;			/* old nodes freed by the rebuild */
 };
 
 static int push(struct rb *b, const struct fmt_key *k, unsigned pid,
@@ -76,6 +79,8 @@ static int push(struct rb *b, const struct fmt_key *k, unsigned pid,
 	p->len = len;
 	p->seq = (uint32_t)b->n++;
 	p->suspect = 0;
+	p->blk = 0;
+	p->idx = 0;
 	return 0;
 }
 
@@ -268,7 +273,7 @@ static int drop_outside(struct rb *b, const struct fmt_node_header *nh,
  * neighbour while its right one follows that, or above its right
  * neighbour while its left one precedes that (a damaged key). */
 static int misplaced(struct rb *b, const struct fmt_node_header *nh,
-		     unsigned i)
+		     unsigned i, const struct kid *range)
 {
 	struct fmt_item_header a, m, z;
 	int has_a = i > 0, has_z = i + 1 < nh->nr_items;
@@ -279,11 +284,16 @@ static int misplaced(struct rb *b, const struct fmt_node_header *nh,
 	    (has_z && fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i + 1,
 					 &z)))
 		return 0;
+	/* An item within its parent's keys is not the odd one against a
+	 * neighbour outside them (the last or first item of a node has
+	 * one neighbour only: the keys tell which of the two is damaged). */
 	if (has_a && fmt_key_cmp(&m.key, &a.key) <= 0 &&
-	    (!has_z || fmt_key_cmp(&z.key, &a.key) > 0))
+	    (!has_z || fmt_key_cmp(&z.key, &a.key) > 0) &&
+	    !(range && !outside(&m.key, range) && outside(&a.key, range)))
 		return 1;
 	return has_z && fmt_key_cmp(&m.key, &z.key) >= 0 &&
-	       (!has_a || fmt_key_cmp(&a.key, &z.key) < 0);
+	       (!has_a || fmt_key_cmp(&a.key, &z.key) < 0) &&
+	       !(range && !outside(&m.key, range) && outside(&z.key, range));
 }
 
 /* The items of the node in b->buf (leaf items, and a twig's extents)
@@ -311,7 +321,7 @@ static int take_items(struct rb *b, uint64_t blk,
 		/* Out of place: dropped, except body items, whose key may
 		 * be mended (mend_keys) */
 		odd = (drop && outside(&ih.key, range)) ||
-		      misplaced(b, nh, i);
+		      misplaced(b, nh, i, range);
 		if (odd && ih.plugin_id != FMT_ITEM_TAIL40 &&
 		    ih.plugin_id != FMT_ITEM_EXTENT40) {
 			b->items_dropped++;
@@ -344,6 +354,8 @@ static int take_items(struct rb *b, uint64_t blk,
 		if (rc)
 			return rc;
 		b->it[b->n - 1].suspect = odd;
+		b->it[b->n - 1].blk = blk;
+		b->it[b->n - 1].idx = i;
 	}
 	return 0;
 }
@@ -635,14 +647,17 @@ static int body_overlaps(const struct rb *b, const struct fmt_key *k,
 	return 0;
 }
 
-/* Body items whose key names no stat data while exactly one stat data
- * carries their object id (a damaged locality, type or ordering byte):
- * the key is mended to that object's when the item's bytes fall where
- * the object has none and within its size (object ids are unique, and
- * a body in the object's break is the piece it misses). Without this the
- * body would become a second object with that id. Suspect items (out of
- * place in their node) that are not mended are dropped. The items stay
- * sorted by the caller. */
+/* Body items whose key names no stat data (a damaged locality, type,
+ * ordering, band or object id byte) are mended to the key of the one
+ * object they fit: a regular file that has their object id, or (large
+ * keys) their locality and ordering, and misses exactly those bytes
+ * within its size (object ids are unique and the ordering comes from
+ * the name, so the piece a file misses is the one that lost its key).
+ * Without this the body would become a second object with that id.
+ * Candidates that fit twice, or more than one candidate, mend nothing.
+ * Suspect items (out of place in their node) that are not mended are
+ * dropped. Decisions are made on the sorted items first, then applied
+ * (the caller sorts again). */
 struct sdref {
 	uint64_t oid;
 	size_t i;
@@ -655,29 +670,84 @@ static int sdref_cmp(const void *x, const void *y)
 	return a->oid < c->oid ? -1 : a->oid > c->oid;
 }
 
+struct mend {
+	size_t i;			/* the body item */
+	const char *by;			/* what it shares with the object */
+	struct fmt_key key;		/* its new key */
+	uint64_t at, end;		/* its bytes */
+};
+
+/* The body key item p takes when it is the piece stat data item sd
+ * misses (0), or 1 when it does not fit there. */
+static int fits(const struct rb *b, const struct ritem *p,
+		const struct ritem *sd, const struct mend *m, size_t nm,
+		struct fmt_key *body)
+{
+	uint32_t bs = b->R->c.bs;
+	uint64_t at = fmt_key_offset(&p->key), end = item_end(p, bs), lim;
+	struct fmt_stat st;
+
+	if (sd->pid != FMT_ITEM_STAT40 || fmt_stat_decode(sd->body, sd->len,
+							 &st) ||
+	    !S_ISREG(st.mode))
+		return 1;
+	*body = p->key;
+	body->el[0] = (fmt_key_locality(&sd->key) << 4) | FMT_KEY_BODY;
+	body->el[1] = sd->key.el[1];
+	body->el[2] = sd->key.el[2];
+	if (!fmt_key_cmp(body, &p->key))
+		return 1;
+	lim = st.size;
+	if (p->pid == FMT_ITEM_EXTENT40)
+		lim = st.size > UINT64_MAX - bs ? UINT64_MAX :
+		      (st.size + bs - 1) / bs * bs;
+	if (end <= at || end > lim || body_overlaps(b, body, at, end))
+		return 1;
+	/* Nor where an item mended before it goes. */
+	for (size_t j = 0; j < nm; j++)
+		if (m[j].key.el[0] == body->el[0] &&
+		    m[j].key.el[1] == body->el[1] &&
+		    m[j].key.el[2] == body->el[2] && m[j].at < end &&
+		    m[j].end > at)
+			return 1;
+	return 0;
+}
+
+/* Index of the stat data item with key k in the sorted items, or
+ * SIZE_MAX. */
+static size_t find_sd(const struct rb *b, const struct fmt_key *k)
+{
+	size_t i = find_key(b, k);
+
+	return i != SIZE_MAX && b->it[i].pid == FMT_ITEM_STAT40 ? i : SIZE_MAX;
+}
+
 static int mend_keys(struct rb *b)
 {
 	uint32_t bs = b->R->c.bs;
-	struct fmt_key sdk, body;
-	struct fmt_stat st;
+	struct fmt_key sdk, body, got;
 	char was[FMT_KEY_STR_MAX], now[FMT_KEY_STR_MAX];
 	struct sdref *sds = malloc((b->n ? b->n : 1) * sizeof(*sds));
-	size_t nsd = 0;
+	struct mend *m = malloc((b->n ? b->n : 1) * sizeof(*m));
+	size_t nsd = 0, nm = 0;
 
-	if (!sds)
+	if (!sds || !m) {
+		free(sds);
+		free(m);
 		return -ENOMEM;
+	}
 	for (size_t j = 0; j < b->n; j++)
 		if (b->it[j].pid == FMT_ITEM_STAT40 && !b->it[j].key.el[3]) {
 			sds[nsd].oid = fmt_key_objectid(&b->it[j].key);
 			sds[nsd++].i = j;
 		}
-	qsort(sds, nsd, sizeof(*sds), sdref_cmp);
+	if (nsd)
+		qsort(sds, nsd, sizeof(*sds), sdref_cmp);
 	for (size_t i = 0; i < b->n; i++) {
 		struct ritem *p = &b->it[i];
-		const struct ritem *sd = NULL;
-		uint64_t oid = fmt_key_objectid(&p->key), at, end, lim;
-		size_t lo = 0, hi = nsd;
-		unsigned n = 0;
+		uint64_t oid = fmt_key_objectid(&p->key);
+		size_t lo = 0, hi = nsd, found = 0, sd = SIZE_MAX;
+		const char *by = "";
 
 		if (!is_body(p->pid))
 			continue;
@@ -685,8 +755,9 @@ static int mend_keys(struct rb *b)
 		sdk.el[0] = (fmt_key_locality(&p->key) << 4) | FMT_KEY_SD;
 		sdk.el[3] = 0;
 		if (fmt_key_type(&p->key) == FMT_KEY_BODY &&
-		    find_key(b, &sdk) != SIZE_MAX && !p->suspect)
+		    find_sd(b, &sdk) != SIZE_MAX && !p->suspect)
 			continue;
+		/* The objects with its object id. */
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
 
@@ -695,51 +766,64 @@ static int mend_keys(struct rb *b)
 			else
 				hi = mid;
 		}
-		for (; lo < nsd && sds[lo].oid == oid && n < 2; lo++, n++)
-			sd = &b->it[sds[lo].i];
-		at = fmt_key_offset(&p->key);
-		end = item_end(p, bs);
-		body = p->key;
-		if (n == 1) {
-			body.el[0] = (fmt_key_locality(&sd->key) << 4) |
-				     FMT_KEY_BODY;
-			body.el[1] = sd->key.el[1];
-			body.el[2] = sd->key.el[2];
+		for (; lo < nsd && sds[lo].oid == oid && found < 2; lo++) {
+			if (fits(b, p, &b->it[sds[lo].i], m, nm, &got))
+				continue;
+			found++;
+			body = got;
+			sd = sds[lo].i;
+			by = "object id";
 		}
-		if (n != 1 || !fmt_key_cmp(&body, &p->key) ||
-		    fmt_stat_decode(sd->body, sd->len, &st) ||
-		    !S_ISREG(st.mode)) {
+		/* The objects with its locality and ordering (large keys:
+		 * short ones hold no ordering). */
+		if (p->key.el[1]) {
+			sdk.el[2] = 0;
+			for (size_t j = lower_bound(b, &sdk);
+			     j < b->n && found < 2 &&
+			     b->it[j].key.el[0] == sdk.el[0] &&
+			     b->it[j].key.el[1] == sdk.el[1]; j++) {
+				if (j == sd || b->it[j].key.el[3] ||
+				    fits(b, p, &b->it[j], m, nm, &got))
+					continue;
+				found++;
+				body = got;
+				sd = j;
+				by = "locality and ordering";
+			}
+		}
+		if (found != 1) {
 			if (p->suspect) {
 				p->pid = DROPPED;
 				b->items_dropped++;
 			}
 			continue;
 		}
-		lim = st.size;
-		if (p->pid == FMT_ITEM_EXTENT40)
-			lim = st.size > UINT64_MAX - bs ? UINT64_MAX :
-			      (st.size + bs - 1) / bs * bs;
-		if (end <= at || end > lim || body_overlaps(b, &body, at, end)) {
-			if (p->suspect) {
-				p->pid = DROPPED;
-				b->items_dropped++;
-			}
-			continue;
-		}
+		m[nm].i = i;
+		m[nm].by = by;
+		m[nm].key = body;
+		m[nm].at = fmt_key_offset(&p->key);
+		m[nm++].end = item_end(p, bs);
+	}
+	for (size_t j = 0; j < nm; j++) {
+		struct ritem *p = &b->it[m[j].i];
+		uint64_t oid = fmt_key_objectid(&p->key);
+
 		fmt_key_str(&p->key, was, sizeof(was));
-		fmt_key_str(&body, now, sizeof(now));
-		p->key = body;
+		fmt_key_str(&m[j].key, now, sizeof(now));
+		p->key = m[j].key;
 		p->suspect = 0;
 		b->mended++;
 		rep_action(b->R, R4_CHK_BODY, R4_CHECK_NO_BLOCK, oid,
 			   R4_LOSS_NONE, 0, "body item [%s] (bytes %llu..%llu) "
-			   "names no stat data; the only object %llx has no "
-			   "body there: its key mended to [%s]", was,
-			   (unsigned long long)at,
-			   (unsigned long long)(end - 1),
-			   (unsigned long long)oid, now);
+			   "names no stat data; the only object %llx (by its "
+			   "%s) has no body there: its key mended to [%s]",
+			   was, (unsigned long long)m[j].at,
+			   (unsigned long long)(m[j].end - 1),
+			   (unsigned long long)fmt_key_objectid(&m[j].key),
+			   m[j].by, now);
 	}
 	free(sds);
+	free(m);
 	return 0;
 }
 
@@ -770,6 +854,252 @@ static uint64_t sd_size(const struct rb *b, size_t n, const struct ritem *p)
 			hi = mid;
 	}
 	return 0;
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, c = *(const uint64_t *)y;
+
+	return a < c ? -1 : a > c;
+}
+
+/* Body items (sorted) whose key still names no stat data while their
+ * object id is another object's, or carries band bits (a stat data made
+ * for them would be a second one with that id, or not theirs): they are
+ * given a fresh object id, so that the object pass makes their stat
+ * data and links them into /lost+found (their bytes kept). *moved = 1
+ * when a key changed (the caller sorts again). */
+static int rekey_orphans(struct rb *b, int *moved)
+{
+	uint64_t *oids = malloc((b->n ? b->n : 1) * sizeof(*oids));
+	uint64_t next = FMT_FIRST_FREE_OID, cur = 0;
+	struct fmt_key last = { { 0, 0, 0, 0 } }, sdk;
+	size_t nsd = 0;
+	int have = 0;
+
+	if (!oids)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct ritem *p = &b->it[i];
+		uint64_t o = fmt_key_objectid(&p->key);
+
+		if (p->pid == DROPPED)
+			continue;
+		if (p->pid == FMT_ITEM_STAT40)
+			oids[nsd++] = o;
+		if (o < CHK_OID_MASK && o + 1 > next &&
+		    (p->pid == FMT_ITEM_STAT40 || !(p->key.el[2] >> 60)))
+			next = o + 1;
+	}
+	if (b->R->c.next_oid > next && b->R->c.next_oid < CHK_OID_MASK)
+		next = b->R->c.next_oid;
+	if (nsd)
+		qsort(oids, nsd, sizeof(*oids), u64_cmp);
+	for (size_t i = 0; i < b->n; i++) {
+		struct ritem *p = &b->it[i];
+		uint64_t o = fmt_key_objectid(&p->key);
+		char was[FMT_KEY_STR_MAX];
+
+		if (!is_body(p->pid))
+			continue;
+		if (have && p->key.el[0] == last.el[0] &&
+		    p->key.el[1] == last.el[1] && p->key.el[2] == last.el[2]) {
+			p->key.el[2] = cur;
+			continue;
+		}
+		have = 0;
+		sdk = p->key;
+		sdk.el[0] = (fmt_key_locality(&p->key) << 4) | FMT_KEY_SD;
+		sdk.el[3] = 0;
+		if (find_sd(b, &sdk) != SIZE_MAX ||
+		    (!(p->key.el[2] >> 60) &&
+		     (!nsd || !bsearch(&o, oids, nsd, sizeof(*oids), u64_cmp))))
+			continue;
+		if (next >= CHK_OID_MASK)
+			break;
+		last = p->key;
+		have = 1;
+		cur = next++;
+		fmt_key_str(&p->key, was, sizeof(was));
+		p->key.el[2] = cur;
+		*moved = 1;
+		rep_action(b->R, R4_CHK_BODY, R4_CHECK_NO_BLOCK, o,
+			   R4_LOSS_NONE, 0, "body items from [%s] name no stat "
+			   "data, and their object id is another object's or "
+			   "not one: given the new object id %llx (a stat data "
+			   "is made for them)", was, (unsigned long long)cur);
+	}
+	free(oids);
+	return 0;
+}
+
+/* Whether sorted items x and y are body items of one object. */
+static int same_body(const struct ritem *x, const struct ritem *y)
+{
+	return is_body(x->pid) && is_body(y->pid) &&
+	       x->key.el[0] == y->key.el[0] && x->key.el[1] == y->key.el[1] &&
+	       x->key.el[2] == y->key.el[2];
+}
+
+/* Where the tail item at sorted position i should end: the next body
+ * item of its object starts there, or (the last one) its stat data's
+ * size; 0 when neither tells. */
+static uint64_t want_end(const struct rb *b, size_t i)
+{
+	const struct ritem *p = &b->it[i];
+	struct fmt_key k = p->key;
+	struct fmt_stat st;
+	size_t j;
+
+	for (j = i + 1; j < b->n && b->it[j].pid == DROPPED; j++)
+		;
+	if (j < b->n && same_body(p, &b->it[j]))
+		return fmt_key_offset(&b->it[j].key);
+	k.el[0] = (fmt_key_locality(&p->key) << 4) | FMT_KEY_SD;
+	k.el[3] = 0;
+	j = find_key(b, &k);
+	if (j == SIZE_MAX || b->it[j].pid != FMT_ITEM_STAT40 ||
+	    fmt_stat_decode(b->it[j].body, b->it[j].len, &st))
+		return 0;
+	return st.size;
+}
+
+struct nodepos {
+	uint64_t blk;
+	unsigned idx;
+	size_t i;
+};
+
+static int nodepos_cmp(const void *x, const void *y)
+{
+	const struct nodepos *a = x, *c = y;
+
+	if (a->blk != c->blk)
+		return a->blk < c->blk ? -1 : 1;
+	return a->idx < c->idx ? -1 : a->idx > c->idx;
+}
+
+/* The sorted position of the tail item that was item idx of node blk,
+ * or SIZE_MAX. */
+static size_t node_item(const struct nodepos *np, size_t n, uint64_t blk,
+			unsigned idx)
+{
+	struct nodepos k = { blk, idx, 0 };
+	const struct nodepos *f = bsearch(&k, np, n, sizeof(*np),
+					  nodepos_cmp);
+
+	return f ? f->i : SIZE_MAX;
+}
+
+/* Move the last 'e' bytes of item from into the front of item to
+ * (front = 1) or its first 'e' bytes onto the end of to (front = 0). */
+static int shift_bytes(struct ritem *from, struct ritem *to, size_t e,
+		       int front)
+{
+	uint8_t *nb = malloc(to->len + e);
+
+	if (!nb)
+		return -ENOMEM;
+	if (front) {
+		memcpy(nb, from->body + from->len - e, e);
+		memcpy(nb + e, to->body, to->len);
+	} else {
+		memcpy(nb, to->body, to->len);
+		memcpy(nb + to->len, from->body, e);
+		memmove(from->body, from->body + e, from->len - e);
+	}
+	free(to->body);
+	to->body = nb;
+	to->len += e;
+	from->len -= e;
+	return 0;
+}
+
+/* Tail items that reach past where their body goes on (the next item
+ * of the object, or the size after the last one): a damaged item
+ * offset in their node moved the boundary between two bodies, so the
+ * bytes one holds too many are the ones its neighbour in that node
+ * misses (then they are moved back: nothing lost); otherwise bytes held
+ * twice are cut from the earlier item (reported). */
+static int mend_bounds(struct rb *b)
+{
+	uint32_t bs = b->R->c.bs;
+	struct nodepos *np = malloc((b->n ? b->n : 1) * sizeof(*np));
+	size_t nn = 0;
+	int rc = 0;
+
+	if (!np)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->it[i].pid == FMT_ITEM_TAIL40 && b->it[i].blk) {
+			np[nn].blk = b->it[i].blk;
+			np[nn].idx = b->it[i].idx;
+			np[nn++].i = i;
+		}
+	if (nn)
+		qsort(np, nn, sizeof(*np), nodepos_cmp);
+	for (size_t i = 0; i < b->n && !rc; i++) {
+		struct ritem *p = &b->it[i], *q;
+		uint64_t at = fmt_key_offset(&p->key), end, want, e;
+		size_t j, nb = SIZE_MAX;
+		int front = 0;
+
+		if (p->pid != FMT_ITEM_TAIL40)
+			continue;
+		end = item_end(p, bs);
+		want = want_end(b, i);
+		if (want <= at || end <= want)
+			continue;
+		e = end - want;
+		/* The neighbour that misses exactly e bytes. */
+		for (int side = 0; side < 2 && nb == SIZE_MAX && p->blk; side++) {
+			if (side == 0 && !p->idx)
+				continue;
+			j = node_item(np, nn, p->blk, side ? p->idx + 1 :
+				      p->idx - 1);
+			if (j == SIZE_MAX)
+				continue;
+			q = &b->it[j];
+			if (q->pid == FMT_ITEM_TAIL40 &&
+			    want_end(b, j) > item_end(q, bs) &&
+			    want_end(b, j) - item_end(q, bs) == e) {
+				nb = j;
+				front = side;
+			}
+		}
+		if (nb != SIZE_MAX) {
+			q = &b->it[nb];
+			rc = shift_bytes(p, q, (size_t)e, front);
+			if (!rc)
+				rep_action(b->R, R4_CHK_DKEY, p->blk,
+					   fmt_key_objectid(&p->key),
+					   R4_LOSS_NONE, 0, "block %llu items "
+					   "%u and %u: %llu bytes at the "
+					   "boundary of their bodies belong to "
+					   "the %s item (a damaged item offset): "
+					   "moved there",
+					   (unsigned long long)p->blk,
+					   front ? p->idx : q->idx,
+					   front ? q->idx : p->idx,
+					   (unsigned long long)e, front ?
+					   "second" : "first");
+			continue;
+		}
+		/* Bytes the next item holds too: cut here. */
+		for (j = i + 1; j < b->n && b->it[j].pid == DROPPED; j++)
+			;
+		if (j == b->n || !same_body(p, &b->it[j]))
+			continue;	/* past the size: the size follows */
+		rep_action(b->R, R4_CHK_DKEY, p->blk, fmt_key_objectid(&p->key),
+			   R4_LOSS_NONE, 0, "file %llx: bytes %llu..%llu held "
+			   "by two items: the later item's kept",
+			   (unsigned long long)fmt_key_objectid(&p->key),
+			   (unsigned long long)want,
+			   (unsigned long long)(end - 1));
+		p->len -= (size_t)e;
+	}
+	free(np);
+	return rc;
 }
 
 /* Breaks in the bodies of the (sorted) items: a body that starts past
@@ -867,10 +1197,72 @@ static int first_tree(struct rb *b, struct r4_txn *x, const struct ritem *first,
 	return tree_mod_init(&x->mod, vol, x->t, err);
 }
 
+/* The nodes whose items the new tree takes (walked or found by the
+ * scan) that the bitmap marks used and no kept extent claims: the new
+ * tree's transaction frees them, so that a later rebuild's scan cannot
+ * take their stale items back. Marked used before the transaction, they
+ * are none of the blocks it allocates. */
+static int old_nodes(struct rb *b, uint64_t **out, size_t *nout)
+{
+	struct chk *c = &b->R->c;
+	struct chk_map ext;
+	uint64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc = chk_map_init(&ext, c->blocks, c->used.chunk_bits);
+
+	for (size_t i = 0; i < b->n && !rc; i++) {
+		const struct ritem *p = &b->it[i];
+		struct fmt_extent40_unit u;
+		int nu;
+
+		if (p->pid != FMT_ITEM_EXTENT40)
+			continue;
+		nu = fmt_extent40_units(p->body, p->len);
+		for (int k = 0; k < nu && !rc; k++) {
+			if (fmt_extent40_unit(p->body, p->len, (unsigned)k, &u) ||
+			    fmt_extent40_kind(&u) != FMT_EXTENT_ALLOCATED)
+				continue;
+			for (uint64_t e = u.start; e < c->blocks &&
+			     e - u.start < u.width && !rc; e++)
+				rc = chk_map_set(&ext, e) < 0 ? -ENOMEM : 0;
+		}
+	}
+	for (uint64_t blk = c->first_usable; blk < c->blocks && !rc; blk++) {
+		if (!chk_map_test(&b->seen, blk) || chk_map_test(&ext, blk) ||
+		    chk_is_bitmap_blk(c, blk))
+			continue;
+		rc = space_test(&c->vol->space, blk, b->R->err);
+		if (rc <= 0)
+			continue;
+		rc = 0;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			uint64_t *nv = realloc(v, nc * sizeof(*v));
+
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = nc;
+		}
+		v[n++] = blk;
+	}
+	chk_map_fini(&ext);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
 static int build(struct rb *b, struct r4_error *err)
 {
 	struct r4_txn *x;
-	size_t first = SIZE_MAX;
+	size_t first = SIZE_MAX, nold = 0;
+	uint64_t *old = NULL;
 	int rc;
 
 	for (size_t i = 0; i < b->n && first == SIZE_MAX; i++)
@@ -878,9 +1270,14 @@ static int build(struct rb *b, struct r4_error *err)
 			first = i;
 	if (first == SIZE_MAX)
 		return r4i_fail(err, R4_ECORRUPT, "no leaf item survived");
-	rc = r4_txn_begin(b->R->vol, &x, err);
+	rc = old_nodes(b, &old, &nold);
 	if (rc)
 		return rc;
+	rc = r4_txn_begin(b->R->vol, &x, err);
+	if (rc) {
+		free(old);
+		return rc;
+	}
 	rc = first_tree(b, x, &b->it[first], err);
 	for (size_t i = 0; i < b->n && !rc; i++) {
 		const struct ritem *p = &b->it[i];
@@ -889,14 +1286,25 @@ static int build(struct rb *b, struct r4_error *err)
 			continue;
 		rc = tree_insert(&x->mod, p->pid == FMT_ITEM_EXTENT40 ? 2 : 1,
 				 &p->key, p->pid, p->body, p->len, err);
+		if (rc == R4_EEXIST) {
+			/* Two items the tree takes for one key (the
+			 * sorted items have none): the first stays. */
+			b->items_dropped++;
+			rc = 0;
+		}
 	}
+	for (size_t i = 0; i < nold && !rc; i++)
+		rc = txn_free(x->t, old[i], 1, err);
+	free(old);
 	if (rc) {
 		r4_txn_abort(x);
 		return rc;
 	}
 	rc = r4_txn_commit(x, err);
-	if (!rc)
+	if (!rc) {
 		b->R->r->transactions++;
+		b->freed = nold;
+	}
 	return rc;
 }
 
@@ -906,7 +1314,7 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	struct chk *c = &R->c;
 	size_t k = 0;
 	uint64_t dup = 0;
-	int rc;
+	int rc, moved = 0;
 
 	b.v.vol = R->vol;
 	b.v.rep = &b.vrep;
@@ -955,6 +1363,12 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 		last = i;
 	}
 	if (!rc)
+		rc = rekey_orphans(&b, &moved);
+	if (!rc && moved)
+		qsort(b.it, b.n, sizeof(*b.it), item_cmp);
+	if (!rc)
+		rc = mend_bounds(&b);
+	if (!rc)
 		rc = fill_gaps(&b);
 	for (size_t i = 0, j = 0; i < b.n && !rc; i++) {
 		if (b.it[i].pid == DROPPED)
@@ -981,7 +1395,7 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 			   "(%llu found by a scan of unreachable used blocks, "
 			   "%llu damaged ones taken item by item); %llu nodes "
 			   "and %llu items dropped (%llu of them second copies "
-			   "of a key)",
+			   "of a key); the old nodes taken freed (%llu)",
 			   (unsigned long long)R->vol->sb.root_block, b.n,
 			   (unsigned long long)(b.nodes_kept + b.scanned +
 						b.nodes_salvaged),
@@ -989,7 +1403,8 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 			   (unsigned long long)b.nodes_salvaged,
 			   (unsigned long long)b.nodes_dropped,
 			   (unsigned long long)(b.items_dropped + dup),
-			   (unsigned long long)dup);
+			   (unsigned long long)dup,
+			   (unsigned long long)b.freed);
 	}
 	for (size_t i = 0; i < b.n; i++)
 		free(b.it[i].body);

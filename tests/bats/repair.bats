@@ -887,16 +887,17 @@ tail_ih() {
 	cmp <(r4debugfs -R "cat /f3" "$T/bad.img" | tail -c +101) <(head -c 1191 "$T/src/f3")
 }
 
-@test "body: a file's stat data keyed to another object: a new one for its body, both into /lost+found" {
+@test "body: a file's stat data keyed to another object: the body follows it (by its name's ordering) into /lost+found" {
 	populated
-	local oid
-	oid=$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
 	poke "$T/bad.img" $(( $(sd_ih "$T/good.img" /f3) + 16 )) $((0x20000)) 8
-	repaired "$T/bad.img" body entry unreachable
-	[[ "$first" == *"its stat data was lost; made anew for its 1191-byte body"* ]]
+	rebuilt "$T/bad.img" body entry unreachable
+	[[ "$first" == *"names no stat data; the only object 20000 (by its locality and ordering) has no body there: its key mended to"* ]]
 	kept "$T/bad.img" "/f3	"
-	# The body, under its object id in /lost+found, has every byte.
-	r4debugfs -R "cat /lost+found/#$(printf %x "$oid")" "$T/bad.img" | cmp - "$T/src/f3"
+	# The body, under the stat data's object id in /lost+found, has
+	# every byte, and the stat data's time (not one made anew).
+	r4debugfs -R "cat /lost+found/#20000" "$T/bad.img" | cmp - "$T/src/f3"
+	[ "$(r4debugfs --json -R "stat /lost+found/#20000" "$T/bad.img" | sed -n 's/.*"mtime":\([0-9]*\).*/\1/p')" = \
+	  "$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"mtime":\([0-9]*\).*/\1/p')" ]
 }
 
 @test "object-duplicate: two stat data with one object id are reported" {
