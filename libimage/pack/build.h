@@ -37,9 +37,11 @@ struct bent;
 struct bdir;
 struct breg;
 
-/* An object, 80 bytes: what every object needs; what only some have
+/* An object, 48 bytes: what every object needs; what only some have
  * hangs off u (carved from the build's chunks like the object). Kept
- * small: the builder holds one per file (issue 11). */
+ * small: the builder holds one per file (issue 11). Its attributes are
+ * an index into the build's table of distinct ones (obj_attr): most
+ * files of an archive share mode, owner and times. */
 struct bobj {
 	uint8_t type;			/* enum r4_entry_type, never
 					 * R4_ENT_HARDLINK */
@@ -47,7 +49,7 @@ struct bobj {
 	uint8_t data;			/* enum bdata_kind */
 	uint8_t cc;			/* BCC_*: pack/cluster.c */
 	uint32_t nlink;			/* assigned at finish */
-	struct enc_attr a;		/* mode, owner, times as stored */
+	uint32_t attr;			/* b->attrv[attr] */
 	uint64_t size;
 	/* assigned at finish; locality and ordering come from the
 	 * primary name (obj_locality, pack_obj_ordering) */
@@ -155,8 +157,14 @@ struct r4_build {
 	int failed;
 	/* namespace */
 	struct bobj *root;
-	struct bent **htab;		/* chained, <= 1 name a slot */
+	struct bent **htab;		/* chained, <= 2 names a slot */
 	size_t hsize, hcount;
+	/* the distinct attributes (mode, owner, times as stored), found
+	 * through ahtab (open addressing: 1 + index, 0 free) */
+	struct enc_attr *attrv;
+	size_t nattr, capattr;
+	uint32_t *ahtab;
+	size_t ahsize;
 	struct breg *regs;		/* every struct breg (newest first) */
 	struct bdir *subs;		/* every struct bdir */
 	struct bobj **dirv;		/* every directory by number */
@@ -224,6 +232,12 @@ static inline struct bobj *ent_dir(const struct r4_build *b,
 				   const struct bent *e)
 {
 	return b->dirv[e->dir];
+}
+/* An object's attributes. */
+static inline const struct enc_attr *obj_attr(const struct r4_build *b,
+					      const struct bobj *o)
+{
+	return &b->attrv[o->attr];
 }
 /* The locality of an object placed at finish (its primary name's
  * directory). */
