@@ -25,6 +25,7 @@
 
 #define BUILD_WBUF_BLOCKS 256
 #define BUILD_WQ_BUFS 8		/* write buffers while writing behind */
+#define BUILD_ATTR_CHUNK 4096u	/* distinct attributes a chunk */
 
 enum bdata_kind {
 	BD_NONE,	/* size 0, or not a regular file */
@@ -49,7 +50,7 @@ struct bobj {
 	uint8_t data;			/* enum bdata_kind */
 	uint8_t cc;			/* BCC_*: pack/cluster.c */
 	uint32_t nlink;			/* assigned at finish */
-	uint32_t attr;			/* b->attrv[attr] */
+	uint32_t attr;			/* obj_attr(): the table's index */
 	uint64_t size;
 	/* assigned at finish; locality and ordering come from the
 	 * primary name (obj_locality, pack_obj_ordering) */
@@ -159,10 +160,12 @@ struct r4_build {
 	struct bobj *root;
 	struct bent **htab;		/* chained, <= 2 names a slot */
 	size_t hsize, hcount;
-	/* the distinct attributes (mode, owner, times as stored), found
-	 * through ahtab (open addressing: 1 + index, 0 free) */
-	struct enc_attr *attrv;
-	size_t nattr, capattr;
+	/* the distinct attributes (mode, owner, times as stored), in
+	 * chunks of BUILD_ATTR_CHUNK (no slack, nothing copied as they
+	 * grow), found through ahtab (open addressing, at most half used:
+	 * 1 + index, 0 free) */
+	struct enc_attr **attrc;
+	size_t nattr, capattrc;
 	uint32_t *ahtab;
 	size_t ahsize;
 	struct breg *regs;		/* every struct breg (newest first) */
@@ -237,7 +240,8 @@ static inline struct bobj *ent_dir(const struct r4_build *b,
 static inline const struct enc_attr *obj_attr(const struct r4_build *b,
 					      const struct bobj *o)
 {
-	return &b->attrv[o->attr];
+	return &b->attrc[o->attr / BUILD_ATTR_CHUNK]
+			[o->attr % BUILD_ATTR_CHUNK];
 }
 /* The locality of an object placed at finish (its primary name's
  * directory). */

@@ -161,7 +161,10 @@ static uint64_t attr_hash(const struct enc_attr *a)
 
 	for (int i = 0; i < 9; i++)
 		h = (h ^ w[i]) * 0xff51afd7ed558ccdULL;
-	return h ^ (h >> 32);
+	/* the low bits pick the slot: mix the high ones in */
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 33);
 }
 
 static int attr_same(const struct enc_attr *x, const struct enc_attr *y)
@@ -172,7 +175,12 @@ static int attr_same(const struct enc_attr *x, const struct enc_attr *y)
 	       x->mtime_ns == y->mtime_ns && x->ctime_ns == y->ctime_ns;
 }
 
-/* Twice the slots (at most half of them used). */
+static struct enc_attr *attr_at(const struct r4_build *b, size_t i)
+{
+	return &b->attrc[i / BUILD_ATTR_CHUNK][i % BUILD_ATTR_CHUNK];
+}
+
+/* Twice the slots. */
 static int grow_attr_hash(struct r4_build *b)
 {
 	size_t nsize = b->ahsize ? b->ahsize * 2 : 256;
@@ -181,7 +189,7 @@ static int grow_attr_hash(struct r4_build *b)
 	if (!t)
 		return -ENOMEM;
 	for (size_t i = 0; i < b->nattr; i++) {
-		size_t h = attr_hash(&b->attrv[i]) & (nsize - 1);
+		size_t h = attr_hash(attr_at(b, i)) & (nsize - 1);
 
 		while (t[h])
 			h = (h + 1) & (nsize - 1);
@@ -204,14 +212,22 @@ static int attr_set(struct r4_build *b, struct bobj *o,
 		return -ENOMEM;
 	h = attr_hash(a) & (b->ahsize - 1);
 	for (; b->ahtab[h]; h = (h + 1) & (b->ahsize - 1))
-		if (attr_same(&b->attrv[b->ahtab[h] - 1], a)) {
+		if (attr_same(attr_at(b, b->ahtab[h] - 1), a)) {
 			o->attr = b->ahtab[h] - 1;
 			return 0;
 		}
-	if (b->nattr >= UINT32_MAX - 1 ||
-	    R4_RESERVE(b->attrv, b->capattr, b->nattr + 1, 64))
+	if (b->nattr >= UINT32_MAX - 1)
 		return -ENOMEM;
-	b->attrv[b->nattr] = *a;
+	if (b->nattr % BUILD_ATTR_CHUNK == 0) {
+		size_t k = b->nattr / BUILD_ATTR_CHUNK;
+
+		if (R4_RESERVE(b->attrc, b->capattrc, k + 1, 16))
+			return -ENOMEM;
+		b->attrc[k] = malloc(BUILD_ATTR_CHUNK * sizeof(**b->attrc));
+		if (!b->attrc[k])
+			return -ENOMEM;
+	}
+	*attr_at(b, b->nattr) = *a;
 	b->ahtab[h] = (uint32_t)b->nattr + 1;
 	o->attr = (uint32_t)b->nattr++;
 	return 0;
@@ -243,11 +259,13 @@ void pack_ns_fini(struct r4_build *b)
 {
 	free(b->htab);
 	b->htab = NULL;
-	free(b->attrv);
+	for (size_t k = 0; k * BUILD_ATTR_CHUNK < b->nattr; k++)
+		free(b->attrc[k]);
+	free(b->attrc);
 	free(b->ahtab);
-	b->attrv = NULL;
+	b->attrc = NULL;
 	b->ahtab = NULL;
-	b->nattr = b->capattr = b->ahsize = 0;
+	b->nattr = b->capattrc = b->ahsize = 0;
 	free(b->wc_path);
 	b->wc_path = NULL;
 	free(b->wc_end);
