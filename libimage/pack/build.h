@@ -25,6 +25,7 @@
 
 #define BUILD_WBUF_BLOCKS 256
 #define BUILD_WQ_BUFS 8		/* write buffers while writing behind */
+#define BUILD_ATTR_CHUNK 4096u	/* distinct attributes a chunk */
 
 enum bdata_kind {
 	BD_NONE,	/* size 0, or not a regular file */
@@ -37,9 +38,11 @@ struct bent;
 struct bdir;
 struct breg;
 
-/* An object, 80 bytes: what every object needs; what only some have
+/* An object, 48 bytes: what every object needs; what only some have
  * hangs off u (carved from the build's chunks like the object). Kept
- * small: the builder holds one per file (issue 11). */
+ * small: the builder holds one per file (issue 11). Its attributes are
+ * an index into the build's table of distinct ones (obj_attr): most
+ * files of an archive share mode, owner and times. */
 struct bobj {
 	uint8_t type;			/* enum r4_entry_type, never
 					 * R4_ENT_HARDLINK */
@@ -47,7 +50,7 @@ struct bobj {
 	uint8_t data;			/* enum bdata_kind */
 	uint8_t cc;			/* BCC_*: pack/cluster.c */
 	uint32_t nlink;			/* assigned at finish */
-	struct enc_attr a;		/* mode, owner, times as stored */
+	uint32_t attr;			/* obj_attr(): the table's index */
 	uint64_t size;
 	/* assigned at finish; locality and ordering come from the
 	 * primary name (obj_locality, pack_obj_ordering) */
@@ -155,8 +158,16 @@ struct r4_build {
 	int failed;
 	/* namespace */
 	struct bobj *root;
-	struct bent **htab;		/* chained, <= 1 name a slot */
+	struct bent **htab;		/* chained, <= 2 names a slot */
 	size_t hsize, hcount;
+	/* the distinct attributes (mode, owner, times as stored), in
+	 * chunks of BUILD_ATTR_CHUNK (no slack, nothing copied as they
+	 * grow), found through ahtab (open addressing, at most half used:
+	 * 1 + index, 0 free) */
+	struct enc_attr **attrc;
+	size_t nattr, capattrc;
+	uint32_t *ahtab;
+	size_t ahsize;
 	struct breg *regs;		/* every struct breg (newest first) */
 	struct bdir *subs;		/* every struct bdir */
 	struct bobj **dirv;		/* every directory by number */
@@ -224,6 +235,13 @@ static inline struct bobj *ent_dir(const struct r4_build *b,
 				   const struct bent *e)
 {
 	return b->dirv[e->dir];
+}
+/* An object's attributes. */
+static inline const struct enc_attr *obj_attr(const struct r4_build *b,
+					      const struct bobj *o)
+{
+	return &b->attrc[o->attr / BUILD_ATTR_CHUNK]
+			[o->attr % BUILD_ATTR_CHUNK];
 }
 /* The locality of an object placed at finish (its primary name's
  * directory). */

@@ -160,7 +160,7 @@ static uint64_t file_bytes(const struct r4_build *b, const struct bobj *o)
 static void fill_stat(struct r4_build *b, const struct bobj *o,
 		      struct fmt_stat *st)
 {
-	enc_stat(&o->a, st);
+	enc_stat(obj_attr(b, o), st);
 	st->nlink = o->nlink;
 	st->size = o->size;
 	switch (o->type) {

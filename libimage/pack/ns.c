@@ -36,6 +36,8 @@ static struct bent *lookup(struct r4_build *b, const struct bobj *dir,
 	return NULL;
 }
 
+/* More slots once there are two names a slot: chains stay short, and
+ * the table costs 4 to 8 bytes a name (issue 11). */
 static int grow_hash(struct r4_build *b)
 {
 	size_t nsize = b->hsize * 2;
@@ -134,7 +136,7 @@ static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 	struct bent *e;
 	size_t h;
 
-	if (b->hcount >= b->hsize && grow_hash(b))
+	if (b->hcount >= 2 * b->hsize && grow_hash(b))
 		return NULL;
 	e = arena_get(b, sizeof(*e) + n + 1);
 	if (!e || add_kid(dir, e))
@@ -150,13 +152,96 @@ static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 	return e;
 }
 
-static void implicit_dir(struct r4_build *b, struct bobj *o, uint32_t uid,
-			 uint32_t gid)
+static uint64_t attr_hash(const struct enc_attr *a)
+{
+	const uint32_t w[9] = { a->mode, a->uid, a->gid, a->atime, a->mtime,
+				a->ctime, a->atime_ns, a->mtime_ns,
+				a->ctime_ns };
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
+
+	for (int i = 0; i < 9; i++)
+		h = (h ^ w[i]) * 0xff51afd7ed558ccdULL;
+	/* the low bits pick the slot: mix the high ones in */
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 33);
+}
+
+static int attr_same(const struct enc_attr *x, const struct enc_attr *y)
+{
+	return x->mode == y->mode && x->uid == y->uid && x->gid == y->gid &&
+	       x->atime == y->atime && x->mtime == y->mtime &&
+	       x->ctime == y->ctime && x->atime_ns == y->atime_ns &&
+	       x->mtime_ns == y->mtime_ns && x->ctime_ns == y->ctime_ns;
+}
+
+static struct enc_attr *attr_at(const struct r4_build *b, size_t i)
+{
+	return &b->attrc[i / BUILD_ATTR_CHUNK][i % BUILD_ATTR_CHUNK];
+}
+
+/* Twice the slots. */
+static int grow_attr_hash(struct r4_build *b)
+{
+	size_t nsize = b->ahsize ? b->ahsize * 2 : 256;
+	uint32_t *t = calloc(nsize, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->nattr; i++) {
+		size_t h = attr_hash(attr_at(b, i)) & (nsize - 1);
+
+		while (t[h])
+			h = (h + 1) & (nsize - 1);
+		t[h] = (uint32_t)i + 1;
+	}
+	free(b->ahtab);
+	b->ahtab = t;
+	b->ahsize = nsize;
+	return 0;
+}
+
+/* o takes attributes a: their index in the table of distinct ones,
+ * added there when new. 0, or -ENOMEM. */
+static int attr_set(struct r4_build *b, struct bobj *o,
+		    const struct enc_attr *a)
+{
+	size_t h;
+
+	if (2 * (b->nattr + 1) > b->ahsize && grow_attr_hash(b))
+		return -ENOMEM;
+	h = attr_hash(a) & (b->ahsize - 1);
+	for (; b->ahtab[h]; h = (h + 1) & (b->ahsize - 1))
+		if (attr_same(attr_at(b, b->ahtab[h] - 1), a)) {
+			o->attr = b->ahtab[h] - 1;
+			return 0;
+		}
+	if (b->nattr >= UINT32_MAX - 1)
+		return -ENOMEM;
+	if (b->nattr % BUILD_ATTR_CHUNK == 0) {
+		size_t k = b->nattr / BUILD_ATTR_CHUNK;
+
+		if (R4_RESERVE(b->attrc, b->capattrc, k + 1, 16))
+			return -ENOMEM;
+		b->attrc[k] = malloc(BUILD_ATTR_CHUNK * sizeof(**b->attrc));
+		if (!b->attrc[k])
+			return -ENOMEM;
+	}
+	*attr_at(b, b->nattr) = *a;
+	b->ahtab[h] = (uint32_t)b->nattr + 1;
+	o->attr = (uint32_t)b->nattr++;
+	return 0;
+}
+
+static int implicit_dir(struct r4_build *b, struct bobj *o, uint32_t uid,
+			uint32_t gid)
 {
 	struct r4_attr a;
+	struct enc_attr ea;
 
 	enc_implicit_dir(uid, gid, b->m.now, &a);
-	enc_attr(&a, 0, &o->a);
+	enc_attr(&a, 0, &ea);
+	return attr_set(b, o, &ea);
 }
 
 int pack_ns_init(struct r4_build *b, struct r4_error *err)
@@ -164,9 +249,9 @@ int pack_ns_init(struct r4_build *b, struct r4_error *err)
 	b->hsize = 4096;
 	b->htab = calloc(b->hsize, sizeof(*b->htab));
 	b->root = b->htab ? new_obj(b, R4_ENT_DIR) : NULL;
-	if (!b->root)
+	if (!b->root ||
+	    implicit_dir(b, b->root, (uint32_t)getuid(), (uint32_t)getgid()))
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	implicit_dir(b, b->root, (uint32_t)getuid(), (uint32_t)getgid());
 	return 0;
 }
 
@@ -174,6 +259,13 @@ void pack_ns_fini(struct r4_build *b)
 {
 	free(b->htab);
 	b->htab = NULL;
+	for (size_t k = 0; k * BUILD_ATTR_CHUNK < b->nattr; k++)
+		free(b->attrc[k]);
+	free(b->attrc);
+	free(b->ahtab);
+	b->attrc = NULL;
+	b->ahtab = NULL;
+	b->nattr = b->capattrc = b->ahsize = 0;
 	free(b->wc_path);
 	b->wc_path = NULL;
 	free(b->wc_end);
@@ -312,10 +404,11 @@ static int walk(struct r4_build *b, const char *path, int create,
 			return R4_ENOTFOUND;
 		if (!e) {
 			struct bobj *o = new_obj(b, R4_ENT_DIR);
+			const struct enc_attr *ra = obj_attr(b, b->root);
 
-			if (!o || !(e = new_ent(b, d, c, (size_t)n, o)))
+			if (!o || !(e = new_ent(b, d, c, (size_t)n, o)) ||
+			    implicit_dir(b, o, ra->uid, ra->gid))
 				return r4i_fail(err, -ENOMEM, "out of memory");
-			implicit_dir(b, o, b->root->a.uid, b->root->a.gid);
 		}
 		if (e->obj->type != R4_ENT_DIR)
 			return r4i_fail(err, R4_EINVAL, "%s: '%.*s' on "
@@ -344,12 +437,16 @@ static int walk(struct r4_build *b, const char *path, int create,
 	return 0;
 }
 
-static void set_attrs(struct bobj *o, const struct r4_entry *e)
+static int set_attrs(struct r4_build *b, struct bobj *o,
+		     const struct r4_entry *e, struct r4_error *err)
 {
 	struct r4_attr a;
+	struct enc_attr ea;
 
 	enc_entry_attr(e, &a);
-	enc_attr(&a, 0, &o->a);
+	enc_attr(&a, 0, &ea);
+	return attr_set(b, o, &ea) ? r4i_fail(err, -ENOMEM, "out of memory") :
+				     0;
 }
 
 static int check_entry(struct r4_build *b, const struct r4_entry *e,
@@ -373,7 +470,8 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 
 	if (!o)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	set_attrs(o, e);
+	if (set_attrs(b, o, e, err))
+		return -ENOMEM;
 	switch (e->type) {
 	case R4_ENT_SYMLINK:
 		o->size = strlen(e->target);
@@ -448,13 +546,11 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		if (e->type != R4_ENT_DIR)
 			return r4i_fail(err, R4_EINVAL, "%s: the root must be a "
 				       "directory", e->path);
-		set_attrs(b->root, e);
-		return 0;
+		return set_attrs(b, b->root, e, err);
 	}
 	old = lookup(b, d, name, n);
 	if (old && old->obj->type == R4_ENT_DIR && e->type == R4_ENT_DIR) {
-		set_attrs(old->obj, e);
-		return 0;
+		return set_attrs(b, old->obj, e, err);
 	}
 	if (old && old->obj->type == R4_ENT_DIR && old->obj->u.sub->nkids)
 		return r4i_fail(err, R4_EEXIST, "%s: would replace a directory "

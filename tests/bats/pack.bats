@@ -239,6 +239,48 @@ tarball() {
 	[[ "$output" == *"/f4096"* ]]
 }
 
+# A ustar tarball of 40 folders of 25 files whose modes and owners
+# repeat every 64 files and whose times never do, a third of them
+# sharing one set; $2 gets what each path must have: "path mode uid
+# gid mtime". The builder keeps one copy of each distinct set of
+# attributes, in a table that grows several times here.
+attr_tar() {
+	python3 - "$1" "$2" <<'EOF'
+import io, sys, tarfile
+t = tarfile.open(sys.argv[1], 'w', format=tarfile.USTAR_FORMAT)
+want = []
+def add(name, typ, mode, uid, gid, mtime):
+    ti = tarfile.TarInfo(name); ti.type = typ; ti.mode = mode
+    ti.uid, ti.gid, ti.mtime = uid, gid, mtime
+    t.addfile(ti, io.BytesIO(b''))
+    want.append('/%s %04o %d %d %d' % (name, mode, uid, gid, mtime))
+for d in range(40):
+    add('d%02d' % d, tarfile.DIRTYPE, 0o700 | d % 8, 0, 0,
+        1400000000 + d * 77)
+    for f in range(25):
+        i = d * 25 + f
+        shared = i % 3 == 0
+        add('d%02d/f%03d' % (d, i), tarfile.REGTYPE,
+            0o644 if shared else 0o400 | (i * 37) % 0o100,
+            1000 if shared else 1000 + i % 4,
+            2000 if shared else 2000 + i % 2,
+            1500000000 if shared else 1500000000 + i * 1001)
+t.close()
+open(sys.argv[2], 'w').write('\n'.join(want) + '\n')
+EOF
+}
+
+@test "distinct modes, owners and times: each file keeps its own" {
+	need_oracle; need_r4ref
+	attr_tar "$T/attr.tar" "$T/want"
+	[ "$(wc -l <"$T/want")" -eq 1040 ]
+	r4pack create -q "$T/attr.tar" "$T/a.img"
+	oracle_fsck "$T/a.img"
+	r4ref manifest "$T/a.img" >"$T/img.man"
+	awk -F'\t' '$1 != "/" { print $1, $3, $4, $5, $7 }' "$T/img.man" |
+		LC_ALL=C sort | diff <(LC_ALL=C sort "$T/want") -
+}
+
 # A tarball with hostile names, made with Python's tarfile.
 hostile_tar() {
 	python3 - "$1" <<'EOF'
