@@ -161,6 +161,10 @@ int r4_txn_add_entry(struct r4_txn *x, const struct r4_entry *e,
 	size_t len = 0;
 	int rc = edit_check(x, err);
 
+	/* a batch of adds writes each leaf it fills once, not at every
+	 * insert (r4_txn_commit writes what is deferred) */
+	if (!rc)
+		rc = tree_mod_lazy(&x->mod, err);
 	if (!rc)
 		rc = enc_check_entry(e, tree_max_item(&x->mod), err);
 	if (!rc && !*e->path)

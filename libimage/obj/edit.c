@@ -85,6 +85,11 @@ int r4_txn_commit(struct r4_txn *x, struct r4_error *err)
 		return r4i_fail(err, R4_EINVAL, "an operation of the "
 			       "transaction failed half way: it was aborted");
 	}
+	rc = tree_mod_flush(&x->mod, err);
+	if (rc) {
+		r4_txn_abort(x);
+		return rc;
+	}
 	rc = txn_commit(x->t, err);
 	x->t = NULL;
 	if (rc) {

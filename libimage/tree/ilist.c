@@ -444,6 +444,12 @@ static int coalesce(struct ilist *l, size_t max, uint32_t bs,
 	return 0;
 }
 
+int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
+		   enum fmt_key_policy pol)
+{
+	return coalesce(l, max, blksize, pol);
+}
+
 /* ---- packing --------------------------------------------------------- */
 
 struct packer {
