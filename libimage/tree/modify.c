@@ -104,6 +104,7 @@ static int dc_sync(struct tree_mod *m, struct tree_dslot *s,
 		return rc;
 	}
 	r4_u64map_del(&m->stale, s->blk);
+	m->st.synced++;
 	return 0;
 }
 
@@ -725,6 +726,7 @@ static int defer(struct tree_mod *m, unsigned l, uint64_t blk,
 	}
 	dc_keep(m, blk, l, items);
 	m->st.nodes_written++;
+	m->st.deferred++;
 	return 1;
 }
 

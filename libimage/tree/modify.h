@@ -42,6 +42,8 @@ struct tree_mod_stats {
 	uint64_t nodes_freed;	/* node blocks freed */
 	uint64_t splits, merges, shifts, grows, shrinks;
 	uint64_t dec_hits, dec_misses;	/* decoded-node cache */
+	uint64_t deferred, synced;	/* lazy leaf rewrites; deferred
+					 * leaves written */
 };
 
 struct tree_dslot;
