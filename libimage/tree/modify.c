@@ -437,6 +437,38 @@ static int dc_find_le(struct tree_mod *m, uint64_t blk, unsigned level,
 	return 1;
 }
 
+static uint64_t sib(const struct ilist *P, long i);
+
+/* pick() from the cached items of p->blk[l] (a deferred twig is not
+ * written for it): 1 done, 0 not cached, < 0 error. */
+static int dc_pick(struct tree_mod *m, unsigned l, const struct fmt_key *k,
+		   struct mpath *p, int *none, struct r4_error *err)
+{
+	uint64_t blk = p->blk[l], child = 0;
+	int q = -1;
+	struct tree_dslot *s;
+
+	if (!dc_find_le(m, blk, l, k, &q))
+		return 0;
+	s = dc_slot(m, blk);
+	p->pos[l] = q;
+	if (q >= 0)
+		child = sib(&s->l, q);
+	if (!child && (q < 0 || l == FMT_NODE_TWIG_LEVEL) &&
+	    (size_t)(q + 1) < s->l.n && (child = sib(&s->l, q + 1)) != 0)
+		p->pos[l] = q + 1;
+	if (!child) {
+		if (l != FMT_NODE_TWIG_LEVEL)
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu "
+				       "(level %u) has no node pointer",
+				       vname(m), (unsigned long long)blk, l);
+		*none = 1;
+		return 1;
+	}
+	p->blk[l - 1] = child;
+	return 1;
+}
+
 /* Path from the root to level 'to' for key k. */
 static int path_find(struct tree_mod *m, const struct fmt_key *k,
 		     unsigned to, struct mpath *p, int *none,
@@ -450,6 +482,14 @@ static int path_find(struct tree_mod *m, const struct fmt_key *k,
 	for (unsigned l = m->height; !rc && l >= to; l--) {
 		if (l == to && dc_find_le(m, p->blk[l], l, k, &p->pos[l]))
 			break;
+		if (l != to && (rc = dc_pick(m, l, k, p, none, err)) != 0) {
+			if (rc < 0)
+				return rc;
+			rc = 0;
+			if (*none)
+				break;
+			continue;
+		}
 		rc = tree_node_get(m->vol, p->blk[l], l, &b, err);
 		if (rc)
 			return rc;
@@ -703,14 +743,14 @@ static int near_end(const struct tree_mod *m, const struct ilist *items,
 	return after <= capacity(m) / 4;
 }
 
-/* A lazy writer's leaf that stays one node, in the block this
+/* A lazy writer's leaf or twig that stays one node, in the block this
  * transaction owns, with the same first key: its list goes to the cache
  * as the block's deferred content (written by dc_sync). 1 when done,
  * 0 when not for deferring, < 0 error. */
 static int defer(struct tree_mod *m, unsigned l, uint64_t blk,
 		 const struct fmt_key *first, struct ilist *items)
 {
-	if (!m->lazy || l != FMT_NODE_LEAF_LEVEL || !items->n ||
+	if (!m->lazy || l > FMT_NODE_TWIG_LEVEL || !items->n ||
 	    fmt_key_cmp(&items->v[0].key, first) ||
 	    !r4_u64map_find(&m->own, blk) ||
 	    ilist_bytes(items, ihsize(m)) > capacity(m) ||

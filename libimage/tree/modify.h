@@ -63,7 +63,7 @@ struct tree_mod {
 	 * slot holds the item list of one block exactly as the block now
 	 * reads; bounded (TREE_DCACHE_SLOTS), allocated on first use. */
 	struct tree_dslot *dc;
-	/* Deferred leaf writes (tree_mod_lazy): leaves whose decoded list
+	/* Deferred node writes (tree_mod_lazy): leaves and twigs whose list
 	 * in dc is newer than their block; the list is written into the
 	 * block when a reader asks for it (vol->node_sync), when its slot
 	 * is needed, and at tree_mod_flush. */
