@@ -17,8 +17,9 @@
 
 /* Walk "a/b/c" making missing directories (owned as the root is); d =
  * the last one's parent, name and len the last name. */
-static int add_parents(struct r4_txn *x, const char *path, struct obj_dir *d,
-		       const char **name, size_t *len, struct r4_error *err)
+static int add_parents_walk(struct r4_txn *x, const char *path,
+			    struct obj_dir *d, const char **name,
+			    size_t *len, struct r4_error *err)
 {
 	struct r4_objref root, ref;
 	struct r4_attr a;
@@ -61,6 +62,65 @@ static int add_parents(struct r4_txn *x, const char *path, struct obj_dir *d,
 	*name = c;
 	*len = (size_t)n;
 	return enc_check_name(path, *len, err);
+}
+
+/* The parent of path from x->pd_path when path is "PREFIX/name" with
+ * the same PREFIX as the last add's, name a plain one. 1 when found. */
+static int add_parent_again(struct r4_txn *x, const char *path,
+			    struct obj_dir *d, const char **name,
+			    size_t *len)
+{
+	const char *s = strrchr(path, '/');
+	size_t n;
+
+	if (!x->pd_path || !s || (size_t)(s + 1 - path) != x->pd_len ||
+	    memcmp(path, x->pd_path, x->pd_len))
+		return 0;
+	n = strlen(s + 1);
+	if (!n || (n == 1 && s[1] == '.') ||
+	    (n == 2 && !memcmp(s + 1, "..", 2)))
+		return 0;
+	d->ref = x->pd_ref;
+	d->hash = x->pd_hash;
+	d->fibre = x->pd_fibre;
+	*name = s + 1;
+	*len = n;
+	return 1;
+}
+
+/* Remember the parent add_parents_walk found for path (with a '/'). */
+static void add_parent_keep(struct r4_txn *x, const char *path,
+			    const struct obj_dir *d)
+{
+	const char *s = strrchr(path, '/');
+	size_t n = s ? (size_t)(s + 1 - path) : 0;
+	char *p = n ? malloc(n) : NULL;
+
+	free(x->pd_path);
+	x->pd_path = NULL;
+	x->pd_len = 0;
+	if (!p)
+		return;
+	memcpy(p, path, n);
+	x->pd_path = p;
+	x->pd_len = n;
+	x->pd_ref = d->ref;
+	x->pd_hash = d->hash;
+	x->pd_fibre = d->fibre;
+}
+
+/* Walk "a/b/c" (or take the parent the last add reached) */
+static int add_parents(struct r4_txn *x, const char *path, struct obj_dir *d,
+		       const char **name, size_t *len, struct r4_error *err)
+{
+	int rc;
+
+	if (add_parent_again(x, path, d, name, len))
+		return enc_check_name(path, *len, err);
+	rc = add_parents_walk(x, path, d, name, len, err);
+	if (!rc)
+		add_parent_keep(x, path, d);
+	return rc;
 }
 
 static int add_dir(struct r4_txn *x, const struct obj_dir *d,
@@ -161,6 +221,10 @@ int r4_txn_add_entry(struct r4_txn *x, const struct r4_entry *e,
 	size_t len = 0;
 	int rc = edit_check(x, err);
 
+	/* a batch of adds writes each leaf it fills once, not at every
+	 * insert (r4_txn_commit writes what is deferred) */
+	if (!rc)
+		rc = tree_mod_lazy(&x->mod, err);
 	if (!rc)
 		rc = enc_check_entry(e, tree_max_item(&x->mod), err);
 	if (!rc && !*e->path)

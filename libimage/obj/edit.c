@@ -85,6 +85,11 @@ int r4_txn_commit(struct r4_txn *x, struct r4_error *err)
 		return r4i_fail(err, R4_EINVAL, "an operation of the "
 			       "transaction failed half way: it was aborted");
 	}
+	rc = tree_mod_flush(&x->mod, err);
+	if (rc) {
+		r4_txn_abort(x);
+		return rc;
+	}
 	rc = txn_commit(x->t, err);
 	x->t = NULL;
 	if (rc) {
@@ -93,6 +98,7 @@ int r4_txn_commit(struct r4_txn *x, struct r4_error *err)
 	}
 	tree_mod_fini(&x->mod);
 	obj_ccenc_free(x->cc);
+	edit_forget_dir(x);
 	free(x);
 	return rc;
 }
@@ -106,6 +112,7 @@ void r4_txn_abort(struct r4_txn *x)
 	x->vol->sb.tree_height = x->height0;
 	tree_mod_fini(&x->mod);
 	obj_ccenc_free(x->cc);
+	edit_forget_dir(x);
 	free(x);
 }
 
@@ -166,6 +173,13 @@ int edit_check(struct r4_txn *x, struct r4_error *err)
 
 /* ---- paths ------------------------------------------------------------ */
 
+void edit_forget_dir(struct r4_txn *x)
+{
+	free(x->pd_path);
+	x->pd_path = NULL;
+	x->pd_len = 0;
+}
+
 int edit_split(struct r4_txn *x, const char *path, struct obj_dir *d,
 	       const char **name, size_t *len, struct r4_error *err)
 {
@@ -174,6 +188,7 @@ int edit_split(struct r4_txn *x, const char *path, struct obj_dir *d,
 	char *pp;
 	int rc;
 
+	edit_forget_dir(x);
 	if (!n || path[0] != '/')
 		return r4i_fail(err, R4_EINVAL, "path \"%s\" is not absolute",
 			       path ? path : "(null)");
@@ -243,15 +258,16 @@ void edit_attr_stat(const struct r4_attr *a, uint32_t type,
 
 /* A new object named name in d: its id, key, stat data (st, completed
  * here) and entry; body(ctx) writes its body items first. */
-int edit_new(struct r4_txn *x, const struct obj_dir *d, const char *name,
-	     size_t len, struct fmt_stat *st, edit_body_fn body, void *ctx,
-	     struct r4_objref *out, struct r4_error *err)
+static int new_obj(struct r4_txn *x, const struct obj_dir *d,
+		   const char *name, size_t len, struct fmt_stat *st,
+		   edit_body_fn body, void *ctx, int absent,
+		   struct r4_objref *out, struct r4_error *err)
 {
 	struct r4_objref ref;
 	struct fmt_key k;
 	int isdir = S_ISDIR(st->mode), rc;
 
-	rc = edit_find(x, d, name, len, &ref, err);
+	rc = absent ? R4_ENOTFOUND : edit_find(x, d, name, len, &ref, err);
 	if (!rc)
 		return r4i_fail(err, R4_EEXIST, "\"%.*s\" exists", (int)len,
 			       name);
@@ -278,6 +294,13 @@ int edit_new(struct r4_txn *x, const struct obj_dir *d, const char *name,
 	if (!rc && out)
 		*out = ref;
 	return rc;
+}
+
+int edit_new(struct r4_txn *x, const struct obj_dir *d, const char *name,
+	     size_t len, struct fmt_stat *st, edit_body_fn body, void *ctx,
+	     struct r4_objref *out, struct r4_error *err)
+{
+	return new_obj(x, d, name, len, st, body, ctx, 0, out, err);
 }
 
 static int dir_body(struct r4_txn *x, void *ctx, const struct r4_objref *ref,
@@ -346,7 +369,8 @@ int edit_create_at(struct r4_txn *x, const struct obj_dir *d,
 	if (rc)
 		return rc;
 	edit_attr_stat(a, S_IFREG, &st);
-	return edit_new(x, d, name, len, &st, file_body, &f, NULL, err);
+	/* the name is free now: no second lookup */
+	return new_obj(x, d, name, len, &st, file_body, &f, 1, NULL, err);
 }
 
 struct create_args {

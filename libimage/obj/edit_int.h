@@ -21,6 +21,9 @@ uint64_t edit_mark(const struct r4_txn *x);
 int edit_done(struct r4_txn *x, uint64_t mark, int rc);
 int edit_check(struct r4_txn *x, struct r4_error *err);
 
+/* Forget the directory r4_txn_add_entry reached last (x->pd_path). */
+void edit_forget_dir(struct r4_txn *x);
+
 /* "/a/b/c": directory "/a/b" opened, name "c" (into path). */
 int edit_split(struct r4_txn *x, const char *path, struct obj_dir *d,
 	       const char **name, size_t *len, struct r4_error *err);

@@ -323,11 +323,23 @@ static int entry_at(struct r4_txn *x, const struct obj_dir *d,
 	return rc;
 }
 
+/* An entry goes or changes: the directory r4_txn_add_entry reached by
+ * a path may no longer be there (x->pd_path). */
+static void forget_dir(struct r4_txn *x)
+{
+	free(x->pd_path);
+	x->pd_path = NULL;
+	x->pd_len = 0;
+}
+
 int obj_entry_del(struct r4_txn *x, const struct obj_dir *d,
 		  const char *name, size_t len, struct r4_error *err)
 {
 	struct cde c;
-	int idx, rc = entry_at(x, d, name, len, &c, &idx, err);
+	int idx, rc;
+
+	forget_dir(x);
+	rc = entry_at(x, d, name, len, &c, &idx, err);
 
 	if (rc)
 		return rc;
@@ -343,7 +355,10 @@ int obj_entry_set(struct r4_txn *x, const struct obj_dir *d,
 		  struct r4_error *err)
 {
 	struct cde c;
-	int idx, rc = entry_at(x, d, name, len, &c, &idx, err);
+	int idx, rc;
+
+	forget_dir(x);
+	rc = entry_at(x, d, name, len, &c, &idx, err);
 
 	if (rc)
 		return rc;

@@ -28,6 +28,14 @@ struct r4_txn {
 	unsigned prof_set;
 	uint16_t prof[R4_PT_COUNT];
 	struct obj_ccenc *cc;	/* the cluster encoder, made when needed */
+	/* r4_txn_add_entry: the directory its last path reached, by the
+	 * path's bytes up to its last '/' (pd_path, pd_len); forgotten
+	 * whenever anything is removed or a path operation runs
+	 * (edit_forget_dir) */
+	char *pd_path;
+	size_t pd_len;
+	struct r4_objref pd_ref;
+	int pd_hash, pd_fibre;
 };
 
 /* A directory with the plugins its entries' keys use. */

@@ -444,6 +444,12 @@ static int coalesce(struct ilist *l, size_t max, uint32_t bs,
 	return 0;
 }
 
+int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
+		   enum fmt_key_policy pol)
+{
+	return coalesce(l, max, blksize, pol);
+}
+
 /* ---- packing --------------------------------------------------------- */
 
 struct packer {
@@ -515,7 +521,19 @@ int ilist_pack(struct ilist *all, size_t cap, size_t target, size_t ih,
 	struct packer p = { NULL, 0, 0, 0, 0 };
 	size_t i = 0;
 	int rc = coalesce(all, cap - ih, blksize, pol);
+	size_t total = rc ? 0 : ilist_bytes(all, ih);
 
+	/* all in one node (most changes): the list is the chunk */
+	if (!rc && all->n && total <= cap && total <= target) {
+		p.out = malloc(sizeof(*p.out));
+		if (p.out) {
+			p.out[0] = *all;
+			memset(all, 0, sizeof(*all));
+			*out = p.out;
+			*nout = 1;
+			return 0;
+		}
+	}
 	p.left = all->n + 1;
 	if (!rc)
 		rc = pack_open(&p);

@@ -68,14 +68,44 @@ static struct tree_dslot *dc_slot(struct tree_mod *m, uint64_t blk)
 		      (TREE_DCACHE_SLOTS - 1)];
 }
 
+static int is_stale(const struct tree_mod *m, uint64_t blk)
+{
+	return m->stale.n && r4_u64map_find(&m->stale, blk);
+}
+
+/* The block is rewritten or freed: its list goes, deferred or not. */
 static void dc_forget(struct tree_mod *m, uint64_t blk)
 {
 	struct tree_dslot *s = m->dc ? dc_slot(m, blk) : NULL;
 
+	if (m->stale.n)
+		r4_u64map_del(&m->stale, blk);
 	if (s && s->blk == blk) {
 		ilist_free(&s->l);
 		s->blk = 0;
 	}
+}
+
+static int write_node(struct tree_mod *m, uint64_t nb, unsigned level,
+		      const struct ilist *l, int *ok, struct r4_error *err);
+
+/* Write the deferred list of slot s into its block (s keeps it). */
+static int dc_sync(struct tree_mod *m, struct tree_dslot *s,
+		   struct r4_error *err)
+{
+	int ok = 0, rc;
+
+	if (!s->blk || !is_stale(m, s->blk))
+		return 0;
+	rc = write_node(m, s->blk, s->level, &s->l, &ok, err);
+	if (rc) {
+		if (!m->sync_rc)
+			m->sync_rc = rc;
+		return rc;
+	}
+	r4_u64map_del(&m->stale, s->blk);
+	m->st.synced++;
+	return 0;
 }
 
 /* Block blk's items at 'level' into *out (the caller owns them). */
@@ -106,6 +136,11 @@ static void dc_keep(struct tree_mod *m, uint64_t blk, unsigned level,
 		ilist_free(l);
 		return;
 	}
+	if (s->blk != blk) {
+		struct r4_error tmp = { 0, "" };
+
+		dc_sync(m, s, &tmp);	/* a failure stays in sync_rc */
+	}
 	ilist_free(&s->l);
 	s->blk = blk;
 	s->level = level;
@@ -113,8 +148,61 @@ static void dc_keep(struct tree_mod *m, uint64_t blk, unsigned level,
 	memset(l, 0, sizeof(*l));
 }
 
+/* vol->node_sync: a reader wants block blk. */
+static int node_sync(void *ctx, uint64_t blk, struct r4_error *err)
+{
+	struct tree_mod *m = ctx;
+	struct tree_dslot *s;
+
+	if (!is_stale(m, blk))
+		return 0;
+	s = dc_slot(m, blk);
+	if (!s || s->blk != blk)
+		return r4i_fail(err, R4_EINVAL, "%s: tree node %llu: its "
+			       "deferred items are out of the cache",
+			       m->vol->dev && m->vol->dev->path ?
+			       m->vol->dev->path : "volume",
+			       (unsigned long long)blk);
+	return dc_sync(m, s, err);
+}
+
+int tree_mod_lazy(struct tree_mod *m, struct r4_error *err)
+{
+	if (m->lazy)
+		return 0;
+	if (m->vol->node_sync)
+		return r4i_fail(err, R4_EINVAL, "another tree writer defers "
+			       "node writes on this volume");
+	m->lazy = 1;
+	m->vol->node_sync = node_sync;
+	m->vol->node_sync_ctx = m;
+	return 0;
+}
+
+int tree_mod_flush(struct tree_mod *m, struct r4_error *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; !rc && m->dc && i < TREE_DCACHE_SLOTS; i++)
+		if (m->dc[i].blk && is_stale(m, m->dc[i].blk))
+			rc = dc_sync(m, &m->dc[i], err);
+	if (!rc && m->stale.n)
+		rc = r4i_fail(err, R4_EINVAL, "%s: %zu deferred tree nodes "
+			     "were lost", m->vol->dev && m->vol->dev->path ?
+			     m->vol->dev->path : "volume", m->stale.n);
+	if (!rc && m->sync_rc)
+		rc = r4i_fail(err, m->sync_rc, "a deferred tree node write "
+			     "failed: %s", r4_strerror(m->sync_rc));
+	return rc;
+}
+
 void tree_mod_fini(struct tree_mod *m)
 {
+	if (m->lazy && m->vol->node_sync_ctx == m) {
+		m->vol->node_sync = NULL;
+		m->vol->node_sync_ctx = NULL;
+	}
+	r4_u64map_fini(&m->stale);
 	r4_u64map_fini(&m->own);
 	if (m->dc) {
 		for (unsigned i = 0; i < TREE_DCACHE_SLOTS; i++)
@@ -158,9 +246,8 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 		unsigned level, struct ilist *l, int take, uint64_t *blk,
 		struct r4_error *err)
 {
-	struct io_block *b;
 	uint64_t nb = old;
-	int rc = 0, bad = -1, ok = 0;
+	int rc = 0, ok = 0;
 
 	if (old)
 		dc_forget(m, old);
@@ -180,6 +267,24 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 		if (rc)
 			return rc;
 	}
+	rc = write_node(m, nb, level, l, &ok, err);
+	if (rc)
+		return rc;
+	m->st.nodes_written++;
+	*blk = nb;
+	if (take && ok)
+		dc_keep(m, nb, level, l);
+	return 0;
+}
+
+/* Encode items l as node nb of 'level' (a block of the transaction). */
+static int write_node(struct tree_mod *m, uint64_t nb, unsigned level,
+		      const struct ilist *l, int *ok, struct r4_error *err)
+{
+	struct io_block *b;
+	int rc, bad = -1;
+
+	*ok = 0;
 	rc = txn_new(m->t, nb, &b, err);
 	if (rc)
 		return rc;
@@ -197,7 +302,7 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 		 * for them to report, as before (and is not cached) */
 		b->verified = !fmt_node_verify(b->data, m->vol->blksize,
 					       m->vol->keypol, &bad);
-		ok = b->verified;
+		*ok = b->verified;
 	}
 	txn_put(m->t, b);
 	if (rc)
@@ -205,10 +310,6 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 			       "%u, %zu items): %s", vname(m),
 			       (unsigned long long)nb, level, l->n,
 			       r4_strerror(rc));
-	m->st.nodes_written++;
-	*blk = nb;
-	if (take && ok)
-		dc_keep(m, nb, level, l);
 	return 0;
 }
 
@@ -310,6 +411,64 @@ static int pick(struct tree_mod *m, const uint8_t *node, uint64_t blk,
 	return 0;
 }
 
+/* When block blk's items are in the cache (deferred or not): *pos =
+ * the index of its last item with key <= k (-1 none), and 1. Reading a
+ * deferred leaf's block would write it first. */
+static int dc_find_le(struct tree_mod *m, uint64_t blk, unsigned level,
+		      const struct fmt_key *k, int *pos)
+{
+	struct tree_dslot *s = m->dc ? dc_slot(m, blk) : NULL;
+	long lo = 0, hi, ans = -1;
+
+	if (!s || s->blk != blk || s->level != level || !s->l.n)
+		return 0;
+	hi = (long)s->l.n - 1;
+	while (lo <= hi) {
+		long mid = lo + (hi - lo) / 2;
+
+		if (fmt_key_cmp(&s->l.v[mid].key, k) <= 0) {
+			ans = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	*pos = (int)ans;
+	return 1;
+}
+
+static uint64_t sib(const struct ilist *P, long i);
+
+/* pick() from the cached items of p->blk[l] (a deferred twig is not
+ * written for it): 1 done, 0 not cached, < 0 error. */
+static int dc_pick(struct tree_mod *m, unsigned l, const struct fmt_key *k,
+		   struct mpath *p, int *none, struct r4_error *err)
+{
+	uint64_t blk = p->blk[l], child = 0;
+	int q = -1;
+	struct tree_dslot *s;
+
+	if (!dc_find_le(m, blk, l, k, &q))
+		return 0;
+	s = dc_slot(m, blk);
+	p->pos[l] = q;
+	if (q >= 0)
+		child = sib(&s->l, q);
+	if (!child && (q < 0 || l == FMT_NODE_TWIG_LEVEL) &&
+	    (size_t)(q + 1) < s->l.n && (child = sib(&s->l, q + 1)) != 0)
+		p->pos[l] = q + 1;
+	if (!child) {
+		if (l != FMT_NODE_TWIG_LEVEL)
+			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu "
+				       "(level %u) has no node pointer",
+				       vname(m), (unsigned long long)blk, l);
+		*none = 1;
+		return 1;
+	}
+	p->blk[l - 1] = child;
+	return 1;
+}
+
 /* Path from the root to level 'to' for key k. */
 static int path_find(struct tree_mod *m, const struct fmt_key *k,
 		     unsigned to, struct mpath *p, int *none,
@@ -321,6 +480,16 @@ static int path_find(struct tree_mod *m, const struct fmt_key *k,
 	*none = 0;
 	p->blk[m->height] = m->root;
 	for (unsigned l = m->height; !rc && l >= to; l--) {
+		if (l == to && dc_find_le(m, p->blk[l], l, k, &p->pos[l]))
+			break;
+		if (l != to && (rc = dc_pick(m, l, k, p, none, err)) != 0) {
+			if (rc < 0)
+				return rc;
+			rc = 0;
+			if (*none)
+				break;
+			continue;
+		}
 		rc = tree_node_get(m->vol, p->blk[l], l, &b, err);
 		if (rc)
 			return rc;
@@ -426,6 +595,7 @@ static int root_shrink(struct tree_mod *m, struct ilist *top,
 		       struct r4_error *err)
 {
 	struct ilist cur = *top;
+	unsigned height0 = m->height;
 	uint64_t child;
 	int rc = 0;
 
@@ -441,6 +611,9 @@ static int root_shrink(struct tree_mod *m, struct ilist *top,
 		ilist_free(&cur);
 		rc = dc_get(m, child, m->height, &cur, err);
 	}
+	/* cur is what the root reads as (perhaps deferred): keep it */
+	if (!rc && m->height < height0)
+		dc_keep(m, m->root, m->height, &cur);
 	ilist_free(&cur);
 	return rc;
 }
@@ -570,6 +743,33 @@ static int near_end(const struct tree_mod *m, const struct ilist *items,
 	return after <= capacity(m) / 4;
 }
 
+/* A lazy writer's leaf or twig that stays one node, in the block this
+ * transaction owns, with the same first key: its list goes to the cache
+ * as the block's deferred content (written by dc_sync). 1 when done,
+ * 0 when not for deferring, < 0 error. */
+static int defer(struct tree_mod *m, unsigned l, uint64_t blk,
+		 const struct fmt_key *first, struct ilist *items)
+{
+	if (!m->lazy || l > FMT_NODE_TWIG_LEVEL || !items->n ||
+	    fmt_key_cmp(&items->v[0].key, first) ||
+	    !r4_u64map_find(&m->own, blk) ||
+	    ilist_bytes(items, ihsize(m)) > capacity(m) ||
+	    !dc_slot(m, blk) || r4_u64set_add(&m->stale, blk) < 0)
+		return 0;
+	/* what pack would make of it: one chunk, the items joined (the
+	 * first item keeps its key) */
+	if (ilist_coalesce(items, capacity(m) - ihsize(m), m->vol->blksize,
+			   m->vol->keypol)) {
+		r4_u64map_del(&m->stale, blk);
+		items->n = 0;	/* half joined: leaked, not freed twice */
+		return -ENOMEM;
+	}
+	dc_keep(m, blk, l, items);
+	m->st.nodes_written++;
+	m->st.deferred++;
+	return 1;
+}
+
 static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 		     struct ilist *items, struct r4_error *err)
 {
@@ -591,6 +791,14 @@ static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 			     (unsigned long long)blks[0]);
 	if (!rc)
 		rc = choose(m, &P, pos, l, items, &first, &count, blks, err);
+	if (!rc && count == 1 &&
+	    (rc = defer(m, l, blks[0], &P.v[pos].key, items)) != 0) {
+		if (rc > 0)
+			dc_keep(m, p->blk[l + 1], l + 1, &P);
+		ilist_free(&P);
+		ilist_free(items);
+		return rc > 0 ? 0 : oom(err);	/* the parent is unchanged */
+	}
 	if (!rc && items->n)
 		rc = pack(m, items, count == 1 && !near_end(m, items, ie),
 			  &ch, &nch, err);

@@ -42,6 +42,8 @@ struct tree_mod_stats {
 	uint64_t nodes_freed;	/* node blocks freed */
 	uint64_t splits, merges, shifts, grows, shrinks;
 	uint64_t dec_hits, dec_misses;	/* decoded-node cache */
+	uint64_t deferred, synced;	/* lazy leaf rewrites; deferred
+					 * leaves written */
 };
 
 struct tree_dslot;
@@ -61,6 +63,13 @@ struct tree_mod {
 	 * slot holds the item list of one block exactly as the block now
 	 * reads; bounded (TREE_DCACHE_SLOTS), allocated on first use. */
 	struct tree_dslot *dc;
+	/* Deferred node writes (tree_mod_lazy): leaves and twigs whose list
+	 * in dc is newer than their block; the list is written into the
+	 * block when a reader asks for it (vol->node_sync), when its slot
+	 * is needed, and at tree_mod_flush. */
+	int lazy;
+	struct r4_u64map stale;
+	int sync_rc;		/* a deferred write that failed */
 	struct tree_mod_stats st;
 };
 
@@ -77,6 +86,16 @@ struct tree_newitem {
 int tree_mod_init(struct tree_mod *m, struct r4_vol *vol, struct txn *t,
 		  struct r4_error *err);
 void tree_mod_fini(struct tree_mod *m);
+
+/* Defer leaf writes from now on: a change that keeps a leaf this
+ * transaction owns in one node (the common insert) updates its decoded
+ * list only; the block is written once, when read (tree_node_get), when
+ * the list leaves the cache, or at tree_mod_flush. Many inserts into one
+ * leaf then cost one node encoding, not one each. The caller must call
+ * tree_mod_flush before the transaction commits. */
+int tree_mod_lazy(struct tree_mod *m, struct r4_error *err);
+/* Write every deferred leaf into its block. */
+int tree_mod_flush(struct tree_mod *m, struct r4_error *err);
 
 /* The largest item body one node holds. */
 size_t tree_max_item(const struct tree_mod *m);
@@ -132,6 +151,10 @@ int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
  * closing a chunk once it holds 'target' bytes; an item that does not
  * fit whole is cut at a unit boundary when the part fits. *out receives
  * *nout lists (free each, then the array); all is emptied. */
+/* Join neighbouring items that continue each other (what ilist_pack
+ * does first); max = the largest item body. */
+int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
+		   enum fmt_key_policy pol);
 int ilist_pack(struct ilist *all, size_t cap, size_t target, size_t ih,
 	       uint32_t blksize, enum fmt_key_policy pol, struct ilist **out,
 	       size_t *nout);

@@ -73,6 +73,9 @@ int tree_node_get(struct r4_vol *vol, uint64_t blk, unsigned level,
 			       (unsigned long long)fmt_blk_first_usable(
 				       vol->blksize),
 			       (unsigned long long)vol->sb.block_count);
+	if (vol->node_sync &&
+	    (rc = vol->node_sync(vol->node_sync_ctx, blk, err)))
+		return rc;
 	rc = io_cache_get(&vol->cache, blk, &b, err);
 	if (rc)
 		return rc;

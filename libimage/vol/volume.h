@@ -49,6 +49,11 @@ struct r4_vol {
 	 * ancestors' plugin sets, by oid (kept by libimage/obj/obj.c; the
 	 * tree cannot change under a read-only handle). */
 	struct r4_u64map dir_inherit;
+	/* Set by a tree writer that defers node writes (libimage/tree,
+	 * tree_mod_lazy): tree_node_get calls it first, so a deferred node
+	 * is in its block before anyone reads the block. */
+	int (*node_sync)(void *ctx, uint64_t blk, struct r4_error *err);
+	void *node_sync_ctx;
 };
 
 /* Open the device, read and check the master and format40 super blocks,

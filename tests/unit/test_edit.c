@@ -330,6 +330,37 @@ static void add_stream(void)
 	      "chown -h 1000 sym && touch -h -d @1234567890 sym");
 }
 
+/* r4_txn_add_entry reuses the directory the last path reached (same
+ * prefix); a path operation in between makes it walk again. */
+#define PCACHE_CHECKS 9
+static void add_parent_cache(void)
+{
+	struct eu_data d1 = { 100, 0, 21, { 0 } };
+	struct eu_data d2 = { 200, 0, 22, { 0 } };
+	struct r4_entry e1 = { .path = "p/q/f1", .type = R4_ENT_REG,
+			       .mode = 0644, .size = 100, .data = eu_data_fn,
+			       .data_ctx = &d1 };
+	struct r4_entry e2 = { .path = "p/q/f2", .type = R4_ENT_REG,
+			       .mode = 0644, .size = 200, .data = eu_data_fn,
+			       .data_ctx = &d2 };
+	struct r4_objref o;
+
+	if (begin())
+		return;
+	OKE(r4_txn_add_entry(T, &e1, &E), "add p/q/f1");
+	OKE(r4_rename(T, "/p/q", "/p/r", &E), "rename /p/q to /p/r");
+	OKE(r4_txn_add_entry(T, &e2, &E), "add p/q/f2 (p/q made again)");
+	OKE(commit(), "commit");
+	if (begin())
+		return;
+	OKE(r4_lookup(V, "/p/r/f1", &o, &E), "/p/r/f1 is there");
+	OKE(r4_lookup(V, "/p/q/f2", &o, &E), "/p/q/f2 is there");
+	ok(r4_lookup(V, "/p/r/f2", &o, &E) == R4_ENOTFOUND,
+	   "/p/r/f2 is not");
+	OKE(r4_remove_tree(T, "/p", &E), "remove_tree /p");
+	OKE(commit(), "commit");
+}
+
 /* Abort forgets everything; a commit after a refused call is fine. */
 static void aborts(void)
 {
@@ -467,6 +498,7 @@ static void on_mkfs(void)
 	truncs();
 	rmtree();
 	add_stream();
+	add_parent_cache();
 	aborts();
 	heir();		/* last: r4ref's manifest cannot read ccreg40 */
 }
@@ -509,7 +541,7 @@ static void on_r4ref(void)
 
 int main(void)
 {
-	plan(161 + HEIR_CHECKS);
+	plan(161 + HEIR_CHECKS + PCACHE_CHECKS);
 	eu_init("test_edit");
 	on_mkfs();
 	on_r4ref();
