@@ -369,6 +369,20 @@ static int child_of(struct tree_mod *m, const uint8_t *node, uint64_t blk,
 	return 0;
 }
 
+/* No child to descend into at level l of block blk: a twig may hold no
+ * leaf for a key (*none = 1, then ok is returned); any other level
+ * must. */
+static int no_child(struct tree_mod *m, uint64_t blk, unsigned l, int *none,
+		    int ok, struct r4_error *err)
+{
+	if (l != FMT_NODE_TWIG_LEVEL)
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu (level "
+			       "%u) has no node pointer", vname(m),
+			       (unsigned long long)blk, l);
+	*none = 1;
+	return ok;
+}
+
 /* Pick the child to descend into at level l for key k. *none = 1 when a
  * twig has no leaf that may hold k (a new leaf goes after pos[l]). */
 static int pick(struct tree_mod *m, const uint8_t *node, uint64_t blk,
@@ -399,14 +413,8 @@ static int pick(struct tree_mod *m, const uint8_t *node, uint64_t blk,
 		if (isptr)
 			p->pos[l] = q + 1;
 	}
-	if (!isptr) {
-		if (l != FMT_NODE_TWIG_LEVEL)
-			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu "
-				       "(level %u) has no node pointer",
-				       vname(m), (unsigned long long)blk, l);
-		*none = 1;
-		return 0;
-	}
+	if (!isptr)
+		return no_child(m, blk, l, none, 0, err);
 	p->blk[l - 1] = child;
 	return 0;
 }
@@ -457,14 +465,8 @@ static int dc_pick(struct tree_mod *m, unsigned l, const struct fmt_key *k,
 	if (!child && (q < 0 || l == FMT_NODE_TWIG_LEVEL) &&
 	    (size_t)(q + 1) < s->l.n && (child = sib(&s->l, q + 1)) != 0)
 		p->pos[l] = q + 1;
-	if (!child) {
-		if (l != FMT_NODE_TWIG_LEVEL)
-			return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu "
-				       "(level %u) has no node pointer",
-				       vname(m), (unsigned long long)blk, l);
-		*none = 1;
-		return 1;
-	}
+	if (!child)
+		return no_child(m, blk, l, none, 1, err);
 	p->blk[l - 1] = child;
 	return 1;
 }

@@ -132,6 +132,16 @@ poke() {
 
 # ---- writing: r4pack create -o create=ccreg40 ------------------------------
 
+# add_big DIR: two files of make_src's tree over 4 MiB (a compressible
+# one and a sparse one), past what the read-ahead holds whole.
+add_big() {
+	local i
+	for i in 1 2 3 4 5 6 7 8; do cat "$1/text/all.c"; done \
+		>"$1/text/all8.c"
+	truncate -s 6M "$1/misc/sparse6m"
+	echo end >>"$1/misc/sparse6m"
+}
+
 # A source tree: text (the project's own sources), noise, a sparse file,
 # small and empty files, a file of exactly one cluster and one more.
 make_src() {
@@ -197,11 +207,7 @@ same_as() {
 	need_oracle
 	make_src "$T/src"
 	# past the largest file read ahead whole (pack/cluster.c AHEAD_FILE)
-	local i
-	for i in 1 2 3 4 5 6 7 8; do cat "$T/src/text/all.c"; done \
-		>"$T/src/text/all8.c"
-	truncate -s 6M "$T/src/misc/sparse6m"
-	echo end >>"$T/src/misc/sparse6m"
+	add_big "$T/src"
 	local alg t sum
 	for alg in lzo1 gzip1 zstd1; do
 		sum=
@@ -228,11 +234,7 @@ same_as() {
 	need_oracle
 	make_src "$T/src"
 	# past the largest file read ahead (pack/cluster.c STREAM_FILE)
-	local i
-	for i in 1 2 3 4 5 6 7 8; do cat "$T/src/text/all.c"; done \
-		>"$T/src/text/all8.c"
-	truncate -s 6M "$T/src/misc/sparse6m"
-	echo end >>"$T/src/misc/sparse6m"
+	add_big "$T/src"
 	# a gap, then noise: conv turns it into an ordinary file
 	truncate -s 300000 "$T/src/misc/gapnoise"
 	head -c 200000 /dev/urandom |

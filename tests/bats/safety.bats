@@ -37,12 +37,15 @@ hold_image() {
 	HOLDER=$!
 	exec 8>"$T/cmds"
 	local i
-	# up to a minute: a sanitizer build on a loaded machine starts slowly
-	for i in $(seq 1 3000); do
+	# up to five minutes while it runs: a sanitizer build on a loaded
+	# machine starts slowly; a holder that ended has failed at once
+	for i in $(seq 1 15000); do
 		flock -n "$1" true || return 0
+		kill -0 "$HOLDER" 2>/dev/null || break
 		sleep 0.02
 	done
-	echo "r4debugfs never took the lock"
+	echo "r4debugfs never took the lock:"
+	cat "$T/holder.out"
 	return 1
 }
 
