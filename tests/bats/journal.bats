@@ -96,7 +96,8 @@ blk() {
 	cut "$T/a.img" relocate
 	cp --sparse=always "$T/a.img" "$T/b.img"
 	run fsck.reiser4 --check -f -y "$T/b.img"
-	[[ "$output" == *"1 transactions replayed"* ]]
+	# fsck.reiser4 wraps its lines at 80 columns (a long path splits them)
+	[[ "$(tr -s '\n ' '  ' <<<"$output")" == *"1 transactions replayed"* ]]
 	# its first run compares the tree with the bitmap it loaded before
 	# replaying; from the second run on it is clean
 	oracle_fsck "$T/b.img"
@@ -117,7 +118,8 @@ blk() {
 	cut "$T/a.img" inplace
 	cp --sparse=always "$T/a.img" "$T/b.img"
 	oracle_fsck "$T/b.img"
-	[[ "$output" == *"1 transactions replayed"* ]]
+	# fsck.reiser4 wraps its lines at 80 columns (a long path splits them)
+	[[ "$(tr -s '\n ' '  ' <<<"$output")" == *"1 transactions replayed"* ]]
 	run r4fsck "$T/a.img"
 	[ "$status" -eq 1 ]
 	[ "$(blk "$T/a.img" 24)" = "$(blk "$T/b.img" 24)" ]
