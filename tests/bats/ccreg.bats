@@ -132,6 +132,24 @@ poke() {
 
 # ---- writing: r4pack create -o create=ccreg40 ------------------------------
 
+# fixed_create ARGS...: r4pack create -q with a fixed uuid and time, so
+# that two builds of one source are the same bytes.
+fixed_create() {
+	SOURCE_DATE_EPOCH=1700000000 r4pack create -q \
+		-U 0b6e3c6e-5b8e-4a57-9a4b-14c0ffee0014 "$@"
+}
+
+# same_sum ALG THREADS IMG: the first image of a round sets $sum, every
+# later one must have it.
+same_sum() {
+	if [ -z "$sum" ]; then
+		sum=$(sha256sum <"$3")
+	else
+		[ "$(sha256sum <"$3")" = "$sum" ] ||
+			{ echo "$1: --threads $2 differs"; return 1; }
+	fi
+}
+
 # add_big DIR: two files of make_src's tree over 4 MiB (a compressible
 # one and a sparse one), past what the read-ahead holds whole.
 add_big() {
@@ -212,15 +230,9 @@ same_as() {
 	for alg in lzo1 gzip1 zstd1; do
 		sum=
 		for t in 1 2 3; do
-			SOURCE_DATE_EPOCH=1700000000 r4pack create -q \
-				-U 0b6e3c6e-5b8e-4a57-9a4b-14c0ffee0014 \
-				--threads $t --compress=$alg "$T/src" "$T/$t.img"
-			if [ -z "$sum" ]; then
-				sum=$(sha256sum <"$T/$t.img")
-			else
-				[ "$(sha256sum <"$T/$t.img")" = "$sum" ] ||
-					{ echo "$alg: --threads $t differs"; return 1; }
-			fi
+			fixed_create --threads $t --compress=$alg "$T/src" \
+				"$T/$t.img"
+			same_sum "$alg" "$t" "$T/$t.img"
 		done
 		oracle_fsck "$T/1.img"
 		same_as "$T/1.img" "$T/src"
@@ -248,21 +260,13 @@ same_as() {
 		sum=
 		for t in 1 2 4 -; do
 			if [ "$t" = - ]; then
-				SOURCE_DATE_EPOCH=1700000000 r4pack create -q \
-					-U 0b6e3c6e-5b8e-4a57-9a4b-14c0ffee0014 \
-					--threads 4 --compress=$alg - "$T/$t.img" \
-					<"$T/src.tar"
+				fixed_create --threads 4 --compress=$alg - \
+					"$T/$t.img" <"$T/src.tar"
 			else
-				SOURCE_DATE_EPOCH=1700000000 r4pack create -q \
-					-U 0b6e3c6e-5b8e-4a57-9a4b-14c0ffee0014 \
-					--threads $t --compress=$alg "$T/src.tar" "$T/$t.img"
+				fixed_create --threads $t --compress=$alg \
+					"$T/src.tar" "$T/$t.img"
 			fi
-			if [ -z "$sum" ]; then
-				sum=$(sha256sum <"$T/$t.img")
-			else
-				[ "$(sha256sum <"$T/$t.img")" = "$sum" ] ||
-					{ echo "$alg: --threads $t differs"; return 1; }
-			fi
+			same_sum "$alg" "$t" "$T/$t.img"
 		done
 		oracle_fsck "$T/4.img"
 		same_as "$T/4.img" "$T/src"
