@@ -36,17 +36,23 @@ struct ccjob {
 	uint64_t held;		/* bytes counted against AHEAD_BYTES */
 };
 
-struct ccpipe {
+/* Worker threads, each with its own encoder, that the directory
+ * read-ahead (ccpipe) and the stream window (ccstream) both run. */
+struct ccpool {
 	pthread_t th[AHEAD_THREADS];
 	unsigned nth;
 	struct obj_ccenc *enc[AHEAD_THREADS];
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
+	int stop, on;
+};
+
+struct ccpipe {
+	struct ccpool pool;
 	struct ccjob *jobs;
 	size_t njobs, next;	/* next job to start */
 	size_t need;		/* the builder waits for jobs before this */
 	uint64_t held;
-	int stop, on;
 };
 
 /* Reading ahead from a stream (an archive, read once, in order): the
@@ -80,15 +86,11 @@ struct sjob {
 };
 
 struct ccstream {
-	pthread_t th[AHEAD_THREADS];
-	unsigned nth;
-	struct obj_ccenc *enc[AHEAD_THREADS];
-	pthread_mutex_t mu;
-	pthread_cond_t work, done;
+	struct ccpool pool;
 	struct sjob *ring[STREAM_JOBS];
 	uint64_t head, next, tail;	/* oldest held, next to run, end */
 	uint64_t held;			/* file bytes in the window */
-	int stop, on, off;		/* off: could not start */
+	int off;			/* could not start */
 };
 
 struct pack_cc {
@@ -102,6 +104,77 @@ struct pack_cc {
 
 static void pipe_stop(struct r4_build *b);
 static void stream_stop(struct r4_build *b);
+
+struct pworker {
+	struct r4_build *b;
+	unsigned id;
+};
+
+/* How many workers a pool runs: --threads, else one per CPU. */
+static unsigned pool_want(const struct r4_build *b)
+{
+	unsigned want = b->o.threads ? b->o.threads : obj_ccenc_cpus();
+
+	return want > AHEAD_THREADS ? AHEAD_THREADS : want;
+}
+
+/* One encoder for each of want workers. */
+static int pool_encoders(const struct pack_cc *cc, struct ccpool *w,
+			 unsigned want, struct r4_error *err)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; i < want && !rc; i++)
+		rc = obj_ccenc_new_threads(cc->shift, cc->alg, cc->mode, 1,
+					   &w->enc[i], err);
+	return rc;
+}
+
+/* Start up to want workers running fn(struct pworker *); w->nth says how
+ * many started (0: none). */
+static void pool_run(struct ccpool *w, struct r4_build *b,
+		     void *(*fn)(void *), unsigned want)
+{
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->work, NULL);
+	pthread_cond_init(&w->done, NULL);
+	w->on = 1;
+	for (unsigned i = 0; i < want; i++) {
+		struct pworker *a = malloc(sizeof(*a));
+
+		if (!a)
+			break;
+		a->b = b;
+		a->id = i;
+		if (pthread_create(&w->th[i], NULL, fn, a)) {
+			free(a);
+			break;
+		}
+		w->nth = i + 1;
+	}
+}
+
+/* Stop and join the workers, and free the encoders. */
+static void pool_halt(struct ccpool *w)
+{
+	if (w->on) {
+		pthread_mutex_lock(&w->mu);
+		w->stop = 1;
+		pthread_cond_broadcast(&w->work);
+		pthread_mutex_unlock(&w->mu);
+		for (unsigned i = 0; i < w->nth; i++)
+			pthread_join(w->th[i], NULL);
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->work);
+		pthread_cond_destroy(&w->done);
+		w->on = 0;
+		w->nth = 0;
+	}
+	for (unsigned i = 0; i < AHEAD_THREADS; i++) {
+		obj_ccenc_free(w->enc[i]);
+		w->enc[i] = NULL;
+	}
+}
 
 int pack_cc_initial(const struct r4_build *b)
 {
@@ -339,35 +412,30 @@ static void sjob_run(struct r4_build *b, struct obj_ccenc *e, struct sjob *j)
 	}
 }
 
-struct sworker {
-	struct r4_build *b;
-	unsigned id;
-};
-
 /* Jobs in the order they came, each by the first worker free. */
 static void *stream_worker(void *arg)
 {
-	struct r4_build *b = ((struct sworker *)arg)->b;
+	struct r4_build *b = ((struct pworker *)arg)->b;
 	struct ccstream *st = &b->cc->st;
-	struct obj_ccenc *e = st->enc[((struct sworker *)arg)->id];
+	struct obj_ccenc *e = st->pool.enc[((struct pworker *)arg)->id];
 
 	free(arg);
-	pthread_mutex_lock(&st->mu);
+	pthread_mutex_lock(&st->pool.mu);
 	for (;;) {
 		struct sjob *j;
 
-		while (!st->stop && st->next == st->tail)
-			pthread_cond_wait(&st->work, &st->mu);
-		if (st->stop)
+		while (!st->pool.stop && st->next == st->tail)
+			pthread_cond_wait(&st->pool.work, &st->pool.mu);
+		if (st->pool.stop)
 			break;
 		j = st->ring[st->next++ % STREAM_JOBS];
-		pthread_mutex_unlock(&st->mu);
+		pthread_mutex_unlock(&st->pool.mu);
 		sjob_run(b, e, j);
-		pthread_mutex_lock(&st->mu);
+		pthread_mutex_lock(&st->pool.mu);
 		j->done = 1;
-		pthread_cond_broadcast(&st->done);
+		pthread_cond_broadcast(&st->pool.done);
 	}
-	pthread_mutex_unlock(&st->mu);
+	pthread_mutex_unlock(&st->pool.mu);
 	return NULL;
 }
 
@@ -375,26 +443,10 @@ static void stream_stop(struct r4_build *b)
 {
 	struct ccstream *st = &b->cc->st;
 
-	if (st->on) {
-		pthread_mutex_lock(&st->mu);
-		st->stop = 1;
-		pthread_cond_broadcast(&st->work);
-		pthread_mutex_unlock(&st->mu);
-		for (unsigned i = 0; i < st->nth; i++)
-			pthread_join(st->th[i], NULL);
-		pthread_mutex_destroy(&st->mu);
-		pthread_cond_destroy(&st->work);
-		pthread_cond_destroy(&st->done);
-		st->on = 0;
-		st->nth = 0;
-	}
+	pool_halt(&st->pool);
 	for (; st->head < st->tail; st->head++) {
 		sjob_free(st->ring[st->head % STREAM_JOBS]);
 		st->ring[st->head % STREAM_JOBS] = NULL;
-	}
-	for (unsigned i = 0; i < AHEAD_THREADS; i++) {
-		obj_ccenc_free(st->enc[i]);
-		st->enc[i] = NULL;
 	}
 }
 
@@ -408,38 +460,18 @@ static int stream_start(struct r4_build *b)
 	struct r4_error tmp = { 0, "" };
 	unsigned want;
 
-	if (st->on || st->off)
-		return st->on;
+	if (st->pool.on || st->off)
+		return st->pool.on;
 	st->off = 1;		/* unless it starts */
 	if (b->o.threads == 1)
 		return 0;
-	want = b->o.threads ? b->o.threads : obj_ccenc_cpus();
-	if (want > AHEAD_THREADS)
-		want = AHEAD_THREADS;
-	for (unsigned i = 0; i < want; i++)
-		if (obj_ccenc_new_threads(cc->shift, cc->alg, cc->mode, 1,
-					  &st->enc[i], &tmp)) {
-			stream_stop(b);
-			return 0;
-		}
-	pthread_mutex_init(&st->mu, NULL);
-	pthread_cond_init(&st->work, NULL);
-	pthread_cond_init(&st->done, NULL);
-	st->on = 1;
-	for (unsigned i = 0; i < want; i++) {
-		struct sworker *w = malloc(sizeof(*w));
-
-		if (!w)
-			break;
-		w->b = b;
-		w->id = i;
-		if (pthread_create(&st->th[i], NULL, stream_worker, w)) {
-			free(w);
-			break;
-		}
-		st->nth = i + 1;
+	want = pool_want(b);
+	if (pool_encoders(cc, &st->pool, want, &tmp)) {
+		stream_stop(b);
+		return 0;
 	}
-	if (!st->nth) {
+	pool_run(&st->pool, b, stream_worker, want);
+	if (!st->pool.nth) {
 		stream_stop(b);
 		return 0;
 	}
@@ -457,12 +489,12 @@ static int stream_retire(struct r4_build *b, struct r4_error *err)
 	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
 	int rc = 0;
 
-	pthread_mutex_lock(&st->mu);
+	pthread_mutex_lock(&st->pool.mu);
 	while (!j->done)
-		pthread_cond_wait(&st->done, &st->mu);
+		pthread_cond_wait(&st->pool.done, &st->pool.mu);
 	st->ring[st->head++ % STREAM_JOBS] = NULL;
 	st->held -= o->size;
-	pthread_mutex_unlock(&st->mu);
+	pthread_mutex_unlock(&st->pool.mu);
 	if (j->rc) {
 		rc = j->rc;
 		if (err)
@@ -511,10 +543,10 @@ static int stream_head_done(struct ccstream *st)
 {
 	int done;
 
-	pthread_mutex_lock(&st->mu);
+	pthread_mutex_lock(&st->pool.mu);
 	done = st->head < st->tail &&
 	       st->ring[st->head % STREAM_JOBS]->done;
-	pthread_mutex_unlock(&st->mu);
+	pthread_mutex_unlock(&st->pool.mu);
 	return done;
 }
 
@@ -523,7 +555,7 @@ int pack_cc_stream_drain(struct r4_build *b, struct r4_error *err)
 	struct ccstream *st;
 	int rc = 0;
 
-	if (!b->cc || !b->cc->st.on)
+	if (!b->cc || !b->cc->st.pool.on)
 		return 0;
 	st = &b->cc->st;
 	while (!rc && st->head < st->tail)
@@ -584,11 +616,11 @@ static int stream_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 		sjob_free(j);
 		return rc;
 	}
-	pthread_mutex_lock(&st->mu);
+	pthread_mutex_lock(&st->pool.mu);
 	st->ring[st->tail++ % STREAM_JOBS] = j;
 	st->held += o->size;
-	pthread_cond_signal(&st->work);
-	pthread_mutex_unlock(&st->mu);
+	pthread_cond_signal(&st->pool.work);
+	pthread_mutex_unlock(&st->pool.mu);
 	/* what is done already leaves the window now */
 	while (!rc && stream_head_done(st))
 		rc = stream_retire(b, err);
@@ -672,11 +704,6 @@ out:
 	}
 }
 
-struct pworker {
-	struct r4_build *b;
-	unsigned id;
-};
-
 /* Jobs in order: any the builder waits for; others while fewer than
  * AHEAD_BYTES of file data are held. Past that, or for a large file,
  * only conv's decision is made ahead and the builder compresses the
@@ -685,19 +712,19 @@ static void *pipe_worker(void *arg)
 {
 	struct r4_build *b = ((struct pworker *)arg)->b;
 	struct ccpipe *p = &b->cc->pipe;
-	struct obj_ccenc *e = p->enc[((struct pworker *)arg)->id];
+	struct obj_ccenc *e = p->pool.enc[((struct pworker *)arg)->id];
 
 	free(arg);
-	pthread_mutex_lock(&p->mu);
+	pthread_mutex_lock(&p->pool.mu);
 	for (;;) {
 		struct ccjob *j;
 		uint64_t size;
 
-		while (!p->stop && !(p->next < p->njobs &&
+		while (!p->pool.stop && !(p->next < p->njobs &&
 				     (p->next < p->need ||
 				      p->held < AHEAD_BYTES)))
-			pthread_cond_wait(&p->work, &p->mu);
-		if (p->stop)
+			pthread_cond_wait(&p->pool.work, &p->pool.mu);
+		if (p->pool.stop)
 			break;
 		j = &p->jobs[p->next++];
 		size = j->o->size;
@@ -708,17 +735,17 @@ static void *pipe_worker(void *arg)
 			p->held += size;
 		}
 		j->state = CJ_RUN;
-		pthread_mutex_unlock(&p->mu);
+		pthread_mutex_unlock(&p->pool.mu);
 		job_run(b, e, j);
-		pthread_mutex_lock(&p->mu);
+		pthread_mutex_lock(&p->pool.mu);
 		if (!j->full && j->held) {
 			p->held -= j->held;
 			j->held = 0;
 		}
 		j->state = CJ_DONE;
-		pthread_cond_broadcast(&p->done);
+		pthread_cond_broadcast(&p->pool.done);
 	}
-	pthread_mutex_unlock(&p->mu);
+	pthread_mutex_unlock(&p->pool.mu);
 	return NULL;
 }
 
@@ -734,9 +761,7 @@ int pack_cc_ahead_begin(struct r4_build *b, struct r4_error *err)
 	    b->o.threads == 1)
 		return 0;
 	p = &cc->pipe;
-	want = b->o.threads ? b->o.threads : obj_ccenc_cpus();
-	if (want > AHEAD_THREADS)
-		want = AHEAD_THREADS;
+	want = pool_want(b);
 	for (struct bobj *d = b->root; d; d = d->u.sub->qnext)
 		for (size_t i = 0; i < d->u.sub->nkids; i++) {
 			struct bobj *o = d->u.sub->kids[i]->obj;
@@ -750,15 +775,9 @@ int pack_cc_ahead_begin(struct r4_build *b, struct r4_error *err)
 	p->jobs = calloc(n, sizeof(*p->jobs));
 	if (!p->jobs)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	for (unsigned i = 0; i < want && !rc; i++)
-		rc = obj_ccenc_new_threads(cc->shift, cc->alg, cc->mode, 1,
-					   &p->enc[i], err);
+	rc = pool_encoders(cc, &p->pool, want, err);
 	if (rc)
 		return rc;	/* pack_cc_fini frees them */
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->work, NULL);
-	pthread_cond_init(&p->done, NULL);
-	p->on = 1;
 	for (struct bobj *d = b->root; d; d = d->u.sub->qnext)
 		for (size_t i = 0; i < d->u.sub->nkids; i++) {
 			struct bobj *o = d->u.sub->kids[i]->obj;
@@ -770,20 +789,8 @@ int pack_cc_ahead_begin(struct r4_build *b, struct r4_error *err)
 				o->u.reg->cc_job = ++p->njobs;
 			}
 		}
-	for (unsigned i = 0; i < want; i++) {
-		struct pworker *w = malloc(sizeof(*w));
-
-		if (!w)
-			break;
-		w->b = b;
-		w->id = i;
-		if (pthread_create(&p->th[i], NULL, pipe_worker, w)) {
-			free(w);
-			break;
-		}
-		p->nth = i + 1;
-	}
-	if (!p->nth)	/* no thread: the builder does every file itself */
+	pool_run(&p->pool, b, pipe_worker, want);
+	if (!p->pool.nth)	/* no thread: the builder does every file itself */
 		for (size_t i = 0; i < p->njobs; i++)
 			p->jobs[i].o->u.reg->cc_job = 0;
 	return 0;
@@ -793,19 +800,7 @@ static void pipe_stop(struct r4_build *b)
 {
 	struct ccpipe *p = &b->cc->pipe;
 
-	if (p->on) {
-		pthread_mutex_lock(&p->mu);
-		p->stop = 1;
-		pthread_cond_broadcast(&p->work);
-		pthread_mutex_unlock(&p->mu);
-		for (unsigned i = 0; i < p->nth; i++)
-			pthread_join(p->th[i], NULL);
-		pthread_mutex_destroy(&p->mu);
-		pthread_cond_destroy(&p->work);
-		pthread_cond_destroy(&p->done);
-		p->on = 0;
-		p->nth = 0;
-	}
+	pool_halt(&p->pool);
 	for (size_t i = 0; i < p->njobs; i++) {
 		p->jobs[i].o->u.reg->cc_job = 0;
 		free(p->jobs[i].data);
@@ -815,10 +810,6 @@ static void pipe_stop(struct r4_build *b)
 	free(p->jobs);
 	p->jobs = NULL;
 	p->njobs = 0;
-	for (unsigned i = 0; i < AHEAD_THREADS; i++) {
-		obj_ccenc_free(p->enc[i]);
-		p->enc[i] = NULL;
-	}
 }
 
 void pack_cc_ahead_end(struct r4_build *b)
@@ -836,17 +827,17 @@ static struct ccjob *pipe_wait(struct r4_build *b, const struct bobj *o)
 	size_t job = o->type == R4_ENT_REG && o->size && o->u.reg ?
 		     o->u.reg->cc_job : 0;
 
-	if (!job || !p->nth)
+	if (!job || !p->pool.nth)
 		return NULL;
 	j = &p->jobs[job - 1];
-	pthread_mutex_lock(&p->mu);
+	pthread_mutex_lock(&p->pool.mu);
 	if (p->need < job) {
 		p->need = job;
-		pthread_cond_broadcast(&p->work);
+		pthread_cond_broadcast(&p->pool.work);
 	}
 	while (j->state != CJ_DONE)
-		pthread_cond_wait(&p->done, &p->mu);
-	pthread_mutex_unlock(&p->mu);
+		pthread_cond_wait(&p->pool.done, &p->pool.mu);
+	pthread_mutex_unlock(&p->pool.mu);
 	return j;
 }
 
@@ -990,11 +981,11 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 		struct ccpipe *p = &b->cc->pipe;
 
 		rc = j->rc ? job_fail(j, err) : emit_job(b, o, j, err);
-		pthread_mutex_lock(&p->mu);
+		pthread_mutex_lock(&p->pool.mu);
 		p->held -= j->held;
 		j->held = 0;
-		pthread_cond_broadcast(&p->work);
-		pthread_mutex_unlock(&p->mu);
+		pthread_cond_broadcast(&p->pool.work);
+		pthread_mutex_unlock(&p->pool.mu);
 		free(j->data);
 		free(j->len);
 		j->data = NULL;
