@@ -343,6 +343,16 @@ EOF
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"trunc.tar"*"runcated"* ]]
 	[ ! -e "$T/a.img" ]
+	# the same with compressed files held in the read-ahead window
+	# (pack/cluster.c) when the archive ends, from a file and a pipe
+	run r4pack create --compress=lzo1 --threads 2 "$T/trunc.tar" "$T/a.img"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"trunc.tar"*"runcated"* ]]
+	[ ! -e "$T/a.img" ]
+	run r4pack create --compress=zstd1 --threads 2 - "$T/a.img" <"$T/trunc.tar"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"standard input"*"runcated"* ]]
+	[ ! -e "$T/a.img" ]
 	head -c 200000 "$T/src.tar" | xz >"$T/trunc.tar.xz"
 	run r4pack create "$T/trunc.tar.xz" "$T/a.img"
 	[ "$status" -eq 1 ]
