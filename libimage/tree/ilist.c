@@ -431,8 +431,15 @@ static int coalesce(struct ilist *l, size_t max, uint32_t bs,
 	for (size_t r = 1; r < l->n; r++) {
 		int rc = join(&l->v[w], &l->v[r], max, bs, pol);
 
-		if (rc < 0)
+		if (rc < 0) {
+			/* keep the list whole for the caller's cleanup:
+			 * slots w+1..r-1 were joined (bodies freed) or moved
+			 * down; close the gap over them */
+			memmove(l->v + w + 1, l->v + r,
+				(l->n - r) * sizeof(*l->v));
+			l->n = w + 1 + (l->n - r);
 			return rc;
+		}
 		if (rc) {
 			free(l->v[r].body);
 			continue;
@@ -503,8 +510,10 @@ static int pack_one(struct packer *p, struct mitem *it, size_t cap,
 			if (rc)
 				goto fail;
 		}
-		if (!cur->n && !rc)
-			return R4_ERANGE;	/* item larger than a node */
+		if (!cur->n && !rc) {
+			rc = R4_ERANGE;		/* item larger than a node */
+			goto fail;
+		}
 		rc = pack_open(p);
 		if (rc)
 			goto fail;

@@ -147,14 +147,16 @@ size_t ilist_bytes(const struct ilist *l, size_t ih);
 /* Decode a node's items (verified load at the given level). */
 int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
 	       struct ilist *out, struct r4_error *err);
+/* Join neighbouring items that continue each other (what ilist_pack
+ * does first); max = the largest item body. On an error (< 0) the
+ * list stays whole: ilist_free still frees each body once. */
+int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
+		   enum fmt_key_policy pol);
 /* Cut all into chunks of at most cap bytes each (items + headers),
  * closing a chunk once it holds 'target' bytes; an item that does not
  * fit whole is cut at a unit boundary when the part fits. *out receives
- * *nout lists (free each, then the array); all is emptied. */
-/* Join neighbouring items that continue each other (what ilist_pack
- * does first); max = the largest item body. */
-int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
-		   enum fmt_key_policy pol);
+ * *nout lists (free each, then the array); all is emptied, also on an
+ * error (R4_ERANGE: an item that cannot be cut is larger than cap). */
 int ilist_pack(struct ilist *all, size_t cap, size_t target, size_t ih,
 	       uint32_t blksize, enum fmt_key_policy pol, struct ilist **out,
 	       size_t *nout);
