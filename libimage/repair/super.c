@@ -4,7 +4,8 @@
  * the master block and the fixed part of the format40 block (magic,
  * block count, mkfs id, policy, flags, version); the counters, the root
  * block and the tree height are not in it, so they are kept as found and
- * the format40 block is restored only when they are plausible. */
+ * the format40 block is restored only when they are plausible, or when
+ * a scan of the used blocks finds the root (find_root). */
 #include "config.h"
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@
 #include "libimage/util/err.h"
 #include "format/super.h"
 #include "format/journal.h"
+#include "format/bitmap.h"
+#include "format/node.h"
 
 static int read_blk(struct io_dev *dev, uint32_t bs, uint64_t blk,
 		    uint8_t *buf, struct r4_error *err)
@@ -55,6 +58,125 @@ static int find_backup(struct io_dev *dev, uint32_t bs, uint8_t *buf,
 	return R4_ENOTFOUND;
 }
 
+/* A node of this volume (plugin, magic, mkfs id, a sound header and
+ * items): its level, else 0. */
+static unsigned node_level(const uint8_t *blk, uint32_t bs,
+			   const struct fmt_format40 *sb)
+{
+	struct fmt_node_header h;
+
+	if (fmt_node_header_decode(blk, bs, &h) ||
+	    h.magic != fmt_node_magic(h.plugin_id) || h.mkfs_id != sb->mkfs_id ||
+	    fmt_node_verify(blk, bs, fmt_format40_key_policy(sb), NULL))
+		return 0;
+	return h.level;
+}
+
+/* doc/format.md §1.3, §1.6, §4.1: the root block and the tree height
+ * are not in the backups. When they are lost, the root is the node of
+ * this volume at the highest level (at the stored height when that is
+ * still in range) among the blocks the bitmap marks used; of several,
+ * the one with the most items (the checks that follow adopt the other
+ * subtrees as nodes not reachable from the root). A bitmap block that
+ * cannot be read counts its blocks as used. R4_ENOTFOUND when no node
+ * above the leaves is found. */
+static int find_root(struct io_dev *dev, uint32_t bs,
+		     const struct fmt_format40 *sb, uint8_t *buf,
+		     uint64_t *root, unsigned *level, unsigned *ties)
+{
+	/* never past the device's end (a hostile count must not make the
+	 * scan long) */
+	uint64_t nblk = sb->block_count < dev->size / bs ? sb->block_count :
+			dev->size / bs;
+	uint64_t nbm = fmt_bitmap_count(nblk, bs);
+	unsigned want = sb->tree_height >= FMT_TREE_HEIGHT_MIN &&
+			sb->tree_height <= FMT_TREE_HEIGHT_MAX ?
+			sb->tree_height : 0;
+	uint8_t *bm = malloc(bs);
+	struct r4_error e = { 0, "" };
+	unsigned best = 0, items = 0;
+
+	if (!bm)
+		return -ENOMEM;
+	*ties = 0;
+	for (int pass = 0; pass < 2 && !best; pass++) {
+		for (uint64_t k = 0; k < nbm; k++) {
+			uint64_t start = fmt_bitmap_region_start(k, bs);
+			uint64_t len = fmt_bitmap_region_len(k, nblk, bs);
+			int have = !read_blk(dev, bs, fmt_bitmap_blk(k, bs), bm,
+					     &e);
+
+			for (uint64_t b = 0; b < len; b++) {
+				struct fmt_node_header h;
+				uint64_t blk = start + b;
+				unsigned lv;
+
+				if ((have && !fmt_bitmap_test(bm, b)) ||
+				    blk < fmt_blk_first_usable(bs) ||
+				    read_blk(dev, bs, blk, buf, &e))
+					continue;
+				lv = node_level(buf, bs, sb);
+				if (lv < FMT_TREE_HEIGHT_MIN ||
+				    lv > FMT_TREE_HEIGHT_MAX ||
+				    (pass == 0 && want && lv != want) ||
+				    lv < best)
+					continue;
+				fmt_node_header_decode(buf, bs, &h);
+				if (lv > best) {
+					best = lv;
+					*ties = 0;
+					items = 0;
+				}
+				(*ties)++;
+				if (h.nr_items > items || *ties == 1) {
+					items = h.nr_items;
+					*root = blk;
+				}
+			}
+		}
+		if (!want)
+			break;
+	}
+	free(bm);
+	if (!best)
+		return R4_ENOTFOUND;
+	*level = best;
+	return 0;
+}
+
+/* The root pointer or the tree height fails its checks (doc/format.md
+ * §1.3): keep a good root node and take the height from it, else scan
+ * for the root. 1 with sb set and what said, 0 when nothing fits. */
+static int mend_root(struct io_dev *dev, uint32_t bs, struct fmt_format40 *sb,
+		     uint8_t *buf, char *what, size_t wlen)
+{
+	const char *why = fmt_format40_verify(sb, bs);
+	uint64_t root = 0;
+	unsigned level = 0, ties = 0;
+
+	if (!why || (!strstr(why, "root_block") && !strstr(why, "tree_height")))
+		return 0;
+	if (!strstr(why, "root_block") &&
+	    !read_blk(dev, bs, sb->root_block, buf, &(struct r4_error){ 0 }) &&
+	    (level = node_level(buf, bs, sb)) >= FMT_TREE_HEIGHT_MIN &&
+	    level <= FMT_TREE_HEIGHT_MAX) {
+		sb->tree_height = (uint16_t)level;
+		snprintf(what, wlen, "; the tree height taken from the root "
+			 "node (block %llu, level %u)",
+			 (unsigned long long)sb->root_block, level);
+		return 1;
+	}
+	if (find_root(dev, bs, sb, buf, &root, &level, &ties))
+		return 0;
+	sb->root_block = root;
+	sb->tree_height = (uint16_t)level;
+	snprintf(what, wlen, "; the root found by a scan of the used blocks: "
+		 "block %llu, level %u%s", (unsigned long long)root, level,
+		 ties > 1 ? " (of several nodes at that level: the others "
+		 "are adopted as unreachable nodes)" : "");
+	return 1;
+}
+
 /* Hand one restored (or, dry, damaged) super block to fn. */
 static void tell(r4_repair_action_fn fn, void *ctx, int code, uint64_t blk,
 		 const char *what)
@@ -81,7 +203,7 @@ static int restore(struct io_dev *dev, int rebuild, int dry, int *fixed,
 	uint32_t bs = 4096;
 	uint64_t where = 0;
 	int rc, master_bad, sb_bad;
-	char what[R4_ERRMSG_MAX];
+	char what[R4_ERRMSG_MAX], found[160];
 
 	rc = io_read(dev, buf, FMT_MASTER_SIZE, FMT_MASTER_OFFSET, err);
 	if (rc)
@@ -127,6 +249,16 @@ static int restore(struct io_dev *dev, int rebuild, int dry, int *fixed,
 			sb.free_blocks = 0;
 		if (sb.next_oid < FMT_FIRST_FREE_OID)
 			sb.next_oid = FMT_FIRST_FREE_OID;
+		found[0] = 0;
+		rc = mend_root(dev, bs, &sb, buf, found, sizeof(found));
+		if (rc < 0)
+			return rc;
+		if (rc) {
+			/* the scan used buf: read the block back */
+			rc = read_blk(dev, bs, fmt_blk_format40(bs), buf, err);
+			if (rc)
+				return rc;
+		}
 		if (fmt_format40_verify(&sb, bs))
 			return r4i_fail(err, R4_ECORRUPT, "%s: the format40 "
 				       "super block is damaged beyond its "
@@ -143,15 +275,15 @@ static int restore(struct io_dev *dev, int rebuild, int dry, int *fixed,
 		*fixed |= 2;
 		snprintf(what, sizeof(what), dry ? "format40 super block "
 			 "(block %llu) is %s; the backup copy in block %llu "
-			 "is intact (r4fsck -y restores it)%s" :
+			 "is intact (r4fsck -y restores it)%s%s" :
 			 "format40 super block (block %llu) %srestored from "
-			 "the backup copy in block %llu%s",
+			 "the backup copy in block %llu%s%s",
 			 (unsigned long long)fmt_blk_format40(bs),
 			 dry ? (sb_bad ? "damaged" : "different from the "
 				"backup copy") : "",
 			 (unsigned long long)where,
 			 was.block_count != sb.block_count ?
-			 " (block count differed)" : "");
+			 " (block count differed)" : "", found);
 		tell(fn, ctx, R4_CHK_FORMAT40, fmt_blk_format40(bs), what);
 	}
 	if (master_bad || (rebuild && memcmp(&m, &b.master,

@@ -190,6 +190,48 @@ repaired_clean() {
 	repaired_clean "$T/bad.img"
 }
 
+@test "format40 root pointer and tree height lost (not in the backups): the root found by a scan of the used blocks, every file kept" {
+	populated
+	local root height s2=$T/src2 i
+	# an add first, so that earlier roots lie in blocks now free
+	mkdir -p "$s2/added"
+	for i in $(seq 1 200); do echo "new $i" >"$s2/added/n$i"; done
+	r4pack add -q "$T/bad.img" "$s2"
+	r4manifest "$T/bad.img" >"$T/good.man"
+	cp "$T/bad.img" "$T/good.img"
+	root=$(peek "$T/bad.img" $((17 * 4096 + 16)) 8)
+	height=$(peek "$T/bad.img" $((17 * 4096 + 68)) 2)
+	[ "$height" -ge 3 ]
+	same_root() {
+		[ "$(peek "$T/bad.img" $((17 * 4096 + 16)) 8)" -eq "$root" ]
+		[ "$(peek "$T/bad.img" $((17 * 4096 + 68)) 2)" -eq "$height" ]
+	}
+	# the height alone: taken from the root node
+	poke "$T/bad.img" $((17 * 4096 + 68)) 0 2
+	run r4fsck -n "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"the tree height taken from the root node (block $root, level $height)"* ]]
+	repaired "$T/bad.img" format40
+	same_root
+	# the root and the height: the scan finds the root
+	poke "$T/bad.img" $((17 * 4096 + 16)) 0 8
+	poke "$T/bad.img" $((17 * 4096 + 68)) 0 2
+	run r4fsck -p "$T/bad.img"
+	[ "$status" -eq 8 ]
+	[ "$(peek "$T/bad.img" $((17 * 4096 + 16)) 8)" -eq 0 ]
+	repaired "$T/bad.img" format40
+	[[ "$first" == *"the root found by a scan of the used blocks: block $root, level $height"* ]]
+	[[ "$first" != *'"rebuilt": true'* ]]
+	same_root
+	kept "$T/bad.img"
+	# the root alone, pointing past the volume
+	poke "$T/bad.img" $((17 * 4096 + 16)) 99999999 8
+	repaired "$T/bad.img" format40
+	same_root
+	kept "$T/bad.img"
+}
+
 @test "--json lists the fixes made before the open: super blocks, journal header" {
 	fresh
 	printf 'X' | dd of="$T/bad.img" bs=1 seek=65536 conv=notrunc status=none
