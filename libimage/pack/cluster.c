@@ -45,6 +45,9 @@ struct ccpool {
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
 	int stop, on;
+	unsigned idle;		/* workers waiting for work */
+	const void *wait_for;	/* the job the builder waits for, if any:
+				 * only its end wakes the builder */
 };
 
 struct ccpipe {
@@ -64,6 +67,22 @@ struct ccpipe {
 #define STREAM_BYTES (32u << 20)	/* file bytes held, at most */
 #define STREAM_FILE AHEAD_FILE		/* larger files: not read ahead */
 #define STREAM_JOBS 4096u		/* files held, at most */
+/* Handoffs in batches, so that a build of many small files does not pay
+ * a thread wake-up (two futex calls and a context switch) per file:
+ * idle workers are woken once STREAM_KICK_JOBS files or STREAM_KICK_BYTES
+ * bytes wait for them (or the builder itself waits); a full window waits
+ * for the file STREAM_BATCH places after its oldest, and then lets all
+ * the finished ones go at once. */
+#define STREAM_KICK_JOBS 16u
+#define STREAM_KICK_BYTES (1u << 20)
+#define STREAM_BATCH 32u
+/* The files' bytes go into one ring of STREAM_BYTES, made once, in the
+ * order they came (which is the order they leave), so that a file costs
+ * no malloc and no fresh pages. Finished jobs are kept for the next
+ * files with their other buffers: at most STREAM_SPARE, with buffers of
+ * at most SPARE_BUF bytes. */
+#define STREAM_SPARE 64u
+#define SPARE_BUF (1u << 20)
 
 struct schunk {
 	uint64_t off;
@@ -73,14 +92,21 @@ struct schunk {
 struct sjob {
 	struct bobj *o;
 	char *path;
-	/* the input: chunks back to back in in[], as the stream gave
-	 * them (adjacent ones joined); freed once compressed */
+	size_t path_cap, ch_cap, data_cap, len_cap;
+	size_t roff;		/* in[]'s place in the ring */
+	struct sjob *spare_next;
+	/* the input: chunks back to back in in[] (in the ring), as the
+	 * stream gave them (adjacent ones joined); kept until the file
+	 * leaves the window (conv may need it again; the disk clusters
+	 * may be written over it) */
 	uint8_t *in;
 	struct schunk *ch;
 	size_t nch;
 	int done, keep, rc;
 	struct r4_error err;	/* when rc */
-	uint8_t *data;		/* disk clusters back to back */
+	uint8_t *data;		/* a buffer for the disk clusters */
+	uint8_t *dst;		/* the disk clusters back to back: in data,
+				 * or over in[] (sjob_run) */
 	uint32_t *len;		/* per cluster (0: a hole) */
 	size_t used;
 };
@@ -90,7 +116,13 @@ struct ccstream {
 	struct sjob *ring[STREAM_JOBS];
 	uint64_t head, next, tail;	/* oldest held, next to run, end */
 	uint64_t held;			/* file bytes in the window */
+	uint64_t queued;		/* of them, not started yet */
 	int off;			/* could not start */
+	uint8_t *rbuf;			/* the ring, STREAM_BYTES */
+	size_t rend;			/* the end of the newest file in it */
+	int wrapped;			/* the files run past the end to 0 */
+	struct sjob *spare;		/* finished jobs to reuse */
+	unsigned nspare;
 };
 
 struct pack_cc {
@@ -356,7 +388,6 @@ static void sjob_free(struct sjob *j)
 	if (!j)
 		return;
 	free(j->path);
-	free(j->in);
 	free(j->ch);
 	free(j->data);
 	free(j->len);
@@ -371,7 +402,8 @@ static int sink_sjob(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 	(void)err;
 	j->len[idx] = (uint32_t)len;
 	if (len) {	/* the disk clusters add up to at most the size */
-		memcpy(j->data + j->used, dc, len);
+		if (j->dst + j->used != dc)	/* over in[]: may overlap */
+			memmove(j->dst + j->used, dc, len);
 		j->used += len;
 	}
 	return 0;
@@ -389,12 +421,29 @@ static void sjob_run(struct r4_build *b, struct obj_ccenc *e, struct sjob *j)
 
 	obj_ccrd_init(&r, sfeed_fn, &f, j->path, o->size);
 	rc = obj_ccenc_conv_first(e, &r, &keep, &j->err);
-	if (!rc && keep) {
-		j->data = malloc((size_t)o->size);
-		j->len = calloc((size_t)n, sizeof(*j->len));
-		if (!j->data || !j->len)
+	/* Input in one piece, from 0 to the size: the disk clusters go over
+	 * it (cluster i's ends at or before cluster i + 1 starts, and the
+	 * batch's clusters were all compressed before any is written). */
+	j->dst = j->nch == 1 && !j->ch[0].off && j->ch[0].len == o->size ?
+		 j->in : NULL;
+	if (!rc && keep) {	/* buffers of a job before reused */
+		if (!j->dst && j->data_cap < o->size) {
+			free(j->data);
+			j->data = malloc((size_t)o->size);
+			j->data_cap = j->data ? (size_t)o->size : 0;
+		}
+		if (j->len_cap < n) {
+			free(j->len);
+			j->len = malloc((size_t)n * sizeof(*j->len));
+			j->len_cap = j->len ? (size_t)n : 0;
+		}
+		if (!j->dst)
+			j->dst = j->data;
+		if (!j->dst || !j->len)
 			rc = r4i_fail(&j->err, -ENOMEM, "%s: out of memory",
 				      j->path);
+		else	/* holes get no call of the sink */
+			memset(j->len, 0, (size_t)n * sizeof(*j->len));
 	}
 	if (!rc && keep)
 		rc = obj_ccenc_file(e, &r, 0, obj_ccenc_c0_done(e, o->size),
@@ -403,13 +452,6 @@ static void sjob_run(struct r4_build *b, struct obj_ccenc *e, struct sjob *j)
 		rc = obj_ccrd_finish(&r, &j->err);
 	j->keep = keep;
 	j->rc = rc;
-	if (keep || rc) {	/* the input is needed again only by conv */
-		free(j->in);
-		free(j->ch);
-		j->in = NULL;
-		j->ch = NULL;
-		j->nch = 0;
-	}
 }
 
 /* Jobs in the order they came, each by the first worker free. */
@@ -424,19 +466,57 @@ static void *stream_worker(void *arg)
 	for (;;) {
 		struct sjob *j;
 
-		while (!st->pool.stop && st->next == st->tail)
+		while (!st->pool.stop && st->next == st->tail) {
+			st->pool.idle++;
 			pthread_cond_wait(&st->pool.work, &st->pool.mu);
+			st->pool.idle--;
+		}
 		if (st->pool.stop)
 			break;
 		j = st->ring[st->next++ % STREAM_JOBS];
+		st->queued -= j->o->size;
 		pthread_mutex_unlock(&st->pool.mu);
 		sjob_run(b, e, j);
 		pthread_mutex_lock(&st->pool.mu);
 		j->done = 1;
-		pthread_cond_broadcast(&st->pool.done);
+		if (st->pool.wait_for == j)
+			pthread_cond_signal(&st->pool.done);
 	}
 	pthread_mutex_unlock(&st->pool.mu);
 	return NULL;
+}
+
+/* The builder waits for job j (the pool's lock held): idle workers are
+ * woken first, and only j's end wakes the builder. */
+static void stream_wait_locked(struct ccstream *st, const struct sjob *j)
+{
+	if (j->done)
+		return;
+	if (st->pool.idle)
+		pthread_cond_broadcast(&st->pool.work);
+	st->pool.wait_for = j;
+	while (!j->done)
+		pthread_cond_wait(&st->pool.done, &st->pool.mu);
+	st->pool.wait_for = NULL;
+}
+
+/* A retired job is kept for a later file (the builder's thread only). */
+static void sjob_spare(struct ccstream *st, struct sjob *j)
+{
+	if (st->nspare >= STREAM_SPARE || j->ch_cap > SPARE_BUF / 16 ||
+	    j->data_cap > SPARE_BUF || j->len_cap > SPARE_BUF / 4) {
+		sjob_free(j);
+		return;
+	}
+	j->o = NULL;
+	j->in = NULL;
+	j->nch = 0;
+	j->done = j->keep = j->rc = 0;
+	j->used = 0;
+	j->dst = NULL;
+	j->spare_next = st->spare;
+	st->spare = j;
+	st->nspare++;
 }
 
 static void stream_stop(struct r4_build *b)
@@ -448,6 +528,41 @@ static void stream_stop(struct r4_build *b)
 		sjob_free(st->ring[st->head % STREAM_JOBS]);
 		st->ring[st->head % STREAM_JOBS] = NULL;
 	}
+	while (st->spare) {
+		struct sjob *j = st->spare;
+
+		st->spare = j->spare_next;
+		sjob_free(j);
+	}
+	st->nspare = 0;
+	free(st->rbuf);
+	st->rbuf = NULL;
+	st->rend = 0;
+	st->wrapped = 0;
+}
+
+/* Where n more bytes go in the ring: 1 and *at, or 0 when they do not
+ * fit until older files leave. The files in the ring run from the
+ * oldest's roff to rend, past the end and on from 0 when wrapped. */
+static int ring_fit(const struct ccstream *st, size_t n, size_t *at)
+{
+	size_t h;
+
+	if (st->head == st->tail) {
+		*at = 0;
+		return 1;
+	}
+	h = st->ring[st->head % STREAM_JOBS]->roff;
+	if (!st->wrapped) {
+		if (n <= STREAM_BYTES - st->rend) {
+			*at = st->rend;
+			return 1;
+		}
+		*at = 0;
+		return n <= h;
+	}
+	*at = st->rend;
+	return n <= h - st->rend;
 }
 
 /* Start the workers the first time a file could use them: 1 when they
@@ -466,7 +581,8 @@ static int stream_start(struct r4_build *b)
 	if (b->o.threads == 1)
 		return 0;
 	want = pool_want(b);
-	if (pool_encoders(cc, &st->pool, want, &tmp)) {
+	st->rbuf = malloc(STREAM_BYTES);
+	if (!st->rbuf || pool_encoders(cc, &st->pool, want, &tmp)) {
 		stream_stop(b);
 		return 0;
 	}
@@ -490,24 +606,28 @@ static int stream_retire(struct r4_build *b, struct r4_error *err)
 	int rc = 0;
 
 	pthread_mutex_lock(&st->pool.mu);
-	while (!j->done)
-		pthread_cond_wait(&st->pool.done, &st->pool.mu);
+	stream_wait_locked(st, j);
 	st->ring[st->head++ % STREAM_JOBS] = NULL;
 	st->held -= o->size;
 	pthread_mutex_unlock(&st->pool.mu);
+	/* the oldest file is now the first one at 0: not wrapped */
+	if (st->head == st->tail ||
+	    st->ring[st->head % STREAM_JOBS]->roff < j->roff)
+		st->wrapped = 0;
 	if (j->rc) {
 		rc = j->rc;
 		if (err)
 			*err = j->err;
 	} else if (j->keep) {
-		o->u.reg->cc_len = j->len;
+		o->u.reg->cc_len = j->len;	/* the object's now */
 		j->len = NULL;
+		j->len_cap = 0;
 		o->u.reg->spool_off = b->spool_len;
 		o->u.reg->cc_used = 0;
 		for (uint64_t i = 0; i < n; i++)
 			o->u.reg->cc_used += o->u.reg->cc_len[i] != 0;
 		if (j->used)
-			rc = pack_spool_put(b, j->data, j->used, err);
+			rc = pack_spool_put(b, j->dst, j->used, err);
 		o->data = BD_SPOOL;
 		b->done_bytes += o->size;
 		if (!rc && b->o.progress)
@@ -535,7 +655,7 @@ static int stream_retire(struct r4_build *b, struct r4_error *err)
 			rc = pack_data_take(b, o, sconv_fn, &cv, j->path, err);
 		free(cv.c0);
 	}
-	sjob_free(j);
+	sjob_spare(st, j);
 	return rc;
 }
 
@@ -571,7 +691,7 @@ static int stream_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 {
 	struct ccstream *st = &b->cc->st;
 	uint64_t pos = 0, off;
-	size_t len, at = 0, cap = 0;
+	size_t len, at = 0, plen = strlen(path) + 1, roff;
 	const void *buf;
 	struct sjob *j;
 	int rc;
@@ -579,16 +699,37 @@ static int stream_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	if (o->size > STREAM_FILE || !stream_start(b))
 		return (rc = pack_cc_stream_drain(b, err)) ? rc : 1;
 	while (st->tail - st->head >= STREAM_JOBS ||
-	       (st->head < st->tail && st->held + o->size > STREAM_BYTES))
+	       !ring_fit(st, (size_t)o->size, &roff)) {
+		uint64_t k = st->tail - st->head - 1;
+
+		/* full: wait for a batch to finish, not for one file */
+		pthread_mutex_lock(&st->pool.mu);
+		stream_wait_locked(st, st->ring[(st->head + (k < STREAM_BATCH ?
+					   k : STREAM_BATCH)) % STREAM_JOBS]);
+		pthread_mutex_unlock(&st->pool.mu);
 		if ((rc = stream_retire(b, err)))
 			return rc;
-	j = calloc(1, sizeof(*j));
-	if (!j || !(j->path = strdup(path)) ||
-	    !(j->in = malloc((size_t)o->size))) {
+	}
+	if ((j = st->spare)) {
+		st->spare = j->spare_next;
+		st->nspare--;
+		j->spare_next = NULL;
+	} else if (!(j = calloc(1, sizeof(*j)))) {
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
+	}
+	if (j->path_cap < plen) {
+		free(j->path);
+		j->path = malloc(plen);
+		j->path_cap = j->path ? plen : 0;
+	}
+	if (!j->path) {
 		sjob_free(j);
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 	}
+	memcpy(j->path, path, plen);
 	j->o = o;
+	j->in = st->rbuf + roff;
+	j->roff = roff;
 	/* the chunks are checked as they come, as the builder's own path
 	 * does, so they fit in the size */
 	while ((rc = enc_chunk_next(fn, ctx, path, &off, &buf, &len,
@@ -602,7 +743,7 @@ static int stream_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 		if (j->nch && j->ch[j->nch - 1].off +
 			      j->ch[j->nch - 1].len == off)
 			j->ch[j->nch - 1].len += len;
-		else if (R4_RESERVE(j->ch, cap, j->nch + 1, 4)) {
+		else if (R4_RESERVE(j->ch, j->ch_cap, j->nch + 1, 4)) {
 			rc = r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 			break;
 		} else {
@@ -616,10 +757,16 @@ static int stream_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 		sjob_free(j);
 		return rc;
 	}
+	if (st->head != st->tail && roff < st->rend)
+		st->wrapped = 1;
+	st->rend = roff + (size_t)o->size;
 	pthread_mutex_lock(&st->pool.mu);
 	st->ring[st->tail++ % STREAM_JOBS] = j;
 	st->held += o->size;
-	pthread_cond_signal(&st->pool.work);
+	st->queued += o->size;
+	if (st->pool.idle && (st->tail - st->next >= STREAM_KICK_JOBS ||
+			      st->queued >= STREAM_KICK_BYTES))
+		pthread_cond_signal(&st->pool.work);
 	pthread_mutex_unlock(&st->pool.mu);
 	/* what is done already leaves the window now */
 	while (!rc && stream_head_done(st))
@@ -722,8 +869,11 @@ static void *pipe_worker(void *arg)
 
 		while (!p->pool.stop && !(p->next < p->njobs &&
 				     (p->next < p->need ||
-				      p->held < AHEAD_BYTES)))
+				      p->held < AHEAD_BYTES))) {
+			p->pool.idle++;
 			pthread_cond_wait(&p->pool.work, &p->pool.mu);
+			p->pool.idle--;
+		}
 		if (p->pool.stop)
 			break;
 		j = &p->jobs[p->next++];
@@ -743,7 +893,8 @@ static void *pipe_worker(void *arg)
 			j->held = 0;
 		}
 		j->state = CJ_DONE;
-		pthread_cond_broadcast(&p->pool.done);
+		if (p->pool.wait_for == j)	/* the builder waits for it */
+			pthread_cond_signal(&p->pool.done);
 	}
 	pthread_mutex_unlock(&p->pool.mu);
 	return NULL;
@@ -835,8 +986,10 @@ static struct ccjob *pipe_wait(struct r4_build *b, const struct bobj *o)
 		p->need = job;
 		pthread_cond_broadcast(&p->pool.work);
 	}
+	p->pool.wait_for = j;
 	while (j->state != CJ_DONE)
 		pthread_cond_wait(&p->pool.done, &p->pool.mu);
+	p->pool.wait_for = NULL;
 	pthread_mutex_unlock(&p->pool.mu);
 	return j;
 }
@@ -984,7 +1137,10 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 		pthread_mutex_lock(&p->pool.mu);
 		p->held -= j->held;
 		j->held = 0;
-		pthread_cond_broadcast(&p->pool.work);
+		/* workers held back by AHEAD_BYTES go on once a quarter of
+		 * it is free again, not after every file */
+		if (p->pool.idle && p->held <= AHEAD_BYTES / 4 * 3)
+			pthread_cond_broadcast(&p->pool.work);
 		pthread_mutex_unlock(&p->pool.mu);
 		free(j->data);
 		free(j->len);
