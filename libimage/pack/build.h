@@ -429,7 +429,8 @@ int pack_spill_maybe(const struct pack_spill *s, uint64_t h);
  * call), 0 none, or -errno. */
 int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
 		    const char *name, size_t n, const struct pack_srec **out);
-/* The record seq is taken back into memory: skipped from now on. */
+/* The record seq is taken back into memory: the directory's reading
+ * at finish skips it (pack_spill_dead, once sealed). */
 int pack_spill_kill(struct pack_spill *s, uint64_t seq);
 int pack_spill_dead(const struct pack_spill *s, uint64_t seq);
 /* No more records: the last run written, the fingerprints freed. */

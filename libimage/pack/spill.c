@@ -22,6 +22,7 @@
 
 #define SPILL_SPARSE 64			/* records a sparse index entry */
 #define SPILL_READ (64u << 10)
+#define SPILL_FIND_READ (8u << 10)
 
 /* One record in the buffer, sorted by (dir, h, at). */
 struct sidx {
@@ -54,6 +55,10 @@ struct pack_spill {
 	size_t used;
 	struct sidx *ix;
 	size_t n, capix;
+	/* the buffer's records by hash: 1 + index into ix, 0 free; at
+	 * most half full */
+	uint32_t *bh;
+	size_t bhsize;
 	struct spill_run *runs;
 	size_t nruns, capruns;
 	struct spill_sparse *sp;
@@ -168,7 +173,8 @@ int pack_spill_new(struct pack_spill **out, size_t budget)
 	if (!s)
 		return -ENOMEM;
 	s->fd = -1;
-	s->budget = budget < 4096 ? 4096 : budget;
+	s->budget = budget < 4096 ? 4096 : budget > (1u << 30) ? 1u << 30 :
+		    budget;
 	return 0;
 }
 
@@ -182,6 +188,7 @@ void pack_spill_free(struct pack_spill *s)
 		free(s->fp[g]);
 	free(s->buf);
 	free(s->ix);
+	free(s->bh);
 	free(s->runs);
 	free(s->sp);
 	free(s->dx);
@@ -269,6 +276,30 @@ static int sidx_cmp(const void *pa, const void *pb)
 	return a->at < b->at ? -1 : a->at > b->at;
 }
 
+static void bh_put(struct pack_spill *s, size_t i)
+{
+	size_t k = (size_t)s->ix[i].h & (s->bhsize - 1);
+
+	while (s->bh[k])
+		k = (k + 1) & (s->bhsize - 1);
+	s->bh[k] = (uint32_t)i + 1;
+}
+
+static int bh_grow(struct pack_spill *s)
+{
+	size_t nsize = s->bhsize ? s->bhsize * 2 : 4096;
+	uint32_t *t = calloc(nsize, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	free(s->bh);
+	s->bh = t;
+	s->bhsize = nsize;
+	for (size_t i = 0; i < s->n; i++)
+		bh_put(s, i);
+	return 0;
+}
+
 /* Sort the buffer and write it as one run, with its indexes. */
 static int flush_run(struct pack_spill *s)
 {
@@ -321,6 +352,7 @@ static int flush_run(struct pack_spill *s)
 		return rc;
 	s->fend += o;
 	r->end = s->fend;
+	memset(s->bh, 0, s->bhsize * sizeof(*s->bh));
 	r->nsp = s->nsp - r->sp0;
 	r->ndx = s->ndx - r->dx0;
 	s->nruns++;
@@ -376,9 +408,12 @@ int pack_spill_put(struct pack_spill *s, const struct pack_srec *hdr,
 		memcpy(p, tail3, len3);
 	p += len3;
 	memset(p, 0, (size_t)(s->buf + s->used + len - p));
+	if (2 * (s->n + 1) > s->bhsize && (rc = bh_grow(s)))
+		return rc;
 	s->ix[s->n].h = h->h;
 	s->ix[s->n].dir = h->dir;
-	s->ix[s->n++].at = (uint32_t)s->used;
+	s->ix[s->n].at = (uint32_t)s->used;
+	bh_put(s, s->n++);
 	s->used += len;
 	s->records++;
 	if (seq)
@@ -469,14 +504,15 @@ int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
 	int rc;
 
 	*out = NULL;
-	for (size_t i = 0; i < s->n; i++) {
+	for (size_t k = s->bhsize ? (size_t)hash & (s->bhsize - 1) : 0;
+	     s->bhsize && s->bh[k]; k = (k + 1) & (s->bhsize - 1)) {
+		size_t i = s->bh[k] - 1;
 		const struct pack_srec *h;
 
 		if (s->ix[i].h != hash || s->ix[i].dir != dir)
 			continue;
 		h = (const struct pack_srec *)(s->buf + s->ix[i].at);
-		if (rec_matches(h, dir, hash, name, n) &&
-		    !pack_spill_dead(s, h->seq)) {
+		if (rec_matches(h, dir, hash, name, n)) {
 			if ((rc = keep_one(s, h)) < 0)
 				return rc;
 			*out = (const struct pack_srec *)s->one;
@@ -489,6 +525,13 @@ int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
 		size_t lo = 0, hi = run->nsp;
 		struct rrd rd = { s->fd, run->start, run->end, s->rbuf,
 				  s->rcap, 0, 0 };
+
+		if (!rd.buf) {	/* about SPILL_SPARSE records at a time */
+			rd.buf = s->rbuf = malloc(SPILL_FIND_READ);
+			if (!rd.buf)
+				return -ENOMEM;
+			rd.cap = s->rcap = SPILL_FIND_READ;
+		}
 		const struct pack_srec *h = NULL;
 
 		/* the last sparse entry below the key */
@@ -507,16 +550,14 @@ int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
 
 			if (c > 0)
 				break;
-			if (!c && rec_matches(h, dir, hash, name, n) &&
-			    !pack_spill_dead(s, h->seq))
+			if (!c && rec_matches(h, dir, hash, name, n))
 				break;
 		}
 		s->rbuf = rd.buf;
 		s->rcap = rd.cap;
 		if (rc < 0)
 			return rc;
-		if (rc > 0 && rec_matches(h, dir, hash, name, n) &&
-		    !pack_spill_dead(s, h->seq)) {
+		if (rc > 0 && rec_matches(h, dir, hash, name, n)) {
 			if ((rc = keep_one(s, h)) < 0)
 				return rc;
 			*out = (const struct pack_srec *)s->one;
@@ -533,26 +574,23 @@ static int u64_cmp(const void *pa, const void *pb)
 	return a < b ? -1 : a > b;
 }
 
+/* A name taken back is in memory from then on, where every lookup
+ * finds it first: pack_spill_find never meets it again, only the
+ * directory's reading at finish skips it (sorted by then). */
 int pack_spill_kill(struct pack_spill *s, uint64_t seq)
 {
+	if (s->sealed)
+		return -EINVAL;
 	if (R4_RESERVE(s->dead, s->capdead, s->ndead + 1, 16))
 		return -ENOMEM;
 	s->dead[s->ndead++] = seq;
-	if (s->sealed && s->ndead > 1)
-		qsort(s->dead, s->ndead, sizeof(*s->dead), u64_cmp);
 	return 0;
 }
 
 int pack_spill_dead(const struct pack_spill *s, uint64_t seq)
 {
-	if (!s->ndead)
+	if (!s->ndead || !s->sealed)
 		return 0;
-	if (!s->sealed) {	/* few: taking a name back is rare */
-		for (size_t i = 0; i < s->ndead; i++)
-			if (s->dead[i] == seq)
-				return 1;
-		return 0;
-	}
 	return bsearch(&seq, s->dead, s->ndead, sizeof(*s->dead),
 		       u64_cmp) != NULL;
 }
@@ -565,9 +603,11 @@ int pack_spill_seal(struct pack_spill *s)
 		return rc;
 	free(s->buf);
 	free(s->ix);
+	free(s->bh);
 	s->buf = NULL;
 	s->ix = NULL;
-	s->capix = 0;
+	s->bh = NULL;
+	s->capix = s->bhsize = 0;
 	for (size_t g = 0; g < SPILL_FP_SEGS; g++) {
 		free(s->fp[g]);
 		s->fp[g] = NULL;
