@@ -300,13 +300,15 @@ static int bh_grow(struct pack_spill *s)
 	return 0;
 }
 
-/* Sort the buffer and write it as one run, with its indexes. */
+/* Sort the buffer and write it as one run, with its indexes, through
+ * a staging buffer of SPILL_READ bytes (a record bigger than that goes
+ * on its own). */
 static int flush_run(struct pack_spill *s)
 {
 	struct spill_run *r;
 	uint8_t *out;
-	size_t o = 0;
-	int rc;
+	size_t o = 0, staged = 0;
+	int rc = 0;
 
 	if (!s->n)
 		return 0;
@@ -314,7 +316,7 @@ static int flush_run(struct pack_spill *s)
 		return rc;
 	if (R4_RESERVE(s->runs, s->capruns, s->nruns + 1, 16))
 		return -ENOMEM;
-	out = malloc(s->used);
+	out = malloc(SPILL_READ);
 	if (!out)
 		return -ENOMEM;
 	qsort(s->ix, s->n, sizeof(*s->ix), sidx_cmp);
@@ -322,14 +324,14 @@ static int flush_run(struct pack_spill *s)
 	r->start = s->fend;
 	r->sp0 = s->nsp;
 	r->dx0 = s->ndx;
-	for (size_t i = 0; i < s->n; i++) {
+	for (size_t i = 0; !rc && i < s->n; i++) {
 		const struct pack_srec *h =
 			(const struct pack_srec *)(s->buf + s->ix[i].at);
 
 		if (i % SPILL_SPARSE == 0) {
 			if (R4_RESERVE(s->sp, s->capsp, s->nsp + 1, 256)) {
-				free(out);
-				return -ENOMEM;
+				rc = -ENOMEM;
+				break;
 			}
 			s->sp[s->nsp].h = h->h;
 			s->sp[s->nsp].dir = h->dir;
@@ -337,16 +339,27 @@ static int flush_run(struct pack_spill *s)
 		}
 		if (!i || s->ix[i - 1].dir != h->dir) {
 			if (R4_RESERVE(s->dx, s->capdx, s->ndx + 1, 256)) {
-				free(out);
-				return -ENOMEM;
+				rc = -ENOMEM;
+				break;
 			}
 			s->dx[s->ndx].dir = h->dir;
 			s->dx[s->ndx++].off = s->fend + o;
 		}
-		memcpy(out + o, h, h->len);
+		if (staged + h->len > SPILL_READ) {
+			rc = write_all(s->fd, out, staged,
+				       s->fend + o - staged);
+			staged = 0;
+		}
+		if (!rc && h->len > SPILL_READ)
+			rc = write_all(s->fd, h, h->len, s->fend + o);
+		else if (!rc) {
+			memcpy(out + staged, h, h->len);
+			staged += h->len;
+		}
 		o += h->len;
 	}
-	rc = write_all(s->fd, out, o, s->fend);
+	if (!rc && staged)
+		rc = write_all(s->fd, out, staged, s->fend + o - staged);
 	free(out);
 	if (rc)
 		return rc;

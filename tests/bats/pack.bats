@@ -542,9 +542,18 @@ EOF
 	tricky_tar "$T/tricky.tar"
 	hostile_tar "$T/bad.tar"
 	replace_tars "$T"
+	# a record bigger than the buffers: 10,000 extent units, twice
+	mkdir "$T/holes"
+	python3 -c 'import sys
+f = open(sys.argv[1], "wb")
+for i in range(5000):
+    f.seek(8192 * i); f.write(b"x" * 4096)
+f.close()' "$T/holes/h"
+	tar --format=pax --sparse -C "$T/holes" -cf "$T/holes.tar" h
+	tar --format=pax --sparse -C "$T/holes" -rf "$T/holes.tar" h
 	local in a b
 	for in in "$T/src.tar" "$T/src" "$T/tricky.tar" "$T/bad.tar" \
-		  "$T/rep.tar" "$T/link.tar" "$T/both.tar"; do
+		  "$T/rep.tar" "$T/link.tar" "$T/both.tar" "$T/holes.tar"; do
 		echo "== $in"
 		rm -f "$T/m.img"
 		R4_PACK_SPILL_AFTER=1000000000 SOURCE_DATE_EPOCH=1700000000 \
