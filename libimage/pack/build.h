@@ -98,6 +98,7 @@ struct bdir {
 	uint32_t no;			/* its number: dirv[no] */
 	uint64_t first_oid;		/* the oid its first placed name got
 					 * (or would have) */
+	uint64_t nspilled;		/* names of it in the spill */
 };
 
 enum { BCC_NO = 0, BCC_YES = 1, BCC_CONVERTED = 2 };

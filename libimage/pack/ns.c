@@ -349,6 +349,7 @@ static struct bent *promote(struct r4_build *b, struct bobj *dir,
 			b->spill_rc = -ENOMEM;
 		return NULL;
 	}
+	dir->u.sub->nspilled--;
 	return e;
 }
 
@@ -740,6 +741,8 @@ int pack_ns_spill_done(struct r4_build *b, struct bobj *o, int ok,
 			rc = r4i_fail(err, rc, "%s: cannot spill its name to "
 				     "$TMPDIR: %s", b->sp_path,
 				     r4_strerror(rc));
+		else
+			b->dirv[b->sp_dir]->u.sub->nspilled++;
 	}
 	if (o->type == R4_ENT_REG && o->u.reg) {	/* keep the units */
 		free(b->spext.u);
@@ -878,7 +881,8 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	if (old && old->obj->type == R4_ENT_DIR && e->type == R4_ENT_DIR) {
 		return set_attrs(b, old->obj, e, err);
 	}
-	if (old && old->obj->type == R4_ENT_DIR && old->obj->u.sub->nkids)
+	if (old && old->obj->type == R4_ENT_DIR &&
+	    (old->obj->u.sub->nkids || old->obj->u.sub->nspilled))
 		return r4i_fail(err, R4_EEXIST, "%s: would replace a directory "
 			       "that is not empty", e->path);
 	if (!old && e->type != R4_ENT_HARDLINK && e->type != R4_ENT_DIR &&
