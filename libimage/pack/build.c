@@ -212,9 +212,14 @@ int r4_build_add(struct r4_build *b, const struct r4_entry *e,
 	struct bobj *o;
 	int rc;
 
+	if (b->spill_rc)	/* a lookup failed reading the spill */
+		b->failed = 1;
 	if (b->failed)
-		return r4i_fail(err, R4_EINVAL, "%s: the build failed earlier",
-			       e->path ? e->path : "");
+		return r4i_fail(err, b->spill_rc ? b->spill_rc : R4_EINVAL,
+			       "%s: the build failed earlier%s%s",
+			       e->path ? e->path : "", b->spill_rc ?
+			       ": cannot read the spilled names: " : "",
+			       b->spill_rc ? r4_strerror(b->spill_rc) : "");
 	rc = pack_ns_add(b, e, &o, err);
 	if (!rc && o) {
 		if (o->cc != BCC_YES)	/* after the files read ahead */
@@ -222,6 +227,11 @@ int r4_build_add(struct r4_build *b, const struct r4_entry *e,
 		if (!rc)
 			rc = pack_data_take(b, o, e->data, e->data_ctx,
 					    e->path, err);
+		if (o->spilled) {
+			int rc2 = pack_ns_spill_done(b, o, !rc, rc ? NULL : err);
+
+			rc = rc ? rc : rc2;
+		}
 		b->failed = rc != 0;
 	}
 	return rc;

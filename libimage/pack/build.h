@@ -26,6 +26,13 @@
 #define BUILD_WBUF_BLOCKS 256
 #define BUILD_WQ_BUFS 8		/* write buffers while writing behind */
 #define BUILD_ATTR_CHUNK 4096u	/* distinct attributes a chunk */
+/* Names held in memory before new ones spill (pack/spill.c); the test
+ * knob R4_PACK_SPILL_AFTER overrides it (0: spill from the first), and
+ * R4_PACK_RUN_BYTES the bytes of records gathered before a run. */
+#define BUILD_SPILL_AFTER (1u << 18)
+#define BUILD_SPILL_BUDGET (16u << 20)
+#define SPILL_FP_BITS 10
+#define SPILL_FP_SEGS (1u << SPILL_FP_BITS)
 
 enum bdata_kind {
 	BD_NONE,	/* size 0, or not a regular file */
@@ -49,6 +56,8 @@ struct bobj {
 	uint8_t tails;			/* regular files: as tails */
 	uint8_t data;			/* enum bdata_kind */
 	uint8_t cc;			/* BCC_*: pack/cluster.c */
+	uint8_t spilled;		/* read back from the spill for one
+					 * directory, or being spilled */
 	uint32_t nlink;			/* assigned at finish */
 	uint32_t attr;			/* obj_attr(): the table's index */
 	uint64_t size;
@@ -87,6 +96,9 @@ struct bdir {
 	struct bobj *qnext;		/* finish: directory queue */
 	struct bdir *next;		/* every one made, to free */
 	uint32_t no;			/* its number: dirv[no] */
+	uint64_t first_oid;		/* the oid its first placed name got
+					 * (or would have) */
+	uint64_t nspilled;		/* names of it in the spill */
 };
 
 enum { BCC_NO = 0, BCC_YES = 1, BCC_CONVERTED = 2 };
@@ -100,6 +112,41 @@ struct bent {
 	uint16_t len;
 	char name[];			/* NUL terminated */
 };
+
+/* Chunks that objects and names are carved from. */
+struct parena {
+	void *head;			/* the newest (chunks chain) */
+	size_t used, cap;
+};
+
+/* A spilled name and its object (pack/spill.c), 56 bytes, then the
+ * extent units (next of them), the name (nlen bytes), a symlink's
+ * target (size bytes); padded to 8 bytes. */
+struct pack_srec {
+	uint64_t h;			/* pack_spill_hash(dir, name) */
+	uint64_t seq;			/* order of arrival */
+	uint64_t size;
+	uint64_t aux;			/* spool offset (tails), or rdev */
+	uint32_t dir, attr;
+	uint32_t len;			/* bytes of the record */
+	uint32_t next;
+	uint16_t nlen;
+	uint8_t type, tails, data, pad[3];
+};
+
+static inline const struct fmt_extent40_unit *
+pack_srec_units(const struct pack_srec *h)
+{
+	return (const struct fmt_extent40_unit *)(const void *)(h + 1);
+}
+
+static inline const char *pack_srec_name(const struct pack_srec *h)
+{
+	return (const char *)(h + 1) + h->next *
+	       sizeof(struct fmt_extent40_unit);
+}
+
+struct pack_spill;
 
 /* A block run being written out in one go. */
 struct wbuf {
@@ -178,8 +225,19 @@ struct r4_build {
 	size_t ngone, capgone;
 	/* objects, names and directory parts are carved from chunks
 	 * (freed together): no allocator overhead per object and name */
-	void *arena;			/* the newest chunk (chunks chain) */
-	size_t arena_used, arena_cap;
+	struct parena ar;
+	/* the spill: names past spill_after (pack/spill.c); far holds a
+	 * name being spilled, or one directory's names read back */
+	struct pack_spill *spill;
+	size_t spill_after, spill_budget;
+	int spill_rc;			/* a failure while looking up */
+	struct parena far;
+	struct enc_units spext;		/* units kept for the next one */
+	uint32_t sp_dir;		/* the name being spilled */
+	const char *sp_name, *sp_path;
+	size_t sp_nlen;
+	uint8_t *sdbuf;			/* one directory's records */
+	size_t sdcap;
 	/* the directories the last path went through: component k ends
 	 * at wc_end[k] of wc_path, in directory wc_dir[k] */
 	char *wc_path;
@@ -222,6 +280,15 @@ void pack_ns_fini(struct r4_build *b);
  * is to be taken now (NULL otherwise). */
 int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err);
+/* A regular file spilled once its data is taken (o->spilled): write
+ * its record (ok), or only forget it (!ok, the take failed). */
+int pack_ns_spill_done(struct r4_build *b, struct bobj *o, int ok,
+		       struct r4_error *err);
+/* At finish: d's spilled names appended to its children (*nmem: how
+ * many it had), and taken out again. */
+int pack_ns_dir_load(struct r4_build *b, struct bobj *d, size_t *nmem,
+		     struct r4_error *err);
+void pack_ns_dir_unload(struct r4_build *b, struct bobj *d, size_t nmem);
 /* "a/b/c" of a name into buf. */
 const char *pack_ns_path(const struct r4_build *b, const struct bent *e,
 			 char *buf, size_t len);
@@ -346,6 +413,34 @@ int pack_upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
 int pack_upper_place(struct r4_build *b, uint64_t root_id, uint64_t *root,
 		struct r4_error *err);
 void pack_upper_fini(struct r4_build *b);
+
+/* spill.c */
+uint64_t pack_spill_hash(uint32_t dir, const char *s, size_t n);
+int pack_spill_new(struct pack_spill **out, size_t budget);
+void pack_spill_free(struct pack_spill *s);
+/* Add a record (hdr's len and seq are set here; the three tails follow
+ * the header); *seq gets its seq. */
+int pack_spill_put(struct pack_spill *s, const struct pack_srec *hdr,
+		   const void *tail1, size_t len1, const void *tail2,
+		   size_t len2, const void *tail3, size_t len3,
+		   uint64_t *seq);
+/* 0: no record has this hash; 1: maybe. */
+int pack_spill_maybe(const struct pack_spill *s, uint64_t h);
+/* The live record of (dir, name): 1 and *out (valid until the next
+ * call), 0 none, or -errno. */
+int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
+		    const char *name, size_t n, const struct pack_srec **out);
+/* The record seq is taken back into memory: the directory's reading
+ * at finish skips it (pack_spill_dead, once sealed). */
+int pack_spill_kill(struct pack_spill *s, uint64_t seq);
+int pack_spill_dead(const struct pack_spill *s, uint64_t seq);
+/* No more records: the last run written, the fingerprints freed. */
+int pack_spill_seal(struct pack_spill *s);
+uint64_t pack_spill_records(const struct pack_spill *s);
+/* Every record of directory dir (dead ones too) into *buf (grown as
+ * needed), *len bytes. */
+int pack_spill_dir(struct pack_spill *s, uint32_t dir, uint8_t **buf,
+		   size_t *cap, size_t *len);
 
 /* items.c */
 int pack_items_build(struct r4_build *b, struct r4_error *err);

@@ -100,52 +100,6 @@ static int sort_dir(struct r4_build *b, struct bobj *d, struct skey **keys,
 	return 0;
 }
 
-/* Breadth first: keys, sort, oids, link counts, entry counts. */
-static int assign_oids(struct r4_build *b, struct r4_error *err)
-{
-	struct bobj *d, *tail = b->root;
-
-	b->root->oid = FMT_ROOT_OID;
-	b->next_oid = FMT_FIRST_FREE_OID;
-	b->files = 1;
-	b->dirs = 1;
-	for (d = b->root; d; d = d->u.sub->qnext) {
-		struct skey *keys;
-		int rc = sort_dir(b, d, &keys, err);
-
-		if (rc) {
-			free(keys);
-			return rc;
-		}
-		d->u.sub->entries = d->u.sub->nkids + 2;
-		d->u.sub->ebytes = enc_entry_bytes(b->pol, 1) +
-			    enc_entry_bytes(b->pol, 2);
-		for (size_t i = 0; i < d->u.sub->nkids; i++) {
-			struct bent *e = d->u.sub->kids[i];
-			struct bobj *o = e->obj;
-
-			d->u.sub->ebytes += enc_entry_bytes(b->pol, e->len);
-			o->nlink++;
-			d->u.sub->nsubdirs += o->type == R4_ENT_DIR;
-			if (o->oid)
-				continue;
-			o->oid = b->next_oid++;
-			o->primary = e;
-			b->files++;
-			if (o->type == R4_ENT_DIR) {
-				b->dirs++;
-				tail->u.sub->qnext = o;
-				tail = o;
-			}
-			if (o->data == BD_DEFERRED)
-				b->total_bytes += o->size;
-			b->bytes += o->type == R4_ENT_REG ? o->size : 0;
-		}
-		free(keys);
-	}
-	return 0;
-}
-
 static uint64_t file_bytes(const struct r4_build *b, const struct bobj *o)
 {
 	if (o->cc == BCC_YES)
@@ -369,7 +323,51 @@ static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
 					      o->u.reg->ext.n, err);
 }
 
+static int emit_dir_loaded(struct r4_build *b, struct bobj *d,
+			   struct r4_error *err);
+
+/* d's spilled names read back: sorted with the others, and their
+ * objects given the oids assign_oids gave them (each placed where its
+ * only name is, in key order among the names placing objects). */
+static int load_spilled(struct r4_build *b, struct bobj *d, size_t *nmem,
+			struct r4_error *err)
+{
+	struct skey *keys = NULL;
+	uint64_t next = d->u.sub->first_oid;
+	int rc = pack_ns_dir_load(b, d, nmem, err);
+
+	if (rc || !b->spill)
+		return rc;
+	rc = sort_dir(b, d, &keys, err);
+	free(keys);
+	for (size_t i = 0; !rc && i < d->u.sub->nkids; i++) {
+		struct bent *e = d->u.sub->kids[i];
+		struct bobj *o = e->obj;
+
+		if (o->spilled) {
+			o->oid = next++;
+			o->nlink = 1;
+			o->primary = e;
+		} else if (o->primary == e) {
+			next++;
+		}
+	}
+	return rc;
+}
+
 static int emit_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
+{
+	size_t nmem;
+	int rc = load_spilled(b, d, &nmem, err);
+
+	if (!rc)
+		rc = emit_dir_loaded(b, d, err);
+	pack_ns_dir_unload(b, d, nmem);
+	return rc;
+}
+
+static int emit_dir_loaded(struct r4_build *b, struct bobj *d,
+			   struct r4_error *err)
 {
 	int rc = emit_entries(b, d, err);
 	struct bent **kids = d->u.sub->kids;
@@ -422,17 +420,78 @@ static void estimate_obj(struct r4_build *b, const struct bobj *o,
 			  (4 + o->size / u->region) + u->nptr;
 }
 
+/* Breadth first: keys, sort, oids, link counts, entry counts. */
+static int assign_oids(struct r4_build *b, struct upper_est *u,
+		       struct r4_error *err)
+{
+	struct bobj *d, *tail = b->root;
+
+	b->root->oid = FMT_ROOT_OID;
+	b->next_oid = FMT_FIRST_FREE_OID;
+	b->files = 1;
+	b->dirs = 1;
+	for (d = b->root; d; d = d->u.sub->qnext) {
+		struct skey *keys = NULL;
+		size_t nmem;
+		int rc = pack_ns_dir_load(b, d, &nmem, err);
+
+		d->u.sub->first_oid = b->next_oid;
+		if (!rc)
+			rc = sort_dir(b, d, &keys, err);
+		if (rc) {
+			free(keys);
+			pack_ns_dir_unload(b, d, nmem);
+			return rc;
+		}
+		d->u.sub->entries = d->u.sub->nkids + 2;
+		d->u.sub->ebytes = enc_entry_bytes(b->pol, 1) +
+			    enc_entry_bytes(b->pol, 2);
+		for (size_t i = 0; i < d->u.sub->nkids; i++) {
+			struct bent *e = d->u.sub->kids[i];
+			struct bobj *o = e->obj;
+
+			d->u.sub->ebytes += enc_entry_bytes(b->pol, e->len);
+			o->nlink++;
+			d->u.sub->nsubdirs += o->type == R4_ENT_DIR;
+			if (o->oid)
+				continue;
+			o->oid = b->next_oid++;
+			o->primary = e;
+			b->files++;
+			if (o->type == R4_ENT_DIR) {
+				b->dirs++;
+				tail->u.sub->qnext = o;
+				tail = o;
+			}
+			if (o->data == BD_DEFERRED)
+				b->total_bytes += o->size;
+			b->bytes += o->type == R4_ENT_REG ? o->size : 0;
+			if (o->spilled)	/* not here for estimate_upper */
+				estimate_obj(b, o, u);
+		}
+		free(keys);
+		pack_ns_dir_unload(b, d, nmem);
+	}
+	return 0;
+}
+
 /* An upper bound (for all but unusually sparse files) of the nodes
  * above the leaves, so their area can be saved before the first leaf. */
-static uint64_t estimate_upper(struct r4_build *b)
+static void estimate_init(struct r4_build *b, struct upper_est *u)
 {
-	struct upper_est u = { 0 };
+	memset(u, 0, sizeof(*u));
+	u->ih = fmt_item_header_size(b->pol);
+	u->region = fmt_bitmap_bpb(b->bs) * b->bs;
+	u->nptr = u->ih + FMT_NODEPTR40_SIZE;
+}
+
+/* u: what the spilled objects add (assign_oids). */
+static uint64_t estimate_upper(struct r4_build *b, struct upper_est *up)
+{
+	struct upper_est u = *up;
 	uint64_t slack, cap = b->bs - fmt_node_header_size(b->m.sb.node_pid);
 	uint64_t nleaf, twig, per, n, total;
 
-	u.ih = fmt_item_header_size(b->pol);
-	u.region = fmt_bitmap_bpb(b->bs) * b->bs;
-	u.nptr = u.ih + FMT_NODEPTR40_SIZE;
 	slack = 310 + u.ih + 2;
 	/* every placed object once: the root, then the objects each
 	 * directory places (sums: the order does not matter) */
@@ -455,14 +514,20 @@ static uint64_t estimate_upper(struct r4_build *b)
 /* Leaves and deferred data are written behind, on another thread. */
 int pack_items_build(struct r4_build *b, struct r4_error *err)
 {
-	int rc = assign_oids(b, err), rc2;
+	struct upper_est u;
+	int rc = 0, rc2;
 
+	estimate_init(b, &u);
+	if (b->spill && (rc = pack_spill_seal(b->spill)))
+		return r4i_fail(err, rc, "cannot write the spilled names to "
+			       "$TMPDIR: %s", r4_strerror(rc));
+	rc = assign_oids(b, &u, err);
 	if (!rc)
 		pack_ns_release(b);
 	if (!rc)
 		rc = pack_spool_seal(b, err);
 	if (!rc)
-		pack_alloc_reserve_area(b, estimate_upper(b));
+		pack_alloc_reserve_area(b, estimate_upper(b, &u));
 	if (!rc)
 		rc = pack_cc_ahead_begin(b, err);
 	if (!rc)

@@ -24,8 +24,8 @@ static uint64_t name_hash(uint32_t dir, const char *s, size_t n)
 	return h ^ (h >> 29);
 }
 
-static struct bent *lookup(struct r4_build *b, const struct bobj *dir,
-			   const char *s, size_t n)
+static struct bent *lookup_mem(struct r4_build *b, const struct bobj *dir,
+			       const char *s, size_t n)
 {
 	uint32_t no = dir->u.sub->no;
 	struct bent *e = b->htab[name_hash(no, s, n) & (b->hsize - 1)];
@@ -65,38 +65,56 @@ static int grow_hash(struct r4_build *b)
 
 #define ARENA_CHUNK (1u << 20)
 
-/* n zeroed bytes from the build's chunks (8-byte aligned; the first
- * word of a chunk links to the chunk before it). */
-static void *arena_get(struct r4_build *b, size_t n)
+/* n zeroed bytes from chunks (8-byte aligned; the first word of a
+ * chunk links to the chunk before it). */
+static void *parena_get(struct parena *a, size_t n)
 {
 	void *p;
 
 	n = (n + 7) & ~(size_t)7;
-	if (!b->arena || b->arena_used + n > b->arena_cap) {
+	if (!a->head || a->used + n > a->cap) {
 		size_t cap = n + 8 > ARENA_CHUNK ? n + 8 : ARENA_CHUNK;
 		void **c = calloc(1, cap);
 
 		if (!c)
 			return NULL;
-		c[0] = b->arena;
-		b->arena = c;
-		b->arena_used = 8;
-		b->arena_cap = cap;
+		c[0] = a->head;
+		a->head = c;
+		a->used = 8;
+		a->cap = cap;
 	}
-	p = (uint8_t *)b->arena + b->arena_used;
-	b->arena_used += n;
+	p = (uint8_t *)a->head + a->used;
+	a->used += n;
 	return p;
 }
 
-static void arena_free(struct r4_build *b)
+static void parena_free(struct parena *a)
 {
-	while (b->arena) {
-		void **c = b->arena;
+	while (a->head) {
+		void **c = a->head;
 
-		b->arena = c[0];
+		a->head = c[0];
 		free(c);
 	}
-	b->arena_used = b->arena_cap = 0;
+	a->used = a->cap = 0;
+}
+
+/* Empty again: one chunk is kept (zeroed) when it was the only one. */
+static void parena_reset(struct parena *a)
+{
+	void **c = a->head;
+
+	if (c && !c[0]) {
+		memset((uint8_t *)c + 8, 0, a->used - 8);
+		a->used = 8;
+		return;
+	}
+	parena_free(a);
+}
+
+static void *arena_get(struct r4_build *b, size_t n)
+{
+	return parena_get(&b->ar, n);
 }
 
 static struct bobj *new_obj(struct r4_build *b, enum r4_entry_type type)
@@ -244,8 +262,131 @@ static int implicit_dir(struct r4_build *b, struct bobj *o, uint32_t uid,
 	return attr_set(b, o, &ea);
 }
 
+/* An object made again from its spilled record, in chunks a. Extent
+ * units are copied (kept: a name taken back into memory) or point into
+ * the record (a directory read back: cap 0, never grown). */
+static struct bobj *rec_obj(struct r4_build *b, struct parena *a,
+			    const struct pack_srec *h, int keep)
+{
+	struct bobj *o = parena_get(a, sizeof(*o));
+	const char *name = pack_srec_name(h);
+
+	if (!o)
+		return NULL;
+	o->type = h->type;
+	o->tails = h->tails;
+	o->data = h->data;
+	o->cc = BCC_NO;
+	o->attr = h->attr;
+	o->size = h->size;
+	switch (h->type) {
+	case R4_ENT_SYMLINK:
+		o->u.target = parena_get(a, (size_t)h->size + 1);
+		if (!o->u.target)
+			return NULL;
+		memcpy(o->u.target, name + h->nlen, (size_t)h->size);
+		break;
+	case R4_ENT_CHR: case R4_ENT_BLK:
+		o->u.rdev = (uint32_t)h->aux;
+		break;
+	case R4_ENT_REG:
+		if (!h->size)
+			break;
+		o->u.reg = parena_get(a, sizeof(*o->u.reg));
+		if (!o->u.reg)
+			return NULL;
+		o->u.reg->spool_off = h->aux;
+		if (h->next && keep) {
+			struct enc_units *x = &o->u.reg->ext;
+
+			x->u = malloc(h->next * sizeof(*x->u));
+			if (!x->u)
+				return NULL;
+			memcpy(x->u, pack_srec_units(h),
+			       h->next * sizeof(*x->u));
+			x->n = x->cap = h->next;
+		} else if (h->next) {
+			o->u.reg->ext.u = (struct fmt_extent40_unit *)
+				(uintptr_t)pack_srec_units(h);
+			o->u.reg->ext.n = h->next;
+		}
+		if (keep) {
+			o->u.reg->next = b->regs;
+			b->regs = o->u.reg;
+		}
+		break;
+	default:
+		break;
+	}
+	return o;
+}
+
+/* A spilled name of dir taken back into memory (a later entry asks for
+ * it: a replacement, a hard link's target, a path through it), or NULL
+ * (none; b->spill_rc says when looking failed). */
+static struct bent *promote(struct r4_build *b, struct bobj *dir,
+			    const char *s, size_t n)
+{
+	uint32_t no = dir->u.sub->no;
+	uint64_t h = pack_spill_hash(no, s, n);
+	const struct pack_srec *r;
+	struct bobj *o;
+	struct bent *e;
+	int rc;
+
+	if (!pack_spill_maybe(b->spill, h))
+		return NULL;
+	rc = pack_spill_find(b->spill, no, h, s, n, &r);
+	if (rc <= 0) {
+		if (rc < 0 && !b->spill_rc)
+			b->spill_rc = rc;
+		return NULL;
+	}
+	o = rec_obj(b, &b->ar, r, 1);
+	if (!o || pack_spill_kill(b->spill, r->seq) ||
+	    !(e = new_ent(b, dir, s, n, o))) {
+		if (!b->spill_rc)
+			b->spill_rc = -ENOMEM;
+		return NULL;
+	}
+	dir->u.sub->nspilled--;
+	return e;
+}
+
+/* The name s of dir, in memory or taken back from the spill. */
+static struct bent *lookup(struct r4_build *b, struct bobj *dir,
+			   const char *s, size_t n)
+{
+	struct bent *e = lookup_mem(b, dir, s, n);
+
+	if (e || !b->spill || b->spill_rc)
+		return e;
+	return promote(b, dir, s, n);
+}
+
+static int spill_fail(struct r4_build *b, const char *path,
+		      struct r4_error *err)
+{
+	return r4i_fail(err, b->spill_rc, "%s: cannot read the spilled names "
+		       "(in $TMPDIR): %s", path, r4_strerror(b->spill_rc));
+}
+
+static size_t env_size(const char *name, size_t dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return dflt;
+	n = strtoull(v, &end, 10);
+	return *end || n > SIZE_MAX ? dflt : (size_t)n;
+}
+
 int pack_ns_init(struct r4_build *b, struct r4_error *err)
 {
+	b->spill_after = env_size("R4_PACK_SPILL_AFTER", BUILD_SPILL_AFTER);
+	b->spill_budget = env_size("R4_PACK_RUN_BYTES", BUILD_SPILL_BUDGET);
 	b->hsize = 4096;
 	b->htab = calloc(b->hsize, sizeof(*b->htab));
 	b->root = b->htab ? new_obj(b, R4_ENT_DIR) : NULL;
@@ -287,7 +428,16 @@ void pack_ns_fini(struct r4_build *b)
 	free(b->gone);
 	b->gone = NULL;
 	b->ngone = b->capgone = 0;
-	arena_free(b);
+	parena_free(&b->ar);
+	parena_free(&b->far);
+	pack_spill_free(b->spill);
+	b->spill = NULL;
+	free(b->spext.u);
+	b->spext.u = NULL;
+	b->spext.n = b->spext.cap = 0;
+	free(b->sdbuf);
+	b->sdbuf = NULL;
+	b->sdcap = 0;
 }
 
 static const char *path_up(const struct r4_build *b, const struct bent *e,
@@ -400,6 +550,8 @@ static int walk(struct r4_build *b, const char *path, int create,
 		if (n > ENC_NAME_MAX)
 			break;
 		e = lookup(b, d, c, (size_t)n);
+		if (!e && b->spill_rc)
+			return spill_fail(b, path, err);
 		if (!e && !create)
 			return R4_ENOTFOUND;
 		if (!e) {
@@ -463,19 +615,23 @@ static int check_entry(struct r4_build *b, const struct r4_entry *e,
 	return rc;
 }
 
+/* The object of entry e; a = &b->far: one about to spill (not listed
+ * in b->regs, its extent units lent from b->spext). */
 static int make_obj(struct r4_build *b, const struct r4_entry *e,
-		    struct bobj **out, struct r4_error *err)
+		    struct parena *a, struct bobj **out, struct r4_error *err)
 {
-	struct bobj *o = new_obj(b, e->type);
+	struct bobj *o = a == &b->ar ? new_obj(b, e->type) :
+				       parena_get(a, sizeof(*o));
 
 	if (!o)
 		return r4i_fail(err, -ENOMEM, "out of memory");
+	o->type = (uint8_t)e->type;
 	if (set_attrs(b, o, e, err))
 		return -ENOMEM;
 	switch (e->type) {
 	case R4_ENT_SYMLINK:
 		o->size = strlen(e->target);
-		o->u.target = arena_get(b, (size_t)o->size + 1);
+		o->u.target = parena_get(a, (size_t)o->size + 1);
 		if (!o->u.target)
 			return r4i_fail(err, -ENOMEM, "out of memory");
 		memcpy(o->u.target, e->target, (size_t)o->size + 1);
@@ -490,11 +646,18 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 		o->cc = (uint8_t)pack_cc_initial(b);
 		o->data = e->size && !e->data ? BD_DEFERRED : BD_NONE;
 		if (e->size) {
-			o->u.reg = arena_get(b, sizeof(*o->u.reg));
+			o->u.reg = parena_get(a, sizeof(*o->u.reg));
 			if (!o->u.reg)
 				return r4i_fail(err, -ENOMEM, "out of memory");
-			o->u.reg->next = b->regs;
-			b->regs = o->u.reg;
+			if (a != &b->ar) {
+				o->u.reg->ext = b->spext;
+				o->u.reg->ext.n = 0;
+				b->spext.u = NULL;
+				b->spext.cap = 0;
+			} else {
+				o->u.reg->next = b->regs;
+				b->regs = o->u.reg;
+			}
 		}
 		break;
 	default:
@@ -508,12 +671,14 @@ static int link_target(struct r4_build *b, const struct r4_entry *e,
 		       struct bobj **out, struct r4_error *err)
 {
 	struct bobj *d;
-	struct bent *t;
+	struct bent *t = NULL;
 	const char *name;
 	size_t n;
 	int rc = walk(b, e->target, 0, &d, &name, &n, err);
 
-	if (rc == R4_ENOTFOUND || (!rc && n && !(t = lookup(b, d, name, n))))
+	if (!rc && n && !(t = lookup(b, d, name, n)) && b->spill_rc)
+		return spill_fail(b, e->target, err);
+	if (rc == R4_ENOTFOUND || (!rc && n && !t))
 		return r4i_fail(err, R4_ENOTFOUND, "%s: hard link to '%s', "
 			       "which is not in the archive", e->path,
 			       e->target);
@@ -524,6 +689,168 @@ static int link_target(struct r4_build *b, const struct r4_entry *e,
 			       "is a directory", e->path, e->target);
 	*out = t->obj;
 	return 0;
+}
+
+/* Write the record of the object o being spilled (pack_ns_add), the
+ * name remembered in b->sp_*; !ok: only forget it. */
+int pack_ns_spill_done(struct r4_build *b, struct bobj *o, int ok,
+		       struct r4_error *err)
+{
+	struct pack_srec h;
+	const void *units = NULL, *target = NULL;
+	size_t nunits = 0, ntarget = 0;
+	int rc = 0;
+
+	memset(&h, 0, sizeof(h));
+	h.h = pack_spill_hash(b->sp_dir, b->sp_name, b->sp_nlen);
+	h.dir = b->sp_dir;
+	h.attr = o->attr;
+	h.size = o->size;
+	h.nlen = (uint16_t)b->sp_nlen;
+	h.type = o->type;
+	h.tails = o->tails;
+	h.data = o->data;
+	switch (o->type) {
+	case R4_ENT_SYMLINK:
+		target = o->u.target;
+		ntarget = (size_t)o->size;
+		break;
+	case R4_ENT_CHR: case R4_ENT_BLK:
+		h.aux = o->u.rdev;
+		break;
+	case R4_ENT_REG:
+		if (!o->u.reg)
+			break;
+		h.aux = o->u.reg->spool_off;
+		units = o->u.reg->ext.u;
+		nunits = o->u.reg->ext.n;
+		h.next = (uint32_t)nunits;
+		break;
+	default:
+		break;
+	}
+	if (ok && nunits > UINT32_MAX)
+		rc = r4i_fail(err, -EOVERFLOW, "%s: too many extents",
+			     b->sp_path);
+	if (ok && !rc) {
+		rc = pack_spill_put(b->spill, &h, units,
+				    nunits * sizeof(struct fmt_extent40_unit),
+				    b->sp_name, b->sp_nlen, target, ntarget,
+				    NULL);
+		if (rc)
+			rc = r4i_fail(err, rc, "%s: cannot spill its name to "
+				     "$TMPDIR: %s", b->sp_path,
+				     r4_strerror(rc));
+		else
+			b->dirv[b->sp_dir]->u.sub->nspilled++;
+	}
+	if (o->type == R4_ENT_REG && o->u.reg) {	/* keep the units */
+		free(b->spext.u);
+		b->spext = o->u.reg->ext;
+	}
+	parena_reset(&b->far);
+	return rc;
+}
+
+/* A new name of a plain object past b->spill_after: its object made
+ * in b->far, its record written now, or by r4_build_add once the
+ * streamed data is taken (*obj). */
+static int spill_add(struct r4_build *b, const struct r4_entry *e,
+		     struct bobj *d, const char *name, size_t n,
+		     struct bobj **obj, struct r4_error *err)
+{
+	struct bobj *o;
+	int rc;
+
+	if (!b->spill && pack_spill_new(&b->spill, b->spill_budget))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	parena_reset(&b->far);
+	rc = make_obj(b, e, &b->far, &o, err);
+	if (rc)
+		return rc;
+	o->spilled = 1;
+	b->sp_dir = d->u.sub->no;
+	b->sp_name = name;
+	b->sp_path = e->path;
+	b->sp_nlen = n;
+	if (e->type == R4_ENT_REG && e->data) {
+		*obj = o;
+		return 0;
+	}
+	return pack_ns_spill_done(b, o, 1, err);
+}
+
+/* d's spilled names appended to its children, made in b->far. */
+int pack_ns_dir_load(struct r4_build *b, struct bobj *d, size_t *nmem,
+		     struct r4_error *err)
+{
+	struct bdir *sub = d->u.sub;
+	size_t len = 0, at = 0;
+	char p[4096];
+	int rc;
+
+	*nmem = sub->nkids;
+	if (!b->spill)
+		return 0;
+	rc = pack_spill_dir(b->spill, sub->no, &b->sdbuf, &b->sdcap, &len);
+	if (rc)
+		return r4i_fail(err, rc, "%s: cannot read its spilled names "
+			       "(in $TMPDIR): %s", pack_ns_obj_path(b, d, p,
+			       sizeof(p)), r4_strerror(rc));
+	while (at < len) {
+		const struct pack_srec *h =
+			(const struct pack_srec *)(b->sdbuf + at);
+		struct bobj *o;
+		struct bent *e;
+
+		at += h->len;
+		if (pack_spill_dead(b->spill, h->seq))
+			continue;
+		o = rec_obj(b, &b->far, h, 0);
+		e = o ? parena_get(&b->far, sizeof(*e) + h->nlen + 1) : NULL;
+		if (!e || add_kid(d, e))
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		o->spilled = 1;
+		memcpy(e->name, pack_srec_name(h), h->nlen);
+		e->len = h->nlen;
+		e->dir = sub->no;
+		e->obj = o;
+	}
+	return 0;
+}
+
+void pack_ns_dir_unload(struct r4_build *b, struct bobj *d, size_t nmem)
+{
+	struct bdir *sub = d->u.sub;
+	size_t k = 0;
+
+	if (!b->spill)
+		return;
+	for (size_t i = 0; i < sub->nkids; i++) {
+		struct bobj *o = sub->kids[i]->obj;
+
+		if (!o->spilled) {
+			sub->kids[k++] = sub->kids[i];
+			continue;
+		}
+		if (o->type == R4_ENT_REG && o->u.reg && o->u.reg->ext.cap)
+			free(o->u.reg->ext.u);	/* deferred, read now */
+	}
+	sub->nkids = k;
+	(void)nmem;
+	if (!k) {
+		free(sub->kids);
+		sub->kids = NULL;
+		sub->capkids = 0;
+	} else if (sub->capkids > 2 * k + 8) {
+		struct bent **t = realloc(sub->kids, k * sizeof(*t));
+
+		if (t) {
+			sub->kids = t;
+			sub->capkids = k;
+		}
+	}
+	parena_reset(&b->far);
 }
 
 int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
@@ -549,14 +876,20 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		return set_attrs(b, b->root, e, err);
 	}
 	old = lookup(b, d, name, n);
+	if (!old && b->spill_rc)
+		return spill_fail(b, e->path, err);
 	if (old && old->obj->type == R4_ENT_DIR && e->type == R4_ENT_DIR) {
 		return set_attrs(b, old->obj, e, err);
 	}
-	if (old && old->obj->type == R4_ENT_DIR && old->obj->u.sub->nkids)
+	if (old && old->obj->type == R4_ENT_DIR &&
+	    (old->obj->u.sub->nkids || old->obj->u.sub->nspilled))
 		return r4i_fail(err, R4_EEXIST, "%s: would replace a directory "
 			       "that is not empty", e->path);
+	if (!old && e->type != R4_ENT_HARDLINK && e->type != R4_ENT_DIR &&
+	    !b->cc && b->hcount >= b->spill_after)
+		return spill_add(b, e, d, name, n, obj, err);
 	if (e->type != R4_ENT_HARDLINK) {
-		rc = make_obj(b, e, &o, err);
+		rc = make_obj(b, e, &b->ar, &o, err);
 		if (rc)
 			return rc;
 	}
@@ -629,6 +962,7 @@ int r4_build_type(struct r4_build *b, const char *path, size_t len)
 		t = R4_ENT_DIR;
 	else if (!rc && (e = lookup(b, d, name, n)))
 		t = (int)e->obj->type;
+
 	if (p != small)
 		free(p);
 	return t;

@@ -491,3 +491,100 @@ same_files() {
 		same_files "$T/x.img" "$T/want-both"
 	done
 }
+
+# Entries that replace, link and nest, for the spill test: names that
+# spill (R4_PACK_SPILL_AFTER) are taken back into memory when a later
+# entry asks for them.
+tricky_tar() {
+	python3 - "$1" <<'EOF'
+import io, sys, tarfile
+t = tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT)
+def add(name, typ=tarfile.REGTYPE, data=b'', link='', mode=0o644, mt=1600000000):
+    ti = tarfile.TarInfo(name); ti.type = typ; ti.linkname = link
+    ti.mode = mode; ti.mtime = mt
+    ti.size = len(data) if typ == tarfile.REGTYPE else 0
+    if typ == tarfile.CHRTYPE: ti.devmajor, ti.devminor = 4, 64
+    t.addfile(ti, io.BytesIO(data) if ti.size else None)
+big = bytes(range(256)) * 80
+add('d', tarfile.DIRTYPE, mode=0o755)
+for i in range(300):
+    add('d/f%03d' % i, data=b'x' * (i % 7), mt=1600000000 + i % 3)
+for i in range(100):
+    add('d/long-name-keyed-by-its-hash-%04d' % i + 'z' * (i % 50),
+        data=big if i % 10 == 0 else b'')
+add('d/ff', data=b'first'); add('d/ff', data=b'second')
+add('d/fd', data=b'file, then a directory')
+add('d/fd', tarfile.DIRTYPE, mode=0o700); add('d/fd/in', data=b'inside')
+add('d/df', tarfile.DIRTYPE); add('d/df/in', data=b'in')
+add('d/df', data=b'a directory is not replaced by a file')
+add('d/t', data=big); add('d/l1', tarfile.LNKTYPE, link='d/t')
+add('d/t', data=b'replaced'); add('d/l2', tarfile.LNKTYPE, link='d/t')
+add('d/u', data=b'u'); add('d/l3', tarfile.LNKTYPE, link='d/u')
+add('d/u', data=big[:5000]); add('d/l4', tarfile.LNKTYPE, link='d/l3')
+add('d/s', tarfile.SYMTYPE, link='target')
+add('d/s', tarfile.SYMTYPE, link='other'); add('d/s/x', data=b'under a link')
+add('d/f001/x', data=b'under a file')
+add('d/f002', tarfile.LNKTYPE, link='d/f003')
+add('d/f004', tarfile.DIRTYPE); add('d/f004/y', data=big)
+add('d/zz', data=big * 3); add('d/zz', tarfile.SYMTYPE, link='zz')
+add('d/dev', tarfile.CHRTYPE); add('d/fifo', tarfile.FIFOTYPE)
+add('e/' + 'deep/' * 40 + 'leaf', data=b'deep')
+add('e/' + 'deep/' * 40 + 'leaf', data=b'deep, again')
+add('d/f299', data=b'the last one replaced')
+t.close()
+EOF
+}
+
+@test "names spilled to \$TMPDIR (R4_PACK_SPILL_AFTER) give the same image bytes and warnings" {
+	need_oracle
+	make_tree "$T/src"
+	tarball "$T/src" "$T/src.tar"
+	tricky_tar "$T/tricky.tar"
+	hostile_tar "$T/bad.tar"
+	replace_tars "$T"
+	# a record bigger than the buffers: 10,000 extent units, twice
+	mkdir "$T/holes"
+	python3 -c 'import sys
+f = open(sys.argv[1], "wb")
+for i in range(5000):
+    f.seek(8192 * i); f.write(b"x" * 4096)
+f.close()' "$T/holes/h"
+	tar --format=pax --sparse -C "$T/holes" -cf "$T/holes.tar" h
+	tar --format=pax --sparse -C "$T/holes" -rf "$T/holes.tar" h
+	local in a b
+	for in in "$T/src.tar" "$T/src" "$T/tricky.tar" "$T/bad.tar" \
+		  "$T/rep.tar" "$T/link.tar" "$T/both.tar" "$T/holes.tar"; do
+		echo "== $in"
+		rm -f "$T/m.img"
+		R4_PACK_SPILL_AFTER=1000000000 SOURCE_DATE_EPOCH=1700000000 \
+			r4pack create -U $UUID "$in" "$T/m.img" 2>"$T/m.err" |
+			grep -v packed >"$T/m.out" || true
+		[ -s "$T/m.img" ]
+		# every name spilled, a run every few records; names spilled
+		# after the first five
+		for a in "0 4096" "5 65536"; do
+			set -- $a
+			rm -f "$T/s.img"
+			R4_PACK_SPILL_AFTER=$1 R4_PACK_RUN_BYTES=$2 \
+				SOURCE_DATE_EPOCH=1700000000 \
+				r4pack create -U $UUID "$in" "$T/s.img" \
+				2>"$T/s.err" | grep -v packed >"$T/s.out" || true
+			cmp "$T/m.img" "$T/s.img"
+			diff "$T/m.err" "$T/s.err"
+			diff "$T/m.out" "$T/s.out"
+		done
+		oracle_fsck "$T/s.img"
+	done
+	R4_PACK_SPILL_AFTER=0 r4pack create -U $UUID "$T/tricky.tar" \
+		"$T/s2.img" 2>"$T/s.err" >/dev/null
+	grep -q "skipping 'd/df': cannot replace a directory" "$T/s.err"
+	grep -q "skipping 'd/f001/x': 'd/f001' is not a directory" "$T/s.err"
+	grep -q "skipping 'd/s/x': 'd/s' is a symbolic link" "$T/s.err"
+	# the spill is used: an unwritable $TMPDIR fails, named, no image
+	rm -f "$T/s.img"
+	run env TMPDIR="$T/none" R4_PACK_SPILL_AFTER=0 r4pack create -q \
+		"$T/tricky.tar" "$T/s.img"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"spill"*"\$TMPDIR: No such file"* ]]
+	[ ! -e "$T/s.img" ]
+}

@@ -854,6 +854,33 @@ static void test_fixed_and_repro(void)
 	unlink(a);
 }
 
+/* Names spilled to $TMPDIR (R4_PACK_SPILL_AFTER=0: every name of a
+ * file) act as names in memory: a directory whose names are all
+ * spilled is not replaced by a file, a spilled file is replaced and
+ * linked to, a path through one is refused; the volume reads back. */
+static void test_spill(void)
+{
+	struct r4_entry e;
+
+	setenv("R4_PACK_SPILL_AFTER", "0", 1);
+	begin(NULL, 0);
+	add_file("sd/x", 10, 1, 1);
+	add_file("sd/y", 50000, 2, 1);
+	base_entry(&e, "sd", R4_ENT_REG, 0644);
+	expect_add_error("spill: a directory of spilled names under a file",
+			 &e, "sd: would replace a directory that is not empty");
+	base_entry(&e, "sd/x/under", R4_ENT_REG, 0644);
+	expect_add_error("spill: a path through a spilled file", &e,
+			 "sd/x/under");
+	add_file("sd/y", 300, 3, 1);		/* replaces a spilled one */
+	add_link("sd/z", "sd/x");		/* links to a spilled one */
+	add_file("sd/x", 7, 4, 0);		/* z keeps the old x */
+	is_int(add_failed, 0, "spill: every entry added");
+	is_int(finish(NULL), 0, "spill: built");
+	oracle("spill", 1, "r4ref");
+	unsetenv("R4_PACK_SPILL_AFTER");
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -882,6 +909,7 @@ int main(void)
 		test_hash(hashes[i]);
 	test_replace();
 	test_errors();
+	test_spill();
 	test_fixed_and_repro();
 	model_reset();
 	if (!getenv("R4_KEEP_TMP"))

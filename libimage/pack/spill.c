@@ -1,0 +1,673 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the builder's spill (issue 11). Past a number of names held in
+ * memory, each new name of a plain object (not a directory, not named
+ * twice) is written as one record (its directory, the name, what its
+ * stat data and body need) into a buffer; a full buffer is sorted by
+ * (directory, name hash, order of arrival) and written as one run to a
+ * temporary file in $TMPDIR (unlinked at once). In memory stay, per
+ * name, 4 to 8 bytes: a 32-bit fingerprint of (directory, name) in one
+ * of 1,024 tables picked by 10 other bits of the hash. "Is this name
+ * spilled" is answered by the fingerprint when it says no, and by
+ * reading the runs (a sparse index: every 64th record's key) when it
+ * says maybe. At finish each directory's records are read back, run by
+ * run, through an index of where each directory starts in each run. */
+#include "config.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "libimage/pack/build.h"
+#include "r4/util.h"
+
+#define SPILL_SPARSE 64			/* records a sparse index entry */
+#define SPILL_READ (64u << 10)
+#define SPILL_FIND_READ (8u << 10)
+
+/* One record in the buffer, sorted by (dir, h, at). */
+struct sidx {
+	uint64_t h;
+	uint32_t dir;
+	uint32_t at;			/* byte offset in the buffer */
+};
+
+struct spill_sparse {
+	uint64_t h, off;
+	uint32_t dir;
+};
+
+struct spill_dix {
+	uint64_t off;
+	uint32_t dir;
+};
+
+struct spill_run {
+	uint64_t start, end;
+	size_t sp0, nsp;		/* its sparse entries */
+	size_t dx0, ndx;		/* its directory starts */
+};
+
+struct pack_spill {
+	int fd;
+	uint64_t fend;
+	size_t budget;
+	uint8_t *buf;			/* records */
+	size_t used;
+	struct sidx *ix;
+	size_t n, capix;
+	/* the buffer's records by hash: 1 + index into ix, 0 free; at
+	 * most half full */
+	uint32_t *bh;
+	size_t bhsize;
+	struct spill_run *runs;
+	size_t nruns, capruns;
+	struct spill_sparse *sp;
+	size_t nsp, capsp;
+	struct spill_dix *dx;
+	size_t ndx, capdx;
+	uint64_t seq, records;
+	/* fingerprints: 1 + 32 bits, open addressing, at most 3/4 full */
+	uint32_t *fp[SPILL_FP_SEGS];
+	uint32_t fpsize[SPILL_FP_SEGS], fpn[SPILL_FP_SEGS];
+	/* records taken back into memory (their seq), sorted at seal */
+	uint64_t *dead;
+	size_t ndead, capdead;
+	int sealed;
+	/* reading */
+	uint8_t *rbuf;
+	size_t rcap;
+	uint8_t *one;			/* the record found by find */
+	size_t onecap;
+};
+
+uint64_t pack_spill_hash(uint32_t dir, const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)dir << 16);
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+	h ^= (uint64_t)dir * 0x9e3779b97f4a7c15ULL;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 33);
+}
+
+static uint32_t fp_val(uint64_t h)
+{
+	uint32_t v = (uint32_t)h;
+
+	return v ? v : 1;
+}
+
+static size_t fp_seg(uint64_t h)
+{
+	return (size_t)(h >> (64 - SPILL_FP_BITS));
+}
+
+static size_t fp_slot(uint32_t v, uint32_t size)
+{
+	return (size_t)((v * 0x9e3779b1u) & (size - 1));
+}
+
+static int fp_grow(struct pack_spill *s, size_t g)
+{
+	uint32_t nsize = s->fpsize[g] ? s->fpsize[g] * 2 : 64;
+	uint32_t *t = calloc(nsize, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->fpsize[g]; i++) {
+		uint32_t v = s->fp[g][i];
+		size_t k;
+
+		if (!v)
+			continue;
+		for (k = fp_slot(v, nsize); t[k]; k = (k + 1) & (nsize - 1))
+			;
+		t[k] = v;
+	}
+	free(s->fp[g]);
+	s->fp[g] = t;
+	s->fpsize[g] = nsize;
+	return 0;
+}
+
+static int fp_add(struct pack_spill *s, uint64_t h)
+{
+	size_t g = fp_seg(h), k;
+	uint32_t v = fp_val(h);
+
+	if (4 * ((uint64_t)s->fpn[g] + 1) > 3 * (uint64_t)s->fpsize[g] &&
+	    fp_grow(s, g))
+		return -ENOMEM;
+	for (k = fp_slot(v, s->fpsize[g]); s->fp[g][k];
+	     k = (k + 1) & (s->fpsize[g] - 1))
+		if (s->fp[g][k] == v)
+			return 0;
+	s->fp[g][k] = v;
+	s->fpn[g]++;
+	return 0;
+}
+
+int pack_spill_maybe(const struct pack_spill *s, uint64_t h)
+{
+	size_t g = fp_seg(h), k;
+	uint32_t v = fp_val(h);
+
+	if (!s->fpsize[g])
+		return 0;
+	for (k = fp_slot(v, s->fpsize[g]); s->fp[g][k];
+	     k = (k + 1) & (s->fpsize[g] - 1))
+		if (s->fp[g][k] == v)
+			return 1;
+	return 0;
+}
+
+int pack_spill_new(struct pack_spill **out, size_t budget)
+{
+	struct pack_spill *s = calloc(1, sizeof(*s));
+
+	*out = s;
+	if (!s)
+		return -ENOMEM;
+	s->fd = -1;
+	s->budget = budget < 4096 ? 4096 : budget > (1u << 30) ? 1u << 30 :
+		    budget;
+	return 0;
+}
+
+void pack_spill_free(struct pack_spill *s)
+{
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	for (size_t g = 0; g < SPILL_FP_SEGS; g++)
+		free(s->fp[g]);
+	free(s->buf);
+	free(s->ix);
+	free(s->bh);
+	free(s->runs);
+	free(s->sp);
+	free(s->dx);
+	free(s->dead);
+	free(s->rbuf);
+	free(s->one);
+	free(s);
+}
+
+static int spill_open(struct pack_spill *s)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	int fd;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	if ((size_t)snprintf(path, sizeof(path), "%s/r4pack-names.XXXXXX",
+			     dir) >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	s->fd = fd;
+	return 0;
+}
+
+static int write_all(int fd, const void *p, size_t len, uint64_t off)
+{
+	const uint8_t *b = p;
+
+	while (len) {
+		ssize_t w = pwrite(fd, b, len, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (w == 0)
+			return -EIO;
+		b += w;
+		len -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *p, size_t len, uint64_t off)
+{
+	uint8_t *b = p;
+
+	while (len) {
+		ssize_t r = pread(fd, b, len, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO;
+		b += r;
+		len -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+static int key_cmp(uint32_t da, uint64_t ha, uint32_t db, uint64_t hb)
+{
+	if (da != db)
+		return da < db ? -1 : 1;
+	if (ha != hb)
+		return ha < hb ? -1 : 1;
+	return 0;
+}
+
+static int sidx_cmp(const void *pa, const void *pb)
+{
+	const struct sidx *a = pa, *b = pb;
+	int c = key_cmp(a->dir, a->h, b->dir, b->h);
+
+	if (c)
+		return c;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static void bh_put(struct pack_spill *s, size_t i)
+{
+	size_t k = (size_t)s->ix[i].h & (s->bhsize - 1);
+
+	while (s->bh[k])
+		k = (k + 1) & (s->bhsize - 1);
+	s->bh[k] = (uint32_t)i + 1;
+}
+
+static int bh_grow(struct pack_spill *s)
+{
+	size_t nsize = s->bhsize ? s->bhsize * 2 : 4096;
+	uint32_t *t = calloc(nsize, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	free(s->bh);
+	s->bh = t;
+	s->bhsize = nsize;
+	for (size_t i = 0; i < s->n; i++)
+		bh_put(s, i);
+	return 0;
+}
+
+/* Sort the buffer and write it as one run, with its indexes, through
+ * a staging buffer of SPILL_READ bytes (a record bigger than that goes
+ * on its own). */
+static int flush_run(struct pack_spill *s)
+{
+	struct spill_run *r;
+	uint8_t *out;
+	size_t o = 0, staged = 0;
+	int rc = 0;
+
+	if (!s->n)
+		return 0;
+	if (s->fd < 0 && (rc = spill_open(s)))
+		return rc;
+	if (R4_RESERVE(s->runs, s->capruns, s->nruns + 1, 16))
+		return -ENOMEM;
+	out = malloc(SPILL_READ);
+	if (!out)
+		return -ENOMEM;
+	qsort(s->ix, s->n, sizeof(*s->ix), sidx_cmp);
+	r = &s->runs[s->nruns];
+	r->start = s->fend;
+	r->sp0 = s->nsp;
+	r->dx0 = s->ndx;
+	for (size_t i = 0; !rc && i < s->n; i++) {
+		const struct pack_srec *h =
+			(const struct pack_srec *)(s->buf + s->ix[i].at);
+
+		if (i % SPILL_SPARSE == 0) {
+			if (R4_RESERVE(s->sp, s->capsp, s->nsp + 1, 256)) {
+				rc = -ENOMEM;
+				break;
+			}
+			s->sp[s->nsp].h = h->h;
+			s->sp[s->nsp].dir = h->dir;
+			s->sp[s->nsp++].off = s->fend + o;
+		}
+		if (!i || s->ix[i - 1].dir != h->dir) {
+			if (R4_RESERVE(s->dx, s->capdx, s->ndx + 1, 256)) {
+				rc = -ENOMEM;
+				break;
+			}
+			s->dx[s->ndx].dir = h->dir;
+			s->dx[s->ndx++].off = s->fend + o;
+		}
+		if (staged + h->len > SPILL_READ) {
+			rc = write_all(s->fd, out, staged,
+				       s->fend + o - staged);
+			staged = 0;
+		}
+		if (!rc && h->len > SPILL_READ)
+			rc = write_all(s->fd, h, h->len, s->fend + o);
+		else if (!rc) {
+			memcpy(out + staged, h, h->len);
+			staged += h->len;
+		}
+		o += h->len;
+	}
+	if (!rc && staged)
+		rc = write_all(s->fd, out, staged, s->fend + o - staged);
+	free(out);
+	if (rc)
+		return rc;
+	s->fend += o;
+	r->end = s->fend;
+	memset(s->bh, 0, s->bhsize * sizeof(*s->bh));
+	r->nsp = s->nsp - r->sp0;
+	r->ndx = s->ndx - r->dx0;
+	s->nruns++;
+	s->n = 0;
+	s->used = 0;
+	return 0;
+}
+
+int pack_spill_put(struct pack_spill *s, const struct pack_srec *hdr,
+		   const void *tail1, size_t len1, const void *tail2,
+		   size_t len2, const void *tail3, size_t len3,
+		   uint64_t *seq)
+{
+	size_t len = (sizeof(*hdr) + len1 + len2 + len3 + 7) & ~(size_t)7;
+	struct pack_srec *h;
+	uint8_t *p;
+	int rc;
+
+	if (len > UINT32_MAX)
+		return -EOVERFLOW;
+	if (!s->buf) {
+		s->buf = malloc(s->budget);
+		if (!s->buf)
+			return -ENOMEM;
+	}
+	if (s->used + len > s->budget && (rc = flush_run(s)))
+		return rc;
+	if (len > s->budget) {	/* one record bigger than the budget */
+		uint8_t *nb = realloc(s->buf, len);
+
+		if (!nb)
+			return -ENOMEM;
+		s->buf = nb;
+		s->budget = len;
+	}
+	if (R4_RESERVE(s->ix, s->capix, s->n + 1, 1024))
+		return -ENOMEM;
+	if ((rc = fp_add(s, hdr->h)))
+		return rc;
+	p = s->buf + s->used;
+	h = (struct pack_srec *)p;
+	*h = *hdr;
+	h->len = (uint32_t)len;
+	h->seq = s->seq++;
+	p += sizeof(*h);
+	if (len1)
+		memcpy(p, tail1, len1);
+	p += len1;
+	if (len2)
+		memcpy(p, tail2, len2);
+	p += len2;
+	if (len3)
+		memcpy(p, tail3, len3);
+	p += len3;
+	memset(p, 0, (size_t)(s->buf + s->used + len - p));
+	if (2 * (s->n + 1) > s->bhsize && (rc = bh_grow(s)))
+		return rc;
+	s->ix[s->n].h = h->h;
+	s->ix[s->n].dir = h->dir;
+	s->ix[s->n].at = (uint32_t)s->used;
+	bh_put(s, s->n++);
+	s->used += len;
+	s->records++;
+	if (seq)
+		*seq = h->seq;
+	return 0;
+}
+
+/* A reader of records from [pos, end) of the file. */
+struct rrd {
+	int fd;
+	uint64_t pos, end;
+	uint8_t *buf;
+	size_t cap, have, at;
+};
+
+/* The next record (valid until the next call), 1; 0 at the end. */
+static int rrd_next(struct rrd *r, const struct pack_srec **out)
+{
+	const struct pack_srec *h;
+	size_t need = sizeof(*h);
+	int rc;
+
+	for (int pass = 0; pass < 2; pass++) {
+		if (r->have - r->at < need) {
+			size_t keep = r->have - r->at, want;
+
+			if (r->pos >= r->end && keep == 0)
+				return 0;
+			if (need > r->cap) {
+				uint8_t *nb = malloc(need + SPILL_READ);
+
+				if (!nb)
+					return -ENOMEM;
+				if (keep)
+					memcpy(nb, r->buf + r->at, keep);
+				free(r->buf);
+				r->buf = nb;
+				r->cap = need + SPILL_READ;
+			} else if (keep) {
+				memmove(r->buf, r->buf + r->at, keep);
+			}
+			r->at = 0;
+			r->have = keep;
+			want = r->cap - keep;
+			if (want > r->end - r->pos)
+				want = (size_t)(r->end - r->pos);
+			if (keep + want < need)
+				return -EIO;
+			if ((rc = read_all(r->fd, r->buf + keep, want, r->pos)))
+				return rc;
+			r->pos += want;
+			r->have += want;
+		}
+		h = (const struct pack_srec *)(r->buf + r->at);
+		if (h->len < sizeof(*h) || h->len % 8)
+			return -EIO;
+		if (need >= h->len) {
+			r->at += h->len;
+			*out = h;
+			return 1;
+		}
+		need = h->len;
+	}
+	h = (const struct pack_srec *)(r->buf + r->at);
+	r->at += h->len;
+	*out = h;
+	return 1;
+}
+
+static int rec_matches(const struct pack_srec *h, uint32_t dir, uint64_t hash,
+		       const char *name, size_t n)
+{
+	return h->dir == dir && h->h == hash && h->nlen == n &&
+	       !memcmp(pack_srec_name(h), name, n);
+}
+
+static int keep_one(struct pack_spill *s, const struct pack_srec *h)
+{
+	if (R4_RESERVE(s->one, s->onecap, h->len, 256))
+		return -ENOMEM;
+	memcpy(s->one, h, h->len);
+	return 1;
+}
+
+int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
+		    const char *name, size_t n, const struct pack_srec **out)
+{
+	int rc;
+
+	*out = NULL;
+	for (size_t k = s->bhsize ? (size_t)hash & (s->bhsize - 1) : 0;
+	     s->bhsize && s->bh[k]; k = (k + 1) & (s->bhsize - 1)) {
+		size_t i = s->bh[k] - 1;
+		const struct pack_srec *h;
+
+		if (s->ix[i].h != hash || s->ix[i].dir != dir)
+			continue;
+		h = (const struct pack_srec *)(s->buf + s->ix[i].at);
+		if (rec_matches(h, dir, hash, name, n)) {
+			if ((rc = keep_one(s, h)) < 0)
+				return rc;
+			*out = (const struct pack_srec *)s->one;
+			return 1;
+		}
+	}
+	for (size_t r = 0; r < s->nruns; r++) {
+		const struct spill_run *run = &s->runs[r];
+		const struct spill_sparse *sp = s->sp + run->sp0;
+		size_t lo = 0, hi = run->nsp;
+		struct rrd rd = { s->fd, run->start, run->end, s->rbuf,
+				  s->rcap, 0, 0 };
+
+		if (!rd.buf) {	/* about SPILL_SPARSE records at a time */
+			rd.buf = s->rbuf = malloc(SPILL_FIND_READ);
+			if (!rd.buf)
+				return -ENOMEM;
+			rd.cap = s->rcap = SPILL_FIND_READ;
+		}
+		const struct pack_srec *h = NULL;
+
+		/* the last sparse entry below the key */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (key_cmp(sp[mid].dir, sp[mid].h, dir, hash) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo > 0)
+			rd.pos = sp[lo - 1].off;
+		while ((rc = rrd_next(&rd, &h)) > 0) {
+			int c = key_cmp(h->dir, h->h, dir, hash);
+
+			if (c > 0)
+				break;
+			if (!c && rec_matches(h, dir, hash, name, n))
+				break;
+		}
+		s->rbuf = rd.buf;
+		s->rcap = rd.cap;
+		if (rc < 0)
+			return rc;
+		if (rc > 0 && rec_matches(h, dir, hash, name, n)) {
+			if ((rc = keep_one(s, h)) < 0)
+				return rc;
+			*out = (const struct pack_srec *)s->one;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int u64_cmp(const void *pa, const void *pb)
+{
+	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+/* A name taken back is in memory from then on, where every lookup
+ * finds it first: pack_spill_find never meets it again, only the
+ * directory's reading at finish skips it (sorted by then). */
+int pack_spill_kill(struct pack_spill *s, uint64_t seq)
+{
+	if (s->sealed)
+		return -EINVAL;
+	if (R4_RESERVE(s->dead, s->capdead, s->ndead + 1, 16))
+		return -ENOMEM;
+	s->dead[s->ndead++] = seq;
+	return 0;
+}
+
+int pack_spill_dead(const struct pack_spill *s, uint64_t seq)
+{
+	if (!s->ndead || !s->sealed)
+		return 0;
+	return bsearch(&seq, s->dead, s->ndead, sizeof(*s->dead),
+		       u64_cmp) != NULL;
+}
+
+int pack_spill_seal(struct pack_spill *s)
+{
+	int rc = flush_run(s);
+
+	if (rc)
+		return rc;
+	free(s->buf);
+	free(s->ix);
+	free(s->bh);
+	s->buf = NULL;
+	s->ix = NULL;
+	s->bh = NULL;
+	s->capix = s->bhsize = 0;
+	for (size_t g = 0; g < SPILL_FP_SEGS; g++) {
+		free(s->fp[g]);
+		s->fp[g] = NULL;
+		s->fpsize[g] = s->fpn[g] = 0;
+	}
+	if (s->ndead > 1)
+		qsort(s->dead, s->ndead, sizeof(*s->dead), u64_cmp);
+	s->sealed = 1;
+	return 0;
+}
+
+uint64_t pack_spill_records(const struct pack_spill *s)
+{
+	return s ? s->records : 0;
+}
+
+int pack_spill_dir(struct pack_spill *s, uint32_t dir, uint8_t **buf,
+		   size_t *cap, size_t *len)
+{
+	size_t used = 0;
+	int rc;
+
+	for (size_t r = 0; r < s->nruns; r++) {
+		const struct spill_run *run = &s->runs[r];
+		const struct spill_dix *dx = s->dx + run->dx0;
+		size_t lo = 0, hi = run->ndx;
+		uint64_t end;
+		size_t n;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (dx[mid].dir < dir)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == run->ndx || dx[lo].dir != dir)
+			continue;
+		end = lo + 1 < run->ndx ? dx[lo + 1].off : run->end;
+		n = (size_t)(end - dx[lo].off);
+		if (R4_RESERVE(*buf, *cap, used + n, SPILL_READ))
+			return -ENOMEM;
+		if ((rc = read_all(s->fd, *buf + used, n, dx[lo].off)))
+			return rc;
+		used += n;
+	}
+	*len = used;
+	return 0;
+}
