@@ -943,6 +943,23 @@ sha_of() { r4debugfs -R "cat $2" "$1" | sha256sum | cut -d ' ' -f 1; }
 	kept "$T/bad.img"
 }
 
+# The same with a leaf's level byte damaged too: the tree rebuild leaves
+# the body items under the key the entry gives (they are not mended to
+# the stat data's damaged key): the stat data goes back there, and the
+# file keeps its object id.
+@test "entry: a stat data's object id damaged and a tree rebuilt: the file keeps its object id" {
+	populated
+	local oid blk
+	oid=$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
+	poke "$T/bad.img" $(( $(sd_ih "$T/good.img" /f3) + 16 )) $((0x20000)) 8
+	blk=$(r4debugfs --json -R "stat /many/entry_100" "$T/good.img" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
+	poke "$T/bad.img" $((blk * 4096 + 26)) 0 1
+	rebuilt "$T/bad.img" node-level entry unreachable
+	[[ "$first" == *"stat data [2a:1:66330000000000:20000:0], which no entry named, fits it (body items with that key exist, and its size fits them): re-keyed there"* ]]
+	[ "$(r4debugfs --json -R "stat /f3" "$T/bad.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')" = "$oid" ]
+	kept "$T/bad.img"
+}
+
 # Never a guess: a stat data two missing keys fit stays where it is (the
 # entries go, the objects into /lost+found, as before).
 @test "entry: a stat data two entries' keys fit is not re-keyed" {
