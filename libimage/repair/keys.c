@@ -426,6 +426,9 @@ static int plan_names(struct kplan *p)
 			p->v[k++] = p->v[i];
 			p->fit[p->v[i].obj] |= FIT_MOVED;
 		} else {
+			for (size_t j = 0; j < p->v[i].nnames; j++)
+				free(p->v[i].names[j].name);
+			free(p->v[i].names);
 			free(p->v[i].entry);
 		}
 		if (i + 1 == p->n)
