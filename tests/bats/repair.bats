@@ -1018,6 +1018,9 @@ dup_volume() {
 	repaired "$T/bad.img" object-duplicate oid
 	[[ "$first" == *"object id 10018 is two stat data's: [2a:1:66330000000000:10018:0] keeps it (both fit; the first in key order); [2a:1:7a7a0000000000:10018:0] given the new object id "*": stat data and 4 body items re-keyed to [2a:1:7a7a0000000000:"*"], 1 entry pointed there"* ]]
 	[[ "$first" == *'"loss": {"entries_removed": 0, "lost_found": 0'* ]]
+	# The entry was pointed at the new key in the same transaction: no
+	# later round found it pointing nowhere.
+	[[ "$first" != *'"code": "entry"'* ]]
 	[ "$(sha_of "$T/bad.img" /zz)" = "$(sha256sum <"$T/zz" | cut -d ' ' -f 1)" ]
 	[ "$(r4debugfs --json -R "stat /f3" "$T/bad.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')" = "$oid" ]
 	[ "$(r4debugfs --json -R "stat /zz" "$T/bad.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')" != "$oid" ]
