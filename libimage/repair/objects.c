@@ -96,9 +96,8 @@ static void ops_free(struct ops *o)
 	memset(o, 0, sizeof(*o));
 }
 
-/* The name of entry e, read back from its node (malloc'ed). */
-static int entry_name(struct chk *c, const struct chk_ent *e, char **name,
-		      size_t *len)
+int rep_entry_name(struct chk *c, const struct chk_ent *e, char **name,
+		   size_t *len)
 {
 	struct fmt_item_header ih;
 	struct fmt_cde40_entry ce;
@@ -143,7 +142,7 @@ static int name_op(struct objfix *f, size_t j, uint32_t d, int kind,
 
 	if (!p)
 		return -ENOMEM;
-	rc = entry_name(c, &c->ents[j], &p->name, &p->len);
+	rc = rep_entry_name(c, &c->ents[j], &p->name, &p->len);
 	if (rc) {
 		f->ops.n--;
 		return rc == -ENOMEM ? rc : 0;
@@ -366,7 +365,7 @@ static uint64_t dir_bytes(struct objfix *f, const struct chk_obj *o)
 		char *name;
 		size_t len = 0;
 
-		if (entry_name(c, &c->ents[j], &name, &len))
+		if (rep_entry_name(c, &c->ents[j], &name, &len))
 			continue;
 		sum += fmt_cde40_entry_bytes(c->pol,
 			fmt_entry_name_stored(c->pol, len) ? len : 0);
@@ -729,17 +728,38 @@ static int same_ordering(const struct chk *c, uint64_t el0, uint64_t el1)
 	       c->objs[lo].el1 == el1;
 }
 
+static int key_cmp3(const void *x, const void *y)
+{
+	const struct fmt_key *a = x, *b = y;
+
+	return chk_cmp3(a->el[0], a->el[1], a->el[2], b->el[0], b->el[1],
+			b->el[2]);
+}
+
 int rep_body_key_damaged(struct rep *R)
 {
 	struct chk *c = &R->c;
 	struct chk_oid *byoid = chk_oid_index(c);
-	int found = 0;
+	struct fmt_key *named = NULL;
+	size_t nnamed = 0;
+	int found = 0, rc;
 
 	if (!byoid)
 		return -ENOMEM;
+	/* Bodies under a key an entry names, whose stat data the key pass
+	 * puts back there (keys.c), are not damaged. */
+	rc = rep_named_keys(R, &named, &nnamed);
+	if (rc) {
+		free(byoid);
+		return rc;
+	}
 	for (size_t i = 0; i < c->nbodies && !found; i++) {
 		const struct chk_body *b = &c->bodies[i];
+		struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
 
+		if (nnamed && bsearch(&k, named, nnamed, sizeof(*named),
+				      key_cmp3))
+			continue;
 		if (chk_obj_find(c, b->el0, b->el1, b->el2) == CHK_NONE &&
 		    !(b->kinds & CHK_BODY_CTAIL) &&
 		    (chk_oid_find(c, byoid, b->el2 & CHK_OID_MASK) != CHK_NONE ||
@@ -747,6 +767,7 @@ int rep_body_key_damaged(struct rep *R)
 		     (b->el1 && same_ordering(c, b->el0, b->el1))))
 			found = 1;
 	}
+	free(named);
 	free(byoid);
 	return found;
 }

@@ -79,7 +79,14 @@ static const struct r4_problem_info table[] = {
 	  R4_FIX_REBUILD, REBUILD },
 	{ R4_CHK_OBJECT_DUP, NULL, BIKO,
 	  "{kind} {oid}: a second stat data with this object id",
-	  R4_FIX_REBUILD, REBUILD },
+	  R4_FIX_YES, "a stat data whose damaged key an entry's key ties "
+	  "to (see entry) is put back there; of the others, the one the "
+	  "names and bodies agree with keeps the object id (named, from the "
+	  "directory its locality is, body items under its key; of equals "
+	  "the first in key order) and every other gets a fresh one (the "
+	  "next object id): its stat data and body items re-keyed, the "
+	  "entries naming it pointed at the new key (no name: linked into "
+	  "/lost+found). A directory is left" },
 	{ R4_CHK_OID, NULL, BIKO,
 	  "{kind} {oid}: object id or locality not below the next object "
 	  "id", R4_FIX_PREEN, "next object id raised past every object id "
@@ -90,8 +97,13 @@ static const struct r4_problem_info table[] = {
 	  "block and journal footer)" },
 	{ R4_CHK_ENTRY, NULL, BIKO,
 	  "entry '{name}' of directory {oid} points to a missing object",
-	  R4_FIX_YES, "entry removed (counted as a loss); '.' and '..' are "
-	  "pointed at the right directory instead" },
+	  R4_FIX_YES, "when exactly one stat data no entry names fits the "
+	  "missing key (its key differs in one element: only the object "
+	  "id, or body items with the missing key exist that its size fits, "
+	  "or directory entries with its object id) and no other stat data "
+	  "has that object id, the stat data is re-keyed to it (with its "
+	  "body items); otherwise the entry is removed (counted as a loss); "
+	  "'.' and '..' are pointed at the right directory instead" },
 	{ R4_CHK_DOT, NULL, BIKO,
 	  "directory {oid}: '.' or '..' missing or wrong", R4_FIX_YES,
 	  "'.' pointed at the directory, '..' at the directory naming it" },

@@ -53,6 +53,10 @@ struct rb {
 	uint64_t mended;
 	uint64_t scanned;
 	uint64_t freed;			/* old nodes freed by the rebuild */
+	/* Stat-data keys the key pass gives an orphan stat data (keys.c):
+	 * body items under them are that stat data's, left as they are. */
+	struct fmt_key *named;
+	size_t nnamed;
 };
 
 static int push(struct rb *b, const struct fmt_key *k, unsigned pid,
@@ -722,6 +726,25 @@ static size_t find_sd(const struct rb *b, const struct fmt_key *k)
 	return i != SIZE_MAX && b->it[i].pid == FMT_ITEM_STAT40 ? i : SIZE_MAX;
 }
 
+static int key3_cmp(const void *x, const void *y)
+{
+	const struct fmt_key *a = x, *c = y;
+
+	return chk_cmp3(a->el[0], a->el[1], a->el[2], c->el[0], c->el[1],
+			c->el[2]);
+}
+
+/* Whether body item key k lies under a key the key pass gives a stat
+ * data. */
+static int named_body(const struct rb *b, const struct fmt_key *k)
+{
+	struct fmt_key sd = *k;
+
+	sd.el[0] = (k->el[0] & ~0xfULL) | FMT_KEY_SD;
+	return b->nnamed && bsearch(&sd, b->named, b->nnamed,
+				    sizeof(*b->named), key3_cmp);
+}
+
 static int mend_keys(struct rb *b)
 {
 	uint32_t bs = b->R->c.bs;
@@ -749,7 +772,7 @@ static int mend_keys(struct rb *b)
 		size_t lo = 0, hi = nsd, found = 0, sd = SIZE_MAX;
 		const char *by = "";
 
-		if (!is_body(p->pid))
+		if (!is_body(p->pid) || named_body(b, &p->key))
 			continue;
 		sdk = p->key;
 		sdk.el[0] = (fmt_key_locality(&p->key) << 4) | FMT_KEY_SD;
@@ -900,7 +923,7 @@ static int rekey_orphans(struct rb *b, int *moved)
 		uint64_t o = fmt_key_objectid(&p->key);
 		char was[FMT_KEY_STR_MAX];
 
-		if (!is_body(p->pid))
+		if (!is_body(p->pid) || named_body(b, &p->key))
 			continue;
 		if (have && p->key.el[0] == last.el[0] &&
 		    p->key.el[1] == last.el[1] && p->key.el[2] == last.el[2]) {
@@ -1322,6 +1345,8 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	b.buf = malloc(c->bs);
 	rc = b.buf ? chk_setup(&b.v) : -ENOMEM;
 	if (!rc)
+		rc = rep_named_keys(R, &b.named, &b.nnamed);
+	if (!rc)
 		rc = chk_map_init(&b.seen, c->blocks, c->used.chunk_bits);
 	if (!rc)
 		rc = walk(&b, R->vol->sb.root_block, R->vol->sb.tree_height,
@@ -1410,6 +1435,7 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 		free(b.it[i].body);
 	free(b.it);
 	free(b.buf);
+	free(b.named);
 	chk_map_fini(&b.seen);
 	chk_release(&b.v);
 	return rc;

@@ -4,7 +4,8 @@
  * may be fixed; space and counters are fixed before objects (an object
  * fix allocates blocks, and the bitmaps must be right for that), blocks
  * claimed twice are copied (twice.c, it allocates too) after the space
- * and before the objects; each fix is followed by a fresh check, and
+ * and before the objects; stat data keys (keys.c) before the objects'
+ * names; each fix is followed by a fresh check, and
  * the repair stops when the volume
  * is clean, when a round changes nothing, or after ROUNDS_MAX rounds.
  * Tree damage blocks the space and object fixes (their map of what is
@@ -197,8 +198,16 @@ static int rounds(struct rep *R)
 		else if (R->o->mode == R4_REPAIR_FIX &&
 			 R->codes[R4_CHK_BLOCK_SHARED])
 			rc = rep_fix_shared(R, &changed);
-		else if (R->o->mode == R4_REPAIR_FIX)
-			rc = rep_fix_objects(R, &changed);
+		else if (R->o->mode == R4_REPAIR_FIX) {
+			/* Keys before names: a stat data put back under the
+			 * key its entry gives keeps the entry, and out of
+			 * /lost+found (keys.c). */
+			if (R->codes[R4_CHK_ENTRY] ||
+			    R->codes[R4_CHK_OBJECT_DUP])
+				rc = rep_fix_keys(R, &changed);
+			if (!rc && !changed)
+				rc = rep_fix_objects(R, &changed);
+		}
 		if (rc || !changed)
 			break;
 		rc = run_check(R, 0);

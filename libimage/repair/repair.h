@@ -38,6 +38,16 @@ int rep_rebuild_tree(struct rep *R, int *changed);
 /* Blocks claimed twice: copies for the extents that do not keep them
  * (twice.c). */
 int rep_fix_shared(struct rep *R, int *changed);
+/* Stat data put back under the key an entry names, and object ids two
+ * stat data share given apart (keys.c). */
+int rep_fix_keys(struct rep *R, int *changed);
+/* The stat-data keys the key pass would give a stat data (sorted by
+ * el[0..2]; *out malloc'ed, NULL when *n is 0). 0 or -ENOMEM. */
+int rep_named_keys(struct rep *R, struct fmt_key **out, size_t *n);
+/* The name of entry e, read back from its node (malloc'ed, *len bytes):
+ * 0, R4_ECORRUPT or -ENOMEM. */
+int rep_entry_name(struct chk *c, const struct chk_ent *e, char **name,
+		   size_t *len);
 /* Objects and names (objects.c). */
 int rep_fix_objects(struct rep *R, int *changed);
 /* 1 when body items without stat data carry the object id of an

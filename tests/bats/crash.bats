@@ -123,3 +123,10 @@ crash() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"all finished by a rerun"* ]]
 }
+
+@test "crash: r4fsck -y re-keying stat data and a duplicate object id, every write cut, then a rerun finishes" {
+	PATH="$top_builddir/tests/crash/bin:$PATH" run "$top_srcdir/tests/crash/repair.sh" quick keys
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"all finished by a rerun"* ]]
+}

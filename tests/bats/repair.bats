@@ -765,10 +765,13 @@ body_ih() {
 	kept "$T/bad.img" "/d/large	"
 }
 
+# The entry's ordering and object id both damaged: no stat data differs
+# from its key in one element, nothing ties the two (keys.c).
 @test "populated: an entry to a missing object removed, the object into /lost+found" {
 	populated
 	local off
 	off=$(entry_off "$T/bad.img" / f5)
+	poke "$T/bad.img" $((off + 8)) 12345 8
 	poke "$T/bad.img" $((off + 16)) $((0x99999)) 8
 	repaired "$T/bad.img" entry unreachable nlink
 	[[ "$first" == *'"loss": {"entries_removed": 1, "lost_found": 1'* ]]
@@ -785,10 +788,31 @@ body_ih() {
 	populated
 	local off
 	off=$(entry_off "$T/bad.img" / d)
+	poke "$T/bad.img" $((off + 8)) 12345 8
 	poke "$T/bad.img" $((off + 16)) $((0x99999)) 8
 	repaired "$T/bad.img" entry unreachable
 	kept "$T/bad.img" "/d[/	]"
 	r4manifest "$T/bad.img" | grep -q "^/lost+found/#[0-9a-f]*/e/leaf	"
+}
+
+# Only an entry's object id damaged: the stat data that differs in that
+# element alone, which nobody names, has its body items (a file) or its
+# entries (a directory) under its own key: the entry is the damaged one
+# and is pointed back at it (nothing moves, nothing into /lost+found).
+@test "entry: an entry's object id damaged: pointed back at its file and at its directory" {
+	populated
+	local off
+	off=$(entry_off "$T/bad.img" / f5)
+	poke "$T/bad.img" $((off + 16)) $((0x99999)) 8
+	off=$(entry_off "$T/bad.img" / d)
+	poke "$T/bad.img" $((off + 16)) $((0x99998)) 8
+	repaired "$T/bad.img" entry unreachable nlink
+	[[ "$first" == *"entry 'f5' of directory 2a points at [2a:1:66350000000000:99999:0], which no stat data has; stat data [2a:1:66350000000000:10025:0], which no entry named, is its object (its body items are under its own key, none under the entry's): 1 entry pointed there"* ]]
+	[[ "$first" == *"entry 'd' of directory 2a points at [2a:1:64000000000000:99998:0], which no stat data has; stat data [2a:1:64000000000000:10001:0], which no entry named, is its object (its directory entries are under its own object id, none under the entry's)"* ]]
+	[[ "$first" == *'"loss": {"entries_removed": 0, "lost_found": 0'* ]]
+	# No object id was raised to the damaged one.
+	[[ "$first" != *'"code": "oid"'* ]]
+	kept "$T/bad.img"
 }
 
 @test "populated: a second name of a directory removed" {
@@ -929,20 +953,75 @@ tail_ih() {
 	cmp <(r4debugfs -R "cat /f3" "$T/bad.img" | tail -c +101) <(head -c 1191 "$T/src/f3")
 }
 
-@test "body: a file's stat data keyed to another object: the body follows it (by its name's ordering) into /lost+found" {
+# sha_of IMAGE PATH: the sha256 of a file of the volume.
+sha_of() { r4debugfs -R "cat $2" "$1" | sha256sum | cut -d ' ' -f 1; }
+
+# A stat data's object id damaged: the entry points at a key no stat
+# data has, under which body items lie that the stat data's size fits;
+# its key differs from the entry's in the object id only: it is put back
+# there, not moved to /lost+found (nothing else moves).
+@test "entry: a file's stat data keyed to another object id: put back under its name" {
 	populated
 	poke "$T/bad.img" $(( $(sd_ih "$T/good.img" /f3) + 16 )) $((0x20000)) 8
-	rebuilt "$T/bad.img" body entry unreachable
-	[[ "$first" == *"names no stat data; the only object 20000 (by its locality and ordering) has no body there: its key mended to"* ]]
-	kept "$T/bad.img" "/f3	"
-	# The body, under the stat data's object id in /lost+found, has
-	# every byte, and the stat data's time (not one made anew).
-	r4debugfs -R "cat /lost+found/#20000" "$T/bad.img" | cmp - "$T/src/f3"
-	[ "$(r4debugfs --json -R "stat /lost+found/#20000" "$T/bad.img" | sed -n 's/.*"mtime":\([0-9]*\).*/\1/p')" = \
-	  "$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"mtime":\([0-9]*\).*/\1/p')" ]
+	repaired "$T/bad.img" entry unreachable body
+	[[ "$first" == *'"rebuilt": false'* ]]
+	[[ "$first" == *"entry 'f3' of directory 2a points at [2a:1:66330000000000:"*"], which no stat data had; stat data [2a:1:66330000000000:20000:0], which no entry named, fits it (body items with that key exist, and its size fits them): re-keyed there (0 body items with it)"* ]]
+	[[ "$first" == *'"loss": {"entries_removed": 0, "lost_found": 0'* ]]
+	[ "$(sha_of "$T/bad.img" /f3)" = "$(sha256sum <"$T/src/f3" | cut -d ' ' -f 1)" ]
+	kept "$T/bad.img"
 }
 
-@test "object-duplicate: two stat data with one object id are reported" {
+# The ordering of a stat data's key damaged (the key stays in order in
+# its leaf): the body items with the key the entry names tie it there.
+@test "entry: a file's stat data ordering damaged: its body ties it back under its name" {
+	populated
+	local o v
+	o=$(( $(sd_ih "$T/good.img" /f3) + 8 ))
+	v=$(peek "$T/bad.img" $o 1)
+	poke "$T/bad.img" $o $((v ^ 1)) 1
+	repaired "$T/bad.img" entry unreachable body
+	[[ "$first" == *"fits it (body items with that key exist, and its size fits them): re-keyed there"* ]]
+	[ "$(sha_of "$T/bad.img" /f3)" = "$(sha256sum <"$T/src/f3" | cut -d ' ' -f 1)" ]
+	kept "$T/bad.img"
+}
+
+# The same with a leaf's level byte damaged too: the tree rebuild leaves
+# the body items under the key the entry gives (they are not mended to
+# the stat data's damaged key): the stat data goes back there, and the
+# file keeps its object id.
+@test "entry: a stat data's object id damaged and a tree rebuilt: the file keeps its object id" {
+	populated
+	local oid blk
+	oid=$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
+	poke "$T/bad.img" $(( $(sd_ih "$T/good.img" /f3) + 16 )) $((0x20000)) 8
+	blk=$(r4debugfs --json -R "stat /many/entry_100" "$T/good.img" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
+	poke "$T/bad.img" $((blk * 4096 + 26)) 0 1
+	rebuilt "$T/bad.img" node-level entry unreachable
+	[[ "$first" == *"stat data [2a:1:66330000000000:20000:0], which no entry named, fits it (body items with that key exist, and its size fits them): re-keyed there"* ]]
+	[ "$(r4debugfs --json -R "stat /f3" "$T/bad.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')" = "$oid" ]
+	kept "$T/bad.img"
+}
+
+# Never a guess: a stat data two missing keys fit stays where it is (the
+# entries go, the objects into /lost+found, as before).
+@test "entry: a stat data two entries' keys fit is not re-keyed" {
+	populated
+	local off ord
+	poke "$T/bad.img" $(( $(sd_ih "$T/good.img" /f3) + 16 )) $((0x20000)) 8
+	ord=$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"ordering":"\{0,1\}\([0-9]*\).*/\1/p')
+	off=$(entry_off "$T/bad.img" / f5)
+	poke "$T/bad.img" $((off + 8)) "$ord" 8
+	poke "$T/bad.img" $((off + 16)) $((0x30000)) 8
+	repaired "$T/bad.img" entry unreachable
+	[[ "$first" != *"re-keyed there"* ]]
+	[[ "$first" == *'"loss": {"entries_removed": 2, "lost_found": 2'* ]]
+	[[ "$first" == *"linked as /lost+found/#20000"* ]]
+	kept "$T/bad.img" "/f3	" "/f5	"
+}
+
+# f4's stat data keyed to f3's object id: two stat data with one id; the
+# one no entry names fits the key f4's entry gives: put back there.
+@test "object-duplicate: a stat data keyed to another file's object id: put back under its name" {
 	populated
 	local oid
 	oid=$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
@@ -951,4 +1030,61 @@ tail_ih() {
 	echo "$output"
 	[ "$status" -eq 4 ]
 	[[ "$output" == *'"code": "object-duplicate"'*'a second stat data with this object id'* ]]
+	repaired "$T/bad.img" object-duplicate entry unreachable body
+	[[ "$first" == *"entry 'f4' of directory 2a points at [2a:1:66340000000000:10023:0], which no stat data had; stat data [2a:1:66340000000000:10018:0]"* ]]
+	[ "$(sha_of "$T/bad.img" /f4)" = "$(sha256sum <"$T/src/f4" | cut -d ' ' -f 1)" ]
+	kept "$T/bad.img"
+}
+
+# dup_volume: a populated volume whose next object id went back to f3's
+# before /zz was written (how a duplicate comes about): /zz has f3's
+# object id, with its own stat data, body and entry.
+dup_volume() {
+	populated
+	local oid
+	oid=$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
+	poke "$T/bad.img" $((17 * 4096 + 24)) "$oid" 8
+	head -c 5000 /dev/urandom >"$T/zz"
+	r4debugfs -w -R "write $T/zz /zz" "$T/bad.img"
+	[ "$(r4debugfs --json -R "stat /zz" "$T/bad.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')" = "$oid" ]
+	r4manifest "$T/bad.img" >"$T/good.man"
+}
+
+# Both fit (named from their locality, bodies under their keys): f3,
+# first in key order, keeps the id; /zz gets a fresh one (the next
+# object id, which the super block then passes), every byte kept.
+@test "object-duplicate: two named files with one object id: the second gets a fresh one" {
+	dup_volume
+	local oid
+	oid=$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
+	repaired "$T/bad.img" object-duplicate oid
+	[[ "$first" == *"object id 10018 is two stat data's: [2a:1:66330000000000:10018:0] keeps it (both fit; the first in key order); [2a:1:7a7a0000000000:10018:0] given the new object id "*": stat data and 4 body items re-keyed to [2a:1:7a7a0000000000:"*"], 1 entry pointed there"* ]]
+	[[ "$first" == *'"loss": {"entries_removed": 0, "lost_found": 0'* ]]
+	# The entry was pointed at the new key in the same transaction: no
+	# later round found it pointing nowhere.
+	[[ "$first" != *'"code": "entry"'* ]]
+	[ "$(sha_of "$T/bad.img" /zz)" = "$(sha256sum <"$T/zz" | cut -d ' ' -f 1)" ]
+	[ "$(r4debugfs --json -R "stat /f3" "$T/bad.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')" = "$oid" ]
+	[ "$(r4debugfs --json -R "stat /zz" "$T/bad.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')" != "$oid" ]
+	kept "$T/bad.img"
+}
+
+# /zz's entry damaged too (ordering and object id: nothing ties it to a
+# stat data): no name points at the second stat data; the entry goes,
+# the second stat data gets a fresh id and goes to /lost+found under it,
+# every byte kept.
+@test "object-duplicate: the second stat data nobody names: a fresh object id, into /lost+found" {
+	dup_volume
+	local off
+	off=$(entry_off "$T/bad.img" / zz)
+	poke "$T/bad.img" $((off + 8)) 12345 8
+	poke "$T/bad.img" $((off + 16)) $((0x99999)) 8
+	repaired "$T/bad.img" object-duplicate entry unreachable
+	[[ "$first" == *"keeps it (named, the other not); [2a:1:7a7a0000000000:10018:0] given the new object id "*" (no name: it goes to /lost+found)"* ]]
+	[[ "$first" == *'"loss": {"entries_removed": 1, "lost_found": 1'* ]]
+	local n
+	n=$(r4debugfs -R "ls /lost+found" "$T/bad.img" | grep '^#')
+	[ -n "$n" ]
+	[ "$(sha_of "$T/bad.img" "/lost+found/$n")" = "$(sha256sum <"$T/zz" | cut -d ' ' -f 1)" ]
+	kept "$T/bad.img" "/zz	"
 }

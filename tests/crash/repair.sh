@@ -1,13 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# repair.sh quick|full [semantic|tree|twice]: crash tests of r4fsck -y --batch 2. A
+# repair.sh quick|full [semantic|tree|twice|keys]: crash tests of r4fsck -y --batch 2. A
 # populated image (r4pack) is damaged in ways the repair fixes in several
 # transactions: "semantic" (bitmap bits, free count, nlink, sizes, an
 # entry to a missing object whose object goes to /lost+found), "tree"
 # (a leaf zeroed and a twig's pointer cycled back: the tree rebuild, then
 # the object and space passes), "twice" (extent units of five files
 # pointed at blocks another file or a leaf has: the copies of blocks
-# claimed twice, every write cut in both modes); r4fsck -y --batch 2 is
+# claimed twice, every write cut in both modes), "keys" (stat data
+# whose object id or ordering was damaged put back under their names, an
+# entry whose object id was damaged pointed back, two files with one
+# object id told apart: every write cut); r4fsck -y --batch 2 is
 # run with R4_FAULT
 # cutting it at each write (quick: every 3rd, plus torn and unsynced
 # samples), with --batch 2 so the fixes span many transactions.
@@ -20,7 +23,7 @@ set -u
 
 LEVEL=${1:-quick}
 SCEN=${2:-semantic}
-case $SCEN in semantic|tree|twice) ;; *) echo "usage: repair.sh quick|full [semantic|tree|twice]" >&2; exit 2 ;; esac
+case $SCEN in semantic|tree|twice|keys) ;; *) echo "usage: repair.sh quick|full [semantic|tree|twice|keys]" >&2; exit 2 ;; esac
 # The rebuild writes a whole new tree: quick cuts it every 10th write.
 [ "$LEVEL" = quick ] && [ "$SCEN" = tree ] && QUICK_TREE=1 || QUICK_TREE=0
 case $LEVEL in quick) CUT=3 SAMPLE=4 ;; full) CUT=1 SAMPLE=20 ;;
@@ -77,6 +80,20 @@ poke "$D" $((t2 * 4096 + o2)) "$s1" 8		# x2 and x3 onto x1's blocks
 poke "$D" $((t3 * 4096 + o3)) "$s1" 8
 poke "$D" $((t4 * 4096 + o4)) "$leaf" 8		# x4 onto a leaf
 poke "$D" $((t6 * 4096 + o6)) "$s5" 8		# x6 onto x5's blocks
+elif [ "$SCEN" = keys ]; then
+# sd_ih PATH: the offset of PATH's stat data item header.
+sd_ih() {
+	local js
+	js=$(r4debugfs --json -R "stat $1" "$D")
+	echo $(( $(sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p' <<<"$js") * 4096 + 4096 -
+		 ($(sed -n 's/.*"sd_item":\([0-9]*\).*/\1/p' <<<"$js") + 1) * 38 ))
+}
+oid=$(r4debugfs --json -R "stat /f5" "$D" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
+poke "$D" $((17 * 4096 + 24)) "$oid" 8				# next oid back:
+r4debugfs -w -R "write $s/f6 /zz" "$D" >/dev/null || exit 2	# /zz gets f5's id
+b=$(sd_ih /f3); poke "$D" $((b + 16)) $((0x20000)) 8		# f3's sd oid
+b=$(sd_ih /f4); v=$(peek "$D" $((b + 8)) 1); poke "$D" $((b + 8)) $((v ^ 1)) 1	# f4's ordering
+b=$(entry_off "$D" / f9); poke "$D" $((b + 16)) $((0x99999)) 8	# f9's entry oid
 else
 b=$(r4debugfs --json -R "stat /many/n100" "$D" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
 dd if=/dev/zero of="$D" bs=4096 seek="$b" count=1 conv=notrunc status=none
@@ -143,8 +160,9 @@ point() {
 }
 
 [ "$QUICK_TREE" = 1 ] && CUT=10
-# The copies of blocks claimed twice: every write, in both modes.
-[ "$SCEN" = twice ] && CUT=1
+# The copies of blocks claimed twice, the key moves: every write, in
+# both modes.
+[ "$SCEN" = twice ] || [ "$SCEN" = keys ] && CUT=1
 # Full: every 3rd write of the rebuild (it writes a whole new tree).
 [ "$LEVEL" = full ] && [ "$SCEN" = tree ] && CUT=3
 for k in $(seq 1 "$CUT" "$N"); do point cut-after "$k"; done
