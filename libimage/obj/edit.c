@@ -132,6 +132,7 @@ int r4_txn_set_create(struct r4_txn *x, const uint16_t *plugin,
 		return r4i_fail(err, R4_EINVAL, "create: not a regular file "
 			       "plugin");
 	x->prof_set = set;
+	x->plan_ok = 0;		/* the plans change with the profile */
 	for (unsigned i = 0; i < R4_PT_COUNT; i++)
 		x->prof[i] = set & (1u << i) ? plugin[i] : 0;
 	return 0;

@@ -50,6 +50,7 @@ int obj_sd_write(struct r4_txn *x, const struct r4_objref *ref,
 		return r4i_fail(err, R4_EINVAL, "object %llx: stat data of "
 			       "%zu bytes does not fit in a node",
 			       (unsigned long long)ref->oid, len);
+	obj_new_plan_sd(x, ref->oid, st);
 	buf = malloc(len);
 	if (!buf)
 		return r4i_fail(err, -ENOMEM, "out of memory");
@@ -71,6 +72,7 @@ int obj_sd_delete(struct r4_txn *x, const struct r4_objref *ref,
 {
 	struct fmt_key k;
 
+	obj_new_plan_sd(x, ref->oid, NULL);
 	obj_sd_key(x->vol, ref, &k);
 	return tree_delete(&x->mod, 1, &k, err);
 }
