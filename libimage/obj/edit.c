@@ -99,6 +99,7 @@ int r4_txn_commit(struct r4_txn *x, struct r4_error *err)
 	tree_mod_fini(&x->mod);
 	obj_ccenc_free(x->cc);
 	edit_forget_dir(x);
+	obj_txn_scratch_free(x);
 	free(x);
 	return rc;
 }
@@ -113,6 +114,7 @@ void r4_txn_abort(struct r4_txn *x)
 	tree_mod_fini(&x->mod);
 	obj_ccenc_free(x->cc);
 	edit_forget_dir(x);
+	obj_txn_scratch_free(x);
 	free(x);
 }
 

@@ -53,7 +53,17 @@ struct r4_txn {
 	uint64_t plan_dir;
 	struct fmt_pset plan_dh, plan_dp, plan_rp;
 	struct obj_new_plan plan;
+	/* write.c's directory items: the decoded entries, a copy of the
+	 * item and the encoded new items, reused from one entry change to
+	 * the next (freed by obj_txn_scratch_free) */
+	struct fmt_cde40_entry *cde_e;
+	size_t cde_ecap;
+	uint8_t *cde_in, *cde_out[2];
+	size_t cde_incap, cde_outcap[2];
 };
+
+/* Free what write.c keeps between entry changes. */
+void obj_txn_scratch_free(struct r4_txn *x);
 
 /* A directory with the plugins its entries' keys use. */
 struct obj_dir {

@@ -542,6 +542,55 @@ static void plan_cache(void)
 	eu_close(V);
 }
 
+/* Name lookups halve a directory item (obj_dir_find): every name of a
+ * directory of 300 short and 300 long names (the long ones share their
+ * first 40 bytes) is found, with its own object; names between them,
+ * before and after them are not. */
+#define LOOKUP_CHECKS 6
+static void lookups(void)
+{
+	struct r4_attr a = A(S_IFREG | 0644);
+	struct r4_objref o, seen[600];
+	char p[160];
+	int rc = 0, found = 0, absent = 0, distinct = 1;
+
+	if (begin())
+		return;
+	OKE(mkd("/lk"), "mkdir /lk");
+	for (int i = 0; i < 600 && !rc; i++) {
+		if (i < 300)
+			snprintf(p, sizeof(p), "/lk/n%03d", i);
+		else
+			snprintf(p, sizeof(p), "/lk/a-long-name-that-is-stored-"
+				 "in-the-entry-%03d", i);
+		rc = r4_create(T, p, &a, 0, NULL, NULL, &E);
+	}
+	OKE(rc, "600 files in /lk");
+	OKE(commit(), "commit");
+	tap_require(eu_open(IMG, &V) == 0, "cannot open %s", IMG);
+	for (int i = 0; i < 600; i++) {
+		if (i < 300)
+			snprintf(p, sizeof(p), "/lk/n%03d", i);
+		else
+			snprintf(p, sizeof(p), "/lk/a-long-name-that-is-stored-"
+				 "in-the-entry-%03d", i);
+		if (!r4_lookup(V, p, &seen[i], &E))
+			found++;
+		for (int j = 0; j < i && distinct; j++)
+			distinct = seen[j].oid != seen[i].oid;
+	}
+	for (int i = 0; i < 300; i++) {
+		snprintf(p, sizeof(p), i % 3 == 0 ? "/lk/n%03dx" :
+			 i % 3 == 1 ? "/lk/m%03d" : "/lk/a-long-name-that-is-"
+			 "stored-in-the-entry-%03d", i);
+		absent += r4_lookup(V, p, &o, &E) == R4_ENOTFOUND;
+	}
+	is_int(found, 600, "every name of /lk is found");
+	ok(distinct, "each name leads to its own object");
+	is_int(absent, 300, "names not in /lk are not found");
+	eu_close(V);
+}
+
 static void on_mkfs(void)
 {
 	printf("# volume made by r4_mkfs (formatting smart)\n");
@@ -561,6 +610,7 @@ static void on_mkfs(void)
 	aborts();
 	heir();		/* last: r4ref's manifest cannot read ccreg40 */
 	plan_cache();
+	lookups();
 }
 
 /* A libreiser4-made volume (formatting=tails) with content: its checks. */
@@ -601,7 +651,8 @@ static void on_r4ref(void)
 
 int main(void)
 {
-	plan(161 + HEIR_CHECKS + PCACHE_CHECKS + PLAN_CHECKS);
+	plan(161 + HEIR_CHECKS + PCACHE_CHECKS + PLAN_CHECKS +
+	     LOOKUP_CHECKS);
 	eu_init("test_edit");
 	on_mkfs();
 	on_r4ref();
