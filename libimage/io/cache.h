@@ -34,6 +34,14 @@ struct io_cache {
 	struct io_block *lru_head, *lru_tail;	/* head = most recent */
 	size_t count, max;
 	uint64_t hits, misses;
+	/* Block buffers: carved from slabs (cache.c) and recycled through
+	 * a free list (a transaction holds every node it writes: thousands
+	 * of buffers, which malloc serves slowly from a heap full of small
+	 * item bodies); given back at fini. */
+	uint8_t **slab;
+	size_t nslab, capslab, slab_used, slab_cap, nbuf;
+	uint8_t **freebuf;
+	size_t nfree, capfree;
 };
 
 int io_cache_init(struct io_cache *c, struct io_dev *dev, uint32_t blksize,

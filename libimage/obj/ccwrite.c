@@ -42,8 +42,55 @@ static int dir_member(const struct obj_sd *dsd, const struct obj_sd *rsd,
 	return v;
 }
 
+static int pset_same(const struct fmt_pset *a, const struct fmt_pset *b)
+{
+	if (a->count != b->count || a->count > FMT_PSET_MAX_SLOTS)
+		return 0;
+	for (unsigned i = 0; i < a->count; i++)
+		if (a->member[i] != b->member[i] || a->id[i] != b->id[i])
+			return 0;
+	return 1;
+}
+
+void obj_new_plan_sd(struct r4_txn *x, uint64_t oid,
+		     const struct fmt_stat *st)
+{
+	if (!x->plan_ok)
+		return;
+	if (oid == x->plan_dir && (!st || !pset_same(&st->hset, &x->plan_dh) ||
+				   !pset_same(&st->pset, &x->plan_dp)))
+		x->plan_ok = 0;
+	if (oid == FMT_ROOT_OID && (!st || !pset_same(&st->pset,
+						      &x->plan_rp)))
+		x->plan_ok = 0;
+}
+
+static int plan_make(struct r4_txn *x, const struct r4_objref *dir,
+		     struct obj_new_plan *p, struct r4_error *err);
+
+/* The plan of the last new file's directory again (a batch of files
+ * into one directory reads its stat data and the root's once). */
 int obj_new_plan(struct r4_txn *x, const struct r4_objref *dir,
 		 struct obj_new_plan *p, struct r4_error *err)
+{
+	int rc;
+
+	if (x->plan_ok && x->plan_dir == dir->oid) {
+		*p = x->plan;
+		return 0;
+	}
+	x->plan_ok = 0;
+	rc = plan_make(x, dir, p, err);
+	if (!rc) {
+		x->plan = *p;
+		x->plan_dir = dir->oid;
+		x->plan_ok = 1;
+	}
+	return rc;
+}
+
+static int plan_make(struct r4_txn *x, const struct r4_objref *dir,
+		     struct obj_new_plan *p, struct r4_error *err)
 {
 	struct r4_objref root = { FMT_ROOT_LOCALITY, 0, FMT_ROOT_OID };
 	struct obj_sd dsd, rsd;
@@ -61,6 +108,9 @@ int obj_new_plan(struct r4_txn *x, const struct r4_objref *dir,
 		}
 		have_root = 1;
 	}
+	x->plan_dh = dsd.st.hset;
+	x->plan_dp = dsd.st.pset;
+	x->plan_rp = have_root ? rsd.st.pset : dsd.st.pset;
 	/* doc/compress.md §5.1: the create plugin */
 	v = dir_member(&dsd, have_root ? &rsd : NULL, FMT_PSET_CREATE);
 	if (x->prof_set & (1u << R4_PT_CREATE))

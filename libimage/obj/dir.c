@@ -153,6 +153,66 @@ static int find_fn(void *ctx, const char *name, size_t len,
 	return FIND_FOUND;
 }
 
+/* find_fn over the entries of cde40 item it from the first whose key is
+ * >= f->key (found by halving: a directory item holds its entries in key
+ * order): FIND_FOUND, FIND_PAST, 0 when every entry is below the key
+ * (the next item may hold it), or an error. */
+static int item_find(struct r4_vol *vol, const struct tree_item *it,
+		     struct find *f, struct r4_error *err)
+{
+	struct fmt_cde40_entry e;
+	struct r4_objref target;
+	struct fmt_key ek;
+	char name[NAME_MAX_BYTES + 1];
+	size_t len = 0;
+	int n, lo = 0, hi, rc, bad = -1;
+	const char *why = fmt_cde40_verify(it->body, it->len, vol->keypol,
+					   &bad);
+
+	if (why)
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u "
+			       "(cde40), entry %d: %s", obj_vol_name(vol),
+			       (unsigned long long)it->blk, it->pos, bad, why);
+	n = fmt_cde40_units(it->body, it->len, vol->keypol);
+	for (hi = n; lo < hi;) {
+		int mid = lo + (hi - lo) / 2;
+
+		rc = fmt_cde40_entry(it->body, it->len, vol->keypol,
+				     (unsigned)mid, &e);
+		if (rc)
+			return r4i_fail(err, rc, "%s: tree node %llu, item %u, "
+				       "entry %d: %s", obj_vol_name(vol),
+				       (unsigned long long)it->blk, it->pos,
+				       mid, r4_strerror(rc));
+		fmt_cde40_entry_key(&it->key, &e, &ek);
+		if (fmt_key_cmp(&ek, f->key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (int u = lo; u < n; u++) {
+		rc = fmt_cde40_entry(it->body, it->len, vol->keypol,
+				     (unsigned)u, &e);
+		if (rc)
+			return r4i_fail(err, rc, "%s: tree node %llu, item %u, "
+				       "entry %d: %s", obj_vol_name(vol),
+				       (unsigned long long)it->blk, it->pos,
+				       u, r4_strerror(rc));
+		fmt_cde40_entry_key(&it->key, &e, &ek);
+		if (fmt_key_cmp(&ek, f->key) > 0)
+			return FIND_PAST;
+		rc = entry_name(vol, it, &e, (unsigned)u, &ek, name, &len,
+				err);
+		if (rc)
+			return rc;
+		obj_ref_from_key(&e.target, &target);
+		rc = find_fn(f, name, len, &ek, &target);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int obj_dir_find(struct r4_vol *vol, uint64_t dir_oid, const char *name,
 		 size_t len, int hash, int fibre, struct r4_objref *out,
 		 struct r4_error *err)
@@ -176,13 +236,23 @@ int obj_dir_find(struct r4_vol *vol, uint64_t dir_oid, const char *name,
 	if (!rc) {
 		rc = tree_cur(&c, &it, err);
 		if (!rc && (fmt_key_type(&it.key) != FMT_KEY_FILE_NAME ||
-			    fmt_key_locality(&it.key) != dir_oid))
+			    fmt_key_locality(&it.key) != dir_oid)) {
 			rc = tree_next(&c, err);
+		} else if (!rc && it.plugin_id == FMT_ITEM_CDE40) {
+			/* the item that may hold the key: halve it, go on
+			 * to the next ones only when the key is past it */
+			rc = item_find(vol, &it, &f, err);
+			if (!rc)
+				rc = tree_next(&c, err);
+			else if (rc == FIND_FOUND || rc == FIND_PAST)
+				goto done;
+		}
 	} else if (rc == R4_ENOTFOUND) {
 		rc = tree_seek_ge(&c, &k, err);
 	}
 	if (!rc)
 		rc = iter_from(vol, &c, dir_oid, find_fn, &f, err);
+done:
 	tree_cursor_fini(&c);
 	if (rc == FIND_FOUND)
 		return 0;

@@ -99,6 +99,7 @@ int r4_txn_commit(struct r4_txn *x, struct r4_error *err)
 	tree_mod_fini(&x->mod);
 	obj_ccenc_free(x->cc);
 	edit_forget_dir(x);
+	obj_txn_scratch_free(x);
 	free(x);
 	return rc;
 }
@@ -113,6 +114,7 @@ void r4_txn_abort(struct r4_txn *x)
 	tree_mod_fini(&x->mod);
 	obj_ccenc_free(x->cc);
 	edit_forget_dir(x);
+	obj_txn_scratch_free(x);
 	free(x);
 }
 
@@ -132,6 +134,7 @@ int r4_txn_set_create(struct r4_txn *x, const uint16_t *plugin,
 		return r4i_fail(err, R4_EINVAL, "create: not a regular file "
 			       "plugin");
 	x->prof_set = set;
+	x->plan_ok = 0;		/* the plans change with the profile */
 	for (unsigned i = 0; i < R4_PT_COUNT; i++)
 		x->prof[i] = set & (1u << i) ? plugin[i] : 0;
 	return 0;

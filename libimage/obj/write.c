@@ -50,6 +50,7 @@ int obj_sd_write(struct r4_txn *x, const struct r4_objref *ref,
 		return r4i_fail(err, R4_EINVAL, "object %llx: stat data of "
 			       "%zu bytes does not fit in a node",
 			       (unsigned long long)ref->oid, len);
+	obj_new_plan_sd(x, ref->oid, st);
 	buf = malloc(len);
 	if (!buf)
 		return r4i_fail(err, -ENOMEM, "out of memory");
@@ -71,6 +72,7 @@ int obj_sd_delete(struct r4_txn *x, const struct r4_objref *ref,
 {
 	struct fmt_key k;
 
+	obj_new_plan_sd(x, ref->oid, NULL);
 	obj_sd_key(x->vol, ref, &k);
 	return tree_delete(&x->mod, 1, &k, err);
 }
@@ -97,7 +99,9 @@ int obj_dir_account(struct r4_txn *x, const struct r4_objref *dir,
 
 /* ---- entries ---------------------------------------------------------- */
 
-/* The cde40 item of the directory whose key is the largest <= k. */
+/* The cde40 item of the directory whose key is the largest <= k. body
+ * and e are the transaction's scratch buffers (x->cde_in, x->cde_e):
+ * one struct cde at a time. */
 struct cde {
 	struct fmt_key key;
 	uint8_t *body;
@@ -108,9 +112,18 @@ struct cde {
 
 static void cde_free(struct cde *c)
 {
-	free(c->body);
-	free(c->e);
 	memset(c, 0, sizeof(*c));
+}
+
+void obj_txn_scratch_free(struct r4_txn *x)
+{
+	free(x->cde_e);
+	free(x->cde_in);
+	free(x->cde_out[0]);
+	free(x->cde_out[1]);
+	x->cde_e = NULL;
+	x->cde_in = x->cde_out[0] = x->cde_out[1] = NULL;
+	x->cde_ecap = x->cde_incap = x->cde_outcap[0] = x->cde_outcap[1] = 0;
 }
 
 static int cde_decode(struct r4_txn *x, struct cde *c, struct r4_error *err)
@@ -123,9 +136,11 @@ static int cde_decode(struct r4_txn *x, struct cde *c, struct r4_error *err)
 		return r4i_fail(err, R4_ECORRUPT, "%s: directory item: entry "
 			       "%d: %s", obj_vol_name(x->vol), bad, why);
 	c->n = fmt_cde40_units(c->body, c->len, pol);
-	c->e = calloc((size_t)c->n + 1, sizeof(*c->e));
-	if (!c->e)
+	/* room for one more: obj_entry_add inserts in place */
+	if (R4_RESERVE(x->cde_e, x->cde_ecap, (size_t)c->n + 1, 64))
 		return r4i_fail(err, -ENOMEM, "out of memory");
+	c->e = x->cde_e;
+	memset(c->e, 0, ((size_t)c->n + 1) * sizeof(*c->e));
 	for (int i = 0; !rc && i < c->n; i++)
 		rc = fmt_cde40_entry(c->body, c->len, pol, (unsigned)i,
 				     &c->e[i]);
@@ -155,11 +170,13 @@ static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
 	if (!rc) {
 		c->key = it.key;
 		c->len = it.len;
-		c->body = malloc(it.len);
-		if (c->body)
+		if (!R4_RESERVE(x->cde_in, x->cde_incap, it.len ? it.len : 1,
+				1024)) {
+			c->body = x->cde_in;
 			memcpy(c->body, it.body, it.len);
-		else
+		} else {
 			rc = r4i_fail(err, -ENOMEM, "out of memory");
+		}
 	}
 	tree_cursor_fini(&cur);
 	if (!rc)
@@ -209,7 +226,7 @@ static int cde_store(struct r4_txn *x, const struct cde *c,
 	enum fmt_key_policy pol = x->vol->keypol;
 	struct tree_newitem it[2];
 	uint8_t *buf[2] = { NULL, NULL };
-	size_t parts = 1, cut[3] = { 0, n, n }, size;
+	size_t parts = 1, cut[3] = { 0, n, n }, size = 0;
 	int rc = 0;
 
 	if (!n)
@@ -223,9 +240,10 @@ static int cde_store(struct r4_txn *x, const struct cde *c,
 		size_t k = cut[p + 1] - cut[p];
 
 		rc = fmt_cde40_size(e + cut[p], k, pol, &size);
-		buf[p] = rc ? NULL : malloc(size);
-		if (!rc && !buf[p])
+		if (!rc && R4_RESERVE(x->cde_out[p], x->cde_outcap[p], size,
+				      1024))
 			rc = -ENOMEM;
+		buf[p] = rc ? NULL : x->cde_out[p];
 		if (!rc)
 			rc = fmt_cde40_encode(e + cut[p], k, pol, buf[p], size);
 		fmt_cde40_entry_key(&c->key, &e[cut[p]], &it[p].key);
@@ -239,8 +257,6 @@ static int cde_store(struct r4_txn *x, const struct cde *c,
 	else
 		rc = tree_put_items(&x->mod, 1, insert ? &it[0].key : &c->key,
 				    !insert, it, parts, err);
-	free(buf[0]);
-	free(buf[1]);
 	return rc;
 }
 

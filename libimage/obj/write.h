@@ -12,6 +12,15 @@
 
 struct obj_ccenc;
 
+/* New regular files (ccwrite.c): what the kernel would store in a
+ * directory (doc/compress.md §5.1). */
+struct obj_new_plan {
+	int cc;			/* ccreg40, else reg40 */
+	unsigned v[3];		/* compress, compressMode, cluster ids */
+	unsigned own;		/* bit i: v[i] differs from the root's */
+	unsigned shift, compress, cmode;
+};
+
 struct r4_txn {
 	struct r4_vol *vol;
 	struct txn *t;
@@ -36,7 +45,25 @@ struct r4_txn {
 	size_t pd_len;
 	struct r4_objref pd_ref;
 	int pd_hash, pd_fibre;
+	/* obj_new_plan's last answer, for the files of directory plan_dir:
+	 * valid while that directory's heir and plugin sets and the root's
+	 * plugin set are the ones it was made from (obj_sd_write compares,
+	 * r4_txn_set_create forgets) */
+	int plan_ok;
+	uint64_t plan_dir;
+	struct fmt_pset plan_dh, plan_dp, plan_rp;
+	struct obj_new_plan plan;
+	/* write.c's directory items: the decoded entries, a copy of the
+	 * item and the encoded new items, reused from one entry change to
+	 * the next (freed by obj_txn_scratch_free) */
+	struct fmt_cde40_entry *cde_e;
+	size_t cde_ecap;
+	uint8_t *cde_in, *cde_out[2];
+	size_t cde_incap, cde_outcap[2];
 };
+
+/* Free what write.c keeps between entry changes. */
+void obj_txn_scratch_free(struct r4_txn *x);
 
 /* A directory with the plugins its entries' keys use. */
 struct obj_dir {
@@ -88,16 +115,13 @@ int obj_body_truncate(struct r4_txn *x, const struct r4_objref *ref,
 		      uint64_t old, uint64_t size, uint64_t *bytes,
 		      struct r4_error *err);
 
-/* New regular files (ccwrite.c): what the kernel would store in a
- * directory (doc/compress.md §5.1). */
-struct obj_new_plan {
-	int cc;			/* ccreg40, else reg40 */
-	unsigned v[3];		/* compress, compressMode, cluster ids */
-	unsigned own;		/* bit i: v[i] differs from the root's */
-	unsigned shift, compress, cmode;
-};
+/* New regular files (ccwrite.c): struct obj_new_plan is above. */
 int obj_new_plan(struct r4_txn *x, const struct r4_objref *dir,
 		 struct obj_new_plan *p, struct r4_error *err);
+/* Stat data st is written for object oid: forget a plan made from the
+ * sets it changes. */
+void obj_new_plan_sd(struct r4_txn *x, uint64_t oid,
+		     const struct fmt_stat *st);
 /* The file's own plugin set: ccreg40 and the members that differ. */
 void obj_new_plan_pset(const struct obj_new_plan *p, struct fmt_stat *st);
 /* A ccreg40 body from fn; *converted when conv made it an ordinary

@@ -483,6 +483,114 @@ static void heir(void)
 	ok(eu_check(IMG), "heir: r4_check is clean");
 }
 
+/* The plan of new files is kept for the next file of the same
+ * directory (obj_new_plan): it must follow a change of the directory's
+ * heir set, or of the transaction's create profile, made between two
+ * files of one transaction. */
+#define PLAN_CHECKS 10
+static int plugin_of(const char *path)
+{
+	struct r4_objref ref;
+	struct obj_sd sd;
+	int rc = r4_lookup(V, path, &ref, &E), p;
+
+	if (rc || obj_sd_get(V, &ref, &sd, &E))
+		return -1;
+	p = sd.plugin;
+	obj_sd_put(&sd);
+	return p;
+}
+
+static void plan_cache(void)
+{
+	const uint16_t cc[R4_PT_COUNT] = { [R4_PT_CREATE] = FMT_OBJ_CCREG40 };
+	struct r4_objref ref;
+	struct obj_sd sd;
+	int rc;
+
+	if (begin())
+		return;
+	OKE(mkd("/pl"), "mkdir /pl");
+	OKE(mkd("/pl2"), "mkdir /pl2");
+	OKE(mkfile("/pl/a", 5000, 31), "create /pl/a (the root's reg40)");
+	rc = r4_lookup(V, "/pl", &ref, &E);
+	if (!rc)
+		rc = obj_sd_get(V, &ref, &sd, &E);
+	if (!rc) {
+		sd.st.mask |= 1u << FMT_SDEXT_HSET;
+		sd.st.hset.count = 1;
+		sd.st.hset.member[0] = FMT_PSET_CREATE;
+		sd.st.hset.id[0] = FMT_OBJ_CCREG40;
+		rc = obj_sd_write(T, &ref, &sd.st, 0, &E);
+		obj_sd_put(&sd);
+	}
+	OKE(rc, "an heir set create=ccreg40 on /pl, same transaction");
+	OKE(mkfile("/pl/b", 5000, 32), "create /pl/b");
+	OKE(mkfile("/pl2/a", 5000, 33), "create /pl2/a");
+	OKE(r4_txn_set_create(T, cc, 1u << R4_PT_CREATE, &E),
+	    "create=ccreg40 for the rest of the transaction");
+	OKE(mkfile("/pl2/b", 5000, 34), "create /pl2/b");
+	OKE(commit(), "commit");
+	tap_require(eu_open(IMG, &V) == 0, "cannot open %s", IMG);
+	ok(plugin_of("/pl/a") == FMT_OBJ_REG40 &&
+	   plugin_of("/pl/b") == FMT_OBJ_CCREG40 &&
+	   plugin_of("/pl2/a") == FMT_OBJ_REG40 &&
+	   plugin_of("/pl2/b") == FMT_OBJ_CCREG40,
+	   "/pl/a, /pl2/a reg40; /pl/b (heir set), /pl2/b (profile) "
+	   "ccreg40: got %d %d %d %d", plugin_of("/pl/a"),
+	   plugin_of("/pl/b"), plugin_of("/pl2/a"), plugin_of("/pl2/b"));
+	eu_close(V);
+}
+
+/* Name lookups halve a directory item (obj_dir_find): every name of a
+ * directory of 300 short and 300 long names (the long ones share their
+ * first 40 bytes) is found, with its own object; names between them,
+ * before and after them are not. */
+#define LOOKUP_CHECKS 6
+static void lookups(void)
+{
+	struct r4_attr a = A(S_IFREG | 0644);
+	struct r4_objref o, seen[600];
+	char p[160];
+	int rc = 0, found = 0, absent = 0, distinct = 1;
+
+	if (begin())
+		return;
+	OKE(mkd("/lk"), "mkdir /lk");
+	for (int i = 0; i < 600 && !rc; i++) {
+		if (i < 300)
+			snprintf(p, sizeof(p), "/lk/n%03d", i);
+		else
+			snprintf(p, sizeof(p), "/lk/a-long-name-that-is-stored-"
+				 "in-the-entry-%03d", i);
+		rc = r4_create(T, p, &a, 0, NULL, NULL, &E);
+	}
+	OKE(rc, "600 files in /lk");
+	OKE(commit(), "commit");
+	tap_require(eu_open(IMG, &V) == 0, "cannot open %s", IMG);
+	for (int i = 0; i < 600; i++) {
+		if (i < 300)
+			snprintf(p, sizeof(p), "/lk/n%03d", i);
+		else
+			snprintf(p, sizeof(p), "/lk/a-long-name-that-is-stored-"
+				 "in-the-entry-%03d", i);
+		if (!r4_lookup(V, p, &seen[i], &E))
+			found++;
+		for (int j = 0; j < i && distinct; j++)
+			distinct = seen[j].oid != seen[i].oid;
+	}
+	for (int i = 0; i < 300; i++) {
+		snprintf(p, sizeof(p), i % 3 == 0 ? "/lk/n%03dx" :
+			 i % 3 == 1 ? "/lk/m%03d" : "/lk/a-long-name-that-is-"
+			 "stored-in-the-entry-%03d", i);
+		absent += r4_lookup(V, p, &o, &E) == R4_ENOTFOUND;
+	}
+	is_int(found, 600, "every name of /lk is found");
+	ok(distinct, "each name leads to its own object");
+	is_int(absent, 300, "names not in /lk are not found");
+	eu_close(V);
+}
+
 static void on_mkfs(void)
 {
 	printf("# volume made by r4_mkfs (formatting smart)\n");
@@ -501,6 +609,8 @@ static void on_mkfs(void)
 	add_parent_cache();
 	aborts();
 	heir();		/* last: r4ref's manifest cannot read ccreg40 */
+	plan_cache();
+	lookups();
 }
 
 /* A libreiser4-made volume (formatting=tails) with content: its checks. */
@@ -541,7 +651,8 @@ static void on_r4ref(void)
 
 int main(void)
 {
-	plan(161 + HEIR_CHECKS + PCACHE_CHECKS);
+	plan(161 + HEIR_CHECKS + PCACHE_CHECKS + PLAN_CHECKS +
+	     LOOKUP_CHECKS);
 	eu_init("test_edit");
 	on_mkfs();
 	on_r4ref();

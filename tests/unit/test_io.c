@@ -132,6 +132,63 @@ static void test_cache_read(void)
 	io_close(dev);
 }
 
+/* Block buffers come from slabs and are recycled: hundreds of pinned
+ * blocks (more than a slab) each keep their own bytes while others are
+ * discarded and their buffers given to new blocks. */
+#define NBUF 1200
+static int all_intact(struct io_block **b, const uint64_t *nr, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < 4096; k += 512)
+			if (b[i]->data[k] != (uint8_t)(nr[i] * 7 + 1) ||
+			    b[i]->data[4095] != (uint8_t)nr[i])
+				return 0;
+	return 1;
+}
+
+static void fill(struct io_block *b, uint64_t nr)
+{
+	memset(b->data, (int)(uint8_t)(nr * 7 + 1), 4096);
+	b->data[4095] = (uint8_t)nr;
+}
+
+static void test_cache_buffers(void)
+{
+	static struct io_block *b[NBUF];
+	static uint64_t nr[NBUF];
+	struct io_dev *dev = NULL;
+	struct io_cache c;
+	int zero = 1;
+
+	tap_must(io_open(path, IO_RDWR, &dev, NULL, NULL));
+	tap_must(io_resize(dev, 16u << 20, NULL));
+	tap_must(io_cache_init(&c, dev, 4096, 16, NULL));
+	for (size_t i = 0; i < NBUF; i++) {
+		nr[i] = 500 + i;
+		tap_must(io_cache_new(&c, nr[i], &b[i], NULL));
+		fill(b[i], nr[i]);
+	}
+	ok(all_intact(b, nr, NBUF), "%d pinned new blocks keep their own "
+	   "bytes", NBUF);
+	/* every other one goes; new blocks take their buffers */
+	for (size_t i = 0; i < NBUF; i += 2)
+		io_cache_discard(&c, b[i]);
+	for (size_t i = 0; i < NBUF; i += 2) {
+		nr[i] = 1800 + i / 2;
+		tap_must(io_cache_new(&c, nr[i], &b[i], NULL));
+		for (size_t k = 0; k < 4096; k++)
+			zero &= b[i]->data[k] == 0;
+		fill(b[i], nr[i]);
+	}
+	ok(zero, "a recycled buffer starts zero-filled");
+	ok(all_intact(b, nr, NBUF), "after recycling, each block still has "
+	   "its own bytes");
+	for (size_t i = 0; i < NBUF; i++)
+		io_cache_put(&c, b[i]);
+	is_int((int)io_cache_fini(&c), 0, "no reference left");
+	io_close(dev);
+}
+
 /* A message longer than R4_ERRMSG_MAX keeps its start and its end
  * (where the reason is), cut in the middle on a character boundary. */
 static void test_long_message(void)
@@ -183,6 +240,7 @@ int main(void)
 	test_dev();
 	test_cache();
 	test_cache_read();
+	test_cache_buffers();
 	test_long_message();
 	unlink(path);
 	return tap_done();
