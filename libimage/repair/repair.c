@@ -197,8 +197,11 @@ static int rounds(struct rep *R)
 		else if (R->o->mode == R4_REPAIR_FIX &&
 			 R->codes[R4_CHK_BLOCK_SHARED])
 			rc = rep_fix_shared(R, &changed);
-		else if (R->o->mode == R4_REPAIR_FIX)
-			rc = rep_fix_objects(R, &changed);
+		else if (R->o->mode == R4_REPAIR_FIX) {
+			rc = rep_fix_cc(R, &changed);
+			if (!rc && !changed)
+				rc = rep_fix_objects(R, &changed);
+		}
 		if (rc || !changed)
 			break;
 		rc = run_check(R, 0);

@@ -38,6 +38,9 @@ int rep_rebuild_tree(struct rep *R, int *changed);
 /* Blocks claimed twice: copies for the extents that do not keep them
  * (twice.c). */
 int rep_fix_shared(struct rep *R, int *changed);
+/* Compressed files whose clusters or stat data disagree (cc.c); does
+ * nothing unless the round found compressed-cluster or body problems. */
+int rep_fix_cc(struct rep *R, int *changed);
 /* Objects and names (objects.c). */
 int rep_fix_objects(struct rep *R, int *changed);
 /* 1 when body items without stat data carry the object id of an
