@@ -64,8 +64,9 @@ goodc() {
 # hitc IMAGE: change one byte (XOR with 1..255) in the body of a random
 # ctail40 item (its shift byte or cluster bytes); HIT says where.
 hitc() {
-	local img=$1 line blk at len off v
-	line=$(sed -n "$((RANDOM % NCTAILS + 1))p" "$T/ctails")
+	local img=$1 line blk at len off v k
+	k=$((RANDOM % NCTAILS + 1))	# not in $(...): see hit
+	line=$(sed -n "${k}p" "$T/ctails")
 	read -r blk at len <<<"$line"
 	off=$((blk * 4096 + at + RANDOM % len))
 	v=$(( $(peek "$img" $off 1) ^ (RANDOM % 255 + 1) ))
