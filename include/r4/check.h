@@ -50,6 +50,7 @@ enum r4_check_code {
 	R4_CHK_TRUNCATED,	/* image shorter than the block count (found
 				 * before the open, by r4fsck) */
 	R4_CHK_BLOCK_SHARED,	/* file data in a block another owner has */
+	R4_CHK_CLUSTER,		/* a compressed file's cluster unreadable */
 	R4_CHK_CODE_COUNT
 };
 

@@ -33,7 +33,7 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 			    fmt_object_name(sd.plugin) ?
 			    fmt_object_name(sd.plugin) : "unknown");
 	} else if (obj_cc_verify(c->vol, &ref, &sd, &n, &e)) {
-		chk_problem(c, e.code == -ENOMEM ? R4_CHK_BODY : R4_CHK_ITEM,
+		chk_problem(c, e.code == -ENOMEM ? R4_CHK_BODY : R4_CHK_CLUSTER,
 			    b->blk, b->item, &k, "compressed file: %s",
 			    e.msg[0] ? e.msg : r4_strerror(e.code));
 	}

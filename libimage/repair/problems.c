@@ -155,6 +155,13 @@ static const struct r4_problem_info table[] = {
 	  "fresh block holding a copy of its bytes, its unit split and "
 	  "repointed (no byte lost). A node two parents point at is tree "
 	  "damage (block-twice): it cannot be copied" },
+	{ R4_CHK_CLUSTER, NULL, BIKO,
+	  "compressed file {oid}: a cluster cannot be read (layout, "
+	  "checksum or decompression): {what}", R4_FIX_YES,
+	  "a plugin set or size that the clusters contradict is mended from "
+	  "them (no byte lost); a cluster still unreadable loses its ctail40 "
+	  "items and reads as zeros, as the kernel reads a cluster without "
+	  "items (reported as a zeroed range)" },
 };
 
 const struct r4_problem_info *r4_problem_info(int code)

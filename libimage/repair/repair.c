@@ -205,6 +205,10 @@ static int rounds(struct rep *R)
 			if (R->codes[R4_CHK_ENTRY] ||
 			    R->codes[R4_CHK_OBJECT_DUP])
 				rc = rep_fix_keys(R, &changed);
+			/* then compressed files whose clusters or stat
+			 * data disagree (cc.c) */
+			if (!rc && !changed)
+				rc = rep_fix_cc(R, &changed);
 			if (!rc && !changed)
 				rc = rep_fix_objects(R, &changed);
 		}

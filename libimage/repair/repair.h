@@ -48,6 +48,9 @@ int rep_named_keys(struct rep *R, struct fmt_key **out, size_t *n);
  * 0, R4_ECORRUPT or -ENOMEM. */
 int rep_entry_name(struct chk *c, const struct chk_ent *e, char **name,
 		   size_t *len);
+/* Compressed files whose clusters or stat data disagree (cc.c); does
+ * nothing unless the round found compressed-cluster or body problems. */
+int rep_fix_cc(struct rep *R, int *changed);
 /* Objects and names (objects.c). */
 int rep_fix_objects(struct rep *R, int *changed);
 /* 1 when body items without stat data carry the object id of an

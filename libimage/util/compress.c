@@ -272,3 +272,50 @@ int r4_codec_decompress(struct r4_codec *c, const uint8_t *src, size_t slen,
 		return zstd_decompress(c, src, slen, dst, dlen, why);
 	}
 }
+
+int r4_codec_decompress_len(struct r4_codec *c, const uint8_t *src,
+			    size_t slen, uint8_t *dst, size_t dcap,
+			    size_t *dlen)
+{
+	if (c->id == FMT_COMPRESS_LZO1) {
+		lzo_uint out = dcap;
+
+		if (lzo1x_decompress_safe(src, slen, dst, &out, NULL) !=
+		    LZO_E_OK)
+			return R4_ECORRUPT;
+		*dlen = out;
+		return 0;
+	}
+	if (c->id == FMT_COMPRESS_GZIP1) {
+		if (!c->inf_ready) {
+			memset(&c->inf, 0, sizeof(c->inf));
+			if (inflateInit2(&c->inf, -GZIP1_WBITS) != Z_OK)
+				return -ENOMEM;
+			c->inf_ready = 1;
+		} else if (inflateReset(&c->inf) != Z_OK) {
+			return -ENOMEM;
+		}
+		c->inf.next_in = (Bytef *)(uintptr_t)src;
+		c->inf.avail_in = (uInt)slen;
+		c->inf.next_out = dst;
+		c->inf.avail_out = (uInt)dcap;
+		if (inflate(&c->inf, Z_FINISH) != Z_STREAM_END ||
+		    c->inf.avail_in != 0)
+			return R4_ECORRUPT;
+		*dlen = dcap - c->inf.avail_out;
+		return 0;
+	}
+	if (!c->zd) {
+		c->zd = ZSTD_createDCtx();
+		if (!c->zd)
+			return -ENOMEM;
+	}
+	{
+		size_t r = ZSTD_decompressDCtx(c->zd, dst, dcap, src, slen);
+
+		if (ZSTD_isError(r))
+			return R4_ECORRUPT;
+		*dlen = r;
+	}
+	return 0;
+}

@@ -33,4 +33,12 @@ int r4_codec_compress(struct r4_codec *c, const uint8_t *src, size_t slen,
 int r4_codec_decompress(struct r4_codec *c, const uint8_t *src, size_t slen,
 			uint8_t *dst, size_t dlen, const char **why);
 
+/* Decompress the stream src (slen bytes) into at most dcap bytes, the
+ * length it yields in *dlen: for a disk cluster whose logical size is not
+ * known (the repair, when a file's size is). R4_ECORRUPT when the stream
+ * is malformed, has bytes left over or yields more than dcap. */
+int r4_codec_decompress_len(struct r4_codec *c, const uint8_t *src,
+			    size_t slen, uint8_t *dst, size_t dcap,
+			    size_t *dlen);
+
 #endif

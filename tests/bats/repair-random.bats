@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Random damage, fixed seeds: bytes changed in the node headers and item
-# headers of a good populated volume (three levels: root, twigs, leaves).
+# headers of a good populated volume (three levels: root, twigs, leaves),
+# and in the ctail40 item bodies of the same kind of volume with its
+# files compressed (doc/compress.md §7).
 # For each damaged image: r4fsck -y ends (no crash, no hang: timeout)
 # with exit 0 or 1 (fsck(8)): always clean after one repair (exit 4,
 # problems left, is a failure, and so is an operational error, 8); a
@@ -40,6 +42,38 @@ good() {
 	[ "$(wc -l <"$T/nodes")" -gt 100 ]
 }
 
+# The same volume with its files compressed (r4pack --compress: zstd1,
+# 64K clusters), and its ctail40 items ("block body-offset length"
+# lines in $T/ctails).
+goodc() {
+	local s=$T/src i
+	mkdir -p "$s/a" "$s/b"
+	seq 1 60000 | awk '{ print $1 * 7919 % 104729, $1 }' >"$T/base"
+	for i in $(seq 1 150); do tail -c +$((i * 13)) "$T/base" | head -c $((i * 97 % 9000)) >"$s/a/f$i"; done
+	for i in $(seq 1 40); do tail -c +$((i * 17)) "$T/base" | head -c $((i * 3131 % 150000)) >"$s/b/g$i"; done
+	for i in $(seq 1 30); do echo "top $i" >"$s/t$i"; done
+	find "$s" -exec touch -h -d @1600000000 {} +
+	r4pack create -q --compress "$s" "$T/good.img"
+	r4manifest "$T/good.img" | awk -F '\t' '$2 != "d"' | cut -f 1-11 >"$T/good.files"
+	r4debugfs -R "print tree" "$T/good.img" | awk '
+		/^node / { blk = $2; sub(":", "", blk) }
+		/^#[0-9]* ctail40 / { print blk, $(NF - 4), $(NF - 2) }' >"$T/ctails"
+	[ "$(wc -l <"$T/ctails")" -gt 100 ]
+}
+
+# hitc IMAGE: change one byte (XOR with 1..255) in the body of a random
+# ctail40 item (its shift byte or cluster bytes); HIT says where.
+hitc() {
+	local img=$1 line blk at len off v k
+	k=$((RANDOM % NCTAILS + 1))	# not in $(...): see hit
+	line=$(sed -n "${k}p" "$T/ctails")
+	read -r blk at len <<<"$line"
+	off=$((blk * 4096 + at + RANDOM % len))
+	v=$(( $(peek "$img" $off 1) ^ (RANDOM % 255 + 1) ))
+	poke "$img" $off $v 1
+	HIT="block $blk byte $((off % 4096))"
+}
+
 # hit IMAGE WHERE: change one byte (XOR with 1..255) of a random node
 # (RANDOM, seeded by the caller): WHERE node = its header (28 bytes),
 # item = one of its item headers (38 bytes each, from the block's end).
@@ -67,9 +101,14 @@ loop() {
 	local family=$1 first=$2 seed img rc out fails=0 rebuilt=0 kept=0 k
 	local where total
 	need_oracle
-	good
+	if [ "$family" = ctail ]; then
+		goodc
+		NCTAILS=$(wc -l <"$T/ctails")
+	else
+		good
+		NODES=$(wc -l <"$T/nodes")
+	fi
 	total=$(wc -l <"$T/good.files")
-	NODES=$(wc -l <"$T/nodes")
 	img=$T/d.img
 	for ((seed = first; seed < first + SEEDS; seed++)); do
 		RANDOM=$seed
@@ -85,6 +124,12 @@ loop() {
 				else
 					hit "$img" item
 				fi
+				where+="$HIT; "
+			done
+			;;
+		ctail)
+			for ((k = RANDOM % 3 + 1; k > 0; k--)); do
+				hitc "$img"
 				where+="$HIT; "
 			done
 			;;
@@ -127,4 +172,8 @@ loop() {
 
 @test "random bytes in several headers of several nodes: repaired clean" {
 	loop mixed 2001
+}
+
+@test "random bytes in the ctail40 items of a compressed volume: repaired clean" {
+	loop ctail 3001
 }

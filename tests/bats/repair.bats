@@ -873,7 +873,8 @@ body_ih() {
 		 item extent bitmap-checksum bitmap-tail space-unreferenced \
 		 space-marked-free free-count stat-data object-duplicate oid \
 		 file-count entry dot-entry nlink dir-size file-size body \
-		 unreachable dir-hard-link file-gap truncated block-shared; do
+		 unreachable dir-hard-link file-gap truncated block-shared \
+		 compressed-cluster; do
 		grep -q -- "$(sed 's/-/\\\\-/g' <<<"$c")" "$top_srcdir/man/r4fsck.8"
 	done
 }
@@ -951,6 +952,86 @@ tail_ih() {
 	[[ "$first" == *'"zeroed_ranges": 1, "zeroed_bytes": 100'* ]]
 	kept "$T/bad.img" "/f3	"
 	cmp <(r4debugfs -R "cat /f3" "$T/bad.img" | tail -c +101) <(head -c 1191 "$T/src/f3")
+}
+
+# ---- compressed files (ccreg40, doc/compress.md §7) ----
+
+# A compressed volume (r4pack --compress): /big spans four clusters over
+# many leaves, /small is one raw cluster, /d/text one packed cluster;
+# its manifest in $T/good.man.
+compressed() {
+	local s=$T/src i
+	mkdir -p "$s/d"
+	seq 1 40000 >"$s/big"
+	head -c 100 /dev/urandom >"$s/small"
+	seq 1 2000 >"$s/d/text"
+	head -c 30000 /dev/urandom >"$s/rnd"
+	for i in $(seq 1 20); do echo "file $i" >"$s/d/f$i"; done
+	r4pack create -q --compress "$s" "$T/good.img"
+	r4manifest "$T/good.img" >"$T/good.man"
+	cp "$T/good.img" "$T/bad.img"
+	[[ "$(r4debugfs -R "stat /big" "$T/good.img")" == *ccreg40* ]]
+}
+# Absolute offset of the body of the first item of the second leaf that
+# holds bytes of /big's cluster 1 (a leaf of that cluster alone).
+big_item() {
+	local blk off
+	blk=$(r4debugfs -R "blocks /big" "$1" |
+		sed -n 's/^  file offset 65536, .*tail block \([0-9]*\)$/\1/p' | sed -n 2p)
+	off=$(r4debugfs -R "print node $blk" "$1" |
+		sed -n 's/^#0 ctail40 .* offset \([0-9]*\) len .*/\1/p')
+	[ -n "$blk" ] && [ -n "$off" ] && echo $((blk * 4096 + off))
+}
+
+@test "compressed-cluster: a byte of a packed cluster: its items removed, it reads as zeros (a zeroed range)" {
+	compressed
+	local o
+	o=$(( $(big_item "$T/good.img") + 2000 ))
+	poke "$T/bad.img" $o $(( $(peek "$T/bad.img" $o 1) ^ 0x5a )) 1
+	repaired "$T/bad.img" compressed-cluster
+	[[ "$first" == *"cluster 1 (tree node "*") unreadable: its ctail40 items removed, bytes 65536..131071 now read as zeros"* ]]
+	[[ "$first" == *'"zeroed_ranges": 1, "zeroed_bytes": 65536'* ]]
+	kept "$T/bad.img" "/big	"
+	r4debugfs -R "cat /big" "$T/bad.img" >"$T/big"
+	cmp -n 65536 "$T/big" "$T/src/big"
+	cmp -i 65536 -n 65536 "$T/big" /dev/zero
+	cmp -i 131072 "$T/big" "$T/src/big"
+}
+
+@test "compressed-cluster: a size past the last cluster's bytes: set from them (no byte lost)" {
+	compressed
+	poke "$T/bad.img" $(( $(sd_off "$T/good.img" /small) + 8 )) 1000000 8
+	repaired "$T/bad.img" compressed-cluster
+	[[ "$first" == *"size set to 100 (was 1000000), where its last cluster's bytes end"* ]]
+	kept "$T/bad.img"
+}
+
+@test "compressed-cluster: a cluster shift byte changed in one item of a cluster: set back (no byte lost)" {
+	compressed
+	poke "$T/bad.img" "$(big_item "$T/good.img")" 14 1
+	repaired "$T/bad.img" compressed-cluster
+	[[ "$first" == *"has cluster shift 14, the file's other items 16: set to 16"* ]]
+	kept "$T/bad.img"
+}
+
+@test "body: a compressed file's plugin id damaged: its plugin set mended from its clusters (no byte lost)" {
+	compressed
+	local o
+	o=$(sd_off "$T/good.img" /d/text)
+	[ "$(peek "$T/bad.img" $((o + 60)) 2)" -eq 4 ]	# pset: ccreg40
+	poke "$T/bad.img" $((o + 60)) $((0x77)) 2
+	repaired "$T/bad.img" body
+	[[ "$first" == *"plugin set mended from its clusters: ccreg40 (was unknown)"* ]]
+	kept "$T/bad.img"
+}
+
+@test "body: a compressed body whose stat data was lost: a ccreg40 stat data made for it, every byte read back" {
+	compressed
+	poke "$T/bad.img" "$(sd_off "$T/good.img" /d/text)" $((0xffff)) 2
+	rebuilt "$T/bad.img" body
+	[[ "$first" == *"made anew for its compressed body (ccreg40, 65536-byte clusters, zstd1, size 8893"* ]]
+	kept "$T/bad.img" "/d/text	"
+	r4debugfs -R "cat /d/text" "$T/bad.img" | cmp - "$T/src/d/text"
 }
 
 # sha_of IMAGE PATH: the sha256 of a file of the volume.
