@@ -32,6 +32,7 @@
 #include "libimage/txn/txn.h"
 #include "libimage/util/compress.h"
 #include "libimage/util/err.h"
+#include "r4/util.h"
 #include "format/checksum.h"
 #include "format/cluster.h"
 #include "format/item.h"
@@ -75,15 +76,8 @@ static struct ccop *op_add(struct ccfix *f, int kind, int code,
 {
 	struct ccop *p;
 
-	if (f->n == f->cap) {
-		size_t nc = f->cap ? f->cap * 2 : 32;
-
-		p = realloc(f->v, nc * sizeof(*p));
-		if (!p)
-			return NULL;
-		f->v = p;
-		f->cap = nc;
-	}
+	if (R4_RESERVE(f->v, f->cap, f->n + 1, 32))
+		return NULL;
 	p = &f->v[f->n++];
 	memset(p, 0, sizeof(*p));
 	p->kind = kind;
@@ -689,36 +683,22 @@ static int run_batch(struct ccfix *f, size_t a, size_t b,
 	return 0;
 }
 
+static int batch_of(void *ctx, size_t a, size_t b, struct r4_error *err)
+{
+	return run_batch(ctx, a, b, err);
+}
+
+static void who_of(void *ctx, size_t i, int *code, uint64_t *oid)
+{
+	const struct ccfix *f = ctx;
+
+	*code = f->v[i].code;
+	*oid = f->v[i].ref.oid;
+}
+
 static int run_ops(struct ccfix *f, int *changed)
 {
-	struct rep *R = f->R;
-
-	for (size_t a = 0; a < f->n; a += R->batch) {
-		size_t b = a + R->batch < f->n ? a + R->batch : f->n;
-		struct r4_error e1 = { 0, "" };
-
-		if (!run_batch(f, a, b, &e1)) {
-			*changed = 1;
-			continue;
-		}
-		if (R->vol->failed)
-			return r4i_fail(R->err, e1.code, "%s", e1.msg);
-		for (size_t i = a; i < b; i++) {
-			struct r4_error e2 = { 0, "" };
-
-			if (!run_batch(f, i, i + 1, &e2)) {
-				*changed = 1;
-				continue;
-			}
-			if (R->vol->failed)
-				return r4i_fail(R->err, e2.code, "%s", e2.msg);
-			rep_action(R, f->v[i].code, R4_CHECK_NO_BLOCK,
-				   f->v[i].ref.oid, 0, 0, "could not fix: %s",
-				   e2.msg);
-			R->r->actions--;
-		}
-	}
-	return 0;
+	return rep_batches(f->R, f->n, batch_of, who_of, f, changed);
 }
 
 /* The files to look at: bodies of ctail40 items only, without stat

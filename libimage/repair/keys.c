@@ -38,6 +38,7 @@
 #include "libimage/tree/tree.h"
 #include "libimage/txn/txn.h"
 #include "libimage/util/err.h"
+#include "r4/util.h"
 #include "format/item.h"
 
 #define MODE_FMT 0170000u
@@ -105,15 +106,8 @@ static struct kop *kop_add(struct kplan *p)
 {
 	struct kop *o;
 
-	if (p->n == p->cap) {
-		size_t nc = p->cap ? p->cap * 2 : 16;
-
-		o = realloc(p->v, nc * sizeof(*o));
-		if (!o)
-			return NULL;
-		p->v = o;
-		p->cap = nc;
-	}
+	if (R4_RESERVE(p->v, p->cap, p->n + 1, 16))
+		return NULL;
 	o = &p->v[p->n++];
 	memset(o, 0, sizeof(*o));
 	return o;
@@ -736,41 +730,35 @@ static int run_batch(struct rep *R, struct kplan *p, size_t a, size_t b,
 	return 0;
 }
 
+struct kctx {
+	struct rep *R;
+	struct kplan *p;
+};
+
+static int batch_of(void *ctx, size_t a, size_t b, struct r4_error *err)
+{
+	struct kctx *k = ctx;
+
+	return run_batch(k->R, k->p, a, b, err);
+}
+
+static void who_of(void *ctx, size_t i, int *code, uint64_t *oid)
+{
+	const struct kctx *k = ctx;
+
+	*code = k->p->v[i].kind == KOP_FRESH ? R4_CHK_OBJECT_DUP :
+					       R4_CHK_ENTRY;
+	*oid = fmt_key_objectid(&k->p->v[i].from);
+}
+
 int rep_fix_keys(struct rep *R, int *changed)
 {
 	struct kplan p;
+	struct kctx k = { R, &p };
 	int rc = plan(R, &p, 1);
 
-	for (size_t a = 0; !rc && a < p.n; a += R->batch) {
-		size_t b = a + R->batch < p.n ? a + R->batch : p.n;
-		struct r4_error e1 = { 0, "" };
-
-		if (!run_batch(R, &p, a, b, &e1)) {
-			*changed = 1;
-			continue;
-		}
-		if (R->vol->failed) {
-			rc = r4i_fail(R->err, e1.code, "%s", e1.msg);
-			break;
-		}
-		for (size_t i = a; i < b && !rc; i++) {
-			struct r4_error e2 = { 0, "" };
-
-			if (!run_batch(R, &p, i, i + 1, &e2)) {
-				*changed = 1;
-				continue;
-			}
-			if (R->vol->failed) {
-				rc = r4i_fail(R->err, e2.code, "%s", e2.msg);
-				break;
-			}
-			rep_action(R, p.v[i].kind == KOP_FRESH ?
-				   R4_CHK_OBJECT_DUP : R4_CHK_ENTRY, R4_CHECK_NO_BLOCK,
-				   fmt_key_objectid(&p.v[i].from), 0, 0,
-				   "could not fix: %s", e2.msg);
-			R->r->actions--;
-		}
-	}
+	if (!rc)
+		rc = rep_batches(R, p.n, batch_of, who_of, &k, changed);
 	if (rc == -ENOMEM)
 		rc = r4i_fail(R->err, rc, "out of memory for the repair");
 	kplan_free(&p);

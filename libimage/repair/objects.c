@@ -647,36 +647,22 @@ static int run_batch(struct objfix *f, size_t a, size_t b,
 	return 0;
 }
 
+static int batch_of(void *ctx, size_t a, size_t b, struct r4_error *err)
+{
+	return run_batch(ctx, a, b, err);
+}
+
+static void who_of(void *ctx, size_t i, int *code, uint64_t *oid)
+{
+	const struct objfix *f = ctx;
+
+	*code = f->ops.v[i].code;
+	*oid = f->ops.v[i].obj.oid;
+}
+
 static int run_ops(struct objfix *f, int *changed)
 {
-	struct rep *R = f->R;
-
-	for (size_t a = 0; a < f->ops.n; a += R->batch) {
-		size_t b = a + R->batch < f->ops.n ? a + R->batch : f->ops.n;
-		struct r4_error e1 = { 0, "" };
-
-		if (!run_batch(f, a, b, &e1)) {
-			*changed = 1;
-			continue;
-		}
-		if (R->vol->failed)
-			return r4i_fail(R->err, e1.code, "%s", e1.msg);
-		for (size_t i = a; i < b; i++) {
-			struct r4_error e2 = { 0, "" };
-
-			if (!run_batch(f, i, i + 1, &e2)) {
-				*changed = 1;
-				continue;
-			}
-			if (R->vol->failed)
-				return r4i_fail(R->err, e2.code, "%s", e2.msg);
-			rep_action(R, f->ops.v[i].code, R4_CHECK_NO_BLOCK,
-				   f->ops.v[i].obj.oid, 0, 0, "could not fix: %s",
-				   e2.msg);
-			R->r->actions--;
-		}
-	}
-	return 0;
+	return rep_batches(f->R, f->ops.n, batch_of, who_of, f, changed);
 }
 
 int rep_fix_objects(struct rep *R, int *changed)

@@ -61,6 +61,39 @@ void rep_action(struct rep *R, int code, uint64_t blk, uint64_t oid,
 	R->o->action(R->o->action_ctx, &a);
 }
 
+int rep_batches(struct rep *R, size_t n, rep_batch_fn run,
+		rep_who_fn who, void *ctx, int *changed)
+{
+	for (size_t a = 0; a < n; a += R->batch) {
+		size_t b = a + R->batch < n ? a + R->batch : n;
+		struct r4_error e1 = { 0, "" };
+
+		if (!run(ctx, a, b, &e1)) {
+			*changed = 1;
+			continue;
+		}
+		if (R->vol->failed)
+			return r4i_fail(R->err, e1.code, "%s", e1.msg);
+		for (size_t i = a; i < b; i++) {
+			struct r4_error e2 = { 0, "" };
+			uint64_t oid = 0;
+			int code = 0;
+
+			if (!run(ctx, i, i + 1, &e2)) {
+				*changed = 1;
+				continue;
+			}
+			if (R->vol->failed)
+				return r4i_fail(R->err, e2.code, "%s", e2.msg);
+			who(ctx, i, &code, &oid);
+			rep_action(R, code, R4_CHECK_NO_BLOCK, oid, 0, 0,
+				   "could not fix: %s", e2.msg);
+			R->r->actions--;
+		}
+	}
+	return 0;
+}
+
 static void on_problem(void *ctx, const struct r4_check_problem *p)
 {
 	struct rep *R = ctx;

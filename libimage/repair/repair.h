@@ -29,6 +29,20 @@ void rep_action(struct rep *R, int code, uint64_t blk, uint64_t oid,
 		int loss, uint64_t amount, const char *fmt, ...)
 	__attribute__((format(printf, 7, 8)));
 
+/* One transaction for fixes [a, b) of a caller's list: 0 when it
+ * committed. */
+typedef int (*rep_batch_fn)(void *ctx, size_t a, size_t b,
+			    struct r4_error *err);
+/* The problem code and object id of fix i, for a report. */
+typedef void (*rep_who_fn)(void *ctx, size_t i, int *code, uint64_t *oid);
+/* Run fixes [0, n) in transactions of R->batch fixes; a batch that
+ * fails is tried again a fix at a time, and a fix that fails alone is
+ * reported ("could not fix", not counted as a change) and left. Stops
+ * with an error when the volume failed (a write error). *changed = 1
+ * when a transaction committed. */
+int rep_batches(struct rep *R, size_t n, rep_batch_fn run, rep_who_fn who,
+		void *ctx, int *changed);
+
 /* Space, counters, status block, backups (space.c). *changed = 1 when
  * something was committed. */
 int rep_fix_space(struct rep *R, int *changed);
