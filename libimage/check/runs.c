@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "libimage/check/check.h"
+#include "libimage/util/tmpfiles.h"
 #include "r4/util.h"
 
 #define READ_BUF (64u << 10)
@@ -22,46 +23,6 @@ struct run_src {
 	uint8_t *buf;
 	size_t have, at;	/* bytes in buf, read position */
 };
-
-static int spill_open(struct chk_runs *r)
-{
-	const char *dir = getenv("TMPDIR");
-	char path[4096];
-	int fd;
-
-	if (!dir || !*dir)
-		dir = "/tmp";
-	if ((size_t)snprintf(path, sizeof(path), "%s/r4fsck-runs.XXXXXX",
-			     dir) >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = mkstemp(path);
-	if (fd < 0)
-		return -errno;
-	unlink(path);
-	r->fd = fd;
-	return 0;
-}
-
-static int write_all(int fd, const void *p, size_t len, uint64_t off)
-{
-	const uint8_t *b = p;
-
-	while (len) {
-		ssize_t w = pwrite(fd, b, len, (off_t)off);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (w == 0)
-			return -EIO;
-		b += w;
-		len -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
 
 int chk_runs_init(struct chk_runs *r, size_t rsz,
 		  int (*cmp)(const void *, const void *), size_t budget)
@@ -84,7 +45,7 @@ static int flush_run(struct chk_runs *r)
 	if (!r->n)
 		return 0;
 	if (r->fd < 0) {
-		rc = spill_open(r);
+		rc = r4i_scratch_open("r4fsck-runs", &r->fd);
 		if (rc)
 			return rc;
 	}
@@ -92,7 +53,7 @@ static int flush_run(struct chk_runs *r)
 		qsort(r->buf, r->n, r->rsz, r->cmp);
 	if (R4_RESERVE(r->runs, r->caprun, r->nruns + 1, 16))
 		return -ENOMEM;
-	rc = write_all(r->fd, r->buf, r->n * r->rsz, r->fend);
+	rc = r4i_pwrite_all(r->fd, r->buf, r->n * r->rsz, r->fend);
 	if (rc)
 		return rc;
 	r->runs[r->nruns++] = r->fend;
@@ -211,7 +172,7 @@ static int merge_runs(struct chk_runs *r)
 		memcpy(out + used, t->buf + t->at, r->rsz);
 		used += r->rsz;
 		if (used == want) {
-			rc = write_all(r->fd, out, used, at);
+			rc = r4i_pwrite_all(r->fd, out, used, at);
 			if (rc)
 				goto out;
 			at += used;
@@ -226,7 +187,7 @@ static int merge_runs(struct chk_runs *r)
 		rc = 0;
 		sift_down(r, s, h, nh, 0);
 	}
-	rc = write_all(r->fd, out, used, at);
+	rc = r4i_pwrite_all(r->fd, out, used, at);
 	if (rc)
 		goto out;
 	r->runs[0] = start;

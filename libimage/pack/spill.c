@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "libimage/pack/build.h"
+#include "libimage/util/tmpfiles.h"
 #include "r4/util.h"
 
 #define SPILL_SPARSE 64			/* records a sparse index entry */
@@ -198,65 +199,6 @@ void pack_spill_free(struct pack_spill *s)
 	free(s);
 }
 
-static int spill_open(struct pack_spill *s)
-{
-	const char *dir = getenv("TMPDIR");
-	char path[4096];
-	int fd;
-
-	if (!dir || !*dir)
-		dir = "/tmp";
-	if ((size_t)snprintf(path, sizeof(path), "%s/r4pack-names.XXXXXX",
-			     dir) >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = mkstemp(path);
-	if (fd < 0)
-		return -errno;
-	unlink(path);
-	s->fd = fd;
-	return 0;
-}
-
-static int write_all(int fd, const void *p, size_t len, uint64_t off)
-{
-	const uint8_t *b = p;
-
-	while (len) {
-		ssize_t w = pwrite(fd, b, len, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		if (w == 0)
-			return -EIO;
-		b += w;
-		len -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *p, size_t len, uint64_t off)
-{
-	uint8_t *b = p;
-
-	while (len) {
-		ssize_t r = pread(fd, b, len, (off_t)off);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		b += r;
-		len -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return 0;
-}
-
 static int key_cmp(uint32_t da, uint64_t ha, uint32_t db, uint64_t hb)
 {
 	if (da != db)
@@ -312,7 +254,7 @@ static int flush_run(struct pack_spill *s)
 
 	if (!s->n)
 		return 0;
-	if (s->fd < 0 && (rc = spill_open(s)))
+	if (s->fd < 0 && (rc = r4i_scratch_open("r4pack-names", &s->fd)))
 		return rc;
 	if (R4_RESERVE(s->runs, s->capruns, s->nruns + 1, 16))
 		return -ENOMEM;
@@ -346,12 +288,12 @@ static int flush_run(struct pack_spill *s)
 			s->dx[s->ndx++].off = s->fend + o;
 		}
 		if (staged + h->len > SPILL_READ) {
-			rc = write_all(s->fd, out, staged,
+			rc = r4i_pwrite_all(s->fd, out, staged,
 				       s->fend + o - staged);
 			staged = 0;
 		}
 		if (!rc && h->len > SPILL_READ)
-			rc = write_all(s->fd, h, h->len, s->fend + o);
+			rc = r4i_pwrite_all(s->fd, h, h->len, s->fend + o);
 		else if (!rc) {
 			memcpy(out + staged, h, h->len);
 			staged += h->len;
@@ -359,7 +301,7 @@ static int flush_run(struct pack_spill *s)
 		o += h->len;
 	}
 	if (!rc && staged)
-		rc = write_all(s->fd, out, staged, s->fend + o - staged);
+		rc = r4i_pwrite_all(s->fd, out, staged, s->fend + o - staged);
 	free(out);
 	if (rc)
 		return rc;
@@ -475,7 +417,7 @@ static int rrd_next(struct rrd *r, const struct pack_srec **out)
 				want = (size_t)(r->end - r->pos);
 			if (keep + want < need)
 				return -EIO;
-			if ((rc = read_all(r->fd, r->buf + keep, want, r->pos)))
+			if ((rc = r4i_pread_all(r->fd, r->buf + keep, want, r->pos)))
 				return rc;
 			r->pos += want;
 			r->have += want;
@@ -664,7 +606,7 @@ int pack_spill_dir(struct pack_spill *s, uint32_t dir, uint8_t **buf,
 		n = (size_t)(end - dx[lo].off);
 		if (R4_RESERVE(*buf, *cap, used + n, SPILL_READ))
 			return -ENOMEM;
-		if ((rc = read_all(s->fd, *buf + used, n, dx[lo].off)))
+		if ((rc = r4i_pread_all(s->fd, *buf + used, n, dx[lo].off)))
 			return rc;
 		used += n;
 	}

@@ -4,8 +4,10 @@
  * table is fixed and written with a flag last, so that a handler may
  * read it at any moment. */
 #include "config.h"
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "libimage/util/tmpfiles.h"
@@ -62,4 +64,63 @@ void r4_tmpfile_remove_all(void)
 			unlink(tmp_path[i]);
 			tmp_live[i] = 0;
 		}
+}
+
+int r4i_scratch_open(const char *prefix, int *fd)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[TMP_PATH_MAX];
+	int f;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s.XXXXXX", dir,
+			     prefix) >= sizeof(path))
+		return -ENAMETOOLONG;
+	f = mkstemp(path);
+	if (f < 0)
+		return -errno;
+	unlink(path);
+	*fd = f;
+	return 0;
+}
+
+int r4i_pwrite_all(int fd, const void *p, size_t len, uint64_t off)
+{
+	const uint8_t *b = p;
+
+	while (len) {
+		ssize_t w = pwrite(fd, b, len, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (w == 0)
+			return -EIO;
+		b += w;
+		len -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+int r4i_pread_all(int fd, void *p, size_t len, uint64_t off)
+{
+	uint8_t *b = p;
+
+	while (len) {
+		ssize_t r = pread(fd, b, len, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO;
+		b += r;
+		len -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
 }
