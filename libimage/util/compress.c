@@ -194,25 +194,44 @@ static int lzo_decompress(const uint8_t *src, size_t slen, uint8_t *dst,
 	return 0;
 }
 
-static int gzip_decompress(struct r4_codec *c, const uint8_t *src,
-			   size_t slen, uint8_t *dst, size_t dlen,
-			   const char **why)
+/* One raw-deflate stream from src into dst (the codec's inflater made
+ * once, reset for each stream): inflate's result, Z_MEM_ERROR when the
+ * inflater cannot be made or reset. */
+static int inflate_all(struct r4_codec *c, const uint8_t *src, size_t slen,
+		       uint8_t *dst, size_t cap)
 {
-	int zr;
-
 	if (!c->inf_ready) {
 		memset(&c->inf, 0, sizeof(c->inf));
 		if (inflateInit2(&c->inf, -GZIP1_WBITS) != Z_OK)
-			return -ENOMEM;
+			return Z_MEM_ERROR;
 		c->inf_ready = 1;
 	} else if (inflateReset(&c->inf) != Z_OK) {
-		return -ENOMEM;
+		return Z_MEM_ERROR;
 	}
 	c->inf.next_in = (Bytef *)(uintptr_t)src;
 	c->inf.avail_in = (uInt)slen;
 	c->inf.next_out = dst;
-	c->inf.avail_out = (uInt)dlen;
-	zr = inflate(&c->inf, Z_FINISH);
+	c->inf.avail_out = (uInt)cap;
+	return inflate(&c->inf, Z_FINISH);
+}
+
+/* The codec's zstd decompression context, made once: NULL when out of
+ * memory. */
+static ZSTD_DCtx *zstd_dctx(struct r4_codec *c)
+{
+	if (!c->zd)
+		c->zd = ZSTD_createDCtx();
+	return c->zd;
+}
+
+static int gzip_decompress(struct r4_codec *c, const uint8_t *src,
+			   size_t slen, uint8_t *dst, size_t dlen,
+			   const char **why)
+{
+	int zr = inflate_all(c, src, slen, dst, dlen);
+
+	if (zr == Z_MEM_ERROR)
+		return -ENOMEM;
 	if (zr != Z_STREAM_END) {
 		*why = zr == Z_DATA_ERROR ? "malformed gzip1 (deflate) stream" :
 		       c->inf.avail_out == 0 ? "gzip1 stream longer than the "
@@ -236,11 +255,8 @@ static int zstd_decompress(struct r4_codec *c, const uint8_t *src,
 {
 	size_t r;
 
-	if (!c->zd) {
-		c->zd = ZSTD_createDCtx();
-		if (!c->zd)
-			return -ENOMEM;
-	}
+	if (!zstd_dctx(c))
+		return -ENOMEM;
 	r = ZSTD_decompressDCtx(c->zd, dst, dlen, src, slen);
 	if (ZSTD_isError(r)) {
 		*why = ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall ?
@@ -287,29 +303,17 @@ int r4_codec_decompress_len(struct r4_codec *c, const uint8_t *src,
 		return 0;
 	}
 	if (c->id == FMT_COMPRESS_GZIP1) {
-		if (!c->inf_ready) {
-			memset(&c->inf, 0, sizeof(c->inf));
-			if (inflateInit2(&c->inf, -GZIP1_WBITS) != Z_OK)
-				return -ENOMEM;
-			c->inf_ready = 1;
-		} else if (inflateReset(&c->inf) != Z_OK) {
+		int zr = inflate_all(c, src, slen, dst, dcap);
+
+		if (zr == Z_MEM_ERROR)
 			return -ENOMEM;
-		}
-		c->inf.next_in = (Bytef *)(uintptr_t)src;
-		c->inf.avail_in = (uInt)slen;
-		c->inf.next_out = dst;
-		c->inf.avail_out = (uInt)dcap;
-		if (inflate(&c->inf, Z_FINISH) != Z_STREAM_END ||
-		    c->inf.avail_in != 0)
+		if (zr != Z_STREAM_END || c->inf.avail_in != 0)
 			return R4_ECORRUPT;
 		*dlen = dcap - c->inf.avail_out;
 		return 0;
 	}
-	if (!c->zd) {
-		c->zd = ZSTD_createDCtx();
-		if (!c->zd)
-			return -ENOMEM;
-	}
+	if (!zstd_dctx(c))
+		return -ENOMEM;
 	{
 		size_t r = ZSTD_decompressDCtx(c->zd, dst, dcap, src, slen);
 
