@@ -42,6 +42,23 @@ static int entry_name(struct r4_vol *vol, const struct tree_item *it,
 	return 0;
 }
 
+/* Entry u of a cde40 item and its key. */
+static int entry_at(struct r4_vol *vol, const struct tree_item *it, int u,
+		    struct fmt_cde40_entry *e, struct fmt_key *ek,
+		    struct r4_error *err)
+{
+	int rc = fmt_cde40_entry(it->body, it->len, vol->keypol, (unsigned)u,
+				 e);
+
+	if (rc)
+		return r4i_fail(err, rc, "%s: tree node %llu, item %u, "
+			       "entry %d: %s", obj_vol_name(vol),
+			       (unsigned long long)it->blk, it->pos, u,
+			       r4_strerror(rc));
+	fmt_cde40_entry_key(&it->key, e, ek);
+	return 0;
+}
+
 /* Call fn for each entry of a cde40 item. */
 static int item_entries(struct r4_vol *vol, const struct tree_item *it,
 			obj_entry_fn fn, void *ctx, struct r4_error *err)
@@ -61,14 +78,9 @@ static int item_entries(struct r4_vol *vol, const struct tree_item *it,
 			       (unsigned long long)it->blk, it->pos, bad, why);
 	n = fmt_cde40_units(it->body, it->len, vol->keypol);
 	for (int u = 0; u < n; u++) {
-		rc = fmt_cde40_entry(it->body, it->len, vol->keypol,
-				     (unsigned)u, &e);
+		rc = entry_at(vol, it, u, &e, &ek, err);
 		if (rc)
-			return r4i_fail(err, rc, "%s: tree node %llu, item %u, "
-				       "entry %d: %s", obj_vol_name(vol),
-				       (unsigned long long)it->blk, it->pos,
-				       u, r4_strerror(rc));
-		fmt_cde40_entry_key(&it->key, &e, &ek);
+			return rc;
 		rc = entry_name(vol, it, &e, (unsigned)u, &ek, name, &len,
 				err);
 		if (rc)
@@ -177,28 +189,18 @@ static int item_find(struct r4_vol *vol, const struct tree_item *it,
 	for (hi = n; lo < hi;) {
 		int mid = lo + (hi - lo) / 2;
 
-		rc = fmt_cde40_entry(it->body, it->len, vol->keypol,
-				     (unsigned)mid, &e);
+		rc = entry_at(vol, it, mid, &e, &ek, err);
 		if (rc)
-			return r4i_fail(err, rc, "%s: tree node %llu, item %u, "
-				       "entry %d: %s", obj_vol_name(vol),
-				       (unsigned long long)it->blk, it->pos,
-				       mid, r4_strerror(rc));
-		fmt_cde40_entry_key(&it->key, &e, &ek);
+			return rc;
 		if (fmt_key_cmp(&ek, f->key) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	for (int u = lo; u < n; u++) {
-		rc = fmt_cde40_entry(it->body, it->len, vol->keypol,
-				     (unsigned)u, &e);
+		rc = entry_at(vol, it, u, &e, &ek, err);
 		if (rc)
-			return r4i_fail(err, rc, "%s: tree node %llu, item %u, "
-				       "entry %d: %s", obj_vol_name(vol),
-				       (unsigned long long)it->blk, it->pos,
-				       u, r4_strerror(rc));
-		fmt_cde40_entry_key(&it->key, &e, &ek);
+			return rc;
 		if (fmt_key_cmp(&ek, f->key) > 0)
 			return FIND_PAST;
 		rc = entry_name(vol, it, &e, (unsigned)u, &ek, name, &len,
