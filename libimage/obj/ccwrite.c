@@ -286,11 +286,9 @@ int obj_new_file_body(struct r4_txn *x, const struct r4_objref *dir,
 
 /* ---- truncate --------------------------------------------------------- */
 
-/* Delete every body item of ref at offset 'from' or later; *ncl = the
- * disk clusters they belonged to, *had = one of them was cluster hidx. */
-static int cc_cut(struct r4_txn *x, const struct r4_objref *ref,
-		  unsigned shift, uint64_t from, uint64_t hidx, uint64_t *ncl,
-		  int *had, struct r4_error *err)
+int obj_cc_cut(struct r4_txn *x, const struct r4_objref *ref,
+	       unsigned shift, uint64_t from, uint64_t to, uint64_t hidx,
+	       uint64_t *ncl, int *had, struct r4_error *err)
 {
 	uint64_t last = UINT64_MAX;
 	int rc = 0;
@@ -310,7 +308,8 @@ static int cc_cut(struct r4_txn *x, const struct r4_objref *ref,
 		rc = tree_seek_ge(&c, &k, err);
 		if (!rc)
 			rc = tree_cur(&c, &it, err);
-		if (!rc && obj_is_body(ref, &it.key)) {
+		if (!rc && obj_is_body(ref, &it.key) &&
+		    fmt_key_offset(&it.key) < to) {
 			if (it.plugin_id != FMT_ITEM_CTAIL40)
 				rc = r4i_fail(err, R4_ECORRUPT, "%s: tree node "
 					     "%llu, item %u: item plugin %u in "
@@ -396,8 +395,8 @@ int obj_cc_truncate(struct r4_txn *x, const struct r4_objref *ref,
 				 err);
 	}
 	if (!rc)
-		rc = cc_cut(x, ref, cc.shift, from, part ? idx : UINT64_MAX,
-			    &ncut, &had, err);
+		rc = obj_cc_cut(x, ref, cc.shift, from, UINT64_MAX,
+				part ? idx : UINT64_MAX, &ncut, &had, err);
 	used >>= cc.shift;
 	used = used > ncut ? used - ncut : 0;
 	if (!rc && had) {

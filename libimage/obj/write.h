@@ -141,5 +141,12 @@ int obj_new_file_body(struct r4_txn *x, const struct r4_objref *dir,
 int obj_cc_truncate(struct r4_txn *x, const struct r4_objref *ref,
 		    const struct obj_sd *sd, uint64_t size, uint64_t *bytes,
 		    struct r4_error *err);
+/* Delete the body items of compressed file ref at offsets [from, to)
+ * (ctail40 only: another item is R4_ECORRUPT); *ncl = the disk
+ * clusters (of 1 << shift bytes) they belonged to, *had = one of them
+ * was cluster hidx. */
+int obj_cc_cut(struct r4_txn *x, const struct r4_objref *ref,
+	       unsigned shift, uint64_t from, uint64_t to, uint64_t hidx,
+	       uint64_t *ncl, int *had, struct r4_error *err);
 
 #endif

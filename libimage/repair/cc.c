@@ -547,37 +547,11 @@ static int do_sd(struct ccfix *f, struct r4_txn *x, const struct ccop *p,
 static int do_zero(struct ccfix *f, struct r4_txn *x, const struct ccop *p,
 		   struct r4_error *err)
 {
-	uint64_t start = p->val << p->shift;
-	uint64_t end = start + ((uint64_t)1 << p->shift);
-	int rc = 0;
+	uint64_t start = p->val << p->shift, ncl;
+	int had, rc = obj_cc_cut(x, &p->ref, p->shift, start,
+				 start + ((uint64_t)1 << p->shift), UINT64_MAX,
+				 &ncl, &had, err);
 
-	for (;;) {
-		struct tree_cursor c;
-		struct tree_item it;
-		struct fmt_key k;
-		unsigned level = 0;
-		int found = 0;
-
-		body_key(x->vol, &p->ref, start, &k);
-		tree_cursor_init(&c, x->vol);
-		rc = tree_seek_ge(&c, &k, err);
-		if (!rc)
-			rc = tree_cur(&c, &it, err);
-		if (!rc && obj_is_body(&p->ref, &it.key) &&
-		    fmt_key_offset(&it.key) < end) {
-			found = 1;
-			k = it.key;
-			level = it.level;
-		}
-		tree_cursor_fini(&c);
-		if (rc == R4_ENOTFOUND)
-			rc = 0;
-		if (rc || !found)
-			break;
-		rc = tree_delete(&x->mod, level, &k, err);
-		if (rc)
-			return rc;
-	}
 	return rc ? rc : do_sd(f, x, p, err);
 }
 
