@@ -50,17 +50,22 @@ static int filled(const struct mitem *it, const char *pattern, size_t n)
 
 /* A, B of object 7 and C, D, E of object 8, each continuing the one
  * before: the first join (A+B) and the second (C+D) take a realloc
- * each; the third (C+D with E) fails. */
+ * each; the third (C+D with E) fails when fail_in is 3. */
+static void five(struct ilist *l)
+{
+	tail(l, 7, 0, 'a', 10);
+	tail(l, 7, 10, 'b', 10);
+	tail(l, 8, 0, 'c', 10);
+	tail(l, 8, 10, 'd', 10);
+	tail(l, 8, 20, 'e', 10);
+}
+
 static void coalesce_oom(void)
 {
 	struct ilist l = { NULL, 0, 0 };
 	int rc;
 
-	tail(&l, 7, 0, 'a', 10);
-	tail(&l, 7, 10, 'b', 10);
-	tail(&l, 8, 0, 'c', 10);
-	tail(&l, 8, 10, 'd', 10);
-	tail(&l, 8, 20, 'e', 10);
+	five(&l);
 	fail_in = 3;
 	rc = ilist_coalesce(&l, 4000, 4096, FMT_KEY_LARGE);
 	fail_in = 0;
@@ -79,11 +84,7 @@ static void pack_oom(void)
 	size_t nout = 0;
 	int rc;
 
-	tail(&l, 7, 0, 'a', 10);
-	tail(&l, 7, 10, 'b', 10);
-	tail(&l, 8, 0, 'c', 10);
-	tail(&l, 8, 10, 'd', 10);
-	tail(&l, 8, 20, 'e', 10);
+	five(&l);
 	fail_in = 3;
 	rc = ilist_pack(&l, 4000, 4000, 24, 4096, FMT_KEY_LARGE, &out,
 			&nout);
