@@ -418,6 +418,7 @@ static void summary(const struct create_job *j)
 			{ "free_blocks", r->free_blocks }, { "nodes", r->nodes },
 			{ "leaves", r->leaves }, { "twigs", r->twigs },
 			{ "data_blocks", r->data_blocks },
+			{ "direct_bytes", r->direct_bytes },
 			{ "xattrs_dropped", j->stats.xattrs_dropped },
 		};
 

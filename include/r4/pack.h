@@ -89,6 +89,18 @@ struct r4_entry {
 	 * finish time through the build's r4_data_source (data == NULL). */
 	r4_data_fn data;
 	void *data_ctx;
+	/* data_file not NULL: besides (data, data_ctx), the size bytes
+	 * lie as they are, contiguous, at byte data_off of the regular file
+	 * data_file (its name in messages; an uncompressed tar archive)
+	 * open as data_fd. The build may then take them from there and
+	 * never call data (the caller skips them): extents are copied file
+	 * to file in the kernel, tails read at finish. The build keeps a
+	 * duplicate of the first such descriptor until it is freed; entries
+	 * naming another descriptor, and compressed files (compress_files),
+	 * are read through data. */
+	const char *data_file;
+	int data_fd;
+	uint64_t data_off;
 };
 
 struct r4_build_opts {
@@ -120,6 +132,9 @@ struct r4_build_opts {
 struct r4_build_result {
 	uint64_t block_count, free_blocks, files, dirs, bytes;
 	uint64_t nodes, leaves, twigs, data_blocks;
+	/* bytes of file data taken where they lie in the source file
+	 * (r4_entry.data_file) rather than through the data reader */
+	uint64_t direct_bytes;
 };
 
 void r4_build_opts_init(struct r4_build_opts *o);

@@ -366,6 +366,92 @@ void io_close(struct io_dev *dev)
 	free(dev);
 }
 
+int io_open_fd(int fd, const char *name, struct io_dev **out,
+	       struct r4_error *err)
+{
+	struct io_dev *dev = calloc(1, sizeof(*dev));
+	struct file_priv *p = calloc(1, sizeof(*p));
+	struct stat st;
+	int rc = 0, dfd = -1;
+
+	*out = NULL;
+	if (!dev || !p || !(dev->path = strdup(name)))
+		rc = r4i_fail(err, -ENOMEM, "%s: out of memory", name);
+	else if ((dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0 || fstat(dfd, &st))
+		rc = r4i_fail(err, -errno, "%s: %s", name, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		rc = r4i_fail(err, R4_EINVAL, "%s: not a regular file", name);
+	if (rc) {
+		if (dfd >= 0)
+			close(dfd);
+		if (dev)
+			free(dev->path);
+		free(dev);
+		free(p);
+		return rc;
+	}
+	p->fd = dfd;
+	dev->priv = p;
+	dev->ops = &file_ops;
+	dev->readonly = 1;
+	dev->size = (uint64_t)st.st_size;
+	*out = dev;
+	return 0;
+}
+
+int io_copy(struct io_dev *dst, uint64_t dst_off, struct io_dev *src,
+	    uint64_t src_off, uint64_t len, uint64_t *done,
+	    struct r4_error *err)
+{
+	struct file_priv *d = dst->priv, *s = src->priv;
+
+	*done = 0;
+	if (dst->ops != &file_ops || src->ops != &file_ops || dst->nremap ||
+	    src->nremap)
+		return -EOPNOTSUPP;
+	if (dst->readonly)
+		return r4i_fail(err, -EROFS, "%s: opened read-only",
+			       dst->path);
+	if (dst->is_blkdev && (dst_off > dst->size || len > dst->size -
+			       dst_off))
+		return r4i_fail(err, R4_ERANGE, "%s: write at byte %llu is past "
+			       "the end of the device", dst->path,
+			       (unsigned long long)dst_off);
+	while (*done < len) {
+		loff_t so = (loff_t)(src_off + *done);
+		loff_t dof = (loff_t)(dst_off + *done);
+		size_t want = len - *done > (1u << 30) ? (1u << 30) :
+			      (size_t)(len - *done);
+		ssize_t n = copy_file_range(s->fd, &so, d->fd, &dof, want, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EXDEV || errno == EINVAL ||
+			      errno == ENOSYS || errno == EOPNOTSUPP ||
+			      errno == EBADF))
+			return -EOPNOTSUPP;
+		if (n < 0)
+			return r4i_fail(err, -errno, "%s: copy of %llu bytes "
+				       "from %s at byte %llu to byte %llu "
+				       "failed: %s", dst->path,
+				       (unsigned long long)(len - *done),
+				       src->path,
+				       (unsigned long long)so,
+				       (unsigned long long)dof,
+				       strerror(errno));
+		if (!n)
+			return R4_ERANGE;
+		*done += (uint64_t)n;
+		dst->writes++;
+		dst->bytes_written += (uint64_t)n;
+		src->reads++;
+		src->bytes_read += (uint64_t)n;
+	}
+	if (dst_off + len > dst->size)
+		dst->size = dst_off + len;
+	return 0;
+}
+
 struct pair {
 	uint64_t from, to;
 	size_t seq;

@@ -72,6 +72,24 @@ int io_sync(struct io_dev *dev, struct r4_error *err);
 int io_set_remap(struct io_dev *dev, uint32_t blksize, const uint64_t *from,
 		 const uint64_t *to, size_t n, struct r4_error *err);
 
+/* A read-only device over a duplicate of the open descriptor fd (a
+ * regular file the caller keeps open, e.g. an archive), named name in
+ * messages; io_close closes the duplicate only. */
+int io_open_fd(int fd, const char *name, struct io_dev **out,
+	       struct r4_error *err);
+/* Copy len bytes from byte src_off of src to byte dst_off of dst in the
+ * kernel (copy_file_range(2)): no file data passes through user space.
+ * 0 when all were copied; -EOPNOTSUPP, err untouched, when this cannot
+ * be done here: either device is not a plain file or device (a test or
+ * undo backend: then nothing is tried) or the kernel refused (another
+ * file system, an old kernel, a block device); *done then says how many
+ * bytes were copied before, and the caller copies the rest otherwise.
+ * R4_ERANGE when src ends first (*done bytes were copied); else -errno
+ * with err filled. */
+int io_copy(struct io_dev *dst, uint64_t dst_off, struct io_dev *src,
+	    uint64_t src_off, uint64_t len, uint64_t *done,
+	    struct r4_error *err);
+
 /* Set the size of an image file (sparse growth); refused for devices. */
 int io_resize(struct io_dev *dev, uint64_t size, struct r4_error *err);
 

@@ -137,6 +137,7 @@ static void build_free(struct r4_build *b)
 		r4_tmpfile_forget(b->tmp);
 	}
 	io_close(b->spool);
+	pack_src_fini(b);
 	pack_cc_fini(b);
 	pack_ns_fini(b);
 	pack_tree_fini(b);
@@ -224,7 +225,11 @@ int r4_build_add(struct r4_build *b, const struct r4_entry *e,
 	if (!rc && o) {
 		if (o->cc != BCC_YES)	/* after the files read ahead */
 			rc = pack_cc_stream_drain(b, err);
-		if (!rc)
+		if (!rc && e->data_file)
+			rc = pack_data_take_at(b, o, e, err);
+		else if (!rc)
+			rc = 1;
+		if (rc == 1)
 			rc = pack_data_take(b, o, e->data, e->data_ctx,
 					    e->path, err);
 		if (o->spilled) {
@@ -392,6 +397,7 @@ static int finish(struct r4_build *b, struct r4_build_result *res,
 		res->leaves = b->leaves;
 		res->twigs = b->twigs;
 		res->data_blocks = b->data_blocks;
+		res->direct_bytes = b->direct_bytes;
 	}
 	return 0;
 }

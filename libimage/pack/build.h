@@ -25,6 +25,11 @@
 
 #define BUILD_WBUF_BLOCKS 256
 #define BUILD_WQ_BUFS 8		/* write buffers while writing behind */
+#define BUILD_WQ_JOBS 32	/* jobs waiting (buffers and copies) */
+#define BUILD_COPY_BUF (1u << 20)	/* copying without copy_file_range */
+#define BUILD_AT_BUF (1u << 16)	/* a tail file read whole at finish */
+#define BUILD_CBATCH 64		/* copies handed over at a time, */
+#define BUILD_CBATCH_BYTES (16u << 20)	/* or bytes */
 #define BUILD_ATTR_CHUNK 4096u	/* distinct attributes a chunk */
 /* Names held in memory before new ones spill (pack/spill.c); the test
  * knob R4_PACK_SPILL_AFTER overrides it (0: spill from the first), and
@@ -38,7 +43,9 @@ enum bdata_kind {
 	BD_NONE,	/* size 0, or not a regular file */
 	BD_SPOOL,	/* tail bytes in the spool file */
 	BD_EXTENTS,	/* streamed into the image: ext[] */
-	BD_DEFERRED	/* read through the data source at finish */
+	BD_DEFERRED,	/* read through the data source at finish */
+	BD_AT		/* tail bytes at spool_off of the source file
+			 * (b->src), read from there at finish */
 };
 
 struct bent;
@@ -75,7 +82,7 @@ struct bobj {
 
 /* Where a regular file's data is (size > 0 only). */
 struct breg {
-	uint64_t spool_off;
+	uint64_t spool_off;		/* BD_AT: the offset in b->src */
 	struct enc_units ext;		/* extents (start 0: a hole) */
 	uint64_t sd_leaf;		/* deferred extents: where its SD's */
 	uint32_t sd_off;		/* bytes field is, to patch */
@@ -162,12 +169,31 @@ struct sbuf {
 	uint8_t *buf;			/* BUILD_WBUF_BLOCKS blocks */
 };
 
-/* Writing behind: full buffers go to a writer thread, in order. */
+/* A copy: len bytes from byte soff of the source file to byte off of
+ * the image, for the file 'what' (named when it fails); a last partial
+ * block is filled up with zeros. */
+struct copy1 {
+	uint64_t off, soff, len;
+	char *what;
+};
+
+/* Copies handed to the writer together (one wake-up for many files). */
+struct cbatch {
+	struct io_dev *dev, *src;
+	uint32_t bs;
+	size_t n;
+	uint64_t bytes;
+	struct copy1 c[BUILD_CBATCH];
+};
+
+/* Writing behind: full buffers go to a writer thread, in order; and
+ * batches of copies (buf NULL, cb set; freed by the writer). */
 struct wjob {
 	struct io_dev *dev;
 	uint8_t *buf;
 	size_t len;
 	uint64_t off;
+	struct cbatch *cb;
 };
 
 struct wq {
@@ -175,8 +201,14 @@ struct wq {
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
 	int on, stop, busy;
-	struct wjob job[BUILD_WQ_BUFS];
+	struct wjob job[BUILD_WQ_JOBS];
 	size_t head, n;			/* jobs waiting */
+	/* copies: 1 once copy_file_range could not (then read and write
+	 * through bounce, BUILD_COPY_BUF bytes, for the rest of the build);
+	 * touched by the thread running the copies only */
+	int nocopy;
+	uint8_t *bounce;
+	struct cbatch *cur;		/* copies not handed over yet */
 	uint8_t *free[BUILD_WQ_BUFS];
 	size_t nfree;
 	int rc;				/* the first failure, sticky */
@@ -254,6 +286,15 @@ struct r4_build {
 	size_t ncand;
 	struct wbuf wb;
 	struct sbuf swr, srd;		/* spool write buffer, read window */
+	/* the source file of entries whose data lies in it as it is
+	 * (r4_entry.data_file): a duplicate of the descriptor src_fd of
+	 * the first one; NULL none yet; src_fd -2 when it could not be
+	 * had (then every entry's data is read) */
+	struct io_dev *src;
+	int src_fd;
+	uint8_t *atbuf;			/* BUILD_AT_BUF: a BD_AT file read
+					 * whole when it spans items */
+	uint64_t direct_bytes;		/* data taken from src directly */
 	struct wq wq;
 	/* tree */
 	struct blevel lv[FMT_NODE_MAX_LEVEL + 1];
@@ -354,6 +395,14 @@ static inline int used_test(const struct r4_build *b, uint64_t blk)
  * image. */
 int pack_data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
 	      const char *path, struct r4_error *err);
+/* Take it from where it lies in the source file (e->data_file): extents
+ * copied by the writer (copy_file_range), tails read at finish. 1: not
+ * taken (no source file to be had, or a compressed file): use
+ * pack_data_take. */
+int pack_data_take_at(struct r4_build *b, struct bobj *o,
+		      const struct r4_entry *e, struct r4_error *err);
+/* Close the source file (build_free). */
+void pack_src_fini(struct r4_build *b);
 /* Reading a tail file's bytes in order while leaves are packed. */
 struct tailrd {
 	struct r4_build *b;
@@ -365,6 +414,7 @@ struct tailrd {
 	const uint8_t *cbuf;
 	size_t clen;
 	int eof;
+	int whole;			/* BD_AT: the file is in b->atbuf */
 	const char *path;
 };
 int pack_tail_open(struct r4_build *b, struct bobj *o, const char *path,

@@ -8,7 +8,16 @@
  * simply stay free. Each file's data is written as it is read: one extent
  * unit per contiguous run, a hole unit (start 0) for every run of blocks
  * no chunk touches. Tail files' bytes go to the spool file (not memory)
- * until the leaves are packed. */
+ * until the leaves are packed.
+ *
+ * Data that lies as it is in the source file (r4_entry.data_file: an
+ * uncompressed tar file) is not read here: an extent file's blocks are
+ * handed out the same way and the writer thread copies its bytes file
+ * to file (copy_file_range: no user-space copy; read and written
+ * through a buffer when the kernel cannot), a last partial block filled
+ * up with zeros; a tail file keeps its offset in the source (BD_AT) and
+ * is read from there when the leaves are packed. The image is the same
+ * byte for byte. */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -156,6 +165,78 @@ int pack_alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
 	return 0;
 }
 
+/* The source ended before len bytes of the file 'what' were read. */
+static int src_short(const struct io_dev *src, const char *what,
+		     struct r4_error *err)
+{
+	return r4i_fail(err, R4_ECORRUPT, "%s: '%s': the archive ends inside "
+		       "the file's data (truncated, or changed during the "
+		       "build)", src->path, what);
+}
+
+/* One copy: the whole blocks in the kernel while it can, the rest (and
+ * everything once the kernel could not: from then on for the rest of
+ * the build) read and written through the bounce buffer, a last
+ * partial block filled up with zeros. */
+static int copy_one(struct wq *q, const struct cbatch *cb,
+		    const struct copy1 *c, struct r4_error *err)
+{
+	uint64_t whole = c->len / cb->bs * cb->bs, done = 0;
+	int rc;
+
+	if (!q->nocopy && whole) {
+		rc = io_copy(cb->dev, c->off, cb->src, c->soff, whole, &done,
+			     err);
+		if (rc == R4_ERANGE)
+			return src_short(cb->src, c->what, err);
+		if (rc && rc != -EOPNOTSUPP)
+			return rc;
+		if (rc)
+			q->nocopy = 1;
+	}
+	if (done < c->len && !q->bounce &&
+	    !(q->bounce = malloc(BUILD_COPY_BUF)))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	while (done < c->len) {
+		size_t k = c->len - done < BUILD_COPY_BUF ?
+			   (size_t)(c->len - done) : BUILD_COPY_BUF;
+		size_t pad = (cb->bs - k % cb->bs) % cb->bs;
+
+		rc = io_read(cb->src, q->bounce, k, c->soff + done, err);
+		if (rc == R4_ERANGE)
+			return src_short(cb->src, c->what, err);
+		memset(q->bounce + k, 0, pad);
+		if (!rc)
+			rc = io_write(cb->dev, q->bounce, k + pad,
+				      c->off + done, err);
+		if (rc)
+			return rc;
+		done += k;
+	}
+	return 0;
+}
+
+static void cbatch_free(struct cbatch *cb)
+{
+	if (!cb)
+		return;
+	for (size_t i = 0; i < cb->n; i++)
+		free(cb->c[i].what);
+	free(cb);
+}
+
+/* Do a batch of copies (skipped when fail); then free it. */
+static int copy_batch(struct wq *q, struct cbatch *cb, int fail,
+		      struct r4_error *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; !fail && !rc && i < cb->n; i++)
+		rc = copy_one(q, cb, &cb->c[i], err);
+	cbatch_free(cb);
+	return rc;
+}
+
 /* The writer thread: jobs in order; after a failure the rest are only
  * given back. */
 static void *writer(void *arg)
@@ -173,19 +254,25 @@ static void *writer(void *arg)
 		if (!q->n)
 			break;
 		j = q->job[q->head];
-		q->head = (q->head + 1) % BUILD_WQ_BUFS;
+		q->head = (q->head + 1) % BUILD_WQ_JOBS;
 		q->n--;
 		q->busy = 1;
-		if (!q->rc) {
+		if (!q->rc || j.cb) {
+			int fail = q->rc;
+
 			pthread_mutex_unlock(&q->mu);
-			rc = io_write(j.dev, j.buf, j.len, j.off, &e);
+			if (j.cb)
+				rc = copy_batch(q, j.cb, fail, &e);
+			else
+				rc = io_write(j.dev, j.buf, j.len, j.off, &e);
 			pthread_mutex_lock(&q->mu);
 		}
 		if (rc && !q->rc) {
 			q->rc = rc;
 			q->err = e;
 		}
-		q->free[q->nfree++] = j.buf;
+		if (j.buf)
+			q->free[q->nfree++] = j.buf;
 		q->busy = 0;
 		pthread_cond_broadcast(&q->done);
 	}
@@ -211,18 +298,69 @@ static int submit(struct r4_build *b, struct io_dev *dev, uint8_t **buf,
 	if (!q->on)
 		return io_write(dev, *buf, len, off, err);
 	pthread_mutex_lock(&q->mu);
-	while (!q->nfree)
+	while (!q->nfree || q->n == BUILD_WQ_JOBS)
 		pthread_cond_wait(&q->done, &q->mu);
 	rc = q->rc;
 	if (!rc) {
-		q->job[(q->head + q->n) % BUILD_WQ_BUFS] =
-			(struct wjob){ dev, *buf, len, off };
+		q->job[(q->head + q->n) % BUILD_WQ_JOBS] =
+			(struct wjob){ dev, *buf, len, off, NULL };
 		q->n++;
 		*buf = q->free[--q->nfree];
 		pthread_cond_signal(&q->work);
 	}
 	pthread_mutex_unlock(&q->mu);
 	return rc ? wq_failed(q, err) : 0;
+}
+
+/* Hand the copies gathered to the writer. */
+static int cbatch_submit(struct wq *q, struct r4_error *err)
+{
+	int rc;
+
+	if (!q->cur)
+		return 0;
+	pthread_mutex_lock(&q->mu);
+	while (q->n == BUILD_WQ_JOBS)
+		pthread_cond_wait(&q->done, &q->mu);
+	rc = q->rc;
+	if (!rc) {
+		q->job[(q->head + q->n) % BUILD_WQ_JOBS] =
+			(struct wjob){ NULL, NULL, 0, 0, q->cur };
+		q->n++;
+		pthread_cond_signal(&q->work);
+	} else {
+		cbatch_free(q->cur);
+	}
+	q->cur = NULL;
+	pthread_mutex_unlock(&q->mu);
+	return rc ? wq_failed(q, err) : 0;
+}
+
+/* Copy len bytes from byte soff of the source file to byte off of the
+ * image: at once, or gathered for the writer. */
+static int submit_copy(struct r4_build *b, uint64_t off, uint64_t soff,
+		       uint64_t len, const char *what, struct r4_error *err)
+{
+	struct wq *q = &b->wq;
+	struct copy1 c = { off, soff, len, (char *)what };
+
+	if (!q->on) {
+		struct cbatch one = { b->m.dev, b->src, b->bs, 0, 0, { c } };
+
+		return copy_one(q, &one, &c, err);
+	}
+	if (!q->cur && !(q->cur = calloc(1, sizeof(*q->cur))))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	if (!(c.what = strdup(what)))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	q->cur->dev = b->m.dev;
+	q->cur->src = b->src;
+	q->cur->bs = b->bs;
+	q->cur->c[q->cur->n++] = c;
+	q->cur->bytes += len;
+	if (q->cur->n == BUILD_CBATCH || q->cur->bytes >= BUILD_CBATCH_BYTES)
+		return cbatch_submit(q, err);
+	return 0;
 }
 
 /* Wait until every job handed over is written. */
@@ -233,6 +371,9 @@ static int drain(struct r4_build *b, struct r4_error *err)
 
 	if (!q->on)
 		return 0;
+	rc = cbatch_submit(q, err);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&q->mu);
 	while (q->n || q->busy)
 		pthread_cond_wait(&q->done, &q->mu);
@@ -253,6 +394,7 @@ int pack_async_begin(struct r4_build *b, struct r4_error *err)
 
 	if (q->on)
 		return 0;
+	free(q->bounce);
 	memset(q, 0, sizeof(*q));
 	for (size_t i = 0; i + 2 < BUILD_WQ_BUFS; i++) {
 		if (!(q->free[i] = malloc(sz))) {
@@ -295,6 +437,8 @@ int pack_async_end(struct r4_build *b, struct r4_error *err)
 		free(q->free[i]);
 	q->nfree = 0;
 	q->on = 0;
+	free(q->bounce);
+	q->bounce = NULL;
 	return rc;
 }
 
@@ -565,6 +709,85 @@ int pack_data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
 	return rc;
 }
 
+/* Extents of a file whose bytes are at soff of b->src: copied by the
+ * writer, file to file, a run of blocks at a time; the last partial
+ * block read and filled up with zeros (the image never shows what the
+ * target held before). Blocks are handed out as take_extents does (one
+ * run after another from the cursor), so the image is the same. */
+static int take_extents_at(struct r4_build *b, struct bobj *o, uint64_t soff,
+			   const char *path, struct r4_error *err)
+{
+	uint64_t nblk = (o->size + b->bs - 1) / b->bs, i = 0, start, got;
+	int rc;
+
+	o->u.reg->ext.n = 0;
+	o->data = BD_EXTENTS;
+	while (i < nblk) {
+		uint64_t at = i * b->bs, len;
+
+		rc = pack_alloc_run(b, nblk - i, &start, &got, err);
+		if (rc)
+			return rc;
+		if (enc_unit_add(&o->u.reg->ext, start, got))
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		b->data_blocks += got;
+		len = o->size - at < got * b->bs ? o->size - at : got * b->bs;
+		rc = submit_copy(b, start * b->bs, soff + at, len, path, err);
+		if (rc)
+			return rc;
+		i += got;
+	}
+	return 0;
+}
+
+int pack_data_take_at(struct r4_build *b, struct bobj *o,
+		      const struct r4_entry *e, struct r4_error *err)
+{
+	uint64_t soff = e->data_off;
+	int rc;
+
+	if (!o->size || o->cc == BCC_YES || b->src_fd == -2)
+		return 1;
+	if (!b->src) {
+		struct r4_error e2 = { 0 };
+
+		if (io_open_fd(e->data_fd, e->data_file, &b->src, &e2)) {
+			b->src_fd = -2;
+			return 1;
+		}
+		b->src_fd = e->data_fd;
+	}
+	if (e->data_fd != b->src_fd)
+		return 1;
+	if (soff > b->src->size || o->size > b->src->size - soff)
+		return src_short(b->src, e->path, err);
+	if (o->tails) {
+		o->u.reg->spool_off = soff;
+		o->data = BD_AT;
+		rc = 0;
+	} else {
+		rc = take_extents_at(b, o, soff, e->path, err);
+	}
+	b->direct_bytes += o->size;
+	b->done_bytes += o->size;
+	if (!rc && b->o.progress)
+		b->o.progress(b->o.progress_ctx, b->done_bytes,
+			      b->total_bytes);
+	return rc;
+}
+
+void pack_src_fini(struct r4_build *b)
+{
+	io_close(b->src);
+	b->src = NULL;
+	free(b->atbuf);
+	b->atbuf = NULL;
+	free(b->wq.bounce);
+	b->wq.bounce = NULL;
+	cbatch_free(b->wq.cur);
+	b->wq.cur = NULL;
+}
+
 int pack_data_deferred_extents(struct r4_build *b, struct bobj *o,
 			  const char *path, struct r4_error *err)
 {
@@ -645,11 +868,40 @@ static int tail_from_fn(struct tailrd *t, uint8_t *dst, size_t n,
 	return 0;
 }
 
+/* A file's bytes where they lie in b->src: straight into the item when
+ * it takes the whole file (one read a file); a file that spans items
+ * is read whole once into atbuf (when it fits). */
+static int tail_at(struct tailrd *t, uint8_t *dst, size_t n,
+		   struct r4_error *err)
+{
+	struct r4_build *b = t->b;
+	uint64_t at = t->o->u.reg->spool_off, size = t->o->size;
+	int rc = 0;
+
+	if (t->whole) {
+		memcpy(dst, b->atbuf + t->pos, n);
+	} else if (!t->pos && n < size && size <= BUILD_AT_BUF) {
+		if (!b->atbuf && !(b->atbuf = malloc(BUILD_AT_BUF)))
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		rc = io_read(b->src, b->atbuf, (size_t)size, at, err);
+		if (!rc) {
+			t->whole = 1;
+			memcpy(dst, b->atbuf, n);
+		}
+	} else {
+		rc = io_read(b->src, dst, n, at + t->pos, err);
+	}
+	t->pos += n;
+	return rc == R4_ERANGE ? src_short(b->src, t->path, err) : rc;
+}
+
 int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,
 		   struct r4_error *err)
 {
 	int rc;
 
+	if (t->o->data == BD_AT)
+		return tail_at(t, dst, n, err);
 	if (t->o->data != BD_DEFERRED) {
 		rc = spool_get(t->b, dst, n, t->o->u.reg->spool_off + t->pos,
 			       err);

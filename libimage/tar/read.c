@@ -3,15 +3,27 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "libimage/util/err.h"
 #include "libimage/tar/tar.h"
 
-/* Bytes read from the archive file at a time. */
+/* Bytes read from the archive file at a time. An uncompressed tar file
+ * is read in smaller blocks: the data of its larger files is copied by
+ * the build from where it lies (r4_entry.data_file) and libarchive seeks
+ * past what it has not read yet, so little of it is read twice. */
 #define ARC_BLOCK (1 << 20)
+#define ARC_BLOCK_AT (1 << 17)
+
+/* The archive file opened here (not standard input): its descriptor,
+ * for the build to take data from; -1 none. */
+struct arc_file {
+	int fd;
+};
 
 struct arc_data {
 	struct archive *a;
@@ -141,10 +153,22 @@ static void arc_xattrs(struct tar_sink *s, struct archive_entry *ae)
 		 first ? first : "ACL");
 }
 
+/* The entry's data lies as it is in the archive file, contiguous, from
+ * where its header ends: a tar archive without compression (or any
+ * filter), an entry that is not sparse. */
+static int arc_data_at(const struct arc_file *f, struct archive *a,
+		       struct archive_entry *ae)
+{
+	return f->fd >= 0 && archive_filter_count(a) == 1 &&
+	       archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE &&
+	       (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) ==
+	       ARCHIVE_FORMAT_TAR && !archive_entry_sparse_count(ae);
+}
+
 /* One header: map it to an entry and add it. */
-static int arc_entry(struct tar_sink *s, struct archive *a,
-		     struct archive_entry *ae, const char *name,
-		     struct r4_error *err)
+static int arc_entry(struct tar_sink *s, const struct arc_file *f,
+		     struct archive *a, struct archive_entry *ae,
+		     const char *name, struct r4_error *err)
 {
 	struct r4_entry e = { 0 };
 	struct arc_data d = { 0 };
@@ -184,6 +208,13 @@ static int arc_entry(struct tar_sink *s, struct archive *a,
 		d.size = e.size;
 		e.data = arc_data_fn;
 		e.data_ctx = &d;
+		/* what libarchive consumed so far: the end of the header
+		 * (pax and long-name headers included) */
+		if (e.type == R4_ENT_REG && e.size && arc_data_at(f, a, ae)) {
+			e.data_file = s->source;
+			e.data_fd = f->fd;
+			e.data_off = (uint64_t)archive_filter_bytes(a, 0);
+		}
 	}
 	return tar_sink_add(s, &e, err);
 }
@@ -257,10 +288,30 @@ static int arc_support(struct archive *a, const char *path,
 	return 0;
 }
 
-/* Open path with the formats of o; *size: the file's size (0 unknown). */
+static void arc_close(struct arc_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
+/* A plain tar file (ustar magic at 257: "ustar" then NUL or blanks). */
+static int tar_magic(int fd)
+{
+	char m[8];
+
+	return pread(fd, m, sizeof(m), 257) == (ssize_t)sizeof(m) &&
+	       !memcmp(m, "ustar", 5);
+}
+
+/* Open path with the formats of o; *size: the file's size (0 unknown);
+ * f->fd: the descriptor of a regular file opened here (-1: none; the
+ * caller closes it after freeing the archive), opened when at: entries'
+ * data may be taken from where it lies (r4_entry.data_file). */
 static struct archive *arc_open(const char *path,
 				const struct r4_archive_opts *o,
-				uint64_t *size, struct r4_error *err)
+				uint64_t *size, struct arc_file *f, int at,
+				struct r4_error *err)
 {
 	const char *name = strcmp(path, "-") ? path : "standard input";
 	struct archive *a;
@@ -268,6 +319,7 @@ static struct archive *arc_open(const char *path,
 	int r;
 
 	*size = 0;
+	f->fd = -1;
 	if (!(strcmp(path, "-") ? stat(path, &st) : fstat(0, &st)) &&
 	    S_ISREG(st.st_mode)) {
 		if (!st.st_size) {
@@ -286,8 +338,13 @@ static struct archive *arc_open(const char *path,
 		return NULL;
 	}
 	archive_read_support_filter_all(a);
+	if (at && *size && strcmp(path, "-"))
+		f->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (!strcmp(path, "-"))
 		r = archive_read_open_fd(a, 0, ARC_BLOCK);
+	else if (f->fd >= 0)
+		r = archive_read_open_fd(a, f->fd, tar_magic(f->fd) ?
+					 ARC_BLOCK_AT : ARC_BLOCK);
 	else
 		r = archive_read_open_filename(a, path, ARC_BLOCK);
 	/* libarchive's "file format" errno (its ARCHIVE_ERRNO_FILE_FORMAT,
@@ -296,6 +353,7 @@ static struct archive *arc_open(const char *path,
 		r4i_fail(err, R4_ECORRUPT, "%s: not an archive r4pack reads "
 			 "(%s)", name, archive_error_string(a));
 		archive_read_free(a);
+		arc_close(f);
 		return NULL;
 	}
 	if (r != ARCHIVE_OK) {
@@ -304,13 +362,14 @@ static struct archive *arc_open(const char *path,
 		r4i_fail(err, e > 0 ? -e : -EIO, "%s: %s", name,
 			archive_error_string(a));
 		archive_read_free(a);
+		arc_close(f);
 		return NULL;
 	}
 	return a;
 }
 
-static int arc_loop(struct tar_sink *s, struct archive *a,
-		    struct r4_error *err)
+static int arc_loop(struct tar_sink *s, const struct arc_file *f,
+		    struct archive *a, struct r4_error *err)
 {
 	struct archive_entry *ae;
 	char last[256] = "";
@@ -347,7 +406,7 @@ static int arc_loop(struct tar_sink *s, struct archive *a,
 				 archive_error_string(a));
 		snprintf(last, sizeof(last), "%s", name);
 		count++;
-		rc = arc_entry(s, a, ae, name, err);
+		rc = arc_entry(s, f, a, ae, name, err);
 		arc_progress(s, a);
 		if (rc)
 			return rc;
@@ -364,22 +423,24 @@ int r4_pack_from_archive(struct r4_build *b, const char *path,
 {
 	struct tar_sink s;
 	struct archive *a;
+	struct arc_file f;
 	uint64_t size;
 	int rc, rc2;
 
-	if (!(a = arc_open(path, o, &size, err)))
+	if (!(a = arc_open(path, o, &size, &f, 1, err)))
 		return err && err->code ? err->code : -EIO;
 	tar_sink_init(&s, b, o, strcmp(path, "-") ? path : "standard input");
 	s.src_size = size;
 	/* the image is written behind while the archive is read */
 	rc = r4_build_stream_begin(b, err);
 	if (!rc)
-		rc = arc_loop(&s, a, err);
+		rc = arc_loop(&s, &f, a, err);
 	rc2 = r4_build_stream_end(b, rc ? NULL : err);
 	if (!rc)
 		rc = rc2;
 	tar_sink_free(&s);
 	archive_read_free(a);
+	arc_close(&f);
 	return rc;
 }
 
@@ -390,16 +451,18 @@ int r4_add_from_archive(struct r4_txn *t, struct r4_vol *vol,
 {
 	struct tar_sink s;
 	struct archive *a;
+	struct arc_file f, none = { -1 };
 	uint64_t size;
 	int rc;
 
-	if (!(a = arc_open(path, o, &size, err)))
+	if (!(a = arc_open(path, o, &size, &f, 0, err)))
 		return err && err->code ? err->code : -EIO;
 	tar_sink_init_txn(&s, t, vol, o, strcmp(path, "-") ? path :
 			  "standard input");
 	s.src_size = size;
-	rc = arc_loop(&s, a, err);
+	rc = arc_loop(&s, &none, a, err);
 	tar_sink_free(&s);
 	archive_read_free(a);
+	arc_close(&f);
 	return rc;
 }

@@ -588,3 +588,94 @@ f.close()' "$T/holes/h"
 	[[ "$output" == *"spill"*"\$TMPDIR: No such file"* ]]
 	[ ! -e "$T/s.img" ]
 }
+
+# A tree for the copy path of an uncompressed tarball: a 1-byte file,
+# sizes that are whole blocks and not, a name past 100 bytes (a GNU long
+# name, a pax header), hard links (no data of their own), a sparse file
+# (read as today); $2: the expected direct_bytes (the sizes of the
+# regular files other than the sparse one, each inode once).
+copy_tree() {
+	local d=$1 ln n
+	mkdir -p "$d/a"
+	printf x >"$d/one"
+	for n in 4096 8192 16384 16385 65536 100000 3000000; do
+		head -c "$n" /dev/urandom >"$d/a/f$n"
+	done
+	ln=$d/a/$(printf 'n%.0s' $(seq 150))
+	head -c 20000 /dev/urandom >"$ln"
+	head -c 700 /dev/urandom >"$d/a/small"
+	ln "$d/a/f8192" "$d/hl8192"
+	ln "$d/a/small" "$d/hlsmall"
+	truncate -s 2M "$d/sparse"
+	printf 'middle' | dd of="$d/sparse" bs=1 seek=900000 conv=notrunc \
+		status=none
+	printf after >"$d/z-after"
+	echo $((1 + 4096 + 8192 + 16384 + 16385 + 65536 + 100000 + 3000000 +
+		20000 + 700 + 5))
+}
+
+# "direct_bytes" of r4pack create --json on standard input.
+json_direct() {
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["direct_bytes"])'
+}
+
+@test "an uncompressed tarball's data is copied from where it lies: same image as through a pipe" {
+	local want f o
+	want=$(copy_tree "$T/src")
+	for f in gnu pax; do
+		tar --format=$f --sparse -C "$T/src" -cf "$T/$f.tar" .
+		for o in "" "-o formatting=tails" "-o formatting=extents"; do
+			SOURCE_DATE_EPOCH=1700000000 r4pack create --json $o \
+				-U $UUID "$T/$f.tar" "$T/file.img" >"$T/file.json"
+			[ "$(json_direct <"$T/file.json")" = "$want" ]
+			SOURCE_DATE_EPOCH=1700000000 r4pack create --json $o \
+				-U $UUID - "$T/pipe.img" <"$T/$f.tar" >"$T/pipe.json"
+			[ "$(json_direct <"$T/pipe.json")" = 0 ]
+			cmp "$T/file.img" "$T/pipe.img"
+			oracle_fsck "$T/file.img"
+		done
+	done
+	same_files "$T/file.img" "$T/src"
+	# compressed files and compressed archives are read as before
+	r4pack create --json --compress=lzo1 "$T/pax.tar" "$T/c.img" \
+		>"$T/c.json"
+	[ "$(json_direct <"$T/c.json")" = 0 ]
+	gzip -c "$T/pax.tar" >"$T/pax.tar.gz"
+	r4pack create --json "$T/pax.tar.gz" "$T/z.img" >"$T/z.json"
+	[ "$(json_direct <"$T/z.json")" = 0 ]
+	# a device that is not a plain file (the fault backend, counting):
+	# no copy_file_range, the writer reads and writes instead
+	SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID - \
+		"$T/ref.img" <"$T/pax.tar"
+	R4_FAULT=count SOURCE_DATE_EPOCH=1700000000 \
+		"$top_builddir/tests/crash/bin/r4pack" create -q -U $UUID \
+		"$T/pax.tar" "$T/fault.img"
+	cmp "$T/fault.img" "$T/ref.img"
+	R4_FAULT=fail-write=3 run "$top_builddir/tests/crash/bin/r4pack" \
+		create -q "$T/pax.tar" "$T/fail.img"
+	[ "$status" -eq 1 ]
+	[ ! -e "$T/fail.img" ]
+}
+
+@test "a tarball that ends inside a file's data: exit 1 naming the archive and the file, no image" {
+	local cut
+	mkdir -p "$T/src"
+	head -c 5000 /dev/urandom >"$T/src/a-tail"
+	head -c 300000 /dev/urandom >"$T/src/b-ext"
+	head -c 7000 /dev/urandom >"$T/src/c-tail"
+	tar --format=gnu -C "$T/src" -cf "$T/all.tar" a-tail b-ext c-tail
+	# inside b-ext's data, then inside c-tail's
+	for cut in 200000 312000; do
+		head -c $cut "$T/all.tar" >"$T/cut.tar"
+		run r4pack create "$T/cut.tar" "$T/a.img"
+		[ "$status" -eq 1 ]
+		[ "${#lines[@]}" -eq 1 ]
+		[[ "$output" == *"cut.tar"*"runcated"* ]]
+		if [ $cut = 200000 ]; then
+			[[ "$output" == *"b-ext"* ]]
+		else
+			[[ "$output" == *"c-tail"* ]]
+		fi
+		[ ! -e "$T/a.img" ]
+	done
+}
