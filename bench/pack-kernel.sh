@@ -9,8 +9,9 @@
 # and the other way:
 #   r4pack extract IMAGE TARBALL
 #   tar -cf TARBALL of the unpacked tree on tmpfs
-# Prints times, ratios, peak RSS (/usr/bin/time -f %M) and the image
-# size against the sum of the file sizes.
+# Prints times, CPU seconds (user + sys: the machine may be shared),
+# ratios, peak RSS (/usr/bin/time -f %M) and the image size against the
+# sum of the file sizes.
 #
 # Needs: Debian's linux-source-6.1 (/usr/src/linux-source-6.1.tar.xz),
 # /usr/bin/time, mke2fs. Usage: bench/pack-kernel.sh [BUILDDIR] [TARBALL.xz]
@@ -42,14 +43,15 @@ bytes=$(find "$TMP/tree" -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
 echo "tarball: $(stat -c %s "$TMP/linux.tar") bytes, $entries entries," \
      "$files files, $bytes bytes of file data"
 
-# run NAME CMD...: time one run, record seconds and peak RSS (KiB).
+# run NAME CMD...: time one run, record seconds, peak RSS (KiB) and CPU
+# seconds (user + sys).
 run() {
 	local name=$1; shift
 	sync
-	/usr/bin/time -f '%e %M' -o "$TMP/time.$name" "$@" >/dev/null 2>"$TMP/err.$name" || {
+	/usr/bin/time -f '%e %M %U %S' -o "$TMP/time.$name" "$@" >/dev/null 2>"$TMP/err.$name" || {
 		echo "$name failed:" >&2; tail -5 "$TMP/err.$name" >&2; exit 1; }
-	read -r secs rss <"$TMP/time.$name"
-	echo "$secs $rss" >>"$TMP/res.$name"
+	read -r secs rss usr sys <"$TMP/time.$name"
+	echo "$secs $rss $(awk -v u="$usr" -v s="$sys" 'BEGIN { print u + s }')" >>"$TMP/res.$name"
 }
 
 median() {	# median of column $2 of file $1
@@ -85,13 +87,14 @@ tct=$(median "$TMP/res.tarc" 1); tcm=$(median "$TMP/res.tarc" 2)
 img=$(stat -c %s "$TMP/r4.img")
 used=$(( $(stat -c %b "$TMP/r4.img") * $(stat -c %B "$TMP/r4.img") ))
 
-printf '\n%-34s %10s %12s\n' "median of $RUNS" "seconds" "peak RSS KiB"
-printf '%-34s %10s %12s\n' "r4pack create --size auto" "$r4t" "$r4m"
-printf '%-34s %10s %12s\n' "tar -xf into tmpfs" "$tt" "$tm"
-printf '%-34s %10s %12s\n' "mke2fs -t ext4 -d" "$et" "$em"
-printf '%-34s %10s %12s\n' "cat linux.tar >tmpfs (floor)" "$ct" "$cm"
-printf '%-34s %10s %12s\n' "r4pack extract IMAGE TARBALL" "$xt" "$xm"
-printf '%-34s %10s %12s\n' "tar -cf of the tree on tmpfs" "$tct" "$tcm"
+cpu() { median "$TMP/res.$1" 3; }
+printf '\n%-34s %10s %12s %12s\n' "median of $RUNS" "seconds" "peak RSS KiB" "CPU seconds"
+printf '%-34s %10s %12s %12s\n' "r4pack create --size auto" "$r4t" "$r4m" "$(cpu r4pack)"
+printf '%-34s %10s %12s %12s\n' "tar -xf into tmpfs" "$tt" "$tm" "$(cpu tar)"
+printf '%-34s %10s %12s %12s\n' "mke2fs -t ext4 -d" "$et" "$em" "$(cpu mke2fs)"
+printf '%-34s %10s %12s %12s\n' "cat linux.tar >tmpfs (floor)" "$ct" "$cm" "$(cpu cat)"
+printf '%-34s %10s %12s %12s\n' "r4pack extract IMAGE TARBALL" "$xt" "$xm" "$(cpu extract)"
+printf '%-34s %10s %12s %12s\n' "tar -cf of the tree on tmpfs" "$tct" "$tcm" "$(cpu tarc)"
 awk -v a="$r4t" -v b="$tt" -v c="$et" -v f="$ct" 'BEGIN {
 	printf "r4pack / cat (floor): %.2f   r4pack / tar -x: %.2f   r4pack / mke2fs -d: %.2f\n",
 	       a / (f ? f : 0.001), a / (b ? b : 0.001), a / (c ? c : 0.001) }'
