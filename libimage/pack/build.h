@@ -243,6 +243,20 @@ struct r4_build {
 	char *wc_path;
 	size_t wc_cap, wc_n, wc_kcap, *wc_end;
 	struct bobj **wc_dir;
+	/* a walk stopped by a name on the way that is not a directory:
+	 * where that name ends in the path, and its type */
+	size_t wk_bad;
+	int wk_bad_type;
+	/* moved by every name added, replaced or spilled: what the last
+	 * r4_build_probe found (for path pr_path: the directory, where the
+	 * last name starts, its length, its entry or NULL) serves the
+	 * pack_ns_add of the same path while this has not moved */
+	uint64_t ns_gen, pr_gen;
+	int pr_ok;
+	char *pr_path;
+	size_t pr_cap, pr_off, pr_n;
+	struct bobj *pr_dir;
+	struct bent *pr_old;
 	/* space */
 	uint64_t limit;			/* fixed size: blocks; 0 = auto */
 	uint64_t cursor;		/* next block to hand out */

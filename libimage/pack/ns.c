@@ -167,6 +167,7 @@ static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 	e->hnext = b->htab[h];
 	b->htab[h] = e;
 	b->hcount++;
+	b->ns_gen++;
 	return e;
 }
 
@@ -409,6 +410,10 @@ void pack_ns_fini(struct r4_build *b)
 	b->nattr = b->capattrc = b->ahsize = 0;
 	free(b->wc_path);
 	b->wc_path = NULL;
+	free(b->pr_path);
+	b->pr_path = NULL;
+	b->pr_cap = 0;
+	b->pr_ok = 0;
 	free(b->wc_end);
 	free(b->wc_dir);
 	b->wc_end = NULL;
@@ -562,10 +567,13 @@ static int walk(struct r4_build *b, const char *path, int create,
 			    implicit_dir(b, o, ra->uid, ra->gid))
 				return r4i_fail(err, -ENOMEM, "out of memory");
 		}
-		if (e->obj->type != R4_ENT_DIR)
+		if (e->obj->type != R4_ENT_DIR) {
+			b->wk_bad = end;
+			b->wk_bad_type = e->obj->type;
 			return r4i_fail(err, R4_EINVAL, "%s: '%.*s' on "
 				       "its way is not a directory",
 				       path, (int)(c + n - path), path);
+		}
 		d = e->obj;
 		if (cache && wc_put(b, k, end, d))
 			cache = 0;
@@ -769,6 +777,7 @@ static int spill_add(struct r4_build *b, const struct r4_entry *e,
 	if (rc)
 		return rc;
 	o->spilled = 1;
+	b->ns_gen++;	/* the name is there now, in the spill */
 	b->sp_dir = d->u.sub->no;
 	b->sp_name = name;
 	b->sp_path = e->path;
@@ -857,16 +866,26 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err)
 {
 	struct bobj *d, *o = NULL;
-	struct bent *old;
+	struct bent *old = NULL;
 	const char *name;
 	size_t n;
-	int rc = check_entry(b, e, err);
+	int rc = check_entry(b, e, err), probed = 0;
 
 	*obj = NULL;
 	if (!rc && e->type == R4_ENT_HARDLINK)
 		rc = link_target(b, e, &o, err);	/* before any mkdir */
-	if (!rc)
+	if (!rc && b->pr_ok && b->pr_gen == b->ns_gen &&
+	    !strcmp(b->pr_path, e->path)) {
+		/* the probe of this path walked it, nothing changed since */
+		d = b->pr_dir;
+		name = e->path + b->pr_off;
+		n = b->pr_n;
+		old = b->pr_old;
+		probed = 1;
+	} else if (!rc) {
 		rc = walk(b, e->path, 1, &d, &name, &n, err);
+	}
+	b->pr_ok = 0;
 	if (rc)
 		return rc;
 	if (!n) {	/* the root itself */
@@ -875,7 +894,8 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 				       "directory", e->path);
 		return set_attrs(b, b->root, e, err);
 	}
-	old = lookup(b, d, name, n);
+	if (!probed)
+		old = lookup(b, d, name, n);
 	if (!old && b->spill_rc)
 		return spill_fail(b, e->path, err);
 	if (old && old->obj->type == R4_ENT_DIR && e->type == R4_ENT_DIR) {
@@ -905,6 +925,7 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		}
 		old->obj = o;
 		b->wc_n = 0;	/* the cached directories may be gone */
+		b->ns_gen++;
 	}
 	else if (!new_ent(b, d, name, n, o))
 		return r4i_fail(err, -ENOMEM, "out of memory");
@@ -966,4 +987,42 @@ int r4_build_type(struct r4_build *b, const char *path, size_t len)
 	if (p != small)
 		free(p);
 	return t;
+}
+
+int r4_build_probe(struct r4_build *b, const char *path, size_t *bad,
+		   int *bad_type)
+{
+	struct r4_error tmp = { 0, "" };
+	struct bobj *d;
+	struct bent *e;
+	const char *name;
+	size_t n = 0, len;
+	int rc;
+
+	*bad = 0;
+	*bad_type = -1;
+	b->pr_ok = 0;
+	b->wk_bad = 0;
+	rc = walk(b, path, 0, &d, &name, &n, &tmp);
+	if (rc) {
+		if (rc == R4_EINVAL && b->wk_bad) {
+			*bad = b->wk_bad;
+			*bad_type = b->wk_bad_type;
+		}
+		return -1;	/* not there (or a name too long: never is) */
+	}
+	e = n ? lookup(b, d, name, n) : NULL;
+	len = strlen(path) + 1;
+	if (!R4_RESERVE(b->pr_path, b->pr_cap, len, 256)) {
+		memcpy(b->pr_path, path, len);
+		b->pr_gen = b->ns_gen;	/* after lookup: it may promote */
+		b->pr_dir = d;
+		b->pr_off = (size_t)(name - path);
+		b->pr_n = n;
+		b->pr_old = e;
+		b->pr_ok = 1;
+	}
+	if (!n)
+		return R4_ENT_DIR;
+	return e ? (int)e->obj->type : -1;
 }
