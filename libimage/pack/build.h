@@ -91,6 +91,12 @@ struct breg {
 struct bdir {
 	struct bent **kids;
 	size_t nkids, capkids;
+	/* its names by hash (until finish sorts kids): open addressing,
+	 * at most 3/4 used; a slot is the name's 32-bit hash << 32 | 1 +
+	 * its index in kids, 0 free. One small table a directory: a run of
+	 * entries in one directory looks in a table already in cache */
+	uint64_t *ht;
+	uint32_t htcap;
 	uint32_t nsubdirs;
 	uint64_t entries, ebytes;	/* counted at finish */
 	struct bobj *qnext;		/* finish: directory queue */
@@ -103,10 +109,9 @@ struct bdir {
 
 enum { BCC_NO = 0, BCC_YES = 1, BCC_CONVERTED = 2 };
 
-/* A name, 22 bytes and the name. */
+/* A name, 14 bytes and the name. */
 struct bent {
 	struct bobj *obj;
-	struct bent *hnext;		/* hash chain (dir, name) */
 	uint32_t dir;			/* the directory holding the name:
 					 * its number (ent_dir) */
 	uint16_t len;
@@ -190,6 +195,11 @@ struct blevel {
 	uint64_t blk;
 	struct fmt_key first;
 	uint64_t count;			/* nodes made at this level */
+	/* the header of an empty node of this level (hlen bytes, 0: not
+	 * made yet): a node opens over the bytes of the one before it,
+	 * whose unused middle is zeroed when it closes (nodes.c) */
+	uint8_t head[FMT_NODE41_HEADER_SIZE];
+	size_t hlen;
 };
 
 struct r4_build {
@@ -205,8 +215,7 @@ struct r4_build {
 	int failed;
 	/* namespace */
 	struct bobj *root;
-	struct bent **htab;		/* chained, <= 2 names a slot */
-	size_t hsize, hcount;
+	size_t hcount;			/* names in memory */
 	/* the distinct attributes (mode, owner, times as stored), in
 	 * chunks of BUILD_ATTR_CHUNK (no slack, nothing copied as they
 	 * grow), found through ahtab (open addressing, at most half used:
@@ -303,6 +312,9 @@ int pack_ns_spill_done(struct r4_build *b, struct bobj *o, int ok,
 int pack_ns_dir_load(struct r4_build *b, struct bobj *d, size_t *nmem,
 		     struct r4_error *err);
 void pack_ns_dir_unload(struct r4_build *b, struct bobj *d, size_t nmem);
+/* No name is looked up or added any more (finish reorders the
+ * directories' children): the tables that found them are freed. */
+void pack_ns_seal(struct r4_build *b);
 /* "a/b/c" of a name into buf. */
 const char *pack_ns_path(const struct r4_build *b, const struct bent *e,
 			 char *buf, size_t len);

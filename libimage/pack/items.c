@@ -518,6 +518,7 @@ int pack_items_build(struct r4_build *b, struct r4_error *err)
 	int rc = 0, rc2;
 
 	estimate_init(b, &u);
+	pack_ns_seal(b);
 	if (b->spill && (rc = pack_spill_seal(b->spill)))
 		return r4i_fail(err, rc, "cannot write the spilled names to "
 			       "$TMPDIR: %s", r4_strerror(rc));
