@@ -48,11 +48,22 @@ static int node_open(struct r4_build *b, unsigned level, struct r4_error *err)
 	if (level > FMT_NODE_MAX_LEVEL)
 		return r4i_fail(err, R4_ERANGE, "%s: the tree would be taller "
 			       "than %d levels", b->target, FMT_NODE_MAX_LEVEL);
-	rc = fmt_node_init(lv->node, b->bs, b->m.sb.node_pid, level,
-			   b->m.sb.mkfs_id);
-	if (rc)
-		return r4i_fail(err, rc, "cannot make a node: %s",
-			       r4_strerror(rc));
+	if (lv->hlen) {
+		/* the rest is items and the middle zeroed at close */
+		memcpy(lv->node, lv->head, lv->hlen);
+	} else {
+		size_t hlen = fmt_node_header_size(b->m.sb.node_pid);
+
+		rc = fmt_node_init(lv->node, b->bs, b->m.sb.node_pid, level,
+				   b->m.sb.mkfs_id);
+		if (rc)
+			return r4i_fail(err, rc, "cannot make a node: %s",
+				       r4_strerror(rc));
+		if (hlen <= sizeof(lv->head)) {
+			memcpy(lv->head, lv->node, hlen);
+			lv->hlen = hlen;
+		}
+	}
 	lv->open = 1;
 	lv->count++;
 	if (level > b->top)
@@ -62,6 +73,17 @@ static int node_open(struct r4_build *b, unsigned level, struct r4_error *err)
 
 static int node_close(struct r4_build *b, unsigned level,
 		      struct r4_error *err);
+
+/* A complete node's unused middle (between the item bodies and the
+ * item headers) zeroed: it holds what the node before it left there. */
+static void node_seal(struct r4_build *b, uint8_t *node)
+{
+	struct fmt_node_header h;
+
+	if (!fmt_node_header_decode(node, b->bs, &h) &&
+	    (size_t)h.free_space_start + h.free_space <= b->bs)
+		memset(node + h.free_space_start, 0, h.free_space);
+}
 
 /* Make room for an item of len body bytes at level. */
 static int level_reserve(struct r4_build *b, unsigned level, size_t len,
@@ -143,6 +165,7 @@ static int node_close(struct r4_build *b, unsigned level,
 	uint64_t got;
 	int rc;
 
+	node_seal(b, lv->node);
 	rc = level_reserve(b, level + 1, sizeof(ptr), err);
 	if (!rc && level == FMT_NODE_LEAF_LEVEL)
 		rc = pack_alloc_run(b, 1, &lv->blk, &got, err);
@@ -246,6 +269,7 @@ int pack_tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
 			b->nodes++;
 			b->twigs += l == FMT_NODE_TWIG_LEVEL;
 			*height = l;
+			node_seal(b, lv->node);
 			rc = pack_upper_keep(b, l, lv->node, &lv->blk, err);
 			if (!rc)
 				rc = pack_upper_place(b, lv->blk, root, err);
