@@ -293,6 +293,12 @@ struct r4_build {
 	uint64_t nodes, leaves, twigs;
 	uint64_t done_bytes, total_bytes;
 	uint8_t *scratch;		/* 64 KiB for item bodies and data */
+	/* finish, one directory at a time (items.c): its entries, and the
+	 * ordering of each child's keys */
+	struct fmt_cde40_entry *ebuf;
+	size_t ebufcap;
+	uint64_t *obuf;
+	size_t obufcap;
 	struct pack_cc *cc;		/* create=ccreg40: pack/cluster.c */
 };
 
@@ -414,6 +420,11 @@ size_t pack_leaf_room(struct r4_build *b);
  * *body receives where to put len bytes. */
 int pack_leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
 	     size_t len, uint8_t **body, struct r4_error *err);
+/* The same with the body's bytes left as they are: the caller writes
+ * every one of the len bytes (or fails the build). */
+int pack_leaf_add_raw(struct r4_build *b, const struct fmt_key *k,
+		      unsigned pid, size_t len, uint8_t **body,
+		      struct r4_error *err);
 int pack_leaf_close(struct r4_build *b, struct r4_error *err);
 /* Make sure the twig level has room for an item of len bytes before
  * data it will describe is placed. */
@@ -470,6 +481,7 @@ int pack_spill_dir(struct pack_spill *s, uint32_t dir, uint8_t **buf,
 
 /* items.c */
 int pack_items_build(struct r4_build *b, struct r4_error *err);
+void pack_items_fini(struct r4_build *b);
 /* The ordering part of a placed object's keys: its primary name's
  * (made again from the name: not kept in every object). */
 uint64_t pack_obj_ordering(struct r4_build *b, const struct bobj *o);

@@ -100,16 +100,20 @@ static int level_reserve(struct r4_build *b, unsigned level, size_t len,
 	return lv->open ? 0 : node_open(b, level, err);
 }
 
+/* raw: body NULL and the caller writes every byte of *out. */
 static int level_append(struct r4_build *b, unsigned level,
 			const struct fmt_key *k, unsigned pid, const void *body,
-			size_t len, uint8_t **out, struct r4_error *err)
+			int raw, size_t len, uint8_t **out,
+			struct r4_error *err)
 {
 	struct blevel *lv = &b->lv[level];
 	int first = node_free_for_item(lv->node, b->bs, b->pol) ==
 		    b->bs - fmt_node_header_size(b->m.sb.node_pid) -
 		    fmt_item_header_size(b->pol);
-	int rc = node_append_item(lv->node, b->bs, b->pol, k, pid, body, len,
-				  out);
+	int rc = raw ? node_append_space(lv->node, b->bs, b->pol, k, pid, len,
+					 out) :
+		       node_append_item(lv->node, b->bs, b->pol, k, pid, body,
+					len, out);
 
 	if (rc)
 		return r4i_fail(err, rc, "%s: cannot add an item to a level %u "
@@ -177,7 +181,7 @@ static int node_close(struct r4_build *b, unsigned level,
 		return rc;
 	fmt_nodeptr40_encode(lv->blk, ptr);
 	rc = level_append(b, level + 1, &lv->first, FMT_ITEM_NODEPTR40, ptr,
-			  sizeof(ptr), NULL, err);
+			  0, sizeof(ptr), NULL, err);
 	if (rc)
 		return rc;
 	lv->open = 0;
@@ -210,7 +214,18 @@ int pack_leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
 
 	if (rc)
 		return rc;
-	return level_append(b, 1, k, pid, NULL, len, body, err);
+	return level_append(b, 1, k, pid, NULL, 0, len, body, err);
+}
+
+int pack_leaf_add_raw(struct r4_build *b, const struct fmt_key *k,
+		      unsigned pid, size_t len, uint8_t **body,
+		      struct r4_error *err)
+{
+	int rc = level_reserve(b, 1, len, err);
+
+	if (rc)
+		return rc;
+	return level_append(b, 1, k, pid, NULL, 1, len, body, err);
 }
 
 int pack_twig_reserve(struct r4_build *b, size_t len, struct r4_error *err)
@@ -236,7 +251,7 @@ int pack_twig_add_extent(struct r4_build *b, const struct fmt_key *k,
 		room = node_free_for_item(b->lv[2].node, b->bs, b->pol);
 		m = room / FMT_EXTENT40_UNIT_SIZE;
 		m = m < n ? m : n;
-		rc = level_append(b, 2, &key, FMT_ITEM_EXTENT40, NULL,
+		rc = level_append(b, 2, &key, FMT_ITEM_EXTENT40, NULL, 1,
 				  m * FMT_EXTENT40_UNIT_SIZE, &body, err);
 		if (rc)
 			return rc;
