@@ -141,8 +141,8 @@ int r4_build_type(struct r4_build *b, const char *path, size_t len);
  * walk: returns the type of path as r4_build_type does; *bad is 0 when
  * every parent of path is a directory or not there, else the length of
  * the first parent that is there and is not a directory (*bad_type:
- * its type). What the walk found serves the r4_build_add of the same
- * path that comes next, when no name was added or replaced between. */
+ * its type). What the walk found serves the next r4_build_add when it
+ * adds the same path. */
 int r4_build_probe(struct r4_build *b, const char *path, size_t *bad,
 		   int *bad_type);
 /* Streaming sources (an archive read once): from r4_build_stream_begin

@@ -256,11 +256,11 @@ struct r4_build {
 	 * where that name ends in the path, and its type */
 	size_t wk_bad;
 	int wk_bad_type;
-	/* moved by every name added, replaced or spilled: what the last
-	 * r4_build_probe found (for path pr_path: the directory, where the
-	 * last name starts, its length, its entry or NULL) serves the
-	 * pack_ns_add of the same path while this has not moved */
-	uint64_t ns_gen, pr_gen;
+	/* what the last r4_build_probe found (for path pr_path: the
+	 * directory, where the last name starts, its length, its entry or
+	 * NULL), pr_ok until the next pack_ns_add, which uses it when it
+	 * adds that path: only an add changes what a probe finds (a name
+	 * a lookup takes back from the spill was there all along) */
 	int pr_ok;
 	char *pr_path;
 	size_t pr_cap, pr_off, pr_n;

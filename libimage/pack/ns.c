@@ -185,7 +185,6 @@ static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 	e->obj = obj;
 	ht_put(d->ht, d->htcap, (uint64_t)name_hash(s, n) << 32 | d->nkids);
 	b->hcount++;
-	b->ns_gen++;
 	return e;
 }
 
@@ -804,7 +803,6 @@ static int spill_add(struct r4_build *b, const struct r4_entry *e,
 	if (rc)
 		return rc;
 	o->spilled = 1;
-	b->ns_gen++;	/* the name is there now, in the spill */
 	b->sp_dir = d->u.sub->no;
 	b->sp_name = name;
 	b->sp_path = e->path;
@@ -901,9 +899,8 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	*obj = NULL;
 	if (!rc && e->type == R4_ENT_HARDLINK)
 		rc = link_target(b, e, &o, err);	/* before any mkdir */
-	if (!rc && b->pr_ok && b->pr_gen == b->ns_gen &&
-	    !strcmp(b->pr_path, e->path)) {
-		/* the probe of this path walked it, nothing changed since */
+	if (!rc && b->pr_ok && !strcmp(b->pr_path, e->path)) {
+		/* the probe of this path walked it: no add came between */
 		d = b->pr_dir;
 		name = e->path + b->pr_off;
 		n = b->pr_n;
@@ -912,7 +909,7 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	} else if (!rc) {
 		rc = walk(b, e->path, 1, &d, &name, &n, err);
 	}
-	b->pr_ok = 0;
+	b->pr_ok = 0;	/* one add consumes the probe, or drops it */
 	if (rc)
 		return rc;
 	if (!n) {	/* the root itself */
@@ -952,7 +949,6 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		}
 		old->obj = o;
 		b->wc_n = 0;	/* the cached directories may be gone */
-		b->ns_gen++;
 	}
 	else if (!new_ent(b, d, name, n, o))
 		return r4i_fail(err, -ENOMEM, "out of memory");
@@ -1042,7 +1038,6 @@ int r4_build_probe(struct r4_build *b, const char *path, size_t *bad,
 	len = strlen(path) + 1;
 	if (!R4_RESERVE(b->pr_path, b->pr_cap, len, 256)) {
 		memcpy(b->pr_path, path, len);
-		b->pr_gen = b->ns_gen;	/* after lookup: it may promote */
 		b->pr_dir = d;
 		b->pr_off = (size_t)(name - path);
 		b->pr_n = n;
