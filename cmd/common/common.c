@@ -173,11 +173,19 @@ void r4cmd_print_version(void)
 
 int r4cmd_progress_enabled(void)
 {
-	const char *det = getenv("R4_TEST_DETERMINISTIC");
+	/* asked for every entry and every chunk of data: the environment
+	 * and the terminal are looked at once (-1: not yet) */
+	static int tty = -1;
 
-	if (r4cmd_quiet || (det && *det && strcmp(det, "0")))
+	if (r4cmd_quiet)
 		return 0;
-	return isatty(STDERR_FILENO);
+	if (tty < 0) {
+		const char *det = getenv("R4_TEST_DETERMINISTIC");
+
+		tty = !(det && *det && strcmp(det, "0")) &&
+		      isatty(STDERR_FILENO);
+	}
+	return tty;
 }
 
 /* Columns of the bar on the terminal now (0: none drawn). */

@@ -152,6 +152,14 @@ int r4_build_add(struct r4_build *b, const struct r4_entry *e,
  * build so far, or -1 when there is none. Lets a caller ask the build
  * instead of keeping its own table of every path. */
 int r4_build_type(struct r4_build *b, const char *path, size_t len);
+/* The checks before adding path (a whole path, "" the root), in one
+ * walk: returns the type of path as r4_build_type does; *bad is 0 when
+ * every parent of path is a directory or not there, else the length of
+ * the first parent that is there and is not a directory (*bad_type:
+ * its type). What the walk found serves the next r4_build_add when it
+ * adds the same path. */
+int r4_build_probe(struct r4_build *b, const char *path, size_t *bad,
+		   int *bad_type);
 /* Streaming sources (an archive read once): from r4_build_stream_begin
  * to r4_build_stream_end the streamed data is written to the image on a
  * second thread while the caller reads on. End waits for every write

@@ -142,6 +142,7 @@ static void build_free(struct r4_build *b)
 	pack_ns_fini(b);
 	pack_tree_fini(b);
 	pack_upper_fini(b);
+	pack_items_fini(b);
 	free(b->used);
 	free(b->wb.buf);
 	free(b->scratch);

@@ -98,6 +98,12 @@ struct breg {
 struct bdir {
 	struct bent **kids;
 	size_t nkids, capkids;
+	/* its names by hash (until finish sorts kids): open addressing,
+	 * at most 3/4 used; a slot is the name's 32-bit hash << 32 | 1 +
+	 * its index in kids, 0 free. One small table a directory: a run of
+	 * entries in one directory looks in a table already in cache */
+	uint64_t *ht;
+	uint32_t htcap;
 	uint32_t nsubdirs;
 	uint64_t entries, ebytes;	/* counted at finish */
 	struct bobj *qnext;		/* finish: directory queue */
@@ -110,10 +116,9 @@ struct bdir {
 
 enum { BCC_NO = 0, BCC_YES = 1, BCC_CONVERTED = 2 };
 
-/* A name, 22 bytes and the name. */
+/* A name, 14 bytes and the name. */
 struct bent {
 	struct bobj *obj;
-	struct bent *hnext;		/* hash chain (dir, name) */
 	uint32_t dir;			/* the directory holding the name:
 					 * its number (ent_dir) */
 	uint16_t len;
@@ -222,6 +227,11 @@ struct blevel {
 	uint64_t blk;
 	struct fmt_key first;
 	uint64_t count;			/* nodes made at this level */
+	/* the header of an empty node of this level (hlen bytes, 0: not
+	 * made yet): a node opens over the bytes of the one before it,
+	 * whose unused middle is zeroed when it closes (nodes.c) */
+	uint8_t head[FMT_NODE41_HEADER_SIZE];
+	size_t hlen;
 };
 
 struct r4_build {
@@ -237,8 +247,7 @@ struct r4_build {
 	int failed;
 	/* namespace */
 	struct bobj *root;
-	struct bent **htab;		/* chained, <= 2 names a slot */
-	size_t hsize, hcount;
+	size_t hcount;			/* names in memory */
 	/* the distinct attributes (mode, owner, times as stored), in
 	 * chunks of BUILD_ATTR_CHUNK (no slack, nothing copied as they
 	 * grow), found through ahtab (open addressing, at most half used:
@@ -275,6 +284,20 @@ struct r4_build {
 	char *wc_path;
 	size_t wc_cap, wc_n, wc_kcap, *wc_end;
 	struct bobj **wc_dir;
+	/* a walk stopped by a name on the way that is not a directory:
+	 * where that name ends in the path, and its type */
+	size_t wk_bad;
+	int wk_bad_type;
+	/* what the last r4_build_probe found (for path pr_path: the
+	 * directory, where the last name starts, its length, its entry or
+	 * NULL), pr_ok until the next pack_ns_add, which uses it when it
+	 * adds that path: only an add changes what a probe finds (a name
+	 * a lookup takes back from the spill was there all along) */
+	int pr_ok;
+	char *pr_path;
+	size_t pr_cap, pr_off, pr_n;
+	struct bobj *pr_dir;
+	struct bent *pr_old;
 	/* space */
 	uint64_t limit;			/* fixed size: blocks; 0 = auto */
 	uint64_t cursor;		/* next block to hand out */
@@ -311,6 +334,12 @@ struct r4_build {
 	uint64_t nodes, leaves, twigs;
 	uint64_t done_bytes, total_bytes;
 	uint8_t *scratch;		/* 64 KiB for item bodies and data */
+	/* finish, one directory at a time (items.c): its entries, and the
+	 * ordering of each child's keys */
+	struct fmt_cde40_entry *ebuf;
+	size_t ebufcap;
+	uint64_t *obuf;
+	size_t obufcap;
 	struct pack_cc *cc;		/* create=ccreg40: pack/cluster.c */
 };
 
@@ -330,6 +359,9 @@ int pack_ns_spill_done(struct r4_build *b, struct bobj *o, int ok,
 int pack_ns_dir_load(struct r4_build *b, struct bobj *d, size_t *nmem,
 		     struct r4_error *err);
 void pack_ns_dir_unload(struct r4_build *b, struct bobj *d, size_t nmem);
+/* No name is looked up or added any more (finish reorders the
+ * directories' children): the tables that found them are freed. */
+void pack_ns_seal(struct r4_build *b);
 /* "a/b/c" of a name into buf. */
 const char *pack_ns_path(const struct r4_build *b, const struct bent *e,
 			 char *buf, size_t len);
@@ -438,6 +470,11 @@ size_t pack_leaf_room(struct r4_build *b);
  * *body receives where to put len bytes. */
 int pack_leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
 	     size_t len, uint8_t **body, struct r4_error *err);
+/* The same with the body's bytes left as they are: the caller writes
+ * every one of the len bytes (or fails the build). */
+int pack_leaf_add_raw(struct r4_build *b, const struct fmt_key *k,
+		      unsigned pid, size_t len, uint8_t **body,
+		      struct r4_error *err);
 int pack_leaf_close(struct r4_build *b, struct r4_error *err);
 /* Make sure the twig level has room for an item of len bytes before
  * data it will describe is placed. */
@@ -494,6 +531,7 @@ int pack_spill_dir(struct pack_spill *s, uint32_t dir, uint8_t **buf,
 
 /* items.c */
 int pack_items_build(struct r4_build *b, struct r4_error *err);
+void pack_items_fini(struct r4_build *b);
 /* The ordering part of a placed object's keys: its primary name's
  * (made again from the name: not kept in every object). */
 uint64_t pack_obj_ordering(struct r4_build *b, const struct bobj *o);

@@ -20,6 +20,7 @@
 #include "libimage/util/err.h"
 #include "format/plugin.h"
 #include "format/bitmap.h"
+#include "r4/util.h"
 
 /* A name's entry key (el[1..3]) while its directory is sorted: kept
  * here, not in every struct bent, and made again when entries are
@@ -147,7 +148,9 @@ static void fill_stat(struct r4_build *b, const struct bobj *o,
 	}
 }
 
-static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
+/* ord: the ordering of o's keys (pack_obj_ordering, known here). */
+static int emit_sd(struct r4_build *b, struct bobj *o, uint64_t ord,
+		   struct r4_error *err)
 {
 	struct fmt_stat st;
 	struct fmt_key k;
@@ -162,7 +165,7 @@ static int emit_sd(struct r4_build *b, struct bobj *o, struct r4_error *err)
 		return r4i_fail(err, rc, "%s: cannot make its stat data: %s",
 			       pack_ns_obj_path(b, o, p, sizeof(p)),
 			       r4_strerror(rc));
-	fmt_key_sd(&k, obj_locality(b, o), pack_obj_ordering(b, o), o->oid);
+	fmt_key_sd(&k, obj_locality(b, o), ord, o->oid);
 	rc = pack_leaf_add(b, &k, FMT_ITEM_STAT40, len, &body, err);
 	if (!rc)
 		rc = fmt_stat_encode(&st, body, len);
@@ -192,9 +195,11 @@ static void set_entry(struct r4_build *b, struct fmt_cde40_entry *ce,
 	enc_cde_entry(ce, b->pol, k, &sd, name, len);
 }
 
-/* The directory's entries, "." and ".." merged in, in key order. */
+/* The directory's entries, "." and ".." merged in, in key order;
+ * ord[i]: the ordering of child i's key. */
 static int dir_entries(struct r4_build *b, struct bobj *d,
-		       struct fmt_cde40_entry *ce, struct r4_error *err)
+		       struct fmt_cde40_entry *ce, uint64_t *ord,
+		       struct r4_error *err)
 {
 	struct bobj *parent = d == b->root ? d : ent_dir(b, d->primary);
 	struct fmt_key dot, dotdot, k;
@@ -213,6 +218,7 @@ static int dir_entries(struct r4_build *b, struct bobj *d,
 		if (rc)
 			return r4i_fail(err, rc, "cannot make the key of '%s'",
 				       e->name);
+		ord[i] = k.el[1];
 		if (n == 2 && fmt_key_cmp(&dotdot, &k) < 0) {
 			set_entry(b, &ce[j++], &dotdot, parent, NULL, "..",
 				  2);
@@ -225,16 +231,21 @@ static int dir_entries(struct r4_build *b, struct bobj *d,
 	return 0;
 }
 
-/* Pack the entries into cde40 items, each leaf filled before the next. */
-static int emit_entries(struct r4_build *b, struct bobj *d,
+/* Pack the entries into cde40 items, each leaf filled before the next;
+ * ord as dir_entries. */
+static int emit_entries(struct r4_build *b, struct bobj *d, uint64_t *ord,
 			struct r4_error *err)
 {
 	size_t n = d->u.sub->nkids + 2, i = 0;
 	size_t uh = fmt_cde40_unit_header_size(b->pol);
 	size_t idsz = fmt_cde40_objid_size(b->pol);
-	struct fmt_cde40_entry *ce = calloc(n, sizeof(*ce));
-	int rc = ce ? dir_entries(b, d, ce, err) :
-		      r4i_fail(err, -ENOMEM, "out of memory");
+	struct fmt_cde40_entry *ce;
+	int rc;
+
+	if (R4_RESERVE(b->ebuf, b->ebufcap, n, 64))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	ce = b->ebuf;	/* every one set by dir_entries */
+	rc = dir_entries(b, d, ce, ord, err);
 
 	while (!rc && i < n) {
 		size_t room = pack_leaf_room(b), k = 0;
@@ -262,7 +273,6 @@ static int emit_entries(struct r4_build *b, struct bobj *d,
 			rc = fmt_cde40_encode(ce + i, k, b->pol, body, size);
 		i += k;
 	}
-	free(ce);
 	return rc;
 }
 
@@ -284,7 +294,8 @@ static int emit_tails(struct r4_build *b, struct bobj *o, uint64_t ord,
 		}
 		n = o->size - off < room ? (size_t)(o->size - off) : room;
 		fmt_key_body(&k, obj_locality(b, o), ord, o->oid, off);
-		rc = pack_leaf_add(b, &k, FMT_ITEM_TAIL40, n, &body, err);
+		/* pack_tail_read writes all n bytes, or fails */
+		rc = pack_leaf_add_raw(b, &k, FMT_ITEM_TAIL40, n, &body, err);
 		if (!rc)
 			rc = pack_tail_read(&t, body, n, err);
 		off += n;
@@ -293,19 +304,17 @@ static int emit_tails(struct r4_build *b, struct bobj *o, uint64_t ord,
 	return rc;
 }
 
-static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
+/* ord: as emit_sd; p: o's path (for messages). */
+static int emit_body(struct r4_build *b, struct bobj *o, uint64_t ord,
+		     const char *p, struct r4_error *err)
 {
 	struct fmt_key k;
-	char p[4096];
 	int rc = 0;
 
-	if (o->type != R4_ENT_REG || !o->size || o->data == BD_NONE)
-		return 0;
-	pack_ns_obj_path(b, o, p, sizeof(p));
 	if (o->cc == BCC_YES)
 		return pack_cc_emit(b, o, p, err);
 	if (o->tails)
-		return emit_tails(b, o, pack_obj_ordering(b, o), p, err);
+		return emit_tails(b, o, ord, p, err);
 	if (o->data == BD_DEFERRED) {
 		uint64_t dense = file_bytes(b, o), got;
 
@@ -317,8 +326,7 @@ static int emit_body(struct r4_build *b, struct bobj *o, struct r4_error *err)
 			rc = pack_leaf_patch_u64(b, o->u.reg->sd_leaf,
 						 o->u.reg->sd_off, got, err);
 	}
-	fmt_key_body(&k, obj_locality(b, o), pack_obj_ordering(b, o), o->oid,
-		     0);
+	fmt_key_body(&k, obj_locality(b, o), ord, o->oid, 0);
 	return rc ? rc : pack_twig_add_extent(b, &k, o->u.reg->ext.u,
 					      o->u.reg->ext.n, err);
 }
@@ -366,27 +374,74 @@ static int emit_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
 	return rc;
 }
 
+/* The path of d's child e into p, after d's own path and a '/' (dlen
+ * bytes, kid_prefix), cut as pack_ns_path cuts it. */
+static const char *kid_path(char *p, size_t cap, size_t dlen,
+			    const struct bent *e)
+{
+	size_t n = dlen + 1 < cap ? cap - 1 - dlen : 0;
+
+	n = e->len < n ? e->len : n;
+	memcpy(p + dlen, e->name, n);
+	p[dlen + n] = '\0';
+	return p;
+}
+
+static size_t kid_prefix(struct r4_build *b, struct bobj *d, char *p,
+			 size_t cap)
+{
+	size_t dlen;
+
+	if (d == b->root)
+		return 0;
+	dlen = strlen(pack_ns_obj_path(b, d, p, cap));
+	if (dlen && dlen + 1 < cap)
+		p[dlen++] = '/';
+	return dlen;
+}
+
 static int emit_dir_loaded(struct r4_build *b, struct bobj *d,
 			   struct r4_error *err)
 {
-	int rc = emit_entries(b, d, err);
 	struct bent **kids = d->u.sub->kids;
-	size_t n = d->u.sub->nkids;
+	size_t n = d->u.sub->nkids, dlen;
 	char p[4096];
+	uint64_t *ord;
+	int rc;
 
+	if (R4_RESERVE(b->obuf, b->obufcap, n ? n : 1, 64))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	ord = b->obuf;
+	rc = emit_entries(b, d, ord, err);
+	dlen = kid_prefix(b, d, p, sizeof(p));
 	/* conv decides before the stat data says ccreg40 (pack/cluster.c) */
 	for (size_t i = 0; !rc && b->cc && i < n; i++)
 		if (kids[i]->obj->primary == kids[i])
 			rc = pack_cc_decide(b, kids[i]->obj,
-					    pack_ns_obj_path(b, kids[i]->obj, p,
-							     sizeof(p)), err);
+					    kid_path(p, sizeof(p), dlen,
+						     kids[i]), err);
 	for (size_t i = 0; !rc && i < n; i++)
 		if (kids[i]->obj->primary == kids[i])
-			rc = emit_sd(b, kids[i]->obj, err);
-	for (size_t i = 0; !rc && i < n; i++)
-		if (kids[i]->obj->primary == kids[i])
-			rc = emit_body(b, kids[i]->obj, err);
+			rc = emit_sd(b, kids[i]->obj, ord[i], err);
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct bobj *o = kids[i]->obj;
+
+		if (o->primary == kids[i] && o->type == R4_ENT_REG &&
+		    o->size && o->data != BD_NONE)
+			rc = emit_body(b, o, ord[i],
+				       kid_path(p, sizeof(p), dlen, kids[i]),
+				       err);
+	}
 	return rc;
+}
+
+void pack_items_fini(struct r4_build *b)
+{
+	free(b->ebuf);
+	free(b->obuf);
+	b->ebuf = NULL;
+	b->obuf = NULL;
+	b->ebufcap = b->obufcap = 0;
 }
 
 /* What one placed object adds to the leaves (leaf, big) and to the
@@ -518,6 +573,7 @@ int pack_items_build(struct r4_build *b, struct r4_error *err)
 	int rc = 0, rc2;
 
 	estimate_init(b, &u);
+	pack_ns_seal(b);
 	if (b->spill && (rc = pack_spill_seal(b->spill)))
 		return r4i_fail(err, rc, "cannot write the spilled names to "
 			       "$TMPDIR: %s", r4_strerror(rc));
@@ -534,7 +590,7 @@ int pack_items_build(struct r4_build *b, struct r4_error *err)
 		rc = pack_async_begin(b, err);
 	if (rc)
 		return rc;
-	rc = emit_sd(b, b->root, err);
+	rc = emit_sd(b, b->root, 0, err);
 	for (struct bobj *d = b->root; !rc && d; d = d->u.sub->qnext)
 		rc = emit_dir(b, d, err);
 	pack_cc_ahead_end(b);

@@ -48,11 +48,22 @@ static int node_open(struct r4_build *b, unsigned level, struct r4_error *err)
 	if (level > FMT_NODE_MAX_LEVEL)
 		return r4i_fail(err, R4_ERANGE, "%s: the tree would be taller "
 			       "than %d levels", b->target, FMT_NODE_MAX_LEVEL);
-	rc = fmt_node_init(lv->node, b->bs, b->m.sb.node_pid, level,
-			   b->m.sb.mkfs_id);
-	if (rc)
-		return r4i_fail(err, rc, "cannot make a node: %s",
-			       r4_strerror(rc));
+	if (lv->hlen) {
+		/* the rest is items and the middle zeroed at close */
+		memcpy(lv->node, lv->head, lv->hlen);
+	} else {
+		size_t hlen = fmt_node_header_size(b->m.sb.node_pid);
+
+		rc = fmt_node_init(lv->node, b->bs, b->m.sb.node_pid, level,
+				   b->m.sb.mkfs_id);
+		if (rc)
+			return r4i_fail(err, rc, "cannot make a node: %s",
+				       r4_strerror(rc));
+		if (hlen <= sizeof(lv->head)) {
+			memcpy(lv->head, lv->node, hlen);
+			lv->hlen = hlen;
+		}
+	}
 	lv->open = 1;
 	lv->count++;
 	if (level > b->top)
@@ -62,6 +73,17 @@ static int node_open(struct r4_build *b, unsigned level, struct r4_error *err)
 
 static int node_close(struct r4_build *b, unsigned level,
 		      struct r4_error *err);
+
+/* A complete node's unused middle (between the item bodies and the
+ * item headers) zeroed: it holds what the node before it left there. */
+static void node_seal(struct r4_build *b, uint8_t *node)
+{
+	struct fmt_node_header h;
+
+	if (!fmt_node_header_decode(node, b->bs, &h) &&
+	    (size_t)h.free_space_start + h.free_space <= b->bs)
+		memset(node + h.free_space_start, 0, h.free_space);
+}
 
 /* Make room for an item of len body bytes at level. */
 static int level_reserve(struct r4_build *b, unsigned level, size_t len,
@@ -78,16 +100,20 @@ static int level_reserve(struct r4_build *b, unsigned level, size_t len,
 	return lv->open ? 0 : node_open(b, level, err);
 }
 
+/* raw: body NULL and the caller writes every byte of *out. */
 static int level_append(struct r4_build *b, unsigned level,
 			const struct fmt_key *k, unsigned pid, const void *body,
-			size_t len, uint8_t **out, struct r4_error *err)
+			int raw, size_t len, uint8_t **out,
+			struct r4_error *err)
 {
 	struct blevel *lv = &b->lv[level];
 	int first = node_free_for_item(lv->node, b->bs, b->pol) ==
 		    b->bs - fmt_node_header_size(b->m.sb.node_pid) -
 		    fmt_item_header_size(b->pol);
-	int rc = node_append_item(lv->node, b->bs, b->pol, k, pid, body, len,
-				  out);
+	int rc = raw ? node_append_space(lv->node, b->bs, b->pol, k, pid, len,
+					 out) :
+		       node_append_item(lv->node, b->bs, b->pol, k, pid, body,
+					len, out);
 
 	if (rc)
 		return r4i_fail(err, rc, "%s: cannot add an item to a level %u "
@@ -143,6 +169,7 @@ static int node_close(struct r4_build *b, unsigned level,
 	uint64_t got;
 	int rc;
 
+	node_seal(b, lv->node);
 	rc = level_reserve(b, level + 1, sizeof(ptr), err);
 	if (!rc && level == FMT_NODE_LEAF_LEVEL)
 		rc = pack_alloc_run(b, 1, &lv->blk, &got, err);
@@ -154,7 +181,7 @@ static int node_close(struct r4_build *b, unsigned level,
 		return rc;
 	fmt_nodeptr40_encode(lv->blk, ptr);
 	rc = level_append(b, level + 1, &lv->first, FMT_ITEM_NODEPTR40, ptr,
-			  sizeof(ptr), NULL, err);
+			  0, sizeof(ptr), NULL, err);
 	if (rc)
 		return rc;
 	lv->open = 0;
@@ -187,7 +214,18 @@ int pack_leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
 
 	if (rc)
 		return rc;
-	return level_append(b, 1, k, pid, NULL, len, body, err);
+	return level_append(b, 1, k, pid, NULL, 0, len, body, err);
+}
+
+int pack_leaf_add_raw(struct r4_build *b, const struct fmt_key *k,
+		      unsigned pid, size_t len, uint8_t **body,
+		      struct r4_error *err)
+{
+	int rc = level_reserve(b, 1, len, err);
+
+	if (rc)
+		return rc;
+	return level_append(b, 1, k, pid, NULL, 1, len, body, err);
 }
 
 int pack_twig_reserve(struct r4_build *b, size_t len, struct r4_error *err)
@@ -213,7 +251,7 @@ int pack_twig_add_extent(struct r4_build *b, const struct fmt_key *k,
 		room = node_free_for_item(b->lv[2].node, b->bs, b->pol);
 		m = room / FMT_EXTENT40_UNIT_SIZE;
 		m = m < n ? m : n;
-		rc = level_append(b, 2, &key, FMT_ITEM_EXTENT40, NULL,
+		rc = level_append(b, 2, &key, FMT_ITEM_EXTENT40, NULL, 1,
 				  m * FMT_EXTENT40_UNIT_SIZE, &body, err);
 		if (rc)
 			return rc;
@@ -246,6 +284,7 @@ int pack_tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
 			b->nodes++;
 			b->twigs += l == FMT_NODE_TWIG_LEVEL;
 			*height = l;
+			node_seal(b, lv->node);
 			rc = pack_upper_keep(b, l, lv->node, &lv->blk, err);
 			if (!rc)
 				rc = pack_upper_place(b, lv->blk, root, err);

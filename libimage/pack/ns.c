@@ -15,51 +15,71 @@
 #include "libimage/util/err.h"
 #include "r4/util.h"
 
-static uint64_t name_hash(uint32_t dir, const char *s, size_t n)
+/* The 32-bit hash of a name (FNV-1a, folded). */
+static uint32_t name_hash(const char *s, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)dir << 16);
+	uint64_t h = 0xcbf29ce484222325ULL;
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-	return h ^ (h >> 29);
+	return (uint32_t)(h ^ (h >> 32));
 }
 
 static struct bent *lookup_mem(struct r4_build *b, const struct bobj *dir,
 			       const char *s, size_t n)
 {
-	uint32_t no = dir->u.sub->no;
-	struct bent *e = b->htab[name_hash(no, s, n) & (b->hsize - 1)];
+	const struct bdir *d = dir->u.sub;
+	uint32_t h, mask;
 
-	for (; e; e = e->hnext)
-		if (e->dir == no && e->len == n && !memcmp(e->name, s, n))
+	(void)b;
+	if (!d->ht)
+		return NULL;
+	h = name_hash(s, n);
+	mask = d->htcap - 1;
+	for (uint32_t i = h & mask;; i = (i + 1) & mask) {
+		uint64_t v = d->ht[i];
+		struct bent *e;
+
+		if (!v)
+			return NULL;
+		if ((uint32_t)(v >> 32) != h)
+			continue;
+		e = d->kids[(uint32_t)v - 1];
+		if (e->len == n && !memcmp(e->name, s, n))
 			return e;
-	return NULL;
+	}
 }
 
-/* More slots once there are two names a slot: chains stay short, and
- * the table costs 4 to 8 bytes a name (issue 11). */
-static int grow_hash(struct r4_build *b)
+static void ht_put(uint64_t *t, uint32_t cap, uint64_t v)
 {
-	size_t nsize = b->hsize * 2;
-	struct bent **t = calloc(nsize, sizeof(*t));
+	uint32_t i = (uint32_t)(v >> 32) & (cap - 1);
 
+	while (t[i])
+		i = (i + 1) & (cap - 1);
+	t[i] = v;
+}
+
+/* Room in d's table for one more name (the slots carry the hashes: the
+ * names are not read again). */
+static int ht_reserve(struct bdir *d)
+{
+	uint32_t cap;
+	uint64_t *t;
+
+	if (d->ht && (d->nkids + 1) * 4 <= (size_t)d->htcap * 3)
+		return 0;
+	if (d->nkids >= UINT32_MAX / 2)
+		return -ENOMEM;
+	cap = d->htcap ? d->htcap * 2 : 8;
+	t = calloc(cap, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	for (size_t i = 0; i < b->hsize; i++) {
-		struct bent *e = b->htab[i], *next;
-
-		for (; e; e = next) {
-			size_t h = name_hash(e->dir, e->name, e->len) &
-				   (nsize - 1);
-
-			next = e->hnext;
-			e->hnext = t[h];
-			t[h] = e;
-		}
-	}
-	free(b->htab);
-	b->htab = t;
-	b->hsize = nsize;
+	for (uint32_t i = 0; i < d->htcap; i++)
+		if (d->ht[i])
+			ht_put(t, cap, d->ht[i]);
+	free(d->ht);
+	d->ht = t;
+	d->htcap = cap;
 	return 0;
 }
 
@@ -151,21 +171,19 @@ static int add_kid(struct bobj *dir, struct bent *e)
 static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
 			    const char *s, size_t n, struct bobj *obj)
 {
+	struct bdir *d = dir->u.sub;
 	struct bent *e;
-	size_t h;
 
-	if (b->hcount >= 2 * b->hsize && grow_hash(b))
+	if (ht_reserve(d))
 		return NULL;
 	e = arena_get(b, sizeof(*e) + n + 1);
 	if (!e || add_kid(dir, e))
 		return NULL;
 	memcpy(e->name, s, n);
 	e->len = (uint16_t)n;
-	e->dir = dir->u.sub->no;
+	e->dir = d->no;
 	e->obj = obj;
-	h = name_hash(dir->u.sub->no, s, n) & (b->hsize - 1);
-	e->hnext = b->htab[h];
-	b->htab[h] = e;
+	ht_put(d->ht, d->htcap, (uint64_t)name_hash(s, n) << 32 | d->nkids);
 	b->hcount++;
 	return e;
 }
@@ -387,9 +405,7 @@ int pack_ns_init(struct r4_build *b, struct r4_error *err)
 {
 	b->spill_after = env_size("R4_PACK_SPILL_AFTER", BUILD_SPILL_AFTER);
 	b->spill_budget = env_size("R4_PACK_RUN_BYTES", BUILD_SPILL_BUDGET);
-	b->hsize = 4096;
-	b->htab = calloc(b->hsize, sizeof(*b->htab));
-	b->root = b->htab ? new_obj(b, R4_ENT_DIR) : NULL;
+	b->root = new_obj(b, R4_ENT_DIR);
 	if (!b->root ||
 	    implicit_dir(b, b->root, (uint32_t)getuid(), (uint32_t)getgid()))
 		return r4i_fail(err, -ENOMEM, "out of memory");
@@ -398,8 +414,6 @@ int pack_ns_init(struct r4_build *b, struct r4_error *err)
 
 void pack_ns_fini(struct r4_build *b)
 {
-	free(b->htab);
-	b->htab = NULL;
 	for (size_t k = 0; k * BUILD_ATTR_CHUNK < b->nattr; k++)
 		free(b->attrc[k]);
 	free(b->attrc);
@@ -409,6 +423,10 @@ void pack_ns_fini(struct r4_build *b)
 	b->nattr = b->capattrc = b->ahsize = 0;
 	free(b->wc_path);
 	b->wc_path = NULL;
+	free(b->pr_path);
+	b->pr_path = NULL;
+	b->pr_cap = 0;
+	b->pr_ok = 0;
 	free(b->wc_end);
 	free(b->wc_dir);
 	b->wc_end = NULL;
@@ -418,8 +436,10 @@ void pack_ns_fini(struct r4_build *b)
 		free(r->ext.u);
 		free(r->cc_len);
 	}
-	for (struct bdir *d = b->subs; d; d = d->next)
+	for (struct bdir *d = b->subs; d; d = d->next) {
 		free(d->kids);
+		free(d->ht);
+	}
 	b->regs = NULL;
 	b->subs = NULL;
 	free(b->dirv);
@@ -438,6 +458,17 @@ void pack_ns_fini(struct r4_build *b)
 	free(b->sdbuf);
 	b->sdbuf = NULL;
 	b->sdcap = 0;
+}
+
+void pack_ns_seal(struct r4_build *b)
+{
+	for (struct bdir *d = b->subs; d; d = d->next) {
+		free(d->ht);
+		d->ht = NULL;
+		d->htcap = 0;
+	}
+	b->pr_ok = 0;
+	b->wc_n = 0;
 }
 
 static const char *path_up(const struct r4_build *b, const struct bent *e,
@@ -562,10 +593,13 @@ static int walk(struct r4_build *b, const char *path, int create,
 			    implicit_dir(b, o, ra->uid, ra->gid))
 				return r4i_fail(err, -ENOMEM, "out of memory");
 		}
-		if (e->obj->type != R4_ENT_DIR)
+		if (e->obj->type != R4_ENT_DIR) {
+			b->wk_bad = end;
+			b->wk_bad_type = e->obj->type;
 			return r4i_fail(err, R4_EINVAL, "%s: '%.*s' on "
 				       "its way is not a directory",
 				       path, (int)(c + n - path), path);
+		}
 		d = e->obj;
 		if (cache && wc_put(b, k, end, d))
 			cache = 0;
@@ -857,16 +891,25 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err)
 {
 	struct bobj *d, *o = NULL;
-	struct bent *old;
+	struct bent *old = NULL;
 	const char *name;
 	size_t n;
-	int rc = check_entry(b, e, err);
+	int rc = check_entry(b, e, err), probed = 0;
 
 	*obj = NULL;
 	if (!rc && e->type == R4_ENT_HARDLINK)
 		rc = link_target(b, e, &o, err);	/* before any mkdir */
-	if (!rc)
+	if (!rc && b->pr_ok && !strcmp(b->pr_path, e->path)) {
+		/* the probe of this path walked it: no add came between */
+		d = b->pr_dir;
+		name = e->path + b->pr_off;
+		n = b->pr_n;
+		old = b->pr_old;
+		probed = 1;
+	} else if (!rc) {
 		rc = walk(b, e->path, 1, &d, &name, &n, err);
+	}
+	b->pr_ok = 0;	/* one add consumes the probe, or drops it */
 	if (rc)
 		return rc;
 	if (!n) {	/* the root itself */
@@ -875,7 +918,8 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 				       "directory", e->path);
 		return set_attrs(b, b->root, e, err);
 	}
-	old = lookup(b, d, name, n);
+	if (!probed)
+		old = lookup(b, d, name, n);
 	if (!old && b->spill_rc)
 		return spill_fail(b, e->path, err);
 	if (old && old->obj->type == R4_ENT_DIR && e->type == R4_ENT_DIR) {
@@ -966,4 +1010,41 @@ int r4_build_type(struct r4_build *b, const char *path, size_t len)
 	if (p != small)
 		free(p);
 	return t;
+}
+
+int r4_build_probe(struct r4_build *b, const char *path, size_t *bad,
+		   int *bad_type)
+{
+	struct r4_error tmp = { 0, "" };
+	struct bobj *d;
+	struct bent *e;
+	const char *name;
+	size_t n = 0, len;
+	int rc;
+
+	*bad = 0;
+	*bad_type = -1;
+	b->pr_ok = 0;
+	b->wk_bad = 0;
+	rc = walk(b, path, 0, &d, &name, &n, &tmp);
+	if (rc) {
+		if (rc == R4_EINVAL && b->wk_bad) {
+			*bad = b->wk_bad;
+			*bad_type = b->wk_bad_type;
+		}
+		return -1;	/* not there (or a name too long: never is) */
+	}
+	e = n ? lookup(b, d, name, n) : NULL;
+	len = strlen(path) + 1;
+	if (!R4_RESERVE(b->pr_path, b->pr_cap, len, 256)) {
+		memcpy(b->pr_path, path, len);
+		b->pr_dir = d;
+		b->pr_off = (size_t)(name - path);
+		b->pr_n = n;
+		b->pr_old = e;
+		b->pr_ok = 1;
+	}
+	if (!n)
+		return R4_ENT_DIR;
+	return e ? (int)e->obj->type : -1;
 }

@@ -223,25 +223,33 @@ static int put(struct tar_sink *s, const struct r4_entry *e,
 	return r4_txn_add_entry(s->txn, e, err);
 }
 
+/* The parent at the first len bytes of path has type t: 1 when a path
+ * may go through it, else 0 (warned). */
+static int parent_ok(struct tar_sink *s, const char *path, size_t len,
+		     int t, const char *raw)
+{
+	if (t == R4_ENT_SYMLINK) {
+		tar_warn(s->opts, "%s: skipping '%s': '%.*s' is a symbolic "
+			 "link in the image", s->source, raw, (int)len, path);
+		return 0;
+	}
+	if (t >= 0 && t != R4_ENT_DIR && t != TAR_EXCLUDED) {
+		tar_warn(s->opts, "%s: skipping '%s': '%.*s' is not a "
+			 "directory in the image", s->source, raw, (int)len,
+			 path);
+		return 0;
+	}
+	return 1;
+}
+
 /* Refuse paths under a symlink or a non-directory already in the image. */
 static int parents_ok(struct tar_sink *s, const char *path, const char *raw)
 {
 	for (const char *p = path; (p = strchr(p, '/')); p++) {
 		size_t len = (size_t)(p - path);
-		int t = type_at(s, path, len);
 
-		if (t == R4_ENT_SYMLINK) {
-			tar_warn(s->opts, "%s: skipping '%s': '%.*s' is a "
-				 "symbolic link in the image", s->source, raw,
-				 (int)len, path);
+		if (!parent_ok(s, path, len, type_at(s, path, len), raw))
 			return 0;
-		}
-		if (t >= 0 && t != R4_ENT_DIR && t != TAR_EXCLUDED) {
-			tar_warn(s->opts, "%s: skipping '%s': '%.*s' is not a "
-				 "directory in the image", s->source, raw,
-				 (int)len, path);
-			return 0;
-		}
 	}
 	return 1;
 }
@@ -286,12 +294,16 @@ static int record(struct tar_sink *s, const char *path, int type)
 {
 	const struct tar_map_ent *m;
 
+	/* a build whose map is empty has nothing here to update */
+	if (s->build && !s->types.used)
+		return 0;
 	for (const char *p = path; (p = strchr(p, '/')); p++) {
 		size_t len = (size_t)(p - path);
-		int t = type_at(s, path, len);
+		int t;
 
 		if (s->build && !tar_map_get(&s->types, path, len))
 			continue;
+		t = type_at(s, path, len);
 		/* a parent the volume did not have: the add made it */
 		if (t < 0 && s->txn && (m = tar_map_get(&s->types, path, len)) &&
 		    m->val == TAR_ABSENT &&
@@ -332,9 +344,19 @@ static int check_entry(struct tar_sink *s, struct r4_entry *e,
 			 "directory", s->source, raw);
 		return 0;
 	}
-	if (!parents_ok(s, path, raw))
-		return 0;
-	old = type_at(s, path, strlen(path));
+	if (s->build && !s->types.used) {
+		/* the build alone knows every type: one walk asks it all */
+		size_t bad;
+		int bt;
+
+		old = r4_build_probe(s->build, path, &bad, &bt);
+		if (bad && !parent_ok(s, path, bad, bt, raw))
+			return 0;
+	} else {
+		if (!parents_ok(s, path, raw))
+			return 0;
+		old = type_at(s, path, strlen(path));
+	}
 	if (old == R4_ENT_DIR && e->type != R4_ENT_DIR) {
 		tar_warn(s->opts, "%s: skipping '%s': cannot replace a "
 			 "directory with a non-directory", s->source, raw);

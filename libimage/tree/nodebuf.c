@@ -16,9 +16,10 @@ size_t node_free_for_item(const uint8_t *blk, size_t blksize,
 	return h.free_space - ih;
 }
 
-int node_append_item(uint8_t *blk, size_t blksize, enum fmt_key_policy pol,
-		     const struct fmt_key *key, unsigned pid,
-		     const void *body, size_t len, uint8_t **out)
+/* raw: the body's bytes are left as they are (body NULL). */
+static int append(uint8_t *blk, size_t blksize, enum fmt_key_policy pol,
+		  const struct fmt_key *key, unsigned pid, const void *body,
+		  int raw, size_t len, uint8_t **out)
 {
 	struct fmt_node_header h;
 	struct fmt_item_header ih = { .key = *key, .plugin_id = (uint16_t)pid };
@@ -33,7 +34,7 @@ int node_append_item(uint8_t *blk, size_t blksize, enum fmt_key_policy pol,
 	ih.offset = h.free_space_start;
 	if (body)
 		memcpy(blk + h.free_space_start, body, len);
-	else
+	else if (!raw)
 		memset(blk + h.free_space_start, 0, len);
 	if (out)
 		*out = blk + h.free_space_start;
@@ -44,4 +45,18 @@ int node_append_item(uint8_t *blk, size_t blksize, enum fmt_key_policy pol,
 	h.free_space_start = (uint16_t)(h.free_space_start + len);
 	h.free_space = (uint16_t)(h.free_space - len - ihsize);
 	return fmt_node_header_encode(&h, blk, blksize);
+}
+
+int node_append_item(uint8_t *blk, size_t blksize, enum fmt_key_policy pol,
+		     const struct fmt_key *key, unsigned pid,
+		     const void *body, size_t len, uint8_t **out)
+{
+	return append(blk, blksize, pol, key, pid, body, 0, len, out);
+}
+
+int node_append_space(uint8_t *blk, size_t blksize, enum fmt_key_policy pol,
+		      const struct fmt_key *key, unsigned pid, size_t len,
+		      uint8_t **out)
+{
+	return append(blk, blksize, pol, key, pid, NULL, 1, len, out);
 }

@@ -19,5 +19,10 @@ size_t node_free_for_item(const uint8_t *blk, size_t blksize,
 int node_append_item(uint8_t *blk, size_t blksize, enum fmt_key_policy pol,
 		     const struct fmt_key *key, unsigned pid,
 		     const void *body, size_t len, uint8_t **out);
+/* The same with the body's bytes left as they are: the caller writes
+ * every one of the len bytes at *out. */
+int node_append_space(uint8_t *blk, size_t blksize, enum fmt_key_policy pol,
+		      const struct fmt_key *key, unsigned pid, size_t len,
+		      uint8_t **out);
 
 #endif

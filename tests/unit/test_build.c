@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "r4/pack.h"
 #include "r4/read.h"
+#include "format/node.h"
 
 #define SDE 1700000000
 #define ROOT_MTIME 1600000000
@@ -558,6 +559,37 @@ static void test_empty(void)
 static const uint64_t sizes[] = { 0, 1, 4095, 4096, 4097, 16383, 16384,
 				  16385, 1 << 20 };
 
+/* Every node of the image (a block with a node's header and magic) has
+ * zeros between its item bodies and its item headers: the builder
+ * opens a node over the bytes of the one before it. */
+static void node_gaps(const char *what)
+{
+	uint8_t blk[4096];
+	FILE *f = fopen(img, "rb");
+	unsigned long nodes = 0, dirty = 0;
+
+	while (f && fread(blk, 1, sizeof(blk), f) == sizeof(blk)) {
+		struct fmt_node_header h;
+		size_t i;
+
+		if (fmt_node_header_decode(blk, sizeof(blk), &h) ||
+		    h.magic != fmt_node_magic(h.plugin_id) || !h.level ||
+		    h.level > FMT_NODE_MAX_LEVEL ||
+		    h.free_space_start < fmt_node_header_size(h.plugin_id) ||
+		    (size_t)h.free_space_start + h.free_space > sizeof(blk))
+			continue;
+		nodes++;
+		for (i = 0; i < h.free_space; i++)
+			if (blk[h.free_space_start + i])
+				break;
+		dirty += i < h.free_space;
+	}
+	if (f)
+		fclose(f);
+	ok(nodes > 1 && !dirty, "%s: the free middle of every node is zero "
+	   "(%lu nodes, %lu not)", what, nodes, dirty);
+}
+
 static void test_sizes(const char *what, const char *spec, int stream,
 		       int fsck, const char *reader)
 {
@@ -590,6 +622,7 @@ static void test_sizes(const char *what, const char *spec, int stream,
 		ok(res.block_count > (100 << 20) / 4096, "%s: tails hold the "
 		   "hole's zeros", what);
 	oracle(what, fsck, reader);
+	node_gaps(what);
 	if (spec)
 		return;
 	open_vol();
@@ -735,6 +768,40 @@ static void test_replace(void)
 	is_int(add_failed, 0, "replace: every entry added");
 	is_int(finish(NULL), 0, "replace: built");
 	oracle("replace", 1, "r4ref");
+}
+
+/* r4_build_probe answers the archive reader's questions in one walk;
+ * what it found serves only the next add, and only of that path. */
+static void test_probe(void)
+{
+	char same[8];
+	size_t bad;
+	int t, bt;
+
+	begin(NULL, 0);
+	add_file("pa/f", 10, 1, 1);
+	add_dir("pb", 0755);
+	t = r4_build_probe(b, "pa/f", &bad, &bt);
+	ok(t == R4_ENT_REG && !bad, "probe: a file under a directory");
+	t = r4_build_probe(b, "pa/f/x/y", &bad, &bt);
+	ok(t == -1 && bad == 4 && bt == R4_ENT_REG,
+	   "probe: a path through a file names the file");
+	t = r4_build_probe(b, "pa/none/y", &bad, &bt);
+	ok(t == -1 && !bad, "probe: a path through a missing directory");
+	ok(r4_build_probe(b, "", &bad, &bt) == R4_ENT_DIR && !bad,
+	   "probe: the root");
+	/* a probe of one path, then the add of another */
+	r4_build_probe(b, "pa/n", &bad, &bt);
+	add_file("pb/n", 20, 2, 1);
+	/* a probe serves its path's add (another copy of the string),
+	 * then a second add of that path replaces the first */
+	r4_build_probe(b, "pa/m", &bad, &bt);
+	snprintf(same, sizeof(same), "pa/m");
+	add_file(same, 30, 3, 1);
+	add_file("pa/m", 40, 4, 1);
+	is_int(add_failed, 0, "probe: every entry added");
+	is_int(finish(NULL), 0, "probe: built");
+	oracle("probe", 1, "r4ref");
 }
 
 /* Temporary files of the builder left in the folder. */
@@ -908,6 +975,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof(hashes) / sizeof(hashes[0]); i++)
 		test_hash(hashes[i]);
 	test_replace();
+	test_probe();
 	test_errors();
 	test_spill();
 	test_fixed_and_repro();
