@@ -58,8 +58,8 @@ struct r4_txn {
 	 * the next (freed by obj_txn_scratch_free) */
 	struct fmt_cde40_entry *cde_e;
 	size_t cde_ecap;
-	uint8_t *cde_in, *cde_out[2];
-	size_t cde_incap, cde_outcap[2];
+	uint8_t *cde_in, *cde_out[2], *find_in;	/* find_in: edit_find */
+	size_t cde_incap, cde_outcap[2], find_incap;
 };
 
 /* Free what write.c keeps between entry changes. */
@@ -73,6 +73,13 @@ struct obj_dir {
 
 int obj_dir_open(struct r4_txn *x, const struct r4_objref *ref,
 		 struct obj_dir *d, struct r4_error *err);
+
+/* obj_dir_find from the item tree_mod_peek gives (deferred leaves are
+ * read, not written): 0 found, R4_ENOTFOUND, 1 when that item cannot
+ * tell (ask obj_dir_find), < 0 an error. */
+int obj_find_in_txn(struct r4_txn *x, const struct obj_dir *d,
+		    const char *name, size_t len, struct r4_objref *out,
+		    struct r4_error *err);
 
 /* Stat data: read (obj_sd_get) / write back or insert. */
 int obj_sd_write(struct r4_txn *x, const struct r4_objref *ref,
