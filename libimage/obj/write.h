@@ -62,6 +62,11 @@ struct r4_txn {
 	size_t cde_incap, cde_outcap[2], find_incap;
 };
 
+/* The blocks of nodes r4_txn_add_entry keeps in memory before it
+ * writes them (txn_write_behind; 0: at commit only). For the crash
+ * harness (tests/helpers/fault_env.c), which makes it small. */
+void obj_add_write_behind(size_t keep);
+
 /* Free what write.c keeps between entry changes. */
 void obj_txn_scratch_free(struct r4_txn *x);
 

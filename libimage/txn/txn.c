@@ -25,7 +25,7 @@ struct tb *tb_get(struct tbmap *m, uint64_t nr)
 
 	e = r4_u64map_get(&m->m, nr, &added);
 	if (e && added)
-		*e = (struct tb){ nr, NULL, TB_DEAD };
+		*e = (struct tb){ nr, NULL, 0, TB_DEAD };
 	return e;
 }
 
@@ -135,6 +135,7 @@ void txn_release(struct txn *t, int revert)
 	}
 	tb_fini(&t->map);
 	free(t->force_regions);
+	free(t->wb);
 	vol->txn = NULL;
 	free(t);
 }
@@ -365,6 +366,69 @@ static int need_alloc(struct txn *t, uint64_t blk, struct tb **e,
 	return 0;
 }
 
+int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err)
+{
+	struct wb_ent *w = NULL;
+
+	if (keep && keep < 16)
+		keep = 16;
+	if (keep == t->wb_keep)
+		return 0;
+	if (keep && !(w = calloc(keep, sizeof(*w))))
+		return nomem(t, err);
+	free(t->wb);
+	t->wb = w;
+	t->wb_keep = keep;
+	t->wb_head = t->wb_n = 0;
+	return 0;
+}
+
+/* The block of ring entry w, when nothing changed it since and only the
+ * transaction holds it: written, its buffer released; TB_DATA now. */
+static int wb_flush(struct txn *t, const struct wb_ent *w,
+		    struct r4_error *err)
+{
+	struct io_cache *c = &t->vol->cache;
+	struct tb *e = tb_find(&t->map, w->nr);
+	int rc;
+
+	if (!e || e->state != TB_NEW || !e->b || e->gen != w->gen ||
+	    e->b->ref != 1)
+		return 0;
+	rc = io_write(t->vol->dev, e->b->data, t->vol->blksize,
+		      w->nr * t->vol->blksize, err);
+	if (rc)
+		return rc;
+	io_cache_clean(c, e->b);
+	io_cache_put(c, e->b);
+	e->b = NULL;
+	io_cache_forget(c, w->nr);
+	e->state = TB_DATA;
+	t->wb_written++;
+	return 0;
+}
+
+/* Block e was given a buffer: remember it, write the oldest out. */
+static int wb_note(struct txn *t, struct tb *e, struct r4_error *err)
+{
+	struct wb_ent *w;
+	int rc = 0;
+
+	e->gen = ++t->wb_gen;
+	if (t->wb_n == t->wb_keep) {
+		struct wb_ent old = t->wb[t->wb_head];
+
+		t->wb_head = (t->wb_head + 1) % t->wb_keep;
+		t->wb_n--;
+		if (old.nr != e->nr)
+			rc = wb_flush(t, &old, err);
+	}
+	w = &t->wb[(t->wb_head + t->wb_n++) % t->wb_keep];
+	w->nr = e->nr;
+	w->gen = e->gen;
+	return rc;
+}
+
 int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
 	    struct r4_error *err)
 {
@@ -377,7 +441,12 @@ int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
 	e->state = TB_NEW;
 	if (e->b)
 		memset(e->b->data, 0, t->vol->blksize);
-	return pin_twice(t, e, 1, out, err);
+	rc = pin_twice(t, e, 1, out, err);
+	if (!rc && t->wb_keep && (rc = wb_note(t, e, err)) != 0) {
+		io_cache_put(&t->vol->cache, *out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
