@@ -10,10 +10,21 @@
 #include "libimage/obj/edit_int.h"
 #include "libimage/obj/encode.h"
 #include "libimage/vol/volume.h"
+#include "libimage/txn/txn.h"
 #include "libimage/util/err.h"
 #include "format/plugin.h"
 
 #define ADD_MAX_DEPTH 4096
+/* node blocks an add keeps in memory before it writes the one it made
+ * longest ago (txn_write_behind): 8 MiB of 4 KiB blocks */
+#define ADD_WRITE_BEHIND 2048
+
+static size_t add_write_behind = ADD_WRITE_BEHIND;
+
+void obj_add_write_behind(size_t keep)
+{
+	add_write_behind = keep;
+}
 
 /* Walk "a/b/c" making missing directories (owned as the root is); d =
  * the last one's parent, name and len the last name. */
@@ -225,6 +236,11 @@ int r4_txn_add_entry(struct r4_txn *x, const struct r4_entry *e,
 	 * insert (r4_txn_commit writes what is deferred) */
 	if (!rc)
 		rc = tree_mod_lazy(&x->mod, err);
+	/* and writes the nodes it is done with before the commit (the
+	 * relocate set may go at any time before it), so their buffers
+	 * are reused instead of fresh memory for every node */
+	if (!rc)
+		rc = txn_write_behind(x->t, add_write_behind, err);
 	if (!rc)
 		rc = enc_check_entry(e, tree_max_item(&x->mod), err);
 	if (!rc && !*e->path)

@@ -266,6 +266,21 @@ done:
 	return rc;
 }
 
+int obj_dir_item_find(struct r4_vol *vol, const struct tree_item *it,
+		      const struct fmt_key *k, const char *name, size_t len,
+		      struct r4_objref *out, struct r4_error *err)
+{
+	struct find f = { k, name, len, fmt_entry_name_stored(vol->keypol,
+							      len), out };
+	int rc = item_find(vol, it, &f, err);
+
+	if (rc == FIND_FOUND)
+		return 0;
+	if (rc == FIND_PAST)
+		return R4_ENOTFOUND;
+	return rc ? rc : 1;
+}
+
 /* ---- public ---------------------------------------------------------- */
 
 static int dir_sd(struct r4_vol *vol, const struct r4_objref *dir,

@@ -235,8 +235,11 @@ int edit_find(struct r4_txn *x, const struct obj_dir *d, const char *name,
 	      size_t len, struct r4_objref *out, struct r4_error *err)
 {
 	struct r4_error tmp = { 0, "" };
-	int rc = obj_dir_find(x->vol, d->ref.oid, name, len, d->hash,
-			      d->fibre, out, &tmp);
+	int rc = obj_find_in_txn(x, d, name, len, out, &tmp);
+
+	if (rc == 1)
+		rc = obj_dir_find(x->vol, d->ref.oid, name, len, d->hash,
+				  d->fibre, out, &tmp);
 
 	if (rc && rc != R4_ENOTFOUND)
 		return r4i_fail(err, rc, "%s", tmp.msg);

@@ -121,6 +121,13 @@ int obj_sd_get(struct r4_vol *vol, const struct r4_objref *obj,
 	return rc;
 }
 
+int obj_sd_from_item(struct r4_vol *vol, const struct tree_item *it,
+		     struct obj_sd *sd, struct r4_error *err)
+{
+	memset(sd, 0, sizeof(*sd));
+	return sd_decode(vol, it, sd, err);
+}
+
 void obj_sd_put(struct obj_sd *sd)
 {
 	if (!sd)

@@ -11,6 +11,8 @@
 #include "format/item.h"
 #include "format/key.h"
 
+struct tree_item;
+
 struct r4_vol;
 
 /* Kernel defaults for members nobody stores (doc/format.md §7.6). */
@@ -34,6 +36,9 @@ struct obj_sd {
  * item with its SD key. Release with obj_sd_put (accepts NULL data). */
 int obj_sd_get(struct r4_vol *vol, const struct r4_objref *obj,
 	       struct obj_sd *sd, struct r4_error *err);
+/* Decode stat-data item it (found by the caller, key checked). */
+int obj_sd_from_item(struct r4_vol *vol, const struct tree_item *it,
+		     struct obj_sd *sd, struct r4_error *err);
 void obj_sd_put(struct obj_sd *sd);
 
 /* Plugin id of member m in a pset, or -1. */
@@ -74,5 +79,13 @@ int obj_dir_iter(struct r4_vol *vol, uint64_t dir_oid, obj_entry_fn fn,
 int obj_dir_find(struct r4_vol *vol, uint64_t dir_oid, const char *name,
 		 size_t len, int hash, int fibre, struct r4_objref *out,
 		 struct r4_error *err);
+/* obj_dir_find's look at the one cde40 item it (of the directory, with
+ * the largest key <= k, k the name's entry key): 0 with *out when it
+ * holds the name; R4_ENOTFOUND when it holds an entry past k (no later
+ * item can hold the name); 1 when every entry is below k (the next
+ * item may hold it); < 0 an error. */
+int obj_dir_item_find(struct r4_vol *vol, const struct tree_item *it,
+		      const struct fmt_key *k, const char *name, size_t len,
+		      struct r4_objref *out, struct r4_error *err);
 
 #endif

@@ -9,6 +9,7 @@
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "libimage/tree/tree.h"
+#include "format/node.h"
 #include "format/plugin.h"
 
 int obj_dir_open(struct r4_txn *x, const struct r4_objref *ref,
@@ -77,12 +78,40 @@ int obj_sd_delete(struct r4_txn *x, const struct r4_objref *ref,
 	return tree_delete(&x->mod, 1, &k, err);
 }
 
+/* obj_sd_get through tree_mod_peek: a deferred leaf is read, not
+ * written; anything but the item itself is left to obj_sd_get. */
+static int sd_get_txn(struct r4_txn *x, const struct r4_objref *ref,
+		      struct obj_sd *sd, struct r4_error *err)
+{
+	struct tree_peek pk;
+	struct tree_item it;
+	struct fmt_key k;
+	int rc;
+
+	obj_sd_key(x->vol, ref, &k);
+	rc = tree_mod_peek(&x->mod, &k, &pk, &x->find_in, &x->find_incap,
+			   err);
+	if (rc < 0)
+		return rc;
+	if (rc || fmt_key_cmp(&pk.key, &k) || pk.pid != FMT_ITEM_STAT40)
+		return obj_sd_get(x->vol, ref, sd, err);
+	memset(&it, 0, sizeof(it));
+	it.blk = pk.blk;
+	it.level = FMT_NODE_LEAF_LEVEL;
+	it.pos = pk.pos;
+	it.plugin_id = pk.pid;
+	it.key = pk.key;
+	it.body = x->find_in;
+	it.len = pk.len;
+	return obj_sd_from_item(x->vol, &it, sd, err);
+}
+
 int obj_dir_account(struct r4_txn *x, const struct r4_objref *dir,
 		    int64_t dsize, int64_t dbytes, int64_t dnlink,
 		    struct r4_error *err)
 {
 	struct obj_sd sd;
-	int rc = obj_sd_get(x->vol, dir, &sd, err);
+	int rc = sd_get_txn(x, dir, &sd, err);
 
 	if (rc)
 		return rc;
@@ -121,6 +150,9 @@ void obj_txn_scratch_free(struct r4_txn *x)
 	free(x->cde_in);
 	free(x->cde_out[0]);
 	free(x->cde_out[1]);
+	free(x->find_in);
+	x->find_in = NULL;
+	x->find_incap = 0;
 	x->cde_e = NULL;
 	x->cde_in = x->cde_out[0] = x->cde_out[1] = NULL;
 	x->cde_ecap = x->cde_incap = x->cde_outcap[0] = x->cde_outcap[1] = 0;
@@ -152,9 +184,34 @@ static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
 {
 	struct tree_cursor cur;
 	struct tree_item it;
+	struct tree_peek pk;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
+	/* from the transaction's own (deferred) leaves when the path ends
+	 * on the item: no leaf is written for a look */
+	rc = tree_mod_peek(&x->mod, k, &pk, &x->cde_in, &x->cde_incap, err);
+	if (rc < 0)
+		return rc;
+	if (!rc) {
+		if (fmt_key_type(&pk.key) != FMT_KEY_FILE_NAME ||
+		    fmt_key_locality(&pk.key) != dir)
+			rc = R4_ENOTFOUND;
+		else if (pk.pid != FMT_ITEM_CDE40)
+			rc = r4i_fail(err, R4_EUNSUPP, "%s: tree node %llu, "
+				     "item %u: directory item plugin %u (only "
+				     "cde40)", obj_vol_name(x->vol),
+				     (unsigned long long)pk.blk, pk.pos,
+				     pk.pid);
+		c->key = pk.key;
+		c->body = x->cde_in;
+		c->len = pk.len;
+		if (!rc)
+			rc = cde_decode(x, c, err);
+		if (rc)
+			cde_free(c);
+		return rc;
+	}
 	tree_cursor_init(&cur, x->vol);
 	rc = tree_seek_le(&cur, k, err);
 	if (!rc)
@@ -183,6 +240,45 @@ static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
 		rc = cde_decode(x, c, err);
 	if (rc)
 		cde_free(c);
+	return rc;
+}
+
+int obj_find_in_txn(struct r4_txn *x, const struct obj_dir *d,
+		    const char *name, size_t len, struct r4_objref *out,
+		    struct r4_error *err)
+{
+	struct tree_peek pk;
+	struct tree_item it;
+	struct fmt_key k;
+	int rc = fmt_key_entry(&k, x->vol->keypol, d->ref.oid, name, len,
+			       (unsigned)d->hash, (unsigned)d->fibre);
+
+	if (rc)
+		return 1;	/* obj_dir_find says why */
+	rc = tree_mod_peek(&x->mod, &k, &pk, &x->find_in, &x->find_incap,
+			   err);
+	if (rc)
+		return rc;
+	if (fmt_key_type(&pk.key) != FMT_KEY_FILE_NAME ||
+	    fmt_key_locality(&pk.key) != d->ref.oid ||
+	    pk.pid != FMT_ITEM_CDE40)
+		return 1;
+	memset(&it, 0, sizeof(it));
+	it.blk = pk.blk;
+	it.level = FMT_NODE_LEAF_LEVEL;
+	it.pos = pk.pos;
+	it.plugin_id = pk.pid;
+	it.key = pk.key;
+	it.body = x->find_in;
+	it.len = pk.len;
+	rc = obj_dir_item_find(x->vol, &it, &k, name, len, out, err);
+	/* every entry is below the key: obj_dir_find would go on to the
+	 * next items while they are the directory's; the key after the
+	 * item (tree_mod_peek) tells whether there are any */
+	if (rc == 1 && (pk.next_at < 0 ||
+			fmt_key_type(&pk.next) != FMT_KEY_FILE_NAME ||
+			fmt_key_locality(&pk.next) != d->ref.oid))
+		rc = R4_ENOTFOUND;
 	return rc;
 }
 

@@ -58,9 +58,14 @@ struct r4_txn {
 	 * the next (freed by obj_txn_scratch_free) */
 	struct fmt_cde40_entry *cde_e;
 	size_t cde_ecap;
-	uint8_t *cde_in, *cde_out[2];
-	size_t cde_incap, cde_outcap[2];
+	uint8_t *cde_in, *cde_out[2], *find_in;	/* find_in: edit_find */
+	size_t cde_incap, cde_outcap[2], find_incap;
 };
+
+/* The blocks of nodes r4_txn_add_entry keeps in memory before it
+ * writes them (txn_write_behind; 0: at commit only). For the crash
+ * harness (tests/helpers/fault_env.c), which makes it small. */
+void obj_add_write_behind(size_t keep);
 
 /* Free what write.c keeps between entry changes. */
 void obj_txn_scratch_free(struct r4_txn *x);
@@ -73,6 +78,13 @@ struct obj_dir {
 
 int obj_dir_open(struct r4_txn *x, const struct r4_objref *ref,
 		 struct obj_dir *d, struct r4_error *err);
+
+/* obj_dir_find from the item tree_mod_peek gives (deferred leaves are
+ * read, not written): 0 found, R4_ENOTFOUND, 1 when that item cannot
+ * tell (ask obj_dir_find), < 0 an error. */
+int obj_find_in_txn(struct r4_txn *x, const struct obj_dir *d,
+		    const char *name, size_t len, struct r4_objref *out,
+		    struct r4_error *err);
 
 /* Stat data: read (obj_sd_get) / write back or insert. */
 int obj_sd_write(struct r4_txn *x, const struct r4_objref *ref,

@@ -509,6 +509,104 @@ static int path_find(struct tree_mod *m, const struct fmt_key *k,
 	return rc;
 }
 
+static int oom(struct r4_error *err);
+
+static int peek_copy(const struct fmt_key *ik, unsigned ipid,
+		     const uint8_t *body, size_t ilen, struct tree_peek *out,
+		     uint8_t **buf, size_t *cap)
+{
+	if (R4_RESERVE(*buf, *cap, ilen ? ilen : 1, 1024))
+		return -ENOMEM;
+	if (ilen)
+		memcpy(*buf, body, ilen);
+	out->key = *ik;
+	out->pid = ipid;
+	out->len = ilen;
+	return 0;
+}
+
+/* The key of item pos + 1 of node blk at level l: 1 with *key, 0 when
+ * pos is its last item, < 0 an error (cached lists first). */
+static int key_after(struct tree_mod *m, uint64_t blk, unsigned l, int pos,
+		     struct fmt_key *key, struct r4_error *err)
+{
+	struct tree_dslot *s = m->dc ? dc_slot(m, blk) : NULL;
+	struct io_block *b;
+	struct tree_item it;
+	int rc;
+
+	if (s && s->blk == blk && s->level == l && s->l.n) {
+		if ((size_t)(pos + 1) >= s->l.n)
+			return 0;
+		*key = s->l.v[pos + 1].key;
+		return 1;
+	}
+	rc = tree_node_get(m->vol, blk, l, &b, err);
+	if (rc)
+		return rc;
+	if ((unsigned)(pos + 1) >= tree_node_nr(b->data))
+		rc = 0;
+	else if (!(rc = tree_node_item(m->vol, b->data, blk,
+				       (unsigned)(pos + 1), &it, err)))
+		rc = 1;
+	if (rc == 1)
+		*key = it.key;
+	io_cache_put(&m->vol->cache, b);
+	return rc;
+}
+
+int tree_mod_peek(struct tree_mod *m, const struct fmt_key *k,
+		  struct tree_peek *out, uint8_t **buf, size_t *cap,
+		  struct r4_error *err)
+{
+	struct tree_dslot *s;
+	struct tree_item it;
+	struct io_block *b;
+	struct mpath p;
+	int none = 0, rc = path_find(m, k, FMT_NODE_LEAF_LEVEL, &p, &none, err);
+
+	if (rc)
+		return rc;
+	if (none || p.pos[1] < 0)
+		return 1;
+	out->blk = p.blk[1];
+	out->pos = (unsigned)p.pos[1];
+	/* the next key in the tree: in the leaf, else the first key after
+	 * the leaf's range in the lowest ancestor that has one */
+	out->next_at = 0;
+	for (unsigned l = 1; !out->next_at && l <= m->height; l++) {
+		rc = key_after(m, p.blk[l], l, p.pos[l], &out->next, err);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			out->next_at = (int)l;
+	}
+	if (!out->next_at)
+		out->next_at = -1;
+	s = m->dc ? dc_slot(m, p.blk[1]) : NULL;
+	if (s && s->blk == p.blk[1] && s->level == FMT_NODE_LEAF_LEVEL &&
+	    (size_t)p.pos[1] < s->l.n) {
+		const struct mitem *mi = &s->l.v[p.pos[1]];
+
+		rc = peek_copy(&mi->key, mi->pid, mi->body, mi->len, out, buf,
+			       cap);
+		return rc ? oom(err) : 0;
+	}
+	rc = tree_node_get(m->vol, p.blk[1], FMT_NODE_LEAF_LEVEL, &b, err);
+	if (rc)
+		return rc;
+	if ((unsigned)p.pos[1] >= tree_node_nr(b->data))
+		rc = 1;
+	else
+		rc = tree_node_item(m->vol, b->data, p.blk[1],
+				    (unsigned)p.pos[1], &it, err);
+	if (!rc && peek_copy(&it.key, it.plugin_id, it.body, it.len, out,
+			     buf, cap))
+		rc = oom(err);
+	io_cache_put(&m->vol->cache, b);
+	return rc;
+}
+
 /* ---- rewriting a level ------------------------------------------------- */
 
 static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,

@@ -118,6 +118,30 @@ int tree_replace(struct tree_mod *m, unsigned level,
 		 const struct fmt_key *key, unsigned pid, const void *body,
 		 size_t len, struct r4_error *err);
 
+/* The leaf item with the largest key <= k as this transaction now has
+ * it, read from the decoded (deferred) lists where they are, so no
+ * deferred leaf is written for it: 0 with *out and the body copied into
+ * *buf (grown as needed, *cap its size); 1 when the path for k does not
+ * end on such an item in its leaf (k below the leaf's first key, or in
+ * a twig's extent range): the caller asks the tree (tree_seek_le)
+ * instead; < 0 an error. */
+struct tree_peek {
+	struct fmt_key key;
+	unsigned pid, pos;	/* item plugin; index in leaf blk */
+	uint64_t blk;
+	size_t len;
+	/* the key that follows the item in the tree: next_at = 1 the
+	 * next item of the leaf's; l > 1 the key of the item after the
+	 * path's at level l (a parent's key is its child's first key);
+	 * -1 none, the item is the tree's last */
+	int next_at;
+	struct fmt_key next;
+};
+
+int tree_mod_peek(struct tree_mod *m, const struct fmt_key *k,
+		  struct tree_peek *out, uint8_t **buf, size_t *cap,
+		  struct r4_error *err);
+
 /* ---- item lists (ilist.c) ------------------------------------------- */
 
 struct mitem {

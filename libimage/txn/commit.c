@@ -293,13 +293,43 @@ static int write_tx_head(struct commit *c, struct r4_error *err)
 	return put_block(c, c->log[0], c->buf, err);
 }
 
+/* The relocate set (ascending): neighbouring blocks, up to RUN_MAX of
+ * them, in one write. */
+#define RUN_MAX 32
+
+static int write_reloc(struct commit *c, struct r4_error *err)
+{
+	uint32_t bs = c->vol->blksize;
+	uint8_t *run = NULL;
+	int rc = 0;
+
+	for (size_t i = 0, j; !rc && i < c->nreloc; i = j) {
+		for (j = i + 1; j < c->nreloc && j - i < RUN_MAX &&
+		     c->reloc[j]->nr == c->reloc[j - 1]->nr + 1; j++)
+			;
+		if (j - i == 1) {
+			rc = put_block(c, c->reloc[i]->nr, c->reloc[i]->b->data,
+				       err);
+			continue;
+		}
+		if (!run && !(run = malloc((size_t)RUN_MAX * bs)))
+			return nomem(c, err);
+		for (size_t k = i; k < j; k++)
+			memcpy(run + (k - i) * bs, c->reloc[k]->b->data, bs);
+		c->st.writes++;
+		c->st.bytes += (j - i) * bs;
+		rc = io_write(c->vol->dev, run, (j - i) * bs,
+			      c->reloc[i]->nr * bs, err);
+	}
+	free(run);
+	return rc;
+}
+
 /* Steps 1-2: everything the commit point will refer to. */
 static int write_before_commit(struct commit *c, struct r4_error *err)
 {
-	int rc = 0;
+	int rc = write_reloc(c, err);
 
-	for (size_t i = 0; i < c->nreloc && !rc; i++)
-		rc = put_block(c, c->reloc[i]->nr, c->reloc[i]->b->data, err);
 	for (size_t i = 0; i < c->now && !rc; i++)
 		rc = put_block(c, c->ow[i].wandered, c->ow[i].data, err);
 	if (!rc)

@@ -25,7 +25,7 @@ struct tb *tb_get(struct tbmap *m, uint64_t nr)
 
 	e = r4_u64map_get(&m->m, nr, &added);
 	if (e && added)
-		*e = (struct tb){ nr, NULL, TB_DEAD };
+		*e = (struct tb){ nr, NULL, 0, TB_DEAD };
 	return e;
 }
 
@@ -71,6 +71,11 @@ int tb_list(const struct tbmap *m, unsigned states, struct tb ***out,
 			(*out)[(*n)++] = e;
 	qsort(*out, *n, sizeof(**out), cmp_tb);
 	return 0;
+}
+
+static int cmp_tbp(const void *a, const void *b)
+{
+	return cmp_tb(a, b);
 }
 
 /* ---- begin / abort ---- */
@@ -135,6 +140,9 @@ void txn_release(struct txn *t, int revert)
 	}
 	tb_fini(&t->map);
 	free(t->force_regions);
+	free(t->wb);
+	free(t->wb_pick);
+	free(t->wb_buf);
 	vol->txn = NULL;
 	free(t);
 }
@@ -365,6 +373,111 @@ static int need_alloc(struct txn *t, uint64_t blk, struct tb **e,
 	return 0;
 }
 
+int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err)
+{
+	struct wb_ent *w = NULL;
+
+	if (keep && keep < 2)
+		keep = 2;
+	if (keep == t->wb_keep)
+		return 0;
+	if (keep && (!(w = calloc(keep, sizeof(*w))) ||
+		     (!t->wb_pick && !(t->wb_pick = calloc(WB_BATCH,
+							   sizeof(*t->wb_pick)))) ||
+		     (!t->wb_buf && !(t->wb_buf = malloc((size_t)WB_BATCH *
+							 t->vol->blksize))))) {
+		free(w);
+		return nomem(t, err);
+	}
+	free(t->wb);
+	t->wb = w;
+	t->wb_keep = keep;
+	t->wb_head = t->wb_n = 0;
+	return 0;
+}
+
+/* Block e, written: its buffer goes back to the cache; TB_DATA now. */
+static void wb_done(struct txn *t, struct tb *e)
+{
+	struct io_cache *c = &t->vol->cache;
+
+	io_cache_clean(c, e->b);
+	io_cache_put(c, e->b);
+	e->b = NULL;
+	io_cache_forget(c, e->nr);
+	e->state = TB_DATA;
+	t->wb_written++;
+}
+
+/* Write v[0..n) (ascending, each with its buffer), neighbours in one
+ * write through wb_buf. */
+static int wb_write(struct txn *t, struct tb **v, size_t n,
+		    struct r4_error *err)
+{
+	uint32_t bs = t->vol->blksize;
+	int rc = 0;
+
+	for (size_t i = 0, j; !rc && i < n; i = j) {
+		for (j = i + 1; j < n && v[j]->nr == v[j - 1]->nr + 1; j++)
+			;
+		if (j - i == 1) {
+			rc = io_write(t->vol->dev, v[i]->b->data, bs,
+				      v[i]->nr * bs, err);
+			continue;
+		}
+		for (size_t k = i; k < j; k++)
+			memcpy(t->wb_buf + (k - i) * bs, v[k]->b->data, bs);
+		rc = io_write(t->vol->dev, t->wb_buf, (j - i) * bs,
+			      v[i]->nr * bs, err);
+	}
+	return rc;
+}
+
+static int cmp_tbp(const void *a, const void *b);
+
+/* The oldest ring entries (WB_BATCH, half the ring at most) leave it; the blocks among
+ * them nothing changed since, held by the transaction alone, are
+ * written and released. */
+static int wb_flush(struct txn *t, struct r4_error *err)
+{
+	size_t n = 0, batch = t->wb_keep / 2 < WB_BATCH ? t->wb_keep / 2 :
+			       WB_BATCH;
+	int rc;
+
+	for (size_t i = 0; i < batch && t->wb_n; i++) {
+		struct wb_ent w = t->wb[t->wb_head];
+		struct tb *e = tb_find(&t->map, w.nr);
+
+		t->wb_head = (t->wb_head + 1) % t->wb_keep;
+		t->wb_n--;
+		if (e && e->state == TB_NEW && e->b && e->gen == w.gen &&
+		    e->b->ref == 1)
+			t->wb_pick[n++] = e;
+	}
+	if (n > 1)
+		qsort(t->wb_pick, n, sizeof(*t->wb_pick), cmp_tbp);
+	rc = wb_write(t, t->wb_pick, n, err);
+	for (size_t i = 0; !rc && i < n; i++)
+		wb_done(t, t->wb_pick[i]);
+	return rc;
+}
+
+/* Block e was given a buffer: remember it; a full ring writes out its
+ * oldest. e itself is the newest entry: never written here. */
+static int wb_note(struct txn *t, struct tb *e, struct r4_error *err)
+{
+	struct wb_ent *w;
+	int rc = 0;
+
+	e->gen = ++t->wb_gen;
+	if (t->wb_n == t->wb_keep)
+		rc = wb_flush(t, err);
+	w = &t->wb[(t->wb_head + t->wb_n++) % t->wb_keep];
+	w->nr = e->nr;
+	w->gen = e->gen;
+	return rc;
+}
+
 int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
 	    struct r4_error *err)
 {
@@ -377,7 +490,12 @@ int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
 	e->state = TB_NEW;
 	if (e->b)
 		memset(e->b->data, 0, t->vol->blksize);
-	return pin_twice(t, e, 1, out, err);
+	rc = pin_twice(t, e, 1, out, err);
+	if (!rc && t->wb_keep && (rc = wb_note(t, e, err)) != 0) {
+		io_cache_put(&t->vol->cache, *out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 int txn_write_data(struct txn *t, uint64_t blk, const void *buf,

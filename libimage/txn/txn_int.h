@@ -21,7 +21,17 @@ enum tb_state {
 struct tb {
 	uint64_t nr;		/* the block (the map's key too) */
 	struct io_block *b;	/* the transaction's pin (NEW, CAPTURED) */
+	uint32_t gen;		/* write-behind: its last txn_new */
 	uint8_t state;
+};
+
+/* Write-behind (txn_write_behind): the blocks txn_new gave out, oldest
+ * first, each with the generation it got then; the oldest WB_BATCH go
+ * at once, neighbouring blocks in one write. */
+#define WB_BATCH 32
+struct wb_ent {
+	uint64_t nr;
+	uint32_t gen;
 };
 
 /* Block number -> struct tb (an r4_u64map of struct tb). */
@@ -46,6 +56,14 @@ struct txn {
 	size_t nforce, capforce;
 	int set_counters;
 	uint64_t free_base, files_base;
+	/* Write-behind: a ring of wb_keep entries; wb_n in use from
+	 * wb_head on. */
+	struct wb_ent *wb;
+	struct tb **wb_pick;	/* WB_BATCH: the blocks one flush writes */
+	uint8_t *wb_buf;	/* WB_BATCH blocks: a run of them */
+	size_t wb_keep, wb_head, wb_n;
+	uint32_t wb_gen;
+	uint64_t wb_written;
 };
 
 struct tb *tb_find(struct tbmap *m, uint64_t nr);

@@ -8,7 +8,8 @@
 #          add of 1,000 files, more torn / unsynced / failed writes
 #          (`make crashcheck`)
 #
-# Workloads: add50 add50tar add50stdin addcc cctrunc rmr mvfile mvdir script add1000
+# Workloads: add50 add50wb add50tar add50stdin addcc cctrunc rmr mvfile mvdir script add1000
+# (add50wb: add50 with nodes written before the commit, R4_WRITE_BEHIND)
 # repack, badbitmap (add50 on a volume whose bitmap calls the root node free,
 # with a matching checksum: no point may lose a byte)
 # (default: all of the level). Needs r4pack, r4debugfs, r4fsck and
@@ -159,6 +160,10 @@ PY
 # add50 and rm -r: every point in full, every 5th in quick.
 if [ "$LEVEL" = full ]; then BIG=("${EVERY[@]}"); else BIG=("${SOME[@]}"); fi
 wanted add50 && run add50 "${BIG[@]}" "$P" -- \
+	r4pack add -q @IMG@ "$W/add50"
+# the same with the add writing each node it has not changed for 16
+# node writes before its commit (txn_write_behind; 2,048 by default)
+wanted add50wb && R4_WRITE_BEHIND=16 run add50wb "${BIG[@]}" "$P" -- \
 	r4pack add -q @IMG@ "$W/add50"
 if [ "$LEVEL" = full ]; then
 	wanted add50tar && run add50tar "${EVERY[@]}" "$P" -- \

@@ -9,6 +9,10 @@
  *   R4_FAULT_REPORT  a file to which each faulty device appends
  *                    "writes=W syncs=S cut=C\n" as it closes.
  *
+ *   R4_WRITE_BEHIND  the node blocks an add keeps before it writes the
+ *                    oldest (obj_add_write_behind): small, so a small
+ *                    add writes nodes before its commit too.
+ *
  *   R4_MOUNTINFO, R4_SYSBLOCK  the mount table and the loop devices
  *                    to read instead of /proc/self/mountinfo and
  *                    /sys/block (tests of the mounted-device refusal).
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include "libimage/io/fault.h"
 #include "libimage/io/dev.h"
+#include "libimage/obj/write.h"
 
 static void report(void *ctx, const struct io_fault_stats *st)
 {
@@ -39,8 +44,11 @@ static void fault_env(void)
 {
 	const char *env = getenv("R4_FAULT");
 	const char *rep = getenv("R4_FAULT_REPORT");
+	const char *wb = getenv("R4_WRITE_BEHIND");
 	struct io_fault_spec spec;
 
+	if (wb && *wb)
+		obj_add_write_behind(strtoul(wb, NULL, 10));
 	io_mount_table_override(getenv("R4_MOUNTINFO"), getenv("R4_SYSBLOCK"));
 	if (!env || !*env)
 		return;

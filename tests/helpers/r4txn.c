@@ -135,7 +135,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)s->overwritten,
 	       (unsigned long long)s->log_blocks,
 	       (unsigned long long)s->writes,
-	       (unsigned long long)(s->relocated + s->overwritten +
-				    s->log_blocks + 1));
+	       /* after the header: the overwrite set at home (a write
+		* each) and the footer */
+	       (unsigned long long)(s->writes - s->overwritten - 1));
 	return r4_vol_close(vol, &err) ? 1 : 0;
 }
