@@ -96,8 +96,10 @@ struct r4_entry {
 	 * never call data (the caller skips them): extents are copied file
 	 * to file in the kernel, tails read at finish. The build keeps a
 	 * duplicate of the first such descriptor until it is freed; entries
-	 * naming another descriptor, and compressed files (compress_files),
-	 * are read through data. */
+	 * naming another descriptor or file name, and compressed files
+	 * (compress_files), are read through data. A caller must not reuse
+	 * the descriptor number for another file during one build: the
+	 * build knows its source by number and name, not by inode. */
 	const char *data_file;
 	int data_fd;
 	uint64_t data_off;

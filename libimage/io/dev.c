@@ -439,8 +439,10 @@ int io_copy(struct io_dev *dst, uint64_t dst_off, struct io_dev *src,
 				       (unsigned long long)so,
 				       (unsigned long long)dof,
 				       strerror(errno));
+		/* 0 before the end: the source may be short, or the kernel
+		 * may not copy these files; the read path tells which */
 		if (!n)
-			return R4_ERANGE;
+			return -EOPNOTSUPP;
 		*done += (uint64_t)n;
 		dst->writes++;
 		dst->bytes_written += (uint64_t)n;

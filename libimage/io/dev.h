@@ -84,8 +84,9 @@ int io_open_fd(int fd, const char *name, struct io_dev **out,
  * undo backend: then nothing is tried) or the kernel refused (another
  * file system, an old kernel, a block device); *done then says how many
  * bytes were copied before, and the caller copies the rest otherwise.
- * R4_ERANGE when src ends first (*done bytes were copied); else -errno
- * with err filled. */
+ * The kernel copying nothing before the end is -EOPNOTSUPP too (a
+ * short source is then found by the caller's read). Else -errno with
+ * err filled. */
 int io_copy(struct io_dev *dst, uint64_t dst_off, struct io_dev *src,
 	    uint64_t src_off, uint64_t len, uint64_t *done,
 	    struct r4_error *err);

@@ -20,6 +20,7 @@
  * byte for byte. */
 #include "config.h"
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/pack/build.h"
@@ -174,6 +175,17 @@ static int src_short(const struct io_dev *src, const char *what,
 		       "build)", src->path, what);
 }
 
+/* A failed copy of the file 'what': the message names the entry too. */
+static int copy_fail(const struct copy1 *c, int rc, struct r4_error *err)
+{
+	char m[R4_ERRMSG_MAX];
+
+	if (!err)
+		return rc;
+	snprintf(m, sizeof(m), "%s", err->msg);
+	return r4i_fail_over(err, rc, "'%s': %s", c->what, m);
+}
+
 /* One copy: the whole blocks in the kernel while it can, the rest (and
  * everything once the kernel could not: from then on for the rest of
  * the build) read and written through the bounce buffer, a last
@@ -187,12 +199,13 @@ static int copy_one(struct wq *q, const struct cbatch *cb,
 	if (!q->nocopy && whole) {
 		rc = io_copy(cb->dev, c->off, cb->src, c->soff, whole, &done,
 			     err);
-		if (rc == R4_ERANGE)
-			return src_short(cb->src, c->what, err);
 		if (rc && rc != -EOPNOTSUPP)
-			return rc;
+			return copy_fail(c, rc, err);
 		if (rc)
 			q->nocopy = 1;
+		/* a copy cut inside a block: that block again, so each
+		 * bounced piece starts on a block and is padded to one */
+		done = done / cb->bs * cb->bs;
 	}
 	if (done < c->len && !q->bounce &&
 	    !(q->bounce = malloc(BUILD_COPY_BUF)))
@@ -210,7 +223,7 @@ static int copy_one(struct wq *q, const struct cbatch *cb,
 			rc = io_write(cb->dev, q->bounce, k + pad,
 				      c->off + done, err);
 		if (rc)
-			return rc;
+			return copy_fail(c, rc, err);
 		done += k;
 	}
 	return 0;
@@ -757,7 +770,7 @@ int pack_data_take_at(struct r4_build *b, struct bobj *o,
 		}
 		b->src_fd = e->data_fd;
 	}
-	if (e->data_fd != b->src_fd)
+	if (e->data_fd != b->src_fd || strcmp(e->data_file, b->src->path))
 		return 1;
 	if (soff > b->src->size || o->size > b->src->size - soff)
 		return src_short(b->src, e->path, err);
