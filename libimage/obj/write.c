@@ -78,6 +78,20 @@ int obj_sd_delete(struct r4_txn *x, const struct r4_objref *ref,
 	return tree_delete(&x->mod, 1, &k, err);
 }
 
+/* The leaf item tree_mod_peek found, its body in body. */
+static void peek_item(struct tree_item *it, const struct tree_peek *pk,
+		      const uint8_t *body)
+{
+	memset(it, 0, sizeof(*it));
+	it->blk = pk->blk;
+	it->level = FMT_NODE_LEAF_LEVEL;
+	it->pos = pk->pos;
+	it->plugin_id = pk->pid;
+	it->key = pk->key;
+	it->body = body;
+	it->len = pk->len;
+}
+
 /* obj_sd_get through tree_mod_peek: a deferred leaf is read, not
  * written; anything but the item itself is left to obj_sd_get. */
 static int sd_get_txn(struct r4_txn *x, const struct r4_objref *ref,
@@ -95,14 +109,7 @@ static int sd_get_txn(struct r4_txn *x, const struct r4_objref *ref,
 		return rc;
 	if (rc || fmt_key_cmp(&pk.key, &k) || pk.pid != FMT_ITEM_STAT40)
 		return obj_sd_get(x->vol, ref, sd, err);
-	memset(&it, 0, sizeof(it));
-	it.blk = pk.blk;
-	it.level = FMT_NODE_LEAF_LEVEL;
-	it.pos = pk.pos;
-	it.plugin_id = pk.pid;
-	it.key = pk.key;
-	it.body = x->find_in;
-	it.len = pk.len;
+	peek_item(&it, &pk, x->find_in);
 	return obj_sd_from_item(x->vol, &it, sd, err);
 }
 
@@ -263,14 +270,7 @@ int obj_find_in_txn(struct r4_txn *x, const struct obj_dir *d,
 	    fmt_key_locality(&pk.key) != d->ref.oid ||
 	    pk.pid != FMT_ITEM_CDE40)
 		return 1;
-	memset(&it, 0, sizeof(it));
-	it.blk = pk.blk;
-	it.level = FMT_NODE_LEAF_LEVEL;
-	it.pos = pk.pos;
-	it.plugin_id = pk.pid;
-	it.key = pk.key;
-	it.body = x->find_in;
-	it.len = pk.len;
+	peek_item(&it, &pk, x->find_in);
 	rc = obj_dir_item_find(x->vol, &it, &k, name, len, out, err);
 	/* every entry is below the key: obj_dir_find would go on to the
 	 * next items while they are the directory's; the key after the
