@@ -13,6 +13,11 @@
  *                    oldest (obj_add_write_behind): small, so a small
  *                    add writes nodes before its commit too.
  *
+ *   R4_COPY_CUT      N > 0: the first copy_file_range copies at most N
+ *                    bytes, every later one fails with EXDEV; 0: every
+ *                    one copies nothing (returns 0). The build's copy
+ *                    path must then read and write the rest itself.
+ *
  *   R4_MOUNTINFO, R4_SYSBLOCK  the mount table and the loop devices
  *                    to read instead of /proc/self/mountinfo and
  *                    /sys/block (tests of the mounted-device refusal).
@@ -20,11 +25,38 @@
  * A bad R4_FAULT ends the program with exit status 2 and a one-line
  * message. */
 #include "config.h"
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "libimage/io/fault.h"
 #include "libimage/io/dev.h"
 #include "libimage/obj/write.h"
+
+/* The kernel's copy_file_range, cut as R4_COPY_CUT says (only the
+ * build's writer thread calls it). */
+ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off,
+			size_t len, unsigned flags)
+{
+	static int calls;
+	const char *v = getenv("R4_COPY_CUT");
+
+	if (v && *v) {
+		long n = atol(v);
+
+		if (n <= 0)
+			return 0;
+		if (calls++) {
+			errno = EXDEV;
+			return -1;
+		}
+		if (len > (size_t)n)
+			len = (size_t)n;
+	}
+	return syscall(SYS_copy_file_range, in, in_off, out, out_off, len,
+		       flags);
+}
 
 static void report(void *ctx, const struct io_fault_stats *st)
 {
