@@ -347,6 +347,45 @@ pset_of() {
 	r4fsck -n "$T/a.img"
 }
 
+# Pairs of ctail40 items of one disk cluster side by side in one leaf
+# (the second continues the first, not at a cluster start): printed,
+# one a line. The kernel always merges them (doc/compress.md §3.1).
+unmerged_ctails() {
+	r4debugfs -R "print tree" "$1" | awk -v cs="$2" '
+		function hex(s,   i, v) {
+			v = 0
+			for (i = 1; i <= length(s); i++)
+				v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+			return v
+		}
+		/^node / { prev = ""; next }
+		/^#[0-9]+ / {
+			if ($2 != "ctail40") { prev = ""; next }
+			key = $4; gsub(/[\[\]]/, "", key); split(key, k, ":")
+			obj = k[1] ":" k[2] ":" k[3] ":" k[4]
+			off = hex(k[5]); len = $8 - 1
+			if (prev == obj && poff + plen == off && off % cs)
+				print "unmerged: " $4
+			prev = obj; poff = off; plen = len
+		}'
+}
+
+@test "r4pack add and debugfs -w write: one ctail40 item per disk cluster and leaf, as the kernel merges them" {
+	mkdir -p "$T/a" "$T/b" "$T/empty"
+	local i j
+	for i in $(seq 1 30); do
+		for j in $(seq 1 $((i * 300))); do echo "row $j of file $i, some words"; done >"$T/a/f$i"
+		cp "$T/a/f$i" "$T/b/g$i"
+	done
+	r4pack create -q --compress=lzo1 "$T/a" "$T/c.img"
+	r4pack add -q "$T/c.img" "$T/b"
+	r4debugfs -w -R "write $T/a/f30 /new30" -R "write $T/a/f20 /new20" "$T/c.img"
+	run unmerged_ctails "$T/c.img" 65536
+	echo "$output" | head -n 5
+	[ "$status" -eq 0 ] && [ -z "$output" ]
+	[ "$(r4debugfs -R "cat /g17" "$T/c.img" | sha256sum)" = "$(sha256sum <"$T/b/g17")" ]
+}
+
 @test "holes from every input: a hole cluster before data has no items, but cluster 0 is stored as zeros (the kernel panics otherwise); a gap in it keeps conv from testing" {
 	need_oracle
 	mkdir -p "$T/h/s" "$T/empty"
