@@ -69,6 +69,8 @@ static int target(struct r4_outfile *o, const char *out, const char *image,
 {
 	struct stat st, lst;
 
+	if (!*out)
+		return r4i_fail(err, R4_EINVAL, "an empty file name");
 	if (stat(out, &st)) {
 		if (errno != ENOENT)
 			return r4i_fail(err, -errno, "%s: %s", out,
