@@ -124,7 +124,7 @@ def make_tree(top, seed, kind):
         p = os.path.join(rng.choice(dirs), "%ssparse_holes%d" % (pre, i))
         write_sparse(p, rng, pieces, off)
         files.append(p)
-    # the layout the kernel panics on (doc/kernel.md): in key order, a
+    # the layout the kernel panics on (doc/kernel.md §2.1): in key order, a
     # file with leading holes right after a file stored as extents (in
     # conv mode an incompressible multi-cluster file stays an ordinary
     # file); alone in their folder, the two bodies are neighbours

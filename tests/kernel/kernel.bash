@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The kernel test tier (doc/kernel.md, "The kernel test tier"): the real
+# The kernel test tier (doc/kernel.md §1): the real
 # Reiser4 kernel (User-Mode Linux, ../shared/uml/r4kernel.sh beside the
 # source tree, or $R4_UML_DIR/r4kernel.sh) reads and writes images r4kit
 # made. Loaded by every tests/kernel/*.bats after ../bats/helpers.
@@ -207,4 +207,83 @@ KIMG_DIR=$top_srcdir/tests/data/kernel
 kimg() {
 	[ -f "$KIMG_DIR/$1.img.xz" ] || { echo "missing $KIMG_DIR/$1.img.xz"; return 1; }
 	xz -dc "$KIMG_DIR/$1.img.xz" | cp --sparse=always /dev/stdin "$T/$1.img"
+}
+
+# kstress_script SEED OPS PAYLOAD [EXCLUDED_PATH...]: a guest script (on
+# stdout): a bounded, seeded stress of OPS operations on the files under
+# /mnt: appends, overwrites inside clusters, truncates, writes into
+# cluster 0 of files longer than one cluster (incompressible bytes from
+# the host file PAYLOAD, so that conv mode's first-cluster test fails),
+# creates, removes and renames. Deterministic for a SEED (bash's RANDOM),
+# stopped after 30 s at most. EXCLUDED_PATHs are never touched.
+kstress_script() {
+	local seed=$1 ops=$2 pay=$3 x excl=""
+	shift 3
+	for x in "$@"; do
+		excl="$excl ! -path './$x'"
+	done
+	cat <<EOF2
+set -u
+RANDOM=$seed
+PAY='$pay'
+set -f
+IFS='
+'
+F=(\$(find . -type f $excl | LC_ALL=C sort))
+D=(\$(find . -type d | LC_ALL=C sort))
+IFS=' 	
+'
+set +f
+n=0 t0=\$SECONDS
+pick() { f=\${F[RANDOM % \${#F[@]}]}; }
+while [ \$n -lt $ops ] && [ \$((SECONDS - t0)) -lt 30 ]; do
+	n=\$((n + 1))
+	pick
+	[ -e "\$f" ] || continue
+	case \$((RANDOM % 9)) in
+	0) printf 'append %d %s\n' \$n "\$f" >>"\$f" ;;
+	1) dd if="\$PAY" of="\$f" bs=\$((RANDOM % 5000 + 1)) count=1 \
+		seek=\$((RANDOM * 7)) oflag=seek_bytes conv=notrunc status=none ;;
+	2) truncate -s \$((RANDOM * (RANDOM % 8))) "\$f" ;;
+	3|4) # cluster 0 of a file longer than one cluster
+		s=\$(stat -c %s "\$f")
+		[ "\$s" -gt 65536 ] || continue
+		dd if="\$PAY" of="\$f" bs=\$((RANDOM % 8192 + 1)) count=1 \
+			seek=\$((RANDOM % 4096)) oflag=seek_bytes conv=notrunc status=none ;;
+	5) d=\${D[RANDOM % \${#D[@]}]}
+	   head -c \$((RANDOM * (RANDOM % 4))) "\$PAY" >"\$d/new_\$n"
+	   F+=("\$d/new_\$n") ;;
+	6) rm -f "\$f" ;;
+	7) d=\${D[RANDOM % \${#D[@]}]}
+	   mv "\$f" "\$d/moved_\$n" 2>/dev/null && F+=("\$d/moved_\$n") ;;
+	8) printf 'x%.0s' \$(seq 1 \$((RANDOM % 300))) >>"\$f" ;;
+	esac
+done
+sync
+echo "stress: \$n operations"
+EOF2
+}
+
+# kstress IMAGE SEED [EXCLUDED_PATH...]: one boot running the stress
+# (60 operations).
+kstress() {
+	local img=$1 seed=$2
+	shift 2
+	[ -f "$T/payload" ] || python3 -c 'import random, sys
+r = random.Random(4242)
+sys.stdout.buffer.write(r.getrandbits(8 * 400000).to_bytes(400000, "little"))' >"$T/payload"
+	kstress_script "$seed" "${KSTRESS_OPS:-60}" "$T/payload" "$@" >"$T/stress.sh"
+	kboot "$img" "$T/stress.sh"
+}
+
+# kafter_stress IMAGE [EXCLUDED...]: both checkers clean on what the
+# kernel left; a second boot reads exactly what r4kit reads.
+kafter_stress() {
+	local img=$1
+	shift
+	kcheckers "$img"
+	r4kit_manifest "$img" "$T/r.man"
+	[ "$#" -eq 0 ] || kmanifest_unread "$T/r.man" "$@"
+	kwalk "$img" "$T/k.man" "$@"
+	kcmp "$T/r.man" "$T/k.man"
 }

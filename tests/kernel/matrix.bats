@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: GPL-2.0-or-later
-# The kernel reads what r4pack create writes (doc/kernel.md, "The kernel
+# The kernel reads what r4pack create writes (doc/kernel.md §1)
 # test tier"): a seeded random tree (tests/kernel/gentree.py) packed with
 # one option set per test, then ONE read-only boot that walks /mnt; the
 # manifest the kernel reads (sha256 by read(2), lstat) must equal the
