@@ -78,6 +78,8 @@ EOS
 		{ cat "$T/age.log"; return 1; }
 	gentree "$T/add" 37 add
 	r4pack add -q --compress=zstd1 -o cluster=8K "$T/img" "$T/add"
+	# before the repacker: what add and the aging wrote reads exactly
+	kernel_reads_as_r4kit "$T/img" || { echo "(before r4repacker)"; return 1; }
 	run r4repacker -q "$T/img"
 	[ "$status" -eq 0 ] || { echo "r4repacker: status $status"; echo "$output"; return 1; }
 	kernel_reads_as_r4kit "$T/img"
@@ -96,7 +98,7 @@ EOS
 	[ -n "$blk" ]
 	dd if=/dev/zero of="$T/img" bs=1 seek=$((blk * 4096)) count=32 conv=notrunc status=none
 	run r4fsck -y "$T/img"
-	[ "$status" -le 1 ] || { echo "r4fsck -y: status $status"; echo "$output" | tail -20; return 1; }
+	[ "$status" -eq 1 ] || { echo "r4fsck -y: status $status"; echo "$output" | tail -20; return 1; }
 	kernel_reads_as_r4kit "$T/img"
 }
 
