@@ -252,10 +252,11 @@ while [ \$n -lt $ops ] && [ \$((SECONDS - t0)) -lt 30 ]; do
 	2) # shrink, or grow a file that has data
 		[ "\$s" -gt 0 ] || continue
 		truncate -s \$((RANDOM * (RANDOM % 8))) "\$f" ;;
-	3|4) # cluster 0 of a file longer than one cluster
+	3|4) # cluster 0 of a file longer than one cluster, made
+		# incompressible (conv mode's test of the first cluster)
 		[ "\$s" -gt 65536 ] || continue
-		dd if="\$PAY" of="\$f" bs=\$((RANDOM % 8192 + 1)) count=1 \
-			seek=\$((RANDOM % 4096)) oflag=seek_bytes conv=notrunc status=none ;;
+		dd if="\$PAY" of="\$f" bs=\$((65536 + RANDOM % 4096)) count=1 \
+			conv=notrunc status=none ;;
 	5) d=\${D[RANDOM % \${#D[@]}]}
 	   head -c \$((RANDOM * (RANDOM % 4))) "\$PAY" >"\$d/new_\$n"
 	   F+=("\$d/new_\$n") ;;
