@@ -112,3 +112,16 @@ EOS
 	awk -F'\t' '$2 == "f" { print $9 "  ./" $1 }' "$T/k.man" | sort -k2 >"$T/k.sha"
 	sort -k2 "$KIMG_DIR/default.sha256" | diff - "$T/k.sha"
 }
+
+# doc/kernel.md §2.2: r4pack add cuts a reg40 file's tail into items of
+# 4030 bytes and leaves two of them side by side in one leaf; both
+# checkers accept it, the kernel reads the file short.
+@test "after r4pack add -o create=reg40 of an 8792-byte file the kernel reads all of it" {
+	need_kernel
+	mkdir -p "$T/a" "$T/b"
+	echo hi >"$T/a/x"
+	python3 -c 'import sys; sys.stdout.write("".join("line %d of a text file\n" % i for i in range(400))[:8792])' >"$T/b/big"
+	r4pack create -q "$T/a" "$T/img"
+	r4pack add -q -o create=reg40 "$T/img" "$T/b"
+	kernel_reads_as_r4kit "$T/img"
+}
