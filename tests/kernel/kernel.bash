@@ -144,7 +144,7 @@ kcmp() {
 		want=$want.cmp got=$got.cmp
 	fi
 	cmp -s "$want" "$got" && return 0
-	echo "$what reads differently (< source, > read):"
+	echo "$what reads differently (< expected, > read):"
 	python3 - "$want" "$got" <<'PY'
 import sys
 a = {l.split("\t")[0]: l.rstrip("\n") for l in open(sys.argv[1])}
