@@ -236,6 +236,12 @@ D=(\$(find . -type d | LC_ALL=C sort))
 IFS=' 	
 '
 set +f
+# first, cluster 0 of up to 6 files longer than two 64K clusters, made
+# incompressible (conv mode's test of the first cluster)
+B=(\$(find . -type f -size +128k $excl | LC_ALL=C sort | head -n 6))
+for f in "\${B[@]}"; do
+	dd if="\$PAY" of="\$f" bs=\$((65536 + RANDOM % 4096)) count=1 conv=notrunc status=none
+done
 n=0 t0=\$SECONDS
 pick() { f=\${F[RANDOM % \${#F[@]}]}; }
 while [ \$n -lt $ops ] && [ \$((SECONDS - t0)) -lt 30 ]; do
