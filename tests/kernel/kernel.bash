@@ -45,8 +45,9 @@ kboot_raw() {
 	shift 2
 	mkdir -p "$T/uml"
 	KRC=0
-	R4TMP="$T/uml" "$R4K" "$img" "$cmds" "$@" >"$T/kboot.out" \
+	R4KEEP=1 R4TMP="$T/uml" "$R4K" "$img" "$cmds" "$@" >"$T/kboot.out" \
 		2>"$T/kboot.err" || KRC=$?
+	KRUN=$(sed -n 's/^(run dir[a-z ]*: \(.*\))$/\1/p' "$T/kboot.err" | tail -n 1)
 	KBAD=$(grep -m1 -E '[Rr]eiser4.*([Ww]arning|[Ee]rror|[Pp]anic|[Aa]ssert)|BUG|Oops|[Pp]anic|r4kernel:' \
 		"$T/kboot.err" || true)
 	KBOOTS=$((${KBOOTS:-0} + 1))
@@ -62,11 +63,13 @@ kboot() {
 		echo "kernel boot on $(basename "$1") failed (r4kernel.sh exit $KRC: $(krc_name "$KRC")):"
 		tail -n 40 "$T/kboot.err"
 		tail -n 20 "$T/kboot.out"
+		kstack
 		return 1
 	fi
 	if [ -n "$KBAD" ]; then
 		echo "kernel log on $(basename "$1") has Reiser4 warnings, BUG, Oops or panic lines:"
 		tail -n 40 "$T/kboot.err"
+		kstack
 		return 1
 	fi
 	if [ "$KRC" -ne 0 ]; then
@@ -74,6 +77,17 @@ kboot() {
 		tail -n 30 "$T/kboot.out"
 		return 1
 	fi
+}
+
+# kstack: the panic or BUG line and the call trace of the last boot's
+# console (the run folder is kept under $T/uml).
+kstack() {
+	[ -n "${KRUN:-}" ] && [ -f "$KRUN/console.txt" ] || return 0
+	echo "console of the guest (panic, BUG and call trace):"
+	grep -E 'BUG|panic|Oops|fault|reiser4' "$KRUN/console.txt" | head -n 8
+	grep -oE '\] [a-z_0-9]+\+0x' "$KRUN/console.txt" | grep -v '\] ? ' |
+		sed 's/^\] //; s/+0x$//' | head -n 25 | tr '\n' ' '
+	echo
 }
 
 krc_name() {
@@ -237,8 +251,9 @@ IFS='
 '
 set +f
 # first, cluster 0 of up to 6 files longer than two 64K clusters, made
-# incompressible (conv mode's test of the first cluster)
-B=(\$(find . -type f -size +128k $excl | LC_ALL=C sort | head -n 6))
+# incompressible (conv mode's test of the first cluster); not the
+# generator's sparse files, whose leading holes are another defect
+B=(\$(find . -type f -size +128k ! -name '*sparse*' $excl | LC_ALL=C sort | head -n 6))
 for f in "\${B[@]}"; do
 	dd if="\$PAY" of="\$f" bs=\$((65536 + RANDOM % 4096)) count=1 conv=notrunc status=none
 done
