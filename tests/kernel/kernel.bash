@@ -257,8 +257,17 @@ B=(\$(find . -type f -size +128k ! -name '*sparse*' $excl | LC_ALL=C sort | head
 for f in "\${B[@]}"; do
 	dd if="\$PAY" of="\$f" bs=\$((65536 + RANDOM % 4096)) count=1 conv=notrunc status=none
 done
-n=0 t0=\$SECONDS
 pick() { f=\${F[RANDOM % \${#F[@]}]}; }
+# then a small rewrite inside the first 4 KiB of 24 picked files (the
+# kernel rewrites, and so merges, the disk cluster it lands in)
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24; do
+	pick
+	case \$f in *sparse*) continue ;; esac
+	[ "\$(stat -c %s "\$f")" -gt 4096 ] || continue
+	dd if="\$PAY" of="\$f" bs=100 count=1 seek=\$((RANDOM % 3996)) \
+		oflag=seek_bytes conv=notrunc status=none
+done
+n=0 t0=\$SECONDS
 while [ \$n -lt $ops ] && [ \$((SECONDS - t0)) -lt 30 ]; do
 	n=\$((n + 1))
 	pick
