@@ -1,21 +1,21 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Compressed (ccreg40) files, doc/compress.md. The images the Reiser4
-# kernel itself wrote (../shared/kernel-images beside the source tree,
-# see its README) must read back exactly, file for file, through
+# kernel itself wrote (tests/data/kernel, see its README.md) must read
+# back exactly, file for file, through
 # r4debugfs rdump, r4pack extract and the read API (r4manifest), and
 # r4fsck must call each one clean. Those images are required: when the
 # folder is missing these tests fail.
 
 load helpers
 
-KI="$top_srcdir/../shared/kernel-images"
+KI="$top_srcdir/tests/data/kernel"
 
 # Decompress kernel image $1 into $T/$1.img.
 kimg() {
 	if [ ! -f "$KI/$1.img.xz" ] || [ ! -f "$KI/$1.sha256" ]; then
 		echo "missing $KI/$1.img.xz or $1.sha256 (the kernel-written" \
-		     "images must sit in ../shared/kernel-images)"
+		     "images of tests/data/kernel)"
 		return 1
 	fi
 	xz -dc "$KI/$1.img.xz" | cp --sparse=always /dev/stdin "$T/$1.img"

@@ -307,11 +307,11 @@ assert v[0]['safe_link'] is None and v[0]['recoverable'] == 30000, v
 	[ "$(sha256sum <"$T/j.img")" = "$sum" ]
 }
 
-# The kernel's own deletions (../shared/kernel-images/deleted.img.xz).
+# The kernel's own deletions (tests/data/kernel/deleted.img.xz).
 # Every file the kernel removed there (2 reg40, 50 ccreg40) still has its
 # nodes and blocks in free space: all 52 must come back byte for byte.
 @test "lsdel on the kernel's deleted.img lists every removed file; undel gives each back by its sha256" {
-	k=$top_srcdir/../shared/kernel-images
+	k=$top_srcdir/tests/data/kernel
 	[ -f "$k/deleted.img.xz" ] || skip "no $k/deleted.img.xz"
 	xz -dc "$k/deleted.img.xz" | cp --sparse=always /dev/stdin "$T/del.img"
 	sum=$(sha256sum <"$T/del.img")

@@ -191,7 +191,7 @@ PY
 
 @test "r4mount: the kernel's reg40.img reads back as the kernel wrote it (sha256 of every file, links, devices)" {
 	need_fuse
-	k=$top_srcdir/../shared/kernel-images
+	k=$top_srcdir/tests/data/kernel
 	[ -f "$k/reg40.img.xz" ] || skip "no $k/reg40.img.xz"
 	xz -dc "$k/reg40.img.xz" | cp --sparse=always /dev/stdin "$T/reg40.img"
 	sum=$(sha256sum <"$T/reg40.img")
