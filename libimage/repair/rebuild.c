@@ -58,6 +58,7 @@ struct rb {
 	uint64_t mended;
 	uint64_t bytes_moved;		/* body bytes put at another key */
 	uint64_t offsets_mended;	/* item body offsets set back */
+	uint64_t bytes_dropped;		/* body bytes of items dropped */
 	uint64_t scanned;
 	uint64_t freed;			/* old nodes freed by the rebuild */
 	/* Stat-data keys the key pass gives an orphan stat data (keys.c):
@@ -434,6 +435,29 @@ out:
 	free(ih);
 }
 
+/* The file bytes a body item holds (tail, extent, ctail40); 0 for
+ * other items. */
+static uint64_t body_bytes(unsigned pid, const uint8_t *body, size_t len,
+			   uint32_t bs)
+{
+	struct fmt_extent40_unit u;
+	uint64_t n = 0;
+	int nu;
+
+	if (pid == FMT_ITEM_TAIL40)
+		return len;
+	if (pid == FMT_ITEM_CTAIL40)
+		return len > FMT_CTAIL40_HDR_SIZE ? len - FMT_CTAIL40_HDR_SIZE : 0;
+	if (pid != FMT_ITEM_EXTENT40)
+		return 0;
+	nu = fmt_extent40_units(body, len);
+	for (int i = 0; i < nu; i++)
+		if (!fmt_extent40_unit(body, len, (unsigned)i, &u) &&
+		    u.width <= (UINT64_MAX - n) / bs)
+			n += u.width * bs;
+	return n;
+}
+
 /* The items of the node in b->buf (leaf items, and a twig's extents)
  * that pass the item checks; children of internal nodes into kids with
  * their delimiting keys. */
@@ -490,6 +514,8 @@ static int take_items(struct rb *b, uint64_t blk,
 		}
 		if (b->vrep.problems - b->v.shared != before) {
 			b->items_dropped++;
+			b->bytes_dropped += body_bytes(ih.plugin_id, b->buf + off,
+						       len, b->v.bs);
 			continue;
 		}
 		rc = push(b, &ih.key, ih.plugin_id, b->buf + off, len);
@@ -990,6 +1016,8 @@ static int mend_keys(struct rb *b)
 		}
 		if (found != 1) {
 			if (p->suspect) {
+				b->bytes_dropped += item_end(p, bs) -
+						    fmt_key_offset(&p->key);
 				p->pid = DROPPED;
 				b->items_dropped++;
 			}
@@ -1010,6 +1038,7 @@ static int mend_keys(struct rb *b)
 		p->key = m[j].key;
 		p->suspect = 0;
 		b->mended++;
+		b->bytes_moved += m[j].end - m[j].at;
 		rep_action(b->R, R4_CHK_BODY, R4_CHECK_NO_BLOCK, oid,
 			   R4_LOSS_NONE, 0, "body item [%s] (bytes %llu..%llu) "
 			   "names no stat data; the only object %llx (by its "
@@ -1105,6 +1134,7 @@ static int mend_ctails(struct rb *b, int *moved)
 		p->suspect = 0;
 		*moved = 1;
 		b->mended++;
+		b->bytes_moved += len;
 		rep_action(b->R, R4_CHK_CLUSTER, p->blk, fmt_key_objectid(
 			   &p->key), R4_LOSS_NONE, 0, "ctail40 item [%s] "
 			   "(%llu bytes of cluster %llu) starts at offset %llu, "
@@ -1419,6 +1449,8 @@ static int mend_bounds(struct rb *b)
 			q = &b->it[nb];
 			rc = shift_bytes(p, q, (size_t)e, front);
 			if (!rc)
+				b->bytes_moved += e;
+			if (!rc)
 				rep_action(b->R, R4_CHK_DKEY, p->blk,
 					   fmt_key_objectid(&p->key),
 					   R4_LOSS_NONE, 0, "block %llu items "
@@ -1480,6 +1512,7 @@ static int fill_gaps(struct rb *b)
 
 			if (size > UINT64_MAX - bs ||
 			    at > size + bs - 1 - (size + bs - 1) % bs) {
+				b->bytes_dropped += item_end(p, bs) - at;
 				b->it[i].pid = DROPPED;
 				b->items_dropped++;
 				continue;
@@ -1791,6 +1824,8 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	if (!rc) {
 		*changed = 1;
 		R->r->items_dropped += b.items_dropped + dup;
+		R->r->bytes_dropped += b.bytes_dropped;
+		R->r->bytes_moved += b.bytes_moved;
 		R->r->nodes_dropped += b.nodes_dropped;
 		rep_action(R, R4_CHK_NODE, R->vol->sb.root_block, 0,
 			   b.items_dropped + dup ? R4_LOSS_ITEMS : R4_LOSS_NONE,
