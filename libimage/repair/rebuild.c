@@ -1189,7 +1189,7 @@ static int place_far(struct rb *b, int *moved)
 		fmt_key_str(&p->key, was, sizeof(was));
 		j = next_kept(b, i);
 		if ((p->pid != FMT_ITEM_EXTENT40 || end % bs == 0) &&
-		    len <= lim - end &&
+		    end <= lim && len <= lim - end &&
 		    (j == b->n || !same_body(p, &b->it[j]))) {
 			p->key.el[3] = end;
 			p->suspect = 0;
