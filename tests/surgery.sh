@@ -65,3 +65,17 @@ entry_off() {
 	[ -n "$at" ] || { echo "entry_off: no entry $3 in $2" >&2; return 1; }
 	echo $((blk * 4096 + at))
 }
+
+# Absolute offset of the item header of the Nth (default 1) item of
+# plugin PLUGIN (plain40, extent40, ctail40, stat40) that "print file"
+# lists for PATH; the key is its first 32 bytes, the body offset the 2
+# bytes after it.
+item_ih() {
+	local line blk item
+	line=$(r4debugfs -R "print file $2" "$1" |
+		grep -E "^block [0-9]+ \(level [12]\), #[0-9]+ $3 " | sed -n "${4:-1}p")
+	blk=$(sed 's/^block \([0-9]*\) .*/\1/' <<<"$line")
+	item=$(sed 's/.*, #\([0-9]*\) .*/\1/' <<<"$line")
+	[ -n "$blk" ] && [ -n "$item" ] || { echo "item_ih: no $3 item ${4:-1} of $2" >&2; return 1; }
+	echo $((blk * 4096 + 4096 - (item + 1) * 38))
+}

@@ -516,14 +516,17 @@ static void print_repair_json_end(const char *path,
 	printf(",\n  \"loss\": {\"entries_removed\": %llu, "
 	       "\"lost_found\": %llu, \"zeroed_ranges\": %llu, "
 	       "\"zeroed_bytes\": %llu, \"blocks_freed\": %llu, "
-	       "\"nodes_dropped\": %llu, \"items_dropped\": %llu}",
+	       "\"nodes_dropped\": %llu, \"items_dropped\": %llu, "
+	       "\"bytes_dropped\": %llu, \"bytes_moved\": %llu}",
 	       (unsigned long long)r->entries_removed,
 	       (unsigned long long)r->lost_found,
 	       (unsigned long long)r->zeroed_ranges,
 	       (unsigned long long)r->zeroed_bytes,
 	       (unsigned long long)r->blocks_freed,
 	       (unsigned long long)r->nodes_dropped,
-	       (unsigned long long)r->items_dropped);
+	       (unsigned long long)r->items_dropped,
+	       (unsigned long long)r->bytes_dropped,
+	       (unsigned long long)r->bytes_moved);
 	printf(",\n  \"rebuilt\": %s", r->rebuilt ? "true" : "false");
 	printf(",\n  \"blocks_claimed\": %llu",
 	       (unsigned long long)r->blocks_claimed);
@@ -568,11 +571,14 @@ static void print_repair_summary(const char *path,
 	       r->left.problems == 1 ? "" : "s");
 	if (r->rebuilt)
 		printf("%s: the storage tree was rebuilt: %llu node%s and "
-		       "%llu item%s dropped\n", path,
+		       "%llu item%s dropped (%llu body bytes), %llu body "
+		       "bytes moved\n", path,
 		       (unsigned long long)r->nodes_dropped,
 		       r->nodes_dropped == 1 ? "" : "s",
 		       (unsigned long long)r->items_dropped,
-		       r->items_dropped == 1 ? "" : "s");
+		       r->items_dropped == 1 ? "" : "s",
+		       (unsigned long long)r->bytes_dropped,
+		       (unsigned long long)r->bytes_moved);
 	if (r->blocks_copied)
 		printf("%s: %llu block%s claimed twice copied for the owner%s "
 		       "that did not keep %s (nothing lost)\n", path,

@@ -95,6 +95,10 @@ struct r4_repair_report {
 	uint64_t entries_removed, zeroed_ranges, zeroed_bytes;
 	uint64_t lost_found, blocks_freed, blocks_claimed;
 	uint64_t nodes_dropped, items_dropped;	/* by a tree rebuild */
+	/* Body bytes of the items a rebuild dropped (as far as their
+	 * headers tell), and body bytes it put at another key (into their
+	 * file at another offset, or into a new object for /lost+found). */
+	uint64_t bytes_dropped, bytes_moved;
 	/* Blocks claimed twice: copies made for the owners that did not
 	 * keep them (nothing lost). */
 	uint64_t blocks_copied;

@@ -37,9 +37,14 @@ struct ritem {
 	size_t len;
 	uint32_t seq;
 	int suspect;			/* out of place in its node */
+	int orphan;			/* to a fresh object (lost+found) */
 	uint64_t blk;			/* the node it came from, 0 none */
 	unsigned idx;			/* its position there */
 };
+
+/* Items a node can hold (up to 64 KiB blocks, an item header at least
+ * 30 bytes). */
+#define NODE_ITEMS_MAX 2200
 
 struct rb {
 	struct rep *R;
@@ -51,6 +56,9 @@ struct rb {
 	uint8_t *buf;
 	uint64_t nodes_kept, nodes_dropped, nodes_salvaged, items_dropped;
 	uint64_t mended;
+	uint64_t bytes_moved;		/* body bytes put at another key */
+	uint64_t offsets_mended;	/* item body offsets set back */
+	uint64_t bytes_dropped;		/* body bytes of items dropped */
 	uint64_t scanned;
 	uint64_t freed;			/* old nodes freed by the rebuild */
 	/* Stat-data keys the key pass gives an orphan stat data (keys.c):
@@ -83,6 +91,7 @@ static int push(struct rb *b, const struct fmt_key *k, unsigned pid,
 	p->len = len;
 	p->seq = (uint32_t)b->n++;
 	p->suspect = 0;
+	p->orphan = 0;
 	p->blk = 0;
 	p->idx = 0;
 	return 0;
@@ -300,6 +309,155 @@ static int misplaced(struct rb *b, const struct fmt_node_header *nh,
 	       !(range && !outside(&m.key, range) && outside(&z.key, range));
 }
 
+/* The value one flipped bit of v gives in (lo, hi), highest bit
+ * first; -1 when none. */
+static int flip_into(unsigned v, unsigned lo, unsigned hi)
+{
+	for (int k = 15; k >= 0; k--) {
+		unsigned w = v ^ (1u << k);
+
+		if (w > lo && w < hi)
+			return (int)w;
+	}
+	return -1;
+}
+
+/* Item body offsets of the node copy in b->buf that break their order
+ * (the first not right after the node header, or one not between its
+ * neighbours' while those are in order): a damaged offset, which would
+ * lose the item and give its neighbour bytes not its own. The first is
+ * set to the header's end; another to the value one flipped bit gives
+ * that lies between its neighbours (the first such, highest bit first:
+ * a boundary a wrong guess moves is moved back by mend_bounds, the
+ * items' sizes telling where it lies). Only the copy changes. */
+/* How many tail items of the node the body offsets off[] give the
+ * length their keys and sizes want: up to the next item's key offset
+ * when that item is the same file's, else up to the file's size. */
+static unsigned fit_score(const struct rb *b, const struct fmt_item_header *ih,
+			  const unsigned *off, unsigned n, unsigned fss)
+{
+	const struct chk *c = &b->R->c;
+	unsigned score = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t at = fmt_key_offset(&ih[i].key), want, len;
+		unsigned to = i + 1 < n ? off[i + 1] : fss;
+		uint32_t o;
+
+		if (ih[i].plugin_id != FMT_ITEM_TAIL40 || to <= off[i])
+			continue;
+		len = to - off[i];
+		if (i + 1 < n && ih[i + 1].plugin_id == FMT_ITEM_TAIL40 &&
+		    ih[i + 1].key.el[0] == ih[i].key.el[0] &&
+		    ih[i + 1].key.el[1] == ih[i].key.el[1] &&
+		    ih[i + 1].key.el[2] == ih[i].key.el[2]) {
+			want = fmt_key_offset(&ih[i + 1].key);
+		} else {
+			o = chk_obj_find(c, (fmt_key_locality(&ih[i].key) << 4) |
+					 FMT_KEY_SD, ih[i].key.el[1],
+					 ih[i].key.el[2]);
+			if (o == CHK_NONE)
+				continue;
+			want = c->objs[o].size;
+		}
+		score += want > at && want - at == len;
+	}
+	return score;
+}
+
+static void mend_offsets(struct rb *b, const struct fmt_node_header *nh)
+{
+	uint32_t bs = b->v.bs;
+	size_t hs = fmt_node_header_size(nh->plugin_id);
+	unsigned n = nh->nr_items, off[NODE_ITEMS_MAX];
+	unsigned fss = nh->free_space_start;
+	struct fmt_item_header *ih;
+
+	if (!hs || !n || n > NODE_ITEMS_MAX ||
+	    (size_t)n * fmt_item_header_size(b->v.pol) > bs - hs)
+		return;
+	ih = malloc(n * sizeof(*ih));
+	if (!ih)
+		return;		/* the items are then taken as they are */
+	for (unsigned i = 0; i < n; i++) {
+		if (fmt_node_ih_decode(b->buf, bs, b->v.pol, i, &ih[i]))
+			goto out;
+		off[i] = ih[i].offset;
+	}
+	if (off[0] != hs && (n == 1 || hs < off[1]))
+		off[0] = (unsigned)hs;
+	for (unsigned i = 1; i <= n; i++) {
+		unsigned at = i < n ? off[i] : fss, keep;
+		int w1 = -1, w2 = -1;
+
+		if (at > off[i - 1])
+			continue;
+		/* Items i-1 and i out of order: i-1 too large, or i too
+		 * small (or past the free space: the last too large);
+		 * of two ways, the one more items' lengths agree with. */
+		if (i >= 2 && off[i - 2] + 1 < at)
+			w1 = flip_into(off[i - 1], off[i - 2], at);
+		if (i < n)
+			w2 = flip_into(off[i], off[i - 1],
+				       i + 1 < n ? off[i + 1] : fss);
+		if (w1 >= 0 && w2 >= 0) {
+			unsigned s1, s2;
+
+			keep = off[i - 1];
+			off[i - 1] = (unsigned)w1;
+			s1 = fit_score(b, ih, off, n, fss);
+			off[i - 1] = keep;
+			keep = off[i];
+			off[i] = (unsigned)w2;
+			s2 = fit_score(b, ih, off, n, fss);
+			off[i] = keep;
+			if (s2 > s1)
+				w1 = -1;
+			else
+				w2 = -1;
+		}
+		if (w1 >= 0)
+			off[i - 1] = (unsigned)w1;
+		else if (w2 >= 0)
+			off[i] = (unsigned)w2;
+		else
+			goto out;	/* not one damaged offset */
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (ih[i].offset == off[i])
+			continue;
+		ih[i].offset = (uint16_t)off[i];
+		if (fmt_node_ih_encode(&ih[i], b->buf, bs, b->v.pol, i))
+			break;
+		b->offsets_mended++;
+	}
+out:
+	free(ih);
+}
+
+/* The file bytes a body item holds (tail, extent, ctail40); 0 for
+ * other items. */
+static uint64_t body_bytes(unsigned pid, const uint8_t *body, size_t len,
+			   uint32_t bs)
+{
+	struct fmt_extent40_unit u;
+	uint64_t n = 0;
+	int nu;
+
+	if (pid == FMT_ITEM_TAIL40)
+		return len;
+	if (pid == FMT_ITEM_CTAIL40)
+		return len > FMT_CTAIL40_HDR_SIZE ? len - FMT_CTAIL40_HDR_SIZE : 0;
+	if (pid != FMT_ITEM_EXTENT40)
+		return 0;
+	nu = fmt_extent40_units(body, len);
+	for (int i = 0; i < nu; i++)
+		if (!fmt_extent40_unit(body, len, (unsigned)i, &u) &&
+		    u.width <= (UINT64_MAX - n) / bs)
+			n += u.width * bs;
+	return n;
+}
+
 /* The items of the node in b->buf (leaf items, and a twig's extents)
  * that pass the item checks; children of internal nodes into kids with
  * their delimiting keys. */
@@ -307,7 +465,10 @@ static int take_items(struct rb *b, uint64_t blk,
 		      const struct fmt_node_header *nh, struct kid *kids,
 		      size_t *nkids, const struct kid *range)
 {
-	int drop = drop_outside(b, nh, range);
+	int drop;
+
+	mend_offsets(b, nh);
+	drop = drop_outside(b, nh, range);
 
 	for (unsigned i = 0; i < nh->nr_items; i++) {
 		struct fmt_item_header ih;
@@ -327,7 +488,8 @@ static int take_items(struct rb *b, uint64_t blk,
 		odd = (drop && outside(&ih.key, range)) ||
 		      misplaced(b, nh, i, range);
 		if (odd && ih.plugin_id != FMT_ITEM_TAIL40 &&
-		    ih.plugin_id != FMT_ITEM_EXTENT40) {
+		    ih.plugin_id != FMT_ITEM_EXTENT40 &&
+		    ih.plugin_id != FMT_ITEM_CTAIL40) {
 			b->items_dropped++;
 			continue;
 		}
@@ -352,6 +514,8 @@ static int take_items(struct rb *b, uint64_t blk,
 		}
 		if (b->vrep.problems - b->v.shared != before) {
 			b->items_dropped++;
+			b->bytes_dropped += body_bytes(ih.plugin_id, b->buf + off,
+						       len, b->v.bs);
 			continue;
 		}
 		rc = push(b, &ih.key, ih.plugin_id, b->buf + off, len);
@@ -507,7 +671,8 @@ static int root_sd(struct rb *b)
 	return rc;
 }
 
-/* File offset one past item p's last byte (tails and extents). */
+/* File offset one past item p's last byte (tails and extents; of a
+ * ctail40 item, one past its last disk-cluster byte). */
 static uint64_t item_end(const struct ritem *p, uint32_t bs)
 {
 	uint64_t end = fmt_key_offset(&p->key);
@@ -516,6 +681,9 @@ static uint64_t item_end(const struct ritem *p, uint32_t bs)
 
 	if (p->pid == FMT_ITEM_TAIL40)
 		return end + p->len;
+	if (p->pid == FMT_ITEM_CTAIL40)
+		return p->len > FMT_CTAIL40_HDR_SIZE ?
+		       end + p->len - FMT_CTAIL40_HDR_SIZE : end;
 	n = fmt_extent40_units(p->body, p->len);
 	for (int i = 0; i < n; i++)
 		if (!fmt_extent40_unit(p->body, p->len, (unsigned)i, &u) &&
@@ -601,7 +769,26 @@ static int fill_gap(struct rb *b, const struct ritem *p, uint64_t at,
 
 static int is_body(unsigned pid)
 {
-	return pid == FMT_ITEM_TAIL40 || pid == FMT_ITEM_EXTENT40;
+	return pid == FMT_ITEM_TAIL40 || pid == FMT_ITEM_EXTENT40 ||
+	       pid == FMT_ITEM_CTAIL40;
+}
+
+/* Whether sorted items x and y are body items of one object. */
+static int same_body(const struct ritem *x, const struct ritem *y)
+{
+	return is_body(x->pid) && is_body(y->pid) &&
+	       x->key.el[0] == y->key.el[0] && x->key.el[1] == y->key.el[1] &&
+	       x->key.el[2] == y->key.el[2];
+}
+
+/* The cluster size of ctail40 item p, 0 when its shift is not one. */
+static uint64_t ctail_cluster(const struct ritem *p)
+{
+	if (p->pid != FMT_ITEM_CTAIL40 || p->len <= FMT_CTAIL40_HDR_SIZE ||
+	    p->body[0] < FMT_CTAIL40_MIN_SHIFT ||
+	    p->body[0] > FMT_CTAIL40_MAX_SHIFT)
+		return 0;
+	return (uint64_t)1 << p->body[0];
 }
 
 /* Index of the first sorted item whose key is >= k (b->n if none). */
@@ -629,9 +816,10 @@ static size_t find_key(const struct rb *b, const struct fmt_key *k)
 }
 
 /* Whether some body item of the object whose body keys start with
- * prefix k (el[0..2]) holds bytes of [at, end). */
+ * prefix k (el[0..2]) holds bytes of [at, end), or is of the other
+ * kind than a pid item (ctail40 or not). */
 static int body_overlaps(const struct rb *b, const struct fmt_key *k,
-			 uint64_t at, uint64_t end)
+			 unsigned pid, uint64_t at, uint64_t end)
 {
 	uint32_t bs = b->R->c.bs;
 	struct fmt_key first = *k;
@@ -646,6 +834,9 @@ static int body_overlaps(const struct rb *b, const struct fmt_key *k,
 		if (q->pid == DROPPED || !is_body(q->pid) || q->suspect)
 			continue;
 		if (fmt_key_offset(&q->key) < end && item_end(q, bs) > at)
+			return 1;
+		/* ctail40 items do not mix with tails and extents */
+		if ((q->pid == FMT_ITEM_CTAIL40) != (pid == FMT_ITEM_CTAIL40))
 			return 1;
 	}
 	return 0;
@@ -705,7 +896,16 @@ static int fits(const struct rb *b, const struct ritem *p,
 	if (p->pid == FMT_ITEM_EXTENT40)
 		lim = st.size > UINT64_MAX - bs ? UINT64_MAX :
 		      (st.size + bs - 1) / bs * bs;
-	if (end <= at || end > lim || body_overlaps(b, body, at, end))
+	if (p->pid == FMT_ITEM_CTAIL40) {
+		/* Its disk bytes lie in the cluster its offset names, and
+		 * that cluster holds bytes below the size. */
+		uint64_t cs = ctail_cluster(p);
+
+		if (!cs || at / cs != (end - 1) / cs || at / cs * cs >= st.size)
+			return 1;
+		lim = end;
+	}
+	if (end <= at || end > lim || body_overlaps(b, body, p->pid, at, end))
 		return 1;
 	/* Nor where an item mended before it goes. */
 	for (size_t j = 0; j < nm; j++)
@@ -816,6 +1016,8 @@ static int mend_keys(struct rb *b)
 		}
 		if (found != 1) {
 			if (p->suspect) {
+				b->bytes_dropped += item_end(p, bs) -
+						    fmt_key_offset(&p->key);
 				p->pid = DROPPED;
 				b->items_dropped++;
 			}
@@ -836,6 +1038,7 @@ static int mend_keys(struct rb *b)
 		p->key = m[j].key;
 		p->suspect = 0;
 		b->mended++;
+		b->bytes_moved += m[j].end - m[j].at;
 		rep_action(b->R, R4_CHK_BODY, R4_CHECK_NO_BLOCK, oid,
 			   R4_LOSS_NONE, 0, "body item [%s] (bytes %llu..%llu) "
 			   "names no stat data; the only object %llx (by its "
@@ -875,6 +1078,142 @@ static uint64_t sd_size(const struct rb *b, size_t n, const struct ritem *p)
 			lo = mid + 1;
 		else
 			hi = mid;
+	}
+	return 0;
+}
+
+/* The next item after sorted position i that is not dropped, or b->n. */
+static size_t next_kept(const struct rb *b, size_t i)
+{
+	for (i++; i < b->n && b->it[i].pid == DROPPED; i++)
+		;
+	return i;
+}
+
+/* ctail40 items whose key offset breaks their cluster's layout: the
+ * disk bytes of a cluster start at its first byte and follow on
+ * without a break (doc/compress.md), so an item that starts off that
+ * line (a damaged offset byte) while the item after it starts exactly
+ * where it ends once put back, or it is the cluster's last, is put
+ * back (its bytes kept, the cluster readable again). *moved = 1 when a
+ * key changed (the caller sorts again). */
+static int mend_ctails(struct rb *b, int *moved)
+{
+	uint32_t bs = b->R->c.bs;
+	size_t prev = SIZE_MAX;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct ritem *p = &b->it[i];
+		uint64_t cs = ctail_cluster(p), at, want, len;
+		size_t j;
+		char was[FMT_KEY_STR_MAX];
+
+		if (p->pid == DROPPED)
+			continue;
+		if (!cs) {
+			prev = SIZE_MAX;
+			continue;
+		}
+		at = fmt_key_offset(&p->key);
+		len = item_end(p, bs) - at;
+		want = at / cs * cs;	/* the cluster's first byte */
+		if (prev != SIZE_MAX && same_body(&b->it[prev], p) &&
+		    fmt_key_offset(&b->it[prev].key) / cs == at / cs)
+			want = item_end(&b->it[prev], bs);
+		prev = i;
+		if (want == at || want / cs != at / cs ||
+		    want / cs != (want + len - 1) / cs)
+			continue;
+		j = next_kept(b, i);
+		if (j < b->n && same_body(p, &b->it[j]) &&
+		    fmt_key_offset(&b->it[j].key) / cs == at / cs &&
+		    fmt_key_offset(&b->it[j].key) != want + len)
+			continue;	/* the next one does not follow */
+		fmt_key_str(&p->key, was, sizeof(was));
+		p->key.el[3] = want;
+		p->suspect = 0;
+		*moved = 1;
+		b->mended++;
+		b->bytes_moved += len;
+		rep_action(b->R, R4_CHK_CLUSTER, p->blk, fmt_key_objectid(
+			   &p->key), R4_LOSS_NONE, 0, "ctail40 item [%s] "
+			   "(%llu bytes of cluster %llu) starts at offset %llu, "
+			   "where its cluster's bytes go on at %llu: its key "
+			   "offset mended (no byte lost)", was,
+			   (unsigned long long)len,
+			   (unsigned long long)(at / cs),
+			   (unsigned long long)at, (unsigned long long)want);
+	}
+	return 0;
+}
+
+/* Tail and extent items that start past their file's size (rounded up
+ * to a block) after a break in its body: a damaged key offset, since
+ * bytes past the size are none of the file's. The item is put where
+ * the body breaks off when it fits there below the size and none of
+ * the file's items follows it; else it is given to an object of its
+ * own (the object pass links it into /lost+found, its bytes kept).
+ * Never dropped. *moved = 1 when a key changed (the caller sorts
+ * again). */
+static int place_far(struct rb *b, int *moved)
+{
+	uint32_t bs = b->R->c.bs;
+	const struct ritem *prev = NULL;
+	uint64_t end = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct ritem *p = &b->it[i];
+		uint64_t at = fmt_key_offset(&p->key), size, lim, len;
+		char was[FMT_KEY_STR_MAX];
+		size_t j;
+
+		if (p->pid == DROPPED)
+			continue;
+		if (p->pid != FMT_ITEM_TAIL40 && p->pid != FMT_ITEM_EXTENT40) {
+			prev = NULL;
+			continue;
+		}
+		if (!prev || !same_body(prev, p))
+			end = 0;
+		len = item_end(p, bs) - at;
+		size = sd_size(b, b->n, p);
+		if (size > UINT64_MAX - bs)
+			size = UINT64_MAX - bs;
+		lim = size + bs - 1 - (size + bs - 1) % bs;
+		if (at <= end || at <= lim) {
+			prev = p;
+			if (item_end(p, bs) > end)
+				end = item_end(p, bs);
+			continue;
+		}
+		fmt_key_str(&p->key, was, sizeof(was));
+		j = next_kept(b, i);
+		if ((p->pid != FMT_ITEM_EXTENT40 || end % bs == 0) &&
+		    end <= lim && len <= lim - end &&
+		    (j == b->n || !same_body(p, &b->it[j]))) {
+			p->key.el[3] = end;
+			p->suspect = 0;
+			*moved = 1;
+			b->mended++;
+			b->bytes_moved += len;
+			rep_action(b->R, R4_CHK_FILE_GAP, R4_CHECK_NO_BLOCK,
+				   fmt_key_objectid(&p->key), R4_LOSS_NONE, 0,
+				   "body item [%s] (%llu bytes) starts past the "
+				   "size %llu of its file, whose body breaks off "
+				   "at %llu: moved there (a damaged key offset; "
+				   "%llu bytes moved, none lost)", was,
+				   (unsigned long long)len,
+				   (unsigned long long)size,
+				   (unsigned long long)end,
+				   (unsigned long long)len);
+			prev = p;
+			end += len;
+			continue;
+		}
+		p->orphan = 1;
+		*moved = 1;
+		b->bytes_moved += len;
+		/* rekey_orphans names its new object */
 	}
 	return 0;
 }
@@ -923,8 +1262,31 @@ static int rekey_orphans(struct rb *b, int *moved)
 		uint64_t o = fmt_key_objectid(&p->key);
 		char was[FMT_KEY_STR_MAX];
 
-		if (!is_body(p->pid) || named_body(b, &p->key))
+		if (!is_body(p->pid) || (named_body(b, &p->key) && !p->orphan))
 			continue;
+		if (p->orphan) {
+			uint64_t len = item_end(p, b->R->c.bs) -
+				       fmt_key_offset(&p->key);
+
+			if (next >= CHK_OID_MASK)
+				break;
+			have = 0;
+			cur = next++;
+			fmt_key_str(&p->key, was, sizeof(was));
+			p->key.el[2] = cur;
+			p->key.el[3] = 0;
+			p->orphan = 0;
+			*moved = 1;
+			rep_action(b->R, R4_CHK_FILE_GAP, R4_CHECK_NO_BLOCK, o,
+				   R4_LOSS_NONE, 0, "body item [%s] (%llu "
+				   "bytes) starts past its file's size and does "
+				   "not fit where its body breaks off: given the "
+				   "new object id %llx (a stat data is made for "
+				   "it, its bytes kept)", was,
+				   (unsigned long long)len,
+				   (unsigned long long)cur);
+			continue;
+		}
 		if (have && p->key.el[0] == last.el[0] &&
 		    p->key.el[1] == last.el[1] && p->key.el[2] == last.el[2]) {
 			p->key.el[2] = cur;
@@ -956,13 +1318,6 @@ static int rekey_orphans(struct rb *b, int *moved)
 	return 0;
 }
 
-/* Whether sorted items x and y are body items of one object. */
-static int same_body(const struct ritem *x, const struct ritem *y)
-{
-	return is_body(x->pid) && is_body(y->pid) &&
-	       x->key.el[0] == y->key.el[0] && x->key.el[1] == y->key.el[1] &&
-	       x->key.el[2] == y->key.el[2];
-}
 
 /* Where the tail item at sorted position i should end: the next body
  * item of its object starts there, or (the last one) its stat data's
@@ -1094,6 +1449,8 @@ static int mend_bounds(struct rb *b)
 			q = &b->it[nb];
 			rc = shift_bytes(p, q, (size_t)e, front);
 			if (!rc)
+				b->bytes_moved += e;
+			if (!rc)
 				rep_action(b->R, R4_CHK_DKEY, p->blk,
 					   fmt_key_objectid(&p->key),
 					   R4_LOSS_NONE, 0, "block %llu items "
@@ -1155,6 +1512,7 @@ static int fill_gaps(struct rb *b)
 
 			if (size > UINT64_MAX - bs ||
 			    at > size + bs - 1 - (size + bs - 1) % bs) {
+				b->bytes_dropped += item_end(p, bs) - at;
 				b->it[i].pid = DROPPED;
 				b->items_dropped++;
 				continue;
@@ -1331,6 +1689,54 @@ static int build(struct rb *b, struct r4_error *err)
 	return rc;
 }
 
+/* Whether the boundary between two tail bodies in one node moved (a
+ * damaged item offset: one file holds e bytes past its size, the one
+ * before it in the node misses e bytes of its size): the bytes are all
+ * there, the tree rebuild puts them back (mend_bounds), where setting
+ * the two sizes would cut one file and pad the other. 1 when some pair
+ * of files does, 0 when none, -ENOMEM. */
+int rep_bounds_shifted(struct rep *R)
+{
+	struct chk *c = &R->c;
+	uint8_t *buf = malloc(c->bs);
+	int found = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nbodies && !found; i++) {
+		const struct chk_body *bx = &c->bodies[i], *by;
+		struct fmt_item_header ia, ib;
+		uint32_t x, y;
+
+		if (bx->kinds != CHK_BODY_TAIL || !bx->item)
+			continue;
+		x = chk_obj_find(c, bx->el0, bx->el1, bx->el2);
+		if (x == CHK_NONE || c->objs[x].size == bx->end ||
+		    (c->objs[x].mode & S_IFMT) != S_IFREG ||
+		    vol_read_block(c->vol, bx->blk, buf, "tree node", NULL) ||
+		    fmt_node_ih_decode(buf, c->bs, c->pol, bx->item - 1, &ia) ||
+		    fmt_node_ih_decode(buf, c->bs, c->pol, bx->item, &ib) ||
+		    ia.plugin_id != FMT_ITEM_TAIL40 ||
+		    ib.plugin_id != FMT_ITEM_TAIL40 ||
+		    fmt_key_type(&ia.key) != FMT_KEY_BODY)
+			continue;
+		y = chk_obj_find(c, (fmt_key_locality(&ia.key) << 4) |
+				 FMT_KEY_SD, ia.key.el[1], ia.key.el[2]);
+		if (y == CHK_NONE || y == x ||
+		    (c->objs[y].mode & S_IFMT) != S_IFREG)
+			continue;
+		by = chk_body_find(c, c->objs[y].el0, c->objs[y].el1,
+				   c->objs[y].el2);
+		if (!by || by->kinds != CHK_BODY_TAIL)
+			continue;
+		/* x holds what y misses, or misses what y holds */
+		if (bx->end - c->objs[x].size == c->objs[y].size - by->end)
+			found = 1;
+	}
+	free(buf);
+	return found;
+}
+
 int rep_rebuild_tree(struct rep *R, int *changed)
 {
 	struct rb b = { .R = R };
@@ -1388,6 +1794,12 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 		last = i;
 	}
 	if (!rc)
+		rc = mend_ctails(&b, &moved);
+	if (!rc && moved)
+		qsort(b.it, b.n, sizeof(*b.it), item_cmp);
+	if (!rc)
+		rc = place_far(&b, &moved);
+	if (!rc)
 		rc = rekey_orphans(&b, &moved);
 	if (!rc && moved)
 		qsort(b.it, b.n, sizeof(*b.it), item_cmp);
@@ -1412,6 +1824,8 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	if (!rc) {
 		*changed = 1;
 		R->r->items_dropped += b.items_dropped + dup;
+		R->r->bytes_dropped += b.bytes_dropped;
+		R->r->bytes_moved += b.bytes_moved;
 		R->r->nodes_dropped += b.nodes_dropped;
 		rep_action(R, R4_CHK_NODE, R->vol->sb.root_block, 0,
 			   b.items_dropped + dup ? R4_LOSS_ITEMS : R4_LOSS_NONE,
@@ -1420,7 +1834,8 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 			   "(%llu found by a scan of unreachable used blocks, "
 			   "%llu damaged ones taken item by item); %llu nodes "
 			   "and %llu items dropped (%llu of them second copies "
-			   "of a key); the old nodes taken freed (%llu)",
+			   "of a key); %llu item body offsets and %llu keys "
+			   "mended; the old nodes taken freed (%llu)",
 			   (unsigned long long)R->vol->sb.root_block, b.n,
 			   (unsigned long long)(b.nodes_kept + b.scanned +
 						b.nodes_salvaged),
@@ -1429,6 +1844,8 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 			   (unsigned long long)b.nodes_dropped,
 			   (unsigned long long)(b.items_dropped + dup),
 			   (unsigned long long)dup,
+			   (unsigned long long)b.offsets_mended,
+			   (unsigned long long)b.mended,
 			   (unsigned long long)b.freed);
 	}
 	for (size_t i = 0; i < b.n; i++)

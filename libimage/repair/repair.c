@@ -211,6 +211,16 @@ static int rounds(struct rep *R)
 				return r4i_fail(R->err, mend, "out of memory "
 						"for the repair");
 		}
+		if (!mend && !blocked(R) && R->o->mode == R4_REPAIR_FIX &&
+		    !R->r->rebuilt && R->codes[R4_CHK_FILE_SIZE]) {
+			/* Two files' bytes across a boundary an item
+			 * offset moved: the rebuild moves them back
+			 * (setting the sizes would cut one, pad one). */
+			mend = rep_bounds_shifted(R);
+			if (mend < 0)
+				return r4i_fail(R->err, mend, "out of memory "
+						"for the repair");
+		}
 		if (mend || blocked(R)) {
 			if (!mend && (!R->r->tree_damaged || R->r->rebuilt ||
 				      R->o->mode != R4_REPAIR_FIX ||

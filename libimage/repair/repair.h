@@ -71,5 +71,9 @@ int rep_fix_objects(struct rep *R, int *changed);
  * object that has one (a damaged key: the tree rebuild mends it), 0
  * when none do, -ENOMEM. */
 int rep_body_key_damaged(struct rep *R);
+/* 1 when two files' tail bodies in one node disagree with their sizes
+ * as a moved boundary between them does (a damaged item offset: the
+ * tree rebuild moves the bytes back, rebuild.c), 0 when none, -ENOMEM. */
+int rep_bounds_shifted(struct rep *R);
 
 #endif

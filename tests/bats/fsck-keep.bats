@@ -1,0 +1,162 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0-or-later
+# r4fsck -y keeps every intact byte (issue 24): a damaged key or body
+# offset of a body item (extent, tail, ctail40) is mended from what the
+# other items, the stat data and the cluster layout say, never by
+# dropping the item; an item that cannot be placed goes to /lost+found
+# with its bytes. Each case: -y exits 1, every byte of every file reads
+# back (sha256), a second -y prints nothing and -n calls it clean,
+# fsck.reiser4 --check calls it consistent.
+
+load helpers
+
+. "$top_srcdir/tests/surgery.sh"
+
+# mended IMAGE: -y exits 1 (its output in $first), a second -y exits 0
+# silently (nothing rebuilt again), -n exits 0, fsck.reiser4 agrees.
+mended() {
+	run r4fsck -y "$1"
+	echo "$output"
+	first=$output
+	[ "$status" -eq 1 ]
+	run r4fsck -y "$1"
+	echo "second run: $output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	run r4fsck -n "$1"
+	[ "$status" -eq 0 ]
+	if command -v fsck.reiser4 >/dev/null; then
+		oracle_fsck "$1"
+	fi
+}
+
+# all_kept IMAGE SRC: every file of directory SRC reads back from IMAGE
+# byte for byte (extracted; /lost+found left out).
+all_kept() {
+	rm -rf "$T/out"
+	mkdir "$T/out"
+	r4pack extract "$1" "$T/out.tar"
+	tar -xf "$T/out.tar" -C "$T/out"
+	diff -r -x lost+found "$2" "$T/out"
+}
+
+# same IMAGE PATH FILE: PATH in IMAGE has FILE's sha256.
+same() {
+	[ "$(r4debugfs -R "cat $2" "$1" | sha256sum)" = "$(sha256sum <"$3")" ]
+}
+
+@test "keep: an extent item's key offset 0 -> 65536: put back where the body breaks off, every byte kept" {
+	mkdir "$T/s"
+	head -c 33000 /dev/urandom >"$T/s/f"
+	echo a >"$T/s/a"
+	r4pack create -q "$T/s" "$T/i.img"
+	local ih
+	ih=$(item_ih "$T/i.img" /f extent40)
+	[ "$(peek "$T/i.img" $((ih + 24)) 8)" -eq 0 ]
+	poke "$T/i.img" $((ih + 26)) 1 1
+	run r4fsck -n "$T/i.img"
+	[ "$status" -eq 4 ]
+	mended "$T/i.img"
+	[[ "$first" == *"(36864 bytes) starts past the size 33000 of its file, whose body breaks off at 0: moved there"* ]]
+	[[ "$first" != *"size set to"* ]]
+	[[ "$first" == *"0 items dropped (0 body bytes), 36864 body bytes moved"* ]]
+	same "$T/i.img" /f "$T/s/f"
+	all_kept "$T/i.img" "$T/s"
+}
+
+@test "keep: an extent item that fits nowhere in its file: into /lost+found with its bytes, counted" {
+	mkdir "$T/s"
+	head -c 33000 /dev/urandom >"$T/s/f"
+	echo a >"$T/s/a"
+	r4pack create -q "$T/s" "$T/i.img"
+	local ih o lf
+	ih=$(item_ih "$T/i.img" /f extent40)
+	poke "$T/i.img" $((ih + 26)) 1 1
+	o=$(sd_off "$T/i.img" /f)
+	poke "$T/i.img" $((o + 8)) 100 8	# the size too: 100
+	mended "$T/i.img"
+	[[ "$first" == *"does not fit where its body breaks off: given the new object id"* ]]
+	[[ "$first" == *"1 object moved to /lost+found"* ]]
+	[[ "$first" == *"36864 body bytes moved"* ]]
+	lf=$(r4debugfs -R "ls /lost+found" "$T/i.img" | grep -v '^\.' | head -n 1)
+	[ -n "$lf" ]
+	r4debugfs -R "cat /lost+found/$lf" "$T/i.img" >"$T/lf"
+	cmp -n 33000 "$T/lf" "$T/s/f"
+	same "$T/i.img" /a "$T/s/a"
+}
+
+# A 60,000-byte lzo1 file: one cluster over many ctail40 items, most of
+# them alone in their leaf.
+lzo() {
+	mkdir "$T/s"
+	seq 1 100000 | head -c 60000 >"$T/s/z"
+	echo one >"$T/s/s1"
+	echo two >"$T/s/s2"
+	r4pack create -q --compress=lzo1 "$T/s" "$T/i.img"
+	[[ "$(r4debugfs -R "stat /z" "$T/i.img")" == *ccreg40* ]]
+	ih=$(item_ih "$T/i.img" /z ctail40 3)
+}
+
+@test "keep: one ordering byte of a ctail40 item's key: mended from its object, the cluster kept" {
+	local ih
+	lzo
+	poke "$T/i.img" $((ih + 14)) $(( $(peek "$T/i.img" $((ih + 14)) 1) ^ 1 )) 1
+	run r4fsck -n "$T/i.img"
+	[ "$status" -eq 4 ]
+	mended "$T/i.img"
+	[[ "$first" == *"its key mended to ["* ]]
+	[[ "$first" != *"zeroed"* ]]
+	same "$T/i.img" /z "$T/s/z"
+	all_kept "$T/i.img" "$T/s"
+}
+
+@test "keep: a ctail40 key offset off by one: put back on its cluster's line, once" {
+	local ih
+	lzo
+	poke "$T/i.img" $((ih + 24)) $(( $(peek "$T/i.img" $((ih + 24)) 1) + 1 )) 1
+	run r4fsck -n "$T/i.img"
+	[ "$status" -eq 4 ]
+	mended "$T/i.img"
+	[[ "$first" == *"where its cluster's bytes go on at"*"its key offset mended (no byte lost)"* ]]
+	same "$T/i.img" /z "$T/s/z"
+	all_kept "$T/i.img" "$T/s"
+}
+
+# Tail items of six files in one leaf: a12 .. a7 and the first part of m.
+tails() {
+	local i
+	mkdir "$T/s"
+	for i in $(seq 1 12); do head -c $((i * 100)) /dev/urandom >"$T/s/a$i"; done
+	head -c 2600 /dev/urandom >"$T/s/m"
+	for i in $(seq 1 6); do head -c 300 /dev/urandom >"$T/s/z$i"; done
+	r4pack create -q "$T/s" "$T/good.img"
+}
+
+# flip IMAGE IH BIT: flip bit BIT of the body offset in item header IH.
+flip() {
+	local o=$(($2 + 32))
+	poke "$1" $o $(( $(peek "$1" $o 2) ^ (1 << $3) )) 2
+}
+
+@test "keep: a flipped bit in an item's body offset: no file cut or padded" {
+	local ih blk bit
+	tails
+	ih=$(item_ih "$T/good.img" /a8 plain40)
+	blk=$((ih / 4096))
+	[ $((ih % 4096)) -lt $((4096 - 2 * 38)) ]	# not the node's first item
+	for bit in 2 5 10 11; do
+		cp "$T/good.img" "$T/i.img"
+		flip "$T/i.img" "$ih" $bit
+		run r4fsck -n "$T/i.img"
+		[ "$status" -eq 4 ]
+		mended "$T/i.img"
+		[[ "$first" != *"size set to"* ]]
+		all_kept "$T/i.img" "$T/s"
+	done
+	# the node's first item
+	cp "$T/good.img" "$T/i.img"
+	flip "$T/i.img" $((blk * 4096 + 4096 - 38)) 4
+	mended "$T/i.img"
+	[[ "$first" == *"1 item body offsets and"* ]]
+	all_kept "$T/i.img" "$T/s"
+}
