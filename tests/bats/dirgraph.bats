@@ -122,6 +122,16 @@ walkers() {
 	layout /a/b /a
 	found " (one above it: a loop)"
 	walkers a a/b/x
+	# hash (and bodyfile) walk once, naming both paths
+	run timeout 20 r4debugfs -R "hash /" "$T/orig.img"
+	echo "$output"
+	[[ "$output" == *"/a/b/x: not walked: a second name of the directory walked as /a "* ]]
+	# rm -r does not go down a second name: refused, nothing changed
+	run timeout 20 r4debugfs -w -R "rm -r /a" "$T/bad.img"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *'"x" is a second name of directory'* ]]
+	cmp "$T/bad.img" "$T/orig.img"
 	fixed
 }
 
