@@ -79,3 +79,26 @@ item_ih() {
 	[ -n "$blk" ] && [ -n "$item" ] || { echo "item_ih: no $3 item ${4:-1} of $2" >&2; return 1; }
 	echo $((blk * 4096 + 4096 - (item + 1) * 38))
 }
+# Absolute offset of the body of entry NAME of directory DIR: as
+# entry_off, but in DIR's own cde40 items wherever they are ("print
+# file" lists them with their block and offset).
+dentry_off() {
+	local at
+	at=$(r4debugfs -R "print file $2" "$1" | awk -v n="\"$3\"" '
+		/^block [0-9]+ / { mine = / cde40 /; blk = $2
+				   for (i = 1; i < NF; i++) if ($i == "offset") base = $(i + 1) }
+		mine && $2 == n && $3 == "->" { sub(/\)$/, "", $NF)
+						print blk * 4096 + base + $NF; exit }')
+	[ -n "$at" ] || { echo "dentry_off: no entry $3 in $2" >&2; return 1; }
+	echo "$at"
+}
+# retarget IMAGE DIR NAME PATH: entry NAME of directory DIR names the
+# object at PATH (its key id written over the entry's body).
+retarget() {
+	local js at
+	js=$(r4debugfs --json -R "stat $4" "$1")
+	at=$(dentry_off "$1" "$2" "$3") || return 1
+	poke "$1" "$at" $(( ($(sed -n 's/.*"locality":\([0-9]*\).*/\1/p' <<<"$js") << 4) | 1 )) 8
+	poke "$1" $((at + 8)) "$(sed -n 's/.*"ordering":"\{0,1\}\([0-9]*\).*/\1/p' <<<"$js")" 8
+	poke "$1" $((at + 16)) "$(sed -n 's/.*"oid":\([0-9]*\).*/\1/p' <<<"$js")" 8
+}

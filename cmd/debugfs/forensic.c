@@ -27,7 +27,8 @@ struct walk {
 	struct dbg *d;
 	walk_fn fn;
 	void *ctx;
-	struct r4_u64map dirs;	/* directories entered (no cycle) */
+	struct r4_u64map dirs;	/* oid -> path (char *) of the directories
+				 * entered: none twice, no loop */
 	int rc;
 };
 
@@ -50,8 +51,21 @@ static int walk_obj(struct walk *w, const char *path,
 		return rc;
 	if (!S_ISDIR(st.mode) || depth > 4096)
 		return 0;
-	if (r4_u64set_add(&w->dirs, ref->oid))
-		return 0;	/* entered already, or out of memory */
+	{
+		int added = 0;
+		char **first = r4_u64map_get(&w->dirs, ref->oid, &added);
+
+		if (!first)
+			return dbg_fail(NULL, path, -ENOMEM);
+		if (!added) {
+			/* a second name (a loop when above): not again */
+			r4cmd_warnf("%s: not walked: a second name of the "
+				    "directory walked as %s (run r4fsck)",
+				    path, *first ? *first : "?");
+			return 0;
+		}
+		*first = strdup(path);
+	}
 	rc = dbg_list_dir(w->d, ref, &l, &err);
 	if (rc) {
 		dbg_fail(&err, path, rc);
@@ -90,9 +104,13 @@ static int walk_tree(struct dbg *d, const char *path, walk_fn fn, void *ctx)
 	struct r4_objref ref;
 	int rc;
 
+	r4_u64map_init(&w.dirs, sizeof(char *));
 	if (dbg_resolve(d, path, &ref))
 		return DBG_FAIL;
 	rc = walk_obj(&w, path, &ref, 0);
+	for (size_t i = r4_u64map_next(&w.dirs, 0); i < w.dirs.cap;
+	     i = r4_u64map_next(&w.dirs, i + 1))
+		free(*(char **)r4_u64map_val(&w.dirs, i));
 	r4_u64map_fini(&w.dirs);
 	return rc ? DBG_FAIL : w.rc;
 }

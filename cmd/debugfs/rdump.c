@@ -8,8 +8,10 @@
  * exists already is overwritten. Kept: mode, owner (when run as root),
  * atime and mtime, symlinks, hard links (a second name of an object
  * becomes link()), fifos, sockets and device nodes (devices only as
- * root). A directory reached twice (a cycle in a hostile image) is an
- * error. */
+ * root). A directory reached twice (a second name of a directory that
+ * only a damaged or crafted image has, a loop when it names one above
+ * it) is dumped once: the later name is an error naming both paths, and
+ * nothing below it is walked again. */
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +33,8 @@ struct rd {
 	struct dbg *d;
 	int rootfd;
 	int as_root;
-	struct r4_u64map dirs;	/* directory oids entered (a set) */
+	struct r4_u64map dirs;	/* oid -> path (char *, relative to
+				 * HOSTDIR) of the directories entered */
 	struct r4_u64map links;	/* oid -> first path (char *, relative to
 				 * HOSTDIR) of objects with nlink > 1 */
 	int rc;
@@ -127,6 +130,41 @@ static void dump_children(struct rd *r, const struct r4_objref *dir, int fd,
 	dbg_dlist_free(&l);
 }
 
+/* Whether directory ref was entered already (reported, with the path
+ * it was dumped under); else it is recorded as entered by path rel. */
+static int dir_seen(struct rd *r, const struct r4_objref *ref,
+		    const char *rel)
+{
+	int added = 0;
+	char **slot = r4_u64map_get(&r->dirs, ref->oid, &added);
+
+	if (!slot) {
+		rd_err(r, rel, "out of memory", 0);
+		return 1;
+	}
+	if (!added) {
+		const char *first = *slot && **slot ? *slot : ".";
+		size_t n = strlen(first) + 100;
+		char *what = malloc(n);
+
+		if (what)
+			snprintf(what, n, "not dumped: a second name of the "
+				 "directory dumped as %s (a loop or a damaged "
+				 "volume: run r4fsck)", first);
+		rd_err(r, rel, what ? what : "not dumped: a second name of a "
+		       "directory dumped already", 0);
+		free(what);
+		return 1;
+	}
+	*slot = strdup(rel);
+	if (!*slot) {
+		r4_u64map_del(&r->dirs, ref->oid);
+		rd_err(r, rel, "out of memory", 0);
+		return 1;
+	}
+	return 0;
+}
+
 static void dump_dir(struct rd *r, int dirfd, const char *name,
 		     const char *rel, const struct r4_objref *ref,
 		     const struct r4_stat *st, unsigned depth)
@@ -137,10 +175,8 @@ static void dump_dir(struct rd *r, int dirfd, const char *name,
 		rd_err(r, rel, "directories nested too deep", 0);
 		return;
 	}
-	if (r4_u64set_add(&r->dirs, ref->oid)) {
-		rd_err(r, rel, "directory reached twice (a cycle?)", 0);
+	if (dir_seen(r, ref, rel))
 		return;
-	}
 	if (mkdirat(dirfd, name, 0700)) {
 		rd_err(r, rel, "cannot make the directory", errno);
 		return;
@@ -291,7 +327,7 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 	const char *name;
 	int manifest = 0;
 
-	r4_u64map_init(&r.dirs, 0);
+	r4_u64map_init(&r.dirs, sizeof(char *));
 	r4_u64map_init(&r.links, sizeof(char *));
 
 	if (argc == 4 && !strcmp(argv[1], "--manifest")) {
@@ -316,7 +352,7 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 	} else if (root.oid == ref.oid && root.locality == ref.locality) {
 		/* The root has no name: its entries go into HOSTDIR, which
 		 * takes the root's owner, mode and times. */
-		r4_u64set_add(&r.dirs, ref.oid);
+		dir_seen(&r, &ref, "");
 		dump_children(&r, &ref, r.rootfd, "", 0);
 		set_attrs(&r, r.rootfd, -1, NULL, &st, "");
 	} else if (!name || !*name || !strcmp(name, ".") ||
@@ -330,6 +366,9 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 	     i = r4_u64map_next(&r.links, i + 1))
 		free(*(char **)r4_u64map_val(&r.links, i));
 	r4_u64map_fini(&r.links);
+	for (size_t i = r4_u64map_next(&r.dirs, 0); i < r.dirs.cap;
+	     i = r4_u64map_next(&r.dirs, i + 1))
+		free(*(char **)r4_u64map_val(&r.dirs, i));
 	r4_u64map_fini(&r.dirs);
 	if (manifest && dbg_manifest(d, argv[1]) != DBG_OK)
 		r.rc = DBG_FAIL;

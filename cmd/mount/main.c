@@ -37,7 +37,7 @@ enum { EXIT_OK = 0, EXIT_FUSE = 1, EXIT_USAGE = 2, EXIT_OPEN = 8 };
 
 static struct r4_vol *vol;
 static struct r4_super_info si;
-static int opt_debug;
+static int opt_debug, opt_foreground;
 
 /* Log a library failure (foreground and debug runs show it). */
 static void logerr(const char *what, const char *path,
@@ -64,16 +64,76 @@ static int to_errno(int code)
 	}
 }
 
+/* Whether dir's entry names a directory through its one name: a
+ * directory is served below the directory its ".." names only, and the
+ * root below none (its name is in no directory). Any other entry naming
+ * a directory (a second name: a loop when it names one above it) answers
+ * EIO, so the tree served is a tree and every walk of it ends. One
+ * lookup per directory in the path; the inode number is the object id. */
+static int one_name(const char *path, size_t plen,
+		    const struct r4_objref *root, const struct r4_objref *dir,
+		    const struct r4_objref *ref)
+{
+	struct r4_error err = { 0 };
+	struct r4_objref up;
+	int rc = r4_lookup_at(vol, ref, "..", 2, &up, &err);
+
+	if (rc == -ENOTDIR)
+		return 0;	/* not a directory */
+	if (!rc && ref->oid != root->oid && up.oid == dir->oid)
+		return 0;
+	if (opt_debug || opt_foreground) {
+		if (rc)
+			fprintf(stderr, "%s: %.*s: a directory without a "
+				"readable \"..\" (%s): EIO (run r4fsck)\n",
+				r4cmd_prog, (int)plen, path,
+				err.msg[0] ? err.msg : r4_strerror(rc));
+		else
+			fprintf(stderr, "%s: %.*s: a second name of directory "
+				"%llx (%s): EIO (run r4fsck)\n", r4cmd_prog,
+				(int)plen, path, (unsigned long long)ref->oid,
+				ref->oid == root->oid ? "the root" :
+				"its \"..\" names another directory");
+	}
+	return -EIO;
+}
+
 static int resolve(const char *path, struct r4_objref *ref)
 {
 	struct r4_error err = { 0 };
-	int rc = r4_lookup(vol, path, ref, &err);
+	struct r4_objref root = { 0, 0, 0 }, cur;
+	const char *p = path, *q;
+	int rc = path[0] == '/' ? r4_root(vol, &root, &err) : R4_EINVAL;
 
+	cur = root;
+	while (!rc) {
+		struct r4_objref next;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		q = strchr(p, '/');
+		if (!q)
+			q = p + strlen(p);
+		rc = r4_lookup_at(vol, &cur, p, (size_t)(q - p), &next, &err);
+		if (!rc) {
+			int e = one_name(path, (size_t)(q - path), &root,
+					 &cur, &next);
+
+			if (e)
+				return e;
+		}
+		cur = next;
+		p = q;
+	}
 	/* A name no entry can hold (too long) is not there. */
 	if (rc == R4_EINVAL)
 		return -ENAMETOOLONG;
 	if (rc && rc != R4_ENOTFOUND)
 		logerr("lookup", path, &err);
+	if (!rc)
+		*ref = cur;
 	return rc ? to_errno(rc) : 0;
 }
 
@@ -396,7 +456,7 @@ static const struct fuse_operations r4m_ops = {
 
 #define MAX_OPTS 32
 
-static int opt_foreground, opt_single;
+static int opt_single;
 static const char *mount_opts[MAX_OPTS];
 static int nr_opts;
 

@@ -208,6 +208,7 @@ static void chk_fini(struct chk *c)
 	free(c->objs);
 	free(c->ents);
 	free(c->bodies);
+	free(c->second);
 	chk_stream_free(c);
 }
 

@@ -175,6 +175,9 @@ struct chk {
 	size_t nents, capents;
 	struct chk_body *bodies;
 	size_t nbodies, capbodies;
+	/* Per entry of the sorted table: 1 when it is the second name of a
+	 * directory (semantic.c, for the repair); NULL in stream mode. */
+	uint8_t *second;
 	/* The entry before, to find two of one name (they are neighbours
 	 * in key order). */
 	uint64_t prev_dir;
@@ -297,5 +300,32 @@ int chk_size_wrong(const struct chk *c, const struct chk_obj *o,
 		   const struct chk_body *b, uint64_t *end);
 /* First entry of directory dir in the sorted entries (nents if none). */
 size_t chk_ent_first(const struct chk *c, uint64_t dir);
+
+/* Names of directories (dirgraph.c): an entry in directory d naming
+ * directory t (not "." nor ".."), d and t nodes below n. */
+struct chk_dedge {
+	uint32_t d, t;
+};
+/* first[v] (n of them): the edge that is directory v's one name, or
+ * CHK_NONE (the root, a directory no edge names, the top of a part the
+ * root does not reach). dotdot[v]: the node v's ".." names, or CHK_NONE.
+ * Edges in key order. own (may be NULL) breaks a tie between two names
+ * (1: edge i's key was made from the directory's own name). Every other edge naming a directory is a second
+ * name. 0 or -ENOMEM. */
+int chk_dir_names(uint32_t n, uint32_t root, const uint32_t *dotdot,
+		  const struct chk_dedge *e, size_t ne,
+		  int (*own)(void *ctx, size_t i), void *ctx, uint32_t *first);
+/* own(ctx, i) for both passes: whether entry e's key ordering is that of
+ * directory o's own key (the name o was made with). */
+int chk_ent_own_name(struct chk *c, const struct chk_ent *e,
+		     const struct chk_obj *o);
+/* Whether t is d or above d through first names (within CHK_ABOVE_MAX
+ * levels): an edge in d naming t closes a loop. */
+#define CHK_ABOVE_MAX 4096u
+int chk_dir_above(uint32_t n, const uint32_t *first,
+		  const struct chk_dedge *e, uint32_t t, uint32_t d);
+/* The message of a second name (both passes). */
+void chk_second_name(struct chk *c, const struct chk_ent *e, int root,
+		     int above);
 
 #endif

@@ -28,6 +28,9 @@ struct sem {
 	struct chk_oid *byoid;
 	uint32_t *tgt;		/* per entry: target object or CHK_NONE */
 	uint32_t root;
+	struct chk_dedge *edges;	/* entries naming a directory */
+	size_t *eent;			/* their entry indexes */
+	size_t nedges;
 };
 
 int chk_is_dir(const struct chk_obj *o)
@@ -218,15 +221,82 @@ static void resolve_entry(struct sem *s, size_t j)
 		dot_entry(s, j, d, t);
 		return;
 	}
-	if (!chk_is_dir(&c->objs[t]))
-		return;
-	if (c->objs[t].flags & CHK_OBJ_HAS_PARENT)
-		entry_problem(s, j, R4_CHK_DIR_LINK, "is a second name of "
-			      "the directory");
-	else if (t != s->root) {
-		c->objs[t].parent = d;
-		c->objs[t].flags |= CHK_OBJ_HAS_PARENT;
+	if (chk_is_dir(&c->objs[t])) {
+		s->edges[s->nedges].d = d;
+		s->edges[s->nedges].t = t;
+		s->eent[s->nedges++] = j;
 	}
+}
+
+void chk_second_name(struct chk *c, const struct chk_ent *e, int root,
+		     int above)
+{
+	chk_entry_problem(c, e, R4_CHK_DIR_LINK, root ? "is a second name of "
+			  "the directory (the root, which no entry names: a "
+			  "loop)" : above ? "is a second name of the directory "
+			  "(one above it: a loop)" : "is a second name of the "
+			  "directory");
+}
+
+int chk_ent_own_name(struct chk *c, const struct chk_ent *e,
+		     const struct chk_obj *o)
+{
+	char name[16];
+	struct fmt_key key;
+
+	if (c->pol != FMT_KEY_LARGE)
+		return 0;
+	entry_info(c, e, name, sizeof(name), &key);
+	return key.el[1] == o->el1;
+}
+
+static int sem_own(void *ctx, size_t i)
+{
+	struct sem *s = ctx;
+
+	return chk_ent_own_name(s->c, &s->c->ents[s->eent[i]],
+				&s->c->objs[s->edges[i].t]);
+}
+
+/* The one name of every directory (dirgraph.c): its parent; every other
+ * entry naming a directory is a second name, reported in entry order. */
+static int names(struct sem *s)
+{
+	struct chk *c = s->c;
+	uint32_t n = (uint32_t)c->nobjs;
+	uint32_t *dotdot = malloc((n ? n : 1) * sizeof(*dotdot));
+	uint32_t *first = malloc((n ? n : 1) * sizeof(*first));
+	int rc = -ENOMEM;
+
+	free(c->second);
+	c->second = calloc(c->nents ? c->nents : 1, 1);
+	if (!dotdot || !first || !c->second)
+		goto out;
+	for (uint32_t v = 0; v < n; v++)
+		dotdot[v] = chk_is_dir(&c->objs[v]) ? c->objs[v].dotdot
+						    : CHK_NONE;
+	rc = chk_dir_names(n, s->root, dotdot, s->edges, s->nedges, sem_own, s,
+			   first);
+	if (rc)
+		goto out;
+	for (uint32_t v = 0; v < n; v++)
+		if (first[v] != CHK_NONE) {
+			c->objs[v].parent = s->edges[first[v]].d;
+			c->objs[v].flags |= CHK_OBJ_HAS_PARENT;
+		}
+	for (size_t i = 0; i < s->nedges; i++) {
+		const struct chk_dedge *e = &s->edges[i];
+
+		if (first[e->t] == i)
+			continue;
+		c->second[s->eent[i]] = 1;
+		chk_second_name(c, &c->ents[s->eent[i]], e->t == s->root,
+				chk_dir_above(n, first, s->edges, e->t, e->d));
+	}
+out:
+	free(dotdot);
+	free(first);
+	return rc;
 }
 
 static void check_dirs(struct sem *s)
@@ -473,7 +543,9 @@ int chk_semantic(struct chk *c)
 	chk_tables_sort(c);
 	s.byoid = chk_oid_index(c);
 	s.tgt = malloc((c->nents ? c->nents : 1) * sizeof(*s.tgt));
-	if (!s.byoid || !s.tgt)
+	s.edges = malloc((c->nents ? c->nents : 1) * sizeof(*s.edges));
+	s.eent = malloc((c->nents ? c->nents : 1) * sizeof(*s.eent));
+	if (!s.byoid || !s.tgt || !s.edges || !s.eent)
 		goto out_free;
 	s.root = chk_obj_find(c, (FMT_ROOT_LOCALITY << 4) | FMT_KEY_SD, 0,
 			      FMT_ROOT_OID);
@@ -481,6 +553,9 @@ int chk_semantic(struct chk *c)
 	chk_progress(c, "objects", 1, 4);
 	for (size_t j = 0; j < c->nents; j++)
 		resolve_entry(&s, j);
+	rc = names(&s);
+	if (rc)
+		goto out_free;
 	check_dirs(&s);
 	chk_progress(c, "objects", 2, 4);
 	rc = reach(&s);
@@ -494,6 +569,8 @@ int chk_semantic(struct chk *c)
 	check_counts(&s);
 	chk_progress(c, "objects", 4, 4);
 out_free:
+	free(s.edges);
+	free(s.eent);
 	free(s.tgt);
 	free(s.byoid);
 	return rc;

@@ -90,6 +90,9 @@ struct pass {
 	size_t ndirs, capdirs;
 	struct edge *edges;
 	size_t nedges, capedges;
+	struct chk_dedge *names;	/* entries naming a directory */
+	struct chk_ent *nents;		/* and those entries */
+	size_t nnames, capnames, capnents;
 	uint64_t *reached;		/* oids of the reached directories */
 	size_t nreached, capreached;
 };
@@ -559,14 +562,12 @@ static int resolve(struct pass *p, const struct tent *te, uint32_t d,
 	tr = dir_find(p, te->t);
 	if (!tr)
 		return -EIO;
-	if (tr->o.flags & CHK_OBJ_HAS_PARENT)
-		chk_entry_problem(c, e, R4_CHK_DIR_LINK, "is a second name of "
-				  "the directory");
-	else if (te->t != p->root) {
-		tr->o.parent = d;
-		tr->parent_oid = e->dir;
-		tr->o.flags |= CHK_OBJ_HAS_PARENT;
-	}
+	if (R4_RESERVE(p->names, p->capnames, p->nnames + 1, 64) ||
+	    R4_RESERVE(p->nents, p->capnents, p->nnames + 1, 64))
+		return -ENOMEM;
+	p->names[p->nnames].d = (uint32_t)(dr - p->dirs);
+	p->names[p->nnames].t = (uint32_t)(tr - p->dirs);
+	p->nents[p->nnames++] = *e;
 	return 0;
 }
 
@@ -595,6 +596,62 @@ static int phase_entries(struct pass *p)
 	chk_runs_free(&p->tents);
 	chk_runs_free(&p->firsts);
 	return rc ? rc : chk_runs_finish(&p->reaches);
+}
+
+static int pass_own(void *ctx, size_t i)
+{
+	struct pass *p = ctx;
+
+	return chk_ent_own_name(p->c, &p->nents[i],
+				&p->dirs[p->names[i].t].o);
+}
+
+/* The one name of every directory (dirgraph.c), as semantic.c does
+ * over the tables: directories are rows of p->dirs here. */
+static int phase_names(struct pass *p)
+{
+	uint32_t n = (uint32_t)p->ndirs, root = CHK_NONE;
+	uint32_t *dotdot = malloc((n ? n : 1) * sizeof(*dotdot));
+	uint32_t *first = malloc((n ? n : 1) * sizeof(*first));
+	struct dirrow *r;
+	int rc = -ENOMEM;
+
+	if (!dotdot || !first)
+		goto out;
+	for (uint32_t v = 0; v < n; v++) {
+		r = p->dirs[v].o.dotdot == CHK_NONE ? NULL :
+		    dir_find(p, p->dirs[v].o.dotdot);
+		dotdot[v] = r ? (uint32_t)(r - p->dirs) : CHK_NONE;
+	}
+	r = p->root == CHK_NONE ? NULL : dir_find(p, p->root);
+	if (r)
+		root = (uint32_t)(r - p->dirs);
+	rc = chk_dir_names(n, root, dotdot, p->names, p->nnames, pass_own, p,
+			   first);
+	if (rc)
+		goto out;
+	for (uint32_t v = 0; v < n; v++) {
+		struct dirrow *d;
+
+		if (first[v] == CHK_NONE)
+			continue;
+		d = &p->dirs[p->names[first[v]].d];
+		p->dirs[v].o.parent = d->rank;
+		p->dirs[v].parent_oid = d->o.el2 & CHK_OID_MASK;
+		p->dirs[v].o.flags |= CHK_OBJ_HAS_PARENT;
+	}
+	for (size_t i = 0; i < p->nnames; i++) {
+		const struct chk_dedge *e = &p->names[i];
+
+		if (first[e->t] != i)
+			chk_second_name(p->c, &p->nents[i], e->t == root,
+					chk_dir_above(n, first, p->names,
+						      e->t, e->d));
+	}
+out:
+	free(dotdot);
+	free(first);
+	return rc;
 }
 
 /* Phase 3: every directory, in key order. */
@@ -824,6 +881,8 @@ int chk_stream_semantic(struct chk *c)
 		chk_progress(c, "objects", 1, 4);
 	if (!rc)
 		rc = phase_entries(&p);
+	if (!rc)
+		rc = phase_names(&p);
 	if (!rc) {
 		phase_dirs(&p);
 		chk_progress(c, "objects", 2, 4);
@@ -849,6 +908,8 @@ int chk_stream_semantic(struct chk *c)
 	chk_runs_free(&p.reaches);
 	free(p.dirs);
 	free(p.edges);
+	free(p.names);
+	free(p.nents);
 	free(p.reached);
 	return rc;
 }

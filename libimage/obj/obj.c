@@ -198,6 +198,11 @@ static int inherited(struct r4_vol *vol, struct r4_objref dir,
 	struct r4_u64map *memo = vol->dev->readonly ? &vol->dir_inherit : NULL;
 	struct r4_objref cur = dir, up;
 	struct obj_sd sd;
+	/* A loop of ".." entries that never reaches the root (a damaged or
+	 * crafted volume) ends the climb: the mark is moved to where the
+	 * climb is after 1, 2, 4, ... steps, and meeting it again is the
+	 * loop (Brent), in time linear in the loop and no memory. */
+	uint64_t mark = dir.oid, power = 1, lam = 0;
 	int rc;
 
 	a->hash = a->fibre = a->formatting = -2;
@@ -219,8 +224,13 @@ static int inherited(struct r4_vol *vol, struct r4_objref dir,
 				  &up, err);
 		if (rc)
 			return rc;
-		if (up.oid == cur.oid)
+		if (up.oid == cur.oid || up.oid == mark)
 			break;
+		if (++lam == power) {
+			mark = up.oid;
+			power *= 2;
+			lam = 0;
+		}
 		rc = obj_sd_get(vol, &up, &sd, err);
 		if (rc)
 			return rc;

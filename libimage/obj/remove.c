@@ -165,6 +165,25 @@ int edit_rmtree_at(struct r4_txn *x, const struct obj_dir *d,
 		return r4i_fail(err, rc, "no entry \"%.*s\"", (int)len, name);
 	if (!rc)
 		rc = obj_dir_open(x, &ref, &sub, err);
+	/* Only a directory's one name leads into it: one whose ".." names
+	 * d. A second name (the root, one above d: a loop, or one
+	 * elsewhere), which only a damaged volume has, is refused before
+	 * anything is removed below it. */
+	if (!rc) {
+		struct r4_objref up;
+
+		rc = edit_find(x, &sub, "..", 2, &up, err);
+		if (!rc && (ref.oid == FMT_ROOT_OID || up.oid != d->ref.oid))
+			rc = r4i_fail(err, R4_ELOOP, "\"%.*s\" is a second "
+				      "name of directory %llx (its \"..\" "
+				      "names %llx): run r4fsck", (int)len,
+				      name, (unsigned long long)ref.oid,
+				      (unsigned long long)up.oid);
+		else if (rc == R4_ENOTFOUND)
+			rc = r4i_fail(err, R4_ECORRUPT, "directory \"%.*s\" "
+				      "has no \"..\": run r4fsck", (int)len,
+				      name);
+	}
 	if (!rc)
 		rc = obj_dir_iter(x->vol, ref.oid, names_fn, &s, err);
 	if (rc == -ENOMEM)

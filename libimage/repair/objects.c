@@ -168,78 +168,16 @@ static int dot_add(struct objfix *f, uint32_t d, const char *name,
 	return 0;
 }
 
-/* The ordering of entry e's key (large keys: from its name), or
- * UINT64_MAX when it cannot be read. */
-static uint64_t entry_ordering(struct chk *c, const struct chk_ent *e)
-{
-	struct fmt_item_header ih;
-	struct fmt_cde40_entry ce;
-	struct fmt_key key;
-	size_t off, blen;
-
-	if (vol_read_block(c->vol, e->blk, c->scratch, "tree node", NULL) ||
-	    fmt_node_ih_decode(c->scratch, c->bs, c->pol, e->item, &ih) ||
-	    fmt_node_item_body(c->scratch, c->bs, c->pol, e->item, &off,
-			       &blen) ||
-	    fmt_cde40_entry(c->scratch + off, blen, c->pol, e->unit, &ce))
-		return UINT64_MAX;
-	fmt_cde40_entry_key(&ih.key, &ce, &key);
-	return key.el[1];
-}
-
-/* keep[t]: the entry that stays the name of directory t, SIZE_MAX when
- * t has at most one. Of several names, the one whose key ordering is
- * the directory's own (large keys derive both from the name it was made
- * with), else the first found. */
-static int pick_names(struct objfix *f, size_t *keep)
-{
-	struct chk *c = &f->R->c;
-	uint32_t *cnt = calloc(c->nobjs ? c->nobjs : 1, sizeof(*cnt));
-
-	if (!cnt)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->nobjs; i++)
-		keep[i] = SIZE_MAX;
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t j = 0; j < c->nents; j++) {
-			const struct chk_ent *e = &c->ents[j];
-			uint32_t t = chk_obj_find(c, e->t0, e->t1, e->t2);
-			uint64_t own;
-
-			if (e->flags || t == CHK_NONE || t == f->root ||
-			    !is_dir(&c->objs[t]))
-				continue;
-			if (pass == 0) {
-				cnt[t]++;
-				continue;
-			}
-			if (cnt[t] < 2)
-				continue;
-			own = c->objs[t].el1;
-			if (keep[t] == SIZE_MAX ||
-			    (entry_ordering(c, e) == own &&
-			     entry_ordering(c, &c->ents[keep[t]]) != own))
-				keep[t] = j;
-		}
-	free(cnt);
-	return 0;
-}
-
 /* Entries: pointing nowhere, "." / ".." wrong, second names of a
  * directory; in the order the check met them. */
 static int plan_entries(struct objfix *f)
 {
 	struct chk *c = &f->R->c;
-	size_t *keep = malloc((c->nobjs ? c->nobjs : 1) * sizeof(*keep));
 	uint8_t *dots = calloc(c->nobjs ? c->nobjs : 1, 1);
 	int rc = 0;
 
-	if (!keep || !dots) {
-		free(keep);
-		free(dots);
+	if (!dots)
 		return -ENOMEM;
-	}
-	rc = pick_names(f, keep);
 	for (size_t j = 0; j < c->nents && !rc; j++) {
 		const struct chk_ent *e = &c->ents[j];
 		uint32_t t = chk_obj_find(c, e->t0, e->t1, e->t2);
@@ -266,9 +204,9 @@ static int plan_entries(struct objfix *f)
 			rc = name_op(f, j, d, OP_ENT_DEL, R4_CHK_ENTRY, t);
 			continue;
 		}
-		if (!is_dir(&c->objs[t]) || t == f->root || keep[t] == SIZE_MAX)
-			continue;
-		if (keep[t] != j)
+		/* The check's choice (check/dirgraph.c): the first name
+		 * stays, a second name goes. */
+		if (c->second && c->second[j])
 			rc = name_op(f, j, d, OP_ENT_DEL, R4_CHK_DIR_LINK, t);
 	}
 	for (uint32_t i = 0; i < c->nobjs && !rc; i++) {
@@ -282,7 +220,6 @@ static int plan_entries(struct objfix *f)
 		if (!rc && !(dots[i] & CHK_ENT_DOTDOT) && want != CHK_NONE)
 			rc = dot_add(f, i, "..", want);
 	}
-	free(keep);
 	free(dots);
 	return rc;
 }

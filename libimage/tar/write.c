@@ -25,7 +25,8 @@ struct xw {
 	struct archive *a;
 	const struct r4_archive_opts *o;
 	struct r4_u64map links;	/* oid -> first path (char *; nlink > 1) */
-	struct r4_u64map dirs;	/* directory oids entered (a set) */
+	struct r4_u64map dirs;	/* oid -> path (char *) of the directories
+				 * entered */
 	struct r4_outfile out;	/* the output file (have_out), else
 				 * standard output */
 	int have_out;
@@ -340,7 +341,10 @@ static int xw_object(struct xw *w, const struct r4_objref *ref,
 /* One directory being listed: its sorted names and the next one. The
  * walk keeps a stack of these instead of recursing, so a path 40,000
  * folders deep costs memory in proportion to it, not C stack; a
- * directory reached twice (a cycle) is refused by w->dirs. */
+ * directory reached twice (a second name, which only a damaged or
+ * crafted image has: a loop when it names a directory above it) is
+ * skipped with a warning naming both paths (w->dirs keeps the path each
+ * directory was entered by). */
 struct xw_frame {
 	struct xw_list l;
 	size_t i;
@@ -374,15 +378,23 @@ static int xw_enter(struct xw *w, const struct r4_objref *dir, size_t len,
 {
 	int rc;
 
+	char **slot;
+	int added = 0;
+
 	memset(f, 0, sizeof(*f));
 	f->len = len;
-	rc = r4_u64set_add(&w->dirs, dir->oid);
-	if (rc < 0)
+	slot = r4_u64map_get(&w->dirs, dir->oid, &added);
+	if (!slot)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	if (rc)
+	if (!added)	/* xw_child skips these: not reached */
 		return r4i_fail(err, R4_ELOOP, "%s: directory (oid %llu) "
 			       "reached twice", w->path,
 			       (unsigned long long)dir->oid);
+	*slot = strdup(w->path);
+	if (!*slot) {
+		r4_u64map_del(&w->dirs, dir->oid);
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	}
 	rc = r4_readdir(w->vol, dir, collect, &f->l, err);
 	if (rc == -ENOMEM)
 		rc = r4i_fail(err, rc, "%s: out of memory", w->path);
@@ -408,6 +420,18 @@ static int xw_child(struct xw *w, const struct xw_name *c, size_t len,
 	w->path[nl] = '\0';
 	rc = r4_stat(w->vol, &c->ref, &st, err);
 	if (!rc && S_ISDIR(st.mode)) {
+		char **first = r4_u64map_find(&w->dirs, c->ref.oid);
+
+		if (first) {
+			tar_warn(w->o, "%s/: skipping: a second name of the "
+				 "directory %s/ (a loop or a damaged volume: "
+				 "run r4fsck)", w->path, *first);
+			if (w->o->stats)
+				w->o->stats->skipped++;
+			*nl_out = nl;
+			w->path[len] = '\0';
+			return 0;
+		}
 		w->path[nl] = '/';
 		w->path[nl + 1] = '\0';
 	}
@@ -558,7 +582,7 @@ int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
 
 	r4_u64map_init(&w.links, sizeof(char *));
-	r4_u64map_init(&w.dirs, 0);
+	r4_u64map_init(&w.dirs, sizeof(char *));
 	w.cap = 4096;
 	w.path = malloc(w.cap);
 	w.buf = malloc(XW_CHUNK);
@@ -573,6 +597,9 @@ int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 	     i = r4_u64map_next(&w.links, i + 1))
 		free(*(char **)r4_u64map_val(&w.links, i));
 	r4_u64map_fini(&w.links);
+	for (size_t i = r4_u64map_next(&w.dirs, 0); i < w.dirs.cap;
+	     i = r4_u64map_next(&w.dirs, i + 1))
+		free(*(char **)r4_u64map_val(&w.dirs, i));
 	r4_u64map_fini(&w.dirs);
 	free(w.path);
 	free(w.buf);
