@@ -478,7 +478,7 @@ static int load(FILE *f, const char *path, uint8_t *hdr, struct urec **recs,
 		off = get_le(rh, 8);
 		len = get_le(rh + 8, 4);
 		if (len == 0 || len > UNDO_UNIT || off % UNDO_UNIT ||
-		    off + len > pre || pos + UNDO_REC + len > tstart ||
+		    off + len > post || pos + UNDO_REC + len > tstart ||
 		    fget(f, buf, len, pos + UNDO_REC) ||
 		    get_le(rh + 12, 4) != crc2(rh, 12, buf, len)) {
 			char what[96];
