@@ -51,6 +51,9 @@ enum r4_check_code {
 				 * before the open, by r4fsck) */
 	R4_CHK_BLOCK_SHARED,	/* file data in a block another owner has */
 	R4_CHK_CLUSTER,		/* a compressed file's cluster unreadable */
+	R4_CHK_JOURNAL_PENDING,	/* a committed transaction not yet copied
+				 * in place (read through by --check): the
+				 * kernel's own replay loses it */
 	R4_CHK_CODE_COUNT
 };
 

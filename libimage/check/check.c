@@ -49,6 +49,7 @@ static const char *const code_names[R4_CHK_CODE_COUNT] = {
 	[R4_CHK_TRUNCATED] = "truncated",
 	[R4_CHK_BLOCK_SHARED] = "block-shared",
 	[R4_CHK_CLUSTER] = "compressed-cluster",
+	[R4_CHK_JOURNAL_PENDING] = "journal-unreplayed",
 };
 
 const char *r4_check_code_name(int code)

@@ -70,6 +70,20 @@ static void check_journal(struct chk *c)
 			    (unsigned long long)jh->last_committed_tx,
 			    (unsigned long long)jf->last_flushed_tx);
 	}
+	/* Read through the journal (--check): the blocks below are checked
+	 * as the replay will leave them, but the volume on disk is not yet
+	 * so. The kernel's mount replays such a log and then reads the
+	 * super block from its buffer cache as it was before the replay
+	 * (doc/kernel.md §2.3): the old root. */
+	if (c->vol->overlaid)
+		chk_problem(c, R4_CHK_JOURNAL_PENDING,
+			    fmt_blk_journal_header(c->bs), -1, NULL,
+			    "%u committed transaction%s not replayed (the "
+			    "blocks below are checked as the replay will "
+			    "leave them): the Reiser4 kernel's own replay "
+			    "loses this transaction's root pointer: run "
+			    "`r4fsck -p` before mounting", c->vol->overlaid,
+			    c->vol->overlaid == 1 ? "" : "s");
 	if (jf->last_flushed_tx && jf->next_oid < FMT_FIRST_FREE_OID)
 		chk_problem(c, R4_CHK_JOURNAL, fmt_blk_journal_footer(c->bs),
 			    -1, NULL, "journal footer next oid %#llx is below "

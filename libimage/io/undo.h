@@ -4,15 +4,30 @@
  * the device, the old contents of each UNDO_UNIT-byte unit it touches
  * (the first time only) are appended to the undo file and made durable
  * (fsync), so the file always holds what a write may have destroyed,
- * even after a crash. The undo file:
+ * even after a crash. The undo file (format 2):
  *
- *   "R4UNDO01" (8 bytes), device size (8, little-endian), then records:
- *   offset (8), length (4), the old bytes.
+ *   header (32 bytes): "R4UNDO02", the device size when the file was
+ *   started (8, little-endian), flags (4: 1 = an --undo began writing),
+ *   8 reserved, CRC-32C of the 28 bytes before it (4);
+ *   records: offset (8), length (4), CRC-32C of those 12 bytes and the
+ *   old bytes (4), the old bytes;
+ *   trailer, rewritten each time a wrapped device closes (a later open
+ *   in the same run cuts it off and appends): "R4UNDOT2", the number of
+ *   records (8), the device size the repair left (8), the master super
+ *   block's uuid (16), SHA-256 of the master and format40 super blocks
+ *   as the repair left them (32), SHA-256 of each record's unit as the
+ *   repair left it (32 each); then the trailer's length (8), its
+ *   CRC-32C (4) and "R4UNDOE2".
  *
- * Putting every record back (in any order: each unit is saved once)
- * restores the device as it was when the undo file was started; an
- * image file grown since (the only resize allowed) is cut back to the
- * size the header gives. */
+ * r4_undo_apply checks all of it before it writes anything: a file of
+ * format 1, damaged, cut or without a trailer (the repair did not
+ * finish) is refused; so is a device whose uuid, super blocks, size or
+ * any unit it would restore differ from what the repair left (another
+ * volume, or one changed since). Then it sets the header's flag and
+ * puts every record back (in any order: each unit is saved once),
+ * cutting an image grown since back to the header's size. A cut while
+ * it writes leaves a mix of old and repaired units; a rerun accepts
+ * each unit as either and finishes. */
 #ifndef R4_LIBIMAGE_IO_UNDO_H
 #define R4_LIBIMAGE_IO_UNDO_H
 

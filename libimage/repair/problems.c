@@ -162,6 +162,14 @@ static const struct r4_problem_info table[] = {
 	  "them (no byte lost); a cluster still unreadable loses its ctail40 "
 	  "items and reads as zeros, as the kernel reads a cluster without "
 	  "items (reported as a zeroed range)" },
+	{ R4_CHK_JOURNAL_PENDING, NULL, B,
+	  "journal (block {block}): {n} committed transaction(s) not "
+	  "replayed: the Reiser4 kernel's own replay loses this "
+	  "transaction's root pointer: run `r4fsck -p` before mounting",
+	  R4_FIX_PREEN, "replayed when the volume is opened read-write (-p, "
+	  "-y, the default mode, and every r4kit writer): the super block, "
+	  "the bitmaps and the nodes copied in place from the log, then the "
+	  "journal footer" },
 };
 
 const struct r4_problem_info *r4_problem_info(int code)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: committing a transaction (order in txn.h, doc/format.md §8.6):
  * relocate set, wandered copies + wander records + tx head, fsync,
- * journal header (commit point), fsync, overwrite set in place, fsync,
+ * journal header (commit point), fsync, the format40 super block in
+ * place, fsync, the rest of the overwrite set in place, fsync,
  * journal footer with the counters, fsync. The committed bitmap is the
  * old one plus this transaction's allocations minus its frees; the log
  * blocks are taken from blocks free in both and are never marked. */
@@ -367,11 +368,20 @@ static int write_journal_block(struct commit *c, int footer,
 	return rc ? rc : sync_dev(c, err);
 }
 
+/* Step 3: the overwrite set in place. The format40 super block (ow[0])
+ * goes first and alone, synced before the rest: the Reiser4 kernel's
+ * own replay reads the super block as it was before its replay
+ * (doc/kernel.md §2.3), so a volume whose log
+ * the kernel replays keeps the new root only once this block is home.
+ * A cut between the journal header and this write is the one point a
+ * kernel mount loses the transaction (r4fsck -n names it). */
 static int write_home(struct commit *c, struct r4_error *err)
 {
-	int rc = 0;
+	int rc = put_block(c, c->ow[0].home, c->ow[0].data, err);
 
-	for (size_t i = 0; i < c->now && !rc; i++)
+	if (!rc && c->now > 1)
+		rc = sync_dev(c, err);
+	for (size_t i = 1; i < c->now && !rc; i++)
 		rc = put_block(c, c->ow[i].home, c->ow[i].data, err);
 	return rc ? rc : sync_dev(c, err);
 }

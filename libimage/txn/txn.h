@@ -14,7 +14,9 @@
  *      head written to free blocks that are neither allocated nor freed
  *      by this transaction; fsync;
  *   3. commit point: the journal header names the tx head; fsync;
- *   4. the overwrite set written home; fsync;
+ *   4. the overwrite set written home: the format40 super block first,
+ *      fsync, then the rest; fsync (the kernel's own replay keeps the
+ *      root pointer only once the super block is home: doc/kernel.md);
  *   5. the journal footer names the tx head, with the counters
  *      (free blocks, file count, next oid); fsync.
  *

@@ -874,7 +874,7 @@ body_ih() {
 		 space-marked-free free-count stat-data object-duplicate oid \
 		 file-count entry dot-entry nlink dir-size file-size body \
 		 unreachable dir-hard-link file-gap truncated block-shared \
-		 compressed-cluster; do
+		 compressed-cluster journal-unreplayed; do
 		grep -q -- "$(sed 's/-/\\\\-/g' <<<"$c")" "$top_srcdir/man/r4fsck.8"
 	done
 }

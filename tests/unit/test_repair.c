@@ -17,6 +17,7 @@ static int preen_allowed(int code)
 	case R4_CHK_BITMAP_CSUM: case R4_CHK_BITMAP_TAIL:
 	case R4_CHK_SPACE_LEAK: case R4_CHK_SPACE_FREE:
 	case R4_CHK_FREE_COUNT: case R4_CHK_OID: case R4_CHK_FILE_COUNT:
+	case R4_CHK_JOURNAL_PENDING:
 		return 1;
 	default:
 		return 0;
