@@ -26,6 +26,7 @@
 
 struct up {
 	uint64_t oid;		/* the entry wanted */
+	const struct r4_objref *ref;	/* its whole key, when known */
 	const char *name;
 	size_t len;
 	char buf[CHK_NAME_MAX + 1];
@@ -44,6 +45,8 @@ static int up_fn(void *ctx, const char *name, size_t len,
 		return 0;
 	}
 	if ((len == 1 && name[0] == '.') || u->found || t->oid != u->oid ||
+	    (u->ref && (t->locality != u->ref->locality ||
+			t->ordering != u->ref->ordering)) ||
 	    len > CHK_NAME_MAX)
 		return 0;
 	memcpy(u->buf, name, len);
@@ -71,7 +74,7 @@ void chk_cc_path(struct chk *c, const struct r4_objref *ref, char *out,
 		return;
 	tmp[at] = '\0';
 	for (unsigned d = 0; d < PATH_DEPTH_MAX; d++) {
-		struct up u = { .oid = oid };
+		struct up u = { .oid = oid, .ref = d ? NULL : ref };
 		struct r4_error e = { 0, "" };
 		char shown[4 * CHK_NAME_MAX + 4];
 		size_t sl;

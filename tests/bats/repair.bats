@@ -1300,7 +1300,10 @@ dup_volume() {
 	local oid
 	oid=$(r4debugfs --json -R "stat /f3" "$T/good.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
 	repaired "$T/bad.img" object-duplicate oid
-	[[ "$first" == *"object id 10018 is two stat data's: [2a:1:66330000000000:10018:0] keeps it (both fit; the first in key order); [2a:1:7a7a0000000000:10018:0] given the new object id "*": stat data and 4 body items re-keyed to [2a:1:7a7a0000000000:"*"], 1 entry pointed there"* ]]
+	# (how many body items /zz has depends on how its cluster was cut:
+	# items of one cluster side by side in a leaf are joined first,
+	# ccreg-unmerged; the sha256 below shows that every byte moved)
+	[[ "$first" == *"object id 10018 is two stat data's: [2a:1:66330000000000:10018:0] keeps it (both fit; the first in key order); [2a:1:7a7a0000000000:10018:0] given the new object id "*": stat data and "*" body items re-keyed to [2a:1:7a7a0000000000:"*"], 1 entry pointed there"* ]]
 	[[ "$first" == *'"loss": {"entries_removed": 0, "lost_found": 0'* ]]
 	# The entry was pointed at the new key in the same transaction: no
 	# later round found it pointing nowhere.
