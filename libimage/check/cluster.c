@@ -27,7 +27,6 @@
 struct up {
 	uint64_t oid;		/* the entry wanted */
 	const struct r4_objref *ref;	/* its whole key, when known */
-	const char *name;
 	size_t len;
 	char buf[CHK_NAME_MAX + 1];
 	uint64_t dotdot;	/* the directory's parent, 0 unknown */
@@ -63,12 +62,15 @@ void chk_cc_path(struct chk *c, const struct r4_objref *ref, char *out,
 {
 	uint64_t oid = ref->oid, dir = ref->locality;
 	char *tmp;
-	size_t at = n - 1;
+	size_t at;
 
+	if (!n)
+		return;
 	out[0] = '\0';
-	if (!n || c->paths_named >= PATHS_NAMED_MAX)
+	if (c->paths_named >= PATHS_NAMED_MAX)
 		return;
 	c->paths_named++;
+	at = n - 1;
 	tmp = malloc(n);
 	if (!tmp)
 		return;
@@ -148,10 +150,11 @@ int chk_cc_layout(struct r4_vol *vol, const struct r4_objref *ref,
 			rc = fn(ctx, &f);
 		}
 		first = 0;
+		/* (after an item across its cluster end: once it is cut) */
 		if (!rc && have_prev && prev.blk == f.blk &&
 		    prev.pos + 1 == f.pos && prev.shift == f.shift &&
-		    (f.off & mask) &&
-		    prev.off + prev.units == f.off) {
+		    (f.off & mask) && prev.off + prev.units == f.off &&
+		    (prev.off & mask) + prev.units <= mask + 1) {
 			f.kind = CHK_CCL_UNMERGED;
 			f.prev_off = prev.off;
 			f.prev_units = prev.units;
