@@ -511,7 +511,7 @@ plugin_bytes() {
 		kimg $n
 		r4pack add -q "$T/$n.img" "$T/add"
 		oracle_fsck "$T/$n.img"
-		kernel_fsck "$T/$n.img
+		kernel_fsck "$T/$n.img"
 		r4debugfs -R "stat /new/text" "$T/$n.img" | grep -q ccreg40
 		[ "$(r4debugfs -R "cat /new/text" "$T/$n.img" | sha256sum)" = \
 		  "$(sha256sum <"$T/add/new/text")" ]
