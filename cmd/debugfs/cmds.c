@@ -188,7 +188,16 @@ static int run_json(struct dbg *d, const struct dbg_cmd *c, int argc,
 
 			if (n)
 				putchar(',');
-			r4cmd_json_str(buf + i, end - i);
+			/* a line that is not UTF-8 (a name in it): {"line":
+			 * lossy, "line_b64": its bytes} in the array's place,
+			 * as the paths of icheck and ncheck */
+			if (r4cmd_utf8_valid(buf + i, end - i)) {
+				r4cmd_json_str(buf + i, end - i);
+			} else {
+				putchar('{');
+				r4cmd_json_name("line", buf + i, end - i);
+				putchar('}');
+			}
 			i = end + 1;
 		}
 		printf("]}\n");

@@ -80,6 +80,17 @@ int dbg_print_tree(struct dbg *d, int argc, const char **argv);
 int dbg_resolve(struct dbg *d, const char *path, struct r4_objref *ref);
 /* Print the library's message (or "what: strerror") for a failure. */
 int dbg_fail(const struct r4_error *err, const char *what, int code);
+/* Host output files (r4_outfile_open against the image being read;
+ * "read" in its messages). dbg_out_open: DBG_OK, or DBG_FAIL with one
+ * line "CMD: OUT: why" printed. dbg_out_end: rc DBG_OK puts the file in
+ * place (DBG_FAIL with a line when that fails), any other rc removes
+ * the temporary file and returns rc. dbg_out_stdout: DBG_FAIL with a
+ * line when standard output is the image. */
+int dbg_out_open(struct dbg *d, const char *cmd, const char *out,
+		 unsigned flags, unsigned mode, struct r4_outfile *o);
+int dbg_out_end(const char *cmd, const char *out, struct r4_outfile *o,
+		int rc);
+int dbg_out_stdout(struct dbg *d, const char *cmd);
 /* Print a name with bytes < 0x20, 0x7f and backslash as \xHH. */
 void dbg_put_name(const char *s, size_t len);
 /* A directory's entries, copied (names NUL-terminated too). */

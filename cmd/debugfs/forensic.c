@@ -453,6 +453,7 @@ int dbg_undel(struct dbg *d, int argc, const char **argv)
 {
 	struct r4_error err = { 0 };
 	struct undel_ctx u = { d, -1, NULL, 0 };
+	struct r4_outfile o;
 	struct r4_deleted x;
 	uint64_t oid;
 	int rc;
@@ -464,20 +465,23 @@ int dbg_undel(struct dbg *d, int argc, const char **argv)
 			r4cmd_prog, argv[1]);
 		return DBG_USAGE;
 	}
+	/* HOSTFILE itself is touched only when everything was read: the
+	 * bytes go to a new file in its folder, renamed over it at the
+	 * end (dbg_out_open). */
 	u.host = argv[2];
-	u.fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (u.fd < 0) {
-		fprintf(stderr, "%s: undel: %s: %s\n", r4cmd_prog, argv[2],
-			strerror(errno));
+	if (dbg_out_open(d, "undel", argv[2], 0, 0600, &o))
 		return DBG_FAIL;
-	}
+	u.fd = o.fd;
 	if (d->json)
 		printf("{\"missing\":[");
 	rc = r4_undel(d->vol, oid, &x, undel_data, undel_gap, &u, &err);
 	if (!rc && ftruncate(u.fd, (off_t)x.st.size))
 		rc = -errno;
-	if (close(u.fd) && !rc)
-		rc = -errno;
+	if (rc) {
+		r4_outfile_abort(&o);
+	} else if (r4_outfile_commit(&o, argv[2], &err)) {
+		rc = err.code;
+	}
 	if (d->json) {
 		printf("]");
 		if (!rc) {
@@ -487,7 +491,6 @@ int dbg_undel(struct dbg *d, int argc, const char **argv)
 		printf("}\n");
 	}
 	if (rc) {
-		unlink(argv[2]);
 		if (err.msg[0])
 			return dbg_fail(&err, "undel", rc);
 		fprintf(stderr, "%s: undel: %s: %s\n", r4cmd_prog, argv[2],
@@ -504,14 +507,30 @@ int dbg_undel(struct dbg *d, int argc, const char **argv)
 
 /* ---- dumpblock ---------------------------------------------------------- */
 
+/* All len bytes of p to fd: 0 or -errno (-EIO when nothing went). */
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
 int dbg_dumpblock(struct dbg *d, int argc, const char **argv)
 {
 	struct r4_error err = { 0 };
+	struct r4_outfile o;
 	struct fmt_sha256 c;
 	char hex[65];
 	uint64_t blk;
-	int fd = STDOUT_FILENO, cls = -1;
-	size_t done = 0;
+	int fd = STDOUT_FILENO, cls = -1, rc;
 
 	if (argc != 2 && argc != 3)
 		return dbg_usage(argv[0]);
@@ -521,36 +540,26 @@ int dbg_dumpblock(struct dbg *d, int argc, const char **argv)
 		return DBG_FAIL;
 	r4_block_class(d->vol, blk, &cls, &err);
 	if (argc == 3) {
-		fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			  0644);
-		if (fd < 0) {
-			fprintf(stderr, "%s: dumpblock: %s: %s\n", r4cmd_prog,
-				argv[2], strerror(errno));
+		/* A new file in HOSTFILE's folder, renamed over it. */
+		if (dbg_out_open(d, "dumpblock", argv[2], 0, 0666, &o))
 			return DBG_FAIL;
-		}
+		fd = o.fd;
 	} else if (d->json) {
 		fd = -1;	/* JSON: the description only */
-	}
-	fflush(stdout);
-	while (fd >= 0 && done < d->si.blksize) {
-		ssize_t w = write(fd, d->buf + done, d->si.blksize - done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			fprintf(stderr, "%s: dumpblock: %s\n", r4cmd_prog,
-				strerror(errno));
-			if (argc == 3)
-				close(fd);
-			return DBG_FAIL;
-		}
-		done += (size_t)w;
-	}
-	if (argc == 3 && close(fd)) {
-		fprintf(stderr, "%s: dumpblock: %s: %s\n", r4cmd_prog, argv[2],
-			strerror(errno));
+	} else if (dbg_out_stdout(d, "dumpblock")) {
 		return DBG_FAIL;
 	}
+	fflush(stdout);
+	rc = fd >= 0 ? write_all(fd, d->buf, d->si.blksize) : 0;
+	if (rc)
+		fprintf(stderr, "%s: dumpblock: %s: %s\n", r4cmd_prog,
+			argc == 3 ? argv[2] : "standard output",
+			strerror(-rc));
+	if (argc == 3 && dbg_out_end("dumpblock", argv[2], &o,
+				     rc ? DBG_FAIL : DBG_OK))
+		return DBG_FAIL;
+	if (rc)
+		return DBG_FAIL;
 	if (d->json) {
 		fmt_sha256_init(&c);
 		fmt_sha256_update(&c, d->buf, d->si.blksize);

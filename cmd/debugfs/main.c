@@ -153,6 +153,9 @@ static int open_and_run(const char *image)
 		 * volume. */
 		return err.code == -EWOULDBLOCK ? EXIT_FAILED : EXIT_OPEN;
 	}
+	/* A signal removes the temporary file of dump, undel or
+	 * dumpblock (and ends the process as before). */
+	r4cmd_cleanup_on_signals();
 	/* Say whenever what is shown is not the blocks as on disk. */
 	if (r4_vol_overlaid(d.vol))
 		fprintf(stderr, "%s: %s: %u committed transaction(s) of the "

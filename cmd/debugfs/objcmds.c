@@ -31,6 +31,49 @@ int dbg_fail(const struct r4_error *err, const char *what, int code)
 	return DBG_FAIL;
 }
 
+/* ---- Host output files ---------------------------------------------------- */
+
+int dbg_out_open(struct dbg *d, const char *cmd, const char *out,
+		 unsigned flags, unsigned mode, struct r4_outfile *o)
+{
+	struct r4_error err = { 0 };
+	int rc = r4_outfile_open(o, out, r4_vol_path(d->vol), flags, mode,
+				 "read", &err);
+
+	if (!rc)
+		return DBG_OK;
+	if (rc == -EEXIST && (flags & R4_OUT_NOREPLACE))
+		r4cmd_errorf("%s: %s (r4debugfs never overwrites)", cmd,
+			     err.msg);
+	else
+		dbg_fail(&err, cmd, rc);
+	return DBG_FAIL;
+}
+
+int dbg_out_end(const char *cmd, const char *out, struct r4_outfile *o,
+		int rc)
+{
+	struct r4_error err = { 0 };
+
+	if (rc != DBG_OK) {
+		r4_outfile_abort(o);
+		return rc;
+	}
+	if (r4_outfile_commit(o, out, &err))
+		return dbg_fail(&err, cmd, err.code);
+	return DBG_OK;
+}
+
+int dbg_out_stdout(struct dbg *d, const char *cmd)
+{
+	struct r4_error err = { 0 };
+
+	if (r4_outfile_check_fd(STDOUT_FILENO, "standard output",
+				r4_vol_path(d->vol), "read", &err))
+		return dbg_fail(&err, cmd, err.code);
+	return DBG_OK;
+}
+
 int dbg_resolve(struct dbg *d, const char *path, struct r4_objref *ref)
 {
 	struct r4_error err = { 0 };
@@ -491,6 +534,8 @@ int dbg_cat(struct dbg *d, int argc, const char **argv)
 		return dbg_usage(argv[0]);
 	if (dbg_resolve(d, argv[1], &ref))
 		return DBG_FAIL;
+	if (dbg_out_stdout(d, argv[0]))
+		return DBG_FAIL;
 	fflush(stdout);
 	rc = dbg_copy_out(d, argv[1], &ref, STDOUT_FILENO);
 	return rc;
@@ -499,9 +544,10 @@ int dbg_cat(struct dbg *d, int argc, const char **argv)
 int dbg_dump(struct dbg *d, int argc, const char **argv)
 {
 	struct r4_error err = { 0 };
+	struct r4_outfile o;
 	struct r4_objref ref;
 	struct r4_stat st;
-	int fd, rc;
+	int rc;
 
 	if (argc != 3)
 		return dbg_usage(argv[0]);
@@ -515,20 +561,12 @@ int dbg_dump(struct dbg *d, int argc, const char **argv)
 			argv[1]);
 		return DBG_FAIL;
 	}
-	fd = open(argv[2], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		  0600);
-	if (fd < 0) {
-		fprintf(stderr, "%s: %s: cannot create: %s%s\n", r4cmd_prog,
-			argv[2], strerror(errno), errno == EEXIST ?
-			" (r4debugfs never overwrites)" : "");
+	/* A new file only: HOSTFILE appears once the copy is complete. */
+	if (dbg_out_open(d, "dump", argv[2], R4_OUT_NOREPLACE, st.mode, &o))
 		return DBG_FAIL;
-	}
-	rc = dbg_copy_out(d, argv[1], &ref, fd);
-	if (!rc && fchmod(fd, st.mode & 07777))
+	rc = dbg_copy_out(d, argv[1], &ref, o.fd);
+	/* its permission bits as they are, umask aside */
+	if (!rc && fchmod(o.fd, st.mode & 07777))
 		rc = dbg_fail(NULL, argv[2], -errno);
-	if (close(fd) && !rc)
-		rc = dbg_fail(NULL, argv[2], -errno);
-	if (rc)
-		unlink(argv[2]);
-	return rc;
+	return dbg_out_end("dump", argv[2], &o, rc);
 }

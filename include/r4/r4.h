@@ -29,6 +29,45 @@ int r4_tmpfile_add(const char *path);
 void r4_tmpfile_forget(const char *path);
 void r4_tmpfile_remove_all(void);
 
+/* A host file a command writes (a tarball, a recovered file, a block).
+ * r4_outfile_open refuses, with one message naming out, an output that
+ * is the image (the same device and inode, so a hard or symbolic link
+ * to it too; NULL image: no such check), a directory, a symbolic link
+ * to nothing, and, unless R4_OUT_SPECIAL, a device, a FIFO or a socket
+ * (with it they are opened and written straight into). A regular or
+ * missing file is written as a new temporary file in its folder
+ * ("OUT.r4tmpXXXXXX", mode & ~umask, removed on a signal): nothing at
+ * out is created, truncated or removed until r4_outfile_commit renames
+ * it over out (through a symbolic link: over the file the link names),
+ * or, with R4_OUT_NOREPLACE (an existing out is refused at open),
+ * links it there only if the name is still free. r4_outfile_abort
+ * removes the temporary file and nothing else. Both free o; commit
+ * closes fd and returns 0 or a negative code. use says what is done
+ * with the image in the message ("read", "extracted"). */
+enum r4_outfile_flags {
+	R4_OUT_SPECIAL = 1,
+	R4_OUT_NOREPLACE = 2
+};
+
+struct r4_outfile {
+	int fd;			/* write here */
+	int direct;		/* a device or FIFO, written into */
+	unsigned flags;
+	char *final;		/* what tmp becomes */
+	char *tmp;
+};
+
+int r4_outfile_open(struct r4_outfile *o, const char *out, const char *image,
+		    unsigned flags, unsigned mode, const char *use,
+		    struct r4_error *err);
+int r4_outfile_commit(struct r4_outfile *o, const char *out,
+		      struct r4_error *err);
+void r4_outfile_abort(struct r4_outfile *o);
+/* R4_EINVAL when fd (named name in the message) is the image (a
+ * standard output sent into it), else 0. */
+int r4_outfile_check_fd(int fd, const char *name, const char *image,
+			const char *use, struct r4_error *err);
+
 /* The library's version string. */
 const char *r4_version(void);
 

@@ -393,15 +393,46 @@ int obj_ccrefeed_fn(void *ctx, uint64_t *off, const void **buf,
 
 /* ---- the clusters of one file -------------------------------------- */
 
+/* doc/compress.md §3.4.1: cluster 0 of a file whose data starts past it,
+ * as zeros (compressed when that saves, in every mode: the stored form
+ * is read from the lengths), so that the kernel never reads a file
+ * whose first item is not at cluster 0. */
+static int sink_zero_c0(struct obj_ccenc *cc, uint64_t size, obj_cc_sink sink,
+			void *sctx, struct r4_error *err)
+{
+	size_t lsize = (size_t)fmt_cluster_lsize(size, 0, cc->shift);
+	size_t min = fmt_compress_min_size(cc->alg), sl;
+	uint8_t *z = calloc(1, lsize + cc->cap), *out;
+	int rc;
+
+	if (!z)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	out = z + lsize;
+	if (lsize >= min && lsize &&
+	    !r4_codec_compress(cc->codec[0], z, lsize, out,
+			       cc->cap - FMT_DC_SUM_SIZE, &sl) &&
+	    fmt_dc_keep(lsize, sl))
+		rc = sink(sctx, 0, out, fmt_dc_seal(out, sl), err);
+	else
+		rc = sink(sctx, 0, z, lsize, err);
+	free(z);
+	return rc;
+}
+
 int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
 		   int c0_done, obj_cc_sink sink, void *sctx,
 		   struct r4_error *err)
 {
 	uint64_t n = (r->size + cc->csize - 1) >> cc->shift, idx = first;
 	struct fmt_cmode m;
-	int rc = 0;
+	int rc = 0, c0_hole = 0;	/* cluster 0 without data, stored
+					 * before the first later cluster */
 
-	fmt_cmode_init(&m, cc->mode);
+	/* doc/compress.md §4.4: a file conv keeps compressed past its
+	 * first cluster has lattd stored (a shorter one tries its one
+	 * cluster under either) */
+	fmt_cmode_init(&m, cc->mode == FMT_CMODE_CONV ? FMT_CMODE_LATTD :
+		       cc->mode);
 	/* doc/compress.md §3.4: conv's test compressed cluster 0 even with
 	 * no data in it; it is still a hole */
 	if (c0_done && !cc->c0_data)
@@ -420,8 +451,11 @@ int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
 			if (rc)
 				break;
 			next = r->cbuf ? r->coff >> cc->shift : n;
-			if (next > idx)
+			if (next > idx) {
+				if (idx == 0)
+					c0_hole = 1;
 				idx = next < n ? next : n;
+			}
 			if (idx >= n)
 				break;
 		}
@@ -457,8 +491,17 @@ int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
 			int kept = 0;
 
 			if (!j->has_data) {
-				rc = sink(sctx, idx + i, NULL, 0, err);
+				if (idx + i == 0)
+					c0_hole = 1;
+				else
+					rc = sink(sctx, idx + i, NULL, 0, err);
 				continue;
+			}
+			if (c0_hole) {
+				c0_hole = 0;
+				rc = sink_zero_c0(cc, r->size, sink, sctx, err);
+				if (rc)
+					break;
 			}
 			/* doc/compress.md §4.3: the mode's state decides
 			 * whether the (speculative) result counts. */
@@ -473,11 +516,6 @@ int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
 		idx += k;
 	}
 	return rc;
-}
-
-int obj_ccenc_c0_data(const struct obj_ccenc *e)
-{
-	return e->c0_data;
 }
 
 int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size)

@@ -60,14 +60,13 @@ int obj_ccrd_finish(struct obj_ccrd *r, struct r4_error *err);
  * other modes, short files and files with a gap there keep. */
 int obj_ccenc_conv_first(struct obj_ccenc *e, struct obj_ccrd *r,
 			 int *keep, struct r4_error *err);
-/* After obj_ccenc_conv_first read cluster 0: 1 when some input data
- * fell in it (0: a hole in a sparse input). */
-int obj_ccenc_c0_data(const struct obj_ccenc *e);
-/* 1 when obj_ccenc_file should reuse the cluster 0 just compressed (a
- * hole, without items, when no input data fell in it). */
+/* 1 when obj_ccenc_file should reuse the cluster 0 just compressed
+ * (zeros, doc/compress.md §3.4.1, when no input data fell in it). */
 int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size);
 
-/* A disk cluster: len bytes at dc (len 0, dc NULL: a hole, no items). */
+/* A disk cluster: len bytes at dc (len 0, dc NULL: a hole, no items).
+ * Cluster 0 is never a hole when a later cluster has data: its zeros
+ * come first (doc/compress.md §3.4.1). */
 typedef int (*obj_cc_sink)(void *sctx, uint64_t idx, const uint8_t *dc,
 			   size_t len, struct r4_error *err);
 /* Encode every cluster of the file behind r, in order, into sink, from

@@ -279,9 +279,20 @@ int obj_new_file_body(struct r4_txn *x, const struct r4_objref *dir,
 		rc = obj_body_write(x, ref, size, fn, ctx, path, &bytes, err);
 	st->size = size;
 	st->rdev_or_bytes = bytes;
-	if (!rc && p.cc && !conv)
+	if (!rc && p.cc && !conv) {
+		obj_plan_lattd(&p, size);
 		obj_new_plan_pset(&p, st);
+	}
 	return rc;
+}
+
+void obj_plan_lattd(struct obj_new_plan *p, uint64_t size)
+{
+	/* v[1], own bit 1: compressMode (plan_memb) */
+	if (p->cmode != FMT_CMODE_CONV || size <= (1ull << p->shift))
+		return;
+	p->cmode = p->v[1] = FMT_CMODE_LATTD;
+	p->own |= 1u << 1;
 }
 
 /* ---- truncate --------------------------------------------------------- */

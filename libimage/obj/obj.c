@@ -46,6 +46,28 @@ int obj_pset_find(const struct fmt_pset *ps, unsigned m)
 	return -1;
 }
 
+int obj_pset_set(struct fmt_pset *ps, unsigned m, unsigned id)
+{
+	unsigned i = 0, n = ps->count < FMT_PSET_MAX_SLOTS ? ps->count :
+		     FMT_PSET_MAX_SLOTS;
+
+	while (i < n && ps->member[i] < m)
+		i++;
+	if (i < n && ps->member[i] == m) {
+		ps->id[i] = (uint16_t)id;
+		return 0;
+	}
+	if (n >= FMT_PSET_MAX_SLOTS)
+		return -1;
+	memmove(ps->member + i + 1, ps->member + i,
+		(n - i) * sizeof(ps->member[0]));
+	memmove(ps->id + i + 1, ps->id + i, (n - i) * sizeof(ps->id[0]));
+	ps->member[i] = (uint16_t)m;
+	ps->id[i] = (uint16_t)id;
+	ps->count = (uint16_t)(n + 1);
+	return 0;
+}
+
 static unsigned plugin_from_mode(uint32_t mode)
 {
 	switch (mode & S_IFMT) {

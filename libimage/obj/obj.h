@@ -43,6 +43,9 @@ void obj_sd_put(struct obj_sd *sd);
 
 /* Plugin id of member m in a pset, or -1. */
 int obj_pset_find(const struct fmt_pset *ps, unsigned m);
+/* Set member m to id (members kept in ascending order); -1 when the
+ * set is full. */
+int obj_pset_set(struct fmt_pset *ps, unsigned m, unsigned id);
 
 /* Hash, fibration and formatting in effect for an object: its own pset,
  * then the heir/plugin sets of its ancestors (through ".."), then the

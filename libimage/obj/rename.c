@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "libimage/obj/edit_int.h"
+#include "libimage/obj/cluster.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "libimage/txn/txn.h"
@@ -210,6 +211,24 @@ int r4_setattr(struct r4_txn *x, const char *path, const struct r4_attr *a,
 	return edit_done(x, mark, rc);
 }
 
+/* doc/compress.md §4.4: a size change ends conv for the file, which
+ * then has lattd stored (the kernel's setattr does the same). */
+static int cc_stop_conv(struct r4_txn *x, const struct r4_objref *ref,
+			struct obj_sd *sd, struct r4_error *err)
+{
+	struct obj_cc cc;
+	int rc = obj_cc_params(x->vol, ref, sd, &cc, err);
+
+	if (rc || cc.cmode != FMT_CMODE_CONV)
+		return rc;
+	if (obj_pset_set(&sd->st.pset, FMT_PSET_CMODE, FMT_CMODE_LATTD))
+		return r4i_fail(err, R4_ECORRUPT, "%s: object %llx: its plugin "
+			       "set is full", obj_vol_name(x->vol),
+			       (unsigned long long)ref->oid);
+	sd->st.mask |= 1u << FMT_SDEXT_PSET;
+	return 0;
+}
+
 int r4_truncate(struct r4_txn *x, const char *path, uint64_t size,
 		struct r4_error *err)
 {
@@ -231,6 +250,8 @@ int r4_truncate(struct r4_txn *x, const char *path, uint64_t size,
 		rc = obj_cc_truncate(x, &ref, &sd, size, &bytes, err);
 	else if (!rc && size != sd.st.size)
 		rc = obj_body_truncate(x, &ref, sd.st.size, size, &bytes, err);
+	if (!rc && size != sd.st.size && sd.plugin == FMT_OBJ_CCREG40)
+		rc = cc_stop_conv(x, &ref, &sd, err);
 	if (!rc && size != sd.st.size) {
 		sd.st.size = size;
 		sd.st.rdev_or_bytes = bytes;

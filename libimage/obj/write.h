@@ -135,6 +135,9 @@ int obj_new_plan(struct r4_txn *x, const struct r4_objref *dir,
 void obj_new_plan_sd(struct r4_txn *x, uint64_t oid,
 		     const struct fmt_stat *st);
 /* The file's own plugin set: ccreg40 and the members that differ. */
+/* doc/compress.md §4.4: a compressed file conv keeps past its first
+ * cluster stores lattd, as the kernel's disable_conversion() does. */
+void obj_plan_lattd(struct obj_new_plan *p, uint64_t size);
 void obj_new_plan_pset(const struct obj_new_plan *p, struct fmt_stat *st);
 /* A ccreg40 body from fn; *converted when conv made it an ordinary
  * body; *bytes = unix bytes. */

@@ -218,6 +218,11 @@ uint32_t pack_cc_cluster(const struct r4_build *b)
 	return b->cc ? (uint32_t)b->cc->csize : 0;
 }
 
+int pack_cc_lattd(const struct r4_build *b, const struct bobj *o)
+{
+	return b->cc && b->cc->mode == FMT_CMODE_CONV && o->size > b->cc->csize;
+}
+
 uint64_t pack_cc_bytes(const struct r4_build *b, const struct bobj *o)
 {
 	uint64_t n;
@@ -821,12 +826,10 @@ static void job_run(struct r4_build *b, struct obj_ccenc *e, struct ccjob *j)
 		j->len = calloc((size_t)n, sizeof(*j->len));
 		if (!j->data || !j->len)
 			rc = r4i_fail(&err, -ENOMEM, "%s: out of memory", path);
-		/* As pack_cc_emit: cluster 0 reused when conv read it,
-		 * left a hole (no items) when the input has none there. */
-		if (!rc && obj_ccenc_c0_done(e, o->size) &&
-		    !obj_ccenc_c0_data(e))
-			rc = obj_ccenc_file(e, &r, 1, 0, sink_job, j, &err);
-		else if (!rc)
+		/* As pack_cc_emit: cluster 0 reused when conv read it
+		 * (zeros when the input has none there, doc/compress.md
+		 * §3.4.1) */
+		if (!rc)
 			rc = obj_ccenc_file(e, &r, 0,
 					    obj_ccenc_c0_done(e, o->size),
 					    sink_job, j, &err);

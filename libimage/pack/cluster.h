@@ -53,6 +53,9 @@ int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
 		 struct r4_error *err);
 /* The stat data's "bytes" (doc/compress.md §2.3). */
 uint64_t pack_cc_bytes(const struct r4_build *b, const struct bobj *o);
+/* doc/compress.md §4.4: 1 when the compressed file o has lattd stored
+ * (conv left it compressed past its first cluster). */
+int pack_cc_lattd(const struct r4_build *b, const struct bobj *o);
 /* The cluster size in bytes. */
 uint32_t pack_cc_cluster(const struct r4_build *b);
 

@@ -141,6 +141,14 @@ static void fill_stat(struct r4_build *b, const struct bobj *o,
 			st->pset.count = 1;
 			st->pset.member[0] = FMT_PSET_FILE;
 			st->pset.id[0] = FMT_OBJ_CCREG40;
+			/* doc/compress.md §4.4: past its first cluster a
+			 * file has lattd stored, as the kernel does when
+			 * conv leaves it compressed */
+			if (pack_cc_lattd(b, o)) {
+				st->pset.count = 2;
+				st->pset.member[1] = FMT_PSET_CMODE;
+				st->pset.id[1] = FMT_CMODE_LATTD;
+			}
 		}
 		break;
 	default:

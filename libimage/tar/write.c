@@ -26,9 +26,9 @@ struct xw {
 	const struct r4_archive_opts *o;
 	struct r4_u64map links;	/* oid -> first path (char *; nlink > 1) */
 	struct r4_u64map dirs;	/* directory oids entered (a set) */
-	int fd;			/* output file (-1: standard output) */
-	char *final;		/* what tmp is renamed to (out, or where its
-				 * symlink points) */
+	struct r4_outfile out;	/* the output file (have_out), else
+				 * standard output */
+	int have_out;
 	char *path;		/* "./a/b" */
 	size_t cap;
 	uint8_t *buf;
@@ -490,61 +490,16 @@ static int xw_root(struct xw *w, struct r4_error *err)
 
 /* ---- Output ------------------------------------------------------------- */
 
-static mode_t umask_now(void)
+/* Where the tarball goes (r4_outfile_open): standard output for "-";
+ * a device or FIFO is written straight into (renaming over it would
+ * replace the node); a regular or missing file is written as a
+ * temporary file renamed over it at the end, through a symbolic link to
+ * where the link points (as tar -f follows it). The image itself and a
+ * link to nothing are refused. */
+static int xw_open(struct xw *w, const char *out, struct r4_error *err)
 {
-	mode_t m = umask(022);
+	int fd = 1;
 
-	umask(m);
-	return m;
-}
-
-/* Where the tarball goes. Standard output for "-". Anything that is not
- * a regular file (a device, a FIFO, a terminal refused by the caller) is
- * written straight into: renaming over it would replace the node. A
- * regular or missing file is written as a temporary file renamed over
- * it at the end, through a symbolic link to where the link points (as
- * tar -f follows it). The image itself is refused. */
-static int xw_target(struct xw *w, const char *out, int *direct,
-		     struct r4_error *err)
-{
-	struct stat st, img, lst;
-
-	*direct = 0;
-	if (stat(out, &st)) {
-		if (errno != ENOENT)
-			return r4i_fail(err, -errno, "%s: %s", out,
-				       strerror(errno));
-		if (!lstat(out, &lst))
-			return r4i_fail(err, R4_EINVAL, "%s: a symbolic link to "
-				       "nothing; refusing to write through it",
-				       out);
-		w->final = strdup(out);
-		return w->final ? 0 : r4i_fail(err, -ENOMEM, "out of memory");
-	}
-	if (!stat(r4_vol_path(w->vol), &img) && img.st_dev == st.st_dev &&
-	    img.st_ino == st.st_ino)
-		return r4i_fail(err, R4_EINVAL, "%s: is the image being "
-			       "extracted (%s); refusing to overwrite it", out,
-			       r4_vol_path(w->vol));
-	if (S_ISDIR(st.st_mode))
-		return r4i_fail(err, -EISDIR, "%s: is a directory", out);
-	if (!S_ISREG(st.st_mode)) {
-		*direct = 1;
-		return 0;
-	}
-	w->final = lstat(out, &lst) || !S_ISLNK(lst.st_mode) ? strdup(out) :
-		   realpath(out, NULL);
-	return w->final ? 0 : r4i_fail(err, -errno ? -errno : -ENOMEM,
-				      "%s: %s", out, strerror(errno ? errno :
-							     ENOMEM));
-}
-
-static int xw_open(struct xw *w, const char *out, char **tmp,
-		   struct r4_error *err)
-{
-	int fd = 1, direct = 0;
-
-	*tmp = NULL;
 	if (!(w->a = archive_write_new()))
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	archive_write_set_format_pax_restricted(w->a);
@@ -555,37 +510,14 @@ static int xw_open(struct xw *w, const char *out, char **tmp,
 	archive_write_set_bytes_per_block(w->a, XW_RECORDS * 10240);
 	archive_write_set_bytes_in_last_block(w->a, 10240);
 	if (strcmp(out, "-")) {
-		int rc = xw_target(w, out, &direct, err);
+		int rc = r4_outfile_open(&w->out, out, r4_vol_path(w->vol),
+					 R4_OUT_SPECIAL, 0666, "extracted",
+					 err);
 
 		if (rc)
 			return rc;
-	}
-	if (direct) {
-		fd = open(out, O_WRONLY | O_NOCTTY | O_CLOEXEC);
-		if (fd < 0)
-			return r4i_fail(err, -errno, "%s: %s", out,
-				       strerror(errno));
-		w->fd = fd;
-	} else if (strcmp(out, "-")) {
-		size_t n = strlen(w->final) + 16;
-
-		if (!(*tmp = malloc(n)))
-			return r4i_fail(err, -ENOMEM, "out of memory");
-		snprintf(*tmp, n, "%s.r4tmpXXXXXX", w->final);
-		r4_tmpfile_block();
-		fd = mkstemp(*tmp);
-		if (fd >= 0)
-			r4_tmpfile_add(*tmp);	/* removed on a signal */
-		r4_tmpfile_unblock();
-		if (fd < 0) {
-			int e = errno;
-
-			free(*tmp);
-			*tmp = NULL;
-			return r4i_fail(err, -e, "%s: %s", out, strerror(e));
-		}
-		w->fd = fd;
-		fchmod(fd, 0666 & ~umask_now());
+		w->have_out = 1;
+		fd = w->out.fd;
 	}
 	if (archive_write_open_fd(w->a, fd) != ARCHIVE_OK)
 		return r4i_fail(err, -EIO, "%s: %s", out,
@@ -593,7 +525,7 @@ static int xw_open(struct xw *w, const char *out, char **tmp,
 	return 0;
 }
 
-static int xw_close(struct xw *w, const char *out, char *tmp, int rc,
+static int xw_close(struct xw *w, const char *out, int rc,
 		    struct r4_error *err)
 {
 	if (w->a && !rc && archive_write_close(w->a) != ARCHIVE_OK)
@@ -601,27 +533,20 @@ static int xw_close(struct xw *w, const char *out, char *tmp, int rc,
 			     archive_error_string(w->a));
 	if (w->a)
 		archive_write_free(w->a);
-	if (w->fd >= 0 && close(w->fd) && !rc)
-		rc = r4i_fail(err, -errno, "%s: %s", out, strerror(errno));
-	if (tmp) {
-		if (!rc && rename(tmp, w->final))
-			rc = r4i_fail(err, -errno, "%s: %s", out,
-				     strerror(errno));
+	if (w->have_out) {
 		if (rc)
-			unlink(tmp);
-		r4_tmpfile_forget(tmp);
-		free(tmp);
+			r4_outfile_abort(&w->out);
+		else
+			rc = r4_outfile_commit(&w->out, out, err);
+		w->have_out = 0;
 	}
-	free(w->final);
-	w->final = NULL;
 	return rc;
 }
 
 int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 			  const struct r4_archive_opts *o, struct r4_error *err)
 {
-	struct xw w = { .vol = vol, .o = o, .fd = -1 };
-	char *tmp = NULL;
+	struct xw w = { .vol = vol, .o = o };
 	int rc;
 	/* Names are bytes; libarchive converts them from the locale's
 	 * character set to UTF-8 for the pax header and marks the ones it
@@ -640,10 +565,10 @@ int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 	if (!w.path || !w.buf)
 		rc = r4i_fail(err, -ENOMEM, "out of memory");
 	else
-		rc = xw_open(&w, out, &tmp, err);
+		rc = xw_open(&w, out, err);
 	if (!rc)
 		rc = xw_root(&w, err);
-	rc = xw_close(&w, out, tmp, rc, err);
+	rc = xw_close(&w, out, rc, err);
 	for (size_t i = r4_u64map_next(&w.links, 0); i < w.links.cap;
 	     i = r4_u64map_next(&w.links, i + 1))
 		free(*(char **)r4_u64map_val(&w.links, i));

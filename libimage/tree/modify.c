@@ -249,6 +249,13 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 	uint64_t nb = old;
 	int rc = 0, ok = 0;
 
+	/* items that continue each other are one item, as pack and defer
+	 * make them: the kernel merges two ctail40 items of one disk
+	 * cluster in a leaf and its flush assumes it (doc/compress.md
+	 * §3.1) */
+	if (ilist_coalesce(l, capacity(m) - ihsize(m), m->vol->blksize,
+			   m->vol->keypol))
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	if (old)
 		dc_forget(m, old);
 

@@ -328,10 +328,85 @@ plugin_bytes() {
 		sed -n 's/^plugin: *\([a-z0-9]*\).*/\1/p; s/^bytes: *//p' | tr '\n' ' '
 }
 
-@test "holes as the kernel makes them, from every input: a first cluster with no data has no items; a gap in it keeps conv from testing" {
+# The plugin set a file's stat data stores ("object=4 compressMode=1").
+pset_of() {
+	local b i
+	read -r b i < <(r4debugfs -R "stat $2" "$1" |
+		sed -n 's/^stat data: *block \([0-9]*\), item \([0-9]*\)/\1 \2/p')
+	[ -n "$b" ] || return 1
+	r4debugfs -R "print node $b" "$1" | awk -v i="#$i" '
+		$1 == i { on = 1; next }
+		/^#/ { on = 0 }
+		on && /plugin set:/ { sub(/.*plugin set: */, ""); print }'
+}
+
+@test "conv past the first cluster: lattd stored (the kernel's disable_conversion), by create, add and debugfs -w write and truncate; one cluster keeps conv" {
+	need_oracle
+	mkdir -p "$T/s" "$T/empty"
+	local i
+	for i in $(seq 1 4000); do echo "line $i of a text that compresses well"; done >"$T/s/big"
+	echo small >"$T/s/small"
+	r4pack create -q --compress=lzo1 "$T/s" "$T/c.img"
+	[ "$(pset_of "$T/c.img" /big)" = "object=4 compressMode=1" ]
+	[ "$(pset_of "$T/c.img" /small)" = "object=4" ]
+	r4pack create -q --compress=lzo1 "$T/empty" "$T/a.img"
+	r4pack add -q "$T/a.img" "$T/s"
+	[ "$(pset_of "$T/a.img" /big)" = "object=4 compressMode=1" ]
+	[ "$(pset_of "$T/a.img" /small)" = "object=4" ]
+	r4debugfs -w -R "write $T/s/big /big2" -R "write $T/s/small /small2" \
+		-R "write $T/s/small /small3" -R "truncate 100000 /small3" "$T/a.img"
+	[ "$(pset_of "$T/a.img" /big2)" = "object=4 compressMode=1" ]
+	[ "$(pset_of "$T/a.img" /small2)" = "object=4" ]
+	[ "$(pset_of "$T/a.img" /small3)" = "object=4 compressMode=1" ]
+	oracle_fsck "$T/c.img"
+	oracle_fsck "$T/a.img"
+	r4fsck -n "$T/a.img"
+}
+
+# Pairs of ctail40 items of one disk cluster side by side in one leaf
+# (the second continues the first, not at a cluster start): printed,
+# one a line. The kernel always merges them (doc/compress.md §3.1).
+unmerged_ctails() {
+	r4debugfs -R "print tree" "$1" | awk -v cs="$2" '
+		function hex(s,   i, v) {
+			v = 0
+			for (i = 1; i <= length(s); i++)
+				v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+			return v
+		}
+		/^node / { prev = ""; next }
+		/^#[0-9]+ / {
+			if ($2 != "ctail40") { prev = ""; next }
+			key = $4; gsub(/[\[\]]/, "", key); split(key, k, ":")
+			obj = k[1] ":" k[2] ":" k[3] ":" k[4]
+			off = hex(k[5]); len = $8 - 1
+			if (prev == obj && poff + plen == off && off % cs)
+				print "unmerged: " $4
+			prev = obj; poff = off; plen = len
+		}'
+}
+
+@test "r4pack add and debugfs -w write: one ctail40 item per disk cluster and leaf, as the kernel merges them" {
+	mkdir -p "$T/a" "$T/b" "$T/empty"
+	local i j
+	for i in $(seq 1 30); do
+		for j in $(seq 1 $((i * 300))); do echo "row $j of file $i, some words"; done >"$T/a/f$i"
+		cp "$T/a/f$i" "$T/b/g$i"
+	done
+	r4pack create -q --compress=lzo1 "$T/a" "$T/c.img"
+	r4pack add -q "$T/c.img" "$T/b"
+	r4debugfs -w -R "write $T/a/f30 /new30" -R "write $T/a/f20 /new20" "$T/c.img"
+	run unmerged_ctails "$T/c.img" 65536
+	echo "$output" | head -n 5
+	[ "$status" -eq 0 ] && [ -z "$output" ]
+	[ "$(r4debugfs -R "cat /g17" "$T/c.img" | sha256sum)" = "$(sha256sum <"$T/b/g17")" ]
+}
+
+@test "holes from every input: a hole cluster before data has no items, but cluster 0 is stored as zeros (the kernel panics otherwise); a gap in it keeps conv from testing" {
 	need_oracle
 	mkdir -p "$T/h/s" "$T/empty"
-	# 7 clusters of 64K, data only in the last one
+	# 7 clusters of 64K, data only in the last one: cluster 0 (zeros)
+	# and cluster 6 have items (doc/compress.md §3.4.1)
 	truncate -s 400000 "$T/h/s/sparse"
 	echo end >>"$T/h/s/sparse"
 	# a gap of 4K, then noise to 204800: the kernel would keep it
@@ -353,11 +428,11 @@ plugin_bytes() {
 		for f in sparse gapnoise; do
 			echo "$i $f: $(plugin_bytes "$T/$i.img" /s/$f)"
 		done
-		[ "$(plugin_bytes "$T/$i.img" /s/sparse)" = "ccreg40 65536 " ]
+		[ "$(plugin_bytes "$T/$i.img" /s/sparse)" = "ccreg40 131072 " ]
 		[ "$(plugin_bytes "$T/$i.img" /s/gapnoise)" = "ccreg40 262144 " ]
 		oracle_fsck "$T/$i.img"
 	done
-	[ "$(plugin_bytes "$T/write.img" /s/sparse2)" = "ccreg40 65536 " ]
+	[ "$(plugin_bytes "$T/write.img" /s/sparse2)" = "ccreg40 131072 " ]
 	[ "$(plugin_bytes "$T/write.img" /s/gapnoise2)" = "ccreg40 262144 " ]
 	same_as "$T/tar2.img" "$T/h"
 	same_as "$T/add.img" "$T/h"

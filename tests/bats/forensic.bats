@@ -343,3 +343,187 @@ PY
 	[ "$n" -ge 52 ]
 	[ "$(sha256sum <"$T/del.img")" = "$sum" ]
 }
+
+# ---- Outputs: what undel, dump, dumpblock and rdump write into --------
+
+# make_img, then remove /d/large.bin: DEL is its object id (a deleted
+# object every read of which succeeds) and SUM the image's checksum.
+del_img() {
+	make_img
+	DEL=$(oid_of "$T/a.img" /d/large.bin)
+	[ -n "$DEL" ]
+	r4debugfs -w -R 'rm /d/large.bin' "$T/a.img"
+	SUM=$(sha256sum <"$T/a.img")
+}
+
+# No temporary output file left in folder $1.
+no_tmp_left() {
+	local left
+	left=$(find "$1" -name '*.r4tmp*')
+	[ -z "$left" ] || { echo "left behind: $left"; return 1; }
+}
+
+@test "outputs: an undel that fails leaves an existing HOSTFILE as it was; one that succeeds replaces it" {
+	del_img
+	printf 'mine\n' >"$T/keep.txt"
+	# an object that survives nowhere, one still in the tree
+	for o in 0x1 0x7777777 "$(oid_of "$T/a.img" /keep)"; do
+		run r4debugfs -R "undel $o $T/keep.txt" "$T/a.img"
+		echo "$output"
+		[ "$status" -eq 1 ]
+		[ "$(cat "$T/keep.txt")" = mine ]
+	done
+	# a good one: the file is replaced (as r4pack extract replaces a
+	# tarball), through a symbolic link the file it names
+	ln -s keep.txt "$T/via"
+	r4debugfs -R "undel $DEL $T/via" "$T/a.img"
+	[ -L "$T/via" ]
+	cmp "$T/src/d/large.bin" "$T/keep.txt"
+	r4debugfs -R "dumpblock 16 $T/keep.txt" "$T/a.img"
+	cmp "$T/keep.txt" <(dd if="$T/a.img" bs=4096 skip=16 count=1 status=none)
+	no_tmp_left "$T"
+	[ "$(sha256sum <"$T/a.img")" = "$SUM" ]
+}
+
+@test "outputs: undel, dump and dumpblock onto the image, a hard or symbolic link to it: refused, image byte for byte" {
+	del_img
+	ln "$T/a.img" "$T/hard"
+	ln -s a.img "$T/soft"
+	# not even opened for writing (an O_TRUNC open that writes the same
+	# bytes back would change the modification time)
+	touch -d @1000000000 "$T/a.img"
+	stamp=$(stat -c %Y "$T/a.img")
+	for out in "$T/a.img" "$T/hard" "$T/soft"; do
+		for c in "undel $DEL" "dumpblock 30" "dump /keep"; do
+			run r4debugfs -R "$c $out" "$T/a.img"
+			echo "$c $out: $output"
+			[ "$status" -eq 1 ]
+			[ "${#lines[@]}" -eq 1 ]
+			[[ "$output" == *"$out: "* ]]
+			[ "$(sha256sum <"$T/a.img")" = "$SUM" ]
+		done
+		[[ "$output" == *"image"* ]] || [[ "$c" == dump* ]]
+	done
+	# also through the image's name given another way
+	run r4debugfs -R "dumpblock 30 $T/./a.img" "$T/a.img"
+	[ "$status" -eq 1 ]
+	# standard output sent into the image
+	run sh -c 'r4debugfs -R "dumpblock 30" "$1" >>"$1"' sh "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"image"* ]]
+	[ "$(sha256sum <"$T/a.img")" = "$SUM" ]
+	[ "$(sha256sum <"$T/hard")" = "$SUM" ]
+	[ "$(stat -c %Y "$T/a.img")" = "$stamp" ]
+	[ -L "$T/soft" ]
+	no_tmp_left "$T"
+}
+
+@test "outputs: a FIFO (no hang), a device node, a socket, a dangling symlink, a directory: refused, left as they were" {
+	del_img
+	mkfifo "$T/fifo"
+	ln -s /dev/null "$T/devlink"
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/sock"
+	ln -s "$T/nowhere" "$T/dangling"
+	mkdir "$T/dir"
+	outs="fifo devlink sock dangling dir"
+	if [ "$(id -u)" = 0 ]; then
+		mknod "$T/nul" c 1 3
+		outs="$outs nul"
+	fi
+	for o in $outs; do
+		for c in "undel $DEL" "dumpblock 30" "dump /keep"; do
+			run timeout 20 r4debugfs -R "$c $T/$o" "$T/a.img"
+			echo "$c $o: $output"
+			[ "$status" -eq 1 ]
+			[ "${#lines[@]}" -eq 1 ]
+			[[ "$output" == *"$T/$o: "* ]]
+		done
+	done
+	[ -p "$T/fifo" ] && [ -L "$T/devlink" ] && [ -S "$T/sock" ]
+	[ -L "$T/dangling" ] && [ ! -e "$T/nowhere" ] && [ -d "$T/dir" ]
+	[ -z "$(ls -A "$T/dir")" ]
+	[ "$(id -u)" != 0 ] || [ -c "$T/nul" ]
+	[ "$(sha256sum <"$T/a.img")" = "$SUM" ]
+	no_tmp_left "$T"
+}
+
+@test "outputs: dump never overwrites and leaves nothing for a file it cannot read" {
+	del_img
+	printf 'mine\n' >"$T/have"
+	run r4debugfs -R "dump /keep $T/have" "$T/a.img"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"exists already"* ]]
+	[ "$(cat "$T/have")" = mine ]
+	run r4debugfs -R "dump /d $T/new" "$T/a.img"
+	[ "$status" -eq 1 ]
+	[ ! -e "$T/new" ]
+	r4debugfs -R "dump /d/keep.bin $T/new" "$T/a.img"
+	cmp "$T/src/d/keep.bin" "$T/new"
+	no_tmp_left "$T"
+	[ "$(sha256sum <"$T/a.img")" = "$SUM" ]
+}
+
+@test "outputs: rdump into a folder keeps what is there (the image included) and copies the rest" {
+	make_img
+	mkdir "$T/out"
+	cp "$T/a.img" "$T/out/tail.bin"	# the image, under a name it holds
+	sum=$(sha256sum <"$T/out/tail.bin")
+	mkfifo "$T/out/keep"
+	ln -s "$T/nowhere" "$T/out/d"	# a dangling link where a folder goes
+	run timeout 20 r4debugfs -R "rdump / $T/out" "$T/out/tail.bin"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"tail.bin: exists already"* ]]
+	[[ "$output" == *"keep: exists already"* ]]
+	[ "$(sha256sum <"$T/out/tail.bin")" = "$sum" ]
+	[[ "$output" == *"d: cannot make the directory"* ]]
+	[ -p "$T/out/keep" ] && [ -L "$T/out/d" ] && [ ! -e "$T/nowhere" ]
+	cmp "$T/src/tail.bin" "$T/out/tail.bin" && return 1
+	no_tmp_left "$T/out"
+	# copied into a fresh folder: all of it
+	mkdir "$T/out2"
+	r4debugfs -R "rdump / $T/out2" "$T/out/tail.bin"
+	cmp "$T/src/d/e/huge.bin" "$T/out2/d/e/huge.bin"
+	# HOSTDIR a FIFO or the image: refused at once, nothing changed
+	mkfifo "$T/fifo"
+	for h in "$T/fifo" "$T/out/tail.bin"; do
+		run timeout 20 r4debugfs -R "rdump / $h" "$T/out/tail.bin"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"$h: Not a directory"* ]]
+	done
+	[ "$(sha256sum <"$T/out/tail.bin")" = "$sum" ]
+}
+
+@test "--json bodyfile: names that are not UTF-8 keep their bytes (line_b64), lsdel too (name_b64)" {
+	mkdir -p "$T/src"
+	printf a >"$T/src/bad"$'\xff'
+	printf b >"$T/src/bad"$'\xfe'
+	printf c >"$T/src/ok"
+	r4pack create -q "$T/src" "$T/a.img"
+	r4debugfs --json -R bodyfile "$T/a.img" >"$T/b.json"
+	r4debugfs -w -R "rm /bad"$'\xff' "$T/a.img"
+	r4debugfs --json -R bodyfile "$T/a.img" >"$T/d.json"
+	r4debugfs --json -R lsdel "$T/a.img" >"$T/l.json"
+	python3 - "$T/b.json" "$T/d.json" "$T/l.json" <<'PY'
+import base64, json, sys
+def lines(p):
+    out = []
+    for l in json.load(open(p))["lines"]:
+        if isinstance(l, dict):
+            raw = base64.b64decode(l["line_b64"])
+            assert l["line"] == raw.decode("utf-8", "replace"), l
+            out.append(raw)
+        else:
+            out.append(l.encode())
+    return out
+b = lines(sys.argv[1])
+names = sorted(l.split(b"|")[1] for l in b)
+assert names == [b"/", b"/bad\xfe", b"/bad\xff", b"/ok"], names
+d = lines(sys.argv[2])
+assert any(l.split(b"|")[1] == b"/bad\xff (deleted)" for l in d), d
+assert any(l.split(b"|")[1] == b"/bad\xfe" for l in d), d
+v = json.load(open(sys.argv[3]))
+assert [base64.b64decode(o["name_b64"]) for o in v] == [b"bad\xff"], v
+PY
+}

@@ -12,6 +12,7 @@
 #include "r4/read.h"
 #include "libimage/obj/obj.h"
 #include "libimage/obj/write.h"
+#include "libimage/obj/cluster.h"
 #include "format/plugin.h"
 
 static struct r4_vol *V;
@@ -80,6 +81,82 @@ static int mkfile(const char *path, uint64_t size, unsigned seed)
 	snprintf(rel, sizeof(rel), "host%s", path);
 	eu_host_file(rel, size, seed);
 	return r4_create(T, path, &a, size, eu_data_fn, &d, &E);
+}
+
+/* A sparse file: size bytes, data only in [at, at + n) (the pattern of
+ * eu_data from 'at' on), the same in the host folder. */
+struct sparse_src {
+	struct eu_data d;
+	uint64_t at;
+};
+
+static int sparse_fn(void *ctx, uint64_t *off, const void **buf,
+		     size_t *len, struct r4_error *err)
+{
+	struct sparse_src *s = ctx;
+	int rc = eu_data_fn(&s->d, off, buf, len, err);
+
+	*off += s->at;
+	return rc;
+}
+
+static int mksparse(const char *path, uint64_t at, uint64_t n,
+		    unsigned seed)
+{
+	struct sparse_src s = { { n, 0, seed, { 0 } }, at };
+	struct r4_attr a = A(S_IFREG | 0644);
+	uint64_t off;
+	const void *b;
+	size_t len;
+	char host[1024];
+	FILE *f;
+
+	snprintf(host, sizeof(host), "%s/host%s", eu_dir, path);
+	f = fopen(host, "wb");
+	tap_require(f, "cannot create %s", host);
+	while (sparse_fn(&s, &off, &b, &len, NULL) > 0)
+		tap_require(!fseek(f, (long)off, SEEK_SET) &&
+			    fwrite(b, 1, len, f) == len, "cannot write %s",
+			    host);
+	tap_require(!ftruncate(fileno(f), (off_t)(at + n)) && !fclose(f),
+		    "cannot write %s", host);
+	s.d.pos = 0;
+	return r4_create(T, path, &a, at + n, sparse_fn, &s, &E);
+}
+
+/* The length of disk cluster 0 of a ccreg40 file, -1 on an error. */
+static long dc0_len(const char *path)
+{
+	static uint8_t buf[65536];
+	struct r4_objref ref;
+	struct obj_sd sd;
+	struct obj_cc cc;
+	struct obj_dc dc;
+	int rc = r4_lookup(V, path, &ref, &E);
+
+	if (!rc)
+		rc = obj_sd_get(V, &ref, &sd, &E);
+	if (rc)
+		return -1;
+	rc = obj_cc_params(V, &ref, &sd, &cc, &E);
+	obj_sd_put(&sd);
+	if (!rc)
+		rc = obj_dc_load(V, &ref, cc.shift, 0, buf, &dc, &E);
+	return rc ? -1 : (long)dc.len;
+}
+
+/* The compressMode member a file's stat data stores, -1 if none. */
+static int pset_cmode(const char *path)
+{
+	struct r4_objref ref;
+	struct obj_sd sd;
+	int rc = r4_lookup(V, path, &ref, &E), v;
+
+	if (rc || obj_sd_get(V, &ref, &sd, &E))
+		return -2;
+	v = obj_pset_find(&sd.st.pset, FMT_PSET_CMODE);
+	obj_sd_put(&sd);
+	return v;
 }
 
 static int mkd(const char *path)
@@ -390,7 +467,7 @@ static void aborts(void)
  * plugin. Here the root says reg40 (eu_mkfs) and /heir's heir set says
  * ccreg40, zstd1, 16K clusters: /heir/f is compressed that way, a file
  * beside /heir stays reg40. */
-#define HEIR_CHECKS 12
+#define HEIR_CHECKS 17
 static void heir(void)
 {
 	struct r4_objref ref;
@@ -425,6 +502,10 @@ static void heir(void)
 	OKE(mkfile("/heir/f", 100000, 7), "create /heir/f");
 	OKE(mkfile("/heir/small", 100, 8), "create /heir/small");
 	OKE(mkfile("/beside", 100000, 9), "create /beside");
+	OKE(mksparse("/heir/lead", 40000, 1000, 10), "create /heir/lead "
+	    "(a hole, then data in cluster 2)");
+	OKE(mksparse("/heir/empty", 40000, 0, 11), "create /heir/empty "
+	    "(holes only)");
 	OKE(commit(), "commit");
 	tap_require(eu_open(IMG, &V) == 0, "cannot open %s", IMG);
 	rc = r4_lookup(V, "/heir/f", &ref, &E);
@@ -433,19 +514,27 @@ static void heir(void)
 	if (!rc) {
 		const struct fmt_pset *ps = &sd.st.pset;
 
-		ok(sd.plugin == FMT_OBJ_CCREG40 && ps->count == 3 &&
+		ok(sd.plugin == FMT_OBJ_CCREG40 && ps->count == 4 &&
 		   obj_pset_find(ps, FMT_PSET_FILE) == FMT_OBJ_CCREG40 &&
 		   obj_pset_find(ps, FMT_PSET_COMPRESSION) ==
 		   FMT_COMPRESS_ZSTD1 &&
 		   obj_pset_find(ps, FMT_PSET_CLUSTER) == FMT_CLUSTER_16K &&
-		   obj_pset_find(ps, FMT_PSET_CMODE) < 0 &&
+		   obj_pset_find(ps, FMT_PSET_CMODE) == FMT_CMODE_LATTD &&
 		   sd.st.rdev_or_bytes % 16384 == 0,
-		   "/heir/f: ccreg40, its stat data stores file, compress "
-		   "and cluster (not compressMode: conv, as the root's)");
+		   "/heir/f: ccreg40, its stat data stores file, compress, "
+		   "cluster and compressMode lattd (conv kept it compressed "
+		   "past its first cluster, as the kernel's "
+		   "disable_conversion)");
 		obj_sd_put(&sd);
 	} else {
 		ok(0, "/heir/f: %s", E.msg);
 	}
+	ok(pset_cmode("/heir/small") == -1, "/heir/small: no compressMode "
+	   "stored (one cluster: conv stays, as the kernel leaves it)");
+	ok(dc0_len("/heir/lead") > 0, "/heir/lead: cluster 0 has an item "
+	   "(zeros: the kernel panics reading a file that starts with a "
+	   "hole cluster)");
+	ok(dc0_len("/heir/empty") == 0, "/heir/empty: holes only, no item");
 	rc = r4_lookup(V, "/beside", &ref, &E);
 	if (!rc)
 		rc = obj_sd_get(V, &ref, &sd, &E);
