@@ -54,6 +54,12 @@ enum r4_check_code {
 	R4_CHK_JOURNAL_PENDING,	/* a committed transaction not yet copied
 				 * in place (read through by --check): the
 				 * kernel's own replay loses it */
+	R4_CHK_CC_HOLE0,	/* ccreg40: cluster 0 a hole, a later one not
+				 * (the kernel panics reading it) */
+	R4_CHK_CC_UNMERGED,	/* ccreg40: two items of one disk cluster
+				 * side by side in a leaf */
+	R4_CHK_CC_CONV,		/* ccreg40 past its first cluster in conv */
+	R4_CHK_CC_CROSS,	/* ccreg40: an item crosses its cluster end */
 	R4_CHK_CODE_COUNT
 };
 

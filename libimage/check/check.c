@@ -50,6 +50,10 @@ static const char *const code_names[R4_CHK_CODE_COUNT] = {
 	[R4_CHK_BLOCK_SHARED] = "block-shared",
 	[R4_CHK_CLUSTER] = "compressed-cluster",
 	[R4_CHK_JOURNAL_PENDING] = "journal-unreplayed",
+	[R4_CHK_CC_HOLE0] = "ccreg-leading-hole",
+	[R4_CHK_CC_UNMERGED] = "ccreg-unmerged",
+	[R4_CHK_CC_CONV] = "ccreg-conv",
+	[R4_CHK_CC_CROSS] = "ccreg-crossing",
 };
 
 const char *r4_check_code_name(int code)

@@ -1,21 +1,268 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: the checker's pass over compressed (ccreg40) files: every disk
  * cluster is gathered, its layout, stored form and checksum checked and
- * its stream test-decompressed (doc/compress.md §6). */
+ * its stream test-decompressed; and what reads right but the Reiser4
+ * kernel cannot take: cluster 0 a hole before data, two items of one
+ * disk cluster unmerged in a leaf, an item across its cluster's end, a
+ * file past its first cluster in compression mode conv
+ * (doc/compress.md §6). */
 #include "config.h"
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "libimage/check/check.h"
 #include "libimage/obj/obj.h"
 #include "libimage/obj/cluster.h"
+#include "libimage/tree/tree.h"
 #include "libimage/util/err.h"
+#include "format/item.h"
 #include "format/plugin.h"
+
+/* ---- what the kernel cannot take (doc/compress.md §6) ---- */
+
+#define PATHS_NAMED_MAX 64	/* path look-ups per check: bounded work */
+#define PATH_DEPTH_MAX 256
+
+struct up {
+	uint64_t oid;		/* the entry wanted */
+	const struct r4_objref *ref;	/* its whole key, when known */
+	size_t len;
+	char buf[CHK_NAME_MAX + 1];
+	uint64_t dotdot;	/* the directory's parent, 0 unknown */
+	int found;
+};
+
+static int up_fn(void *ctx, const char *name, size_t len,
+		 const struct fmt_key *key, const struct r4_objref *t)
+{
+	struct up *u = ctx;
+
+	(void)key;
+	if (len == 2 && name[0] == '.' && name[1] == '.') {
+		u->dotdot = t->oid;
+		return 0;
+	}
+	if ((len == 1 && name[0] == '.') || u->found || t->oid != u->oid ||
+	    (u->ref && (t->locality != u->ref->locality ||
+			t->ordering != u->ref->ordering)) ||
+	    len > CHK_NAME_MAX)
+		return 0;
+	memcpy(u->buf, name, len);
+	u->len = len;
+	u->found = 1;
+	return 0;
+}
+
+/* A path of ref for a message, found upwards from the directory its
+ * locality names (where the kernel creates an object) through "..":
+ * "" when it does not lead to the root that way. Names escaped. */
+void chk_cc_path(struct chk *c, const struct r4_objref *ref, char *out,
+		 size_t n)
+{
+	uint64_t oid = ref->oid, dir = ref->locality;
+	char *tmp;
+	size_t at;
+
+	if (!n)
+		return;
+	out[0] = '\0';
+	if (c->paths_named >= PATHS_NAMED_MAX)
+		return;
+	c->paths_named++;
+	at = n - 1;
+	tmp = malloc(n);
+	if (!tmp)
+		return;
+	tmp[at] = '\0';
+	for (unsigned d = 0; d < PATH_DEPTH_MAX; d++) {
+		struct up u = { .oid = oid, .ref = d ? NULL : ref };
+		struct r4_error e = { 0, "" };
+		char shown[4 * CHK_NAME_MAX + 4];
+		size_t sl;
+
+		if (obj_dir_iter(c->vol, dir, up_fn, &u, &e) || !u.found)
+			break;
+		chk_name_str((const uint8_t *)u.buf, u.len, shown,
+			     sizeof(shown));
+		sl = strlen(shown);
+		if (sl + 1 > at)
+			break;
+		at -= sl;
+		memcpy(tmp + at, shown, sl);
+		tmp[--at] = '/';
+		if (dir == FMT_ROOT_OID) {
+			snprintf(out, n, "%s", tmp + at);
+			break;
+		}
+		if (!u.dotdot || u.dotdot == dir)
+			break;
+		oid = dir;
+		dir = u.dotdot;
+	}
+	free(tmp);
+}
+
+/* "compressed file /a/b (object 1f)" or "compressed file 1f". */
+static void who(struct chk *c, const struct r4_objref *ref, char *out,
+		size_t n)
+{
+	char path[1024];
+
+	chk_cc_path(c, ref, path, sizeof(path));
+	if (path[0])
+		snprintf(out, n, "compressed file %s (object %llx)", path,
+			 (unsigned long long)ref->oid);
+	else
+		snprintf(out, n, "compressed file %llx",
+			 (unsigned long long)ref->oid);
+}
+
+int chk_cc_layout(struct r4_vol *vol, const struct r4_objref *ref,
+		  unsigned shift, uint64_t size, chk_ccl_fn fn, void *ctx,
+		  struct r4_error *err)
+{
+	uint64_t mask = ((uint64_t)1 << shift) - 1;
+	struct chk_ccl f, prev = { 0 };
+	struct tree_cursor cur;
+	struct tree_item it;
+	struct fmt_key k;
+	int rc, first = 1, have_prev = 0;
+
+	fmt_key_body(&k, ref->locality, vol->keypol == FMT_KEY_LARGE ?
+		     ref->ordering : 0, ref->oid, 0);
+	tree_cursor_init(&cur, vol);
+	rc = tree_seek_ge(&cur, &k, err);
+	while (!rc) {
+		rc = tree_cur(&cur, &it, err);
+		if (rc || !obj_is_body(ref, &it.key) ||
+		    it.plugin_id != FMT_ITEM_CTAIL40 ||
+		    it.len <= FMT_CTAIL40_HDR_SIZE)
+			break;
+		memset(&f, 0, sizeof(f));
+		f.off = fmt_key_offset(&it.key);
+		f.units = it.len - FMT_CTAIL40_HDR_SIZE;
+		f.blk = it.blk;
+		f.pos = it.pos;
+		f.shift = it.body[0];
+		if (first && size && f.off > mask) {
+			f.kind = CHK_CCL_HOLE0;
+			rc = fn(ctx, &f);
+		}
+		first = 0;
+		/* (after an item across its cluster end: once it is cut) */
+		if (!rc && have_prev && prev.blk == f.blk &&
+		    prev.pos + 1 == f.pos && prev.shift == f.shift &&
+		    (f.off & mask) && prev.off + prev.units == f.off &&
+		    (prev.off & mask) + prev.units <= mask + 1) {
+			f.kind = CHK_CCL_UNMERGED;
+			f.prev_off = prev.off;
+			f.prev_units = prev.units;
+			rc = fn(ctx, &f);
+		}
+		if (!rc && (f.off & mask) + f.units > mask + 1) {
+			f.kind = CHK_CCL_CROSS;
+			rc = fn(ctx, &f);
+		}
+		prev = f;
+		have_prev = 1;
+		if (!rc)
+			rc = tree_next(&cur, err);
+	}
+	tree_cursor_fini(&cur);
+	return rc == R4_ENOTFOUND ? 0 : rc;
+}
+
+/* The first finding of each kind and how many there are. */
+struct ccl_sum {
+	struct chk_ccl first[CHK_CCL_CROSS + 1];
+	uint64_t count[CHK_CCL_CROSS + 1];
+};
+
+static int ccl_count(void *ctx, const struct chk_ccl *f)
+{
+	struct ccl_sum *s = ctx;
+
+	if (!s->count[f->kind]++)
+		s->first[f->kind] = *f;
+	return 0;
+}
+
+static void more(char *out, size_t n, uint64_t count, const char *what)
+{
+	if (count > 1)
+		snprintf(out, n, " (%llu such %s)", (unsigned long long)count,
+			 what);
+	else
+		out[0] = '\0';
+}
+
+/* doc/compress.md §6: the layouts of the items the kernel cannot take. */
+static void report_layout(struct chk *c, const struct r4_objref *ref,
+			  unsigned shift, const struct ccl_sum *s)
+{
+	const struct chk_ccl *f;
+	struct fmt_key k;
+	char w[1200], m[64];
+
+	if (!s->count[CHK_CCL_HOLE0] && !s->count[CHK_CCL_UNMERGED] &&
+	    !s->count[CHK_CCL_CROSS])
+		return;
+	who(c, ref, w, sizeof(w));
+	if (s->count[CHK_CCL_HOLE0]) {
+		f = &s->first[CHK_CCL_HOLE0];
+		fmt_key_body(&k, ref->locality, c->vol->keypol ==
+			     FMT_KEY_LARGE ? ref->ordering : 0, ref->oid,
+			     f->off);
+		chk_problem(c, R4_CHK_CC_HOLE0, f->blk, (int)f->pos, &k,
+			    "%s: cluster 0 is a hole (no ctail40 item) while "
+			    "cluster %llu has items (tree node %llu): the "
+			    "Reiser4 kernel panics reading this file", w,
+			    (unsigned long long)(f->off >> shift),
+			    (unsigned long long)f->blk);
+	}
+	if (s->count[CHK_CCL_UNMERGED]) {
+		f = &s->first[CHK_CCL_UNMERGED];
+		fmt_key_body(&k, ref->locality, c->vol->keypol ==
+			     FMT_KEY_LARGE ? ref->ordering : 0, ref->oid,
+			     f->off);
+		more(m, sizeof(m), s->count[CHK_CCL_UNMERGED], "pairs");
+		chk_problem(c, R4_CHK_CC_UNMERGED, f->blk, (int)f->pos, &k,
+			    "%s, cluster %llu, tree node %llu: ctail40 items "
+			    "%u and %u (offsets %llu and %llu) hold one disk "
+			    "cluster side by side, unmerged%s: the Reiser4 "
+			    "kernel keeps them as one item, and its flush puts "
+			    "keys out of order rewriting them", w,
+			    (unsigned long long)(f->off >> shift),
+			    (unsigned long long)f->blk, f->pos - 1, f->pos,
+			    (unsigned long long)f->prev_off,
+			    (unsigned long long)f->off, m);
+	}
+	if (s->count[CHK_CCL_CROSS]) {
+		f = &s->first[CHK_CCL_CROSS];
+		fmt_key_body(&k, ref->locality, c->vol->keypol ==
+			     FMT_KEY_LARGE ? ref->ordering : 0, ref->oid,
+			     f->off);
+		more(m, sizeof(m), s->count[CHK_CCL_CROSS], "items");
+		chk_problem(c, R4_CHK_CC_CROSS, f->blk, (int)f->pos, &k,
+			    "%s, cluster %llu, tree node %llu, item %u: "
+			    "ctail40 item of %zu bytes at offset %llu crosses "
+			    "the cluster end%s: the Reiser4 kernel spins "
+			    "reading it", w,
+			    (unsigned long long)(f->off >> shift),
+			    (unsigned long long)f->blk, f->pos, f->units,
+			    (unsigned long long)f->off, m);
+	}
+}
 
 void chk_cc_body(struct chk *c, const struct chk_body *b)
 {
 	struct r4_objref ref = { b->el0 >> 4, b->el1, b->el2 };
 	struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
 	struct r4_error e = { 0, "" };
+	struct ccl_sum s;
 	struct obj_sd sd;
+	struct obj_cc cc;
 	uint64_t n = 0;
 
 	if (b->kinds != CHK_BODY_CTAIL) {
@@ -26,16 +273,64 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 	}
 	if (obj_sd_get(c->vol, &ref, &sd, &e))
 		return;		/* the stat data was reported already */
+	memset(&s, 0, sizeof(s));
+	if (sd.plugin == FMT_OBJ_CCREG40 &&
+	    !obj_cc_params(c->vol, &ref, &sd, &cc, &e) &&
+	    chk_cc_layout(c->vol, &ref, cc.shift, sd.st.size, ccl_count, &s,
+			  &e) == -ENOMEM) {
+		chk_problem(c, R4_CHK_BODY, b->blk, b->item, &k,
+			    "compressed file: %s", r4_strerror(-ENOMEM));
+		obj_sd_put(&sd);
+		return;
+	}
+	e.code = 0;
+	e.msg[0] = '\0';
 	if (sd.plugin != FMT_OBJ_CCREG40) {
 		chk_problem(c, R4_CHK_BODY, b->blk, b->item, &k, "object %llx "
 			    "has ctail40 items but its plugin is %s",
 			    (unsigned long long)(b->el2 & CHK_OID_MASK),
 			    fmt_object_name(sd.plugin) ?
 			    fmt_object_name(sd.plugin) : "unknown");
-	} else if (obj_cc_verify(c->vol, &ref, &sd, &n, &e)) {
-		chk_problem(c, e.code == -ENOMEM ? R4_CHK_BODY : R4_CHK_CLUSTER,
-			    b->blk, b->item, &k, "compressed file: %s",
-			    e.msg[0] ? e.msg : r4_strerror(e.code));
+	} else {
+		report_layout(c, &ref, cc.shift, &s);
+		/* an item across a cluster end is its own problem: the
+		 * clusters it joins are read once it is cut */
+		if (!s.count[CHK_CCL_CROSS] &&
+		    obj_cc_verify(c->vol, &ref, &sd, &n, &e))
+			chk_problem(c, e.code == -ENOMEM ? R4_CHK_BODY :
+				    R4_CHK_CLUSTER, b->blk, b->item, &k,
+				    "compressed file: %s", e.msg[0] ? e.msg :
+				    r4_strerror(e.code));
+	}
+	obj_sd_put(&sd);
+}
+
+void chk_cc_conv(struct chk *c, const struct chk_obj *o)
+{
+	struct r4_objref ref = { o->el0 >> 4, o->el1, o->el2 };
+	struct fmt_key k = { { o->el0, o->el1, o->el2, 0 } };
+	struct r4_error e = { 0, "" };
+	struct obj_sd sd;
+	struct obj_cc cc;
+	char w[1200];
+
+	if (obj_sd_get(c->vol, &ref, &sd, &e))
+		return;
+	if (sd.plugin == FMT_OBJ_CCREG40 &&
+	    !obj_cc_params(c->vol, &ref, &sd, &cc, &e) &&
+	    cc.cmode == FMT_CMODE_CONV &&
+	    sd.st.size > ((uint64_t)1 << cc.shift)) {
+		who(c, &ref, w, sizeof(w));
+		chk_problem(c, R4_CHK_CC_CONV, o->blk, o->item, &k,
+			    "%s: %llu bytes, longer than its %u-byte first "
+			    "cluster, in compression mode conv (%s): the "
+			    "Reiser4 kernel never keeps such a file (it stores "
+			    "lattd when conv ends) and a write into it hits a "
+			    "BUG", w, (unsigned long long)sd.st.size,
+			    1u << cc.shift,
+			    obj_pset_find(&sd.st.pset, FMT_PSET_CMODE) >= 0 ?
+			    "its own plugin set" : "not in its plugin set: "
+			    "the root's or the default");
 	}
 	obj_sd_put(&sd);
 }

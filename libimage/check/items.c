@@ -76,6 +76,10 @@ static int item_stat(struct item_ctx *x)
 	o->size = st.size;
 	o->flags = (fmt_stat_has(&st, FMT_SDEXT_LW) ? CHK_OBJ_LW : 0) |
 		   (fmt_stat_has(&st, FMT_SDEXT_SYMLINK) ? CHK_OBJ_SYMLINK : 0);
+	for (unsigned m = 0; m < st.pset.count; m++)
+		if (st.pset.member[m] == FMT_PSET_FILE &&
+		    st.pset.id[m] == FMT_OBJ_CCREG40)
+			o->flags |= CHK_OBJ_CC;
 	if (fmt_key_locality(k) == FMT_ROOT_LOCALITY &&
 	    fmt_key_objectid(k) == FMT_ROOT_OID)
 		root_pset(x->c, &st);

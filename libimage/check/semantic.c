@@ -169,6 +169,9 @@ void chk_sem_object(struct chk *c, const struct chk_obj *o)
 		chk_obj_problem(c, o, R4_CHK_SD, "mode %06o is not a "
 				"symlink's, but a symlink target is stored",
 				o->mode);
+	if (fmt == MODE_REG && (o->flags & CHK_OBJ_CC) &&
+	    o->size > ((uint64_t)1 << FMT_CTAIL40_MIN_SHIFT))
+		chk_cc_conv(c, o);	/* doc/compress.md §6 */
 	if (fmt == MODE_DIR)
 		c->rep->dirs++;
 	else if (fmt == MODE_REG)

@@ -10,6 +10,7 @@
 #define B "block"
 #define BIK "block, item, key"
 #define BIKO "block, item, key, object"
+#define BIKOP "block, item, key, object, path"
 #define REBUILD "the storage tree is rebuilt from the items that pass the " \
 	"checks (-y; preen never)"
 
@@ -170,6 +171,35 @@ static const struct r4_problem_info table[] = {
 	  "-y, the default mode, and every r4kit writer): the super block, "
 	  "the bitmaps and the nodes copied in place from the log, then the "
 	  "journal footer" },
+	{ R4_CHK_CC_HOLE0, NULL, BIKOP,
+	  "compressed file {path} ({oid}): cluster 0 is a hole while a "
+	  "later cluster has items (tree node {block}): the Reiser4 kernel "
+	  "panics reading this file", R4_FIX_PREEN,
+	  "cluster 0 stored as an all-zero cluster (compressed when its "
+	  "plugin and mode would compress it, else raw zeros), the stat "
+	  "data's bytes one cluster more: the file reads the same, and the "
+	  "kernel reads it" },
+	{ R4_CHK_CC_UNMERGED, NULL, BIKOP,
+	  "compressed file {path} ({oid}), cluster {n}, tree node {block}: "
+	  "two ctail40 items of one disk cluster side by side, unmerged "
+	  "(the Reiser4 kernel's flush puts keys out of order rewriting "
+	  "them)", R4_FIX_PREEN,
+	  "the items of the leaf that continue each other inside a disk "
+	  "cluster joined into one item, as the kernel keeps them (bytes "
+	  "unchanged)" },
+	{ R4_CHK_CC_CONV, NULL, BIKOP,
+	  "compressed file {path} ({oid}): longer than one cluster in "
+	  "compression mode conv (a Reiser4 kernel write into it hits a "
+	  "BUG)", R4_FIX_PREEN,
+	  "compression mode lattd stored in the file's plugin set, as the "
+	  "kernel stores it when conv ends (bytes unchanged)" },
+	{ R4_CHK_CC_CROSS, NULL, BIKOP,
+	  "compressed file {path} ({oid}), cluster {n}, tree node {block}: "
+	  "a ctail40 item crosses the cluster end (libreiser4 writes them; "
+	  "the Reiser4 kernel spins reading them)", R4_FIX_YES,
+	  "the item cut at each cluster end it crosses, each piece under "
+	  "the key of its first byte (no byte moved): the file reads the "
+	  "same, and the kernel reads it" },
 };
 
 const struct r4_problem_info *r4_problem_info(int code)

@@ -191,6 +191,24 @@ static int rebuild_helps(const struct rep *R)
 	       !R->codes[R4_CHK_FORMAT40];
 }
 
+/* The object fixes of -y, in order. */
+static int fix_objects(struct rep *R, int *changed)
+{
+	int rc = 0;
+
+	/* Keys before names: a stat data put back under the key its entry
+	 * gives keeps the entry, and out of /lost+found (keys.c). */
+	if (R->codes[R4_CHK_ENTRY] || R->codes[R4_CHK_OBJECT_DUP])
+		rc = rep_fix_keys(R, changed);
+	/* then compressed files whose clusters or stat data disagree
+	 * (cc.c) */
+	if (!rc && !*changed)
+		rc = rep_fix_cc(R, changed);
+	if (!rc && !*changed)
+		rc = rep_fix_objects(R, changed);
+	return rc;
+}
+
 static int rounds(struct rep *R)
 {
 	int rc = 0;
@@ -241,19 +259,15 @@ static int rounds(struct rep *R)
 		else if (R->o->mode == R4_REPAIR_FIX &&
 			 R->codes[R4_CHK_BLOCK_SHARED])
 			rc = rep_fix_shared(R, &changed);
-		else if (R->o->mode == R4_REPAIR_FIX) {
-			/* Keys before names: a stat data put back under the
-			 * key its entry gives keeps the entry, and out of
-			 * /lost+found (keys.c). */
-			if (R->codes[R4_CHK_ENTRY] ||
-			    R->codes[R4_CHK_OBJECT_DUP])
-				rc = rep_fix_keys(R, &changed);
-			/* then compressed files whose clusters or stat
-			 * data disagree (cc.c) */
-			if (!rc && !changed)
-				rc = rep_fix_cc(R, &changed);
-			if (!rc && !changed)
-				rc = rep_fix_objects(R, &changed);
+		else {
+			/* Compressed files the kernel cannot take, which
+			 * read right (cclayout.c; preen too): an item across
+			 * a cluster end is cut before the cluster pass
+			 * would find its clusters unreadable. */
+			if (rep_cc_layout_found(R))
+				rc = rep_fix_cc_layout(R, &changed);
+			if (!rc && !changed && R->o->mode == R4_REPAIR_FIX)
+				rc = fix_objects(R, &changed);
 		}
 		if (rc || !changed)
 			break;

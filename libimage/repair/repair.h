@@ -65,6 +65,11 @@ int rep_entry_name(struct chk *c, const struct chk_ent *e, char **name,
 /* Compressed files whose clusters or stat data disagree (cc.c); does
  * nothing unless the round found compressed-cluster or body problems. */
 int rep_fix_cc(struct rep *R, int *changed);
+/* Compressed files that read right but that the Reiser4 kernel cannot
+ * take (cclayout.c): whether this round found one the mode fixes, and
+ * the fixes (preen and -y). */
+int rep_cc_layout_found(const struct rep *R);
+int rep_fix_cc_layout(struct rep *R, int *changed);
 /* Objects and names (objects.c). */
 int rep_fix_objects(struct rep *R, int *changed);
 /* 1 when body items without stat data carry the object id of an
