@@ -208,12 +208,12 @@ static void counters(struct sp *p)
 		next = FMT_FIRST_FREE_OID;
 	p->files = c->nobjs;
 	p->next_oid = next;
-	if (vol->sb.file_count != p->files ||
+	if (vol->sb_own.file_count != p->files ||
 	    (vol->jf.last_flushed_tx && vol->jf.nr_files != p->files))
 		rep_action(R, R4_CHK_FILE_COUNT, fmt_blk_format40(c->bs), 0,
 			   R4_LOSS_NONE, 0, "file count set to %llu (was %llu, "
 			   "journal footer %llu)", (unsigned long long)p->files,
-			   (unsigned long long)vol->sb.file_count,
+			   (unsigned long long)vol->sb_own.file_count,
 			   (unsigned long long)vol->jf.nr_files);
 	if (next != vol->sb.next_oid)
 		rep_action(R, R4_CHK_OID, fmt_blk_format40(c->bs), 0,
@@ -256,7 +256,7 @@ int rep_fix_space(struct rep *R, int *changed)
 
 	if (!exp)
 		return r4i_fail(R->err, -ENOMEM, "out of memory");
-	sbfree = R->vol->sb.free_blocks;
+	sbfree = R->vol->sb_own.free_blocks;
 	jffree = R->vol->jf.free_blocks;
 	counters(&p);
 	rc = old_free(R, &p.free_total);

@@ -69,6 +69,7 @@ static int load_format40(struct r4_vol *vol, uint8_t *buf,
 	if (rc)
 		return rc;
 	fmt_format40_decode(buf, &vol->sb);
+	vol->sb_own = vol->sb;
 	why = fmt_format40_verify(&vol->sb, vol->blksize);
 	if (why)
 		return r4i_fail(err, R4_ECORRUPT, "%s: format40 super block "

@@ -403,6 +403,36 @@ tail_paths() {
 	[ "$(peek "$T/bad.img" $((17 * 4096 + 8)) 8)" = 16359 ]
 }
 
+# After an edit the journal footer holds the counters too (a writable
+# open lays them over the super block's): a wrong count in the super
+# block alone is still what -n reports, and -p and -y fix it.
+@test "after an edit, the super block's free and file counts wrong, the footer's right: -n, -p and -y agree" {
+	local mode want_free want_files
+	fresh
+	r4debugfs -w -R "mkdir /d" "$T/bad.img"
+	[ "$(peek "$T/bad.img" $((20 * 4096)) 8)" != 0 ]	# footer in use
+	want_free=$(peek "$T/bad.img" $((17 * 4096 + 8)) 8)
+	want_files=$(peek "$T/bad.img" $((17 * 4096 + 32)) 8)
+	poke "$T/bad.img" $((17 * 4096 + 8)) $((want_free + 5)) 8
+	poke "$T/bad.img" $((17 * 4096 + 32)) $((want_files + 3)) 8
+	cp "$T/bad.img" "$T/bad2.img"
+	for mode in -p -y; do
+		cp "$T/bad2.img" "$T/bad.img"
+		run r4fsck -n "$T/bad.img"
+		echo "$output"
+		[ "$status" -eq 4 ]
+		[[ "$output" == *"free block count is $((want_free + 5))"* ]]
+		run r4fsck "$mode" "$T/bad.img"
+		echo "$mode: $output"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"fixed (free-count): free block count set to $want_free"* ]]
+		[[ "$output" == *"fixed (file-count): file count set to $want_files"* ]]
+		[ "$(peek "$T/bad.img" $((17 * 4096 + 8)) 8)" = "$want_free" ]
+		[ "$(peek "$T/bad.img" $((17 * 4096 + 32)) 8)" = "$want_files" ]
+		repaired_clean "$T/bad.img"
+	done
+}
+
 @test "zeroed root node: the tree rebuilt from the leaf a scan finds" {
 	fresh
 	dd if=/dev/zero of="$T/bad.img" bs=4096 seek=23 count=1 conv=notrunc status=none
