@@ -124,20 +124,28 @@ static int fix_status(struct sp *p, uint8_t *buf)
 
 	/* Without its magic the kernel takes the block for an old volume's
 	 * and mounts normally: nothing to fix then. */
-	if (!vol->status_present || vol->status.status == FMT_STATUS_OK)
+	if (!vol->status_garbage &&
+	    (!vol->status_present || vol->status.status == FMT_STATUS_OK))
 		return 0;
 	rc = txn_capture_fixed(p->t, blk, &b, R->err);
 	if (rc)
 		return rc;
 	(void)buf;
-	fmt_status_decode(b->data, &st);
 	fmt_status_init(&st);
+	memset(b->data, 0, vol->blksize);
 	fmt_status_encode(&st, b->data);
 	txn_put(p->t, b);
-	rep_action(R, R4_CHK_STATUS, blk, 0, R4_LOSS_NONE, 0,
-		   "status block cleared (was %#llx)",
-		   (unsigned long long)vol->status.status);
+	if (vol->status_garbage)
+		rep_action(R, R4_CHK_STATUS, blk, 0, R4_LOSS_NONE, 0,
+			   "status block held garbage: written afresh (magic, "
+			   "status 0)");
+	else
+		rep_action(R, R4_CHK_STATUS, blk, 0, R4_LOSS_NONE, 0,
+			   "status block cleared (was %#llx)",
+			   (unsigned long long)vol->status.status);
 	vol->status = st;
+	vol->status_present = 1;
+	vol->status_garbage = 0;
 	return 0;
 }
 
