@@ -13,6 +13,7 @@
 #include <string.h>
 #include "r4/r4.h"
 #include "r4/repack.h"
+#include "r4/check.h"
 #include "../common/common.h"
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_TIME = 3 };
@@ -101,13 +102,18 @@ static void print_json(const struct report *r)
 	printf(",\n  \"plan\": {\"tree_blocks\": %llu, \"elements\": %llu, "
 	       "\"blocks_to_move\": %llu, \"elements_to_move\": %llu, "
 	       "\"free_blocks\": %llu, \"free_needed\": %llu, "
-	       "\"gain\": %.6f}",
+	       "\"gain\": %.6f, \"batch_asked\": %llu, \"batch\": %llu, "
+	       "\"batch_cut\": %s, \"enough_space\": %s}",
 	       (unsigned long long)p->tree_blocks,
 	       (unsigned long long)p->elements,
 	       (unsigned long long)p->misplaced_blocks,
 	       (unsigned long long)p->misplaced_elements,
 	       (unsigned long long)p->free_blocks,
-	       (unsigned long long)p->free_needed, p->gain);
+	       (unsigned long long)p->free_needed, p->gain,
+	       (unsigned long long)p->batch_asked,
+	       (unsigned long long)p->batch,
+	       p->batch < p->batch_asked ? "true" : "false",
+	       p->too_little ? "false" : "true");
 	json_frag("before", &r->before);
 	if (r->have_after)
 		json_frag("after", &r->after);
@@ -137,6 +143,28 @@ static void print_frag(const char *what, const struct r4_frag *f)
 	       (unsigned long long)f->objects);
 }
 
+/* What the free space does to the batch size: cut, or too little. */
+static void print_batch(const struct report *r)
+{
+	const struct r4_repack_plan *p = &r->res.plan;
+
+	if (p->too_little)
+		printf("%s: too little free space: %llu free blocks, a batch "
+		       "of %llu blocks and its log need up to %llu (%llu "
+		       "more)%s\n", r->path,
+		       (unsigned long long)p->free_blocks,
+		       (unsigned long long)p->batch,
+		       (unsigned long long)p->free_needed,
+		       (unsigned long long)(p->free_needed - p->free_blocks),
+		       opt_dry ? ": a run would be refused" : "");
+	else if (p->batch < p->batch_asked)
+		printf("%s: batch of %llu blocks cut to %llu: %llu free "
+		       "blocks hold no larger batch and its log\n", r->path,
+		       (unsigned long long)p->batch_asked,
+		       (unsigned long long)p->batch,
+		       (unsigned long long)p->free_blocks);
+}
+
 static void print_text(const struct report *r)
 {
 	const struct r4_repack_plan *p = &r->res.plan;
@@ -162,6 +190,9 @@ static void print_text(const struct report *r)
 			       (unsigned long long)r->worst[i].oid,
 			       r->worst[i].path);
 	}
+	if (p->misplaced_blocks && r->res.outcome != R4_REPACK_NOTHING &&
+	    r->res.outcome != R4_REPACK_NOT_WORTH)
+		print_batch(r);
 	if (opt_file)
 		printf("Fragmentation for %s is %.6f\n", r->file.path,
 		       r->file.ratio);
@@ -202,6 +233,54 @@ static int measure(struct r4_vol *vol, struct report *r, int after,
 			       &r->nworst, err);
 }
 
+/* The first problem the check finds. */
+struct first_problem {
+	char msg[512];
+	const char *code;
+};
+
+static void on_problem(void *ctx, const struct r4_check_problem *p)
+{
+	struct first_problem *f = ctx;
+
+	if (f->code)
+		return;
+	f->code = r4_check_code_name(p->code);
+	if (p->block != R4_CHECK_NO_BLOCK)
+		snprintf(f->msg, sizeof(f->msg), "block %llu: %s",
+			 (unsigned long long)p->block, p->msg);
+	else
+		snprintf(f->msg, sizeof(f->msg), "%s", p->msg);
+}
+
+/* The repacker moves the blocks of a sound volume only: whatever the
+ * mode (-n, -q, --json), the volume is checked as r4fsck -n checks it
+ * before anything is measured, planned or moved. 1 with err set when
+ * it is not sound. */
+static int sound(struct r4_vol *vol, const char *path, struct r4_error *err)
+{
+	struct first_problem f = { "", NULL };
+	struct r4_check_opts co;
+	struct r4_check_report cr;
+	int rc;
+
+	memset(&co, 0, sizeof(co));
+	co.problem = on_problem;
+	co.problem_ctx = &f;
+	co.max_reports = 1;
+	rc = r4_check(vol, &co, &cr, err);
+	if (rc)
+		return rc;
+	if (!cr.problems)
+		return 0;
+	err->code = R4_ECORRUPT;
+	snprintf(err->msg, sizeof(err->msg), "%s: %llu problem%s found "
+		 "(the first, %s: %s): the volume is not repacked; run "
+		 "r4fsck on it first", path, (unsigned long long)cr.problems,
+		 cr.problems == 1 ? "" : "s", f.code ? f.code : "?", f.msg);
+	return R4_ECORRUPT;
+}
+
 static int run(const char *path, const struct r4_repack_opts *o)
 {
 	struct r4_error err = { 0 };
@@ -216,6 +295,8 @@ static int run(const char *path, const struct r4_repack_opts *o)
 	r->path = path;
 	rc = r4_vol_open(path, opt_dry ? R4_OPEN_RDONLY : R4_OPEN_RDWR, &vol,
 			 &err);
+	if (!rc)
+		rc = sound(vol, path, &err);
 	/* -q prints no report: no fragmentation figures to measure (their
 	 * table of objects is what grows with the files, not the repack) */
 	if (!rc && report)

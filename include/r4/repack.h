@@ -71,8 +71,17 @@ struct r4_repack_plan {
 	uint64_t misplaced_blocks;	/* not at their place: to move */
 	uint64_t misplaced_elements;
 	uint64_t free_blocks;
-	uint64_t free_needed;		/* one batch plus its log */
+	uint64_t free_needed;		/* one batch plus its log, at most */
 	double gain;			/* misplaced_blocks / tree_blocks */
+	uint64_t batch_asked;		/* the batch size asked for */
+	uint64_t batch;			/* the one the run uses: batch_asked,
+					 * or less when the free space cannot
+					 * hold a batch that size and its log
+					 * (never below 64 blocks unless
+					 * asked) */
+	int too_little;			/* even that batch does not fit: a
+					 * run is refused (free_needed says
+					 * how much it needs) */
 };
 
 enum r4_repack_outcome {
@@ -95,8 +104,9 @@ struct r4_repack_result {
 int r4_repack_plan(struct r4_vol *vol, uint64_t batch,
 		   struct r4_repack_plan *out, struct r4_error *err);
 
-/* Repack a volume opened read-write. Fails up front (nothing written)
- * with R4_ENOSPC when the free space is less than plan.free_needed. On
+/* Repack a volume opened read-write, in batches of plan.batch blocks.
+ * Fails up front (nothing written) with R4_ENOSPC when plan.too_little
+ * (the free space is less than plan.free_needed). On
  * a failure after some batches the volume is as after the last
  * committed one. */
 int r4_repack(struct r4_vol *vol, const struct r4_repack_opts *o,

@@ -521,10 +521,11 @@ void chk_sem_counts(struct chk *c, uint64_t nobjs,
 	else if (!chk_is_dir(root))
 		chk_obj_problem(c, root, R4_CHK_SD, "the root is not a "
 				"directory");
-	if (vol->sb.file_count != nobjs)
+	if (vol->sb_own.file_count != nobjs)
 		chk_problem(c, R4_CHK_FILE_COUNT, fmt_blk_format40(c->bs), -1,
 			    NULL, "file count is %llu, but the tree holds %llu "
-			    "stat data", (unsigned long long)vol->sb.file_count,
+			    "stat data",
+			    (unsigned long long)vol->sb_own.file_count,
 			    (unsigned long long)nobjs);
 	if (vol->jf.last_flushed_tx && vol->jf.nr_files != nobjs)
 		chk_problem(c, R4_CHK_FILE_COUNT,

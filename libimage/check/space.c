@@ -141,11 +141,13 @@ static void check_counts(struct chk *c, uint64_t zeros)
 	const struct r4_vol *vol = c->vol;
 
 	c->rep->free_blocks = zeros;
-	if (vol->sb.free_blocks != zeros)
+	/* The super block's own count (a writable open lays the footer's
+	 * over vol->sb: both must be right, doc/format.md §10.9). */
+	if (vol->sb_own.free_blocks != zeros)
 		chk_problem(c, R4_CHK_FREE_COUNT, fmt_blk_format40(c->bs), -1,
 			    NULL, "free block count is %llu, the bitmap has "
 			    "%llu free blocks",
-			    (unsigned long long)vol->sb.free_blocks,
+			    (unsigned long long)vol->sb_own.free_blocks,
 			    (unsigned long long)zeros);
 	if (vol->jf.last_flushed_tx && vol->jf.free_blocks != zeros)
 		chk_problem(c, R4_CHK_FREE_COUNT,

@@ -41,10 +41,27 @@ static void check_status(struct chk *c)
 	const struct fmt_status *st = &c->vol->status;
 	char msg[FMT_STATUS_MESSAGE_SIZE + 1];
 
+	if (c->vol->status_garbage) {
+		chk_problem(c, R4_CHK_STATUS, fmt_blk_status(c->bs), -1, NULL,
+			    "status block holds garbage: no status magic, and "
+			    "not the zeros of a volume made without one");
+		return;
+	}
 	if (!c->vol->status_present || st->status == FMT_STATUS_OK)
 		return;
+	if (st->status & ~(uint64_t)FMT_STATUS_KNOWN) {
+		chk_problem(c, R4_CHK_STATUS, fmt_blk_status(c->bs), -1, NULL,
+			    "status block holds garbage: status word %#llx has "
+			    "bits no writer sets (known: %#x)",
+			    (unsigned long long)st->status,
+			    (unsigned)FMT_STATUS_KNOWN);
+		return;
+	}
 	memcpy(msg, st->message, FMT_STATUS_MESSAGE_SIZE);
 	msg[FMT_STATUS_MESSAGE_SIZE] = '\0';
+	for (size_t i = 0; msg[i]; i++)
+		if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f)
+			msg[i] = '?';
 	chk_problem(c, R4_CHK_STATUS, fmt_blk_status(c->bs), -1, NULL,
 		    "status block marks the volume%s%s%s%s (status %#llx)%s%s",
 		    st->status & FMT_STATUS_CORRUPTED ? " corrupted" : "",

@@ -499,6 +499,33 @@ int rp_model_next(struct rp_model *m, struct r4_error *err)
 	return m->misplaced_blocks ? 0 : 1;
 }
 
+uint64_t rp_need(uint64_t batch, uint64_t regions, uint32_t bs)
+{
+	/* the blocks moved (evictions included: at most the batch), then
+	 * the log: the parents changed in place (one per element at most,
+	 * and an element is at least a block), the bitmaps, the super
+	 * block, the wander records and the tx head */
+	return batch + batch + regions + 1 +
+	       (batch + regions + 1) / (bs / 16 - 2) + 2;
+}
+
+uint64_t rp_fit(uint64_t batch, uint64_t free_blocks, uint64_t regions,
+		uint32_t bs)
+{
+	uint64_t lo = 0, hi = batch;
+
+	/* the largest b <= batch whose need fits (rp_need grows with b) */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+
+		if (rp_need(mid, regions, bs) <= free_blocks)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return lo;
+}
+
 void rp_plan(const struct rp_model *m, uint64_t batch,
 	     struct r4_repack_plan *p)
 {
@@ -513,14 +540,18 @@ void rp_plan(const struct rp_model *m, uint64_t batch,
 	p->misplaced_elements = ne;
 	p->free_blocks = m->vol->sb.free_blocks;
 	p->gain = m->blocks ? (double)nb / (double)m->blocks : 0;
+	p->batch_asked = batch;
+	p->batch = batch;
 	if (!nb)
 		return;
 	regions = fmt_bitmap_count(m->vol->sb.block_count, bs);
-	nb = nb < batch ? nb : batch;
-	ne = ne < batch ? ne : batch;
-	/* the blocks moved, then the log: the parents changed in place
-	 * (one per element at most), the bitmaps, the super block, the
-	 * wander records and the tx head */
-	p->free_needed = nb + ne + regions + 1 +
-			 (ne + regions + 1) / (bs / 16 - 2) + 2;
+	/* A batch the free space cannot hold (with its log, and room out
+	 * of the window for what is in the way) is cut to what fits, down
+	 * to RP_BATCH_MIN blocks (or the asked size when smaller). */
+	p->batch = rp_fit(batch, p->free_blocks, regions, bs);
+	if (p->batch < (batch < RP_BATCH_MIN ? batch : RP_BATCH_MIN)) {
+		p->batch = batch < RP_BATCH_MIN ? batch : RP_BATCH_MIN;
+		p->too_little = 1;
+	}
+	p->free_needed = rp_need(p->batch, regions, bs);
 }

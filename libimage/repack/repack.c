@@ -86,6 +86,7 @@ static int batches(struct r4_vol *vol, const struct r4_repack_opts *o,
 int r4_repack(struct r4_vol *vol, const struct r4_repack_opts *o,
 	      struct r4_repack_result *res, struct r4_error *err)
 {
+	struct r4_repack_opts run;
 	double t0 = now();
 	int rc;
 
@@ -106,13 +107,19 @@ int r4_repack(struct r4_vol *vol, const struct r4_repack_opts *o,
 	}
 	if (o->dry_run)
 		return 0;
-	if (res->plan.free_blocks < res->plan.free_needed)
+	if (res->plan.too_little)
 		return r4i_fail(err, R4_ENOSPC, "%s: %llu free blocks, a batch "
-			       "and its log need %llu: nothing was changed",
+			       "of %llu blocks and its log need up to %llu "
+			       "(%llu more): nothing was changed",
 			       vol->dev->path,
 			       (unsigned long long)res->plan.free_blocks,
-			       (unsigned long long)res->plan.free_needed);
-	rc = batches(vol, o, res, t0, err);
+			       (unsigned long long)res->plan.batch,
+			       (unsigned long long)res->plan.free_needed,
+			       (unsigned long long)(res->plan.free_needed -
+						    res->plan.free_blocks));
+	run = *o;
+	run.batch = res->plan.batch;
+	rc = batches(vol, &run, res, t0, err);
 	res->seconds = now() - t0;
 	return rc;
 }

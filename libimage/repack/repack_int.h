@@ -84,8 +84,19 @@ int64_t rp_owner(const struct rp_model *m, uint64_t blk);
 uint64_t rp_parent_blk(const struct rp_model *m, const struct rp_el *e);
 /* Index of the first window element not at its place; ntgt when none. */
 size_t rp_frontier(const struct rp_model *m);
+/* The plan for batches of at most 'batch' blocks: p->batch is cut to
+ * what the free space holds (rp_fit), p->free_needed what one batch of
+ * that size needs at most (rp_need). */
 void rp_plan(const struct rp_model *m, uint64_t batch,
 	     struct r4_repack_plan *p);
+/* The smallest batch the free space must hold unless asked smaller. */
+#define RP_BATCH_MIN 64
+/* Free blocks a batch of 'batch' blocks needs at most: the moved
+ * blocks (evictions included) and its log. */
+uint64_t rp_need(uint64_t batch, uint64_t regions, uint32_t bs);
+/* The largest batch <= 'batch' whose need fits free_blocks; 0 none. */
+uint64_t rp_fit(uint64_t batch, uint64_t free_blocks, uint64_t regions,
+		uint32_t bs);
 
 struct rp_batch_stats {
 	uint64_t moved, evicted;

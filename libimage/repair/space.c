@@ -124,20 +124,28 @@ static int fix_status(struct sp *p, uint8_t *buf)
 
 	/* Without its magic the kernel takes the block for an old volume's
 	 * and mounts normally: nothing to fix then. */
-	if (!vol->status_present || vol->status.status == FMT_STATUS_OK)
+	if (!vol->status_garbage &&
+	    (!vol->status_present || vol->status.status == FMT_STATUS_OK))
 		return 0;
 	rc = txn_capture_fixed(p->t, blk, &b, R->err);
 	if (rc)
 		return rc;
 	(void)buf;
-	fmt_status_decode(b->data, &st);
 	fmt_status_init(&st);
+	memset(b->data, 0, vol->blksize);
 	fmt_status_encode(&st, b->data);
 	txn_put(p->t, b);
-	rep_action(R, R4_CHK_STATUS, blk, 0, R4_LOSS_NONE, 0,
-		   "status block cleared (was %#llx)",
-		   (unsigned long long)vol->status.status);
+	if (vol->status_garbage)
+		rep_action(R, R4_CHK_STATUS, blk, 0, R4_LOSS_NONE, 0,
+			   "status block held garbage: written afresh (magic, "
+			   "status 0)");
+	else
+		rep_action(R, R4_CHK_STATUS, blk, 0, R4_LOSS_NONE, 0,
+			   "status block cleared (was %#llx)",
+			   (unsigned long long)vol->status.status);
 	vol->status = st;
+	vol->status_present = 1;
+	vol->status_garbage = 0;
 	return 0;
 }
 
@@ -208,12 +216,12 @@ static void counters(struct sp *p)
 		next = FMT_FIRST_FREE_OID;
 	p->files = c->nobjs;
 	p->next_oid = next;
-	if (vol->sb.file_count != p->files ||
+	if (vol->sb_own.file_count != p->files ||
 	    (vol->jf.last_flushed_tx && vol->jf.nr_files != p->files))
 		rep_action(R, R4_CHK_FILE_COUNT, fmt_blk_format40(c->bs), 0,
 			   R4_LOSS_NONE, 0, "file count set to %llu (was %llu, "
 			   "journal footer %llu)", (unsigned long long)p->files,
-			   (unsigned long long)vol->sb.file_count,
+			   (unsigned long long)vol->sb_own.file_count,
 			   (unsigned long long)vol->jf.nr_files);
 	if (next != vol->sb.next_oid)
 		rep_action(R, R4_CHK_OID, fmt_blk_format40(c->bs), 0,
@@ -256,7 +264,7 @@ int rep_fix_space(struct rep *R, int *changed)
 
 	if (!exp)
 		return r4i_fail(R->err, -ENOMEM, "out of memory");
-	sbfree = R->vol->sb.free_blocks;
+	sbfree = R->vol->sb_own.free_blocks;
 	jffree = R->vol->jf.free_blocks;
 	counters(&p);
 	rc = old_free(R, &p.free_total);

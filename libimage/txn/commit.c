@@ -407,6 +407,7 @@ static void apply(struct commit *c)
 	for (size_t i = 0; i < c->now; i++)
 		io_cache_forget(&vol->cache, c->ow[i].wandered);
 	vol->sb = c->sb;
+	vol->sb_own = c->sb;
 	vol->sb_dirty = 0;
 	vol->jh.last_committed_tx = c->log[0];
 	vol->jf = (struct fmt_journal_footer){ c->log[0], c->sb.free_blocks,

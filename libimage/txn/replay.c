@@ -232,6 +232,7 @@ static int reload_super(struct r4_vol *vol, struct r4_error *err)
 	if (rc)
 		return rc;
 	vol->sb = sb;
+	vol->sb_own = sb;
 	if (vol->jf.last_flushed_tx) {
 		vol->sb.free_blocks = vol->jf.free_blocks;
 		vol->sb.file_count = vol->jf.nr_files;

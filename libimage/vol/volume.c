@@ -69,6 +69,7 @@ static int load_format40(struct r4_vol *vol, uint8_t *buf,
 	if (rc)
 		return rc;
 	fmt_format40_decode(buf, &vol->sb);
+	vol->sb_own = vol->sb;
 	why = fmt_format40_verify(&vol->sb, vol->blksize);
 	if (why)
 		return r4i_fail(err, R4_ECORRUPT, "%s: format40 super block "
@@ -98,18 +99,33 @@ static int load_status_journal(struct r4_vol *vol, uint8_t *buf,
 	if (rc)
 		return rc;
 	fmt_status_decode(buf, &vol->status);
-	vol->status_present = fmt_status_verify(&vol->status) == NULL;
+	/* With its magic the block is the status block, whatever its
+	 * status word says (the checker reports bits the kernel does not
+	 * know). Without it the kernel takes the volume for one made
+	 * before status blocks (doc/format.md §1.4): zeros in the magic
+	 * and past the structure are that; anything else is garbage. */
+	vol->status_present = !memcmp(vol->status.magic, FMT_STATUS_MAGIC,
+				      sizeof(FMT_STATUS_MAGIC));
+	vol->status_garbage = 0;
+	if (!vol->status_present) {
+		size_t end = FMT_STATUS_OFF_MESSAGE + FMT_STATUS_MESSAGE_SIZE;
+
+		for (size_t i = 0; i < vol->blksize && !vol->status_garbage;
+		     i++)
+			if (buf[i] && (i < FMT_STATUS_OFF_STATUS || i >= end))
+				vol->status_garbage = 1;
+	}
 
 	blk = fmt_blk_journal_header(vol->blksize);
 	rc = vol_read_block(vol, blk, buf, "journal header", err);
 	if (rc)
 		return rc;
 	fmt_journal_header_decode(buf, &vol->jh);
-	why = fmt_journal_header_verify(&vol->jh, vol->sb.block_count);
-	if (why)
-		return r4i_fail(err, R4_ECORRUPT, "%s: journal header (block "
-			       "%llu): %s", vol->dev->path,
-			       (unsigned long long)blk, why);
+	/* A header naming a block past the end (fmt_journal_header_verify)
+	 * is not refused here: it names a transaction that cannot be
+	 * replayed, which the journal code says with the block
+	 * (libimage/txn/replay.c bounds-checks every tx head), the checker
+	 * reports and r4fsck -y drops, like any other. */
 	blk = fmt_blk_journal_footer(vol->blksize);
 	rc = vol_read_block(vol, blk, buf, "journal footer", err);
 	if (rc)

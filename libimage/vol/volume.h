@@ -31,8 +31,14 @@ struct r4_vol {
 	unsigned flags;
 	struct fmt_master master;
 	struct fmt_format40 sb;
+	/* The format40 super block as it is on disk (after any replay or
+	 * overlay), before the journal footer's counters are laid over sb:
+	 * the checker compares its counters too (doc/format.md §10.9). */
+	struct fmt_format40 sb_own;
 	struct fmt_status status;
-	int status_present;
+	int status_present;	/* the status magic is there */
+	int status_garbage;	/* no magic, yet not the zeros of a volume
+				 * made without a status block */
 	struct fmt_journal_header jh;
 	struct fmt_journal_footer jf;
 	enum fmt_key_policy keypol;

@@ -202,6 +202,84 @@ same_float() {	# same_float A B: |A - B| <= 1e-6
 	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
 }
 
+# The cron form (-q) must refuse what the plain run and -n refuse: every
+# mode checks the volume as r4fsck -n does before anything is moved.
+@test "repack: a damaged volume is refused alike by -n, the plain run, -q and --json; nothing written" {
+	. "$top_srcdir/tests/surgery.sh"
+	cp "$AGED" "$T/a.img"
+	poke "$T/a.img" "$(sd_off "$T/a.img" /d7)" $((0xffff)) 2	# sd mask
+	run r4fsck -n "$T/a.img"
+	[ "$status" -eq 4 ]
+	sum=$(sha256sum <"$T/a.img")
+	for mode in -n "" -q --json "-q --batch 64"; do
+		# shellcheck disable=SC2086
+		run r4repacker $mode "$T/a.img"
+		echo "[$mode] $output"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"problems found"*"not repacked; run r4fsck"* ]]
+		[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+	done
+}
+
+# A batch whose moves, log and room out of the window cannot fit the
+# free space is cut to what fits (the window of a larger one covers the
+# free space: every run failed); the answer says so, text and --json.
+@test "repack: --batch larger than the free space allows is cut to what fits and said; the run finishes" {
+	cp "$AGED" "$T/a.img"
+	r4repacker -q "$T/a.img"
+	printf 'rm -r /r4\n' >"$T/cmds"
+	for i in $(seq 1 30); do
+		head -c $((i * 1000)) /dev/urandom >"$T/n$i"
+		echo "write $T/n$i /d1/new$i" >>"$T/cmds"
+	done
+	r4debugfs -w -f "$T/cmds" "$T/a.img" >/dev/null
+	free=$(r4repacker -n --json "$T/a.img" | grep '"plan"' |
+		sed 's/.*"free_blocks": \([0-9]*\).*/\1/')
+	head -c $(( (free - 3714) * 4096 )) /dev/urandom >"$T/fill"
+	r4debugfs -w -R "write $T/fill /fill" "$T/a.img" >/dev/null
+	r4manifest "$T/a.img" >"$T/m1"
+	run r4repacker -n --json --batch 2500 "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"free_blocks": 3714,'*'"batch_asked": 2500, "batch": 1851, "batch_cut": true, "enough_space": true'* ]]
+	run r4repacker -n --batch 2500 "$T/a.img"
+	[[ "$output" == *"batch of 2500 blocks cut to 1851: 3714 free blocks hold no larger batch"* ]]
+	run r4repacker --batch 2500 "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"cut to 1851"*"packed: moved"* ]]
+	run r4repacker --batch 2500 "$T/a.img"
+	[[ "$output" == *"nothing to do"* ]]
+	r4manifest "$T/a.img" | diff "$T/m1" -
+	run r4fsck -n "$T/a.img"
+	[ "$status" -eq 0 ]
+}
+
+# A full volume (auto-sized, no free space left): the dry run reports
+# and exits 0; a real run is refused up front saying how much it needs.
+@test "repack: a full volume: the dry run reports, the run says how much free space it needs" {
+	mkdir -p "$T/src"
+	for i in $(seq 1 200); do head -c $((i * 700)) /dev/urandom >"$T/src/f$i"; done
+	tar -cf "$T/t.tar" -C "$T" src
+	r4pack create -q --free 0 "$T/t.tar" "$T/a.img"
+	run r4repacker -n "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"too little free space: "*" free blocks, a batch of 64 blocks and its log need up to "*" more): a run would be refused"* ]]
+	run r4repacker -n --json "$T/a.img"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"enough_space": false'* ]]
+	sum=$(sha256sum <"$T/a.img")
+	for mode in "" -q; do
+		# shellcheck disable=SC2086
+		run r4repacker $mode "$T/a.img"
+		echo "$output"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"free blocks, a batch of 64 blocks and its log need up to "*" more): nothing was changed"* ]]
+		[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+	done
+}
+
 @test "repack: --min-gain above the gain writes nothing" {
 	cp "$AGED" "$T/a.img"
 	sum=$(sha256sum <"$T/a.img")

@@ -365,6 +365,23 @@ tail_paths() {
 	repaired_clean "$T/bad.img"
 }
 
+@test "journal header naming a block past the device's end: found by -n (4), named by -p (4), dropped by -y" {
+	fresh
+	poke "$T/bad.img" $((19 * 4096)) 99999999 8
+	run r4fsck -n "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"block 19: journal holds an unreplayed transaction (last committed tx head at block 99999999"* ]]
+	run r4fsck -p "$T/bad.img"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"block 19: journal"* ]]
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fixed (journal): journal header (block 19) named a transaction that cannot be replayed (tx head 99999999)"* ]]
+	repaired_clean "$T/bad.img"
+}
+
 @test "a used block marked free: marked used (preen)" {
 	fresh
 	setbit "$T/bad.img" 24 0
@@ -401,6 +418,36 @@ tail_paths() {
 	poke "$T/bad.img" $((17 * 4096 + 8)) 1000 8
 	repaired "$T/bad.img" free-count
 	[ "$(peek "$T/bad.img" $((17 * 4096 + 8)) 8)" = 16359 ]
+}
+
+# After an edit the journal footer holds the counters too (a writable
+# open lays them over the super block's): a wrong count in the super
+# block alone is still what -n reports, and -p and -y fix it.
+@test "after an edit, the super block's free and file counts wrong, the footer's right: -n, -p and -y agree" {
+	local mode want_free want_files
+	fresh
+	r4debugfs -w -R "mkdir /d" "$T/bad.img"
+	[ "$(peek "$T/bad.img" $((20 * 4096)) 8)" != 0 ]	# footer in use
+	want_free=$(peek "$T/bad.img" $((17 * 4096 + 8)) 8)
+	want_files=$(peek "$T/bad.img" $((17 * 4096 + 32)) 8)
+	poke "$T/bad.img" $((17 * 4096 + 8)) $((want_free + 5)) 8
+	poke "$T/bad.img" $((17 * 4096 + 32)) $((want_files + 3)) 8
+	cp "$T/bad.img" "$T/bad2.img"
+	for mode in -p -y; do
+		cp "$T/bad2.img" "$T/bad.img"
+		run r4fsck -n "$T/bad.img"
+		echo "$output"
+		[ "$status" -eq 4 ]
+		[[ "$output" == *"free block count is $((want_free + 5))"* ]]
+		run r4fsck "$mode" "$T/bad.img"
+		echo "$mode: $output"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"fixed (free-count): free block count set to $want_free"* ]]
+		[[ "$output" == *"fixed (file-count): file count set to $want_files"* ]]
+		[ "$(peek "$T/bad.img" $((17 * 4096 + 8)) 8)" = "$want_free" ]
+		[ "$(peek "$T/bad.img" $((17 * 4096 + 32)) 8)" = "$want_files" ]
+		repaired_clean "$T/bad.img"
+	done
 }
 
 @test "zeroed root node: the tree rebuilt from the leaf a scan finds" {
@@ -711,6 +758,37 @@ body_ih() {
 	[[ "$output" == *"fixed (status): status block cleared (was 0x2)"* ]]
 	repaired_clean "$T/bad.img"
 	[ "$(peek "$T/bad.img" $((21 * 4096 + 16)) 8)" = 0 ]
+}
+
+@test "status block of garbage, or a status word of garbage: found by -n, fixed by -p and -y" {
+	local mode
+	fresh
+	head -c 4096 /dev/urandom | dd of="$T/bad.img" bs=4096 seek=21 conv=notrunc status=none
+	cp "$T/bad.img" "$T/bad2.img"
+	run r4fsck -n "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"block 21: status block holds garbage: no status magic"* ]]
+	run r4fsck -p "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fixed (status): status block held garbage: written afresh"* ]]
+	repaired_clean "$T/bad.img"
+	cmp <(dd if="$T/bad.img" bs=4096 skip=21 count=1 status=none) \
+	    <(dd if="$T/good.img" bs=4096 skip=21 count=1 status=none)
+	for mode in -p -y; do
+		cp "$T/good.img" "$T/bad.img"
+		poke "$T/bad.img" $((21 * 4096 + 16)) $((0xdeadbeef00)) 8
+		run r4fsck -n "$T/bad.img"
+		echo "$output"
+		[ "$status" -eq 4 ]
+		[[ "$output" == *"status word 0xdeadbeef00 has bits no writer sets"* ]]
+		run r4fsck "$mode" "$T/bad.img"
+		echo "$output"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"fixed (status): status block cleared (was 0xdeadbeef00)"* ]]
+		repaired_clean "$T/bad.img"
+	done
 }
 
 @test "status block without its magic is clean, as the kernel takes it" {
