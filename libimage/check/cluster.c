@@ -14,7 +14,7 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 {
 	struct r4_objref ref = { b->el0 >> 4, b->el1, b->el2 };
 	struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct obj_sd sd;
 	uint64_t n = 0;
 
@@ -46,7 +46,7 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 int chk_obj_is_ccreg(const struct chk *c, const struct chk_obj *o)
 {
 	struct r4_objref ref = { o->el0 >> 4, o->el1, o->el2 };
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct obj_sd sd;
 	int yes;
 

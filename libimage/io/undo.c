@@ -223,7 +223,7 @@ void r4_undo_finish(void)
 }
 
 int r4_undo_apply(const char *undo_path, const char *image,
-		  uint64_t *units, struct r4_error *err)
+		  uint64_t *units, unsigned lock, struct r4_error *err)
 {
 	uint8_t hdr[16], rec[12], *buf = malloc(UNDO_UNIT);
 	struct io_dev *dev = NULL;
@@ -243,7 +243,8 @@ int r4_undo_apply(const char *undo_path, const char *image,
 			     undo_path);
 		goto out;
 	}
-	rc = io_open(image, IO_RDWR, &dev, NULL, err);
+	rc = io_open(image, IO_RDWR | io_lock_flags(lock &
+		     ~(unsigned)R4_OPEN_NOLOCK), &dev, NULL, err);
 	if (rc)
 		goto out;
 	/* A device grown since (a truncated image extended by the repair)
