@@ -114,9 +114,9 @@ static void repair(const char *path)
 	struct r4_vol *vol;
 	int fixed, rc;
 
-	r4_repair_super(path, 0, NULL, NULL, &fixed, &err);
+	r4_repair_super(path, 0, NULL, NULL, &fixed, 0, &err);
 	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err)) {
-		if (r4_repair_journal_drop(path, NULL, NULL, NULL, &err) ||
+		if (r4_repair_journal_drop(path, NULL, NULL, NULL, 0, &err) ||
 		    r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
 			return;
 	}

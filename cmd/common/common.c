@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "config.h"
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,22 +32,77 @@ struct poptOption r4cmd_common_options[] = {
 	POPT_TABLEEND
 };
 
-static int opt_no_lock, opt_wait;
+static int opt_no_lock;
+static char *opt_wait;	/* NULL: no --wait; "": without end */
+
+struct poptOption r4cmd_wait_options[] = {
+	{ "wait", '\0', POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, &opt_wait, 0,
+	  "when another program holds the image, try again until it is "
+	  "free (at most SECONDS; without a value, without end) instead "
+	  "of failing at once", "SECONDS" },
+	POPT_TABLEEND
+};
 
 struct poptOption r4cmd_lock_options[] = {
-	{ "wait", '\0', POPT_ARG_NONE, &opt_wait, 0,
-	  "wait while another program holds the image, instead of "
-	  "failing", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_wait_options, 0, NULL,
+	  NULL },
 	{ "no-lock", '\0', POPT_ARG_NONE, &opt_no_lock, 0,
 	  "read-only: take no lock, read the image even while another "
 	  "program writes it", NULL },
 	POPT_TABLEEND
 };
 
+void r4cmd_wait_argv(int argc, const char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--wait"))
+			argv[i] = "--wait=";
+	}
+}
+
+static unsigned wait_seconds;
+
+int r4cmd_lock_parse(int usage_exit)
+{
+	char *end;
+	unsigned long v;
+
+	if (!opt_wait || !opt_wait[0])
+		return 0;
+	errno = 0;
+	v = strtoul(opt_wait, &end, 10);
+	if (*end || errno || opt_wait[0] == '-' || v > 65535) {
+		r4cmd_errorf("--wait=%s: give a whole number of seconds from 0 "
+			     "to 65535 (or --wait alone: without end)",
+			     opt_wait);
+		return usage_exit;
+	}
+	wait_seconds = (unsigned)v;
+	return 0;
+}
+
 unsigned r4cmd_lock_flags(void)
 {
-	return (opt_no_lock ? R4_OPEN_NOLOCK : 0) |
-	       (opt_wait ? R4_OPEN_WAIT : 0);
+	unsigned f = opt_no_lock ? R4_OPEN_NOLOCK : 0;
+
+	if (opt_wait && !opt_wait[0])
+		f |= R4_OPEN_WAIT;
+	else if (opt_wait && r4cmd_lock_parse(-1) == 0 && wait_seconds)
+		f |= R4_OPEN_WAIT_SECONDS(wait_seconds);
+	return f;
+}
+
+int r4cmd_busy_exit(const struct r4_error *err, int otherwise)
+{
+	return err && err->code == R4_EBUSY ? R4CMD_EXIT_BUSY : otherwise;
+}
+
+void r4cmd_lock_note(const struct r4_vol *vol)
+{
+	if (vol && r4_vol_lock_note(vol)[0])
+		r4cmd_warnf("%s", r4_vol_lock_note(vol));
 }
 
 static void on_signal(int sig)

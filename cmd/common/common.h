@@ -16,10 +16,27 @@ extern const char *r4cmd_prog;
 extern int r4cmd_quiet, r4cmd_verbose, r4cmd_show_version;
 extern struct poptOption r4cmd_common_options[];
 
-/* --no-lock and --wait, for commands that open a volume; the R4_OPEN_
- * lock flags they ask for. */
+/* The exit code for "the image is busy, try again later" (sysexits.h's
+ * EX_TEMPFAIL); r4fsck says 8 with "in use", as fsck(8) wants. */
+#define R4CMD_EXIT_BUSY 75
+
+/* --wait[=SECONDS] (r4cmd_wait_options, for writers) and --no-lock too
+ * (r4cmd_lock_options), for commands that open a volume; the R4_OPEN_
+ * lock flags they ask for. r4cmd_wait_argv turns a bare "--wait" into
+ * "--wait=" before popt sees it (so that the argument after it stays an
+ * argument); call it first. r4cmd_lock_parse checks the SECONDS:
+ * 0, or usage_exit after saying what is wrong. */
+extern struct poptOption r4cmd_wait_options[];
 extern struct poptOption r4cmd_lock_options[];
+void r4cmd_wait_argv(int argc, const char **argv);
+int r4cmd_lock_parse(int usage_exit);
 unsigned r4cmd_lock_flags(void);
+/* R4CMD_EXIT_BUSY when err says the image is busy (R4_EBUSY), else
+ * otherwise. */
+int r4cmd_busy_exit(const struct r4_error *err, int otherwise);
+/* Say on stderr that a writer holds an image read with --no-lock. */
+struct r4_vol;
+void r4cmd_lock_note(const struct r4_vol *vol);
 
 /* SIGINT, SIGTERM and SIGHUP remove the temporary files the library is
  * writing (r4_tmpfile_add), then end the process by the same signal. */

@@ -149,13 +149,14 @@ static int open_and_run(const char *image)
 			r4cmd_lock_flags(),
 			&d.vol, &err)) {
 		r4cmd_error(&err, image, err.code);
-		/* Another program holds the image: a failure, not a bad
-		 * volume. */
-		return err.code == -EWOULDBLOCK ? EXIT_FAILED : EXIT_OPEN;
+		/* Another program holds the image: busy, try again
+		 * later; not a bad volume. */
+		return r4cmd_busy_exit(&err, EXIT_OPEN);
 	}
 	/* A signal removes the temporary file of dump, undel or
 	 * dumpblock (and ends the process as before). */
 	r4cmd_cleanup_on_signals();
+	r4cmd_lock_note(d.vol);
 	/* Say whenever what is shown is not the blocks as on disk. */
 	if (r4_vol_overlaid(d.vol))
 		fprintf(stderr, "%s: %s: %u committed transaction(s) of the "
@@ -226,10 +227,13 @@ int main(int argc, const char **argv)
 	int rc;
 
 	r4cmd_init(argv[0]);
+	r4cmd_wait_argv(argc, argv);
 	ctx = poptGetContext(r4cmd_prog, argc, argv, debugfs_options, 0);
 	poptSetOtherOptionHelp(ctx, "[-w [--atomic]] [-R 'CMD ARGS'] "
 			       "[-f CMDFILE] [--json] IMAGE");
 	rc = parse_cmdline(ctx, &image);
+	if (rc == EXIT_OK)
+		rc = r4cmd_lock_parse(EXIT_USAGE);
 	if (opt_json)
 		r4cmd_json_start(stdout);
 	if (rc == EXIT_OK && r4cmd_show_version)

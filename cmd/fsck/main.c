@@ -386,14 +386,20 @@ static int fallback_readonly(const char *path, struct r4_vol **vol,
 /* The default mode opens for writing only when it must: a volume whose
  * journal holds nothing to replay is checked read-only (so a read-only
  * image or device is checked, not refused). 1 when *vol is that
- * read-only volume. */
+ * read-only volume; -1 when the image is in use (said on stderr). */
 static int open_default_readonly(const char *path, struct r4_vol **vol)
 {
 	struct r4_error err = { 0 };
 
-	if (mode != 0 || r4_vol_open(path, R4_OPEN_RDONLY | r4cmd_lock_flags(),
-				     vol, &err))
+	if (mode != 0)
 		return 0;
+	if (r4_vol_open(path, R4_OPEN_RDONLY | r4cmd_lock_flags(), vol,
+			&err)) {
+		if (err.code != R4_EBUSY)
+			return 0;
+		r4cmd_error(&err, path, err.code);
+		return -1;
+	}
 	if (!r4_vol_overlaid(*vol) && !r4_vol_journal_msg(*vol)[0])
 		return 1;
 	r4_vol_close(*vol, NULL);	/* there is a journal to replay */
@@ -411,13 +417,17 @@ static int open_volume(const char *path, struct r4_vol **vol, int *rdonly)
 	int rc;
 
 	*rdonly = opt_check;
-	if (!opt_check && open_default_readonly(path, vol)) {
+	if (!opt_check && (rc = open_default_readonly(path, vol)) != 0) {
+		if (rc < 0)
+			return EXIT_OPERATIONAL;	/* in use */
 		*rdonly = 1;
+		r4cmd_lock_note(*vol);
 		return EXIT_CLEAN;
 	}
 	rc = r4_vol_open(path, flags | (opt_force && opt_check ?
 					R4_OPEN_FORCE : 0), vol, &err);
-	if (rc && !opt_check && fallback_readonly(path, vol, &err)) {
+	if (rc && !opt_check && err.code != R4_EBUSY &&
+	    fallback_readonly(path, vol, &err)) {
 		*rdonly = 1;
 		return EXIT_CLEAN;
 	}
@@ -426,6 +436,7 @@ static int open_volume(const char *path, struct r4_vol **vol, int *rdonly)
 		return EXIT_OPERATIONAL;
 	}
 	if (opt_check) {
+		r4cmd_lock_note(*vol);
 		overlaid = r4_vol_overlaid(*vol);
 		if (r4_vol_journal_msg(*vol)[0])
 			r4cmd_warnf("%s", r4_vol_journal_msg(*vol));
@@ -671,7 +682,13 @@ static int damaged_supers(const char *path)
 	int damaged = 0;
 
 	if (r4_repair_super_probe(path, 0, on_pre_problem, NULL, &damaged,
-				  &err) || !damaged)
+				  r4cmd_lock_flags(), &err)) {
+		if (err.code != R4_EBUSY)
+			return -1;	/* the open says what is wrong */
+		r4cmd_error(&err, path, err.code);
+		return EXIT_OPERATIONAL;
+	}
+	if (!damaged)
 		return -1;
 	print_pre_only(path);
 	return EXIT_UNCORRECTED;
@@ -688,8 +705,14 @@ static int truncated(const char *path)
 
 	if (mode <= 0)
 		return -1;
-	if (r4_repair_size(path, 0, on_pre_problem, NULL, &missing, &err) ||
-	    !missing)
+	if (r4_repair_size(path, 0, on_pre_problem, NULL, &missing,
+			   r4cmd_lock_flags(), &err)) {
+		if (err.code != R4_EBUSY)
+			return -1;
+		r4cmd_error(&err, path, err.code);
+		return EXIT_OPERATIONAL;
+	}
+	if (!missing)
 		return -1;
 	if (opt_preen) {
 		print_pre_only(path);
@@ -699,7 +722,8 @@ static int truncated(const char *path)
 			       "run r4fsck -y\n", path);
 		return EXIT_UNCORRECTED;
 	}
-	rc = r4_repair_size(path, 1, on_pre_action, NULL, &missing, &err);
+	rc = r4_repair_size(path, 1, on_pre_action, NULL, &missing,
+			    r4cmd_lock_flags(), &err);
 	if (rc) {
 		r4cmd_error(&err, path, rc);
 		return EXIT_OPERATIONAL;
@@ -729,10 +753,12 @@ static int run(const char *path)
 		int fixed = 0;
 
 		rc = r4_repair_super_probe(path, opt_build_sb, on_pre_problem,
-					   NULL, &fixed, &err);
+					   NULL, &fixed, r4cmd_lock_flags(),
+					   &err);
 		if (!rc && fixed)
 			rc = r4_repair_super(path, opt_build_sb, on_pre_action,
-					     NULL, &fixed, &err);
+					     NULL, &fixed, r4cmd_lock_flags(),
+					     &err);
 		if (rc) {
 			r4cmd_error(&err, path, rc);
 			return EXIT_OPERATIONAL;
@@ -750,7 +776,8 @@ static int run(const char *path)
 
 		r4_vol_close(vol, NULL);
 		rc = r4_repair_journal_drop(path, on_pre_problem,
-					    on_pre_action, NULL, &err);
+					    on_pre_action, NULL,
+					    r4cmd_lock_flags(), &err);
 		if (rc) {
 			r4cmd_error(&err, path, rc);
 			return EXIT_OPERATIONAL;
@@ -817,7 +844,8 @@ static int run_undo(const char *image)
 {
 	struct r4_error err = { 0 };
 	uint64_t blocks = 0;
-	int rc = r4_undo_apply(opt_undo_restore, image, &blocks, &err);
+	int rc = r4_undo_apply(opt_undo_restore, image, &blocks,
+			       r4cmd_lock_flags(), &err);
 
 	if (rc) {
 		r4cmd_error(&err, image, rc);
@@ -837,6 +865,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	r4cmd_init(argv[0]);
+	r4cmd_wait_argv(argc, argv);
 	ctx = poptGetContext(r4cmd_prog, argc, argv, fsck_options, 0);
 	poptSetOtherOptionHelp(ctx, "[OPTION...] DEVICE|IMAGE");
 	while ((rc = poptGetNextOpt(ctx)) > 0)
@@ -856,6 +885,8 @@ int main(int argc, const char **argv)
 	if (opt_json)
 		r4cmd_json_start(stdout);
 	rc = get_path(ctx, &path);
+	if (rc == EXIT_CLEAN)
+		rc = r4cmd_lock_parse(EXIT_USAGE);
 	if (rc == EXIT_CLEAN && opt_undo_restore) {
 		if (opt_check || opt_preen || opt_yes || opt_fix ||
 		    opt_build_fs || opt_build_sb || opt_undo_save) {

@@ -40,6 +40,8 @@ static struct poptOption mkfs_options[] = {
 	  "assume yes to every question (r4mkfs never asks)", NULL },
 	{ "discard", 'd', POPT_ARG_NONE, &opt_discard, 0,
 	  "accepted for compatibility; nothing is discarded", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_wait_options, 0,
+	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -129,6 +131,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	r4cmd_init(argv[0]);
+	r4cmd_wait_argv(argc, argv);
 	r4_mkfs_opts_init(&o);
 	ctx = poptGetContext(r4cmd_prog, argc, argv, mkfs_options, 0);
 	poptSetOtherOptionHelp(ctx, "[OPTION...] DEVICE|IMAGE [SIZE]");
@@ -164,13 +167,16 @@ int main(int argc, const char **argv)
 	}
 	rc = apply_options(&o, ctx);
 	if (rc == EXIT_MADE)
+		rc = r4cmd_lock_parse(EXIT_USAGE);
+	if (rc == EXIT_MADE)
 		rc = parse_args(ctx, &o, &path);
+	o.wait = r4cmd_lock_flags();
 	if (rc == EXIT_MADE) {
 		struct r4_mkfs_result res;
 
 		if (r4_mkfs(path, &o, &res, &err)) {
 			r4cmd_error(&err, path, err.code);
-			rc = EXIT_FAILED;
+			rc = r4cmd_busy_exit(&err, EXIT_FAILED);
 		} else if (!r4cmd_quiet) {
 			printf("%s: made a Reiser4 volume of %llu blocks "
 			       "(%llu free) on %s\n", r4cmd_prog,

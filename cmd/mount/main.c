@@ -472,6 +472,8 @@ static struct poptOption mount_options[] = {
 	{ "single", 's', POPT_ARG_NONE, &opt_single, 0,
 	  "single-threaded (always the case; accepted for compatibility)",
 	  NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
+	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -498,6 +500,8 @@ static int parse_cmdline(poptContext ctx, const char **image,
 		return r4cmd_popt_error(ctx, rc, EXIT_USAGE);
 	if (r4cmd_show_version)
 		return EXIT_OK;
+	if (r4cmd_lock_parse(EXIT_USAGE))
+		return EXIT_USAGE;
 	*image = poptGetArg(ctx);
 	*mnt = poptGetArg(ctx);
 	if (!*image || !*mnt || poptPeekArg(ctx)) {
@@ -552,10 +556,12 @@ static int run(const char *image, const char *mnt)
 		r4cmd_errorf("%s: not a directory", mnt);
 		return EXIT_USAGE;
 	}
-	if (r4_vol_open(image, R4_OPEN_RDONLY | R4_OPEN_FORCE, &vol, &err)) {
+	if (r4_vol_open(image, R4_OPEN_RDONLY | R4_OPEN_FORCE |
+			r4cmd_lock_flags(), &vol, &err)) {
 		r4cmd_error(&err, image, err.code);
-		return EXIT_OPEN;
+		return r4cmd_busy_exit(&err, EXIT_OPEN);
 	}
+	r4cmd_lock_note(vol);
 	r4_vol_super(vol, &si);
 	if (r4_vol_overlaid(vol))
 		fprintf(stderr, "%s: %s: %u committed transaction(s) of the "
@@ -609,6 +615,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	r4cmd_init(argv[0]);
+	r4cmd_wait_argv(argc, argv);
 	ctx = poptGetContext(r4cmd_prog, argc, argv, mount_options, 0);
 	poptSetOtherOptionHelp(ctx, USAGE);
 	rc = parse_cmdline(ctx, &image, &mnt);

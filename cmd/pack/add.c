@@ -172,9 +172,10 @@ static int run(struct add_job *j)
 	struct r4_vol *vol = NULL;
 	int rc;
 
-	if (r4_vol_open(j->image, R4_OPEN_RDWR | r4cmd_lock_flags(), &vol, &err)) {
+	if (r4_vol_open(j->image, R4_OPEN_RDWR | r4cmd_lock_flags(), &vol,
+			&err)) {
 		r4cmd_error(&err, j->image, err.code);
-		return EXIT_FAILED;
+		return r4cmd_busy_exit(&err, EXIT_FAILED);
 	}
 	r4_vol_super(vol, &j->before);
 	rc = add_txn(j, vol);
@@ -239,6 +240,8 @@ int pack_add(int argc, const char **argv)
 		r4cmd_print_version();
 		goto out;
 	}
+	if (!rc)
+		rc = r4cmd_lock_parse(EXIT_USAGE);
 	if (!rc)
 		rc = pack_owner_finish(&j.ao, 1);
 	if (!rc)

@@ -78,6 +78,8 @@ static struct poptOption create_options[] = {
 	  "Source:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
 	  "Ownership and times:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_wait_options, 0,
+	  "Locking (an existing IMAGE):", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -303,15 +305,16 @@ static int check_existing(struct create_job *j, const char *path,
 	 * image from anything else. A regular file stays open, so nobody
 	 * changes it while it is replaced; a device is written in place
 	 * (opened again by the build). */
-	rc = r4_vol_open(path, R4_OPEN_RDONLY, &j->old, &err);
+	rc = r4_vol_open(path, R4_OPEN_RDONLY | r4cmd_lock_flags(), &j->old,
+			 &err);
 	if (rc == R4_EBADMAGIC && !opt_force) {
 		r4cmd_errorf("%s: exists and is not a Reiser4 image; give -f "
 			     "to replace it", j->image);
 		return EXIT_FAILED;
 	}
-	if (rc == R4_EBUSY || rc == -EWOULDBLOCK) {
+	if (rc == R4_EBUSY) {
 		r4cmd_error(&err, j->image, rc);
-		return EXIT_FAILED;
+		return R4CMD_EXIT_BUSY;
 	}
 	if (j->old && S_ISBLK(st->st_mode)) {
 		r4_vol_close(j->old, NULL);
@@ -492,6 +495,8 @@ int pack_create(int argc, const char **argv)
 		r4cmd_print_version();
 		goto out;
 	}
+	if (!rc)
+		rc = r4cmd_lock_parse(EXIT_USAGE);
 	if (!rc)
 		rc = apply_options(&j.bo);
 	if (!rc)

@@ -90,10 +90,12 @@ static int run(const char *image, const char *out,
 	struct r4_vol *vol = NULL;
 	int rc = EXIT_OK;
 
-	if (r4_vol_open(image, R4_OPEN_RDONLY | r4cmd_lock_flags(), &vol, &err)) {
+	if (r4_vol_open(image, R4_OPEN_RDONLY | r4cmd_lock_flags(), &vol,
+			&err)) {
 		r4cmd_error(&err, image, err.code);
-		return EXIT_FAILED;
+		return r4cmd_busy_exit(&err, EXIT_FAILED);
 	}
+	r4cmd_lock_note(vol);
 	r4cmd_cleanup_on_signals();
 	if (r4_extract_to_archive(vol, out, ao, &err)) {
 		r4cmd_error(&err, out, err.code);

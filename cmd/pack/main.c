@@ -87,6 +87,7 @@ int main(int argc, const char **argv)
 	const char *cmd;
 
 	r4cmd_init(argv[0]);
+	r4cmd_wait_argv(argc, argv);
 	names_as_bytes();
 	if (argc < 2) {
 		usage(stderr);

@@ -38,6 +38,8 @@ static struct poptOption repack_options[] = {
 	  "PATH" },
 	{ "json", 'j', POPT_ARG_NONE, &opt_json, 0,
 	  "print the report and the summary as one JSON object", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
+	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -293,10 +295,14 @@ static int run(const char *path, const struct r4_repack_opts *o)
 		return EXIT_FAILED;
 	}
 	r->path = path;
-	rc = r4_vol_open(path, opt_dry ? R4_OPEN_RDONLY : R4_OPEN_RDWR, &vol,
-			 &err);
-	if (!rc)
+	rc = r4_vol_open(path, (opt_dry ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
+			 r4cmd_lock_flags(), &vol, &err);
+	if (rc) {
+		ex = r4cmd_busy_exit(&err, EXIT_FAILED);
+	} else {
+		r4cmd_lock_note(vol);
 		rc = sound(vol, path, &err);
+	}
 	/* -q prints no report: no fragmentation figures to measure (their
 	 * table of objects is what grows with the files, not the repack) */
 	if (!rc && report)
@@ -375,6 +381,8 @@ static int options(poptContext ctx, struct r4_repack_opts *o,
 		r4cmd_errorf("--min-gain wants a fraction from 0 to 1");
 		return -1;
 	}
+	if (r4cmd_lock_parse(-1))
+		return -1;
 	o->dry_run = opt_dry;
 	if (r4cmd_progress_enabled() && !opt_json)
 		o->progress = on_progress;
@@ -389,6 +397,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	r4cmd_init(argv[0]);
+	r4cmd_wait_argv(argc, argv);
 	r4_repack_opts_init(&o);
 	ctx = poptGetContext(r4cmd_prog, argc, argv, repack_options, 0);
 	poptSetOtherOptionHelp(ctx, "[OPTION...] IMAGE|DEVICE");

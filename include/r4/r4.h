@@ -19,6 +19,9 @@
 struct r4_error {
 	int code;			/* 0 or the negative code */
 	char msg[R4_ERRMSG_MAX];	/* "" or a one-line message */
+	/* code R4_EBUSY (something else holds the image): the process
+	 * holding it when the kernel tells it, else 0. */
+	int pid;
 };
 
 /* Temporary files being written (a new image, a tarball): registered
@@ -83,13 +86,22 @@ enum r4_open_flags {
 	/* Read-only opens: do not read through committed transactions of
 	 * the journal; see the blocks as they are on disk. */
 	R4_OPEN_NO_REPLAY = 4,
-	/* Every open locks the image (writers alone, readers shared); a
-	 * lock held elsewhere fails at once with -EWOULDBLOCK. NOLOCK: a
-	 * read-only open takes no lock (forensic reads of a busy image);
-	 * WAIT: wait for the lock instead. */
+	/* Nothing else may be using the image. Every open first tests
+	 * for a mounted device or image (for writing also an image file
+	 * attached to a loop device) and for POSIX or OFD locks of other
+	 * processes, then takes a flock(2) and an OFD lock on the whole
+	 * file: exclusive for writing, shared for reading. A busy image
+	 * fails at once with R4_EBUSY (err->pid: the holder, when the
+	 * kernel tells it). NOLOCK: a read-only open takes no lock (reads
+	 * of a busy image) and r4_vol_lock_note() says when a writer holds
+	 * it; WAIT: try again every 100 ms without end;
+	 * R4_OPEN_WAIT_SECONDS(n): for at most n seconds. */
 	R4_OPEN_NOLOCK = 8,
 	R4_OPEN_WAIT = 16
 };
+/* Wait at most s seconds (1 to 65535) for a busy image. */
+#define R4_OPEN_WAIT_SECONDS(s) \
+	((unsigned)((s) > 65535u ? 65535u : (s)) << 16)
 
 int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
 		struct r4_error *err);
@@ -135,6 +147,9 @@ int r4_vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
  * holds it): the change is not lost, the next writable open completes
  * it; 0 when a failed commit left the volume as it was. */
 int r4_vol_commit_pending(const struct r4_vol *vol);
+/* A read-only R4_OPEN_NOLOCK open of an image that a writer holds: a
+ * one-line note that says so and by whom; "" otherwise. */
+const char *r4_vol_lock_note(const struct r4_vol *vol);
 /* The path the volume was opened from. */
 const char *r4_vol_path(const struct r4_vol *vol);
 
@@ -155,6 +170,9 @@ struct r4_mkfs_opts {
 	int have_uuid;		/* else a random one (or fixed under test) */
 	int lost_found;		/* -s */
 	int force;		/* -f: allow a device that holds data */
+	/* R4_OPEN_WAIT or R4_OPEN_WAIT_SECONDS(n): wait for a busy image
+	 * (see r4_vol_open); 0: fail at once with R4_EBUSY. */
+	unsigned wait;
 	int64_t mkfs_time;	/* -1: now (or SOURCE_DATE_EPOCH) */
 	uint16_t plugin[R4_PT_COUNT];	/* ids, from the default profile */
 };

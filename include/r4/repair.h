@@ -120,6 +120,10 @@ int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
 
 /* ---- before the open: the super blocks ---- */
 
+/* Each function below opens the image itself, as r4_vol_open() does:
+ * lock holds the R4_OPEN_WAIT, R4_OPEN_WAIT_SECONDS and (read-only
+ * steps) R4_OPEN_NOLOCK flags; a busy image is R4_EBUSY. */
+
 /* Restore a master super block that fails its checks from a backup
  * copy, and the fixed fields (magic, block count, mkfs id, policy,
  * flags, version) of a format40 super block that fails its checks; with
@@ -131,13 +135,13 @@ int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
  * R4_CHK_MASTER or R4_CHK_FORMAT40, its block, what was done).
  * R4_ENOTFOUND when no backup copy is usable. */
 int r4_repair_super(const char *path, int rebuild, r4_repair_action_fn fn,
-		    void *ctx, int *fixed, struct r4_error *err);
+		    void *ctx, int *fixed, unsigned lock, struct r4_error *err);
 /* The same test, writing nothing: *damaged as *fixed above, and fn is
  * told, for each block that would be restored, the problem (the damaged
  * or differing block and the intact backup copy). */
 int r4_repair_super_probe(const char *path, int rebuild,
 			  r4_repair_action_fn fn, void *ctx, int *damaged,
-			  struct r4_error *err);
+			  unsigned lock, struct r4_error *err);
 
 /* An image shorter than the block count of its format40 super block (a
  * truncated copy): *missing = the blocks past its end, 0 when it is
@@ -148,7 +152,8 @@ int r4_repair_super_probe(const char *path, int rebuild,
  * done (code R4_CHK_TRUNCATED). A block device is never resized:
  * R4_ERANGE. */
 int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
-		   void *ctx, uint64_t *missing, struct r4_error *err);
+		   void *ctx, uint64_t *missing, unsigned lock,
+		   struct r4_error *err);
 
 /* A journal whose newest committed transaction cannot be replayed (the
  * open fails): the journal header is pointed back at the last flushed
@@ -157,7 +162,7 @@ int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
  * problem (the header's transaction) is handed to problem, the fix to
  * fn (either may be NULL), both with code R4_CHK_JOURNAL. */
 int r4_repair_journal_drop(const char *path, r4_repair_action_fn problem,
-			   r4_repair_action_fn fn, void *ctx,
+			   r4_repair_action_fn fn, void *ctx, unsigned lock,
 			   struct r4_error *err);
 
 /* ---- undo (r4fsck -z / --undo) ---- */
@@ -169,6 +174,6 @@ int r4_undo_start(const char *path, struct r4_error *err);
 void r4_undo_finish(void);
 /* Put back what an undo file saved; *units = records written. */
 int r4_undo_apply(const char *undo_path, const char *image,
-		  uint64_t *units, struct r4_error *err);
+		  uint64_t *units, unsigned lock, struct r4_error *err);
 
 #endif

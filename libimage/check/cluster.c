@@ -77,7 +77,7 @@ void chk_cc_path(struct chk *c, const struct r4_objref *ref, char *out,
 	tmp[at] = '\0';
 	for (unsigned d = 0; d < PATH_DEPTH_MAX; d++) {
 		struct up u = { .oid = oid, .ref = d ? NULL : ref };
-		struct r4_error e = { 0, "" };
+		struct r4_error e = { 0 };
 		char shown[4 * CHK_NAME_MAX + 4];
 		size_t sl;
 
@@ -259,7 +259,7 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 {
 	struct r4_objref ref = { b->el0 >> 4, b->el1, b->el2 };
 	struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct ccl_sum s;
 	struct obj_sd sd;
 	struct obj_cc cc;
@@ -309,7 +309,7 @@ void chk_cc_conv(struct chk *c, const struct chk_obj *o)
 {
 	struct r4_objref ref = { o->el0 >> 4, o->el1, o->el2 };
 	struct fmt_key k = { { o->el0, o->el1, o->el2, 0 } };
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0 };
 	struct obj_sd sd;
 	struct obj_cc cc;
 	char w[1200];
@@ -341,7 +341,7 @@ void chk_cc_conv(struct chk *c, const struct chk_obj *o)
 int chk_obj_is_ccreg(const struct chk *c, const struct chk_obj *o)
 {
 	struct r4_objref ref = { o->el0 >> 4, o->el1, o->el2 };
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct obj_sd sd;
 	int yes;
 

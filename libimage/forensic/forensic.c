@@ -789,7 +789,7 @@ static int cc_compress_of(struct r4_vol *vol, const struct fsd *sd,
 			  unsigned *id)
 {
 	struct r4_objref ref = { sd->loc, sd->ord, sd->oid };
-	struct r4_error tmp = { 0, "" };
+	struct r4_error tmp = { 0, "", 0 };
 	struct obj_sd fake;
 	struct obj_cc cc;
 

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/fs.h>
+#include <linux/loop.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 #include "libimage/io/dev.h"
 #include "libimage/io/fault.h"
@@ -101,8 +104,9 @@ static const struct io_ops file_ops = {
 	.resize = file_resize, .close = file_close
 };
 
+static const char sysblock_default[] = "/sys/block";
 static const char *mountinfo_path = "/proc/self/mountinfo";
-static const char *sysblock_path = "/sys/block";
+static const char *sysblock_path = sysblock_default;
 
 void io_mount_table_override(const char *mountinfo, const char *sysblock)
 {
@@ -138,40 +142,80 @@ static int mounted_devno(dev_t devno, char *where, size_t len)
 	return found;
 }
 
-/* An image file is mounted when a loop device backed by it is. */
-static int loop_mounted(const char *real, char *where, size_t len)
+/* The loop device named name (a /sys/block entry) is backed by the file
+ * st, real: by device and inode where /dev/NAME opens (LOOP_GET_STATUS64),
+ * else by the backing file's name in sysfs. */
+static int loop_backs(const char *name, const struct stat *st,
+		      const char *real)
 {
-	DIR *d = opendir(sysblock_path);
+	char p[PATH_MAX], back[PATH_MAX];
+	struct loop_info64 li;
+	FILE *f;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s/loop/backing_file", sysblock_path, name);
+	f = fopen(p, "r");
+	if (!f)
+		return 0;	/* not attached */
+	if (!fgets(back, sizeof(back), f))
+		back[0] = '\0';
+	fclose(f);
+	back[strcspn(back, "\n")] = '\0';
+	if (!strcmp(back, real))
+		return 1;
+	if (sysblock_path != sysblock_default)
+		return 0;	/* a made-up table: names only */
+	snprintf(p, sizeof(p), "/dev/%s", name);
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	memset(&li, 0, sizeof(li));
+	if (ioctl(fd, LOOP_GET_STATUS64, &li)) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	return li.lo_inode == (uint64_t)st->st_ino &&
+	       li.lo_device == (uint64_t)st->st_dev;
+}
+
+/* The first loop device backed by the image file path (loop: its name),
+ * and where it is mounted, if it is (where: "" when not). 1 when one
+ * is attached, 0 when none. */
+static int loop_attached(const char *path, char *loop, size_t looplen,
+			 char *where, size_t len)
+{
+	char real[PATH_MAX];
+	struct stat st;
 	struct dirent *e;
+	DIR *d;
 	int found = 0;
 
+	if (where && len)
+		where[0] = '\0';
+	if (stat(path, &st) || !S_ISREG(st.st_mode) || !realpath(path, real))
+		return 0;
+	d = opendir(sysblock_path);
 	if (!d)
 		return 0;
 	while (!found && (e = readdir(d))) {
-		char p[PATH_MAX], back[PATH_MAX], devp[64];
+		char p[PATH_MAX], devp[64];
 		unsigned maj, min;
 		FILE *f;
 
-		if (strncmp(e->d_name, "loop", 4))
+		if (strncmp(e->d_name, "loop", 4) ||
+		    !loop_backs(e->d_name, &st, real))
 			continue;
-		snprintf(p, sizeof(p), "%s/%s/loop/backing_file",
-			 sysblock_path, e->d_name);
-		f = fopen(p, "r");
-		if (!f)
-			continue;
-		if (!fgets(back, sizeof(back), f))
-			back[0] = '\0';
-		fclose(f);
-		back[strcspn(back, "\n")] = '\0';
-		if (strcmp(back, real))
-			continue;
+		found = 1;
+		if (loop)
+			snprintf(loop, looplen, "/dev/%s", e->d_name);
 		snprintf(p, sizeof(p), "%s/%s/dev", sysblock_path, e->d_name);
 		f = fopen(p, "r");
 		if (!f)
 			continue;
 		if (fgets(devp, sizeof(devp), f) &&
 		    sscanf(devp, "%u:%u", &maj, &min) == 2)
-			found = mounted_devno(makedev(maj, min), where, len);
+			mounted_devno(makedev(maj, min), where, len);
 		fclose(f);
 	}
 	closedir(d);
@@ -180,16 +224,19 @@ static int loop_mounted(const char *real, char *where, size_t len)
 
 int io_is_mounted(const char *path, char *where, size_t len)
 {
+	char w[1024] = "";
 	struct stat st;
-	char real[PATH_MAX];
 
 	if (stat(path, &st))
 		return errno == ENOENT ? 0 : -errno;
 	if (S_ISBLK(st.st_mode))
 		return mounted_devno(st.st_rdev, where, len);
-	if (!S_ISREG(st.st_mode) || !realpath(path, real))
+	if (!S_ISREG(st.st_mode) || !loop_attached(path, NULL, 0, w, sizeof(w))
+	    || !w[0])
 		return 0;
-	return loop_mounted(real, where, len);
+	if (where && len)
+		snprintf(where, len, "%s", w);
+	return 1;
 }
 
 static int dev_size(int fd, const struct stat *st, uint64_t *size)
@@ -206,19 +253,47 @@ static int dev_size(int fd, const struct stat *st, uint64_t *size)
 	return 0;
 }
 
+/* A refusal because something else holds the image: R4_EBUSY, with the
+ * holder's process id in err when the kernel tells it. */
+static int busy(struct r4_error *err, int pid, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int busy(struct r4_error *err, int pid, const char *fmt, ...)
+{
+	char msg[R4_ERRMSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (err && !err->msg[0]) {
+		r4i_fail(err, R4_EBUSY, "%s", msg);
+		err->pid = pid > 0 ? pid : 0;
+	}
+	return R4_EBUSY;
+}
+
+/* A mounted device or image is refused (a read-only open with IO_FORCE
+ * excepted); for writing, so is an image file attached to a loop
+ * device, mounted or not (a virtual machine or another program may be
+ * using that device). */
 static int check_mounted(const char *path, unsigned flags,
 			 struct r4_error *err)
 {
-	char where[1024] = "";
+	char where[1024] = "", loop[300] = "";
 	int m;
 
 	if ((flags & IO_FORCE) && !(flags & IO_RDWR))
 		return 0;
 	m = io_is_mounted(path, where, sizeof(where));
 	if (m > 0)
-		return r4i_fail(err, R4_EBUSY, "%s: is mounted on %s; refusing "
-			       "to %s it", path, where,
-			       (flags & IO_RDWR) ? "write" : "read");
+		return busy(err, 0, "%s: in use: it is mounted on %s; refusing "
+			    "to %s it", path, where,
+			    (flags & IO_RDWR) ? "write" : "read");
+	if ((flags & IO_RDWR) && loop_attached(path, loop, sizeof(loop), NULL,
+					       0))
+		return busy(err, 0, "%s: in use: attached to the loop device "
+			    "%s; refusing to write it (detach it first: "
+			    "losetup -d %s)", path, loop, loop);
 	return 0;
 }
 
@@ -248,42 +323,190 @@ static int open_fd(const char *path, unsigned flags, int *created,
 
 		*created = 0;
 		if (e == EBUSY)
-			return r4i_fail(err, R4_EBUSY, "%s: device is in use "
-				       "(mounted or opened exclusively)",
-				       path);
+			return busy(err, 0, "%s: in use: the device is mounted "
+				    "or opened exclusively", path);
 		return r4i_fail(err, -e, "%s: %s", path, strerror(e));
 	}
 	return fd;
 }
 
-/* One writer or any number of readers: a flock on the open file, which
- * the kernel drops with the descriptor (also when the process dies). */
-static int lock_fd(int fd, const char *path, unsigned flags,
-		   struct r4_error *err)
+/* A whole-file lock request of type type (F_RDLCK, F_WRLCK, F_UNLCK). */
+static struct flock whole(short type)
 {
-	int op = (flags & IO_RDWR) ? LOCK_EX : LOCK_SH;
+	struct flock fl;
 
-	if ((flags & IO_NOLOCK) && !(flags & IO_RDWR))
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = type;
+	fl.l_whence = SEEK_SET;
+	fl.l_start = 0;
+	fl.l_len = 0;
+	return fl;
+}
+
+/* Does another process hold a POSIX or OFD lock that conflicts with a
+ * lock of type type (F_WRLCK: any lock; F_RDLCK: a write lock)? 1 and
+ * *pid (-1 when the kernel does not tell: an OFD lock), *wr (the
+ * holder's lock is a write lock); 0 when not, or when the file system
+ * keeps no such locks. F_OFD_GETLK, or F_GETLK on a kernel without it
+ * (it reports OFD locks too, with pid -1). */
+static int fcntl_holder(int fd, short type, int *pid, int *wr)
+{
+	struct flock fl = whole(type);
+
+	if (fcntl(fd, F_OFD_GETLK, &fl)) {
+		fl = whole(type);
+		if (errno != EINVAL || fcntl(fd, F_GETLK, &fl))
+			return 0;
+	}
+	if (fl.l_type == F_UNLCK)
 		return 0;
-	if (!(flags & IO_WAIT))
-		op |= LOCK_NB;
-	while (flock(fd, op)) {
+	*pid = fl.l_pid > 0 ? (int)fl.l_pid : -1;
+	*wr = fl.l_type == F_WRLCK;
+	return 1;
+}
+
+/* "process 1234 holds a write lock (fcntl)" or, for an OFD lock (pid
+ * not told), "another process holds an OFD write lock". */
+static void holder_text(char *buf, size_t len, int pid, int wr)
+{
+	if (pid > 0)
+		snprintf(buf, len, "process %d holds a POSIX %s lock on it "
+			 "(fcntl)", pid, wr ? "write" : "read");
+	else
+		snprintf(buf, len, "another process holds an OFD %s lock on "
+			 "it (fcntl; the kernel does not tell its pid)",
+			 wr ? "write" : "read");
+}
+
+static const char *busy_hint(unsigned flags)
+{
+	return (flags & IO_RDWR) ? "; nothing was changed; try again when it "
+	       "is done (--wait)" : "; try again when it is done, or read it "
+	       "as it is with --no-lock";
+}
+
+/* One writer or any number of readers, against r4kit and every other
+ * program: first the POSIX and OFD locks of other processes are
+ * tested, then a flock(2) and an OFD lock (F_OFD_SETLK) on the whole
+ * file are taken, exclusive for writing and shared for reading. Both
+ * belong to the open file description: the kernel drops them with the
+ * descriptor, also when the process dies. R4_EBUSY when anything holds
+ * the image; nothing is kept then. A read-only IO_NOLOCK open takes
+ * nothing and, when a writer holds the image, says so in note. */
+static int lock_fd(int fd, const char *path, unsigned flags, char *note,
+		   size_t notelen, struct r4_error *err)
+{
+	int writer = (flags & IO_RDWR) != 0;
+	short type = writer ? F_WRLCK : F_RDLCK;
+	struct flock fl;
+	char who[160];
+	int pid, wr;
+
+	if ((flags & IO_NOLOCK) && !writer) {
+		if (fcntl_holder(fd, F_RDLCK, &pid, &wr)) {
+			holder_text(who, sizeof(who), pid, wr);
+			snprintf(note, notelen, "%s: in use: %s; reading it as "
+				 "it is (--no-lock): what is being written "
+				 "may be seen half done", path, who);
+		}
+		return 0;
+	}
+	if (fcntl_holder(fd, type, &pid, &wr)) {
+		holder_text(who, sizeof(who), pid, wr);
+		return busy(err, pid, "%s: in use: %s%s", path, who,
+			    busy_hint(flags));
+	}
+	while (flock(fd, (writer ? LOCK_EX : LOCK_SH) | LOCK_NB)) {
 		if (errno == EINTR)
 			continue;
 		if (errno == EWOULDBLOCK)
-			return r4i_fail(err, -EWOULDBLOCK, "%s: in use by "
-				       "another program (%s); try again when "
-				       "it is done%s", path,
-				       (flags & IO_RDWR) ? "locked" :
-				       "locked for writing",
-				       (flags & IO_RDWR) ? "" :
-				       ", or read it as it is with --no-lock");
+			return busy(err, 0, "%s: in use: another program holds "
+				    "a flock(2) lock on it (%s)%s", path,
+				    writer ? "another r4kit command?" :
+				    "a writer", busy_hint(flags));
 		if (errno == ENOLCK || errno == EOPNOTSUPP)
-			return 0;	/* no locks on this filesystem */
+			break;	/* no locks on this filesystem */
 		return r4i_fail(err, -errno, "%s: cannot lock: %s", path,
 			       strerror(errno));
 	}
+	fl = whole(type);
+	while (fcntl(fd, F_OFD_SETLK, &fl)) {
+		int e = errno;
+
+		if (e == EINTR)
+			continue;
+		if (e == EINVAL || e == ENOLCK || e == EOPNOTSUPP)
+			return 0;	/* no OFD locks: tested above */
+		flock(fd, LOCK_UN);
+		if (e == EAGAIN || e == EACCES) {
+			pid = -1;
+			wr = 1;
+			fcntl_holder(fd, type, &pid, &wr);
+			holder_text(who, sizeof(who), pid, wr);
+			return busy(err, pid, "%s: in use: %s%s", path, who,
+				    busy_hint(flags));
+		}
+		return r4i_fail(err, -e, "%s: cannot lock: %s", path,
+			       strerror(e));
+	}
 	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Waiting for a busy image (IO_WAIT: without end; IO_WAIT_SECONDS: at
+ * most that long): 1 after a pause of 100 ms when the caller should
+ * try again, 0 when the wait is over. */
+static int wait_more(unsigned flags, uint64_t start)
+{
+	unsigned secs = flags >> IO_WAIT_SHIFT;
+	struct timespec pause = { 0, 100 * 1000 * 1000 };
+
+	if (!(flags & IO_WAIT) && !secs)
+		return 0;
+	if (secs && now_ms() - start >= (uint64_t)secs * 1000)
+		return 0;
+	nanosleep(&pause, NULL);
+	return 1;
+}
+
+/* Open and lock, again and again while the image is busy and the caller
+ * waits. The descriptor, or a negative code. */
+static int open_locked(const char *path, unsigned flags, int *made,
+		       char *note, size_t notelen, struct r4_error *err)
+{
+	uint64_t start = now_ms();
+	int fd, rc;
+
+	for (;;) {
+		struct r4_error e = { 0 };
+
+		*made = 0;
+		note[0] = '\0';
+		rc = check_mounted(path, flags, &e);
+		fd = rc ? rc : open_fd(path, flags, made, &e);
+		if (fd < 0)
+			rc = fd;
+		else {
+			rc = lock_fd(fd, path, flags, note, notelen, &e);
+			if (!rc)
+				return fd;
+			close(fd);
+			if (*made)
+				unlink(path);
+		}
+		if (rc != R4_EBUSY || !wait_more(flags, start)) {
+			if (err && !err->msg[0])
+				*err = e;
+			return rc;
+		}
+	}
 }
 
 int io_open(const char *path, unsigned flags, struct io_dev **out,
@@ -292,20 +515,19 @@ int io_open(const char *path, unsigned flags, struct io_dev **out,
 	struct io_dev *dev;
 	struct file_priv *p;
 	struct stat st;
+	char note[R4_ERRMSG_MAX];
 	int made = 0, fd, rc;
 
 	*out = NULL;
 	if (created)
 		*created = 0;
-	rc = check_mounted(path, flags, err);
-	if (rc)
-		return rc;
-	fd = open_fd(path, flags, &made, err);
+	fd = open_locked(path, flags, &made, note, sizeof(note), err);
 	if (fd < 0)
 		return fd;
 	dev = calloc(1, sizeof(*dev));
 	p = calloc(1, sizeof(*p));
-	if (!dev || !p || !(dev->path = strdup(path))) {
+	if (!dev || !p || !(dev->path = strdup(path)) ||
+	    (note[0] && !(dev->lock_note = strdup(note)))) {
 		rc = r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 		goto out_free;
 	}
@@ -313,9 +535,6 @@ int io_open(const char *path, unsigned flags, struct io_dev **out,
 		rc = r4i_fail(err, -errno, "%s: %s", path, strerror(errno));
 		goto out_free;
 	}
-	rc = lock_fd(fd, path, flags, err);
-	if (rc)
-		goto out_free;
 	dev->is_blkdev = S_ISBLK(st.st_mode);
 	rc = dev_size(fd, &st, &dev->size);
 	if (rc) {
@@ -333,6 +552,7 @@ int io_open(const char *path, unsigned flags, struct io_dev **out,
 			rc = io_undo_maybe_attach(dev, err);
 		if (rc) {
 			dev->ops->close(dev);
+			free(dev->lock_note);
 			free(dev->path);
 			free(dev);
 			if (made)
@@ -345,8 +565,10 @@ int io_open(const char *path, unsigned flags, struct io_dev **out,
 	*out = dev;
 	return 0;
 out_free:
-	if (dev)
+	if (dev) {
+		free(dev->lock_note);
 		free(dev->path);
+	}
 	free(dev);
 	free(p);
 	close(fd);
@@ -360,6 +582,7 @@ void io_close(struct io_dev *dev)
 	if (!dev)
 		return;
 	dev->ops->close(dev);
+	free(dev->lock_note);
 	free(dev->remap_from);
 	free(dev->remap_to);
 	free(dev->path);

@@ -37,6 +37,9 @@ struct io_dev {
 	uint32_t remap_bs;
 	size_t nremap;
 	uint64_t *remap_from, *remap_to;
+	/* A read-only IO_NOLOCK open of an image a writer holds: the
+	 * one-line note that says so (else NULL). */
+	char *lock_note;
 };
 
 enum io_open_flags {
@@ -45,15 +48,31 @@ enum io_open_flags {
 	IO_CREATE = 2,	/* create the image file if it does not exist */
 	IO_FORCE = 4,	/* open even when mounted (read-only only) */
 	IO_NOLOCK = 8,	/* read-only only: take no lock (forensic reads) */
-	IO_WAIT = 16	/* wait for the lock instead of failing at once */
+	IO_WAIT = 16	/* wait for the image without end instead of failing */
 };
+/* Bits 16 to 31: wait at most this many seconds for a busy image. */
+#define IO_WAIT_SHIFT 16
 
-/* Open path. A block device opened for writing is opened O_EXCL and a
- * mounted device or image is refused (R4_EBUSY). Every open locks the
- * file or device node (flock): exclusive for writing, shared for
- * reading, so one writer at a time and no reader beside it; a lock held
- * elsewhere fails at once with -EWOULDBLOCK (IO_WAIT: waits; IO_NOLOCK
- * on a read-only open: no lock). With IO_CREATE a missing
+/* The IO_ wait and lock flags for the R4_OPEN_ flags f. */
+static inline unsigned io_lock_flags(unsigned f)
+{
+	return ((f & R4_OPEN_WAIT) ? IO_WAIT : 0) |
+	       ((f & R4_OPEN_NOLOCK) ? IO_NOLOCK : 0) |
+	       ((f >> 16) << IO_WAIT_SHIFT);
+}
+
+/* Open path. Nothing else may be using the image: a mounted device or
+ * image is refused, and for writing an image file attached to a loop
+ * device too (a block device opened for writing is opened O_EXCL);
+ * then the POSIX and OFD locks of other processes are tested (F_OFD_GETLK)
+ * and a flock(2) and an OFD lock (F_OFD_SETLK) are taken on the whole
+ * file, exclusive for writing, shared for reading: one writer at a
+ * time, no reader beside it, whoever the other program is (a virtual
+ * machine holds POSIX or OFD locks). A busy image fails at once with
+ * R4_EBUSY, err->pid the holder's process id when the kernel tells it
+ * (IO_WAIT and IO_WAIT_SHIFT: tried again every 100 ms); IO_NOLOCK on a
+ * read-only open takes no lock and notes a writer in dev->lock_note.
+ * With IO_CREATE a missing
  * file is created; *created tells the caller whether it was, so a failed
  * mkfs can remove it. */
 int io_open(const char *path, unsigned flags, struct io_dev **out,

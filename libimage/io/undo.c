@@ -590,7 +590,7 @@ static int set_applying(FILE *f, uint8_t *hdr)
 }
 
 int r4_undo_apply(const char *undo_path, const char *image,
-		  uint64_t *units, struct r4_error *err)
+		  uint64_t *units, unsigned lock, struct r4_error *err)
 {
 	uint8_t hdr[UNDO_HDR], *buf = malloc(UNDO_UNIT), *t = NULL;
 	struct io_dev *dev = NULL;
@@ -612,7 +612,8 @@ int r4_undo_apply(const char *undo_path, const char *image,
 	pre = get_le(hdr + 8, 8);
 	post = get_le(t + 16, 8);
 	applying = (get_le(hdr + 16, 4) & UNDO_APPLYING) != 0;
-	rc = io_open(image, IO_RDWR, &dev, NULL, err);
+	rc = io_open(image, IO_RDWR | io_lock_flags(lock &
+		     ~(unsigned)R4_OPEN_NOLOCK), &dev, NULL, err);
 	if (rc)
 		goto out;
 	if (dev->size != post && !(applying && dev->size == pre)) {

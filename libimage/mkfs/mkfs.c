@@ -556,7 +556,8 @@ int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 		fixed.have_uuid = 0;
 		m.o = o = &fixed;
 	}
-	rc = io_open(path, IO_RDWR | (o->create_file ? IO_CREATE : 0), &m.dev,
+	rc = io_open(path, IO_RDWR | (o->create_file ? IO_CREATE : 0) |
+		     io_lock_flags(o->wait & ~(unsigned)R4_OPEN_NOLOCK), &m.dev,
 		     &created, err);
 	if (rc)
 		return rc;

@@ -24,7 +24,7 @@ int obj_cc_params(struct r4_vol *vol, const struct r4_objref *obj,
 	int own[3], rv;
 	struct r4_objref root = { FMT_ROOT_LOCALITY, 0, FMT_ROOT_OID };
 	struct obj_sd rsd;
-	struct r4_error tmp = { 0, "" };
+	struct r4_error tmp = { 0, "", 0 };
 	int have_root = 0;
 
 	for (int i = 0; i < 3; i++)

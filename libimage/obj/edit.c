@@ -29,7 +29,7 @@ static uint32_t edit_now(void)
 
 static int root_formatting(struct r4_vol *vol, struct r4_error *err)
 {
-	struct r4_error tmp = { 0, "" };
+	struct r4_error tmp = { 0, "", 0 };
 	struct r4_objref root;
 	struct obj_sd sd;
 	int f = OBJ_DEFAULT_FORMATTING;
@@ -234,7 +234,7 @@ int edit_by_path(struct r4_txn *x, const char *path, edit_at_fn fn,
 int edit_find(struct r4_txn *x, const struct obj_dir *d, const char *name,
 	      size_t len, struct r4_objref *out, struct r4_error *err)
 {
-	struct r4_error tmp = { 0, "" };
+	struct r4_error tmp = { 0, "", 0 };
 	int rc = obj_find_in_txn(x, d, name, len, out, &tmp);
 
 	if (rc == 1)

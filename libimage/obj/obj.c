@@ -259,7 +259,7 @@ int obj_plugins_get(struct r4_vol *vol, const struct r4_objref *obj,
 {
 	struct r4_objref root = { FMT_ROOT_LOCALITY, 0, FMT_ROOT_OID };
 	struct obj_sd rsd;
-	struct r4_error tmp = { 0, "" };
+	struct r4_error tmp = { 0, "", 0 };
 
 	out->hash = out->fibre = out->formatting = -2;
 	merge(out, &sd->st.pset);

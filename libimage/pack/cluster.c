@@ -577,7 +577,7 @@ static int stream_start(struct r4_build *b)
 {
 	struct pack_cc *cc = b->cc;
 	struct ccstream *st = &cc->st;
-	struct r4_error tmp = { 0, "" };
+	struct r4_error tmp = { 0, "", 0 };
 	unsigned want;
 
 	if (st->pool.on || st->off)

@@ -989,7 +989,7 @@ void pack_ns_release(struct r4_build *b)
 
 int r4_build_type(struct r4_build *b, const char *path, size_t len)
 {
-	struct r4_error tmp = { 0, "" };
+	struct r4_error tmp = { 0, "", 0 };
 	char small[256], *p = len < sizeof(small) ? small : malloc(len + 1);
 	struct bobj *d;
 	struct bent *e = NULL;
@@ -1015,7 +1015,7 @@ int r4_build_type(struct r4_build *b, const char *path, size_t len)
 int r4_build_probe(struct r4_build *b, const char *path, size_t *bad,
 		   int *bad_type)
 {
-	struct r4_error tmp = { 0, "" };
+	struct r4_error tmp = { 0, "", 0 };
 	struct bobj *d;
 	struct bent *e;
 	const char *name;

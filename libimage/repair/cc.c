@@ -220,7 +220,7 @@ static size_t score(struct ccfix *f, const struct r4_objref *ref,
 
 	*packed = 0;
 	for (size_t i = 0; i < ncl; i++) {
-		struct r4_error e = { 0, "" };
+		struct r4_error e = { 0, "", 0 };
 		struct obj_dc dc;
 
 		if (obj_dc_load(vol, ref, shift, cl[i], f->dc, &dc, &e) ||
@@ -275,7 +275,7 @@ static int64_t last_lsize(struct ccfix *f, const struct r4_objref *ref,
 			  unsigned shift, unsigned compress, uint64_t last,
 			  uint64_t lsize_now)
 {
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct r4_codec *cd = codec(f, compress);
 	struct obj_dc dc;
 	size_t len;
@@ -302,7 +302,7 @@ static int cluster_reads(struct ccfix *f, const struct r4_objref *ref,
 			 unsigned shift, unsigned compress, uint64_t idx,
 			 uint64_t size, uint64_t *blk)
 {
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct r4_codec *cd = codec(f, compress);
 	struct obj_dc dc;
 	size_t lsize = fmt_cluster_lsize(size, idx, shift);
@@ -328,7 +328,7 @@ static int plan_file(struct ccfix *f, const struct r4_objref *ref,
 		     const struct obj_sd *sd)
 {
 	struct rep *R = f->R;
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct ccitem *v = NULL;
 	uint64_t *cl = NULL, blk;
 	size_t n = 0, ncl = 0, before;
@@ -693,7 +693,7 @@ static int plan(struct ccfix *f)
 		const struct chk_body *b = &c->bodies[i];
 		struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
 		uint32_t o = chk_obj_find(c, b->el0, b->el1, b->el2);
-		struct r4_error e = { 0, "" };
+		struct r4_error e = { 0, "", 0 };
 		struct r4_objref ref;
 		struct obj_sd sd;
 
@@ -729,7 +729,7 @@ int rep_fix_cc(struct rep *R, int *changed)
 	};
 	struct r4_objref root = { FMT_ROOT_LOCALITY, 0, FMT_ROOT_OID };
 	struct ccfix f = { .R = R };
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct obj_sd rsd;
 	int rc;
 

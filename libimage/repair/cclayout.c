@@ -160,7 +160,7 @@ static int plan_item(void *ctx, const struct chk_ccl *it)
 static int plan_body(struct clfix *f, const struct r4_objref *ref,
 		     const struct obj_sd *sd)
 {
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0 };
 	size_t before = f->n;
 	char *who;
 	int rc;
@@ -184,7 +184,7 @@ static int plan_body(struct clfix *f, const struct r4_objref *ref,
 static int plan_conv(struct clfix *f, const struct chk_obj *o)
 {
 	struct r4_objref ref = { o->el0 >> 4, o->el1, o->el2 };
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0 };
 	struct obj_sd sd;
 	struct obj_cc cc;
 	struct clop *p;
@@ -223,7 +223,7 @@ static int plan(struct clfix *f)
 			const struct chk_body *b = &c->bodies[i];
 			struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
 			uint32_t o = chk_obj_find(c, b->el0, b->el1, b->el2);
-			struct r4_error e = { 0, "" };
+			struct r4_error e = { 0 };
 			struct r4_objref ref;
 			struct obj_sd sd;
 

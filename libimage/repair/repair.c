@@ -66,7 +66,7 @@ int rep_batches(struct rep *R, size_t n, rep_batch_fn run,
 {
 	for (size_t a = 0; a < n; a += R->batch) {
 		size_t b = a + R->batch < n ? a + R->batch : n;
-		struct r4_error e1 = { 0, "" };
+		struct r4_error e1 = { 0, "", 0 };
 
 		if (!run(ctx, a, b, &e1)) {
 			*changed = 1;
@@ -75,7 +75,7 @@ int rep_batches(struct rep *R, size_t n, rep_batch_fn run,
 		if (R->vol->failed)
 			return r4i_fail(R->err, e1.code, "%s", e1.msg);
 		for (size_t i = a; i < b; i++) {
-			struct r4_error e2 = { 0, "" };
+			struct r4_error e2 = { 0, "", 0 };
 			uint64_t oid = 0;
 			int code = 0;
 

@@ -33,7 +33,7 @@ static int find_backup(struct io_dev *dev, uint32_t bs, uint8_t *buf,
 {
 	uint64_t blocks = dev->size / bs, list[64];
 	size_t n = fmt_backup_blocks(blocks, bs, list, 64);
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 
 	if (!read_blk(dev, bs, fmt_blk_backup0(bs), buf, &e)) {
 		fmt_backup_decode(buf, b);
@@ -93,7 +93,7 @@ static int find_root(struct io_dev *dev, uint32_t bs,
 			sb->tree_height <= FMT_TREE_HEIGHT_MAX ?
 			sb->tree_height : 0;
 	uint8_t *bm = malloc(bs);
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	unsigned best = 0, items = 0;
 
 	if (!bm)
@@ -317,7 +317,7 @@ static int restore(struct io_dev *dev, int rebuild, int dry, int *fixed,
  * blocks (restore()). */
 static int open_restore(const char *path, int rebuild, int dry,
 			r4_repair_action_fn fn, void *ctx, int *fixed,
-			struct r4_error *err)
+			unsigned lock, struct r4_error *err)
 {
 	struct io_dev *dev;
 	uint8_t *buf = malloc(65536);
@@ -326,7 +326,8 @@ static int open_restore(const char *path, int rebuild, int dry,
 	*fixed = 0;
 	if (!buf)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = io_open(path, dry ? IO_RDONLY : IO_RDWR, &dev, NULL, err);
+	rc = io_open(path, (dry ? IO_RDONLY : IO_RDWR) | io_lock_flags(lock),
+		     &dev, NULL, err);
 	if (!rc) {
 		rc = restore(dev, rebuild, dry, fixed, fn, ctx, buf, err);
 		io_close(dev);
@@ -336,16 +337,17 @@ static int open_restore(const char *path, int rebuild, int dry,
 }
 
 int r4_repair_super(const char *path, int rebuild, r4_repair_action_fn fn,
-		    void *ctx, int *fixed, struct r4_error *err)
+		    void *ctx, int *fixed, unsigned lock, struct r4_error *err)
 {
-	return open_restore(path, rebuild, 0, fn, ctx, fixed, err);
+	return open_restore(path, rebuild, 0, fn, ctx, fixed,
+			    lock & ~(unsigned)R4_OPEN_NOLOCK, err);
 }
 
 int r4_repair_super_probe(const char *path, int rebuild,
 			  r4_repair_action_fn fn, void *ctx, int *damaged,
-			  struct r4_error *err)
+			  unsigned lock, struct r4_error *err)
 {
-	return open_restore(path, rebuild, 1, fn, ctx, damaged, err);
+	return open_restore(path, rebuild, 1, fn, ctx, damaged, lock, err);
 }
 
 /* The image's size against the format40 super block's block count. */
@@ -405,7 +407,8 @@ static int size_check(struct io_dev *dev, int extend, r4_repair_action_fn fn,
 }
 
 int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
-		   void *ctx, uint64_t *missing, struct r4_error *err)
+		   void *ctx, uint64_t *missing, unsigned lock,
+		   struct r4_error *err)
 {
 	struct io_dev *dev;
 	uint8_t *buf = malloc(65536);
@@ -414,7 +417,9 @@ int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
 	*missing = 0;
 	if (!buf)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = io_open(path, extend ? IO_RDWR : IO_RDONLY, &dev, NULL, err);
+	rc = io_open(path, extend ? IO_RDWR | io_lock_flags(lock &
+		     ~(unsigned)R4_OPEN_NOLOCK) : io_lock_flags(lock), &dev,
+		     NULL, err);
 	if (!rc) {
 		rc = size_check(dev, extend, fn, ctx, missing, buf, err);
 		io_close(dev);
@@ -424,7 +429,7 @@ int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
 }
 
 int r4_repair_journal_drop(const char *path, r4_repair_action_fn problem,
-			   r4_repair_action_fn fn, void *ctx,
+			   r4_repair_action_fn fn, void *ctx, unsigned lock,
 			   struct r4_error *err)
 {
 	char what[R4_ERRMSG_MAX];
@@ -438,7 +443,8 @@ int r4_repair_journal_drop(const char *path, r4_repair_action_fn problem,
 
 	if (!buf)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = io_open(path, IO_RDWR, &dev, NULL, err);
+	rc = io_open(path, IO_RDWR | io_lock_flags(lock &
+		     ~(unsigned)R4_OPEN_NOLOCK), &dev, NULL, err);
 	if (rc) {
 		free(buf);
 		return rc;

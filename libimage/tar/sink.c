@@ -156,7 +156,7 @@ static int image_type(uint32_t mode)
 /* The type of path in the volume (transactions), remembered. */
 static int lookup_type(struct tar_sink *s, const char *path, size_t len)
 {
-	struct r4_error tmp = { 0, "" };
+	struct r4_error tmp = { 0, "", 0 };
 	struct r4_objref ref;
 	struct r4_stat st;
 	char *p;

@@ -137,7 +137,7 @@ static void dc_keep(struct tree_mod *m, uint64_t blk, unsigned level,
 		return;
 	}
 	if (s->blk != blk) {
-		struct r4_error tmp = { 0, "" };
+		struct r4_error tmp = { 0, "", 0 };
 
 		dc_sync(m, s, &tmp);	/* a failure stays in sync_rc */
 	}

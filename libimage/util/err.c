@@ -42,6 +42,7 @@ static int vfail(struct r4_error *err, int keep, int code, const char *fmt,
 	if (keep && err->msg[0])
 		return code;
 	err->code = code;
+	err->pid = 0;
 	va_copy(again, ap);
 	n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	if (n >= (int)sizeof(err->msg)) {

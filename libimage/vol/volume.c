@@ -180,10 +180,7 @@ int vol_open(const char *path, unsigned flags, struct r4_vol **out,
 		ioflags |= IO_RDWR;
 	if (flags & R4_OPEN_FORCE)
 		ioflags |= IO_FORCE;
-	if (flags & R4_OPEN_NOLOCK)
-		ioflags |= IO_NOLOCK;
-	if (flags & R4_OPEN_WAIT)
-		ioflags |= IO_WAIT;
+	ioflags |= io_lock_flags(flags);
 	vol->flags = flags;
 	rc = io_open(path, ioflags, &vol->dev, NULL, err);
 	if (!rc)
@@ -247,6 +244,11 @@ int r4_vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
 	memcpy(buf, b->data, vol->blksize);
 	io_cache_put(&vol->cache, b);
 	return 0;
+}
+
+const char *r4_vol_lock_note(const struct r4_vol *vol)
+{
+	return vol->dev->lock_note ? vol->dev->lock_note : "";
 }
 
 const char *r4_vol_path(const struct r4_vol *vol)

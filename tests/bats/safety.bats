@@ -63,22 +63,26 @@ release_image() {
 	# A second writer: r4pack add and r4debugfs -w, refused at once.
 	run r4pack add "$T/v.img" "$T/new"
 	echo "$output"
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 75 ]
 	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" == *"$T/v.img"*"in use by another program"* ]]
+	[[ "$output" == *"$T/v.img: in use: "* ]]
 	run r4debugfs -w -R 'mkdir /second' "$T/v.img"
 	echo "$output"
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 75 ]
 	[[ "$output" == *"$T/v.img"*"in use"* ]]
 	run r4mkfs -q -f "$T/v.img"
-	[ "$status" -ne 0 ]
+	[ "$status" -eq 75 ]
 	# A reader is refused too, unless it asks for --no-lock.
 	run r4pack extract "$T/v.img" "$T/out.tar"
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 75 ]
 	[[ "$output" == *"--no-lock"* ]]
-	r4pack extract --no-lock "$T/v.img" "$T/out.tar"
+	r4pack extract --no-lock "$T/v.img" "$T/out.tar" 2>"$T/nolock.err"
+	# ... and says that a writer holds the image
+	grep -q "v.img: in use: .*reading it as it is (--no-lock)" \
+		"$T/nolock.err"
 	run r4fsck --check "$T/v.img"
 	[ "$status" -eq 8 ]
+	[[ "$output" == *"$T/v.img: in use: "* ]]
 	# A writer that waits goes on once the first is done.
 	r4pack add -q --wait "$T/v.img" "$T/new" 8>&- &
 	local waiter=$!
@@ -105,7 +109,7 @@ release_image() {
 		if eval "wait \$p$i"; then
 			eval "ok$i=1"
 		else
-			grep -q "in use by another program" "$T/err$i"
+			grep -q ": in use: " "$T/err$i"
 			eval "ok$i=0"
 		fi
 	done
@@ -324,12 +328,12 @@ no_temp_left() {
 	local ino; ino=$(stat -c %i "$T/ext.img")
 	run r4pack create "$T/src" "$T/ext.img"
 	echo "$output"
-	[ "$status" -eq 1 ]
-	[ "$(stat -c %i "$T/ext.img")" = "$ino" ]
+	[ "$status" -eq 75 ] || { umount "$T/mnt"; false; }
+	[ "$(stat -c %i "$T/ext.img")" = "$ino" ] || { umount "$T/mnt"; false; }
 	run r4pack create -f "$T/src" "$T/ext.img"
 	echo "$output"
 	umount "$T/mnt"
-	[ "$status" -eq 1 ]
+	[ "$status" -eq 75 ]
 	[[ "$output" == *"mounted"* ]]
 	# still the same file, still the mounted file system
 	[ "$(stat -c %i "$T/ext.img")" = "$ino" ]

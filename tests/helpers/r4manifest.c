@@ -101,7 +101,7 @@ static int unalloc_fn(void *ctx, const struct r4_blkmap *m)
 static void content(struct ctx *c, struct rec *r, const struct r4_objref *o,
 		    uint64_t size)
 {
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	uint64_t off = 0, h = FNV64_OFFSET;
 	size_t got, i;
 	int unalloc = 0;
@@ -175,7 +175,7 @@ static struct rec *rec_new(struct ctx *c, const char *path)
 
 static void walk(struct ctx *c, const char *path, const struct r4_objref *o)
 {
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct r4_stat st;
 	struct r4_objref back = { 0, 0, 0 };
 	struct rec *r = rec_new(c, path);
@@ -319,7 +319,7 @@ static void print(struct ctx *c)
 
 int main(int argc, char **argv)
 {
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct ctx c;
 	struct r4_objref root;
 	int rc;

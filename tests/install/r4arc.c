@@ -8,7 +8,7 @@
 int main(void)
 {
 	struct r4_archive_opts o;
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	int rc;
 
 	r4_archive_opts_init(&o);

@@ -24,7 +24,7 @@ static int show(void *ctx, const char *name, size_t len,
 
 int main(int argc, char **argv)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_super_info si;
 	struct r4_check_report rep;
 	struct r4_objref root;

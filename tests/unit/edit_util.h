@@ -81,7 +81,7 @@ static inline int eu_have_r4ref(void)
  * block still referenced) ends the test. */
 static inline void eu_close(struct r4_vol *v)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	int rc = r4_vol_close(v, &err);
 
 	tap_require(rc == 0, "r4_vol_close: %d %s", rc, err.msg);
@@ -110,7 +110,7 @@ static inline void eu_fini(void)
 static inline int eu_mkfs(const char *name, unsigned mib, const char *spec)
 {
 	struct r4_mkfs_opts o;
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	char path[512];
 
 	snprintf(path, sizeof(path), "%s/%s", eu_dir, name);
@@ -160,7 +160,7 @@ static inline int eu_check(const char *img)
 {
 	struct r4_check_opts o = { eu_problem, NULL, NULL, NULL, 10 };
 	struct r4_check_report rep;
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_vol *v;
 	char path[512];
 	int rc;
@@ -222,7 +222,7 @@ static inline void eu_judge(const char *img, const char *host,
 
 static inline int eu_open(const char *img, struct r4_vol **v)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	char path[512];
 
 	snprintf(path, sizeof(path), "%s/%s", eu_dir, img);

@@ -251,7 +251,7 @@ static void test_alg(unsigned alg)
 	{
 		struct obj_dc hole = { 0, 0, 0 };
 		struct r4_objref ref = { 0x29, 0, 0x2a };
-		struct r4_error e = { 0, "" };
+		struct r4_error e = { 0, "", 0 };
 
 		memset(out, 0xee, 4096);
 		is_int(obj_dc_decode(NULL, &ref, c, 0, dc, &hole, 4096, out,

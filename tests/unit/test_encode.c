@@ -65,7 +65,7 @@ static void test_stat(void)
 
 static void test_checks(void)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_entry e = { .path = "d", .type = R4_ENT_CHR };
 	size_t max = enc_symlink_max(4096 - 28 - 30);
 	char *t = malloc(max + 2);
@@ -198,7 +198,7 @@ static void test_containers(void)
 static void test_mkdir_ns(void)
 {
 	const char *tmp = getenv("TMPDIR");
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_mkfs_opts o;
 	struct r4_attr a = { .mode = S_IFDIR | 0755, .atime = 1000,
 			     .mtime = 2000, .ctime = 3000,

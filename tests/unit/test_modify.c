@@ -30,7 +30,7 @@ static void name_of(char *buf, size_t len, unsigned i)
 static int fill(struct r4_vol *v, unsigned from, unsigned to, int remove,
 		struct edit_stats *st)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_attr a;
 	struct r4_txn *t;
 	char name[128];
@@ -93,7 +93,7 @@ static unsigned height(void)
 
 static void big_dir(const char *spec)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct edit_stats st;
 	struct r4_attr a;
 	struct r4_txn *t;
@@ -187,7 +187,7 @@ static uint64_t mix_size(unsigned i)
 static int mix_step(struct r4_vol *v, unsigned *order, unsigned n,
 		    int remove)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_attr a;
 	struct r4_txn *t;
 	char name[64], rel[512];
@@ -221,7 +221,7 @@ static int mix_step(struct r4_vol *v, unsigned *order, unsigned n,
 
 static void mixed(void)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	unsigned order[NMIX];
 	struct r4_attr a;
 	struct r4_txn *t;
@@ -288,7 +288,7 @@ static int leaf_count(void *ctx, uint64_t blk, unsigned level,
 
 static void in_order(const char *spec, int ccreg)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct leaf_fill f = { 0, 0 };
 	struct r4_attr a;
 	struct r4_txn *t;
@@ -379,7 +379,7 @@ static void lazy_name(char *buf, size_t len, unsigned j)
 static int lazy_run(const char *img, int lazy, unsigned *bad,
 		    struct tree_mod_stats *st)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_attr a;
 	struct r4_txn *t;
 	struct r4_vol *v;
@@ -482,7 +482,7 @@ static void lazy_same(void)
 
 static int add_run(const char *img, struct tree_mod_stats *st)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct eu_data d;
 	struct r4_txn *t;
 	struct r4_vol *v;
@@ -523,7 +523,7 @@ static int add_run(const char *img, struct tree_mod_stats *st)
 static unsigned add_bad(const char *img)
 {
 	static uint8_t got[3000];
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_vol *v;
 	unsigned bad = 0;
 	char name[64];

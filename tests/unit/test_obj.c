@@ -45,7 +45,7 @@ static int blk_io(const char *p, uint64_t blk, uint8_t *buf, int wr)
 static int make(const char *p)
 {
 	struct r4_mkfs_opts o;
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 
 	unlink(p);
 	r4_mkfs_opts_init(&o);
@@ -222,7 +222,7 @@ static int path_fn(void *ctx, const char *p)
 static void check_read(struct r4_vol *vol, const struct r4_objref *o)
 {
 	static uint8_t buf[FILE_SIZE + 100];
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	size_t got, total = 0;
 	int bad = 0;
 
@@ -244,7 +244,7 @@ static void check_read(struct r4_vol *vol, const struct r4_objref *o)
 
 static void test_extents(void)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_vol *vol;
 	struct r4_objref o, own;
 	struct r4_stat st;
@@ -352,7 +352,7 @@ static int fz_map(void *ctx, const struct r4_blkmap *m)
 
 static void fuzz_dir(struct fuzz *f, const char *p, const struct r4_objref *o)
 {
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct fz_dir d = { f, p };
 
 	for (unsigned i = 0; i < f->nseen; i++)
@@ -367,7 +367,7 @@ static void fuzz_dir(struct fuzz *f, const char *p, const struct r4_objref *o)
 
 static void fuzz_obj(struct fuzz *f, const char *p, const struct r4_objref *o)
 {
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct r4_objref back;
 	struct r4_stat st;
 	size_t got;
@@ -436,7 +436,7 @@ static int fz_item(void *ctx, const struct r4_item_loc *it)
 /* One pass of every reader over the (corrupted) image. */
 static void fuzz_pass(const char *img, struct fuzz *f, uint64_t some_blk)
 {
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct r4_objref root, own;
 	unsigned lv[16];
 	int kind;
@@ -460,7 +460,7 @@ static void fuzz_pass(const char *img, struct fuzz *f, uint64_t some_blk)
 static void fuzz_image(const char *img, unsigned rounds, const char *what)
 {
 	struct { uint64_t *v; unsigned n; } l = { NULL, 0 };
-	struct r4_error e = { 0, "" };
+	struct r4_error e = { 0, "", 0 };
 	struct fuzz f;
 	struct r4_vol *vol;
 	uint8_t *pristine, blk[BS];

@@ -18,7 +18,7 @@ static char path[64];
 static int make(int lost_found, const char *spec)
 {
 	struct r4_mkfs_opts o;
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 
 	unlink(path);
 	r4_mkfs_opts_init(&o);
@@ -65,7 +65,7 @@ static int count_nodes(void *ctx, uint64_t blk, unsigned level,
 
 static void test_plain(void)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_vol *vol;
 	struct r4_objref root, o;
 	struct r4_stat st;
@@ -104,7 +104,7 @@ static void test_plain(void)
 
 static void test_lost_found(void)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_vol *vol;
 	struct r4_objref o, back;
 	struct r4_stat st;
@@ -152,7 +152,7 @@ static unsigned pinned(struct r4_vol *vol)
 /* Cursor: next from the first item visits every item in key order. */
 static void test_cursor(void)
 {
-	struct r4_error err = { 0, "" };
+	struct r4_error err = { 0, "", 0 };
 	struct r4_vol *vol;
 	struct tree_cursor c;
 	struct tree_item it;
