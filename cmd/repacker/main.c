@@ -276,10 +276,13 @@ static int sound(struct r4_vol *vol, const char *path, struct r4_error *err)
 	if (!cr.problems)
 		return 0;
 	err->code = R4_ECORRUPT;
-	snprintf(err->msg, sizeof(err->msg), "%s: %llu problem%s found "
-		 "(the first, %s: %s): the volume is not repacked; run "
-		 "r4fsck on it first", path, (unsigned long long)cr.problems,
-		 cr.problems == 1 ? "" : "s", f.code ? f.code : "?", f.msg);
+	if (snprintf(err->msg, sizeof(err->msg), "%s: %llu problem%s found "
+		     "(the first, %s: %s): the volume is not repacked; run "
+		     "r4fsck on it first", path,
+		     (unsigned long long)cr.problems,
+		     cr.problems == 1 ? "" : "s", f.code ? f.code : "?",
+		     f.msg) >= (int)sizeof(err->msg))
+		memcpy(err->msg + sizeof(err->msg) - 4, "...", 4);
 	return R4_ECORRUPT;
 }
 
