@@ -43,6 +43,15 @@ static void arc_progress(const struct tar_sink *s, struct archive *a)
 				  s->src_size);
 }
 
+/* libarchive's message for its last error, never NULL: an error without
+ * one is an input that ended early. */
+static const char *arc_why(struct archive *a)
+{
+	const char *m = archive_error_string(a);
+
+	return m ? m : "the input ends early (truncated?)";
+}
+
 /* r4_data_fn over archive_read_data_block: (offset, bytes) chunks, the
  * gaps of sparse entries left as holes. */
 static int arc_data_fn(void *ctx, uint64_t *off, const void **buf,
@@ -60,7 +69,7 @@ static int arc_data_fn(void *ctx, uint64_t *off, const void **buf,
 			return 0;
 		if (r < ARCHIVE_WARN)
 			return r4i_fail(err, -EIO, "%s: '%s': %s", d->arc,
-				       d->entry, archive_error_string(d->a));
+				       d->entry, arc_why(d->a));
 		if (d->s)
 			arc_progress(d->s, d->a);
 		if (!n)
@@ -283,7 +292,7 @@ static int arc_support(struct archive *a, const char *path,
 			continue;
 		if (f->support(a) != ARCHIVE_OK && want)
 			return r4i_fail(err, R4_EUNSUPP, "%s: format '%s': %s",
-				       path, want, archive_error_string(a));
+				       path, want, arc_why(a));
 	}
 	return 0;
 }
@@ -351,7 +360,7 @@ static struct archive *arc_open(const char *path,
 	 * private) is EILSEQ on Linux: no format we read recognised it */
 	if (r != ARCHIVE_OK && archive_errno(a) == EILSEQ) {
 		r4i_fail(err, R4_ECORRUPT, "%s: not an archive r4pack reads "
-			 "(%s)", name, archive_error_string(a));
+			 "(%s)", name, arc_why(a));
 		archive_read_free(a);
 		arc_close(f);
 		return NULL;
@@ -360,7 +369,7 @@ static struct archive *arc_open(const char *path,
 		int e = archive_errno(a);
 
 		r4i_fail(err, e > 0 ? -e : -EIO, "%s: %s", name,
-			archive_error_string(a));
+			arc_why(a));
 		archive_read_free(a);
 		arc_close(f);
 		return NULL;
@@ -384,12 +393,15 @@ static int arc_loop(struct tar_sink *s, const struct arc_file *f,
 		if (r < ARCHIVE_OK && r != ARCHIVE_WARN && !count)
 			return r4i_fail(err, R4_ECORRUPT, "%s: not an archive "
 				       "r4pack reads (%s)", s->source,
-				       archive_error_string(a));
+				       arc_why(a));
+		if (r < ARCHIVE_OK && r != ARCHIVE_WARN && at < 0)
+			return r4i_fail(err, R4_ECORRUPT, "%s: damaged header "
+				       "after entry '%s': %s", s->source, last,
+				       arc_why(a));
 		if (r < ARCHIVE_OK && r != ARCHIVE_WARN)
 			return r4i_fail(err, R4_ECORRUPT, "%s: damaged header "
 				       "at byte %lld: %s (after entry '%s')",
-				       s->source, at, archive_error_string(a),
-				       last);
+				       s->source, at, arc_why(a), last);
 		name = archive_entry_pathname(ae);
 		if (!name)
 			name = archive_entry_pathname_utf8(ae);

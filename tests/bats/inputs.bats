@@ -157,6 +157,25 @@ stat_field() {
 	[ ! -e "$T/x.img" ]
 }
 
+@test "5: a gzip tarball cut anywhere near its end gives one line that says so, and no image" {
+	mkdir -p "$T/s"
+	seq 1 20000 >"$T/s/a"
+	tar -C "$T/s" -czf "$T/s.tgz" .
+	local n size
+	size=$(stat -c %s "$T/s.tgz")
+	for n in 10 100 $((size / 2)) $((size - 30)) $((size - 9)) $((size - 1)); do
+		head -c "$n" "$T/s.tgz" >"$T/t.tgz"
+		run r4pack create -q "$T/t.tgz" "$T/x.img"
+		echo "cut at $n: $output"
+		[ "$status" -eq 1 ]
+		[ "${#lines[@]}" -eq 1 ]
+		[[ "$output" == *"t.tgz"* ]]
+		[[ "$output" == *"truncated"* ]]
+		[[ "$output" != *"(null)"* && "$output" != *"byte -"* ]]
+		[ ! -e "$T/x.img" ]
+	done
+}
+
 # ---- 6: fidelity of r4pack add ---------------------------------------------
 
 @test "6: add gives new directories the source's times, with and without SOURCE_DATE_EPOCH" {
