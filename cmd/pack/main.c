@@ -103,12 +103,19 @@ int main(int argc, const char **argv)
 		r4cmd_print_version();
 		return EXIT_OK;
 	}
-	if (!strcmp(cmd, "create"))
+	/* popt's usage line names argv[0]: "Usage: r4pack create ..." */
+	if (!strcmp(cmd, "create")) {
+		argv[1] = (char *)"r4pack create";
 		return pack_create(argc - 1, argv + 1);
-	if (!strcmp(cmd, "extract"))
+	}
+	if (!strcmp(cmd, "extract")) {
+		argv[1] = (char *)"r4pack extract";
 		return pack_extract(argc - 1, argv + 1);
-	if (!strcmp(cmd, "add"))
+	}
+	if (!strcmp(cmd, "add")) {
+		argv[1] = (char *)"r4pack add";
 		return pack_add(argc - 1, argv + 1);
+	}
 	r4cmd_errorf("unknown command '%s'", cmd);
 	usage(stderr);
 	return EXIT_USAGE;

@@ -44,6 +44,15 @@ check_page() {
 	done
 }
 
+@test "r4pack: each command's usage line names r4pack and the command" {
+	local c
+	for c in create add extract; do
+		run r4pack "$c" --help
+		[ "$status" -eq 0 ]
+		[ "${lines[0]#Usage: r4pack $c }" != "${lines[0]}" ]
+	done
+}
+
 @test "r4mount: --help, --version, every long option in r4mount.8" {
 	command -v r4mount >/dev/null 2>&1 || skip "r4mount not built (configure --disable-mount)"
 	r4mount --version | grep -q r4kit
