@@ -478,6 +478,9 @@ static int run_check(const char *path, struct r4_vol *vol)
 		print_json_end(path, &rep);
 	else if (!r4cmd_quiet || rep.problems)
 		print_summary(path, &rep);
+	if (rep.problems && !opt_json)
+		printf("%s: to repair it: r4fsck -y (-p makes only the fixes "
+		       "that are safe without asking)\n", path);
 	if (rep.problems)
 		return EXIT_UNCORRECTED;
 	return replayed ? EXIT_CORRECTED : EXIT_CLEAN;
@@ -564,7 +567,8 @@ static void print_repair_summary(const char *path,
 	}
 	if (r->preen_refused || r->tree_damaged) {
 		codes_line(r->left_by_code, codes, sizeof(codes));
-		if (r->preen_refused)
+		/* preen never rebuilds the tree: -y may fix what it left */
+		if (r->preen_refused || opt_preen)
 			printf("%s: UNEXPECTED INCONSISTENCY: problems preen "
 			       "may not fix (%s); nothing was changed: run "
 			       "r4fsck -y\n", path, codes);
@@ -695,16 +699,15 @@ static int damaged_supers(const char *path)
 }
 
 /* An image shorter than its block count: -y extends an image file
- * (exit 8 on a device), preen leaves it (4), the other modes let the
- * open say it (8). -1 when the size is right or -y extended it. */
+ * (exit 8 on a device); preen and the check modes report it as damage
+ * (4, as fsck(8) says of a volume left uncorrected). -1 when the size
+ * is right or -y extended it. */
 static int truncated(const char *path)
 {
 	struct r4_error err = { 0 };
 	uint64_t missing = 0;
 	int rc;
 
-	if (mode <= 0)
-		return -1;
 	if (r4_repair_size(path, 0, on_pre_problem, NULL, &missing,
 			   r4cmd_lock_flags(), &err)) {
 		if (err.code != R4_EBUSY)
@@ -714,6 +717,13 @@ static int truncated(const char *path)
 	}
 	if (!missing)
 		return -1;
+	if (mode <= 0) {
+		print_pre_only(path);
+		if (!opt_json)
+			printf("%s: to repair it: r4fsck -y (extends the "
+			       "image file to its block count)\n", path);
+		return EXIT_UNCORRECTED;
+	}
 	if (opt_preen) {
 		print_pre_only(path);
 		if (!opt_json)

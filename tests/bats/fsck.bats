@@ -186,12 +186,17 @@ make_src() {
 	oracle_finds "$T/bad.img"
 }
 
-@test "truncated image: cannot open (8), says truncated" {
+@test "truncated image: a damaged volume (4) in the check modes, says truncated and how to repair" {
 	fresh
 	truncate -s 32M "$T/bad.img"
+	cp "$T/bad.img" "$T/keep.img"
 	run r4fsck "$T/bad.img"
-	[ "$status" -eq 8 ]
+	[ "$status" -eq 4 ]
 	[[ "$output" == *"truncated"* ]]
+	[[ "$output" == *"r4fsck -y"* ]]
+	run r4fsck -n "$T/bad.img"
+	[ "$status" -eq 4 ]
+	cmp "$T/bad.img" "$T/keep.img"
 	oracle_finds "$T/bad.img"
 }
 
