@@ -304,6 +304,7 @@ static void dir_xattrs(struct dir_walk *w)
 	unsigned count = 0;
 
 	w->sink.pend_xattrs = 0;
+	w->sink.pend_caps = 0;
 	if (n < 0 && errno == ERANGE) {	/* a list longer than buf */
 		w->sink.pend_xattrs = 1;
 		snprintf(w->sink.pend_xattr, sizeof(w->sink.pend_xattr),
@@ -313,8 +314,11 @@ static void dir_xattrs(struct dir_walk *w)
 	if (n <= 0)
 		return;
 	buf[n] = '\0';
-	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
 		count++;
+		if (!strcmp(buf + i, "security.capability"))
+			w->sink.pend_caps = 1;
+	}
 	w->sink.pend_xattrs = count;
 	snprintf(w->sink.pend_xattr, sizeof(w->sink.pend_xattr), "%.*s",
 		 (int)sizeof(w->sink.pend_xattr) - 1, buf);

@@ -151,11 +151,19 @@ static void arc_xattrs(struct tar_sink *s, struct archive_entry *ae)
 	int acl = archive_entry_acl_types(ae) != 0;
 	const char *first = NULL;
 
-	if (nx > 0) {
+	s->pend_caps = 0;
+	for (int i = 0; i < nx; i++) {
+		const char *name;
 		const void *v;
 		size_t len;
 
-		archive_entry_xattr_next(ae, &first, &v, &len);
+		if (archive_entry_xattr_next(ae, &name, &v, &len) !=
+		    ARCHIVE_OK)
+			break;
+		if (!first)
+			first = name;
+		if (name && !strcmp(name, "security.capability"))
+			s->pend_caps = 1;
 	}
 	s->pend_xattrs = (unsigned)(nx > 0 ? nx : 0) + (unsigned)acl;
 	snprintf(s->pend_xattr, sizeof(s->pend_xattr), "%s",

@@ -125,7 +125,15 @@ static int drop_xattrs(struct tar_sink *s, unsigned n, const char *first,
 		s->opts->stats->xattrs_dropped += n;
 		s->opts->stats->xattr_entries++;
 	}
-	if (s->xattr_entries <= XATTR_WARN_MAX)
+	/* a program that loses its file capabilities still runs, without
+	 * the rights it was given: said every time */
+	if (s->pend_caps)
+		tar_warn(s->opts, "%s: '%s': its file capabilities "
+			 "(security.capability) are not stored: the program "
+			 "will run without them (set them again with setcap "
+			 "on the mounted volume; --strict refuses such input)", s->source,
+			 raw);
+	else if (s->xattr_entries <= XATTR_WARN_MAX)
 		tar_warn(s->opts, "%s: '%s': %u extended attribute%s or ACL%s "
 			 "('%s'%s) not stored: Reiser4 cannot hold them",
 			 s->source, raw, n, n == 1 ? "" : "s",
@@ -465,6 +473,7 @@ int tar_sink_add(struct tar_sink *s, struct r4_entry *e, struct r4_error *err)
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", s->source);
 	rc = sink_add(s, e, raw, path, fl, err);
 	s->pend_xattrs = 0;
+	s->pend_caps = 0;
 	free(path);
 	return rc;
 }

@@ -78,6 +78,7 @@ struct tar_sink {
 	 * ACLs it had (Reiser4 cannot store them) and the first one's
 	 * name; tar_sink_add counts or refuses them (opts->strict). */
 	unsigned pend_xattrs;
+	int pend_caps;		/* security.capability among them */
 	char pend_xattr[64];
 	uint64_t xattrs_dropped, xattr_entries;
 	uint64_t src_size;	/* archive file's size, 0 unknown (progress) */

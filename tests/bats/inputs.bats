@@ -234,6 +234,9 @@ stat_field() {
 	run r4pack create --json "$T/x.tar" "$T/x.img"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"warning: "*"bin/ping"*"security.capability"* ]]
+	# a program that loses its capabilities is named as such
+	[[ "$output" == *"'bin/ping': its file capabilities (security.capability) are not stored: the program will run without them"* ]]
+	[[ "$output" != *"'acl': its file capabilities"* ]]
 	[[ "$output" == *"2 extended attributes or ACLs on 2 entries"* ]]
 	[ "$(grep '^{' <<<"$output" |
 	     python3 -c 'import json,sys; print(json.load(sys.stdin)["xattrs_dropped"])')" = 2 ]
