@@ -15,8 +15,23 @@ teardown() {
 		cat "$T/oracle-failed"
 		failed=1
 	fi
-	[ -n "${R4_KEEP_TMP:-}" ] || rm -rf "$T"
+	[ -n "${R4_KEEP_TMP:-}" ] || rm -rf "$T" ${BIG:+"$BIG"}
 	[ -z "$failed" ]
+}
+
+# big_tmp: sets BIG to a folder for sparse images of terabytes. On a disk
+# mounted with discard, deleting one takes minutes (each of its tens of
+# thousands of written runs is discarded); in a tmpfs it takes a moment.
+# /dev/shm when it is a tmpfs with 2 GiB free, else a folder under $T.
+big_tmp() {
+	local avail
+	avail=$(df -k --output=fstype,avail /dev/shm 2>/dev/null | awk 'NR == 2 && $1 == "tmpfs" { print $2 }')
+	if [ -n "$avail" ] && [ "$avail" -gt $((2 * 1024 * 1024)) ] &&
+	   BIG=$(mktemp -d /dev/shm/r4big.XXXXXX 2>/dev/null); then
+		return 0
+	fi
+	BIG=$T/big
+	mkdir -p "$BIG"
 }
 
 # oracle [-s MAX] CMD ARGS...: run the test oracle (fsck.reiser4,
@@ -58,6 +73,13 @@ need_r4ref() {
 }
 
 # fsck.reiser4 --check; succeeds only when it calls the volume consistent.
+# once: 0 in the second pass of .ci/run (the sanitizer build, R4_ONCE=0),
+# where the slowest oracle loops (the same fsck.reiser4 runs over the
+# same images) are not run again; our own checks in the test still are.
+once() {
+	[ "${R4_ONCE:-1}" != 0 ]
+}
+
 oracle_fsck() {
 	run fsck.reiser4 --check -f -y "$1"
 	if [ "$status" -ne 0 ] || ! grep -q "FS is consistent" <<<"$output"; then
