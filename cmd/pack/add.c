@@ -43,8 +43,8 @@ static struct poptOption add_options[] = {
 };
 
 struct add_job {
-	const char *image, *source;
-	int is_dir;
+	const char *image;
+	struct pack_srcs ps;
 	struct r4_archive_opts ao;
 	struct r4_archive_stats stats;
 	struct r4_super_info before, after;
@@ -116,54 +116,67 @@ static int parse_loop(poptContext ctx, struct r4_archive_opts *ao)
 
 static int args(poptContext ctx, struct add_job *j)
 {
-	return pack_source_args(ctx, "add", "IS", &j->source, &j->image,
-				&j->is_dir);
+	int rc = pack_sources(ctx, "add", "IS", &j->ps);
+
+	j->image = j->ps.image;
+	return rc;
 }
 
-/* One transaction: every entry, then commit; any failure aborts. */
-static int add_txn(struct add_job *j, struct r4_vol *vol)
+int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
+		const int *is_dir, size_t n, struct r4_archive_opts *ao,
+		const uint16_t *plug, unsigned plug_set)
 {
 	struct r4_error err = { 0 };
 	struct r4_txn *t = NULL;
-	int rc;
+	int rc = 0;
 
 	/* A directory source never adds the image to itself. */
-	if (j->is_dir && r4_archive_skip_file(&j->ao, j->image, &err)) {
-		r4cmd_error(&err, j->image, err.code);
-		return EXIT_FAILED;
-	}
+	for (size_t i = 0; i < n; i++)
+		if (is_dir[i] && r4_archive_skip_file(ao, image, &err)) {
+			r4cmd_error(&err, image, err.code);
+			return EXIT_FAILED;
+		}
 	if (r4_txn_begin(vol, &t, &err)) {
-		r4cmd_error(&err, j->image, err.code);
+		r4cmd_error(&err, image, err.code);
 		return EXIT_FAILED;
 	}
-	if (add_set && r4_txn_set_create(t, add_plug, add_set, &err)) {
+	if (plug_set && r4_txn_set_create(t, plug, plug_set, &err)) {
 		r4_txn_abort(t);
-		r4cmd_error(&err, j->image, err.code);
+		r4cmd_error(&err, image, err.code);
 		return EXIT_FAILED;
 	}
-	if (!j->is_dir)
-		j->ao.progress = pack_progress;
-	rc = j->is_dir ? r4_add_from_dir(t, vol, j->source, &j->ao, &err)
-		       : r4_add_from_archive(t, vol, j->source, &j->ao, &err);
-	r4cmd_progress_end();
+	/* each SOURCE a layer over the ones before, in one transaction */
+	for (size_t i = 0; !rc && i < n; i++) {
+		ao->progress = is_dir[i] ? NULL : pack_progress;
+		rc = is_dir[i] ? r4_add_from_dir(t, vol, src[i], ao, &err)
+			       : r4_add_from_archive(t, vol, src[i], ao, &err);
+		r4cmd_progress_end();
+		if (rc)
+			r4cmd_error(&err, src[i], rc);
+	}
 	if (rc) {
 		r4_txn_abort(t);
-		r4cmd_error(&err, j->source, rc);
-		r4cmd_errorf("%s: nothing was changed", j->image);
+		r4cmd_errorf("%s: nothing was changed", image);
 		return EXIT_FAILED;
 	}
 	if (r4_txn_commit(t, &err)) {
-		r4cmd_error(&err, j->image, err.code);
+		r4cmd_error(&err, image, err.code);
 		if (r4_vol_commit_pending(vol))
 			r4cmd_errorf("%s: the change is committed in the "
 				     "journal but not all written in place: "
 				     "the next writable open (r4fsck, r4pack "
-				     "add) completes it", j->image);
+				     "add) completes it", image);
 		else
-			r4cmd_errorf("%s: nothing was changed", j->image);
+			r4cmd_errorf("%s: nothing was changed", image);
 		return EXIT_FAILED;
 	}
 	return EXIT_OK;
+}
+
+static int add_txn(struct add_job *j, struct r4_vol *vol)
+{
+	return pack_layers(vol, j->image, j->ps.src, j->ps.is_dir, j->ps.n,
+			   &j->ao, add_plug, add_set);
 }
 
 static int run(struct add_job *j)
@@ -202,9 +215,12 @@ static void summary(const struct add_job *j)
 			{ "free_blocks_before", j->before.free_blocks },
 			{ "free_blocks", j->after.free_blocks },
 			{ "xattrs_dropped", j->stats.xattrs_dropped },
+			{ "layers", j->ps.n },
+			{ "whiteouts", j->stats.whiteouts },
+			{ "removed", j->stats.removed },
 		};
 
-		pack_json_summary("r4pack add", j->image, j->source, f,
+		pack_json_summary("r4pack add", j->image, j->ps.src[0], f,
 				  sizeof(f) / sizeof(f[0]));
 	} else if (!r4cmd_quiet) {
 		printf("%s: added %" PRIu64 " entries (%" PRIu64 " skipped), %"
@@ -212,6 +228,10 @@ static void summary(const struct add_job *j)
 		       PRIu64 ")\n", r4cmd_prog, j->stats.entries,
 		       j->stats.skipped, j->stats.bytes, j->image,
 		       j->after.free_blocks, j->before.free_blocks);
+		if (j->stats.whiteouts)
+			printf("%s: %" PRIu64 " whiteouts removed %" PRIu64
+			       " names of the layers below\n", r4cmd_prog,
+			       j->stats.whiteouts, j->stats.removed);
 	}
 }
 
@@ -232,7 +252,7 @@ int pack_add(int argc, const char **argv)
 			argv[i] = "--compress=" COMPRESS_DEFAULT;
 	}
 	ctx = poptGetContext("r4pack add", argc, argv, add_options, 0);
-	poptSetOtherOptionHelp(ctx, "[OPTION...] IMAGE SOURCE");
+	poptSetOtherOptionHelp(ctx, "[OPTION...] IMAGE SOURCE...");
 	rc = parse_loop(ctx, &j.ao);
 	if (opt_json)
 		r4cmd_json_start(stdout);

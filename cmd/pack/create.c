@@ -2,11 +2,14 @@
 /* r4pack create: parse, one build, print a summary. */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <uuid/uuid.h>
 #include "pack.h"
 
@@ -16,7 +19,7 @@
 #define FREE_PERCENT_DEFAULT 0
 
 enum { OPT_O = 1, OPT_EXCLUDE, OPT_COMPRESS, OPT_UIDMAP = 100, OPT_GIDMAP,
-       OPT_CLAMP, OPT_FORMAT = 150 };
+       OPT_CLAMP, OPT_FORMAT = 150, OPT_LAYERS };
 /* --compress without ALGO (README: "Compressed files" says why). */
 
 static char *opt_size, *opt_free, *opt_label, *opt_uuid;
@@ -46,6 +49,10 @@ struct poptOption pack_input_options[] = {
 	{ "strict", '\0', POPT_ARG_NONE, &opt_strict, 0,
 	  "fail (exit 1, nothing written) on extended attributes or ACLs, "
 	  "which Reiser4 cannot store, instead of warning", NULL },
+	{ "layers", '\0', POPT_ARG_STRING, NULL, OPT_LAYERS,
+	  "oci: each SOURCE is an OCI image layer, its .wh. entries "
+	  "remove names of the layers below and are never stored "
+	  "(default none)", "oci|none" },
 	POPT_TABLEEND
 };
 
@@ -114,6 +121,14 @@ int pack_owner_opt(int rc, const char *arg, struct r4_archive_opts *ao)
 			return -1;
 		}
 		return 1;
+	case OPT_LAYERS:
+		if (arg && (!strcmp(arg, "oci") || !strcmp(arg, "none"))) {
+			ao->oci_whiteouts = !strcmp(arg, "oci");
+			return 1;
+		}
+		r4cmd_errorf("--layers=%s: not a layer kind (oci or none)",
+			     arg ? arg : "");
+		return -1;
 	default:
 		return 0;
 	}
@@ -261,6 +276,7 @@ static int parse_loop(poptContext ctx, struct r4_build_opts *bo,
 
 struct create_job {
 	const char *source, *image;
+	struct pack_srcs ps;	/* ps.src[0] is source; the rest layers */
 	char *real;		/* where a symlink IMAGE points */
 	struct r4_vol *old;	/* the image replaced, held (locked) */
 	int is_dir;
@@ -269,7 +285,21 @@ struct create_job {
 	struct r4_archive_stats stats;
 	struct r4_build_result res;
 	struct r4_data_source dsrc;
+	uint64_t objects;	/* layers: the super block's object count */
 };
+
+/* Data and metadata of the file at path on disk before it is renamed
+ * into place. */
+static int fsync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
 
 void pack_progress(void *ctx, uint64_t done, uint64_t total)
 {
@@ -354,16 +384,13 @@ static int check_image(struct create_job *j)
 	return check_existing(j, j->real ? j->real : j->image, &st);
 }
 
-static int run(struct create_job *j)
+/* Build the first SOURCE into target. */
+static int build(struct create_job *j, const char *target)
 {
 	struct r4_error err = { 0 };
 	struct r4_build *b = NULL;
-	const char *target;
-	int rc = check_image(j);
+	int rc;
 
-	if (rc)
-		return rc;
-	target = j->real ? j->real : j->image;
 	if (j->is_dir) {
 		r4_pack_dir_source(&j->dsrc, j->source);
 		j->bo.source = &j->dsrc;
@@ -404,10 +431,176 @@ static int run(struct create_job *j)
 	return EXIT_OK;
 }
 
+static uint64_t tree_bytes, tree_entries;
+
+static int tree_sum(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	(void)path;
+	(void)flag;
+	(void)ftw;
+	tree_entries++;
+	if (S_ISREG(st->st_mode))
+		tree_bytes += (uint64_t)st->st_size;
+	return 0;
+}
+
+/* With --size auto, the first build leaves room for the layers after
+ * it: their bytes, and a block an entry (the items, a tail's node). */
+static int room_for_layers(struct create_job *j)
+{
+	struct r4_error err = { 0 };
+
+	for (size_t i = 1; i < j->ps.n; i++) {
+		const char *s = j->ps.src[i];
+		uint64_t bytes, entries;
+
+		if (j->ps.is_dir[i]) {
+			tree_bytes = tree_entries = 0;
+			if (nftw(s, tree_sum, 64, FTW_PHYS)) {
+				r4cmd_errorf("%s: %s", s, strerror(errno));
+				return EXIT_FAILED;
+			}
+			bytes = tree_bytes;
+			entries = tree_entries;
+		} else if (!strcmp(s, "-")) {
+			r4cmd_errorf("standard input can be a later layer only "
+				     "with --size SIZE (it cannot be measured "
+				     "before it is read); give it first");
+			return EXIT_USAGE;
+		} else if (r4_archive_measure(s, &j->ao, &bytes, &entries,
+					      &err)) {
+			r4cmd_error(&err, s, err.code);
+			return EXIT_FAILED;
+		}
+		j->bo.free_bytes += bytes + entries * 4096;
+	}
+	return EXIT_OK;
+}
+
+/* SOURCE... IMAGE: the first SOURCE is built into a file beside the
+ * image, the others are applied to it as layers in one transaction
+ * (as r4pack add), and only then is it renamed over the image: a
+ * failure anywhere leaves the image as it was. */
+static int run_layers(struct create_job *j, const char *target)
+{
+	struct r4_error err = { 0 };
+	struct r4_super_info si;
+	struct r4_vol *vol = NULL;
+	struct stat st;
+	char *tmp;
+	int fd, rc;
+
+	if (!stat(target, &st) && S_ISBLK(st.st_mode)) {
+		r4cmd_errorf("%s: several SOURCEs (layers) are built in an "
+			     "image file, not on a block device: build the "
+			     "file, then copy it", j->image);
+		return EXIT_USAGE;
+	}
+	if (asprintf(&tmp, "%s.layers.XXXXXX", target) < 0) {
+		r4cmd_errorf("out of memory");
+		return EXIT_FAILED;
+	}
+	if ((fd = mkstemp(tmp)) < 0) {
+		r4cmd_errorf("%s: %s", tmp, strerror(errno));
+		free(tmp);
+		return EXIT_FAILED;
+	}
+	close(fd);
+	r4_tmpfile_add(tmp);
+	if (j->bo.auto_size && (rc = room_for_layers(j))) {
+		unlink(tmp);
+		r4_tmpfile_forget(tmp);
+		free(tmp);
+		return rc;
+	}
+	r4cmd_cleanup_on_signals();
+	rc = r4_archive_skip_file(&j->ao, target, &err) ||
+	     r4_archive_skip_file(&j->ao, tmp, &err);
+	if (rc) {
+		r4cmd_error(&err, j->image, err.code);
+		rc = EXIT_FAILED;
+	}
+	if (!rc)
+		rc = build(j, tmp);
+	if (!rc && r4_vol_open(tmp, R4_OPEN_RDWR, &vol, &err)) {
+		r4cmd_error(&err, tmp, err.code);
+		rc = EXIT_FAILED;
+	}
+	if (!rc)
+		rc = pack_layers(vol, tmp, &j->ps.src[1], &j->ps.is_dir[1],
+				 j->ps.n - 1, &j->ao, NULL, 0);
+	if (vol) {
+		r4_vol_super(vol, &si);
+		j->res.free_blocks = si.free_blocks;
+		j->objects = si.file_count;
+		if (r4_vol_close(vol, &err) && !rc) {
+			r4cmd_error(&err, tmp, err.code);
+			rc = EXIT_FAILED;
+		}
+	}
+	if (!rc && (fsync_path(tmp) || rename(tmp, target))) {
+		r4cmd_errorf("%s: %s", j->image, strerror(errno));
+		rc = EXIT_FAILED;
+	}
+	if (rc)
+		unlink(tmp);
+	r4_tmpfile_forget(tmp);
+	free(tmp);
+	return rc;
+}
+
+static int run(struct create_job *j)
+{
+	const char *target;
+	int rc = check_image(j);
+
+	if (rc)
+		return rc;
+	target = j->real ? j->real : j->image;
+	if (j->ps.n > 1)
+		return run_layers(j, target);
+	return build(j, target);
+}
+
+/* Several SOURCEs: what the build of the first one counted no longer
+ * holds; the super block's counts after the layers do. */
+static void summary_layers(const struct create_job *j)
+{
+	const struct r4_build_result *r = &j->res;
+
+	if (opt_json) {
+		const struct pack_field f[] = {
+			{ "entries", j->stats.entries },
+			{ "skipped", j->stats.skipped },
+			{ "objects", j->objects },
+			{ "block_count", r->block_count },
+			{ "free_blocks", r->free_blocks },
+			{ "layers", j->ps.n },
+			{ "whiteouts", j->stats.whiteouts },
+			{ "removed", j->stats.removed },
+			{ "xattrs_dropped", j->stats.xattrs_dropped },
+		};
+
+		pack_json_summary("r4pack create", j->image, j->source, f,
+				  sizeof(f) / sizeof(f[0]));
+	} else if (!r4cmd_quiet) {
+		printf("%s: packed %" PRIu64 " entries from %zu layers (%"
+		       PRIu64 " names removed by whiteouts) into %s: %" PRIu64
+		       " objects, %" PRIu64 " blocks (%" PRIu64 " free)\n",
+		       r4cmd_prog, j->stats.entries, j->ps.n, j->stats.removed,
+		       j->image, j->objects, r->block_count, r->free_blocks);
+	}
+}
+
 static void summary(const struct create_job *j)
 {
 	const struct r4_build_result *r = &j->res;
 
+	if (j->ps.n > 1) {
+		summary_layers(j);
+		return;
+	}
 	if (opt_json) {
 		/* "objects" and "dirs" count as r4fsck's do (the root
 		 * included); "nondirs" are the objects that are not
@@ -433,6 +626,53 @@ static void summary(const struct create_job *j)
 		       PRIu64 " free)\n", r4cmd_prog, r->files, r->dirs,
 		       r->bytes, j->image, r->block_count, r->free_blocks);
 	}
+}
+
+int pack_sources(poptContext ctx, const char *cmd, const char *order,
+		 struct pack_srcs *ps)
+{
+	const char *argv[PACK_SOURCES_MAX + 1];
+	int source_first = order[0] == 'S', stdin_n = 0;
+	size_t n = 0;
+	struct stat st;
+
+	memset(ps, 0, sizeof(*ps));
+	while (poptPeekArg(ctx) && n <= PACK_SOURCES_MAX)
+		argv[n++] = poptGetArg(ctx);
+	if (n < 2 || n > PACK_SOURCES_MAX) {
+		if (n > PACK_SOURCES_MAX)
+			r4cmd_errorf("%s takes at most %d SOURCEs", cmd,
+				     PACK_SOURCES_MAX);
+		else
+			r4cmd_errorf("%s takes %s", cmd, source_first ?
+				     "a SOURCE (or several) and an IMAGE" :
+				     "an IMAGE and a SOURCE (or several)");
+		fprintf(stderr, "Usage: %s %s [OPTION...] %s\n", r4cmd_prog,
+			cmd, source_first ? "SOURCE... IMAGE" :
+			"IMAGE SOURCE...");
+		return EXIT_USAGE;
+	}
+	ps->image = source_first ? argv[n - 1] : argv[0];
+	ps->n = n - 1;
+	for (size_t i = 0; i < ps->n; i++) {
+		const char *s = argv[i + !source_first];
+
+		ps->src[i] = s;
+		if (!strcmp(s, "-")) {
+			if (stdin_n++) {
+				r4cmd_errorf("standard input ('-') can be "
+					     "only one SOURCE");
+				return EXIT_USAGE;
+			}
+			continue;
+		}
+		if (stat(s, &st)) {
+			r4cmd_errorf("%s: %s", s, strerror(errno));
+			return EXIT_FAILED;
+		}
+		ps->is_dir[i] = S_ISDIR(st.st_mode);
+	}
+	return EXIT_OK;
 }
 
 int pack_source_args(poptContext ctx, const char *cmd, const char *order,
@@ -464,8 +704,12 @@ int pack_source_args(poptContext ctx, const char *cmd, const char *order,
 
 static int args(poptContext ctx, struct create_job *j)
 {
-	return pack_source_args(ctx, "create", "SI", &j->source, &j->image,
-				&j->is_dir);
+	int rc = pack_sources(ctx, "create", "SI", &j->ps);
+
+	j->image = j->ps.image;
+	j->source = j->ps.src[0];
+	j->is_dir = j->ps.is_dir[0];
+	return rc;
 }
 
 int pack_create(int argc, const char **argv)
@@ -487,7 +731,7 @@ int pack_create(int argc, const char **argv)
 			argv[i] = "--compress=" COMPRESS_DEFAULT;
 	}
 	ctx = poptGetContext("r4pack create", argc, argv, create_options, 0);
-	poptSetOtherOptionHelp(ctx, "[OPTION...] SOURCE IMAGE");
+	poptSetOtherOptionHelp(ctx, "[OPTION...] SOURCE... IMAGE");
 	rc = parse_loop(ctx, &j.bo, &j.ao);
 	if (opt_json)
 		r4cmd_json_start(stdout);

@@ -40,6 +40,23 @@ int pack_owner_finish(struct r4_archive_opts *ao, int use_env);
  * and whether the source is a directory ('-' is standard input). */
 int pack_source_args(poptContext ctx, const char *cmd, const char *order,
 		     const char **source, const char **image, int *is_dir);
+/* The same with one or more SOURCEs (layers, applied in order):
+ * "SI": SOURCE... IMAGE, "IS": IMAGE SOURCE...; '-' at most once. */
+#define PACK_SOURCES_MAX 64
+struct pack_srcs {
+	const char *image;
+	const char *src[PACK_SOURCES_MAX];
+	int is_dir[PACK_SOURCES_MAX];
+	size_t n;
+};
+int pack_sources(poptContext ctx, const char *cmd, const char *order,
+		 struct pack_srcs *ps);
+/* Apply SOURCEs to an open volume as layers in one transaction (add,
+ * and create's layers past the first): 0, or EXIT_FAILED with the error
+ * said and the volume as it was (or the commit left pending, said). */
+int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
+		const int *is_dir, size_t n, struct r4_archive_opts *ao,
+		const uint16_t *plug, unsigned plug_set);
 
 int pack_create(int argc, const char **argv);
 int pack_extract(int argc, const char **argv);

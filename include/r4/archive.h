@@ -43,6 +43,9 @@ struct r4_archive_stats {
 	 * them; create and add only. */
 	uint64_t xattrs_dropped;
 	uint64_t xattr_entries;
+	/* OCI whiteouts applied (oci_whiteouts): names removed from the
+	 * layers below, and the whiteout entries seen (never stored) */
+	uint64_t whiteouts, removed;
 };
 
 struct r4_archive_opts {
@@ -75,6 +78,13 @@ struct r4_archive_opts {
 	/* 1: an extended attribute or ACL in the source (Reiser4 cannot
 	 * store them) is an error (R4_EUNSUPP) instead of a warning. */
 	int strict;
+	/* 1: the source is an OCI image layer: an entry ".wh.NAME" removes
+	 * NAME (and everything below it) from what the volume held before
+	 * this source, ".wh..wh..opq" in a directory removes everything it
+	 * held before (what this source puts there stays); neither is
+	 * stored. In a new build (nothing below the first layer) they are
+	 * only counted. */
+	int oci_whiteouts;
 	/* Callbacks (each may be NULL): a warning line; an entry added to
 	 * the image or written to the tarball (path as stored); progress of
 	 * an archive source: bytes of the archive (as stored, compressed)
@@ -112,6 +122,14 @@ int r4_archive_skip_file(struct r4_archive_opts *o, const char *path,
  * archive and the entry; the caller then aborts the build. */
 int r4_pack_from_archive(struct r4_build *b, const char *path,
 			 const struct r4_archive_opts *o, struct r4_error *err);
+
+/* The entries of an archive and the bytes of its regular files, read
+ * through once without their data (a compressed archive is
+ * decompressed): to size a volume before the archive is added. Not
+ * standard input (R4_EINVAL). */
+int r4_archive_measure(const char *path, const struct r4_archive_opts *o,
+		       uint64_t *bytes, uint64_t *entries,
+		       struct r4_error *err);
 
 /* The data source for a directory build: regular files are read at
  * finish time from under dir (which must outlive the build), holes

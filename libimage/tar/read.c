@@ -464,6 +464,43 @@ int r4_pack_from_archive(struct r4_build *b, const char *path,
 	return rc;
 }
 
+int r4_archive_measure(const char *path, const struct r4_archive_opts *o,
+		       uint64_t *bytes, uint64_t *entries,
+		       struct r4_error *err)
+{
+	struct archive_entry *ae;
+	struct archive *a;
+	struct arc_file f;
+	uint64_t size;
+	int r, rc = 0;
+
+	*bytes = *entries = 0;
+	if (!strcmp(path, "-"))
+		return r4i_fail(err, R4_EINVAL, "standard input cannot be "
+			       "measured before it is read");
+	if (!(a = arc_open(path, o, &size, &f, 0, err)))
+		return err && err->code ? err->code : -EIO;
+	while ((r = archive_read_next_header(a, &ae)) != ARCHIVE_EOF) {
+		if (r < ARCHIVE_WARN) {
+			rc = r4i_fail(err, R4_ECORRUPT, "%s: %s", path,
+				      arc_why(a));
+			break;
+		}
+		(*entries)++;
+		if (archive_entry_filetype(ae) == AE_IFREG &&
+		    archive_entry_size(ae) > 0)
+			*bytes += (uint64_t)archive_entry_size(ae);
+		if (archive_read_data_skip(a) < ARCHIVE_WARN) {
+			rc = r4i_fail(err, R4_ECORRUPT, "%s: %s", path,
+				      arc_why(a));
+			break;
+		}
+	}
+	archive_read_free(a);
+	arc_close(&f);
+	return rc;
+}
+
 /* r4pack add: the archive's entries into a transaction on vol. */
 int r4_add_from_archive(struct r4_txn *t, struct r4_vol *vol,
 			const char *path, const struct r4_archive_opts *o,

@@ -2,6 +2,7 @@
 /* r4kit: the sink every source feeds (see tar.h and r4/archive.h for
  * the safety rules it applies). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +34,7 @@ void tar_sink_init(struct tar_sink *s, struct r4_build *b,
 	tar_map_init(&s->types);
 	tar_map_init(&s->links);
 	tar_map_init(&s->fresh);
+	tar_map_init(&s->added);
 }
 
 void tar_sink_init_txn(struct tar_sink *s, struct r4_txn *t,
@@ -50,6 +52,7 @@ void tar_sink_free(struct tar_sink *s)
 		tar_map_free(&s->types);
 		tar_map_free(&s->links);
 		tar_map_free(&s->fresh);
+		tar_map_free(&s->added);
 		for (size_t i = 0; i < s->dirs_len; i++)
 			free(s->dirs[i].path);
 		free(s->dirs);
@@ -262,6 +265,166 @@ static int parents_ok(struct tar_sink *s, const char *path, const char *raw)
 	return 1;
 }
 
+/* ---- OCI whiteouts --------------------------------------------------- */
+
+#define WH_PREFIX ".wh."
+#define WH_OPAQUE ".wh..wh..opq"
+
+/* path and everything below it are gone from the volume: the types map
+ * says so from now on. */
+static int forget(struct tar_sink *s, const char *path, size_t len)
+{
+	for (size_t i = 0; i < s->types.cap; i++) {
+		struct tar_map_ent *m = &s->types.slot[i];
+
+		if (m->key && m->key_len > len && m->key[len] == '/' &&
+		    !memcmp(m->key, path, len))
+			m->val = TAR_ABSENT;
+	}
+	return tar_map_put(&s->types, path, len, TAR_ABSENT, NULL);
+}
+
+/* Remove path (len bytes) from the volume unless this layer put it
+ * there. */
+static int wh_remove(struct tar_sink *s, const char *path, size_t len,
+		     struct r4_error *err)
+{
+	int t = type_at(s, path, len), rc;
+	char *p;
+
+	if (t < 0 || t == TAR_EXCLUDED || tar_map_get(&s->added, path, len))
+		return 0;
+	if (!(p = malloc(len + 2)))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	p[0] = '/';
+	memcpy(p + 1, path, len);
+	p[len + 1] = '\0';
+	rc = t == R4_ENT_DIR ? r4_remove_tree(s->txn, p, err)
+			     : r4_unlink(s->txn, p, err);
+	free(p);
+	if (rc)
+		return rc;
+	if (s->opts->stats)
+		s->opts->stats->removed++;
+	return forget(s, path, len) ? r4i_fail(err, -ENOMEM, "out of memory")
+				    : 0;
+}
+
+struct wh_names {
+	char **v;
+	size_t n, cap;
+	int oom;
+};
+
+static int wh_collect(void *ctx, const char *name, size_t len,
+		      const struct r4_objref *target)
+{
+	struct wh_names *w = ctx;
+	char **v;
+
+	(void)target;
+	if ((len == 1 && name[0] == '.') ||
+	    (len == 2 && name[0] == '.' && name[1] == '.'))
+		return 0;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 16;
+
+		if (!(v = realloc(w->v, cap * sizeof(*v)))) {
+			w->oom = 1;
+			return -ENOMEM;
+		}
+		w->v = v;
+		w->cap = cap;
+	}
+	if (!(w->v[w->n] = strndup(name, len))) {
+		w->oom = 1;
+		return -ENOMEM;
+	}
+	w->n++;
+	return 0;
+}
+
+/* An opaque directory dir (len bytes, "" the root): what the volume
+ * held in it before this layer goes. */
+static int wh_opaque(struct tar_sink *s, const char *dir, size_t len,
+		     struct r4_error *err)
+{
+	struct wh_names w = { 0 };
+	struct r4_objref ref;
+	char *p, *child;
+	int rc = 0;
+
+	if (type_at(s, dir, len) != R4_ENT_DIR ||
+	    (len && tar_map_get(&s->fresh, dir, len)))
+		return 0;	/* nothing below it from the layers below */
+	if (!(p = malloc(len + 2)))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	p[0] = '/';
+	memcpy(p + 1, dir, len);
+	p[len + 1] = '\0';
+	rc = r4_lookup(s->vol, p, &ref, err);
+	free(p);
+	if (!rc)
+		rc = r4_readdir(s->vol, &ref, wh_collect, &w, err);
+	if (w.oom)
+		rc = r4i_fail(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < w.n; i++) {
+		size_t cl = len + !!len + strlen(w.v[i]);
+
+		if (!(child = malloc(cl + 1))) {
+			rc = r4i_fail(err, -ENOMEM, "out of memory");
+			break;
+		}
+		snprintf(child, cl + 1, "%.*s%s%s", (int)len, dir,
+			 len ? "/" : "", w.v[i]);
+		rc = wh_remove(s, child, cl, err);
+		free(child);
+	}
+	for (size_t i = 0; i < w.n; i++)
+		free(w.v[i]);
+	free(w.v);
+	return rc;
+}
+
+/* An OCI whiteout entry at path (cleaned): applied (or, in a build,
+ * only counted) and never stored. 1 when path was one, 0 when it is an
+ * ordinary entry, < 0 on error (err names the path it could not
+ * remove). */
+static int whiteout(struct tar_sink *s, const char *path, const char *raw,
+		    struct r4_error *err)
+{
+	const char *base = strrchr(path, '/');
+	size_t dlen;
+	int rc;
+
+	base = base ? base + 1 : path;
+	if (strncmp(base, WH_PREFIX, strlen(WH_PREFIX)))
+		return 0;
+	dlen = base > path ? (size_t)(base - path - 1) : 0;
+	if (s->opts->stats)
+		s->opts->stats->whiteouts++;
+	if (!s->txn)
+		return 1;	/* a new build: no layer below */
+	if (!parents_ok(s, path, raw))
+		return 1;
+	if (!strcmp(base, WH_OPAQUE)) {
+		rc = wh_opaque(s, path, dlen, err);
+	} else {
+		size_t nlen = strlen(base) - strlen(WH_PREFIX);
+		char *target;
+
+		if (!nlen)
+			return 1;
+		if (!(target = malloc(dlen + 1 + nlen + 1)))
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		snprintf(target, dlen + nlen + 2, "%.*s%s%s", (int)dlen, path,
+			 dlen ? "/" : "", base + strlen(WH_PREFIX));
+		rc = wh_remove(s, target, strlen(target), err);
+		free(target);
+	}
+	return rc < 0 ? rc : 1;
+}
+
 /* Check a hard link's target; the link takes its type. 1 ok, 0 skip. */
 static int link_target(struct tar_sink *s, struct r4_entry *e,
 		       const char *raw, char **clean, int *type,
@@ -414,6 +577,9 @@ static int sink_add(struct tar_sink *s, struct r4_entry *e, const char *raw,
 	char *target = NULL;
 	int type = (int)e->type, rc;
 
+	if (s->opts->oci_whiteouts && !(fl & TAR_PATH_DOTDOT) &&
+	    (rc = whiteout(s, path, raw, err)))
+		return rc < 0 ? rc : 0;
 	if (*path && tar_excluded(s->opts, path))
 		return tar_map_put(&s->types, path, strlen(path), TAR_EXCLUDED,
 				   NULL) ? r4i_fail(err, -ENOMEM, "out of memory")
@@ -451,7 +617,9 @@ static int sink_add(struct tar_sink *s, struct r4_entry *e, const char *raw,
 	if (rc)
 		return r4i_fail(err, rc, "%s: '%s': cannot add it", s->source,
 			       raw);
-	if (record(s, path, type))
+	if (record(s, path, type) ||
+	    (s->txn && s->opts->oci_whiteouts &&
+	     tar_map_put(&s->added, path, strlen(path), 1, NULL)))
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", s->source);
 	if (s->opts->stats) {
 		s->opts->stats->entries++;

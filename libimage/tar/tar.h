@@ -73,6 +73,9 @@ struct tar_sink {
 	 * nothing: every path below one is in types (what the sink put
 	 * there), so a path below one not in types is not looked up. */
 	struct tar_map fresh;
+	/* OCI whiteouts in a transaction: every path this sink put (a
+	 * whiteout never removes what its own layer holds) */
+	struct tar_map added;
 	int warned_abs;
 	/* Set by the source for the next entry: extended attributes and
 	 * ACLs it had (Reiser4 cannot store them) and the first one's

@@ -1,0 +1,146 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0-or-later
+# r4pack create SOURCE... IMAGE and r4pack add IMAGE SOURCE...: sources
+# applied in order as layers; --layers=oci: ".wh.NAME" removes NAME of
+# the layers below, ".wh..wh..opq" empties a directory of what the
+# layers below put there (libimage/tar/sink.c, whiteout()); neither is
+# stored. One transaction for all the layers of an add; a layered create
+# is renamed into place only when every layer went in.
+
+load helpers
+
+UUID=01234567-89ab-cdef-0123-456789abcdef
+
+# $T/base.tar (a base system) and $T/l1.tgz, $T/l2.tar (two layers).
+layers() {
+	mkdir -p "$T/b/etc" "$T/b/usr/lib" "$T/b/var/cache" "$T/b/opt"
+	echo root >"$T/b/etc/passwd"
+	echo secret >"$T/b/etc/shadow"
+	seq 1 20000 >"$T/b/usr/lib/libx.so"
+	echo c1 >"$T/b/var/cache/c1"
+	echo c2 >"$T/b/var/cache/c2"
+	echo keep >"$T/b/opt/keep"
+	mkdir -p "$T/l1/etc" "$T/l1/var/cache" "$T/l1/usr"
+	touch "$T/l1/etc/.wh.shadow" "$T/l1/usr/.wh.lib"
+	echo hosts >"$T/l1/etc/hosts"
+	echo c3 >"$T/l1/var/cache/c3"
+	touch "$T/l1/var/cache/.wh..wh..opq"
+	mkdir -p "$T/l2/usr/lib" "$T/l2/etc"
+	seq 5 9000 >"$T/l2/usr/lib/liby.so"
+	touch "$T/l2/etc/.wh.hosts"
+	find "$T/b" "$T/l1" "$T/l2" -exec touch -h -d @1650000000 {} +
+	tar -C "$T/b" -cf "$T/base.tar" .
+	# the opaque marker after the layer's own entry in its directory
+	tar -C "$T/l1" -czf "$T/l1.tgz" ./etc ./usr ./var/cache/c3 \
+		./var/cache/.wh..wh..opq
+	tar -C "$T/l2" -cf "$T/l2.tar" .
+	cat >"$T/want" <<-'EOF'
+	./
+	./etc/
+	./etc/passwd
+	./opt/
+	./opt/keep
+	./usr/
+	./usr/lib/
+	./usr/lib/liby.so
+	./var/
+	./var/cache/
+	./var/cache/c3
+	EOF
+}
+
+listing() {
+	r4pack extract "$1" - | tar -t | sort
+}
+
+@test "create SOURCE... IMAGE --layers=oci: whiteouts and opaque directories applied, never stored; both checkers clean" {
+	layers
+	run r4pack create --layers=oci "$T/base.tar" "$T/l1.tgz" "$T/l2.tar" "$T/v.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"from 3 layers"* ]]
+	diff "$T/want" <(listing "$T/v.img")
+	[ "$(r4debugfs -R 'cat /usr/lib/liby.so' "$T/v.img" | sha256sum)" = "$(sha256sum <"$T/l2/usr/lib/liby.so")" ]
+	run r4fsck -n "$T/v.img"
+	[ "$status" -eq 0 ]
+	need_oracle
+	oracle_fsck "$T/v.img"
+}
+
+@test "add IMAGE SOURCE... --layers=oci gives what the layered create gives, in one transaction" {
+	layers
+	r4pack create -q "$T/base.tar" "$T/a.img"
+	run r4pack add --json --layers=oci "$T/a.img" "$T/l1.tgz" "$T/l2.tar"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *'"layers": 2'* && *'"whiteouts": 4'* ]]
+	diff "$T/want" <(listing "$T/a.img")
+	run r4fsck -n "$T/a.img"
+	[ "$status" -eq 0 ]
+	# a later layer that is damaged: nothing of the earlier ones lands
+	r4pack create -q "$T/base.tar" "$T/c.img"
+	cp "$T/c.img" "$T/c0.img"
+	head -c 3000 "$T/l2.tar" >"$T/bad.tar"
+	run r4pack add --layers=oci "$T/c.img" "$T/l1.tgz" "$T/bad.tar"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"bad.tar"* && "$output" == *"nothing was changed"* ]]
+	cmp "$T/c.img" "$T/c0.img"
+}
+
+@test "without --layers, .wh. entries are ordinary files" {
+	layers
+	r4pack create -q "$T/base.tar" "$T/l1.tgz" "$T/v.img"
+	r4debugfs -R 'ls /etc' "$T/v.img" | grep -qx '\.wh\.shadow'
+	r4debugfs -R 'ls /etc' "$T/v.img" | grep -qx 'shadow'
+}
+
+@test "a layered create that fails leaves the image as it was and no file beside it" {
+	layers
+	r4pack create -q "$T/base.tar" "$T/v.img"
+	cp "$T/v.img" "$T/v0.img"
+	head -c 3000 "$T/l2.tar" >"$T/bad.tar"
+	run r4pack create -f --layers=oci "$T/base.tar" "$T/l1.tgz" "$T/bad.tar" "$T/v.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	cmp "$T/v.img" "$T/v0.img"
+	[ -z "$(ls "$T" | grep 'layers\.')" ]
+	run r4pack create --layers=oci "$T/base.tar" "$T/l1.tgz" "$T/bad.tar" "$T/new.img"
+	[ "$status" -eq 1 ]
+	[ ! -e "$T/new.img" ]
+	[ -z "$(ls "$T" | grep 'layers\.')" ]
+	# standard input cannot be measured for --size auto as a later layer
+	run r4pack create --layers=oci "$T/base.tar" - "$T/new.img" <"$T/l2.tar"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"standard input"* ]]
+	[ ! -e "$T/new.img" ]
+}
+
+@test "layered builds are reproducible: the same layers twice give the same bytes (SOURCE_DATE_EPOCH, --uuid)" {
+	layers
+	export SOURCE_DATE_EPOCH=1700000000
+	r4pack create -q -U "$UUID" --layers=oci "$T/base.tar" "$T/l1.tgz" "$T/l2.tar" "$T/x.img"
+	r4pack create -q -U "$UUID" --layers=oci "$T/base.tar" "$T/l1.tgz" "$T/l2.tar" "$T/y.img"
+	cmp "$T/x.img" "$T/y.img"
+	r4pack create -q -U "$UUID" "$T/base.tar" "$T/p.img"
+	r4pack create -q -U "$UUID" "$T/base.tar" "$T/q.img"
+	r4pack add -q --layers=oci "$T/p.img" "$T/l1.tgz" "$T/l2.tar"
+	r4pack add -q --layers=oci "$T/q.img" "$T/l1.tgz" "$T/l2.tar"
+	cmp "$T/p.img" "$T/q.img"
+}
+
+@test "a layer's own entry survives its whiteout and its opaque marker" {
+	mkdir -p "$T/b/d" "$T/l/d"
+	echo lower >"$T/b/d/old"
+	echo upper >"$T/l/d/new"
+	touch "$T/l/d/.wh..wh..opq" "$T/l/d/.wh.new"
+	tar -C "$T/b" -cf "$T/b.tar" .
+	# the layer's own file first, then the markers
+	tar -C "$T/l" -cf "$T/l.tar" ./d/new ./d/.wh..wh..opq ./d/.wh.new
+	r4pack create -q --layers=oci "$T/b.tar" "$T/l.tar" "$T/v.img"
+	[ "$(r4debugfs -R 'ls /d' "$T/v.img" | grep -vx '\.\|\.\.')" = new ]
+	[ "$(r4debugfs -R 'cat /d/new' "$T/v.img")" = upper ]
+	run r4pack create --layers=bogus "$T/b.tar" "$T/l.tar" "$T/w.img"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--layers=bogus"* ]]
+}
