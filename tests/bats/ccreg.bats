@@ -390,7 +390,7 @@ unmerged_ctails() {
 	mkdir -p "$T/a" "$T/b" "$T/empty"
 	local i j
 	for i in $(seq 1 30); do
-		for j in $(seq 1 $((i * 300))); do echo "row $j of file $i, some words"; done >"$T/a/f$i"
+		awk -v n=$((i * 300)) -v i=$i 'BEGIN { for (j = 1; j <= n; j++) print "row " j " of file " i ", some words" }' >"$T/a/f$i"
 		cp "$T/a/f$i" "$T/b/g$i"
 	done
 	r4pack create -q --compress=lzo1 "$T/a" "$T/c.img"
