@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -247,12 +248,132 @@ int r4cmd_progress_enabled(void)
 /* Columns of the bar on the terminal now (0: none drawn). */
 static int progress_cols;
 
+/* ---- progress events (--progress-fd) ---------------------------------- */
+
+static char *opt_progress_fd;
+static int progress_fd = -1;
+
+struct poptOption r4cmd_progress_options[] = {
+	{ "progress-fd", '\0', POPT_ARG_STRING, &opt_progress_fd, 0,
+	  "write progress events to file descriptor FD, one JSON object a "
+	  "line (phase, done, total, unit)", "FD" },
+	POPT_TABLEEND
+};
+
+static struct {
+	char phase[48], unit[16];
+	uint64_t done, total;
+	int sent, final;
+	struct timespec last;
+} ev = { "", "bytes", 0, 0, 0, 0, { 0, 0 } };
+
+int r4cmd_progress_parse(int usage_exit)
+{
+	char *end;
+	long fd;
+	int fl;
+
+	if (!opt_progress_fd)
+		return 0;
+	errno = 0;
+	fd = strtol(opt_progress_fd, &end, 10);
+	if (errno || end == opt_progress_fd || *end || fd < 0 ||
+	    fd > 1 << 20) {
+		r4cmd_errorf("--progress-fd=%s: not a file descriptor number",
+			     opt_progress_fd);
+		return usage_exit;
+	}
+	fl = fcntl((int)fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY) {
+		r4cmd_errorf("--progress-fd=%ld: %s", fd, fl < 0 ?
+			     "not an open file descriptor" :
+			     "not open for writing");
+		return usage_exit;
+	}
+	progress_fd = (int)fd;
+	return 0;
+}
+
+int r4cmd_progress_wanted(void)
+{
+	return progress_fd >= 0 || r4cmd_progress_enabled();
+}
+
+void r4cmd_progress_kind(const char *phase, const char *unit)
+{
+	if (strcmp(phase, ev.phase)) {
+		snprintf(ev.phase, sizeof(ev.phase), "%s", phase);
+		ev.done = ev.total = 0;
+		ev.sent = ev.final = 0;
+	}
+	snprintf(ev.unit, sizeof(ev.unit), "%s", unit);
+}
+
+static void event_write(void)
+{
+	char line[256];
+	int n;
+
+	n = snprintf(line, sizeof(line), "{\"schema\":1,\"program\":\"%s\","
+		     "\"phase\":\"%s\",\"done\":%llu,\"total\":%llu,"
+		     "\"unit\":\"%s\"}\n", r4cmd_prog, ev.phase,
+		     (unsigned long long)ev.done,
+		     (unsigned long long)ev.total, ev.unit);
+	if (n > 0 && (size_t)n < sizeof(line) &&
+	    write(progress_fd, line, (size_t)n) != n)
+		progress_fd = -1;	/* a reader that went away */
+	ev.sent = 1;
+}
+
+static void progress_event(const char *label, uint64_t done, uint64_t total)
+{
+	struct timespec now;
+	int final;
+
+	if (!ev.phase[0])
+		r4cmd_progress_kind(label, ev.unit);
+	if (ev.final && done >= ev.done)
+		return;
+	if (ev.final) {		/* the phase runs again (a second pass) */
+		ev.done = 0;
+		ev.sent = ev.final = 0;
+	}
+	if (done < ev.done)
+		done = ev.done;
+	/* a total that was an estimate the work passed */
+	final = total && done == total;
+	if (total < done)
+		total = done;
+	ev.done = done;
+	ev.total = total;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (ev.sent && !final && (now.tv_sec - ev.last.tv_sec) * 1000000000L +
+	    (now.tv_nsec - ev.last.tv_nsec) < 100000000L)
+		return;
+	ev.last = now;
+	ev.final = final;
+	event_write();
+}
+
+void r4cmd_progress_finish(void)
+{
+	if (progress_fd < 0 || !ev.phase[0] || ev.final)
+		return;
+	if (ev.total < ev.done)
+		ev.total = ev.done;
+	ev.done = ev.total;
+	ev.final = 1;
+	event_write();
+}
+
 void r4cmd_progress(const char *label, uint64_t done, uint64_t total)
 {
 	static struct timespec last;
 	struct timespec now;
 	int pct, fill;
 
+	if (progress_fd >= 0)
+		progress_event(label, done, total);
 	if (!r4cmd_progress_enabled())
 		return;
 	if (total && done >= total) {	/* finished: clear the bar */

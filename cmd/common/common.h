@@ -61,6 +61,21 @@ int r4cmd_progress_enabled(void);
  * what follows starts on a line of its own. */
 void r4cmd_progress(const char *label, uint64_t done, uint64_t total);
 void r4cmd_progress_end(void);
+/* --progress-fd=FD (r4cmd_progress_options, for the long commands):
+ * r4cmd_progress also writes JSON Lines events to FD, whatever stderr
+ * is: {"schema":1,"program":...,"phase":...,"done":N,"total":N,
+ * "unit":...}, at most ten a second, done never decreasing within a
+ * phase, the last of a phase with done == total. r4cmd_progress_parse
+ * checks FD (open for writing): 0, or usage_exit after saying what is
+ * wrong. r4cmd_progress_kind names the phase and unit of the calls
+ * that follow; r4cmd_progress_finish sends the phase's last event
+ * (done == total) when the work ended well and it was not sent yet.
+ * r4cmd_progress_wanted: a bar or events are wanted. */
+extern struct poptOption r4cmd_progress_options[];
+int r4cmd_progress_parse(int usage_exit);
+void r4cmd_progress_kind(const char *phase, const char *unit);
+void r4cmd_progress_finish(void);
+int r4cmd_progress_wanted(void);
 /* Write len bytes of s to f with control bytes (< 0x20, 0x7f), and
  * backslash when backslash is set, as \xHH: names from an image or an
  * archive on a terminal. r4cmd_error, r4cmd_errorf and r4cmd_warnf

@@ -74,6 +74,8 @@ static struct poptOption fsck_options[] = {
 	  "print at most N problems (they are all counted; 0 = all)", "N" },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
+	  NULL, NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -306,6 +308,9 @@ static void on_progress(void *ctx, const char *phase, uint64_t done,
 	char label[32];
 
 	(void)ctx;
+	/* tree: nodes; space: bitmap blocks; super, objects: steps */
+	r4cmd_progress_kind(phase, !strcmp(phase, "tree") ? "nodes" :
+			    !strcmp(phase, "space") ? "blocks" : "steps");
 	snprintf(label, sizeof(label), "checking %-7s", phase);
 	r4cmd_progress(label, done, total);
 }
@@ -897,6 +902,8 @@ int main(int argc, const char **argv)
 	rc = get_path(ctx, &path);
 	if (rc == EXIT_CLEAN)
 		rc = r4cmd_lock_parse(EXIT_USAGE);
+	if (!rc)
+		rc = r4cmd_progress_parse(EXIT_USAGE);
 	if (rc == EXIT_CLEAN && opt_undo_restore) {
 		if (opt_check || opt_preen || opt_yes || opt_fix ||
 		    opt_build_fs || opt_build_sb || opt_undo_save) {

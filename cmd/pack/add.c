@@ -36,6 +36,8 @@ static struct poptOption add_options[] = {
 	  "Ownership and times:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
+	  NULL, NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -147,12 +149,19 @@ int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 	}
 	/* each SOURCE a layer over the ones before, in one transaction */
 	for (size_t i = 0; !rc && i < n; i++) {
+		char phase[32];
+
+		/* a directory is read as it is added: no total to show */
 		ao->progress = is_dir[i] ? NULL : pack_progress;
+		snprintf(phase, sizeof(phase), "layer %zu", i + 1);
+		r4cmd_progress_kind(n == 1 ? "archive" : phase, "bytes");
 		rc = is_dir[i] ? r4_add_from_dir(t, vol, src[i], ao, &err)
 			       : r4_add_from_archive(t, vol, src[i], ao, &err);
 		r4cmd_progress_end();
 		if (rc)
 			r4cmd_error(&err, src[i], rc);
+		else if (!is_dir[i])
+			r4cmd_progress_finish();
 	}
 	if (rc) {
 		r4_txn_abort(t);
@@ -262,6 +271,8 @@ int pack_add(int argc, const char **argv)
 	}
 	if (!rc)
 		rc = r4cmd_lock_parse(EXIT_USAGE);
+	if (!rc)
+		rc = r4cmd_progress_parse(EXIT_USAGE);
 	if (!rc)
 		rc = pack_owner_finish(&j.ao, 1);
 	if (!rc)

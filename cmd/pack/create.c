@@ -87,6 +87,8 @@ static struct poptOption create_options[] = {
 	  "Ownership and times:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_wait_options, 0,
 	  "Locking (an existing IMAGE):", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
+	  NULL, NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -401,6 +403,7 @@ static int build(struct create_job *j, const char *target)
 		j->bo.progress = pack_progress;
 	else
 		j->ao.progress = pack_progress;
+	r4cmd_progress_kind(j->is_dir ? "data" : "archive", "bytes");
 	r4cmd_cleanup_on_signals();
 	if (r4_build_begin(target, &j->bo, &b, &err)) {
 		r4cmd_error(&err, j->image, err.code);
@@ -428,6 +431,7 @@ static int build(struct create_job *j, const char *target)
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;
 	}
+	r4cmd_progress_finish();
 	return EXIT_OK;
 }
 
@@ -741,6 +745,8 @@ int pack_create(int argc, const char **argv)
 	}
 	if (!rc)
 		rc = r4cmd_lock_parse(EXIT_USAGE);
+	if (!rc)
+		rc = r4cmd_progress_parse(EXIT_USAGE);
 	if (!rc)
 		rc = apply_options(&j.bo);
 	if (!rc)

@@ -40,6 +40,8 @@ static struct poptOption repack_options[] = {
 	  "print the report and the summary as one JSON object", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
+	  NULL, NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
 	  "Common options:", NULL },
 	POPT_AUTOHELP
@@ -384,10 +386,11 @@ static int options(poptContext ctx, struct r4_repack_opts *o,
 		r4cmd_errorf("--min-gain wants a fraction from 0 to 1");
 		return -1;
 	}
-	if (r4cmd_lock_parse(-1))
+	if (r4cmd_lock_parse(-1) || r4cmd_progress_parse(-1))
 		return -1;
 	o->dry_run = opt_dry;
-	if (r4cmd_progress_enabled() && !opt_json)
+	r4cmd_progress_kind("repack", "blocks");
+	if (r4cmd_progress_wanted())
 		o->progress = on_progress;
 	return 0;
 }
