@@ -17,7 +17,8 @@
 
 enum { OPT_O = 1, OPT_EXCLUDE, OPT_COMPRESS, OPT_UIDMAP = 100, OPT_GIDMAP,
        OPT_CLAMP, OPT_FORMAT = 150 };
-/* --compress without ALGO (README: "Compressed files" says why). */
+/* --compress without ALGO (bench/RESULTS.md, "Compressed images", says
+ * why). */
 
 static char *opt_size, *opt_free, *opt_label, *opt_uuid;
 static int opt_threads;
