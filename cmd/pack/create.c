@@ -476,6 +476,7 @@ int pack_create(int argc, const char **argv)
 	int rc;
 
 	r4_build_opts_init(&j.bo);
+	r4cmd_env_build(&j.bo);
 	r4_archive_opts_init(&j.ao);
 	j.ao.warn = pack_warn;
 	j.ao.stats = &j.stats;

@@ -389,22 +389,12 @@ static int spill_fail(struct r4_build *b, const char *path,
 		       "(in $TMPDIR): %s", path, r4_strerror(b->spill_rc));
 }
 
-static size_t env_size(const char *name, size_t dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	unsigned long long n;
-
-	if (!v || !*v)
-		return dflt;
-	n = strtoull(v, &end, 10);
-	return *end || n > SIZE_MAX ? dflt : (size_t)n;
-}
-
 int pack_ns_init(struct r4_build *b, struct r4_error *err)
 {
-	b->spill_after = env_size("R4_PACK_SPILL_AFTER", BUILD_SPILL_AFTER);
-	b->spill_budget = env_size("R4_PACK_RUN_BYTES", BUILD_SPILL_BUDGET);
+	b->spill_after = b->o.spill_after >= 0 ?
+			 (size_t)b->o.spill_after : BUILD_SPILL_AFTER;
+	b->spill_budget = b->o.spill_run_bytes >= 0 ?
+			  (size_t)b->o.spill_run_bytes : BUILD_SPILL_BUDGET;
 	b->root = new_obj(b, R4_ENT_DIR);
 	if (!b->root ||
 	    implicit_dir(b, b->root, (uint32_t)getuid(), (uint32_t)getgid()))
