@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # make check: the layer order, read from the #include lines of every C
 # file of the product (tests are exempt). Prints TAP, one line a file.
+# The layers and their ranks, for a contributor: doc/hacking.md §1.
 #
 # Usage: check-includes.sh [TOP]   (default: $top_srcdir, else .)
 #

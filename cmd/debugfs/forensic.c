@@ -23,91 +23,93 @@
 typedef int (*walk_fn)(struct dbg *d, void *ctx, const char *path,
 		       const struct r4_objref *ref, const struct r4_stat *st);
 
+/* On r4_walk (the library's one namespace walk: any depth, each
+ * directory once): each object's stat data to fn, in the walk's order;
+ * a directory whose mode says it is not one is not entered. */
 struct walk {
 	struct dbg *d;
 	walk_fn fn;
 	void *ctx;
 	struct r4_u64map dirs;	/* oid -> path (char *) of the directories
-				 * entered: none twice, no loop */
+				 * entered, for the warning of a second
+				 * name */
+	struct r4_error *err;	/* the walk's, for a directory it left */
 	int rc;
 };
 
-static int walk_obj(struct walk *w, const char *path,
-		    const struct r4_objref *ref, unsigned depth)
+#define WALK_STOP (-ECANCELED)	/* fn said stop */
+
+static int walk_dir_first(struct walk *w, uint64_t oid, const char *path)
 {
+	char **first = r4_u64map_get(&w->dirs, oid, NULL);
+
+	if (!first)
+		return dbg_fail(NULL, path, -ENOMEM);
+	free(*first);
+	*first = strdup(path);
+	return 0;
+}
+
+static int walk_entry(void *ctx, const struct r4_walk_entry *e)
+{
+	struct walk *w = ctx;
 	struct r4_error err = { 0 };
 	struct r4_stat st;
-	struct dlist l = { 0 };
+	char **first;
 	int rc;
 
-	rc = r4_stat(w->d->vol, ref, &st, &err);
-	if (rc) {
-		dbg_fail(&err, path, rc);
-		w->rc = DBG_FAIL;
-		return 0;
-	}
-	rc = w->fn(w->d, w->ctx, path, ref, &st);
-	if (rc)
-		return rc;
-	if (!S_ISDIR(st.mode) || depth > 4096)
-		return 0;
-	{
-		int added = 0;
-		char **first = r4_u64map_get(&w->dirs, ref->oid, &added);
-
-		if (!first)
-			return dbg_fail(NULL, path, -ENOMEM);
-		if (!added) {
-			/* a second name (a loop when above): not again */
-			r4cmd_warnf("%s: not walked: a second name of the "
-				    "directory walked as %s (run r4fsck)",
-				    path, *first ? *first : "?");
-			return 0;
+	if (e->leave) {
+		if (e->error) {	/* a damaged directory: said, then on */
+			dbg_fail(w->err, e->path, e->error);
+			w->rc = DBG_FAIL;
 		}
-		*first = strdup(path);
-	}
-	rc = dbg_list_dir(w->d, ref, &l, &err);
-	if (rc) {
-		dbg_fail(&err, path, rc);
-		w->rc = DBG_FAIL;
 		return 0;
 	}
-	for (size_t i = 0; i < l.n && !rc; i++) {
-		const struct dent *e = &l.v[i];
-		size_t plen = strlen(path);
-		char *sub;
-
-		if ((e->len == 1 && e->name[0] == '.') ||
-		    (e->len == 2 && !memcmp(e->name, "..", 2)) ||
-		    memchr(e->name, '\0', e->len))
-			continue;
-		sub = malloc(plen + e->len + 2);
-		if (!sub) {
-			rc = dbg_fail(NULL, path, -ENOMEM);
-			break;
-		}
-		memcpy(sub, path, plen);
-		if (!plen || path[plen - 1] != '/')
-			sub[plen++] = '/';
-		memcpy(sub + plen, e->name, e->len);
-		sub[plen + e->len] = '\0';
-		rc = walk_obj(w, sub, &e->ref, depth + 1);
-		free(sub);
+	if (memchr(e->name, '\0', e->name_len))
+		return R4_WALK_SKIP;
+	rc = r4_stat(w->d->vol, &e->target, &st, &err);
+	if (rc) {
+		dbg_fail(&err, e->path, rc);
+		w->rc = DBG_FAIL;
+		return R4_WALK_SKIP;
 	}
-	dbg_dlist_free(&l);
-	return rc;
+	if (w->fn(w->d, w->ctx, e->path, &e->target, &st))
+		return WALK_STOP;
+	if (!S_ISDIR(st.mode))
+		return R4_WALK_SKIP;
+	if (e->again) {
+		/* a second name (a loop when above): not again */
+		first = r4_u64map_find(&w->dirs, e->target.oid);
+		r4cmd_warnf("%s: not walked: a second name of the directory "
+			    "walked as %s (run r4fsck)", e->path,
+			    first && *first ? *first : "?");
+		return 0;
+	}
+	return walk_dir_first(w, e->target.oid, e->path) ? WALK_STOP : 0;
 }
 
 static int walk_tree(struct dbg *d, const char *path, walk_fn fn, void *ctx)
 {
-	struct walk w = { d, fn, ctx, { 0 }, DBG_OK };
+	struct r4_error err = { 0 };
+	struct walk w = { d, fn, ctx, { 0 }, &err, DBG_OK };
 	struct r4_objref ref;
+	struct r4_stat st;
 	int rc;
 
 	r4_u64map_init(&w.dirs, sizeof(char *));
 	if (dbg_resolve(d, path, &ref))
 		return DBG_FAIL;
-	rc = walk_obj(&w, path, &ref, 0);
+	rc = r4_stat(d->vol, &ref, &st, &err);
+	if (rc) {
+		dbg_fail(&err, path, rc);
+		return DBG_FAIL;
+	}
+	rc = fn(d, ctx, path, &ref, &st) ? WALK_STOP : 0;
+	if (!rc && S_ISDIR(st.mode))
+		rc = walk_dir_first(&w, ref.oid, path) ? WALK_STOP :
+		     r4_walk(d->vol, &ref, path, 0, walk_entry, &w, &err);
+	if (rc && rc != WALK_STOP)
+		dbg_fail(&err, path, rc);
 	for (size_t i = r4_u64map_next(&w.dirs, 0); i < w.dirs.cap;
 	     i = r4_u64map_next(&w.dirs, i + 1))
 		free(*(char **)r4_u64map_val(&w.dirs, i));

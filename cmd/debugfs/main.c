@@ -157,6 +157,7 @@ static int open_and_run(const char *image)
 	 * dumpblock (and ends the process as before). */
 	r4cmd_cleanup_on_signals();
 	r4cmd_lock_note(d.vol);
+	r4cmd_env_vol(d.vol);
 	/* Say whenever what is shown is not the blocks as on disk. */
 	if (r4_vol_overlaid(d.vol))
 		fprintf(stderr, "%s: %s: %u committed transaction(s) of the "

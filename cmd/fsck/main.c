@@ -469,6 +469,7 @@ static int run_check(const char *path, struct r4_vol *vol)
 	o.problem = on_problem;
 	o.progress = on_progress;
 	o.max_reports = (unsigned)opt_max_reports;
+	r4cmd_env_check(&o);
 	if (opt_json)
 		json_begin();
 	rc = r4_check(vol, &o, &rep, &err);
@@ -638,6 +639,7 @@ static int run_repair(const char *path, struct r4_vol *vol)
 	o.action = on_action;
 	if (opt_batch > 0)
 		o.batch = (unsigned)opt_batch;
+	r4cmd_env_vol(vol);
 	if (opt_json)
 		json_begin();
 	rc = r4_repair(vol, &o, &rep, &err);

@@ -20,7 +20,8 @@
 
 enum { OPT_O = 1, OPT_EXCLUDE, OPT_COMPRESS, OPT_UIDMAP = 100, OPT_GIDMAP,
        OPT_CLAMP, OPT_FORMAT = 150, OPT_LAYERS };
-/* --compress without ALGO (README: "Compressed files" says why). */
+/* --compress without ALGO (bench/RESULTS.md, "Compressed images", says
+ * why). */
 
 static char *opt_size, *opt_free, *opt_label, *opt_uuid;
 static int opt_threads;
@@ -482,6 +483,27 @@ static int room_for_layers(struct create_job *j)
 	return EXIT_OK;
 }
 
+/* An empty file beside target for a layered build, removed on a
+ * signal. */
+static int layers_tmp(const char *target, char **tmp)
+{
+	int fd;
+
+	if (asprintf(tmp, "%s.layers.XXXXXX", target) < 0) {
+		r4cmd_errorf("out of memory");
+		return EXIT_FAILED;
+	}
+	if ((fd = mkstemp(*tmp)) < 0) {
+		r4cmd_errorf("%s: %s", *tmp, strerror(errno));
+		free(*tmp);
+		return EXIT_FAILED;
+	}
+	close(fd);
+	r4_tmpfile_add(*tmp);
+	r4cmd_cleanup_on_signals();
+	return EXIT_OK;
+}
+
 /* SOURCE... IMAGE: the first SOURCE is built into a file beside the
  * image, the others are applied to it as layers in one transaction
  * (as r4pack add), and only then is it renamed over the image: a
@@ -493,7 +515,7 @@ static int run_layers(struct create_job *j, const char *target)
 	struct r4_vol *vol = NULL;
 	struct stat st;
 	char *tmp;
-	int fd, rc;
+	int rc;
 
 	if (!stat(target, &st) && S_ISBLK(st.st_mode)) {
 		r4cmd_errorf("%s: several SOURCEs (layers) are built in an "
@@ -501,27 +523,12 @@ static int run_layers(struct create_job *j, const char *target)
 			     "file, then copy it", j->image);
 		return EXIT_USAGE;
 	}
-	if (asprintf(&tmp, "%s.layers.XXXXXX", target) < 0) {
-		r4cmd_errorf("out of memory");
-		return EXIT_FAILED;
-	}
-	if ((fd = mkstemp(tmp)) < 0) {
-		r4cmd_errorf("%s: %s", tmp, strerror(errno));
-		free(tmp);
-		return EXIT_FAILED;
-	}
-	close(fd);
-	r4_tmpfile_add(tmp);
-	if (j->bo.auto_size && (rc = room_for_layers(j))) {
-		unlink(tmp);
-		r4_tmpfile_forget(tmp);
-		free(tmp);
+	if ((rc = layers_tmp(target, &tmp)))
 		return rc;
-	}
-	r4cmd_cleanup_on_signals();
-	rc = r4_archive_skip_file(&j->ao, target, &err) ||
-	     r4_archive_skip_file(&j->ao, tmp, &err);
-	if (rc) {
+	if (j->bo.auto_size)
+		rc = room_for_layers(j);
+	if (!rc && (r4_archive_skip_file(&j->ao, target, &err) ||
+		    r4_archive_skip_file(&j->ao, tmp, &err))) {
 		r4cmd_error(&err, j->image, err.code);
 		rc = EXIT_FAILED;
 	}
@@ -723,6 +730,7 @@ int pack_create(int argc, const char **argv)
 	int rc;
 
 	r4_build_opts_init(&j.bo);
+	r4cmd_env_build(&j.bo);
 	r4_archive_opts_init(&j.ao);
 	j.ao.warn = pack_warn;
 	j.ao.stats = &j.stats;

@@ -93,6 +93,12 @@ struct r4_check_opts {
 	/* Stop calling problem() after this many (0: no limit); later
 	 * problems are still counted. */
 	unsigned max_reports;
+	/* Tuning, for tests (r4fsck fills them from R4_CHECK_TABLES and
+	 * R4_CHECK_RUN_BYTES): 1 keeps every record in memory tables, as a
+	 * repair does, instead of sorted runs in $TMPDIR; the bytes of
+	 * records a run gathers before it is written (0: 16 MiB). */
+	int tables;
+	size_t run_bytes;
 };
 
 struct r4_check_report {

@@ -106,9 +106,9 @@ struct r4_entry {
 };
 
 struct r4_build_opts {
-	/* label, uuid, plugins, mkfs_time. With have_uuid and
-	 * SOURCE_DATE_EPOCH the image is reproducible: the same entries in
-	 * the same order give the same bytes. */
+	/* label, uuid, plugins, mkfs_time. With have_uuid, reproducible
+	 * and mkfs_time the image is reproducible: the same entries in the
+	 * same order give the same bytes. */
 	struct r4_mkfs_opts mkfs;
 	/* 1: the smallest size that holds everything plus the free space
 	 * asked (a multiple of 64 KiB); 0: mkfs.size_bytes (rounded down to
@@ -127,6 +127,13 @@ struct r4_build_opts {
 	/* Threads that compress (0: one per online CPU, up to 8; 1: the
 	 * calling thread only). The image's bytes never depend on it. */
 	unsigned threads;
+	/* Tuning, for tests (r4pack fills them from R4_PACK_SPILL_AFTER and
+	 * R4_PACK_RUN_BYTES); the image's bytes never depend on them: the
+	 * names kept in memory before the next ones spill to sorted runs in
+	 * $TMPDIR (-1: 262,144), and the bytes of records a run gathers
+	 * before it is written (-1: 16 MiB). */
+	int64_t spill_after;
+	int64_t spill_run_bytes;
 };
 
 /* files = objects that are not directories; dirs includes the root;

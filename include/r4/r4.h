@@ -152,6 +152,11 @@ int r4_vol_commit_pending(const struct r4_vol *vol);
 const char *r4_vol_lock_note(const struct r4_vol *vol);
 /* The path the volume was opened from. */
 const char *r4_vol_path(const struct r4_vol *vol);
+/* The time (seconds since the epoch) that the transactions of this
+ * handle give the objects they make and change, for reproducible
+ * volumes (the commands pass SOURCE_DATE_EPOCH); < 0 (the default): the
+ * clock. The library reads no environment. */
+void r4_vol_set_clock(struct r4_vol *vol, int64_t seconds);
 
 /* ---- Making a volume --------------------------------------------------- */
 
@@ -173,8 +178,12 @@ struct r4_mkfs_opts {
 	/* R4_OPEN_WAIT or R4_OPEN_WAIT_SECONDS(n): wait for a busy image
 	 * (see r4_vol_open); 0: fail at once with R4_EBUSY. */
 	unsigned wait;
-	int64_t mkfs_time;	/* -1: now (or SOURCE_DATE_EPOCH) */
+	int64_t mkfs_time;	/* -1: now */
 	uint16_t plugin[R4_PT_COUNT];	/* ids, from the default profile */
+	/* With have_uuid: the mkfs id derived from the UUID, so the same
+	 * options give the same bytes (the commands set it when
+	 * SOURCE_DATE_EPOCH is set, and mkfs_time from it); 0: random. */
+	int reproducible;
 };
 
 /* Fill with mkfs.reiser4 1.2.2's defaults. */

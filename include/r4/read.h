@@ -149,11 +149,55 @@ int r4_file_runs(struct r4_vol *vol, const struct r4_objref *obj,
 int r4_block_owner(struct r4_vol *vol, uint64_t blk, struct r4_objref *owner,
 		   int *kind, struct r4_error *err);
 
+/* ---- The namespace walk ---------------------------------------------- */
+
+/* One entry met by r4_walk. The strings live during the call only. */
+struct r4_walk_entry {
+	const char *path;	/* from the start: "/a/b" (start's path first) */
+	size_t path_len;
+	const char *name;	/* the last component, inside path */
+	size_t name_len;
+	uint64_t dir;		/* object id of the directory holding it */
+	struct r4_objref target;
+	unsigned depth;		/* 1: an entry of the start directory */
+	int is_dir;		/* its stat data is a directory's */
+	/* A directory already entered by another name (a second name of a
+	 * directory, or a loop in a damaged volume): not entered again. */
+	int again;
+	/* 1: called once more for a directory the walk entered, after its
+	 * entries (to set its times, or remove it); 0: the entry met. */
+	int leave;
+	/* With leave: 0, or the error that stopped the walk of this
+	 * directory's entries (a damaged item; err holds its message).
+	 * fn returning 0 passes over it (err is cleared) and the walk goes
+	 * on with the next entry of the parent; anything else stops it. */
+	int error;
+};
+/* What fn returns: 0 goes on (into a directory too), R4_WALK_SKIP goes
+ * on without entering this directory, anything else stops the walk and
+ * is returned by r4_walk. */
+#define R4_WALK_SKIP 1
+typedef int (*r4_walk_fn)(void *ctx, const struct r4_walk_entry *e);
+/* Every entry below directory start ("." and ".." left out), depth
+ * first, each directory's entries in key order, fn called for an entry
+ * before its directory's own entries (and, for a directory entered,
+ * once more after them, with leave set); start_path (may be "" for the
+ * root) begins each path. Each directory is entered once (the set of
+ * directories entered is kept: a loop ends). The walk keeps no
+ * recursion on the stack and no limit of its own on the depth or the
+ * length of a path; max_depth (0: none) is the deepest entry it may
+ * meet (depth 1: the start's own): a directory at that depth that
+ * would have to be entered stops it with R4_ERANGE naming it, never
+ * silently. A directory whose items cannot be found again between two
+ * of its entries (items out of key order) stops it with R4_ECORRUPT. */
+int r4_walk(struct r4_vol *vol, const struct r4_objref *start,
+	    const char *start_path, unsigned max_depth, r4_walk_fn fn,
+	    void *ctx, struct r4_error *err);
+
 /* Every path ("/a/b") by which object oid is reachable from the root,
- * found by a walk of the whole directory tree (directories reached
- * twice are entered once). 'path' lives during the call only. Folders
- * more than 512 deep are not searched: R4_ERANGE, saying so, when no
- * path was found. */
+ * found by a walk of the whole directory tree (r4_walk: directories
+ * reached twice are entered once, at any depth). 'path' lives during
+ * the call only. */
 typedef int (*r4_path_fn)(void *ctx, const char *path);
 int r4_oid_paths(struct r4_vol *vol, uint64_t oid, r4_path_fn fn, void *ctx,
 		 struct r4_error *err);

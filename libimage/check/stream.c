@@ -155,18 +155,11 @@ static int reach_cmp(const void *a, const void *b)
 int chk_stream_start(struct chk *c)
 {
 	struct chk_stream *st = calloc(1, sizeof(*st));
-	const char *env = getenv("R4_CHECK_RUN_BYTES");
 
 	if (!st)
 		return -ENOMEM;
-	st->budget = CHK_RUN_BUDGET;
-	if (env && *env) {
-		char *end;
-		unsigned long long v = strtoull(env, &end, 10);
-
-		if (!*end && v)
-			st->budget = (size_t)v;
-	}
+	st->budget = c->opts && c->opts->run_bytes ? c->opts->run_bytes :
+		     CHK_RUN_BUDGET;
 	chk_runs_init(&st->objs, sizeof(struct chk_obj), obj_cmp, st->budget);
 	chk_runs_init(&st->ents, sizeof(struct chk_ent), ent_target_cmp,
 		      st->budget);

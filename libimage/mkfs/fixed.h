@@ -33,7 +33,7 @@ struct mkfs {
 	uint8_t *buf;		/* one block of scratch */
 };
 
-/* The time stamp of new objects: o->mkfs_time, else SOURCE_DATE_EPOCH,
+/* The time stamp of new objects: o->mkfs_time, else
  * else now. */
 uint32_t mkfs_time(const struct r4_mkfs_opts *o);
 /* Fill master, format40 super block (counters as for a fresh volume:

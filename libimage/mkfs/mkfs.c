@@ -32,23 +32,19 @@
 
 uint32_t mkfs_time(const struct r4_mkfs_opts *o)
 {
-	const char *sde = getenv("SOURCE_DATE_EPOCH");
-
 	if (o->mkfs_time >= 0)
 		return (uint32_t)o->mkfs_time;
-	if (sde && *sde)
-		return (uint32_t)strtoull(sde, NULL, 10);
 	return (uint32_t)time(NULL);
 }
 
 /* A random mkfs id, or one derived from the UUID when the caller asks
- * for a reproducible volume (SOURCE_DATE_EPOCH with a given UUID). */
+ * for a reproducible volume (o->reproducible with a given UUID). */
 static uint32_t mkfs_id(const struct r4_mkfs_opts *o, const uint8_t *uuid)
 {
 	uint8_t r[16];
 	uint32_t id;
 
-	if (o->have_uuid && getenv("SOURCE_DATE_EPOCH"))
+	if (o->have_uuid && o->reproducible)
 		memcpy(r, uuid, sizeof(r));
 	else
 		uuid_generate_random(r);

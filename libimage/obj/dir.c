@@ -59,6 +59,34 @@ static int entry_at(struct r4_vol *vol, const struct tree_item *it, int u,
 	return 0;
 }
 
+int obj_dir_item_entry(struct r4_vol *vol, const struct tree_item *it,
+		       int u, char *name, size_t *len, struct fmt_key *key,
+		       struct r4_objref *target, struct r4_error *err)
+{
+	struct fmt_cde40_entry e;
+	int rc = entry_at(vol, it, u, &e, key, err);
+
+	if (!rc)
+		rc = entry_name(vol, it, &e, (unsigned)u, key, name, len, err);
+	if (!rc)
+		obj_ref_from_key(&e.target, target);
+	return rc;
+}
+
+int obj_dir_item_count(struct r4_vol *vol, const struct tree_item *it,
+		       struct r4_error *err)
+{
+	int bad = -1;
+	const char *why = fmt_cde40_verify(it->body, it->len, vol->keypol,
+					   &bad);
+
+	if (why)
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu, item %u "
+			       "(cde40), entry %d: %s", obj_vol_name(vol),
+			       (unsigned long long)it->blk, it->pos, bad, why);
+	return fmt_cde40_units(it->body, it->len, vol->keypol);
+}
+
 /* Call fn for each entry of a cde40 item. */
 static int item_entries(struct r4_vol *vol, const struct tree_item *it,
 			obj_entry_fn fn, void *ctx, struct r4_error *err)

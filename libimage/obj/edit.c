@@ -18,12 +18,10 @@
 
 /* ---- transactions ----------------------------------------------------- */
 
-static uint32_t edit_now(void)
+static uint32_t edit_now(const struct r4_vol *vol)
 {
-	const char *sde = getenv("SOURCE_DATE_EPOCH");
-
-	if (sde && *sde)
-		return (uint32_t)strtoull(sde, NULL, 10);
+	if (vol->clock >= 0)
+		return (uint32_t)vol->clock;
 	return (uint32_t)time(NULL);
 }
 
@@ -62,7 +60,7 @@ int r4_txn_begin(struct r4_vol *vol, struct r4_txn **out,
 	x->vol = vol;
 	x->root0 = vol->sb.root_block;
 	x->height0 = vol->sb.tree_height;
-	x->now = edit_now();
+	x->now = edit_now(vol);
 	x->formatting = root_formatting(vol, err);
 	x->data_hint = vol->sb.root_block;
 	rc = txn_begin(vol, &x->t, err);

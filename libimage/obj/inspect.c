@@ -171,96 +171,31 @@ int r4_block_owner(struct r4_vol *vol, uint64_t blk, struct r4_objref *owner,
 
 /* ---- paths of an oid ------------------------------------------------- */
 
-#define PATH_BUF 8192
-#define PATHS_MAX_DEPTH 512
-
 struct paths {
-	struct r4_vol *vol;
 	uint64_t oid;
 	r4_path_fn fn;
 	void *ctx;
-	char path[PATH_BUF];
-	size_t len;
-	struct r4_u64map seen;	/* directories entered (a set) */
-	unsigned depth;
-	int cut;		/* a folder too deep to name was left out */
-	int found;
-	struct r4_error *err;
 };
 
-static int paths_dir(struct paths *p, uint64_t dir);
-
-static int paths_fn(void *ctx, const char *name, size_t len,
-		    const struct fmt_key *key, const struct r4_objref *t)
+static int paths_fn(void *ctx, const struct r4_walk_entry *e)
 {
 	struct paths *p = ctx;
-	struct obj_sd sd;
-	size_t save = p->len;
-	int rc = 0;
 
-	(void)key;
-	if ((len == 1 && name[0] == '.') ||
-	    (len == 2 && name[0] == '.' && name[1] == '.'))
-		return 0;
-	if (p->len + 1 + len + 1 > PATH_BUF) {
-		p->cut = 1;	/* too deep to name: skipped */
-		return 0;
-	}
-	p->path[p->len++] = '/';
-	memcpy(p->path + p->len, name, len);
-	p->len += len;
-	p->path[p->len] = '\0';
-	if (t->oid == p->oid) {
-		p->found = 1;
-		rc = p->fn(p->ctx, p->path);
-	}
-	if (!rc && !obj_sd_get(p->vol, t, &sd, NULL)) {
-		if (sd.plugin == FMT_OBJ_DIR40 && p->depth < PATHS_MAX_DEPTH)
-			rc = paths_dir(p, t->oid);
-		else if (sd.plugin == FMT_OBJ_DIR40)
-			p->cut = 1;
-		obj_sd_put(&sd);
-	}
-	p->len = save;
-	p->path[p->len] = '\0';
-	return rc;
-}
-
-static int paths_dir(struct paths *p, uint64_t dir)
-{
-	int rc = r4_u64set_add(&p->seen, dir);
-
-	if (rc)
-		return rc < 0 ? r4i_fail(p->err, rc, "out of memory") : 0;
-	p->depth++;
-	rc = obj_dir_iter(p->vol, dir, paths_fn, p, p->err);
-	p->depth--;
-	return rc;
+	if (e->leave)
+		return e->error;
+	return e->target.oid == p->oid ? p->fn(p->ctx, e->path) : 0;
 }
 
 int r4_oid_paths(struct r4_vol *vol, uint64_t oid, r4_path_fn fn, void *ctx,
 		 struct r4_error *err)
 {
-	struct paths *p = calloc(1, sizeof(*p));
-	int rc;
+	struct paths p = { oid, fn, ctx };
+	struct r4_objref root;
+	int rc = r4_root(vol, &root, err);
 
-	if (!p)
-		return r4i_fail(err, -ENOMEM, "out of memory");
-	p->vol = vol;
-	p->oid = oid;
-	p->fn = fn;
-	p->ctx = ctx;
-	p->err = err;
-	rc = oid == FMT_ROOT_OID ? fn(ctx, "/") : 0;
+	if (!rc && oid == FMT_ROOT_OID)
+		rc = fn(ctx, "/");
 	if (!rc)
-		rc = paths_dir(p, FMT_ROOT_OID);
-	if (!rc && p->cut && !p->found && oid != FMT_ROOT_OID)
-		rc = r4i_fail(err, R4_ERANGE, "%s: object %llx: no path within "
-			     "%d folders (%d bytes) of the root; deeper "
-			     "folders were not searched", obj_vol_name(vol),
-			     (unsigned long long)oid, PATHS_MAX_DEPTH,
-			     PATH_BUF - 1);
-	r4_u64map_fini(&p->seen);
-	free(p);
+		rc = r4_walk(vol, &root, "", 0, paths_fn, &p, err);
 	return rc;
 }

@@ -78,6 +78,15 @@ typedef int (*obj_entry_fn)(void *ctx, const char *name, size_t len,
 			    const struct r4_objref *target);
 int obj_dir_iter(struct r4_vol *vol, uint64_t dir_oid, obj_entry_fn fn,
 		 void *ctx, struct r4_error *err);
+/* Entry u of cde40 item it (an item of a directory): its name (NUL
+ * added; name holds OBJ_NAME_MAX + 1 bytes), key and target. */
+#define OBJ_NAME_MAX 255
+int obj_dir_item_entry(struct r4_vol *vol, const struct tree_item *it,
+		       int u, char *name, size_t *len, struct fmt_key *key,
+		       struct r4_objref *target, struct r4_error *err);
+/* The number of entries of cde40 item it, checked; < 0 an error. */
+int obj_dir_item_count(struct r4_vol *vol, const struct tree_item *it,
+		       struct r4_error *err);
 /* Look a name up in directory dir (oid) with given hash and fibration. */
 int obj_dir_find(struct r4_vol *vol, uint64_t dir_oid, const char *name,
 		 size_t len, int hash, int fibre, struct r4_objref *out,

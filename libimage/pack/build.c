@@ -29,6 +29,8 @@ void r4_build_opts_init(struct r4_build_opts *o)
 	memset(o, 0, sizeof(*o));
 	r4_mkfs_opts_init(&o->mkfs);
 	o->auto_size = 1;
+	o->spill_after = -1;
+	o->spill_run_bytes = -1;
 }
 
 /* "dir/.base.WHAT.XXXXXX" next to path, created O_EXCL. */

@@ -343,6 +343,20 @@ struct r4_build {
 	struct pack_cc *cc;		/* create=ccreg40: pack/cluster.c */
 };
 
+/* nsobj.c: the parts ns.c builds names from. */
+struct bent *pack_lookup_mem(struct r4_build *b, const struct bobj *dir,
+			       const char *s, size_t n);
+void *pack_parena_get(struct parena *a, size_t n);
+void pack_parena_free(struct parena *a);
+void pack_parena_reset(struct parena *a);
+struct bobj *pack_new_obj(struct r4_build *b, enum r4_entry_type type);
+int pack_add_kid(struct bobj *dir, struct bent *e);
+struct bent *pack_new_ent(struct r4_build *b, struct bobj *dir,
+			    const char *s, size_t n, struct bobj *obj);
+int pack_attr_set(struct r4_build *b, struct bobj *o,
+		    const struct enc_attr *a);
+int pack_implicit_dir(struct r4_build *b, struct bobj *o, uint32_t uid,
+			uint32_t gid);
 /* ns.c */
 int pack_ns_init(struct r4_build *b, struct r4_error *err);
 void pack_ns_fini(struct r4_build *b);

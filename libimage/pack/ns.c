@@ -15,278 +15,13 @@
 #include "libimage/util/err.h"
 #include "r4/util.h"
 
-/* The 32-bit hash of a name (FNV-1a, folded). */
-static uint32_t name_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-	return (uint32_t)(h ^ (h >> 32));
-}
-
-static struct bent *lookup_mem(struct r4_build *b, const struct bobj *dir,
-			       const char *s, size_t n)
-{
-	const struct bdir *d = dir->u.sub;
-	uint32_t h, mask;
-
-	(void)b;
-	if (!d->ht)
-		return NULL;
-	h = name_hash(s, n);
-	mask = d->htcap - 1;
-	for (uint32_t i = h & mask;; i = (i + 1) & mask) {
-		uint64_t v = d->ht[i];
-		struct bent *e;
-
-		if (!v)
-			return NULL;
-		if ((uint32_t)(v >> 32) != h)
-			continue;
-		e = d->kids[(uint32_t)v - 1];
-		if (e->len == n && !memcmp(e->name, s, n))
-			return e;
-	}
-}
-
-static void ht_put(uint64_t *t, uint32_t cap, uint64_t v)
-{
-	uint32_t i = (uint32_t)(v >> 32) & (cap - 1);
-
-	while (t[i])
-		i = (i + 1) & (cap - 1);
-	t[i] = v;
-}
-
-/* Room in d's table for one more name (the slots carry the hashes: the
- * names are not read again). */
-static int ht_reserve(struct bdir *d)
-{
-	uint32_t cap;
-	uint64_t *t;
-
-	if (d->ht && (d->nkids + 1) * 4 <= (size_t)d->htcap * 3)
-		return 0;
-	if (d->nkids >= UINT32_MAX / 2)
-		return -ENOMEM;
-	cap = d->htcap ? d->htcap * 2 : 8;
-	t = calloc(cap, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < d->htcap; i++)
-		if (d->ht[i])
-			ht_put(t, cap, d->ht[i]);
-	free(d->ht);
-	d->ht = t;
-	d->htcap = cap;
-	return 0;
-}
-
-#define ARENA_CHUNK (1u << 20)
-
-/* n zeroed bytes from chunks (8-byte aligned; the first word of a
- * chunk links to the chunk before it). */
-static void *parena_get(struct parena *a, size_t n)
-{
-	void *p;
-
-	n = (n + 7) & ~(size_t)7;
-	if (!a->head || a->used + n > a->cap) {
-		size_t cap = n + 8 > ARENA_CHUNK ? n + 8 : ARENA_CHUNK;
-		void **c = calloc(1, cap);
-
-		if (!c)
-			return NULL;
-		c[0] = a->head;
-		a->head = c;
-		a->used = 8;
-		a->cap = cap;
-	}
-	p = (uint8_t *)a->head + a->used;
-	a->used += n;
-	return p;
-}
-
-static void parena_free(struct parena *a)
-{
-	while (a->head) {
-		void **c = a->head;
-
-		a->head = c[0];
-		free(c);
-	}
-	a->used = a->cap = 0;
-}
-
-/* Empty again: one chunk is kept (zeroed) when it was the only one. */
-static void parena_reset(struct parena *a)
-{
-	void **c = a->head;
-
-	if (c && !c[0]) {
-		memset((uint8_t *)c + 8, 0, a->used - 8);
-		a->used = 8;
-		return;
-	}
-	parena_free(a);
-}
-
-static void *arena_get(struct r4_build *b, size_t n)
-{
-	return parena_get(&b->ar, n);
-}
-
-static struct bobj *new_obj(struct r4_build *b, enum r4_entry_type type)
-{
-	struct bobj *o = arena_get(b, sizeof(*o));
-
-	if (o && type == R4_ENT_DIR) {
-		struct bdir *d = arena_get(b, sizeof(*d));
-
-		if (!d || b->ndirv >= UINT32_MAX ||
-		    R4_RESERVE(b->dirv, b->capdirv, b->ndirv + 1, 256))
-			return NULL;
-		d->no = (uint32_t)b->ndirv;
-		b->dirv[b->ndirv++] = o;
-		d->next = b->subs;
-		b->subs = d;
-		o->u.sub = d;
-	}
-	if (o)
-		o->type = (uint8_t)type;
-	return o;
-}
-
-static int add_kid(struct bobj *dir, struct bent *e)
-{
-	struct bdir *d = dir->u.sub;
-
-	if (R4_RESERVE(d->kids, d->capkids, d->nkids + 1, 8))
-		return -ENOMEM;
-	d->kids[d->nkids++] = e;
-	return 0;
-}
-
-static struct bent *new_ent(struct r4_build *b, struct bobj *dir,
-			    const char *s, size_t n, struct bobj *obj)
-{
-	struct bdir *d = dir->u.sub;
-	struct bent *e;
-
-	if (ht_reserve(d))
-		return NULL;
-	e = arena_get(b, sizeof(*e) + n + 1);
-	if (!e || add_kid(dir, e))
-		return NULL;
-	memcpy(e->name, s, n);
-	e->len = (uint16_t)n;
-	e->dir = d->no;
-	e->obj = obj;
-	ht_put(d->ht, d->htcap, (uint64_t)name_hash(s, n) << 32 | d->nkids);
-	b->hcount++;
-	return e;
-}
-
-static uint64_t attr_hash(const struct enc_attr *a)
-{
-	const uint32_t w[9] = { a->mode, a->uid, a->gid, a->atime, a->mtime,
-				a->ctime, a->atime_ns, a->mtime_ns,
-				a->ctime_ns };
-	uint64_t h = 0x9e3779b97f4a7c15ULL;
-
-	for (int i = 0; i < 9; i++)
-		h = (h ^ w[i]) * 0xff51afd7ed558ccdULL;
-	/* the low bits pick the slot: mix the high ones in */
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	return h ^ (h >> 33);
-}
-
-static int attr_same(const struct enc_attr *x, const struct enc_attr *y)
-{
-	return x->mode == y->mode && x->uid == y->uid && x->gid == y->gid &&
-	       x->atime == y->atime && x->mtime == y->mtime &&
-	       x->ctime == y->ctime && x->atime_ns == y->atime_ns &&
-	       x->mtime_ns == y->mtime_ns && x->ctime_ns == y->ctime_ns;
-}
-
-static struct enc_attr *attr_at(const struct r4_build *b, size_t i)
-{
-	return &b->attrc[i / BUILD_ATTR_CHUNK][i % BUILD_ATTR_CHUNK];
-}
-
-/* Twice the slots. */
-static int grow_attr_hash(struct r4_build *b)
-{
-	size_t nsize = b->ahsize ? b->ahsize * 2 : 256;
-	uint32_t *t = calloc(nsize, sizeof(*t));
-
-	if (!t)
-		return -ENOMEM;
-	for (size_t i = 0; i < b->nattr; i++) {
-		size_t h = attr_hash(attr_at(b, i)) & (nsize - 1);
-
-		while (t[h])
-			h = (h + 1) & (nsize - 1);
-		t[h] = (uint32_t)i + 1;
-	}
-	free(b->ahtab);
-	b->ahtab = t;
-	b->ahsize = nsize;
-	return 0;
-}
-
-/* o takes attributes a: their index in the table of distinct ones,
- * added there when new. 0, or -ENOMEM. */
-static int attr_set(struct r4_build *b, struct bobj *o,
-		    const struct enc_attr *a)
-{
-	size_t h;
-
-	if (2 * (b->nattr + 1) > b->ahsize && grow_attr_hash(b))
-		return -ENOMEM;
-	h = attr_hash(a) & (b->ahsize - 1);
-	for (; b->ahtab[h]; h = (h + 1) & (b->ahsize - 1))
-		if (attr_same(attr_at(b, b->ahtab[h] - 1), a)) {
-			o->attr = b->ahtab[h] - 1;
-			return 0;
-		}
-	if (b->nattr >= UINT32_MAX - 1)
-		return -ENOMEM;
-	if (b->nattr % BUILD_ATTR_CHUNK == 0) {
-		size_t k = b->nattr / BUILD_ATTR_CHUNK;
-
-		if (R4_RESERVE(b->attrc, b->capattrc, k + 1, 16))
-			return -ENOMEM;
-		b->attrc[k] = malloc(BUILD_ATTR_CHUNK * sizeof(**b->attrc));
-		if (!b->attrc[k])
-			return -ENOMEM;
-	}
-	*attr_at(b, b->nattr) = *a;
-	b->ahtab[h] = (uint32_t)b->nattr + 1;
-	o->attr = (uint32_t)b->nattr++;
-	return 0;
-}
-
-static int implicit_dir(struct r4_build *b, struct bobj *o, uint32_t uid,
-			uint32_t gid)
-{
-	struct r4_attr a;
-	struct enc_attr ea;
-
-	enc_implicit_dir(uid, gid, b->m.now, &a);
-	enc_attr(&a, 0, &ea);
-	return attr_set(b, o, &ea);
-}
-
 /* An object made again from its spilled record, in chunks a. Extent
  * units are copied (kept: a name taken back into memory) or point into
  * the record (a directory read back: cap 0, never grown). */
 static struct bobj *rec_obj(struct r4_build *b, struct parena *a,
 			    const struct pack_srec *h, int keep)
 {
-	struct bobj *o = parena_get(a, sizeof(*o));
+	struct bobj *o = pack_parena_get(a, sizeof(*o));
 	const char *name = pack_srec_name(h);
 
 	if (!o)
@@ -299,7 +34,7 @@ static struct bobj *rec_obj(struct r4_build *b, struct parena *a,
 	o->size = h->size;
 	switch (h->type) {
 	case R4_ENT_SYMLINK:
-		o->u.target = parena_get(a, (size_t)h->size + 1);
+		o->u.target = pack_parena_get(a, (size_t)h->size + 1);
 		if (!o->u.target)
 			return NULL;
 		memcpy(o->u.target, name + h->nlen, (size_t)h->size);
@@ -310,7 +45,7 @@ static struct bobj *rec_obj(struct r4_build *b, struct parena *a,
 	case R4_ENT_REG:
 		if (!h->size)
 			break;
-		o->u.reg = parena_get(a, sizeof(*o->u.reg));
+		o->u.reg = pack_parena_get(a, sizeof(*o->u.reg));
 		if (!o->u.reg)
 			return NULL;
 		o->u.reg->spool_off = h->aux;
@@ -362,7 +97,7 @@ static struct bent *promote(struct r4_build *b, struct bobj *dir,
 	}
 	o = rec_obj(b, &b->ar, r, 1);
 	if (!o || pack_spill_kill(b->spill, r->seq) ||
-	    !(e = new_ent(b, dir, s, n, o))) {
+	    !(e = pack_new_ent(b, dir, s, n, o))) {
 		if (!b->spill_rc)
 			b->spill_rc = -ENOMEM;
 		return NULL;
@@ -375,7 +110,7 @@ static struct bent *promote(struct r4_build *b, struct bobj *dir,
 static struct bent *lookup(struct r4_build *b, struct bobj *dir,
 			   const char *s, size_t n)
 {
-	struct bent *e = lookup_mem(b, dir, s, n);
+	struct bent *e = pack_lookup_mem(b, dir, s, n);
 
 	if (e || !b->spill || b->spill_rc)
 		return e;
@@ -389,25 +124,15 @@ static int spill_fail(struct r4_build *b, const char *path,
 		       "(in $TMPDIR): %s", path, r4_strerror(b->spill_rc));
 }
 
-static size_t env_size(const char *name, size_t dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	unsigned long long n;
-
-	if (!v || !*v)
-		return dflt;
-	n = strtoull(v, &end, 10);
-	return *end || n > SIZE_MAX ? dflt : (size_t)n;
-}
-
 int pack_ns_init(struct r4_build *b, struct r4_error *err)
 {
-	b->spill_after = env_size("R4_PACK_SPILL_AFTER", BUILD_SPILL_AFTER);
-	b->spill_budget = env_size("R4_PACK_RUN_BYTES", BUILD_SPILL_BUDGET);
-	b->root = new_obj(b, R4_ENT_DIR);
+	b->spill_after = b->o.spill_after >= 0 ?
+			 (size_t)b->o.spill_after : BUILD_SPILL_AFTER;
+	b->spill_budget = b->o.spill_run_bytes >= 0 ?
+			  (size_t)b->o.spill_run_bytes : BUILD_SPILL_BUDGET;
+	b->root = pack_new_obj(b, R4_ENT_DIR);
 	if (!b->root ||
-	    implicit_dir(b, b->root, (uint32_t)getuid(), (uint32_t)getgid()))
+	    pack_implicit_dir(b, b->root, (uint32_t)getuid(), (uint32_t)getgid()))
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -448,8 +173,8 @@ void pack_ns_fini(struct r4_build *b)
 	free(b->gone);
 	b->gone = NULL;
 	b->ngone = b->capgone = 0;
-	parena_free(&b->ar);
-	parena_free(&b->far);
+	pack_parena_free(&b->ar);
+	pack_parena_free(&b->far);
 	pack_spill_free(b->spill);
 	b->spill = NULL;
 	free(b->spext.u);
@@ -586,11 +311,11 @@ static int walk(struct r4_build *b, const char *path, int create,
 		if (!e && !create)
 			return R4_ENOTFOUND;
 		if (!e) {
-			struct bobj *o = new_obj(b, R4_ENT_DIR);
+			struct bobj *o = pack_new_obj(b, R4_ENT_DIR);
 			const struct enc_attr *ra = obj_attr(b, b->root);
 
-			if (!o || !(e = new_ent(b, d, c, (size_t)n, o)) ||
-			    implicit_dir(b, o, ra->uid, ra->gid))
+			if (!o || !(e = pack_new_ent(b, d, c, (size_t)n, o)) ||
+			    pack_implicit_dir(b, o, ra->uid, ra->gid))
 				return r4i_fail(err, -ENOMEM, "out of memory");
 		}
 		if (e->obj->type != R4_ENT_DIR) {
@@ -631,7 +356,7 @@ static int set_attrs(struct r4_build *b, struct bobj *o,
 
 	enc_entry_attr(e, &a);
 	enc_attr(&a, 0, &ea);
-	return attr_set(b, o, &ea) ? r4i_fail(err, -ENOMEM, "out of memory") :
+	return pack_attr_set(b, o, &ea) ? r4i_fail(err, -ENOMEM, "out of memory") :
 				     0;
 }
 
@@ -654,8 +379,8 @@ static int check_entry(struct r4_build *b, const struct r4_entry *e,
 static int make_obj(struct r4_build *b, const struct r4_entry *e,
 		    struct parena *a, struct bobj **out, struct r4_error *err)
 {
-	struct bobj *o = a == &b->ar ? new_obj(b, e->type) :
-				       parena_get(a, sizeof(*o));
+	struct bobj *o = a == &b->ar ? pack_new_obj(b, e->type) :
+				       pack_parena_get(a, sizeof(*o));
 
 	if (!o)
 		return r4i_fail(err, -ENOMEM, "out of memory");
@@ -665,7 +390,7 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 	switch (e->type) {
 	case R4_ENT_SYMLINK:
 		o->size = strlen(e->target);
-		o->u.target = parena_get(a, (size_t)o->size + 1);
+		o->u.target = pack_parena_get(a, (size_t)o->size + 1);
 		if (!o->u.target)
 			return r4i_fail(err, -ENOMEM, "out of memory");
 		memcpy(o->u.target, e->target, (size_t)o->size + 1);
@@ -680,7 +405,7 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 		o->cc = (uint8_t)pack_cc_initial(b);
 		o->data = e->size && !e->data ? BD_DEFERRED : BD_NONE;
 		if (e->size) {
-			o->u.reg = parena_get(a, sizeof(*o->u.reg));
+			o->u.reg = pack_parena_get(a, sizeof(*o->u.reg));
 			if (!o->u.reg)
 				return r4i_fail(err, -ENOMEM, "out of memory");
 			if (a != &b->ar) {
@@ -782,7 +507,7 @@ int pack_ns_spill_done(struct r4_build *b, struct bobj *o, int ok,
 		free(b->spext.u);
 		b->spext = o->u.reg->ext;
 	}
-	parena_reset(&b->far);
+	pack_parena_reset(&b->far);
 	return rc;
 }
 
@@ -798,7 +523,7 @@ static int spill_add(struct r4_build *b, const struct r4_entry *e,
 
 	if (!b->spill && pack_spill_new(&b->spill, b->spill_budget))
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	parena_reset(&b->far);
+	pack_parena_reset(&b->far);
 	rc = make_obj(b, e, &b->far, &o, err);
 	if (rc)
 		return rc;
@@ -841,8 +566,8 @@ int pack_ns_dir_load(struct r4_build *b, struct bobj *d, size_t *nmem,
 		if (pack_spill_dead(b->spill, h->seq))
 			continue;
 		o = rec_obj(b, &b->far, h, 0);
-		e = o ? parena_get(&b->far, sizeof(*e) + h->nlen + 1) : NULL;
-		if (!e || add_kid(d, e))
+		e = o ? pack_parena_get(&b->far, sizeof(*e) + h->nlen + 1) : NULL;
+		if (!e || pack_add_kid(d, e))
 			return r4i_fail(err, -ENOMEM, "out of memory");
 		o->spilled = 1;
 		memcpy(e->name, pack_srec_name(h), h->nlen);
@@ -884,7 +609,7 @@ void pack_ns_dir_unload(struct r4_build *b, struct bobj *d, size_t nmem)
 			sub->capkids = k;
 		}
 	}
-	parena_reset(&b->far);
+	pack_parena_reset(&b->far);
 }
 
 int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
@@ -950,7 +675,7 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
 		old->obj = o;
 		b->wc_n = 0;	/* the cached directories may be gone */
 	}
-	else if (!new_ent(b, d, name, n, o))
+	else if (!pack_new_ent(b, d, name, n, o))
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	if (e->type == R4_ENT_REG && e->data)
 		*obj = o;

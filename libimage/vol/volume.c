@@ -182,6 +182,7 @@ int vol_open(const char *path, unsigned flags, struct r4_vol **out,
 		ioflags |= IO_FORCE;
 	ioflags |= io_lock_flags(flags);
 	vol->flags = flags;
+	vol->clock = -1;
 	rc = io_open(path, ioflags, &vol->dev, NULL, err);
 	if (!rc)
 		rc = vol_load(vol, err);
@@ -249,6 +250,11 @@ int r4_vol_read_block(struct r4_vol *vol, uint64_t blk, uint8_t *buf,
 const char *r4_vol_lock_note(const struct r4_vol *vol)
 {
 	return vol->dev->lock_note ? vol->dev->lock_note : "";
+}
+
+void r4_vol_set_clock(struct r4_vol *vol, int64_t seconds)
+{
+	vol->clock = seconds;
 }
 
 const char *r4_vol_path(const struct r4_vol *vol)

@@ -60,6 +60,8 @@ struct r4_vol {
 	 * is in its block before anyone reads the block. */
 	int (*node_sync)(void *ctx, uint64_t blk, struct r4_error *err);
 	void *node_sync_ctx;
+	/* The time stamp of changes (r4_vol_set_clock); < 0: the clock. */
+	int64_t clock;
 };
 
 /* Open the device, read and check the master and format40 super blocks,

@@ -214,7 +214,7 @@ tx_chain() {
 	[ "$status" -eq 0 ]
 }
 
-@test "ncheck of an object 600 folders deep says why it gives no path" {
+@test "ncheck of an object 600 folders deep gives its path (r4_walk has no depth limit)" {
 	local p oid
 	p=$(printf 'd/%.0s' $(seq 600))
 	mkdir -p "$T/src/$p"
@@ -223,13 +223,32 @@ tx_chain() {
 	oid=$(r4debugfs -R "stat /${p}f" "$T/d.img" | awk '$1 == "object:" { sub(/,$/, "", $3); print $3 }')
 	[ -n "$oid" ]
 	run bounded 20 r4debugfs -R "ncheck $oid" "$T/d.img"
-	echo "$output"
-	[ "$status" -ne 0 ]
-	[[ "$output" == *"no path within 512 folders"*"deeper folders were not searched"* ]]
+	[ "$status" -eq 0 ]
+	[ "$output" = "$oid	/${p}f" ]
 	# a shallow one still gets its path
 	run r4debugfs -R "ncheck 0x10002" "$T/d.img"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"	/d/d/d"* ]]
+}
+
+@test "ncheck, hash and bodyfile reach a file 5,000 folders deep (a 10 KB path), in bounded time and memory" {
+	local oid want sum
+	deep_tar "$T/deep.tar" 5000
+	r4pack create -q "$T/deep.tar" "$T/deep.img"
+	want=/$(printf 'd/%.0s' $(seq 5000))f
+	oid=$(r4debugfs -R "stat $want" "$T/deep.img" | awk '$1 == "object:" { sub(/,$/, "", $3); print $3 }')
+	[ -n "$oid" ]
+	run bounded 30 r4debugfs -R "ncheck $oid" "$T/deep.img"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$oid	$want" ]
+	# the walk of hash and bodyfile stopped at 4,096 folders, silently
+	sum=$(printf 'hi' | sha256sum | cut -d' ' -f1)
+	run bounded 30 r4debugfs -R "hash /" "$T/deep.img"
+	[ "$status" -eq 0 ]
+	[ "${lines[${#lines[@]} - 1]}" = "$sum  $want" ]
+	run bounded 30 r4debugfs -R "bodyfile /" "$T/deep.img"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"|$want|"* ]]
 }
 
 @test "a member 40,000 folders deep packs in time and memory in proportion to its path" {

@@ -290,6 +290,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	r4_build_opts_init(&o);
+	r4cmd_env_build(&o);
 	o.source = &src;
 	if (parse(argc, argv, &o)) {
 		fprintf(stderr, "usage: r4build [-s] [-o TYPE=PLUGIN]... "

@@ -230,6 +230,7 @@ static inline int eu_open(const char *img, struct r4_vol **v)
 		printf("# open %s: %s\n", path, err.msg);
 		return -1;
 	}
+	r4_vol_set_clock(*v, EU_TIME);
 	return 0;
 }
 

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: r4_undel: what survives of a deleted object, read back. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "r4/forensic.h"
+#include "libimage/util/err.h"
+#include "libimage/vol/volume.h"
+#include "libimage/alloc/space.h"
+#include "format/super.h"
+#include "format/node.h"
+#include "format/item.h"
+#include "format/plugin.h"
+#include "format/bitmap.h"
+#include "format/cluster.h"
+#include "libimage/util/compress.h"
+#include "libimage/obj/obj.h"
+#include "libimage/obj/cluster.h"
+#include "libimage/tree/tree.h"
+#include "r4/util.h"
+#include "libimage/forensic/forensic.h"
+
+/* ---- undel --------------------------------------------------------------- */
+
+struct undel_ctx {
+	struct r4_vol *vol;
+	r4_undel_data_fn data;
+	void *ctx;
+	uint8_t *buf;
+	struct ranges got;
+	struct r4_error *err;
+};
+
+static int undel_run(void *ctx, const struct fpiece *p, uint64_t off,
+		     uint64_t end, uint64_t blk)
+{
+	struct undel_ctx *u = ctx;
+	size_t boff, blen;
+	int rc;
+
+	if (p->tail) {
+		/* The node is read again and verified as at scan time. */
+		rc = fsc_read_copy(u->vol, p->blk, p->raw, u->buf, u->err);
+		if (rc)
+			return rc;
+		if (fmt_node_verify(u->buf, u->vol->blksize, u->vol->keypol,
+				    NULL) ||
+		    p->boff > u->vol->blksize ||
+		    end - off > u->vol->blksize - p->boff)
+			return 0;
+		boff = p->boff;
+		blen = (size_t)(end - off);
+		rc = u->data(u->ctx, off, u->buf + boff, blen);
+	} else if (!blk) {
+		rc = 0;		/* a hole: zeros */
+	} else {
+		rc = r4_vol_read_block(u->vol, blk, u->buf, u->err);
+		if (!rc)
+			rc = u->data(u->ctx, off, u->buf, (size_t)(end - off));
+	}
+	return rc ? rc : fsc_ranges_add(&u->got, off, end);
+}
+
+static int undel_cluster(void *ctx, uint64_t off, const uint8_t *buf,
+			 size_t len)
+{
+	struct undel_ctx *u = ctx;
+	int rc = u->data(u->ctx, off, buf, len);
+
+	return rc ? rc : fsc_ranges_add(&u->got, off, off + len);
+}
+
+static int undel_go(struct r4_vol *vol, struct fscan *s, uint64_t oid,
+		    struct r4_deleted *out, struct undel_ctx *u,
+		    r4_undel_gap_fn missing, struct r4_error *err)
+{
+	struct r4_deleted d;
+	uint64_t at = 0;
+	int rc;
+
+	s->only_oid = oid;
+	rc = fsc_scan_volume(vol, s, err);
+	if (rc)
+		return rc;
+	if (!s->nsd)
+		return r4i_fail(err, R4_ENOTFOUND, "%s: no stat data of object "
+			       "%llu survives in a free block", vol->dev->path,
+			       (unsigned long long)oid);
+	fsc_sort_scan(s);
+	rc = fsc_is_live(vol, &s->sd[0], err);
+	if (rc < 0)
+		return rc;
+	if (rc)
+		return r4i_fail(err, R4_EEXIST, "%s: object %llu is still in "
+			       "the tree", vol->dev->path,
+			       (unsigned long long)oid);
+	rc = fsc_describe(vol, s, 0, &d, err);
+	if (rc)
+		return rc;
+	if (out)
+		*out = d;
+	for (size_t k = 0; k < s->npc && !rc; k++)
+		if (s->pc[k].ord == s->sd[0].ord && !s->pc[k].ctail)
+			rc = fsc_piece_runs(vol, &s->pc[k], d.st.size, undel_run, u,
+					err);
+	if (!rc)
+		rc = fsc_cc_recover(vol, s, &s->sd[0], undel_cluster, u, NULL, NULL,
+				err);
+	if (rc) {
+		if (rc == -ENOMEM || !err->code)
+			rc = r4i_fail(err, rc, "%s: object %llu: cannot write "
+				     "what survives", vol->dev->path,
+				     (unsigned long long)oid);
+		return rc;
+	}
+	fsc_ranges_merge(&u->got);
+	for (size_t k = 0; k < u->got.n && !rc; k++) {
+		if (u->got.v[k].off > at && missing)
+			rc = missing(u->ctx, at, u->got.v[k].off - at);
+		at = u->got.v[k].end;
+	}
+	if (!rc && at < d.st.size && missing)
+		rc = missing(u->ctx, at, d.st.size - at);
+	return rc;
+}
+
+/* An orphan's body through the tree: R4_ENOTFOUND when oid is not an
+ * orphan. */
+static int undel_orphan(struct r4_vol *vol, uint64_t oid,
+			struct r4_deleted *out, r4_undel_data_fn data,
+			r4_undel_gap_fn missing, void *ctx,
+			struct r4_error *err)
+{
+	struct orphans o = { 0 };
+	struct r4_deleted d;
+	struct r4_objref ref;
+	uint8_t *buf = NULL;
+	uint64_t off = 0;
+	size_t got;
+	int rc;
+
+	o.only_oid = oid;
+	rc = fsc_orphans_find(vol, &o, err);
+	if (rc && rc != -ENOMEM) {
+		/* a tree we cannot walk: look in free blocks only */
+		r4i_error_clear(err);
+		rc = R4_ENOTFOUND;
+	}
+	if (!rc && !o.n)
+		rc = R4_ENOTFOUND;
+	else if (!rc && r4_u64map_find(&o.named, oid))
+		rc = r4i_fail(err, R4_EEXIST, "%s: object %llu is still in "
+			      "the tree", vol->dev->path,
+			      (unsigned long long)oid);
+	if (!rc)
+		rc = fsc_orphan_describe(vol, &o, &o.v[0], NULL, &d, err);
+	if (!rc && out)
+		*out = d;
+	ref = (struct r4_objref){ o.v ? o.v[0].loc : 0, o.v ? o.v[0].ord : 0,
+				  oid };
+	if (!rc && S_ISREG(d.st.mode) && !(buf = malloc(1u << 20)))
+		rc = r4i_fail(err, -ENOMEM, "%s: out of memory",
+			      vol->dev->path);
+	while (!rc && buf && off < d.st.size) {
+		rc = r4_read(vol, &ref, off, buf, 1u << 20, &got, err);
+		if (rc || !got)
+			break;
+		rc = data(ctx, off, buf, got);
+		off += got;
+	}
+	if (!rc && off < d.st.size && missing && S_ISREG(d.st.mode))
+		rc = missing(ctx, off, d.st.size - off);
+	free(buf);
+	fsc_orphans_fini(&o);
+	return rc;
+}
+
+int r4_undel(struct r4_vol *vol, uint64_t oid, struct r4_deleted *out,
+	     r4_undel_data_fn data, r4_undel_gap_fn missing, void *ctx,
+	     struct r4_error *err)
+{
+	struct fscan s = { 0 };
+	struct undel_ctx u = { vol, data, ctx, NULL, { 0 }, err };
+	int rc;
+
+	if (!oid)
+		return r4i_fail(err, R4_EINVAL, "object id 0");
+	rc = undel_orphan(vol, oid, out, data, missing, ctx, err);
+	if (rc != R4_ENOTFOUND)
+		return rc;
+	u.buf = malloc(vol->blksize);
+	if (!u.buf)
+		return r4i_fail(err, -ENOMEM, "%s: out of memory",
+			       vol->dev->path);
+	rc = undel_go(vol, &s, oid, out, &u, missing, err);
+	free(u.buf);
+	free(u.got.v);
+	fsc_scan_free(&s);
+	return rc;
+}
