@@ -25,6 +25,7 @@
 #include "r4/r4.h"
 #include "r4/check.h"
 #include "r4/repair.h"
+#include "fsck.h"
 #include "r4/journal.h"
 #include "../common/common.h"
 
@@ -35,7 +36,7 @@ enum {
 
 static int opt_check, opt_json, opt_yes, opt_force, opt_max_reports;
 static int opt_preen, opt_fix, opt_build_fs, opt_build_sb, opt_batch;
-static char *opt_undo_save, *opt_undo_restore;
+static char *opt_undo_save, *opt_undo_restore, *opt_verify;
 
 static struct poptOption fsck_options[] = {
 	{ "check", 'c', POPT_ARG_NONE, &opt_check, 0,
@@ -74,6 +75,10 @@ static struct poptOption fsck_options[] = {
 	  "print at most N problems (they are all counted; 0 = all)", "N" },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
+	{ "verify", '\0', POPT_ARG_STRING, &opt_verify, 0,
+	  "read-only: compare every regular file with a manifest "
+	  "(r4pack --manifest, sha256sum's format); exit 64 when one "
+	  "differs, is missing or is new", "MANIFEST" },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
 	  NULL, NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -875,6 +880,12 @@ static int run_undo(const char *image)
 	return EXIT_CLEAN;
 }
 
+static int fsck_usage(const char *opt)
+{
+	r4cmd_errorf("%s takes no other mode", opt);
+	return EXIT_USAGE;
+}
+
 int main(int argc, const char **argv)
 {
 	const char *path = NULL;
@@ -906,6 +917,14 @@ int main(int argc, const char **argv)
 		rc = r4cmd_lock_parse(EXIT_USAGE);
 	if (!rc)
 		rc = r4cmd_progress_parse(EXIT_USAGE);
+	if (rc == EXIT_CLEAN && opt_verify) {
+		rc = opt_check || opt_preen || opt_yes || opt_fix ||
+		     opt_build_fs || opt_build_sb || opt_undo_save ||
+		     opt_undo_restore ? fsck_usage("--verify") :
+		     fsck_verify(path, opt_verify, opt_json);
+		poptFreeContext(ctx);
+		return r4cmd_json_exit(rc);
+	}
 	if (rc == EXIT_CLEAN && opt_undo_restore) {
 		if (opt_check || opt_preen || opt_yes || opt_fix ||
 		    opt_build_fs || opt_build_sb || opt_undo_save) {

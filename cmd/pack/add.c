@@ -284,6 +284,8 @@ int pack_add(int argc, const char **argv)
 		rc = run(&j);
 	}
 	if (!rc)
+		rc = pack_manifest(j.image);
+	if (!rc)
 		summary(&j);
 out:
 	r4_archive_opts_free(&j.ao);

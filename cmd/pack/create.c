@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 #include "pack.h"
+#include "../common/manifest.h"
 
 /* Default of --size auto: leave 16 MiB free, so the image stays close
  * to the size of its content; --free asks for more. */
@@ -42,6 +43,20 @@ struct poptOption pack_owner_options[] = {
 
 static int opt_strict;
 
+char *pack_opt_manifest;
+
+int pack_manifest(const char *image)
+{
+	if (!pack_opt_manifest)
+		return EXIT_OK;
+	if (r4cmd_manifest_write(image, pack_opt_manifest)) {
+		r4cmd_errorf("%s: the image is complete; only the manifest "
+			     "is missing", image);
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
 struct poptOption pack_input_options[] = {
 	{ "format", '\0', POPT_ARG_STRING, NULL, OPT_FORMAT,
 	  "the archive's format (default auto: tar, cpio, zip, 7zip, "
@@ -50,6 +65,9 @@ struct poptOption pack_input_options[] = {
 	{ "strict", '\0', POPT_ARG_NONE, &opt_strict, 0,
 	  "fail (exit 1, nothing written) on extended attributes or ACLs, "
 	  "which Reiser4 cannot store, instead of warning", NULL },
+	{ "manifest", '\0', POPT_ARG_STRING, &pack_opt_manifest, 0,
+	  "after the build, write the SHA-256 of every regular file as "
+	  "the image holds it to FILE (sha256sum's format)", "FILE" },
 	{ "layers", '\0', POPT_ARG_STRING, NULL, OPT_LAYERS,
 	  "oci: each SOURCE is an OCI image layer, its .wh. entries "
 	  "remove names of the layers below and are never stored "
@@ -767,6 +785,8 @@ int pack_create(int argc, const char **argv)
 		rc = run(&j);
 	}
 	r4_vol_close(j.old, NULL);
+	if (!rc)
+		rc = pack_manifest(j.real ? j.real : j.image);
 	free(j.real);
 	if (!rc)
 		summary(&j);

@@ -58,6 +58,11 @@ int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 		const int *is_dir, size_t n, struct r4_archive_opts *ao,
 		const uint16_t *plug, unsigned plug_set);
 
+/* --manifest=FILE (create and add): written after a change that went
+ * well; EXIT_OK, or EXIT_FAILED said. */
+extern char *pack_opt_manifest;
+int pack_manifest(const char *image);
+
 int pack_create(int argc, const char **argv);
 int pack_extract(int argc, const char **argv);
 int pack_add(int argc, const char **argv);

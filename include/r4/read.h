@@ -100,6 +100,11 @@ int r4_readdir(struct r4_vol *vol, const struct r4_objref *dir,
 int r4_read(struct r4_vol *vol, const struct r4_objref *obj, uint64_t off,
 	    void *buf, size_t len, size_t *got, struct r4_error *err);
 
+/* The SHA-256 of a regular file's bytes, as r4_read gives them (holes as
+ * zeros, compressed files decompressed), into out; errors as r4_read's. */
+int r4_sha256_file(struct r4_vol *vol, const struct r4_objref *obj,
+		   uint8_t out[32], struct r4_error *err);
+
 /* Symlink target into buf (NUL-terminated, cut to len - 1 bytes);
  * *tlen (may be NULL) = full target length. R4_EINVAL if not a symlink. */
 int r4_readlink(struct r4_vol *vol, const struct r4_objref *obj, char *buf,

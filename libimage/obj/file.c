@@ -13,6 +13,7 @@
 #include "libimage/util/err.h"
 #include "libimage/tree/tree.h"
 #include "format/plugin.h"
+#include "format/sha256.h"
 #include "r4/util.h"
 
 /* One piece of the body handed to a body visitor. */
@@ -453,4 +454,30 @@ int r4_readlink(struct r4_vol *vol, const struct r4_objref *obj, char *buf,
 	}
 	obj_sd_put(&sd);
 	return 0;
+}
+
+int r4_sha256_file(struct r4_vol *vol, const struct r4_objref *obj,
+		   uint8_t out[32], struct r4_error *err)
+{
+	const size_t chunk = 1u << 20;
+	struct fmt_sha256 c;
+	uint8_t *buf = malloc(chunk);
+	uint64_t off = 0;
+	size_t got;
+	int rc;
+
+	if (!buf)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	fmt_sha256_init(&c);
+	do {
+		rc = r4_read(vol, obj, off, buf, chunk, &got, err);
+		if (rc)
+			break;
+		fmt_sha256_update(&c, buf, got);
+		off += got;
+	} while (got == chunk);
+	free(buf);
+	if (!rc)
+		fmt_sha256_final(&c, out);
+	return rc;
 }
