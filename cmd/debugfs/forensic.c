@@ -124,26 +124,13 @@ static int file_sha256(struct dbg *d, const char *path,
 		       const struct r4_objref *ref, char hex[65])
 {
 	struct r4_error err = { 0 };
-	struct fmt_sha256 c;
-	uint8_t *buf = malloc(CHUNK);
-	uint64_t off = 0;
-	size_t got;
-	int rc;
+	uint8_t sha[32];
+	int rc = r4_sha256_file(d->vol, ref, sha, &err);
 
-	if (!buf)
-		return dbg_fail(NULL, path, -ENOMEM);
-	fmt_sha256_init(&c);
-	do {
-		rc = r4_read(d->vol, ref, off, buf, CHUNK, &got, &err);
-		if (rc)
-			break;
-		fmt_sha256_update(&c, buf, got);
-		off += got;
-	} while (got == CHUNK);
-	free(buf);
 	if (rc)
 		return dbg_fail(&err, path, rc);
-	fmt_sha256_hex(&c, hex);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sha[i]);
 	return DBG_OK;
 }
 
