@@ -162,11 +162,10 @@ side() {
 	local b nr=0 nu=0 n=0
 	for b in $D; do
 		n=$((n + 1))
-		dd if="$1" bs=4096 skip="$b" count=1 status=none >"$T/blk"
-		dd if="$T/after.img" bs=4096 skip="$b" count=1 status=none |
-			cmp -s - "$T/blk" && nr=$((nr + 1))
-		dd if="$T/before.img" bs=4096 skip="$b" count=1 status=none |
-			cmp -s - "$T/blk" && nu=$((nu + 1))
+		cmp -s -n 4096 -i $((b * 4096)) "$1" "$T/after.img" &&
+			nr=$((nr + 1))
+		cmp -s -n 4096 -i $((b * 4096)) "$1" "$T/before.img" &&
+			nu=$((nu + 1))
 	done
 	if [ "$nr" -eq "$n" ]; then echo repaired
 	elif [ "$nu" -eq "$n" ]; then echo undone
