@@ -865,18 +865,25 @@ static int get_mode(void)
 static int run_undo(const char *image)
 {
 	struct r4_error err = { 0 };
-	uint64_t blocks = 0;
-	int rc = r4_undo_apply(opt_undo_restore, image, &blocks,
+	struct r4_undo_info info;
+	int rc = r4_undo_apply(opt_undo_restore, image, &info,
 			       r4cmd_lock_flags(), &err);
 
 	if (rc) {
 		r4cmd_error(&err, image, rc);
 		return EXIT_OPERATIONAL;
 	}
+	if (!info.one_step)
+		fprintf(stderr, "%s: %s: so not as one step through the "
+			"journal: put back block by block (a cut in between "
+			"leaves a mix that a rerun of --undo finishes)\n",
+			r4cmd_prog, info.why[0] ? info.why : image);
 	if (!r4cmd_quiet)
-		printf("%s: %llu block%s put back from %s\n", image,
-		       (unsigned long long)blocks, blocks == 1 ? "" : "s",
-		       opt_undo_restore);
+		printf("%s: %llu block%s put back from %s%s\n", image,
+		       (unsigned long long)info.units,
+		       info.units == 1 ? "" : "s", opt_undo_restore,
+		       info.one_step ? " as one step through the journal" :
+				       "");
 	return EXIT_CLEAN;
 }
 

@@ -172,8 +172,20 @@ int r4_repair_journal_drop(const char *path, r4_repair_action_fn problem,
  * overwrites there first. */
 int r4_undo_start(const char *path, struct r4_error *err);
 void r4_undo_finish(void);
-/* Put back what an undo file saved; *units = records written. */
+/* What r4_undo_apply did. */
+struct r4_undo_info {
+	uint64_t units;		/* blocks put back */
+	int one_step;		/* 1: as one crash-safe step through the
+				 * journal; 0: unit by unit, because of why */
+	char why[R4_ERRMSG_MAX];
+};
+/* Put back what an undo file saved, after checking that it belongs to
+ * this volume as the repair left it (libimage/io/undo.h). As one step
+ * through the journal when it can: a cut leaves the volume as it was or
+ * restored (once the journal is replayed); a rerun finishes it byte for
+ * byte. Else unit by unit (a cut leaves a mix that a rerun finishes). */
 int r4_undo_apply(const char *undo_path, const char *image,
-		  uint64_t *units, unsigned lock, struct r4_error *err);
+		  struct r4_undo_info *info, unsigned lock,
+		  struct r4_error *err);
 
 #endif

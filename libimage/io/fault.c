@@ -25,6 +25,14 @@ struct fault_priv {
 
 static struct io_fault_spec armed;
 static int armed_set;
+/* One power cut for the whole process: the devices opened under one
+ * arming count their writes together (the N of a spec is the N-th write
+ * of the process, whichever device it goes to), and once the cut came
+ * no device writes, syncs or resizes any more. */
+static struct {
+	uint64_t writes;
+	int cut;
+} power;
 static struct io_fault_stats last;
 static io_fault_report_fn report_fn;
 static void *report_ctx;
@@ -63,6 +71,8 @@ void io_fault_arm(const struct io_fault_spec *spec)
 {
 	armed = *spec;
 	armed_set = spec->mode != IO_FAULT_NONE;
+	if (armed_set)
+		memset(&power, 0, sizeof(power));
 }
 
 void io_fault_last_stats(struct io_fault_stats *out)
@@ -150,11 +160,12 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 			uint64_t off)
 {
 	struct fault_priv *p = dev->priv;
-	uint64_t n = ++p->writes;
+	uint64_t n = ++power.writes;
 	int rc;
 
+	p->writes++;
 	note(p);
-	if (p->cut)
+	if (p->cut || power.cut)
 		return 0;
 	switch (p->spec.mode) {
 	case IO_FAULT_FAIL_WRITE:
@@ -166,7 +177,7 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 		break;
 	case IO_FAULT_TORN_WRITE:
 		if (n == p->spec.n) {
-			p->cut = p->fired = 1;
+			p->cut = p->fired = power.cut = 1;
 			note(p);
 			return p->lower.ops->pwrite(&p->lower, buf, len / 2,
 						    off);
@@ -176,7 +187,7 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 		rc = held_add(p, buf, len, off);
 		if (!rc && n == p->spec.n) {
 			held_drop(p);
-			p->cut = p->fired = 1;
+			p->cut = p->fired = power.cut = 1;
 			note(p);
 		}
 		return rc;
@@ -185,7 +196,7 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 	}
 	rc = p->lower.ops->pwrite(&p->lower, buf, len, off);
 	if (p->spec.mode == IO_FAULT_CUT_AFTER && n == p->spec.n) {
-		p->cut = p->fired = 1;
+		p->cut = p->fired = power.cut = 1;
 		note(p);
 	}
 	return rc;
@@ -198,8 +209,11 @@ static int fault_sync(struct io_dev *dev)
 
 	p->syncs++;
 	note(p);
-	if (p->cut)
+	if (p->cut || power.cut) {
+		if (power.cut)
+			held_drop(p);	/* the power went: unsynced is lost */
 		return 0;
+	}
 	rc = held_flush(p);
 	return rc ? rc : p->lower.ops->sync(&p->lower);
 }
@@ -207,8 +221,11 @@ static int fault_sync(struct io_dev *dev)
 static int fault_resize(struct io_dev *dev, uint64_t size)
 {
 	struct fault_priv *p = dev->priv;
-	int rc = p->lower.ops->resize(&p->lower, size);
+	int rc;
 
+	if (power.cut)
+		return 0;
+	rc = p->lower.ops->resize(&p->lower, size);
 	if (!rc)
 		dev->size = size;
 	return rc;
@@ -220,7 +237,7 @@ static void fault_close(struct io_dev *dev)
 {
 	struct fault_priv *p = dev->priv;
 
-	if (!p->cut)
+	if (!p->cut && !power.cut)
 		held_flush(p);
 	held_drop(p);
 	free(p->held);

@@ -18,6 +18,12 @@
  *                    goes: the held writes are lost, later ones dropped;
  *   count            no fault, counting only.
  *
+ * N counts the writes of the whole process: the devices opened while a
+ * fault is armed count together, and after the cut no device writes,
+ * syncs or resizes (a command that opens the volume several times, as
+ * r4fsck -y does for its fixes before the open, is cut at its N-th write
+ * as one power cut would). Each device still reports its own counts.
+ *
  * Nothing in the library reads the environment for it. The test builds
  * of the commands (tests/crash/bin, linked with tests/helpers/fault_env.c)
  * arm it from R4_FAULT="cut-after=12" etc. and report each faulty

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the undo device backend and r4_undo_apply (see undo.h). */
+/* r4kit: the undo device backend (see undo.h); r4_undo_apply is in
+ * libimage/repair/undo.c. */
 #include "config.h"
 #include <errno.h>
 #include <stdio.h>
@@ -12,16 +13,6 @@
 #include "format/checksum.h"
 #include "format/sha256.h"
 #include "format/super.h"
-
-#define UNDO_MAGIC_V1 "R4UNDO01"
-#define UNDO_MAGIC "R4UNDO02"
-#define UNDO_TRAILER "R4UNDOT2"
-#define UNDO_END "R4UNDOE2"
-#define UNDO_HDR 32		/* magic, size, flags, reserved, crc */
-#define UNDO_REC 16		/* offset, length, crc */
-#define UNDO_END_LEN 20		/* trailer length, crc, end magic */
-#define UNDO_TRAILER_FIXED (8 + 8 + 8 + FMT_UUID_SIZE + 32)
-#define UNDO_APPLYING 1u	/* header flag: --undo began writing */
 
 static struct {
 	FILE *f;
@@ -87,7 +78,7 @@ static int set_add(uint64_t u)
 }
 
 /* CRC-32C (initial and final inversion) of a then b. */
-static uint32_t crc2(const void *a, size_t alen, const void *b, size_t blen)
+uint32_t io_undo_crc(const void *a, size_t alen, const void *b, size_t blen)
 {
 	uint32_t c = ~0u;
 
@@ -117,13 +108,13 @@ static int rec_add(uint64_t off, uint32_t len)
 	return 0;
 }
 
-static void put_le(uint8_t *p, uint64_t v, unsigned n)
+void io_undo_put_le(uint8_t *p, uint64_t v, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint64_t get_le(const uint8_t *p, unsigned n)
+uint64_t io_undo_get_le(const uint8_t *p, unsigned n)
 {
 	uint64_t v = 0;
 
@@ -153,9 +144,9 @@ static int save(struct undo_priv *p, uint64_t off, size_t len)
 		rc = p->lower.ops->pread(&p->lower, buf, n, at);
 		if (rc)
 			return rc;
-		put_le(rec, at, 8);
-		put_le(rec + 8, n, 4);
-		put_le(rec + 12, crc2(rec, 12, buf, n), 4);
+		io_undo_put_le(rec, at, 8);
+		io_undo_put_le(rec + 8, n, 4);
+		io_undo_put_le(rec + 12, io_undo_crc(rec, 12, buf, n), 4);
 		if (fwrite(rec, 1, sizeof(rec), undo.f) != sizeof(rec) ||
 		    fwrite(buf, 1, n, undo.f) != n)
 			return -EIO;
@@ -175,7 +166,7 @@ static int save(struct undo_priv *p, uint64_t off, size_t len)
 /* The volume's identity on device d of size bytes: the uuid of its
  * master super block and a SHA-256 of the master and format40 super
  * blocks (zeros where the device is too short to hold them). */
-static int identity(struct io_dev *d, uint64_t size,
+int io_undo_identity(struct io_dev *d, uint64_t size,
 		    uint8_t uuid[FMT_UUID_SIZE], uint8_t sum[32])
 {
 	uint8_t buf[UNDO_UNIT];
@@ -209,7 +200,7 @@ static int identity(struct io_dev *d, uint64_t size,
 }
 
 /* SHA-256 of the len bytes at off on d. */
-static int unit_sum(struct io_dev *d, uint64_t off, uint32_t len,
+int io_undo_unit_sum(struct io_dev *d, uint64_t off, uint32_t len,
 		    uint8_t sum[32])
 {
 	uint8_t buf[UNDO_UNIT];
@@ -241,15 +232,15 @@ static int write_trailer(struct undo_priv *p, uint64_t size)
 	if (!t)
 		return -ENOMEM;
 	memcpy(t, UNDO_TRAILER, 8);
-	put_le(t + 8, undo.nrec, 8);
-	put_le(t + 16, size, 8);
-	rc = identity(&p->lower, size, t + 24, t + 24 + FMT_UUID_SIZE);
+	io_undo_put_le(t + 8, undo.nrec, 8);
+	io_undo_put_le(t + 16, size, 8);
+	rc = io_undo_identity(&p->lower, size, t + 24, t + 24 + FMT_UUID_SIZE);
 	for (size_t i = 0; !rc && i < undo.nrec; i++)
-		rc = unit_sum(&p->lower, undo.rec_off[i], undo.rec_len[i],
+		rc = io_undo_unit_sum(&p->lower, undo.rec_off[i], undo.rec_len[i],
 			      t + UNDO_TRAILER_FIXED + i * 32);
 	e = t + len;
-	put_le(e, len, 8);
-	put_le(e + 8, crc2(NULL, 0, t, len), 4);
+	io_undo_put_le(e, len, 8);
+	io_undo_put_le(e + 8, io_undo_crc(NULL, 0, t, len), 4);
 	memcpy(e + 12, UNDO_END, 8);
 	if (!rc && (fflush(undo.f) || fseek(undo.f, 0, SEEK_END) ||
 		    (at = ftell(undo.f)) < 0))
@@ -334,8 +325,8 @@ int io_undo_maybe_attach(struct io_dev *dev, struct r4_error *err)
 	if (ftell(undo.f) == 0) {
 		memset(hdr, 0, sizeof(hdr));
 		memcpy(hdr, UNDO_MAGIC, 8);
-		put_le(hdr + 8, dev->size, 8);
-		put_le(hdr + 28, crc2(NULL, 0, hdr, 28), 4);
+		io_undo_put_le(hdr + 8, dev->size, 8);
+		io_undo_put_le(hdr + 28, io_undo_crc(NULL, 0, hdr, 28), 4);
 		if (fwrite(hdr, 1, sizeof(hdr), undo.f) != sizeof(hdr) ||
 		    fflush(undo.f) || fsync(fileno(undo.f)))
 			return r4i_fail(err, -EIO, "%s: cannot write the undo "
@@ -382,283 +373,4 @@ void r4_undo_finish(void)
 	free(undo.rec_off);
 	free(undo.rec_len);
 	memset(&undo, 0, sizeof(undo));
-}
-
-/* One record of a file being applied. */
-struct urec {
-	uint64_t off, at;	/* on the device; of its bytes in the file */
-	uint32_t len;
-};
-
-static int bad(struct r4_error *err, const char *path, const char *what)
-{
-	return r4i_fail(err, R4_ECORRUPT, "%s: %s; nothing changed", path,
-		       what);
-}
-
-/* Read len bytes at off of the undo file; 0 or -1. */
-static int fget(FILE *f, void *buf, size_t len, uint64_t off)
-{
-	if (fseeko(f, (off_t)off, SEEK_SET) || fread(buf, 1, len, f) != len)
-		return -1;
-	return 0;
-}
-
-/* Parse and verify the whole file: header, records and trailer. */
-static int load(FILE *f, const char *path, uint8_t *hdr, struct urec **recs,
-		uint64_t *nrec, uint8_t **trailer, struct r4_error *err)
-{
-	uint8_t end[UNDO_END_LEN], rh[UNDO_REC], *buf = NULL, *t = NULL;
-	uint64_t fsize, tlen, tstart, n = 0, pos, pre, post;
-	struct urec *r = NULL;
-	off_t sz;
-	int rc = 0;
-
-	if (fseeko(f, 0, SEEK_END) || (sz = ftello(f)) < 0)
-		return r4i_fail(err, -EIO, "%s: cannot read", path);
-	fsize = (uint64_t)sz;
-	if (fsize < 8 || fget(f, hdr, 8, 0))
-		return bad(err, path, "not an r4fsck undo file");
-	if (!memcmp(hdr, UNDO_MAGIC_V1, 8))
-		return bad(err, path, "an undo file of format 1 (R4UNDO01), "
-			   "made by an older r4fsck: it records neither the "
-			   "volume nor the state it belongs to, so it cannot "
-			   "be checked and is refused");
-	if (memcmp(hdr, UNDO_MAGIC, 8))
-		return bad(err, path, "not an r4fsck undo file");
-	if (fsize < UNDO_HDR + UNDO_END_LEN || fget(f, hdr, UNDO_HDR, 0) ||
-	    get_le(hdr + 28, 4) != crc2(NULL, 0, hdr, 28))
-		return bad(err, path, "the header is damaged (checksum)");
-	if (fget(f, end, UNDO_END_LEN, fsize - UNDO_END_LEN) ||
-	    memcmp(end + 12, UNDO_END, 8))
-		return bad(err, path, "incomplete: no closing record (the "
-			   "repair that wrote it did not finish, or the file "
-			   "was cut)");
-	tlen = get_le(end, 8);
-	if (tlen < UNDO_TRAILER_FIXED ||
-	    tlen > fsize - UNDO_HDR - UNDO_END_LEN)
-		return bad(err, path, "the closing record is damaged (length)");
-	tstart = fsize - UNDO_END_LEN - tlen;
-	t = malloc(tlen);
-	if (!t)
-		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
-	if (fget(f, t, tlen, tstart) || memcmp(t, UNDO_TRAILER, 8) ||
-	    get_le(end + 8, 4) != crc2(NULL, 0, t, tlen)) {
-		rc = bad(err, path, "the closing record is damaged (checksum)");
-		goto out;
-	}
-	n = get_le(t + 8, 8);
-	post = get_le(t + 16, 8);
-	pre = get_le(hdr + 8, 8);
-	if (n > (tlen - UNDO_TRAILER_FIXED) / 32 ||
-	    tlen != UNDO_TRAILER_FIXED + n * 32) {
-		rc = bad(err, path, "the closing record is damaged (record "
-			 "count)");
-		goto out;
-	}
-	if (pre < FMT_MASTER_OFFSET + UNDO_UNIT || pre > post) {
-		rc = bad(err, path, "the header's device size is impossible");
-		goto out;
-	}
-	r = calloc(n ? n : 1, sizeof(*r));
-	buf = malloc(UNDO_UNIT);
-	if (!r || !buf) {
-		rc = r4i_fail(err, -ENOMEM, "%s: out of memory", path);
-		goto out;
-	}
-	pos = UNDO_HDR;
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t off, len;
-
-		if (pos + UNDO_REC > tstart || fget(f, rh, UNDO_REC, pos)) {
-			rc = bad(err, path, "truncated (fewer records than "
-				 "the closing record counts)");
-			goto out;
-		}
-		off = get_le(rh, 8);
-		len = get_le(rh + 8, 4);
-		if (len == 0 || len > UNDO_UNIT || off % UNDO_UNIT ||
-		    off + len > post || pos + UNDO_REC + len > tstart ||
-		    fget(f, buf, len, pos + UNDO_REC) ||
-		    get_le(rh + 12, 4) != crc2(rh, 12, buf, len)) {
-			char what[96];
-
-			snprintf(what, sizeof(what), "record %llu is damaged",
-				 (unsigned long long)i);
-			rc = bad(err, path, what);
-			goto out;
-		}
-		r[i] = (struct urec){ off, pos + UNDO_REC, (uint32_t)len };
-		pos += UNDO_REC + len;
-	}
-	if (pos != tstart)
-		rc = bad(err, path, "damaged (bytes between the last record "
-			 "and the closing record)");
-out:
-	free(buf);
-	if (rc) {
-		free(r);
-		free(t);
-		return rc;
-	}
-	*recs = r;
-	*nrec = n;
-	*trailer = t;
-	return 0;
-}
-
-/* Does every block the file will restore hold what the repair left?
- * (Or, once an --undo began writing, that or its old bytes.) */
-static int check_state(struct io_dev *dev, FILE *f, const char *path,
-		       const char *image, const uint8_t *t,
-		       const struct urec *r, uint64_t n, int applying,
-		       struct r4_error *err)
-{
-	uint8_t uuid[FMT_UUID_SIZE], sum[32], *buf = malloc(UNDO_UNIT);
-	struct fmt_sha256 c;
-	int rc;
-
-	if (!buf)
-		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
-	rc = identity(dev, dev->size, uuid, sum);
-	if (rc) {
-		rc = r4i_fail(err, rc, "%s: cannot read the super blocks",
-			     image);
-		goto out;
-	}
-	if (!applying && memcmp(uuid, t + 24, FMT_UUID_SIZE)) {
-		rc = r4i_fail(err, R4_EINVAL, "%s: the undo file %s belongs to "
-			     "another volume (another uuid); nothing changed",
-			     image, path);
-		goto out;
-	}
-	if (!applying && memcmp(sum, t + 24 + FMT_UUID_SIZE, 32)) {
-		rc = r4i_fail(err, R4_EINVAL, "%s: changed since the repair "
-			     "that wrote %s (its super block differs from what "
-			     "the repair left): refused, nothing changed",
-			     image, path);
-		goto out;
-	}
-	for (uint64_t i = 0; i < n; i++) {
-		const uint8_t *want = t + UNDO_TRAILER_FIXED + i * 32;
-		int same;
-
-		rc = unit_sum(dev, r[i].off, r[i].len, sum);
-		if (rc) {
-			rc = r4i_fail(err, rc, "%s: cannot read block %llu",
-				     image, (unsigned long long)
-				     (r[i].off / UNDO_UNIT));
-			goto out;
-		}
-		same = !memcmp(sum, want, 32);
-		if (!same && applying) {	/* put back already? */
-			uint8_t old[32];
-
-			if (fget(f, buf, r[i].len, r[i].at)) {
-				rc = bad(err, path, "cannot be read");
-				goto out;
-			}
-			fmt_sha256_init(&c);
-			fmt_sha256_update(&c, buf, r[i].len);
-			fmt_sha256_final(&c, old);
-			same = !memcmp(sum, old, 32);
-		}
-		if (!same) {
-			rc = r4i_fail(err, R4_EINVAL, "%s: changed since the "
-				     "repair that wrote %s (block %llu no "
-				     "longer holds what the repair left): "
-				     "refused, nothing changed", image, path,
-				     (unsigned long long)(r[i].off / UNDO_UNIT));
-			goto out;
-		}
-	}
-out:
-	free(buf);
-	return rc;
-}
-
-/* Mark the file: an --undo is writing (a rerun after a cut then takes
- * blocks already put back). */
-static int set_applying(FILE *f, uint8_t *hdr)
-{
-	put_le(hdr + 16, get_le(hdr + 16, 4) | UNDO_APPLYING, 4);
-	put_le(hdr + 28, crc2(NULL, 0, hdr, 28), 4);
-	if (fseeko(f, 0, SEEK_SET) || fwrite(hdr, 1, UNDO_HDR, f) != UNDO_HDR ||
-	    fflush(f) || fsync(fileno(f)))
-		return -1;
-	return 0;
-}
-
-int r4_undo_apply(const char *undo_path, const char *image,
-		  uint64_t *units, unsigned lock, struct r4_error *err)
-{
-	uint8_t hdr[UNDO_HDR], *buf = malloc(UNDO_UNIT), *t = NULL;
-	struct io_dev *dev = NULL;
-	struct urec *r = NULL;
-	FILE *f = fopen(undo_path, "r+b");
-	uint64_t n = 0, pre, post;
-	int rc = 0, applying;
-
-	*units = 0;
-	if (!buf || !f) {
-		rc = r4i_fail(err, buf ? -errno : -ENOMEM, "%s: %s",
-			     undo_path, buf ? strerror(errno)
-					    : "out of memory");
-		goto out;
-	}
-	rc = load(f, undo_path, hdr, &r, &n, &t, err);
-	if (rc)
-		goto out;
-	pre = get_le(hdr + 8, 8);
-	post = get_le(t + 16, 8);
-	applying = (get_le(hdr + 16, 4) & UNDO_APPLYING) != 0;
-	rc = io_open(image, IO_RDWR | io_lock_flags(lock &
-		     ~(unsigned)R4_OPEN_NOLOCK), &dev, NULL, err);
-	if (rc)
-		goto out;
-	if (dev->size != post && !(applying && dev->size == pre)) {
-		rc = r4i_fail(err, R4_EINVAL, "%s: %llu bytes, but the repair "
-			     "that wrote %s left %llu: changed since, refused, "
-			     "nothing changed", image,
-			     (unsigned long long)dev->size, undo_path,
-			     (unsigned long long)post);
-		goto out;
-	}
-	if (dev->is_blkdev && pre != post) {
-		rc = r4i_fail(err, R4_EINVAL, "%s: a block device cannot be "
-			     "cut back to %llu bytes", image,
-			     (unsigned long long)pre);
-		goto out;
-	}
-	rc = check_state(dev, f, undo_path, image, t, r, n, applying, err);
-	if (rc)
-		goto out;
-	if (!applying && set_applying(f, hdr)) {
-		rc = r4i_fail(err, -EIO, "%s: cannot write the undo file; "
-			     "nothing changed", undo_path);
-		goto out;
-	}
-	for (uint64_t i = 0; i < n && !rc; i++) {
-		if (fget(f, buf, r[i].len, r[i].at)) {
-			rc = r4i_fail(err, -EIO, "%s: cannot read record %llu",
-				     undo_path, (unsigned long long)i);
-			break;
-		}
-		rc = io_write(dev, buf, r[i].len, r[i].off, err);
-		if (!rc)
-			(*units)++;
-	}
-	if (!rc && dev->size > pre)
-		rc = io_resize(dev, pre, err);
-	if (!rc)
-		rc = io_sync(dev, err);
-out:
-	if (dev)
-		io_close(dev);
-	if (f)
-		fclose(f);
-	free(buf);
-	free(r);
-	free(t);
-	return rc;
 }

@@ -119,4 +119,53 @@ int txn_replay(struct r4_vol *vol, unsigned *replayed,
  * the committed state without writing anything. */
 int txn_overlay(struct r4_vol *vol, struct r4_error *err);
 
+/* ---- raw restore (r4fsck --undo) -------------------------------------
+ * Put blocks back to the bytes they held before, as one crash-safe step
+ * through the wandering log, and leave every other block as it was:
+ *
+ *   1. the wandered copies of every block but the journal header and
+ *      footer, the wander records and a tx head (whose counters are the
+ *      restored volume's, as a mount sees them) go to scratch blocks;
+ *      fsync;
+ *   2. commit point: the journal header names that tx head; fsync;
+ *   3. the blocks home, the format40 super block first; fsync;
+ *   4. the footer names the tx head (nothing to replay); fsync;
+ *   5. the tx head is rewritten to follow the restored footer's
+ *      transaction; the restored footer, then the restored header are
+ *      written (between the two, replay finds the tx head and writes
+ *      the footer again, which ends in the state of 4); fsync each;
+ *   6. the scratch blocks get their old bytes back; fsync.
+ *
+ * A cut before 2 leaves the volume as it was; after it, the volume is
+ * restored once the journal is replayed (r4fsck -p, any writer's open);
+ * after 5 it is restored but for free blocks that nothing reads. The
+ * scratch blocks are free both now and in the restored bitmaps, and not
+ * among the restored blocks; the caller saves their bytes before 1 (a
+ * rerun after a cut gives the same blocks and bytes back). */
+struct txn_restore {
+	size_t n;		/* blocks to put back, ascending, distinct;
+				 * the journal header and footer among them */
+	const uint64_t *blk;
+	/* the bytes block blk[i] is to hold */
+	int (*old)(void *ctx, size_t i, uint8_t *buf, struct r4_error *err);
+	void *ctx;
+	uint64_t limit;		/* scratch blocks below this block */
+};
+/* The scratch blocks, ascending (malloc'ed). R4_EUNSUPP: the restore
+ * cannot go through the journal (a block below the master super block or
+ * past the volume, a restored volume with a transaction to replay or
+ * another size); R4_ENOSPC: too few blocks free in both states. */
+int txn_restore_plan(struct r4_vol *vol, const struct txn_restore *r,
+		     uint64_t **scratch, size_t *nscratch,
+		     struct r4_error *err);
+/* Steps 1-6 with those scratch blocks; saved(ctx, i, buf) gives scratch
+ * block i's old bytes. The volume's journal must have nothing to replay
+ * (txn_replay first). The caches are dropped; on failure the handle is
+ * sticky-failed. */
+int txn_restore_run(struct r4_vol *vol, const struct txn_restore *r,
+		    const uint64_t *scratch, size_t ns,
+		    int (*saved)(void *ctx, size_t i, uint8_t *buf,
+				 struct r4_error *err),
+		    struct r4_error *err);
+
 #endif

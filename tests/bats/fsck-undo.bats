@@ -149,22 +149,92 @@ PY
 	cmp "$T/v.img" "$T/before.img"
 }
 
-@test "undo: cut at every write of --undo, a rerun of --undo finishes the job" {
+# problems IMAGE: the problems r4fsck -n finds, without the summary and
+# the note of a transaction still to replay.
+problems() {
+	r4fsck -n "$1" 2>&1 | grep '^block ' | grep -v 'committed transaction' || true
+}
+
+# side IMAGE: "repaired" when every block the repair changed (but the
+# journal header and footer) holds the repaired bytes, "undone" when
+# every one holds the old bytes, else "mixed: ...".
+side() {
+	local b nr=0 nu=0 n=0
+	for b in $D; do
+		n=$((n + 1))
+		cmp -s -n 4096 -i $((b * 4096)) "$1" "$T/after.img" &&
+			nr=$((nr + 1))
+		cmp -s -n 4096 -i $((b * 4096)) "$1" "$T/before.img" &&
+			nu=$((nu + 1))
+	done
+	if [ "$nr" -eq "$n" ]; then echo repaired
+	elif [ "$nu" -eq "$n" ]; then echo undone
+	else echo "mixed: $nr of $n blocks repaired, $nu undone"
+	fi
+}
+
+@test "undo: cut at every write of --undo: repaired or undone at each cut, a replay and a rerun finish" {
 	repaired_z
-	local k W
+	local k W s
 	cp "$T/u.bin" "$T/good.bin"
 	R4_FAULT=count R4_FAULT_REPORT="$T/rep" \
 		"$top_builddir/tests/crash/bin/r4fsck" --undo "$T/u.bin" "$T/v.img"
 	W=$(sed -n 's/^writes=\([0-9]*\) .*/\1/p' "$T/rep" | tail -n 1)
 	[ -n "$W" ] && [ "$W" -ge 2 ]
 	cmp "$T/v.img" "$T/before.img"
+	D=$(cmp -l "$T/before.img" "$T/after.img" |
+		awk '{ b = int(($1 - 1) / 4096); if (b != 19 && b != 20 && !s[b]++) print b }')
+	[ -n "$D" ]
+	problems "$T/before.img" >"$T/p.undone"
+	[ -s "$T/p.undone" ]
 	for ((k = 1; k <= W; k++)); do
 		cp "$T/after.img" "$T/v.img"
 		cp "$T/good.bin" "$T/u.bin"
 		R4_FAULT=cut-after=$k "$top_builddir/tests/crash/bin/r4fsck" \
 			--undo "$T/u.bin" "$T/v.img" >/dev/null 2>&1 || true
+		# -n: the problems of the repaired volume (none) or of the
+		# undone one, read through the journal
+		problems "$T/v.img" >"$T/p.cut"
+		[ ! -s "$T/p.cut" ] || cmp -s "$T/p.cut" "$T/p.undone" ||
+			{ echo "cut-after=$k: -n finds:"; cat "$T/p.cut"; false; }
+		# replayed (r4fsck without a mode: no fix), repaired or undone
+		# block for block
+		cp "$T/v.img" "$T/p.img"
+		run r4fsck "$T/p.img"
+		[ "$status" -le 4 ] || { echo "cut-after=$k: replay: $output"; false; }
+		# (the problems of that state were those -n found above:
+		# tests/crash/undo.sh checks them again after the replay)
+		s=$(side "$T/p.img")
+		case $s in
+		repaired|undone) ;;
+		*) echo "cut-after=$k: $s"; false ;;
+		esac
+		# a rerun of --undo finishes the job, byte for byte
 		run r4fsck --undo "$T/u.bin" "$T/v.img"
 		[ "$status" -eq 0 ] || { echo "cut-after=$k: $output"; false; }
 		cmp "$T/v.img" "$T/before.img" || { echo "cut-after=$k"; false; }
 	done
+}
+
+@test "undo: a volume that had a transaction to replay before the repair: put back block by block, says so" {
+	local w
+	mkdir -p "$T/more"
+	for i in 1 2 3 4 5; do echo "$i" >"$T/more/m$i"; done
+	r4mkfs -q -U $U1 "$T/c.img" 16M
+	cp "$T/c.img" "$T/v.img"
+	R4_FAULT=count R4_FAULT_REPORT="$T/rep" \
+		"$top_builddir/tests/crash/bin/r4pack" add -q "$T/c.img" "$T/more"
+	w=$(sed -n 's/^writes=\([0-9]*\) .*/\1/p' "$T/rep" | tail -n 1)
+	# cut past the commit point: a transaction waits for replay
+	R4_FAULT=cut-after=$((w - 2)) "$top_builddir/tests/crash/bin/r4pack" \
+		add -q "$T/v.img" "$T/more" || true
+	r4debugfs -R 'print journal' "$T/v.img" | grep -q '^transactions to replay'
+	cp "$T/v.img" "$T/before.img"
+	run r4fsck -y -z "$T/u.bin" "$T/v.img"
+	[ "$status" -eq 1 ]
+	run r4fsck --undo "$T/u.bin" "$T/v.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"committed transaction not yet written home: so not as one step through the journal"* ]]
+	cmp "$T/v.img" "$T/before.img"
 }

@@ -100,7 +100,7 @@ trap 'rm -rf "$W"' EXIT
 # $W/writes. Returns the workload's exit status. (Each point forks as
 # few processes as it can: they are most of a point's cost.)
 run_workload() {
-	local img=$1 fault=$2 args=() a rc line=
+	local img=$1 fault=$2 args=() a rc
 	for a in "${WORKLOAD[@]}"; do
 		args+=("${a//@IMG@/$img}")
 	done
@@ -109,11 +109,13 @@ run_workload() {
 		R4_FAULT=$fault R4_FAULT_REPORT=$W/report \
 			"${args[@]}" >"$W/out" 2>&1 </dev/null
 		rc=$?
+		# the writes of every device the workload opened: the fault
+		# layer counts them together (a workload that opens the
+		# image several times is cut at its N-th write overall)
+		a=
 		[ -f "$W/report" ] &&
-			while IFS= read -r a; do line=$a; done <"$W/report"
-		a=${line#writes=}
-		a=${a%%[!0-9]*}
-		[ "$a" != "$line" ] || a=
+			a=$(awk -F'[= ]' '$1 == "writes" { s += $2; n++ }
+				END { if (n) print s }' "$W/report")
 		echo "$a" >"$W/writes"
 		return $rc
 	fi

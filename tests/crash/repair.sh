@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# repair.sh quick|full [semantic|tree|twice|keys]: crash tests of r4fsck -y --batch 2. A
+# repair.sh quick|full [semantic|tree|twice|keys|preopen]: crash tests of r4fsck -y --batch 2. A
 # populated image (r4pack) is damaged in ways the repair fixes in several
 # transactions: "semantic" (bitmap bits, free count, nlink, sizes, an
 # entry to a missing object whose object goes to /lost+found), "tree"
@@ -10,7 +10,12 @@
 # claimed twice, every write cut in both modes), "keys" (stat data
 # whose object id or ordering was damaged put back under their names, an
 # entry whose object id was damaged pointed back, two files with one
-# object id told apart: every write cut); r4fsck -y --batch 2 is
+# object id told apart: every write cut), "preopen" (what r4fsck -y
+# fixes before it opens the volume: a damaged master super block put
+# back from its backup, an image cut short extended, a journal header
+# naming a transaction past the device's end dropped; then the free
+# count in the super block; every write cut, the fault layer counting
+# the writes of every open together); r4fsck -y --batch 2 is
 # run with R4_FAULT
 # cutting it at each write (quick: every 3rd, plus torn and unsynced
 # samples), with --batch 2 so the fixes span many transactions.
@@ -23,7 +28,7 @@ set -u
 
 LEVEL=${1:-quick}
 SCEN=${2:-semantic}
-case $SCEN in semantic|tree|twice|keys) ;; *) echo "usage: repair.sh quick|full [semantic|tree|twice|keys]" >&2; exit 2 ;; esac
+case $SCEN in semantic|tree|twice|keys|preopen) ;; *) echo "usage: repair.sh quick|full [semantic|tree|twice|keys|preopen]" >&2; exit 2 ;; esac
 # The rebuild writes a whole new tree: quick cuts it every 10th write.
 [ "$LEVEL" = quick ] && [ "$SCEN" = tree ] && QUICK_TREE=1 || QUICK_TREE=0
 case $LEVEL in quick) CUT=3 SAMPLE=4 ;; full) CUT=1 SAMPLE=20 ;;
@@ -94,6 +99,12 @@ r4debugfs -w -R "write $s/f6 /zz" "$D" >/dev/null || exit 2	# /zz gets f5's id
 b=$(sd_ih /f3); poke "$D" $((b + 16)) $((0x20000)) 8		# f3's sd oid
 b=$(sd_ih /f4); v=$(peek "$D" $((b + 8)) 1); poke "$D" $((b + 8)) $((v ^ 1)) 1	# f4's ordering
 b=$(entry_off "$D" / f9); poke "$D" $((b + 16)) $((0x99999)) 8	# f9's entry oid
+elif [ "$SCEN" = preopen ]; then
+poke "$D" $((16 * 4096 + 3)) 0 1				# master magic
+poke "$D" $((19 * 4096)) $((0xFFFFFF)) 8			# journal header
+poke "$D" $((17 * 4096 + 8)) 1000 8				# free count
+blocks=$(peek "$D" $((17 * 4096)) 8)
+truncate -s $(((blocks - 40) * 4096)) "$D"			# cut short
 else
 b=$(r4debugfs --json -R "stat /many/n100" "$D" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
 dd if=/dev/zero of="$D" bs=4096 seek="$b" count=1 conv=notrunc status=none
@@ -110,6 +121,12 @@ rm -f "$W/report"
 R4_FAULT=count R4_FAULT_REPORT=$W/report r4fsck -y --batch 2 "$W/after.img" >"$W/out" 2>&1
 rc=$?
 [ $rc -eq 1 ] || { echo "repair.sh: the uncut repair exited $rc:" >&2; cat "$W/out" >&2; exit 2; }
+if [ "$SCEN" = preopen ]; then
+	for f in master truncated journal free-count; do
+		grep -q "^fixed ($f)" "$W/out" ||
+			{ echo "repair.sh: the uncut repair did not fix $f:" >&2; cat "$W/out" >&2; exit 2; }
+	done
+fi
 N=$(awk -F'[= ]' '{ s += $2 } END { print s }' "$W/report")
 cp "$D" "$W/tx.img"
 r4fsck -y --batch 2 --json "$W/tx.img" >"$W/tx.json"
@@ -162,7 +179,7 @@ point() {
 [ "$QUICK_TREE" = 1 ] && CUT=10
 # The copies of blocks claimed twice, the key moves: every write, in
 # both modes.
-[ "$SCEN" = twice ] || [ "$SCEN" = keys ] && CUT=1
+[ "$SCEN" = twice ] || [ "$SCEN" = keys ] || [ "$SCEN" = preopen ] && CUT=1
 # Full: every 3rd write of the rebuild (it writes a whole new tree).
 [ "$LEVEL" = full ] && [ "$SCEN" = tree ] && CUT=3
 for k in $(seq 1 "$CUT" "$N"); do point cut-after "$k"; done

@@ -10,7 +10,8 @@
 #
 # Workloads: add50 add50wb add50tar add50stdin addcc cctrunc rmr mvfile mvdir script add1000
 # (add50wb: add50 with nodes written before the commit, R4_WRITE_BEHIND)
-# repack, badbitmap (add50 on a volume whose bitmap calls the root node free,
+# repack, repackresume (full: the repacker cut once, then the rerun
+# cut at each of its writes), badbitmap (add50 on a volume whose bitmap calls the root node free,
 # with a matching checksum: no point may lose a byte)
 # (default: all of the level). Needs r4pack, r4debugfs, r4fsck and
 # r4ref (or r4manifest) on PATH, r4pack and r4debugfs being the test
@@ -228,6 +229,24 @@ if wanted repack; then
 		REPACK=(--cut sample=12 --torn sample=2 --drop sample=2 --oracle every=4)
 	fi
 	run repack --same "${REPACK[@]}" "$W/aged.img" -- \
+		r4repacker -q --batch 32 @IMG@
+fi
+# The repacker resumed (full only): a run cut once, at its middle write
+# (a committed batch left to replay or not), then the rerun that
+# finishes the job cut at every one of its writes.
+if [ "$LEVEL" = full ] && wanted repackresume; then
+	[ -f "$W/aged.img" ] || { AGE_SIZE=4M bash "$HERE/../age.sh" "$W/aged.img" 90 3 \
+		>"$W/age.log" 2>&1 || { cat "$W/age.log" >&2; exit 2; }; }
+	cp "$W/aged.img" "$W/resume.img"
+	rm -f "$W/rep.count"
+	R4_FAULT=count R4_FAULT_REPORT="$W/rep.count" \
+		r4repacker -q --batch 32 "$W/resume.img" >/dev/null 2>&1 </dev/null
+	RW=$(awk -F'[= ]' '$1 == "writes" { s += $2 } END { print s + 0 }' "$W/rep.count")
+	cp "$W/aged.img" "$W/resume.img"
+	R4_FAULT=cut-after=$((RW / 2)) r4repacker -q --batch 32 "$W/resume.img" \
+		>/dev/null 2>&1 </dev/null
+	run repackresume --same --cut all --torn sample=20 --drop sample=20 \
+		--oracle every=25 --pending every=4 "$W/resume.img" -- \
 		r4repacker -q --batch 32 @IMG@
 fi
 
