@@ -9,6 +9,8 @@
 #          (`make crashcheck`)
 #
 # Workloads: add50 add50wb add50tar add50stdin addcc cctrunc rmr mvfile mvdir script add1000
+# grow (r4resize of the pristine image to 300 MiB: new bitmap blocks and
+# backup copies past the old end, one transaction)
 # (add50wb: add50 with nodes written before the commit, R4_WRITE_BEHIND)
 # repack, badbitmap (add50 on a volume whose bitmap calls the root node free,
 # with a matching checksum: no point may lose a byte)
@@ -26,7 +28,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 CT="$HERE/crashtest.sh"
 case $LEVEL in quick|full) ;; *) echo "usage: run.sh quick|full [WORKLOAD...]" >&2; exit 2 ;; esac
 
-for t in r4pack r4debugfs r4fsck r4repacker; do
+for t in r4pack r4debugfs r4fsck r4repacker r4resize; do
 	command -v $t >/dev/null 2>&1 || { echo "run.sh: $t not on PATH" >&2; exit 2; }
 done
 
@@ -229,6 +231,21 @@ if wanted repack; then
 	fi
 	run repack --same "${REPACK[@]}" "$W/aged.img" -- \
 		r4repacker -q --batch 32 @IMG@
+fi
+
+# r4resize: the pristine image grown to 300 MiB (76800 blocks: two new
+# bitmap regions, backup copies past the old end and one in the old
+# last region); every cut point, quick and full. After any cut the
+# volume has the old or the new size and the same content.
+if wanted grow; then
+	OLDB=$(r4debugfs -R 'print super' "$P" | sed -n 's/^ *blocks: *//p')
+	if [ "$LEVEL" = full ]; then
+		GROW=(--cut all --torn all --drop all --fail all --oracle every=2)
+	else
+		GROW=(--cut all --torn sample=2 --drop sample=2 --oracle every=6)
+	fi
+	run grow --sizes "$OLDB,76800" "${GROW[@]}" "$P" -- \
+		r4resize -q @IMG@ 300M
 fi
 
 if [ "$FAILED" -eq 0 ]; then
