@@ -564,6 +564,8 @@ int r4_resize(struct r4_vol *vol, uint64_t n, const struct r4_resize_opts *o,
 		c.old = vol->sb.block_count;
 	}
 	rc = change_size(&c, zeros, err);
+	/* the cache addresses what the device holds now */
+	vol->cache.nblocks = vol->dev->size / bs;
 	if (!rc) {
 		res->changed = 1;
 		res->free_after = vol->sb.free_blocks;

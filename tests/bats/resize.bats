@@ -211,3 +211,33 @@ checked() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"r4kit"* ]]
 }
+
+@test "resize: r4pack add that does not fit: the message says how much more and names --grow and r4resize; --grow grows and adds; --grow=MAX bounds it" {
+	mkdir -p "$T/s" "$T/add"
+	echo hi >"$T/s/x"
+	head -c 30M /dev/urandom >"$T/add/big"
+	r4pack create -q "$T/s" "$T/a.img"
+	cp "$T/a.img" "$T/b.img"
+	old=$(blocks "$T/a.img")
+	run r4pack add "$T/a.img" "$T/add"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"needs about "*" blocks"*" more than the "*" free: run it again with --grow, or grow the image with r4resize first (r4resize "*"M)"* ]]
+	[ "$(blocks "$T/a.img")" = "$old" ]
+	run r4pack add --grow "$T/a.img" "$T/add"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"grown from $old to "*" blocks for the add"* ]]
+	r4debugfs -R "dump /big $T/big.out" "$T/a.img"
+	cmp "$T/big.out" "$T/add/big"
+	r4manifest "$T/a.img" >"$T/m1"
+	checked "$T/a.img"
+	# a bound too small: grown to it, the contents unchanged
+	r4manifest "$T/b.img" >"$T/m1"
+	run r4pack add --grow=20M "$T/b.img" "$T/add"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"does not fit even in 5120 blocks"* ]]
+	[[ "$output" == *"contents are unchanged"* ]]
+	checked "$T/b.img"
+}
