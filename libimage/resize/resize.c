@@ -196,7 +196,7 @@ static int put_direct(struct change *c, uint64_t blk, const uint8_t *data,
 
 	io_cache_forget(&vol->cache, blk);
 	if (rc)
-		r4i_fail_over(err, rc, "%s: cannot write the %s at block %llu",
+		r4i_fail(err, rc, "%s: cannot write the %s at block %llu",
 			      vol->dev->path, what, (unsigned long long)blk);
 	return rc;
 }
@@ -265,9 +265,9 @@ static int edit_backups(struct change *c, struct r4_error *err)
 			break;
 		if (fmt_bitmap_test(s->map[b / s->bpb], b % s->bpb))
 			return r4i_fail(err, R4_ENOSPC, "%s: block %llu, where "
-				       "the new size puts a backup copy, is in "
-				       "use: run r4repacker on the volume "
-				       "first (nothing was changed)",
+				       "the new size puts a backup copy, is "
+				       "still in use after the repack: choose "
+				       "another size (the size is unchanged)",
 				       c->vol->dev->path,
 				       (unsigned long long)b);
 		fmt_bitmap_set(s->map[b / s->bpb], b % s->bpb);
@@ -482,6 +482,66 @@ static int evacuate(struct r4_vol *vol, struct change *c,
 	return rc;
 }
 
+/* Grow: the new backup copies inside the old volume (the second block
+ * of the old last region, when the walk of doc/format.md §1.7 now
+ * reaches it) go on blocks the volume may use. The repacker's layout
+ * keeps every backup position free, so a volume that uses one is
+ * repacked first (crash-safe batches); *used says how many were in use
+ * before. */
+static int used_backup_places(struct r4_vol *vol, const struct change *c,
+			      uint64_t *used, struct r4_error *err)
+{
+	*used = 0;
+	for (size_t i = 0; i < c->nbk_new; i++) {
+		uint64_t b = c->bk_new[i];
+		int rc;
+
+		if (b >= c->old || in_set(c->bk_old, c->nbk_old, b))
+			continue;
+		rc = space_test(&vol->space, b, err);
+		if (rc < 0)
+			return rc;
+		*used += (uint64_t)rc;
+	}
+	return 0;
+}
+
+static int clear_backup_places(struct r4_vol *vol, struct change *c,
+			       struct r4_resize_result *res,
+			       struct r4_error *err)
+{
+	struct r4_repack_opts ro;
+	struct r4_repack_result rr;
+	uint64_t used;
+	int rc = used_backup_places(vol, c, &used, err);
+
+	if (rc || !used)
+		return rc;
+	r4_repack_opts_init(&ro);
+	ro.batch = c->o->batch ? c->o->batch : BATCH_DEFAULT;
+	if (c->o->progress) {
+		ro.progress = progress_repack;
+		ro.progress_ctx = (void *)c->o;
+	}
+	rc = r4_repack(vol, &ro, &rr, err);
+	if (rc) {
+		char why[200];
+		size_t l = strnlen(err->msg, sizeof(why) - 1);
+
+		memcpy(why, err->msg, l);
+		why[l] = '\0';
+		return r4i_fail_over(err, rc, "%s: %llu block%s where the new size "
+			       "puts backup copies in use, and the repack that "
+			       "frees them failed (%.199s): the size is "
+			       "unchanged", vol->dev->path,
+			       (unsigned long long)used, used == 1 ? "" : "s",
+			       why);
+	}
+	res->moved += rr.moved;
+	res->batches += rr.batches;
+	return 0;
+}
+
 int r4_resize(struct r4_vol *vol, uint64_t n, const struct r4_resize_opts *o,
 	      struct r4_resize_result *res, struct r4_error *err)
 {
@@ -555,8 +615,15 @@ int r4_resize(struct r4_vol *vol, uint64_t n, const struct r4_resize_opts *o,
 	if (!rc && n < c.old)
 		rc = scan_past(vol, n, c.bk_old, c.nbk_old, &res->to_move,
 			       &first, &zeros, err);
+	if (!rc && n > c.old)
+		rc = used_backup_places(vol, &c, &res->to_move, err);
 	if (rc || o->dry_run)
 		goto out;
+	if (n > c.old) {
+		rc = clear_backup_places(vol, &c, res, err);
+		if (rc)
+			goto out;
+	}
 	if (n < c.old) {
 		rc = evacuate(vol, &c, res, &zeros, err);
 		if (rc)

@@ -5,7 +5,9 @@
 # reports the new size and free space, 200 MiB written into the new
 # space go without a warning and read back exactly; both checkers are
 # clean afterwards. A kernel-written image grown, then shrunk to its
-# minimum: the kernel reads exactly what r4kit reads.
+# minimum, and a grow whose new backup copy falls on a block the
+# kernel used (moved first by the repacker): the kernel reads exactly
+# what r4kit reads.
 
 load ../bats/helpers
 load kernel
@@ -60,4 +62,31 @@ EOS
 	kcmp "$T/r0.man" "$T/r2.man" "r4kit after the shrink"
 	kwalk "$T/reg40.img" "$T/k2.man"
 	kcmp "$T/r0.man" "$T/k2.man"
+}
+
+@test "kernel: a 140 MiB volume with a kernel-written file on block 32737, grown to 1 GiB: the repacker frees the new backup copy's place first; both checkers clean, the kernel reads exactly" {
+	need_kernel
+	r4mkfs -q "$T/img" 140M
+	# a file of 120 MiB, one of 10 MiB after it (across block 32736),
+	# the first removed: the second stays on block 32737
+	head -c 120M /dev/urandom >"$T/payload"
+	head -c 10M /dev/urandom >"$T/payload2"
+	printf "cp '%s' /mnt/a\nsync\ncp '%s' /mnt/b\nsync\nrm /mnt/a\nsync\n" \
+		"$T/payload" "$T/payload2" >"$T/cmds.sh"
+	kboot "$T/img" "$T/cmds.sh"
+	# the kernel's allocator used the block the new size gives a backup
+	# copy (else this test would not test that)
+	run r4debugfs -R 'icheck 32737' "$T/img"
+	echo "$output"
+	[[ "$output" != *"free"* ]]
+	r4kit_manifest "$T/img" "$T/r0.man"
+	run r4resize "$T/img" 1G
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"grown from 35840 to 262144 blocks"*"moved "* ]]
+	kcheckers "$T/img"
+	r4kit_manifest "$T/img" "$T/r1.man"
+	kcmp "$T/r0.man" "$T/r1.man" "r4kit after the grow"
+	kwalk "$T/img" "$T/k.man"
+	kcmp "$T/r0.man" "$T/k.man"
 }
