@@ -27,6 +27,7 @@ rooms='
     90  libimage/pack     the one-pass builder (uses mkfs/fixed.h)
     90  libimage/repair   the repair of r4fsck: problem table, fixes, tree rebuild
     95  libimage/repack   the offline repacker, fragmentation figures
+    95  libimage/resize   growing and shrinking a volume (r4resize)
    100  libimage/tar      archive import/export (libarchive)
 '
 # Where the planned rooms would go (add the line with the folder): a

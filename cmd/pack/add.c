@@ -7,13 +7,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include "r4/edit.h"
+#include "r4/resize.h"
 #include "pack.h"
 
-enum { OPT_ADD_EXCLUDE = 200, OPT_ADD_O, OPT_ADD_COMPRESS };
+enum { OPT_ADD_EXCLUDE = 200, OPT_ADD_O, OPT_ADD_COMPRESS, OPT_ADD_GROW };
 
 static int opt_json;
+/* --grow[=MAX]: grow a regular image file when the add does not fit
+ * (grow_max 0: without bound but the format's) */
+static int opt_grow;
+static uint64_t grow_max;
 /* -o / --compress: plugins of new files (bit R4_PT_x: add_plug[x]) */
 static uint16_t add_plug[R4_PT_COUNT];
 static unsigned add_set;
@@ -26,6 +32,10 @@ static struct poptOption add_options[] = {
 	  OPT_ADD_COMPRESS, "store new files compressed (ccreg40), as -o "
 	  "create=ccreg40,compress=ALGO (default " COMPRESS_DEFAULT ")",
 	  "lzo1|gzip1|zstd1" },
+	{ "grow", '\0', POPT_ARG_STRING | POPT_ARGFLAG_OPTIONAL, NULL,
+	  OPT_ADD_GROW, "when the add does not fit, grow the image file "
+	  "first by what it needs (up to MAX bytes; K, M, G, T suffixes), "
+	  "then add", "MAX" },
 	{ "exclude", '\0', POPT_ARG_STRING, NULL, OPT_ADD_EXCLUDE,
 	  "leave out entries matching PATTERN (repeatable)", "PATTERN" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
@@ -47,6 +57,7 @@ static struct poptOption add_options[] = {
 struct add_job {
 	const char *image;
 	struct pack_srcs ps;
+	int nospc_quiet;	/* --grow: an ENOSPC is retried, not said */
 	struct r4_archive_opts ao;
 	struct r4_archive_stats stats;
 	struct r4_super_info before, after;
@@ -102,6 +113,15 @@ static int parse_loop(poptContext ctx, struct r4_archive_opts *ao)
 			if (add_override("--compress", o))
 				bad = 1;
 		}
+		if (!own && rc == OPT_ADD_GROW) {
+			opt_grow = 1;
+			if (arg && *arg && (r4cmd_parse_size(arg, &grow_max) ||
+					    !grow_max)) {
+				r4cmd_errorf("--grow=%s: not a size (bytes, "
+					     "K, M, G or T suffixes)", arg);
+				bad = 1;
+			}
+		}
 		if (!own && rc == OPT_ADD_EXCLUDE &&
 		    r4_archive_add_exclude(ao, arg, &err)) {
 			r4cmd_error(&err, "--exclude", err.code);
@@ -124,9 +144,89 @@ static int args(poptContext ctx, struct add_job *j)
 	return rc;
 }
 
+/* Standard input among the SOURCEs: it cannot be read twice. */
+static int from_stdin(const struct add_job *j)
+{
+	for (size_t i = 0; i < j->ps.n; i++)
+		if (!strcmp(j->ps.src[i], "-"))
+			return 1;
+	return 0;
+}
+
+/* What the source holds, roughly, in bytes: the regular files of a
+ * directory (their blocks, and some for each entry), or an archive's
+ * length; 0 when unknown (standard input). */
+static uint64_t src_bytes;
+
+static int sum_entry(const char *path, const struct stat *st, int flag,
+		     struct FTW *f)
+{
+	(void)path;
+	(void)f;
+	if (flag == FTW_F && S_ISREG(st->st_mode))
+		src_bytes += ((uint64_t)st->st_size + 4095) / 4096 * 4096;
+	src_bytes += 256;	/* its stat data, entry, nodes */
+	return 0;
+}
+
+static uint64_t source_bytes(const struct add_job *j)
+{
+	struct stat st;
+
+	src_bytes = 0;
+	for (size_t i = 0; i < j->ps.n; i++) {
+		const char *s = j->ps.src[i];
+
+		if (j->ps.is_dir[i])
+			nftw(s, sum_entry, 32, FTW_PHYS);
+		else if (strcmp(s, "-") && !stat(s, &st) &&
+			 S_ISREG(st.st_mode))
+			src_bytes += (uint64_t)st.st_size;
+	}
+	return src_bytes;
+}
+
+/* The blocks the add needs beyond the free ones, at least: the
+ * source's estimate less what is free, and some for the journal. */
+static uint64_t more_blocks(const struct add_job *j, uint64_t est)
+{
+	uint32_t bs = j->before.blksize ? j->before.blksize : 4096;
+	uint64_t need = est / bs + est / bs / 32 + 256;
+
+	return need > j->before.free_blocks ? need - j->before.free_blocks :
+					       256;
+}
+
+/* After "no free block left": how much more the add needs, and the two
+ * ways to get it. */
+static void nospc_hint(void *ctx)
+{
+	const struct add_job *j = ctx;
+	uint64_t est = source_bytes(j);
+	uint32_t bs = j->before.blksize ? j->before.blksize : 4096;
+
+	if (!est) {
+		r4cmd_errorf("%s: the add needs more than the %llu free blocks "
+			     "(%.1f MiB): run it again with --grow, or grow "
+			     "the image with r4resize first", j->image,
+			     (unsigned long long)j->before.free_blocks,
+			     (double)j->before.free_blocks * bs / 1048576.0);
+		return;
+	}
+	r4cmd_errorf("%s: the add needs about %llu blocks (%.1f MiB) more "
+		     "than the %llu free: run it again with --grow, or grow "
+		     "the image with r4resize first (r4resize %s %lluM)",
+		     j->image, (unsigned long long)more_blocks(j, est),
+		     (double)more_blocks(j, est) * bs / 1048576.0,
+		     (unsigned long long)j->before.free_blocks, j->image,
+		     (unsigned long long)(((j->before.block_count +
+					    more_blocks(j, est)) * bs +
+					   1048575) / 1048576));
+}
+
 int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 		const int *is_dir, size_t n, struct r4_archive_opts *ao,
-		const uint16_t *plug, unsigned plug_set)
+		const struct pack_layer_opts *lo)
 {
 	struct r4_error err = { 0 };
 	struct r4_txn *t = NULL;
@@ -142,7 +242,8 @@ int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 		r4cmd_error(&err, image, err.code);
 		return EXIT_FAILED;
 	}
-	if (plug_set && r4_txn_set_create(t, plug, plug_set, &err)) {
+	if (lo && lo->plug_set &&
+	    r4_txn_set_create(t, lo->plug, lo->plug_set, &err)) {
 		r4_txn_abort(t);
 		r4cmd_error(&err, image, err.code);
 		return EXIT_FAILED;
@@ -158,13 +259,16 @@ int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 		rc = is_dir[i] ? r4_add_from_dir(t, vol, src[i], ao, &err)
 			       : r4_add_from_archive(t, vol, src[i], ao, &err);
 		r4cmd_progress_end();
-		if (rc)
-			r4cmd_error(&err, src[i], rc);
-		else if (!is_dir[i])
+		if (!rc && !is_dir[i])
 			r4cmd_progress_finish();
-	}
-	if (rc) {
+		if (!rc)
+			continue;
 		r4_txn_abort(t);
+		if (rc == R4_ENOSPC && lo && lo->nospc_quiet)
+			return PACK_EXIT_NOSPC;
+		r4cmd_error(&err, src[i], rc);
+		if (rc == R4_ENOSPC && lo && lo->nospc_hint)
+			lo->nospc_hint(lo->ctx);
 		r4cmd_errorf("%s: nothing was changed", image);
 		return EXIT_FAILED;
 	}
@@ -184,8 +288,66 @@ int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 
 static int add_txn(struct add_job *j, struct r4_vol *vol)
 {
+	const struct pack_layer_opts lo = {
+		add_plug, add_set, j->nospc_quiet, nospc_hint, j
+	};
+
 	return pack_layers(vol, j->image, j->ps.src, j->ps.is_dir, j->ps.n,
-			   &j->ao, add_plug, add_set);
+			   &j->ao, &lo);
+}
+
+/* --grow: the add did not fit. Grow the image by the estimate of what
+ * it needs (doubled each round), up to --grow's MAX, and add again. */
+static int grow_and_retry(struct add_job *j, struct r4_vol *vol, int round)
+{
+	struct r4_error err = { 0 };
+	struct r4_resize_result res;
+	struct r4_super_info si;
+	uint64_t more, n, max;
+	int rc;
+
+	r4_vol_super(vol, &si);
+	max = grow_max ? grow_max / si.blksize : r4_resize_max_blocks(si.blksize);
+	more = more_blocks(j, source_bytes(j)) << (round < 8 ? round : 8);
+	n = si.block_count + more;
+	/* whole MiB, and not a size reiser4progs cannot open (within 18
+	 * blocks below a multiple of a bitmap's reach: doc/format.md
+	 * §10.20) */
+	n = (n + 255) / 256 * 256;
+	if (n % ((uint64_t)(si.blksize - 4) * 8) == 0 ||
+	    n % ((uint64_t)(si.blksize - 4) * 8) > (si.blksize - 4) * 8 - 32)
+		n += 256;
+	if (n > max)
+		n = max;
+	if (round >= 8 || n <= si.block_count || from_stdin(j)) {
+		j->nospc_quiet = 0;
+		if (from_stdin(j))
+			r4cmd_errorf("%s: the add does not fit and standard "
+				     "input cannot be read again: grow the "
+				     "image with r4resize first", j->image);
+		else
+			r4cmd_errorf("%s: the add does not fit even in %llu "
+				     "blocks (--grow=%llu bytes at most)",
+				     j->image, (unsigned long long)si.block_count,
+				     (unsigned long long)(max * si.blksize));
+		r4cmd_errorf("%s: the volume's contents are unchanged%s",
+			     j->image, round ? " (it was grown)" : "");
+		return EXIT_FAILED;
+	}
+	rc = r4_resize(vol, n, NULL, &res, &err);
+	if (rc) {
+		r4cmd_error(&err, j->image, rc);
+		r4cmd_errorf("%s: nothing was added", j->image);
+		return EXIT_FAILED;
+	}
+	if (!r4cmd_quiet && !opt_json)
+		fprintf(stderr, "%s: %s: grown from %llu to %llu blocks for "
+			"the add\n", r4cmd_prog, j->image,
+			(unsigned long long)res.old_blocks,
+			(unsigned long long)res.new_blocks);
+	r4_vol_super(vol, &j->before);
+	j->stats = (struct r4_archive_stats){ 0 };
+	return add_txn(j, vol);
 }
 
 static int run(struct add_job *j)
@@ -199,9 +361,11 @@ static int run(struct add_job *j)
 		r4cmd_error(&err, j->image, err.code);
 		return r4cmd_busy_exit(&err, EXIT_FAILED);
 	}
-	r4cmd_env_vol(vol);
 	r4_vol_super(vol, &j->before);
+	j->nospc_quiet = opt_grow;
 	rc = add_txn(j, vol);
+	for (int round = 0; rc == PACK_EXIT_NOSPC; round++)
+		rc = grow_and_retry(j, vol, round);
 	r4_vol_super(vol, &j->after);
 	if (r4_vol_close(vol, &err) && !rc) {
 		r4cmd_error(&err, j->image, err.code);
@@ -260,6 +424,8 @@ int pack_add(int argc, const char **argv)
 			break;
 		if (!strcmp(argv[i], "--compress"))
 			argv[i] = "--compress=" COMPRESS_DEFAULT;
+		if (!strcmp(argv[i], "--grow"))
+			argv[i] = "--grow=";
 	}
 	ctx = poptGetContext("r4pack add", argc, argv, add_options, 0);
 	poptSetOtherOptionHelp(ctx, "[OPTION...] IMAGE SOURCE...");

@@ -155,7 +155,7 @@ static void print_batch(const struct report *r)
 	if (p->too_little)
 		printf("%s: too little free space: %llu free blocks, a batch "
 		       "of %llu blocks and its log need up to %llu (%llu "
-		       "more)%s\n", r->path,
+		       "more; r4resize can grow the volume)%s\n", r->path,
 		       (unsigned long long)p->free_blocks,
 		       (unsigned long long)p->batch,
 		       (unsigned long long)p->free_needed,

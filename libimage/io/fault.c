@@ -223,8 +223,12 @@ static int fault_resize(struct io_dev *dev, uint64_t size)
 	struct fault_priv *p = dev->priv;
 	int rc;
 
-	if (power.cut)
+	/* after a cut nothing reaches the device: the length neither (a
+	 * power loss stops the program before its next change) */
+	if (power.cut) {
+		dev->size = size;
 		return 0;
+	}
 	rc = p->lower.ops->resize(&p->lower, size);
 	if (!rc)
 		dev->size = size;

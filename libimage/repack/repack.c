@@ -110,7 +110,8 @@ int r4_repack(struct r4_vol *vol, const struct r4_repack_opts *o,
 	if (res->plan.too_little)
 		return r4i_fail(err, R4_ENOSPC, "%s: %llu free blocks, a batch "
 			       "of %llu blocks and its log need up to %llu "
-			       "(%llu more): nothing was changed",
+			       "(%llu more): nothing was changed; r4resize "
+			       "can grow the volume by that much first",
 			       vol->dev->path,
 			       (unsigned long long)res->plan.free_blocks,
 			       (unsigned long long)res->plan.batch,

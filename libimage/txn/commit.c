@@ -155,6 +155,8 @@ static int build_super(struct commit *c, struct r4_error *err)
 						: vol->sb.file_count) +
 				      t->files_delta);
 	c->sb.next_oid = t->next_oid;
+	if (t->new_count)
+		c->sb.block_count = t->new_count;
 	fmt_format40_encode(&c->sb, c->sbbuf);
 	return 0;
 }
@@ -424,7 +426,7 @@ static int empty(const struct txn *t)
 	for (size_t i = 0; (e = tb_next(&t->map, &i));)
 		if (e->state != TB_DEAD)
 			return 0;
-	if (t->set_counters || t->nforce)
+	if (t->set_counters || t->nforce || t->new_count)
 		return 0;
 	return t->root == vol->sb.root_block &&
 	       t->height == vol->sb.tree_height && t->files_delta == 0 &&
@@ -478,6 +480,18 @@ int txn_commit(struct txn *t, struct r4_error *err)
 	}
 	c.vol->commit_pending = 0;
 	apply(&c);
+	if (t->new_count && t->new_count != c.vol->space.block_count) {
+		/* a resize: the space map of the new size, loaded anew */
+		space_fini(&c.vol->space);
+		rc = space_init(&c.vol->space, c.vol->dev, c.vol->blksize,
+				t->new_count, err);
+		if (rc) {
+			c.vol->failed = 1;
+			txn_release(t, 0);
+			commit_fini(&c);
+			return rc;
+		}
+	}
 	/* Blocks this commit freed are free now: no longer pinned. */
 	{
 		struct tb *f;

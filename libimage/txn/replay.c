@@ -51,6 +51,15 @@ static int in_range(const struct journal *j, uint64_t blk)
 	       blk < j->vol->sb.block_count;
 }
 
+/* The most blocks a tx head's counters may speak of: the volume's, or
+ * the device's when it is longer (a grow in flight). */
+static uint64_t count_bound(const struct r4_vol *vol)
+{
+	uint64_t dev = vol->dev->size / vol->blksize;
+
+	return dev > vol->sb.block_count ? dev : vol->sb.block_count;
+}
+
 /* tx heads from H back to F (exclusive), stored oldest first; a cycle
  * is found through a set of the heads seen, in time linear in the
  * chain's length. */
@@ -94,7 +103,9 @@ static int read_chain(struct journal *j, struct r4_error *err)
 		memset(x, 0, sizeof(*x));
 		x->head = t;
 		fmt_tx_head_decode(j->buf, &x->th);
-		why = fmt_tx_head_verify(&x->th, j->vol->sb.block_count);
+		/* a resize transaction's counters are those of the new
+		 * size: bounded by the device (doc/format.md §1.9) */
+		why = fmt_tx_head_verify(&x->th, count_bound(j->vol));
 		if (why)
 			rc = jfail(j, R4_ECORRUPT, t, why, err);
 		t = x->th.prev_tx;
@@ -220,8 +231,12 @@ static int reload_super(struct r4_vol *vol, struct r4_error *err)
 	if (!rc) {
 		fmt_format40_decode(buf, &sb);
 		why = fmt_format40_verify(&sb, vol->blksize);
-		if (!why && sb.block_count != vol->sb.block_count)
-			why = "block_count changed by the journal";
+		/* a resize (doc/format.md §1.9) changes it: the new count
+		 * must fit the device */
+		if (!why && sb.block_count != vol->sb.block_count &&
+		    sb.block_count > vol->dev->size / vol->blksize)
+			why = "block_count changed by the journal to more "
+			      "than the device holds";
 		if (why)
 			rc = r4i_fail(err, R4_ECORRUPT, "%s: format40 super "
 				     "block (block %llu) after the journal: "
@@ -231,6 +246,13 @@ static int reload_super(struct r4_vol *vol, struct r4_error *err)
 	free(buf);
 	if (rc)
 		return rc;
+	if (sb.block_count != vol->space.block_count) {
+		space_fini(&vol->space);
+		rc = space_init(&vol->space, vol->dev, vol->blksize,
+				sb.block_count, err);
+		if (rc)
+			return rc;
+	}
 	vol->sb = sb;
 	vol->sb_own = sb;
 	if (vol->jf.last_flushed_tx) {

@@ -288,6 +288,11 @@ int txn_rewrite_bitmap(struct txn *t, uint64_t k, struct r4_error *err)
 	return 0;
 }
 
+void txn_set_block_count(struct txn *t, uint64_t block_count)
+{
+	t->new_count = block_count;
+}
+
 void txn_set_counters(struct txn *t, uint64_t free_blocks,
 		      uint64_t file_count, uint64_t next_oid)
 {

@@ -93,6 +93,15 @@ int txn_rewrite_bitmap(struct txn *t, uint64_t k, struct r4_error *err);
  * allocations, frees and files; next_oid as it is. */
 void txn_set_counters(struct txn *t, uint64_t free_blocks,
 		      uint64_t file_count, uint64_t next_oid);
+/* ---- resize (libimage/resize) ---------------------------------------
+ * The commit stores this block count in the format40 super block
+ * (doc/format.md §1.9). The caller has made every other block the new
+ * size needs: the bitmaps inside the old volume through
+ * txn_rewrite_bitmap, the blocks past the old end written and synced
+ * before the commit, the counters through txn_set_counters. Every block
+ * the journal names stays inside the old volume (the log is allocated
+ * from the old space map), so replay works at either size. */
+void txn_set_block_count(struct txn *t, uint64_t block_count);
 /* Capture a block of the fixed layout in place (the status block or a
  * backup copy of the super blocks): as txn_capture, without the rules
  * for tree blocks. Never the super, bitmap or journal blocks. */

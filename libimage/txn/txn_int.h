@@ -56,6 +56,7 @@ struct txn {
 	size_t nforce, capforce;
 	int set_counters;
 	uint64_t free_base, files_base;
+	uint64_t new_count;	/* txn_set_block_count; 0: unchanged */
 	/* Write-behind: a ring of wb_keep entries; wb_n in use from
 	 * wb_head on. */
 	struct wb_ent *wb;

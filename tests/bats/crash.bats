@@ -44,6 +44,14 @@ crash() {
 	crash mvdir
 }
 
+@test "crash: r4resize growing a volume past two new bitmap regions, every write" {
+	crash grow
+}
+
+@test "crash: r4resize -M of an aged volume (blocks moved in batches, then the size), sampled writes and the last ones" {
+	crash shrink
+}
+
 @test "crash: the harness sees a broken workload" {
 	# a workload that leaves the image half changed must be caught
 	local img=$T/v.img

@@ -75,6 +75,7 @@ writers_refused() {
 	sum=$(sha256sum <"$img")
 	cmds=("r4pack add $img $T/new" "r4debugfs -w -R mkdir\ /x $img"
 	      "r4repacker $img" "r4repacker -q --time-limit 0 $img"
+	      "r4resize $img 100M"
 	      "r4mkfs -q -f $img" "r4fsck -y $img" "r4fsck -p $img"
 	      "r4fsck --undo $T/u.undo $img")
 	[ "${3:-}" = shared ] ||

@@ -63,3 +63,8 @@ check_page() {
 	r4repacker --version | grep -q r4kit
 	check_page r4repacker.8 r4repacker
 }
+
+@test "r4resize: --help, --version, every long option in r4resize.8" {
+	r4resize --version | grep -q r4kit
+	check_page r4resize.8 r4resize
+}

@@ -30,6 +30,9 @@
 #                      before and after are the same manifest
 #   --own-reader       manifests by r4manifest even when r4ref exists
 #                      (compressed files, which libreiser4 cannot read)
+#   --sizes OLD,NEW    the workload resizes (r4resize; implies --same):
+#                      after the replay the volume must have exactly OLD
+#                      or NEW blocks, which counts as before or after
 #
 # The workload must be a test build that reads R4_FAULT (tests/crash/bin,
 # tests/helpers/fault_env.c); the installed commands ignore it.
@@ -51,6 +54,7 @@ set -u
 
 NAME=workload CUT=all TORN=sample=8 DROP=sample=8 FAIL=none
 ORACLE=every=10 PENDING_SPEC=every=1 KEEP= TAIL=0 DAMAGED=0 SAME=0 OWNREAD=0
+SIZES=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--name) NAME=$2; shift 2 ;;
@@ -65,6 +69,7 @@ while [ $# -gt 0 ]; do
 	--damaged) DAMAGED=1; shift ;;
 	--same) SAME=1; shift ;;
 	--own-reader) OWNREAD=1; shift ;;
+	--sizes) SIZES=$2; SAME=1; shift 2 ;;
 	--) shift; break ;;
 	-*) echo "crashtest: unknown option $1" >&2; exit 2 ;;
 	*) PRISTINE=$1; shift ;;
@@ -333,6 +338,17 @@ one_point() {
 		return
 	fi
 	state_of "$W/cut.man"
+	if [ -n "$SIZES" ] && [ "$STATE" = before ]; then
+		local blocks
+		blocks=$(r4debugfs -R 'print super' "$W/cut.img" 2>/dev/null |
+			 sed -n 's/^ *blocks: *//p')
+		case $blocks in
+		"${SIZES%,*}") ;;
+		"${SIZES#*,}") STATE=after ;;
+		*) fail_point "$mode" "$k" "the volume has '$blocks' blocks, neither of $SIZES"
+		   return ;;
+		esac
+	fi
 	case $STATE in
 	before) NB=$((NB + 1)) ;;
 	after) NA=$((NA + 1)) ;;

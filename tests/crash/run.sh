@@ -9,6 +9,9 @@
 #          (`make crashcheck`)
 #
 # Workloads: add50 add50wb add50tar add50stdin addcc cctrunc rmr mvfile mvdir script add1000
+# grow (r4resize of the pristine image to 300 MiB: new bitmap blocks and
+# backup copies past the old end, one transaction), shrink (r4resize -M
+# of an aged image: blocks moved in batches, then the size)
 # (add50wb: add50 with nodes written before the commit, R4_WRITE_BEHIND)
 # repack, repackresume (full: the repacker cut once, then the rerun
 # cut at each of its writes), badbitmap (add50 on a volume whose bitmap calls the root node free,
@@ -27,7 +30,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 CT="$HERE/crashtest.sh"
 case $LEVEL in quick|full) ;; *) echo "usage: run.sh quick|full [WORKLOAD...]" >&2; exit 2 ;; esac
 
-for t in r4pack r4debugfs r4fsck r4repacker; do
+for t in r4pack r4debugfs r4fsck r4repacker r4resize; do
 	command -v $t >/dev/null 2>&1 || { echo "run.sh: $t not on PATH" >&2; exit 2; }
 done
 
@@ -248,6 +251,40 @@ if [ "$LEVEL" = full ] && wanted repackresume; then
 	run repackresume --same --cut all --torn sample=20 --drop sample=20 \
 		--oracle every=25 --pending every=4 "$W/resume.img" -- \
 		r4repacker -q --batch 32 @IMG@
+fi
+
+# r4resize: the pristine image grown to 300 MiB (76800 blocks: two new
+# bitmap regions, backup copies past the old end and one in the old
+# last region); every cut point, quick and full. After any cut the
+# volume has the old or the new size and the same content.
+if wanted grow; then
+	OLDB=$(r4debugfs -R 'print super' "$P" | sed -n 's/^ *blocks: *//p')
+	if [ "$LEVEL" = full ]; then
+		GROW=(--cut all --torn all --drop all --fail all --oracle every=2)
+	else
+		GROW=(--cut all --torn sample=2 --drop sample=2 --oracle every=6)
+	fi
+	run grow --sizes "$OLDB,76800" "${GROW[@]}" "$P" -- \
+		r4resize -q @IMG@ 300M
+fi
+
+# r4resize -M of the aged 4 MiB image (1024 blocks): the used blocks
+# past the minimum moved by the repacker in batches of 32 blocks, then
+# the size changed in one transaction and the file truncated. Any cut:
+# 1024 blocks or the minimum, the same content.
+if wanted shrink; then
+	[ -f "$W/aged.img" ] ||
+		AGE_SIZE=4M bash "$HERE/../age.sh" "$W/aged.img" 90 3 >"$W/age.log" 2>&1 ||
+		{ cat "$W/age.log" >&2; exit 2; }
+	MINB=$(r4resize -P "$W/aged.img" | sed -n 's/.*minimum size: \([0-9]*\) blocks.*/\1/p')
+	if [ "$LEVEL" = full ]; then
+		SHRINK=(--cut all --torn sample=40 --drop sample=40 --fail sample=20
+			--oracle every=25 --pending every=4)
+	else
+		SHRINK=(--cut sample=6 --tail 5 --torn sample=2 --drop none --oracle every=10)
+	fi
+	run shrink --sizes "1024,$MINB" "${SHRINK[@]}" "$W/aged.img" -- \
+		r4resize -q --batch 32 -M @IMG@
 fi
 
 if [ "$FAILED" -eq 0 ]; then
