@@ -558,7 +558,7 @@ static int run_layers(struct create_job *j, const char *target)
 	}
 	if (!rc)
 		rc = pack_layers(vol, tmp, &j->ps.src[1], &j->ps.is_dir[1],
-				 j->ps.n - 1, &j->ao, NULL, 0);
+				 j->ps.n - 1, &j->ao, NULL);
 	if (vol) {
 		r4_vol_super(vol, &si);
 		j->res.free_blocks = si.free_blocks;

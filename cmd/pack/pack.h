@@ -52,11 +52,22 @@ struct pack_srcs {
 int pack_sources(poptContext ctx, const char *cmd, const char *order,
 		 struct pack_srcs *ps);
 /* Apply SOURCEs to an open volume as layers in one transaction (add,
- * and create's layers past the first): 0, or EXIT_FAILED with the error
- * said and the volume as it was (or the commit left pending, said). */
+ * and create's layers past the first): EXIT_OK, or EXIT_FAILED with the
+ * error said and the volume as it was (or the commit left pending,
+ * said); PACK_EXIT_NOSPC, said by nobody, when the volume was full and
+ * lo->nospc_quiet (add --grow grows it and tries again). lo may be
+ * NULL: the profile's plugins, a full volume said. */
+#define PACK_EXIT_NOSPC 100
+struct pack_layer_opts {
+	const uint16_t *plug;		/* -o / --compress on add */
+	unsigned plug_set;
+	int nospc_quiet;
+	void (*nospc_hint)(void *ctx);	/* after "no free block left" */
+	void *ctx;
+};
 int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 		const int *is_dir, size_t n, struct r4_archive_opts *ao,
-		const uint16_t *plug, unsigned plug_set);
+		const struct pack_layer_opts *lo);
 
 /* --manifest=FILE (create and add): written after a change that went
  * well; EXIT_OK, or EXIT_FAILED said. */
