@@ -224,6 +224,26 @@ static void nospc_hint(void *ctx)
 					   1048575) / 1048576));
 }
 
+/* Layer i of n (src) into transaction t, its progress events named. */
+static int add_layer(struct r4_txn *t, struct r4_vol *vol, const char *src,
+		     int is_dir, size_t i, size_t n, struct r4_archive_opts *ao,
+		     struct r4_error *err)
+{
+	char phase[32];
+	int rc;
+
+	/* a directory is read as it is added: no total to show */
+	ao->progress = is_dir ? NULL : pack_progress;
+	snprintf(phase, sizeof(phase), "layer %zu", i + 1);
+	r4cmd_progress_kind(n == 1 ? "archive" : phase, "bytes");
+	rc = is_dir ? r4_add_from_dir(t, vol, src, ao, err)
+		    : r4_add_from_archive(t, vol, src, ao, err);
+	r4cmd_progress_end();
+	if (!rc && !is_dir)
+		r4cmd_progress_finish();
+	return rc;
+}
+
 int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 		const int *is_dir, size_t n, struct r4_archive_opts *ao,
 		const struct pack_layer_opts *lo)
@@ -250,17 +270,7 @@ int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 	}
 	/* each SOURCE a layer over the ones before, in one transaction */
 	for (size_t i = 0; !rc && i < n; i++) {
-		char phase[32];
-
-		/* a directory is read as it is added: no total to show */
-		ao->progress = is_dir[i] ? NULL : pack_progress;
-		snprintf(phase, sizeof(phase), "layer %zu", i + 1);
-		r4cmd_progress_kind(n == 1 ? "archive" : phase, "bytes");
-		rc = is_dir[i] ? r4_add_from_dir(t, vol, src[i], ao, &err)
-			       : r4_add_from_archive(t, vol, src[i], ao, &err);
-		r4cmd_progress_end();
-		if (!rc && !is_dir[i])
-			r4cmd_progress_finish();
+		rc = add_layer(t, vol, src[i], is_dir[i], i, n, ao, &err);
 		if (!rc)
 			continue;
 		r4_txn_abort(t);
