@@ -33,7 +33,7 @@ const struct dbg_cmd dbg_cmds[] = {
 	  "the paths of each object id" },
 	{ "lsdel", dbg_lsdel, "lsdel",
 	  "list deleted objects that survive in free blocks" },
-	{ "undel", dbg_undel, "undel OID HOSTFILE",
+	{ "undel", dbg_undel, "undel OID HOSTFILE | undel --all DIR",
 	  "write what survives of a deleted object to a host file" },
 	{ "bodyfile", dbg_bodyfile, "bodyfile [PATH]",
 	  "TSK 3 body file of every object (deleted ones too) for mactime" },

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include "r4/r4.h"
 #include "r4/read.h"
+#include "r4/util.h"
 
 enum { DBG_OK = 0, DBG_FAIL = 1, DBG_USAGE = 2 };
 
@@ -91,6 +92,25 @@ int dbg_out_open(struct dbg *d, const char *cmd, const char *out,
 int dbg_out_end(const char *cmd, const char *out, struct r4_outfile *o,
 		int rc);
 int dbg_out_stdout(struct dbg *d, const char *cmd);
+/* recover.c: former paths of deleted objects (the live folders found by
+ * one walk, the deleted ones by their names), ISO 8601 UTC times, and
+ * undel --all DIR. */
+struct r4_deleted;
+/* The live directories (oid -> "/a/b", the root "") and the deleted
+ * objects (oid -> their r4_deleted, in v in the order added). */
+struct former {
+	struct r4_u64map live;		/* char * */
+	struct r4_u64map dead;		/* struct r4_deleted * */
+	struct r4_deleted **v;
+	size_t n, cap;
+};
+int dbg_former_init(struct dbg *d, struct former **out);
+int dbg_former_add(struct former *f, const struct r4_deleted *x);
+void dbg_former_free(struct former *f);
+void dbg_former_path(const struct former *f, const struct r4_deleted *x,
+		     char *buf, size_t cap);
+void dbg_iso_time(int64_t s, char out[32]);
+int dbg_undel_all(struct dbg *d, const char *dir);
 /* Print a name with bytes < 0x20, 0x7f and backslash as \xHH. */
 void dbg_put_name(const char *s, size_t len);
 /* A directory's entries, copied (names NUL-terminated too). */

@@ -300,6 +300,7 @@ struct lsdel_ctx {
 	struct dbg *d;
 	int n;
 	int orphans;
+	struct former *f;
 };
 
 static void put_time(const char *key, int64_t s, uint32_t ns)
@@ -324,8 +325,10 @@ static void put_u64(const char *key, uint64_t v)
 	r4cmd_json_u64(v);
 }
 
-static void del_json(const struct r4_deleted *x)
+static void del_json(const struct r4_deleted *x, const struct former *f)
 {
+	char path[4096];
+
 	printf("{\"oid\":");
 	r4cmd_json_u64(x->st.oid);
 	put_u64("locality", x->st.locality);
@@ -340,6 +343,11 @@ static void del_json(const struct r4_deleted *x)
 		r4cmd_json_name("name", x->name, x->name_len);
 	else
 		printf("\"name\":null");
+	if (f) {
+		dbg_former_path(f, x, path, sizeof(path));
+		putchar(',');
+		r4cmd_json_name("path", path, strlen(path));
+	}
 	printf(",\"plugin\":%u", x->st.object_plugin);
 	put_u64("parent", x->parent);
 	put_u64("found", x->found);
@@ -349,27 +357,32 @@ static void del_json(const struct r4_deleted *x)
 	       x->orphan ? "true" : "false", safe_link_name(x, "null"));
 }
 
+static int lsdel_collect(void *ctx, const struct r4_deleted *x)
+{
+	struct lsdel_ctx *c = ctx;
+
+	return dbg_former_add(c->f, x);
+}
+
 static int lsdel_one(void *ctx, const struct r4_deleted *x)
 {
 	struct lsdel_ctx *c = ctx;
-	char mode[12];
+	char mode[12], when[32], path[4096];
 
 	if (c->d->json) {
 		if (c->n)
 			putchar(',');
-		del_json(x);
+		del_json(x, c->f);
 	} else {
 		dbg_mode_str(x->st.mode, mode);
+		dbg_iso_time(x->st.mtime, when);
 		printf("0x%" PRIx64 "\t%s\t%" PRIu64 "\t%" PRIu64 "/%" PRIu64
-		       " (%u%%)\t%" PRId64 ".%09u\t", x->st.oid, mode,
+		       " (%u%%)\t%s\t", x->st.oid, mode,
 		       x->st.size, x->recoverable, x->st.size,
 		       x->st.size ? (unsigned)(x->recoverable * 100 /
-					       x->st.size) : 100,
-		       x->st.mtime, x->st.mtime_ns);
-		if (x->name_len)
-			dbg_put_name(x->name, x->name_len);
-		else
-			printf("(no name)");
+					       x->st.size) : 100, when);
+		dbg_former_path(c->f, x, path, sizeof(path));
+		dbg_put_name(path, strlen(path));
 		if (x->orphan)
 			printf("\t(orphan: in the tree, no name%s%s)",
 			       x->safe_link < 0 ? "" : "; safe link ",
@@ -386,17 +399,23 @@ static int lsdel_one(void *ctx, const struct r4_deleted *x)
 int dbg_lsdel(struct dbg *d, int argc, const char **argv)
 {
 	struct r4_error err = { 0 };
-	struct lsdel_ctx c = { d, 0, 0 };
+	struct lsdel_ctx c = { d, 0, 0, NULL };
 	struct r4_lsdel_stats st = { 0, 0 };
 	int rc;
 
 	if (argc != 1)
 		return dbg_usage(argv[0]);
+	/* every object first: a deleted file's folder may be one too */
+	rc = dbg_former_init(d, &c.f);
+	if (!rc)
+		rc = r4_lsdel_ex(d->vol, lsdel_collect, &c, &st, &err);
 	if (d->json)
 		putchar('[');
 	else
-		printf("oid\tmode\tsize\trecoverable\tmtime\tformer name\n");
-	rc = r4_lsdel_ex(d->vol, lsdel_one, &c, &st, &err);
+		printf("oid\tmode\tsize\trecoverable\tmtime (UTC)\t"
+		       "former path\n");
+	for (size_t i = 0; c.f && !rc && i < c.f->n; i++)
+		rc = lsdel_one(&c, c.f->v[i]);
 	if (d->json)
 		printf("]\n");
 	else if (!rc)
@@ -410,6 +429,7 @@ int dbg_lsdel(struct dbg *d, int argc, const char **argv)
 		       c.orphans);
 	else
 		printf("%d deleted object(s)\n", c.n);
+	dbg_former_free(c.f);
 	return rc ? dbg_fail(&err, "lsdel", rc) : DBG_OK;
 }
 
@@ -465,6 +485,8 @@ int dbg_undel(struct dbg *d, int argc, const char **argv)
 	uint64_t oid;
 	int rc;
 
+	if (argc == 3 && !strcmp(argv[1], "--all"))
+		return dbg_undel_all(d, argv[2]);
 	if (argc != 3)
 		return dbg_usage(argv[0]);
 	if (dbg_parse_u64(argv[1], &oid) || !oid) {
@@ -493,7 +515,7 @@ int dbg_undel(struct dbg *d, int argc, const char **argv)
 		printf("]");
 		if (!rc) {
 			printf(",\"object\":");
-			del_json(&x);
+			del_json(&x, NULL);
 		}
 		printf("}\n");
 	}

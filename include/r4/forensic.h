@@ -82,6 +82,24 @@ int r4_undel(struct r4_vol *vol, uint64_t oid, struct r4_deleted *out,
 	     r4_undel_data_fn data, r4_undel_gap_fn missing, void *ctx,
 	     struct r4_error *err);
 
+/* Every deleted object of the volume in one scan of its free space (and
+ * the orphans of its tree): plan (may be NULL) is called for each first,
+ * then for each begin (0: recover it, 1: pass over it, < 0: stop), its
+ * surviving bytes to data and the ranges nothing covers to missing (for
+ * regular files, as r4_undel), then end with the status of that
+ * object's reading (end returns 0 to go on, < 0 to stop, and may clear
+ * err). */
+struct r4_undel_all_fns {
+	int (*plan)(void *ctx, const struct r4_deleted *d);
+	int (*begin)(void *ctx, const struct r4_deleted *d);
+	r4_undel_data_fn data;
+	r4_undel_gap_fn missing;
+	int (*end)(void *ctx, const struct r4_deleted *d, int rc);
+	void *ctx;
+};
+int r4_undel_all(struct r4_vol *vol, const struct r4_undel_all_fns *f,
+		 struct r4_error *err);
+
 /* The scanner on one block's bytes (for the fuzzer): decode the node in
  * buf as a candidate old node of a volume with this mkfs id and key
  * policy; returns the number of stat data, entry and body items taken,

@@ -72,12 +72,47 @@ static int undel_cluster(void *ctx, uint64_t off, const uint8_t *buf,
 	return rc ? rc : fsc_ranges_add(&u->got, off, off + len);
 }
 
+/* The surviving bytes of the object of stat data s->sd[i] (described in
+ * d) to u's data, then the ranges nothing covers to missing. */
+static int undel_one(struct r4_vol *vol, struct fscan *s, size_t i,
+		     const struct r4_deleted *d, struct undel_ctx *u,
+		     r4_undel_gap_fn missing, struct r4_error *err)
+{
+	uint64_t oid = s->sd[i].oid, at = 0;
+	int rc = 0;
+
+	u->got.n = 0;
+	for (size_t k = 0; k < s->npc && !rc; k++)
+		if (s->pc[k].oid == oid && s->pc[k].ord == s->sd[i].ord &&
+		    !s->pc[k].ctail)
+			rc = fsc_piece_runs(vol, &s->pc[k], d->st.size,
+					    undel_run, u, err);
+	if (!rc)
+		rc = fsc_cc_recover(vol, s, &s->sd[i], undel_cluster, u, NULL,
+				    NULL, err);
+	if (rc) {
+		if (rc == -ENOMEM || !err->code)
+			rc = r4i_fail(err, rc, "%s: object %llu: cannot write "
+				     "what survives", vol->dev->path,
+				     (unsigned long long)oid);
+		return rc;
+	}
+	fsc_ranges_merge(&u->got);
+	for (size_t k = 0; k < u->got.n && !rc; k++) {
+		if (u->got.v[k].off > at && missing)
+			rc = missing(u->ctx, at, u->got.v[k].off - at);
+		at = u->got.v[k].end;
+	}
+	if (!rc && at < d->st.size && missing)
+		rc = missing(u->ctx, at, d->st.size - at);
+	return rc;
+}
+
 static int undel_go(struct r4_vol *vol, struct fscan *s, uint64_t oid,
 		    struct r4_deleted *out, struct undel_ctx *u,
 		    r4_undel_gap_fn missing, struct r4_error *err)
 {
 	struct r4_deleted d;
-	uint64_t at = 0;
 	int rc;
 
 	s->only_oid = oid;
@@ -101,29 +136,7 @@ static int undel_go(struct r4_vol *vol, struct fscan *s, uint64_t oid,
 		return rc;
 	if (out)
 		*out = d;
-	for (size_t k = 0; k < s->npc && !rc; k++)
-		if (s->pc[k].ord == s->sd[0].ord && !s->pc[k].ctail)
-			rc = fsc_piece_runs(vol, &s->pc[k], d.st.size, undel_run, u,
-					err);
-	if (!rc)
-		rc = fsc_cc_recover(vol, s, &s->sd[0], undel_cluster, u, NULL, NULL,
-				err);
-	if (rc) {
-		if (rc == -ENOMEM || !err->code)
-			rc = r4i_fail(err, rc, "%s: object %llu: cannot write "
-				     "what survives", vol->dev->path,
-				     (unsigned long long)oid);
-		return rc;
-	}
-	fsc_ranges_merge(&u->got);
-	for (size_t k = 0; k < u->got.n && !rc; k++) {
-		if (u->got.v[k].off > at && missing)
-			rc = missing(u->ctx, at, u->got.v[k].off - at);
-		at = u->got.v[k].end;
-	}
-	if (!rc && at < d.st.size && missing)
-		rc = missing(u->ctx, at, d.st.size - at);
-	return rc;
+	return undel_one(vol, s, 0, &d, u, missing, err);
 }
 
 /* An orphan's body through the tree: R4_ENOTFOUND when oid is not an
@@ -160,7 +173,7 @@ static int undel_orphan(struct r4_vol *vol, uint64_t oid,
 		*out = d;
 	ref = (struct r4_objref){ o.v ? o.v[0].loc : 0, o.v ? o.v[0].ord : 0,
 				  oid };
-	if (!rc && S_ISREG(d.st.mode) && !(buf = malloc(1u << 20)))
+	if (!rc && data && S_ISREG(d.st.mode) && !(buf = malloc(1u << 20)))
 		rc = r4i_fail(err, -ENOMEM, "%s: out of memory",
 			      vol->dev->path);
 	while (!rc && buf && off < d.st.size) {
@@ -170,7 +183,7 @@ static int undel_orphan(struct r4_vol *vol, uint64_t oid,
 		rc = data(ctx, off, buf, got);
 		off += got;
 	}
-	if (!rc && off < d.st.size && missing && S_ISREG(d.st.mode))
+	if (!rc && data && off < d.st.size && missing && S_ISREG(d.st.mode))
 		rc = missing(ctx, off, d.st.size - off);
 	free(buf);
 	fsc_orphans_fini(&o);
@@ -199,4 +212,119 @@ int r4_undel(struct r4_vol *vol, uint64_t oid, struct r4_deleted *out,
 	free(u.got.v);
 	fsc_scan_free(&s);
 	return rc;
+}
+
+/* ---- undel --all --------------------------------------------------------- */
+
+struct all_orphans {
+	uint64_t *oid;
+	size_t n, cap;
+};
+
+static int note_orphan(void *ctx, const struct r4_deleted *d)
+{
+	struct all_orphans *o = ctx;
+
+	if (!d->orphan)
+		return 0;
+	if (fsc_grow((void **)&o->oid, &o->cap, o->n + 1, sizeof(*o->oid)))
+		return -ENOMEM;
+	o->oid[o->n++] = d->st.oid;
+	return 0;
+}
+
+/* Each deleted object of the scan in s (stat data in free blocks, not in
+ * the tree) through f: plan for every one first, then begin, its bytes
+ * and end. */
+static int all_scanned(struct r4_vol *vol, struct fscan *s,
+		       const struct r4_undel_all_fns *f, struct undel_ctx *u,
+		       int pass, struct r4_error *err)
+{
+	struct r4_deleted d;
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < s->nsd; i++) {
+		if (i && s->sd[i].oid == s->sd[i - 1].oid)
+			continue;	/* an older copy */
+		rc = fsc_is_live(vol, &s->sd[i], err);
+		if (rc < 0)
+			break;
+		if (rc) {
+			rc = 0;		/* still in the tree */
+			continue;
+		}
+		rc = fsc_describe(vol, s, i, &d, err);
+		if (rc)
+			break;
+		if (!pass) {
+			rc = f->plan ? f->plan(f->ctx, &d) : 0;
+			continue;
+		}
+		rc = f->begin(f->ctx, &d);
+		if (rc > 0) {
+			rc = 0;		/* not this one */
+			continue;
+		}
+		if (!rc && S_ISREG(d.st.mode))
+			rc = undel_one(vol, s, i, &d, u, f->missing, err);
+		rc = f->end(f->ctx, &d, rc);
+	}
+	return rc < 0 ? rc : 0;
+}
+
+int r4_undel_all(struct r4_vol *vol, const struct r4_undel_all_fns *f,
+		 struct r4_error *err)
+{
+	struct fscan s = { 0 };
+	struct undel_ctx u = { vol, f->data, f->ctx, NULL, { 0 }, err };
+	struct all_orphans o = { 0 };
+	struct r4_deleted d;
+	int rc;
+
+	u.buf = malloc(vol->blksize);
+	if (!u.buf)
+		return r4i_fail(err, -ENOMEM, "%s: out of memory",
+			       vol->dev->path);
+	rc = fsc_scan_volume(vol, &s, err);
+	if (!rc) {
+		fsc_sort_scan(&s);
+		rc = fsc_orphans_report(vol, &s, note_orphan, &o, err);
+	}
+	for (int pass = 0; !rc && pass < 2; pass++)
+		rc = all_scanned(vol, &s, f, &u, pass, err);
+	/* orphans: their bodies are read through the tree */
+	for (size_t k = 0; !rc && k < o.n; k++) {
+		rc = undel_orphan(vol, o.oid[k], &d, NULL, NULL, NULL, err);
+		if (rc && rc != -ENOMEM) {
+			r4i_error_clear(err);
+			rc = 0;
+			continue;
+		}
+		if (!rc && f->plan)
+			rc = f->plan(f->ctx, &d);
+	}
+	for (size_t k = 0; !rc && k < o.n; k++) {
+		struct r4_deleted od;
+
+		rc = undel_orphan(vol, o.oid[k], &od, NULL, NULL, NULL, err);
+		if (rc) {
+			r4i_error_clear(err);
+			rc = 0;
+			continue;
+		}
+		rc = f->begin(f->ctx, &od);
+		if (rc > 0) {
+			rc = 0;
+			continue;
+		}
+		if (!rc && S_ISREG(od.st.mode))
+			rc = undel_orphan(vol, o.oid[k], NULL, f->data,
+					  f->missing, f->ctx, err);
+		rc = f->end(f->ctx, &od, rc);
+	}
+	free(o.oid);
+	free(u.buf);
+	free(u.got.v);
+	fsc_scan_free(&s);
+	return rc < 0 ? rc : 0;
 }

@@ -495,6 +495,49 @@ no_tmp_left() {
 	[ "$(sha256sum <"$T/out/tail.bin")" = "$sum" ]
 }
 
+@test "undel --all: every file of the kernel's deleted.img in one scan, under its former path, exact; MANIFEST; lsdel shows former paths and UTC times" {
+	k=$top_srcdir/tests/data/kernel
+	[ -f "$k/deleted.img.xz" ] || skip "no $k/deleted.img.xz"
+	xz -dc "$k/deleted.img.xz" | cp --sparse=always /dev/stdin "$T/del.img"
+	sum=$(sha256sum <"$T/del.img")
+	run r4debugfs -R lsdel "$T/del.img"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"mtime (UTC)"$'\t'"former path"* ]]
+	echo "$output" | grep -qE $'\t20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]Z\t/many/small_000$'
+	r4debugfs --json -R lsdel "$T/del.img" | grep -q '"name":"small_000","path":"/many/small_000"'
+	run r4debugfs -R "undel --all $T/rec" "$T/del.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "52 deleted file(s) recovered into $T/rec"* ]]
+	(cd "$T/rec" && sha256sum -c --quiet "$k/deleted.deleted.sha256")
+	[ "$(sed 1d "$T/rec/MANIFEST" | wc -l)" -eq 52 ]
+	grep -q $'^0x[0-9a-f]*\t8530/8530\t[0-9a-f]\{64\}\t/many/small_000\tmany/small_000$' "$T/rec/MANIFEST"
+	[ "$(sha256sum <"$T/del.img")" = "$sum" ]
+	# never over an earlier recovery
+	run r4debugfs -R "undel --all $T/rec" "$T/del.img"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"MANIFEST"*"give another folder"* ]]
+}
+
+@test "undel --all: two deleted files of one former path are both kept, apart" {
+	mkdir -p "$T/s/d"
+	echo keep >"$T/s/d/k"
+	r4pack create -q "$T/s" "$T/a.img"
+	seq 1 3000 >"$T/one"
+	seq 5 9000 >"$T/two"
+	r4debugfs -w -R "write $T/one /d/x" "$T/a.img"
+	r4debugfs -w -R "rm /d/x" "$T/a.img"
+	r4debugfs -w -R "write $T/two /d/x" "$T/a.img"
+	r4debugfs -w -R "rm /d/x" "$T/a.img"
+	run r4debugfs -R "undel --all $T/rec" "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	ls -R "$T/rec"
+	[ "$(ls "$T/rec/d" | grep -c '^x')" -eq 2 ]
+	sha256sum "$T/rec/d/"x* | cut -c1-64 | sort >"$T/got"
+	sha256sum "$T/one" "$T/two" | cut -c1-64 | sort | diff - "$T/got"
+}
+
 @test "--json bodyfile: names that are not UTF-8 keep their bytes (line_b64), lsdel too (name_b64)" {
 	mkdir -p "$T/src"
 	printf a >"$T/src/bad"$'\xff'
