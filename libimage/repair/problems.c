@@ -118,7 +118,8 @@ static const struct r4_problem_info table[] = {
 	{ R4_CHK_FILE_SIZE, NULL, BIKO,
 	  "file {oid}: body and size disagree (body past the size, or size "
 	  "past the last item: the kernel cannot read such a file)",
-	  R4_FIX_YES, "size set to the end of the body (no byte lost)" },
+	  R4_FIX_YES, "size set to the end of the body; bytes a larger size "
+	  "claimed past it are counted as cut (a loss)" },
 	{ R4_CHK_BODY, NULL, BIKO,
 	  "body items of object {oid} without stat data or not a regular "
 	  "file", R4_FIX_YES, "a body whose key names no stat data while "
