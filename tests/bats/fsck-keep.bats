@@ -236,3 +236,43 @@ no_write() {
 		no_write -p "$T/$i.img"
 	done
 }
+
+@test "tail-unmerged: tail40 items of one file side by side in a leaf (older writers): named by -n, joined by -p, every byte kept" {
+	local ih blk
+	tails
+	ih=$(item_ih "$T/good.img" /z1 plain40)
+	blk=$((ih / 4096))
+	cp "$T/good.img" "$T/i.img"
+	# z1 in three items, the second part of m in two: the layout an
+	# older r4pack add left (doc/kernel.md §2.2)
+	node_split "$T/i.img" $blk $(((4096 - 38 - ih % 4096) / 38)) 100
+	node_split "$T/i.img" $blk $(((4096 - 38 - ih % 4096) / 38 + 1)) 50
+	[ "$(r4debugfs -R "print file /z1" "$T/i.img" | grep -c " plain40 ")" -eq 3 ]
+	ih=$(item_ih "$T/i.img" /m plain40 2)
+	[ $((ih / 4096)) -eq $blk ]
+	node_split "$T/i.img" $blk $(((4096 - 38 - ih % 4096) / 38)) 1000
+	all_kept "$T/i.img" "$T/s"
+	cp "$T/i.img" "$T/j.img"
+	run r4fsck -n "$T/i.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"file /z1 (object "*"tail40 items "*" continue each other side by side, unmerged: the Reiser4 kernel reads the file short (its read ends at offset 100)"* ]]
+	[ "$(grep -c 'side by side, unmerged' <<<"$output")" -eq 3 ]
+	run r4fsck -n --json "$T/i.img"
+	[[ "$output" == *'"code": "tail-unmerged"'*'"fix": "preen"'* ]]
+	run r4fsck -p "$T/i.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fixed (tail-unmerged): file /z1 (object "*"3 tail40 items from offset 0 joined into one of 300 bytes"* ]]
+	[[ "$output" == *"fixed (tail-unmerged): file /m (object "*"2 tail40 items from offset 814 joined into one of 1786 bytes"* ]]
+	[ "$(r4debugfs -R "print file /z1" "$T/i.img" | grep -c " plain40 ")" -eq 1 ]
+	no_write -p "$T/i.img"
+	no_write -y "$T/i.img"
+	all_kept "$T/i.img" "$T/s"
+	oracle_fsck "$T/i.img"
+	# -y joins them too
+	run r4fsck -y "$T/j.img"
+	[ "$status" -eq 1 ]
+	no_write -y "$T/j.img"
+	all_kept "$T/j.img" "$T/s"
+}
