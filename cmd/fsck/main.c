@@ -153,7 +153,7 @@ static void on_problem(void *ctx, const struct r4_check_problem *p)
 
 static const char *const loss_names[] = {
 	"none", "entry-removed", "zeroed", "lost+found", "space-freed",
-	"items-dropped"
+	"items-dropped", "size-cut"
 };
 
 /* Problems found and fixed before the volume is opened (super blocks,
@@ -286,7 +286,7 @@ static void print_action(const struct r4_repair_action *a)
 	fputs(", \"oid\": ", stdout);
 	r4cmd_json_u64(a->oid);
 	printf(", \"loss\": \"%s\", \"amount\": ",
-	       a->loss >= 0 && a->loss <= R4_LOSS_ITEMS ? loss_names[a->loss]
+	       a->loss >= 0 && a->loss <= R4_LOSS_CUT ? loss_names[a->loss]
 							 : "?");
 	r4cmd_json_u64(a->amount);
 	fputs(", \"done\": ", stdout);
@@ -542,7 +542,8 @@ static void print_repair_json_end(const char *path,
 	       "\"lost_found\": %llu, \"zeroed_ranges\": %llu, "
 	       "\"zeroed_bytes\": %llu, \"blocks_freed\": %llu, "
 	       "\"nodes_dropped\": %llu, \"items_dropped\": %llu, "
-	       "\"bytes_dropped\": %llu, \"bytes_moved\": %llu}",
+	       "\"bytes_dropped\": %llu, \"bytes_moved\": %llu, "
+	       "\"cut_files\": %llu, \"cut_bytes\": %llu}",
 	       (unsigned long long)r->entries_removed,
 	       (unsigned long long)r->lost_found,
 	       (unsigned long long)r->zeroed_ranges,
@@ -551,7 +552,9 @@ static void print_repair_json_end(const char *path,
 	       (unsigned long long)r->nodes_dropped,
 	       (unsigned long long)r->items_dropped,
 	       (unsigned long long)r->bytes_dropped,
-	       (unsigned long long)r->bytes_moved);
+	       (unsigned long long)r->bytes_moved,
+	       (unsigned long long)r->cut_files,
+	       (unsigned long long)r->cut_bytes);
 	printf(",\n  \"rebuilt\": %s", r->rebuilt ? "true" : "false");
 	printf(",\n  \"blocks_claimed\": %llu",
 	       (unsigned long long)r->blocks_claimed);
@@ -613,10 +616,11 @@ static void print_repair_summary(const char *path,
 		       r->blocks_copied == 1 ? "" : "s",
 		       r->blocks_copied == 1 ? "it" : "them");
 	if (r->entries_removed || r->lost_found || r->zeroed_ranges ||
-	    r->blocks_freed)
+	    r->blocks_freed || r->cut_files)
 		printf("%s: lost or moved: %llu entr%s removed, %llu "
 		       "object%s moved to /lost+found, %llu range%s (%llu "
-		       "bytes) zeroed, %llu unreferenced block%s freed\n",
+		       "bytes) zeroed, %llu file%s cut (%llu bytes), %llu "
+		       "unreferenced block%s freed\n",
 		       path, (unsigned long long)r->entries_removed,
 		       r->entries_removed == 1 ? "y" : "ies",
 		       (unsigned long long)r->lost_found,
@@ -624,6 +628,9 @@ static void print_repair_summary(const char *path,
 		       (unsigned long long)r->zeroed_ranges,
 		       r->zeroed_ranges == 1 ? "" : "s",
 		       (unsigned long long)r->zeroed_bytes,
+		       (unsigned long long)r->cut_files,
+		       r->cut_files == 1 ? "" : "s",
+		       (unsigned long long)r->cut_bytes,
 		       (unsigned long long)r->blocks_freed,
 		       r->blocks_freed == 1 ? "" : "s");
 	if (r->left.problems)

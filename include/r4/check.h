@@ -60,6 +60,9 @@ enum r4_check_code {
 				 * side by side in a leaf */
 	R4_CHK_CC_CONV,		/* ccreg40 past its first cluster in conv */
 	R4_CHK_CC_CROSS,	/* ccreg40: an item crosses its cluster end */
+	R4_CHK_TAIL_UNMERGED,	/* two tail40 items of one file side by
+				 * side in a leaf, continuing each other
+				 * (the kernel reads the file short) */
 	R4_CHK_CODE_COUNT
 };
 

@@ -56,7 +56,9 @@ enum r4_loss {
 	R4_LOSS_ZEROED,		/* a byte range now reads as zeros */
 	R4_LOSS_LOST_FOUND,	/* an object moved to /lost+found */
 	R4_LOSS_SPACE,		/* blocks nothing referenced freed */
-	R4_LOSS_ITEMS		/* tree items dropped by a rebuild */
+	R4_LOSS_ITEMS,		/* tree items dropped by a rebuild */
+	R4_LOSS_CUT		/* a file's size cut: bytes past the new
+				 * end no longer read */
 };
 
 /* One change made. Pointers are valid during the callback only. */
@@ -65,7 +67,7 @@ struct r4_repair_action {
 	uint64_t block;		/* R4_CHECK_NO_BLOCK when none */
 	uint64_t oid;		/* object, 0 when none */
 	int loss;		/* enum r4_loss */
-	uint64_t amount;	/* blocks freed / bytes zeroed, else 0 */
+	uint64_t amount;	/* blocks freed / bytes zeroed or cut, else 0 */
 	const char *what;	/* one line, no trailing newline */
 };
 
@@ -93,6 +95,9 @@ struct r4_repair_report {
 	uint64_t transactions;		/* committed */
 	uint64_t rounds;		/* checks run */
 	uint64_t entries_removed, zeroed_ranges, zeroed_bytes;
+	/* Files whose size a repair cut, and the bytes cut off (what the
+	 * old size claimed past the new end). */
+	uint64_t cut_files, cut_bytes;
 	uint64_t lost_found, blocks_freed, blocks_claimed;
 	uint64_t nodes_dropped, items_dropped;	/* by a tree rebuild */
 	/* Body bytes of the items a rebuild dropped (as far as their

@@ -54,6 +54,7 @@ static const char *const code_names[R4_CHK_CODE_COUNT] = {
 	[R4_CHK_CC_UNMERGED] = "ccreg-unmerged",
 	[R4_CHK_CC_CONV] = "ccreg-conv",
 	[R4_CHK_CC_CROSS] = "ccreg-crossing",
+	[R4_CHK_TAIL_UNMERGED] = "tail-unmerged",
 };
 
 const char *r4_check_code_name(int code)
@@ -214,6 +215,7 @@ static void chk_fini(struct chk *c)
 	free(c->ents);
 	free(c->bodies);
 	free(c->second);
+	free(c->tunm);
 	chk_stream_free(c);
 }
 

@@ -146,6 +146,14 @@ void chk_runs_free(struct chk_runs *r);
 
 #define CHK_NAME_MAX 255	/* longest name a host can create */
 
+/* Two tail40 items of one file side by side in leaf blk, the second
+ * continuing the first (key a) up to file offset end. */
+struct chk_tpair {
+	struct fmt_key a;
+	uint64_t end;
+	uint64_t blk;
+};
+
 struct chk {
 	struct r4_vol *vol;
 	const struct r4_check_opts *opts;
@@ -188,6 +196,10 @@ struct chk {
 	 * (stream.c) instead of the tables, which only repair keeps. */
 	struct chk_stream *st;
 	unsigned paths_named;		/* chk_cc_path look-ups made */
+	/* The keys of the first items of the unmerged tail40 pairs found
+	 * (R4_CHK_TAIL_UNMERGED), in key order, for the repair. */
+	struct chk_tpair *tunm;
+	size_t ntunm, captunm;
 };
 
 /* Report a problem (counted, handed to the callback unless over the

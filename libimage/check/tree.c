@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <string.h>
 #include "libimage/check/check.h"
+#include "libimage/obj/obj.h"
+#include "r4/util.h"
+#include "format/item.h"
 #include "format/node.h"
 
 struct walk_pos {
@@ -153,6 +156,49 @@ static void check_dkeys(struct chk *c, const struct walk_pos *p, unsigned i,
 	}
 }
 
+/* Items i and i + 1 of leaf blk: two tail40 items of one file, the
+ * second starting where the first ends. The Reiser4 kernel never
+ * writes that (it appends to the item before) and reads such a file
+ * short: its read ends where the second item starts (doc/kernel.md
+ * §2.2). Older r4kit writers left it; -p and -y join them. */
+static int tail_pair(struct chk *c, const uint8_t *node, uint64_t blk,
+		     unsigned i, const struct fmt_item_header *a, size_t len,
+		     const struct fmt_item_header *z)
+{
+	size_t zoff, zlen;
+
+	uint64_t at = fmt_key_offset(&a->key);
+	char path[512];
+	struct r4_objref ref;
+
+	if (a->plugin_id != FMT_ITEM_TAIL40 ||
+	    z->plugin_id != FMT_ITEM_TAIL40 ||
+	    fmt_key_type(&a->key) != FMT_KEY_BODY ||
+	    a->key.el[0] != z->key.el[0] || a->key.el[1] != z->key.el[1] ||
+	    a->key.el[2] != z->key.el[2] || !len ||
+	    at > UINT64_MAX - len || at + len != fmt_key_offset(&z->key) ||
+	    fmt_node_item_body(node, c->bs, c->pol, i + 1, &zoff, &zlen) ||
+	    at + len > UINT64_MAX - zlen)
+		return 0;
+	if (R4_RESERVE(c->tunm, c->captunm, c->ntunm + 1, 16))
+		return -ENOMEM;
+	c->tunm[c->ntunm].a = a->key;
+	c->tunm[c->ntunm].end = at + len + zlen;
+	c->tunm[c->ntunm++].blk = blk;
+	obj_ref_from_key(&a->key, &ref);
+	chk_cc_path(c, &ref, path, sizeof(path));
+	chk_problem(c, R4_CHK_TAIL_UNMERGED, blk, (int)i + 1, &z->key,
+		    "file %s%s(object %llx), tree node %llu: tail40 items %u "
+		    "and %u (offsets %llu and %llu) continue each other side "
+		    "by side, unmerged: the Reiser4 kernel reads the file "
+		    "short (its read ends at offset %llu)", path,
+		    path[0] ? " " : "", (unsigned long long)ref.oid,
+		    (unsigned long long)blk, i, i + 1,
+		    (unsigned long long)at, (unsigned long long)(at + len),
+		    (unsigned long long)(at + len));
+	return 0;
+}
+
 static int walk_items(struct chk *c, const struct walk_pos *p,
 		      const uint8_t *blk, const struct fmt_node_header *nh)
 {
@@ -182,6 +228,11 @@ static int walk_items(struct chk *c, const struct walk_pos *p,
 		if (rc)
 			return rc;
 		check_dkeys(c, p, i, &ih, &last, next);
+		if (i + 1 < nh->nr_items) {
+			rc = tail_pair(c, blk, p->blk, i, &ih, len, &nih);
+			if (rc)
+				return rc;
+		}
 		if (ih.plugin_id == FMT_ITEM_NODEPTR40 && child) {
 			struct walk_pos cp = {
 				.blk = child, .level = p->level - 1,

@@ -14,8 +14,12 @@
  *   - an item that runs across its cluster's end (libreiser4 writes
  *     them): cut at each cluster end it crosses, every piece under the
  *     key of the byte it starts with; no byte moves.
- * None loses or changes a byte the file reads; the first three are
- * safe for preen, the last only -y does. Every change goes through a
+ * And one of ordinary files the kernel reads short (doc/kernel.md
+ * §2.2): tail40 items of one file side by side in a leaf, each
+ * continuing the one before (older r4kit writers left them): one item,
+ * as the tree layer joins them.
+ * None loses or changes a byte the file reads; all but the cut of a
+ * crossing item are safe for preen, that one only -y does. Every change goes through a
  * transaction, R->batch per transaction. */
 #include "config.h"
 #include <errno.h>
@@ -38,18 +42,19 @@
 #define MODE_FMT 0170000u
 #define MODE_REG 0100000u
 
-enum cl_kind { CL_HOLE0, CL_MERGE, CL_CONV, CL_CROSS };
+enum cl_kind { CL_HOLE0, CL_MERGE, CL_CONV, CL_CROSS, CL_TMERGE };
 
 struct clop {
 	int kind, code;
 	struct r4_objref ref;
 	unsigned shift, compress, cmode;
-	uint64_t off;		/* the item's key offset (CL_MERGE: the
-				 * first of the run's) */
-	uint64_t units;		/* its units (CL_MERGE: the run's) */
+	uint64_t off;		/* the item's key offset (CL_MERGE,
+				 * CL_TMERGE: the first of the run's) */
+	uint64_t units;		/* its units (CL_MERGE, CL_TMERGE: the
+				 * run's) */
 	uint64_t size;		/* the file's size */
 	uint64_t blk;		/* the leaf (CL_HOLE0: of the first item) */
-	unsigned items;		/* CL_MERGE: items in the run */
+	unsigned items;		/* CL_MERGE, CL_TMERGE: items in the run */
 	uint64_t stored;	/* CL_HOLE0: bytes stored for cluster 0 */
 	char *who;		/* "compressed file /p (object 1f)", or NULL */
 };
@@ -237,6 +242,38 @@ static int plan(struct clfix *f)
 			if (sd.plugin == FMT_OBJ_CCREG40)
 				rc = plan_body(f, &ref, &sd);
 			obj_sd_put(&sd);
+		}
+	}
+	/* tail40 items of one file side by side in a leaf: one op per
+	 * run of items continuing each other */
+	for (size_t i = 0; R->codes[R4_CHK_TAIL_UNMERGED] && i < c->ntunm &&
+	     !rc; i++) {
+		const struct chk_tpair *t = &c->tunm[i];
+		struct clop *last = f->n ? &f->v[f->n - 1] : NULL;
+		struct r4_objref ref;
+
+		obj_ref_from_key(&t->a, &ref);
+		if (last && last->kind == CL_TMERGE && last->blk == t->blk &&
+		    !memcmp(&last->ref, &ref, sizeof(ref)) &&
+		    last->off + last->units > fmt_key_offset(&t->a)) {
+			last->units = t->end - last->off;
+			last->items++;
+			continue;
+		}
+		last = op_add(f, CL_TMERGE, R4_CHK_TAIL_UNMERGED, &ref);
+		if (!last) {
+			rc = -ENOMEM;
+			break;
+		}
+		last->off = fmt_key_offset(&t->a);
+		last->units = t->end - last->off;
+		last->items = 2;
+		last->blk = t->blk;
+		{
+			char path[1024];
+
+			chk_cc_path(c, &ref, path, sizeof(path));
+			last->who = path[0] ? strdup(path) : NULL;
 		}
 	}
 	if (R->codes[R4_CHK_CC_CONV]) {
@@ -429,6 +466,61 @@ static int do_merge(struct r4_txn *x, const struct clop *p,
 	return rc;
 }
 
+/* A run of tail40 items of one file side by side in a leaf: its first
+ * item written back as it is, and the tree layer joins the items of the
+ * leaf it writes that continue each other (emit() in
+ * libimage/tree/modify.c). Checked: no item may start inside the run. */
+static int do_tmerge(struct r4_txn *x, const struct clop *p,
+		     struct r4_error *err)
+{
+	struct tree_cursor c;
+	struct tree_item it;
+	struct fmt_key k;
+	uint8_t *body = NULL;
+	unsigned level = 0;
+	size_t len = 0;
+	int rc;
+
+	body_key(x->vol, &p->ref, p->off, &k);
+	tree_cursor_init(&c, x->vol);
+	rc = tree_seek_ge(&c, &k, err);
+	if (!rc)
+		rc = tree_cur(&c, &it, err);
+	if (!rc && (!obj_is_body(&p->ref, &it.key) ||
+		    fmt_key_offset(&it.key) != p->off ||
+		    it.plugin_id != FMT_ITEM_TAIL40 || !it.len))
+		rc = R4_ENOTFOUND;
+	if (!rc) {
+		k = it.key;
+		level = it.level;
+		len = it.len;
+		body = malloc(len);
+		if (!body)
+			rc = r4i_fail(err, -ENOMEM, "out of memory");
+		else
+			memcpy(body, it.body, len);
+	}
+	tree_cursor_fini(&c);
+	if (rc == R4_ENOTFOUND)
+		return r4i_fail(err, rc, "object %llx: no tail40 item at "
+			       "offset %llu", (unsigned long long)p->ref.oid,
+			       (unsigned long long)p->off);
+	if (rc)
+		return rc;
+	rc = tree_replace(&x->mod, level, &k, FMT_ITEM_TAIL40, body, len,
+			  err);
+	free(body);
+	if (!rc)
+		rc = item_starts(x, p, p->off + len, err);
+	if (rc > 0)
+		rc = r4i_fail(err, R4_ECORRUPT, "object %llx: the tail40 "
+			     "items at offsets %llu and %llu were not joined",
+			     (unsigned long long)p->ref.oid,
+			     (unsigned long long)p->off,
+			     (unsigned long long)(p->off + len));
+	return rc;
+}
+
 static int do_conv(struct r4_txn *x, const struct clop *p,
 		   struct r4_error *err)
 {
@@ -525,6 +617,8 @@ static int do_op(struct r4_txn *x, struct clop *p, struct r4_error *err)
 		return do_merge(x, p, err);
 	case CL_CONV:
 		return do_conv(x, p, err);
+	case CL_TMERGE:
+		return do_tmerge(x, p, err);
 	default:
 		return do_cross(x, p, err);
 	}
@@ -540,6 +634,18 @@ static void report_op(struct rep *R, const struct clop *p)
 		snprintf(oid, sizeof(oid), "compressed file %llx",
 			 (unsigned long long)p->ref.oid);
 		who = oid;
+	}
+	if (p->kind == CL_TMERGE) {
+		rep_action(R, p->code, p->blk, p->ref.oid, 0, 0,
+			   "file %s%s(object %llx), tree node %llu: %u tail40 "
+			   "items from offset %llu joined into one of %llu "
+			   "bytes, as the Reiser4 kernel keeps a file's tail",
+			   p->who ? p->who : "", p->who ? " " : "",
+			   (unsigned long long)p->ref.oid,
+			   (unsigned long long)p->blk, p->items,
+			   (unsigned long long)p->off,
+			   (unsigned long long)p->units);
+		return;
 	}
 	switch (p->kind) {
 	case CL_HOLE0:
@@ -616,7 +722,7 @@ static void who_of(void *ctx, size_t i, int *code, uint64_t *oid)
 int rep_cc_layout_found(const struct rep *R)
 {
 	return R->codes[R4_CHK_CC_HOLE0] || R->codes[R4_CHK_CC_UNMERGED] ||
-	       R->codes[R4_CHK_CC_CONV] ||
+	       R->codes[R4_CHK_CC_CONV] || R->codes[R4_CHK_TAIL_UNMERGED] ||
 	       (R->codes[R4_CHK_CC_CROSS] && R->o->mode == R4_REPAIR_FIX);
 }
 

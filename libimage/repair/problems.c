@@ -118,7 +118,8 @@ static const struct r4_problem_info table[] = {
 	{ R4_CHK_FILE_SIZE, NULL, BIKO,
 	  "file {oid}: body and size disagree (body past the size, or size "
 	  "past the last item: the kernel cannot read such a file)",
-	  R4_FIX_YES, "size set to the end of the body (no byte lost)" },
+	  R4_FIX_YES, "size set to the end of the body; bytes a larger size "
+	  "claimed past it are counted as cut (a loss)" },
 	{ R4_CHK_BODY, NULL, BIKO,
 	  "body items of object {oid} without stat data or not a regular "
 	  "file", R4_FIX_YES, "a body whose key names no stat data while "
@@ -200,6 +201,13 @@ static const struct r4_problem_info table[] = {
 	  "the item cut at each cluster end it crosses, each piece under "
 	  "the key of its first byte (no byte moved): the file reads the "
 	  "same, and the kernel reads it" },
+	{ R4_CHK_TAIL_UNMERGED, NULL, BIKOP,
+	  "file {path} ({oid}), tree node {block}: two tail40 items of the "
+	  "file side by side, the second continuing the first, unmerged "
+	  "(the Reiser4 kernel reads the file short: its read ends where "
+	  "the second item starts)", R4_FIX_PREEN,
+	  "the items of the leaf that continue each other joined into one "
+	  "item, as the kernel keeps a file's tail (bytes unchanged)" },
 };
 
 const struct r4_problem_info *r4_problem_info(int code)

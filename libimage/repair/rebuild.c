@@ -58,6 +58,7 @@ struct rb {
 	uint64_t mended;
 	uint64_t bytes_moved;		/* body bytes put at another key */
 	uint64_t offsets_mended;	/* item body offsets set back */
+	uint64_t pids_mended;		/* item plugin ids set back */
 	uint64_t bytes_dropped;		/* body bytes of items dropped */
 	uint64_t scanned;
 	uint64_t freed;			/* old nodes freed by the rebuild */
@@ -435,6 +436,46 @@ out:
 	free(ih);
 }
 
+/* Item i of the leaf copy in b->buf has a plugin id no leaf item has
+ * (a damaged byte) and a body key: when its object's stat data says a
+ * regular file stored as tails and extents (not a compressed one), and
+ * the item's length is exactly what its file wants there (up to the
+ * next item's key offset when that is the same file's, else up to the
+ * size), it is the file's tail item: its plugin id is set back in the
+ * copy instead of dropping its bytes. 1 when set. */
+static int mend_pid(struct rb *b, const struct fmt_node_header *nh,
+		    unsigned i, struct fmt_item_header *ih, size_t len)
+{
+	const struct chk *c = &b->R->c;
+	struct fmt_item_header z;
+	uint64_t at = fmt_key_offset(&ih->key), want;
+	uint32_t o;
+
+	if (nh->level != FMT_NODE_LEAF_LEVEL ||
+	    fmt_node_item_allowed(ih->plugin_id, nh->level) ||
+	    fmt_key_type(&ih->key) != FMT_KEY_BODY || !len)
+		return 0;
+	o = chk_obj_find(c, (fmt_key_locality(&ih->key) << 4) | FMT_KEY_SD,
+			 ih->key.el[1], ih->key.el[2]);
+	if (o == CHK_NONE || (c->objs[o].mode & 0170000u) != 0100000u ||
+	    (c->objs[o].flags & CHK_OBJ_CC))
+		return 0;
+	if (i + 1 < nh->nr_items &&
+	    !fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i + 1, &z) &&
+	    z.key.el[0] == ih->key.el[0] && z.key.el[1] == ih->key.el[1] &&
+	    z.key.el[2] == ih->key.el[2])
+		want = fmt_key_offset(&z.key);
+	else
+		want = c->objs[o].size;
+	if (want <= at || want - at != len)
+		return 0;
+	ih->plugin_id = FMT_ITEM_TAIL40;
+	if (fmt_node_ih_encode(ih, b->buf, b->v.bs, b->v.pol, i))
+		return 0;
+	b->pids_mended++;
+	return 1;
+}
+
 /* The file bytes a body item holds (tail, extent, ctail40); 0 for
  * other items. */
 static uint64_t body_bytes(unsigned pid, const uint8_t *body, size_t len,
@@ -483,6 +524,7 @@ static int take_items(struct rb *b, uint64_t blk,
 			b->items_dropped++;
 			continue;
 		}
+		mend_pid(b, nh, i, &ih, len);
 		/* Out of place: dropped, except body items, whose key may
 		 * be mended (mend_keys) */
 		odd = (drop && outside(&ih.key, range)) ||
@@ -1835,7 +1877,8 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 			   "%llu damaged ones taken item by item); %llu nodes "
 			   "and %llu items dropped (%llu of them second copies "
 			   "of a key); %llu item body offsets and %llu keys "
-			   "mended; the old nodes taken freed (%llu)",
+			   "mended, %llu item plugin ids set back; the old "
+			   "nodes taken freed (%llu)",
 			   (unsigned long long)R->vol->sb.root_block, b.n,
 			   (unsigned long long)(b.nodes_kept + b.scanned +
 						b.nodes_salvaged),
@@ -1846,6 +1889,7 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 			   (unsigned long long)dup,
 			   (unsigned long long)b.offsets_mended,
 			   (unsigned long long)b.mended,
+			   (unsigned long long)b.pids_mended,
 			   (unsigned long long)b.freed);
 	}
 	for (size_t i = 0; i < b.n; i++)

@@ -47,6 +47,10 @@ void rep_action(struct rep *R, int code, uint64_t blk, uint64_t oid,
 		break;
 	case R4_LOSS_ITEMS:
 		break;	/* counted by the rebuild */
+	case R4_LOSS_CUT:
+		R->r->cut_files++;
+		R->r->cut_bytes += amount;
+		break;
 	default:
 		break;
 	}

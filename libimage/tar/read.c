@@ -4,8 +4,10 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -385,12 +387,139 @@ static struct archive *arc_open(const char *path,
 	return a;
 }
 
+/* ---- zip member names ------------------------------------------------- */
+
+/* A backslash in a zip member's name is a byte of the name (the zip
+ * format's separator is '/'), except in a zip made on MS-DOS or Windows
+ * (its central directory's "version made by" names host 0 FAT, 6 HPFS,
+ * 11 NTFS or 14 VFAT), whose tools write '\\' for '/'. libarchive 3.6
+ * turns every backslash of a name without '/' into '/' whatever the
+ * host (so "a\\b" became a folder a with a file b). The central
+ * directory of a zip file (not standard input) is read here once; its
+ * records follow the entries libarchive gives, in order; where a record's
+ * raw name is the entry's name with backslashes for some of its slashes
+ * (and the host is not one of those), the raw name is taken. */
+#define ZIP_CD_MAX (64u << 20)	/* central directories read at most */
+
+struct zipnames {
+	uint8_t *cd;		/* the central directory, NULL: none read */
+	size_t len, at;		/* its bytes; the next record */
+};
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static uint16_t le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+/* The central directory of the zip file fd (size bytes) into z; nothing
+ * when it cannot be found or read (the names stay libarchive's). */
+static void zip_cd_load(struct zipnames *z, int fd, uint64_t size)
+{
+	uint8_t tail[22 + 65535], loc[20], z64[56];
+	size_t n = size < sizeof(tail) ? (size_t)size : sizeof(tail);
+	uint64_t off, len;
+	ssize_t i;
+
+	if (size < 22 || pread(fd, tail, n, (off_t)(size - n)) != (ssize_t)n)
+		return;
+	for (i = (ssize_t)n - 22; i >= 0; i--)
+		if (!memcmp(tail + i, "PK\5\6", 4))
+			break;
+	if (i < 0)
+		return;
+	len = le32(tail + i + 12);
+	off = le32(tail + i + 16);
+	/* zip64: the locator before the end record names the zip64 end */
+	if ((off == 0xffffffffu || len == 0xffffffffu) &&
+	    size - n + (uint64_t)i >= 20 &&
+	    pread(fd, loc, 20, (off_t)(size - n + (uint64_t)i - 20)) == 20 &&
+	    !memcmp(loc, "PK\6\7", 4) && le64(loc + 8) < size - 56 &&
+	    pread(fd, z64, 56, (off_t)le64(loc + 8)) == 56 &&
+	    !memcmp(z64, "PK\6\6", 4)) {
+		len = le64(z64 + 40);
+		off = le64(z64 + 48);
+	}
+	if (!len || len > ZIP_CD_MAX || off > size || len > size - off)
+		return;
+	z->cd = malloc((size_t)len);
+	if (!z->cd)
+		return;
+	if (pread(fd, z->cd, (size_t)len, (off_t)off) != (ssize_t)len) {
+		free(z->cd);
+		z->cd = NULL;
+		return;
+	}
+	z->len = (size_t)len;
+	z->at = 0;
+}
+
+/* The next record's name for libarchive's entry name: buf when the raw
+ * name is to be taken, else name. */
+static const char *zip_name(struct zipnames *z, const char *name, char *buf,
+			    size_t cap)
+{
+	const uint8_t *r;
+	size_t nl, el, cl, n = strlen(name), k;
+	unsigned host;
+	int back = 0;
+
+	if (!z->cd || z->len - z->at < 46 ||
+	    memcmp(z->cd + z->at, "PK\1\2", 4)) {
+		free(z->cd);		/* out of step: names left as they are */
+		z->cd = NULL;
+		return name;
+	}
+	r = z->cd + z->at;
+	host = r[5];
+	nl = le16(r + 28);
+	el = le16(r + 30);
+	cl = le16(r + 32);
+	if (nl + el + cl > z->len - z->at - 46) {
+		free(z->cd);
+		z->cd = NULL;
+		return name;
+	}
+	z->at += 46 + nl + el + cl;
+	r += 46;
+	if (host == 0 || host == 6 || host == 11 || host == 14)
+		return name;
+	/* the same name, a '/' where the record has '\\' (and a '/'
+	 * libarchive added to a directory's name) */
+	if (nl + 1 >= cap || (n != nl && !(n == nl + 1 && name[nl] == '/')))
+		return name;
+	for (k = 0; k < nl; k++) {
+		if (r[k] == '\\' && name[k] == '/')
+			back = 1;
+		else if (r[k] != (uint8_t)name[k])
+			return name;
+	}
+	if (!back)
+		return name;
+	memcpy(buf, r, nl);
+	memcpy(buf + nl, name + nl, n - nl + 1);
+	return buf;
+}
+
 static int arc_loop(struct tar_sink *s, const struct arc_file *f,
-		    struct archive *a, struct r4_error *err)
+		    struct archive *a, const char *path, struct r4_error *err)
 {
 	struct archive_entry *ae;
 	char last[256] = "";
 	uint64_t count = 0;
+	struct zipnames z = { NULL, 0, 0 };
+	int zip = -1;
+	char *zbuf = NULL;
 	int r, rc;
 
 	while ((r = archive_read_next_header(a, &ae)) != ARCHIVE_EOF) {
@@ -402,25 +531,50 @@ static int arc_loop(struct tar_sink *s, const struct arc_file *f,
 			return r4i_fail(err, R4_ECORRUPT, "%s: not an archive "
 				       "r4pack reads (%s)", s->source,
 				       arc_why(a));
-		if (r < ARCHIVE_OK && r != ARCHIVE_WARN && at < 0)
-			return r4i_fail(err, R4_ECORRUPT, "%s: damaged header "
-				       "after entry '%s': %s", s->source, last,
-				       arc_why(a));
-		if (r < ARCHIVE_OK && r != ARCHIVE_WARN)
-			return r4i_fail(err, R4_ECORRUPT, "%s: damaged header "
-				       "at byte %lld: %s (after entry '%s')",
-				       s->source, at, arc_why(a), last);
+		if (r < ARCHIVE_OK && r != ARCHIVE_WARN) {
+			if (at < 0)
+				rc = r4i_fail(err, R4_ECORRUPT, "%s: damaged "
+					      "header after entry '%s': %s",
+					      s->source, last, arc_why(a));
+			else
+				rc = r4i_fail(err, R4_ECORRUPT, "%s: damaged "
+					      "header at byte %lld: %s (after "
+					      "entry '%s')", s->source, at,
+					      arc_why(a), last);
+			goto out;
+		}
 		name = archive_entry_pathname(ae);
 		if (!name)
 			name = archive_entry_pathname_utf8(ae);
-		if (!name)
-			return r4i_fail(err, R4_ECORRUPT, "%s: the header at "
-				       "byte %lld has a name that cannot be "
-				       "read%s%s%s", s->source, at,
-				       archive_error_string(a) ? " (" : "",
-				       archive_error_string(a) ?
-				       archive_error_string(a) : "",
-				       archive_error_string(a) ? ")" : "");
+		if (!name) {
+			rc = r4i_fail(err, R4_ECORRUPT, "%s: the header at "
+				     "byte %lld has a name that cannot be "
+				     "read%s%s%s", s->source, at,
+				     archive_error_string(a) ? " (" : "",
+				     archive_error_string(a) ?
+				     archive_error_string(a) : "",
+				     archive_error_string(a) ? ")" : "");
+			goto out;
+		}
+		if (zip < 0) {
+			struct stat st;
+			int fd;
+
+			/* the format is known once a header is read */
+			zip = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) ==
+			      ARCHIVE_FORMAT_ZIP && strcmp(path, "-");
+			fd = zip ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+			if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode))
+				zip_cd_load(&z, fd, (uint64_t)st.st_size);
+			if (fd >= 0)
+				close(fd);
+			if (z.cd && !(zbuf = malloc(PATH_MAX + 2))) {
+				free(z.cd);
+				z.cd = NULL;
+			}
+		}
+		if (z.cd)
+			name = zip_name(&z, name, zbuf, PATH_MAX + 2);
 		if (r == ARCHIVE_WARN && archive_error_string(a))
 			tar_warn(s->opts, "%s: %s", s->source,
 				 archive_error_string(a));
@@ -429,13 +583,17 @@ static int arc_loop(struct tar_sink *s, const struct arc_file *f,
 		rc = arc_entry(s, f, a, ae, name, err);
 		arc_progress(s, a);
 		if (rc)
-			return rc;
+			goto out;
 	}
 	if (!count)
-		return r4i_fail(err, R4_ECORRUPT, "%s: not an archive (no "
-			       "entries: an empty or all-zero file?)",
-			       s->source);
-	return tar_sink_finish(s, err);
+		rc = r4i_fail(err, R4_ECORRUPT, "%s: not an archive (no "
+			     "entries: an empty or all-zero file?)", s->source);
+	else
+		rc = tar_sink_finish(s, err);
+out:
+	free(z.cd);
+	free(zbuf);
+	return rc;
 }
 
 int r4_pack_from_archive(struct r4_build *b, const char *path,
@@ -454,7 +612,7 @@ int r4_pack_from_archive(struct r4_build *b, const char *path,
 	/* the image is written behind while the archive is read */
 	rc = r4_build_stream_begin(b, err);
 	if (!rc)
-		rc = arc_loop(&s, &f, a, err);
+		rc = arc_loop(&s, &f, a, path, err);
 	rc2 = r4_build_stream_end(b, rc ? NULL : err);
 	if (!rc)
 		rc = rc2;
@@ -517,7 +675,7 @@ int r4_add_from_archive(struct r4_txn *t, struct r4_vol *vol,
 	tar_sink_init_txn(&s, t, vol, o, strcmp(path, "-") ? path :
 			  "standard input");
 	s.src_size = size;
-	rc = arc_loop(&s, &none, a, err);
+	rc = arc_loop(&s, &none, a, path, err);
 	tar_sink_free(&s);
 	archive_read_free(a);
 	arc_close(&f);

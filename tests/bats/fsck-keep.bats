@@ -160,3 +160,119 @@ flip() {
 	[[ "$first" == *"1 item body offsets and"* ]]
 	all_kept "$T/i.img" "$T/s"
 }
+
+@test "keep: a tail item's plugin id damaged: set back from its file's stat data, no byte dropped" {
+	local ih
+	tails
+	ih=$(item_ih "$T/good.img" /m plain40 2)
+	cp "$T/good.img" "$T/i.img"
+	poke "$T/i.img" $((ih + 36)) 77 2
+	run r4fsck -n "$T/i.img"
+	[ "$status" -eq 4 ]
+	mended "$T/i.img"
+	[[ "$first" == *"0 items dropped"*"1 item plugin ids set back"* ]]
+	[[ "$first" != *"size set to"* ]]
+	all_kept "$T/i.img" "$T/s"
+}
+
+@test "keep: a leaf lost: every file size cut is counted as a loss (action and summary)" {
+	local ih blk
+	tails
+	ih=$(item_ih "$T/good.img" /m plain40 2)	# with z1 .. z6
+	blk=$((ih / 4096))
+	cp "$T/good.img" "$T/i.img"
+	dd if=/dev/zero of="$T/i.img" bs=4096 seek=$blk count=1 conv=notrunc status=none
+	cp "$T/i.img" "$T/j.img"
+	mended "$T/i.img"
+	[[ "$first" == *"size set to 814 (was 2600): 1786 bytes past the end of its body cut"* ]]
+	[[ "$first" == *"7 files cut (3586 bytes)"* ]]
+	run r4fsck -y --json "$T/j.img"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *'"loss": "size-cut", "amount": 1786, "done": "object '* ]]
+	[[ "$output" == *'"cut_files": 7, "cut_bytes": 3586}'* ]]
+	same "$T/i.img" /a8 "$T/s/a8"
+}
+
+# no_write MODE IMAGE: r4fsck MODE on IMAGE exits 0, prints nothing,
+# makes no write at all (the fault hook counts them) and leaves the
+# image byte for byte as it was.
+no_write() {
+	rm -f "$T/rep"
+	cp "$2" "$T/before.img"
+	R4_FAULT=count R4_FAULT_REPORT="$T/rep" run \
+		"$top_builddir/tests/crash/bin/r4fsck" "$1" "$2"
+	echo "$1: $output; $(cat "$T/rep")"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	[ "$(cat "$T/rep")" = "writes=0 syncs=0 cut=0" ]
+	cmp "$T/before.img" "$2"
+}
+
+@test "keep: a repair that would change nothing writes nothing (a clean volume; run two after each kind of repair)" {
+	local ih o
+	tails
+	cp "$T/good.img" "$T/i.img"
+	no_write -y "$T/i.img"
+	no_write -p "$T/i.img"
+	cmp "$T/good.img" "$T/i.img"
+	ih=$(item_ih "$T/good.img" /m plain40 2)
+	o=$(sd_off "$T/good.img" /a3)
+	# a leaf lost (tree rebuilt, sizes cut); an item plugin id (set
+	# back); nlink, a size, a bitmap bit, the free count (object and
+	# space passes)
+	cp "$T/good.img" "$T/1.img"
+	dd if=/dev/zero of="$T/1.img" bs=4096 seek=$((ih / 4096)) count=1 conv=notrunc status=none
+	cp "$T/good.img" "$T/2.img"
+	poke "$T/2.img" $((ih + 36)) 77 2
+	cp "$T/good.img" "$T/3.img"
+	poke "$T/3.img" $((o + 4)) 9 4
+	poke "$T/3.img" $((o + 8)) 99999 8
+	poke "$T/3.img" $((18 * 4096 + 4 + 3)) 255 1
+	poke "$T/3.img" $((17 * 4096 + 8)) 12345 8
+	for i in 1 2 3; do
+		run r4fsck -y "$T/$i.img"
+		[ "$status" -eq 1 ]
+		no_write -y "$T/$i.img"
+		no_write -p "$T/$i.img"
+	done
+}
+
+@test "tail-unmerged: tail40 items of one file side by side in a leaf (older writers): named by -n, joined by -p, every byte kept" {
+	local ih blk
+	tails
+	ih=$(item_ih "$T/good.img" /z1 plain40)
+	blk=$((ih / 4096))
+	cp "$T/good.img" "$T/i.img"
+	# z1 in three items, the second part of m in two: the layout an
+	# older r4pack add left (doc/kernel.md §2.2)
+	node_split "$T/i.img" $blk $(((4096 - 38 - ih % 4096) / 38)) 100
+	node_split "$T/i.img" $blk $(((4096 - 38 - ih % 4096) / 38 + 1)) 50
+	[ "$(r4debugfs -R "print file /z1" "$T/i.img" | grep -c " plain40 ")" -eq 3 ]
+	ih=$(item_ih "$T/i.img" /m plain40 2)
+	[ $((ih / 4096)) -eq $blk ]
+	node_split "$T/i.img" $blk $(((4096 - 38 - ih % 4096) / 38)) 1000
+	all_kept "$T/i.img" "$T/s"
+	cp "$T/i.img" "$T/j.img"
+	run r4fsck -n "$T/i.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"file /z1 (object "*"tail40 items "*" continue each other side by side, unmerged: the Reiser4 kernel reads the file short (its read ends at offset 100)"* ]]
+	[ "$(grep -c 'side by side, unmerged' <<<"$output")" -eq 3 ]
+	run r4fsck -n --json "$T/i.img"
+	[[ "$output" == *'"code": "tail-unmerged"'*'"fix": "preen"'* ]]
+	run r4fsck -p "$T/i.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fixed (tail-unmerged): file /z1 (object "*"3 tail40 items from offset 0 joined into one of 300 bytes"* ]]
+	[[ "$output" == *"fixed (tail-unmerged): file /m (object "*"2 tail40 items from offset 814 joined into one of 1786 bytes"* ]]
+	[ "$(r4debugfs -R "print file /z1" "$T/i.img" | grep -c " plain40 ")" -eq 1 ]
+	no_write -p "$T/i.img"
+	no_write -y "$T/i.img"
+	all_kept "$T/i.img" "$T/s"
+	oracle_fsck "$T/i.img"
+	# -y joins them too
+	run r4fsck -y "$T/j.img"
+	[ "$status" -eq 1 ]
+	no_write -y "$T/j.img"
+	all_kept "$T/j.img" "$T/s"
+}

@@ -140,6 +140,39 @@ stat_field() {
 	     "$T/b.img")" = hello ]
 }
 
+@test "5: a backslash in a zip member's name is a name byte, a separator only in a zip made on DOS or Windows" {
+	python3 - "$T/b.zip" "$T/w.zip" <<-'EOF'
+	import sys, zipfile
+	def put(z, name, data, host):
+	    i = zipfile.ZipInfo(name)
+	    i.create_system = host
+	    z.writestr(i, data)
+	with zipfile.ZipFile(sys.argv[1], "w") as z:	# made on Unix
+	    put(z, "back\\slash", b"one\n", 3)
+	    put(z, "dir/a\\b.txt", b"two\n", 3)
+	with zipfile.ZipFile(sys.argv[2], "w") as z:	# made on Windows
+	    put(z, "win\\sub\\f.txt", b"three\n", 0)
+	    put(z, "ntfs\\g.txt", b"four\n", 11)
+	EOF
+	LC_ALL=C run r4pack create -U "$UUID" "$T/b.zip" "$T/b.img"
+	[ "$status" -eq 0 ]
+	# (ls writes a backslash as \x5c; the command line takes \\)
+	[ "$(LC_ALL=C ls_names "$T/b.img" / | sort)" = "$(printf 'back\\x5cslash\ndir')" ]
+	[ "$(LC_ALL=C ls_names "$T/b.img" /dir)" = 'a\x5cb.txt' ]
+	[ "$(r4debugfs -R 'cat /back\\slash' "$T/b.img")" = one ]
+	[ "$(r4debugfs -R 'cat /dir/a\\b.txt' "$T/b.img")" = two ]
+	LC_ALL=C run r4pack create -U "$UUID" "$T/w.zip" "$T/w.img"
+	[ "$status" -eq 0 ]
+	[ "$(r4debugfs -R 'cat /win/sub/f.txt' "$T/w.img")" = three ]
+	[ "$(r4debugfs -R 'cat /ntfs/g.txt' "$T/w.img")" = four ]
+	# add reads them the same way
+	base_image "$T/a.img"
+	LC_ALL=C run r4pack add "$T/a.img" "$T/b.zip"
+	[ "$status" -eq 0 ]
+	[ "$(r4debugfs -R 'cat /back\\slash' "$T/a.img")" = one ]
+	[ "$(LC_ALL=C ls_names "$T/a.img" /dir)" = 'a\x5cb.txt' ]
+}
+
 @test "5: a damaged tar header is named as such, with its byte offset" {
 	pytar "$T/ok.tar" <<-'EOF'
 	f("a.txt", b"a" * 100)

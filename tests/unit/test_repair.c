@@ -23,6 +23,9 @@ static int preen_allowed(int code)
 	/* compressed files the kernel cannot take: no byte changes */
 	case R4_CHK_CC_HOLE0: case R4_CHK_CC_UNMERGED: case R4_CHK_CC_CONV:
 		return 1;
+	/* tail items the kernel reads short, joined: no byte changes */
+	case R4_CHK_TAIL_UNMERGED:
+		return 1;
 	default:
 		return 0;
 	}
@@ -65,6 +68,8 @@ int main(void)
 			  "conv" },
 			{ R4_CHK_CC_CROSS, "ccreg-crossing", R4_FIX_YES,
 			  "crosses the cluster end" },
+			{ R4_CHK_TAIL_UNMERGED, "tail-unmerged", R4_FIX_PREEN,
+			  "reads the file short" },
 		};
 
 		for (size_t i = 0; i < sizeof(cc) / sizeof(cc[0]); i++) {
