@@ -371,6 +371,7 @@ static int run(struct add_job *j)
 		r4cmd_error(&err, j->image, err.code);
 		return r4cmd_busy_exit(&err, EXIT_FAILED);
 	}
+	r4cmd_env_vol(vol);
 	r4_vol_super(vol, &j->before);
 	j->nospc_quiet = opt_grow;
 	rc = add_txn(j, vol);

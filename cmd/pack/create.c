@@ -556,6 +556,8 @@ static int run_layers(struct create_job *j, const char *target)
 		r4cmd_error(&err, tmp, err.code);
 		rc = EXIT_FAILED;
 	}
+	if (vol)
+		r4cmd_env_vol(vol);
 	if (!rc)
 		rc = pack_layers(vol, tmp, &j->ps.src[1], &j->ps.is_dir[1],
 				 j->ps.n - 1, &j->ao, NULL);

@@ -306,6 +306,7 @@ static int run(const char *path, const struct r4_repack_opts *o)
 		ex = r4cmd_busy_exit(&err, EXIT_FAILED);
 	} else {
 		r4cmd_lock_note(vol);
+		r4cmd_env_vol(vol);
 		rc = sound(vol, path, &err);
 	}
 	/* -q prints no report: no fragmentation figures to measure (their

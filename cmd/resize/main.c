@@ -234,6 +234,7 @@ static int run(const char *path, const char *size, uint64_t batch)
 		r4cmd_error(&err, path, rc);
 		return r4cmd_busy_exit(&err, EXIT_FAILED);
 	}
+	r4cmd_env_vol(vol);
 	rc = sound(vol, path, &err);
 	r4_vol_super(vol, &si);
 	if (!rc && size && parse_target(size, si.blksize, &n)) {
