@@ -511,6 +511,40 @@ static const char *zip_name(struct zipnames *z, const char *name, char *buf,
 	return buf;
 }
 
+/* A header libarchive could not read, after entry last. */
+static int bad_header(const struct tar_sink *s, struct archive *a,
+		      long long at, const char *last, struct r4_error *err)
+{
+	if (at < 0)
+		return r4i_fail(err, R4_ECORRUPT, "%s: damaged header after "
+			       "entry '%s': %s", s->source, last, arc_why(a));
+	return r4i_fail(err, R4_ECORRUPT, "%s: damaged header at byte %lld: "
+		       "%s (after entry '%s')", s->source, at, arc_why(a),
+		       last);
+}
+
+/* Once the first header is read the format is known: a zip file's
+ * central directory into z (and a name buffer), for the names as they
+ * are. 1 for a zip, else 0. */
+static int zip_names_load(struct archive *a, const char *path,
+			  struct zipnames *z, char **zbuf)
+{
+	int zip = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) ==
+		  ARCHIVE_FORMAT_ZIP && strcmp(path, "-");
+	int fd = zip ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	struct stat st;
+
+	if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode))
+		zip_cd_load(z, fd, (uint64_t)st.st_size);
+	if (fd >= 0)
+		close(fd);
+	if (z->cd && !(*zbuf = malloc(PATH_MAX + 2))) {
+		free(z->cd);
+		z->cd = NULL;
+	}
+	return zip;
+}
+
 static int arc_loop(struct tar_sink *s, const struct arc_file *f,
 		    struct archive *a, const char *path, struct r4_error *err)
 {
@@ -532,15 +566,7 @@ static int arc_loop(struct tar_sink *s, const struct arc_file *f,
 				       "r4pack reads (%s)", s->source,
 				       arc_why(a));
 		if (r < ARCHIVE_OK && r != ARCHIVE_WARN) {
-			if (at < 0)
-				rc = r4i_fail(err, R4_ECORRUPT, "%s: damaged "
-					      "header after entry '%s': %s",
-					      s->source, last, arc_why(a));
-			else
-				rc = r4i_fail(err, R4_ECORRUPT, "%s: damaged "
-					      "header at byte %lld: %s (after "
-					      "entry '%s')", s->source, at,
-					      arc_why(a), last);
+			rc = bad_header(s, a, at, last, err);
 			goto out;
 		}
 		name = archive_entry_pathname(ae);
@@ -549,30 +575,11 @@ static int arc_loop(struct tar_sink *s, const struct arc_file *f,
 		if (!name) {
 			rc = r4i_fail(err, R4_ECORRUPT, "%s: the header at "
 				     "byte %lld has a name that cannot be "
-				     "read%s%s%s", s->source, at,
-				     archive_error_string(a) ? " (" : "",
-				     archive_error_string(a) ?
-				     archive_error_string(a) : "",
-				     archive_error_string(a) ? ")" : "");
+				     "read (%s)", s->source, at, arc_why(a));
 			goto out;
 		}
-		if (zip < 0) {
-			struct stat st;
-			int fd;
-
-			/* the format is known once a header is read */
-			zip = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) ==
-			      ARCHIVE_FORMAT_ZIP && strcmp(path, "-");
-			fd = zip ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-			if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode))
-				zip_cd_load(&z, fd, (uint64_t)st.st_size);
-			if (fd >= 0)
-				close(fd);
-			if (z.cd && !(zbuf = malloc(PATH_MAX + 2))) {
-				free(z.cd);
-				z.cd = NULL;
-			}
-		}
+		if (zip < 0)
+			zip = zip_names_load(a, path, &z, &zbuf);
 		if (z.cd)
 			name = zip_name(&z, name, zbuf, PATH_MAX + 2);
 		if (r == ARCHIVE_WARN && archive_error_string(a))
