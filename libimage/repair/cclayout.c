@@ -215,6 +215,39 @@ static int plan_conv(struct clfix *f, const struct chk_obj *o)
 	return rc;
 }
 
+/* tail40 items of one file side by side in a leaf: one op per run of
+ * items continuing each other. */
+static int plan_tails(struct clfix *f)
+{
+	struct chk *c = &f->R->c;
+
+	for (size_t i = 0; i < c->ntunm; i++) {
+		const struct chk_tpair *t = &c->tunm[i];
+		struct clop *last = f->n ? &f->v[f->n - 1] : NULL;
+		struct r4_objref ref;
+		char path[1024];
+
+		obj_ref_from_key(&t->a, &ref);
+		if (last && last->kind == CL_TMERGE && last->blk == t->blk &&
+		    !memcmp(&last->ref, &ref, sizeof(ref)) &&
+		    last->off + last->units > fmt_key_offset(&t->a)) {
+			last->units = t->end - last->off;
+			last->items++;
+			continue;
+		}
+		last = op_add(f, CL_TMERGE, R4_CHK_TAIL_UNMERGED, &ref);
+		if (!last)
+			return -ENOMEM;
+		last->off = fmt_key_offset(&t->a);
+		last->units = t->end - last->off;
+		last->items = 2;
+		last->blk = t->blk;
+		chk_cc_path(c, &ref, path, sizeof(path));
+		last->who = path[0] ? strdup(path) : NULL;
+	}
+	return 0;
+}
+
 static int plan(struct clfix *f)
 {
 	struct rep *R = f->R;
@@ -244,38 +277,9 @@ static int plan(struct clfix *f)
 			obj_sd_put(&sd);
 		}
 	}
-	/* tail40 items of one file side by side in a leaf: one op per
-	 * run of items continuing each other */
-	for (size_t i = 0; R->codes[R4_CHK_TAIL_UNMERGED] && i < c->ntunm &&
-	     !rc; i++) {
-		const struct chk_tpair *t = &c->tunm[i];
-		struct clop *last = f->n ? &f->v[f->n - 1] : NULL;
-		struct r4_objref ref;
-
-		obj_ref_from_key(&t->a, &ref);
-		if (last && last->kind == CL_TMERGE && last->blk == t->blk &&
-		    !memcmp(&last->ref, &ref, sizeof(ref)) &&
-		    last->off + last->units > fmt_key_offset(&t->a)) {
-			last->units = t->end - last->off;
-			last->items++;
-			continue;
-		}
-		last = op_add(f, CL_TMERGE, R4_CHK_TAIL_UNMERGED, &ref);
-		if (!last) {
-			rc = -ENOMEM;
-			break;
-		}
-		last->off = fmt_key_offset(&t->a);
-		last->units = t->end - last->off;
-		last->items = 2;
-		last->blk = t->blk;
-		{
-			char path[1024];
-
-			chk_cc_path(c, &ref, path, sizeof(path));
-			last->who = path[0] ? strdup(path) : NULL;
-		}
-	}
+	/* tail40 items of one file side by side in a leaf */
+	if (!rc && R->codes[R4_CHK_TAIL_UNMERGED])
+		rc = plan_tails(f);
 	if (R->codes[R4_CHK_CC_CONV]) {
 		for (size_t i = 0; i < c->nobjs && !rc; i++) {
 			const struct chk_obj *o = &c->objs[i];
@@ -624,6 +628,19 @@ static int do_op(struct r4_txn *x, struct clop *p, struct r4_error *err)
 	}
 }
 
+/* Tail items of one file joined (tail-unmerged). */
+static void report_tmerge(struct rep *R, const struct clop *p)
+{
+	rep_action(R, p->code, p->blk, p->ref.oid, 0, 0,
+		   "file %s%s(object %llx), tree node %llu: %u tail40 items "
+		   "from offset %llu joined into one of %llu bytes, as the "
+		   "Reiser4 kernel keeps a file's tail",
+		   p->who ? p->who : "", p->who ? " " : "",
+		   (unsigned long long)p->ref.oid, (unsigned long long)p->blk,
+		   p->items, (unsigned long long)p->off,
+		   (unsigned long long)p->units);
+}
+
 static void report_op(struct rep *R, const struct clop *p)
 {
 	char oid[64];
@@ -635,19 +652,10 @@ static void report_op(struct rep *R, const struct clop *p)
 			 (unsigned long long)p->ref.oid);
 		who = oid;
 	}
-	if (p->kind == CL_TMERGE) {
-		rep_action(R, p->code, p->blk, p->ref.oid, 0, 0,
-			   "file %s%s(object %llx), tree node %llu: %u tail40 "
-			   "items from offset %llu joined into one of %llu "
-			   "bytes, as the Reiser4 kernel keeps a file's tail",
-			   p->who ? p->who : "", p->who ? " " : "",
-			   (unsigned long long)p->ref.oid,
-			   (unsigned long long)p->blk, p->items,
-			   (unsigned long long)p->off,
-			   (unsigned long long)p->units);
-		return;
-	}
 	switch (p->kind) {
+	case CL_TMERGE:
+		report_tmerge(R, p);
+		break;
 	case CL_HOLE0:
 		rep_action(R, p->code, p->blk, p->ref.oid, 0, 0,
 			   "%s: cluster 0 stored as an all-zero cluster (%s, "

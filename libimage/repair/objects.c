@@ -510,6 +510,28 @@ static int do_op(struct objfix *f, struct r4_txn *x, const struct op *p,
 					 err);
 }
 
+/* A size set: a file cut (the bytes past its new end no longer read: a
+ * body item lost, or a size larger than the body) is a loss, counted as
+ * such. */
+static void report_size(struct rep *R, const struct op *p)
+{
+	if (p->code == R4_CHK_FILE_SIZE && p->val < p->old) {
+		rep_action(R, p->code, R4_CHECK_NO_BLOCK, p->obj.oid,
+			   R4_LOSS_CUT, p->old - p->val,
+			   "object %llx: size set to %llu (was %llu): %llu "
+			   "bytes past the end of its body cut",
+			   (unsigned long long)p->obj.oid,
+			   (unsigned long long)p->val,
+			   (unsigned long long)p->old,
+			   (unsigned long long)(p->old - p->val));
+		return;
+	}
+	rep_action(R, p->code, R4_CHECK_NO_BLOCK, p->obj.oid, 0, 0,
+		   "object %llx: size set to %llu (was %llu)",
+		   (unsigned long long)p->obj.oid, (unsigned long long)p->val,
+		   (unsigned long long)p->old);
+}
+
 static void report_op(struct rep *R, const struct op *p)
 {
 	switch (p->kind) {
@@ -521,25 +543,7 @@ static void report_op(struct rep *R, const struct op *p)
 			   (unsigned long long)p->old);
 		break;
 	case OP_SIZE:
-		/* A file cut: the bytes past its new end no longer read
-		 * (a body item lost, or a size larger than the body): a
-		 * loss, counted as such. */
-		if (p->code == R4_CHK_FILE_SIZE && p->val < p->old) {
-			rep_action(R, p->code, R4_CHECK_NO_BLOCK, p->obj.oid,
-				   R4_LOSS_CUT, p->old - p->val,
-				   "object %llx: size set to %llu (was %llu): "
-				   "%llu bytes past the end of its body cut",
-				   (unsigned long long)p->obj.oid,
-				   (unsigned long long)p->val,
-				   (unsigned long long)p->old,
-				   (unsigned long long)(p->old - p->val));
-			break;
-		}
-		rep_action(R, p->code, R4_CHECK_NO_BLOCK, p->obj.oid, 0, 0,
-			   "object %llx: size set to %llu (was %llu)",
-			   (unsigned long long)p->obj.oid,
-			   (unsigned long long)p->val,
-			   (unsigned long long)p->old);
+		report_size(R, p);
 		break;
 	case OP_ENT_DEL:
 		rep_action(R, p->code, R4_CHECK_NO_BLOCK, p->obj.oid,
