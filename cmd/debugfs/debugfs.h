@@ -111,6 +111,8 @@ void dbg_former_path(const struct former *f, const struct r4_deleted *x,
 		     char *buf, size_t cap);
 void dbg_iso_time(int64_t s, char out[32]);
 int dbg_undel_all(struct dbg *d, const char *dir);
+/* forensic.c: all len bytes of buf to fd at off: 0 or a negative errno. */
+int dbg_pwrite_all(int fd, uint64_t off, const void *buf, size_t len);
 /* Print a name with bytes < 0x20, 0x7f and backslash as \xHH. */
 void dbg_put_name(const char *s, size_t len);
 /* A directory's entries, copied (names NUL-terminated too). */

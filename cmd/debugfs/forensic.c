@@ -440,23 +440,29 @@ struct undel_ctx {
 	int nmiss;
 };
 
-static int undel_data(void *ctx, uint64_t off, const void *buf, size_t len)
+int dbg_pwrite_all(int fd, uint64_t off, const void *buf, size_t len)
 {
-	struct undel_ctx *u = ctx;
 	const uint8_t *p = buf;
 
 	while (len) {
-		ssize_t w = pwrite(u->fd, p, len, (off_t)off);
+		ssize_t w = pwrite(fd, p, len, (off_t)off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return -errno;
+			return w < 0 ? -errno : -EIO;
 		p += w;
 		off += (uint64_t)w;
 		len -= (size_t)w;
 	}
 	return 0;
+}
+
+static int undel_data(void *ctx, uint64_t off, const void *buf, size_t len)
+{
+	struct undel_ctx *u = ctx;
+
+	return dbg_pwrite_all(u->fd, off, buf, len);
 }
 
 static int undel_gap(void *ctx, uint64_t off, uint64_t len)

@@ -235,20 +235,8 @@ static int all_begin(void *ctx, const struct r4_deleted *x)
 static int all_data(void *ctx, uint64_t off, const void *buf, size_t len)
 {
 	struct all *a = ctx;
-	const uint8_t *p = buf;
 
-	while (len) {
-		ssize_t w = pwrite(a->fd, p, len, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -errno;
-		p += w;
-		off += (uint64_t)w;
-		len -= (size_t)w;
-	}
-	return 0;
+	return dbg_pwrite_all(a->fd, off, buf, len);
 }
 
 static int all_gap(void *ctx, uint64_t off, uint64_t len)
