@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "common.h"
+#include "r4/check.h"
 
 const char *r4cmd_prog = "r4kit";
 int r4cmd_quiet, r4cmd_verbose, r4cmd_show_version;
@@ -625,4 +626,52 @@ int r4cmd_json_exit(int code)
 	fputs("}\n", f);
 	fflush(f);
 	return code;
+}
+
+/* ---- a sound volume ----------------------------------------------------- */
+
+struct first_problem {
+	char msg[512];
+	const char *code;
+};
+
+static void first_problem(void *ctx, const struct r4_check_problem *p)
+{
+	struct first_problem *f = ctx;
+
+	if (f->code)
+		return;
+	f->code = r4_check_code_name(p->code);
+	if (p->block != R4_CHECK_NO_BLOCK)
+		snprintf(f->msg, sizeof(f->msg), "block %llu: %s",
+			 (unsigned long long)p->block, p->msg);
+	else
+		snprintf(f->msg, sizeof(f->msg), "%s", p->msg);
+}
+
+int r4cmd_sound(struct r4_vol *vol, const char *path, const char *verb,
+		struct r4_error *err)
+{
+	struct first_problem f = { "", NULL };
+	struct r4_check_opts co;
+	struct r4_check_report cr;
+	int rc;
+
+	memset(&co, 0, sizeof(co));
+	co.problem = first_problem;
+	co.problem_ctx = &f;
+	co.max_reports = 1;
+	rc = r4_check(vol, &co, &cr, err);
+	if (rc)
+		return rc;
+	if (!cr.problems)
+		return 0;
+	err->code = R4_ECORRUPT;
+	if (snprintf(err->msg, sizeof(err->msg), "%s: %llu problem%s found "
+		     "(the first, %s: %s): the volume is not %s; run r4fsck "
+		     "on it first", path, (unsigned long long)cr.problems,
+		     cr.problems == 1 ? "" : "s", f.code ? f.code : "?",
+		     f.msg, verb) >= (int)sizeof(err->msg))
+		memcpy(err->msg + sizeof(err->msg) - 4, "...", 4);
+	return R4_ECORRUPT;
 }

@@ -34,6 +34,12 @@ unsigned r4cmd_lock_flags(void);
 /* R4CMD_EXIT_BUSY when err says the image is busy (R4_EBUSY), else
  * otherwise. */
 int r4cmd_busy_exit(const struct r4_error *err, int otherwise);
+/* Before a command moves blocks (the repacker, r4resize): the volume is
+ * checked as r4fsck -n checks it; 0 when sound, else R4_ECORRUPT with
+ * err saying how many problems, the first, that the volume is not VERB
+ * ("repacked") and to run r4fsck; or the check's own failure. */
+int r4cmd_sound(struct r4_vol *vol, const char *path, const char *verb,
+		struct r4_error *err);
 /* Say on stderr that a writer holds an image read with --no-lock. */
 struct r4_vol;
 void r4cmd_lock_note(const struct r4_vol *vol);

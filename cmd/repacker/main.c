@@ -237,55 +237,11 @@ static int measure(struct r4_vol *vol, struct report *r, int after,
 			       &r->nworst, err);
 }
 
-/* The first problem the check finds. */
-struct first_problem {
-	char msg[512];
-	const char *code;
-};
-
-static void on_problem(void *ctx, const struct r4_check_problem *p)
-{
-	struct first_problem *f = ctx;
-
-	if (f->code)
-		return;
-	f->code = r4_check_code_name(p->code);
-	if (p->block != R4_CHECK_NO_BLOCK)
-		snprintf(f->msg, sizeof(f->msg), "block %llu: %s",
-			 (unsigned long long)p->block, p->msg);
-	else
-		snprintf(f->msg, sizeof(f->msg), "%s", p->msg);
-}
-
-/* The repacker moves the blocks of a sound volume only: whatever the
- * mode (-n, -q, --json), the volume is checked as r4fsck -n checks it
- * before anything is measured, planned or moved. 1 with err set when
- * it is not sound. */
+/* The volume is checked as r4fsck -n checks it before anything is
+ * measured, planned or moved, whatever the mode (cmd/common: r4cmd_sound). */
 static int sound(struct r4_vol *vol, const char *path, struct r4_error *err)
 {
-	struct first_problem f = { "", NULL };
-	struct r4_check_opts co;
-	struct r4_check_report cr;
-	int rc;
-
-	memset(&co, 0, sizeof(co));
-	co.problem = on_problem;
-	co.problem_ctx = &f;
-	co.max_reports = 1;
-	rc = r4_check(vol, &co, &cr, err);
-	if (rc)
-		return rc;
-	if (!cr.problems)
-		return 0;
-	err->code = R4_ECORRUPT;
-	if (snprintf(err->msg, sizeof(err->msg), "%s: %llu problem%s found "
-		     "(the first, %s: %s): the volume is not repacked; run "
-		     "r4fsck on it first", path,
-		     (unsigned long long)cr.problems,
-		     cr.problems == 1 ? "" : "s", f.code ? f.code : "?",
-		     f.msg) >= (int)sizeof(err->msg))
-		memcpy(err->msg + sizeof(err->msg) - 4, "...", 4);
-	return R4_ECORRUPT;
+	return r4cmd_sound(vol, path, "repacked", err);
 }
 
 static int run(const char *path, const struct r4_repack_opts *o)

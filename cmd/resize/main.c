@@ -52,50 +52,11 @@ static void on_progress(void *ctx, const char *stage, uint64_t done,
 
 /* First problem of the check (as r4repacker): a damaged volume is not
  * resized. */
-struct first_problem {
-	char msg[512];
-	const char *code;
-};
-
-static void on_problem(void *ctx, const struct r4_check_problem *p)
-{
-	struct first_problem *f = ctx;
-
-	if (f->code)
-		return;
-	f->code = r4_check_code_name(p->code);
-	if (p->block != R4_CHECK_NO_BLOCK)
-		snprintf(f->msg, sizeof(f->msg), "block %llu: %s",
-			 (unsigned long long)p->block, p->msg);
-	else
-		snprintf(f->msg, sizeof(f->msg), "%s", p->msg);
-}
-
+/* The volume is checked as r4fsck -n checks it before anything is
+ * measured, planned or moved, whatever the mode (cmd/common: r4cmd_sound). */
 static int sound(struct r4_vol *vol, const char *path, struct r4_error *err)
 {
-	struct first_problem f = { "", NULL };
-	struct r4_check_opts co;
-	struct r4_check_report cr;
-	int rc;
-
-	memset(&co, 0, sizeof(co));
-	co.problem = on_problem;
-	co.problem_ctx = &f;
-	co.max_reports = 1;
-	rc = r4_check(vol, &co, &cr, err);
-	if (rc)
-		return rc;
-	if (!cr.problems)
-		return 0;
-	err->code = R4_ECORRUPT;
-	if (snprintf(err->msg, sizeof(err->msg), "%s: %llu problem%s found "
-		     "(the first, %s: %s): the volume is not resized; run "
-		     "r4fsck on it first", path,
-		     (unsigned long long)cr.problems,
-		     cr.problems == 1 ? "" : "s", f.code ? f.code : "?",
-		     f.msg) >= (int)sizeof(err->msg))
-		memcpy(err->msg + sizeof(err->msg) - 4, "...", 4);
-	return R4_ECORRUPT;
+	return r4cmd_sound(vol, path, "resized", err);
 }
 
 /* SIZE: blocks when only digits, else bytes with a K/M/G/T/P suffix,

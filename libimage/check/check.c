@@ -270,7 +270,7 @@ int r4_check(struct r4_vol *vol, const struct r4_check_opts *opts,
 	c.rep = report;
 	c.err = err;
 	memset(report, 0, sizeof(*report));
-	rc = opts->tables ? 0 : chk_stream_start(&c);
+	rc = opts && opts->tables ? 0 : chk_stream_start(&c);
 	if (rc)
 		rc = r4i_fail(err, rc, "%s: out of memory for the check",
 			     vol->dev->path);

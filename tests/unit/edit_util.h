@@ -158,13 +158,15 @@ static inline void eu_problem(void *ctx, const struct r4_check_problem *p)
 /* Our checker finds nothing. */
 static inline int eu_check(const char *img)
 {
-	struct r4_check_opts o = { eu_problem, NULL, NULL, NULL, 10 };
+	struct r4_check_opts o = { 0 };
 	struct r4_check_report rep;
 	struct r4_error err = { 0, "", 0 };
 	struct r4_vol *v;
 	char path[512];
 	int rc;
 
+	o.problem = eu_problem;
+	o.max_reports = 10;
 	snprintf(path, sizeof(path), "%s/%s", eu_dir, img);
 	if (r4_vol_open(path, R4_OPEN_RDONLY, &v, &err)) {
 		printf("# open: %s\n", err.msg);
