@@ -172,6 +172,34 @@ static void print_text(const char *path, const struct r4_resize_result *r)
 	printf("\n");
 }
 
+/* The number of blocks to resize to beyond a SIZE given (*n): the
+ * minimum (--min); the size now (--print-min: a dry run that reports the
+ * minimum); with neither nor a SIZE, the device's length (an image file
+ * keeps its length; a device is filled). */
+static int pick_target(struct r4_vol *vol, const char *size,
+		       const struct r4_super_info *si,
+		       const struct r4_resize_opts *o, uint64_t *n,
+		       struct r4_error *err)
+{
+	int rc = 0;
+
+	if (opt_min || opt_print_min) {
+		rc = r4_resize_min(vol, n, err);
+		if (opt_print_min && !rc)
+			*n = si->block_count;
+	}
+	if (!rc && !size && !opt_min && !opt_print_min) {
+		/* keep an image file's length; fill a device */
+		struct r4_resize_result probe;
+		struct r4_resize_opts po = *o;
+
+		po.dry_run = 1;
+		rc = r4_resize(vol, si->block_count, &po, &probe, err);
+		*n = probe.device_blocks;
+	}
+	return rc;
+}
+
 static int run(const char *path, const char *size, uint64_t batch)
 {
 	struct r4_error err = { 0 };
@@ -204,20 +232,8 @@ static int run(const char *path, const char *size, uint64_t batch)
 			     "K, M, G, T or P suffix)", size);
 		return EXIT_USAGE;
 	}
-	if (!rc && (opt_min || opt_print_min)) {
-		rc = r4_resize_min(vol, &n, &err);
-		if (opt_print_min && !rc)
-			n = si.block_count;
-	}
-	if (!rc && !size && !opt_min && !opt_print_min) {
-		/* keep an image file's length; fill a device */
-		struct r4_resize_result probe;
-		struct r4_resize_opts po = o;
-
-		po.dry_run = 1;
-		rc = r4_resize(vol, si.block_count, &po, &probe, &err);
-		n = probe.device_blocks;
-	}
+	if (!rc)
+		rc = pick_target(vol, size, &si, &o, &n, &err);
 	if (!rc)
 		rc = r4_resize(vol, n, &o, &res, &err);
 	if (o.progress)

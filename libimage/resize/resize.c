@@ -542,14 +542,126 @@ static int clear_backup_places(struct r4_vol *vol, struct change *c,
 	return 0;
 }
 
+/* The figures of the volume as it is and as n blocks would make it
+ * (res), and its minimum size. */
+static int figures(struct r4_vol *vol, uint64_t n,
+		   struct r4_resize_result *res, struct r4_error *err)
+{
+	uint32_t bs = vol->blksize;
+	uint64_t old = vol->sb.block_count;
+
+	res->blksize = bs;
+	res->old_blocks = old;
+	res->new_blocks = n;
+	res->max_blocks = r4_resize_max_blocks(bs);
+	res->device_blocks = vol->dev->size / bs;
+	res->free_before = res->free_after = vol->sb.free_blocks;
+	res->bitmaps_before = fmt_bitmap_count(old, bs);
+	res->bitmaps_after = fmt_bitmap_count(n >= fmt_min_block_count(bs) ?
+					      n : old, bs);
+	res->backups_before = fmt_backup_blocks(old, bs, NULL, 0);
+	return r4_resize_min(vol, &res->min_blocks, err);
+}
+
+/* Refuse a size the format cannot address, one below the minimum, or
+ * one past the end of a block device: nothing changed. */
+static int refuse(struct r4_vol *vol, uint64_t n,
+		  const struct r4_resize_result *res, struct r4_error *err)
+{
+	uint32_t bs = vol->blksize;
+	uint64_t old = vol->sb.block_count;
+
+	if (n > res->max_blocks)
+		return r4i_fail(err, R4_ERANGE, "%s: %llu blocks is more than "
+			       "the format addresses (at most %llu blocks of "
+			       "%u bytes): nothing was changed",
+			       vol->dev->path, (unsigned long long)n,
+			       (unsigned long long)res->max_blocks, bs);
+	if (n < old && n < res->min_blocks)
+		return r4i_fail(err, R4_ERANGE, "%s: %llu blocks is below the "
+			       "minimum size of this volume, %llu blocks "
+			       "(%llu KiB): nothing was changed",
+			       vol->dev->path, (unsigned long long)n,
+			       (unsigned long long)res->min_blocks,
+			       (unsigned long long)(res->min_blocks * bs /
+						    1024));
+	if (n > old && vol->dev->is_blkdev && vol->dev->size / bs < n)
+		return r4i_fail(err, R4_ERANGE, "%s: the device holds %llu "
+			       "blocks, fewer than the %llu asked: nothing "
+			       "was changed", vol->dev->path,
+			       (unsigned long long)(vol->dev->size / bs),
+			       (unsigned long long)n);
+	return 0;
+}
+
+/* Before any write: the buffers, the backup places of both sizes, the
+ * new backup copy, and the used blocks to move (res->to_move: past the
+ * new end to shrink, on the new backup places to grow; *zeros: the
+ * zero blocks past a new end). */
+static int survey(struct change *c, struct r4_resize_result *res,
+		  uint64_t *zeros, struct r4_error *err)
+{
+	struct r4_vol *vol = c->vol;
+	uint32_t bs = vol->blksize;
+	uint64_t first;
+	int rc;
+
+	c->bkbuf = malloc(bs);
+	c->buf = malloc(bs);
+	c->plain = malloc(bs);
+	if (!c->bkbuf || !c->buf || !c->plain)
+		return nomem(vol, err);
+	rc = backups(vol, c->old, &c->bk_old, &c->nbk_old, err);
+	if (!rc)
+		rc = backups(vol, c->n, &c->bk_new, &c->nbk_new, err);
+	if (!rc)
+		rc = make_backup(c, err);
+	if (!rc && c->n < c->old)
+		rc = scan_past(vol, c->n, c->bk_old, c->nbk_old, &res->to_move,
+			       &first, zeros, err);
+	if (!rc && c->n > c->old)
+		rc = used_backup_places(vol, c, &res->to_move, err);
+	return rc;
+}
+
+/* The change: to grow, clear the new backup places; to shrink, move
+ * the blocks past the new end; then the size itself (change_size). */
+static int apply(struct change *c, struct r4_resize_result *res,
+		 uint64_t zeros, struct r4_error *err)
+{
+	struct r4_vol *vol = c->vol;
+	uint32_t bs = vol->blksize;
+	int rc;
+
+	if (c->n > c->old) {
+		rc = clear_backup_places(vol, c, res, err);
+		if (rc)
+			return rc;
+	}
+	if (c->n < c->old) {
+		rc = evacuate(vol, c, res, &zeros, err);
+		if (rc)
+			return rc;
+		c->old = vol->sb.block_count;
+	}
+	rc = change_size(c, zeros, err);
+	/* the cache addresses what the device holds now */
+	vol->cache.nblocks = vol->dev->size / bs;
+	if (!rc) {
+		res->changed = 1;
+		res->free_after = vol->sb.free_blocks;
+		res->device_blocks = vol->dev->size / bs;
+	}
+	return rc;
+}
+
 int r4_resize(struct r4_vol *vol, uint64_t n, const struct r4_resize_opts *o,
 	      struct r4_resize_result *res, struct r4_error *err)
 {
 	struct r4_resize_result dummy;
 	struct r4_resize_opts defaults;
 	struct change c;
-	uint32_t bs = vol->blksize;
-	uint64_t zeros = 0, first;
+	uint64_t zeros = 0;
 	int rc;
 
 	if (!res)
@@ -564,81 +676,17 @@ int r4_resize(struct r4_vol *vol, uint64_t n, const struct r4_resize_opts *o,
 	c.o = o;
 	c.old = vol->sb.block_count;
 	c.n = n;
-	res->blksize = bs;
-	res->old_blocks = c.old;
-	res->new_blocks = n;
-	res->max_blocks = r4_resize_max_blocks(bs);
-	res->device_blocks = vol->dev->size / bs;
-	res->free_before = res->free_after = vol->sb.free_blocks;
-	res->bitmaps_before = fmt_bitmap_count(c.old, bs);
-	res->bitmaps_after = fmt_bitmap_count(n >= fmt_min_block_count(bs) ?
-					      n : c.old, bs);
-	res->backups_before = fmt_backup_blocks(c.old, bs, NULL, 0);
-	rc = r4_resize_min(vol, &res->min_blocks, err);
+	rc = figures(vol, n, res, err);
+	if (!rc)
+		rc = refuse(vol, n, res, err);
 	if (rc)
 		return rc;
-	if (n > res->max_blocks)
-		return r4i_fail(err, R4_ERANGE, "%s: %llu blocks is more than "
-			       "the format addresses (at most %llu blocks of "
-			       "%u bytes): nothing was changed",
-			       vol->dev->path, (unsigned long long)n,
-			       (unsigned long long)res->max_blocks, bs);
-	if (n < c.old && n < res->min_blocks)
-		return r4i_fail(err, R4_ERANGE, "%s: %llu blocks is below the "
-			       "minimum size of this volume, %llu blocks "
-			       "(%llu KiB): nothing was changed",
-			       vol->dev->path, (unsigned long long)n,
-			       (unsigned long long)res->min_blocks,
-			       (unsigned long long)(res->min_blocks * bs /
-						    1024));
-	if (n > c.old && vol->dev->is_blkdev && vol->dev->size / bs < n)
-		return r4i_fail(err, R4_ERANGE, "%s: the device holds %llu "
-			       "blocks, fewer than the %llu asked: nothing "
-			       "was changed", vol->dev->path,
-			       (unsigned long long)(vol->dev->size / bs),
-			       (unsigned long long)n);
-	res->backups_after = fmt_backup_blocks(n, bs, NULL, 0);
+	res->backups_after = fmt_backup_blocks(n, vol->blksize, NULL, 0);
 	if (n == c.old)
 		return 0;
-	c.bkbuf = malloc(bs);
-	c.buf = malloc(bs);
-	c.plain = malloc(bs);
-	if (!c.bkbuf || !c.buf || !c.plain) {
-		rc = nomem(vol, err);
-		goto out;
-	}
-	rc = backups(vol, c.old, &c.bk_old, &c.nbk_old, err);
-	if (!rc)
-		rc = backups(vol, n, &c.bk_new, &c.nbk_new, err);
-	if (!rc)
-		rc = make_backup(&c, err);
-	if (!rc && n < c.old)
-		rc = scan_past(vol, n, c.bk_old, c.nbk_old, &res->to_move,
-			       &first, &zeros, err);
-	if (!rc && n > c.old)
-		rc = used_backup_places(vol, &c, &res->to_move, err);
-	if (rc || o->dry_run)
-		goto out;
-	if (n > c.old) {
-		rc = clear_backup_places(vol, &c, res, err);
-		if (rc)
-			goto out;
-	}
-	if (n < c.old) {
-		rc = evacuate(vol, &c, res, &zeros, err);
-		if (rc)
-			goto out;
-		c.old = vol->sb.block_count;
-	}
-	rc = change_size(&c, zeros, err);
-	/* the cache addresses what the device holds now */
-	vol->cache.nblocks = vol->dev->size / bs;
-	if (!rc) {
-		res->changed = 1;
-		res->free_after = vol->sb.free_blocks;
-		res->device_blocks = vol->dev->size / bs;
-	}
-out:
+	rc = survey(&c, res, &zeros, err);
+	if (!rc && !o->dry_run)
+		rc = apply(&c, res, zeros, err);
 	free(c.bk_old);
 	free(c.bk_new);
 	free(c.bkbuf);
