@@ -140,9 +140,11 @@ manifest() {
 
 # ---- before and after ----------------------------------------------------
 
-# The problems of a damaged PRISTINE, without the summary line.
+# The problems of a damaged PRISTINE, without the summary line and the
+# line that says how to repair (both name the image).
 problems() {
-	r4fsck --check "$1" 2>&1 | grep -v ': no problems found\|problems* found'
+	r4fsck --check "$1" 2>&1 |
+		grep -v ': no problems found\|problems* found\|: to repair it: '
 }
 if [ "$DAMAGED" = 1 ]; then
 	problems "$PRISTINE" >"$W/known"
