@@ -197,24 +197,48 @@ static int make_dirs(struct all *a, const char *rel)
 	return 0;
 }
 
+/* The former path made a path under DIR: no leading or doubled '/', a
+ * "." or ".." component (a name a damaged or hostile old node can hold)
+ * kept as "#." or "#..", so that nothing is written outside DIR; a
+ * folder nothing names ("?0x...") as "#0x...". */
+static void safe_rel(const char *former, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (const char *p = former; *p;) {
+		size_t len = strcspn(p, "/");
+
+		if (len) {
+			int dots = (len == 1 && p[0] == '.') ||
+				   (len == 2 && p[0] == '.' && p[1] == '.');
+
+			if (o)
+				put(out, cap, &o, "/", 1);
+			if (dots)
+				put(out, cap, &o, "#", 1);
+			put(out, cap, &o, p, len);
+		}
+		p += len + (p[len] == '/');
+	}
+	for (char *q = out; *q; q++)
+		if (*q == '?')
+			*q = '#';
+	if (!o)
+		put(out, cap, &o, "#", 1);
+}
+
 static int all_begin(void *ctx, const struct r4_deleted *x)
 {
 	struct all *a = ctx;
 	char former[4096], path[8192 + 4096];
 	struct stat st;
-	size_t n;
 
 	a->fd = -1;
 	if (!S_ISREG(x->st.mode))
 		return 1;	/* folders are made for the files in them */
 	dbg_former_path(a->f, x, former, sizeof(former));
-	/* "/?0x..." folders nothing names: kept apart, by their ids */
-	for (n = 0; former[n] == '/'; n++)
-		;
-	snprintf(a->rel, sizeof(a->rel), "%s", former + n);
-	for (char *p = a->rel; *p; p++)
-		if (*p == '?')
-			*p = '#';
+	safe_rel(former, a->rel, sizeof(a->rel));
 	snprintf(path, sizeof(path), "%s/%s", a->dir, a->rel);
 	/* never over a file: a name already there (from this run or
 	 * before) gets the object's id */
