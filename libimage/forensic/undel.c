@@ -233,42 +233,64 @@ static int note_orphan(void *ctx, const struct r4_deleted *d)
 	return 0;
 }
 
-/* Each deleted object of the scan in s (stat data in free blocks, not in
- * the tree) through f: plan for every one first, then begin, its bytes
- * and end. */
-static int all_scanned(struct r4_vol *vol, struct fscan *s,
-		       const struct r4_undel_all_fns *f, struct undel_ctx *u,
-		       int pass, struct r4_error *err)
-{
+/* One deleted object of the scan: its stat data's index and what
+ * describes it (found once, for the plan and the recovery). */
+struct dead {
+	size_t i;
 	struct r4_deleted d;
+};
+
+/* The deleted objects of the scan in s (stat data in free blocks, not
+ * in the tree), each described once, into *out. */
+static int all_dead(struct r4_vol *vol, struct fscan *s, struct dead **out,
+		    size_t *n, struct r4_error *err)
+{
+	size_t cap = 0;
 	int rc = 0;
 
+	*out = NULL;
+	*n = 0;
 	for (size_t i = 0; !rc && i < s->nsd; i++) {
 		if (i && s->sd[i].oid == s->sd[i - 1].oid)
 			continue;	/* an older copy */
 		rc = fsc_is_live(vol, &s->sd[i], err);
-		if (rc < 0)
-			break;
 		if (rc) {
-			rc = 0;		/* still in the tree */
+			rc = rc < 0 ? rc : 0;	/* > 0: still in the tree */
 			continue;
 		}
-		rc = fsc_describe(vol, s, i, &d, err);
-		if (rc)
-			break;
-		if (!pass) {
-			rc = f->plan ? f->plan(f->ctx, &d) : 0;
-			continue;
-		}
-		rc = f->begin(f->ctx, &d);
+		if (fsc_grow((void **)out, &cap, *n + 1, sizeof(**out)))
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		(*out)[*n].i = i;
+		rc = fsc_describe(vol, s, i, &(*out)[*n].d, err);
+		*n += !rc;
+	}
+	return rc;
+}
+
+/* Each deleted object through f: plan for every one first, then begin,
+ * its bytes and end. */
+static int all_scanned(struct r4_vol *vol, struct fscan *s,
+		       const struct r4_undel_all_fns *f, struct undel_ctx *u,
+		       struct r4_error *err)
+{
+	struct dead *v;
+	size_t n;
+	int rc = all_dead(vol, s, &v, &n, err);
+
+	for (size_t k = 0; !rc && f->plan && k < n; k++)
+		rc = f->plan(f->ctx, &v[k].d);
+	for (size_t k = 0; !rc && k < n; k++) {
+		rc = f->begin(f->ctx, &v[k].d);
 		if (rc > 0) {
 			rc = 0;		/* not this one */
 			continue;
 		}
-		if (!rc && S_ISREG(d.st.mode))
-			rc = undel_one(vol, s, i, &d, u, f->missing, err);
-		rc = f->end(f->ctx, &d, rc);
+		if (!rc && S_ISREG(v[k].d.st.mode))
+			rc = undel_one(vol, s, v[k].i, &v[k].d, u, f->missing,
+				       err);
+		rc = f->end(f->ctx, &v[k].d, rc);
 	}
+	free(v);
 	return rc < 0 ? rc : 0;
 }
 
@@ -290,8 +312,8 @@ int r4_undel_all(struct r4_vol *vol, const struct r4_undel_all_fns *f,
 		fsc_sort_scan(&s);
 		rc = fsc_orphans_report(vol, &s, note_orphan, &o, err);
 	}
-	for (int pass = 0; !rc && pass < 2; pass++)
-		rc = all_scanned(vol, &s, f, &u, pass, err);
+	if (!rc)
+		rc = all_scanned(vol, &s, f, &u, err);
 	/* orphans: their bodies are read through the tree */
 	for (size_t k = 0; !rc && k < o.n; k++) {
 		rc = undel_orphan(vol, o.oid[k], &d, NULL, NULL, NULL, err);
