@@ -39,8 +39,15 @@ hold_image() {
 	local i
 	# up to five minutes while it runs: a sanitizer build on a loaded
 	# machine starts slowly; a holder that ended has failed at once
+	# The probe takes no lock of its own (a probing flock(2) once
+	# refused the holder as it started): both of the holder's locks,
+	# the flock(2) and the OFD lock, are looked up in /proc/locks.
+	local ino
+	ino=$(stat -c %i "$1")
 	for i in $(seq 1 15000); do
-		flock -n "$1" true || return 0
+		grep -q "FLOCK .* [0-9a-f]*:[0-9a-f]*:$ino " /proc/locks &&
+			grep -q "OFDLCK .* [0-9a-f]*:[0-9a-f]*:$ino " \
+				/proc/locks && return 0
 		kill -0 "$HOLDER" 2>/dev/null || break
 		sleep 0.02
 	done
