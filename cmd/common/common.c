@@ -190,6 +190,17 @@ void r4cmd_error(const struct r4_error *err, const char *fallback, int code)
 	put_linef("", "%s", last_err);
 }
 
+int r4cmd_fail(struct r4_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	err->code = code;
+	return code;
+}
+
 void r4cmd_errorf(const char *fmt, ...)
 {
 	va_list ap;

@@ -52,6 +52,9 @@ void r4cmd_init(const char *prog);
 /* "prog: message" on stderr; message from err when it has one. */
 void r4cmd_error(const struct r4_error *err, const char *fallback, int code);
 void r4cmd_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Fill err with code and a message, as the library does; code. */
+int r4cmd_fail(struct r4_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 void r4cmd_warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Report a popt parse failure, return the usage exit code. */
 int r4cmd_popt_error(poptContext ctx, int rc, int usage_exit);

@@ -97,18 +97,7 @@ int dbg_edit_finish(struct dbg *d, int ok)
 /* ---- small helpers ------------------------------------------------------ */
 
 /* Fill err for a failure found here; returns code. */
-static int efail(struct r4_error *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int efail(struct r4_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	err->code = code;
-	return code;
-}
+#define efail r4cmd_fail
 
 static int need_abs(const char *path)
 {

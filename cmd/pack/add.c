@@ -244,6 +244,30 @@ static int add_layer(struct r4_txn *t, struct r4_vol *vol, const char *src,
 	return rc;
 }
 
+/* A layer failed with rc (err): the transaction is dropped. What it
+ * wrote went to free blocks only; say so when there were any. */
+static int layers_failed(struct r4_txn *t, const char *image,
+			 const char *src, int rc, struct r4_error *err,
+			 const struct pack_layer_opts *lo)
+{
+	uint64_t written = r4_txn_written(t);
+
+	r4_txn_abort(t);
+	if (rc == R4_ENOSPC && lo && lo->nospc_quiet)
+		return PACK_EXIT_NOSPC;
+	r4cmd_error(err, src, rc);
+	if (rc == R4_ENOSPC && lo && lo->nospc_hint)
+		lo->nospc_hint(lo->ctx);
+	if (!written)
+		r4cmd_errorf("%s: nothing was changed", image);
+	else
+		r4cmd_errorf("%s: the volume's contents are unchanged (its "
+			     "files and free space are as before; %llu of "
+			     "its free blocks hold bytes of the dropped add)",
+			     image, (unsigned long long)written);
+	return EXIT_FAILED;
+}
+
 int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 		const int *is_dir, size_t n, struct r4_archive_opts *ao,
 		const struct pack_layer_opts *lo)
@@ -268,19 +292,16 @@ int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 		r4cmd_error(&err, image, err.code);
 		return EXIT_FAILED;
 	}
+	if (lo && lo->precheck)
+		rc = lo->precheck(lo->ctx, t, &err);
 	/* each SOURCE a layer over the ones before, in one transaction */
-	for (size_t i = 0; !rc && i < n; i++) {
-		rc = add_layer(t, vol, src[i], is_dir[i], i, n, ao, &err);
+	for (size_t i = 0; i < n; i++) {
+		if (!rc)
+			rc = add_layer(t, vol, src[i], is_dir[i], i, n, ao,
+				       &err);
 		if (!rc)
 			continue;
-		r4_txn_abort(t);
-		if (rc == R4_ENOSPC && lo && lo->nospc_quiet)
-			return PACK_EXIT_NOSPC;
-		r4cmd_error(&err, src[i], rc);
-		if (rc == R4_ENOSPC && lo && lo->nospc_hint)
-			lo->nospc_hint(lo->ctx);
-		r4cmd_errorf("%s: nothing was changed", image);
-		return EXIT_FAILED;
+		return layers_failed(t, image, src[i], rc, &err, lo);
 	}
 	if (r4_txn_commit(t, &err)) {
 		r4cmd_error(&err, image, err.code);
@@ -296,10 +317,66 @@ int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 	return EXIT_OK;
 }
 
+/* The blocks of file data a directory holds at least: its regular
+ * files' allocated bytes (holes stay holes), whole blocks only, linked
+ * files and the image itself left out. */
+static uint64_t data_blocks;
+static const struct r4_archive_opts *data_ao;
+
+static int data_entry(const char *path, const struct stat *st, int flag,
+		      struct FTW *f)
+{
+	uint64_t n;
+
+	(void)path;
+	(void)f;
+	if (flag != FTW_F || !S_ISREG(st->st_mode) || st->st_nlink > 1)
+		return 0;
+	for (size_t i = 0; i < data_ao->skip_len; i++)
+		if (data_ao->skip[i].dev == (uint64_t)st->st_dev &&
+		    data_ao->skip[i].ino == (uint64_t)st->st_ino)
+			return 0;
+	n = (uint64_t)st->st_size;
+	if ((uint64_t)st->st_blocks * 512 < n)
+		n = (uint64_t)st->st_blocks * 512;
+	data_blocks += n / 4096;
+	return 0;
+}
+
+/* An add that plainly cannot fit fails before it writes a block: the
+ * first SOURCE, a directory stored uncompressed, holds more whole
+ * blocks of file data than the volume has free (the blocks of files it
+ * replaces are freed only by the commit). Exclusions, archives and
+ * compressed volumes are left to the add itself. */
+static int add_precheck(void *ctx, struct r4_txn *t, struct r4_error *err)
+{
+	const struct add_job *j = ctx;
+	uint64_t need;
+	int cc;
+
+	if (!j->ps.n || !j->ps.is_dir[0] || j->ao.exclude_len)
+		return 0;
+	cc = r4_txn_compresses(t, err);
+	if (cc)
+		return cc < 0 ? cc : 0;
+	data_blocks = 0;
+	data_ao = &j->ao;
+	if (nftw(j->ps.src[0], data_entry, 32, FTW_PHYS))
+		return 0;	/* the add itself says what is wrong */
+	/* a margin for the host's own block accounting */
+	need = data_blocks - data_blocks / 64;
+	if (need <= j->before.free_blocks)
+		return 0;
+	return r4cmd_fail(err, R4_ENOSPC, "%s: no free block left for it: its "
+			"files hold at least %llu blocks of data, and %llu "
+			"are free", j->ps.src[0], (unsigned long long)need,
+			(unsigned long long)j->before.free_blocks);
+}
+
 static int add_txn(struct add_job *j, struct r4_vol *vol)
 {
 	const struct pack_layer_opts lo = {
-		add_plug, add_set, j->nospc_quiet, nospc_hint, j
+		add_plug, add_set, j->nospc_quiet, nospc_hint, j, add_precheck
 	};
 
 	return pack_layers(vol, j->image, j->ps.src, j->ps.is_dir, j->ps.n,

@@ -58,12 +58,16 @@ int pack_sources(poptContext ctx, const char *cmd, const char *order,
  * lo->nospc_quiet (add --grow grows it and tries again). lo may be
  * NULL: the profile's plugins, a full volume said. */
 #define PACK_EXIT_NOSPC 100
+struct r4_txn;
 struct pack_layer_opts {
 	const uint16_t *plug;		/* -o / --compress on add */
 	unsigned plug_set;
 	int nospc_quiet;
 	void (*nospc_hint)(void *ctx);	/* after "no free block left" */
 	void *ctx;
+	/* Before anything is written: R4_ENOSPC (err said) when the
+	 * add plainly cannot fit, so that nothing is written at all. */
+	int (*precheck)(void *ctx, struct r4_txn *t, struct r4_error *err);
 };
 int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 		const int *is_dir, size_t n, struct r4_archive_opts *ao,

@@ -20,6 +20,16 @@ int r4_txn_begin(struct r4_vol *vol, struct r4_txn **out,
 int r4_txn_commit(struct r4_txn *t, struct r4_error *err);
 /* Forget every change of the transaction. Accepts NULL. */
 void r4_txn_abort(struct r4_txn *t);
+/* Free blocks the transaction has written so far (file data and nodes
+ * go to their final places before the commit): an abort leaves the
+ * volume's contents as they were, but these blocks of its free space
+ * hold new bytes. Call it before r4_txn_abort. */
+uint64_t r4_txn_written(const struct r4_txn *t);
+/* 1 when a new regular file in the root directory would be stored
+ * compressed (ccreg40), 0 when not, an error code otherwise: the
+ * transaction's r4_txn_set_create over the root's plugin set
+ * (doc/compress.md §5.1). */
+int r4_txn_compresses(struct r4_txn *t, struct r4_error *err);
 
 /* New regular files (r4_create, r4_txn_add_entry) are stored as the
  * kernel would store them on this volume: the create plugin and the

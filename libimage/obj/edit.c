@@ -116,6 +116,20 @@ void r4_txn_abort(struct r4_txn *x)
 	free(x);
 }
 
+uint64_t r4_txn_written(const struct r4_txn *x)
+{
+	return x ? txn_written_in_place(x->t) : 0;
+}
+
+int r4_txn_compresses(struct r4_txn *x, struct r4_error *err)
+{
+	const struct r4_objref root = { FMT_ROOT_LOCALITY, 0, FMT_ROOT_OID };
+	struct obj_new_plan p;
+	int rc = obj_new_plan(x, &root, &p, err);
+
+	return rc ? rc : p.cc;
+}
+
 int r4_txn_set_create(struct r4_txn *x, const uint16_t *plugin,
 		      unsigned set, struct r4_error *err)
 {

@@ -147,6 +147,18 @@ void txn_release(struct txn *t, int revert)
 	free(t);
 }
 
+uint64_t txn_written_in_place(const struct txn *t)
+{
+	uint64_t n = 0;
+	struct tb *e;
+
+	if (!t)
+		return 0;
+	for (size_t i = 0; (e = tb_next(&t->map, &i));)
+		n += e->state == TB_DATA;
+	return n;
+}
+
 void txn_abort(struct txn *t)
 {
 	if (t)

@@ -115,6 +115,10 @@ int txn_commit(struct txn *t, struct r4_error *err);
 /* Drop everything the transaction did (nothing reached the volume's
  * committed state). Accepts NULL. */
 void txn_abort(struct txn *t);
+/* Blocks of t written in place so far (new data, nodes written behind):
+ * free blocks before t, holding t's bytes. An abort frees them again,
+ * so the volume's contents stay as before, but not their bytes. */
+uint64_t txn_written_in_place(const struct txn *t);
 
 /* Replay committed transactions not yet written home (doc/format.md §8.7),
  * oldest first, writing the footer after each; then reload the super

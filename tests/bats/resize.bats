@@ -214,6 +214,42 @@ checked() {
 	[[ "$output" == *"r4kit"* ]]
 }
 
+@test "resize: a failed add never says 'nothing was changed' when it wrote free blocks; on an uncompressed volume a plainly too big directory writes nothing" {
+	mkdir -p "$T/s" "$T/add"
+	echo hi >"$T/s/x"
+	head -c 30M /dev/urandom >"$T/add/big"
+	# the default profile compresses (ccreg40, conv): no lower bound on
+	# what the add needs, so it writes before it knows; it says so
+	r4pack create -q "$T/s" "$T/c.img"
+	cp "$T/c.img" "$T/c0.img"
+	run r4pack add "$T/c.img" "$T/add"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" != *"nothing was changed"* ]]
+	[[ "$output" == *"contents are unchanged (its files and free space are as before; "*" of its free blocks hold bytes of the dropped add)"* ]]
+	r4manifest "$T/c.img" >"$T/m1"
+	r4manifest "$T/c0.img" >"$T/m0"
+	cmp "$T/m0" "$T/m1"
+	checked "$T/c.img"
+	# reg40: the directory holds more blocks of data than are free: it
+	# fails before a write, the image byte-identical
+	r4pack create -q -o create=reg40 "$T/s" "$T/r.img"
+	cp "$T/r.img" "$T/r0.img"
+	run r4pack add "$T/r.img" "$T/add"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"add: no free block left for it: its files hold at least "*" blocks of data"* ]]
+	[[ "$output" == *"nothing was changed"* ]]
+	cmp "$T/r.img" "$T/r0.img"
+	# --grow grows first, then adds
+	run r4pack add --grow "$T/r.img" "$T/add"
+	[ "$status" -eq 0 ]
+	r4debugfs -R "dump /big $T/big.out" "$T/r.img"
+	cmp "$T/big.out" "$T/add/big"
+	r4manifest "$T/r.img" >"$T/m1"
+	checked "$T/r.img"
+}
+
 @test "resize: r4pack add that does not fit: the message says how much more and names --grow and r4resize; --grow grows and adds; --grow=MAX bounds it" {
 	mkdir -p "$T/s" "$T/add"
 	echo hi >"$T/s/x"
