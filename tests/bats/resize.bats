@@ -205,6 +205,32 @@ checked() {
 	[ "$(blocks "$T/a.img")" = 25600 ]
 }
 
+@test "resize: a block device: a size past its end is refused (the device's size said, nothing changed); without SIZE the volume fills it" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to attach a loop device"
+	command -v losetup >/dev/null || skip "needs losetup"
+	mkimg "$T/v.img"
+	r4manifest "$T/v.img" >"$T/m1"
+	truncate -s 96M "$T/v.img"
+	dev=$(losetup -f --show "$T/v.img" 2>"$T/losetup.err") ||
+		skip "cannot attach a loop device here: $(head -n 1 "$T/losetup.err")"
+	sum=$(sha256sum <"$T/v.img")
+	run r4resize "$dev" 128M
+	r1=$status o1=$output
+	s1=$(sha256sum <"$T/v.img")
+	run r4resize -p "$dev"
+	r2=$status o2=$output
+	b2=$(blocks "$dev")
+	losetup -d "$dev"
+	echo "$o1"; echo "$o2"
+	[ "$r1" -eq 1 ]
+	[ "${#o1}" -gt 0 ] && [ "$(grep -c . <<<"$o1")" -le 2 ]
+	[[ "$o1" == *"$dev: the device holds 24576 blocks"* ]]
+	[ "$s1" = "$sum" ]
+	[ "$r2" -eq 0 ]
+	[ "$b2" = 24576 ]
+	checked "$T/v.img"
+}
+
 @test "resize: --help and --version" {
 	run r4resize --help
 	[ "$status" -eq 0 ]
