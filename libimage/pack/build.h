@@ -44,6 +44,9 @@ enum bdata_kind {
 	BD_SPOOL,	/* tail bytes in the spool file */
 	BD_EXTENTS,	/* streamed into the image: ext[] */
 	BD_DEFERRED,	/* read through the data source at finish */
+	BD_ATX,		/* extent bytes at spool_off of the source file
+			 * (b->src), copied when the tree reaches the file
+			 * (in key order, as BD_DEFERRED data is read) */
 	BD_AT		/* tail bytes at spool_off of the source file
 			 * (b->src), read from there at finish */
 };
@@ -82,7 +85,7 @@ struct bobj {
 
 /* Where a regular file's data is (size > 0 only). */
 struct breg {
-	uint64_t spool_off;		/* BD_AT: the offset in b->src */
+	uint64_t spool_off;		/* BD_AT, BD_ATX: the offset in b->src */
 	struct enc_units ext;		/* extents (start 0: a hole) */
 	uint64_t sd_leaf;		/* deferred extents: where its SD's */
 	uint32_t sd_off;		/* bytes field is, to patch */
@@ -469,6 +472,9 @@ int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,
 	      struct r4_error *err);
 void pack_tail_close(struct tailrd *t);
 /* Deferred extents: read the file now, writing its blocks. */
+/* A BD_ATX file's extents, copied from b->src now (emit order). */
+int pack_data_atx_extents(struct r4_build *b, struct bobj *o,
+			  const char *path, struct r4_error *err);
 int pack_data_deferred_extents(struct r4_build *b, struct bobj *o,
 			  const char *path, struct r4_error *err);
 /* Append len bytes to the spool (compressed clusters). */

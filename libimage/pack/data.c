@@ -632,13 +632,11 @@ int pack_data_take_at(struct r4_build *b, struct bobj *o,
 		return 1;
 	if (soff > b->src->size || o->size > b->src->size - soff)
 		return src_short(b->src, e->path, err);
-	if (o->tails) {
-		o->u.reg->spool_off = soff;
-		o->data = BD_AT;
-		rc = 0;
-	} else {
-		rc = take_extents_at(b, o, soff, e->path, err);
-	}
+	/* both copied when the tree reaches the file, in key order: the
+	 * layout of a directory's build (and r4repacker's) */
+	o->u.reg->spool_off = soff;
+	o->data = o->tails ? BD_AT : BD_ATX;
+	rc = 0;
 	b->direct_bytes += o->size;
 	b->done_bytes += o->size;
 	if (!rc && b->o.progress)
@@ -657,6 +655,12 @@ void pack_src_fini(struct r4_build *b)
 	b->wq.bounce = NULL;
 	cbatch_free(b->wq.cur);
 	b->wq.cur = NULL;
+}
+
+int pack_data_atx_extents(struct r4_build *b, struct bobj *o,
+			  const char *path, struct r4_error *err)
+{
+	return take_extents_at(b, o, o->u.reg->spool_off, path, err);
 }
 
 int pack_data_deferred_extents(struct r4_build *b, struct bobj *o,

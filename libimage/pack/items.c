@@ -107,7 +107,8 @@ static uint64_t file_bytes(const struct r4_build *b, const struct bobj *o)
 		return o->size ? pack_cc_bytes(b, o) : 0;
 	if (o->tails || o->data == BD_NONE)
 		return o->size;
-	if (o->data == BD_DEFERRED)	/* dense until read; patched then */
+	/* dense until read (patched then); BD_ATX stays dense */
+	if (o->data == BD_DEFERRED || o->data == BD_ATX)
 		return (o->size + b->bs - 1) / b->bs * b->bs;
 	return enc_units_bytes(&o->u.reg->ext, b->bs);
 }
@@ -323,7 +324,11 @@ static int emit_body(struct r4_build *b, struct bobj *o, uint64_t ord,
 		return pack_cc_emit(b, o, p, err);
 	if (o->tails)
 		return emit_tails(b, o, ord, p, err);
-	if (o->data == BD_DEFERRED) {
+	if (o->data == BD_ATX) {
+		rc = pack_twig_reserve(b, FMT_EXTENT40_UNIT_SIZE, err);
+		if (!rc)
+			rc = pack_data_atx_extents(b, o, p, err);
+	} else if (o->data == BD_DEFERRED) {
 		uint64_t dense = file_bytes(b, o), got;
 
 		rc = pack_twig_reserve(b, FMT_EXTENT40_UNIT_SIZE, err);
