@@ -375,9 +375,19 @@ int dbg_undel_all(struct dbg *d, const char *dir)
 	dbg_former_free(a.f);
 	if (rc)
 		return dbg_fail(&err, "undel --all", rc);
-	printf("%" PRIu64 " deleted file(s) recovered into %s (%" PRIu64
-	       " bytes, %" PRIu64 " of them in part), listed in %s%s\n",
-	       a.files, dir, a.bytes, a.partial, mpath,
-	       a.failed ? "; some could not be written (above)" : "");
+	if (d->json) {
+		putchar('{');
+		r4cmd_json_name("dir", dir, strlen(dir));
+		putchar(',');
+		r4cmd_json_name("manifest", mpath, strlen(mpath));
+		printf(",\"recovered\":%" PRIu64 ",\"bytes\":%" PRIu64
+		       ",\"partial\":%" PRIu64 ",\"failed\":%" PRIu64 "}\n",
+		       a.files, a.bytes, a.partial, a.failed);
+	} else {
+		printf("%" PRIu64 " deleted file(s) recovered into %s (%"
+		       PRIu64 " bytes, %" PRIu64 " of them in part), listed "
+		       "in %s%s\n", a.files, dir, a.bytes, a.partial, mpath,
+		       a.failed ? "; some could not be written (above)" : "");
+	}
 	return a.failed ? DBG_FAIL : DBG_OK;
 }

@@ -65,17 +65,16 @@ static void summary(const char *image, const struct r4_archive_stats *st)
 	if (opt_json) {
 		FILE *f = r4cmd_json_out();
 
-		fprintf(f, "{\"schema\": %d, \"program\": \"r4pack extract\", ",
-			R4CMD_JSON_SCHEMA);
+		r4cmd_json_begin("extract", R4CMD_JSON_SCHEMA);
+		fputc(',', f);
 		r4cmd_json_name("image", image, strlen(image));
-		fprintf(f, ", \"entries\": ");
+		r4cmd_json_key("entries");
 		r4cmd_json_u64(st->entries);
-		fprintf(f, ", \"skipped\": ");
+		r4cmd_json_key("skipped");
 		r4cmd_json_u64(st->skipped);
-		fprintf(f, ", \"bytes\": ");
+		r4cmd_json_key("bytes");
 		r4cmd_json_u64(st->bytes);
-		fprintf(f, "}\n");
-		r4cmd_json_done();
+		r4cmd_json_end();
 	} else if (r4cmd_verbose) {
 		fprintf(stderr, "%s: wrote %" PRIu64 " entries, %" PRIu64
 			" bytes of data from %s\n", r4cmd_prog, st->entries,

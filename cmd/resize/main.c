@@ -95,31 +95,31 @@ static const char *verb(const struct r4_resize_result *r)
 
 static void print_json(const char *path, const struct r4_resize_result *r)
 {
-	printf("{\n  \"schema\": %d,\n  \"program\": \"r4resize\",\n  ",
-	       R4CMD_JSON_SCHEMA);
+	r4cmd_json_begin("resize", R4CMD_JSON_SCHEMA);
+	putchar(',');
 	r4cmd_json_name("image", path, strlen(path));
-	printf(",\n  \"dry_run\": %s,\n  \"outcome\": \"%s\",\n  "
-	       "\"block_size\": %u,\n  \"old_blocks\": ",
+	printf(",\"dry_run\":%s,\"outcome\":\"%s\","
+	       "\"block_size\":%u,\"old_blocks\":",
 	       opt_dry || opt_print_min ? "true" : "false",
 	       opt_print_min ? "minimum" :
 	       r->new_blocks == r->old_blocks ? "unchanged" :
 	       r->new_blocks > r->old_blocks ? "grow" : "shrink", r->blksize);
 	r4cmd_json_u64(r->old_blocks);
-	printf(",\n  \"new_blocks\": ");
+	printf(",\"new_blocks\":");
 	r4cmd_json_u64(r->new_blocks);
-	printf(",\n  \"min_blocks\": ");
+	printf(",\"min_blocks\":");
 	r4cmd_json_u64(r->min_blocks);
-	printf(",\n  \"max_blocks\": ");
+	printf(",\"max_blocks\":");
 	r4cmd_json_u64(r->max_blocks);
-	printf(",\n  \"device_blocks\": ");
+	printf(",\"device_blocks\":");
 	r4cmd_json_u64(r->device_blocks);
-	printf(",\n  \"free_before\": ");
+	printf(",\"free_before\":");
 	r4cmd_json_u64(r->free_before);
-	printf(",\n  \"free_after\": ");
+	printf(",\"free_after\":");
 	r4cmd_json_u64(r->free_after);
-	printf(",\n  \"bitmaps\": [%llu, %llu],\n  \"backups\": [%llu, %llu],"
-	       "\n  \"blocks_to_move\": %llu,\n  \"blocks_moved\": %llu,"
-	       "\n  \"transactions_moving\": %llu\n}\n",
+	printf(",\"bitmaps\":[%llu,%llu],\"backups\":[%llu,%llu],"
+	       "\"blocks_to_move\":%llu,\"blocks_moved\":%llu,"
+	       "\"transactions_moving\":%llu",
 	       (unsigned long long)r->bitmaps_before,
 	       (unsigned long long)r->bitmaps_after,
 	       (unsigned long long)r->backups_before,
@@ -244,7 +244,7 @@ static int run(const char *path, const char *size, uint64_t batch)
 		ex = EXIT_OK;
 		if (opt_json) {
 			print_json(path, &res);
-			r4cmd_json_done();
+			r4cmd_json_end();
 		} else {
 			print_text(path, &res);
 		}
