@@ -298,6 +298,11 @@ int r4cmd_progress_parse(int usage_exit)
 	return 0;
 }
 
+int r4cmd_progress_events(void)
+{
+	return progress_fd >= 0;
+}
+
 int r4cmd_progress_wanted(void)
 {
 	return progress_fd >= 0 || r4cmd_progress_enabled();

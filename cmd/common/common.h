@@ -82,6 +82,8 @@ int r4cmd_progress_parse(int usage_exit);
 void r4cmd_progress_kind(const char *phase, const char *unit);
 void r4cmd_progress_finish(void);
 int r4cmd_progress_wanted(void);
+/* --progress-fd was given (events are written, whatever stderr is). */
+int r4cmd_progress_events(void);
 /* Write len bytes of s to f with control bytes (< 0x20, 0x7f), and
  * backslash when backslash is set, as \xHH: names from an image or an
  * archive on a terminal. r4cmd_error, r4cmd_errorf and r4cmd_warnf

@@ -34,6 +34,8 @@ static struct poptOption resize_options[] = {
 	  "shrink: blocks moved per transaction (default 512)", "N" },
 	{ "json", 'j', POPT_ARG_NONE, &opt_json, 0,
 	  "print the result as one JSON object", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
+	  "Progress:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_wait_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -42,10 +44,15 @@ static struct poptOption resize_options[] = {
 	POPT_TABLEEND
 };
 
+static int progress_seen;
+
 static void on_progress(void *ctx, const char *stage, uint64_t done,
 			uint64_t total)
 {
 	(void)ctx;
+	progress_seen = 1;
+	/* --progress-fd: phase "moving" or "bitmaps", in blocks */
+	r4cmd_progress_kind(stage, "blocks");
 	r4cmd_progress(!strcmp(stage, "moving") ? "moving blocks" :
 		       "writing bitmaps", done < total ? done : total, total);
 }
@@ -215,7 +222,8 @@ static int run(const char *path, const char *size, uint64_t batch)
 	o.dry_run = ro;
 	if (batch)
 		o.batch = batch;
-	if (opt_progress && r4cmd_progress_enabled() && !opt_json)
+	if ((opt_progress && r4cmd_progress_enabled() && !opt_json) ||
+	    r4cmd_progress_events())
 		o.progress = on_progress;
 	rc = r4_vol_open(path, (ro ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
 			 r4cmd_lock_flags(), &vol, &err);
@@ -236,8 +244,15 @@ static int run(const char *path, const char *size, uint64_t batch)
 		rc = pick_target(vol, size, &si, &o, &n, &err);
 	if (!rc)
 		rc = r4_resize(vol, n, &o, &res, &err);
-	if (o.progress)
+	if (o.progress) {
 		r4cmd_progress_end();
+		/* nothing to move and no bitmap to write: still one event,
+		 * "moving" 0 of 0 blocks, so a reader sees the end */
+		if (!rc && !progress_seen)
+			r4cmd_progress_kind("moving", "blocks");
+		if (!rc)
+			r4cmd_progress_finish();
+	}
 	if (rc) {
 		r4cmd_error(&err, path, rc);
 	} else {
@@ -308,6 +323,8 @@ int main(int argc, const char **argv)
 		}
 	}
 	if (!rc && r4cmd_lock_parse(-1))
+		rc = EXIT_USAGE;
+	if (!rc && r4cmd_progress_parse(-1))
 		rc = EXIT_USAGE;
 	if (!rc)
 		rc = run(path, size, batch);

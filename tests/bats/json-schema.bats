@@ -131,7 +131,7 @@ out() {
 	grep -q '"name_b64":"YmFk//4="' "$T/o/debugfs"
 }
 
-@test "every --progress-fd event is valid against r4kit-progress.schema.json" {
+@test "every --progress-fd event is valid against r4kit-progress.schema.json (create, add, fsck -n and -y, repacker, resize)" {
 	mkdir -p "$T/src" "$T/ev"
 	make_src "$T/src"
 	tar -C "$T/src" -cf "$T/src.tar" .
@@ -145,6 +145,13 @@ out() {
 	run r4fsck -y --progress-fd=3 "$T/bad.img" 3>"$T/ev/fsck-y"
 	[ "$status" -eq 1 ]
 	r4repacker -q --progress-fd=3 "$T/a.img" 3>"$T/ev/repack"
+	r4resize -q --progress-fd=3 "$T/a.img" 200M 3>"$T/ev/resize-grow"
+	r4debugfs -w -R 'rm /e/big' "$T/a.img"
+	r4resize -q -M --progress-fd=3 "$T/a.img" 3>"$T/ev/resize-shrink"
+	grep -q '"program":"r4resize","phase":"bitmaps"' "$T/ev/resize-grow"
+	grep -q '"program":"r4resize","phase":"moving"' "$T/ev/resize-shrink"
+	# not yet: r4pack extract, r4debugfs rdump and undel --all (no
+	# --progress-fd), r4pack add from a directory (no events)
 	validate --progress "$SCHEMAS" "$T"/ev/*
 }
 
