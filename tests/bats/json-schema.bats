@@ -86,7 +86,7 @@ out() {
 	oid=$(r4debugfs --json -R 'stat /e/gone' "$T/a.img" | sed -n 's/.*"oid":\([0-9]*\).*/\1/p')
 	[ -n "$oid" ]
 	r4debugfs -w -R 'rm /e/gone' "$T/a.img"
-	mkdir "$T/rd"
+	mkdir "$T/rd" "$T/rd2"
 	out debugfs r4debugfs --json -R 'print super' -R "print node $root" \
 		-R 'print tree' -R 'print journal' -R 'print bitmap' \
 		-R 'print file /e/big' -R 'ls -l /d' -R 'ls /d' -R 'stat /d/sym' \
@@ -131,7 +131,7 @@ out() {
 	grep -q '"name_b64":"YmFk//4="' "$T/o/debugfs"
 }
 
-@test "every --progress-fd event is valid against r4kit-progress.schema.json (create, add, fsck -n and -y, repacker, resize)" {
+@test "every --progress-fd event is valid against r4kit-progress.schema.json (create, add, fsck -n and -y, repacker, resize, rdump, undel --all)" {
 	mkdir -p "$T/src" "$T/ev"
 	make_src "$T/src"
 	tar -C "$T/src" -cf "$T/src.tar" .
@@ -150,8 +150,16 @@ out() {
 	r4resize -q -M --progress-fd=3 "$T/a.img" 3>"$T/ev/resize-shrink"
 	grep -q '"program":"r4resize","phase":"bitmaps"' "$T/ev/resize-grow"
 	grep -q '"program":"r4resize","phase":"moving"' "$T/ev/resize-shrink"
-	# not yet: r4pack extract, r4debugfs rdump and undel --all (no
-	# --progress-fd), r4pack add from a directory (no events)
+	mkdir "$T/rd" "$T/rd2"
+	r4debugfs --progress-fd=3 -R "rdump / $T/rd" -R "rdump /d $T/rd2" \
+		"$T/a.img" 3>"$T/ev/rdump" >/dev/null
+	r4debugfs -w -R 'rm /d/sym' -R "rm /d/$(printf 'caf\303\251')" "$T/a.img"
+	r4debugfs --progress-fd=3 -R "undel --all $T/all" "$T/a.img" \
+		3>"$T/ev/undel-all" >/dev/null
+	grep -q '"phase":"rdump","done":\([0-9]*\),"total":\1,' "$T/ev/rdump"
+	grep -q '"phase":"undel","done":\([1-9][0-9]*\),"total":\1,' "$T/ev/undel-all"
+	# not yet: r4pack extract (no --progress-fd), r4pack add from a
+	# directory (no events)
 	validate --progress "$SCHEMAS" "$T"/ev/*
 }
 
