@@ -131,7 +131,7 @@ out() {
 	grep -q '"name_b64":"YmFk//4="' "$T/o/debugfs"
 }
 
-@test "every --progress-fd event is valid against r4kit-progress.schema.json (create, add, fsck -n and -y, repacker, resize, rdump, undel --all)" {
+@test "every --progress-fd event is valid against r4kit-progress.schema.json (create, add, extract, fsck -n and -y, repacker, resize, rdump, undel --all)" {
 	mkdir -p "$T/src" "$T/ev"
 	make_src "$T/src"
 	tar -C "$T/src" -cf "$T/src.tar" .
@@ -158,8 +158,10 @@ out() {
 		3>"$T/ev/undel-all" >/dev/null
 	grep -q '"phase":"rdump","done":\([0-9]*\),"total":\1,' "$T/ev/rdump"
 	grep -q '"phase":"undel","done":\([1-9][0-9]*\),"total":\1,' "$T/ev/undel-all"
-	# not yet: r4pack extract (no --progress-fd), r4pack add from a
-	# directory (no events)
+	r4pack extract --progress-fd=3 "$T/a.img" "$T/x.tar" 3>"$T/ev/extract"
+	r4pack extract --progress-fd=3 "$T/a.img" - 3>"$T/ev/extract-stdout" >/dev/null
+	grep -q '"phase":"entries","done":\([0-9]*\),"total":\1,' "$T/ev/extract"
+	# not yet: r4pack add from a directory (no events)
 	validate --progress "$SCHEMAS" "$T"/ev/*
 }
 
