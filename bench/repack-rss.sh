@@ -20,7 +20,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 export PATH=$build/cmd:$PATH
 dir=$(mktemp -d "${TMPDIR:-/tmp}/r4bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
-field() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "$2" | head -n 1; }
+field() { grep -o "\"$1\":[0-9.]*" "$2" | head -n 1 | cut -d: -f2; }
 
 printf '%8s %9s %9s %9s %9s\n' files elements moved "-n KiB" "run KiB"
 for n in "$@"; do

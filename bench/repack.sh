@@ -50,7 +50,7 @@ done
 r4fsck --check -q "$dir/r.img" >/dev/null || { echo "the repacked image is not clean"; exit 1; }
 cp --sparse=always "$dir/aged.img" "$dir/r.img"
 r4repacker --json "$dir/r.img" >"$dir/r.json"
-field() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "$dir/r.json" | head -n 1; }
+field() { grep -o "\"$1\":[0-9.]*" "$dir/r.json" | head -n 1 | cut -d: -f2; }
 tr=$(median <"$dir/repack.t"); tc=$(median <"$dir/create.t")
 cr=$(median <"$dir/repack.c"); cc=$(median <"$dir/create.c")
 printf 'r4repacker of the aged image (%s tree blocks), median of %d: %.3f s\n' \

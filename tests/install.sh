@@ -15,7 +15,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/r4install.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT
 D=$T/dest
 
-echo "1..8"
+echo "1..9"
 n=0
 pass() { n=$((n + 1)); echo "ok $n - $1"; }
 # A failed step: say why, show the log, and stop (the steps build on
@@ -46,6 +46,19 @@ if [ -n "$so" ] && [ -n "$aso" ] && [ -n "$hdr" ] && [ -n "$pc" ] &&
 else
 	find "$D" -type f > "$T/log"
 	fail "installed: libr4kit.so.0, libr4kit-archive.so.0, include/r4/*.h, r4kit.pc, r4kit-archive.pc"
+fi
+
+# The JSON schemas, under $(datadir)/r4kit/schema, as in doc/schema.
+sd=$(find "$D" -type d -path '*/share/r4kit/schema' | head -n 1)
+missing=
+for f in "$top_srcdir"/doc/schema/*.schema.json; do
+	[ -n "$sd" ] && cmp -s "$f" "$sd/${f##*/}" || missing="$missing ${f##*/}"
+done
+if [ -n "$sd" ] && [ -z "$missing" ]; then
+	pass "installed: share/r4kit/schema/*.schema.json"
+else
+	echo "not installed:$missing" > "$T/log"
+	fail "installed: share/r4kit/schema/*.schema.json"
 fi
 
 # pkg-config reads the installed .pc files; the sysroot puts DESTDIR in

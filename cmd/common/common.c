@@ -20,6 +20,9 @@ int r4cmd_json;
 static FILE *json_file;
 static FILE *real_stderr;
 static int json_done;
+/* The top-level object being written (r4cmd_json_begin): open, and the
+ * state of its one open array (r4cmd_json_array_begin). */
+static int json_open, json_arr_open, json_arr_items;
 static char last_err[R4_ERRMSG_MAX + 64];
 static char err_line[R4_ERRMSG_MAX + 64];
 static size_t err_len;
@@ -304,6 +307,11 @@ int r4cmd_progress_parse(int usage_exit)
 	}
 	progress_fd = (int)fd;
 	return 0;
+}
+
+int r4cmd_progress_events(void)
+{
+	return progress_fd >= 0;
 }
 
 int r4cmd_progress_wanted(void)
@@ -612,30 +620,92 @@ void r4cmd_json_done(void)
 	json_done = 1;
 }
 
+/* ---- the framing: one compact object a line ----------------------------
+ *
+ * Every top-level value any command prints under --json is one object on
+ * one line, {"schema":VERSION,"program":PROG,"kind":KIND,...}; a list is
+ * an array member of that object (r4cmd_json_array_begin). The schema
+ * of each (program, kind) is doc/schema/PROG-KIND.schema.json. */
+
+void r4cmd_json_begin(const char *kind, int version)
+{
+	FILE *f = r4cmd_json_out();
+
+	fprintf(f, "{\"schema\":%d,\"program\":", version);
+	r4cmd_json_str(r4cmd_prog, strlen(r4cmd_prog));
+	fputs(",\"kind\":", f);
+	r4cmd_json_str(kind, strlen(kind));
+	json_open = 1;
+	json_arr_open = 0;
+}
+
+void r4cmd_json_key(const char *key)
+{
+	fprintf(r4cmd_json_out(), ",\"%s\":", key);
+}
+
+void r4cmd_json_array_begin(const char *key)
+{
+	fprintf(r4cmd_json_out(), ",\"%s\":[", key);
+	json_arr_open = 1;
+	json_arr_items = 0;
+}
+
+void r4cmd_json_item(void)
+{
+	if (json_arr_items++)
+		fputc(',', r4cmd_json_out());
+}
+
+void r4cmd_json_array_end(void)
+{
+	if (!json_arr_open)
+		return;
+	fputc(']', r4cmd_json_out());
+	json_arr_open = 0;
+}
+
+void r4cmd_json_end(void)
+{
+	FILE *f = r4cmd_json_out();
+
+	r4cmd_json_array_end();
+	fputs("}\n", f);
+	fflush(f);
+	json_open = 0;
+	json_done = 1;
+}
+
 void r4cmd_json_error_member(int code)
 {
 	FILE *f = r4cmd_json_out();
 
 	fflush(stderr);
-	fputs("\"error\":{\"message\":", f);
+	fputs(",\"error\":{\"message\":", f);
 	r4cmd_json_str(last_err[0] ? last_err : "failed",
 		       strlen(last_err[0] ? last_err : "failed"));
 	fprintf(f, ",\"exit\":%d}", code);
 	json_done = 1;
 }
 
+/* A failure ends the object being written (its open array closed, the
+ * error member added) or, when none was begun, prints an error object. */
 int r4cmd_json_exit(int code)
 {
-	FILE *f = r4cmd_json_out();
-
-	if (!r4cmd_json || !code || json_done)
+	if (!r4cmd_json)
 		return code;
-	fprintf(f, "{\"schema\":%d,\"program\":", R4CMD_JSON_SCHEMA);
-	r4cmd_json_str(r4cmd_prog, strlen(r4cmd_prog));
-	fputc(',', f);
+	if (json_open) {
+		r4cmd_json_array_end();
+		if (code)
+			r4cmd_json_error_member(code);
+		r4cmd_json_end();
+		return code;
+	}
+	if (!code || json_done)
+		return code;
+	r4cmd_json_begin("error", R4CMD_JSON_SCHEMA);
 	r4cmd_json_error_member(code);
-	fputs("}\n", f);
-	fflush(f);
+	r4cmd_json_end();
 	return code;
 }
 

@@ -85,6 +85,8 @@ int r4cmd_progress_parse(int usage_exit);
 void r4cmd_progress_kind(const char *phase, const char *unit);
 void r4cmd_progress_finish(void);
 int r4cmd_progress_wanted(void);
+/* --progress-fd was given (events are written, whatever stderr is). */
+int r4cmd_progress_events(void);
 /* Write len bytes of s to f with control bytes (< 0x20, 0x7f), and
  * backslash when backslash is set, as \xHH: names from an image or an
  * archive on a terminal. r4cmd_error, r4cmd_errorf and r4cmd_warnf
@@ -99,11 +101,17 @@ int r4cmd_parse_size(const char *s, uint64_t *out);
  * may replace the T). 0 or R4_EINVAL. */
 int r4cmd_parse_time(const char *s, int64_t *out);
 
-/* JSON: one writer for every command (schema R4CMD_JSON_SCHEMA, see the
- * JSON sections of the man pages). r4cmd_json is set by
- * r4cmd_json_start(out), which sends JSON to out (stdout or stderr) and
- * keeps the last error line written to stderr for the error object. */
-#define R4CMD_JSON_SCHEMA 1
+/* JSON: one writer for every command. Every top-level value is one
+ * compact object on one line (JSON Lines):
+ *   {"schema":VERSION,"program":PROG,"kind":KIND,...}
+ * a list is an array member of that object; a failure is an object of
+ * kind "error" (or an "error" member ending the object it cut short).
+ * The schema of each kind is doc/schema/PROG-KIND.schema.json, installed
+ * under $(datadir)/r4kit/schema; VERSION goes up when its fields change.
+ * r4cmd_json is set by r4cmd_json_start(out), which sends JSON to out
+ * (stdout or stderr) and keeps the last error line written to stderr
+ * for the error object. */
+#define R4CMD_JSON_SCHEMA 2
 extern int r4cmd_json;
 void r4cmd_json_start(FILE *out);
 FILE *r4cmd_json_out(void);
@@ -119,13 +127,26 @@ void r4cmd_json_name(const char *key, const char *s, size_t len);
 /* A 64-bit value: a JSON number up to 2^53, a decimal string above. */
 void r4cmd_json_u64(uint64_t v);
 void r4cmd_json_i64(int64_t v);
+/* Begin the line's object: {"schema":version,"program":PROG,"kind":kind
+ * (members follow, each written with its leading comma). */
+void r4cmd_json_begin(const char *kind, int version);
+/* ,"key": (its value follows) */
+void r4cmd_json_key(const char *key);
+/* ,"key":[ ... ]: r4cmd_json_item() before each item writes the comma
+ * between them. One array open at a time. */
+void r4cmd_json_array_begin(const char *key);
+void r4cmd_json_item(void);
+void r4cmd_json_array_end(void);
+/* } and the line's end; the command's value is complete. */
+void r4cmd_json_end(void);
 /* The top-level JSON value is complete (no error object at exit). */
 void r4cmd_json_done(void);
-/* "error":{"message":LAST ERROR,"exit":code} inside an open object. */
+/* ,"error":{"message":LAST ERROR,"exit":code} inside an open object. */
 void r4cmd_json_error_member(int code);
-/* At exit: with --json, a failure (code != 0) that printed no complete
- * JSON value prints {"schema":N,"program":P,"error":{...}}; returns
- * code. */
+/* At exit, with --json: an object begun and not ended is ended (its
+ * array closed, an "error" member when code != 0); a failure that
+ * printed nothing prints {"schema":N,"program":P,"kind":"error",
+ * "error":{...}}. Returns code. */
 int r4cmd_json_exit(int code);
 
 /* The environment, which the library does not read (doc/hacking.md §1):

@@ -318,11 +318,13 @@ static void report(const char *image, const char *what,
 		   const struct mline *m, int json)
 {
 	if (json) {
-		fputs("{\"schema\":1,\"program\":\"r4fsck\",\"verify\":", stdout);
+		/* an item of the "findings" array of r4fsck's object */
+		r4cmd_json_item();
+		fputs("{\"status\":", stdout);
 		r4cmd_json_str(what, strlen(what));
 		fputs(",", stdout);
 		r4cmd_json_name("path", m->path + 1, m->len - 1);
-		fputs("}\n", stdout);
+		fputs("}", stdout);
 		return;
 	}
 	printf("%s: ", image);

@@ -130,32 +130,53 @@ static int cmd_print(struct dbg *d, int argc, const char **argv)
 	return c->fn(d, argc - 1, argv + 1);
 }
 
-/* --json: one JSON value a line per command. A failed command prints an
- * error object naming the command. */
-static void json_error(const char *line)
+/* --json: one object a line per command (the framing of
+ * cmd/common/common.c), {"schema":N,"program":"r4debugfs","kind":KIND,
+ * "command":LINE,...}. A failed command prints an object of kind
+ * "error" naming the command. */
+static void json_head(const char *kind, const char *line)
 {
-	printf("{\"schema\":%d,\"command\":", R4CMD_JSON_SCHEMA);
+	r4cmd_json_begin(kind, R4CMD_JSON_SCHEMA);
+	r4cmd_json_key("command");
 	r4cmd_json_str(line, strlen(line));
-	putchar(',');
-	r4cmd_json_error_member(1);
-	printf("}\n");
 }
 
-/* Commands whose output is JSON of their own; the others print text,
- * which --json carries as {"schema":N,"command":LINE,"lines":[...]}. */
-static int native_json(const struct dbg_cmd *c, int argc,
-		       const char **argv)
+static void json_error(const char *line)
 {
-	static const char *const names[] = { "ls", "stat", "blocks",
-		"icheck", "ncheck", "lsdel", "undel", "hash", "dumpblock",
-		NULL };
+	json_head("error", line);
+	r4cmd_json_error_member(1);
+	r4cmd_json_end();
+}
+
+/* Commands whose output is JSON of their own: an object, whose members
+ * join the line's object, or (key set) an array, which becomes its
+ * member "key". Kind "super" is print super, "undel-all" undel
+ * --all. The others print text,
+ * which --json carries as kind "text": "lines":[...]. */
+static const struct native {
+	const char *name, *key;
+} natives[] = {
+	{ "ls", "entries" }, { "stat", NULL }, { "blocks", NULL },
+	{ "icheck", "blocks" }, { "ncheck", "objects" },
+	{ "lsdel", "deleted" }, { "undel", NULL }, { "hash", "files" },
+	{ "dumpblock", NULL }, { NULL, NULL }
+};
+
+static const struct native *native_json(const struct dbg_cmd *c, int argc,
+					const char **argv)
+{
+	static const struct native super = { "super", NULL },
+				   undel_all = { "undel-all", NULL };
 
 	if (c->fn == cmd_print)
-		return argc > 1 && !strcmp(argv[1], "super");
-	for (int i = 0; names[i]; i++)
-		if (!strcmp(c->name, names[i]))
-			return 1;
-	return 0;
+		return argc > 1 && !strcmp(argv[1], "super") ? &super : NULL;
+	if (!strcmp(c->name, "undel") && argc > 1 &&
+	    !strcmp(argv[1], "--all"))
+		return &undel_all;
+	for (int i = 0; natives[i].name; i++)
+		if (!strcmp(c->name, natives[i].name))
+			return &natives[i];
+	return NULL;
 }
 
 /* Run c with its standard output caught: a failure drops what it
@@ -164,8 +185,9 @@ static int run_json(struct dbg *d, const struct dbg_cmd *c, int argc,
 		    const char **argv, const char *line)
 {
 	FILE *saved = stdout, *mem;
+	const struct native *nat;
 	char *buf = NULL;
-	size_t len = 0;
+	size_t len = 0, jlen;
 	int rc;
 
 	fflush(stdout);
@@ -176,18 +198,29 @@ static int run_json(struct dbg *d, const struct dbg_cmd *c, int argc,
 	rc = c->fn(d, argc, argv);
 	fclose(mem);
 	stdout = saved;
-	if (rc == DBG_OK && native_json(c, argc, argv)) {
-		fwrite(buf, 1, len, stdout);
+	nat = native_json(c, argc, argv);
+	jlen = len;
+	while (jlen && (buf[jlen - 1] == '\n' || buf[jlen - 1] == ' '))
+		jlen--;
+	if (rc == DBG_OK && nat && jlen &&
+	    (buf[0] == '{' || buf[0] == '[')) {
+		json_head(nat->name, line);
+		if (nat->key) {		/* [...] */
+			r4cmd_json_key(nat->key);
+			fwrite(buf, 1, jlen, stdout);
+		} else if (jlen > 2) {	/* {...}: its members */
+			putchar(',');
+			fwrite(buf + 1, 1, jlen - 2, stdout);
+		}
+		r4cmd_json_end();
 	} else if (rc == DBG_OK && len) {
-		printf("{\"schema\":%d,\"command\":", R4CMD_JSON_SCHEMA);
-		r4cmd_json_str(line, strlen(line));
-		printf(",\"lines\":[");
-		for (size_t i = 0, n = 0; i < len; n++) {
+		json_head("text", line);
+		r4cmd_json_array_begin("lines");
+		for (size_t i = 0; i < len;) {
 			const char *nl = memchr(buf + i, '\n', len - i);
 			size_t end = nl ? (size_t)(nl - buf) : len;
 
-			if (n)
-				putchar(',');
+			r4cmd_json_item();
 			/* a line that is not UTF-8 (a name in it): {"line":
 			 * lossy, "line_b64": its bytes} in the array's place,
 			 * as the paths of icheck and ncheck */
@@ -200,7 +233,7 @@ static int run_json(struct dbg *d, const struct dbg_cmd *c, int argc,
 			}
 			i = end + 1;
 		}
-		printf("]}\n");
+		r4cmd_json_end();
 	}
 	free(buf);
 	return rc;

@@ -36,8 +36,8 @@ static struct poptOption debugfs_options[] = {
 	  "run the commands in a file, one a line ('-': standard input)",
 	  "CMDFILE" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
-	  "print one JSON value a line per command (schema 1, see the "
-	  "man page); a failed command prints an error object", NULL },
+	  "print one JSON object a line per command (see the man page); "
+	  "a failed command prints an error object", NULL },
 	{ "no-replay", '\0', POPT_ARG_NONE, &opt_no_replay, 0,
 	  "read-only: do not read through committed transactions of the "
 	  "journal; see the blocks as they are on disk", NULL },
@@ -47,6 +47,8 @@ static struct poptOption debugfs_options[] = {
 	{ "atomic", '\0', POPT_ARG_NONE, &opt_atomic, 0,
 	  "with -w: all the commands of -R and -f as one transaction; any "
 	  "failure leaves the volume unchanged", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
+	  "Progress (rdump, undel --all):", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -235,6 +237,8 @@ int main(int argc, const char **argv)
 	rc = parse_cmdline(ctx, &image);
 	if (rc == EXIT_OK)
 		rc = r4cmd_lock_parse(EXIT_USAGE);
+	if (rc == EXIT_OK)
+		rc = r4cmd_progress_parse(EXIT_USAGE);
 	if (opt_json)
 		r4cmd_json_start(stdout);
 	if (rc == EXIT_OK && r4cmd_show_version)

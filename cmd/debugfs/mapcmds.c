@@ -79,7 +79,7 @@ int dbg_blocks(struct dbg *d, int argc, const char **argv)
 		struct r4_error err = { 0 };
 		int first = 1, rc;
 
-		printf("{\"schema\":%d,", R4CMD_JSON_SCHEMA);
+		putchar('{');
 		r4cmd_json_name("path", argv[1], strlen(argv[1]));
 		printf(",\"pieces\":[");
 		rc = r4_file_blocks(d->vol, &ref, json_piece, &first, &err);

@@ -366,7 +366,7 @@ static void stat_text(const char *path, const struct r4_stat *st,
 static void stat_json(const char *path, const struct r4_stat *st,
 		      const char *target)
 {
-	printf("{\"schema\":%d,", R4CMD_JSON_SCHEMA);
+	putchar('{');
 	r4cmd_json_name("path", path, strlen(path));
 	JU("oid", st->oid);
 	JU("locality", st->locality);

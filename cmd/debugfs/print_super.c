@@ -169,7 +169,7 @@ static void print_json(const struct supers *s)
 	const struct fmt_format40 *sb = &s->sb;
 
 	uuid_unparse(s->m.uuid, uuid);
-	printf("{\"schema\":%d,\"blksize\":%u", R4CMD_JSON_SCHEMA,
+	printf("{\"blksize\":%u",
 	       s->m.blksize);
 	json_str("uuid", uuid, sizeof(uuid));
 	json_str("label", s->m.label, FMT_LABEL_SIZE);

@@ -37,6 +37,7 @@ struct rd {
 				 * HOSTDIR) of the directories entered */
 	struct r4_u64map links;	/* oid -> first path (char *, relative to
 				 * HOSTDIR) of objects with nlink > 1 */
+	uint64_t done;		/* names dumped (--progress-fd) */
 	int rc;
 };
 
@@ -278,6 +279,10 @@ static void dump_entry(struct rd *r, int dirfd, const char *dirrel,
 		return;
 	}
 	rc = r4_stat(r->d->vol, ref, &st, &err);
+	/* --progress-fd: names dumped of the volume's objects (an estimate
+	 * of a subtree's, which the last event closes) */
+	if (r4cmd_progress_events())
+		r4cmd_progress("rdump", ++r->done, r->d->si.file_count);
 	if (rc) {
 		dbg_fail(&err, rel, rc);
 		r->rc = DBG_FAIL;
@@ -346,6 +351,7 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 		return DBG_FAIL;
 	}
 	name = base_name(argv[1]);
+	r4cmd_progress_kind("rdump", "files");
 	if (r4_root(d->vol, &root, &err) || r4_stat(d->vol, &ref, &st, &err)) {
 		r.rc = dbg_fail(&err, argv[1], err.code ? err.code :
 				R4_ECORRUPT);
@@ -362,6 +368,10 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 		dump_entry(&r, r.rootfd, "", name, &ref, 0);
 	}
 	close(r.rootfd);
+	if (r4cmd_progress_events()) {
+		r4cmd_progress_end();
+		r4cmd_progress_finish();
+	}
 	for (size_t i = r4_u64map_next(&r.links, 0); i < r.links.cap;
 	     i = r4_u64map_next(&r.links, i + 1))
 		free(*(char **)r4_u64map_val(&r.links, i));

@@ -174,6 +174,7 @@ struct all {
 	struct r4_outfile o;
 	char rel[8192];		/* where it goes, under dir */
 	uint64_t files, bytes, partial, failed;
+	uint64_t planned, ended;	/* regular files (--progress-fd) */
 };
 
 /* dir + rel's folders made (mode 0700); a file in the way: the object
@@ -310,6 +311,8 @@ static int all_end(void *ctx, const struct r4_deleted *x, int rc)
 		rc = -EIO;
 	rc = dbg_out_end("undel", path, &a->o, rc ? DBG_FAIL : DBG_OK);
 	a->fd = -1;
+	if (r4cmd_progress_events())
+		r4cmd_progress("undel --all", ++a->ended, a->planned);
 	if (rc) {
 		a->failed++;
 		return 0;	/* said; on with the others */
@@ -331,6 +334,8 @@ static int all_plan(void *ctx, const struct r4_deleted *x)
 {
 	struct all *a = ctx;
 
+	if (S_ISREG(x->st.mode))
+		a->planned++;
 	return dbg_former_add(a->f, x);
 }
 
@@ -368,16 +373,31 @@ int dbg_undel_all(struct dbg *d, const char *dir)
 	fprintf(a.manifest, "oid\trecovered/size\tsha256\tformer path\t"
 		"saved as\n");
 	rc = dbg_former_init(d, &a.f);
+	r4cmd_progress_kind("undel", "files");
 	if (!rc)
 		rc = r4_undel_all(d->vol, &fns, &err);
+	if (!rc && r4cmd_progress_events()) {
+		r4cmd_progress_end();
+		r4cmd_progress_finish();
+	}
 	if (fclose(a.manifest) && !rc)
 		rc = -errno;
 	dbg_former_free(a.f);
 	if (rc)
 		return dbg_fail(&err, "undel --all", rc);
-	printf("%" PRIu64 " deleted file(s) recovered into %s (%" PRIu64
-	       " bytes, %" PRIu64 " of them in part), listed in %s%s\n",
-	       a.files, dir, a.bytes, a.partial, mpath,
-	       a.failed ? "; some could not be written (above)" : "");
+	if (d->json) {
+		putchar('{');
+		r4cmd_json_name("dir", dir, strlen(dir));
+		putchar(',');
+		r4cmd_json_name("manifest", mpath, strlen(mpath));
+		printf(",\"recovered\":%" PRIu64 ",\"bytes\":%" PRIu64
+		       ",\"partial\":%" PRIu64 ",\"failed\":%" PRIu64 "}\n",
+		       a.files, a.bytes, a.partial, a.failed);
+	} else {
+		printf("%" PRIu64 " deleted file(s) recovered into %s (%"
+		       PRIu64 " bytes, %" PRIu64 " of them in part), listed "
+		       "in %s%s\n", a.files, dir, a.bytes, a.partial, mpath,
+		       a.failed ? "; some could not be written (above)" : "");
+	}
 	return a.failed ? DBG_FAIL : DBG_OK;
 }

@@ -44,6 +44,9 @@ void print_repair_json_end(const char *path,
 void print_repair_summary(const char *path,
 			  const struct r4_repair_report *r);
 void print_pre_only(const char *path);
+/* --undo FILE under --json: what was put back. */
+void print_undo_json(const char *image, const char *file, uint64_t units,
+		     int one_step);
 
 /* --verify=MANIFEST (cmd/fsck/verify.c): read-only; 0 when every file
  * matches, FSCK_EXIT_VERIFY when one differs, is missing or is new, 8

@@ -448,7 +448,10 @@ static int run_undo(const char *image)
 			"journal: put back block by block (a cut in between "
 			"leaves a mix that a rerun of --undo finishes)\n",
 			r4cmd_prog, info.why[0] ? info.why : image);
-	if (!r4cmd_quiet)
+	if (opt_json)
+		print_undo_json(image, opt_undo_restore, info.units,
+				info.one_step);
+	else if (!r4cmd_quiet)
 		printf("%s: %llu block%s put back from %s%s\n", image,
 		       (unsigned long long)info.units,
 		       info.units == 1 ? "" : "s", opt_undo_restore,

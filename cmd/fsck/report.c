@@ -44,18 +44,18 @@ static void print_json(const struct r4_check_problem *p)
 {
 	const char *code = r4_check_code_name(p->code);
 
-	fputs(json_first ? "\n    {" : ",\n    {", stdout);
+	r4cmd_json_item();
 	json_first = 0;
-	fputs("\"code\": ", stdout);
+	fputs("{\"code\":", stdout);
 	r4cmd_json_str(code, strlen(code));
 	if (p->block != R4_CHECK_NO_BLOCK)
-		printf(", \"block\": %llu", (unsigned long long)p->block);
+		printf(",\"block\":%llu", (unsigned long long)p->block);
 	else
-		fputs(", \"block\": null", stdout);
-	printf(", \"item\": %d, \"key\": ", p->item);
+		fputs(",\"block\":null", stdout);
+	printf(",\"item\":%d,\"key\":", p->item);
 	r4cmd_json_str(p->key, strlen(p->key));
-	printf(", \"fix\": \"%s\"", fix_name(p->code));
-	fputs(", \"message\": ", stdout);
+	printf(",\"fix\":\"%s\"", fix_name(p->code));
+	fputs(",\"message\":", stdout);
 	r4cmd_json_str(p->msg, strlen(p->msg));
 	putchar('}');
 }
@@ -139,11 +139,13 @@ void on_pre_action(void *ctx, const struct r4_repair_action *a)
 		       a->what);
 }
 
-/* The JSON object's head and the problems found before the open. */
+/* The JSON object's head and the problems found before the open: one
+ * object on one line (kind "check" or "repair", as mode says), its
+ * lists as arrays (cmd/common/common.c, doc/schema/r4fsck-*.json). */
 void json_begin(void)
 {
-	printf("{\n  \"schema\": %d,\n  \"program\": \"r4fsck\",\n"
-	       "  \"problem_list\": [", R4CMD_JSON_SCHEMA);
+	r4cmd_json_begin(mode > 0 ? "repair" : "check", R4CMD_JSON_SCHEMA);
+	r4cmd_json_array_begin("problem_list");
 	for (unsigned i = 0; i < npre; i++) {
 		struct r4_check_problem p = { 0 };
 
@@ -160,8 +162,8 @@ void json_close_problems(void)
 {
 	if (json_in_actions)
 		return;
-	fputs(json_first ? "],\n  \"actions\": [" : "\n  ],\n  \"actions\": [",
-	      stdout);
+	r4cmd_json_array_end();
+	r4cmd_json_array_begin("actions");
 	json_in_actions = 1;
 	for (unsigned i = 0; i < npre; i++) {
 		struct r4_repair_action a = { 0 };
@@ -195,36 +197,29 @@ static void print_action(const struct r4_repair_action *a)
 {
 	const char *code = r4_check_code_name(a->code);
 
-	fputs(json_first_action ? "\n    {" : ",\n    {", stdout);
+	r4cmd_json_item();
 	json_first_action = 0;
-	fputs("\"code\": ", stdout);
+	fputs("{\"code\":", stdout);
 	r4cmd_json_str(code, strlen(code));
 	if (a->block != R4_CHECK_NO_BLOCK)
-		printf(", \"block\": %llu", (unsigned long long)a->block);
+		printf(",\"block\":%llu", (unsigned long long)a->block);
 	else
-		fputs(", \"block\": null", stdout);
-	fputs(", \"oid\": ", stdout);
+		fputs(",\"block\":null", stdout);
+	fputs(",\"oid\":", stdout);
 	r4cmd_json_u64(a->oid);
-	printf(", \"loss\": \"%s\", \"amount\": ",
+	printf(",\"loss\":\"%s\",\"amount\":",
 	       a->loss >= 0 && a->loss <= R4_LOSS_CUT ? loss_names[a->loss]
 							 : "?");
 	r4cmd_json_u64(a->amount);
-	fputs(", \"done\": ", stdout);
+	fputs(",\"done\":", stdout);
 	r4cmd_json_str(a->what, strlen(a->what));
 	putchar('}');
 }
 
-/* A failure after the object was opened: close its open list, add the
- * error member and close it. */
+/* A failure after the object was opened: r4cmd_json_exit closes its
+ * open list, adds the error member with the exit code and ends it. */
 void json_fail_open(void)
 {
-	if (!opt_json)
-		return;
-	fputs(json_in_actions ? (json_first_action ? "],\n  " : "\n  ],\n  ")
-			      : (json_first ? "],\n  " : "\n  ],\n  "),
-	      stdout);
-	r4cmd_json_error_member(EXIT_OPERATIONAL);
-	fputs("\n}\n", stdout);
 }
 
 void on_progress(void *ctx, const char *phase, uint64_t done,
@@ -250,23 +245,21 @@ unsigned replayed, overlaid;
 static void print_json_counts(const char *path,
 			      const struct r4_check_report *r)
 {
-	fputs("  ", stdout);
+	putchar(',');
 	r4cmd_json_name("image", path, strlen(path));
-#define X(f) printf(",\n  \"%s\": ", #f); r4cmd_json_u64(r->f);
+#define X(f) r4cmd_json_key(#f); r4cmd_json_u64(r->f);
 	JSON_FIELDS(X)
 #undef X
-	printf(",\n  \"replayed\": %u,\n  \"overlaid\": %u", replayed,
-	       overlaid);
-	printf(",\n  \"journal_dirty\": %s", r->journal_dirty ? "true"
-							     : "false");
+	printf(",\"replayed\":%u,\"overlaid\":%u", replayed, overlaid);
+	printf(",\"journal_dirty\":%s", r->journal_dirty ? "true" : "false");
 }
 
 void print_json_end(const char *path, const struct r4_check_report *r)
 {
-	fputs(json_first ? "],\n" : "\n  ],\n", stdout);
+	r4cmd_json_array_end();
 	print_json_counts(path, r);
-	printf(",\n  \"clean\": %s\n}\n", r->problems ? "false" : "true");
-	r4cmd_json_done();
+	printf(",\"clean\":%s", r->problems ? "false" : "true");
+	r4cmd_json_end();
 }
 
 void print_summary(const char *path, const struct r4_check_report *r)
@@ -306,36 +299,36 @@ void print_repair_json_end(const char *path,
 {
 	if (!json_in_actions)
 		json_close_problems();
-	fputs(json_first_action ? "],\n" : "\n  ],\n", stdout);
+	r4cmd_json_array_end();
 	print_json_counts(path, &r->left);
-	printf(",\n  \"mode\": \"%s\"", opt_preen ? "preen" : "fix");
-	printf(",\n  \"found\": %llu,\n  \"left\": %llu",
+	printf(",\"mode\":\"%s\"", opt_preen ? "preen" : "fix");
+	printf(",\"found\":%llu,\"left\":%llu",
 	       (unsigned long long)(r->found.problems + npre),
 	       (unsigned long long)r->left.problems);
-	fputs(",\n  \"by_code\": {", stdout);
+	fputs(",\"by_code\":{", stdout);
 	for (int k = 1, first = 1; k < R4_CHK_CODE_COUNT; k++) {
 		uint64_t found = r->found_by_code[k] + pre_by_code[k];
 
 		if (!found && !r->left_by_code[k])
 			continue;
-		printf("%s\n    \"%s\": {\"found\": %llu, \"left\": %llu, "
-		       "\"fix\": \"%s\"}", first ? "" : ",",
+		printf("%s\"%s\":{\"found\":%llu,\"left\":%llu,"
+		       "\"fix\":\"%s\"}", first ? "" : ",",
 		       r4_check_code_name(k), (unsigned long long)found,
 		       (unsigned long long)r->left_by_code[k], fix_name(k));
 		first = 0;
 	}
-	fputs("\n  }", stdout);
-	printf(",\n  \"actions_done\": %llu,\n  \"transactions\": %llu,\n"
-	       "  \"rounds\": %llu",
+	putchar('}');
+	printf(",\"actions_done\":%llu,\"transactions\":%llu,"
+	       "\"rounds\":%llu",
 	       (unsigned long long)(r->actions + npre_done),
 	       (unsigned long long)r->transactions,
 	       (unsigned long long)r->rounds);
-	printf(",\n  \"loss\": {\"entries_removed\": %llu, "
-	       "\"lost_found\": %llu, \"zeroed_ranges\": %llu, "
-	       "\"zeroed_bytes\": %llu, \"blocks_freed\": %llu, "
-	       "\"nodes_dropped\": %llu, \"items_dropped\": %llu, "
-	       "\"bytes_dropped\": %llu, \"bytes_moved\": %llu, "
-	       "\"cut_files\": %llu, \"cut_bytes\": %llu}",
+	printf(",\"loss\":{\"entries_removed\":%llu,"
+	       "\"lost_found\":%llu,\"zeroed_ranges\":%llu,"
+	       "\"zeroed_bytes\":%llu,\"blocks_freed\":%llu,"
+	       "\"nodes_dropped\":%llu,\"items_dropped\":%llu,"
+	       "\"bytes_dropped\":%llu,\"bytes_moved\":%llu,"
+	       "\"cut_files\":%llu,\"cut_bytes\":%llu}",
 	       (unsigned long long)r->entries_removed,
 	       (unsigned long long)r->lost_found,
 	       (unsigned long long)r->zeroed_ranges,
@@ -347,16 +340,16 @@ void print_repair_json_end(const char *path,
 	       (unsigned long long)r->bytes_moved,
 	       (unsigned long long)r->cut_files,
 	       (unsigned long long)r->cut_bytes);
-	printf(",\n  \"rebuilt\": %s", r->rebuilt ? "true" : "false");
-	printf(",\n  \"blocks_claimed\": %llu",
+	printf(",\"rebuilt\":%s", r->rebuilt ? "true" : "false");
+	printf(",\"blocks_claimed\":%llu",
 	       (unsigned long long)r->blocks_claimed);
-	printf(",\n  \"blocks_copied\": %llu",
+	printf(",\"blocks_copied\":%llu",
 	       (unsigned long long)r->blocks_copied);
-	printf(",\n  \"preen_refused\": %s,\n  \"tree_damaged\": %s",
+	printf(",\"preen_refused\":%s,\"tree_damaged\":%s",
 	       r->preen_refused ? "true" : "false",
 	       r->tree_damaged ? "true" : "false");
-	printf(",\n  \"clean\": %s\n}\n", r->left.problems ? "false" : "true");
-	r4cmd_json_done();
+	printf(",\"clean\":%s", r->left.problems ? "false" : "true");
+	r4cmd_json_end();
 }
 
 /* What a repair dropped, copied, zeroed, cut or moved: a line each kind
@@ -443,13 +436,27 @@ void print_pre_only(const char *path)
 {
 	if (opt_json) {
 		json_begin();
-		printf("\n  ],\n  ");
+		r4cmd_json_array_end();
+		putchar(',');
 		r4cmd_json_name("image", path, strlen(path));
-		printf(",\n  \"problems\": %u,\n  \"clean\": false\n}\n",
-		       npre);
-		r4cmd_json_done();
+		printf(",\"problems\":%u,\"clean\":false", npre);
+		r4cmd_json_end();
 		return;
 	}
 	for (unsigned i = 0; i < npre; i++)
 		printf("%s: %s\n", path, pre[i].problem);
+}
+
+void print_undo_json(const char *image, const char *file, uint64_t units,
+		     int one_step)
+{
+	r4cmd_json_begin("undo", R4CMD_JSON_SCHEMA);
+	putchar(',');
+	r4cmd_json_name("image", image, strlen(image));
+	putchar(',');
+	r4cmd_json_name("undo_file", file, strlen(file));
+	r4cmd_json_key("blocks");
+	r4cmd_json_u64(units);
+	printf(",\"one_step\":%s", one_step ? "true" : "false");
+	r4cmd_json_end();
 }

@@ -6,6 +6,7 @@
 #include "config.h"
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include "fsck.h"
 #include "../common/common.h"
 #include "../common/manifest.h"
@@ -15,21 +16,31 @@ int fsck_verify(const char *image, const char *manifest, int json)
 	struct r4cmd_verify v;
 	uint64_t bad;
 
+	if (json) {
+		r4cmd_json_begin("verify", R4CMD_JSON_SCHEMA);
+		putchar(',');
+		r4cmd_json_name("image", image, strlen(image));
+		putchar(',');
+		r4cmd_json_name("manifest", manifest, strlen(manifest));
+		r4cmd_json_array_begin("findings");
+	}
+	/* a failure: r4cmd_json_exit ends the object with its error */
 	if (r4cmd_manifest_verify(image, manifest, json, &v))
 		return 8;
 	bad = v.differ + v.missing + v.added + v.unreadable;
-	if (json)
-		printf("{\"schema\":1,\"program\":\"r4fsck\",\"verified\":%"
-		       PRIu64 ",\"differ\":%" PRIu64 ",\"missing\":%" PRIu64
-		       ",\"new\":%" PRIu64 ",\"unreadable\":%" PRIu64
-		       ",\"clean\":%s}\n", v.files, v.differ, v.missing,
-		       v.added, v.unreadable, bad ? "false" : "true");
-	if (json)
-		r4cmd_json_done();
-	else if (!r4cmd_quiet || bad)
+	if (json) {
+		r4cmd_json_array_end();
+		printf(",\"verified\":%" PRIu64 ",\"differ\":%" PRIu64
+		       ",\"missing\":%" PRIu64 ",\"new\":%" PRIu64
+		       ",\"unreadable\":%" PRIu64 ",\"clean\":%s", v.files,
+		       v.differ, v.missing, v.added, v.unreadable,
+		       bad ? "false" : "true");
+		r4cmd_json_end();
+	} else if (!r4cmd_quiet || bad) {
 		printf("%s: %" PRIu64 " files compared with %s: %" PRIu64
 		       " differ, %" PRIu64 " missing, %" PRIu64 " new, %"
 		       PRIu64 " unreadable\n", image, v.files, manifest,
 		       v.differ, v.missing, v.added, v.unreadable);
+	}
 	return bad ? FSCK_EXIT_VERIFY : 0;
 }

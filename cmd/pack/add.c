@@ -482,7 +482,7 @@ static void summary(const struct add_job *j)
 			{ "removed", j->stats.removed },
 		};
 
-		pack_json_summary("r4pack add", j->image, j->ps.src[0], f,
+		pack_json_summary("add", j->image, j->ps.src[0], f,
 				  sizeof(f) / sizeof(f[0]));
 	} else if (!r4cmd_quiet) {
 		printf("%s: added %" PRIu64 " entries (%" PRIu64 " skipped), %"

@@ -613,7 +613,7 @@ static void summary_layers(const struct create_job *j)
 			{ "xattrs_dropped", j->stats.xattrs_dropped },
 		};
 
-		pack_json_summary("r4pack create", j->image, j->source, f,
+		pack_json_summary("create", j->image, j->source, f,
 				  sizeof(f) / sizeof(f[0]));
 	} else if (!r4cmd_quiet) {
 		printf("%s: packed %" PRIu64 " entries from %zu layers (%"
@@ -649,7 +649,7 @@ static void summary(const struct create_job *j)
 			{ "xattrs_dropped", j->stats.xattrs_dropped },
 		};
 
-		pack_json_summary("r4pack create", j->image, j->source, f,
+		pack_json_summary("create", j->image, j->source, f,
 				  sizeof(f) / sizeof(f[0]));
 	} else if (!r4cmd_quiet) {
 		printf("%s: packed %" PRIu64 " files, %" PRIu64 " directories, "

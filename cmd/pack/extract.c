@@ -15,6 +15,8 @@ static struct poptOption extract_options[] = {
 	  "print a summary as JSON on standard error", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
 	  "Ownership and times:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
+	  NULL, NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -65,22 +67,35 @@ static void summary(const char *image, const struct r4_archive_stats *st)
 	if (opt_json) {
 		FILE *f = r4cmd_json_out();
 
-		fprintf(f, "{\"schema\": %d, \"program\": \"r4pack extract\", ",
-			R4CMD_JSON_SCHEMA);
+		r4cmd_json_begin("extract", R4CMD_JSON_SCHEMA);
+		fputc(',', f);
 		r4cmd_json_name("image", image, strlen(image));
-		fprintf(f, ", \"entries\": ");
+		r4cmd_json_key("entries");
 		r4cmd_json_u64(st->entries);
-		fprintf(f, ", \"skipped\": ");
+		r4cmd_json_key("skipped");
 		r4cmd_json_u64(st->skipped);
-		fprintf(f, ", \"bytes\": ");
+		r4cmd_json_key("bytes");
 		r4cmd_json_u64(st->bytes);
-		fprintf(f, "}\n");
-		r4cmd_json_done();
+		r4cmd_json_end();
 	} else if (r4cmd_verbose) {
 		fprintf(stderr, "%s: wrote %" PRIu64 " entries, %" PRIu64
 			" bytes of data from %s\n", r4cmd_prog, st->entries,
 			st->bytes, image);
 	}
+}
+
+/* --progress-fd: the entries written against the volume's object
+ * count. Hard links add entries, so the count may be passed before the
+ * end: the events stop short of it, and the last one (at the end)
+ * says done == total. */
+static uint64_t entries_done, entries_total;
+
+static void extract_entry(void *ctx, const char *path)
+{
+	if (r4cmd_verbose)
+		pack_entry(ctx, path);
+	if (r4cmd_progress_events() && ++entries_done < entries_total)
+		r4cmd_progress("r4pack", entries_done, entries_total);
 }
 
 static int run(const char *image, const char *out,
@@ -97,10 +112,20 @@ static int run(const char *image, const char *out,
 	}
 	r4cmd_lock_note(vol);
 	r4cmd_cleanup_on_signals();
+	if (r4cmd_progress_events()) {
+		struct r4_super_info si;
+
+		r4_vol_super(vol, &si);
+		entries_total = si.file_count;
+		r4cmd_progress_kind("entries", "files");
+	}
 	if (r4_extract_to_archive(vol, out, ao, &err)) {
 		r4cmd_error(&err, out, err.code);
 		rc = EXIT_FAILED;
 	}
+	r4cmd_progress_end();
+	if (!rc && r4cmd_progress_events())
+		r4cmd_progress_finish();
 	r4_vol_close(vol, NULL);
 	return rc;
 }
@@ -128,10 +153,13 @@ int pack_extract(int argc, const char **argv)
 	if (!rc)
 		rc = pack_owner_finish(&ao, 0);
 	if (!rc)
+		rc = r4cmd_progress_parse(EXIT_USAGE);
+	if (!rc)
 		rc = args(ctx, &image, &out);
 	if (!rc) {
 		pack_list_to_stderr = !strcmp(out, "-");
-		ao.entry = r4cmd_verbose ? pack_entry : NULL;
+		ao.entry = r4cmd_verbose || r4cmd_progress_events() ?
+			   extract_entry : NULL;
 		rc = run(image, out, &ao);
 	}
 	if (!rc)

@@ -17,20 +17,19 @@
 
 int pack_list_to_stderr;
 
-void pack_json_summary(const char *program, const char *image,
+void pack_json_summary(const char *kind, const char *image,
 		       const char *source, const struct pack_field *f, size_t n)
 {
-	printf("{\"schema\": %d, \"program\": \"%s\", ", R4CMD_JSON_SCHEMA,
-	       program);
+	r4cmd_json_begin(kind, R4CMD_JSON_SCHEMA);
+	fputc(',', r4cmd_json_out());
 	r4cmd_json_name("image", image, strlen(image));
-	printf(", ");
+	fputc(',', r4cmd_json_out());
 	r4cmd_json_name("source", source, strlen(source));
 	for (size_t i = 0; i < n; i++) {
-		printf(", \"%s\": ", f[i].k);
+		r4cmd_json_key(f[i].k);
 		r4cmd_json_u64(f[i].v);
 	}
-	printf("}\n");
-	r4cmd_json_done();
+	r4cmd_json_end();
 }
 
 void pack_warn(void *ctx, const char *msg)

@@ -31,7 +31,7 @@ struct pack_field {
 	const char *k;
 	uint64_t v;
 };
-void pack_json_summary(const char *program, const char *image,
+void pack_json_summary(const char *kind, const char *image,
 		       const char *source, const struct pack_field *f, size_t n);
 int pack_owner_opt(int rc, const char *arg, struct r4_archive_opts *ao);
 int pack_owner_finish(struct r4_archive_opts *ao, int use_env);

@@ -75,8 +75,8 @@ struct report {
 
 static void json_frag(const char *name, const struct r4_frag *f)
 {
-	printf(",\n  \"%s\": {\"tree\": %.6f, \"tree_bad\": %llu, "
-	       "\"tree_blocks\": %llu, \"data\": %.6f, \"objects\": %llu}",
+	printf(",\"%s\":{\"tree\":%.6f,\"tree_bad\":%llu,"
+	       "\"tree_blocks\":%llu,\"data\":%.6f,\"objects\":%llu}",
 	       name, f->tree, (unsigned long long)f->tree_bad,
 	       (unsigned long long)f->tree_total, f->data,
 	       (unsigned long long)f->objects);
@@ -84,11 +84,11 @@ static void json_frag(const char *name, const struct r4_frag *f)
 
 static void json_obj(const struct r4_frag_obj *o)
 {
-	printf("{\"oid\": ");
+	printf("{\"oid\":");
 	r4cmd_json_u64(o->oid);
-	printf(", ");
+	putchar(',');
 	r4cmd_json_name("path", o->path, strlen(o->path));
-	printf(", \"fragmentation\": %.6f, \"bad\": %llu, \"blocks\": %llu}",
+	printf(",\"fragmentation\":%.6f,\"bad\":%llu,\"blocks\":%llu}",
 	       o->ratio, (unsigned long long)o->bad,
 	       (unsigned long long)o->total);
 }
@@ -97,17 +97,17 @@ static void print_json(const struct report *r)
 {
 	const struct r4_repack_plan *p = &r->res.plan;
 
-	printf("{\n  \"schema\": %d,\n  \"program\": \"r4repacker\",\n  ",
-	       R4CMD_JSON_SCHEMA);
+	r4cmd_json_begin("repack", R4CMD_JSON_SCHEMA);
+	putchar(',');
 	r4cmd_json_name("image", r->path, strlen(r->path));
-	printf(",\n  \"dry_run\": %s,\n  \"outcome\": \"%s\"",
+	printf(",\"dry_run\":%s,\"outcome\":\"%s\"",
 	       opt_dry ? "true" : "false",
 	       opt_dry ? "planned" : outcome_name(r->res.outcome));
-	printf(",\n  \"plan\": {\"tree_blocks\": %llu, \"elements\": %llu, "
-	       "\"blocks_to_move\": %llu, \"elements_to_move\": %llu, "
-	       "\"free_blocks\": %llu, \"free_needed\": %llu, "
-	       "\"gain\": %.6f, \"batch_asked\": %llu, \"batch\": %llu, "
-	       "\"batch_cut\": %s, \"enough_space\": %s}",
+	printf(",\"plan\":{\"tree_blocks\":%llu,\"elements\":%llu,"
+	       "\"blocks_to_move\":%llu,\"elements_to_move\":%llu,"
+	       "\"free_blocks\":%llu,\"free_needed\":%llu,"
+	       "\"gain\":%.6f,\"batch_asked\":%llu,\"batch\":%llu,"
+	       "\"batch_cut\":%s,\"enough_space\":%s}",
 	       (unsigned long long)p->tree_blocks,
 	       (unsigned long long)p->elements,
 	       (unsigned long long)p->misplaced_blocks,
@@ -121,18 +121,19 @@ static void print_json(const struct report *r)
 	json_frag("before", &r->before);
 	if (r->have_after)
 		json_frag("after", &r->after);
-	fputs(",\n  \"worst\": [", stdout);
+	fputs(",\"worst\":[", stdout);
 	for (size_t i = 0; i < r->nworst; i++) {
-		fputs(i ? ",\n    " : "\n    ", stdout);
+		if (i)
+			putchar(',');
 		json_obj(&r->worst[i]);
 	}
-	fputs(r->nworst ? "\n  ]" : "]", stdout);
+	putchar(']');
 	if (opt_file) {
-		fputs(",\n  \"file\": ", stdout);
+		fputs(",\"file\":", stdout);
 		json_obj(&r->file);
 	}
-	printf(",\n  \"blocks_moved\": %llu,\n  \"blocks_evicted\": %llu,"
-	       "\n  \"transactions\": %llu,\n  \"seconds\": %.3f\n}\n",
+	printf(",\"blocks_moved\":%llu,\"blocks_evicted\":%llu,"
+	       "\"transactions\":%llu,\"seconds\":%.3f",
 	       (unsigned long long)r->res.moved,
 	       (unsigned long long)r->res.evicted,
 	       (unsigned long long)r->res.batches, r->res.seconds);
@@ -285,10 +286,10 @@ static int run(const char *path, const struct r4_repack_opts *o)
 		ex = r->res.outcome == R4_REPACK_TIME_LIMIT ? EXIT_TIME : EXIT_OK;
 		if (opt_json) {
 			print_json(r);
-			r4cmd_json_done();
-		}
-		else
+			r4cmd_json_end();
+		} else {
 			print_text(r);
+		}
 	}
 	if (r4_vol_close(vol, rc ? NULL : &err) && !rc) {
 		r4cmd_error(&err, path, -1);

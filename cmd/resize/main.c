@@ -34,6 +34,8 @@ static struct poptOption resize_options[] = {
 	  "shrink: blocks moved per transaction (default 512)", "N" },
 	{ "json", 'j', POPT_ARG_NONE, &opt_json, 0,
 	  "print the result as one JSON object", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
+	  "Progress:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_wait_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -42,10 +44,15 @@ static struct poptOption resize_options[] = {
 	POPT_TABLEEND
 };
 
+static int progress_seen;
+
 static void on_progress(void *ctx, const char *stage, uint64_t done,
 			uint64_t total)
 {
 	(void)ctx;
+	progress_seen = 1;
+	/* --progress-fd: phase "moving" or "bitmaps", in blocks */
+	r4cmd_progress_kind(stage, "blocks");
 	r4cmd_progress(!strcmp(stage, "moving") ? "moving blocks" :
 		       "writing bitmaps", done < total ? done : total, total);
 }
@@ -95,31 +102,31 @@ static const char *verb(const struct r4_resize_result *r)
 
 static void print_json(const char *path, const struct r4_resize_result *r)
 {
-	printf("{\n  \"schema\": %d,\n  \"program\": \"r4resize\",\n  ",
-	       R4CMD_JSON_SCHEMA);
+	r4cmd_json_begin("resize", R4CMD_JSON_SCHEMA);
+	putchar(',');
 	r4cmd_json_name("image", path, strlen(path));
-	printf(",\n  \"dry_run\": %s,\n  \"outcome\": \"%s\",\n  "
-	       "\"block_size\": %u,\n  \"old_blocks\": ",
+	printf(",\"dry_run\":%s,\"outcome\":\"%s\","
+	       "\"block_size\":%u,\"old_blocks\":",
 	       opt_dry || opt_print_min ? "true" : "false",
 	       opt_print_min ? "minimum" :
 	       r->new_blocks == r->old_blocks ? "unchanged" :
 	       r->new_blocks > r->old_blocks ? "grow" : "shrink", r->blksize);
 	r4cmd_json_u64(r->old_blocks);
-	printf(",\n  \"new_blocks\": ");
+	printf(",\"new_blocks\":");
 	r4cmd_json_u64(r->new_blocks);
-	printf(",\n  \"min_blocks\": ");
+	printf(",\"min_blocks\":");
 	r4cmd_json_u64(r->min_blocks);
-	printf(",\n  \"max_blocks\": ");
+	printf(",\"max_blocks\":");
 	r4cmd_json_u64(r->max_blocks);
-	printf(",\n  \"device_blocks\": ");
+	printf(",\"device_blocks\":");
 	r4cmd_json_u64(r->device_blocks);
-	printf(",\n  \"free_before\": ");
+	printf(",\"free_before\":");
 	r4cmd_json_u64(r->free_before);
-	printf(",\n  \"free_after\": ");
+	printf(",\"free_after\":");
 	r4cmd_json_u64(r->free_after);
-	printf(",\n  \"bitmaps\": [%llu, %llu],\n  \"backups\": [%llu, %llu],"
-	       "\n  \"blocks_to_move\": %llu,\n  \"blocks_moved\": %llu,"
-	       "\n  \"transactions_moving\": %llu\n}\n",
+	printf(",\"bitmaps\":[%llu,%llu],\"backups\":[%llu,%llu],"
+	       "\"blocks_to_move\":%llu,\"blocks_moved\":%llu,"
+	       "\"transactions_moving\":%llu",
 	       (unsigned long long)r->bitmaps_before,
 	       (unsigned long long)r->bitmaps_after,
 	       (unsigned long long)r->backups_before,
@@ -215,7 +222,8 @@ static int run(const char *path, const char *size, uint64_t batch)
 	o.dry_run = ro;
 	if (batch)
 		o.batch = batch;
-	if (opt_progress && r4cmd_progress_enabled() && !opt_json)
+	if ((opt_progress && r4cmd_progress_enabled() && !opt_json) ||
+	    r4cmd_progress_events())
 		o.progress = on_progress;
 	rc = r4_vol_open(path, (ro ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
 			 r4cmd_lock_flags(), &vol, &err);
@@ -236,15 +244,22 @@ static int run(const char *path, const char *size, uint64_t batch)
 		rc = pick_target(vol, size, &si, &o, &n, &err);
 	if (!rc)
 		rc = r4_resize(vol, n, &o, &res, &err);
-	if (o.progress)
+	if (o.progress) {
 		r4cmd_progress_end();
+		/* nothing to move and no bitmap to write: still one event,
+		 * "moving" 0 of 0 blocks, so a reader sees the end */
+		if (!rc && !progress_seen)
+			r4cmd_progress_kind("moving", "blocks");
+		if (!rc)
+			r4cmd_progress_finish();
+	}
 	if (rc) {
 		r4cmd_error(&err, path, rc);
 	} else {
 		ex = EXIT_OK;
 		if (opt_json) {
 			print_json(path, &res);
-			r4cmd_json_done();
+			r4cmd_json_end();
 		} else {
 			print_text(path, &res);
 		}
@@ -308,6 +323,8 @@ int main(int argc, const char **argv)
 		}
 	}
 	if (!rc && r4cmd_lock_parse(-1))
+		rc = EXIT_USAGE;
+	if (!rc && r4cmd_progress_parse(-1))
 		rc = EXIT_USAGE;
 	if (!rc)
 		rc = run(path, size, batch);

@@ -373,10 +373,10 @@ import json, sys
 v = [json.loads(l) for l in open(sys.argv[1])]
 assert len(v) == 5, v
 assert v[0]["size"] == 6 and v[0]["nlink"] == 3 and v[0]["plugin"] == "reg40"
-names = {e["name"] for e in v[1]}
+names = {e["name"] for e in v[1]["entries"]}
 assert "with\ttab" in names and "rel-link" in names, names
-assert [e for e in v[1] if e["name"] == "rel-link"][0]["target"] == "a.txt"
-assert v[3][0]["block"] == 23 and v[3][1]["owner"] is None, v[3]
-assert v[4][0]["paths"] == ["/"], v[4]
+assert [e for e in v[1]["entries"] if e["name"] == "rel-link"][0]["target"] == "a.txt"
+assert v[3]["blocks"][0]["block"] == 23 and v[3]["blocks"][1]["owner"] is None, v[3]
+assert v[4]["objects"][0]["paths"] == ["/"], v[4]
 EOF
 }

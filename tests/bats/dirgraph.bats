@@ -75,8 +75,8 @@ fixed() {
 	run timeout 20 r4fsck -y --json "$T/bad.img"
 	echo "$output"
 	[ "$status" -eq 1 ]
-	grep -q '"code": "dir-hard-link"' <<<"$output"
-	[[ "$output" == *'"clean": true'* ]]
+	grep -q '"code":"dir-hard-link"' <<<"$output"
+	[[ "$output" == *'"clean":true'* ]]
 	run timeout 20 r4fsck -y "$T/bad.img"
 	echo "second run: $output"
 	[ "$status" -eq 0 ]

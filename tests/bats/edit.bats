@@ -216,7 +216,7 @@ make_add() {
 	tar -C "$T/add" -cf "$T/add.tar" .
 	run r4pack add --json "$T/t.img" "$T/add.tar"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *'"entries": 55'* ]]
+	[[ "$output" == *'"entries":55'* ]]
 	image_clean "$T/t.img"
 	same_as_host "$T/t.img" "$T/host"
 	gzip -c "$T/add.tar" | r4pack add -q "$T/s.img" -

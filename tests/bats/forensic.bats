@@ -46,7 +46,7 @@ make_img() {
 	! grep -q "keep" <<<"$output"
 	r4debugfs --json -R lsdel "$T/a.img" | python3 -c '
 import json, sys
-v = json.load(sys.stdin)
+v = json.load(sys.stdin)["deleted"]
 assert len(v) == 4, v
 for o in v:
     assert o["recoverable"] == o["size"] == o["found"], o
@@ -88,7 +88,7 @@ for o in v:
 	[[ "$output" == *"used, not referenced"* ]]
 	rec=$(r4debugfs --json -R lsdel "$T/a.img" | python3 -c "
 import json, sys
-print([o for o in json.load(sys.stdin) if o['oid'] == $o][0]['recoverable'])")
+print([o for o in json.load(sys.stdin)['deleted'] if o['oid'] == $o][0]['recoverable'])")
 	[ "$rec" -eq $((1000000 - 4096)) ]
 	run r4debugfs -R "undel $o $T/out" "$T/a.img"
 	echo "$output"
@@ -131,7 +131,7 @@ ctail_nodes() {
 	sum=$(sha256sum <"$T/c.img")
 	r4debugfs --json -R lsdel "$T/c.img" | python3 -c '
 import json, sys
-v = json.load(sys.stdin)
+v = json.load(sys.stdin)["deleted"]
 assert len(v) == 3, v
 for o in v:
     assert o["plugin"] == 4 and o["recoverable"] == o["size"] == o["found"], o
@@ -155,7 +155,7 @@ for o in v:
 	done <"$T/where"
 	rec=$(r4debugfs --json -R lsdel "$T/c.img" | python3 -c "
 import json, sys
-print([o for o in json.load(sys.stdin) if o['oid'] == ${oid[/d/text.txt]}][0]['recoverable'])")
+print([o for o in json.load(sys.stdin)['deleted'] if o['oid'] == ${oid[/d/text.txt]}][0]['recoverable'])")
 	[ "$rec" -eq $((168894 - 65536)) ]
 	run r4debugfs -R "undel ${oid[/d/text.txt]} $T/out" "$T/c.img"
 	echo "$output"
@@ -186,7 +186,7 @@ print([o for o in json.load(sys.stdin) if o['oid'] == ${oid[/d/text.txt]}][0]['r
 	[[ "$output" == *"1 deleted object(s), 1 of them orphans"* ]]
 	r4debugfs --json -R lsdel "$T/o.img" | python3 -c "
 import json, sys
-v = json.load(sys.stdin)
+v = json.load(sys.stdin)['deleted']
 assert len(v) == 1 and v[0]['oid'] == $o and v[0]['orphan'] is True, v
 assert v[0]['safe_link'] is None and v[0]['recoverable'] == 30000, v
 "
@@ -318,7 +318,7 @@ assert v[0]['safe_link'] is None and v[0]['recoverable'] == 30000, v
 	r4debugfs --json -R lsdel "$T/del.img" >"$T/lsdel.json"
 	python3 - "$T/lsdel.json" "$k/deleted.deleted.sha256" >"$T/plan" <<'PY'
 import json, sys
-v = json.load(open(sys.argv[1]))
+v = json.load(open(sys.argv[1]))["deleted"]
 byname = {o["name"]: o for o in v if o["name"]}
 for line in open(sys.argv[2]):
     h, path = line.split()
@@ -566,7 +566,7 @@ assert names == [b"/", b"/bad\xfe", b"/bad\xff", b"/ok"], names
 d = lines(sys.argv[2])
 assert any(l.split(b"|")[1] == b"/bad\xff (deleted)" for l in d), d
 assert any(l.split(b"|")[1] == b"/bad\xfe" for l in d), d
-v = json.load(open(sys.argv[3]))
+v = json.load(open(sys.argv[3]))["deleted"]
 assert [base64.b64decode(o["name_b64"]) for o in v] == [b"bad\xff"], v
 PY
 }

@@ -188,8 +188,8 @@ flip() {
 	[[ "$first" == *"7 files cut (3586 bytes)"* ]]
 	run r4fsck -y --json "$T/j.img"
 	[ "$status" -eq 1 ]
-	[[ "$output" == *'"loss": "size-cut", "amount": 1786, "done": "object '* ]]
-	[[ "$output" == *'"cut_files": 7, "cut_bytes": 3586}'* ]]
+	[[ "$output" == *'"loss":"size-cut","amount":1786,"done":"object '* ]]
+	[[ "$output" == *'"cut_files":7,"cut_bytes":3586}'* ]]
 	same "$T/i.img" /a8 "$T/s/a8"
 }
 
@@ -259,7 +259,7 @@ no_write() {
 	[[ "$output" == *"file /z1 (object "*"tail40 items "*" continue each other side by side, unmerged: the Reiser4 kernel reads the file short (its read ends at offset 100)"* ]]
 	[ "$(grep -c 'side by side, unmerged' <<<"$output")" -eq 3 ]
 	run r4fsck -n --json "$T/i.img"
-	[[ "$output" == *'"code": "tail-unmerged"'*'"fix": "preen"'* ]]
+	[[ "$output" == *'"code":"tail-unmerged"'*'"fix":"preen"'* ]]
 	run r4fsck -p "$T/i.img"
 	echo "$output"
 	[ "$status" -eq 1 ]

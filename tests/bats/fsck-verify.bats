@@ -54,10 +54,12 @@ line"
 	python3 -c '
 import json, sys
 ls = [json.loads(l) for l in sys.stdin.read().splitlines()]
-kinds = sorted((l["verify"], l["path"]) for l in ls if "verify" in l)
+assert len(ls) == 1, ls
+o = ls[0]
+kinds = sorted((f["status"], f["path"]) for f in o["findings"])
 assert kinds == [("contents differ", "/d/f15"), ("missing", "/small"), ("new", "/extra")], kinds
-assert ls[-1]["differ"] == 1 and ls[-1]["missing"] == 1 and ls[-1]["new"] == 1 and ls[-1]["clean"] is False
-assert all(l["schema"] == 1 and l["program"] == "r4fsck" for l in ls)
+assert o["differ"] == 1 and o["missing"] == 1 and o["new"] == 1 and o["clean"] is False
+assert o["schema"] == 2 and o["program"] == "r4fsck" and o["kind"] == "verify"
 ' <<<"$output"
 }
 

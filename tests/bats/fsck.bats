@@ -127,13 +127,13 @@ make_src() {
 	fresh
 	run r4fsck --json "$T/good.img"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *'"clean": true'* ]]
-	[[ "$output" == *'"problems": 0'* ]]
+	[[ "$output" == *'"clean":true'* ]]
+	[[ "$output" == *'"problems":0'* ]]
 	poke "$T/bad.img" $((17 * 4096 + 8)) 1000 8
 	run r4fsck --json "$T/bad.img"
 	[ "$status" -eq 4 ]
-	[[ "$output" == *'"code": "free-count", "block": 17'* ]]
-	[[ "$output" == *'"clean": false'* ]]
+	[[ "$output" == *'"code":"free-count","block":17'* ]]
+	[[ "$output" == *'"clean":false'* ]]
 	if command -v python3 >/dev/null; then
 		r4fsck --json "$T/bad.img" | python3 -c 'import json,sys; json.load(sys.stdin)'
 	fi

@@ -73,8 +73,8 @@ blk() {
 	[ "$(sha256sum < "$T/a.img")" = "$before" ]
 	run r4fsck --check --json "$T/a.img"
 	[ "$status" -eq 4 ]
-	[[ "$output" == *'"overlaid": 1'* ]]
-	[[ "$output" == *'{"code": "journal-unreplayed", "block": 19, "item": -1, "key": "", "fix": "preen", "message": "1 committed transaction not replayed'*'run `r4fsck -p` before mounting"}'* ]]
+	[[ "$output" == *'"overlaid":1'* ]]
+	[[ "$output" == *'{"code":"journal-unreplayed","block":19,"item":-1,"key":"","fix":"preen","message":"1 committed transaction not replayed'*'run `r4fsck -p` before mounting"}'* ]]
 	[ "$(sha256sum < "$T/a.img")" = "$before" ]
 	# -p replays it (exit 1) and -n is clean after it
 	run r4fsck -p "$T/a.img"

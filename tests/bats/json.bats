@@ -50,16 +50,16 @@ def raw(o, k):
         assert '\ufffd' in o[k], o          # the text form says so
         return b
     return o[k].encode('utf-8')
-for listing in v[0], v[1]:
+for listing in v[0]["entries"], v[1]["entries"]:
     names = {raw(e, 'name') for e in listing} - {b'.', b'..'}
     assert names == host, (names, host)
     for e in listing:
         assert raw(e, 'path') == b'/d/' + raw(e, 'name'), e
-bad = [e for e in v[0] if 'name_b64' in e]
+bad = [e for e in v[0]["entries"] if 'name_b64' in e]
 assert len(bad) == 2, bad                   # \377\376 and the overlong form
-assert not any('name_b64' in e for e in v[0]
+assert not any('name_b64' in e for e in v[0]["entries"]
                if e['name'].startswith(('caf', 'ctl'))), v[0]
-assert {raw(e, 'path') for e in v[2]} == {b'/d/' + n for n in host}, v[2]
+assert {raw(e, 'path') for e in v[2]["files"]} == {b'/d/' + n for n in host}, v[2]
 EOF
 }
 
@@ -81,8 +81,8 @@ import json, sys
 v = [json.loads(l) for l in open(sys.argv[1], encoding='utf-8')]
 assert len(v) == 13, len(v)
 for o in v:
-    if isinstance(o, dict):
-        assert o['schema'] == 1, o
+    assert o['schema'] == 2 and o['program'] == 'r4debugfs', o
+    assert o['kind'] != 'error', o
 assert v[0]['blksize'] == 4096
 assert v[1]['command'].startswith('print node') and v[1]['lines'], v[1]
 b = v[6]
@@ -122,7 +122,7 @@ EOF
 	python3 - "$T/p" "$T/f" "$T/r" <<'EOF'
 import json, sys
 p, f, r = (json.load(open(a)) for a in sys.argv[1:4])
-assert p['schema'] == f['schema'] == r['schema'] == 1
+assert p['schema'] == f['schema'] == r['schema'] == 2
 assert 'files' not in p, p
 assert p["objects"] == f["objects"] == 8, (p, f)   # root, d, 4 files, sym, fifo
 assert p["nondirs"] == 6 and p["dirs"] == f["dirs"] == 2, (p, f)
@@ -148,7 +148,7 @@ EOF
 		python3 -c '
 import json, sys
 o = json.loads(sys.argv[1])
-assert o["schema"] == 1 and o["error"]["exit"] == int(sys.argv[2]), o
+assert o["schema"] == 2 and o["kind"] == "error" and o["error"]["exit"] == int(sys.argv[2]), o
 assert sys.argv[3] in o["error"]["message"], o' "$js" "$code" "$want_msg"
 	}
 	want_msg=nope.img want 8 stdout r4fsck --json "$T/nope.img"
@@ -182,7 +182,7 @@ assert v[1]["path"] == "/d", v' "$output"
 	python3 - "$output" <<'PY'
 import base64, json, sys
 d = json.loads(sys.argv[1])
-p = d[0]["paths"][0]
+p = d["objects"][0]["paths"][0]
 assert isinstance(p, dict), p
 assert base64.b64decode(p["path_b64"]) == b"/d\xff/f", p
 PY
@@ -194,8 +194,8 @@ PY
 	python3 - "$output" <<'PY'
 import base64, json, sys
 d = json.loads(sys.argv[1])
-assert d[0]["class"] == "owned", d
-p = d[0]["paths"][0]
+assert d["blocks"][0]["class"] == "owned", d
+p = d["blocks"][0]["paths"][0]
 assert base64.b64decode(p["path_b64"]) == b"/d\xff/f", p
 PY
 	# lsdel: a removed file's numbers are JSON numbers, exact
@@ -203,5 +203,5 @@ PY
 	run r4debugfs --json -R "lsdel" "$T/n.img"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); x=[e for e in d if e["oid"] == 0x10001]; assert x and x[0]["size"] == 65536, d' "$output"
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); x=[e for e in d["deleted"] if e["oid"] == 0x10001]; assert x and x[0]["size"] == 65536, d' "$output"
 }

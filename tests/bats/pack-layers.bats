@@ -73,7 +73,7 @@ listing() {
 	run r4pack add --json --layers=oci "$T/a.img" "$T/l1.tgz" "$T/l2.tar"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *'"layers": 2'* && *'"whiteouts": 4'* ]]
+	[[ "$output" == *'"layers":2'* && *'"whiteouts":4'* ]]
 	diff "$T/want" <(listing "$T/a.img")
 	run r4fsck -n "$T/a.img"
 	[ "$status" -eq 0 ]

@@ -376,7 +376,7 @@ EOF
 	tarball "$T/src" "$T/src.tar"
 	local out
 	out=$(r4pack create --json "$T/src.tar" "$T/a.img" 2>/dev/null)
-	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["nondirs"] > 10 and d["schema"] == 1 and d["block_count"] > 0 and d["skipped"] == 0' "$out"
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["nondirs"] > 10 and d["schema"] == 2 and d["kind"] == "create" and d["block_count"] > 0 and d["skipped"] == 0' "$out"
 	run r4pack create -v -q "$T/src.tar" "$T/b.img"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"dir/sub/link2"* ]]

@@ -137,11 +137,11 @@ loop() {
 		rc=0
 		out=$(timeout 120 r4fsck -y --json "$img" 2>&1) || rc=$?
 		if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
-			echo "seed $seed ($where): r4fsck -y exit $rc: left $(grep -o '"[a-z0-9-]*": {"found": [0-9]*, "left": [1-9]' <<<"$out" | cut -d '"' -f 2 | tr '\n' ' ')$(tail -n 2 <<<"$out")"
+			echo "seed $seed ($where): r4fsck -y exit $rc: left $(grep -o '"[a-z0-9-]*":{"found":[0-9]*,"left":[1-9]' <<<"$out" | cut -d '"' -f 2 | tr '\n' ' ')$(tail -n 2 <<<"$out")"
 			fails=$((fails + 1))
 			continue
 		fi
-		[[ "$out" != *'"rebuilt": true'* ]] || rebuilt=$((rebuilt + 1))
+		[[ "$out" != *'"rebuilt":true'* ]] || rebuilt=$((rebuilt + 1))
 		rc=0
 		out=$(timeout 120 r4fsck -y "$img" 2>&1) || rc=$?
 		if [ "$rc" -ne 0 ] || [ -n "$out" ]; then

@@ -136,14 +136,14 @@ checked() {
 	run r4resize -n --json "$T/a.img" 2G
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *'"outcome": "grow"'* ]]
-	[[ "$output" == *'"new_blocks": 524288'* ]]
+	[[ "$output" == *'"outcome":"grow"'* ]]
+	[[ "$output" == *'"new_blocks":524288'* ]]
 	cmp "$T/a.img" "$T/copy.img"
 	run r4resize --json "$T/a.img" 128M
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *'"old_blocks": 16384'* ]]
-	[[ "$output" == *'"new_blocks": 32768'* ]]
+	[[ "$output" == *'"old_blocks":16384'* ]]
+	[[ "$output" == *'"new_blocks":32768'* ]]
 	[ "$(blocks "$T/a.img")" = 32768 ]
 }
 

@@ -130,8 +130,8 @@ fi
 N=$(awk -F'[= ]' '{ s += $2 } END { print s }' "$W/report")
 cp "$D" "$W/tx.img"
 r4fsck -y --batch 2 --json "$W/tx.img" >"$W/tx.json"
-TX=$(sed -n 's/^  "transactions": \([0-9]*\),*/\1/p' "$W/tx.json")
-if [ "$SCEN" = twice ] && ! grep -q '"blocks_copied": [1-9]' "$W/tx.json"; then
+TX=$(sed -n 's/.*,"transactions":\([0-9]*\),.*/\1/p' "$W/tx.json")
+if [ "$SCEN" = twice ] && ! grep -q '"blocks_copied":[1-9]' "$W/tx.json"; then
 	echo "repair.sh: the repair copied no block claimed twice" >&2; exit 2
 fi
 r4fsck -n "$W/after.img" >/dev/null || { echo "repair.sh: the uncut repair is not clean" >&2; exit 2; }

@@ -129,8 +129,8 @@ mend_and_read() {
 		sed -n 's/^block \([0-9]*\) (level 1), #\([0-9]*\) ctail40 .*:30000\] offset .*/\1 \2/p')
 	node_split "$T/k.img" "$b" "$i" 10
 	run r4fsck -n --json "$T/k.img"
-	[[ "$output" == *'"code": "ccreg-conv"'* ]]
-	[[ "$output" == *'"code": "ccreg-unmerged"'* ]]
+	[[ "$output" == *'"code":"ccreg-conv"'* ]]
+	[[ "$output" == *'"code":"ccreg-unmerged"'* ]]
 	run r4fsck -p "$T/k.img"
 	echo "$output"
 	[ "$status" -eq 1 ]
