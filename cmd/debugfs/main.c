@@ -143,10 +143,10 @@ static int open_and_run(const char *image)
 	d.json = opt_json;
 	d.writable = opt_write;
 	d.atomic = opt_atomic;
-	if (r4_vol_open(image, (opt_write ? R4_OPEN_RDWR :
+	if (r4_vol_open(image, r4cmd_open((opt_write ? R4_OPEN_RDWR :
 			R4_OPEN_RDONLY | R4_OPEN_FORCE |
 			(opt_no_replay ? R4_OPEN_NO_REPLAY : 0)) |
-			r4cmd_lock_flags(),
+			r4cmd_lock_flags()),
 			&d.vol, &err)) {
 		r4cmd_error(&err, image, err.code);
 		/* Another program holds the image: busy, try again

@@ -170,7 +170,7 @@ int main(int argc, const char **argv)
 		rc = r4cmd_lock_parse(EXIT_USAGE);
 	if (rc == EXIT_MADE)
 		rc = parse_args(ctx, &o, &path);
-	o.wait = r4cmd_lock_flags();
+	o.open.wait = r4cmd_lock_flags();
 	r4cmd_env_mkfs(&o);
 	if (rc == EXIT_MADE) {
 		struct r4_mkfs_result res;

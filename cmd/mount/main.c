@@ -556,8 +556,8 @@ static int run(const char *image, const char *mnt)
 		r4cmd_errorf("%s: not a directory", mnt);
 		return EXIT_USAGE;
 	}
-	if (r4_vol_open(image, R4_OPEN_RDONLY | R4_OPEN_FORCE |
-			r4cmd_lock_flags(), &vol, &err)) {
+	if (r4_vol_open(image, r4cmd_open(R4_OPEN_RDONLY | R4_OPEN_FORCE |
+			r4cmd_lock_flags()), &vol, &err)) {
 		r4cmd_error(&err, image, err.code);
 		return r4cmd_busy_exit(&err, EXIT_OPEN);
 	}

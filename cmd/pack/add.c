@@ -366,7 +366,7 @@ static int run(struct add_job *j)
 	struct r4_vol *vol = NULL;
 	int rc;
 
-	if (r4_vol_open(j->image, R4_OPEN_RDWR | r4cmd_lock_flags(), &vol,
+	if (r4_vol_open(j->image, r4cmd_open(R4_OPEN_RDWR | r4cmd_lock_flags()), &vol,
 			&err)) {
 		r4cmd_error(&err, j->image, err.code);
 		return r4cmd_busy_exit(&err, EXIT_FAILED);

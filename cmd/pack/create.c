@@ -356,7 +356,7 @@ static int check_existing(struct create_job *j, const char *path,
 	 * image from anything else. A regular file stays open, so nobody
 	 * changes it while it is replaced; a device is written in place
 	 * (opened again by the build). */
-	rc = r4_vol_open(path, R4_OPEN_RDONLY | r4cmd_lock_flags(), &j->old,
+	rc = r4_vol_open(path, r4cmd_open(R4_OPEN_RDONLY | r4cmd_lock_flags()), &j->old,
 			 &err);
 	if (rc == R4_EBADMAGIC && !opt_force) {
 		r4cmd_errorf("%s: exists and is not a Reiser4 image; give -f "
@@ -552,7 +552,7 @@ static int run_layers(struct create_job *j, const char *target)
 	}
 	if (!rc)
 		rc = build(j, tmp);
-	if (!rc && r4_vol_open(tmp, R4_OPEN_RDWR, &vol, &err)) {
+	if (!rc && r4_vol_open(tmp, R4_OPEN(R4_OPEN_RDWR), &vol, &err)) {
 		r4cmd_error(&err, tmp, err.code);
 		rc = EXIT_FAILED;
 	}

@@ -90,7 +90,7 @@ static int run(const char *image, const char *out,
 	struct r4_vol *vol = NULL;
 	int rc = EXIT_OK;
 
-	if (r4_vol_open(image, R4_OPEN_RDONLY | r4cmd_lock_flags(), &vol,
+	if (r4_vol_open(image, r4cmd_open(R4_OPEN_RDONLY | r4cmd_lock_flags()), &vol,
 			&err)) {
 		r4cmd_error(&err, image, err.code);
 		return r4cmd_busy_exit(&err, EXIT_FAILED);

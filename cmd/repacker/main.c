@@ -256,8 +256,8 @@ static int run(const char *path, const struct r4_repack_opts *o)
 		return EXIT_FAILED;
 	}
 	r->path = path;
-	rc = r4_vol_open(path, (opt_dry ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
-			 r4cmd_lock_flags(), &vol, &err);
+	rc = r4_vol_open(path, r4cmd_open((opt_dry ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
+			 r4cmd_lock_flags()), &vol, &err);
 	if (rc) {
 		ex = r4cmd_busy_exit(&err, EXIT_FAILED);
 	} else {

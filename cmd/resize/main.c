@@ -217,8 +217,8 @@ static int run(const char *path, const char *size, uint64_t batch)
 		o.batch = batch;
 	if (opt_progress && r4cmd_progress_enabled() && !opt_json)
 		o.progress = on_progress;
-	rc = r4_vol_open(path, (ro ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
-			 r4cmd_lock_flags(), &vol, &err);
+	rc = r4_vol_open(path, r4cmd_open((ro ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
+			 r4cmd_lock_flags()), &vol, &err);
 	if (rc) {
 		r4cmd_error(&err, path, rc);
 		return r4cmd_busy_exit(&err, EXIT_FAILED);

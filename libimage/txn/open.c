@@ -5,6 +5,7 @@
  * (an overlay) and writes nothing. */
 #include "config.h"
 #include <stdio.h>
+#include <string.h>
 #include "libimage/txn/txn.h"
 #include "libimage/util/err.h"
 #include "r4/journal.h"
@@ -38,14 +39,25 @@ static int vol_journal(struct r4_vol *vol, struct r4_error *err)
 	return 0;
 }
 
-int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
-		struct r4_error *err)
+void r4_open_opts_init(struct r4_open_opts *o, unsigned flags)
 {
+	memset(o, 0, sizeof(*o));
+	o->flags = flags;
+}
+
+int r4_vol_open(const char *path, const struct r4_open_opts *opts,
+		struct r4_vol **out, struct r4_error *err)
+{
+	struct r4_open_opts ro;
 	struct r4_vol *vol;
 	int rc;
 
 	*out = NULL;
-	rc = vol_open(path, flags, &vol, err);
+	if (!opts) {
+		r4_open_opts_init(&ro, R4_OPEN_RDONLY);
+		opts = &ro;
+	}
+	rc = vol_open(path, opts, &vol, err);
 	if (rc)
 		return rc;
 	rc = vol_journal(vol, err);
