@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common.h"
+#include "r4/part.h"
 
 static char *opt_partition;
 static char *opt_offset;
@@ -23,9 +24,12 @@ struct poptOption r4cmd_window_options[] = {
 	POPT_TABLEEND
 };
 
-int r4cmd_window_parse(const char *image, int usage_exit)
+int r4cmd_window_parse(const char *image, int usage_exit, int fail_exit)
 {
-	(void)image;
+	struct r4_error err = { 0 };
+	char *end;
+	unsigned long n;
+
 	if (opt_partition && opt_offset) {
 		r4cmd_errorf("--partition and --offset: give one of them");
 		return usage_exit;
@@ -34,6 +38,22 @@ int r4cmd_window_parse(const char *image, int usage_exit)
 			   opt_offset[0] == '-')) {
 		r4cmd_errorf("--offset=%s: give a number of bytes", opt_offset);
 		return usage_exit;
+	}
+	if (!opt_partition)
+		return 0;
+	errno = 0;
+	n = strtoul(opt_partition, &end, 10);
+	if (errno || *end || !opt_partition[0] || opt_partition[0] == '-' ||
+	    !n || n > 65535) {
+		r4cmd_errorf("--partition=%s: give a partition number from 1 "
+			     "(as sfdisk -l numbers them)", opt_partition);
+		return usage_exit;
+	}
+	if (!image)
+		return 0;
+	if (r4_part_window(image, (unsigned)n, &window, &err)) {
+		r4cmd_error(&err, "cannot read the partition table", 0);
+		return r4cmd_busy_exit(&err, fail_exit);
 	}
 	return 0;
 }

@@ -70,6 +70,8 @@ static struct poptOption fsck_options[] = {
 	  "at most N fixes per repair transaction (default 128)", "N" },
 	{ "max-reports", 'm', POPT_ARG_INT, &opt_max_reports, 0,
 	  "print at most N problems (they are all counted; 0 = all)", "N" },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
 	{ "verify", '\0', POPT_ARG_STRING, &opt_verify, 0,

@@ -472,6 +472,8 @@ static struct poptOption mount_options[] = {
 	{ "single", 's', POPT_ARG_NONE, &opt_single, 0,
 	  "single-threaded (always the case; accepted for compatibility)",
 	  NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,

@@ -38,6 +38,8 @@ static struct poptOption repack_options[] = {
 	  "PATH" },
 	{ "json", 'j', POPT_ARG_NONE, &opt_json, 0,
 	  "print the report and the summary as one JSON object", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,

@@ -34,6 +34,8 @@ static struct poptOption resize_options[] = {
 	  "shrink: blocks moved per transaction (default 512)", "N" },
 	{ "json", 'j', POPT_ARG_NONE, &opt_json, 0,
 	  "print the result as one JSON object", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_wait_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
