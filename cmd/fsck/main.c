@@ -412,7 +412,7 @@ static int get_path(poptContext ctx, const char **path)
 		r4cmd_errorf("--max-reports must not be negative");
 		return EXIT_USAGE;
 	}
-	return EXIT_CLEAN;
+	return r4cmd_window_parse(*path, EXIT_USAGE, EXIT_OPERATIONAL);
 }
 
 /* One mode at most: -n, -p, -y/--fix/--build-fs/--build-sb. */

@@ -523,7 +523,7 @@ static int parse_cmdline(poptContext ctx, const char **image,
 				return EXIT_USAGE;
 			}
 		}
-	return EXIT_OK;
+	return r4cmd_window_parse(*image, EXIT_USAGE, EXIT_OPEN);
 }
 
 /* FUSE needs /dev/fuse and fusermount3 (or root): say so in one line

@@ -143,6 +143,8 @@ static int args(poptContext ctx, struct add_job *j)
 	int rc = pack_sources(ctx, "add", "IS", &j->ps);
 
 	j->image = j->ps.image;
+	if (!rc)
+		rc = r4cmd_window_parse(j->image, EXIT_USAGE, EXIT_FAILED);
 	return rc;
 }
 

@@ -59,7 +59,7 @@ static int args(poptContext ctx, const char **image, const char **out)
 			     "a file name or redirect standard output");
 		return EXIT_USAGE;
 	}
-	return EXIT_OK;
+	return r4cmd_window_parse(*image, EXIT_USAGE, EXIT_FAILED);
 }
 
 static void summary(const char *image, const struct r4_archive_stats *st)

@@ -380,7 +380,10 @@ int main(int argc, const char **argv)
 		poptFreeContext(ctx);
 		return EXIT_OK;
 	}
-	rc = options(ctx, &o, &path) ? EXIT_USAGE : run(path, &o);
+	rc = options(ctx, &o, &path) ? EXIT_USAGE :
+	     r4cmd_window_parse(path, EXIT_USAGE, EXIT_FAILED);
+	if (!rc)
+		rc = run(path, &o);
 	poptFreeContext(ctx);
 	return r4cmd_json_exit(rc);
 }

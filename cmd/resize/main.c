@@ -312,6 +312,8 @@ int main(int argc, const char **argv)
 	if (!rc && r4cmd_lock_parse(-1))
 		rc = EXIT_USAGE;
 	if (!rc)
+		rc = r4cmd_window_parse(path, EXIT_USAGE, EXIT_FAILED);
+	if (!rc)
 		rc = run(path, size, batch);
 	poptFreeContext(ctx);
 	return r4cmd_json_exit(rc);
