@@ -12,6 +12,18 @@
 
 load helpers
 
+# The r4mount test unmounts first, with a timeout, so that a failure
+# leaves no mount behind; then the helpers' teardown (a failed oracle
+# fails the test).
+eval "helpers_$(declare -f teardown)"
+teardown() {
+	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT" 2>/dev/null; then
+		timeout 20 fusermount3 -u "$MNT" 2>/dev/null ||
+			timeout 20 fusermount3 -uz "$MNT" 2>/dev/null || true
+	fi
+	helpers_teardown
+}
+
 need_sfdisk() {
 	command -v sfdisk >/dev/null 2>&1 || skip "sfdisk (util-linux fdisk) not installed"
 }
@@ -149,7 +161,14 @@ EOF
 	r4resize -q --partition=1 "$T/disk" 2M
 	r4resize -q --partition=1 "$T/disk"
 	r4pack add -q --partition=1 "$T/disk" "$T/src"
-	run r4pack add --partition=1 --grow=100M "$T/disk" "$T/src"
+	# --grow stops at the partition's end: nothing added, one reason
+	mkdir "$T/big"
+	head -c 6000000 /dev/urandom >"$T/big/f"
+	run r4pack add --partition=1 --grow=100M "$T/disk" "$T/big"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"the window (the partition) holds 1024 blocks"* ]]
+	[[ "$output" == *"nothing was added"* ]]
 	[ "$(outside 1)" = "$before" ]
 	run r4fsck -n --partition=1 "$T/disk"
 	[ "$status" -eq 0 ]
@@ -165,6 +184,22 @@ EOF
 	run r4mkfs --partition=0 "$T/disk"
 	[ "$status" -eq 2 ]
 	[ "$(outside 1)" = "$before" ]
+}
+
+@test "partitions: r4mount --partition=2 shows the files of that partition exactly" {
+	need_sfdisk
+	command -v r4mount >/dev/null 2>&1 || skip "r4mount not built (configure --disable-mount)"
+	[ -c /dev/fuse ] || skip "no /dev/fuse on this machine"
+	{ exec 9<>/dev/fuse; } 2>/dev/null || skip "/dev/fuse is not usable by $(id -un)"
+	exec 9>&-
+	command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 (Debian fuse3) not installed"
+	mkdisk gpt
+	r4pack create -q -f --partition=2 "$T/src" "$T/disk"
+	MNT=$T/mnt
+	mkdir -p "$MNT"
+	r4mount --partition=2 "$T/disk" "$MNT"
+	mountpoint -q "$MNT"
+	diff -r --no-dereference "$T/src" "$MNT"
 }
 
 # hostile DISK WHAT: one line naming WHAT from --partitions (8) and from
