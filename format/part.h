@@ -7,7 +7,8 @@
  * extended one are 5, 6, ... in the order of their chain; GPT entry i
  * (from 0) is partition i + 1, empty entries skipped but counted.
  * Sectors are 512 bytes. Every field is checked against the disk's
- * size: a table that does not fit is an error, never a guess. */
+ * size: a table that does not fit is an error, never a guess. The
+ * layouts: doc/format.md §1.10. */
 #ifndef R4_FORMAT_PART_H
 #define R4_FORMAT_PART_H
 
