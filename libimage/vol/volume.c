@@ -3,7 +3,7 @@
  * super blocks, the status block and the journal control blocks, and
  * set up the block cache and the space map. Every complaint names the
  * image, the block and the field. The journal itself (replay, overlay)
- * is the transaction layer's: r4_vol_open is in libimage/txn/open.c. */
+ * is the transaction layer's: r4_vol_open is in libimage/open/open.c. */
 #include "config.h"
 #include <errno.h>
 #include <stdio.h>

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: r4_vol_open and r4_vol_close: a volume (libimage/vol) with its
- * journal taken care of. A read-write open replays the committed
- * transactions not yet written home; a read-only one reads through them
- * (an overlay) and writes nothing. */
+/* r4kit: r4_vol_open and r4_vol_close, the open as a value
+ * (r4_open_opts: access, locks, wait, the byte window of a partition):
+ * a volume (libimage/vol) with its journal taken care of. A read-write
+ * open replays the committed transactions not yet written home; a
+ * read-only one reads through them (an overlay) and writes nothing. */
 #include "config.h"
 #include <stdio.h>
 #include <string.h>
