@@ -92,7 +92,7 @@ static void write_path(const char *path)
 	struct r4_vol *vol = NULL;
 	struct r4_txn *t = NULL;
 
-	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
+	if (r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err))
 		return;
 	if (!r4_txn_begin(vol, &t, &err)) {
 		if (r4_mkdir(t, "/fuzz", &dir, &err) ||
@@ -114,16 +114,16 @@ static void repair(const char *path)
 	struct r4_vol *vol;
 	int fixed, rc;
 
-	r4_repair_super(path, 0, NULL, NULL, &fixed, 0, &err);
-	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err)) {
-		if (r4_repair_journal_drop(path, NULL, NULL, NULL, 0, &err) ||
-		    r4_vol_open(path, R4_OPEN_RDWR, &vol, &err))
+	r4_repair_super(path, 0, NULL, NULL, &fixed, NULL, &err);
+	if (r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err)) {
+		if (r4_repair_journal_drop(path, NULL, NULL, NULL, NULL, &err) ||
+		    r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err))
 			return;
 	}
 	rc = r4_repair(vol, &o, &rep, &err);
 	if (r4_vol_close(vol, &err) || rc || rep.left.problems)
 		return;
-	if (r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err))
+	if (r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err))
 		abort();	/* repaired, but cannot be opened */
 	if (r4_check(vol, NULL, &crep, &err) == 0 && crep.problems)
 		abort();	/* "nothing left", yet a check finds some */
@@ -148,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	w = calloc(1, sizeof(*w));
-	if (w && r4_vol_open(path, R4_OPEN_RDONLY, &w->vol, &err) == 0) {
+	if (w && r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &w->vol, &err) == 0) {
 		memset(&rep, 0, sizeof(rep));
 		r4_check(w->vol, NULL, &rep, &err);
 		r4_tree_walk(w->vol, on_node, NULL, &err);

@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	if (r4_vol_open(path, R4_OPEN_RDONLY, &f.vol, &err) == 0) {
+	if (r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &f.vol, &err) == 0) {
 		r4_lsdel(f.vol, on_deleted, &f, &err);
 		r4_vol_close(f.vol, NULL);
 	}

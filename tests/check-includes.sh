@@ -18,7 +18,8 @@ rooms='
     20  libimage/io       device I/O, block cache, fault backend
     30  libimage/alloc    the space map
     40  libimage/vol      an open volume: super blocks, cache, space
-    50  libimage/txn      transactions, replay; r4_vol_open (open + replay)
+    50  libimage/txn      transactions, replay
+    55  libimage/open     r4_vol_open: the open as a value (window, locks, replay)
     60  libimage/tree     the tree: lookup, node buffers, modify
     70  libimage/obj      objects: read, create, edit
     80  libimage/mkfs     making an empty volume (fixed.h: its layout)

@@ -31,6 +31,20 @@ extern struct poptOption r4cmd_lock_options[];
 void r4cmd_wait_argv(int argc, const char **argv);
 int r4cmd_lock_parse(int usage_exit);
 unsigned r4cmd_lock_flags(void);
+/* --partition=N and --offset=BYTES (r4cmd_window_options, window.c):
+ * the volume is that window of the image. r4cmd_window_parse checks
+ * them (usage_exit after one line saying what is wrong) and, image not
+ * NULL, resolves a partition through image's table (fail_exit after one
+ * line for a table or partition that cannot be used). 0 when done.
+ * r4cmd_open: the open options for
+ * flags (R4_OPEN_* with r4cmd_lock_flags()) and that window, in a
+ * static buffer each call overwrites; r4cmd_window_get copies the
+ * window into o; r4cmd_window_set: 1 when one was given. */
+extern struct poptOption r4cmd_window_options[];
+int r4cmd_window_parse(const char *image, int usage_exit, int fail_exit);
+const struct r4_open_opts *r4cmd_open(unsigned flags);
+void r4cmd_window_get(struct r4_open_opts *o);
+int r4cmd_window_set(void);
 /* R4CMD_EXIT_BUSY when err says the image is busy (R4_EBUSY), else
  * otherwise. */
 int r4cmd_busy_exit(const struct r4_error *err, int otherwise);

@@ -137,7 +137,7 @@ static int volume_sums(const char *image, struct mlist *out,
 	struct msum m = { 0 };
 	int rc;
 
-	if ((rc = r4_vol_open(image, R4_OPEN_RDONLY | r4cmd_lock_flags(),
+	if ((rc = r4_vol_open(image, r4cmd_open(R4_OPEN_RDONLY | r4cmd_lock_flags()),
 			      &vol, &err))) {
 		r4cmd_error(&err, image, rc);
 		return rc;

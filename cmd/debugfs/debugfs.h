@@ -165,6 +165,9 @@ int dbg_touch(struct dbg *d, int argc, const char **argv);
 int dbg_truncate(struct dbg *d, int argc, const char **argv);
 /* Drop the open transaction; with --atomic the run is aborted. */
 void dbg_edit_abort(struct dbg *d);
+/* --partitions (partitions.c): list the partition table of image; 0, or
+ * 8 (75 busy) after one line when it has no usable table. */
+int dbg_partitions(const char *image, int json);
 /* End of the run: commit the --atomic transaction when ok and nothing
  * failed, else abort it. DBG_OK or DBG_FAIL (message printed). */
 int dbg_edit_finish(struct dbg *d, int ok);

@@ -7,8 +7,11 @@
  * Without -R or -f the commands come from standard input (with the
  * prompt "r4debugfs: " on a terminal).
  *
+ *   r4debugfs --partitions [--json] DISK
+ *
  * Exit codes: 0 every command succeeded; 1 a command failed; 2 bad
- * command line; 8 the image cannot be opened. */
+ * command line; 8 the image cannot be opened (or, --partition and
+ * --partitions, has no usable partition table). */
 #include "config.h"
 #include <errno.h>
 #include <stdio.h>
@@ -27,7 +30,7 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_OPEN = 8 };
 static const char *requests[MAX_REQUESTS];
 static int nr_requests;
 static char *opt_cmdfile;
-static int opt_write, opt_json, opt_atomic, opt_no_replay;
+static int opt_write, opt_json, opt_atomic, opt_no_replay, opt_partitions;
 
 static struct poptOption debugfs_options[] = {
 	{ "request", 'R', POPT_ARG_STRING, NULL, 'R',
@@ -49,6 +52,11 @@ static struct poptOption debugfs_options[] = {
 	  "failure leaves the volume unchanged", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
 	  "Progress (rdump, undel --all):", NULL },
+	{ "partitions", '\0', POPT_ARG_NONE, &opt_partitions, 0,
+	  "list the partition table of IMAGE (a disk image or device) and "
+	  "which partitions hold Reiser4, then exit", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -145,10 +153,10 @@ static int open_and_run(const char *image)
 	d.json = opt_json;
 	d.writable = opt_write;
 	d.atomic = opt_atomic;
-	if (r4_vol_open(image, (opt_write ? R4_OPEN_RDWR :
+	if (r4_vol_open(image, r4cmd_open((opt_write ? R4_OPEN_RDWR :
 			R4_OPEN_RDONLY | R4_OPEN_FORCE |
 			(opt_no_replay ? R4_OPEN_NO_REPLAY : 0)) |
-			r4cmd_lock_flags(),
+			r4cmd_lock_flags()),
 			&d.vol, &err)) {
 		r4cmd_error(&err, image, err.code);
 		/* Another program holds the image: busy, try again
@@ -216,6 +224,10 @@ static int parse_cmdline(poptContext ctx, const char **image)
 			     "the journal");
 		return EXIT_USAGE;
 	}
+	if (opt_partitions && (opt_write || nr_requests || opt_cmdfile)) {
+		r4cmd_errorf("--partitions lists the table and runs no command");
+		return EXIT_USAGE;
+	}
 	if (opt_atomic && !opt_write) {
 		r4cmd_errorf("--atomic goes with -w");
 		return EXIT_USAGE;
@@ -243,7 +255,10 @@ int main(int argc, const char **argv)
 		r4cmd_json_start(stdout);
 	if (rc == EXIT_OK && r4cmd_show_version)
 		r4cmd_print_version();
-	else if (rc == EXIT_OK)
+	else if (rc == EXIT_OK && opt_partitions)
+		rc = dbg_partitions(image, opt_json);
+	else if (rc == EXIT_OK &&
+		 !(rc = r4cmd_window_parse(image, EXIT_USAGE, EXIT_OPEN)))
 		rc = open_and_run(image);
 	for (int i = 0; i < nr_requests; i++)
 		free((void *)requests[i]);

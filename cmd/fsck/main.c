@@ -70,6 +70,8 @@ static struct poptOption fsck_options[] = {
 	  "at most N fixes per repair transaction (default 128)", "N" },
 	{ "max-reports", 'm', POPT_ARG_INT, &opt_max_reports, 0,
 	  "print at most N problems (they are all counted; 0 = all)", "N" },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
 	{ "verify", '\0', POPT_ARG_STRING, &opt_verify, 0,
@@ -98,8 +100,8 @@ static int fallback_readonly(const char *path, struct r4_vol **vol,
 {
 	struct r4_error err = { 0 };
 
-	if (r4_vol_open(path, R4_OPEN_RDONLY | r4cmd_lock_flags() |
-			(opt_force ? R4_OPEN_FORCE : 0), vol, &err))
+	if (r4_vol_open(path, r4cmd_open(R4_OPEN_RDONLY | r4cmd_lock_flags() |
+			(opt_force ? R4_OPEN_FORCE : 0)), vol, &err))
 		return 0;
 	if (!r4_vol_journal_msg(*vol)[0]) {
 		r4_vol_close(*vol, NULL);
@@ -123,7 +125,7 @@ static int open_default_readonly(const char *path, struct r4_vol **vol)
 
 	if (mode != 0)
 		return 0;
-	if (r4_vol_open(path, R4_OPEN_RDONLY | r4cmd_lock_flags(), vol,
+	if (r4_vol_open(path, r4cmd_open(R4_OPEN_RDONLY | r4cmd_lock_flags()), vol,
 			&err)) {
 		if (err.code != R4_EBUSY)
 			return 0;
@@ -154,8 +156,8 @@ static int open_volume(const char *path, struct r4_vol **vol, int *rdonly)
 		r4cmd_lock_note(*vol);
 		return EXIT_CLEAN;
 	}
-	rc = r4_vol_open(path, flags | (opt_force && opt_check ?
-					R4_OPEN_FORCE : 0), vol, &err);
+	rc = r4_vol_open(path, r4cmd_open(flags | (opt_force && opt_check ?
+					R4_OPEN_FORCE : 0)), vol, &err);
 	if (rc && !opt_check && err.code != R4_EBUSY &&
 	    fallback_readonly(path, vol, &err)) {
 		*rdonly = 1;
@@ -268,7 +270,7 @@ static int damaged_supers(const char *path)
 	int damaged = 0;
 
 	if (r4_repair_super_probe(path, 0, on_pre_problem, NULL, &damaged,
-				  r4cmd_lock_flags(), &err)) {
+				  r4cmd_open(r4cmd_lock_flags()), &err)) {
 		if (err.code != R4_EBUSY)
 			return -1;	/* the open says what is wrong */
 		r4cmd_error(&err, path, err.code);
@@ -291,7 +293,7 @@ static int truncated(const char *path)
 	int rc;
 
 	if (r4_repair_size(path, 0, on_pre_problem, NULL, &missing,
-			   r4cmd_lock_flags(), &err)) {
+			   r4cmd_open(r4cmd_lock_flags()), &err)) {
 		if (err.code != R4_EBUSY)
 			return -1;
 		r4cmd_error(&err, path, err.code);
@@ -315,7 +317,7 @@ static int truncated(const char *path)
 		return EXIT_UNCORRECTED;
 	}
 	rc = r4_repair_size(path, 1, on_pre_action, NULL, &missing,
-			    r4cmd_lock_flags(), &err);
+			    r4cmd_open(r4cmd_lock_flags()), &err);
 	if (rc) {
 		r4cmd_error(&err, path, rc);
 		return EXIT_OPERATIONAL;
@@ -345,11 +347,11 @@ static int run(const char *path)
 		int fixed = 0;
 
 		rc = r4_repair_super_probe(path, opt_build_sb, on_pre_problem,
-					   NULL, &fixed, r4cmd_lock_flags(),
+					   NULL, &fixed, r4cmd_open(r4cmd_lock_flags()),
 					   &err);
 		if (!rc && fixed)
 			rc = r4_repair_super(path, opt_build_sb, on_pre_action,
-					     NULL, &fixed, r4cmd_lock_flags(),
+					     NULL, &fixed, r4cmd_open(r4cmd_lock_flags()),
 					     &err);
 		if (rc) {
 			r4cmd_error(&err, path, rc);
@@ -369,7 +371,7 @@ static int run(const char *path)
 		r4_vol_close(vol, NULL);
 		rc = r4_repair_journal_drop(path, on_pre_problem,
 					    on_pre_action, NULL,
-					    r4cmd_lock_flags(), &err);
+					    r4cmd_open(r4cmd_lock_flags()), &err);
 		if (rc) {
 			r4cmd_error(&err, path, rc);
 			return EXIT_OPERATIONAL;
@@ -410,7 +412,7 @@ static int get_path(poptContext ctx, const char **path)
 		r4cmd_errorf("--max-reports must not be negative");
 		return EXIT_USAGE;
 	}
-	return EXIT_CLEAN;
+	return r4cmd_window_parse(*path, EXIT_USAGE, EXIT_OPERATIONAL);
 }
 
 /* One mode at most: -n, -p, -y/--fix/--build-fs/--build-sb. */
@@ -437,7 +439,7 @@ static int run_undo(const char *image)
 	struct r4_error err = { 0 };
 	struct r4_undo_info info;
 	int rc = r4_undo_apply(opt_undo_restore, image, &info,
-			       r4cmd_lock_flags(), &err);
+			       r4cmd_open(r4cmd_lock_flags()), &err);
 
 	if (rc) {
 		r4cmd_error(&err, image, rc);

@@ -40,6 +40,8 @@ static struct poptOption mkfs_options[] = {
 	  "assume yes to every question (r4mkfs never asks)", NULL },
 	{ "discard", 'd', POPT_ARG_NONE, &opt_discard, 0,
 	  "accepted for compatibility; nothing is discarded", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_wait_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -84,6 +86,7 @@ static int parse_args(poptContext ctx, struct r4_mkfs_opts *o,
 		      const char **path)
 {
 	const char *dev, *size, *extra;
+	int rc;
 
 	dev = poptGetArg(ctx);
 	size = poptGetArg(ctx);
@@ -109,7 +112,9 @@ static int parse_args(poptContext ctx, struct r4_mkfs_opts *o,
 		o->create_file = 1;
 	}
 	*path = dev;
-	return EXIT_MADE;
+	rc = r4cmd_window_parse(dev, EXIT_USAGE, EXIT_FAILED);
+	r4cmd_window_get(&o->open);
+	return rc;
 }
 
 static int print_plugins(void)
@@ -170,7 +175,7 @@ int main(int argc, const char **argv)
 		rc = r4cmd_lock_parse(EXIT_USAGE);
 	if (rc == EXIT_MADE)
 		rc = parse_args(ctx, &o, &path);
-	o.wait = r4cmd_lock_flags();
+	o.open.wait = r4cmd_lock_flags();
 	r4cmd_env_mkfs(&o);
 	if (rc == EXIT_MADE) {
 		struct r4_mkfs_result res;

@@ -472,6 +472,8 @@ static struct poptOption mount_options[] = {
 	{ "single", 's', POPT_ARG_NONE, &opt_single, 0,
 	  "single-threaded (always the case; accepted for compatibility)",
 	  NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -521,7 +523,7 @@ static int parse_cmdline(poptContext ctx, const char **image,
 				return EXIT_USAGE;
 			}
 		}
-	return EXIT_OK;
+	return r4cmd_window_parse(*image, EXIT_USAGE, EXIT_OPEN);
 }
 
 /* FUSE needs /dev/fuse and fusermount3 (or root): say so in one line
@@ -556,8 +558,8 @@ static int run(const char *image, const char *mnt)
 		r4cmd_errorf("%s: not a directory", mnt);
 		return EXIT_USAGE;
 	}
-	if (r4_vol_open(image, R4_OPEN_RDONLY | R4_OPEN_FORCE |
-			r4cmd_lock_flags(), &vol, &err)) {
+	if (r4_vol_open(image, r4cmd_open(R4_OPEN_RDONLY | R4_OPEN_FORCE |
+			r4cmd_lock_flags()), &vol, &err)) {
 		r4cmd_error(&err, image, err.code);
 		return r4cmd_busy_exit(&err, EXIT_OPEN);
 	}

@@ -44,6 +44,8 @@ static struct poptOption add_options[] = {
 	  "Source:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
 	  "Ownership and times:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
@@ -141,6 +143,8 @@ static int args(poptContext ctx, struct add_job *j)
 	int rc = pack_sources(ctx, "add", "IS", &j->ps);
 
 	j->image = j->ps.image;
+	if (!rc)
+		rc = r4cmd_window_parse(j->image, EXIT_USAGE, EXIT_FAILED);
 	return rc;
 }
 
@@ -443,7 +447,7 @@ static int run(struct add_job *j)
 	struct r4_vol *vol = NULL;
 	int rc;
 
-	if (r4_vol_open(j->image, R4_OPEN_RDWR | r4cmd_lock_flags(), &vol,
+	if (r4_vol_open(j->image, r4cmd_open(R4_OPEN_RDWR | r4cmd_lock_flags()), &vol,
 			&err)) {
 		r4cmd_error(&err, j->image, err.code);
 		return r4cmd_busy_exit(&err, EXIT_FAILED);

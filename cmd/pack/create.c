@@ -104,6 +104,8 @@ static struct poptOption create_options[] = {
 	  "Source:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, pack_owner_options, 0,
 	  "Ownership and times:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_wait_options, 0,
 	  "Locking (an existing IMAGE):", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
@@ -309,19 +311,6 @@ struct create_job {
 	uint64_t objects;	/* layers: the super block's object count */
 };
 
-/* Data and metadata of the file at path on disk before it is renamed
- * into place. */
-static int fsync_path(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
-
-	if (fd < 0)
-		return -1;
-	rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
 void pack_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	(void)ctx;
@@ -356,7 +345,7 @@ static int check_existing(struct create_job *j, const char *path,
 	 * image from anything else. A regular file stays open, so nobody
 	 * changes it while it is replaced; a device is written in place
 	 * (opened again by the build). */
-	rc = r4_vol_open(path, R4_OPEN_RDONLY | r4cmd_lock_flags(), &j->old,
+	rc = r4_vol_open(path, r4cmd_open(R4_OPEN_RDONLY | r4cmd_lock_flags()), &j->old,
 			 &err);
 	if (rc == R4_EBADMAGIC && !opt_force) {
 		r4cmd_errorf("%s: exists and is not a Reiser4 image; give -f "
@@ -367,7 +356,7 @@ static int check_existing(struct create_job *j, const char *path,
 		r4cmd_error(&err, j->image, rc);
 		return R4CMD_EXIT_BUSY;
 	}
-	if (j->old && S_ISBLK(st->st_mode)) {
+	if (j->old && (S_ISBLK(st->st_mode) || r4cmd_window_set())) {
 		r4_vol_close(j->old, NULL);
 		j->old = NULL;
 	}
@@ -501,27 +490,6 @@ static int room_for_layers(struct create_job *j)
 	return EXIT_OK;
 }
 
-/* An empty file beside target for a layered build, removed on a
- * signal. */
-static int layers_tmp(const char *target, char **tmp)
-{
-	int fd;
-
-	if (asprintf(tmp, "%s.layers.XXXXXX", target) < 0) {
-		r4cmd_errorf("out of memory");
-		return EXIT_FAILED;
-	}
-	if ((fd = mkstemp(*tmp)) < 0) {
-		r4cmd_errorf("%s: %s", *tmp, strerror(errno));
-		free(*tmp);
-		return EXIT_FAILED;
-	}
-	close(fd);
-	r4_tmpfile_add(*tmp);
-	r4cmd_cleanup_on_signals();
-	return EXIT_OK;
-}
-
 /* SOURCE... IMAGE: the first SOURCE is built into a file beside the
  * image, the others are applied to it as layers in one transaction
  * (as r4pack add), and only then is it renamed over the image: a
@@ -535,13 +503,14 @@ static int run_layers(struct create_job *j, const char *target)
 	char *tmp;
 	int rc;
 
-	if (!stat(target, &st) && S_ISBLK(st.st_mode)) {
+	if ((!stat(target, &st) && S_ISBLK(st.st_mode)) ||
+	    r4cmd_window_set()) {
 		r4cmd_errorf("%s: several SOURCEs (layers) are built in an "
-			     "image file, not on a block device: build the "
-			     "file, then copy it", j->image);
+			     "image file, not on a block device or partition: "
+			     "build the file, then copy it", j->image);
 		return EXIT_USAGE;
 	}
-	if ((rc = layers_tmp(target, &tmp)))
+	if ((rc = pack_layers_tmp(target, &tmp)))
 		return rc;
 	if (j->bo.auto_size)
 		rc = room_for_layers(j);
@@ -552,7 +521,7 @@ static int run_layers(struct create_job *j, const char *target)
 	}
 	if (!rc)
 		rc = build(j, tmp);
-	if (!rc && r4_vol_open(tmp, R4_OPEN_RDWR, &vol, &err)) {
+	if (!rc && r4_vol_open(tmp, R4_OPEN(R4_OPEN_RDWR), &vol, &err)) {
 		r4cmd_error(&err, tmp, err.code);
 		rc = EXIT_FAILED;
 	}
@@ -570,7 +539,7 @@ static int run_layers(struct create_job *j, const char *target)
 			rc = EXIT_FAILED;
 		}
 	}
-	if (!rc && (fsync_path(tmp) || rename(tmp, target))) {
+	if (!rc && (pack_fsync_path(tmp) || rename(tmp, target))) {
 		r4cmd_errorf("%s: %s", j->image, strerror(errno));
 		rc = EXIT_FAILED;
 	}
@@ -740,6 +709,9 @@ static int args(poptContext ctx, struct create_job *j)
 	j->image = j->ps.image;
 	j->source = j->ps.src[0];
 	j->is_dir = j->ps.is_dir[0];
+	if (!rc)
+		rc = r4cmd_window_parse(j->image, EXIT_USAGE, EXIT_FAILED);
+	r4cmd_window_get(&j->bo.mkfs.open);
 	return rc;
 }
 

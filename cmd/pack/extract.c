@@ -17,6 +17,8 @@ static struct poptOption extract_options[] = {
 	  "Ownership and times:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
 	  NULL, NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -59,7 +61,7 @@ static int args(poptContext ctx, const char **image, const char **out)
 			     "a file name or redirect standard output");
 		return EXIT_USAGE;
 	}
-	return EXIT_OK;
+	return r4cmd_window_parse(*image, EXIT_USAGE, EXIT_FAILED);
 }
 
 static void summary(const char *image, const struct r4_archive_stats *st)
@@ -105,7 +107,7 @@ static int run(const char *image, const char *out,
 	struct r4_vol *vol = NULL;
 	int rc = EXIT_OK;
 
-	if (r4_vol_open(image, R4_OPEN_RDONLY | r4cmd_lock_flags(), &vol,
+	if (r4_vol_open(image, r4cmd_open(R4_OPEN_RDONLY | r4cmd_lock_flags()), &vol,
 			&err)) {
 		r4cmd_error(&err, image, err.code);
 		return r4cmd_busy_exit(&err, EXIT_FAILED);

@@ -9,10 +9,14 @@
  * Exit codes: 0 done; 1 failed (bad input, no space, I/O); 2 bad
  * command line. */
 #include "config.h"
+#include <errno.h>
+#include <fcntl.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "pack.h"
 
 int pack_list_to_stderr;
@@ -118,4 +122,38 @@ int main(int argc, const char **argv)
 	r4cmd_errorf("unknown command '%s'", cmd);
 	usage(stderr);
 	return EXIT_USAGE;
+}
+
+/* Data and metadata of the file at path on disk before it is renamed
+ * into place. */
+int pack_fsync_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+/* An empty file beside target for a layered build, removed on a
+ * signal. */
+int pack_layers_tmp(const char *target, char **tmp)
+{
+	int fd;
+
+	if (asprintf(tmp, "%s.layers.XXXXXX", target) < 0) {
+		r4cmd_errorf("out of memory");
+		return EXIT_FAILED;
+	}
+	if ((fd = mkstemp(*tmp)) < 0) {
+		r4cmd_errorf("%s: %s", *tmp, strerror(errno));
+		free(*tmp);
+		return EXIT_FAILED;
+	}
+	close(fd);
+	r4_tmpfile_add(*tmp);
+	r4cmd_cleanup_on_signals();
+	return EXIT_OK;
 }

@@ -38,6 +38,8 @@ static struct poptOption repack_options[] = {
 	  "PATH" },
 	{ "json", 'j', POPT_ARG_NONE, &opt_json, 0,
 	  "print the report and the summary as one JSON object", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_lock_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
@@ -257,8 +259,8 @@ static int run(const char *path, const struct r4_repack_opts *o)
 		return EXIT_FAILED;
 	}
 	r->path = path;
-	rc = r4_vol_open(path, (opt_dry ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
-			 r4cmd_lock_flags(), &vol, &err);
+	rc = r4_vol_open(path, r4cmd_open((opt_dry ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
+			 r4cmd_lock_flags()), &vol, &err);
 	if (rc) {
 		ex = r4cmd_busy_exit(&err, EXIT_FAILED);
 	} else {
@@ -379,7 +381,10 @@ int main(int argc, const char **argv)
 		poptFreeContext(ctx);
 		return EXIT_OK;
 	}
-	rc = options(ctx, &o, &path) ? EXIT_USAGE : run(path, &o);
+	rc = options(ctx, &o, &path) ? EXIT_USAGE :
+	     r4cmd_window_parse(path, EXIT_USAGE, EXIT_FAILED);
+	if (!rc)
+		rc = run(path, &o);
 	poptFreeContext(ctx);
 	return r4cmd_json_exit(rc);
 }

@@ -36,6 +36,8 @@ static struct poptOption resize_options[] = {
 	  "print the result as one JSON object", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_progress_options, 0,
 	  "Progress:", NULL },
+	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
+	  "Partitions:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_wait_options, 0,
 	  "Locking:", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_common_options, 0,
@@ -225,8 +227,8 @@ static int run(const char *path, const char *size, uint64_t batch)
 	if ((opt_progress && r4cmd_progress_enabled() && !opt_json) ||
 	    r4cmd_progress_events())
 		o.progress = on_progress;
-	rc = r4_vol_open(path, (ro ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
-			 r4cmd_lock_flags(), &vol, &err);
+	rc = r4_vol_open(path, r4cmd_open((ro ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
+			 r4cmd_lock_flags()), &vol, &err);
 	if (rc) {
 		r4cmd_error(&err, path, rc);
 		return r4cmd_busy_exit(&err, EXIT_FAILED);
@@ -326,6 +328,8 @@ int main(int argc, const char **argv)
 		rc = EXIT_USAGE;
 	if (!rc && r4cmd_progress_parse(-1))
 		rc = EXIT_USAGE;
+	if (!rc)
+		rc = r4cmd_window_parse(path, EXIT_USAGE, EXIT_FAILED);
 	if (!rc)
 		rc = run(path, size, batch);
 	poptFreeContext(ctx);

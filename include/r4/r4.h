@@ -103,8 +103,32 @@ enum r4_open_flags {
 #define R4_OPEN_WAIT_SECONDS(s) \
 	((unsigned)((s) > 65535u ? 65535u : (s)) << 16)
 
-int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
-		struct r4_error *err);
+/* How to open an image: every entry point that takes an image's path
+ * takes one (r4_vol_open, r4_mkfs and r4_build_begin through
+ * r4_mkfs_opts.open, the repair steps before the open). */
+struct r4_open_opts {
+	unsigned flags;		/* R4_OPEN_*: read-only by default */
+	/* R4_OPEN_WAIT or R4_OPEN_WAIT_SECONDS(n): wait for a busy image
+	 * (the same bits in flags work too); 0: fail at once. */
+	unsigned wait;
+	/* The volume is the size bytes from byte offset of the file or
+	 * device (a partition of a disk image); 0, 0: all of it; size 0:
+	 * to the end. Every read and write stays inside this window, the
+	 * volume's size is the window's size, and the locks are taken on
+	 * the whole file or device. A window past the end is R4_ERANGE. */
+	uint64_t offset;
+	uint64_t size;
+};
+
+/* flags, no wait, the whole file. */
+void r4_open_opts_init(struct r4_open_opts *o, unsigned flags);
+/* A pointer to the options flags and nothing else, for a call:
+ * r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err). */
+#define R4_OPEN(f) (&(const struct r4_open_opts){ .flags = (f) })
+
+/* Open the volume at path; opts NULL: read-only, whole file. */
+int r4_vol_open(const char *path, const struct r4_open_opts *opts,
+		struct r4_vol **out, struct r4_error *err);
 /* Writes back what is dirty (read-write opens) and frees the handle.
  * Accepts NULL. Frees everything even when it fails: R4_EINVAL when a
  * transaction was still open (dropped) or a block of the cache was still
@@ -175,9 +199,12 @@ struct r4_mkfs_opts {
 	int have_uuid;		/* else a random one (or fixed under test) */
 	int lost_found;		/* -s */
 	int force;		/* -f: allow a device that holds data */
-	/* R4_OPEN_WAIT or R4_OPEN_WAIT_SECONDS(n): wait for a busy image
-	 * (see r4_vol_open); 0: fail at once with R4_EBUSY. */
-	unsigned wait;
+	/* open.wait: wait for a busy image (see r4_vol_open); 0: fail at
+	 * once with R4_EBUSY. open.offset, open.size: make the volume in
+	 * that window of the file or device (a partition), which must
+	 * exist; size_bytes then at most the window's size. open.flags:
+	 * not used (always read-write). */
+	struct r4_open_opts open;
 	int64_t mkfs_time;	/* -1: now */
 	uint16_t plugin[R4_PT_COUNT];	/* ids, from the default profile */
 	/* With have_uuid: the mkfs id derived from the UUID, so the same

@@ -125,9 +125,10 @@ int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
 
 /* ---- before the open: the super blocks ---- */
 
-/* Each function below opens the image itself, as r4_vol_open() does:
- * lock holds the R4_OPEN_WAIT, R4_OPEN_WAIT_SECONDS and (read-only
- * steps) R4_OPEN_NOLOCK flags; a busy image is R4_EBUSY. */
+/* Each function below opens the image itself, as r4_vol_open() does,
+ * with open's wait, window and (read-only steps) R4_OPEN_NOLOCK (NULL:
+ * no wait, the whole file); its other flags are not used. A busy image
+ * is R4_EBUSY. */
 
 /* Restore a master super block that fails its checks from a backup
  * copy, and the fixed fields (magic, block count, mkfs id, policy,
@@ -140,13 +141,14 @@ int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
  * R4_CHK_MASTER or R4_CHK_FORMAT40, its block, what was done).
  * R4_ENOTFOUND when no backup copy is usable. */
 int r4_repair_super(const char *path, int rebuild, r4_repair_action_fn fn,
-		    void *ctx, int *fixed, unsigned lock, struct r4_error *err);
+		    void *ctx, int *fixed, const struct r4_open_opts *open,
+		    struct r4_error *err);
 /* The same test, writing nothing: *damaged as *fixed above, and fn is
  * told, for each block that would be restored, the problem (the damaged
  * or differing block and the intact backup copy). */
 int r4_repair_super_probe(const char *path, int rebuild,
 			  r4_repair_action_fn fn, void *ctx, int *damaged,
-			  unsigned lock, struct r4_error *err);
+			  const struct r4_open_opts *open, struct r4_error *err);
 
 /* An image shorter than the block count of its format40 super block (a
  * truncated copy): *missing = the blocks past its end, 0 when it is
@@ -157,8 +159,8 @@ int r4_repair_super_probe(const char *path, int rebuild,
  * done (code R4_CHK_TRUNCATED). A block device is never resized:
  * R4_ERANGE. */
 int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
-		   void *ctx, uint64_t *missing, unsigned lock,
-		   struct r4_error *err);
+		   void *ctx, uint64_t *missing,
+		   const struct r4_open_opts *open, struct r4_error *err);
 
 /* A journal whose newest committed transaction cannot be replayed (the
  * open fails): the journal header is pointed back at the last flushed
@@ -167,7 +169,8 @@ int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
  * problem (the header's transaction) is handed to problem, the fix to
  * fn (either may be NULL), both with code R4_CHK_JOURNAL. */
 int r4_repair_journal_drop(const char *path, r4_repair_action_fn problem,
-			   r4_repair_action_fn fn, void *ctx, unsigned lock,
+			   r4_repair_action_fn fn, void *ctx,
+			   const struct r4_open_opts *open,
 			   struct r4_error *err);
 
 /* ---- undo (r4fsck -z / --undo) ---- */
@@ -190,7 +193,7 @@ struct r4_undo_info {
  * restored (once the journal is replayed); a rerun finishes it byte for
  * byte. Else unit by unit (a cut leaves a mix that a rerun finishes). */
 int r4_undo_apply(const char *undo_path, const char *image,
-		  struct r4_undo_info *info, unsigned lock,
+		  struct r4_undo_info *info, const struct r4_open_opts *open,
 		  struct r4_error *err);
 
 #endif

@@ -23,6 +23,7 @@
 
 struct file_priv {
 	int fd;
+	uint64_t base;	/* the window's first byte */
 };
 
 static int file_pread(struct io_dev *dev, void *buf, size_t len,
@@ -32,7 +33,7 @@ static int file_pread(struct io_dev *dev, void *buf, size_t len,
 	uint8_t *b = buf;
 
 	while (len > 0) {
-		ssize_t n = pread(p->fd, b, len, (off_t)off);
+		ssize_t n = pread(p->fd, b, len, (off_t)(off + p->base));
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -55,7 +56,7 @@ static int file_pwrite(struct io_dev *dev, const void *buf, size_t len,
 	const uint8_t *b = buf;
 
 	while (len > 0) {
-		ssize_t n = pwrite(p->fd, b, len, (off_t)off);
+		ssize_t n = pwrite(p->fd, b, len, (off_t)(off + p->base));
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -82,7 +83,7 @@ static int file_resize(struct io_dev *dev, uint64_t size)
 {
 	struct file_priv *p = dev->priv;
 
-	if (dev->is_blkdev)
+	if (dev->fixed)
 		return -ENOTSUP;
 	if (ftruncate(p->fd, (off_t)size))
 		return -errno;
@@ -103,141 +104,6 @@ static const struct io_ops file_ops = {
 	.pread = file_pread, .pwrite = file_pwrite, .sync = file_sync,
 	.resize = file_resize, .close = file_close
 };
-
-static const char sysblock_default[] = "/sys/block";
-static const char *mountinfo_path = "/proc/self/mountinfo";
-static const char *sysblock_path = sysblock_default;
-
-void io_mount_table_override(const char *mountinfo, const char *sysblock)
-{
-	if (mountinfo)
-		mountinfo_path = mountinfo;
-	if (sysblock)
-		sysblock_path = sysblock;
-}
-
-/* mountinfo: "id parent major:minor root mountpoint ...". */
-static int mounted_devno(dev_t devno, char *where, size_t len)
-{
-	FILE *f = fopen(mountinfo_path, "r");
-	char line[4096];
-	int found = 0;
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned maj, min;
-		char mnt[2048];
-
-		if (sscanf(line, "%*u %*u %u:%u %*s %2047s", &maj, &min,
-			   mnt) != 3)
-			continue;
-		if (makedev(maj, min) == devno) {
-			found = 1;
-			if (where)
-				snprintf(where, len, "%s", mnt);
-		}
-	}
-	fclose(f);
-	return found;
-}
-
-/* The loop device named name (a /sys/block entry) is backed by the file
- * st, real: by device and inode where /dev/NAME opens (LOOP_GET_STATUS64),
- * else by the backing file's name in sysfs. */
-static int loop_backs(const char *name, const struct stat *st,
-		      const char *real)
-{
-	char p[PATH_MAX], back[PATH_MAX];
-	struct loop_info64 li;
-	FILE *f;
-	int fd;
-
-	snprintf(p, sizeof(p), "%s/%s/loop/backing_file", sysblock_path, name);
-	f = fopen(p, "r");
-	if (!f)
-		return 0;	/* not attached */
-	if (!fgets(back, sizeof(back), f))
-		back[0] = '\0';
-	fclose(f);
-	back[strcspn(back, "\n")] = '\0';
-	if (!strcmp(back, real))
-		return 1;
-	if (sysblock_path != sysblock_default)
-		return 0;	/* a made-up table: names only */
-	snprintf(p, sizeof(p), "/dev/%s", name);
-	fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return 0;
-	memset(&li, 0, sizeof(li));
-	if (ioctl(fd, LOOP_GET_STATUS64, &li)) {
-		close(fd);
-		return 0;
-	}
-	close(fd);
-	return li.lo_inode == (uint64_t)st->st_ino &&
-	       li.lo_device == (uint64_t)st->st_dev;
-}
-
-/* The first loop device backed by the image file path (loop: its name),
- * and where it is mounted, if it is (where: "" when not). 1 when one
- * is attached, 0 when none. */
-static int loop_attached(const char *path, char *loop, size_t looplen,
-			 char *where, size_t len)
-{
-	char real[PATH_MAX];
-	struct stat st;
-	struct dirent *e;
-	DIR *d;
-	int found = 0;
-
-	if (where && len)
-		where[0] = '\0';
-	if (stat(path, &st) || !S_ISREG(st.st_mode) || !realpath(path, real))
-		return 0;
-	d = opendir(sysblock_path);
-	if (!d)
-		return 0;
-	while (!found && (e = readdir(d))) {
-		char p[PATH_MAX], devp[64];
-		unsigned maj, min;
-		FILE *f;
-
-		if (strncmp(e->d_name, "loop", 4) ||
-		    !loop_backs(e->d_name, &st, real))
-			continue;
-		found = 1;
-		if (loop)
-			snprintf(loop, looplen, "/dev/%s", e->d_name);
-		snprintf(p, sizeof(p), "%s/%s/dev", sysblock_path, e->d_name);
-		f = fopen(p, "r");
-		if (!f)
-			continue;
-		if (fgets(devp, sizeof(devp), f) &&
-		    sscanf(devp, "%u:%u", &maj, &min) == 2)
-			mounted_devno(makedev(maj, min), where, len);
-		fclose(f);
-	}
-	closedir(d);
-	return found;
-}
-
-int io_is_mounted(const char *path, char *where, size_t len)
-{
-	char w[1024] = "";
-	struct stat st;
-
-	if (stat(path, &st))
-		return errno == ENOENT ? 0 : -errno;
-	if (S_ISBLK(st.st_mode))
-		return mounted_devno(st.st_rdev, where, len);
-	if (!S_ISREG(st.st_mode) || !loop_attached(path, NULL, 0, w, sizeof(w))
-	    || !w[0])
-		return 0;
-	if (where && len)
-		snprintf(where, len, "%s", w);
-	return 1;
-}
 
 static int dev_size(int fd, const struct stat *st, uint64_t *size)
 {
@@ -289,7 +155,7 @@ static int check_mounted(const char *path, unsigned flags,
 		return busy(err, 0, "%s: in use: it is mounted on %s; refusing "
 			    "to %s it", path, where,
 			    (flags & IO_RDWR) ? "write" : "read");
-	if ((flags & IO_RDWR) && loop_attached(path, loop, sizeof(loop), NULL,
+	if ((flags & IO_RDWR) && io_loop_attached(path, loop, sizeof(loop), NULL,
 					       0))
 		return busy(err, 0, "%s: in use: attached to the loop device "
 			    "%s; refusing to write it (detach it first: "
@@ -509,72 +375,124 @@ static int open_locked(const char *path, unsigned flags, int *made,
 	}
 }
 
+/* Lay the window win over dev (its size is the whole file's). */
+static int set_window(struct io_dev *dev, struct file_priv *p,
+		      const struct io_window *win, struct r4_error *err)
+{
+	uint64_t whole = dev->size;
+
+	if (!win || (!win->offset && !win->size))
+		return 0;
+	if (win->offset > whole || win->size > whole - win->offset)
+		return r4i_fail(err, R4_ERANGE, "%s: the window of %llu bytes "
+			       "at byte %llu is past the end of the %s "
+			       "(%llu bytes)", dev->path,
+			       (unsigned long long)(win->size ? win->size :
+						    whole - win->offset),
+			       (unsigned long long)win->offset,
+			       dev->is_blkdev ? "device" : "file",
+			       (unsigned long long)whole);
+	p->base = dev->base = win->offset;
+	dev->size = win->size ? win->size : whole - win->offset;
+	dev->fixed = dev->window = 1;
+	return 0;
+}
+
 int io_open(const char *path, unsigned flags, struct io_dev **out,
 	    int *created, struct r4_error *err)
 {
+	return io_open_win(path, flags, NULL, out, created, err);
+}
+
+/* A device over nothing yet (file_ops, fd -1), or NULL. */
+static struct io_dev *dev_alloc(const char *path, const char *note)
+{
+	struct io_dev *dev = calloc(1, sizeof(*dev));
+	struct file_priv *p = calloc(1, sizeof(*p));
+
+	if (!dev || !p || !(dev->path = strdup(path)) ||
+	    (note[0] && !(dev->lock_note = strdup(note)))) {
+		if (dev)
+			free(dev->path);
+		free(dev);
+		free(p);
+		return NULL;
+	}
+	p->fd = -1;
+	dev->priv = p;
+	dev->ops = &file_ops;
+	return dev;
+}
+
+int io_open_win(const char *path, unsigned flags,
+		const struct io_window *win, struct io_dev **out,
+		int *created, struct r4_error *err)
+{
 	struct io_dev *dev;
-	struct file_priv *p;
 	struct stat st;
 	char note[R4_ERRMSG_MAX];
-	int made = 0, fd, rc;
+	int made = 0, fd, rc = 0;
 
 	*out = NULL;
 	if (created)
 		*created = 0;
+	if (win && (win->offset || win->size))
+		flags &= ~(unsigned)IO_CREATE;
 	fd = open_locked(path, flags, &made, note, sizeof(note), err);
 	if (fd < 0)
 		return fd;
-	dev = calloc(1, sizeof(*dev));
-	p = calloc(1, sizeof(*p));
-	if (!dev || !p || !(dev->path = strdup(path)) ||
-	    (note[0] && !(dev->lock_note = strdup(note)))) {
-		rc = r4i_fail(err, -ENOMEM, "%s: out of memory", path);
-		goto out_free;
+	dev = dev_alloc(path, note);
+	if (!dev) {
+		close(fd);
+		if (made)
+			unlink(path);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 	}
-	if (fstat(fd, &st)) {
-		rc = r4i_fail(err, -errno, "%s: %s", path, strerror(errno));
-		goto out_free;
-	}
-	dev->is_blkdev = S_ISBLK(st.st_mode);
-	rc = dev_size(fd, &st, &dev->size);
-	if (rc) {
-		r4i_fail(err, rc, "%s: cannot get the device size: %s", path,
-			strerror(-rc));
-		goto out_free;
-	}
-	p->fd = fd;
-	dev->priv = p;
-	dev->ops = &file_ops;
+	((struct file_priv *)dev->priv)->fd = fd;
 	dev->readonly = !(flags & IO_RDWR);
-	if (!dev->readonly) {
+	if (fstat(fd, &st))
+		rc = r4i_fail(err, -errno, "%s: %s", path, strerror(errno));
+	if (!rc) {
+		dev->fixed = dev->is_blkdev = S_ISBLK(st.st_mode);
+		rc = dev_size(fd, &st, &dev->size);
+		if (rc)
+			r4i_fail(err, rc, "%s: cannot get the device size: "
+				 "%s", path, strerror(-rc));
+	}
+	if (!rc)
+		rc = set_window(dev, dev->priv, win, err);
+	if (!rc && !dev->readonly)
 		rc = io_fault_maybe_attach(dev, err);
-		if (!rc)
-			rc = io_undo_maybe_attach(dev, err);
-		if (rc) {
-			dev->ops->close(dev);
-			free(dev->lock_note);
-			free(dev->path);
-			free(dev);
-			if (made)
-				unlink(path);
-			return rc;
-		}
+	if (!rc && !dev->readonly)
+		rc = io_undo_maybe_attach(dev, err);
+	if (rc) {
+		io_close(dev);
+		if (made)
+			unlink(path);
+		return rc;
 	}
 	if (created)
 		*created = made;
 	*out = dev;
 	return 0;
-out_free:
-	if (dev) {
-		free(dev->lock_note);
-		free(dev->path);
+}
+
+int io_open_opts(const char *path, unsigned flags,
+		 const struct r4_open_opts *o, struct io_dev **out,
+		 int *created, struct r4_error *err)
+{
+	struct io_window win = { 0, 0 };
+	unsigned l = 0;
+
+	if (o) {
+		l = o->flags | o->wait;
+		win.offset = o->offset;
+		win.size = o->size;
 	}
-	free(dev);
-	free(p);
-	close(fd);
-	if (made)
-		unlink(path);
-	return rc;
+	if (flags & IO_RDWR)
+		l &= ~(unsigned)R4_OPEN_NOLOCK;
+	return io_open_win(path, flags | io_lock_flags(l), &win, out, created,
+			   err);
 }
 
 void io_close(struct io_dev *dev)
@@ -635,14 +553,15 @@ int io_copy(struct io_dev *dst, uint64_t dst_off, struct io_dev *src,
 	if (dst->readonly)
 		return r4i_fail(err, -EROFS, "%s: opened read-only",
 			       dst->path);
-	if (dst->is_blkdev && (dst_off > dst->size || len > dst->size -
-			       dst_off))
+	if (src_off > src->size || len > src->size - src_off)
+		return -EOPNOTSUPP;	/* the read path says what is short */
+	if (dst->fixed && (dst_off > dst->size || len > dst->size - dst_off))
 		return r4i_fail(err, R4_ERANGE, "%s: write at byte %llu is past "
 			       "the end of the device", dst->path,
 			       (unsigned long long)dst_off);
 	while (*done < len) {
-		loff_t so = (loff_t)(src_off + *done);
-		loff_t dof = (loff_t)(dst_off + *done);
+		loff_t so = (loff_t)(src_off + *done + s->base);
+		loff_t dof = (loff_t)(dst_off + *done + d->base);
 		size_t want = len - *done > (1u << 30) ? (1u << 30) :
 			      (size_t)(len - *done);
 		ssize_t n = copy_file_range(s->fd, &so, d->fd, &dof, want, 0);
@@ -803,10 +722,11 @@ int io_write(struct io_dev *dev, const void *buf, size_t len, uint64_t off,
 	if (dev->readonly)
 		return r4i_fail(err, -EROFS, "%s: opened read-only",
 			       dev->path);
-	if (dev->is_blkdev && (off > dev->size || len > dev->size - off))
+	if (dev->fixed && (off > dev->size || len > dev->size - off))
 		return r4i_fail(err, R4_ERANGE, "%s: write at byte %llu is past "
-			       "the end of the device", dev->path,
-			       (unsigned long long)off);
+			       "the end of the %s", dev->path,
+			       (unsigned long long)off,
+			       dev->window ? "window" : "device");
 	rc = dev->ops->pwrite(dev, buf, len, off);
 	dev->writes++;
 	dev->bytes_written += len;

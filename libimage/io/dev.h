@@ -28,9 +28,15 @@ struct io_dev {
 	const struct io_ops *ops;
 	void *priv;
 	char *path;
-	uint64_t size;		/* bytes */
+	uint64_t size;		/* bytes: of the window when there is one */
 	int readonly;
 	int is_blkdev;
+	/* The size cannot change (a block device, or a window): a write
+	 * past the end is refused, io_resize too. */
+	int fixed;
+	/* A window (io_open_win): its first byte in the file or device. */
+	int window;
+	uint64_t base;
 	uint64_t reads, writes, bytes_read, bytes_written, syncs;
 	/* Read redirection (journal overlay): reads of block from[i] are
 	 * served from block to[i]; from[] sorted. */
@@ -77,6 +83,19 @@ static inline unsigned io_lock_flags(unsigned f)
  * mkfs can remove it. */
 int io_open(const char *path, unsigned flags, struct io_dev **out,
 	    int *created, struct r4_error *err);
+/* A window of a file or device: size bytes from byte offset (size 0:
+ * to the end). */
+struct io_window {
+	uint64_t offset, size;
+};
+/* io_open with a window (NULL or all zero: the whole file). Every read
+ * and write is then relative to win->offset and bounded by the
+ * window's end (dev->size is the window's size, dev->fixed is set);
+ * the locks stay on the whole file. A window that does not lie inside
+ * the file or device is R4_ERANGE; a missing file is not created. */
+int io_open_win(const char *path, unsigned flags,
+		const struct io_window *win, struct io_dev **out,
+		int *created, struct r4_error *err);
 void io_close(struct io_dev *dev);
 
 int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
@@ -116,6 +135,16 @@ int io_resize(struct io_dev *dev, uint64_t size, struct r4_error *err);
 /* 1 when path (a block device, or an image file behind a loop device)
  * is mounted, with the mount point in where; 0 when not; -errno. */
 int io_is_mounted(const char *path, char *where, size_t len);
+/* io_open_win with the lock, wait and window of o (NULL: none): flags
+ * holds the IO_ access flags; o's R4_OPEN_NOLOCK counts for read-only
+ * opens only. */
+int io_open_opts(const char *path, unsigned flags,
+		 const struct r4_open_opts *o, struct io_dev **out,
+		 int *created, struct r4_error *err);
+/* 1 when the image file path is attached to a loop device (its name in
+ * loop, where it is mounted in where: "" when not), else 0. */
+int io_loop_attached(const char *path, char *loop, size_t looplen,
+		     char *where, size_t len);
 /* Test builds only (tests/helpers/fault_env.c): read the mount table
  * from mountinfo and the loop devices from sysblock instead of
  * /proc/self/mountinfo and /sys/block (NULL: keep). */

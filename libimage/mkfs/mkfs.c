@@ -490,11 +490,12 @@ static int prepare_target(struct mkfs *m, int created, uint64_t *len,
 			return rc;
 	}
 	if (o->size_bytes && o->size_bytes > m->dev->size) {
-		if (m->dev->is_blkdev)
+		if (m->dev->fixed)
 			return r4i_fail(err, R4_ERANGE, "%s: the size asked "
-				       "(%llu bytes) is more than the device "
+				       "(%llu bytes) is more than the %s "
 				       "holds (%llu bytes)", m->path,
 				       (unsigned long long)o->size_bytes,
+				       m->dev->window ? "window" : "device",
 				       (unsigned long long)m->dev->size);
 		rc = io_resize(m->dev, o->size_bytes, err);
 		if (rc)
@@ -552,9 +553,8 @@ int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 		fixed.have_uuid = 0;
 		m.o = o = &fixed;
 	}
-	rc = io_open(path, IO_RDWR | (o->create_file ? IO_CREATE : 0) |
-		     io_lock_flags(o->wait & ~(unsigned)R4_OPEN_NOLOCK), &m.dev,
-		     &created, err);
+	rc = io_open_opts(path, IO_RDWR | (o->create_file ? IO_CREATE : 0),
+			  &o->open, &m.dev, &created, err);
 	if (rc)
 		return rc;
 	old_size = m.dev->size;
@@ -583,7 +583,7 @@ out_undo:
 	/* Leave no new file behind, and give an extended one its size back. */
 	if (created)
 		unlink(path);
-	else if (!m.dev->is_blkdev && m.dev->size != old_size)
+	else if (!m.dev->fixed && m.dev->size != old_size)
 		io_resize(m.dev, old_size, NULL);
 out_close:
 	free(m.buf);

@@ -102,11 +102,14 @@ static int open_target(struct r4_build *b, struct r4_error *err)
 	uint64_t bytes = b->o.auto_size ? 0 : b->o.mkfs.size_bytes;
 	int rc;
 
-	if (!stat(b->target, &st) && S_ISBLK(st.st_mode)) {
+	if (b->o.mkfs.open.offset || b->o.mkfs.open.size ||
+	    (!stat(b->target, &st) && S_ISBLK(st.st_mode))) {
 		int created;
 
+		/* a block device or a window of a file (a partition) */
 		b->in_place = 1;
-		rc = io_open(b->target, IO_RDWR, &b->m.dev, &created, err);
+		rc = io_open_opts(b->target, IO_RDWR, &b->o.mkfs.open, &b->m.dev,
+				  &created, err);
 		if (rc)
 			return rc;
 		if (!bytes || bytes > b->m.dev->size)

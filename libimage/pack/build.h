@@ -241,7 +241,8 @@ struct r4_build {
 	struct mkfs m;
 	struct r4_build_opts o;
 	char *target, *tmp;		/* final and temporary path */
-	int in_place;			/* block device: no temporary file */
+	int in_place;			/* block device or window (a
+					 * partition): no temporary file */
 	struct io_dev *spool;
 	char *spool_path;
 	uint64_t spool_len;

@@ -317,7 +317,8 @@ static int restore(struct io_dev *dev, int rebuild, int dry, int *fixed,
  * blocks (restore()). */
 static int open_restore(const char *path, int rebuild, int dry,
 			r4_repair_action_fn fn, void *ctx, int *fixed,
-			unsigned lock, struct r4_error *err)
+			const struct r4_open_opts *open,
+			struct r4_error *err)
 {
 	struct io_dev *dev;
 	uint8_t *buf = malloc(65536);
@@ -326,8 +327,8 @@ static int open_restore(const char *path, int rebuild, int dry,
 	*fixed = 0;
 	if (!buf)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = io_open(path, (dry ? IO_RDONLY : IO_RDWR) | io_lock_flags(lock),
-		     &dev, NULL, err);
+	rc = io_open_opts(path, dry ? IO_RDONLY : IO_RDWR, open, &dev, NULL,
+			  err);
 	if (!rc) {
 		rc = restore(dev, rebuild, dry, fixed, fn, ctx, buf, err);
 		io_close(dev);
@@ -337,17 +338,17 @@ static int open_restore(const char *path, int rebuild, int dry,
 }
 
 int r4_repair_super(const char *path, int rebuild, r4_repair_action_fn fn,
-		    void *ctx, int *fixed, unsigned lock, struct r4_error *err)
+		    void *ctx, int *fixed, const struct r4_open_opts *open,
+		    struct r4_error *err)
 {
-	return open_restore(path, rebuild, 0, fn, ctx, fixed,
-			    lock & ~(unsigned)R4_OPEN_NOLOCK, err);
+	return open_restore(path, rebuild, 0, fn, ctx, fixed, open, err);
 }
 
 int r4_repair_super_probe(const char *path, int rebuild,
 			  r4_repair_action_fn fn, void *ctx, int *damaged,
-			  unsigned lock, struct r4_error *err)
+			  const struct r4_open_opts *open, struct r4_error *err)
 {
-	return open_restore(path, rebuild, 1, fn, ctx, damaged, lock, err);
+	return open_restore(path, rebuild, 1, fn, ctx, damaged, open, err);
 }
 
 /* The image's size against the format40 super block's block count. */
@@ -387,10 +388,11 @@ static int size_check(struct io_dev *dev, int extend, r4_repair_action_fn fn,
 		tell(fn, ctx, R4_CHK_TRUNCATED, fmt_blk_format40(bs), what);
 		return 0;
 	}
-	if (dev->is_blkdev)
-		return r4i_fail(err, R4_ERANGE, "%s: the device holds %llu "
+	if (dev->fixed)
+		return r4i_fail(err, R4_ERANGE, "%s: the %s holds %llu "
 			       "blocks, the format40 super block counts %llu: "
-			       "a device is not extended", dev->path,
+			       "it is not extended", dev->path,
+			       dev->window ? "window" : "device",
 			       (unsigned long long)have,
 			       (unsigned long long)sb.block_count);
 	rc = io_resize(dev, sb.block_count * bs, err);
@@ -407,8 +409,8 @@ static int size_check(struct io_dev *dev, int extend, r4_repair_action_fn fn,
 }
 
 int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
-		   void *ctx, uint64_t *missing, unsigned lock,
-		   struct r4_error *err)
+		   void *ctx, uint64_t *missing,
+		   const struct r4_open_opts *open, struct r4_error *err)
 {
 	struct io_dev *dev;
 	uint8_t *buf = malloc(65536);
@@ -417,9 +419,8 @@ int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
 	*missing = 0;
 	if (!buf)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = io_open(path, extend ? IO_RDWR | io_lock_flags(lock &
-		     ~(unsigned)R4_OPEN_NOLOCK) : io_lock_flags(lock), &dev,
-		     NULL, err);
+	rc = io_open_opts(path, extend ? IO_RDWR : IO_RDONLY, open, &dev, NULL,
+			  err);
 	if (!rc) {
 		rc = size_check(dev, extend, fn, ctx, missing, buf, err);
 		io_close(dev);
@@ -429,7 +430,8 @@ int r4_repair_size(const char *path, int extend, r4_repair_action_fn fn,
 }
 
 int r4_repair_journal_drop(const char *path, r4_repair_action_fn problem,
-			   r4_repair_action_fn fn, void *ctx, unsigned lock,
+			   r4_repair_action_fn fn, void *ctx,
+			   const struct r4_open_opts *open,
 			   struct r4_error *err)
 {
 	char what[R4_ERRMSG_MAX];
@@ -443,8 +445,7 @@ int r4_repair_journal_drop(const char *path, r4_repair_action_fn problem,
 
 	if (!buf)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = io_open(path, IO_RDWR | io_lock_flags(lock &
-		     ~(unsigned)R4_OPEN_NOLOCK), &dev, NULL, err);
+	rc = io_open_opts(path, IO_RDWR, open, &dev, NULL, err);
 	if (rc) {
 		free(buf);
 		return rc;

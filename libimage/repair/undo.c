@@ -329,14 +329,21 @@ out:
 /* The volume image opened read-write (*vol, its device *dev), or when it
  * does not open as one, the raw device (*raw, *dev; why the volume did
  * not open in why). */
-static int open_target(const char *image, unsigned lock,
+static int open_target(const char *image, const struct r4_open_opts *open,
 		       struct r4_vol **vol, struct io_dev **raw,
 		       struct io_dev **dev, struct r4_error *why,
 		       struct r4_error *err)
 {
 	struct r4_error verr = { 0 };
-	unsigned l = lock & ~(unsigned)R4_OPEN_NOLOCK;
-	int rc = vol_open(image, R4_OPEN_RDWR | l, vol, &verr);
+	struct r4_open_opts o = { 0 };
+	int rc;
+
+	if (open)
+		o = *open;
+	o.flags = R4_OPEN_RDWR | (o.flags & ~(unsigned)(R4_OPEN_NOLOCK |
+							R4_OPEN_NO_REPLAY |
+							R4_OPEN_FORCE));
+	rc = vol_open(image, &o, vol, &verr);
 
 	if (rc == R4_EBUSY) {
 		*err = verr;
@@ -347,7 +354,7 @@ static int open_target(const char *image, unsigned lock,
 		return 0;
 	}
 	*why = verr;
-	rc = io_open(image, IO_RDWR | io_lock_flags(l), raw, NULL, err);
+	rc = io_open_opts(image, IO_RDWR, &o, raw, NULL, err);
 	if (!rc)
 		*dev = *raw;
 	return rc;
@@ -365,9 +372,9 @@ static int check_size(struct io_dev *dev, const char *path,
 				"refused, nothing changed", image,
 				(unsigned long long)dev->size, path,
 				(unsigned long long)post);
-	if (dev->is_blkdev && pre != post)
-		return r4i_fail(err, R4_EINVAL, "%s: a block device cannot be "
-				"cut back to %llu bytes", image,
+	if (dev->fixed && pre != post)
+		return r4i_fail(err, R4_EINVAL, "%s: a block device or window "
+				"cannot be cut back to %llu bytes", image,
 				(unsigned long long)pre);
 	return 0;
 }
@@ -446,7 +453,7 @@ static int put_back(struct r4_vol *vol, struct io_dev *dev, struct ufile *u,
 }
 
 int r4_undo_apply(const char *undo_path, const char *image,
-		  struct r4_undo_info *info, unsigned lock,
+		  struct r4_undo_info *info, const struct r4_open_opts *open,
 		  struct r4_error *err)
 {
 	uint8_t *buf = malloc(UNDO_UNIT);
@@ -470,7 +477,7 @@ int r4_undo_apply(const char *undo_path, const char *image,
 	pre = get_le(u.hdr + 8, 8);
 	post = get_le(u.t + 16, 8);
 	applying = (get_le(u.hdr + 16, 4) & UNDO_APPLYING) != 0;
-	rc = open_target(image, lock, &vol, &raw, &dev, &why, err);
+	rc = open_target(image, open, &vol, &raw, &dev, &why, err);
 	if (!rc)
 		rc = check_size(dev, undo_path, image, pre, post, applying, err);
 	if (rc)

@@ -426,7 +426,7 @@ static int change_size(struct change *c, uint64_t zeros_past,
 			io_resize(vol->dev, old_size, NULL);
 		return rc;
 	}
-	if (c->n < c->old && !vol->dev->is_blkdev &&
+	if (c->n < c->old && !vol->dev->fixed &&
 	    vol->dev->size > c->n * bs) {
 		rc = io_resize(vol->dev, c->n * bs, err);
 		if (!rc)
@@ -585,10 +585,11 @@ static int refuse(struct r4_vol *vol, uint64_t n,
 			       (unsigned long long)res->min_blocks,
 			       (unsigned long long)(res->min_blocks * bs /
 						    1024));
-	if (n > old && vol->dev->is_blkdev && vol->dev->size / bs < n)
-		return r4i_fail(err, R4_ERANGE, "%s: the device holds %llu "
+	if (n > old && vol->dev->fixed && vol->dev->size / bs < n)
+		return r4i_fail(err, R4_ERANGE, "%s: the %s holds %llu "
 			       "blocks, fewer than the %llu asked: nothing "
-			       "was changed", vol->dev->path,
+			       "was changed", vol->dev->path, vol->dev->window ?
+			       "window (the partition)" : "device",
 			       (unsigned long long)(vol->dev->size / bs),
 			       (unsigned long long)n);
 	return 0;

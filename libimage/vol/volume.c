@@ -3,7 +3,7 @@
  * super blocks, the status block and the journal control blocks, and
  * set up the block cache and the space map. Every complaint names the
  * image, the block and the field. The journal itself (replay, overlay)
- * is the transaction layer's: r4_vol_open is in libimage/txn/open.c. */
+ * is the transaction layer's: r4_vol_open is in libimage/open/open.c. */
 #include "config.h"
 #include <errno.h>
 #include <stdio.h>
@@ -165,9 +165,10 @@ static int vol_load(struct r4_vol *vol, struct r4_error *err)
 	return rc;
 }
 
-int vol_open(const char *path, unsigned flags, struct r4_vol **out,
-	     struct r4_error *err)
+int vol_open(const char *path, const struct r4_open_opts *opts,
+	     struct r4_vol **out, struct r4_error *err)
 {
+	unsigned flags = opts->flags | opts->wait;
 	struct r4_vol *vol;
 	unsigned ioflags = 0;
 	int rc;
@@ -180,10 +181,9 @@ int vol_open(const char *path, unsigned flags, struct r4_vol **out,
 		ioflags |= IO_RDWR;
 	if (flags & R4_OPEN_FORCE)
 		ioflags |= IO_FORCE;
-	ioflags |= io_lock_flags(flags);
 	vol->flags = flags;
 	vol->clock = -1;
-	rc = io_open(path, ioflags, &vol->dev, NULL, err);
+	rc = io_open_opts(path, ioflags, opts, &vol->dev, NULL, err);
 	if (!rc)
 		rc = vol_load(vol, err);
 	if (rc) {

@@ -67,9 +67,10 @@ struct r4_vol {
 /* Open the device, read and check the master and format40 super blocks,
  * the status block and the journal control blocks, and set up the block
  * cache and the space map. The journal's transactions are not looked
- * at: r4_vol_open (libimage/txn/open.c) replays or overlays them. */
-int vol_open(const char *path, unsigned flags, struct r4_vol **out,
-	     struct r4_error *err);
+ * at: r4_vol_open (libimage/open/open.c) replays or overlays them.
+ * vol->flags: opts->flags with opts->wait. */
+int vol_open(const char *path, const struct r4_open_opts *opts,
+	     struct r4_vol **out, struct r4_error *err);
 /* Free what vol_open set up (the caller has ended any transaction).
  * Accepts NULL. */
 /* Free the volume; returns how many cache blocks were still referenced

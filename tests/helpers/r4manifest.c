@@ -334,7 +334,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: r4manifest [--sha256] IMAGE\n");
 		return 2;
 	}
-	if (r4_vol_open(argv[1], R4_OPEN_RDONLY, &c.vol, &e)) {
+	if (r4_vol_open(argv[1], R4_OPEN(R4_OPEN_RDONLY), &c.vol, &e)) {
 		fprintf(stderr, "r4manifest: %s\n", e.msg);
 		return 2;
 	}

@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: r4txn relocate|inplace IMAGE\n");
 		return 2;
 	}
-	rc = r4_vol_open(argv[2], R4_OPEN_RDWR, &vol, &err);
+	rc = r4_vol_open(argv[2], R4_OPEN(R4_OPEN_RDWR), &vol, &err);
 	if (!rc)
 		rc = run(vol, !strcmp(argv[1], "inplace"), &err);
 	if (rc) {

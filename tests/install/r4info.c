@@ -34,7 +34,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: r4info IMAGE\n");
 		return 2;
 	}
-	if (r4_vol_open(argv[1], R4_OPEN_RDONLY, &vol, &err)) {
+	if (r4_vol_open(argv[1], R4_OPEN(R4_OPEN_RDONLY), &vol, &err)) {
 		fprintf(stderr, "r4info: %s\n", err.msg);
 		return 1;
 	}

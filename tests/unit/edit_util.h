@@ -168,7 +168,7 @@ static inline int eu_check(const char *img)
 	o.problem = eu_problem;
 	o.max_reports = 10;
 	snprintf(path, sizeof(path), "%s/%s", eu_dir, img);
-	if (r4_vol_open(path, R4_OPEN_RDONLY, &v, &err)) {
+	if (r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &v, &err)) {
 		printf("# open: %s\n", err.msg);
 		return 0;
 	}
@@ -228,7 +228,7 @@ static inline int eu_open(const char *img, struct r4_vol **v)
 	char path[512];
 
 	snprintf(path, sizeof(path), "%s/%s", eu_dir, img);
-	if (r4_vol_open(path, R4_OPEN_RDWR, v, &err)) {
+	if (r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), v, &err)) {
 		printf("# open %s: %s\n", path, err.msg);
 		return -1;
 	}

@@ -538,7 +538,7 @@ static void open_vol(void)
 	struct r4_error err = { 0 };
 
 	vol = NULL;
-	if (r4_vol_open(img, R4_OPEN_RDONLY, &vol, &err))
+	if (r4_vol_open(img, R4_OPEN(R4_OPEN_RDONLY), &vol, &err))
 		printf("# open: %s\n", err.msg);
 }
 

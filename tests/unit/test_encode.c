@@ -222,7 +222,7 @@ static void test_mkdir_ns(void)
 	o.create_file = 1;
 	rc = r4_mkfs(path, &o, NULL, &err);
 	if (!rc)
-		rc = r4_vol_open(path, R4_OPEN_RDWR, &v, &err);
+		rc = r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &v, &err);
 	if (!rc)
 		rc = r4_txn_begin(v, &x, &err);
 	if (!rc)

@@ -44,6 +44,46 @@ static void test_dev(void)
 	is_int(io_is_mounted(path, NULL, 0), 0, "an image file is not mounted");
 }
 
+/* A window (a partition): offsets relative to its start, nothing read
+ * or written outside it, no resize, the locks on the whole file. */
+static void test_window(void)
+{
+	struct io_window w = { 65536, 131072 }, past = { 1 << 20, 4096 };
+	struct r4_error err = { 0 };
+	struct io_dev *dev = NULL, *whole = NULL;
+	uint8_t buf[4096], back[4096];
+	uint64_t done;
+
+	tap_must(io_open_win(path, IO_RDWR, &w, &dev, NULL, &err));
+	is_u64(dev->size, 131072, "the size is the window's");
+	memset(buf, 0x3c, sizeof(buf));
+	is_int(io_write(dev, buf, sizeof(buf), 131072 - 4096, &err), 0,
+	       "write the window's last block");
+	is_int(io_write(dev, buf, sizeof(buf), 131072 - 100, &err), R4_ERANGE,
+	       "a write across the window's end is refused");
+	ok(strstr(err.msg, "past the end of the window") != NULL, "%s",
+	   err.msg);
+	r4i_error_clear(&err);
+	is_int(io_read(dev, back, 10, 131072 - 5, &err), R4_ERANGE,
+	       "a read across the window's end is refused");
+	is_int(io_resize(dev, 1 << 20, NULL), -ENOTSUP, "no resize");
+	is_int(io_copy(dev, 131072, dev, 0, 4096, &done, NULL), R4_ERANGE,
+	       "io_copy past the window's end is refused");
+	is_int(io_open(path, IO_RDONLY, &whole, NULL, &err), R4_EBUSY,
+	       "the whole file is locked");
+	r4i_error_clear(&err);
+	io_close(dev);
+	tap_must(io_open(path, IO_RDONLY, &whole, NULL, &err));
+	tap_must(io_read(whole, back, sizeof(back), 65536 + 131072 - 4096,
+			 &err));
+	is_mem(back, buf, sizeof(back), "written at the window's offset");
+	tap_must(io_read(whole, back, 4096, 65536 + 131072, &err));
+	ok(back[0] != 0x3c, "nothing after the window's end");
+	io_close(whole);
+	is_int(io_open_win(path, IO_RDONLY, &past, &dev, NULL, &err),
+	       R4_ERANGE, "a window past the file's end: %s", err.msg);
+}
+
 static void test_cache(void)
 {
 	struct io_dev *dev = NULL;
@@ -238,6 +278,7 @@ int main(void)
 	close(fd);
 	unlink(path);
 	test_dev();
+	test_window();
 	test_cache();
 	test_cache_read();
 	test_cache_buffers();

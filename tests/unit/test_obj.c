@@ -264,7 +264,7 @@ static void test_extents(void)
 	} else {
 		tap_skip(1, "fsck.reiser4 not installed");
 	}
-	ok(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err) == 0, "open: %s",
+	ok(r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err) == 0, "open: %s",
 	   err.msg);
 	is_int(r4_lookup(vol, "/data.bin", &o, &err), 0, "lookup: %s", err.msg);
 	is_int(r4_stat(vol, &o, &st, &err), 0, "stat");
@@ -441,7 +441,7 @@ static void fuzz_pass(const char *img, struct fuzz *f, uint64_t some_blk)
 	unsigned lv[16];
 	int kind;
 
-	if (r4_vol_open(img, R4_OPEN_RDONLY, &f->vol, &e))
+	if (r4_vol_open(img, R4_OPEN(R4_OPEN_RDONLY), &f->vol, &e))
 		return;
 	f->opened++;
 	f->ops = f->depth = f->nseen = 0;
@@ -469,7 +469,7 @@ static void fuzz_image(const char *img, unsigned rounds, const char *what)
 	memset(&f, 0, sizeof(f));
 	l.v = calloc(FUZZ_MAX_NODES, sizeof(*l.v));
 	f.buf = malloc(1 << 16);
-	if (r4_vol_open(img, R4_OPEN_RDONLY, &vol, &e) == 0) {
+	if (r4_vol_open(img, R4_OPEN(R4_OPEN_RDONLY), &vol, &e) == 0) {
 		r4_tree_walk(vol, fz_node, &l, &e);
 		tap_must(r4_vol_close(vol, &e));
 	}

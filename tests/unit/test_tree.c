@@ -73,7 +73,7 @@ static void test_plain(void)
 	unsigned levels[12] = { 0 };
 
 	ok(make(0, NULL) == 0, "mkfs");
-	ok(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err) == 0, "open: %s",
+	ok(r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err) == 0, "open: %s",
 	   err.msg);
 	r4_root(vol, &root, &err);
 	is_int(r4_stat(vol, &root, &st, &err), 0, "stat root: %s", err.msg);
@@ -111,7 +111,7 @@ static void test_lost_found(void)
 	struct names nm = { .n = 0 };
 
 	ok(make(1, NULL) == 0, "mkfs -s");
-	ok(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err) == 0, "open");
+	ok(r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err) == 0, "open");
 	is_int(r4_lookup(vol, "/lost+found", &o, &err), 0,
 	       "lookup /lost+found: %s", err.msg);
 	ok(o.oid >= 0x10000, "lost+found has a regular oid");
@@ -161,7 +161,7 @@ static void test_cursor(void)
 	int rc, ordered = 1;
 
 	ok(make(1, NULL) == 0, "mkfs -s");
-	ok(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err) == 0, "open");
+	ok(r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err) == 0, "open");
 	tree_cursor_init(&c, vol);
 	fmt_key_min(&k);
 	rc = tree_seek_ge(&c, &k, &err);

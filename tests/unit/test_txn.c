@@ -123,7 +123,7 @@ static uint64_t our_check(const char *p)
 	struct r4_check_report rep;
 	struct r4_vol *vol;
 
-	if (r4_vol_open(p, R4_OPEN_RDONLY, &vol, &err))
+	if (r4_vol_open(p, R4_OPEN(R4_OPEN_RDONLY), &vol, &err))
 		return 1000;
 	if (r4_check(vol, NULL, &rep, &err))
 		rep.problems = 1000;
@@ -151,7 +151,7 @@ static uint64_t pending_check(const char *p)
 
 	o.problem = count_other;
 	o.problem_ctx = &other;
-	if (r4_vol_open(p, R4_OPEN_RDONLY, &vol, &err))
+	if (r4_vol_open(p, R4_OPEN(R4_OPEN_RDONLY), &vol, &err))
 		return 1000;
 	if (r4_check(vol, &o, &rep, &err))
 		rep.problems = 1000;
@@ -240,7 +240,7 @@ static int run_faulty(const struct io_fault_spec *spec, struct r4_error *err)
 
 	copy_image(base, path);
 	io_fault_arm(spec);
-	rc = r4_vol_open(path, R4_OPEN_RDWR, &vol, err);
+	rc = r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, err);
 	io_fault_arm(&none);
 	if (rc)
 		return rc;
@@ -255,7 +255,7 @@ static int reopen(const char *p, unsigned *replayed)
 {
 	struct r4_error err = { 0 };
 	struct r4_vol *vol;
-	int rc = r4_vol_open(p, R4_OPEN_RDWR, &vol, &err);
+	int rc = r4_vol_open(p, R4_OPEN(R4_OPEN_RDWR), &vol, &err);
 
 	if (rc) {
 		printf("# reopen: %s\n", err.msg);
@@ -469,7 +469,7 @@ static void test_oracle_replay(const char *label, int bitmap_changed)
 	   (unsigned long long)txh);
 	is_int(pending_check(path), 1, "%s: read-only open reads through the "
 	       "journal: check finds only journal-unreplayed", label);
-	if (!r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err)) {
+	if (!r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err)) {
 		is_int(r4_vol_overlaid(vol), 1, "%s: one transaction overlaid",
 		       label);
 		is_u64(vol->sb.root_block, new_state.root,
@@ -601,7 +601,7 @@ static int many_setup(uint64_t *start, uint64_t *writes)
 	int rc;
 
 	copy_image(pristine, path);
-	tap_require(!r4_vol_open(path, R4_OPEN_RDWR, &vol, &err), "open: %s",
+	tap_require(!r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err), "open: %s",
 		    err.msg);
 	rc = txn_begin(vol, &t, &err);
 	if (!rc)
@@ -645,7 +645,7 @@ static void test_many(void)
 	 * records, the tx head, the header); the replay finishes */
 	cut.n = writes - 601 - 1;
 	io_fault_arm(&cut);
-	if (r4_vol_open(path, R4_OPEN_RDWR, &vol, &err) == 0) {
+	if (r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err) == 0) {
 		io_fault_arm(&none);
 		capture_all(vol, start, 600, 0x40, &err);
 		tap_must(r4_vol_close(vol, NULL));
@@ -678,7 +678,7 @@ static void test_abort(void)
 	int rc;
 
 	copy_image(pristine, path);
-	tap_require(!r4_vol_open(path, R4_OPEN_RDWR, &vol, &err), "open: %s",
+	tap_require(!r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err), "open: %s",
 		    err.msg);
 	sb = vol->sb;
 	root = sb.root_block;
@@ -713,7 +713,7 @@ static void test_abort(void)
 	ok(same(&got, &old_state), "nothing reached the image");
 
 	io_fault_arm(&fail);
-	rc = r4_vol_open(path, R4_OPEN_RDWR, &vol, &err);
+	rc = r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err);
 	io_fault_arm(&none);
 	tap_require(rc == 0, "open: %s", err.msg);
 	ok(workload(vol, &err) != 0, "a failed write fails the commit: %s",
@@ -744,7 +744,7 @@ static void hostile(const char *name, uint64_t blk, size_t off, int width,
 	else
 		put_le32(buf + off, (uint32_t)val);
 	poke_block(path, blk, buf);
-	rc = r4_vol_open(path, R4_OPEN_RDWR, &vol, &err);
+	rc = r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err);
 	ok(rc != 0 && !vol, "%s: read-write open fails", name);
 	snprintf(needle, sizeof(needle), "block %llu", (unsigned long long)
 		 (want ? strtoull(want, NULL, 10) : blk));
@@ -753,7 +753,7 @@ static void hostile(const char *name, uint64_t blk, size_t off, int width,
 	if (vol)
 		tap_must(r4_vol_close(vol, NULL));
 	memset(&err, 0, sizeof(err));
-	rc = r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err);
+	rc = r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err);
 	ok(rc == 0 && r4_vol_journal_msg(vol)[0],
 	   "%s: read-only open still works, without the overlay", name);
 	if (!rc)
@@ -775,7 +775,7 @@ static void fewer_records(uint64_t txh, uint64_t rec)
 	fixture_block(path, rec, buf);
 	put_le32(buf + 16, 3);
 	poke_block(path, rec, buf);
-	ok(r4_vol_open(path, R4_OPEN_RDWR, &vol, &err) != 0,
+	ok(r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err) != 0,
 	   "fewer records than total: refused");
 	snprintf(needle, sizeof(needle), "fewer wander records than the tx "
 		 "head's total (block %llu)", (unsigned long long)txh);

@@ -43,7 +43,7 @@ static void open_fails(int code, const char *want, const char *what)
 	struct r4_vol *vol = NULL;
 	struct r4_error err = { 0 };
 
-	is_int(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err), code, "%s", what);
+	is_int(r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err), code, "%s", what);
 	ok(strstr(err.msg, want) != NULL, "%s: message '%s' has '%s'", what,
 	   err.msg, want);
 	ok(vol == NULL, "%s: no handle", what);
@@ -57,7 +57,7 @@ static void test_fresh(void)
 	uint64_t free_blocks = 0;
 
 	make(NULL);
-	is_int(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err), 0, "open");
+	is_int(r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err), 0, "open");
 	r4_vol_super(vol, &si);
 	is_str(si.label, "unit", "label");
 	is_u64(si.block_count, 16384, "block count");
@@ -75,7 +75,7 @@ static void test_fresh(void)
 	tap_must(r4_vol_close(vol, NULL));
 
 	make("key=key_short,node=node41");
-	is_int(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err), 0, "open short");
+	is_int(r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err), 0, "open short");
 	r4_vol_super(vol, &si);
 	is_int(si.large_keys, 0, "short keys");
 	is_int(si.node_pid, 1, "node41");
@@ -90,10 +90,10 @@ static void test_rw_bitmap(void)
 	struct r4_error err = { 0 };
 
 	make(NULL);
-	is_int(r4_vol_open(path, R4_OPEN_RDWR, &vol, &err), 0, "open rw");
+	is_int(r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err), 0, "open rw");
 	is_int(space_mark(&vol->space, 100, 1, &err), 0, "mark 100 used");
 	is_int(r4_vol_close(vol, &err), 0, "close");
-	is_int(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err), 0, "reopen");
+	is_int(r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err), 0, "reopen");
 	is_int(space_test(&vol->space, 100, &err), 0,
 	       "block 100 still free: no write outside a transaction");
 	is_int(vol->space.bad_csum[0], 0, "bitmap checksum intact");
@@ -109,7 +109,7 @@ static void test_leak(void)
 	struct io_block *b;
 
 	make(NULL);
-	tap_must(r4_vol_open(path, R4_OPEN_RDONLY, &vol, &err));
+	tap_must(r4_vol_open(path, R4_OPEN(R4_OPEN_RDONLY), &vol, &err));
 	tap_must(io_cache_get(&vol->cache, 24, &b, &err));
 	is_int(r4_vol_close(vol, &err), R4_EINVAL,
 	       "close with a block still referenced fails");

@@ -107,7 +107,7 @@ int main(void)
 		dl += 2;
 	}
 	memcpy(deep + dl, "/f", 3);
-	tap_require(r4_vol_open(img, R4_OPEN_RDONLY, &v, &err) == 0,
+	tap_require(r4_vol_open(img, R4_OPEN(R4_OPEN_RDONLY), &v, &err) == 0,
 		    "open: %s", err.msg);
 
 	rc = walk(v, 0, NULL, NULL, &err);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: r4_vol_open and r4_vol_close: a volume (libimage/vol) with its
- * journal taken care of. A read-write open replays the committed
- * transactions not yet written home; a read-only one reads through them
- * (an overlay) and writes nothing. */
+/* r4kit: r4_vol_open and r4_vol_close, the open as a value
+ * (r4_open_opts: access, locks, wait, the byte window of a partition):
+ * a volume (libimage/vol) with its journal taken care of. A read-write
+ * open replays the committed transactions not yet written home; a
+ * read-only one reads through them (an overlay) and writes nothing. */
 #include "config.h"
 #include <stdio.h>
+#include <string.h>
 #include "libimage/txn/txn.h"
 #include "libimage/util/err.h"
 #include "r4/journal.h"
@@ -38,14 +40,25 @@ static int vol_journal(struct r4_vol *vol, struct r4_error *err)
 	return 0;
 }
 
-int r4_vol_open(const char *path, unsigned flags, struct r4_vol **out,
-		struct r4_error *err)
+void r4_open_opts_init(struct r4_open_opts *o, unsigned flags)
 {
+	memset(o, 0, sizeof(*o));
+	o->flags = flags;
+}
+
+int r4_vol_open(const char *path, const struct r4_open_opts *opts,
+		struct r4_vol **out, struct r4_error *err)
+{
+	struct r4_open_opts ro;
 	struct r4_vol *vol;
 	int rc;
 
 	*out = NULL;
-	rc = vol_open(path, flags, &vol, err);
+	if (!opts) {
+		r4_open_opts_init(&ro, R4_OPEN_RDONLY);
+		opts = &ro;
+	}
+	rc = vol_open(path, opts, &vol, err);
 	if (rc)
 		return rc;
 	rc = vol_journal(vol, err);

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4debugfs --partitions DISK: the partition table of a disk image or
+ * device, one line a partition (as mmls lists them), and which
+ * partitions hold a Reiser4 volume; --json: one object a line. */
+#include "config.h"
+#include <stdio.h>
+#include <string.h>
+#include "../common/common.h"
+#include "debugfs.h"
+#include "r4/part.h"
+
+static void json_part(const struct r4_part_table *t,
+		      const struct r4_partition *p)
+{
+	FILE *f = r4cmd_json_out();
+
+	fprintf(f, "{\"schema\":%d,\"program\":\"r4debugfs\",\"table\":\"%s\","
+		"\"partition\":%u,\"start\":", R4CMD_JSON_SCHEMA, t->scheme,
+		p->number);
+	r4cmd_json_u64(p->start);
+	fputs(",\"end\":", f);
+	r4cmd_json_u64(p->start + p->sectors - 1);
+	fputs(",\"sectors\":", f);
+	r4cmd_json_u64(p->sectors);
+	fputs(",\"offset\":", f);
+	r4cmd_json_u64(p->offset);
+	fputs(",\"size\":", f);
+	r4cmd_json_u64(p->size);
+	fprintf(f, ",\"type\":\"%s\",\"type_name\":", p->type);
+	r4cmd_json_str(p->type_name, strlen(p->type_name));
+	fputs(",", f);
+	r4cmd_json_name("name", p->name, strlen(p->name));
+	fprintf(f, ",\"guid\":\"%s\",\"extended\":%s,\"logical\":%s,"
+		"\"reiser4\":%s}\n", p->guid, p->extended ? "true" : "false",
+		p->logical ? "true" : "false", p->reiser4 ? "true" : "false");
+}
+
+static void json_table(const char *image, const struct r4_part_table *t)
+{
+	FILE *f = r4cmd_json_out();
+
+	fprintf(f, "{\"schema\":%d,\"program\":\"r4debugfs\",", R4CMD_JSON_SCHEMA);
+	r4cmd_json_name("disk", image, strlen(image));
+	fprintf(f, ",\"table\":\"%s\",\"sector_size\":512,\"disk_sectors\":",
+		t->scheme);
+	r4cmd_json_u64(t->disk_sectors);
+	fprintf(f, ",\"disk_id\":\"%s\",\"partitions\":%zu}\n", t->disk_id,
+		t->n);
+	for (size_t i = 0; i < t->n; i++)
+		json_part(t, &t->p[i]);
+	r4cmd_json_done();
+}
+
+static void text_table(const char *image, const struct r4_part_table *t)
+{
+	printf("%s partition table, disk id %s\n", strcmp(t->scheme, "gpt") ?
+	       "DOS (MBR)" : "GUID (GPT)", t->disk_id);
+	printf("Disk: %s: %llu sectors of 512 bytes\n", image,
+	       (unsigned long long)t->disk_sectors);
+	printf("Units are in 512-byte sectors\n\n");
+	printf("      Slot  Start        End          Length       "
+	       "Description\n");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct r4_partition *p = &t->p[i];
+		const char *d = p->type_name[0] ? p->type_name : p->type;
+
+		printf("%03zu:  %4u  %010llu   %010llu   %010llu   %s", i,
+		       p->number, (unsigned long long)p->start,
+		       (unsigned long long)(p->start + p->sectors - 1),
+		       (unsigned long long)p->sectors, d);
+		if (p->name[0]) {
+			fputs(" (", stdout);
+			r4cmd_put_escaped(stdout, p->name, strlen(p->name), 1);
+			fputs(")", stdout);
+		}
+		printf("%s\n", p->reiser4 ? "  reiser4" : "");
+	}
+}
+
+int dbg_partitions(const char *image, int json)
+{
+	struct r4_part_table t;
+	struct r4_error err = { 0 };
+
+	if (r4_part_table_read(image, &t, &err)) {
+		r4cmd_error(&err, image, err.code);
+		/* no table, or one that cannot be used: the image cannot be
+		 * read as a partitioned disk */
+		return r4cmd_busy_exit(&err, 8);
+	}
+	if (json)
+		json_table(image, &t);
+	else
+		text_table(image, &t);
+	r4_part_table_free(&t);
+	return 0;
+}
