@@ -142,3 +142,24 @@ kill_rw() {
 	umount_rw
 	r4fsck -n "$T/a.img"
 }
+
+@test "r4mount -o rw: a full volume answers ENOSPC before any change; what was there stays, both checkers clean" {
+	need_fuse
+	r4mkfs -q "$T/a.img" 16M
+	mount_rw "$T/a.img" commit=3600
+	echo keep >"$MNT/a"
+	run dd if=/dev/zero of="$MNT/big" bs=1M count=20 status=none
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"No space left on device"* ]]
+	# the transaction was not poisoned: later changes still commit
+	echo after >"$MNT/b"
+	sync "$MNT/b"
+	umount_rw
+	grep -q "aborted" "$T/daemon.log" && { cat "$T/daemon.log"; false; }
+	r4fsck -n "$T/a.img"
+	[ "$(r4debugfs -R 'cat /a' "$T/a.img")" = keep ]
+	[ "$(r4debugfs -R 'cat /b' "$T/a.img")" = after ]
+	if once && command -v fsck.reiser4 >/dev/null 2>&1; then
+		oracle_fsck "$T/a.img"
+	fi
+}
