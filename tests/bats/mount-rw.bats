@@ -163,3 +163,19 @@ kill_rw() {
 		oracle_fsck "$T/a.img"
 	fi
 }
+
+@test "r4mount -o rw: a volume whose status block says damaged is mounted read-only (EROFS), with a line saying so" {
+	need_fuse
+	. "$BATS_TEST_DIRNAME/../surgery.sh"
+	r4mkfs -q "$T/a.img" 64M
+	# the status word of the status block (block 21): 0x2, damaged
+	poke "$T/a.img" $((21 * 4096 + 16)) 2 8
+	sum=$(sha256sum <"$T/a.img")
+	mount_rw "$T/a.img"
+	grep -q "needs repair" "$T/daemon.log"
+	run sh -c "echo x >'$MNT/new'"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Read-only file system"* ]]
+	umount_rw
+	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+}
