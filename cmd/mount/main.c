@@ -4,7 +4,8 @@
  *   r4mount [-f] [-d] [-o OPTIONS] IMAGE|DEVICE MOUNTPOINT
  *
  * The volume is opened read-only (O_RDONLY): a pending journal is read
- * through in memory, never written. Every request is served from the
+ * through in memory, never written. With -o rw (rw.c) it is opened
+ * read-write and every change goes through the library's transactions. Every request is served from the
  * library's read API; a damaged object answers EIO and the rest keeps
  * being served. The library's block cache is not thread-safe, so the
  * FUSE loop always runs single-threaded.
@@ -13,10 +14,8 @@
  * available, mount refused, loop error); 2 bad command line; 8 the image
  * cannot be opened. */
 #include "config.h"
-#define FUSE_USE_VERSION 31
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +27,7 @@
 #include "r4/r4.h"
 #include "r4/read.h"
 #include "r4/journal.h"
+#include "mount.h"
 
 enum { EXIT_OK = 0, EXIT_FUSE = 1, EXIT_USAGE = 2, EXIT_OPEN = 8 };
 
@@ -35,12 +35,12 @@ enum { EXIT_OK = 0, EXIT_FUSE = 1, EXIT_USAGE = 2, EXIT_OPEN = 8 };
  * as statfs reports it (namemax). */
 #define R4M_NAMEMAX 3976
 
-static struct r4_vol *vol;
-static struct r4_super_info si;
-static int opt_debug, opt_foreground;
+struct r4_vol *vol;
+struct r4_super_info si;
+int opt_debug, opt_foreground;
 
 /* Log a library failure (foreground and debug runs show it). */
-static void logerr(const char *what, const char *path,
+void r4m_logerr(const char *what, const char *path,
 		   const struct r4_error *err)
 {
 	if (opt_debug)
@@ -50,7 +50,7 @@ static void logerr(const char *what, const char *path,
 
 /* The errno FUSE gets for a library code: a missing name is ENOENT,
  * what the library cannot read yet is EOPNOTSUPP, damage is EIO. */
-static int to_errno(int code)
+int r4m_to_errno(int code)
 {
 	switch (code) {
 	case R4_ENOTFOUND:
@@ -98,7 +98,7 @@ static int one_name(const char *path, size_t plen,
 	return -EIO;
 }
 
-static int resolve(const char *path, struct r4_objref *ref)
+int r4m_resolve(const char *path, struct r4_objref *ref)
 {
 	struct r4_error err = { 0 };
 	struct r4_objref root = { 0, 0, 0 }, cur;
@@ -131,10 +131,10 @@ static int resolve(const char *path, struct r4_objref *ref)
 	if (rc == R4_EINVAL)
 		return -ENAMETOOLONG;
 	if (rc && rc != R4_ENOTFOUND)
-		logerr("lookup", path, &err);
+		r4m_logerr("lookup", path, &err);
 	if (!rc)
 		*ref = cur;
-	return rc ? to_errno(rc) : 0;
+	return rc ? r4m_to_errno(rc) : 0;
 }
 
 static void fill_stat(const struct r4_stat *s, struct stat *st)
@@ -167,8 +167,8 @@ static int stat_ref(const char *path, const struct r4_objref *ref,
 	int rc = r4_stat(vol, ref, &s, &err);
 
 	if (rc) {
-		logerr("stat", path, &err);
-		return rc == R4_ENOTFOUND ? -EIO : to_errno(rc);
+		r4m_logerr("stat", path, &err);
+		return rc == R4_ENOTFOUND ? -EIO : r4m_to_errno(rc);
 	}
 	fill_stat(&s, st);
 	return 0;
@@ -176,11 +176,6 @@ static int stat_ref(const char *path, const struct r4_objref *ref,
 
 /* ---- The operations ---------------------------------------------------- */
 
-/* Open files and directories keep what they need in fi->fh. */
-struct r4m_file {
-	struct r4_objref ref;
-	uint64_t size;
-};
 
 static void *r4m_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
@@ -188,6 +183,19 @@ static void *r4m_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	/* Inode numbers are object ids: hard links share one. */
 	cfg->use_ino = 1;
 	cfg->readdir_ino = 1;
+	if (r4m_rw) {
+		/* After the fork of the daemon: the timer thread. */
+		if (r4m_rw_start())
+			fprintf(stderr, "%s: no commit timer thread: changes "
+				"commit on fsync and at unmount only\n",
+				r4cmd_prog);
+		/* Nothing cached: every request sees the transaction. */
+		cfg->entry_timeout = 0;
+		cfg->attr_timeout = 0;
+		cfg->negative_timeout = 0;
+		cfg->hard_remove = 0;
+		return NULL;
+	}
 	/* Nothing changes under a read-only mount: cache for long. */
 	cfg->entry_timeout = 3600;
 	cfg->attr_timeout = 3600;
@@ -196,7 +204,7 @@ static void *r4m_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	return NULL;
 }
 
-static int r4m_getattr(const char *path, struct stat *st,
+static int u_getattr(const char *path, struct stat *st,
 		       struct fuse_file_info *fi)
 {
 	struct r4_objref ref;
@@ -204,44 +212,44 @@ static int r4m_getattr(const char *path, struct stat *st,
 
 	if (fi && fi->fh)
 		ref = ((struct r4m_file *)(uintptr_t)fi->fh)->ref;
-	else if ((rc = resolve(path, &ref)))
+	else if ((rc = r4m_resolve(path, &ref)))
 		return rc;
 	return stat_ref(path, &ref, st);
 }
 
-static int r4m_readlink(const char *path, char *buf, size_t len)
+static int u_readlink(const char *path, char *buf, size_t len)
 {
 	struct r4_error err = { 0 };
 	struct r4_objref ref;
-	int rc = resolve(path, &ref);
+	int rc = r4m_resolve(path, &ref);
 
 	if (rc)
 		return rc;
 	rc = r4_readlink(vol, &ref, buf, len, NULL, &err);
 	if (rc) {
-		logerr("readlink", path, &err);
-		return rc == -EINVAL ? -EINVAL : to_errno(rc);
+		r4m_logerr("readlink", path, &err);
+		return rc == -EINVAL ? -EINVAL : r4m_to_errno(rc);
 	}
 	return 0;
 }
 
-static int r4m_open(const char *path, struct fuse_file_info *fi)
+static int u_open(const char *path, struct fuse_file_info *fi)
 {
 	struct r4_error err = { 0 };
 	struct r4m_file *f;
 	struct r4_stat s;
 	int rc;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+	if ((fi->flags & O_ACCMODE) != O_RDONLY && !r4m_rw)
 		return -EROFS;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	rc = resolve(path, &f->ref);
+	rc = r4m_resolve(path, &f->ref);
 	if (!rc) {
 		rc = r4_stat(vol, &f->ref, &s, &err);
 		if (rc) {
-			logerr("stat", path, &err);
+			r4m_logerr("stat", path, &err);
 			rc = -EIO;
 		}
 	}
@@ -251,11 +259,11 @@ static int r4m_open(const char *path, struct fuse_file_info *fi)
 	}
 	f->size = s.size;
 	fi->fh = (uint64_t)(uintptr_t)f;
-	fi->keep_cache = 1;
+	fi->keep_cache = !r4m_rw;
 	return 0;
 }
 
-static int r4m_read(const char *path, char *buf, size_t len, off_t off,
+static int u_read(const char *path, char *buf, size_t len, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct r4m_file *f = (struct r4m_file *)(uintptr_t)fi->fh;
@@ -267,8 +275,8 @@ static int r4m_read(const char *path, char *buf, size_t len, off_t off,
 		return -EINVAL;
 	rc = r4_read(vol, &f->ref, (uint64_t)off, buf, len, &got, &err);
 	if (rc) {
-		logerr("read", path, &err);
-		return to_errno(rc);
+		r4m_logerr("read", path, &err);
+		return r4m_to_errno(rc);
 	}
 	return (int)got;
 }
@@ -357,7 +365,7 @@ static void dir_free(struct r4m_dir *d)
 	free(d);
 }
 
-static int r4m_opendir(const char *path, struct fuse_file_info *fi)
+static int u_opendir(const char *path, struct fuse_file_info *fi)
 {
 	struct r4_error err = { 0 };
 	struct r4m_dir *d = calloc(1, sizeof(*d));
@@ -365,12 +373,12 @@ static int r4m_opendir(const char *path, struct fuse_file_info *fi)
 
 	if (!d)
 		return -ENOMEM;
-	rc = resolve(path, &d->f.ref);
+	rc = r4m_resolve(path, &d->f.ref);
 	if (!rc) {
 		rc = r4_readdir(vol, &d->f.ref, dir_add, d, &err);
 		if (rc) {
-			logerr("readdir", path, &err);
-			rc = to_errno(rc);
+			r4m_logerr("readdir", path, &err);
+			rc = r4m_to_errno(rc);
 		}
 	}
 	if (rc) {
@@ -378,8 +386,8 @@ static int r4m_opendir(const char *path, struct fuse_file_info *fi)
 		return rc;
 	}
 	fi->fh = (uint64_t)(uintptr_t)d;
-	fi->cache_readdir = 1;
-	fi->keep_cache = 1;
+	fi->cache_readdir = !r4m_rw;
+	fi->keep_cache = !r4m_rw;
 	return 0;
 }
 
@@ -410,36 +418,118 @@ static int r4m_releasedir(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
-static int r4m_statfs(const char *path, struct statvfs *sv)
+static int u_statfs(const char *path, struct statvfs *sv)
 {
 	(void)path;
 	memset(sv, 0, sizeof(*sv));
 	sv->f_bsize = si.blksize;
 	sv->f_frsize = si.blksize;
 	sv->f_blocks = si.block_count;
-	sv->f_bfree = si.free_blocks;
-	sv->f_bavail = si.free_blocks;
+	sv->f_bfree = r4m_free_blocks();
+	sv->f_bavail = sv->f_bfree;
 	sv->f_files = si.file_count;
 	sv->f_ffree = 0;
 	sv->f_favail = 0;
 	memcpy(&sv->f_fsid, si.uuid, sizeof(sv->f_fsid));
-	sv->f_flag = ST_RDONLY;
+	sv->f_flag = r4m_rw ? 0 : ST_RDONLY;
 	sv->f_namemax = R4M_NAMEMAX;
 	return 0;
 }
 
-static int r4m_access(const char *path, int mask)
+static int u_access(const char *path, int mask)
 {
 	struct r4_objref ref;
-	int rc = resolve(path, &ref);
+	int rc = r4m_resolve(path, &ref);
 
 	if (rc)
 		return rc;
-	return (mask & W_OK) ? -EROFS : 0;
+	return (mask & W_OK) && !r4m_rw ? -EROFS : 0;
 }
 
-static const struct fuse_operations r4m_ops = {
+/* Every request that reads the volume holds the big lock (rw.c): the
+ * commit timer changes what the block cache holds. */
+static void r4m_destroy(void *data)
+{
+	(void)data;
+	if (r4m_rw)
+		r4m_rw_stop();
+}
+
+static int r4m_getattr(const char *path, struct stat *st,
+		       struct fuse_file_info *fi)
+{
+	int rc;
+
+	r4m_lock();
+	rc = u_getattr(path, st, fi);
+	r4m_unlock();
+	return rc;
+}
+
+static int r4m_readlink(const char *path, char *buf, size_t len)
+{
+	int rc;
+
+	r4m_lock();
+	rc = u_readlink(path, buf, len);
+	r4m_unlock();
+	return rc;
+}
+
+static int r4m_open(const char *path, struct fuse_file_info *fi)
+{
+	int rc;
+
+	r4m_lock();
+	rc = u_open(path, fi);
+	r4m_unlock();
+	return rc;
+}
+
+static int r4m_read(const char *path, char *buf, size_t len, off_t off,
+		    struct fuse_file_info *fi)
+{
+	int rc;
+
+	r4m_lock();
+	rc = u_read(path, buf, len, off, fi);
+	r4m_unlock();
+	return rc;
+}
+
+static int r4m_opendir(const char *path, struct fuse_file_info *fi)
+{
+	int rc;
+
+	r4m_lock();
+	rc = u_opendir(path, fi);
+	r4m_unlock();
+	return rc;
+}
+
+static int r4m_statfs(const char *path, struct statvfs *sv)
+{
+	int rc;
+
+	r4m_lock();
+	rc = u_statfs(path, sv);
+	r4m_unlock();
+	return rc;
+}
+
+static int r4m_access(const char *path, int mask)
+{
+	int rc;
+
+	r4m_lock();
+	rc = u_access(path, mask);
+	r4m_unlock();
+	return rc;
+}
+
+static struct fuse_operations r4m_ops = {
 	.init = r4m_init,
+	.destroy = r4m_destroy,
 	.getattr = r4m_getattr,
 	.readlink = r4m_readlink,
 	.open = r4m_open,
@@ -462,8 +552,8 @@ static int nr_opts;
 
 static struct poptOption mount_options[] = {
 	{ "options", 'o', POPT_ARG_STRING, NULL, 'o',
-	  "mount options, comma-separated (allow_other, ...); the mount is "
-	  "always read-only", "OPTIONS" },
+	  "mount options, comma-separated: ro (the default), rw, "
+	  "commit=SECONDS (rw: 5), allow_other, ...", "OPTIONS" },
 	{ "foreground", 'f', POPT_ARG_NONE, &opt_foreground, 0,
 	  "stay in the foreground", NULL },
 	{ "debug", 'd', POPT_ARG_NONE, &opt_debug, 0,
@@ -481,6 +571,47 @@ static struct poptOption mount_options[] = {
 	POPT_AUTOHELP
 	POPT_TABLEEND
 };
+
+/* Take rw, ro and commit=SECONDS out of the i-th -o list: they are
+ * r4mount's; the rest goes to FUSE. */
+static int filter_opts(int i)
+{
+	char *o = (char *)mount_opts[i], *w = o, *save = NULL, *tok;
+	char *copy = strdup(o);
+
+	if (!copy) {
+		r4cmd_errorf("out of memory");
+		return -1;
+	}
+	*w = '\0';
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long v;
+
+		if (!strcmp(tok, "rw") || !strcmp(tok, "ro")) {
+			r4m_rw = tok[1] == 'w';
+			continue;
+		}
+		if (!strncmp(tok, "commit=", 7)) {
+			v = strtoul(tok + 7, &end, 10);
+			if (!tok[7] || *end || !v || v > 86400) {
+				r4cmd_errorf("-o %s: seconds from 1 to 86400",
+					     tok);
+				free(copy);
+				return -1;
+			}
+			r4m_commit_secs = (unsigned)v;
+			continue;
+		}
+		if (w != o)
+			*w++ = ',';
+		memmove(w, tok, strlen(tok) + 1);
+		w += strlen(tok);
+	}
+	free(copy);
+	return 0;
+}
 
 #define USAGE "[-f] [-d] [-o OPTIONS] IMAGE|DEVICE MOUNTPOINT"
 
@@ -512,17 +643,9 @@ static int parse_cmdline(poptContext ctx, const char **image,
 		fprintf(stderr, "Usage: %s " USAGE "\n", r4cmd_prog);
 		return EXIT_USAGE;
 	}
-	/* Writing is refused here rather than by the kernel. */
 	for (int i = 0; i < nr_opts; i++)
-		for (const char *p = mount_opts[i]; p; p = strchr(p, ',')) {
-			if (*p == ',')
-				p++;
-			if (!strncmp(p, "rw", 2) && (p[2] == ',' || !p[2])) {
-				r4cmd_errorf("-o rw: r4mount mounts "
-					     "read-only");
-				return EXIT_USAGE;
-			}
-		}
+		if (filter_opts(i))
+			return EXIT_USAGE;
 	return r4cmd_window_parse(*image, EXIT_USAGE, EXIT_OPEN);
 }
 
@@ -542,9 +665,37 @@ static int fuse_available(void)
 	return 1;
 }
 
-static int run(const char *image, const char *mnt)
+/* Open the image: read-write for -o rw (an exclusive lock for the
+ * mount's life), else read-only; a volume whose status block says it
+ * needs repair is mounted read-only, with a line saying so. */
+static int open_vol(const char *image)
 {
 	struct r4_error err = { 0 };
+	unsigned how = r4m_rw ? R4_OPEN_RDWR : R4_OPEN_RDONLY | R4_OPEN_FORCE;
+
+	if (r4_vol_open(image, r4cmd_open(how | r4cmd_lock_flags()), &vol,
+			&err)) {
+		r4cmd_error(&err, image, err.code);
+		return r4cmd_busy_exit(&err, EXIT_OPEN);
+	}
+	r4cmd_lock_note(vol);
+	r4_vol_super(vol, &si);
+	if (r4m_rw && si.status) {
+		fprintf(stderr, "%s: %s: the volume needs repair (status "
+			"%#llx%s%s): mounted read-only; run r4fsck\n",
+			r4cmd_prog, image, (unsigned long long)si.status,
+			si.status_msg[0] ? ": " : "", si.status_msg);
+		r4_vol_close(vol, NULL);
+		r4m_rw = 0;
+		return open_vol(image);
+	}
+	if (r4m_rw)
+		r4m_rw_ops(&r4m_ops);
+	return EXIT_OK;
+}
+
+static int run(const char *image, const char *mnt)
+{
 	const char *fargv[8 + 2 * MAX_OPTS];
 	char fsname[4200];
 	int fargc = 0, rc;
@@ -558,13 +709,8 @@ static int run(const char *image, const char *mnt)
 		r4cmd_errorf("%s: not a directory", mnt);
 		return EXIT_USAGE;
 	}
-	if (r4_vol_open(image, r4cmd_open(R4_OPEN_RDONLY | R4_OPEN_FORCE |
-			r4cmd_lock_flags()), &vol, &err)) {
-		r4cmd_error(&err, image, err.code);
-		return r4cmd_busy_exit(&err, EXIT_OPEN);
-	}
-	r4cmd_lock_note(vol);
-	r4_vol_super(vol, &si);
+	if ((rc = open_vol(image)))
+		return rc;
 	if (r4_vol_overlaid(vol))
 		fprintf(stderr, "%s: %s: %u committed transaction(s) of the "
 			"journal replayed in memory (the image is not "
@@ -597,10 +743,13 @@ static int run(const char *image, const char *mnt)
 		fargv[fargc++] = "-f";
 	if (opt_debug)
 		fargv[fargc++] = "-d";
-	fargv[fargc++] = "-oro,default_permissions";
+	fargv[fargc++] = r4m_rw ? "-orw,default_permissions" :
+				  "-oro,default_permissions";
 	fargv[fargc++] = "-o";
 	fargv[fargc++] = fsname;
 	for (int i = 0; i < nr_opts; i++) {
+		if (!mount_opts[i][0])
+			continue;
 		fargv[fargc++] = "-o";
 		fargv[fargc++] = mount_opts[i];
 	}

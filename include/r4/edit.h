@@ -88,6 +88,23 @@ int r4_setattr(struct r4_txn *t, const char *path, const struct r4_attr *a,
 int r4_truncate(struct r4_txn *t, const char *path, uint64_t size,
 		struct r4_error *err);
 
+/* Write len bytes of buf at byte off of the existing regular (reg40)
+ * file at path, keeping its object id, names, owner, mode and times
+ * but mtime and ctime (the transaction's time); the size grows to
+ * off + len when that is more, a gap past the old end is a hole. The
+ * body is rewritten whole (tails or extents as the volume's tail policy
+ * says for the new size), so a write costs the file's size. Compressed
+ * (ccreg40) files: R4_EUNSUPP. R4_ENOSPC, before any change, when the
+ * transaction has too few free blocks left for the new body. */
+int r4_pwrite(struct r4_txn *t, const char *path, uint64_t off,
+	      const void *buf, size_t len, struct r4_error *err);
+/* Free blocks the transaction may still allocate (what it frees is
+ * free only after the commit). */
+uint64_t r4_txn_blocks_free(const struct r4_txn *t);
+/* 1 when an operation failed half way: the transaction can only be
+ * aborted (r4_txn_commit refuses it). */
+int r4_txn_failed(const struct r4_txn *t);
+
 /* Add or replace the entries of a build source in an existing volume,
  * as one transaction (r4pack add): the same r4_entry stream that
  * r4_build_add takes. */

@@ -613,6 +613,13 @@ void txn_add_files(struct txn *t, int64_t delta)
 	t->files_delta += delta;
 }
 
+uint64_t txn_free_left(const struct txn *t)
+{
+	uint64_t f = t->set_counters ? t->free_base : t->vol->sb.free_blocks;
+
+	return f > t->nalloc ? f - t->nalloc : 0;
+}
+
 uint64_t txn_next_oid(struct txn *t)
 {
 	return t->next_oid++;

@@ -79,7 +79,10 @@ int txn_free(struct txn *t, uint64_t blk, uint64_t count,
  * by the transaction itself. */
 void txn_set_root(struct txn *t, uint64_t root, uint16_t height);
 void txn_add_files(struct txn *t, int64_t delta);
-uint64_t txn_next_oid(struct txn *t);	/* allocate an object id */
+uint64_t txn_next_oid(struct txn *t);
+/* Free blocks this transaction may still allocate (blocks it frees
+ * become free only at commit). */
+uint64_t txn_free_left(const struct txn *t);	/* allocate an object id */
 
 /* ---- repair (libimage/repair) ----------------------------------------
  * The repair writes what the checker found to be true, still through the

@@ -82,9 +82,9 @@ compare_tree() {
 	[ "$status" -eq 2 ]
 	run r4mount onlyone
 	[ "$status" -eq 2 ]
-	run r4mount -o rw a "$T"
+	run r4mount -o rw,commit=0 a "$T"
 	[ "$status" -eq 2 ]
-	[[ "$output" == *read-only* ]]
+	[[ "$output" == *commit=0* ]]
 	echo nothing >"$T/not.img"
 	run r4mount "$T/not.img" "$T"
 	[ "$status" -eq 8 ]

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4mount -o rw: the requests that change the volume.
+ *
+ * One mutex (the big lock) serializes every FUSE request (the loop is
+ * single-threaded anyway) and the commit timer. Changes gather in one
+ * open transaction of the library's editor (r4/edit.h), begun by the
+ * first change after a commit; it commits on fsync and fsyncdir, at
+ * unmount, when it is commit= seconds old (the timer thread), and when
+ * it has allocated LARGE_TXN blocks. A commit is atomic: after a crash
+ * or kill -9 the volume is as after the last commit (the journal replays
+ * on the next read-write open or r4fsck -p). A change that fails half
+ * way poisons the transaction: it is aborted (everything since the last
+ * commit is lost), said in one line, and the request answers EIO. */
+#include "config.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+#include "../common/common.h"
+#include "r4/edit.h"
+#include "mount.h"
+
+/* A transaction that allocated this many blocks commits at once. */
+#define LARGE_TXN 16384u
+/* Blocks a change other than a write must find free (nodes, journal). */
+#define SPARE_BLOCKS 64u
+
+int r4m_rw;
+unsigned r4m_commit_secs = 5;
+
+static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_t timer;
+static int timer_on, timer_stop;
+static struct r4_txn *txn;
+static time_t txn_born;
+static uint64_t txn_free0;
+
+void r4m_lock(void)
+{
+	pthread_mutex_lock(&big);
+}
+
+void r4m_unlock(void)
+{
+	pthread_mutex_unlock(&big);
+}
+
+static void say(const char *fmt, const char *a, const char *b)
+{
+	fprintf(stderr, "%s: ", r4cmd_prog);
+	fprintf(stderr, fmt, a, b);
+	fputc('\n', stderr);
+}
+
+/* Commit the open transaction (big lock held): 0 or -EIO. */
+static int commit_now(void)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t = txn;
+
+	if (!t)
+		return 0;
+	txn = NULL;
+	if (r4_txn_commit(t, &err)) {
+		say("%s: commit failed, the changes since the last commit are "
+		    "lost: %s", r4_vol_path(vol),
+		    err.msg[0] ? err.msg : r4_strerror(err.code));
+		r4_vol_super(vol, &si);
+		return -EIO;
+	}
+	r4_vol_super(vol, &si);
+	return 0;
+}
+
+uint64_t r4m_free_blocks(void)
+{
+	return txn ? r4_txn_blocks_free(txn) : si.free_blocks;
+}
+
+/* The transaction for a change, begun when none is open; ENOSPC when
+ * fewer than need blocks are free. */
+static int ready(uint64_t need, struct r4_txn **out)
+{
+	static const uint16_t reg40[R4_PT_COUNT] = { 0 };	/* reg40 is 0 */
+	struct r4_error err = { 0 };
+
+	if (!txn) {
+		if (r4_txn_begin(vol, &txn, &err)) {
+			say("%s: cannot begin a transaction: %s",
+			    r4_vol_path(vol), err.msg);
+			txn = NULL;
+			return -EIO;
+		}
+		/* New files are reg40: r4_pwrite cannot write into a
+		 * compressed (ccreg40) file yet. */
+		if (r4_txn_set_create(txn, reg40, 1u << R4_PT_CREATE,
+				      &err)) {
+			say("%s: %s", r4_vol_path(vol), err.msg);
+			r4_txn_abort(txn);
+			txn = NULL;
+			return -EIO;
+		}
+		txn_born = time(NULL);
+		txn_free0 = r4_txn_blocks_free(txn);
+	}
+	if (r4_txn_blocks_free(txn) < need)
+		return -ENOSPC;
+	*out = txn;
+	return 0;
+}
+
+/* The answer to a change: errno for the library's code; a poisoned
+ * transaction is aborted; a large one commits. */
+static int done(int rc, const char *what, const char *path,
+		const struct r4_error *err)
+{
+	if (rc && txn && r4_txn_failed(txn)) {
+		say("%s: %s failed half way; the transaction is aborted, the "
+		    "changes since the last commit are lost", path, what);
+		fprintf(stderr, "%s: %s\n", r4cmd_prog, err->msg);
+		r4_txn_abort(txn);
+		txn = NULL;
+		return -EIO;
+	}
+	if (!rc && txn && txn_free0 - r4_txn_blocks_free(txn) >= LARGE_TXN)
+		return commit_now();
+	switch (rc) {
+	case 0:
+		return 0;
+	case R4_EEXIST:
+		return -EEXIST;
+	case R4_ENOTFOUND:
+		return -ENOENT;
+	case R4_ENOSPC:
+		return -ENOSPC;
+	case R4_EINVAL:
+		return -EINVAL;
+	case R4_ELOOP:
+		return -ELOOP;
+	case R4_EUNSUPP:
+		return -EOPNOTSUPP;
+	default:
+		if (rc < 0 && rc > -4096)
+			return rc;
+		fprintf(stderr, "%s: %s %s: %s: EIO (run r4fsck)\n",
+			r4cmd_prog, what, path,
+			err->msg[0] ? err->msg : r4_strerror(rc));
+		return -EIO;
+	}
+}
+
+static void now_attr(struct r4_attr *a, uint32_t mode)
+{
+	struct fuse_context *c = fuse_get_context();
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(a, 0, sizeof(*a));
+	a->mode = mode;
+	a->uid = c ? c->uid : 0;
+	a->gid = c ? c->gid : 0;
+	a->atime = a->mtime = a->ctime = ts.tv_sec;
+	a->atime_ns = a->mtime_ns = a->ctime_ns = (uint32_t)ts.tv_nsec;
+}
+
+/* mtime and ctime (mask) of path become now. */
+static int touch(struct r4_txn *t, const char *path, unsigned mask,
+		 struct r4_error *err)
+{
+	struct r4_attr a;
+
+	now_attr(&a, 0);
+	return r4_setattr(t, path, &a, mask, err);
+}
+
+/* ---- namespace ---------------------------------------------------------- */
+
+static int rw_mkdir(const char *path, mode_t mode)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t;
+	struct r4_attr a;
+	int rc;
+
+	r4m_lock();
+	rc = ready(SPARE_BLOCKS, &t);
+	if (!rc) {
+		now_attr(&a, S_IFDIR | (mode & 07777));
+		rc = done(r4_mkdir(t, path, &a, &err), "mkdir", path, &err);
+	}
+	r4m_unlock();
+	return rc;
+}
+
+static int rw_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t;
+	struct r4_attr a;
+	int rc;
+
+	r4m_lock();
+	rc = ready(SPARE_BLOCKS, &t);
+	if (!rc) {
+		now_attr(&a, mode);
+		a.rdev_major = major(rdev);
+		a.rdev_minor = minor(rdev);
+		if (S_ISREG(mode))
+			rc = r4_create(t, path, &a, 0, NULL, NULL, &err);
+		else
+			rc = r4_mknod(t, path, &a, &err);
+		rc = done(rc, "mknod", path, &err);
+	}
+	r4m_unlock();
+	return rc;
+}
+
+static int rw_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct r4m_file *f = calloc(1, sizeof(*f));
+	int rc;
+
+	if (!f)
+		return -ENOMEM;
+	rc = rw_mknod(path, S_IFREG | (mode & 07777), 0);
+	if (!rc) {
+		r4m_lock();
+		rc = r4m_resolve(path, &f->ref);
+		r4m_unlock();
+	}
+	if (rc) {
+		free(f);
+		return rc;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	return 0;
+}
+
+static int rw_symlink(const char *target, const char *path)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t;
+	struct r4_attr a;
+	int rc;
+
+	r4m_lock();
+	rc = ready(SPARE_BLOCKS, &t);
+	if (!rc) {
+		now_attr(&a, S_IFLNK | 0777);
+		rc = done(r4_symlink(t, path, target, &a, &err), "symlink",
+			  path, &err);
+	}
+	r4m_unlock();
+	return rc;
+}
+
+static int rw_link(const char *from, const char *to)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t;
+	int rc;
+
+	r4m_lock();
+	rc = ready(SPARE_BLOCKS, &t);
+	if (!rc)
+		rc = done(r4_link(t, from, to, &err), "link", to, &err);
+	r4m_unlock();
+	return rc;
+}
+
+static int rw_unlink(const char *path)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t;
+	int rc;
+
+	r4m_lock();
+	rc = ready(SPARE_BLOCKS / 2, &t);
+	if (!rc)
+		rc = done(r4_unlink(t, path, &err), "unlink", path, &err);
+	r4m_unlock();
+	return rc;
+}
+
+static int rw_rmdir(const char *path)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t;
+	int rc;
+
+	r4m_lock();
+	rc = ready(SPARE_BLOCKS / 2, &t);
+	if (!rc)
+		rc = done(r4_rmdir(t, path, &err), "rmdir", path, &err);
+	r4m_unlock();
+	return rc;
+}
+
+static int rw_rename(const char *from, const char *to, unsigned flags)
+{
+	struct r4_error err = { 0 };
+	struct r4_objref a, b;
+	struct r4_txn *t;
+	int rc, has_to;
+
+	if (flags & ~(unsigned)RENAME_NOREPLACE)
+		return -EINVAL;	/* RENAME_EXCHANGE, RENAME_WHITEOUT */
+	r4m_lock();
+	rc = r4m_resolve(from, &a);
+	has_to = rc ? 0 : !r4m_resolve(to, &b);
+	if (!rc && has_to && (flags & RENAME_NOREPLACE))
+		rc = -EEXIST;
+	else if (!rc && has_to && a.oid == b.oid)
+		rc = 1;		/* two names of one object: nothing to do */
+	if (!rc)
+		rc = ready(SPARE_BLOCKS, &t);
+	if (!rc)
+		rc = done(r4_rename(t, from, to, &err), "rename", from, &err);
+	r4m_unlock();
+	return rc == 1 ? 0 : rc;
+}
+
+/* ---- data and attributes ------------------------------------------------ */
+
+static int rw_write(const char *path, const char *buf, size_t len, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t;
+	int rc;
+
+	(void)fi;
+	if (off < 0)
+		return -EINVAL;
+	if (len > INT32_MAX)
+		len = INT32_MAX;
+	r4m_lock();
+	rc = ready(SPARE_BLOCKS, &t);
+	if (!rc)
+		rc = r4_pwrite(t, path, (uint64_t)off, buf, len, &err);
+	if (!rc)
+		rc = touch(t, path, R4_ATTR_MTIME | R4_ATTR_CTIME, &err);
+	rc = done(rc, "write", path, &err);
+	r4m_unlock();
+	return rc ? rc : (int)len;
+}
+
+static int rw_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t;
+	int rc;
+
+	(void)fi;
+	if (size < 0)
+		return -EINVAL;
+	r4m_lock();
+	rc = ready(SPARE_BLOCKS + (uint64_t)size / si.blksize, &t);
+	if (!rc)
+		rc = r4_truncate(t, path, (uint64_t)size, &err);
+	if (!rc)
+		rc = touch(t, path, R4_ATTR_MTIME | R4_ATTR_CTIME, &err);
+	rc = done(rc, "truncate", path, &err);
+	r4m_unlock();
+	return rc;
+}
+
+static int setattr(const char *path, const struct r4_attr *a, unsigned mask)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t;
+	int rc;
+
+	r4m_lock();
+	rc = ready(SPARE_BLOCKS, &t);
+	if (!rc)
+		rc = done(r4_setattr(t, path, a, mask, &err), "setattr", path,
+			  &err);
+	r4m_unlock();
+	return rc;
+}
+
+static int rw_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	struct r4_attr a;
+
+	(void)fi;
+	now_attr(&a, mode);
+	return setattr(path, &a, R4_ATTR_MODE | R4_ATTR_CTIME);
+}
+
+static int rw_chown(const char *path, uid_t uid, gid_t gid,
+		    struct fuse_file_info *fi)
+{
+	unsigned mask = R4_ATTR_CTIME;
+	struct r4_attr a;
+
+	(void)fi;
+	now_attr(&a, 0);
+	if (uid != (uid_t)-1) {
+		a.uid = uid;
+		mask |= R4_ATTR_UID;
+	}
+	if (gid != (gid_t)-1) {
+		a.gid = gid;
+		mask |= R4_ATTR_GID;
+	}
+	return setattr(path, &a, mask);
+}
+
+static int rw_utimens(const char *path, const struct timespec tv[2],
+		      struct fuse_file_info *fi)
+{
+	unsigned mask = R4_ATTR_CTIME;
+	struct r4_attr a;
+
+	(void)fi;
+	now_attr(&a, 0);
+	if (!tv || tv[0].tv_nsec != UTIME_OMIT) {
+		mask |= R4_ATTR_ATIME;
+		if (tv && tv[0].tv_nsec != UTIME_NOW) {
+			a.atime = tv[0].tv_sec;
+			a.atime_ns = (uint32_t)tv[0].tv_nsec;
+		}
+	}
+	if (!tv || tv[1].tv_nsec != UTIME_OMIT) {
+		mask |= R4_ATTR_MTIME;
+		if (tv && tv[1].tv_nsec != UTIME_NOW) {
+			a.mtime = tv[1].tv_sec;
+			a.mtime_ns = (uint32_t)tv[1].tv_nsec;
+		}
+	}
+	return setattr(path, &a, mask);
+}
+
+static int rw_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+	int rc;
+
+	(void)path;
+	(void)datasync;
+	(void)fi;
+	r4m_lock();
+	rc = commit_now();
+	r4m_unlock();
+	return rc;
+}
+
+void r4m_rw_ops(struct fuse_operations *ops)
+{
+	ops->mkdir = rw_mkdir;
+	ops->mknod = rw_mknod;
+	ops->create = rw_create;
+	ops->symlink = rw_symlink;
+	ops->link = rw_link;
+	ops->unlink = rw_unlink;
+	ops->rmdir = rw_rmdir;
+	ops->rename = rw_rename;
+	ops->write = rw_write;
+	ops->truncate = rw_truncate;
+	ops->chmod = rw_chmod;
+	ops->chown = rw_chown;
+	ops->utimens = rw_utimens;
+	ops->fsync = rw_fsync;
+	ops->fsyncdir = rw_fsync;
+}
+
+/* ---- the commit timer --------------------------------------------------- */
+
+static void *timer_main(void *arg)
+{
+	(void)arg;
+	r4m_lock();
+	while (!timer_stop) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&wake, &big, &ts);
+		if (txn && time(NULL) - txn_born >= (time_t)r4m_commit_secs)
+			commit_now();
+	}
+	r4m_unlock();
+	return NULL;
+}
+
+int r4m_rw_start(void)
+{
+	if (pthread_create(&timer, NULL, timer_main, NULL))
+		return -1;
+	timer_on = 1;
+	return 0;
+}
+
+void r4m_rw_stop(void)
+{
+	r4m_lock();
+	timer_stop = 1;
+	pthread_cond_signal(&wake);
+	commit_now();
+	r4m_unlock();
+	if (timer_on)
+		pthread_join(timer, NULL);
+	timer_on = 0;
+}

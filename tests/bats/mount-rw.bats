@@ -1,0 +1,181 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: GPL-2.0-or-later
+# r4mount -o rw: a seeded random workload on the mount and on a mirror
+# (tests/helpers/fsworkload.py) gives the same tree; both checkers are
+# clean; kill -9 keeps what was fsynced (or committed by the timer) and
+# nothing else; another writer is refused while mounted. Needs a usable
+# /dev/fuse (skipped with the reason otherwise), as mount.bats.
+
+load helpers
+
+WL="python3 $BATS_TEST_DIRNAME/../helpers/fsworkload.py"
+
+teardown() {
+	if [ -n "${PID:-}" ] && kill -0 "$PID" 2>/dev/null; then
+		kill -9 "$PID" 2>/dev/null || true
+	fi
+	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT" 2>/dev/null; then
+		timeout 20 fusermount3 -u "$MNT" 2>/dev/null ||
+			timeout 20 fusermount3 -uz "$MNT" 2>/dev/null || true
+	fi
+	[ -n "${R4_KEEP_TMP:-}" ] || rm -rf "$T"
+}
+
+need_fuse() {
+	command -v r4mount >/dev/null 2>&1 ||
+		{ echo "r4mount was not built (configure without --disable-mount)"; return 1; }
+	[ -c /dev/fuse ] || skip "no /dev/fuse on this machine"
+	{ exec 9<>/dev/fuse; } 2>/dev/null || skip "/dev/fuse is not usable by $(id -un)"
+	exec 9>&-
+	command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 (Debian fuse3) not installed"
+	command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
+}
+
+# mount_rw IMAGE [OPTIONS]: the daemon in the foreground, in the
+# background of the test (PID), so that the test can wait for it or kill
+# it.
+mount_rw() {
+	MNT=$T/mnt
+	mkdir -p "$MNT"
+	r4mount -f -o "rw${2:+,$2}" "$1" "$MNT" 2>>"$T/daemon.log" &
+	PID=$!
+	for _ in $(seq 1 100); do
+		mountpoint -q "$MNT" && return 0
+		kill -0 "$PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$T/daemon.log"
+	return 1
+}
+
+# Unmount and wait for the daemon's last commit.
+umount_rw() {
+	timeout 20 fusermount3 -u "$MNT"
+	wait "$PID"
+	PID=
+}
+
+kill_rw() {
+	kill -9 "$PID"
+	wait "$PID" || true
+	PID=
+	timeout 20 fusermount3 -uz "$MNT" 2>/dev/null || true
+}
+
+@test "r4mount -o rw: 1000 random operations equal a tmpfs mirror; remounted, both checkers clean" {
+	need_fuse
+	r4mkfs -q "$T/a.img" 128M
+	mkdir "$T/mirror"
+	mount_rw "$T/a.img"
+	[ "$(stat -f -c %a "$MNT")" -gt 0 ]
+	$WL run 11 1000 "$MNT" "$T/mirror"
+	$WL stamp 11 "$MNT" "$T/mirror"
+	$WL compare "$MNT" "$T/mirror"
+	umount_rw
+	r4fsck -n "$T/a.img"
+	# read-only again: what the volume holds, not what the daemon had
+	MNT=$T/mnt
+	r4mount "$T/a.img" "$MNT"
+	$WL compare "$MNT" "$T/mirror"
+	timeout 20 fusermount3 -u "$MNT"
+	if once && command -v fsck.reiser4 >/dev/null 2>&1; then
+		cp "$T/a.img" "$T/b.img"
+		oracle_fsck "$T/b.img"
+	fi
+}
+
+@test "r4mount -o rw: kill -9 after an fsync keeps exactly the synced state, nothing later" {
+	need_fuse
+	r4mkfs -q "$T/a.img" 64M
+	mkdir "$T/mirror"
+	mount_rw "$T/a.img" commit=3600
+	$WL run 21 300 "$MNT" "$T/mirror"
+	echo synced >"$MNT/last"
+	echo synced >"$T/mirror/last"
+	# the daemon stamps directories with the transaction's start time
+	$WL stamp 21 "$MNT" "$T/mirror"
+	python3 -c 'import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)' "$MNT/last"
+	cp -a "$T/mirror" "$T/synced"
+	# changes after the fsync: never committed
+	FSWL_NO_FSYNC=1 $WL run 22 100 "$MNT" "$T/mirror"
+	echo never >"$MNT/never"
+	kill_rw
+	r4fsck -p "$T/a.img" || [ "$status" -le 1 ]
+	r4fsck -n "$T/a.img"
+	MNT=$T/mnt
+	r4mount "$T/a.img" "$MNT"
+	$WL compare "$MNT" "$T/synced"
+	[ ! -e "$MNT/never" ]
+	timeout 20 fusermount3 -u "$MNT"
+	if once && command -v fsck.reiser4 >/dev/null 2>&1; then
+		oracle_fsck "$T/a.img"
+	fi
+}
+
+@test "r4mount -o rw: the commit timer (commit=1) makes changes durable without fsync" {
+	need_fuse
+	r4mkfs -q "$T/a.img" 64M
+	mount_rw "$T/a.img" commit=1
+	printf 'timed\n' >"$MNT/f"
+	mkdir "$MNT/d"
+	sleep 3
+	kill_rw
+	r4fsck -n "$T/a.img"
+	[ "$(r4debugfs -R 'cat /f' "$T/a.img")" = timed ]
+	r4debugfs -R 'ls /' "$T/a.img" | grep -qw d
+}
+
+@test "r4mount -o rw: another writer is refused (75) while mounted; statfs is writable; EXCHANGE is EINVAL" {
+	need_fuse
+	r4mkfs -q "$T/a.img" 64M
+	mount_rw "$T/a.img"
+	run r4debugfs -w -R 'mkdir /x' "$T/a.img"
+	[ "$status" -eq 75 ]
+	run r4mount -o rw "$T/a.img" "$T"
+	[ "$status" -eq 75 ]
+	stat -f -c %a "$MNT"
+	touch "$MNT/a" "$MNT/b"
+	run python3 -c 'import ctypes,sys; l=ctypes.CDLL(None, use_errno=True); r=l.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2); sys.exit(ctypes.get_errno() if r else 0)' "$MNT/a" "$MNT/b"
+	[ "$status" -eq 22 ]
+	run python3 -c 'import ctypes,sys; l=ctypes.CDLL(None, use_errno=True); r=l.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 1); sys.exit(ctypes.get_errno() if r else 0)' "$MNT/a" "$MNT/b"
+	[ "$status" -eq 17 ]
+	umount_rw
+	r4fsck -n "$T/a.img"
+}
+
+@test "r4mount -o rw: a full volume answers ENOSPC before any change; what was there stays, both checkers clean" {
+	need_fuse
+	r4mkfs -q "$T/a.img" 16M
+	mount_rw "$T/a.img" commit=3600
+	echo keep >"$MNT/a"
+	run dd if=/dev/zero of="$MNT/big" bs=1M count=20 status=none
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"No space left on device"* ]]
+	# the transaction was not poisoned: later changes still commit
+	echo after >"$MNT/b"
+	sync "$MNT/b"
+	umount_rw
+	grep -q "aborted" "$T/daemon.log" && { cat "$T/daemon.log"; false; }
+	r4fsck -n "$T/a.img"
+	[ "$(r4debugfs -R 'cat /a' "$T/a.img")" = keep ]
+	[ "$(r4debugfs -R 'cat /b' "$T/a.img")" = after ]
+	if once && command -v fsck.reiser4 >/dev/null 2>&1; then
+		oracle_fsck "$T/a.img"
+	fi
+}
+
+@test "r4mount -o rw: a volume whose status block says damaged is mounted read-only (EROFS), with a line saying so" {
+	need_fuse
+	. "$BATS_TEST_DIRNAME/../surgery.sh"
+	r4mkfs -q "$T/a.img" 64M
+	# the status word of the status block (block 21): 0x2, damaged
+	poke "$T/a.img" $((21 * 4096 + 16)) 2 8
+	sum=$(sha256sum <"$T/a.img")
+	mount_rw "$T/a.img"
+	grep -q "needs repair" "$T/daemon.log"
+	run sh -c "echo x >'$MNT/new'"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"Read-only file system"* ]]
+	umount_rw
+	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
+}
