@@ -17,30 +17,7 @@
 #include "r4/r4.h"
 #include "r4/check.h"
 
-/* ---- the problem table ---- */
-
-enum r4_fix_class {
-	R4_FIX_NONE = 0,	/* reported, not repaired (tree rebuild) */
-	R4_FIX_PREEN,		/* safe without a question: -p fixes it */
-	R4_FIX_YES,		/* -y / --fix fixes it */
-	R4_FIX_REBUILD		/* tree damage: -y rebuilds the tree */
-};
-
-struct r4_problem_info {
-	int code;		/* enum r4_check_code */
-	const char *name;	/* r4_check_code_name(code) */
-	const char *context;	/* what a report names: "block", "block,
-				 * item, key, object", ... */
-	const char *summary;	/* message template ({block}, {item},
-				 * {key}, {oid}, {name} stand for the
-				 * context; the report's message fills
-				 * in the rest) */
-	int fix_class;		/* enum r4_fix_class */
-	const char *fix;	/* what the repair does; NULL for none */
-};
-
-/* The row of a code, NULL when unknown. */
-const struct r4_problem_info *r4_problem_info(int code);
+/* The problem table (r4_problem_info) is in r4/check.h. */
 
 /* ---- repair ---- */
 
