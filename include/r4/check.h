@@ -108,6 +108,13 @@ struct r4_problem_info {
 	int fix_class;		/* enum r4_fix_class */
 	const char *fix;	/* what the repair does; NULL for none */
 	int pass;		/* enum r4_fix_pass */
+	/* The checker's message, when the code has one form (printf
+	 * format, rendered by the checker from this row), and the kinds of
+	 * its arguments in order: 'd' int, 'u' unsigned, 'U' unsigned long
+	 * long, 'z' size_t, 's' string. NULL, NULL when the reports of the
+	 * code write their own text (the template above describes them). */
+	const char *format;
+	const char *args;
 };
 
 /* The row of a code, NULL when unknown. */

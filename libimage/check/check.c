@@ -64,6 +64,18 @@ void chk_problem(struct chk *c, int code, uint64_t blk, int item,
 	va_end(ap);
 }
 
+void chk_report(struct chk *c, int code, uint64_t blk, int item,
+		const struct fmt_key *key, ...)
+{
+	const struct r4_problem_info *pi = r4_problem_info(code);
+	va_list ap;
+
+	va_start(ap, key);
+	emit(c, 1, code, blk, item, key, pi && pi->format ? pi->format : "?",
+	     ap);
+	va_end(ap);
+}
+
 void chk_note(struct chk *c, int code, uint64_t blk, const char *fmt, ...)
 {
 	va_list ap;

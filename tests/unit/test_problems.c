@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: every row of the problem table (libimage/check/problems.c):
  * one row per code, a unique stable name, a pass that exists and fits
- * the fix class, and a message template whose fields ({block}, {item},
+ * the fix class, a message template whose fields ({block}, {item},
  * {key}, {oid}, {path}) are the ones the row's context says its reports
- * name. */
+ * name, and a message format (the checker renders it) whose conversions
+ * are the argument kinds the row declares. */
 #include "config.h"
 #include <ctype.h>
 #include <string.h>
@@ -47,6 +48,59 @@ static int fields_ok(const struct r4_problem_info *pi)
 	}
 	return !strchr(pi->summary, '}') ||
 	       strchr(pi->summary, '{') != NULL;
+}
+
+/* The argument kinds of a printf format, as the table spells them ('d',
+ * 'u', 'U', 'z', 's'): 0, or -1 for a conversion the table does not
+ * use (a width from an argument, a pointer, a float ...). */
+static int format_kinds(const char *f, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (; *f; f++) {
+		char k;
+
+		if (*f != '%')
+			continue;
+		f++;
+		if (*f == '%')
+			continue;
+		while (*f == '#' || *f == '-' || *f == '0' || *f == ' ')
+			f++;
+		while (isdigit((unsigned char)*f))
+			f++;
+		if (f[0] == 'l' && f[1] == 'l' &&
+		    (f[2] == 'u' || f[2] == 'x' || f[2] == 'd')) {
+			k = f[2] == 'd' ? 'D' : 'U';
+			f += 2;
+		} else if (f[0] == 'z' && (f[1] == 'u' || f[1] == 'x')) {
+			k = 'z';
+			f++;
+		} else if (*f == 'u' || *f == 'x' || *f == 'X') {
+			k = 'u';
+		} else if (*f == 'd' || *f == 'i') {
+			k = 'd';
+		} else if (*f == 's') {
+			k = 's';
+		} else {
+			return -1;
+		}
+		if (n + 1 >= len)
+			return -1;
+		out[n++] = k;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+static int format_ok(const struct r4_problem_info *pi)
+{
+	char kinds[32];
+
+	if (!pi->format || !pi->args)
+		return !pi->format && !pi->args;
+	return !format_kinds(pi->format, kinds, sizeof(kinds)) &&
+	       !strcmp(kinds, pi->args) && !strchr(pi->format, '\n');
 }
 
 static int name_ok(const char *name)
@@ -100,6 +154,9 @@ int main(void)
 		ok(pi->context && pi->summary && fields_ok(pi),
 		   "row %s: the template's fields are in its context",
 		   pi->name);
+		ok(format_ok(pi), "row %s: the format's conversions are its "
+		   "argument kinds '%s'", pi->name,
+		   pi->args ? pi->args : "(none)");
 		ok(pi->code <= 0 || pi->code >= R4_CHK_CODE_COUNT ||
 		   r4_problem_info(pi->code) == pi, "row %s: found by its code",
 		   pi->name);
