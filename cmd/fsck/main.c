@@ -17,7 +17,8 @@
  * Exit codes (fsck(8)): 0 no problems; 1 problems corrected (or
  * transactions replayed) and none left; 4 problems left uncorrected; 8
  * operational error (cannot open, replay, read or write the volume); 16
- * usage error. */
+ * usage error. What each mode does is r4_fsck()'s passes (libimage/repair);
+ * this file reads the options and renders the outcome. */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +27,7 @@
 #include "r4/check.h"
 #include "r4/repair.h"
 #include "fsck.h"
-#include "r4/journal.h"
 #include "../common/common.h"
-
 
 int opt_json, opt_preen, opt_max_reports;
 static int opt_check, opt_yes, opt_force;
@@ -91,304 +90,139 @@ int mode;
 /* Why the journal could not be replayed (the open's error). */
 char replay_failure[R4_ERRMSG_MAX];
 
-
-/* The journal could not be replayed: when that was the reason the
- * read-write open failed, say so and check read-only (the checker
- * reports the unreplayed transaction). */
-static int fallback_readonly(const char *path, struct r4_vol **vol,
-			     const struct r4_error *why)
+/* What the passes of r4_fsck tell as they go. */
+static void on_note(void *ctx, int note, uint64_t n, const char *msg)
 {
-	struct r4_error err = { 0 };
+	const char *path = ctx;
 
-	if (r4_vol_open(path, r4cmd_open(R4_OPEN_RDONLY | r4cmd_lock_flags() |
-			(opt_force ? R4_OPEN_FORCE : 0)), vol, &err))
-		return 0;
-	if (!r4_vol_journal_msg(*vol)[0]) {
-		r4_vol_close(*vol, NULL);
-		*vol = NULL;
-		return 0;
-	}
-	if (mode <= 0 || opt_preen)
-		r4cmd_warnf("cannot replay the journal: %s; checking without "
-			    "it", why->msg);
-	snprintf(replay_failure, sizeof(replay_failure), "%s", why->msg);
-	return 1;
-}
-
-/* The default mode opens for writing only when it must: a volume whose
- * journal holds nothing to replay is checked read-only (so a read-only
- * image or device is checked, not refused). 1 when *vol is that
- * read-only volume; -1 when the image is in use (said on stderr). */
-static int open_default_readonly(const char *path, struct r4_vol **vol)
-{
-	struct r4_error err = { 0 };
-
-	if (mode != 0)
-		return 0;
-	if (r4_vol_open(path, r4cmd_open(R4_OPEN_RDONLY | r4cmd_lock_flags()), vol,
-			&err)) {
-		if (err.code != R4_EBUSY)
-			return 0;
-		r4cmd_error(&err, path, err.code);
-		return -1;
-	}
-	if (!r4_vol_overlaid(*vol) && !r4_vol_journal_msg(*vol)[0])
-		return 1;
-	r4_vol_close(*vol, NULL);	/* there is a journal to replay */
-	*vol = NULL;
-	return 0;
-}
-
-/* Without -n the open replays the journal; with it the volume is opened
- * read-only and read through the journal. *rdonly tells which. */
-static int open_volume(const char *path, struct r4_vol **vol, int *rdonly)
-{
-	struct r4_error err = { 0 };
-	unsigned flags = (opt_check ? R4_OPEN_RDONLY : R4_OPEN_RDWR) |
-			 r4cmd_lock_flags();
-	int rc;
-
-	*rdonly = opt_check;
-	if (!opt_check && (rc = open_default_readonly(path, vol)) != 0) {
-		if (rc < 0)
-			return EXIT_OPERATIONAL;	/* in use */
-		*rdonly = 1;
-		r4cmd_lock_note(*vol);
-		return EXIT_CLEAN;
-	}
-	rc = r4_vol_open(path, r4cmd_open(flags | (opt_force && opt_check ?
-					R4_OPEN_FORCE : 0)), vol, &err);
-	if (rc && !opt_check && err.code != R4_EBUSY &&
-	    fallback_readonly(path, vol, &err)) {
-		*rdonly = 1;
-		return EXIT_CLEAN;
-	}
-	if (rc) {
-		r4cmd_error(&err, path, rc);
-		return EXIT_OPERATIONAL;
-	}
-	if (opt_check) {
-		r4cmd_lock_note(*vol);
-		overlaid = r4_vol_overlaid(*vol);
-		if (r4_vol_journal_msg(*vol)[0])
-			r4cmd_warnf("%s", r4_vol_journal_msg(*vol));
-		if (overlaid && !opt_json && !r4cmd_quiet)
+	switch (note) {
+	case R4_FSCK_NOTE_LOCK:
+	case R4_FSCK_NOTE_JOURNAL:
+		r4cmd_warnf("%s", msg);
+		break;
+	case R4_FSCK_NOTE_NO_REPLAY:
+		if (mode <= 0 || opt_preen)
+			r4cmd_warnf("cannot replay the journal: %s; checking "
+				    "without it", msg);
+		snprintf(replay_failure, sizeof(replay_failure), "%s", msg);
+		break;
+	case R4_FSCK_NOTE_OVERLAID:
+		overlaid = (unsigned)n;
+		if (!opt_json && !r4cmd_quiet)
 			printf("%s: %u committed transaction%s not replayed "
 			       "(--check writes nothing): checking through "
 			       "the journal\n", path, overlaid,
 			       overlaid == 1 ? "" : "s");
-		return EXIT_CLEAN;
+		break;
+	case R4_FSCK_NOTE_REPLAYED:
+		replayed = (unsigned)n;
+		if (!opt_json && !r4cmd_quiet)
+			printf("%s: replayed %u transaction%s from the "
+			       "journal\n", path, replayed,
+			       replayed == 1 ? "" : "s");
+		break;
+	case R4_FSCK_NOTE_BEGIN:
+		if (opt_json)
+			json_begin();
+		break;
+	default:
+		break;
 	}
-	replayed = r4_vol_replayed(*vol);
-	if (replayed && !opt_json && !r4cmd_quiet)
-		printf("%s: replayed %u transaction%s from the journal\n", path,
-		       replayed, replayed == 1 ? "" : "s");
-	return EXIT_CLEAN;
 }
 
-static int run_check(const char *path, struct r4_vol *vol)
+static int checked(const char *path, const struct r4_check_report *rep)
 {
-	struct r4_check_opts o = { 0 };
-	struct r4_check_report rep;
-	struct r4_error err = { 0 };
-	int rc;
-
-	o.problem = on_problem;
-	o.progress = on_progress;
-	o.max_reports = (unsigned)opt_max_reports;
-	r4cmd_env_check(&o);
 	if (opt_json)
-		json_begin();
-	rc = r4_check(vol, &o, &rep, &err);
-	if (rc) {
-		r4cmd_error(&err, path, rc);
-		json_fail_open();
-		r4_vol_close(vol, NULL);
-		return EXIT_OPERATIONAL;
-	}
-	r4_vol_close(vol, NULL);
-	if (opt_json)
-		print_json_end(path, &rep);
-	else if (!r4cmd_quiet || rep.problems)
-		print_summary(path, &rep);
-	if (rep.problems && !opt_json)
+		print_json_end(path, rep);
+	else if (!r4cmd_quiet || rep->problems)
+		print_summary(path, rep);
+	if (rep->problems && !opt_json)
 		printf("%s: to repair it: r4fsck -y (-p makes only the fixes "
 		       "that are safe without asking)\n", path);
-	if (rep.problems)
+	if (rep->problems)
 		return EXIT_UNCORRECTED;
 	return replayed ? EXIT_CORRECTED : EXIT_CLEAN;
 }
 
-
-static int run_repair(const char *path, struct r4_vol *vol)
+static int repaired(const char *path, const struct r4_repair_report *rep)
 {
-	struct r4_repair_opts o = { 0 };
-	struct r4_repair_report rep;
-	struct r4_error err = { 0 };
-	int rc;
-
-	o.mode = opt_preen ? R4_REPAIR_PREEN : R4_REPAIR_FIX;
-	o.check.problem = on_problem;
-	o.check.progress = on_progress;
-	o.check.max_reports = (unsigned)opt_max_reports;
-	o.action = on_action;
-	if (opt_batch > 0)
-		o.batch = (unsigned)opt_batch;
-	r4cmd_env_vol(vol);
 	if (opt_json)
-		json_begin();
-	rc = r4_repair(vol, &o, &rep, &err);
-	if (rc) {
-		r4cmd_error(&err, path, rc);
-		json_fail_open();
-		r4_vol_close(vol, NULL);
-		return EXIT_OPERATIONAL;
-	}
-	rc = r4_vol_close(vol, &err);
-	if (rc) {
-		r4cmd_error(&err, path, rc);
-		json_fail_open();
-		return EXIT_OPERATIONAL;
-	}
-	if (opt_json)
-		print_repair_json_end(path, &rep);
-	else if (!r4cmd_quiet || rep.left.problems)
-		print_repair_summary(path, &rep);
-	if (rep.left.problems)
+		print_repair_json_end(path, rep);
+	else if (!r4cmd_quiet || rep->left.problems)
+		print_repair_summary(path, rep);
+	if (rep->left.problems)
 		return EXIT_UNCORRECTED;
-	return rep.found.problems || replayed || npre_done ? EXIT_CORRECTED
-							   : EXIT_CLEAN;
+	return rep->found.problems || replayed || npre_done ? EXIT_CORRECTED
+							    : EXIT_CLEAN;
 }
 
-/* Check and default modes: a master or format40 super block that fails
- * its checks while a backup copy is intact is a problem to report (exit
- * 4, r4fsck -y restores it), not an open failure. -1 when the super
- * blocks are good (or nothing can be said: the open reports it). */
-static int damaged_supers(const char *path)
+/* An image shorter than its block count, left as it is (check modes
+ * and preen; -y extends an image file). */
+static int truncated(const char *path)
 {
-	struct r4_error err = { 0 };
-	int damaged = 0;
-
-	if (r4_repair_super_probe(path, 0, on_pre_problem, NULL, &damaged,
-				  r4cmd_open(r4cmd_lock_flags()), &err)) {
-		if (err.code != R4_EBUSY)
-			return -1;	/* the open says what is wrong */
-		r4cmd_error(&err, path, err.code);
-		return EXIT_OPERATIONAL;
-	}
-	if (!damaged)
-		return -1;
 	print_pre_only(path);
+	if (opt_json)
+		return EXIT_UNCORRECTED;
+	if (mode <= 0)
+		printf("%s: to repair it: r4fsck -y (extends the image file "
+		       "to its block count)\n", path);
+	else
+		printf("%s: UNEXPECTED INCONSISTENCY: problems preen may not "
+		       "fix (truncated); nothing was changed: run r4fsck "
+		       "-y\n", path);
 	return EXIT_UNCORRECTED;
 }
 
-/* An image shorter than its block count: -y extends an image file
- * (exit 8 on a device); preen and the check modes report it as damage
- * (4, as fsck(8) says of a volume left uncorrected). -1 when the size
- * is right or -y extended it. */
-static int truncated(const char *path)
+static void fill_opts(struct r4_fsck_opts *o, const char *path)
 {
-	struct r4_error err = { 0 };
-	uint64_t missing = 0;
-	int rc;
+	int fix = opt_yes || opt_fix || opt_build_fs || opt_build_sb;
 
-	if (r4_repair_size(path, 0, on_pre_problem, NULL, &missing,
-			   r4cmd_open(r4cmd_lock_flags()), &err)) {
-		if (err.code != R4_EBUSY)
-			return -1;
-		r4cmd_error(&err, path, err.code);
-		return EXIT_OPERATIONAL;
-	}
-	if (!missing)
-		return -1;
-	if (mode <= 0) {
-		print_pre_only(path);
-		if (!opt_json)
-			printf("%s: to repair it: r4fsck -y (extends the "
-			       "image file to its block count)\n", path);
-		return EXIT_UNCORRECTED;
-	}
-	if (opt_preen) {
-		print_pre_only(path);
-		if (!opt_json)
-			printf("%s: UNEXPECTED INCONSISTENCY: problems preen "
-			       "may not fix (truncated); nothing was changed: "
-			       "run r4fsck -y\n", path);
-		return EXIT_UNCORRECTED;
-	}
-	rc = r4_repair_size(path, 1, on_pre_action, NULL, &missing,
-			    r4cmd_open(r4cmd_lock_flags()), &err);
-	if (rc) {
-		r4cmd_error(&err, path, rc);
-		return EXIT_OPERATIONAL;
-	}
-	return -1;
+	o->mode = opt_check ? R4_FSCK_CHECK : opt_preen ? R4_FSCK_PREEN :
+		  fix ? R4_FSCK_FIX : R4_FSCK_DEFAULT;
+	o->build_sb = opt_build_sb;
+	o->force = opt_force;
+	o->open = *r4cmd_open(r4cmd_lock_flags());
+	o->undo_file = opt_undo_save;
+	o->repair.check.problem = on_problem;
+	o->repair.check.progress = on_progress;
+	o->repair.check.max_reports = (unsigned)opt_max_reports;
+	r4cmd_env_check(&o->repair.check);
+	o->repair.action = on_action;
+	if (opt_batch > 0)
+		o->repair.batch = (unsigned)opt_batch;
+	o->pre_problem = on_pre_problem;
+	o->pre_action = on_pre_action;
+	o->note = on_note;
+	o->ctx = (void *)path;
+	o->set_clock = r4cmd_source_date(&o->clock);
 }
 
 static int run(const char *path)
 {
-	struct r4_vol *vol;
-	int rc, rdonly;
+	static struct r4_fsck_report rep;
+	struct r4_fsck_opts o = { 0 };
+	struct r4_error err = { 0 };
+	int rc;
 
-	if (mode <= 0 && (rc = damaged_supers(path)) >= 0)
-		return rc;
-
-	if (opt_undo_save) {
-		struct r4_error err = { 0 };
-
-		rc = r4_undo_start(opt_undo_save, &err);
-		if (rc) {
-			r4cmd_error(&err, opt_undo_save, rc);
-			return EXIT_OPERATIONAL;
-		}
+	fill_opts(&o, path);
+	rc = r4_fsck(path, &o, &rep, &err);
+	if (rc) {
+		r4cmd_error(&err, rep.err_path ? rep.err_path : path, rc);
+		if (rep.begun)
+			json_fail_open();
+		return EXIT_OPERATIONAL;
 	}
-	if (opt_build_sb || (mode > 0 && !opt_preen)) {
-		struct r4_error err = { 0 };
-		int fixed = 0;
-
-		rc = r4_repair_super_probe(path, opt_build_sb, on_pre_problem,
-					   NULL, &fixed, r4cmd_open(r4cmd_lock_flags()),
-					   &err);
-		if (!rc && fixed)
-			rc = r4_repair_super(path, opt_build_sb, on_pre_action,
-					     NULL, &fixed, r4cmd_open(r4cmd_lock_flags()),
-					     &err);
-		if (rc) {
-			r4cmd_error(&err, path, rc);
-			return EXIT_OPERATIONAL;
-		}
+	switch (rep.outcome) {
+	case R4_FSCK_SUPERS_DAMAGED:
+		print_pre_only(path);
+		return EXIT_UNCORRECTED;
+	case R4_FSCK_TRUNCATED:
+		return truncated(path);
+	case R4_FSCK_CHECKED:
+		return checked(path, &rep.check);
+	default:
+		return repaired(path, &rep.repair);
 	}
-	if ((rc = truncated(path)) >= 0)
-		return rc;
-	rc = open_volume(path, &vol, &rdonly);
-	if (rc)
-		return rc;
-	if (rdonly && mode > 0 && !opt_preen) {
-		/* The journal cannot be replayed: drop its unreadable
-		 * transaction, then open again. */
-		struct r4_error err = { 0 };
-
-		r4_vol_close(vol, NULL);
-		rc = r4_repair_journal_drop(path, on_pre_problem,
-					    on_pre_action, NULL,
-					    r4cmd_open(r4cmd_lock_flags()), &err);
-		if (rc) {
-			r4cmd_error(&err, path, rc);
-			return EXIT_OPERATIONAL;
-		}
-		rc = open_volume(path, &vol, &rdonly);
-		if (rc)
-			return rc;
-		if (rdonly) {
-			r4_vol_close(vol, NULL);
-			r4cmd_errorf("%s: the journal still cannot be "
-				     "replayed", path);
-			return EXIT_OPERATIONAL;
-		}
-	}
-	if (mode <= 0 || rdonly)
-		return run_check(path, vol);
-	return run_repair(path, vol);
 }
 
 static int get_path(poptContext ctx, const char **path)
@@ -472,7 +306,7 @@ int main(int argc, const char **argv)
 {
 	const char *path = NULL;
 	poptContext ctx;
-	int rc;
+	int rc, other;
 
 	r4cmd_init(argv[0]);
 	r4cmd_wait_argv(argc, argv);
@@ -499,28 +333,14 @@ int main(int argc, const char **argv)
 		rc = r4cmd_lock_parse(EXIT_USAGE);
 	if (!rc)
 		rc = r4cmd_progress_parse(EXIT_USAGE);
-	if (rc == EXIT_CLEAN && opt_verify) {
-		rc = opt_check || opt_preen || opt_yes || opt_fix ||
-		     opt_build_fs || opt_build_sb || opt_undo_save ||
-		     opt_undo_restore ? fsck_usage("--verify") :
+	other = opt_check || opt_preen || opt_yes || opt_fix ||
+		opt_build_fs || opt_build_sb || opt_undo_save;
+	if (rc == EXIT_CLEAN && opt_verify)
+		rc = other || opt_undo_restore ? fsck_usage("--verify") :
 		     fsck_verify(path, opt_verify, opt_json);
-		poptFreeContext(ctx);
-		return r4cmd_json_exit(rc);
-	}
-	if (rc == EXIT_CLEAN && opt_undo_restore) {
-		if (opt_check || opt_preen || opt_yes || opt_fix ||
-		    opt_build_fs || opt_build_sb || opt_undo_save) {
-			r4cmd_errorf("--undo takes no other mode");
-			rc = EXIT_USAGE;
-		} else {
-			rc = run_undo(path);
-		}
-		poptFreeContext(ctx);
-		return r4cmd_json_exit(rc);
-	}
-	if (rc == EXIT_CLEAN)
-		rc = get_mode();
-	if (rc == EXIT_CLEAN)
+	else if (rc == EXIT_CLEAN && opt_undo_restore)
+		rc = other ? fsck_usage("--undo") : run_undo(path);
+	else if (rc == EXIT_CLEAN && (rc = get_mode()) == EXIT_CLEAN)
 		rc = run(path);
 	poptFreeContext(ctx);
 	return r4cmd_json_exit(rc);

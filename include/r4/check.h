@@ -13,7 +13,8 @@
 #include <stdint.h>
 #include "r4/r4.h"
 
-/* What kind of problem; one row each in r4_check_code_name(). */
+/* What kind of problem; one row each in the problem table
+ * (r4_problem_info, libimage/check/problems.c). */
 enum r4_check_code {
 	R4_CHK_MASTER = 1,	/* master super block */
 	R4_CHK_FORMAT40,	/* format40 super block fields */
@@ -66,8 +67,63 @@ enum r4_check_code {
 	R4_CHK_CODE_COUNT
 };
 
-/* Short stable name of a code ("node-twice"), "?" when unknown. */
+/* Short stable name of a code ("block-twice"), "?" when unknown. */
 const char *r4_check_code_name(int code);
+
+/* ---- the problem table ---- */
+
+enum r4_fix_class {
+	R4_FIX_NONE = 0,	/* reported, not repaired (tree rebuild) */
+	R4_FIX_PREEN,		/* safe without a question: -p fixes it */
+	R4_FIX_YES,		/* -y / --fix fixes it */
+	R4_FIX_REBUILD		/* tree damage: -y rebuilds the tree */
+};
+
+/* The pass of the repair that fixes a code. The repair's rounds run the
+ * passes from R4_PASS_SPACE on in this order (libimage/repair/repair.c);
+ * the first two are r4_fsck's steps before and at the open, the rebuild
+ * comes first when there is tree damage. */
+enum r4_fix_pass {
+	R4_PASS_PREOPEN = 1,	/* super blocks, the image's size */
+	R4_PASS_OPEN,		/* the journal, replayed by the open */
+	R4_PASS_REBUILD,	/* the storage tree rebuilt */
+	R4_PASS_SPACE,		/* bitmaps, counters, status, backups */
+	R4_PASS_SHARED,		/* blocks claimed twice copied */
+	R4_PASS_CC_LAYOUT,	/* compressed and tail layouts for the kernel */
+	R4_PASS_KEYS,		/* stat data keys */
+	R4_PASS_CC,		/* compressed files' clusters */
+	R4_PASS_OBJECTS,	/* names, links, sizes, lost+found */
+	R4_PASS_COUNT
+};
+
+struct r4_problem_info {
+	int code;		/* enum r4_check_code */
+	const char *name;	/* r4_check_code_name(code) */
+	const char *context;	/* what a report names: "block", "block,
+				 * item, key, object", ... */
+	const char *summary;	/* message template ({block}, {item},
+				 * {key}, {oid}, {name} stand for the
+				 * context; the report's message fills
+				 * in the rest) */
+	int fix_class;		/* enum r4_fix_class */
+	const char *fix;	/* what the repair does; NULL for none */
+	int pass;		/* enum r4_fix_pass */
+	/* The checker's message, when the code has one form (printf
+	 * format, rendered by the checker from this row), and the kinds of
+	 * its arguments in order: 'd' int, 'u' unsigned, 'U' unsigned long
+	 * long, 'z' size_t, 's' string. NULL, NULL when the reports of the
+	 * code write their own text (the template above describes them). */
+	const char *format;
+	const char *args;
+};
+
+/* The row of a code, NULL when unknown. */
+const struct r4_problem_info *r4_problem_info(int code);
+/* Row i of the table in its order, NULL past the last (for tests and
+ * documentation: every row, duplicates included). */
+const struct r4_problem_info *r4_problem_row(unsigned i);
+/* Short name of a pass ("space"), "?" when unknown. */
+const char *r4_fix_pass_name(int pass);
 
 #define R4_CHECK_NO_BLOCK UINT64_MAX
 

@@ -17,30 +17,7 @@
 #include "r4/r4.h"
 #include "r4/check.h"
 
-/* ---- the problem table ---- */
-
-enum r4_fix_class {
-	R4_FIX_NONE = 0,	/* reported, not repaired (tree rebuild) */
-	R4_FIX_PREEN,		/* safe without a question: -p fixes it */
-	R4_FIX_YES,		/* -y / --fix fixes it */
-	R4_FIX_REBUILD		/* tree damage: -y rebuilds the tree */
-};
-
-struct r4_problem_info {
-	int code;		/* enum r4_check_code */
-	const char *name;	/* r4_check_code_name(code) */
-	const char *context;	/* what a report names: "block", "block,
-				 * item, key, object", ... */
-	const char *summary;	/* message template ({block}, {item},
-				 * {key}, {oid}, {name} stand for the
-				 * context; the report's message fills
-				 * in the rest) */
-	int fix_class;		/* enum r4_fix_class */
-	const char *fix;	/* what the repair does; NULL for none */
-};
-
-/* The row of a code, NULL when unknown. */
-const struct r4_problem_info *r4_problem_info(int code);
+/* The problem table (r4_problem_info) is in r4/check.h. */
 
 /* ---- repair ---- */
 
@@ -172,6 +149,100 @@ int r4_repair_journal_drop(const char *path, r4_repair_action_fn problem,
 			   r4_repair_action_fn fn, void *ctx,
 			   const struct r4_open_opts *open,
 			   struct r4_error *err);
+
+/* ---- the whole of r4fsck: r4_fsck() ---- */
+
+/* r4_fsck() runs the passes of r4fsck in order (libimage/repair/fsck.c
+ * holds their table, one file each): super blocks restored from their
+ * backups, a truncated image extended, the open (journal replayed, read
+ * through, or an unreplayable transaction dropped), then the check or
+ * the repair. Each pass says whether it found or fixed something in
+ * report->pass[]; the caller renders the callbacks and the outcome. */
+
+enum r4_fsck_mode {
+	R4_FSCK_CHECK = 1,	/* -n: read-only, read through the journal */
+	R4_FSCK_DEFAULT,	/* replay the journal (if any), then check */
+	R4_FSCK_PREEN,		/* -p: r4_repair with R4_REPAIR_PREEN */
+	R4_FSCK_FIX		/* -y: r4_repair with R4_REPAIR_FIX */
+};
+
+/* What a pass tells the caller as it goes (note callback). */
+enum r4_fsck_note {
+	R4_FSCK_NOTE_LOCK = 1,	/* msg: r4_vol_lock_note() of the open */
+	R4_FSCK_NOTE_NO_REPLAY,	/* msg: why the journal cannot be replayed;
+				 * the volume is opened read-only instead */
+	R4_FSCK_NOTE_JOURNAL,	/* msg: r4_vol_journal_msg() (-n) */
+	R4_FSCK_NOTE_OVERLAID,	/* n committed transactions read through */
+	R4_FSCK_NOTE_REPLAYED,	/* n transactions replayed by the open */
+	R4_FSCK_NOTE_BEGIN	/* the check or the repair starts: its
+				 * problems and actions follow */
+};
+typedef void (*r4_fsck_note_fn)(void *ctx, int note, uint64_t n,
+				const char *msg);
+
+struct r4_fsck_opts {
+	int mode;			/* enum r4_fsck_mode */
+	int build_sb;			/* --build-sb (with R4_FSCK_FIX) */
+	int force;			/* R4_OPEN_FORCE for the read-only opens */
+	/* flags: R4_OPEN_WAIT.. / R4_OPEN_NOLOCK (each pass adds its
+	 * own); the window (a partition) of every open */
+	struct r4_open_opts open;
+	const char *undo_file;		/* -z FILE, NULL for none */
+	/* The check's and the repair's options: check.problem,
+	 * check.progress, check.max_reports (and check.tables,
+	 * check.run_bytes for a check), action, batch. Its mode is set
+	 * from mode. */
+	struct r4_repair_opts repair;
+	/* Problems found and fixes made before the volume is open (super
+	 * blocks, the image's size, the journal header); may be NULL. */
+	r4_repair_action_fn pre_problem, pre_action;
+	r4_fsck_note_fn note;		/* may be NULL */
+	void *ctx;			/* for pre_problem, pre_action, note */
+	/* The clock of the repair's writes (r4_vol_set_clock) when set. */
+	int set_clock;
+	int64_t clock;
+};
+
+enum r4_fsck_outcome {
+	R4_FSCK_CHECKED = 1,	/* report->check holds the check */
+	R4_FSCK_REPAIRED,	/* report->repair holds the repair */
+	R4_FSCK_SUPERS_DAMAGED,	/* check modes: a super block fails its
+				 * checks, a backup is intact; not opened */
+	R4_FSCK_TRUNCATED	/* check modes and preen: the image is short
+				 * by report->missing blocks; not opened */
+};
+
+struct r4_fsck_pass_report {
+	const char *name;	/* "super", "size", "open", "check", ... */
+	int ran;		/* the pass had something to do */
+	uint64_t found;		/* problems it found */
+	uint64_t fixed;		/* changes it made */
+};
+
+#define R4_FSCK_PASSES 5
+
+struct r4_fsck_report {
+	int outcome;			/* enum r4_fsck_outcome */
+	unsigned replayed;		/* transactions replayed by the open */
+	unsigned overlaid;		/* read through (-n) */
+	uint64_t missing;		/* R4_FSCK_TRUNCATED: blocks missing */
+	/* The check or the repair began (R4_FSCK_NOTE_BEGIN was sent):
+	 * an error after it ends what the caller started rendering. */
+	int begun;
+	/* The file an error is about: the image or the undo file. */
+	const char *err_path;
+	struct r4_check_report check;
+	struct r4_repair_report repair;
+	struct r4_fsck_pass_report pass[R4_FSCK_PASSES];
+};
+
+/* Check or repair the volume at path as r4fsck does, pass by pass. 0
+ * when the passes ran to an outcome (report->outcome), or a negative
+ * operational error with err filled (report->err_path names the file).
+ * With undo_file, every device the process opens read-write from then on
+ * is undo-logged (r4_undo_start). */
+int r4_fsck(const char *path, const struct r4_fsck_opts *opts,
+	    struct r4_fsck_report *report, struct r4_error *err);
 
 /* ---- undo (r4fsck -z / --undo) ---- */
 

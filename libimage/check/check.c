@@ -13,57 +13,6 @@
 #include "format/bitmap.h"
 #include "format/super.h"
 
-static const char *const code_names[R4_CHK_CODE_COUNT] = {
-	[R4_CHK_MASTER] = "master",
-	[R4_CHK_FORMAT40] = "format40",
-	[R4_CHK_STATUS] = "status",
-	[R4_CHK_BACKUP] = "backup",
-	[R4_CHK_JOURNAL] = "journal",
-	[R4_CHK_NODE] = "node",
-	[R4_CHK_NODE_BLOCK] = "node-block",
-	[R4_CHK_NODE_TWICE] = "block-twice",
-	[R4_CHK_NODE_MKFS_ID] = "node-mkfs-id",
-	[R4_CHK_NODE_LEVEL] = "node-level",
-	[R4_CHK_NODE_EMPTY] = "node-empty",
-	[R4_CHK_DKEY] = "delimiting-key",
-	[R4_CHK_ITEM] = "item",
-	[R4_CHK_EXTENT] = "extent",
-	[R4_CHK_BITMAP_CSUM] = "bitmap-checksum",
-	[R4_CHK_BITMAP_TAIL] = "bitmap-tail",
-	[R4_CHK_SPACE_LEAK] = "space-unreferenced",
-	[R4_CHK_SPACE_FREE] = "space-marked-free",
-	[R4_CHK_FREE_COUNT] = "free-count",
-	[R4_CHK_SD] = "stat-data",
-	[R4_CHK_OBJECT_DUP] = "object-duplicate",
-	[R4_CHK_OID] = "oid",
-	[R4_CHK_FILE_COUNT] = "file-count",
-	[R4_CHK_ENTRY] = "entry",
-	[R4_CHK_DOT] = "dot-entry",
-	[R4_CHK_NLINK] = "nlink",
-	[R4_CHK_DIR_SIZE] = "dir-size",
-	[R4_CHK_FILE_SIZE] = "file-size",
-	[R4_CHK_BODY] = "body",
-	[R4_CHK_UNREACHABLE] = "unreachable",
-	[R4_CHK_DIR_LINK] = "dir-hard-link",
-	[R4_CHK_FILE_GAP] = "file-gap",
-	[R4_CHK_TRUNCATED] = "truncated",
-	[R4_CHK_BLOCK_SHARED] = "block-shared",
-	[R4_CHK_CLUSTER] = "compressed-cluster",
-	[R4_CHK_JOURNAL_PENDING] = "journal-unreplayed",
-	[R4_CHK_CC_HOLE0] = "ccreg-leading-hole",
-	[R4_CHK_CC_UNMERGED] = "ccreg-unmerged",
-	[R4_CHK_CC_CONV] = "ccreg-conv",
-	[R4_CHK_CC_CROSS] = "ccreg-crossing",
-	[R4_CHK_TAIL_UNMERGED] = "tail-unmerged",
-};
-
-const char *r4_check_code_name(int code)
-{
-	if (code <= 0 || code >= R4_CHK_CODE_COUNT || !code_names[code])
-		return "?";
-	return code_names[code];
-}
-
 void chk_name_str(const uint8_t *name, size_t len, char *buf, size_t buflen)
 {
 	size_t o = 0;
@@ -112,6 +61,18 @@ void chk_problem(struct chk *c, int code, uint64_t blk, int item,
 
 	va_start(ap, fmt);
 	emit(c, 1, code, blk, item, key, fmt, ap);
+	va_end(ap);
+}
+
+void chk_report(struct chk *c, int code, uint64_t blk, int item,
+		const struct fmt_key *key, ...)
+{
+	const struct r4_problem_info *pi = r4_problem_info(code);
+	va_list ap;
+
+	va_start(ap, key);
+	emit(c, 1, code, blk, item, key, pi && pi->format ? pi->format : "?",
+	     ap);
 	va_end(ap);
 }
 

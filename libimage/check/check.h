@@ -207,6 +207,11 @@ struct chk {
 void chk_problem(struct chk *c, int code, uint64_t blk, int item,
 		 const struct fmt_key *key, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
+/* Report a problem whose message is its row's format in the problem
+ * table (problems.c): the arguments follow key, of the kinds the row's
+ * args string lists (tests/unit/test_problems checks the format). */
+void chk_report(struct chk *c, int code, uint64_t blk, int item,
+		const struct fmt_key *key, ...);
 /* Hand a line to the callback without counting it (summaries). */
 void chk_note(struct chk *c, int code, uint64_t blk, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

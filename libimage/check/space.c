@@ -118,21 +118,18 @@ static int check_region(struct chk *c, uint64_t k, struct run *leak,
 		return rc;
 	why = fmt_bitmap_verify(c->scratch, c->bs);
 	if (why)
-		chk_problem(c, R4_CHK_BITMAP_CSUM, blk, -1, NULL,
-			    "bitmap block of blocks %llu..%llu: %s",
-			    (unsigned long long)start,
-			    (unsigned long long)(start + len - 1), why);
+		chk_report(c, R4_CHK_BITMAP_CSUM, blk, -1, NULL,
+			   (unsigned long long)start,
+			   (unsigned long long)(start + len - 1), why);
 	expected(c, k, blk - start);
 	compare_bits(c, c->scratch + FMT_BITMAP_OFF_BITS, c->buf[0], start,
 		     len, leak, freed);
 	*zeros += fmt_bitmap_count_zero(c->scratch, 0, len);
 	z = fmt_bitmap_find_zero(c->scratch, len, bpb);
 	if (z < bpb)
-		chk_problem(c, R4_CHK_BITMAP_TAIL, blk, -1, NULL,
-			    "bits past the end of the volume are not all set "
-			    "(bit %llu, block %llu, is clear)",
-			    (unsigned long long)z,
-			    (unsigned long long)(start + z));
+		chk_report(c, R4_CHK_BITMAP_TAIL, blk, -1, NULL,
+			   (unsigned long long)z,
+			   (unsigned long long)(start + z));
 	return 0;
 }
 

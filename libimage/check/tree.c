@@ -49,12 +49,10 @@ static int claim(struct chk *c, const struct walk_pos *p)
 
 	where(p, from, sizeof(from));
 	if (p->blk < c->first_usable || p->blk >= c->blocks) {
-		chk_problem(c, R4_CHK_NODE_BLOCK, p->parent, p->pitem, NULL,
-			    "node pointer to block %llu (from %s) is outside "
-			    "the usable blocks %llu..%llu",
-			    (unsigned long long)p->blk, from,
-			    (unsigned long long)c->first_usable,
-			    (unsigned long long)(c->blocks - 1));
+		chk_report(c, R4_CHK_NODE_BLOCK, p->parent, p->pitem, NULL,
+			   (unsigned long long)p->blk, from,
+			   (unsigned long long)c->first_usable,
+			   (unsigned long long)(c->blocks - 1));
 		return 0;
 	}
 	/* A node beats file data: an extent found first in this block
@@ -69,10 +67,8 @@ static int claim(struct chk *c, const struct walk_pos *p)
 		return 1;
 	}
 	if (chk_map_test(&c->used, p->blk) || chk_is_bitmap_blk(c, p->blk)) {
-		chk_problem(c, R4_CHK_NODE_TWICE, p->blk, -1, NULL,
-			    "block is referenced again as a level-%u node "
-			    "(from %s) but is already %s; not descended",
-			    p->level, from, chk_block_owner(c, p->blk));
+		chk_report(c, R4_CHK_NODE_TWICE, p->blk, -1, NULL,
+			   p->level, from, chk_block_owner(c, p->blk));
 		return 0;
 	}
 	old = chk_map_set(&c->used, p->blk);
@@ -92,9 +88,8 @@ static int check_header(struct chk *c, const struct walk_pos *p,
 	if (!fmt_node_header_decode(blk, c->bs, nh) &&
 	    nh->magic == fmt_node_magic(nh->plugin_id) &&
 	    nh->level != p->level) {
-		chk_problem(c, R4_CHK_NODE_LEVEL, p->blk, -1, NULL,
-			    "node level is %u, expected %u; not descended",
-			    nh->level, p->level);
+		chk_report(c, R4_CHK_NODE_LEVEL, p->blk, -1, NULL,
+			   nh->level, p->level);
 		return 0;
 	}
 	why = fmt_node_verify(blk, c->bs, c->pol, &bad);
@@ -112,16 +107,14 @@ static int check_header(struct chk *c, const struct walk_pos *p,
 	}
 	fmt_node_header_decode(blk, c->bs, nh);
 	if (nh->mkfs_id != c->vol->sb.mkfs_id)
-		chk_problem(c, R4_CHK_NODE_MKFS_ID, p->blk, -1, NULL,
-			    "node mkfs id %#x differs from the super block's "
-			    "%#x", nh->mkfs_id, c->vol->sb.mkfs_id);
+		chk_report(c, R4_CHK_NODE_MKFS_ID, p->blk, -1, NULL,
+			   nh->mkfs_id, c->vol->sb.mkfs_id);
 	if (nh->plugin_id != c->vol->sb.node_pid)
 		chk_problem(c, R4_CHK_NODE, p->blk, -1, NULL,
 			    "node plugin %u differs from the super block's %u",
 			    nh->plugin_id, c->vol->sb.node_pid);
 	if (nh->nr_items == 0) {
-		chk_problem(c, R4_CHK_NODE_EMPTY, p->blk, -1, NULL,
-			    "the node is empty");
+		chk_report(c, R4_CHK_NODE_EMPTY, p->blk, -1, NULL);
 		return 0;
 	}
 	return 1;

@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: r4_repair(): rounds of check and fix. The first check's
  * problems go to the caller; the mode and the problem table decide what
- * may be fixed; space and counters are fixed before objects (an object
- * fix allocates blocks, and the bitmaps must be right for that), blocks
- * claimed twice are copied (twice.c, it allocates too) after the space
- * and before the objects; stat data keys (keys.c) before the objects'
- * names; each fix is followed by a fresh check, and
- * the repair stops when the volume
+ * may be fixed, and the table's pass column which of the fix passes
+ * (fix_passes[], in order) a round runs; each fix is followed by a
+ * fresh check, and the repair stops when the volume
  * is clean, when a round changes nothing, or after ROUNDS_MAX rounds.
  * Tree damage blocks the space and object fixes (their map of what is
  * in use would be wrong) until -y has rebuilt the tree (rebuild.c, once
@@ -135,20 +132,6 @@ static int run_check(struct rep *R, int first)
 	return rc;
 }
 
-/* The codes fixed by the space pass. */
-static int is_space_code(int code)
-{
-	switch (code) {
-	case R4_CHK_STATUS: case R4_CHK_BACKUP: case R4_CHK_JOURNAL:
-	case R4_CHK_BITMAP_CSUM: case R4_CHK_BITMAP_TAIL:
-	case R4_CHK_SPACE_LEAK: case R4_CHK_SPACE_FREE:
-	case R4_CHK_FREE_COUNT: case R4_CHK_OID: case R4_CHK_FILE_COUNT:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 /* What this round found: 1 some code the mode may not fix (or that the
  * repair cannot fix after the open), 0 all fixable. */
 static int blocked(struct rep *R)
@@ -178,15 +161,6 @@ static int blocked(struct rep *R)
 	return 0;
 }
 
-static int any_space(const struct rep *R)
-{
-	for (int k = 1; k < R4_CHK_CODE_COUNT; k++)
-		if (R->codes[k] && is_space_code(k))
-			return 1;
-	/* Counted without a report (more than a page of ranges). */
-	return 0;
-}
-
 /* Tree damage a rebuild can fix: not the super blocks, nor a journal
  * that cannot be read through. */
 static int rebuild_helps(const struct rep *R)
@@ -195,22 +169,63 @@ static int rebuild_helps(const struct rep *R)
 	       !R->codes[R4_CHK_FORMAT40];
 }
 
-/* The object fixes of -y, in order. */
-static int fix_objects(struct rep *R, int *changed)
-{
-	int rc = 0;
+/* The repair's passes after the tree, in the order of enum r4_fix_pass.
+ * A round runs the first one it needs (one of the codes the problem
+ * table gives it was found, or it always runs) and the next only when
+ * that one changed nothing and does not end the round. Space and
+ * counters come first (an object fix allocates blocks: the bitmaps must
+ * be right for that), then blocks claimed twice (twice.c, it allocates
+ * too), then the compressed-file layouts the kernel cannot take
+ * (cclayout.c; preen too: an item across a cluster end is cut before
+ * the cluster pass would find its clusters unreadable), stat data keys
+ * before names (keys.c: a stat data put back under the key its entry
+ * gives keeps the entry, and out of /lost+found), compressed files
+ * whose clusters or stat data disagree (cc.c), then names and links
+ * (objects.c). */
+static const struct fix_pass {
+	int pass;		/* enum r4_fix_pass */
+	int fix_only;		/* -y only, never preen */
+	int ends_round;		/* the round ends after it, changed or not */
+	int always;		/* runs without a code of its own */
+	int (*run)(struct rep *R, int *changed);
+} fix_passes[] = {
+	{ R4_PASS_SPACE, 0, 1, 0, rep_fix_space },
+	{ R4_PASS_SHARED, 1, 1, 0, rep_fix_shared },
+	{ R4_PASS_CC_LAYOUT, 0, 0, 0, rep_fix_cc_layout },
+	{ R4_PASS_KEYS, 1, 0, 0, rep_fix_keys },
+	{ R4_PASS_CC, 1, 0, 1, rep_fix_cc },
+	{ R4_PASS_OBJECTS, 1, 0, 1, rep_fix_objects },
+};
 
-	/* Keys before names: a stat data put back under the key its entry
-	 * gives keeps the entry, and out of /lost+found (keys.c). */
-	if (R->codes[R4_CHK_ENTRY] || R->codes[R4_CHK_OBJECT_DUP])
-		rc = rep_fix_keys(R, changed);
-	/* then compressed files whose clusters or stat data disagree
-	 * (cc.c) */
-	if (!rc && !*changed)
-		rc = rep_fix_cc(R, changed);
-	if (!rc && !*changed)
-		rc = rep_fix_objects(R, changed);
-	return rc;
+/* This round found a code whose row names the pass. */
+static int pass_found(const struct rep *R, int pass)
+{
+	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
+		const struct r4_problem_info *pi = r4_problem_info(k);
+
+		if (R->codes[k] && pi && pi->pass == pass)
+			return 1;
+	}
+	return 0;
+}
+
+static int fix_round(struct rep *R, int *changed)
+{
+	int fix = R->o->mode == R4_REPAIR_FIX;
+
+	for (size_t i = 0; i < sizeof(fix_passes) / sizeof(fix_passes[0]);
+	     i++) {
+		const struct fix_pass *p = &fix_passes[i];
+		int rc;
+
+		if ((p->fix_only && !fix) ||
+		    (!p->always && !pass_found(R, p->pass)))
+			continue;
+		rc = p->run(R, changed);
+		if (rc || *changed || p->ends_round)
+			return rc;
+	}
+	return 0;
 }
 
 static int rounds(struct rep *R)
@@ -258,21 +273,7 @@ static int rounds(struct rep *R)
 				break;
 			continue;
 		}
-		if (any_space(R))
-			rc = rep_fix_space(R, &changed);
-		else if (R->o->mode == R4_REPAIR_FIX &&
-			 R->codes[R4_CHK_BLOCK_SHARED])
-			rc = rep_fix_shared(R, &changed);
-		else {
-			/* Compressed files the kernel cannot take, which
-			 * read right (cclayout.c; preen too): an item across
-			 * a cluster end is cut before the cluster pass
-			 * would find its clusters unreadable. */
-			if (rep_cc_layout_found(R))
-				rc = rep_fix_cc_layout(R, &changed);
-			if (!rc && !changed && R->o->mode == R4_REPAIR_FIX)
-				rc = fix_objects(R, &changed);
-		}
+		rc = fix_round(R, &changed);
 		if (rc || !changed)
 			break;
 		rc = run_check(R, 0);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the problem table of the repair (libimage/repair/problems.c):
+/* r4kit: the problem table (libimage/check/problems.c) for the repair:
  * every code the checker reports has one row, with its name, a context,
  * a message template and a fix class; a fix text exactly when the class
  * says the repair fixes it; preen only for what fsck(8)'s preen may
