@@ -323,6 +323,15 @@ static const char *base_name(const char *path)
 	return buf;
 }
 
+/* A map of oid to a path it owns: the paths freed, then the map. */
+static void free_paths(struct r4_u64map *m)
+{
+	for (size_t i = r4_u64map_next(m, 0); i < m->cap;
+	     i = r4_u64map_next(m, i + 1))
+		free(*(char **)r4_u64map_val(m, i));
+	r4_u64map_fini(m);
+}
+
 int dbg_rdump(struct dbg *d, int argc, const char **argv)
 {
 	struct rd r = { .d = d, .as_root = geteuid() == 0, .rc = DBG_OK };
@@ -372,14 +381,8 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 		r4cmd_progress_end();
 		r4cmd_progress_finish();
 	}
-	for (size_t i = r4_u64map_next(&r.links, 0); i < r.links.cap;
-	     i = r4_u64map_next(&r.links, i + 1))
-		free(*(char **)r4_u64map_val(&r.links, i));
-	r4_u64map_fini(&r.links);
-	for (size_t i = r4_u64map_next(&r.dirs, 0); i < r.dirs.cap;
-	     i = r4_u64map_next(&r.dirs, i + 1))
-		free(*(char **)r4_u64map_val(&r.dirs, i));
-	r4_u64map_fini(&r.dirs);
+	free_paths(&r.links);
+	free_paths(&r.dirs);
 	if (manifest && dbg_manifest(d, argv[1]) != DBG_OK)
 		r.rc = DBG_FAIL;
 	return r.rc;

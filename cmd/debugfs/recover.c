@@ -340,6 +340,26 @@ static int all_plan(void *ctx, const struct r4_deleted *x)
 }
 
 /* undel --all DIR */
+/* What undel --all did: one line, or its JSON members. */
+static void all_summary(const struct all *a, const char *mpath)
+{
+	if (a->d->json) {
+		putchar('{');
+		r4cmd_json_name("dir", a->dir, strlen(a->dir));
+		putchar(',');
+		r4cmd_json_name("manifest", mpath, strlen(mpath));
+		printf(",\"recovered\":%" PRIu64 ",\"bytes\":%" PRIu64
+		       ",\"partial\":%" PRIu64 ",\"failed\":%" PRIu64 "}\n",
+		       a->files, a->bytes, a->partial, a->failed);
+	} else {
+		printf("%" PRIu64 " deleted file(s) recovered into %s (%"
+		       PRIu64 " bytes, %" PRIu64 " of them in part), listed "
+		       "in %s%s\n", a->files, a->dir, a->bytes, a->partial,
+		       mpath, a->failed ? "; some could not be written "
+		       "(above)" : "");
+	}
+}
+
 int dbg_undel_all(struct dbg *d, const char *dir)
 {
 	struct r4_error err = { 0 };
@@ -385,19 +405,6 @@ int dbg_undel_all(struct dbg *d, const char *dir)
 	dbg_former_free(a.f);
 	if (rc)
 		return dbg_fail(&err, "undel --all", rc);
-	if (d->json) {
-		putchar('{');
-		r4cmd_json_name("dir", dir, strlen(dir));
-		putchar(',');
-		r4cmd_json_name("manifest", mpath, strlen(mpath));
-		printf(",\"recovered\":%" PRIu64 ",\"bytes\":%" PRIu64
-		       ",\"partial\":%" PRIu64 ",\"failed\":%" PRIu64 "}\n",
-		       a.files, a.bytes, a.partial, a.failed);
-	} else {
-		printf("%" PRIu64 " deleted file(s) recovered into %s (%"
-		       PRIu64 " bytes, %" PRIu64 " of them in part), listed "
-		       "in %s%s\n", a.files, dir, a.bytes, a.partial, mpath,
-		       a.failed ? "; some could not be written (above)" : "");
-	}
+	all_summary(&a, mpath);
 	return a.failed ? DBG_FAIL : DBG_OK;
 }

@@ -209,6 +209,28 @@ static int pick_target(struct r4_vol *vol, const char *size,
 	return rc;
 }
 
+/* The progress events' end: nothing to move and no bitmap to write
+ * still gives one event, "moving" 0 of 0 blocks, so a reader sees the
+ * end. */
+static void progress_done(int rc)
+{
+	r4cmd_progress_end();
+	if (!rc && !progress_seen)
+		r4cmd_progress_kind("moving", "blocks");
+	if (!rc)
+		r4cmd_progress_finish();
+}
+
+static void report(const char *path, const struct r4_resize_result *res)
+{
+	if (opt_json) {
+		print_json(path, res);
+		r4cmd_json_end();
+	} else {
+		print_text(path, res);
+	}
+}
+
 static int run(const char *path, const char *size, uint64_t batch)
 {
 	struct r4_error err = { 0 };
@@ -246,31 +268,51 @@ static int run(const char *path, const char *size, uint64_t batch)
 		rc = pick_target(vol, size, &si, &o, &n, &err);
 	if (!rc)
 		rc = r4_resize(vol, n, &o, &res, &err);
-	if (o.progress) {
-		r4cmd_progress_end();
-		/* nothing to move and no bitmap to write: still one event,
-		 * "moving" 0 of 0 blocks, so a reader sees the end */
-		if (!rc && !progress_seen)
-			r4cmd_progress_kind("moving", "blocks");
-		if (!rc)
-			r4cmd_progress_finish();
-	}
+	if (o.progress)
+		progress_done(rc);
 	if (rc) {
 		r4cmd_error(&err, path, rc);
 	} else {
 		ex = EXIT_OK;
-		if (opt_json) {
-			print_json(path, &res);
-			r4cmd_json_end();
-		} else {
-			print_text(path, &res);
-		}
+		report(path, &res);
 	}
 	if (r4_vol_close(vol, rc ? NULL : &err) && !rc) {
 		r4cmd_error(&err, path, -1);
 		ex = EXIT_FAILED;
 	}
 	return ex;
+}
+
+/* The arguments: EXIT_OK, or EXIT_USAGE said. */
+static int args(const char *path, const char *size, const char *extra,
+		uint64_t *batch)
+{
+	char *end;
+
+	if (!path) {
+		r4cmd_errorf("no device or image file given");
+		fprintf(stderr, "Usage: %s [OPTION...] IMAGE|DEVICE [SIZE]\n",
+			r4cmd_prog);
+		return EXIT_USAGE;
+	}
+	if (extra) {
+		r4cmd_errorf("unexpected argument '%s'", extra);
+		return EXIT_USAGE;
+	}
+	if (size && (opt_min || opt_print_min)) {
+		r4cmd_errorf("a SIZE and %s exclude each other",
+			     opt_min ? "-M" : "-P");
+		return EXIT_USAGE;
+	}
+	if (!opt_batch)
+		return EXIT_OK;
+	*batch = strtoull(opt_batch, &end, 10);
+	if (!*opt_batch || *end || !*batch) {
+		r4cmd_errorf("--batch wants a whole number of blocks (at "
+			     "least 1)");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
 }
 
 int main(int argc, const char **argv)
@@ -301,29 +343,7 @@ int main(int argc, const char **argv)
 	path = poptGetArg(ctx);
 	size = poptGetArg(ctx);
 	extra = poptGetArg(ctx);
-	rc = EXIT_OK;
-	if (!path) {
-		r4cmd_errorf("no device or image file given");
-		fprintf(stderr, "Usage: %s [OPTION...] IMAGE|DEVICE [SIZE]\n",
-			r4cmd_prog);
-		rc = EXIT_USAGE;
-	} else if (extra) {
-		r4cmd_errorf("unexpected argument '%s'", extra);
-		rc = EXIT_USAGE;
-	} else if (size && (opt_min || opt_print_min)) {
-		r4cmd_errorf("a SIZE and %s exclude each other",
-			     opt_min ? "-M" : "-P");
-		rc = EXIT_USAGE;
-	} else if (opt_batch) {
-		char *end;
-
-		batch = strtoull(opt_batch, &end, 10);
-		if (!*opt_batch || *end || !batch) {
-			r4cmd_errorf("--batch wants a whole number of blocks "
-				     "(at least 1)");
-			rc = EXIT_USAGE;
-		}
-	}
+	rc = args(path, size, extra, &batch);
 	if (!rc && r4cmd_lock_parse(-1))
 		rc = EXIT_USAGE;
 	if (!rc && r4cmd_progress_parse(-1))
