@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4debugfs --partitions DISK: the partition table of a disk image or
  * device, one line a partition (as mmls lists them), and which
- * partitions hold a Reiser4 volume; --json: one object a line. */
+ * partitions hold a Reiser4 volume; --json: one object, the
+ * partitions an array in it. */
 #include "config.h"
 #include <stdio.h>
 #include <string.h>
@@ -9,14 +10,13 @@
 #include "debugfs.h"
 #include "r4/part.h"
 
-static void json_part(const struct r4_part_table *t,
-		      const struct r4_partition *p)
+/* One partition: an item of the "partitions" array. */
+static void json_part(const struct r4_partition *p)
 {
 	FILE *f = r4cmd_json_out();
 
-	fprintf(f, "{\"schema\":%d,\"program\":\"r4debugfs\",\"table\":\"%s\","
-		"\"partition\":%u,\"start\":", R4CMD_JSON_SCHEMA, t->scheme,
-		p->number);
+	r4cmd_json_item();
+	fprintf(f, "{\"partition\":%u,\"start\":", p->number);
 	r4cmd_json_u64(p->start);
 	fputs(",\"end\":", f);
 	r4cmd_json_u64(p->start + p->sectors - 1);
@@ -31,23 +31,29 @@ static void json_part(const struct r4_part_table *t,
 	fputs(",", f);
 	r4cmd_json_name("name", p->name, strlen(p->name));
 	fprintf(f, ",\"guid\":\"%s\",\"extended\":%s,\"logical\":%s,"
-		"\"reiser4\":%s}\n", p->guid, p->extended ? "true" : "false",
+		"\"reiser4\":%s}", p->guid, p->extended ? "true" : "false",
 		p->logical ? "true" : "false", p->reiser4 ? "true" : "false");
 }
 
+/* The table as one object of kind "partitions" (the common framing,
+ * doc/schema/r4debugfs-partitions.schema.json): the disk's fields, then
+ * the partitions as an array. */
 static void json_table(const char *image, const struct r4_part_table *t)
 {
 	FILE *f = r4cmd_json_out();
 
-	fprintf(f, "{\"schema\":%d,\"program\":\"r4debugfs\",", R4CMD_JSON_SCHEMA);
+	r4cmd_json_begin("partitions", R4CMD_JSON_SCHEMA);
+	fputs(",", f);
 	r4cmd_json_name("disk", image, strlen(image));
 	fprintf(f, ",\"table\":\"%s\",\"sector_size\":512,\"disk_sectors\":",
 		t->scheme);
 	r4cmd_json_u64(t->disk_sectors);
-	fprintf(f, ",\"disk_id\":\"%s\",\"partitions\":%zu}\n", t->disk_id,
-		t->n);
+	fprintf(f, ",\"disk_id\":\"%s\"", t->disk_id);
+	r4cmd_json_array_begin("partitions");
 	for (size_t i = 0; i < t->n; i++)
-		json_part(t, &t->p[i]);
+		json_part(&t->p[i]);
+	r4cmd_json_array_end();
+	r4cmd_json_end();
 	r4cmd_json_done();
 }
 

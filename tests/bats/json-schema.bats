@@ -95,6 +95,12 @@ out() {
 		-R 'hash /d' -R 'dumpblock 16' -R "undel $oid $T/u1" \
 		-R "undel --all $T/all" -R "rdump /d $T/rd" -R "rdump /d $T/nope" -R help \
 		-R 'stat /nope' -R 'blocks /d' "$T/a.img"
+	# r4debugfs --partitions: a GPT disk, one partition holding r4kit's
+	# volume (sfdisk is in the fdisk package, which CI installs)
+	truncate -s 8M "$T/disk"
+	printf 'label: gpt\n,4M,L\n' | sfdisk -q "$T/disk"
+	r4mkfs -q --partition=1 "$T/disk"
+	out partitions r4debugfs --json --partitions "$T/disk"
 	# failures, before and after the work began
 	out e-fsck r4fsck --json "$T/nope.img"
 	out e-fsck-opt r4fsck --json --bogus "$T/a.img"
@@ -117,7 +123,8 @@ out() {
 		"r4debugfs text" "r4debugfs ls" "r4debugfs stat" \
 		"r4debugfs blocks" "r4debugfs icheck" "r4debugfs ncheck" \
 		"r4debugfs lsdel" "r4debugfs hash" "r4debugfs dumpblock" \
-		"r4debugfs undel" "r4debugfs undel-all" "r4debugfs error"; do
+		"r4debugfs undel" "r4debugfs undel-all" "r4debugfs partitions" \
+		"r4debugfs error"; do
 		grep -qx "$k" "$T/seen" || { echo "no $k"; false; }
 	done
 	# every schema file is one of them

@@ -104,10 +104,11 @@ built_and_read() {
 	python3 - "$T/json" "$OTHER" "$1" <<'EOF'
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
-objs = [json.loads(l) for l in lines]
-assert all(o["schema"] == 1 and o["program"] == "r4debugfs" for o in objs)
-assert objs[0]["table"] == sys.argv[3], objs[0]
-parts = {o["partition"]: o for o in objs[1:]}
+assert len(lines) == 1, lines
+o = json.loads(lines[0])
+assert o["schema"] == 2 and o["program"] == "r4debugfs", o
+assert o["kind"] == "partitions" and o["table"] == sys.argv[3], o
+parts = {p["partition"]: p for p in o["partitions"]}
 assert parts[1]["reiser4"] and parts[2]["reiser4"], parts
 assert not parts[int(sys.argv[2])]["reiser4"]
 assert parts[2]["offset"] == parts[2]["start"] * 512
