@@ -84,10 +84,15 @@ built_and_read() {
 	# random bytes are not a volume: refused without -f, nothing written
 	run r4pack create -q --partition=2 "$T/src" "$T/disk"
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"not a Reiser4 image; give -f"* ]]
+	[[ "$output" == *"the partition holds data and no Reiser4 volume; give -f"* ]]
 	[ "$(sha256sum <"$T/disk")" = "$full" ]
 	r4pack create -q -f --partition=2 "$T/src" "$T/disk"
 	[ "$(outside 2)" = "$before" ]
+	# a partition never used (zeros, as sfdisk leaves it): no -f needed
+	truncate -s 16M "$T/fresh"
+	printf 'label: gpt\n,4M,L\n,6M,L\n' | sfdisk -q "$T/fresh"
+	r4pack create -q --partition=2 "$T/src" "$T/fresh"
+	r4fsck -n -q --partition=2 "$T/fresh"
 
 	# the listing: sfdisk's numbers, starts and lengths; Reiser4 on 1, 2
 	run r4debugfs --partitions "$T/disk"
