@@ -275,7 +275,10 @@ static int rw_link(const char *from, const char *to)
 	return rc;
 }
 
-static int rw_unlink(const char *path)
+/* A removal of path by fn (r4_unlink, r4_rmdir), named what. */
+static int remove_one(int (*fn)(struct r4_txn *, const char *,
+				struct r4_error *),
+		      const char *what, const char *path)
 {
 	struct r4_error err = { 0 };
 	struct r4_txn *t;
@@ -284,23 +287,19 @@ static int rw_unlink(const char *path)
 	r4m_lock();
 	rc = ready(SPARE_BLOCKS / 2, &t);
 	if (!rc)
-		rc = done(r4_unlink(t, path, &err), "unlink", path, &err);
+		rc = done(fn(t, path, &err), what, path, &err);
 	r4m_unlock();
 	return rc;
 }
 
+static int rw_unlink(const char *path)
+{
+	return remove_one(r4_unlink, "unlink", path);
+}
+
 static int rw_rmdir(const char *path)
 {
-	struct r4_error err = { 0 };
-	struct r4_txn *t;
-	int rc;
-
-	r4m_lock();
-	rc = ready(SPARE_BLOCKS / 2, &t);
-	if (!rc)
-		rc = done(r4_rmdir(t, path, &err), "rmdir", path, &err);
-	r4m_unlock();
-	return rc;
+	return remove_one(r4_rmdir, "rmdir", path);
 }
 
 static int rw_rename(const char *from, const char *to, unsigned flags)

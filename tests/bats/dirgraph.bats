@@ -14,19 +14,6 @@ load helpers
 
 . "$top_srcdir/tests/surgery.sh"
 
-teardown() {
-	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT" 2>/dev/null; then
-		timeout 20 fusermount3 -u "$MNT" 2>/dev/null ||
-			timeout 20 fusermount3 -uz "$MNT" 2>/dev/null || true
-	fi
-	local failed=
-	if [ -s "$T/oracle-failed" ]; then
-		cat "$T/oracle-failed"
-		failed=1
-	fi
-	[ -n "${R4_KEEP_TMP:-}" ] || rm -rf "$T"
-	[ -z "$failed" ]
-}
 
 # layout DIR PATH: a volume (/a/b/leaf, /p/pf, /q/d/g, /top) whose
 # entry DIR/x, made as a hard link of /top, names the directory PATH.
@@ -189,13 +176,6 @@ walkers() {
 	[ -z "$output" ]
 }
 
-need_fuse() {
-	command -v r4mount >/dev/null 2>&1 || skip "r4mount not built (configure --disable-mount)"
-	[ -c /dev/fuse ] || skip "no /dev/fuse on this machine"
-	{ exec 9<>/dev/fuse; } 2>/dev/null || skip "/dev/fuse is not usable by $(id -un)"
-	exec 9>&-
-	command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 (Debian fuse3) not installed"
-}
 
 # mounted FIRST SECOND: r4mount in the foreground (its log in $T/log)
 # answers EIO for the second name, serves the rest, and tar -c of the

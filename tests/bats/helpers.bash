@@ -8,15 +8,33 @@ setup() {
 }
 
 # A test fails when an oracle run through 'oracle' failed anywhere in it,
-# even inside a pipeline or a $(...) whose status nobody sees.
+# even inside a pipeline or a $(...) whose status nobody sees. A FUSE
+# mount a test left at $MNT is unmounted first, with a timeout, so that
+# a failure never leaves a mount behind nor hangs make check.
 teardown() {
 	local failed=
+	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT" 2>/dev/null; then
+		timeout 20 fusermount3 -u "$MNT" 2>/dev/null ||
+			timeout 20 fusermount3 -uz "$MNT" 2>/dev/null || true
+	fi
 	if [ -s "$T/oracle-failed" ]; then
 		cat "$T/oracle-failed"
 		failed=1
 	fi
 	[ -n "${R4_KEEP_TMP:-}" ] || rm -rf "$T" ${BIG:+"$BIG"}
 	[ -z "$failed" ]
+}
+
+# need_fuse: r4mount built (else the test fails), and a usable FUSE here
+# (else the test is skipped, saying why).
+need_fuse() {
+	command -v r4mount >/dev/null 2>&1 ||
+		{ echo "r4mount was not built (configure without --disable-mount)"; return 1; }
+	[ -c /dev/fuse ] || skip "no /dev/fuse on this machine"
+	{ exec 9<>/dev/fuse; } 2>/dev/null || skip "/dev/fuse is not usable by $(id -un)"
+	exec 9>&-
+	command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 (Debian fuse3) not installed"
+	command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
 }
 
 # big_tmp: sets BIG to a folder for sparse images of terabytes. On a disk

@@ -10,25 +10,14 @@ load helpers
 
 WL="python3 $BATS_TEST_DIRNAME/../helpers/fsworkload.py"
 
+# A daemon a test started ($PID) is killed before the helpers'
+# teardown unmounts $MNT.
+eval "helpers_$(declare -f teardown)"
 teardown() {
 	if [ -n "${PID:-}" ] && kill -0 "$PID" 2>/dev/null; then
 		kill -9 "$PID" 2>/dev/null || true
 	fi
-	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT" 2>/dev/null; then
-		timeout 20 fusermount3 -u "$MNT" 2>/dev/null ||
-			timeout 20 fusermount3 -uz "$MNT" 2>/dev/null || true
-	fi
-	[ -n "${R4_KEEP_TMP:-}" ] || rm -rf "$T"
-}
-
-need_fuse() {
-	command -v r4mount >/dev/null 2>&1 ||
-		{ echo "r4mount was not built (configure without --disable-mount)"; return 1; }
-	[ -c /dev/fuse ] || skip "no /dev/fuse on this machine"
-	{ exec 9<>/dev/fuse; } 2>/dev/null || skip "/dev/fuse is not usable by $(id -un)"
-	exec 9>&-
-	command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 (Debian fuse3) not installed"
-	command -v python3 >/dev/null 2>&1 || skip "python3 not installed"
+	helpers_teardown
 }
 
 # mount_rw IMAGE [OPTIONS]: the daemon in the foreground, in the

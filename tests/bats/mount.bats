@@ -7,25 +7,6 @@
 
 load helpers
 
-# Every test unmounts in teardown, with a timeout, so that a failure
-# never leaves a mount behind nor hangs make check.
-teardown() {
-	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT" 2>/dev/null; then
-		timeout 20 fusermount3 -u "$MNT" 2>/dev/null ||
-			timeout 20 fusermount3 -uz "$MNT" 2>/dev/null || true
-	fi
-	[ -n "${R4_KEEP_TMP:-}" ] || rm -rf "$T"
-}
-
-need_fuse() {
-	command -v r4mount >/dev/null 2>&1 ||
-		{ echo "r4mount was not built (configure without --disable-mount)"; return 1; }
-	[ -c /dev/fuse ] || skip "no /dev/fuse on this machine"
-	{ exec 9<>/dev/fuse; } 2>/dev/null || skip "/dev/fuse is not usable by $(id -un)"
-	exec 9>&-
-	command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 (Debian fuse3) not installed"
-}
-
 # A tree with every file type r4pack stores.
 make_tree() {
 	local s=$1

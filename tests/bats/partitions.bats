@@ -12,17 +12,6 @@
 
 load helpers
 
-# The r4mount test unmounts first, with a timeout, so that a failure
-# leaves no mount behind; then the helpers' teardown (a failed oracle
-# fails the test).
-eval "helpers_$(declare -f teardown)"
-teardown() {
-	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT" 2>/dev/null; then
-		timeout 20 fusermount3 -u "$MNT" 2>/dev/null ||
-			timeout 20 fusermount3 -uz "$MNT" 2>/dev/null || true
-	fi
-	helpers_teardown
-}
 
 need_sfdisk() {
 	command -v sfdisk >/dev/null 2>&1 || skip "sfdisk (util-linux fdisk) not installed"
