@@ -317,28 +317,6 @@ void pack_progress(void *ctx, uint64_t done, uint64_t total)
 	r4cmd_progress("r4pack", done, total);
 }
 
-/* A device or a partition never used: its first MiB (r4mkfs's probe)
- * holds zeros only. */
-static int never_used(const char *path)
-{
-	struct r4_open_opts w;
-	static uint8_t buf[1u << 20];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0;
-	r4_open_opts_init(&w, 0);
-	r4cmd_window_get(&w);
-	n = pread(fd, buf, w.size && w.size < sizeof(buf) ? w.size :
-		  sizeof(buf), (off_t)w.offset);
-	close(fd);
-	for (ssize_t i = 0; i < n; i++)
-		if (buf[i])
-			return 0;
-	return n > 0;
-}
-
 /* An existing IMAGE: what is there must be a Reiser4 image (or -f), not
  * mounted, not written by another program, and not the source. */
 static int check_existing(struct create_job *j, const char *path,
@@ -371,7 +349,8 @@ static int check_existing(struct create_job *j, const char *path,
 			 &err);
 	if (rc == R4_EBADMAGIC && !opt_force &&
 	    !((S_ISBLK(st->st_mode) || r4cmd_window_set()) &&
-	      never_used(path))) {
+	      !r4_mkfs_target_empty(path, r4cmd_open(r4cmd_lock_flags()),
+				    &err))) {
 		r4cmd_errorf("%s: %s holds data and no Reiser4 volume; give "
 			     "-f to replace it", j->image,
 			     r4cmd_window_set() ? "the partition" :

@@ -231,6 +231,12 @@ struct r4_mkfs_result {
 	uint32_t mkfs_id;
 };
 
+/* r4mkfs's rule for a target that is not an image file it creates: 0
+ * when the first MiB of path (in o's window) holds zeros only, else
+ * R4_EEXIST "holds data" (naming a filesystem it knows) or the open's
+ * error. */
+int r4_mkfs_target_empty(const char *path, const struct r4_open_opts *o,
+			 struct r4_error *err);
 int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 	    struct r4_mkfs_result *res, struct r4_error *err);
 /* The plugins -o accepts, one "type: name name ..." line per type. */

@@ -446,18 +446,18 @@ int mkfs_write_supers(struct mkfs *m, struct r4_error *err)
 
 /* Refuse a target that holds data, unless forced: any non-zero byte in
  * its first MiB, with the filesystem named when it is one we know. */
-static int check_empty(struct mkfs *m, struct r4_error *err)
+static int dev_empty(struct io_dev *dev, const char *path,
+		     struct r4_error *err)
 {
-	size_t len = m->dev->size < PROBE_BYTES ? (size_t)m->dev->size :
-						    PROBE_BYTES;
+	size_t len = dev->size < PROBE_BYTES ? (size_t)dev->size : PROBE_BYTES;
 	uint8_t *p = malloc(len ? len : 1);
 	const char *what = "data";
 	size_t i = 0;
 	int rc;
 
 	if (!p)
-		return r4i_fail(err, -ENOMEM, "%s: out of memory", m->path);
-	rc = io_read(m->dev, p, len, 0, err);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
+	rc = io_read(dev, p, len, 0, err);
 	if (rc) {
 		free(p);
 		return rc;
@@ -474,8 +474,21 @@ static int check_empty(struct mkfs *m, struct r4_error *err)
 	free(p);
 	if (i < len)
 		return r4i_fail(err, R4_EEXIST, "%s: holds %s; use -f to "
-			       "overwrite it", m->path, what);
+			       "overwrite it", path, what);
 	return 0;
+}
+
+int r4_mkfs_target_empty(const char *path, const struct r4_open_opts *o,
+			 struct r4_error *err)
+{
+	struct io_dev *dev;
+	int rc = io_open_opts(path, IO_RDONLY, o, &dev, NULL, err);
+
+	if (rc)
+		return rc;
+	rc = dev_empty(dev, path, err);
+	io_close(dev);
+	return rc;
 }
 
 static int prepare_target(struct mkfs *m, int created, uint64_t *len,
@@ -485,7 +498,7 @@ static int prepare_target(struct mkfs *m, int created, uint64_t *len,
 	int rc;
 
 	if (!created && !o->force) {
-		rc = check_empty(m, err);
+		rc = dev_empty(m->dev, m->path, err);
 		if (rc)
 			return rc;
 	}
