@@ -182,23 +182,8 @@ static int touch(struct r4_txn *t, const char *path, unsigned mask,
 
 /* ---- namespace ---------------------------------------------------------- */
 
-static int rw_mkdir(const char *path, mode_t mode)
-{
-	struct r4_error err = { 0 };
-	struct r4_txn *t;
-	struct r4_attr a;
-	int rc;
-
-	r4m_lock();
-	rc = ready(SPARE_BLOCKS, &t);
-	if (!rc) {
-		now_attr(&a, S_IFDIR | (mode & 07777));
-		rc = done(r4_mkdir(t, path, &a, &err), "mkdir", path, &err);
-	}
-	r4m_unlock();
-	return rc;
-}
-
+/* A new object of mode's type at path: a directory, an empty regular
+ * file, a device, fifo or socket. */
 static int rw_mknod(const char *path, mode_t mode, dev_t rdev)
 {
 	struct r4_error err = { 0 };
@@ -212,14 +197,21 @@ static int rw_mknod(const char *path, mode_t mode, dev_t rdev)
 		now_attr(&a, mode);
 		a.rdev_major = major(rdev);
 		a.rdev_minor = minor(rdev);
-		if (S_ISREG(mode))
+		if (S_ISDIR(mode))
+			rc = r4_mkdir(t, path, &a, &err);
+		else if (S_ISREG(mode))
 			rc = r4_create(t, path, &a, 0, NULL, NULL, &err);
 		else
 			rc = r4_mknod(t, path, &a, &err);
-		rc = done(rc, "mknod", path, &err);
+		rc = done(rc, S_ISDIR(mode) ? "mkdir" : "mknod", path, &err);
 	}
 	r4m_unlock();
 	return rc;
+}
+
+static int rw_mkdir(const char *path, mode_t mode)
+{
+	return rw_mknod(path, S_IFDIR | (mode & 07777), 0);
 }
 
 static int rw_create(const char *path, mode_t mode, struct fuse_file_info *fi)
