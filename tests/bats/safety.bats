@@ -293,7 +293,7 @@ no_temp_left() {
 	run r4pack create "$T/v.img" "$T/s.tar"
 	echo "$output"
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"not a Reiser4 image"*"-f"* ]]
+	[[ "$output" == *"holds data and no Reiser4 volume"*"-f"* ]]
 	[ "$(sha256sum <"$T/s.tar")" = "$sum" ]
 	echo precious >"$T/notes.txt"
 	run r4pack create "$T/src" "$T/notes.txt"
