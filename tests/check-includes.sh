@@ -52,7 +52,7 @@ rooms='
 # Every quoted #include must name a file of the tree (relative to the
 # including file, to the top, or to include/).
 private='
-    libimage/pack/build.h
+    libimage/pack/packer.h
     libimage/txn/txn_int.h
     libimage/obj/edit_int.h  libimage/repair
     libimage/check/check.h   libimage/repair

@@ -6,7 +6,7 @@
 #
 #   mkdir "$TMPDIR/shim" && ln -s "$PWD/tests/fsck-compare.sh" "$TMPDIR/shim/r4fsck"
 #   R4_OLD_FSCK=old/r4fsck R4_NEW_FSCK=$PWD/cmd/r4fsck R4_CMP_LOG=cmp.log \
-#     PATH="$TMPDIR/shim:$PWD/cmd:$PWD/tests/helpers:$PATH" bats tests/bats/repair.bats
+#     PATH="$TMPDIR/shim:$PWD/cmd:$PWD/tests/helpers:$PATH" bats tests/bats/fsck-repair.bats
 #
 # The old build runs on a copy of the image (and writes its -z undo file
 # beside the copy), the new one on the image itself; the log gets one

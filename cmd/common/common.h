@@ -170,16 +170,16 @@ int r4cmd_json_exit(int code);
  *                       a reproducible mkfs id (r4cmd_env_mkfs,
  *                       r4cmd_env_vol);
  *   R4_PACK_SPILL_AFTER, R4_PACK_RUN_BYTES   the packer's spill of
- *                       names to $TMPDIR (r4cmd_env_build);
+ *                       names to $TMPDIR (r4cmd_env_pack);
  *   R4_CHECK_TABLES, R4_CHECK_RUN_BYTES      the checker's tables or
  *                       sorted runs (r4cmd_env_check).
  * An empty or malformed value is taken as unset. */
-struct r4_build_opts;
+struct r4_pack_opts;
 struct r4_check_opts;
 /* 1 and *t when SOURCE_DATE_EPOCH is set and not empty. */
 int r4cmd_source_date(int64_t *t);
 void r4cmd_env_mkfs(struct r4_mkfs_opts *o);
-void r4cmd_env_build(struct r4_build_opts *o);
+void r4cmd_env_pack(struct r4_pack_opts *o);
 void r4cmd_env_check(struct r4_check_opts *o);
 void r4cmd_env_vol(struct r4_vol *vol);
 

@@ -46,7 +46,7 @@ void r4cmd_env_mkfs(struct r4_mkfs_opts *o)
 		o->mkfs_time = t;
 }
 
-void r4cmd_env_build(struct r4_build_opts *o)
+void r4cmd_env_pack(struct r4_pack_opts *o)
 {
 	uint64_t v;
 

@@ -175,7 +175,7 @@ int pack_owner_finish(struct r4_archive_opts *ao, int use_env)
 	return EXIT_OK;
 }
 
-static int parse_free(struct r4_build_opts *bo)
+static int parse_free(struct r4_pack_opts *bo)
 {
 	size_t n = strlen(opt_free);
 	char *end;
@@ -195,7 +195,7 @@ static int parse_free(struct r4_build_opts *bo)
 	return 0;
 }
 
-static int apply_size(struct r4_build_opts *bo)
+static int apply_size(struct r4_pack_opts *bo)
 {
 	bo->auto_size = 1;
 	bo->free_bytes = FREE_BYTES_DEFAULT;
@@ -222,7 +222,7 @@ static int apply_size(struct r4_build_opts *bo)
 	return EXIT_OK;
 }
 
-static int apply_options(struct r4_build_opts *bo)
+static int apply_options(struct r4_pack_opts *bo)
 {
 	int rc = apply_size(bo);
 
@@ -252,7 +252,7 @@ static int apply_options(struct r4_build_opts *bo)
 	return EXIT_OK;
 }
 
-static int parse_loop(poptContext ctx, struct r4_build_opts *bo,
+static int parse_loop(poptContext ctx, struct r4_pack_opts *bo,
 		      struct r4_archive_opts *ao)
 {
 	struct r4_error err = { 0 };
@@ -303,10 +303,10 @@ struct create_job {
 	char *real;		/* where a symlink IMAGE points */
 	struct r4_vol *old;	/* the image replaced, held (locked) */
 	int is_dir;
-	struct r4_build_opts bo;
+	struct r4_pack_opts bo;
 	struct r4_archive_opts ao;
 	struct r4_archive_stats stats;
-	struct r4_build_result res;
+	struct r4_pack_result res;
 	struct r4_data_source dsrc;
 	uint64_t objects;	/* layers: the super block's object count */
 };
@@ -403,7 +403,7 @@ static int check_image(struct create_job *j)
 static int build(struct create_job *j, const char *target)
 {
 	struct r4_error err = { 0 };
-	struct r4_build *b = NULL;
+	struct r4_pack *b = NULL;
 	int rc;
 
 	if (j->is_dir) {
@@ -418,27 +418,27 @@ static int build(struct create_job *j, const char *target)
 		j->ao.progress = pack_progress;
 	r4cmd_progress_kind(j->is_dir ? "data" : "archive", "bytes");
 	r4cmd_cleanup_on_signals();
-	if (r4_build_begin(target, &j->bo, &b, &err)) {
+	if (r4_pack_begin(target, &j->bo, &b, &err)) {
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;
 	}
 	/* A directory source never holds its own output. */
 	if (j->is_dir && (r4_archive_skip_file(&j->ao, target, &err) ||
-			  (r4_build_temp(b) &&
-			   r4_archive_skip_file(&j->ao, r4_build_temp(b),
+			  (r4_pack_temp(b) &&
+			   r4_archive_skip_file(&j->ao, r4_pack_temp(b),
 						&err)))) {
-		r4_build_abort(b);
+		r4_pack_abort(b);
 		r4cmd_error(&err, j->image, err.code);
 		return EXIT_FAILED;
 	}
 	rc = j->is_dir ? r4_pack_from_dir(b, j->source, &j->ao, &err)
 		       : r4_pack_from_archive(b, j->source, &j->ao, &err);
 	if (rc) {
-		r4_build_abort(b);
+		r4_pack_abort(b);
 		r4cmd_error(&err, j->source, rc);
 		return EXIT_FAILED;
 	}
-	rc = r4_build_finish(b, &j->res, &err);
+	rc = r4_pack_finish(b, &j->res, &err);
 	r4cmd_progress_end();
 	if (rc) {
 		r4cmd_error(&err, j->image, err.code);
@@ -572,7 +572,7 @@ static int run(struct create_job *j)
  * holds; the super block's counts after the layers do. */
 static void summary_layers(const struct create_job *j)
 {
-	const struct r4_build_result *r = &j->res;
+	const struct r4_pack_result *r = &j->res;
 
 	if (opt_json) {
 		const struct pack_field f[] = {
@@ -600,7 +600,7 @@ static void summary_layers(const struct create_job *j)
 
 static void summary(const struct create_job *j)
 {
-	const struct r4_build_result *r = &j->res;
+	const struct r4_pack_result *r = &j->res;
 
 	if (j->ps.n > 1) {
 		summary_layers(j);
@@ -726,8 +726,8 @@ int pack_create(int argc, const char **argv)
 	poptContext ctx;
 	int rc;
 
-	r4_build_opts_init(&j.bo);
-	r4cmd_env_build(&j.bo);
+	r4_pack_opts_init(&j.bo);
+	r4cmd_env_pack(&j.bo);
 	r4_archive_opts_init(&j.ao);
 	j.ao.warn = pack_warn;
 	j.ao.stats = &j.stats;

@@ -120,7 +120,7 @@ int r4_archive_skip_file(struct r4_archive_opts *o, const char *path,
  * File data is streamed into the build as it is read, holes of sparse
  * entries kept. A corrupt or truncated archive is an error naming the
  * archive and the entry; the caller then aborts the build. */
-int r4_pack_from_archive(struct r4_build *b, const char *path,
+int r4_pack_from_archive(struct r4_pack *b, const char *path,
 			 const struct r4_archive_opts *o, struct r4_error *err);
 
 /* The entries of an archive and the bytes of its regular files, read
@@ -133,8 +133,8 @@ int r4_archive_measure(const char *path, const struct r4_archive_opts *o,
 
 /* The data source for a directory build: regular files are read at
  * finish time from under dir (which must outlive the build), holes
- * found with SEEK_DATA / SEEK_HOLE. Put it in r4_build_opts.source
- * before r4_build_begin. */
+ * found with SEEK_DATA / SEEK_HOLE. Put it in r4_pack_opts.source
+ * before r4_pack_begin. */
 void r4_pack_dir_source(struct r4_data_source *src, const char *dir);
 
 /* Add a host directory (not following symlinks; hard links found by
@@ -142,7 +142,7 @@ void r4_pack_dir_source(struct r4_data_source *src, const char *dir);
  * owner and times become the root's. Regular files are added with
  * deferred data (see r4_pack_dir_source). Paths longer than PATH_MAX
  * are an error. */
-int r4_pack_from_dir(struct r4_build *b, const char *dir,
+int r4_pack_from_dir(struct r4_pack *b, const char *dir,
 		     const struct r4_archive_opts *o, struct r4_error *err);
 
 /* The same two sources into a transaction on an existing volume (r4pack

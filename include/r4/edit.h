@@ -107,7 +107,7 @@ int r4_txn_failed(const struct r4_txn *t);
 
 /* Add or replace the entries of a build source in an existing volume,
  * as one transaction (r4pack add): the same r4_entry stream that
- * r4_build_add takes. */
+ * r4_pack_add takes. */
 int r4_txn_add_entry(struct r4_txn *t, const struct r4_entry *e,
 		     struct r4_error *err);
 

@@ -3,7 +3,7 @@
  *
  * A build collects entries (any order; a later entry for the same path
  * replaces the earlier one, as tar does; missing parent directories are
- * made with mode 0755), then r4_build_finish() lays out the whole tree
+ * made with mode 0755), then r4_pack_finish() lays out the whole tree
  * in key order in one pass (the dancing tree's flush: leaves packed full,
  * extents at the twig level, each file's data contiguous, nodes next to
  * the data they describe where the source allows) and writes the image.
@@ -33,7 +33,7 @@
  *    dropped. rdev = major << 20 | minor (major < 4096, minor < 2^20).
  *  - names up to 255 bytes; "." components are skipped, ".." refused.
  *
- * Defaults (r4_build_opts_init): mkfs's profile, auto_size 1,
+ * Defaults (r4_pack_opts_init): mkfs's profile, auto_size 1,
  * free_bytes 0, free_percent 0 (the smallest volume that holds it all). */
 #ifndef R4_PACK_H
 #define R4_PACK_H
@@ -42,7 +42,7 @@
 #include <stdint.h>
 #include "r4/r4.h"
 
-struct r4_build;
+struct r4_pack;
 
 /* Data of a regular file, delivered in increasing offset order as
  * (offset, bytes) chunks; the gaps between chunks (and up to the size)
@@ -105,7 +105,7 @@ struct r4_entry {
 	uint64_t data_off;
 };
 
-struct r4_build_opts {
+struct r4_pack_opts {
 	/* label, uuid, plugins, mkfs_time. With have_uuid, reproducible
 	 * and mkfs_time the image is reproducible: the same entries in the
 	 * same order give the same bytes. */
@@ -138,7 +138,7 @@ struct r4_build_opts {
 
 /* files = objects that are not directories; dirs includes the root;
  * bytes = sum of regular file sizes; nodes = leaves + twigs + upper. */
-struct r4_build_result {
+struct r4_pack_result {
 	uint64_t block_count, free_blocks, files, dirs, bytes;
 	uint64_t nodes, leaves, twigs, data_blocks;
 	/* bytes of file data taken where they lie in the source file
@@ -146,44 +146,44 @@ struct r4_build_result {
 	uint64_t direct_bytes;
 };
 
-void r4_build_opts_init(struct r4_build_opts *o);
-int r4_build_begin(const char *image, const struct r4_build_opts *o,
-		   struct r4_build **out, struct r4_error *err);
+void r4_pack_opts_init(struct r4_pack_opts *o);
+int r4_pack_begin(const char *image, const struct r4_pack_opts *o,
+		   struct r4_pack **out, struct r4_error *err);
 /* Add one entry. A path through a non-directory, a hard link to a path
  * not added yet (or to a directory), replacing a non-empty directory by
  * something else: error naming the entry, nothing changed, the build can
  * go on. A failure while taking streamed data (e->data) is sticky: every
  * later call fails. */
-int r4_build_add(struct r4_build *b, const struct r4_entry *e,
+int r4_pack_add(struct r4_pack *b, const struct r4_entry *e,
 		 struct r4_error *err);
 /* The type (R4_ENT_*, never R4_ENT_HARDLINK: a link has its target's)
  * of the name at the first len bytes of path ("" is the root) in the
  * build so far, or -1 when there is none. Lets a caller ask the build
  * instead of keeping its own table of every path. */
-int r4_build_type(struct r4_build *b, const char *path, size_t len);
+int r4_pack_type(struct r4_pack *b, const char *path, size_t len);
 /* The checks before adding path (a whole path, "" the root), in one
- * walk: returns the type of path as r4_build_type does; *bad is 0 when
+ * walk: returns the type of path as r4_pack_type does; *bad is 0 when
  * every parent of path is a directory or not there, else the length of
  * the first parent that is there and is not a directory (*bad_type:
- * its type). What the walk found serves the next r4_build_add when it
+ * its type). What the walk found serves the next r4_pack_add when it
  * adds the same path. */
-int r4_build_probe(struct r4_build *b, const char *path, size_t *bad,
+int r4_pack_probe(struct r4_pack *b, const char *path, size_t *bad,
 		   int *bad_type);
-/* Streaming sources (an archive read once): from r4_build_stream_begin
- * to r4_build_stream_end the streamed data is written to the image on a
+/* Streaming sources (an archive read once): from r4_pack_stream_begin
+ * to r4_pack_stream_end the streamed data is written to the image on a
  * second thread while the caller reads on. End waits for every write
  * and returns the first failure, which is sticky (every later call
  * fails); each begin needs its end before finish or abort. */
-int r4_build_stream_begin(struct r4_build *b, struct r4_error *err);
-int r4_build_stream_end(struct r4_build *b, struct r4_error *err);
+int r4_pack_stream_begin(struct r4_pack *b, struct r4_error *err);
+int r4_pack_stream_end(struct r4_pack *b, struct r4_error *err);
 /* Lay out and write everything, then rename into place. Frees b in
- * every case (do not call r4_build_abort afterwards); res may be NULL. */
-int r4_build_finish(struct r4_build *b, struct r4_build_result *res,
+ * every case (do not call r4_pack_abort afterwards); res may be NULL. */
+int r4_pack_finish(struct r4_pack *b, struct r4_pack_result *res,
 		    struct r4_error *err);
 /* The temporary image file being written (renamed over the image by
  * finish), or NULL when the image is written in place (a device). */
-const char *r4_build_temp(const struct r4_build *b);
+const char *r4_pack_temp(const struct r4_pack *b);
 /* Discard a build: removes its temporary file. Accepts NULL. */
-void r4_build_abort(struct r4_build *b);
+void r4_pack_abort(struct r4_pack *b);
 
 #endif

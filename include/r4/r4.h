@@ -104,7 +104,7 @@ enum r4_open_flags {
 	((unsigned)((s) > 65535u ? 65535u : (s)) << 16)
 
 /* How to open an image: every entry point that takes an image's path
- * takes one (r4_vol_open, r4_mkfs and r4_build_begin through
+ * takes one (r4_vol_open, r4_mkfs and r4_pack_begin through
  * r4_mkfs_opts.open, the repair steps before the open). */
 struct r4_open_opts {
 	unsigned flags;		/* R4_OPEN_*: read-only by default */

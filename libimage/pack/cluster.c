@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: compressed (ccreg40) files in the builder (doc/compress.md). */
+/* r4kit: compressed (ccreg40) files in the packer (doc/compress.md). */
 #include "config.h"
 #include <errno.h>
 #include <pthread.h>
@@ -16,7 +16,7 @@
 
 /* Reading ahead (deferred data from a parallel source): one job per
  * compressed file, in the order the leaves take them, done by worker
- * threads while the builder packs the leaves. */
+ * threads while the packer packs the leaves. */
 #define AHEAD_BYTES (64u << 20)	/* file bytes held ahead, at most */
 #define AHEAD_FILE (4u << 20)	/* larger files: decided ahead only */
 #define AHEAD_THREADS 8
@@ -46,20 +46,20 @@ struct ccpool {
 	pthread_cond_t work, done;
 	int stop, on;
 	unsigned idle;		/* workers waiting for work */
-	const void *wait_for;	/* the job the builder waits for, if any:
-				 * only its end wakes the builder */
+	const void *wait_for;	/* the job the packer waits for, if any:
+				 * only its end wakes the packer */
 };
 
 struct ccpipe {
 	struct ccpool pool;
 	struct ccjob *jobs;
 	size_t njobs, next;	/* next job to start */
-	size_t need;		/* the builder waits for jobs before this */
+	size_t need;		/* the packer waits for jobs before this */
 	uint64_t held;
 };
 
 /* Reading ahead from a stream (an archive, read once, in order): the
- * builder copies each compressed file's data chunks into memory and
+ * packer copies each compressed file's data chunks into memory and
  * hands the file to worker threads; the files leave the window in the
  * order they came (into the spool, or, when conv turns a file into an
  * ordinary one, through the ordinary path), so everything the image
@@ -70,7 +70,7 @@ struct ccpipe {
 /* Handoffs in batches, so that a build of many small files does not pay
  * a thread wake-up (two futex calls and a context switch) per file:
  * idle workers are woken once STREAM_KICK_JOBS files or STREAM_KICK_BYTES
- * bytes wait for them (or the builder itself waits); a full window waits
+ * bytes wait for them (or the packer itself waits); a full window waits
  * for the file STREAM_BATCH places after its oldest, and then lets all
  * the finished ones go at once. */
 #define STREAM_KICK_JOBS 16u
@@ -134,16 +134,16 @@ struct pack_cc {
 	struct ccstream st;
 };
 
-static void pipe_stop(struct r4_build *b);
-static void stream_stop(struct r4_build *b);
+static void pipe_stop(struct r4_pack *b);
+static void stream_stop(struct r4_pack *b);
 
 struct pworker {
-	struct r4_build *b;
+	struct r4_pack *b;
 	unsigned id;
 };
 
 /* How many workers a pool runs: --threads, else one per CPU. */
-static unsigned pool_want(const struct r4_build *b)
+static unsigned pool_want(const struct r4_pack *b)
 {
 	unsigned want = b->o.threads ? b->o.threads : obj_ccenc_cpus();
 
@@ -164,7 +164,7 @@ static int pool_encoders(const struct pack_cc *cc, struct ccpool *w,
 
 /* Start up to want workers running fn(struct pworker *); w->nth says how
  * many started (0: none). */
-static void pool_run(struct ccpool *w, struct r4_build *b,
+static void pool_run(struct ccpool *w, struct r4_pack *b,
 		     void *(*fn)(void *), unsigned want)
 {
 	pthread_mutex_init(&w->mu, NULL);
@@ -208,22 +208,22 @@ static void pool_halt(struct ccpool *w)
 	}
 }
 
-int pack_cc_initial(const struct r4_build *b)
+int pack_cc_initial(const struct r4_pack *b)
 {
 	return b->cc ? BCC_YES : BCC_NO;
 }
 
-uint32_t pack_cc_cluster(const struct r4_build *b)
+uint32_t pack_cc_cluster(const struct r4_pack *b)
 {
 	return b->cc ? (uint32_t)b->cc->csize : 0;
 }
 
-int pack_cc_lattd(const struct r4_build *b, const struct bobj *o)
+int pack_cc_lattd(const struct r4_pack *b, const struct bobj *o)
 {
 	return b->cc && b->cc->mode == FMT_CMODE_CONV && o->size > b->cc->csize;
 }
 
-uint64_t pack_cc_bytes(const struct r4_build *b, const struct bobj *o)
+uint64_t pack_cc_bytes(const struct r4_pack *b, const struct bobj *o)
 {
 	uint64_t n;
 
@@ -235,7 +235,7 @@ uint64_t pack_cc_bytes(const struct r4_build *b, const struct bobj *o)
 	return o->u.reg->cc_used << b->cc->shift;
 }
 
-int pack_cc_init(struct r4_build *b, struct r4_error *err)
+int pack_cc_init(struct r4_pack *b, struct r4_error *err)
 {
 	const uint16_t *p = b->o.mkfs.plugin;
 	struct pack_cc *cc;
@@ -259,7 +259,7 @@ int pack_cc_init(struct r4_build *b, struct r4_error *err)
 				     b->o.threads, &cc->e, err);
 }
 
-void pack_cc_fini(struct r4_build *b)
+void pack_cc_fini(struct r4_pack *b)
 {
 	struct pack_cc *cc = b->cc;
 
@@ -274,7 +274,7 @@ void pack_cc_fini(struct r4_build *b)
 }
 
 struct sinkctx {
-	struct r4_build *b;
+	struct r4_pack *b;
 	struct bobj *o;
 };
 
@@ -290,10 +290,10 @@ static int sink_spool(void *sctx, uint64_t idx, const uint8_t *dc,
 	return pack_spool_put(s->b, dc, len, err);
 }
 
-static int stream_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
+static int stream_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		       void *ctx, const char *path, struct r4_error *err);
 
-int pack_cc_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
+int pack_cc_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		 void *ctx, const char *path, struct r4_error *err)
 {
 	struct pack_cc *cc = b->cc;
@@ -364,7 +364,7 @@ static int sfeed_fn(void *ctx, uint64_t *off, const void **buf, size_t *len,
 }
 
 /* conv turned the file into an ordinary one: its data again, as the
- * builder's own path gives it (obj_ccrefeed_fn): cluster 0 whole, gaps
+ * packer's own path gives it (obj_ccrefeed_fn): cluster 0 whole, gaps
  * as zeros, then the chunks after it. */
 struct sconv {
 	uint8_t *c0;
@@ -416,7 +416,7 @@ static int sink_sjob(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 
 /* One file on a worker: the calls pack_cc_take makes, so the same
  * bytes. */
-static void sjob_run(struct r4_build *b, struct obj_ccenc *e, struct sjob *j)
+static void sjob_run(struct r4_pack *b, struct obj_ccenc *e, struct sjob *j)
 {
 	struct bobj *o = j->o;
 	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
@@ -462,7 +462,7 @@ static void sjob_run(struct r4_build *b, struct obj_ccenc *e, struct sjob *j)
 /* Jobs in the order they came, each by the first worker free. */
 static void *stream_worker(void *arg)
 {
-	struct r4_build *b = ((struct pworker *)arg)->b;
+	struct r4_pack *b = ((struct pworker *)arg)->b;
 	struct ccstream *st = &b->cc->st;
 	struct obj_ccenc *e = st->pool.enc[((struct pworker *)arg)->id];
 
@@ -491,8 +491,8 @@ static void *stream_worker(void *arg)
 	return NULL;
 }
 
-/* The builder waits for job j (the pool's lock held): idle workers are
- * woken first, and only j's end wakes the builder. */
+/* The packer waits for job j (the pool's lock held): idle workers are
+ * woken first, and only j's end wakes the packer. */
 static void stream_wait_locked(struct ccstream *st, const struct sjob *j)
 {
 	if (j->done)
@@ -505,7 +505,7 @@ static void stream_wait_locked(struct ccstream *st, const struct sjob *j)
 	st->pool.wait_for = NULL;
 }
 
-/* A retired job is kept for a later file (the builder's thread only). */
+/* A retired job is kept for a later file (the packer's thread only). */
 static void sjob_spare(struct ccstream *st, struct sjob *j)
 {
 	if (st->nspare >= STREAM_SPARE || j->ch_cap > SPARE_BUF / 16 ||
@@ -524,7 +524,7 @@ static void sjob_spare(struct ccstream *st, struct sjob *j)
 	st->nspare++;
 }
 
-static void stream_stop(struct r4_build *b)
+static void stream_stop(struct r4_pack *b)
 {
 	struct ccstream *st = &b->cc->st;
 
@@ -571,9 +571,9 @@ static int ring_fit(const struct ccstream *st, size_t n, size_t *at)
 }
 
 /* Start the workers the first time a file could use them: 1 when they
- * run, 0 when the builder compresses every file itself (1 thread, or
+ * run, 0 when the packer compresses every file itself (1 thread, or
  * they could not start: the same bytes either way). */
-static int stream_start(struct r4_build *b)
+static int stream_start(struct r4_pack *b)
 {
 	struct pack_cc *cc = b->cc;
 	struct ccstream *st = &cc->st;
@@ -602,7 +602,7 @@ static int stream_start(struct r4_build *b)
 
 /* The oldest file leaves the window: wait for its job, then place it as
  * pack_cc_take would have. */
-static int stream_retire(struct r4_build *b, struct r4_error *err)
+static int stream_retire(struct r4_pack *b, struct r4_error *err)
 {
 	struct ccstream *st = &b->cc->st;
 	struct sjob *j = st->ring[st->head % STREAM_JOBS];
@@ -675,7 +675,7 @@ static int stream_head_done(struct ccstream *st)
 	return done;
 }
 
-int pack_cc_stream_drain(struct r4_build *b, struct r4_error *err)
+int pack_cc_stream_drain(struct r4_pack *b, struct r4_error *err)
 {
 	struct ccstream *st;
 	int rc = 0;
@@ -691,7 +691,7 @@ int pack_cc_stream_drain(struct r4_build *b, struct r4_error *err)
 /* Streamed data of a compressed file into the window: 0 taken, 1 to be
  * compressed by the caller now (a large file, or no workers; everything
  * before it has left the window), or an error. */
-static int stream_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
+static int stream_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		       void *ctx, const char *path, struct r4_error *err)
 {
 	struct ccstream *st = &b->cc->st;
@@ -735,7 +735,7 @@ static int stream_take(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	j->o = o;
 	j->in = st->rbuf + roff;
 	j->roff = roff;
-	/* the chunks are checked as they come, as the builder's own path
+	/* the chunks are checked as they come, as the packer's own path
 	 * does, so they fit in the size */
 	while ((rc = enc_chunk_next(fn, ctx, path, &off, &buf, &len,
 				    err)) > 0) {
@@ -796,9 +796,9 @@ static int sink_job(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 }
 
 /* One file on a worker: conv's test, then (full) every disk cluster
- * into memory. The same calls as the builder's own path, so the same
+ * into memory. The same calls as the packer's own path, so the same
  * bytes. */
-static void job_run(struct r4_build *b, struct obj_ccenc *e, struct ccjob *j)
+static void job_run(struct r4_pack *b, struct obj_ccenc *e, struct ccjob *j)
 {
 	const struct r4_data_source *s = b->o.source;
 	struct bobj *o = j->o;
@@ -810,7 +810,7 @@ static void job_run(struct r4_build *b, struct obj_ccenc *e, struct ccjob *j)
 
 	j->keep = 1;
 	if (!j->full && !obj_ccenc_c0_done(e, o->size))
-		return;		/* nothing to decide: the builder reads it */
+		return;		/* nothing to decide: the packer reads it */
 	pack_ns_obj_path(b, o, path, sizeof(path));
 	obj_ccrd_init(&r, NULL, NULL, path, o->size);
 	rc = s->open(s->src_ctx, path, &r.fn, &r.ctx, &err);
@@ -854,13 +854,13 @@ out:
 	}
 }
 
-/* Jobs in order: any the builder waits for; others while fewer than
+/* Jobs in order: any the packer waits for; others while fewer than
  * AHEAD_BYTES of file data are held. Past that, or for a large file,
- * only conv's decision is made ahead and the builder compresses the
+ * only conv's decision is made ahead and the packer compresses the
  * file itself (on its own pool) when it gets there. */
 static void *pipe_worker(void *arg)
 {
-	struct r4_build *b = ((struct pworker *)arg)->b;
+	struct r4_pack *b = ((struct pworker *)arg)->b;
 	struct ccpipe *p = &b->cc->pipe;
 	struct obj_ccenc *e = p->pool.enc[((struct pworker *)arg)->id];
 
@@ -896,14 +896,14 @@ static void *pipe_worker(void *arg)
 			j->held = 0;
 		}
 		j->state = CJ_DONE;
-		if (p->pool.wait_for == j)	/* the builder waits for it */
+		if (p->pool.wait_for == j)	/* the packer waits for it */
 			pthread_cond_signal(&p->pool.done);
 	}
 	pthread_mutex_unlock(&p->pool.mu);
 	return NULL;
 }
 
-int pack_cc_ahead_begin(struct r4_build *b, struct r4_error *err)
+int pack_cc_ahead_begin(struct r4_pack *b, struct r4_error *err)
 {
 	struct pack_cc *cc = b->cc;
 	struct ccpipe *p;
@@ -944,13 +944,13 @@ int pack_cc_ahead_begin(struct r4_build *b, struct r4_error *err)
 			}
 		}
 	pool_run(&p->pool, b, pipe_worker, want);
-	if (!p->pool.nth)	/* no thread: the builder does every file itself */
+	if (!p->pool.nth)	/* no thread: the packer does every file itself */
 		for (size_t i = 0; i < p->njobs; i++)
 			p->jobs[i].o->u.reg->cc_job = 0;
 	return 0;
 }
 
-static void pipe_stop(struct r4_build *b)
+static void pipe_stop(struct r4_pack *b)
 {
 	struct ccpipe *p = &b->cc->pipe;
 
@@ -966,15 +966,15 @@ static void pipe_stop(struct r4_build *b)
 	p->njobs = 0;
 }
 
-void pack_cc_ahead_end(struct r4_build *b)
+void pack_cc_ahead_end(struct r4_pack *b)
 {
 	if (b->cc)
 		pipe_stop(b);
 }
 
-/* The builder's turn for o: wait until its job is done. NULL when o has
+/* The packer's turn for o: wait until its job is done. NULL when o has
  * no job. */
-static struct ccjob *pipe_wait(struct r4_build *b, const struct bobj *o)
+static struct ccjob *pipe_wait(struct r4_pack *b, const struct bobj *o)
 {
 	struct ccpipe *p = &b->cc->pipe;
 	struct ccjob *j;
@@ -1011,7 +1011,7 @@ static int job_fail(struct ccjob *j, struct r4_error *err)
 /* One disk cluster as ctail40 items (doc/compress.md §3.1): a new item
  * at the cluster start, continued in the next leaves when it does not
  * fit. Bytes from src, or from the spool through t. */
-static int emit_dc(struct r4_build *b, struct bobj *o, uint64_t idx,
+static int emit_dc(struct r4_pack *b, struct bobj *o, uint64_t idx,
 		   const uint8_t *src, struct tailrd *t, size_t len,
 		   struct r4_error *err)
 {
@@ -1061,7 +1061,7 @@ static int sink_emit(void *sctx, uint64_t idx, const uint8_t *dc,
 	return emit_dc(s->b, s->o, idx, dc, NULL, len, err);
 }
 
-int pack_cc_decide(struct r4_build *b, struct bobj *o, const char *path,
+int pack_cc_decide(struct r4_pack *b, struct bobj *o, const char *path,
 		   struct r4_error *err)
 {
 	const struct r4_data_source *s = b->o.source;
@@ -1093,7 +1093,7 @@ int pack_cc_decide(struct r4_build *b, struct bobj *o, const char *path,
 }
 
 /* A file read ahead: its disk clusters from memory. */
-static int emit_job(struct r4_build *b, struct bobj *o, struct ccjob *j,
+static int emit_job(struct r4_pack *b, struct bobj *o, struct ccjob *j,
 		    struct r4_error *err)
 {
 	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
@@ -1111,7 +1111,7 @@ static int emit_job(struct r4_build *b, struct bobj *o, struct ccjob *j,
 	return rc;
 }
 
-int pack_cc_emit(struct r4_build *b, struct bobj *o, const char *path,
+int pack_cc_emit(struct r4_pack *b, struct bobj *o, const char *path,
 		 struct r4_error *err)
 {
 	const struct r4_data_source *s = b->o.source;

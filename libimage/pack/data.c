@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: file data for the builder.
+/* r4kit: file data for the packer.
  *
  * Blocks are handed out by pack/space.c. Each file's data is written as
  * it is read: one extent unit per contiguous run, a hole unit (start 0)
@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "libimage/pack/build.h"
+#include "libimage/pack/packer.h"
 #include "libimage/pack/cluster.h"
 #include "libimage/util/err.h"
 #include "format/bitmap.h"
@@ -66,11 +66,11 @@ static int copy_one(struct wq *q, const struct cbatch *cb,
 		done = done / cb->bs * cb->bs;
 	}
 	if (done < c->len && !q->bounce &&
-	    !(q->bounce = malloc(BUILD_COPY_BUF)))
+	    !(q->bounce = malloc(PACK_COPY_BUF)))
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	while (done < c->len) {
-		size_t k = c->len - done < BUILD_COPY_BUF ?
-			   (size_t)(c->len - done) : BUILD_COPY_BUF;
+		size_t k = c->len - done < PACK_COPY_BUF ?
+			   (size_t)(c->len - done) : PACK_COPY_BUF;
 		size_t pad = (cb->bs - k % cb->bs) % cb->bs;
 
 		rc = io_read(cb->src, q->bounce, k, c->soff + done, err);
@@ -125,7 +125,7 @@ static void *writer(void *arg)
 		if (!q->n)
 			break;
 		j = q->job[q->head];
-		q->head = (q->head + 1) % BUILD_WQ_JOBS;
+		q->head = (q->head + 1) % PACK_WQ_JOBS;
 		q->n--;
 		q->busy = 1;
 		if (!q->rc || j.cb) {
@@ -160,7 +160,7 @@ static int wq_failed(struct wq *q, struct r4_error *err)
 
 /* Write len bytes of *buf at off: at once, or handed to the writer
  * (*buf then becomes a free buffer). */
-static int submit(struct r4_build *b, struct io_dev *dev, uint8_t **buf,
+static int submit(struct r4_pack *b, struct io_dev *dev, uint8_t **buf,
 		  size_t len, uint64_t off, struct r4_error *err)
 {
 	struct wq *q = &b->wq;
@@ -169,11 +169,11 @@ static int submit(struct r4_build *b, struct io_dev *dev, uint8_t **buf,
 	if (!q->on)
 		return io_write(dev, *buf, len, off, err);
 	pthread_mutex_lock(&q->mu);
-	while (!q->nfree || q->n == BUILD_WQ_JOBS)
+	while (!q->nfree || q->n == PACK_WQ_JOBS)
 		pthread_cond_wait(&q->done, &q->mu);
 	rc = q->rc;
 	if (!rc) {
-		q->job[(q->head + q->n) % BUILD_WQ_JOBS] =
+		q->job[(q->head + q->n) % PACK_WQ_JOBS] =
 			(struct wjob){ dev, *buf, len, off, NULL };
 		q->n++;
 		*buf = q->free[--q->nfree];
@@ -191,11 +191,11 @@ static int cbatch_submit(struct wq *q, struct r4_error *err)
 	if (!q->cur)
 		return 0;
 	pthread_mutex_lock(&q->mu);
-	while (q->n == BUILD_WQ_JOBS)
+	while (q->n == PACK_WQ_JOBS)
 		pthread_cond_wait(&q->done, &q->mu);
 	rc = q->rc;
 	if (!rc) {
-		q->job[(q->head + q->n) % BUILD_WQ_JOBS] =
+		q->job[(q->head + q->n) % PACK_WQ_JOBS] =
 			(struct wjob){ NULL, NULL, 0, 0, q->cur };
 		q->n++;
 		pthread_cond_signal(&q->work);
@@ -209,7 +209,7 @@ static int cbatch_submit(struct wq *q, struct r4_error *err)
 
 /* Copy len bytes from byte soff of the source file to byte off of the
  * image: at once, or gathered for the writer. */
-static int submit_copy(struct r4_build *b, uint64_t off, uint64_t soff,
+static int submit_copy(struct r4_pack *b, uint64_t off, uint64_t soff,
 		       uint64_t len, const char *what, struct r4_error *err)
 {
 	struct wq *q = &b->wq;
@@ -229,13 +229,13 @@ static int submit_copy(struct r4_build *b, uint64_t off, uint64_t soff,
 	q->cur->bs = b->bs;
 	q->cur->c[q->cur->n++] = c;
 	q->cur->bytes += len;
-	if (q->cur->n == BUILD_CBATCH || q->cur->bytes >= BUILD_CBATCH_BYTES)
+	if (q->cur->n == PACK_CBATCH || q->cur->bytes >= PACK_CBATCH_BYTES)
 		return cbatch_submit(q, err);
 	return 0;
 }
 
 /* Wait until every job handed over is written. */
-static int drain(struct r4_build *b, struct r4_error *err)
+static int drain(struct r4_pack *b, struct r4_error *err)
 {
 	struct wq *q = &b->wq;
 	int rc;
@@ -253,21 +253,21 @@ static int drain(struct r4_build *b, struct r4_error *err)
 	return rc ? wq_failed(q, err) : 0;
 }
 
-int pack_img_wait(struct r4_build *b, struct r4_error *err)
+int pack_img_wait(struct r4_pack *b, struct r4_error *err)
 {
 	return drain(b, err);
 }
 
-int pack_async_begin(struct r4_build *b, struct r4_error *err)
+int pack_async_begin(struct r4_pack *b, struct r4_error *err)
 {
 	struct wq *q = &b->wq;
-	size_t sz = (size_t)BUILD_WBUF_BLOCKS * b->bs;
+	size_t sz = (size_t)PACK_WBUF_BLOCKS * b->bs;
 
 	if (q->on)
 		return 0;
 	free(q->bounce);
 	memset(q, 0, sizeof(*q));
-	for (size_t i = 0; i + 2 < BUILD_WQ_BUFS; i++) {
+	for (size_t i = 0; i + 2 < PACK_WQ_BUFS; i++) {
 		if (!(q->free[i] = malloc(sz))) {
 			while (i)
 				free(q->free[--i]);
@@ -288,7 +288,7 @@ int pack_async_begin(struct r4_build *b, struct r4_error *err)
 	return 0;
 }
 
-int pack_async_end(struct r4_build *b, struct r4_error *err)
+int pack_async_end(struct r4_pack *b, struct r4_error *err)
 {
 	struct wq *q = &b->wq;
 	int rc;
@@ -313,7 +313,7 @@ int pack_async_end(struct r4_build *b, struct r4_error *err)
 	return rc;
 }
 
-static int wb_submit(struct r4_build *b, struct r4_error *err)
+static int wb_submit(struct r4_pack *b, struct r4_error *err)
 {
 	int rc = 0;
 
@@ -324,7 +324,7 @@ static int wb_submit(struct r4_build *b, struct r4_error *err)
 	return rc;
 }
 
-int pack_img_flush(struct r4_build *b, struct r4_error *err)
+int pack_img_flush(struct r4_pack *b, struct r4_error *err)
 {
 	int rc = wb_submit(b, err);
 
@@ -333,11 +333,11 @@ int pack_img_flush(struct r4_build *b, struct r4_error *err)
 
 /* *p: the slot of block blk in the write buffer, valid until the next
  * write or flush (so filled at once). */
-static int img_slot(struct r4_build *b, uint64_t blk, uint8_t **p,
+static int img_slot(struct r4_pack *b, uint64_t blk, uint8_t **p,
 		    struct r4_error *err)
 {
 	if (b->wb.n && (blk != b->wb.start + b->wb.n ||
-			b->wb.n == BUILD_WBUF_BLOCKS)) {
+			b->wb.n == PACK_WBUF_BLOCKS)) {
 		int rc = wb_submit(b, err);
 
 		if (rc)
@@ -349,7 +349,7 @@ static int img_slot(struct r4_build *b, uint64_t blk, uint8_t **p,
 	return 0;
 }
 
-int pack_img_write(struct r4_build *b, uint64_t blk, const uint8_t *data,
+int pack_img_write(struct r4_pack *b, uint64_t blk, const uint8_t *data,
 	      struct r4_error *err)
 {
 	uint8_t *p;
@@ -361,7 +361,7 @@ int pack_img_write(struct r4_build *b, uint64_t blk, const uint8_t *data,
 }
 
 /* Spool: bytes appended through a buffer. */
-static int spool_submit(struct r4_build *b, struct r4_error *err)
+static int spool_submit(struct r4_pack *b, struct r4_error *err)
 {
 	int rc = 0;
 
@@ -374,10 +374,10 @@ static int spool_submit(struct r4_build *b, struct r4_error *err)
 }
 
 /* Append len bytes (zeros when p is NULL). */
-static int spool_put(struct r4_build *b, const void *p, uint64_t len,
+static int spool_put(struct r4_pack *b, const void *p, uint64_t len,
 		     struct r4_error *err)
 {
-	size_t cap = (size_t)BUILD_WBUF_BLOCKS * b->bs;
+	size_t cap = (size_t)PACK_WBUF_BLOCKS * b->bs;
 
 	if (!b->swr.buf && !(b->swr.buf = malloc(cap)))
 		return r4i_fail(err, -ENOMEM, "out of memory");
@@ -402,31 +402,31 @@ static int spool_put(struct r4_build *b, const void *p, uint64_t len,
 	return 0;
 }
 
-int pack_spool_put(struct r4_build *b, const void *p, uint64_t len,
+int pack_spool_put(struct r4_pack *b, const void *p, uint64_t len,
 		   struct r4_error *err)
 {
 	return spool_put(b, p, len, err);
 }
 
-int pack_spool_seal(struct r4_build *b, struct r4_error *err)
+int pack_spool_seal(struct r4_pack *b, struct r4_error *err)
 {
 	int rc = spool_submit(b, err);
 
 	return rc ? rc : drain(b, err);
 }
 
-void pack_spool_fini(struct r4_build *b)
+void pack_spool_fini(struct r4_pack *b)
 {
 	free(b->swr.buf);
 	free(b->srd.buf);
 	b->swr.buf = b->srd.buf = NULL;
 }
 
-/* Read spool bytes through a window of BUILD_WBUF_BLOCKS blocks. */
-static int spool_get(struct r4_build *b, uint8_t *dst, size_t n,
+/* Read spool bytes through a window of PACK_WBUF_BLOCKS blocks. */
+static int spool_get(struct r4_pack *b, uint8_t *dst, size_t n,
 		     uint64_t off, struct r4_error *err)
 {
-	size_t cap = (size_t)BUILD_WBUF_BLOCKS * b->bs;
+	size_t cap = (size_t)PACK_WBUF_BLOCKS * b->bs;
 	struct sbuf *w = &b->srd;
 
 	if (n > cap / 2 || off + n > b->spool_len)
@@ -452,7 +452,7 @@ static int spool_get(struct r4_build *b, uint8_t *dst, size_t n,
 /* Extent writer: each file block gets its image block (and its slot in
  * the write buffer) when the data first reaches it. */
 struct extw {
-	struct r4_build *b;
+	struct r4_pack *b;
 	struct bobj *o;
 	uint64_t next;		/* first file block not yet placed */
 	uint64_t cur;		/* file block in blk, or UINT64_MAX */
@@ -462,7 +462,7 @@ struct extw {
 static int start_block(struct extw *w, uint64_t i, int whole,
 		       struct r4_error *err)
 {
-	struct r4_build *b = w->b;
+	struct r4_pack *b = w->b;
 	uint64_t start, got;
 	int rc = 0;
 
@@ -508,7 +508,7 @@ static int extw_chunk(struct extw *w, uint64_t off, const uint8_t *p,
 	return 0;
 }
 
-static int take_extents(struct r4_build *b, struct bobj *o, r4_data_fn fn,
+static int take_extents(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 			void *ctx, const char *path, struct r4_error *err)
 {
 	struct extw w = { .b = b, .o = o, .cur = UINT64_MAX };
@@ -534,7 +534,7 @@ static int take_extents(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	return rc;
 }
 
-static int take_tails(struct r4_build *b, struct bobj *o, r4_data_fn fn,
+static int take_tails(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		      void *ctx, const char *path, struct r4_error *err)
 {
 	uint64_t pos = 0, off;
@@ -560,7 +560,7 @@ static int take_tails(struct r4_build *b, struct bobj *o, r4_data_fn fn,
 	return rc;
 }
 
-int pack_data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
+int pack_data_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn, void *ctx,
 	      const char *path, struct r4_error *err)
 {
 	int rc;
@@ -585,7 +585,7 @@ int pack_data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
  * block read and filled up with zeros (the image never shows what the
  * target held before). Blocks are handed out as take_extents does (one
  * run after another from the cursor), so the image is the same. */
-static int take_extents_at(struct r4_build *b, struct bobj *o, uint64_t soff,
+static int take_extents_at(struct r4_pack *b, struct bobj *o, uint64_t soff,
 			   const char *path, struct r4_error *err)
 {
 	uint64_t nblk = (o->size + b->bs - 1) / b->bs, i = 0, start, got;
@@ -611,7 +611,7 @@ static int take_extents_at(struct r4_build *b, struct bobj *o, uint64_t soff,
 	return 0;
 }
 
-int pack_data_take_at(struct r4_build *b, struct bobj *o,
+int pack_data_take_at(struct r4_pack *b, struct bobj *o,
 		      const struct r4_entry *e, struct r4_error *err)
 {
 	uint64_t soff = e->data_off;
@@ -645,7 +645,7 @@ int pack_data_take_at(struct r4_build *b, struct bobj *o,
 	return rc;
 }
 
-void pack_src_fini(struct r4_build *b)
+void pack_src_fini(struct r4_pack *b)
 {
 	io_close(b->src);
 	b->src = NULL;
@@ -657,13 +657,13 @@ void pack_src_fini(struct r4_build *b)
 	b->wq.cur = NULL;
 }
 
-int pack_data_atx_extents(struct r4_build *b, struct bobj *o,
+int pack_data_atx_extents(struct r4_pack *b, struct bobj *o,
 			  const char *path, struct r4_error *err)
 {
 	return take_extents_at(b, o, o->u.reg->spool_off, path, err);
 }
 
-int pack_data_deferred_extents(struct r4_build *b, struct bobj *o,
+int pack_data_deferred_extents(struct r4_pack *b, struct bobj *o,
 			  const char *path, struct r4_error *err)
 {
 	const struct r4_data_source *s = b->o.source;
@@ -683,7 +683,7 @@ int pack_data_deferred_extents(struct r4_build *b, struct bobj *o,
 	return rc;
 }
 
-int pack_tail_open(struct r4_build *b, struct bobj *o, const char *path,
+int pack_tail_open(struct r4_pack *b, struct bobj *o, const char *path,
 	      struct tailrd *t, struct r4_error *err)
 {
 	const struct r4_data_source *s = b->o.source;
@@ -749,14 +749,14 @@ static int tail_from_fn(struct tailrd *t, uint8_t *dst, size_t n,
 static int tail_at(struct tailrd *t, uint8_t *dst, size_t n,
 		   struct r4_error *err)
 {
-	struct r4_build *b = t->b;
+	struct r4_pack *b = t->b;
 	uint64_t at = t->o->u.reg->spool_off, size = t->o->size;
 	int rc = 0;
 
 	if (t->whole) {
 		memcpy(dst, b->atbuf + t->pos, n);
-	} else if (!t->pos && n < size && size <= BUILD_AT_BUF) {
-		if (!b->atbuf && !(b->atbuf = malloc(BUILD_AT_BUF)))
+	} else if (!t->pos && n < size && size <= PACK_AT_BUF) {
+		if (!b->atbuf && !(b->atbuf = malloc(PACK_AT_BUF)))
 			return r4i_fail(err, -ENOMEM, "out of memory");
 		rc = io_read(b->src, b->atbuf, (size_t)size, at, err);
 		if (!rc) {

@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "libimage/pack/build.h"
+#include "libimage/pack/packer.h"
 #include "libimage/pack/cluster.h"
 #include "libimage/util/err.h"
 #include "format/plugin.h"
@@ -43,7 +43,7 @@ static int ent_cmp(const void *pa, const void *pb)
 	return 0;
 }
 
-static int name_key(struct r4_build *b, uint64_t dir, const char *name,
+static int name_key(struct r4_pack *b, uint64_t dir, const char *name,
 		    size_t len, struct fmt_key *k)
 {
 	return fmt_key_entry(k, b->pol, dir, name, len,
@@ -51,7 +51,7 @@ static int name_key(struct r4_build *b, uint64_t dir, const char *name,
 			     b->m.pset[FMT_PSET_FIBRATION]);
 }
 
-uint64_t pack_obj_ordering(struct r4_build *b, const struct bobj *o)
+uint64_t pack_obj_ordering(struct r4_pack *b, const struct bobj *o)
 {
 	struct fmt_key k;
 
@@ -64,7 +64,7 @@ uint64_t pack_obj_ordering(struct r4_build *b, const struct bobj *o)
 
 /* Sort d's names by key; *keys (nkids, the caller frees) gets the
  * keys in that order. */
-static int sort_dir(struct r4_build *b, struct bobj *d, struct skey **keys,
+static int sort_dir(struct r4_pack *b, struct bobj *d, struct skey **keys,
 		    struct r4_error *err)
 {
 	char p1[4096];
@@ -101,7 +101,7 @@ static int sort_dir(struct r4_build *b, struct bobj *d, struct skey **keys,
 	return 0;
 }
 
-static uint64_t file_bytes(const struct r4_build *b, const struct bobj *o)
+static uint64_t file_bytes(const struct r4_pack *b, const struct bobj *o)
 {
 	if (o->cc == BCC_YES)
 		return o->size ? pack_cc_bytes(b, o) : 0;
@@ -113,7 +113,7 @@ static uint64_t file_bytes(const struct r4_build *b, const struct bobj *o)
 	return enc_units_bytes(&o->u.reg->ext, b->bs);
 }
 
-static void fill_stat(struct r4_build *b, const struct bobj *o,
+static void fill_stat(struct r4_pack *b, const struct bobj *o,
 		      struct fmt_stat *st)
 {
 	enc_stat(obj_attr(b, o), st);
@@ -158,7 +158,7 @@ static void fill_stat(struct r4_build *b, const struct bobj *o,
 }
 
 /* ord: the ordering of o's keys (pack_obj_ordering, known here). */
-static int emit_sd(struct r4_build *b, struct bobj *o, uint64_t ord,
+static int emit_sd(struct r4_pack *b, struct bobj *o, uint64_t ord,
 		   struct r4_error *err)
 {
 	struct fmt_stat st;
@@ -192,7 +192,7 @@ static int emit_sd(struct r4_build *b, struct bobj *o, uint64_t ord,
 }
 
 /* e: the name (NULL for "." and ".."); k: its key. */
-static void set_entry(struct r4_build *b, struct fmt_cde40_entry *ce,
+static void set_entry(struct r4_pack *b, struct fmt_cde40_entry *ce,
 		      const struct fmt_key *k, const struct bobj *o,
 		      const struct bent *e, const char *name, size_t len)
 {
@@ -206,7 +206,7 @@ static void set_entry(struct r4_build *b, struct fmt_cde40_entry *ce,
 
 /* The directory's entries, "." and ".." merged in, in key order;
  * ord[i]: the ordering of child i's key. */
-static int dir_entries(struct r4_build *b, struct bobj *d,
+static int dir_entries(struct r4_pack *b, struct bobj *d,
 		       struct fmt_cde40_entry *ce, uint64_t *ord,
 		       struct r4_error *err)
 {
@@ -242,7 +242,7 @@ static int dir_entries(struct r4_build *b, struct bobj *d,
 
 /* Pack the entries into cde40 items, each leaf filled before the next;
  * ord as dir_entries. */
-static int emit_entries(struct r4_build *b, struct bobj *d, uint64_t *ord,
+static int emit_entries(struct r4_pack *b, struct bobj *d, uint64_t *ord,
 			struct r4_error *err)
 {
 	size_t n = d->u.sub->nkids + 2, i = 0;
@@ -285,7 +285,7 @@ static int emit_entries(struct r4_build *b, struct bobj *d, uint64_t *ord,
 	return rc;
 }
 
-static int emit_tails(struct r4_build *b, struct bobj *o, uint64_t ord,
+static int emit_tails(struct r4_pack *b, struct bobj *o, uint64_t ord,
 		      const char *path, struct r4_error *err)
 {
 	struct tailrd t;
@@ -314,7 +314,7 @@ static int emit_tails(struct r4_build *b, struct bobj *o, uint64_t ord,
 }
 
 /* ord: as emit_sd; p: o's path (for messages). */
-static int emit_body(struct r4_build *b, struct bobj *o, uint64_t ord,
+static int emit_body(struct r4_pack *b, struct bobj *o, uint64_t ord,
 		     const char *p, struct r4_error *err)
 {
 	struct fmt_key k;
@@ -344,13 +344,13 @@ static int emit_body(struct r4_build *b, struct bobj *o, uint64_t ord,
 					      o->u.reg->ext.n, err);
 }
 
-static int emit_dir_loaded(struct r4_build *b, struct bobj *d,
+static int emit_dir_loaded(struct r4_pack *b, struct bobj *d,
 			   struct r4_error *err);
 
 /* d's spilled names read back: sorted with the others, and their
  * objects given the oids assign_oids gave them (each placed where its
  * only name is, in key order among the names placing objects). */
-static int load_spilled(struct r4_build *b, struct bobj *d, size_t *nmem,
+static int load_spilled(struct r4_pack *b, struct bobj *d, size_t *nmem,
 			struct r4_error *err)
 {
 	struct skey *keys = NULL;
@@ -376,7 +376,7 @@ static int load_spilled(struct r4_build *b, struct bobj *d, size_t *nmem,
 	return rc;
 }
 
-static int emit_dir(struct r4_build *b, struct bobj *d, struct r4_error *err)
+static int emit_dir(struct r4_pack *b, struct bobj *d, struct r4_error *err)
 {
 	size_t nmem;
 	int rc = load_spilled(b, d, &nmem, err);
@@ -400,7 +400,7 @@ static const char *kid_path(char *p, size_t cap, size_t dlen,
 	return p;
 }
 
-static size_t kid_prefix(struct r4_build *b, struct bobj *d, char *p,
+static size_t kid_prefix(struct r4_pack *b, struct bobj *d, char *p,
 			 size_t cap)
 {
 	size_t dlen;
@@ -413,7 +413,7 @@ static size_t kid_prefix(struct r4_build *b, struct bobj *d, char *p,
 	return dlen;
 }
 
-static int emit_dir_loaded(struct r4_build *b, struct bobj *d,
+static int emit_dir_loaded(struct r4_pack *b, struct bobj *d,
 			   struct r4_error *err)
 {
 	struct bent **kids = d->u.sub->kids;
@@ -448,7 +448,7 @@ static int emit_dir_loaded(struct r4_build *b, struct bobj *d,
 	return rc;
 }
 
-void pack_items_fini(struct r4_build *b)
+void pack_items_fini(struct r4_pack *b)
 {
 	free(b->ebuf);
 	free(b->obuf);
@@ -464,7 +464,7 @@ struct upper_est {
 	uint64_t leaf, big, ext;
 };
 
-static void estimate_obj(struct r4_build *b, const struct bobj *o,
+static void estimate_obj(struct r4_pack *b, const struct bobj *o,
 			 struct upper_est *u)
 {
 	struct fmt_stat st;
@@ -489,7 +489,7 @@ static void estimate_obj(struct r4_build *b, const struct bobj *o,
 }
 
 /* Breadth first: keys, sort, oids, link counts, entry counts. */
-static int assign_oids(struct r4_build *b, struct upper_est *u,
+static int assign_oids(struct r4_pack *b, struct upper_est *u,
 		       struct r4_error *err)
 {
 	struct bobj *d, *tail = b->root;
@@ -545,7 +545,7 @@ static int assign_oids(struct r4_build *b, struct upper_est *u,
 
 /* An upper bound (for all but unusually sparse files) of the nodes
  * above the leaves, so their area can be saved before the first leaf. */
-static void estimate_init(struct r4_build *b, struct upper_est *u)
+static void estimate_init(struct r4_pack *b, struct upper_est *u)
 {
 	memset(u, 0, sizeof(*u));
 	u->ih = fmt_item_header_size(b->pol);
@@ -554,7 +554,7 @@ static void estimate_init(struct r4_build *b, struct upper_est *u)
 }
 
 /* u: what the spilled objects add (assign_oids). */
-static uint64_t estimate_upper(struct r4_build *b, struct upper_est *up)
+static uint64_t estimate_upper(struct r4_pack *b, struct upper_est *up)
 {
 	struct upper_est u = *up;
 	uint64_t slack, cap = b->bs - fmt_node_header_size(b->m.sb.node_pid);
@@ -580,7 +580,7 @@ static uint64_t estimate_upper(struct r4_build *b, struct upper_est *up)
 }
 
 /* Leaves and deferred data are written behind, on another thread. */
-int pack_items_build(struct r4_build *b, struct r4_error *err)
+int pack_items_make(struct r4_pack *b, struct r4_error *err)
 {
 	struct upper_est u;
 	int rc = 0, rc2;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the builder's tree, bottom-up in one pass. Items arrive in key
+/* r4kit: the packer's tree, bottom-up in one pass. Items arrive in key
  * order; each level has one open node that is filled to the brim, then
  * written, and a node pointer to it (keyed by its first key) goes into
  * the open node of the level above. Extent items go straight into the
@@ -13,13 +13,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "libimage/pack/build.h"
+#include "libimage/pack/packer.h"
 #include "libimage/util/err.h"
 #include "libimage/tree/nodebuf.h"
 #include "format/endian.h"
 #include "r4/util.h"
 
-int pack_tree_init(struct r4_build *b, struct r4_error *err)
+int pack_tree_init(struct r4_pack *b, struct r4_error *err)
 {
 	for (unsigned l = 1; l <= FMT_NODE_MAX_LEVEL; l++) {
 		b->lv[l].node = malloc(b->bs);
@@ -29,7 +29,7 @@ int pack_tree_init(struct r4_build *b, struct r4_error *err)
 	return 0;
 }
 
-void pack_tree_fini(struct r4_build *b)
+void pack_tree_fini(struct r4_pack *b)
 {
 	free(b->leafblk);
 	b->leafblk = NULL;
@@ -40,7 +40,7 @@ void pack_tree_fini(struct r4_build *b)
 	}
 }
 
-static int node_open(struct r4_build *b, unsigned level, struct r4_error *err)
+static int node_open(struct r4_pack *b, unsigned level, struct r4_error *err)
 {
 	struct blevel *lv = &b->lv[level];
 	int rc;
@@ -71,12 +71,12 @@ static int node_open(struct r4_build *b, unsigned level, struct r4_error *err)
 	return 0;
 }
 
-static int node_close(struct r4_build *b, unsigned level,
+static int node_close(struct r4_pack *b, unsigned level,
 		      struct r4_error *err);
 
 /* A complete node's unused middle (between the item bodies and the
  * item headers) zeroed: it holds what the node before it left there. */
-static void node_seal(struct r4_build *b, uint8_t *node)
+static void node_seal(struct r4_pack *b, uint8_t *node)
 {
 	struct fmt_node_header h;
 
@@ -86,7 +86,7 @@ static void node_seal(struct r4_build *b, uint8_t *node)
 }
 
 /* Make room for an item of len body bytes at level. */
-static int level_reserve(struct r4_build *b, unsigned level, size_t len,
+static int level_reserve(struct r4_pack *b, unsigned level, size_t len,
 			 struct r4_error *err)
 {
 	struct blevel *lv = &b->lv[level];
@@ -101,7 +101,7 @@ static int level_reserve(struct r4_build *b, unsigned level, size_t len,
 }
 
 /* raw: body NULL and the caller writes every byte of *out. */
-static int level_append(struct r4_build *b, unsigned level,
+static int level_append(struct r4_pack *b, unsigned level,
 			const struct fmt_key *k, unsigned pid, const void *body,
 			int raw, size_t len, uint8_t **out,
 			struct r4_error *err)
@@ -123,7 +123,7 @@ static int level_append(struct r4_build *b, unsigned level,
 	return 0;
 }
 
-static int note_leaf(struct r4_build *b, uint64_t seq, uint64_t blk,
+static int note_leaf(struct r4_pack *b, uint64_t seq, uint64_t blk,
 		     struct r4_error *err)
 {
 	if (R4_RESERVE(b->leafblk, b->capleaf, seq + 1, 1024))
@@ -132,7 +132,7 @@ static int note_leaf(struct r4_build *b, uint64_t seq, uint64_t blk,
 	return 0;
 }
 
-int pack_leaf_patch_u64(struct r4_build *b, uint64_t seq, uint32_t off,
+int pack_leaf_patch_u64(struct r4_pack *b, uint64_t seq, uint32_t off,
 		   uint64_t val, struct r4_error *err)
 {
 	struct blevel *lv = &b->lv[FMT_NODE_LEAF_LEVEL];
@@ -161,7 +161,7 @@ int pack_leaf_patch_u64(struct r4_build *b, uint64_t seq, uint32_t off,
 	return io_write(b->m.dev, b->scratch, b->bs, blk * b->bs, err);
 }
 
-static int node_close(struct r4_build *b, unsigned level,
+static int node_close(struct r4_pack *b, unsigned level,
 		      struct r4_error *err)
 {
 	struct blevel *lv = &b->lv[level];
@@ -194,7 +194,7 @@ static int node_close(struct r4_build *b, unsigned level,
 	return pack_img_write(b, lv->blk, lv->node, err);
 }
 
-size_t pack_leaf_room(struct r4_build *b)
+size_t pack_leaf_room(struct r4_pack *b)
 {
 	if (!b->lv[1].open)
 		return b->bs - fmt_node_header_size(b->m.sb.node_pid) -
@@ -202,12 +202,12 @@ size_t pack_leaf_room(struct r4_build *b)
 	return node_free_for_item(b->lv[1].node, b->bs, b->pol);
 }
 
-int pack_leaf_close(struct r4_build *b, struct r4_error *err)
+int pack_leaf_close(struct r4_pack *b, struct r4_error *err)
 {
 	return b->lv[1].open ? node_close(b, 1, err) : 0;
 }
 
-int pack_leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
+int pack_leaf_add(struct r4_pack *b, const struct fmt_key *k, unsigned pid,
 	     size_t len, uint8_t **body, struct r4_error *err)
 {
 	int rc = level_reserve(b, 1, len, err);
@@ -217,7 +217,7 @@ int pack_leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
 	return level_append(b, 1, k, pid, NULL, 0, len, body, err);
 }
 
-int pack_leaf_add_raw(struct r4_build *b, const struct fmt_key *k,
+int pack_leaf_add_raw(struct r4_pack *b, const struct fmt_key *k,
 		      unsigned pid, size_t len, uint8_t **body,
 		      struct r4_error *err)
 {
@@ -228,14 +228,14 @@ int pack_leaf_add_raw(struct r4_build *b, const struct fmt_key *k,
 	return level_append(b, 1, k, pid, NULL, 1, len, body, err);
 }
 
-int pack_twig_reserve(struct r4_build *b, size_t len, struct r4_error *err)
+int pack_twig_reserve(struct r4_pack *b, size_t len, struct r4_error *err)
 {
 	int rc = pack_leaf_close(b, err);
 
 	return rc ? rc : level_reserve(b, 2, len, err);
 }
 
-int pack_twig_add_extent(struct r4_build *b, const struct fmt_key *k,
+int pack_twig_add_extent(struct r4_pack *b, const struct fmt_key *k,
 		    const struct fmt_extent40_unit *u, size_t n,
 		    struct r4_error *err)
 {
@@ -269,7 +269,7 @@ int pack_twig_add_extent(struct r4_build *b, const struct fmt_key *k,
 	return 0;
 }
 
-int pack_tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
+int pack_tree_finish(struct r4_pack *b, uint64_t *root, unsigned *height,
 		struct r4_error *err)
 {
 	int rc = pack_leaf_close(b, err);

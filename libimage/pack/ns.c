@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the builder's namespace. Objects (what an SD describes) and
+/* r4kit: the packer's namespace. Objects (what an SD describes) and
  * names (directory entries) are kept apart, so hard links are several
  * names of one object. Names are found through one hash table keyed by
  * (directory, name). A later entry for a path replaces the earlier one,
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "libimage/pack/build.h"
+#include "libimage/pack/packer.h"
 #include "libimage/pack/cluster.h"
 #include "libimage/util/err.h"
 #include "r4/util.h"
@@ -18,7 +18,7 @@
 /* An object made again from its spilled record, in chunks a. Extent
  * units are copied (kept: a name taken back into memory) or point into
  * the record (a directory read back: cap 0, never grown). */
-static struct bobj *rec_obj(struct r4_build *b, struct parena *a,
+static struct bobj *rec_obj(struct r4_pack *b, struct parena *a,
 			    const struct pack_srec *h, int keep)
 {
 	struct bobj *o = pack_parena_get(a, sizeof(*o));
@@ -77,7 +77,7 @@ static struct bobj *rec_obj(struct r4_build *b, struct parena *a,
 /* A spilled name of dir taken back into memory (a later entry asks for
  * it: a replacement, a hard link's target, a path through it), or NULL
  * (none; b->spill_rc says when looking failed). */
-static struct bent *promote(struct r4_build *b, struct bobj *dir,
+static struct bent *promote(struct r4_pack *b, struct bobj *dir,
 			    const char *s, size_t n)
 {
 	uint32_t no = dir->u.sub->no;
@@ -107,7 +107,7 @@ static struct bent *promote(struct r4_build *b, struct bobj *dir,
 }
 
 /* The name s of dir, in memory or taken back from the spill. */
-static struct bent *lookup(struct r4_build *b, struct bobj *dir,
+static struct bent *lookup(struct r4_pack *b, struct bobj *dir,
 			   const char *s, size_t n)
 {
 	struct bent *e = pack_lookup_mem(b, dir, s, n);
@@ -117,19 +117,19 @@ static struct bent *lookup(struct r4_build *b, struct bobj *dir,
 	return promote(b, dir, s, n);
 }
 
-static int spill_fail(struct r4_build *b, const char *path,
+static int spill_fail(struct r4_pack *b, const char *path,
 		      struct r4_error *err)
 {
 	return r4i_fail(err, b->spill_rc, "%s: cannot read the spilled names "
 		       "(in $TMPDIR): %s", path, r4_strerror(b->spill_rc));
 }
 
-int pack_ns_init(struct r4_build *b, struct r4_error *err)
+int pack_ns_init(struct r4_pack *b, struct r4_error *err)
 {
 	b->spill_after = b->o.spill_after >= 0 ?
-			 (size_t)b->o.spill_after : BUILD_SPILL_AFTER;
+			 (size_t)b->o.spill_after : PACK_SPILL_AFTER;
 	b->spill_budget = b->o.spill_run_bytes >= 0 ?
-			  (size_t)b->o.spill_run_bytes : BUILD_SPILL_BUDGET;
+			  (size_t)b->o.spill_run_bytes : PACK_SPILL_BUDGET;
 	b->root = pack_new_obj(b, R4_ENT_DIR);
 	if (!b->root ||
 	    pack_implicit_dir(b, b->root, (uint32_t)getuid(), (uint32_t)getgid()))
@@ -137,9 +137,9 @@ int pack_ns_init(struct r4_build *b, struct r4_error *err)
 	return 0;
 }
 
-void pack_ns_fini(struct r4_build *b)
+void pack_ns_fini(struct r4_pack *b)
 {
-	for (size_t k = 0; k * BUILD_ATTR_CHUNK < b->nattr; k++)
+	for (size_t k = 0; k * PACK_ATTR_CHUNK < b->nattr; k++)
 		free(b->attrc[k]);
 	free(b->attrc);
 	free(b->ahtab);
@@ -185,7 +185,7 @@ void pack_ns_fini(struct r4_build *b)
 	b->sdcap = 0;
 }
 
-void pack_ns_seal(struct r4_build *b)
+void pack_ns_seal(struct r4_pack *b)
 {
 	for (struct bdir *d = b->subs; d; d = d->next) {
 		free(d->ht);
@@ -196,7 +196,7 @@ void pack_ns_seal(struct r4_build *b)
 	b->wc_n = 0;
 }
 
-static const char *path_up(const struct r4_build *b, const struct bent *e,
+static const char *path_up(const struct r4_pack *b, const struct bent *e,
 			   char *buf, size_t len, size_t *pos)
 {
 	if (!e)
@@ -211,7 +211,7 @@ static const char *path_up(const struct r4_build *b, const struct bent *e,
 	return buf;
 }
 
-const char *pack_ns_path(const struct r4_build *b, const struct bent *e,
+const char *pack_ns_path(const struct r4_pack *b, const struct bent *e,
 			 char *buf, size_t len)
 {
 	size_t pos = 0;
@@ -220,14 +220,14 @@ const char *pack_ns_path(const struct r4_build *b, const struct bent *e,
 	return path_up(b, e, buf, len, &pos);
 }
 
-const char *pack_ns_obj_path(const struct r4_build *b, const struct bobj *o,
+const char *pack_ns_obj_path(const struct r4_pack *b, const struct bobj *o,
 			     char *buf, size_t len)
 {
 	return o->primary ? pack_ns_path(b, o->primary, buf, len) : ".";
 }
 
 /* Bytes path and the cached path have in common. */
-static size_t wc_common(const struct r4_build *b, const char *path)
+static size_t wc_common(const struct r4_pack *b, const char *path)
 {
 	size_t i = 0;
 
@@ -240,7 +240,7 @@ static size_t wc_common(const struct r4_build *b, const char *path)
 
 /* Level k of the cache: directory d, its name ending at byte end of
  * the path being walked. 0, or -ENOMEM (the cache is then dropped). */
-static int wc_put(struct r4_build *b, size_t k, size_t end, struct bobj *d)
+static int wc_put(struct r4_pack *b, size_t k, size_t end, struct bobj *d)
 {
 	if (k >= b->wc_kcap) {
 		size_t cap = b->wc_kcap ? b->wc_kcap * 2 : 64;
@@ -268,7 +268,7 @@ static int wc_put(struct r4_build *b, size_t k, size_t end, struct bobj *d)
  * are only replaced through pack_ns_add, which forgets the cache), so
  * a run of paths under one deep folder costs their new components, not
  * their depth (issue: a member 40,000 folders deep took a minute). */
-static int walk(struct r4_build *b, const char *path, int create,
+static int walk(struct r4_pack *b, const char *path, int create,
 		struct bobj **dir, const char **name, size_t *nlen,
 		struct r4_error *err)
 {
@@ -348,7 +348,7 @@ static int walk(struct r4_build *b, const char *path, int create,
 	return 0;
 }
 
-static int set_attrs(struct r4_build *b, struct bobj *o,
+static int set_attrs(struct r4_pack *b, struct bobj *o,
 		     const struct r4_entry *e, struct r4_error *err)
 {
 	struct r4_attr a;
@@ -360,7 +360,7 @@ static int set_attrs(struct r4_build *b, struct bobj *o,
 				     0;
 }
 
-static int check_entry(struct r4_build *b, const struct r4_entry *e,
+static int check_entry(struct r4_pack *b, const struct r4_entry *e,
 		       struct r4_error *err)
 {
 	size_t max_item = b->bs - fmt_node_header_size(b->m.sb.node_pid) -
@@ -376,7 +376,7 @@ static int check_entry(struct r4_build *b, const struct r4_entry *e,
 
 /* The object of entry e; a = &b->far: one about to spill (not listed
  * in b->regs, its extent units lent from b->spext). */
-static int make_obj(struct r4_build *b, const struct r4_entry *e,
+static int make_obj(struct r4_pack *b, const struct r4_entry *e,
 		    struct parena *a, struct bobj **out, struct r4_error *err)
 {
 	struct bobj *o = a == &b->ar ? pack_new_obj(b, e->type) :
@@ -426,7 +426,7 @@ static int make_obj(struct r4_build *b, const struct r4_entry *e,
 	return 0;
 }
 
-static int link_target(struct r4_build *b, const struct r4_entry *e,
+static int link_target(struct r4_pack *b, const struct r4_entry *e,
 		       struct bobj **out, struct r4_error *err)
 {
 	struct bobj *d;
@@ -452,7 +452,7 @@ static int link_target(struct r4_build *b, const struct r4_entry *e,
 
 /* Write the record of the object o being spilled (pack_ns_add), the
  * name remembered in b->sp_*; !ok: only forget it. */
-int pack_ns_spill_done(struct r4_build *b, struct bobj *o, int ok,
+int pack_ns_spill_done(struct r4_pack *b, struct bobj *o, int ok,
 		       struct r4_error *err)
 {
 	struct pack_srec h;
@@ -512,9 +512,9 @@ int pack_ns_spill_done(struct r4_build *b, struct bobj *o, int ok,
 }
 
 /* A new name of a plain object past b->spill_after: its object made
- * in b->far, its record written now, or by r4_build_add once the
+ * in b->far, its record written now, or by r4_pack_add once the
  * streamed data is taken (*obj). */
-static int spill_add(struct r4_build *b, const struct r4_entry *e,
+static int spill_add(struct r4_pack *b, const struct r4_entry *e,
 		     struct bobj *d, const char *name, size_t n,
 		     struct bobj **obj, struct r4_error *err)
 {
@@ -540,7 +540,7 @@ static int spill_add(struct r4_build *b, const struct r4_entry *e,
 }
 
 /* d's spilled names appended to its children, made in b->far. */
-int pack_ns_dir_load(struct r4_build *b, struct bobj *d, size_t *nmem,
+int pack_ns_dir_load(struct r4_pack *b, struct bobj *d, size_t *nmem,
 		     struct r4_error *err)
 {
 	struct bdir *sub = d->u.sub;
@@ -578,7 +578,7 @@ int pack_ns_dir_load(struct r4_build *b, struct bobj *d, size_t *nmem,
 	return 0;
 }
 
-void pack_ns_dir_unload(struct r4_build *b, struct bobj *d, size_t nmem)
+void pack_ns_dir_unload(struct r4_pack *b, struct bobj *d, size_t nmem)
 {
 	struct bdir *sub = d->u.sub;
 	size_t k = 0;
@@ -612,7 +612,7 @@ void pack_ns_dir_unload(struct r4_build *b, struct bobj *d, size_t nmem)
 	pack_parena_reset(&b->far);
 }
 
-int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
+int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err)
 {
 	struct bobj *d, *o = NULL;
@@ -691,7 +691,7 @@ int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
  * into an ordinary one too): an object no name reached when the oids
  * were assigned (oid 0) gives those back, once (an object replaced
  * under two of its names is listed twice). */
-void pack_ns_release(struct r4_build *b)
+void pack_ns_release(struct r4_pack *b)
 {
 	for (size_t i = 0; i < b->ngone; i++) {
 		struct bobj *o = b->gone[i];
@@ -712,7 +712,7 @@ void pack_ns_release(struct r4_build *b)
 	b->ngone = 0;
 }
 
-int r4_build_type(struct r4_build *b, const char *path, size_t len)
+int r4_pack_type(struct r4_pack *b, const char *path, size_t len)
 {
 	struct r4_error tmp = { 0, "", 0 };
 	char small[256], *p = len < sizeof(small) ? small : malloc(len + 1);
@@ -737,7 +737,7 @@ int r4_build_type(struct r4_build *b, const char *path, size_t len)
 	return t;
 }
 
-int r4_build_probe(struct r4_build *b, const char *path, size_t *bad,
+int r4_pack_probe(struct r4_pack *b, const char *path, size_t *bad,
 		   int *bad_type)
 {
 	struct r4_error tmp = { 0, "", 0 };

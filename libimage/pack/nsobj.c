@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "libimage/pack/build.h"
+#include "libimage/pack/packer.h"
 #include "libimage/pack/cluster.h"
 #include "libimage/util/err.h"
 #include "r4/util.h"
@@ -22,7 +22,7 @@ static uint32_t name_hash(const char *s, size_t n)
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-struct bent *pack_lookup_mem(struct r4_build *b, const struct bobj *dir,
+struct bent *pack_lookup_mem(struct r4_pack *b, const struct bobj *dir,
 			       const char *s, size_t n)
 {
 	const struct bdir *d = dir->u.sub;
@@ -129,12 +129,12 @@ void pack_parena_reset(struct parena *a)
 	pack_parena_free(a);
 }
 
-static void *arena_get(struct r4_build *b, size_t n)
+static void *arena_get(struct r4_pack *b, size_t n)
 {
 	return pack_parena_get(&b->ar, n);
 }
 
-struct bobj *pack_new_obj(struct r4_build *b, enum r4_entry_type type)
+struct bobj *pack_new_obj(struct r4_pack *b, enum r4_entry_type type)
 {
 	struct bobj *o = arena_get(b, sizeof(*o));
 
@@ -165,7 +165,7 @@ int pack_add_kid(struct bobj *dir, struct bent *e)
 	return 0;
 }
 
-struct bent *pack_new_ent(struct r4_build *b, struct bobj *dir,
+struct bent *pack_new_ent(struct r4_pack *b, struct bobj *dir,
 			    const char *s, size_t n, struct bobj *obj)
 {
 	struct bdir *d = dir->u.sub;
@@ -208,13 +208,13 @@ static int attr_same(const struct enc_attr *x, const struct enc_attr *y)
 	       x->mtime_ns == y->mtime_ns && x->ctime_ns == y->ctime_ns;
 }
 
-static struct enc_attr *attr_at(const struct r4_build *b, size_t i)
+static struct enc_attr *attr_at(const struct r4_pack *b, size_t i)
 {
-	return &b->attrc[i / BUILD_ATTR_CHUNK][i % BUILD_ATTR_CHUNK];
+	return &b->attrc[i / PACK_ATTR_CHUNK][i % PACK_ATTR_CHUNK];
 }
 
 /* Twice the slots. */
-static int grow_attr_hash(struct r4_build *b)
+static int grow_attr_hash(struct r4_pack *b)
 {
 	size_t nsize = b->ahsize ? b->ahsize * 2 : 256;
 	uint32_t *t = calloc(nsize, sizeof(*t));
@@ -236,7 +236,7 @@ static int grow_attr_hash(struct r4_build *b)
 
 /* o takes attributes a: their index in the table of distinct ones,
  * added there when new. 0, or -ENOMEM. */
-int pack_attr_set(struct r4_build *b, struct bobj *o,
+int pack_attr_set(struct r4_pack *b, struct bobj *o,
 		    const struct enc_attr *a)
 {
 	size_t h;
@@ -251,12 +251,12 @@ int pack_attr_set(struct r4_build *b, struct bobj *o,
 		}
 	if (b->nattr >= UINT32_MAX - 1)
 		return -ENOMEM;
-	if (b->nattr % BUILD_ATTR_CHUNK == 0) {
-		size_t k = b->nattr / BUILD_ATTR_CHUNK;
+	if (b->nattr % PACK_ATTR_CHUNK == 0) {
+		size_t k = b->nattr / PACK_ATTR_CHUNK;
 
 		if (R4_RESERVE(b->attrc, b->capattrc, k + 1, 16))
 			return -ENOMEM;
-		b->attrc[k] = malloc(BUILD_ATTR_CHUNK * sizeof(**b->attrc));
+		b->attrc[k] = malloc(PACK_ATTR_CHUNK * sizeof(**b->attrc));
 		if (!b->attrc[k])
 			return -ENOMEM;
 	}
@@ -266,7 +266,7 @@ int pack_attr_set(struct r4_build *b, struct bobj *o,
 	return 0;
 }
 
-int pack_implicit_dir(struct r4_build *b, struct bobj *o, uint32_t uid,
+int pack_implicit_dir(struct r4_pack *b, struct bobj *o, uint32_t uid,
 			uint32_t gid)
 {
 	struct r4_attr a;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: space for the builder.
+/* r4kit: space for the packer.
  *
  * Blocks are handed out in increasing order from the first usable block.
  * Positions that are bitmap blocks (k * 32736) or could be backup blocks
@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "libimage/pack/build.h"
+#include "libimage/pack/packer.h"
 #include "libimage/util/err.h"
 #include "format/bitmap.h"
 
-int pack_space_setup(struct r4_build *b, struct r4_error *err)
+int pack_space_setup(struct r4_pack *b, struct r4_error *err)
 {
 	b->ncand = fmt_backup_blocks(1ULL << 44, b->bs, b->cand,
 				     sizeof(b->cand) / sizeof(b->cand[0]));
@@ -25,13 +25,13 @@ int pack_space_setup(struct r4_build *b, struct r4_error *err)
 	b->hi = b->cursor;
 	b->used_cap = 1 << 20;
 	b->used = calloc(b->used_cap / 8, 1);
-	b->wb.buf = malloc((size_t)BUILD_WBUF_BLOCKS * b->bs);
+	b->wb.buf = malloc((size_t)PACK_WBUF_BLOCKS * b->bs);
 	if (!b->used || !b->wb.buf)
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	return 0;
 }
 
-static int reserved(const struct r4_build *b, uint64_t blk)
+static int reserved(const struct r4_pack *b, uint64_t blk)
 {
 	size_t lo = 0, hi = b->ncand;
 
@@ -51,7 +51,7 @@ static int reserved(const struct r4_build *b, uint64_t blk)
 	return 0;
 }
 
-void pack_alloc_reserve_area(struct r4_build *b, uint64_t k)
+void pack_alloc_reserve_area(struct r4_pack *b, uint64_t k)
 {
 	uint64_t c = b->cursor, i = 0;
 
@@ -76,7 +76,7 @@ void pack_alloc_reserve_area(struct r4_build *b, uint64_t k)
 		b->hi = b->cursor;
 }
 
-static int mark_used(struct r4_build *b, uint64_t start, uint64_t n)
+static int mark_used(struct r4_pack *b, uint64_t start, uint64_t n)
 {
 	if (start + n > b->used_cap) {
 		uint64_t cap = b->used_cap;
@@ -96,7 +96,7 @@ static int mark_used(struct r4_build *b, uint64_t start, uint64_t n)
 	return 0;
 }
 
-int pack_alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
+int pack_alloc_mark(struct r4_pack *b, uint64_t start, uint64_t n,
 	       struct r4_error *err)
 {
 	if (mark_used(b, start, n))
@@ -105,7 +105,7 @@ int pack_alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
 	return 0;
 }
 
-void pack_alloc_free(struct r4_build *b, uint64_t start, uint64_t n)
+void pack_alloc_free(struct r4_pack *b, uint64_t start, uint64_t n)
 {
 	for (uint64_t i = start; i < start + n; i++)
 		if (used_test(b, i)) {
@@ -114,7 +114,7 @@ void pack_alloc_free(struct r4_build *b, uint64_t start, uint64_t n)
 		}
 }
 
-int pack_alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
+int pack_alloc_run(struct r4_pack *b, uint64_t want, uint64_t *start,
 	      uint64_t *got, struct r4_error *err)
 {
 	uint64_t c = b->cursor, n = 1;

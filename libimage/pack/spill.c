@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the builder's spill (issue 11). Past a number of names held in
+/* r4kit: the packer's spill (issue 11). Past a number of names held in
  * memory, each new name of a plain object (not a directory, not named
  * twice) is written as one record (its directory, the name, what its
  * stat data and body need) into a buffer; a full buffer is sorted by
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "libimage/pack/build.h"
+#include "libimage/pack/packer.h"
 #include "libimage/util/tmpfiles.h"
 #include "r4/util.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the builder's nodes above the leaves. They are few (one per
+/* r4kit: the packer's nodes above the leaves. They are few (one per
  * ~80 children) and kept in memory until the whole tree is known, then
  * placed together: the root first, then each level down, each level in
  * key order, ending right before the first leaf when the area saved
@@ -11,12 +11,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "libimage/pack/build.h"
+#include "libimage/pack/packer.h"
 #include "libimage/util/err.h"
 #include "format/endian.h"
 #include "r4/util.h"
 
-int pack_upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
+int pack_upper_keep(struct r4_pack *b, unsigned level, const uint8_t *node,
 	       uint64_t *id, struct r4_error *err)
 {
 	size_t lcap = b->capinodes;	/* ilevel grows as inode does */
@@ -35,7 +35,7 @@ int pack_upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
 	return 0;
 }
 
-void pack_upper_fini(struct r4_build *b)
+void pack_upper_fini(struct r4_pack *b)
 {
 	for (size_t i = 0; i < b->ninodes; i++)
 		free(b->inode[i]);
@@ -47,7 +47,7 @@ void pack_upper_fini(struct r4_build *b)
 }
 
 /* Blocks for every kept node: pos[i] = block of node i. */
-static int give_blocks(struct r4_build *b, uint64_t *pos, struct r4_error *err)
+static int give_blocks(struct r4_pack *b, uint64_t *pos, struct r4_error *err)
 {
 	uint64_t n = b->ninodes, next, got;
 	int in_area = n <= b->res_len;
@@ -71,7 +71,7 @@ static int give_blocks(struct r4_build *b, uint64_t *pos, struct r4_error *err)
 }
 
 /* Replace the indexes in a node's pointers by blocks. */
-static int fix_pointers(struct r4_build *b, uint8_t *node, const uint64_t *pos,
+static int fix_pointers(struct r4_pack *b, uint8_t *node, const uint64_t *pos,
 			struct r4_error *err)
 {
 	struct fmt_node_header h;
@@ -98,7 +98,7 @@ static int fix_pointers(struct r4_build *b, uint8_t *node, const uint64_t *pos,
 	return 0;
 }
 
-int pack_upper_place(struct r4_build *b, uint64_t root_id, uint64_t *root,
+int pack_upper_place(struct r4_pack *b, uint64_t root_id, uint64_t *root,
 		struct r4_error *err)
 {
 	uint64_t *pos = calloc(b->ninodes, sizeof(*pos));

@@ -449,7 +449,7 @@ int r4_add_from_dir(struct r4_txn *t, struct r4_vol *vol, const char *dir,
 	return walk_run(w, err);
 }
 
-int r4_pack_from_dir(struct r4_build *b, const char *dir,
+int r4_pack_from_dir(struct r4_pack *b, const char *dir,
 		     const struct r4_archive_opts *o, struct r4_error *err)
 {
 	struct dir_walk *w = walk_new(dir, err);

@@ -603,7 +603,7 @@ out:
 	return rc;
 }
 
-int r4_pack_from_archive(struct r4_build *b, const char *path,
+int r4_pack_from_archive(struct r4_pack *b, const char *path,
 			 const struct r4_archive_opts *o, struct r4_error *err)
 {
 	struct tar_sink s;
@@ -617,10 +617,10 @@ int r4_pack_from_archive(struct r4_build *b, const char *path,
 	tar_sink_init(&s, b, o, strcmp(path, "-") ? path : "standard input");
 	s.src_size = size;
 	/* the image is written behind while the archive is read */
-	rc = r4_build_stream_begin(b, err);
+	rc = r4_pack_stream_begin(b, err);
 	if (!rc)
 		rc = arc_loop(&s, &f, a, path, err);
-	rc2 = r4_build_stream_end(b, rc ? NULL : err);
+	rc2 = r4_pack_stream_end(b, rc ? NULL : err);
 	if (!rc)
 		rc = rc2;
 	tar_sink_free(&s);

@@ -24,7 +24,7 @@ struct tar_dir_time {
 /* types map value for a path looked up in the volume and not there. */
 #define TAR_ABSENT 101
 
-void tar_sink_init(struct tar_sink *s, struct r4_build *b,
+void tar_sink_init(struct tar_sink *s, struct r4_pack *b,
 		   const struct r4_archive_opts *o, const char *source)
 {
 	memset(s, 0, sizeof(*s));
@@ -199,7 +199,7 @@ static int type_at(struct tar_sink *s, const char *path, size_t len)
 	if (m)
 		return m->val == TAR_ABSENT ? -1 : m->val;
 	if (s->build)
-		return r4_build_type(s->build, path, len);
+		return r4_pack_type(s->build, path, len);
 	return s->vol ? lookup_type(s, path, len) : -1;
 }
 
@@ -228,7 +228,7 @@ static int put(struct tar_sink *s, const struct r4_entry *e,
 	       struct r4_error *err)
 {
 	if (!s->txn)
-		return r4_build_add(s->build, e, err);
+		return r4_pack_add(s->build, e, err);
 	if (!*e->path)
 		return txn_root(s, e, err);
 	return r4_txn_add_entry(s->txn, e, err);
@@ -458,7 +458,7 @@ static int link_target(struct tar_sink *s, struct r4_entry *e,
 }
 
 /* Record path's type and make its missing parents directories. A build
- * knows the types of the paths it holds (r4_build_type): there the map
+ * knows the types of the paths it holds (r4_pack_type): there the map
  * only keeps what the build does not, the excluded paths, and those
  * are updated here (a path becomes a directory, or is added after all). */
 static int record(struct tar_sink *s, const char *path, int type)
@@ -520,7 +520,7 @@ static int check_entry(struct tar_sink *s, struct r4_entry *e,
 		size_t bad;
 		int bt;
 
-		old = r4_build_probe(s->build, path, &bad, &bt);
+		old = r4_pack_probe(s->build, path, &bad, &bt);
 		if (bad && !parent_ok(s, path, bad, bt, raw))
 			return 0;
 	} else {

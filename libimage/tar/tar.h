@@ -2,7 +2,7 @@
 /* r4kit: internals of the archive layer (libimage/tar): a byte-keyed
  * hash map, path cleaning, and the sink every source feeds: it cleans
  * paths, applies exclusion, ownership and time options, keeps the image
- * safe (no writes through symlinks) and calls r4_build_add (a new
+ * safe (no writes through symlinks) and calls r4_pack_add (a new
  * volume) or r4_txn_add_entry (a transaction on an existing one). */
 #ifndef R4_LIBIMAGE_TAR_H
 #define R4_LIBIMAGE_TAR_H
@@ -62,7 +62,7 @@ void tar_warn(const struct r4_archive_opts *o, const char *fmt, ...)
 struct tar_dir_time;
 
 struct tar_sink {
-	struct r4_build *build;	/* either a build ... */
+	struct r4_pack *build;	/* either a build ... */
 	struct r4_txn *txn;	/* ... or a transaction on vol */
 	struct r4_vol *vol;
 	const struct r4_archive_opts *opts;
@@ -91,7 +91,7 @@ struct tar_sink {
 	size_t dirs_len, dirs_cap;
 };
 
-void tar_sink_init(struct tar_sink *s, struct r4_build *b,
+void tar_sink_init(struct tar_sink *s, struct r4_pack *b,
 		   const struct r4_archive_opts *o, const char *source);
 /* The same sink over a transaction: paths not seen in the source yet
  * are looked up in the volume (so an existing symlink or file is not

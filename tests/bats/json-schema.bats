@@ -201,7 +201,7 @@ out() {
 	# progress events: one with done above total
 	echo '{"schema":1,"program":"r4fsck","phase":"tree","done":5,"total":4,"unit":"nodes"}' >"$T/o/ev"
 	run validate --progress "$SCHEMAS" "$T/o/ev"
-	[ "$status" -eq 0 ]	# done <= total is progress.bats's to check
+	[ "$status" -eq 0 ]	# done <= total is cmd-progress.bats's to check
 	echo '{"schema":1,"program":"r4fsck","phase":"tree","done":5,"total":4,"unit":"parsecs"}' >"$T/o/ev"
 	run validate --progress "$SCHEMAS" "$T/o/ev"
 	[ "$status" -eq 1 ]

@@ -4,7 +4,7 @@
 # (tests/helpers/fsworkload.py) gives the same tree; both checkers are
 # clean; kill -9 keeps what was fsynced (or committed by the timer) and
 # nothing else; another writer is refused while mounted. Needs a usable
-# /dev/fuse (skipped with the reason otherwise), as mount.bats.
+# /dev/fuse (skipped with the reason otherwise), as mount-ro.bats.
 
 load helpers
 

@@ -3,7 +3,7 @@
 # run.sh quick|full [WORKLOAD...]: the crash tests of the commands that
 # change an image (r4pack add, r4debugfs -w), through crashtest.sh.
 #
-#   quick  the reduced set of `make check` (tests/bats/crash.bats)
+#   quick  the reduced set of `make check` (tests/bats/edit-crash.bats)
 #   full   every cut point of each workload (repack too), 200 sampled points of an
 #          add of 1,000 files, more torn / unsynced / failed writes
 #          (`make crashcheck`)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4txn: a test driver of the transaction engine (libimage/txn), for
- * the command-level crash tests (tests/bats/journal.bats). It runs one
+ * the command-level crash tests (tests/bats/txn-journal.bats). It runs one
  * fixed transaction on an image; set R4_FAULT to cut it (fault_env.c).
  *
  *   r4txn relocate IMAGE   copy the first leaf (its first stat data's

@@ -136,7 +136,7 @@ static void test_modes(void)
 
 /* Build the disk cluster of plain[0..lsize) as the writer would; *len
  * its length. Returns 1 when compressed. */
-static int build_dc(struct r4_codec *c, const uint8_t *plain, size_t lsize,
+static int pack_dc(struct r4_codec *c, const uint8_t *plain, size_t lsize,
 		    uint8_t *dc, size_t cap, size_t *len)
 {
 	size_t sl;
@@ -188,7 +188,7 @@ static void test_alg(unsigned alg)
 		size_t cs = (size_t)1 << shifts[k];
 
 		fill_text(plain, cs, 1 + k);
-		ok(build_dc(c, plain, cs, dc, cap, &len) && len < cs / 2,
+		ok(pack_dc(c, plain, cs, dc, cap, &len) && len < cs / 2,
 		   "%s %zuK: text compresses (%zu bytes)", n, cs >> 10, len);
 		memset(out, 0, cs);
 		is_int(read_dc(c, dc, len, cs, out, &why), 0,
@@ -196,7 +196,7 @@ static void test_alg(unsigned alg)
 		is_mem(out, plain, cs, "%s %zuK: ... exactly", n, cs >> 10);
 
 		fill_noise(plain, cs, 77 + k);
-		ok(!build_dc(c, plain, cs, dc, cap, &len) && len == cs,
+		ok(!pack_dc(c, plain, cs, dc, cap, &len) && len == cs,
 		   "%s %zuK: noise is stored raw", n, cs >> 10);
 		is_int(read_dc(c, dc, len, cs, out, &why), 0,
 		       "%s %zuK: raw cluster reads", n, cs >> 10);
@@ -204,7 +204,7 @@ static void test_alg(unsigned alg)
 	}
 	/* last partial cluster: 1000 text bytes of a 64K cluster */
 	fill_text(plain, 1000, 9);
-	ok(build_dc(c, plain, 1000, dc, cap, &len), "%s: partial cluster "
+	ok(pack_dc(c, plain, 1000, dc, cap, &len), "%s: partial cluster "
 	   "compressed (%zu bytes)", n, len);
 	is_int(read_dc(c, dc, len, 1000, out, &why), 0,
 	       "%s: partial cluster reads", n);
@@ -226,26 +226,26 @@ static void test_alg(unsigned alg)
 	   "%s: damaged stream: an error (%s) or other bytes, never a crash",
 	   n, why ? why : "-");
 	/* bytes after the end of the stream */
-	build_dc(c, plain, 1000, dc, cap, &len);
+	pack_dc(c, plain, 1000, dc, cap, &len);
 	sl = len - 4;
 	memset(dc + sl, 0, 3);
 	len = fmt_dc_seal(dc, sl + 3);
 	is_int(read_dc(c, dc, len, 1000, out, &why), R4_ECORRUPT,
 	       "%s: bytes after the stream: corrupt (%s)", n, why ? why : "-");
 	/* a truncated stream */
-	build_dc(c, plain, 1000, dc, cap, &len);
+	pack_dc(c, plain, 1000, dc, cap, &len);
 	sl = len - 4;
 	len = fmt_dc_seal(dc, sl - 5);
 	is_int(read_dc(c, dc, len, 1000, out, &why), R4_ECORRUPT,
 	       "%s: truncated stream: corrupt (%s)", n, why ? why : "-");
 	/* a bad checksum */
-	build_dc(c, plain, 1000, dc, cap, &len);
+	pack_dc(c, plain, 1000, dc, cap, &len);
 	dc[len - 1] ^= 1;
 	is_int(read_dc(c, dc, len, 1000, out, &why), R4_ECSUM,
 	       "%s: bad checksum", n);
 	/* small clusters are never tried */
 	fill_text(plain, 63, 3);
-	ok(!build_dc(c, plain, 63, dc, cap, &len) && len == 63,
+	ok(!pack_dc(c, plain, 63, dc, cap, &len) && len == 63,
 	   "%s: 63 bytes stored raw", n);
 	/* a hole: no disk cluster reads as zeros */
 	{
@@ -416,7 +416,7 @@ static void test_kernel_streams(void)
 
 		/* r4kit's stream, read without the codec */
 		fill_text(plain, 65536, 22);
-		ok(build_dc(c, plain, 65536, dc, cap, &len), "%s: r4kit "
+		ok(pack_dc(c, plain, 65536, dc, cap, &len), "%s: r4kit "
 		   "compresses 64K of text", n);
 		memset(out, 0, 65536);
 		if (k[i].alg == FMT_COMPRESS_ZSTD1) {

@@ -174,7 +174,7 @@ device=native,1,1048576" "device 1:1048576 does not fit"
 # leaves), a symlink, nested directories, and appended entries that
 # replace a small file by another and a file by a symlink (no file with
 # extents is replaced: these sums predate the fix that frees a replaced
-# file's blocks, pack.bats tests that).
+# file's blocks, pack-create.bats tests that).
 # GNU tar with fixed owners, modes and times.
 make_links_tar() {
 	local d=$1/src n

@@ -58,7 +58,7 @@ check() {
 	echo '#include "format/key.h"' >> "$T/src/include/r4/read.h"
 	echo '#include "libimage/vol/volume.h"' >> "$T/src/cmd/fsck/main.c"
 	echo '#include "format/super.h"' >> "$T/src/cmd/pack/add.c"
-	echo '#include "libimage/pack/build.h"' >> "$T/src/libimage/tar/map.c"
+	echo '#include "libimage/pack/packer.h"' >> "$T/src/libimage/tar/map.c"
 	echo '#include "no/such.h"' >> "$T/src/libimage/io/dev.c"
 	check
 	[ "$status" -ne 0 ]

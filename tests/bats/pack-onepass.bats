@@ -1,15 +1,15 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The one-pass builder (include/r4/pack.h) through its test driver
-# tests/helpers/r4build: a host folder in, a volume out, checked by the
+# tests/helpers/r4packer: a host folder in, a volume out, checked by the
 # oracle (fsck.reiser4, measurefs.reiser4) and read back with libreiser4.
 
 load helpers
 
-# r4build is built by make check: missing, it is a failure, not a skip.
-need_r4build() {
-	command -v r4build >/dev/null 2>&1 || {
-		echo "r4build not found (make check builds tests/helpers/r4build)"
+# r4packer is built by make check: missing, it is a failure, not a skip.
+need_r4packer() {
+	command -v r4packer >/dev/null 2>&1 || {
+		echo "r4packer not found (make check builds tests/helpers/r4packer)"
 		return 1
 	}
 }
@@ -34,9 +34,9 @@ make_src() {
 }
 
 @test "build: a folder read at finish time is fsck-clean, equal, unfragmented" {
-	need_r4build; need_oracle; need_r4ref
+	need_r4packer; need_oracle; need_r4ref
 	make_src "$T/src"
-	run r4build "$T/img" "$T/src"
+	run r4packer "$T/img" "$T/src"
 	[ "$status" -eq 0 ]
 	oracle_fsck "$T/img"
 	r4ref manifest "$T/img" >"$T/got"
@@ -49,9 +49,9 @@ make_src() {
 }
 
 @test "build: streamed data (as from an archive) gives the same files" {
-	need_r4build; need_oracle; need_r4ref
+	need_r4packer; need_oracle; need_r4ref
 	make_src "$T/src"
-	run r4build -s -o node=node41 "$T/img" "$T/src"
+	run r4packer -s -o node=node41 "$T/img" "$T/src"
 	[ "$status" -eq 0 ]
 	oracle_fsck "$T/img"
 	r4ref manifest "$T/img" >"$T/got"
@@ -60,20 +60,20 @@ make_src() {
 }
 
 @test "build: same entries, uuid and SOURCE_DATE_EPOCH give the same bytes" {
-	need_r4build
+	need_r4packer
 	make_src "$T/src"
 	# reading the source the first time moves its atimes (relatime)
-	r4build "$T/warm" "$T/src"
-	SOURCE_DATE_EPOCH=1700000000 r4build -U 01234567-89ab-cdef-0123-456789abcdef "$T/one" "$T/src"
-	SOURCE_DATE_EPOCH=1700000000 r4build -U 01234567-89ab-cdef-0123-456789abcdef "$T/two" "$T/src"
+	r4packer "$T/warm" "$T/src"
+	SOURCE_DATE_EPOCH=1700000000 r4packer -U 01234567-89ab-cdef-0123-456789abcdef "$T/one" "$T/src"
+	SOURCE_DATE_EPOCH=1700000000 r4packer -U 01234567-89ab-cdef-0123-456789abcdef "$T/two" "$T/src"
 	cmp "$T/one" "$T/two"
 }
 
 @test "build: a fixed size that is too small fails and leaves the target alone" {
-	need_r4build
+	need_r4packer
 	make_src "$T/src"
 	printf 'keep' >"$T/img"
-	run r4build -S 256K "$T/img" "$T/src"
+	run r4packer -S 256K "$T/img" "$T/src"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"the volume is full"* ]]
 	[ "$(cat "$T/img")" = keep ]

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* libimage: the one-pass builder (r4_build_*). Volumes are built in a
+/* libimage: the one-pass builder (r4_pack_*). Volumes are built in a
  * temporary folder from entries given here; each is checked by the
  * oracle (fsck.reiser4 --check must say "FS is consistent") and read
  * back with `r4ref manifest` (libreiser4), which must equal the manifest
@@ -94,7 +94,7 @@ static int bucket[NBUCKETS], *chain;
 static struct mpath *paths;
 static size_t nobjs, npaths;
 static char dir[256], img[300];
-static struct r4_build *b;
+static struct r4_pack *b;
 static int add_failed;
 
 static void model_reset(void)
@@ -183,7 +183,7 @@ static void add_entry(struct r4_entry *e, int obj)
 {
 	struct r4_error err = { 0 };
 
-	if (r4_build_add(b, e, &err)) {
+	if (r4_pack_add(b, e, &err)) {
 		printf("# add %s: %s\n", e->path, err.msg);
 		add_failed++;
 		return;
@@ -323,13 +323,13 @@ static int64_t spill_after = -1;
 
 static void begin_keep(const char *spec, uint64_t size, int keep)
 {
-	struct r4_build_opts o;
+	struct r4_pack_opts o;
 	struct r4_error err = { 0 };
 	struct r4_entry root;
 
 	model_reset();
 	add_failed = 0;
-	r4_build_opts_init(&o);
+	r4_pack_opts_init(&o);
 	o.source = &src;
 	o.mkfs.have_uuid = 1;
 	o.mkfs.reproducible = 1;
@@ -345,7 +345,7 @@ static void begin_keep(const char *spec, uint64_t size, int keep)
 	if (!keep)
 		unlink(img);
 	b = NULL;
-	if (r4_build_begin(img, &o, &b, &err))
+	if (r4_pack_begin(img, &o, &b, &err))
 		printf("# begin: %s\n", err.msg);
 	memset(&root, 0, sizeof(root));
 	root.path = "";
@@ -361,10 +361,10 @@ static void begin(const char *spec, uint64_t size)
 	begin_keep(spec, size, 0);
 }
 
-static int finish(struct r4_build_result *res)
+static int finish(struct r4_pack_result *res)
 {
 	struct r4_error err = { 0 };
-	int rc = r4_build_finish(b, res, &err);
+	int rc = r4_pack_finish(b, res, &err);
 
 	b = NULL;
 	if (rc)
@@ -552,7 +552,7 @@ static void close_vol(void)
 
 static void test_empty(void)
 {
-	struct r4_build_result res;
+	struct r4_pack_result res;
 
 	begin(NULL, 0);
 	is_int(finish(&res), 0, "empty: built");
@@ -599,7 +599,7 @@ static void node_gaps(const char *what)
 static void test_sizes(const char *what, const char *spec, int stream,
 		       int fsck, const char *reader)
 {
-	struct r4_build_result res;
+	struct r4_pack_result res;
 	char p[64];
 
 	begin(spec, 0);
@@ -727,7 +727,7 @@ static void names_stats(void)
 
 static void test_bigdir(void)
 {
-	struct r4_build_result res;
+	struct r4_pack_result res;
 	char p[64];
 
 	begin(NULL, 0);
@@ -776,7 +776,7 @@ static void test_replace(void)
 	oracle("replace", 1, "r4ref");
 }
 
-/* r4_build_probe answers the archive reader's questions in one walk;
+/* r4_pack_probe answers the archive reader's questions in one walk;
  * what it found serves only the next add, and only of that path. */
 static void test_probe(void)
 {
@@ -787,21 +787,21 @@ static void test_probe(void)
 	begin(NULL, 0);
 	add_file("pa/f", 10, 1, 1);
 	add_dir("pb", 0755);
-	t = r4_build_probe(b, "pa/f", &bad, &bt);
+	t = r4_pack_probe(b, "pa/f", &bad, &bt);
 	ok(t == R4_ENT_REG && !bad, "probe: a file under a directory");
-	t = r4_build_probe(b, "pa/f/x/y", &bad, &bt);
+	t = r4_pack_probe(b, "pa/f/x/y", &bad, &bt);
 	ok(t == -1 && bad == 4 && bt == R4_ENT_REG,
 	   "probe: a path through a file names the file");
-	t = r4_build_probe(b, "pa/none/y", &bad, &bt);
+	t = r4_pack_probe(b, "pa/none/y", &bad, &bt);
 	ok(t == -1 && !bad, "probe: a path through a missing directory");
-	ok(r4_build_probe(b, "", &bad, &bt) == R4_ENT_DIR && !bad,
+	ok(r4_pack_probe(b, "", &bad, &bt) == R4_ENT_DIR && !bad,
 	   "probe: the root");
 	/* a probe of one path, then the add of another */
-	r4_build_probe(b, "pa/n", &bad, &bt);
+	r4_pack_probe(b, "pa/n", &bad, &bt);
 	add_file("pb/n", 20, 2, 1);
 	/* a probe serves its path's add (another copy of the string),
 	 * then a second add of that path replaces the first */
-	r4_build_probe(b, "pa/m", &bad, &bt);
+	r4_pack_probe(b, "pa/m", &bad, &bt);
 	snprintf(same, sizeof(same), "pa/m");
 	add_file(same, 30, 3, 1);
 	add_file("pa/m", 40, 4, 1);
@@ -832,7 +832,7 @@ static void expect_add_error(const char *what, struct r4_entry *e,
 {
 	struct r4_error err = { 0 };
 
-	ok(r4_build_add(b, e, &err) != 0, "%s: refused", what);
+	ok(r4_pack_add(b, e, &err) != 0, "%s: refused", what);
 	ok(strstr(err.msg, want) != NULL, "%s: message '%s' has '%s'", what,
 	   err.msg, want);
 }
@@ -871,7 +871,7 @@ static void test_errors(void)
 	e.data_ctx = &g;
 	expect_add_error("data longer than the size", &e,
 			 "long: data is longer");
-	ok(r4_build_finish(b, NULL, &err) != 0, "finish after a data error "
+	ok(r4_pack_finish(b, NULL, &err) != 0, "finish after a data error "
 	   "fails");
 	b = NULL;
 	f = fopen(img, "r");
@@ -883,7 +883,7 @@ static void test_errors(void)
 	/* abort */
 	begin(NULL, 0);
 	add_file("f", 100000, 1, 1);
-	r4_build_abort(b);
+	r4_pack_abort(b);
 	b = NULL;
 	is_int(files_in_dir(), 0, "abort leaves no temporary file");
 	/* long names that collide under deg_hash: refused at finish */
@@ -893,7 +893,7 @@ static void test_errors(void)
 	{
 		struct r4_error e2 = { 0 };
 
-		ok(r4_build_finish(b, NULL, &e2) != 0 &&
+		ok(r4_pack_finish(b, NULL, &e2) != 0 &&
 		   strstr(e2.msg, "the same key"), "deg_hash collision: '%s'",
 		   e2.msg);
 		b = NULL;
@@ -908,7 +908,7 @@ static void test_errors(void)
 
 static void test_fixed_and_repro(void)
 {
-	struct r4_build_result res;
+	struct r4_pack_result res;
 	char a[400];
 
 	begin("node=node41", 64 << 20);
@@ -962,7 +962,7 @@ int main(void)
 		"hash=deg_hash", "fibration=lexic_fibre",
 		"fibration=dot_o_fibre", "fibration=ext_3_fibre" };
 
-	snprintf(dir, sizeof(dir), "%s/r4buildXXXXXX", tmp && *tmp ? tmp :
+	snprintf(dir, sizeof(dir), "%s/r4packerXXXXXX", tmp && *tmp ? tmp :
 		 "/tmp");
 	tap_require(mkdtemp(dir), "mkdtemp %s failed", dir);
 	snprintf(img, sizeof(img), "%s/vol.img", dir);

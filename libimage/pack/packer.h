@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: internals of the one-pass volume builder (r4_build_*).
+/* r4kit: internals of the one-pass volume packer (r4_pack_*).
  *
  * ns.c     the namespace: objects, names, paths, replacement, links
  * data.c   block allocation, the image write buffer, file data (extents
  *          streamed into the image, tails spooled), data readers
  * nodes.c  the tree, built bottom-up: leaves, twigs, upper levels
  * items.c  object ids, then every item in key order into the tree
- * build.c  the public calls, the temporary file, sizes, fixed blocks
+ * packer.c  the public calls, the temporary file, sizes, fixed blocks
  *
  * Data area: blocks are handed out in increasing order from the first
  * usable block, skipping every position that is a bitmap block (k *
  * 32736) or could be a backup block for some volume size, so where data
  * goes does not depend on the final size. */
-#ifndef R4_LIBIMAGE_BUILD_BUILD_H
-#define R4_LIBIMAGE_BUILD_BUILD_H
+#ifndef R4_LIBIMAGE_PACK_PACKER_H
+#define R4_LIBIMAGE_PACK_PACKER_H
 
 #include <pthread.h>
 #include <stddef.h>
@@ -23,19 +23,19 @@
 #include "libimage/obj/encode.h"
 #include "format/node.h"
 
-#define BUILD_WBUF_BLOCKS 256
-#define BUILD_WQ_BUFS 8		/* write buffers while writing behind */
-#define BUILD_WQ_JOBS 32	/* jobs waiting (buffers and copies) */
-#define BUILD_COPY_BUF (1u << 20)	/* copying without copy_file_range */
-#define BUILD_AT_BUF (1u << 16)	/* a tail file read whole at finish */
-#define BUILD_CBATCH 64		/* copies handed over at a time, */
-#define BUILD_CBATCH_BYTES (16u << 20)	/* or bytes */
-#define BUILD_ATTR_CHUNK 4096u	/* distinct attributes a chunk */
+#define PACK_WBUF_BLOCKS 256
+#define PACK_WQ_BUFS 8		/* write buffers while writing behind */
+#define PACK_WQ_JOBS 32	/* jobs waiting (buffers and copies) */
+#define PACK_COPY_BUF (1u << 20)	/* copying without copy_file_range */
+#define PACK_AT_BUF (1u << 16)	/* a tail file read whole at finish */
+#define PACK_CBATCH 64		/* copies handed over at a time, */
+#define PACK_CBATCH_BYTES (16u << 20)	/* or bytes */
+#define PACK_ATTR_CHUNK 4096u	/* distinct attributes a chunk */
 /* Names held in memory before new ones spill (pack/spill.c); the test
  * knob R4_PACK_SPILL_AFTER overrides it (0: spill from the first), and
  * R4_PACK_RUN_BYTES the bytes of records gathered before a run. */
-#define BUILD_SPILL_AFTER (1u << 18)
-#define BUILD_SPILL_BUDGET (16u << 20)
+#define PACK_SPILL_AFTER (1u << 18)
+#define PACK_SPILL_BUDGET (16u << 20)
 #define SPILL_FP_BITS 10
 #define SPILL_FP_SEGS (1u << SPILL_FP_BITS)
 
@@ -57,7 +57,7 @@ struct breg;
 
 /* An object, 48 bytes: what every object needs; what only some have
  * hangs off u (carved from the build's chunks like the object). Kept
- * small: the builder holds one per file (issue 11). Its attributes are
+ * small: the packer holds one per file (issue 11). Its attributes are
  * an index into the build's table of distinct ones (obj_attr): most
  * files of an archive share mode, owner and times. */
 struct bobj {
@@ -167,14 +167,14 @@ struct pack_spill;
 struct wbuf {
 	uint64_t start;
 	size_t n;
-	uint8_t *buf;			/* BUILD_WBUF_BLOCKS blocks */
+	uint8_t *buf;			/* PACK_WBUF_BLOCKS blocks */
 };
 
 /* Spool bytes waiting to be written (wr), or read back (rd). */
 struct sbuf {
 	uint64_t start;
 	size_t n;
-	uint8_t *buf;			/* BUILD_WBUF_BLOCKS blocks */
+	uint8_t *buf;			/* PACK_WBUF_BLOCKS blocks */
 };
 
 /* A copy: len bytes from byte soff of the source file to byte off of
@@ -191,7 +191,7 @@ struct cbatch {
 	uint32_t bs;
 	size_t n;
 	uint64_t bytes;
-	struct copy1 c[BUILD_CBATCH];
+	struct copy1 c[PACK_CBATCH];
 };
 
 /* Writing behind: full buffers go to a writer thread, in order; and
@@ -209,15 +209,15 @@ struct wq {
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
 	int on, stop, busy;
-	struct wjob job[BUILD_WQ_JOBS];
+	struct wjob job[PACK_WQ_JOBS];
 	size_t head, n;			/* jobs waiting */
 	/* copies: 1 once copy_file_range could not (then read and write
-	 * through bounce, BUILD_COPY_BUF bytes, for the rest of the build);
+	 * through bounce, PACK_COPY_BUF bytes, for the rest of the build);
 	 * touched by the thread running the copies only */
 	int nocopy;
 	uint8_t *bounce;
 	struct cbatch *cur;		/* copies not handed over yet */
-	uint8_t *free[BUILD_WQ_BUFS];
+	uint8_t *free[PACK_WQ_BUFS];
 	size_t nfree;
 	int rc;				/* the first failure, sticky */
 	struct r4_error err;
@@ -237,9 +237,9 @@ struct blevel {
 	size_t hlen;
 };
 
-struct r4_build {
+struct r4_pack {
 	struct mkfs m;
-	struct r4_build_opts o;
+	struct r4_pack_opts o;
 	char *target, *tmp;		/* final and temporary path */
 	int in_place;			/* block device or window (a
 					 * partition): no temporary file */
@@ -253,7 +253,7 @@ struct r4_build {
 	struct bobj *root;
 	size_t hcount;			/* names in memory */
 	/* the distinct attributes (mode, owner, times as stored), in
-	 * chunks of BUILD_ATTR_CHUNK (no slack, nothing copied as they
+	 * chunks of PACK_ATTR_CHUNK (no slack, nothing copied as they
 	 * grow), found through ahtab (open addressing, at most half used:
 	 * 1 + index, 0 free) */
 	struct enc_attr **attrc;
@@ -292,7 +292,7 @@ struct r4_build {
 	 * where that name ends in the path, and its type */
 	size_t wk_bad;
 	int wk_bad_type;
-	/* what the last r4_build_probe found (for path pr_path: the
+	/* what the last r4_pack_probe found (for path pr_path: the
 	 * directory, where the last name starts, its length, its entry or
 	 * NULL), pr_ok until the next pack_ns_add, which uses it when it
 	 * adds that path: only an add changes what a probe finds (a name
@@ -319,7 +319,7 @@ struct r4_build {
 	 * had (then every entry's data is read) */
 	struct io_dev *src;
 	int src_fd;
-	uint8_t *atbuf;			/* BUILD_AT_BUF: a BD_AT file read
+	uint8_t *atbuf;			/* PACK_AT_BUF: a BD_AT file read
 					 * whole when it spans items */
 	uint64_t direct_bytes;		/* data taken from src directly */
 	struct wq wq;
@@ -348,114 +348,114 @@ struct r4_build {
 };
 
 /* nsobj.c: the parts ns.c builds names from. */
-struct bent *pack_lookup_mem(struct r4_build *b, const struct bobj *dir,
+struct bent *pack_lookup_mem(struct r4_pack *b, const struct bobj *dir,
 			       const char *s, size_t n);
 void *pack_parena_get(struct parena *a, size_t n);
 void pack_parena_free(struct parena *a);
 void pack_parena_reset(struct parena *a);
-struct bobj *pack_new_obj(struct r4_build *b, enum r4_entry_type type);
+struct bobj *pack_new_obj(struct r4_pack *b, enum r4_entry_type type);
 int pack_add_kid(struct bobj *dir, struct bent *e);
-struct bent *pack_new_ent(struct r4_build *b, struct bobj *dir,
+struct bent *pack_new_ent(struct r4_pack *b, struct bobj *dir,
 			    const char *s, size_t n, struct bobj *obj);
-int pack_attr_set(struct r4_build *b, struct bobj *o,
+int pack_attr_set(struct r4_pack *b, struct bobj *o,
 		    const struct enc_attr *a);
-int pack_implicit_dir(struct r4_build *b, struct bobj *o, uint32_t uid,
+int pack_implicit_dir(struct r4_pack *b, struct bobj *o, uint32_t uid,
 			uint32_t gid);
 /* ns.c */
-int pack_ns_init(struct r4_build *b, struct r4_error *err);
-void pack_ns_fini(struct r4_build *b);
+int pack_ns_init(struct r4_pack *b, struct r4_error *err);
+void pack_ns_fini(struct r4_pack *b);
 /* Add an entry; *obj receives the regular file's object when its data
  * is to be taken now (NULL otherwise). */
-int pack_ns_add(struct r4_build *b, const struct r4_entry *e, struct bobj **obj,
+int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err);
 /* A regular file spilled once its data is taken (o->spilled): write
  * its record (ok), or only forget it (!ok, the take failed). */
-int pack_ns_spill_done(struct r4_build *b, struct bobj *o, int ok,
+int pack_ns_spill_done(struct r4_pack *b, struct bobj *o, int ok,
 		       struct r4_error *err);
 /* At finish: d's spilled names appended to its children (*nmem: how
  * many it had), and taken out again. */
-int pack_ns_dir_load(struct r4_build *b, struct bobj *d, size_t *nmem,
+int pack_ns_dir_load(struct r4_pack *b, struct bobj *d, size_t *nmem,
 		     struct r4_error *err);
-void pack_ns_dir_unload(struct r4_build *b, struct bobj *d, size_t nmem);
+void pack_ns_dir_unload(struct r4_pack *b, struct bobj *d, size_t nmem);
 /* No name is looked up or added any more (finish reorders the
  * directories' children): the tables that found them are freed. */
-void pack_ns_seal(struct r4_build *b);
+void pack_ns_seal(struct r4_pack *b);
 /* "a/b/c" of a name into buf. */
-const char *pack_ns_path(const struct r4_build *b, const struct bent *e,
+const char *pack_ns_path(const struct r4_pack *b, const struct bent *e,
 			 char *buf, size_t len);
-const char *pack_ns_obj_path(const struct r4_build *b, const struct bobj *o,
+const char *pack_ns_obj_path(const struct r4_pack *b, const struct bobj *o,
 			     char *buf, size_t len);
 /* Once every object named is placed (oids assigned): the objects that
  * lost their last name to a replacement give their data blocks back. */
-void pack_ns_release(struct r4_build *b);
+void pack_ns_release(struct r4_pack *b);
 /* The directory holding a name. */
-static inline struct bobj *ent_dir(const struct r4_build *b,
+static inline struct bobj *ent_dir(const struct r4_pack *b,
 				   const struct bent *e)
 {
 	return b->dirv[e->dir];
 }
 /* An object's attributes. */
-static inline const struct enc_attr *obj_attr(const struct r4_build *b,
+static inline const struct enc_attr *obj_attr(const struct r4_pack *b,
 					      const struct bobj *o)
 {
-	return &b->attrc[o->attr / BUILD_ATTR_CHUNK]
-			[o->attr % BUILD_ATTR_CHUNK];
+	return &b->attrc[o->attr / PACK_ATTR_CHUNK]
+			[o->attr % PACK_ATTR_CHUNK];
 }
 /* The locality of an object placed at finish (its primary name's
  * directory). */
-static inline uint64_t obj_locality(const struct r4_build *b,
+static inline uint64_t obj_locality(const struct r4_pack *b,
 				    const struct bobj *o)
 {
 	return o == b->root ? FMT_ROOT_LOCALITY : ent_dir(b, o->primary)->oid;
 }
 
 /* data.c */
-int pack_space_setup(struct r4_build *b, struct r4_error *err);
+int pack_space_setup(struct r4_pack *b, struct r4_error *err);
 /* Hand out one block, or up to 'want' contiguous ones (*got). */
-int pack_alloc_run(struct r4_build *b, uint64_t want, uint64_t *start,
+int pack_alloc_run(struct r4_pack *b, uint64_t want, uint64_t *start,
 	      uint64_t *got, struct r4_error *err);
 /* Save k blocks in a row for the upper nodes (not marked used yet). */
-void pack_alloc_reserve_area(struct r4_build *b, uint64_t k);
-int pack_alloc_mark(struct r4_build *b, uint64_t start, uint64_t n,
+void pack_alloc_reserve_area(struct r4_pack *b, uint64_t k);
+int pack_alloc_mark(struct r4_pack *b, uint64_t start, uint64_t n,
 	       struct r4_error *err);
 /* Give back n blocks from start handed out before (they stay behind
  * the cursor: not handed out again, simply free in the bitmap). */
-void pack_alloc_free(struct r4_build *b, uint64_t start, uint64_t n);
-int pack_img_write(struct r4_build *b, uint64_t blk, const uint8_t *data,
+void pack_alloc_free(struct r4_pack *b, uint64_t start, uint64_t n);
+int pack_img_write(struct r4_pack *b, uint64_t blk, const uint8_t *data,
 	      struct r4_error *err);
 /* Write out the buffered blocks (and wait for them when writing
  * behind). */
-int pack_img_flush(struct r4_build *b, struct r4_error *err);
+int pack_img_flush(struct r4_pack *b, struct r4_error *err);
 /* Write behind on another thread from now on, until pack_async_end(),
  * which waits for every write and gives the first failure. Every begin
  * needs its end before the build is freed. */
-int pack_async_begin(struct r4_build *b, struct r4_error *err);
+int pack_async_begin(struct r4_pack *b, struct r4_error *err);
 /* Wait for the writes handed over so far (before reading the image). */
-int pack_img_wait(struct r4_build *b, struct r4_error *err);
-int pack_async_end(struct r4_build *b, struct r4_error *err);
+int pack_img_wait(struct r4_pack *b, struct r4_error *err);
+int pack_async_end(struct r4_pack *b, struct r4_error *err);
 /* Write out the spool buffer before tails are read back. */
-int pack_spool_seal(struct r4_build *b, struct r4_error *err);
+int pack_spool_seal(struct r4_pack *b, struct r4_error *err);
 /* Free the spool buffers (called from pack_tree_fini). */
-void pack_spool_fini(struct r4_build *b);
-static inline int used_test(const struct r4_build *b, uint64_t blk)
+void pack_spool_fini(struct r4_pack *b);
+static inline int used_test(const struct r4_pack *b, uint64_t blk)
 {
 	return blk < b->used_cap && ((b->used[blk >> 3] >> (blk & 7)) & 1);
 }
 /* Take a file's data from fn: tails into the spool, extents into the
  * image. */
-int pack_data_take(struct r4_build *b, struct bobj *o, r4_data_fn fn, void *ctx,
+int pack_data_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn, void *ctx,
 	      const char *path, struct r4_error *err);
 /* Take it from where it lies in the source file (e->data_file): extents
  * copied by the writer (copy_file_range), tails read at finish. 1: not
  * taken (no source file to be had, or a compressed file): use
  * pack_data_take. */
-int pack_data_take_at(struct r4_build *b, struct bobj *o,
+int pack_data_take_at(struct r4_pack *b, struct bobj *o,
 		      const struct r4_entry *e, struct r4_error *err);
-/* Close the source file (build_free). */
-void pack_src_fini(struct r4_build *b);
+/* Close the source file (packer_free). */
+void pack_src_fini(struct r4_pack *b);
 /* Reading a tail file's bytes in order while leaves are packed. */
 struct tailrd {
-	struct r4_build *b;
+	struct r4_pack *b;
 	struct bobj *o;
 	uint64_t pos;
 	r4_data_fn fn;			/* deferred */
@@ -467,48 +467,48 @@ struct tailrd {
 	int whole;			/* BD_AT: the file is in b->atbuf */
 	const char *path;
 };
-int pack_tail_open(struct r4_build *b, struct bobj *o, const char *path,
+int pack_tail_open(struct r4_pack *b, struct bobj *o, const char *path,
 	      struct tailrd *t, struct r4_error *err);
 int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,
 	      struct r4_error *err);
 void pack_tail_close(struct tailrd *t);
 /* Deferred extents: read the file now, writing its blocks. */
 /* A BD_ATX file's extents, copied from b->src now (emit order). */
-int pack_data_atx_extents(struct r4_build *b, struct bobj *o,
+int pack_data_atx_extents(struct r4_pack *b, struct bobj *o,
 			  const char *path, struct r4_error *err);
-int pack_data_deferred_extents(struct r4_build *b, struct bobj *o,
+int pack_data_deferred_extents(struct r4_pack *b, struct bobj *o,
 			  const char *path, struct r4_error *err);
 /* Append len bytes to the spool (compressed clusters). */
-int pack_spool_put(struct r4_build *b, const void *p, uint64_t len,
+int pack_spool_put(struct r4_pack *b, const void *p, uint64_t len,
 		   struct r4_error *err);
 
 /* nodes.c */
-int pack_tree_init(struct r4_build *b, struct r4_error *err);
-void pack_tree_fini(struct r4_build *b);
+int pack_tree_init(struct r4_pack *b, struct r4_error *err);
+void pack_tree_fini(struct r4_pack *b);
 /* Room for one more leaf item body in the open leaf (0 if none open). */
-size_t pack_leaf_room(struct r4_build *b);
+size_t pack_leaf_room(struct r4_pack *b);
 /* Append a leaf item (closing the leaf first when it does not fit);
  * *body receives where to put len bytes. */
-int pack_leaf_add(struct r4_build *b, const struct fmt_key *k, unsigned pid,
+int pack_leaf_add(struct r4_pack *b, const struct fmt_key *k, unsigned pid,
 	     size_t len, uint8_t **body, struct r4_error *err);
 /* The same with the body's bytes left as they are: the caller writes
  * every one of the len bytes (or fails the build). */
-int pack_leaf_add_raw(struct r4_build *b, const struct fmt_key *k,
+int pack_leaf_add_raw(struct r4_pack *b, const struct fmt_key *k,
 		      unsigned pid, size_t len, uint8_t **body,
 		      struct r4_error *err);
-int pack_leaf_close(struct r4_build *b, struct r4_error *err);
+int pack_leaf_close(struct r4_pack *b, struct r4_error *err);
 /* Make sure the twig level has room for an item of len bytes before
  * data it will describe is placed. */
-int pack_twig_reserve(struct r4_build *b, size_t len, struct r4_error *err);
+int pack_twig_reserve(struct r4_pack *b, size_t len, struct r4_error *err);
 /* Append an extent item (split over twigs as needed). */
-int pack_twig_add_extent(struct r4_build *b, const struct fmt_key *k,
+int pack_twig_add_extent(struct r4_pack *b, const struct fmt_key *k,
 		    const struct fmt_extent40_unit *u, size_t n,
 		    struct r4_error *err);
 /* Store a u64 at byte off of leaf number seq (0 = the first leaf). */
-int pack_leaf_patch_u64(struct r4_build *b, uint64_t seq, uint32_t off,
+int pack_leaf_patch_u64(struct r4_pack *b, uint64_t seq, uint32_t off,
 		   uint64_t val, struct r4_error *err);
 /* Close everything; give the root block and height. */
-int pack_tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
+int pack_tree_finish(struct r4_pack *b, uint64_t *root, unsigned *height,
 		struct r4_error *err);
 
 /* upper.c: nodes above the leaves are kept in memory; pointers to them
@@ -516,11 +516,11 @@ int pack_tree_finish(struct r4_build *b, uint64_t *root, unsigned *height,
  * the area saved before the first leaf when they fit there: the root,
  * then each level down to the twigs, each level in key order, so that
  * the last twig is right before the first leaf. */
-int pack_upper_keep(struct r4_build *b, unsigned level, const uint8_t *node,
+int pack_upper_keep(struct r4_pack *b, unsigned level, const uint8_t *node,
 	       uint64_t *id, struct r4_error *err);
-int pack_upper_place(struct r4_build *b, uint64_t root_id, uint64_t *root,
+int pack_upper_place(struct r4_pack *b, uint64_t root_id, uint64_t *root,
 		struct r4_error *err);
-void pack_upper_fini(struct r4_build *b);
+void pack_upper_fini(struct r4_pack *b);
 
 /* spill.c */
 uint64_t pack_spill_hash(uint32_t dir, const char *s, size_t n);
@@ -551,10 +551,10 @@ int pack_spill_dir(struct pack_spill *s, uint32_t dir, uint8_t **buf,
 		   size_t *cap, size_t *len);
 
 /* items.c */
-int pack_items_build(struct r4_build *b, struct r4_error *err);
-void pack_items_fini(struct r4_build *b);
+int pack_items_make(struct r4_pack *b, struct r4_error *err);
+void pack_items_fini(struct r4_pack *b);
 /* The ordering part of a placed object's keys: its primary name's
  * (made again from the name: not kept in every object). */
-uint64_t pack_obj_ordering(struct r4_build *b, const struct bobj *o);
+uint64_t pack_obj_ordering(struct r4_pack *b, const struct bobj *o);
 
 #endif

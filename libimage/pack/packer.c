@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: r4_build_begin / add / finish / abort.
+/* r4kit: r4_pack_begin / add / finish / abort.
  *
  * An image file is built as ".NAME.r4pack.XXXXXX" in the target's
  * directory (created O_EXCL) and renamed over NAME only once every block
- * is written and synced; a failure or r4_build_abort() unlinks it, so the
+ * is written and synced; a failure or r4_pack_abort() unlinks it, so the
  * target is never touched. A block device is written in place (there is
  * nothing to rename), with its size as the volume size. Tail files' bytes
  * wait in a spool file (".NAME.r4spool.XXXXXX", unlinked at once). */
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
-#include "libimage/pack/build.h"
+#include "libimage/pack/packer.h"
 #include "libimage/pack/cluster.h"
 #include "libimage/util/err.h"
 #include "libimage/util/tmpfiles.h"
@@ -24,7 +24,7 @@
 #define ROUND_BLOCKS 16		/* volumes are multiples of 64 KiB */
 #define SCRATCH_BYTES 65536
 
-void r4_build_opts_init(struct r4_build_opts *o)
+void r4_pack_opts_init(struct r4_pack_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	r4_mkfs_opts_init(&o->mkfs);
@@ -34,7 +34,7 @@ void r4_build_opts_init(struct r4_build_opts *o)
 }
 
 /* "dir/.base.WHAT.XXXXXX" next to path, created O_EXCL. */
-static int open_temp(struct r4_build *b, const char *what, char **name,
+static int open_temp(struct r4_pack *b, const char *what, char **name,
 		     struct io_dev **dev, struct r4_error *err)
 {
 	const char *slash = strrchr(b->target, '/');
@@ -77,7 +77,7 @@ static int open_temp(struct r4_build *b, const char *what, char **name,
 		       b->target);
 }
 
-static int check_opts(const struct r4_build_opts *o, struct r4_error *err)
+static int check_opts(const struct r4_pack_opts *o, struct r4_error *err)
 {
 	if (o->mkfs.blksize != FMT_BLKSIZE_DEFAULT)
 		return r4i_fail(err, R4_EUNSUPP, "block size %u is not "
@@ -96,7 +96,7 @@ static int check_opts(const struct r4_build_opts *o, struct r4_error *err)
 	return 0;
 }
 
-static int open_target(struct r4_build *b, struct r4_error *err)
+static int open_target(struct r4_pack *b, struct r4_error *err)
 {
 	struct stat st;
 	uint64_t bytes = b->o.auto_size ? 0 : b->o.mkfs.size_bytes;
@@ -132,7 +132,7 @@ static int open_target(struct r4_build *b, struct r4_error *err)
 	return 0;
 }
 
-static void build_free(struct r4_build *b)
+static void packer_free(struct r4_pack *b)
 {
 	if (!b)
 		return;
@@ -158,20 +158,20 @@ static void build_free(struct r4_build *b)
 	free(b);
 }
 
-const char *r4_build_temp(const struct r4_build *b)
+const char *r4_pack_temp(const struct r4_pack *b)
 {
 	return b && !b->in_place ? b->tmp : NULL;
 }
 
-void r4_build_abort(struct r4_build *b)
+void r4_pack_abort(struct r4_pack *b)
 {
-	build_free(b);
+	packer_free(b);
 }
 
-int r4_build_begin(const char *image, const struct r4_build_opts *o,
-		   struct r4_build **out, struct r4_error *err)
+int r4_pack_begin(const char *image, const struct r4_pack_opts *o,
+		   struct r4_pack **out, struct r4_error *err)
 {
-	struct r4_build *b;
+	struct r4_pack *b;
 	int rc = check_opts(o, err);
 
 	*out = NULL;
@@ -191,7 +191,7 @@ int r4_build_begin(const char *image, const struct r4_build_opts *o,
 	b->m.buf = malloc(b->bs);
 	b->scratch = malloc(SCRATCH_BYTES);
 	if (!b->target || !b->m.buf || !b->scratch) {
-		build_free(b);
+		packer_free(b);
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	}
 	mkfs_make_supers(&b->m, fmt_min_block_count(b->bs));
@@ -206,14 +206,14 @@ int r4_build_begin(const char *image, const struct r4_build_opts *o,
 	if (!rc)
 		rc = pack_cc_init(b, err);
 	if (rc) {
-		build_free(b);
+		packer_free(b);
 		return rc;
 	}
 	*out = b;
 	return 0;
 }
 
-int r4_build_add(struct r4_build *b, const struct r4_entry *e,
+int r4_pack_add(struct r4_pack *b, const struct r4_entry *e,
 		 struct r4_error *err)
 {
 	struct bobj *o;
@@ -248,12 +248,12 @@ int r4_build_add(struct r4_build *b, const struct r4_entry *e,
 	return rc;
 }
 
-int r4_build_stream_begin(struct r4_build *b, struct r4_error *err)
+int r4_pack_stream_begin(struct r4_pack *b, struct r4_error *err)
 {
 	return pack_async_begin(b, err);
 }
 
-int r4_build_stream_end(struct r4_build *b, struct r4_error *err)
+int r4_pack_stream_end(struct r4_pack *b, struct r4_error *err)
 {
 	int rc = b->failed ? 0 : pack_cc_stream_drain(b, err);
 	int rc2 = pack_async_end(b, rc ? NULL : err);
@@ -266,7 +266,7 @@ int r4_build_stream_end(struct r4_build *b, struct r4_error *err)
 }
 
 /* Blocks a volume of len blocks uses besides the allocated ones. */
-static uint64_t fixed_used(const struct r4_build *b, uint64_t len)
+static uint64_t fixed_used(const struct r4_pack *b, uint64_t len)
 {
 	return fmt_blk_first_usable(b->bs) +
 	       fmt_bitmap_count(len, b->bs) - 1 +
@@ -278,7 +278,7 @@ static uint64_t round_up(uint64_t n)
 	return (n + ROUND_BLOCKS - 1) / ROUND_BLOCKS * ROUND_BLOCKS;
 }
 
-static uint64_t auto_count(const struct r4_build *b)
+static uint64_t auto_count(const struct r4_pack *b)
 {
 	uint64_t len = round_up(b->hi > fmt_min_block_count(b->bs) ? b->hi :
 				fmt_min_block_count(b->bs));
@@ -297,7 +297,7 @@ static uint64_t auto_count(const struct r4_build *b)
 }
 
 /* Region k's bitmap block into buf; returns the used count. */
-static uint64_t make_bitmap(struct r4_build *b, uint64_t k, uint8_t *buf)
+static uint64_t make_bitmap(struct r4_pack *b, uint64_t k, uint8_t *buf)
 {
 	uint64_t len = b->m.sb.block_count, bpb = fmt_bitmap_bpb(b->bs);
 	uint64_t start = fmt_bitmap_region_start(k, b->bs);
@@ -324,7 +324,7 @@ static uint64_t make_bitmap(struct r4_build *b, uint64_t k, uint8_t *buf)
 	return used;
 }
 
-static int write_bitmaps(struct r4_build *b, struct r4_error *err)
+static int write_bitmaps(struct r4_pack *b, struct r4_error *err)
 {
 	uint64_t n = fmt_bitmap_count(b->m.sb.block_count, b->bs), used = 0;
 	int rc = 0;
@@ -340,7 +340,7 @@ static int write_bitmaps(struct r4_build *b, struct r4_error *err)
 
 /* The super blocks for the final size; the node headers already carry
  * the mkfs id chosen at begin. */
-static int make_final_supers(struct r4_build *b, uint64_t root,
+static int make_final_supers(struct r4_pack *b, uint64_t root,
 			     unsigned height, struct r4_error *err)
 {
 	uint32_t id = b->m.sb.mkfs_id;
@@ -362,7 +362,7 @@ static int make_final_supers(struct r4_build *b, uint64_t root,
 	return mkfs_zero_head(&b->m, err);
 }
 
-static int finish(struct r4_build *b, struct r4_build_result *res,
+static int finish(struct r4_pack *b, struct r4_pack_result *res,
 		  struct r4_error *err)
 {
 	uint64_t root = 0;
@@ -370,7 +370,7 @@ static int finish(struct r4_build *b, struct r4_build_result *res,
 	int rc = pack_cc_stream_drain(b, err);
 
 	if (!rc)
-		rc = pack_items_build(b, err);
+		rc = pack_items_make(b, err);
 
 	if (!rc)
 		rc = pack_tree_finish(b, &root, &height, err);
@@ -408,7 +408,7 @@ static int finish(struct r4_build *b, struct r4_build_result *res,
 	return 0;
 }
 
-int r4_build_finish(struct r4_build *b, struct r4_build_result *res,
+int r4_pack_finish(struct r4_pack *b, struct r4_pack_result *res,
 		    struct r4_error *err)
 {
 	int rc;
@@ -418,6 +418,6 @@ int r4_build_finish(struct r4_build *b, struct r4_build_result *res,
 			     b->target);
 	else
 		rc = finish(b, res, err);
-	build_free(b);
+	packer_free(b);
 	return rc;
 }

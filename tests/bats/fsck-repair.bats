@@ -154,7 +154,7 @@ kept() {
 	fi
 }
 
-# ---- the damage cases of fsck.bats ----
+# ---- the damage cases of fsck-check.bats ----
 
 @test "wrong master magic: restored from the backup (-y)" {
 	fresh
@@ -617,7 +617,7 @@ sd_block() {
 	r4fsck -n "$T/bad.img"
 }
 
-# ---- beyond fsck.bats ----
+# ---- beyond fsck-check.bats ----
 
 # Two extent files and a third file after them: twig 25 holds a nodeptr
 # to leaf 26, a's extent (27..31), b's extent (32..39), a nodeptr to

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4build: a test driver of the one-pass builder (include/r4/pack.h).
+/* r4packer: a test driver of the one-pass builder (include/r4/pack.h).
  *
- *   r4build [-s] [-o TYPE=PLUGIN]... [-S SIZE] [-U UUID] [-L LABEL]
+ *   r4packer [-s] [-o TYPE=PLUGIN]... [-S SIZE] [-U UUID] [-L LABEL]
  *           [-F FREE%] IMAGE SRCDIR
  *
  * Walks SRCDIR (names in byte order, depth first), adds every entry and
@@ -163,7 +163,7 @@ static void fill_entry(struct r4_entry *e, const struct stat *st)
 	e->size = e->type == R4_ENT_REG ? (uint64_t)st->st_size : 0;
 }
 
-static int add_one(struct r4_build *b, const char *full, const char *rel,
+static int add_one(struct r4_pack *b, const char *full, const char *rel,
 		   const struct stat *st, struct r4_error *err)
 {
 	struct r4_entry e = { .path = rel };
@@ -188,7 +188,7 @@ static int add_one(struct r4_build *b, const char *full, const char *rel,
 			return rc;
 		e.data_ctx = ctx;
 	}
-	rc = r4_build_add(b, &e, err);
+	rc = r4_pack_add(b, &e, err);
 	host_close(ctx);
 	return rc;
 }
@@ -198,7 +198,7 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int walk(struct r4_build *b, const char *full, const char *rel,
+static int walk(struct r4_pack *b, const char *full, const char *rel,
 		struct r4_error *err)
 {
 	DIR *d = opendir(full);
@@ -242,7 +242,7 @@ static int walk(struct r4_build *b, const char *full, const char *rel,
 	return rc;
 }
 
-static int parse(int argc, char **argv, struct r4_build_opts *o)
+static int parse(int argc, char **argv, struct r4_pack_opts *o)
 {
 	struct r4_error err = { 0 };
 	int c;
@@ -252,7 +252,7 @@ static int parse(int argc, char **argv, struct r4_build_opts *o)
 		case 's': stream = 1; break;
 		case 'o':
 			if (r4_mkfs_override(&o->mkfs, optarg, &err)) {
-				fprintf(stderr, "r4build: %s\n", err.msg);
+				fprintf(stderr, "r4packer: %s\n", err.msg);
 				return -1;
 			}
 			break;
@@ -281,19 +281,19 @@ int main(int argc, char **argv)
 {
 	static const struct r4_data_source src = { host_open, host_close,
 						   NULL, 1 };
-	struct r4_build_opts o;
-	struct r4_build_result res;
+	struct r4_pack_opts o;
+	struct r4_pack_result res;
 	struct r4_error err = { 0 };
-	struct r4_build *b;
+	struct r4_pack *b;
 	struct r4_entry root = { .path = "", .type = R4_ENT_DIR };
 	struct stat st;
 	int rc;
 
-	r4_build_opts_init(&o);
-	r4cmd_env_build(&o);
+	r4_pack_opts_init(&o);
+	r4cmd_env_pack(&o);
 	o.source = &src;
 	if (parse(argc, argv, &o)) {
-		fprintf(stderr, "usage: r4build [-s] [-o TYPE=PLUGIN]... "
+		fprintf(stderr, "usage: r4packer [-s] [-o TYPE=PLUGIN]... "
 			"[-S SIZE] [-U UUID] [-L LABEL] [-F FREE%%] IMAGE "
 			"SRCDIR\n");
 		return 2;
@@ -303,23 +303,23 @@ int main(int argc, char **argv)
 		perror(src_root);
 		return 2;
 	}
-	if (r4_build_begin(argv[optind], &o, &b, &err)) {
-		fprintf(stderr, "r4build: %s\n", err.msg);
+	if (r4_pack_begin(argv[optind], &o, &b, &err)) {
+		fprintf(stderr, "r4packer: %s\n", err.msg);
 		return 1;
 	}
 	fill_entry(&root, &st);
 	root.path = "";
-	rc = r4_build_add(b, &root, &err);
+	rc = r4_pack_add(b, &root, &err);
 	if (!rc)
 		rc = walk(b, src_root, "", &err);
 	if (rc) {
-		fprintf(stderr, "r4build: %s\n", err.msg[0] ? err.msg :
+		fprintf(stderr, "r4packer: %s\n", err.msg[0] ? err.msg :
 			strerror(-rc));
-		r4_build_abort(b);
+		r4_pack_abort(b);
 		return 1;
 	}
-	if (r4_build_finish(b, &res, &err)) {
-		fprintf(stderr, "r4build: %s\n", err.msg);
+	if (r4_pack_finish(b, &res, &err)) {
+		fprintf(stderr, "r4packer: %s\n", err.msg);
 		return 1;
 	}
 	printf("blocks %" PRIu64 " free %" PRIu64 " files %" PRIu64 " dirs %"
