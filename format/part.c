@@ -200,8 +200,8 @@ static int mbr_logicals(fmt_part_read_fn rd, void *ctx,
 			return fail(why, len, "extended boot record at sector "
 				    "%llu lies outside the extended partition "
 				    "%u", (unsigned long long)ebr, ext->number);
-		if (rd(ctx, ebr * SEC, sec, SEC))
-			return rd_fail(why, len, ebr * SEC);
+		if (rd(ctx, ebr * t->sector, sec, SEC))
+			return rd_fail(why, len, ebr * t->sector);
 		if (sec[510] != 0x55 || sec[511] != 0xaa)
 			return 0;
 		rc = ebr_data(t, ext, sec, ebr, &next, why, len);
@@ -248,7 +248,7 @@ static int mbr_decode(fmt_part_read_fn rd, void *ctx,
 /* ---- GPT ---------------------------------------------------------------- */
 
 struct gpt_hdr {
-	uint64_t first_usable, last_usable, entries_lba;
+	uint64_t alt_lba, first_usable, last_usable, entries_lba;
 	uint32_t count, esize, entries_crc;
 };
 
@@ -289,33 +289,16 @@ static void name_utf8(const uint8_t *u, size_t n, char *out)
 	*o = '\0';
 }
 
-/* The header in sector 1, checked: signature, size, CRC, its own
- * place, the usable range and the entry array inside the disk. */
-static int gpt_header(fmt_part_read_fn rd, void *ctx,
-		      struct fmt_part_table *t, struct gpt_hdr *g,
-		      char *why, size_t len)
+/* A header's fields, checked: the usable range and the entry array
+ * inside the disk, the counts in range. */
+static int gpt_fields(const uint8_t *h, struct fmt_part_table *t,
+		      struct gpt_hdr *g, const char *what, char *why,
+		      size_t len)
 {
-	uint8_t h[SEC];
-	uint32_t hsize, crc;
+	uint32_t ss = t->sector;
 	uint64_t asec;
 
-	if (rd(ctx, SEC, h, SEC))
-		return rd_fail(why, len, SEC);
-	if (memcmp(h, GPT_SIG, 8))
-		return fail(why, len, "the protective MBR announces a GPT, but "
-			    "sector 1 holds no GPT header");
-	hsize = get_le32(h + 12);
-	if (hsize < 92 || hsize > SEC)
-		return fail(why, len, "GPT header size %u is out of range (92 "
-			    "to %u)", hsize, SEC);
-	crc = get_le32(h + 16);
-	put_le32(h + 16, 0);
-	if (fmt_crc32(h, hsize) != crc)
-		return fail(why, len, "GPT header (sector 1): bad CRC (stored "
-			    "0x%08x, computed 0x%08x)", crc, fmt_crc32(h, hsize));
-	if (get_le64(h + 24) != 1)
-		return fail(why, len, "GPT header (sector 1) says it is in "
-			    "sector %llu", (unsigned long long)get_le64(h + 24));
+	g->alt_lba = get_le64(h + 32);
 	g->first_usable = get_le64(h + 40);
 	g->last_usable = get_le64(h + 48);
 	memcpy(t->disk_guid, h + 56, 16);
@@ -325,25 +308,59 @@ static int gpt_header(fmt_part_read_fn rd, void *ctx,
 	g->entries_crc = get_le32(h + 88);
 	if (g->first_usable > g->last_usable ||
 	    g->last_usable >= t->disk_sectors)
-		return fail(why, len, "GPT usable sectors %llu to %llu are not "
-			    "inside the disk (%llu sectors)",
+		return fail(why, len, "%s: usable sectors %llu to %llu are not "
+			    "inside the disk (%llu sectors)", what,
 			    (unsigned long long)g->first_usable,
 			    (unsigned long long)g->last_usable,
 			    (unsigned long long)t->disk_sectors);
 	if (g->count > FMT_GPT_ENTRIES_MAX)
-		return fail(why, len, "GPT header counts %u entries (at most "
-			    "%u)", g->count, FMT_GPT_ENTRIES_MAX);
+		return fail(why, len, "%s counts %u entries (at most %u)", what,
+			    g->count, FMT_GPT_ENTRIES_MAX);
 	if (g->esize < 128 || g->esize > 4096 || (g->esize & (g->esize - 1)))
-		return fail(why, len, "GPT entry size %u is not a power of two "
-			    "from 128 to 4096", g->esize);
-	asec = ((uint64_t)g->count * g->esize + SEC - 1) / SEC;
+		return fail(why, len, "%s: entry size %u is not a power of two "
+			    "from 128 to 4096", what, g->esize);
+	asec = ((uint64_t)g->count * g->esize + ss - 1) / ss;
 	if (g->entries_lba < 2 || g->entries_lba >= t->disk_sectors ||
 	    asec > t->disk_sectors - g->entries_lba)
-		return fail(why, len, "GPT entry array (%u entries from sector "
-			    "%llu) is not inside the disk (%llu sectors)",
+		return fail(why, len, "%s: entry array (%u entries from sector "
+			    "%llu) is not inside the disk (%llu sectors)", what,
 			    g->count, (unsigned long long)g->entries_lba,
 			    (unsigned long long)t->disk_sectors);
 	return 0;
+}
+
+/* The header in sector lba (1, or the backup's in the disk's last
+ * sector), checked: signature, size, CRC, its own place, then its
+ * fields. */
+static int gpt_header(fmt_part_read_fn rd, void *ctx,
+		      struct fmt_part_table *t, uint64_t lba,
+		      struct gpt_hdr *g, char *why, size_t len)
+{
+	uint8_t h[FMT_PART_SECTOR_MAX];
+	uint32_t hsize, crc, ss = t->sector;
+	char what[64];
+
+	snprintf(what, sizeof(what), "GPT header (sector %llu)",
+		 (unsigned long long)lba);
+	if (rd(ctx, lba * ss, h, ss))
+		return rd_fail(why, len, lba * ss);
+	if (memcmp(h, GPT_SIG, 8))
+		return fail(why, len, "%ssector %llu holds no GPT header",
+			    lba == 1 ? "the protective MBR announces a GPT, "
+			    "but " : "", (unsigned long long)lba);
+	hsize = get_le32(h + 12);
+	if (hsize < 92 || hsize > ss)
+		return fail(why, len, "%s: size %u is out of range (92 to %u)",
+			    what, hsize, ss);
+	crc = get_le32(h + 16);
+	put_le32(h + 16, 0);
+	if (fmt_crc32(h, hsize) != crc)
+		return fail(why, len, "%s: bad CRC (stored 0x%08x, computed "
+			    "0x%08x)", what, crc, fmt_crc32(h, hsize));
+	if (get_le64(h + 24) != lba)
+		return fail(why, len, "%s says it is in sector %llu", what,
+			    (unsigned long long)get_le64(h + 24));
+	return gpt_fields(h, t, g, what, why, len);
 }
 
 /* One entry (index i) in use: its partition, checked. */
@@ -379,47 +396,115 @@ static int gpt_entry(struct fmt_part_table *t, const struct gpt_hdr *g,
 	return add(t, &p, why, len);
 }
 
-static int gpt_decode(fmt_part_read_fn rd, void *ctx,
-		      struct fmt_part_table *t, char *why, size_t len)
+/* The entry array a header points at: its CRC, then its entries. */
+static int gpt_array(fmt_part_read_fn rd, void *ctx,
+		     struct fmt_part_table *t, const struct gpt_hdr *g,
+		     char *why, size_t len)
 {
 	static const uint8_t zero[16];
 	uint8_t e[4096];
-	struct gpt_hdr g = { 0 };
 	uint32_t crc = 0;
-	int rc, bad = 0;
+	int bad = 0;
 
-	t->kind = FMT_PT_GPT;
-	if ((rc = gpt_header(rd, ctx, t, &g, why, len)))
-		return rc;
-	for (uint32_t i = 0; i < g.count; i++) {
-		uint64_t off = g.entries_lba * SEC + (uint64_t)i * g.esize;
+	t->n = 0;
+	for (uint32_t i = 0; i < g->count; i++) {
+		uint64_t off = g->entries_lba * t->sector +
+			       (uint64_t)i * g->esize;
 
-		if (rd(ctx, off, e, g.esize))
+		if (rd(ctx, off, e, g->esize))
 			return rd_fail(why, len, off);
-		crc = fmt_crc32_update(crc, e, g.esize);
+		crc = fmt_crc32_update(crc, e, g->esize);
 		/* the first bad entry is told once the CRC is known good */
 		if (!bad && memcmp(e, zero, 16))
-			bad = gpt_entry(t, &g, e, i, why, len);
+			bad = gpt_entry(t, g, e, i, why, len);
 	}
-	if (crc != g.entries_crc)
+	if (crc != g->entries_crc)
 		return fail(why, len, "GPT entry array (sector %llu): bad CRC "
 			    "(stored 0x%08x, computed 0x%08x)",
-			    (unsigned long long)g.entries_lba, g.entries_crc,
+			    (unsigned long long)g->entries_lba, g->entries_crc,
 			    crc);
 	return bad ? bad : no_overlap(t, why, len);
 }
 
+/* The header at lba and its array. */
+static int gpt_copy(fmt_part_read_fn rd, void *ctx, struct fmt_part_table *t,
+		    uint64_t lba, struct gpt_hdr *g, char *why, size_t len)
+{
+	int rc = gpt_header(rd, ctx, t, lba, g, why, len);
+
+	return rc ? rc : gpt_array(rd, ctx, t, g, why, len);
+}
+
+/* The primary copy; when it cannot be used, the backup (where the
+ * primary header says, or in the disk's last sector), as the UEFI
+ * specification asks: t->warning then says what was wrong. */
+static int gpt_decode(fmt_part_read_fn rd, void *ctx,
+		      struct fmt_part_table *t, char *why, size_t len)
+{
+	struct gpt_hdr g = { 0 }, b = { 0 };
+	char bwhy[160];
+	uint64_t alt = t->disk_sectors - 1;
+	int rc, brc;
+
+	t->kind = FMT_PT_GPT;
+	rc = gpt_header(rd, ctx, t, 1, &g, why, len);
+	if (!rc && g.alt_lba > 1 && g.alt_lba < t->disk_sectors)
+		alt = g.alt_lba;
+	if (!rc)
+		rc = gpt_array(rd, ctx, t, &g, why, len);
+	if (rc != R4_ECORRUPT || alt <= 1)
+		return rc;
+	brc = gpt_copy(rd, ctx, t, alt, &b, bwhy, sizeof(bwhy));
+	if (brc) {
+		size_t l = strlen(why);
+
+		if (l + 1 < len)
+			snprintf(why + l, len - l, "; the backup: %s", bwhy);
+		t->n = 0;
+		return rc;
+	}
+	snprintf(t->warning, sizeof(t->warning), "%s; the backup GPT (sector "
+		 "%llu) was read instead", why, (unsigned long long)alt);
+	why[0] = '\0';
+	return 0;
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
+/* The sector size: the caller's (a device's logical sector size), or
+ * 512 unless a GPT header lies at byte 4096 and none at byte 512 (a
+ * disk image of a 4096-byte-sector disk). */
+static uint32_t sector_size(fmt_part_read_fn rd, void *ctx,
+			    uint64_t disk_bytes, uint32_t hint)
+{
+	uint8_t sig[8];
+
+	if (hint)
+		return hint;
+	if (disk_bytes >= 3 * 4096 && !rd(ctx, SEC, sig, 8) &&
+	    memcmp(sig, GPT_SIG, 8) && !rd(ctx, 4096, sig, 8) &&
+	    !memcmp(sig, GPT_SIG, 8))
+		return 4096;
+	return SEC;
+}
+
 int fmt_part_decode(fmt_part_read_fn rd, void *ctx, uint64_t disk_bytes,
-		    struct fmt_part_table *t, char *why, size_t len)
+		    uint32_t sector, struct fmt_part_table *t, char *why,
+		    size_t len)
 {
 	uint8_t sec[SEC];
 
 	memset(t, 0, sizeof(*t));
 	if (len)
 		why[0] = '\0';
-	t->disk_sectors = disk_bytes / SEC;
+	if (sector && (sector < SEC || sector > FMT_PART_SECTOR_MAX ||
+		       (sector & (sector - 1)))) {
+		snprintf(why, len, "sector size %u is not a power of two from "
+			 "512 to %u", sector, FMT_PART_SECTOR_MAX);
+		return R4_EINVAL;
+	}
+	t->sector = sector_size(rd, ctx, disk_bytes, sector);
+	t->disk_sectors = disk_bytes / t->sector;
 	if (t->disk_sectors < 2) {
 		snprintf(why, len, "no partition table (the disk is smaller "
 			 "than two sectors)");

@@ -6,7 +6,8 @@
  * (an empty slot keeps its number), the logical partitions of the
  * extended one are 5, 6, ... in the order of their chain; GPT entry i
  * (from 0) is partition i + 1, empty entries skipped but counted.
- * Sectors are 512 bytes. Every field is checked against the disk's
+ * Sectors are 512 bytes, or 4096 (a device's logical sector size, or a
+ * GPT found at byte 4096 and not at 512). Every field is checked against the disk's
  * size: a table that does not fit is an error, never a guess. The
  * layouts: doc/format.md §1.10. */
 #ifndef R4_FORMAT_PART_H
@@ -16,6 +17,7 @@
 #include <stdint.h>
 
 #define FMT_PART_SECTOR 512u
+#define FMT_PART_SECTOR_MAX 4096u
 /* At most this many partitions in a table (GPT entries in use, MBR
  * primary + logical), and at most this many GPT entries in all. */
 #define FMT_PART_MAX 256
@@ -39,9 +41,13 @@ struct fmt_part {
 
 struct fmt_part_table {
 	enum fmt_part_kind kind;
+	uint32_t sector;	/* bytes per sector: 512 or 4096 */
 	uint64_t disk_sectors;	/* the disk's size, whole sectors */
 	uint8_t disk_guid[16];	/* GPT */
 	uint32_t disk_id;	/* MBR disk identifier (byte 440) */
+	/* GPT: the primary copy could not be used and the backup was
+	 * read; why the primary failed (else "") */
+	char warning[256];
 	size_t n;
 	struct fmt_part p[FMT_PART_MAX];
 };
@@ -51,14 +57,18 @@ struct fmt_part_table {
 typedef int (*fmt_part_read_fn)(void *ctx, uint64_t off, void *buf,
 				size_t len);
 
-/* Decode the table of a disk of disk_bytes bytes. 0; R4_ENOTFOUND when
+/* Decode the table of a disk of disk_bytes bytes, of sector bytes per
+ * sector (0: 512, or 4096 for a GPT found only at byte 4096). A GPT
+ * whose primary header or entry array is damaged is read from its
+ * backup (t->warning says so). 0; R4_ENOTFOUND when
  * there is no table (no 0x55 0xAA signature); R4_ECORRUPT with a
  * one-line reason in why for a table that cannot be used (a bad GPT
  * CRC, a count or size out of range, an entry past the disk's end,
  * overlapping entries, a loop of extended boot records); -EIO when
  * rd fails. t is filled as far as decoding got. */
 int fmt_part_decode(fmt_part_read_fn rd, void *ctx, uint64_t disk_bytes,
-		    struct fmt_part_table *t, char *why, size_t whylen);
+		    uint32_t sector, struct fmt_part_table *t, char *why,
+		    size_t whylen);
 
 /* The partition numbered number, or NULL. */
 const struct fmt_part *fmt_part_find(const struct fmt_part_table *t,

@@ -10,7 +10,13 @@
 #define SEC FMT_PART_SECTOR
 #define GPT_ENTRIES 128u
 #define GPT_ESIZE 128u
-#define GPT_ARRAY_SECTORS (GPT_ENTRIES * GPT_ESIZE / SEC)
+#define GPT_ARRAY_BYTES (GPT_ENTRIES * GPT_ESIZE)
+
+/* The table's sector size (0 means 512). */
+static uint32_t ss_of(const struct fmt_part_table *t)
+{
+	return t->sector ? t->sector : SEC;
+}
 
 void fmt_guid_str(const uint8_t g[16], char out[37])
 {
@@ -85,7 +91,7 @@ static int mbr_chain(const struct fmt_part_table *t,
 	for (size_t i = 0; i < t->n; i++) {
 		const struct fmt_part *p = &t->p[i];
 		uint64_t ebr = p->start - 1;
-		uint8_t *sec = disk + ebr * SEC;
+		uint8_t *sec = disk + ebr * ss_of(t);
 
 		if (!p->logical)
 			continue;
@@ -139,14 +145,16 @@ static void name_utf16(const char *s, uint8_t *u)
 static void gpt_hdr(uint8_t *h, const struct fmt_part_table *t,
 		    uint64_t self, uint64_t alt, uint64_t array, uint32_t ecrc)
 {
-	memset(h, 0, SEC);
+	uint64_t asec = GPT_ARRAY_BYTES / ss_of(t);
+
+	memset(h, 0, ss_of(t));
 	memcpy(h, "EFI PART", 8);
 	put_le32(h + 8, 0x00010000);
 	put_le32(h + 12, 92);
 	put_le64(h + 24, self);
 	put_le64(h + 32, alt);
-	put_le64(h + 40, 2 + GPT_ARRAY_SECTORS);
-	put_le64(h + 48, t->disk_sectors - 2 - GPT_ARRAY_SECTORS);
+	put_le64(h + 40, 2 + asec);
+	put_le64(h + 48, t->disk_sectors - 2 - asec);
 	memcpy(h + 56, t->disk_guid, 16);
 	put_le64(h + 72, array);
 	put_le32(h + 80, GPT_ENTRIES);
@@ -157,13 +165,15 @@ static void gpt_hdr(uint8_t *h, const struct fmt_part_table *t,
 
 static int gpt_encode(const struct fmt_part_table *t, uint8_t *disk)
 {
-	uint64_t ns = t->disk_sectors, back = ns - 1 - GPT_ARRAY_SECTORS;
-	uint8_t *arr = disk + 2 * SEC;
+	uint32_t ss = ss_of(t);
+	uint64_t asec = GPT_ARRAY_BYTES / ss, ns = t->disk_sectors;
+	uint64_t back = ns - 1 - asec;
+	uint8_t *arr = disk + 2 * ss;
 	uint32_t ecrc;
 
-	if (ns < 2 * (2 + GPT_ARRAY_SECTORS) + 1)
+	if (ns < 2 * (2 + asec) + 1)
 		return -1;
-	memset(disk, 0, SEC * (2 + GPT_ARRAY_SECTORS));
+	memset(disk, 0, ss * (2 + asec));
 	mbr_put(disk + 446, 0xee, 1, ns - 1 > 0xffffffffu ? 0xffffffffu :
 		ns - 1);
 	disk[510] = 0x55;
@@ -181,17 +191,17 @@ static int gpt_encode(const struct fmt_part_table *t, uint8_t *disk)
 		put_le64(e + 48, p->attrs);
 		name_utf16(p->name, e + 56);
 	}
-	ecrc = fmt_crc32(arr, GPT_ENTRIES * GPT_ESIZE);
-	gpt_hdr(disk + SEC, t, 1, ns - 1, 2, ecrc);
-	memcpy(disk + back * SEC, arr, GPT_ENTRIES * GPT_ESIZE);
-	gpt_hdr(disk + (ns - 1) * SEC, t, ns - 1, 1, back, ecrc);
+	ecrc = fmt_crc32(arr, GPT_ARRAY_BYTES);
+	gpt_hdr(disk + ss, t, 1, ns - 1, 2, ecrc);
+	memcpy(disk + back * ss, arr, GPT_ARRAY_BYTES);
+	gpt_hdr(disk + (ns - 1) * ss, t, ns - 1, 1, back, ecrc);
 	return 0;
 }
 
 int fmt_part_encode(const struct fmt_part_table *t, uint8_t *disk,
 		    uint64_t disk_bytes)
 {
-	if (t->disk_sectors * SEC > disk_bytes)
+	if (t->disk_sectors * ss_of(t) > disk_bytes)
 		return -1;
 	if (t->kind == FMT_PT_GPT)
 		return gpt_encode(t, disk);

@@ -48,7 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	d.data = data + 2;
 	d.size = size - 2;
 	d.bytes = d.size + (uint64_t)(data[0] | data[1] << 8) * 512;
-	if (fmt_part_decode(rd, &d, d.bytes, &t, why, sizeof(why))) {
+	if (fmt_part_decode(rd, &d, d.bytes, 0, &t, why, sizeof(why))) {
 		if (!why[0] || strchr(why, '\n'))
 			abort();
 		return 0;

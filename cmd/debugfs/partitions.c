@@ -45,10 +45,14 @@ static void json_table(const char *image, const struct r4_part_table *t)
 	r4cmd_json_begin("partitions", R4CMD_JSON_SCHEMA);
 	fputs(",", f);
 	r4cmd_json_name("disk", image, strlen(image));
-	fprintf(f, ",\"table\":\"%s\",\"sector_size\":512,\"disk_sectors\":",
-		t->scheme);
+	fprintf(f, ",\"table\":\"%s\",\"sector_size\":%u,\"disk_sectors\":",
+		t->scheme, t->sector);
 	r4cmd_json_u64(t->disk_sectors);
 	fprintf(f, ",\"disk_id\":\"%s\"", t->disk_id);
+	if (t->warning[0]) {
+		fputs(",", f);
+		r4cmd_json_name("warning", t->warning, strlen(t->warning));
+	}
 	r4cmd_json_array_begin("partitions");
 	for (size_t i = 0; i < t->n; i++)
 		json_part(&t->p[i]);
@@ -61,9 +65,9 @@ static void text_table(const char *image, const struct r4_part_table *t)
 {
 	printf("%s partition table, disk id %s\n", strcmp(t->scheme, "gpt") ?
 	       "DOS (MBR)" : "GUID (GPT)", t->disk_id);
-	printf("Disk: %s: %llu sectors of 512 bytes\n", image,
-	       (unsigned long long)t->disk_sectors);
-	printf("Units are in 512-byte sectors\n\n");
+	printf("Disk: %s: %llu sectors of %u bytes\n", image,
+	       (unsigned long long)t->disk_sectors, t->sector);
+	printf("Units are in %u-byte sectors\n\n", t->sector);
 	printf("      Slot  Start        End          Length       "
 	       "Description\n");
 	for (size_t i = 0; i < t->n; i++) {
@@ -94,6 +98,9 @@ int dbg_partitions(const char *image, int json)
 		 * read as a partitioned disk */
 		return r4cmd_busy_exit(&err, 8);
 	}
+	/* the backup GPT was read: say so, as sfdisk and gdisk do */
+	if (t.warning[0])
+		r4cmd_warnf("%s: %s", image, t.warning);
 	if (json)
 		json_table(image, &t);
 	else

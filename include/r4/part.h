@@ -3,7 +3,10 @@
  * and the byte window of one partition, for r4_open_opts: numbered as
  * Linux and sfdisk -l number them (MBR 1 to 4 primary, 5 and up
  * logical; GPT 1 to N in entry order, an empty entry keeping its
- * number). Sectors are 512 bytes. */
+ * number). Sectors are 512 bytes, or 4096: a block device's logical
+ * sector size, or a disk image whose GPT lies at byte 4096. A GPT whose
+ * primary header or entry array is damaged is read from its backup in
+ * the disk's last sector, and warning says so. */
 #ifndef R4_PART_H
 #define R4_PART_H
 
@@ -13,7 +16,7 @@
 
 struct r4_partition {
 	unsigned number;
-	uint64_t start, sectors;	/* in 512-byte sectors */
+	uint64_t start, sectors;	/* in the table's sectors */
 	uint64_t offset, size;		/* in bytes */
 	char type[40];		/* MBR "0x83"; GPT the type GUID */
 	char type_name[32];	/* "Linux filesystem", ...; "" unknown */
@@ -27,8 +30,12 @@ struct r4_partition {
 
 struct r4_part_table {
 	const char *scheme;	/* "dos" or "gpt" */
+	uint32_t sector;	/* bytes per sector: 512 or 4096 */
 	uint64_t disk_sectors;
 	char disk_id[40];	/* GPT disk GUID, or MBR "0x1234abcd" */
+	/* "" or, when the backup GPT was read, why the primary was not
+	 * used */
+	char warning[256];
 	size_t n;
 	struct r4_partition *p;	/* in table order */
 };

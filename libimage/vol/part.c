@@ -4,6 +4,10 @@
  * partitions hold a Reiser4 volume. */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +25,12 @@ static int dev_read(void *ctx, uint64_t off, void *buf, size_t len)
 /* A master super block that verifies and the format40 magic where it
  * says the format40 block is, inside the partition (doc/format.md
  * §1.2, §1.3). */
-static int holds_reiser4(struct io_dev *dev, const struct fmt_part *p)
+static int holds_reiser4(struct io_dev *dev, const struct fmt_part *p,
+			 uint32_t ss)
 {
 	uint8_t buf[FMT_MASTER_SIZE > 64 ? FMT_MASTER_SIZE : 64];
-	uint64_t base = p->start * FMT_PART_SECTOR;
-	uint64_t size = p->sectors * FMT_PART_SECTOR;
+	uint64_t base = p->start * ss;
+	uint64_t size = p->sectors * ss;
 	struct fmt_master m;
 	uint64_t at;
 
@@ -51,8 +56,8 @@ static void fill(struct io_dev *dev, const struct fmt_part_table *ft,
 	p->number = fp->number;
 	p->start = fp->start;
 	p->sectors = fp->sectors;
-	p->offset = fp->start * FMT_PART_SECTOR;
-	p->size = fp->sectors * FMT_PART_SECTOR;
+	p->offset = fp->start * ft->sector;
+	p->size = fp->sectors * ft->sector;
 	p->extended = fp->extended;
 	p->logical = fp->logical;
 	snprintf(p->type_name, sizeof(p->type_name), "%s", tn ? tn : "");
@@ -63,15 +68,29 @@ static void fill(struct io_dev *dev, const struct fmt_part_table *ft,
 	} else {
 		snprintf(p->type, sizeof(p->type), "0x%02x", fp->type);
 	}
-	p->reiser4 = !fp->extended && holds_reiser4(dev, fp);
+	p->reiser4 = !fp->extended && holds_reiser4(dev, fp, ft->sector);
+}
+
+/* A block device's logical sector size (0 for an image file: the
+ * decoder then finds it from the table). */
+static uint32_t logical_sector(const struct io_dev *dev)
+{
+	int fd, ss = 0;
+
+	if (!dev->is_blkdev || (fd = open(dev->path, O_RDONLY)) < 0)
+		return 0;
+	if (ioctl(fd, BLKSSZGET, &ss))
+		ss = 0;
+	close(fd);
+	return ss > 0 ? (uint32_t)ss : 0;
 }
 
 static int decode(struct io_dev *dev, struct fmt_part_table *ft,
 		  struct r4_error *err)
 {
 	char why[R4_ERRMSG_MAX - 64];
-	int rc = fmt_part_decode(dev_read, dev, dev->size, ft, why,
-				 sizeof(why));
+	int rc = fmt_part_decode(dev_read, dev, dev->size, logical_sector(dev),
+				 ft, why, sizeof(why));
 
 	if (rc)
 		return r4i_fail(err, rc, "%s: %s", dev->path, why);
@@ -96,6 +115,8 @@ int r4_part_table_read(const char *path, struct r4_part_table *t,
 	if (!rc) {
 		t->scheme = ft->kind == FMT_PT_GPT ? "gpt" : "dos";
 		t->disk_sectors = ft->disk_sectors;
+		t->sector = ft->sector;
+		snprintf(t->warning, sizeof(t->warning), "%s", ft->warning);
 		if (ft->kind == FMT_PT_GPT)
 			fmt_guid_str(ft->disk_guid, t->disk_id);
 		else

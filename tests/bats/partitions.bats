@@ -230,8 +230,11 @@ hostile() {
 	truncate -s 8M "$T/g"
 	printf 'label: gpt\n,2M,L\n,2M,L\n' | sfdisk -q "$T/g"
 	cp "$T/g" "$T/c"
+	# both copies damaged (the backup alone is read, in the next test)
 	printf '\x01' | dd of="$T/c" bs=1 seek=$((512 + 40)) conv=notrunc status=none
+	printf '\x01' | dd of="$T/c" bs=1 seek=$((8 * 1048576 - 512 + 40)) conv=notrunc status=none
 	hostile "$T/c" "GPT header (sector 1): bad CRC"
+	[[ "$output" == *"the backup: GPT header (sector 16383): bad CRC"* ]]
 
 	cp "$T/g" "$T/h"
 	python3 - "$T/h" <<'EOF'
@@ -245,8 +248,82 @@ h[16:20] = struct.pack("<I", zlib.crc32(bytes(h)) & 0xFFFFFFFF)
 f.seek(512)
 f.write(h)
 EOF
-	hostile "$T/h" "GPT header counts 4294967295 entries (at most 4096)"
+	# and no backup (a disk image cut after its table was made)
+	dd if=/dev/zero of="$T/h" bs=512 seek=16383 count=1 conv=notrunc status=none
+	hostile "$T/h" "GPT header (sector 1) counts 4294967295 entries (at most 4096)"
 	# no table at all
 	truncate -s 1M "$T/n"
 	hostile "$T/n" "no partition table"
+}
+
+@test "partitions: a damaged primary GPT is read from its backup, with a warning; both damaged: exit 8" {
+	need_sfdisk
+	mkdisk gpt
+	r4pack create -q -f --partition=2 "$T/src" "$T/disk"
+	r4pack extract --partition=2 "$T/disk" "$T/before.tar"
+	cp "$T/disk" "$T/good"
+	# the primary header wiped, then its entry array damaged
+	for what in header array; do
+		cp "$T/good" "$T/disk"
+		if [ "$what" = header ]; then
+			dd if=/dev/zero of="$T/disk" bs=512 seek=1 count=1 conv=notrunc status=none
+			why="sector 1 holds no GPT header"
+		else
+			printf '\x01' | dd of="$T/disk" bs=1 seek=$((1024 + 32)) conv=notrunc status=none
+			why="GPT entry array (sector 2): bad CRC"
+		fi
+		run r4debugfs --partitions "$T/disk"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"warning"*"$why"*"the backup GPT (sector 32767) was read instead"* ]]
+		grep -Eq "^001: +2 .* reiser4$" <<<"$output"
+		r4debugfs --partitions --json "$T/disk" 2>/dev/null | python3 -c '
+import json, sys
+o = json.loads(sys.stdin.read())
+assert "backup GPT" in o["warning"], o
+assert [p["partition"] for p in o["partitions"]] == [1, 2, 3], o'
+		r4pack extract --partition=2 "$T/disk" "$T/after.tar"
+		cmp "$T/before.tar" "$T/after.tar"
+		r4fsck -n -q --partition=2 "$T/disk"
+	done
+	# both copies unusable: refused, both named
+	dd if=/dev/zero of="$T/disk" bs=512 seek=32767 count=1 conv=notrunc status=none
+	run r4fsck -n --partition=2 "$T/disk"
+	echo "$output"
+	[ "$status" -eq 8 ]
+	[[ "$output" == *"$why"*"; the backup: sector 32767 holds no GPT header"* ]]
+}
+
+@test "partitions: a GPT disk of 4096-byte sectors (sfdisk on a 4K loop device): found, built into, read back" {
+	need_sfdisk
+	command -v losetup >/dev/null || skip "needs losetup"
+	mkdir -p "$T/src"
+	echo hello >"$T/src/a"
+	head -c 300000 /dev/urandom >"$T/src/b"
+	truncate -s 16M "$T/d4"
+	dev=$(losetup -f --show -b 4096 "$T/d4" 2>"$T/losetup.err") ||
+		skip "cannot attach a loop device here: $(head -n 1 "$T/losetup.err")"
+	printf 'label: gpt\n,4M,L\n,6M,L\n' | sfdisk -q "$dev" 2>/dev/null || true
+	sfdisk -J "$dev" >"$T/sf.json"
+	run r4debugfs --partitions "$dev"
+	losetup -d "$dev"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"sectors of 4096 bytes"* ]]
+	read -r s n < <(python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))["partitiontable"]
+assert p["sectorsize"] == 4096, p
+q = p["partitions"][1]
+print(q["start"], q["size"])' "$T/sf.json")
+	grep -Eq "^001: +2 +0*$s +0*$((s + n - 1)) +0*$n " <<<"$output"
+	# the image file alone: the 4096-byte sectors are found from the GPT
+	r4pack create -q --partition=2 "$T/src" "$T/d4"
+	r4debugfs --partitions "$T/d4" | grep -Eq "^001: +2 +0*$s .* reiser4$"
+	dd if="$T/d4" of="$T/p2.img" bs=4096 skip="$s" count="$n" status=none
+	r4pack extract "$T/p2.img" "$T/c.tar"
+	r4pack extract --partition=2 "$T/d4" "$T/t.tar"
+	cmp "$T/t.tar" "$T/c.tar"
+	r4fsck -n -q --partition=2 "$T/d4"
+	r4fsck -n -q "$T/p2.img"
 }

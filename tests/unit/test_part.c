@@ -23,9 +23,15 @@ static int mem_read(void *ctx, uint64_t off, void *buf, size_t len)
 	return 0;
 }
 
+static int decode_ss(uint64_t size, uint32_t ss, struct fmt_part_table *t,
+		     char *why)
+{
+	return fmt_part_decode(mem_read, &size, size, ss, t, why, 256);
+}
+
 static int decode(uint64_t size, struct fmt_part_table *t, char *why)
 {
-	return fmt_part_decode(mem_read, &size, size, t, why, 256);
+	return decode_ss(size, 0, t, why);
 }
 
 static struct fmt_part mk(unsigned num, uint64_t start, uint64_t n,
@@ -151,42 +157,124 @@ static void expect_bad(uint64_t size, const char *what, const char *needle)
 	   "%s: refused in one line (%d: %s)", what, rc, why);
 }
 
+/* Encode t, then wipe the backup header (the disk's last sector), so a
+ * damaged primary is not read around. */
+static void enc_nobackup(const struct fmt_part_table *t)
+{
+	fmt_part_encode(t, disk, sizeof(disk));
+	memset(disk + sizeof(disk) - 512, 0, 512);
+}
+
 static void gpt_hostile(void)
 {
 	struct fmt_part_table t;
 	uint8_t *e1 = disk + 1024;
 
 	gpt_table(&t);
-	fmt_part_encode(&t, disk, sizeof(disk));
+	enc_nobackup(&t);
 	disk[1024 + 40] ^= 1;	/* entry 1's last sector, CRC not fixed */
 	expect_bad(sizeof(disk), "GPT entry changed", "entry array");
-	fmt_part_encode(&t, disk, sizeof(disk));
+	enc_nobackup(&t);
 	disk[512 + 40] ^= 1;
 	expect_bad(sizeof(disk), "GPT header changed", "GPT header");
-	fmt_part_encode(&t, disk, sizeof(disk));
+	enc_nobackup(&t);
 	put_le64(e1 + 40, DISK_SECTORS + 100);
 	gpt_reseal();
 	expect_bad(sizeof(disk), "GPT entry past the end", "past the end");
-	fmt_part_encode(&t, disk, sizeof(disk));
+	enc_nobackup(&t);
 	put_le64(e1 + 40, 4200);	/* into partition 3 */
 	gpt_reseal();
 	expect_bad(sizeof(disk), "GPT overlap", "overlap");
-	fmt_part_encode(&t, disk, sizeof(disk));
+	enc_nobackup(&t);
 	put_le32(disk + 512 + 80, 0xffffffffu);
 	gpt_reseal();
 	expect_bad(sizeof(disk), "GPT huge count", "entries");
-	fmt_part_encode(&t, disk, sizeof(disk));
+	enc_nobackup(&t);
 	put_le32(disk + 512 + 84, 100);
 	gpt_reseal();
 	expect_bad(sizeof(disk), "GPT entry size", "entry size");
-	fmt_part_encode(&t, disk, sizeof(disk));
+	enc_nobackup(&t);
 	put_le64(e1 + 32, 3000);
 	put_le64(e1 + 40, 2999);
 	gpt_reseal();
 	expect_bad(sizeof(disk), "GPT entry ends first", "before");
-	fmt_part_encode(&t, disk, sizeof(disk));
+	enc_nobackup(&t);
 	expect_bad(DISK_SECTORS * 256, "GPT on a disk cut in half",
 		   "not inside the disk");
+}
+
+/* A damaged primary GPT (header or entry array) is read from the
+ * backup, with a warning; both damaged: one error naming both. */
+static void gpt_backup(void)
+{
+	struct fmt_part_table t, d;
+	char why[256];
+
+	gpt_table(&t);
+	fmt_part_encode(&t, disk, sizeof(disk));
+	disk[512 + 40] ^= 1;
+	is_int(decode(sizeof(disk), &d, why), 0, "GPT: bad primary header: "
+	       "the backup is read (%s)", why);
+	ok(d.n == 2 && d.p[1].number == 3 && d.p[1].start == 4096,
+	   "GPT: the backup's partitions");
+	ok(strstr(d.warning, "bad CRC") && strstr(d.warning, "backup GPT"),
+	   "GPT: the warning says why (%s)", d.warning);
+	fmt_part_encode(&t, disk, sizeof(disk));
+	memset(disk + 512, 0, 512);
+	is_int(decode(sizeof(disk), &d, why), 0, "GPT: primary header "
+	       "wiped: the backup is read (%s)", d.warning);
+	fmt_part_encode(&t, disk, sizeof(disk));
+	disk[1024 + 40] ^= 1;
+	is_int(decode(sizeof(disk), &d, why), 0, "GPT: bad primary entry "
+	       "array: the backup's is read");
+	ok(strstr(d.warning, "entry array") != NULL, "GPT: warning: %s",
+	   d.warning);
+	fmt_part_encode(&t, disk, sizeof(disk));
+	is_int(decode(sizeof(disk), &d, why), 0, "GPT: a good table");
+	is_str(d.warning, "", "GPT: no warning for a good primary");
+	disk[512 + 40] ^= 1;
+	disk[sizeof(disk) - 512 + 40] ^= 1;
+	expect_bad(sizeof(disk), "GPT: both headers damaged", "the backup: ");
+}
+
+/* 4096-byte sectors: a GPT at byte 4096 is found without a hint; an
+ * MBR is read in the sectors the caller names. */
+static void sectors_4k(void)
+{
+	struct fmt_part_table t, d;
+	char why[256];
+
+	memset(disk, 0, sizeof(disk));
+	gpt_table(&t);
+	t.sector = 4096;
+	t.disk_sectors = sizeof(disk) / 4096;
+	t.p[0].start = 256, t.p[0].sectors = 256;
+	t.p[1].start = 512, t.p[1].sectors = 256;
+	tap_must(fmt_part_encode(&t, disk, sizeof(disk)));
+	is_int(decode(sizeof(disk), &d, why), 0, "4K GPT decodes: %s", why);
+	is_int((int)d.sector, 4096, "4K GPT: the sector size is found");
+	ok(d.n == 2 && d.p[1].start == 512 && d.p[1].sectors == 256,
+	   "4K GPT: partitions in 4096-byte sectors");
+	is_int(decode_ss(sizeof(disk), 4096, &d, why), 0, "4K GPT with the "
+	       "device's sector size");
+	is_int(decode_ss(sizeof(disk), 1000, &d, why), R4_EINVAL,
+	       "a sector size of 1000 is refused");
+	memset(disk, 0, sizeof(disk));
+	mbr_table(&t);
+	t.sector = 4096;
+	t.disk_sectors = sizeof(disk) / 4096;
+	t.n = 0;	/* mbr_table's layout in 4096-byte sectors */
+	t.p[t.n++] = mk(1, 256, 128, 0x83, 0);
+	t.p[t.n++] = mk(3, 512, 384, 0x05, 0);
+	t.p[t.n++] = mk(4, 384, 128, 0x82, 0);
+	t.p[t.n++] = mk(5, 513, 127, 0x83, 1);
+	t.p[t.n++] = mk(6, 641, 127, 0x07, 1);
+	t.p[t.n++] = mk(7, 769, 127, 0x83, 1);
+	tap_must(fmt_part_encode(&t, disk, sizeof(disk)));
+	is_int(decode_ss(sizeof(disk), 4096, &d, why), 0, "4K MBR decodes: "
+	       "%s", why);
+	ok(d.n == t.n && d.p[d.n - 1].start == t.p[t.n - 1].start,
+	   "4K MBR: the logical partitions' chain in 4096-byte sectors");
 }
 
 static void mbr_hostile(void)
@@ -266,6 +354,8 @@ int main(void)
 	mbr_roundtrip();
 	gpt_roundtrip();
 	gpt_hostile();
+	gpt_backup();
+	sectors_4k();
 	mbr_hostile();
 	no_table();
 	noise();
