@@ -16,7 +16,7 @@ enum { EXIT_MADE = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
 static char *opt_label, *opt_uuid;
 static int opt_blksize = 4096, opt_lost_found, opt_force, opt_yes;
-static int opt_print_profile, opt_print_plugins, opt_discard;
+static int opt_print_profile, opt_print_plugins, opt_discard, opt_json;
 
 static struct poptOption mkfs_options[] = {
 	{ "label", 'L', POPT_ARG_STRING, &opt_label, 0,
@@ -38,6 +38,8 @@ static struct poptOption mkfs_options[] = {
 	  "make the volume even if the target holds data", NULL },
 	{ "yes", 'y', POPT_ARG_NONE, &opt_yes, 0,
 	  "assume yes to every question (r4mkfs never asks)", NULL },
+	{ "json", 'j', POPT_ARG_NONE, &opt_json, 0,
+	  "print what was made as one JSON object", NULL },
 	{ "discard", 'd', POPT_ARG_NONE, &opt_discard, 0,
 	  "accepted for compatibility; nothing is discarded", NULL },
 	{ NULL, '\0', POPT_ARG_INCLUDE_TABLE, r4cmd_window_options, 0,
@@ -126,6 +128,31 @@ static int print_plugins(void)
 	return EXIT_MADE;
 }
 
+/* With --json: one object of kind "mkfs"
+ * (doc/schema/r4mkfs-mkfs.schema.json). */
+static void json_made(const char *path, const struct r4_mkfs_opts *o,
+		      const struct r4_mkfs_result *res)
+{
+	FILE *f = r4cmd_json_out();
+	char uuid[37];
+
+	uuid_unparse(res->uuid, uuid);
+	r4cmd_json_begin("mkfs", R4CMD_JSON_SCHEMA);
+	fputs(",", f);
+	r4cmd_json_name("image", path, strlen(path));
+	fputs(",", f);
+	r4cmd_json_name("label", o->label, strlen(o->label));
+	fprintf(f, ",\"uuid\":\"%s\",\"mkfs_id\":%u,\"block_size\":%u,"
+		"\"blocks\":", uuid, res->mkfs_id, o->blksize);
+	r4cmd_json_u64(res->block_count);
+	fputs(",\"free_blocks\":", f);
+	r4cmd_json_u64(res->free_blocks);
+	fputs(",\"offset\":", f);
+	r4cmd_json_u64(o->open.offset);
+	r4cmd_json_end();
+	r4cmd_json_done();
+}
+
 int main(int argc, const char **argv)
 {
 	struct r4_mkfs_opts o;
@@ -153,10 +180,12 @@ int main(int argc, const char **argv)
 			}
 		}
 	}
+	if (opt_json && !opt_print_profile && !opt_print_plugins)
+		r4cmd_json_start(stdout);
 	if (rc < -1) {
 		rc = r4cmd_popt_error(ctx, rc, EXIT_USAGE);
 		poptFreeContext(ctx);
-		return rc;
+		return r4cmd_json_exit(rc);
 	}
 	if (r4cmd_show_version || opt_print_profile || opt_print_plugins) {
 		if (r4cmd_show_version)
@@ -183,6 +212,8 @@ int main(int argc, const char **argv)
 		if (r4_mkfs(path, &o, &res, &err)) {
 			r4cmd_error(&err, path, err.code);
 			rc = r4cmd_busy_exit(&err, EXIT_FAILED);
+		} else if (opt_json) {
+			json_made(path, &o, &res);
 		} else if (!r4cmd_quiet) {
 			printf("%s: made a Reiser4 volume of %llu blocks "
 			       "(%llu free) on %s\n", r4cmd_prog,
@@ -191,5 +222,5 @@ int main(int argc, const char **argv)
 		}
 	}
 	poptFreeContext(ctx);
-	return rc;
+	return r4cmd_json_exit(rc);
 }

@@ -48,6 +48,9 @@ out() {
 	printf x >"$T/more/$(printf 'new\377')"
 	tar -C "$T/src" -cf "$T/src.tar" .
 	S=$T/src
+	# r4mkfs, and a refusal (the image holds a volume)
+	out mkfs r4mkfs --json -L "lab" "$T/mk.img" 32M
+	out e-mkfs r4mkfs --json "$T/mk.img" 32M
 	# r4pack: create (directory, tarball, layers), add, extract
 	out create r4pack create --json --manifest="$T/m.txt" "$S" "$T/a.img"
 	out create-tar r4pack create --json "$T/src.tar" "$T/t.img"
@@ -116,7 +119,7 @@ out() {
 	# every kind came out at least once
 	sort -u "$T/kinds" >"$T/seen"
 	cat "$T/seen"
-	for k in "r4pack create" "r4pack add" "r4pack extract" "r4pack error" \
+	for k in "r4mkfs mkfs" "r4mkfs error" "r4pack create" "r4pack add" "r4pack extract" "r4pack error" \
 		"r4fsck check" "r4fsck repair" "r4fsck verify" "r4fsck undo" \
 		"r4fsck error" "r4repacker repack" "r4repacker error" \
 		"r4resize resize" "r4resize error" "r4debugfs super" \
