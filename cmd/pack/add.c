@@ -173,6 +173,25 @@ static int sum_entry(const char *path, const struct stat *st, int flag,
 	return 0;
 }
 
+static int sum_data(const char *path, const struct stat *st, int flag,
+		    struct FTW *f)
+{
+	(void)path;
+	(void)f;
+	if (flag == FTW_F && S_ISREG(st->st_mode))
+		src_bytes += (uint64_t)st->st_size;
+	return 0;
+}
+
+/* The bytes of a directory's regular files: the total its progress
+ * shows. */
+static uint64_t dir_data_bytes(const char *dir)
+{
+	src_bytes = 0;
+	nftw(dir, sum_data, 32, FTW_PHYS);
+	return src_bytes;
+}
+
 static uint64_t source_bytes(const struct add_job *j)
 {
 	struct stat st;
@@ -236,14 +255,18 @@ static int add_layer(struct r4_txn *t, struct r4_vol *vol, const char *src,
 	char phase[32];
 	int rc;
 
-	/* a directory is read as it is added: no total to show */
-	ao->progress = is_dir ? NULL : pack_progress;
+	/* a directory's total is its files' bytes, counted first (only
+	 * when progress is shown) */
+	ao->progress = pack_progress;
+	ao->dir_total = is_dir && r4cmd_progress_wanted() ?
+			dir_data_bytes(src) : 0;
 	snprintf(phase, sizeof(phase), "layer %zu", i + 1);
-	r4cmd_progress_kind(n == 1 ? "archive" : phase, "bytes");
+	r4cmd_progress_kind(n > 1 ? phase : is_dir ? "data" : "archive",
+			    "bytes");
 	rc = is_dir ? r4_add_from_dir(t, vol, src, ao, err)
 		    : r4_add_from_archive(t, vol, src, ao, err);
 	r4cmd_progress_end();
-	if (!rc && !is_dir)
+	if (!rc)
 		r4cmd_progress_finish();
 	return rc;
 }

@@ -88,11 +88,17 @@ struct r4_archive_opts {
 	/* Callbacks (each may be NULL): a warning line; an entry added to
 	 * the image or written to the tarball (path as stored); progress of
 	 * an archive source: bytes of the archive (as stored, compressed)
-	 * read so far and its size (0 when unknown: a pipe). */
+	 * read so far and its size (0 when unknown: a pipe); of a directory
+	 * added to a volume (r4_add_from_dir): bytes of its regular files
+	 * added so far and dir_total. */
 	void (*warn)(void *ctx, const char *msg);
 	void (*entry)(void *ctx, const char *path);
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *cb_ctx;
+	/* r4_add_from_dir: the caller's count of the directory's regular
+	 * file bytes, the total its progress shows (0: unknown; done then
+	 * stands for it). */
+	uint64_t dir_total;
 	/* Counters, filled when not NULL. */
 	struct r4_archive_stats *stats;
 };

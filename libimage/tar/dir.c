@@ -158,6 +158,7 @@ struct dir_walk {
 	char path[PATH_MAX];	/* host path */
 	size_t root_len;	/* host prefix, without the '/' after it */
 	int stream;		/* transactions: read file data now */
+	uint64_t done;		/* bytes of regular files added (progress) */
 };
 
 static int name_cmp(const void *a, const void *b)
@@ -291,6 +292,13 @@ static int walk_add(struct dir_walk *w, struct r4_entry *e,
 	e->data_ctx = ctx;
 	rc = tar_sink_add(&w->sink, e, err);
 	dir_data_close(ctx);
+	if (!rc && w->sink.opts->progress) {
+		const struct r4_archive_opts *o = w->sink.opts;
+
+		w->done += e->size;
+		o->progress(o->cb_ctx, w->done, o->dir_total > w->done ?
+			    o->dir_total : w->done);
+	}
 	return rc;
 }
 

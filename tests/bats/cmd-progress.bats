@@ -59,7 +59,7 @@ setup_src() {
 	tar -C "$T/more" -cf "$T/more.tar" .
 }
 
-@test "r4pack create and add: bytes of the archive or of the data, every phase finished" {
+@test "r4pack create and add (archives and directories): bytes of the archive or of the data, every phase finished" {
 	setup_src
 	local t
 	timed t r4pack create -q --progress-fd=3 "$T/s.tgz" "$T/a.img" 3>"$T/ev1"
@@ -73,6 +73,11 @@ setup_src() {
 	timed t r4pack add -q --progress-fd=3 "$T/b.img" "$T/more.tar" "$T/s.tgz" 3>"$T/ev4"
 	check_events "$T/ev4" r4pack "$t"
 	[ "$(grep -c '"phase":"layer 2","done":\([0-9]*\),"total":\1' "$T/ev4")" -eq 1 ]
+	# a directory added: its files' bytes, counted first, all of them
+	timed t r4pack add -q --progress-fd=3 "$T/b.img" "$T/more" 3>"$T/ev6"
+	check_events "$T/ev6" r4pack "$t"
+	grep -q '"phase":"data","done":500000,"total":500000,"unit":"bytes"' "$T/ev6"
+	[ "$(grep -c '"phase":"data"' "$T/ev6")" -ge 3 ]
 	# a pipe as the descriptor: the events reach its reader
 	r4pack create -q --progress-fd=3 "$T/s.tgz" "$T/c.img" 3>&1 >/dev/null | cat >"$T/ev5"
 	check_events "$T/ev5" r4pack 60
