@@ -128,6 +128,21 @@ static int print_plugins(void)
 	return EXIT_MADE;
 }
 
+/* --version, --print-profile, --print-plugins. */
+static void print_info(const struct r4_mkfs_opts *o)
+{
+	char buf[4096];
+
+	if (r4cmd_show_version)
+		r4cmd_print_version();
+	if (opt_print_profile) {
+		r4_mkfs_profile_str(o, buf, sizeof(buf));
+		fputs(buf, stdout);
+	}
+	if (opt_print_plugins)
+		print_plugins();
+}
+
 /* With --json: one object of kind "mkfs"
  * (doc/schema/r4mkfs-mkfs.schema.json). */
 static void json_made(const char *path, const struct r4_mkfs_opts *o,
@@ -159,7 +174,6 @@ int main(int argc, const char **argv)
 	struct r4_error err = { 0 };
 	const char *path = NULL;
 	poptContext ctx;
-	char buf[4096];
 	int rc;
 
 	r4cmd_init(argv[0]);
@@ -188,14 +202,7 @@ int main(int argc, const char **argv)
 		return r4cmd_json_exit(rc);
 	}
 	if (r4cmd_show_version || opt_print_profile || opt_print_plugins) {
-		if (r4cmd_show_version)
-			r4cmd_print_version();
-		if (opt_print_profile) {
-			r4_mkfs_profile_str(&o, buf, sizeof(buf));
-			fputs(buf, stdout);
-		}
-		if (opt_print_plugins)
-			print_plugins();
+		print_info(&o);
 		poptFreeContext(ctx);
 		return EXIT_MADE;
 	}

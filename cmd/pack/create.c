@@ -297,19 +297,6 @@ static int parse_loop(poptContext ctx, struct r4_pack_opts *bo,
 	return EXIT_OK;
 }
 
-struct create_job {
-	const char *source, *image;
-	struct pack_srcs ps;	/* ps.src[0] is source; the rest layers */
-	char *real;		/* where a symlink IMAGE points */
-	struct r4_vol *old;	/* the image replaced, held (locked) */
-	int is_dir;
-	struct r4_pack_opts bo;
-	struct r4_archive_opts ao;
-	struct r4_archive_stats stats;
-	struct r4_pack_result res;
-	struct r4_data_source dsrc;
-	uint64_t objects;	/* layers: the super block's object count */
-};
 
 void pack_progress(void *ctx, uint64_t done, uint64_t total)
 {
@@ -400,7 +387,7 @@ static int check_image(struct create_job *j)
 }
 
 /* Build the first SOURCE into target. */
-static int build(struct create_job *j, const char *target)
+int pack_create_build(struct create_job *j, const char *target)
 {
 	struct r4_error err = { 0 };
 	struct r4_pack *b = NULL;
@@ -448,113 +435,6 @@ static int build(struct create_job *j, const char *target)
 	return EXIT_OK;
 }
 
-static uint64_t tree_bytes, tree_entries;
-
-static int tree_sum(const char *path, const struct stat *st, int flag,
-		    struct FTW *ftw)
-{
-	(void)path;
-	(void)flag;
-	(void)ftw;
-	tree_entries++;
-	if (S_ISREG(st->st_mode))
-		tree_bytes += (uint64_t)st->st_size;
-	return 0;
-}
-
-/* With --size auto, the first build leaves room for the layers after
- * it: their bytes, and a block an entry (the items, a tail's node). */
-static int room_for_layers(struct create_job *j)
-{
-	struct r4_error err = { 0 };
-
-	for (size_t i = 1; i < j->ps.n; i++) {
-		const char *s = j->ps.src[i];
-		uint64_t bytes, entries;
-
-		if (j->ps.is_dir[i]) {
-			tree_bytes = tree_entries = 0;
-			if (nftw(s, tree_sum, 64, FTW_PHYS)) {
-				r4cmd_errorf("%s: %s", s, strerror(errno));
-				return EXIT_FAILED;
-			}
-			bytes = tree_bytes;
-			entries = tree_entries;
-		} else if (!strcmp(s, "-")) {
-			r4cmd_errorf("standard input can be a later layer only "
-				     "with --size SIZE (it cannot be measured "
-				     "before it is read); give it first");
-			return EXIT_USAGE;
-		} else if (r4_archive_measure(s, &j->ao, &bytes, &entries,
-					      &err)) {
-			r4cmd_error(&err, s, err.code);
-			return EXIT_FAILED;
-		}
-		j->bo.free_bytes += bytes + entries * 4096;
-	}
-	return EXIT_OK;
-}
-
-/* SOURCE... IMAGE: the first SOURCE is built into a file beside the
- * image, the others are applied to it as layers in one transaction
- * (as r4pack add), and only then is it renamed over the image: a
- * failure anywhere leaves the image as it was. */
-static int run_layers(struct create_job *j, const char *target)
-{
-	struct r4_error err = { 0 };
-	struct r4_super_info si;
-	struct r4_vol *vol = NULL;
-	struct stat st;
-	char *tmp;
-	int rc;
-
-	if ((!stat(target, &st) && S_ISBLK(st.st_mode)) ||
-	    r4cmd_window_set()) {
-		r4cmd_errorf("%s: several SOURCEs (layers) are built in an "
-			     "image file, not on a block device or partition: "
-			     "build the file, then copy it", j->image);
-		return EXIT_USAGE;
-	}
-	if ((rc = pack_layers_tmp(target, &tmp)))
-		return rc;
-	if (j->bo.auto_size)
-		rc = room_for_layers(j);
-	if (!rc && (r4_archive_skip_file(&j->ao, target, &err) ||
-		    r4_archive_skip_file(&j->ao, tmp, &err))) {
-		r4cmd_error(&err, j->image, err.code);
-		rc = EXIT_FAILED;
-	}
-	if (!rc)
-		rc = build(j, tmp);
-	if (!rc && r4_vol_open(tmp, R4_OPEN(R4_OPEN_RDWR), &vol, &err)) {
-		r4cmd_error(&err, tmp, err.code);
-		rc = EXIT_FAILED;
-	}
-	if (vol)
-		r4cmd_env_vol(vol);
-	if (!rc)
-		rc = pack_layers(vol, tmp, &j->ps.src[1], &j->ps.is_dir[1],
-				 j->ps.n - 1, &j->ao, NULL);
-	if (vol) {
-		r4_vol_super(vol, &si);
-		j->res.free_blocks = si.free_blocks;
-		j->objects = si.file_count;
-		if (r4_vol_close(vol, &err) && !rc) {
-			r4cmd_error(&err, tmp, err.code);
-			rc = EXIT_FAILED;
-		}
-	}
-	if (!rc && (pack_fsync_path(tmp) || rename(tmp, target))) {
-		r4cmd_errorf("%s: %s", j->image, strerror(errno));
-		rc = EXIT_FAILED;
-	}
-	if (rc)
-		unlink(tmp);
-	r4_tmpfile_forget(tmp);
-	free(tmp);
-	return rc;
-}
-
 static int run(struct create_job *j)
 {
 	const char *target;
@@ -564,8 +444,8 @@ static int run(struct create_job *j)
 		return rc;
 	target = j->real ? j->real : j->image;
 	if (j->ps.n > 1)
-		return run_layers(j, target);
-	return build(j, target);
+		return pack_create_layers(j, target);
+	return pack_create_build(j, target);
 }
 
 /* Several SOURCEs: what the build of the first one counted no longer

@@ -91,4 +91,24 @@ int pack_add(int argc, const char **argv);
 int pack_fsync_path(const char *path);
 int pack_layers_tmp(const char *target, char **tmp);
 
+/* One r4pack create. */
+struct create_job {
+	const char *source, *image;
+	struct pack_srcs ps;	/* ps.src[0] is source; the rest layers */
+	char *real;		/* where a symlink IMAGE points */
+	struct r4_vol *old;	/* the image replaced, held (locked) */
+	int is_dir;
+	struct r4_pack_opts bo;
+	struct r4_archive_opts ao;
+	struct r4_archive_stats stats;
+	struct r4_pack_result res;
+	struct r4_data_source dsrc;
+	uint64_t objects;	/* layers: the super block's object count */
+};
+
+/* create.c: build j's first SOURCE into target (EXIT_*, said). */
+int pack_create_build(struct create_job *j, const char *target);
+/* create_layers.c: several SOURCEs into target (EXIT_*, said). */
+int pack_create_layers(struct create_job *j, const char *target);
+
 #endif

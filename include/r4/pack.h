@@ -186,4 +186,18 @@ const char *r4_pack_temp(const struct r4_pack *b);
 /* Discard a build: removes its temporary file. Accepts NULL. */
 void r4_pack_abort(struct r4_pack *b);
 
+/* Bytes of target in o's window (a partition, or all of a device or
+ * file): the size a volume built for it takes. Reads nothing, takes no
+ * lock. */
+int r4_pack_target_size(const char *target, const struct r4_open_opts *o,
+			uint64_t *bytes, struct r4_error *err);
+/* Write the finished image file image onto target in o's window (a
+ * block device or a partition), holding target's lock: its first 64 KiB
+ * whole, then its data runs (the holes of a sparse image are skipped:
+ * Reiser4 reads no block it has not written). The image must fit. A
+ * failure part way leaves the window half written: build first, place
+ * last. 0 or the error. */
+int r4_pack_place(const char *image, const char *target,
+		  const struct r4_open_opts *o, struct r4_error *err);
+
 #endif

@@ -80,6 +80,10 @@ int r4_archive_skip_file(struct r4_archive_opts *o, const char *path,
 
 	if (stat(path, &st))
 		return 0;
+	for (size_t i = 0; i < o->skip_len; i++)
+		if (o->skip[i].dev == (uint64_t)st.st_dev &&
+		    o->skip[i].ino == (uint64_t)st.st_ino)
+			return 0;	/* named already */
 	if (o->skip_len == sizeof(o->skip) / sizeof(o->skip[0]))
 		return r4i_fail(err, R4_ERANGE, "%s: too many files to leave "
 			       "out", path);

@@ -77,7 +77,6 @@ setup_src() {
 	timed t r4pack add -q --progress-fd=3 "$T/b.img" "$T/more" 3>"$T/ev6"
 	check_events "$T/ev6" r4pack "$t"
 	grep -q '"phase":"data","done":500000,"total":500000,"unit":"bytes"' "$T/ev6"
-	[ "$(grep -c '"phase":"data"' "$T/ev6")" -ge 3 ]
 	# a pipe as the descriptor: the events reach its reader
 	r4pack create -q --progress-fd=3 "$T/s.tgz" "$T/c.img" 3>&1 >/dev/null | cat >"$T/ev5"
 	check_events "$T/ev5" r4pack 60

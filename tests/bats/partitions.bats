@@ -327,3 +327,37 @@ print(q["start"], q["size"])' "$T/sf.json")
 	r4fsck -n -q --partition=2 "$T/d4"
 	r4fsck -n -q "$T/p2.img"
 }
+
+@test "partitions: layers (--layers=oci) into a partition: built in a file first, then placed; a failing layer leaves the disk as it was" {
+	need_sfdisk
+	mkdisk gpt
+	mkdir -p "$T/base/etc" "$T/l1/etc"
+	echo base >"$T/base/etc/os-release"
+	echo conf >"$T/base/etc/app.conf"
+	touch "$T/l1/etc/.wh.app.conf"
+	echo tool >"$T/l1/etc/tool"
+	head -c 1000000 /dev/urandom >"$T/l1/blob"
+	# a layer that fails part way: an archive cut short
+	tar -C "$T/l1" -cf "$T/l1.tar" .
+	head -c 20000 "$T/l1.tar" >"$T/cut.tar"
+	full=$(sha256sum <"$T/disk")
+	run r4pack create -f --layers=oci --partition=2 "$T/base" "$T/cut.tar" "$T/disk"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[ "$(sha256sum <"$T/disk")" = "$full" ]
+	! ls "$T"/disk.layers.* 2>/dev/null
+	before=$(outside 2)
+	r4pack create -q -f --layers=oci --partition=2 "$T/base" "$T/l1" "$T/disk"
+	[ "$(outside 2)" = "$before" ]
+	! ls "$T"/disk.layers.* 2>/dev/null
+	r4fsck -n -q --partition=2 "$T/disk"
+	[ "$(r4debugfs --partition=2 -R 'ls /etc' "$T/disk" | sort | tr '\n' ' ')" = ". .. os-release tool " ]
+	r4debugfs --partition=2 -R 'cat /blob' "$T/disk" | cmp - "$T/l1/blob"
+	# sized to the partition, as a one-source create is
+	read -r s n < <(part 2)
+	r4debugfs --partition=2 -R 'print super' "$T/disk" | grep -Eq "^ +blocks: +$((n * 512 / 4096))$"
+	dd if="$T/disk" of="$T/p2.img" bs=512 skip="$s" count="$n" status=none
+	if command -v fsck.reiser4 >/dev/null 2>&1; then
+		oracle_fsck "$T/p2.img"
+	fi
+}
