@@ -50,6 +50,8 @@ struct pwx {
 	size_t nb;
 	uint64_t bstart;
 	int64_t dblocks;	/* allocated blocks gained */
+	int moved;		/* a block allocated or freed: an error
+				 * from now on fails the transaction */
 };
 
 static int oom(struct r4_error *err)
@@ -126,6 +128,7 @@ static int px_dest(struct pwx *p, uint64_t fb, uint64_t old, uint64_t *dest,
 		*dest = old;
 		return 0;
 	}
+	p->moved = 1;
 	if (!p->left) {
 		rc = txn_alloc_run(p->x->t, old ? old : p->hint, p->b1 - fb,
 				   &p->run, &p->left, err);
@@ -410,6 +413,9 @@ int obj_pwrite_extents(struct r4_txn *x, const struct r4_objref *ref,
 	rc = p.blk && p.batch ? px_walk(&p, err) : oom(err);
 	if (!rc && p.left)
 		rc = txn_free(x->t, p.run, p.left, err);
+	/* blocks taken or freed for an extent the tree does not show */
+	if (rc && p.moved)
+		x->failed = 1;
 	x->data_hint = p.hint;
 	*dbytes = (uint64_t)p.dblocks * bs;
 	free(p.blk);
