@@ -117,12 +117,15 @@ static int pw_read_old(struct r4_txn *x, const struct r4_objref *ref,
 	return 0;
 }
 
-/* The old path: the whole body again. */
+/* The old path: the whole body again. Holes take no block, so the new
+ * body needs the old bytes and the new ones (two blocks more for the
+ * blocks they share a part of), at most its size. */
 static int pw_rewrite(struct r4_txn *x, const char *path,
 		      const struct r4_objref *ref, uint64_t size,
 		      struct pw_src *s, uint64_t *bytes, struct r4_error *err)
 {
-	int rc = pw_space(x, path, size, err);
+	uint64_t need = s->oldlen + s->len + 2 * (uint64_t)x->vol->blksize;
+	int rc = pw_space(x, path, need < size ? need : size, err);
 
 	if (!rc)
 		rc = pw_read_old(x, ref, s, err);
