@@ -10,7 +10,11 @@
  * or kill -9 the volume is as after the last commit (the journal replays
  * on the next read-write open or r4fsck -p). A change that fails half
  * way poisons the transaction: it is aborted (everything since the last
- * commit is lost), said in one line, and the request answers EIO. */
+ * commit is lost), said in one line, and the request answers EIO; so
+ * does a commit that fails. From then on every change answers EROFS
+ * (as ext4's errors=remount-ro): requests that returned success were
+ * lost with the transaction, and later ones must not be stored on top
+ * as if they had not been. */
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +45,16 @@ static int timer_on, timer_stop;
 static struct r4_txn *txn;
 static time_t txn_born;
 static uint64_t txn_free0;
+static int broken;		/* a transaction was lost: read-only now */
+
+/* The open transaction is lost: no change is accepted any more. */
+static void go_readonly(void)
+{
+	broken = 1;
+	fprintf(stderr, "%s: %s: changes are refused from now on (EROFS); "
+		"unmount, then check the volume with r4fsck\n", r4cmd_prog,
+		r4_vol_path(vol));
+}
 
 void r4m_lock(void)
 {
@@ -73,6 +87,7 @@ static int commit_now(void)
 		    "lost: %s", r4_vol_path(vol),
 		    err.msg[0] ? err.msg : r4_strerror(err.code));
 		r4_vol_super(vol, &si);
+		go_readonly();
 		return -EIO;
 	}
 	r4_vol_super(vol, &si);
@@ -91,6 +106,8 @@ static int ready(uint64_t need, struct r4_txn **out)
 	static const uint16_t reg40[R4_PT_COUNT] = { 0 };	/* reg40 is 0 */
 	struct r4_error err = { 0 };
 
+	if (broken)
+		return -EROFS;
 	if (!txn) {
 		if (r4_txn_begin(vol, &txn, &err)) {
 			say("%s: cannot begin a transaction: %s",
@@ -127,6 +144,7 @@ static int done(int rc, const char *what, const char *path,
 		fprintf(stderr, "%s: %s\n", r4cmd_prog, err->msg);
 		r4_txn_abort(txn);
 		txn = NULL;
+		go_readonly();
 		return -EIO;
 	}
 	if (!rc && txn && txn_free0 - r4_txn_blocks_free(txn) >= LARGE_TXN)

@@ -91,11 +91,15 @@ int r4_truncate(struct r4_txn *t, const char *path, uint64_t size,
 /* Write len bytes of buf at byte off of the existing regular (reg40)
  * file at path, keeping its object id, names, owner, mode and times
  * but mtime and ctime (the transaction's time); the size grows to
- * off + len when that is more, a gap past the old end is a hole. The
- * body is rewritten whole (tails or extents as the volume's tail policy
- * says for the new size), so a write costs the file's size. Compressed
- * (ccreg40) files: R4_EUNSUPP. R4_ENOSPC, before any change, when the
- * transaction has too few free blocks left for the new body. */
+ * off + len when that is more, a gap past the old end is a hole. A
+ * body of extents is written in place: a touched block the committed
+ * volume uses moves to a new block (copy-on-write; one this transaction
+ * wrote is written again), blocks past the end extend the last extent,
+ * so a write costs the bytes written. Any other body (tail items: at
+ * most four blocks under the default policy) is rewritten whole, tails
+ * or extents as the volume's tail policy says for the new size.
+ * Compressed (ccreg40) files: R4_EUNSUPP. R4_ENOSPC, before any change,
+ * when the transaction has too few free blocks left for it. */
 int r4_pwrite(struct r4_txn *t, const char *path, uint64_t off,
 	      const void *buf, size_t len, struct r4_error *err);
 /* Free blocks the transaction may still allocate (what it frees is

@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: r4_pwrite, writing into an existing regular file. The body is
- * read, patched in memory and written again under the same object id:
- * the stat data (names, link count, owner, mode) stays, size, bytes,
- * mtime and ctime change. A first version: the cost is the file's size
- * per call; compressed files are refused. */
+/* r4kit: r4_pwrite, writing into an existing regular file under the
+ * same object id: the stat data (names, link count, owner, mode) stays,
+ * size, bytes, mtime and ctime change.
+ *
+ * A body of extent items is written in place (pwext.c): the cost is the
+ * bytes written. Any other body is read, patched in memory and written
+ * again whole, tails or extents as the tail policy says for the new
+ * size: a body of tail items (at most four blocks under the kernel's
+ * default "4blocks" policy, so the rewrite is bounded; any size under
+ * the "tails" policy), an empty one, and one the kernel left mixed.
+ * Compressed (ccreg40) files are refused. */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -111,24 +117,46 @@ static int pw_read_old(struct r4_txn *x, const struct r4_objref *ref,
 	return 0;
 }
 
-static int pw_body(struct r4_txn *x, const char *path,
-		   const struct r4_objref *ref, struct obj_sd *sd,
-		   struct pw_src *s, struct r4_error *err)
+/* The old path: the whole body again. Holes take no block, so the new
+ * body needs the old bytes and the new ones (two blocks more for the
+ * blocks they share a part of), at most its size. */
+static int pw_rewrite(struct r4_txn *x, const char *path,
+		      const struct r4_objref *ref, uint64_t size,
+		      struct pw_src *s, uint64_t *bytes, struct r4_error *err)
 {
-	uint64_t size = s->off + s->len, bytes = 0;
-	int rc;
+	uint64_t need = s->oldlen + s->len + 2 * (uint64_t)x->vol->blksize;
+	int rc = pw_space(x, path, need < size ? need : size, err);
 
-	if (size < sd->st.size)
-		size = sd->st.size;
-	rc = pw_space(x, path, size, err);
 	if (!rc)
 		rc = pw_read_old(x, ref, s, err);
 	if (!rc)
 		rc = obj_body_kill(x, ref, err);
 	if (!rc)
-		rc = obj_body_write(x, ref, size, pw_data, s, path, &bytes,
+		rc = obj_body_write(x, ref, size, pw_data, s, path, bytes,
 				    err);
 	free((void *)s->old);
+	return rc;
+}
+
+static int pw_body(struct r4_txn *x, const char *path,
+		   const struct r4_objref *ref, struct obj_sd *sd,
+		   struct pw_src *s, struct r4_error *err)
+{
+	uint64_t size = s->off + s->len, bs = x->vol->blksize, bytes = 0;
+	uint64_t touched = (s->off + s->len + bs - 1) / bs - s->off / bs;
+	int rc;
+
+	if (size < sd->st.size)
+		size = sd->st.size;
+	rc = pw_space(x, path, touched * bs, err);
+	if (!rc)
+		rc = obj_pwrite_extents(x, ref, sd->st.size, s->off, s->buf,
+					s->len, &bytes, err);
+	if (rc == 1) {
+		rc = pw_rewrite(x, path, ref, size, s, &bytes, err);
+	} else if (!rc) {
+		bytes += sd->st.rdev_or_bytes;
+	}
 	if (rc)
 		return rc;
 	sd->st.size = size;

@@ -127,6 +127,16 @@ int obj_body_truncate(struct r4_txn *x, const struct r4_objref *ref,
 		      uint64_t old, uint64_t size, uint64_t *bytes,
 		      struct r4_error *err);
 
+/* Write len bytes of buf at byte off into reg40 file ref of oldsize
+ * bytes whose body is extent items, in place (pwext.c): touched blocks
+ * the committed volume uses move to new ones, blocks past the end
+ * extend the last item, a gap is a hole; *dbytes = the unix bytes
+ * gained. 1, nothing done, when the body is not extents (the caller
+ * rewrites it). */
+int obj_pwrite_extents(struct r4_txn *x, const struct r4_objref *ref,
+		       uint64_t oldsize, uint64_t off, const void *buf,
+		       size_t len, uint64_t *dbytes, struct r4_error *err);
+
 /* New regular files (ccwrite.c): struct obj_new_plan is above. */
 int obj_new_plan(struct r4_txn *x, const struct r4_objref *dir,
 		 struct obj_new_plan *p, struct r4_error *err);

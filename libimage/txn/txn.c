@@ -543,6 +543,14 @@ int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
 	return 0;
 }
 
+int txn_owns(const struct txn *t, uint64_t blk)
+{
+	const struct tb *e = r4_u64map_find(&t->map.m, blk);
+
+	return e && (e->state == TB_ALLOC || e->state == TB_NEW ||
+		     e->state == TB_DATA);
+}
+
 void txn_put(struct txn *t, struct io_block *b)
 {
 	io_cache_put(&t->vol->cache, b);

@@ -68,6 +68,10 @@ int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err);
 int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
 		   size_t nblocks, struct r4_error *err);
 void txn_put(struct txn *t, struct io_block *b);
+/* 1 when blk was allocated by this transaction and not freed again:
+ * the committed state does not use it, so t may write it in place
+ * (txn_write_data) instead of moving its contents to a new block. */
+int txn_owns(const struct txn *t, uint64_t blk);
 /* Free a block at commit (old location of a relocated node, data of a
  * removed file). Freeing a block allocated by this same transaction
  * frees it at once. */

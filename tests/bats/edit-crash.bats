@@ -52,6 +52,12 @@ crash() {
 	crash shrink
 }
 
+@test "crash: r4mount -o rw, programs' changes through FUSE in one commit at the unmount, sampled writes and the last ones" {
+	need_fuse
+	[ -x "$top_builddir/tests/crash/bin/r4mount" ]
+	crash mountrw
+}
+
 @test "crash: the harness sees a broken workload" {
 	# a workload that leaves the image half changed must be caught
 	local img=$T/v.img

@@ -9,6 +9,8 @@
 #          (`make crashcheck`)
 #
 # Workloads: add50 add50wb add50tar add50stdin addcc cctrunc rmr mvfile mvdir script add1000
+# mountrw (r4mount -o rw through FUSE, one commit at the unmount:
+# tests/crash/mountrw.sh)
 # grow (r4resize of the pristine image to 300 MiB: new bitmap blocks and
 # backup copies past the old end, one transaction), shrink (r4resize -M
 # of an aged image: blocks moved in batches, then the size)
@@ -285,6 +287,31 @@ if wanted shrink; then
 	fi
 	run shrink --sizes "1024,$MINB" "${SHRINK[@]}" "$W/aged.img" -- \
 		r4resize -q --batch 32 -M @IMG@
+fi
+
+# r4mount -o rw (tests/crash/mountrw.sh): the changes of programs
+# through FUSE in one transaction that commits at the unmount; full:
+# every cut point; quick: 8 and the last 4. A failed write makes the
+# mount refuse later changes (EROFS), so fail-write points are before
+# or after too. Needs a usable /dev/fuse and fusermount3
+# (else said and left out).
+fuse_ok() {
+	command -v r4mount >/dev/null 2>&1 && command -v fusermount3 >/dev/null 2>&1 &&
+		[ -c /dev/fuse ] && { exec 9<>/dev/fuse; } 2>/dev/null && exec 9>&-
+}
+if wanted mountrw; then
+	if [ "$LEVEL" = full ]; then
+		MOUNT=(--cut all --torn sample=20 --drop sample=20 --fail sample=10
+		       --oracle every=5)
+	else
+		MOUNT=(--cut sample=8 --tail 4 --torn sample=2 --drop sample=2
+		       --fail sample=2 --oracle every=6)
+	fi
+	if fuse_ok; then
+		run mountrw "${MOUNT[@]}" "$P" -- bash "$HERE/mountrw.sh" @IMG@
+	else
+		echo "mountrw: left out: no usable /dev/fuse or fusermount3 here" >&2
+	fi
 fi
 
 if [ "$FAILED" -eq 0 ]; then

@@ -7,9 +7,16 @@
 #   fsworkload.py run SEED NOPS DIR_A DIR_B [SYNCLOG]
 #       SYNCLOG: after each fsync, "path sha256" of the file synced;
 #       FSWL_NO_FSYNC=1 in the environment: no fsync at all
+#       FSWL_STATES=DIR: DIR/state.0 is DIR_B's contents (times left
+#       out) at the start, DIR/state.K before the K-th fsync; DIR/synced
+#       gets a line "K" once that fsync returned (for kill -9 tests)
 #   fsworkload.py stamp SEED DIR_A DIR_B   fixed times on everything
 #   fsworkload.py compare DIR_A DIR_B      exit 1 on a difference
+#   fsworkload.py states DIR DIR_STATES    exit 0 when DIR holds the
+#       state of the last fsync that returned, or of the one after it
+#       (in flight when the daemon died)
 import hashlib
+import json
 import os
 import random
 import stat
@@ -73,9 +80,38 @@ def fsync(path):
         os.close(fd)
 
 
+class States:
+    """FSWL_STATES: the mirror's contents at each fsync."""
+    def __init__(self, root):
+        self.dir = os.environ.get('FSWL_STATES')
+        self.root, self.k = root, 0
+        if self.dir:
+            self.save()
+            self.synced()
+
+    def save(self):
+        if self.dir:
+            with open(os.path.join(self.dir, 'state.%d' % self.k), 'w') as h:
+                json.dump(describe(self.root, False), h)
+
+    def synced(self):
+        if self.dir:
+            with open(os.path.join(self.dir, 'synced'), 'a') as h:
+                h.write('%d\n' % self.k)
+
+    def fsync(self, roots, f):
+        self.k += 1
+        self.save()
+        rc = both(roots, fsync, f)
+        if rc is None:
+            self.synced()
+        return rc
+
+
 def run(seed, nops, roots, synclog):
     rnd = random.Random(seed)
     files, dirs = scan(roots[1])
+    st = States(roots[1])
     log = open(synclog, 'a') if synclog else None
     name = lambda: 'n%d' % rnd.randrange(60)
     for i in range(nops):
@@ -120,7 +156,7 @@ def run(seed, nops, roots, synclog):
         elif op == 'fsync' and os.environ.get('FSWL_NO_FSYNC') != '1' \
                 and not os.path.islink(
                 os.path.join(roots[0], f)):
-            if both(roots, fsync, f) is None and log:
+            if st.fsync(roots, f) is None and log:
                 with open(os.path.join(roots[1], f), 'rb') as h:
                     log.write('%s %s\n' % (
                         f, hashlib.sha256(h.read()).hexdigest()))
@@ -142,7 +178,7 @@ def stamp(seed, roots):
                 os.utime(q, ns=(t, t))
 
 
-def describe(root):
+def describe(root, times=True):
     out, inodes = {}, {}
     files, dirs = scan(root)
     for p in files + dirs:
@@ -151,7 +187,7 @@ def describe(root):
         e = [stat.filemode(st.st_mode), st.st_uid, st.st_gid]
         if stat.S_ISLNK(st.st_mode):
             e.append(os.readlink(q))
-        else:
+        elif times:
             e.append(st.st_mtime_ns)
         if stat.S_ISREG(st.st_mode):
             with open(q, 'rb') as h:
@@ -176,10 +212,32 @@ def compare(a, b):
     sys.exit(bad)
 
 
+def states(root, sdir):
+    with open(os.path.join(sdir, 'synced')) as h:
+        k = int(h.read().split()[-1])
+    got = json.loads(json.dumps(describe(root, False)))
+    for c in (k, k + 1):
+        path = os.path.join(sdir, 'state.%d' % c)
+        if os.path.exists(path):
+            with open(path) as h:
+                if json.load(h) == got:
+                    print('as at fsync %d' % c)
+                    sys.exit(0)
+    with open(os.path.join(sdir, 'state.%d' % k)) as h:
+        want = json.load(h)[0]
+    for p in sorted(set(want) | set(got[0])):
+        if want.get(p) != got[0].get(p):
+            print('differs from fsync %d: %r: %s | %s' % (
+                k, p, got[0].get(p), want.get(p)))
+    sys.exit(1)
+
+
 if __name__ == '__main__':
     a = sys.argv
     if a[1] == 'run':
         run(int(a[2]), int(a[3]), a[4:6], a[6] if len(a) > 6 else None)
+    elif a[1] == 'states':
+        states(a[2], a[3])
     elif a[1] == 'stamp':
         stamp(int(a[2]), a[3:5])
     else:
