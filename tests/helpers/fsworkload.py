@@ -172,10 +172,10 @@ def stamp(seed, roots):
     files, dirs = scan(roots[1])
     for p in files + sorted(dirs, key=len, reverse=True):
         t = rnd.randrange(1 << 31) * 10**9 + rnd.randrange(10**9)
+        # symlinks too: their own times, else the two trees' creation
+        # times may fall on both sides of a second
         for r in roots:
-            q = os.path.join(r, p)
-            if not os.path.islink(q):
-                os.utime(q, ns=(t, t))
+            os.utime(os.path.join(r, p), ns=(t, t), follow_symlinks=False)
 
 
 def describe(root, times=True):
