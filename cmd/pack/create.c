@@ -526,7 +526,9 @@ static int run_layers(struct create_job *j, const char *target)
 	}
 	if (!rc)
 		rc = build(j, tmp);
-	if (!rc && r4_vol_open(tmp, R4_OPEN(R4_OPEN_RDWR), &vol, &err)) {
+	if (!rc && r4_vol_open(tmp, &(const struct r4_open_opts){
+				.flags = R4_OPEN_RDWR, .fault = r4cmd_fault },
+			       &vol, &err)) {
 		r4cmd_error(&err, tmp, err.code);
 		rc = EXIT_FAILED;
 	}
@@ -716,7 +718,7 @@ static int args(poptContext ctx, struct create_job *j)
 	j->is_dir = j->ps.is_dir[0];
 	if (!rc)
 		rc = r4cmd_window_parse(j->image, EXIT_USAGE, EXIT_FAILED);
-	r4cmd_window_get(&j->bo.mkfs.open);
+	r4cmd_open_fill(&j->bo.mkfs.open);
 	return rc;
 }
 
