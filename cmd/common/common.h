@@ -46,11 +46,13 @@ int r4cmd_window_parse(const char *image, int usage_exit, int fail_exit);
 const struct r4_open_opts *r4cmd_open(unsigned flags);
 void r4cmd_open_fill(struct r4_open_opts *o);
 int r4cmd_window_set(void);
-/* The test hook's power object (tests/helpers/fault_env.c, linked into
- * the test builds only, sets it before main): r4cmd_open and
- * r4cmd_open_fill put it in every open of the command, so one cut stops
- * them all. NULL in the installed commands. */
+/* The test hook's power object and mount tables
+ * (tests/helpers/fault_env.c, linked into the test builds only, sets
+ * them before main): r4cmd_open and r4cmd_open_fill put them in every
+ * open of the command, so one cut stops them all. NULL in the
+ * installed commands. */
 extern struct r4_fault *r4cmd_fault;
+extern const char *r4cmd_mountinfo, *r4cmd_sysblock;
 /* R4CMD_EXIT_BUSY when err says the image is busy (R4_EBUSY), else
  * otherwise. */
 int r4cmd_busy_exit(const struct r4_error *err, int otherwise);

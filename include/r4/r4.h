@@ -135,6 +135,11 @@ struct r4_open_opts {
 	/* Tests only: the power object whose cut this open's writes
 	 * share (NULL: none; libimage/io/fault.h). */
 	struct r4_fault *fault;
+	/* Tests only: the mount table and the folder of block devices
+	 * the in-use test reads instead of /proc/self/mountinfo and
+	 * /sys/block (NULL: those). */
+	const char *mountinfo;
+	const char *sysblock;
 };
 
 /* flags, no wait, the whole file. */

@@ -143,20 +143,20 @@ static int busy(struct r4_error *err, int pid, const char *fmt, ...)
  * device, mounted or not (a virtual machine or another program may be
  * using that device). */
 static int check_mounted(const char *path, unsigned flags,
-			 struct r4_error *err)
+			 const struct io_mount_tables *t, struct r4_error *err)
 {
 	char where[1024] = "", loop[300] = "";
 	int m;
 
 	if ((flags & IO_FORCE) && !(flags & IO_RDWR))
 		return 0;
-	m = io_is_mounted(path, where, sizeof(where));
+	m = io_is_mounted(path, t, where, sizeof(where));
 	if (m > 0)
 		return busy(err, 0, "%s: in use: it is mounted on %s; refusing "
 			    "to %s it", path, where,
 			    (flags & IO_RDWR) ? "write" : "read");
-	if ((flags & IO_RDWR) && io_loop_attached(path, loop, sizeof(loop), NULL,
-					       0))
+	if ((flags & IO_RDWR) && io_loop_attached(path, t, loop, sizeof(loop),
+						  NULL, 0))
 		return busy(err, 0, "%s: in use: attached to the loop device "
 			    "%s; refusing to write it (detach it first: "
 			    "losetup -d %s)", path, loop, loop);
@@ -344,7 +344,8 @@ static int wait_more(unsigned flags, uint64_t start)
 
 /* Open and lock, again and again while the image is busy and the caller
  * waits. The descriptor, or a negative code. */
-static int open_locked(const char *path, unsigned flags, int *made,
+static int open_locked(const char *path, unsigned flags,
+		       const struct io_mount_tables *t, int *made,
 		       char *note, size_t notelen, struct r4_error *err)
 {
 	uint64_t start = now_ms();
@@ -355,7 +356,7 @@ static int open_locked(const char *path, unsigned flags, int *made,
 
 		*made = 0;
 		note[0] = '\0';
-		rc = check_mounted(path, flags, &e);
+		rc = check_mounted(path, flags, t, &e);
 		fd = rc ? rc : open_fd(path, flags, made, &e);
 		if (fd < 0)
 			rc = fd;
@@ -424,9 +425,11 @@ static struct io_dev *dev_alloc(const char *path, const char *note)
 	return dev;
 }
 
-int io_open_win(const char *path, unsigned flags,
-		const struct io_window *win, struct io_dev **out,
-		int *created, struct r4_error *err)
+/* io_open_win with the mount tables t. */
+static int open_win(const char *path, unsigned flags,
+		    const struct io_window *win,
+		    const struct io_mount_tables *t, struct io_dev **out,
+		    int *created, struct r4_error *err)
 {
 	struct io_dev *dev;
 	struct stat st;
@@ -438,7 +441,7 @@ int io_open_win(const char *path, unsigned flags,
 		*created = 0;
 	if (win && (win->offset || win->size))
 		flags &= ~(unsigned)IO_CREATE;
-	fd = open_locked(path, flags, &made, note, sizeof(note), err);
+	fd = open_locked(path, flags, t, &made, note, sizeof(note), err);
 	if (fd < 0)
 		return fd;
 	dev = dev_alloc(path, note);
@@ -473,11 +476,19 @@ int io_open_win(const char *path, unsigned flags,
 	return 0;
 }
 
+int io_open_win(const char *path, unsigned flags,
+		const struct io_window *win, struct io_dev **out,
+		int *created, struct r4_error *err)
+{
+	return open_win(path, flags, win, NULL, out, created, err);
+}
+
 int io_open_opts(const char *path, unsigned flags,
 		 const struct r4_open_opts *o, struct io_dev **out,
 		 int *created, struct r4_error *err)
 {
 	struct io_window win = { 0, 0 };
+	struct io_mount_tables t = { NULL, NULL };
 	unsigned l = 0;
 	int made = 0, rc;
 
@@ -485,11 +496,13 @@ int io_open_opts(const char *path, unsigned flags,
 		l = o->flags | o->wait;
 		win.offset = o->offset;
 		win.size = o->size;
+		t.mountinfo = o->mountinfo;
+		t.sysblock = o->sysblock;
 	}
 	if (flags & IO_RDWR)
 		l &= ~(unsigned)R4_OPEN_NOLOCK;
-	rc = io_open_win(path, flags | io_lock_flags(l), &win, out, &made,
-			 err);
+	rc = open_win(path, flags | io_lock_flags(l), &win, &t, out, &made,
+		      err);
 	if (rc || !o || (*out)->readonly)
 		goto done;
 	/* the chain of this open: file, fault, undo (the undo saves what

@@ -124,9 +124,15 @@ int io_copy(struct io_dev *dst, uint64_t dst_off, struct io_dev *src,
 /* Set the size of an image file (sparse growth); refused for devices. */
 int io_resize(struct io_dev *dev, uint64_t size, struct r4_error *err);
 
+/* Where an open learns what is mounted (tests: made-up tables; NULL or
+ * NULL fields: /proc/self/mountinfo and /sys/block). */
+struct io_mount_tables {
+	const char *mountinfo, *sysblock;
+};
 /* 1 when path (a block device, or an image file behind a loop device)
  * is mounted, with the mount point in where; 0 when not; -errno. */
-int io_is_mounted(const char *path, char *where, size_t len);
+int io_is_mounted(const char *path, const struct io_mount_tables *t,
+		  char *where, size_t len);
 /* io_open_win with the lock, wait and window of o (NULL: none): flags
  * holds the IO_ access flags; o's R4_OPEN_NOLOCK counts for read-only
  * opens only. A read-write device is wrapped in o's fault backend, then
@@ -136,11 +142,7 @@ int io_open_opts(const char *path, unsigned flags,
 		 int *created, struct r4_error *err);
 /* 1 when the image file path is attached to a loop device (its name in
  * loop, where it is mounted in where: "" when not), else 0. */
-int io_loop_attached(const char *path, char *loop, size_t looplen,
-		     char *where, size_t len);
-/* Test builds only (tests/helpers/fault_env.c): read the mount table
- * from mountinfo and the loop devices from sysblock instead of
- * /proc/self/mountinfo and /sys/block (NULL: keep). */
-void io_mount_table_override(const char *mountinfo, const char *sysblock);
+int io_loop_attached(const char *path, const struct io_mount_tables *t,
+		     char *loop, size_t looplen, char *where, size_t len);
 
 #endif

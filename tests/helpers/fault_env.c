@@ -84,7 +84,8 @@ static void fault_env(void)
 
 	if (wb && *wb)
 		obj_add_write_behind(strtoul(wb, NULL, 10));
-	io_mount_table_override(getenv("R4_MOUNTINFO"), getenv("R4_SYSBLOCK"));
+	r4cmd_mountinfo = getenv("R4_MOUNTINFO");
+	r4cmd_sysblock = getenv("R4_SYSBLOCK");
 	if (!env || !*env)
 		return;
 	if (io_fault_parse(env, &spec)) {

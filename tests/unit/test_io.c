@@ -45,7 +45,7 @@ static void test_dev(void)
 	is_int(io_open(path, IO_RDONLY, &dev, NULL, NULL), 0, "reopen ro");
 	is_int(io_write(dev, buf, 10, 0, NULL), -EROFS, "no writes when ro");
 	io_close(dev);
-	is_int(io_is_mounted(path, NULL, 0), 0, "an image file is not mounted");
+	is_int(io_is_mounted(path, NULL, NULL, 0), 0, "an image file is not mounted");
 }
 
 /* A window (a partition): offsets relative to its start, nothing read
