@@ -37,14 +37,22 @@ unsigned r4cmd_lock_flags(void);
  * NULL, resolves a partition through image's table (fail_exit after one
  * line for a table or partition that cannot be used). 0 when done.
  * r4cmd_open: the open options for
- * flags (R4_OPEN_* with r4cmd_lock_flags()) and that window, in a
- * static buffer each call overwrites; r4cmd_window_get copies the
- * window into o; r4cmd_window_set: 1 when one was given. */
+ * flags (R4_OPEN_* with r4cmd_lock_flags()), that window and the test
+ * hook's backends, in a static buffer each call overwrites;
+ * r4cmd_open_fill copies the window and the backends into o;
+ * r4cmd_window_set: 1 when a window was given. */
 extern struct poptOption r4cmd_window_options[];
 int r4cmd_window_parse(const char *image, int usage_exit, int fail_exit);
 const struct r4_open_opts *r4cmd_open(unsigned flags);
-void r4cmd_window_get(struct r4_open_opts *o);
+void r4cmd_open_fill(struct r4_open_opts *o);
 int r4cmd_window_set(void);
+/* The test hook's power object and mount tables
+ * (tests/helpers/fault_env.c, linked into the test builds only, sets
+ * them before main): r4cmd_open and r4cmd_open_fill put them in every
+ * open of the command, so one cut stops them all. NULL in the
+ * installed commands. */
+extern struct r4_fault *r4cmd_fault;
+extern const char *r4cmd_mountinfo, *r4cmd_sysblock;
 /* R4CMD_EXIT_BUSY when err says the image is busy (R4_EBUSY), else
  * otherwise. */
 int r4cmd_busy_exit(const struct r4_error *err, int otherwise);

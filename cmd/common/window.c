@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: --partition=N and --offset=BYTES, for every command that opens
  * an image: the window of the disk image or device that is the volume
- * (r4_open_opts.offset and .size). */
+ * (r4_open_opts.offset and .size); and the backends and mount tables
+ * the test hook asks every open of the command for (r4_open_opts.fault,
+ * .mountinfo, .sysblock). */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +14,9 @@
 static char *opt_partition;
 static char *opt_offset;
 static struct r4_open_opts window;	/* offset and size, once parsed */
+
+struct r4_fault *r4cmd_fault;
+const char *r4cmd_mountinfo, *r4cmd_sysblock;
 
 struct poptOption r4cmd_window_options[] = {
 	{ "partition", '\0', POPT_ARG_STRING, &opt_partition, 0,
@@ -63,10 +68,13 @@ int r4cmd_window_set(void)
 	return window.offset || window.size;
 }
 
-void r4cmd_window_get(struct r4_open_opts *o)
+void r4cmd_open_fill(struct r4_open_opts *o)
 {
 	o->offset = window.offset;
 	o->size = window.size;
+	o->fault = r4cmd_fault;
+	o->mountinfo = r4cmd_mountinfo;
+	o->sysblock = r4cmd_sysblock;
 }
 
 const struct r4_open_opts *r4cmd_open(unsigned flags)
@@ -74,6 +82,6 @@ const struct r4_open_opts *r4cmd_open(unsigned flags)
 	static struct r4_open_opts o;
 
 	r4_open_opts_init(&o, flags);
-	r4cmd_window_get(&o);
+	r4cmd_open_fill(&o);
 	return &o;
 }

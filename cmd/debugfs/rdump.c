@@ -39,6 +39,15 @@ struct rd {
 				 * HOSTDIR) of objects with nlink > 1 */
 	uint64_t done;		/* names dumped (--progress-fd) */
 	int rc;
+	/* The walk (r4_walk): the descriptor and the stat data of each
+	 * directory made on the way down, by depth (0: where the start's
+	 * entries go); the bytes of each walk path before its rel (1 for
+	 * the root's "/a", 0 for "name/a"). */
+	int *fd;
+	struct r4_stat *st;
+	size_t cap;
+	size_t skip;
+	struct r4_error err;
 };
 
 static int rd_err(struct rd *r, const char *rel, const char *what, int e)
@@ -50,17 +59,23 @@ static int rd_err(struct rd *r, const char *rel, const char *what, int e)
 	return DBG_FAIL;
 }
 
-static char *join(const char *dir, const char *name)
+/* Room for the directories of depth 0 .. depth; 0 or -ENOMEM. */
+static int rd_reserve(struct rd *r, unsigned depth)
 {
-	size_t a = strlen(dir), b = strlen(name);
-	char *p = malloc(a + b + 2);
+	size_t cap = r->cap;
+	struct r4_stat *st;
 
-	if (!p)
-		return NULL;
-	memcpy(p, dir, a);
-	p[a] = '/';
-	memcpy(p + (a ? a + 1 : 0), name, b + 1);
-	return p;
+	if (depth < cap)
+		return 0;
+	if (R4_RESERVE(r->fd, r->cap, (size_t)depth + 1, 64))
+		return -ENOMEM;
+	st = realloc(r->st, r->cap * sizeof(*st));
+	if (!st) {
+		r->cap = cap;
+		return -ENOMEM;
+	}
+	r->st = st;
+	return 0;
 }
 
 static void link_add(struct rd *r, const struct r4_objref *ref,
@@ -98,39 +113,6 @@ static void set_attrs(struct rd *r, int fd, int dirfd, const char *name,
 		rd_err(r, rel, "cannot set the times", errno);
 }
 
-static void dump_entry(struct rd *r, int dirfd, const char *dirrel,
-		       const char *name, const struct r4_objref *ref,
-		       unsigned depth);
-
-static void dump_children(struct rd *r, const struct r4_objref *dir, int fd,
-			  const char *rel, unsigned depth)
-{
-	struct r4_error err = { 0 };
-	struct dlist l = { 0 };
-	int rc = dbg_list_dir(r->d, dir, &l, &err);
-
-	if (rc) {
-		r4cmd_errorf("rdump: %s: cannot list the directory: %s",
-			     *rel ? rel : ".", err.msg[0] ? err.msg :
-			     r4_strerror(rc));
-		r->rc = DBG_FAIL;
-		return;
-	}
-	for (size_t i = 0; i < l.n; i++) {
-		const char *n = l.v[i].name;
-
-		if (!strcmp(n, ".") || !strcmp(n, ".."))
-			continue;
-		if (strlen(n) != l.v[i].len || strchr(n, '/') || !*n) {
-			rd_err(r, rel, "skipped an entry whose name holds '/' "
-			       "or NUL", 0);
-			continue;
-		}
-		dump_entry(r, fd, rel, n, &l.v[i].ref, depth + 1);
-	}
-	dbg_dlist_free(&l);
-}
-
 /* Whether directory ref was entered already (reported, with the path
  * it was dumped under); else it is recorded as entered by path rel. */
 static int dir_seen(struct rd *r, const struct r4_objref *ref,
@@ -166,31 +148,39 @@ static int dir_seen(struct rd *r, const struct r4_objref *ref,
 	return 0;
 }
 
-static void dump_dir(struct rd *r, int dirfd, const char *name,
-		     const char *rel, const struct r4_objref *ref,
-		     const struct r4_stat *st, unsigned depth)
+/* Make directory name in dirfd for the walk to enter: 1 with its
+ * descriptor kept at depth (its attributes are set when the walk leaves
+ * it), or 0 (said) when it is not made. */
+static int dump_dir(struct rd *r, int dirfd, const char *name,
+		    const char *rel, const struct r4_objref *ref,
+		    const struct r4_stat *st, unsigned depth)
 {
 	int fd;
 
+	/* one descriptor a level: the depth is bounded, and said */
 	if (depth > MAX_DEPTH) {
 		rd_err(r, rel, "directories nested too deep", 0);
-		return;
+		return 0;
 	}
 	if (dir_seen(r, ref, rel))
-		return;
+		return 0;
+	if (rd_reserve(r, depth)) {
+		rd_err(r, rel, "out of memory", 0);
+		return 0;
+	}
 	if (mkdirat(dirfd, name, 0700)) {
 		rd_err(r, rel, "cannot make the directory", errno);
-		return;
+		return 0;
 	}
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 		    O_CLOEXEC);
 	if (fd < 0) {
 		rd_err(r, rel, "cannot open the new directory", errno);
-		return;
+		return 0;
 	}
-	dump_children(r, ref, fd, rel, depth);
-	set_attrs(r, fd, -1, NULL, st, rel);
-	close(fd);
+	r->fd[depth] = fd;
+	r->st[depth] = *st;
+	return 1;
 }
 
 /* 1 when the file was made by this run (a later name of the object
@@ -264,20 +254,17 @@ static int dump_special(struct rd *r, int dirfd, const char *name,
 	return 1;
 }
 
-static void dump_entry(struct rd *r, int dirfd, const char *dirrel,
-		       const char *name, const struct r4_objref *ref,
-		       unsigned depth)
+/* The entry name of directory dirfd (rel its path below HOSTDIR), at
+ * depth: 1 when it is a directory made (dump_dir), else 0. */
+static int dump_entry(struct rd *r, int dirfd, const char *rel,
+		      const char *name, const struct r4_objref *ref,
+		      unsigned depth)
 {
 	struct r4_error err = { 0 };
 	char **ln;
 	struct r4_stat st;
-	char *rel = join(dirrel, name);
 	int rc;
 
-	if (!rel) {
-		rd_err(r, name, "out of memory", 0);
-		return;
-	}
 	rc = r4_stat(r->d->vol, ref, &st, &err);
 	/* --progress-fd: names dumped of the volume's objects (an estimate
 	 * of a subtree's, which the last event closes) */
@@ -286,9 +273,11 @@ static void dump_entry(struct rd *r, int dirfd, const char *dirrel,
 	if (rc) {
 		dbg_fail(&err, rel, rc);
 		r->rc = DBG_FAIL;
-	} else if (S_ISDIR(st.mode)) {
-		dump_dir(r, dirfd, name, rel, ref, &st, depth);
-	} else if (st.nlink > 1 &&
+		return 0;
+	}
+	if (S_ISDIR(st.mode))
+		return dump_dir(r, dirfd, name, rel, ref, &st, depth);
+	if (st.nlink > 1 &&
 		   (ln = r4_u64map_find(&r->links, ref->oid))) {
 		if (linkat(r->rootfd, *ln, dirfd, name, 0))
 			rd_err(r, rel, "cannot make a hard link", errno);
@@ -302,7 +291,78 @@ static void dump_entry(struct rd *r, int dirfd, const char *dirrel,
 		if (made && st.nlink > 1)
 			link_add(r, ref, rel);
 	}
-	free(rel);
+	return 0;
+}
+
+/* The walk leaves directory e (made at e->depth): what stopped the walk
+ * of its entries is said, its attributes set. */
+static int rd_leave(struct rd *r, const struct r4_walk_entry *e,
+		    const char *rel)
+{
+	int fd = r->fd[e->depth];
+
+	if (e->error) {
+		r4cmd_errorf("rdump: %s: cannot list the directory: %s",
+			     *rel ? rel : ".", r->err.msg[0] ? r->err.msg :
+			     r4_strerror(e->error));
+		r->rc = DBG_FAIL;
+	}
+	set_attrs(r, fd, -1, NULL, &r->st[e->depth], rel);
+	close(fd);
+	return 0;
+}
+
+/* r4_walk's callback: each entry below the start, key order. */
+static int rd_entry(void *ctx, const struct r4_walk_entry *e)
+{
+	struct rd *r = ctx;
+	const char *rel = e->path + r->skip;
+	size_t dlen = (size_t)(e->name - e->path) - 1;
+	char *dir;
+	int made;
+
+	if (e->leave)
+		return rd_leave(r, e, rel);
+	if (!e->name_len || memchr(e->name, '/', e->name_len) ||
+	    memchr(e->name, 0, e->name_len)) {
+		dir = strndup(e->path, dlen);
+		rd_err(r, dir && dlen > r->skip ? dir + r->skip : "",
+		       "skipped an entry whose name holds '/' or NUL", 0);
+		free(dir);
+		return R4_WALK_SKIP;
+	}
+	made = dump_entry(r, r->fd[e->depth - 1], rel, e->name, &e->target,
+			  e->depth);
+	if (made && !e->is_dir) {
+		/* a directory's mode on what the walk does not take for
+		 * one (a damaged stat data): made, and left empty */
+		set_attrs(r, r->fd[e->depth], -1, NULL, &r->st[e->depth], rel);
+		close(r->fd[e->depth]);
+	}
+	return made && e->is_dir ? 0 : R4_WALK_SKIP;
+}
+
+/* The entries below directory ref into fd0, start_path "" (the root:
+ * its entries go into HOSTDIR itself) or the name it was made under. */
+static void rd_walk(struct rd *r, const struct r4_objref *ref,
+		    const char *start_path, int fd0)
+{
+	int rc;
+
+	if (rd_reserve(r, 0)) {
+		rd_err(r, start_path, "out of memory", 0);
+		return;
+	}
+	r->fd[0] = fd0;
+	r->skip = *start_path ? 0 : 1;
+	memset(&r->err, 0, sizeof(r->err));
+	rc = r4_walk(r->d->vol, ref, start_path, 0, rd_entry, r, &r->err);
+	if (rc) {
+		r4cmd_errorf("rdump: %s: cannot list the directory: %s",
+			     *start_path ? start_path : ".",
+			     r->err.msg[0] ? r->err.msg : r4_strerror(rc));
+		r->rc = DBG_FAIL;
+	}
 }
 
 static const char *base_name(const char *path)
@@ -368,15 +428,19 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 		/* The root has no name: its entries go into HOSTDIR, which
 		 * takes the root's owner, mode and times. */
 		dir_seen(&r, &ref, "");
-		dump_children(&r, &ref, r.rootfd, "", 0);
+		rd_walk(&r, &ref, "", r.rootfd);
 		set_attrs(&r, r.rootfd, -1, NULL, &st, "");
 	} else if (!name || !*name || !strcmp(name, ".") ||
 		   !strcmp(name, "..")) {
 		rd_err(&r, argv[1], "cannot take a name from the path", 0);
-	} else {
-		dump_entry(&r, r.rootfd, "", name, &ref, 0);
+	} else if (dump_entry(&r, r.rootfd, name, name, &ref, 0)) {
+		rd_walk(&r, &ref, name, r.fd[0]);
+		set_attrs(&r, r.fd[0], -1, NULL, &r.st[0], name);
+		close(r.fd[0]);
 	}
 	close(r.rootfd);
+	free(r.fd);
+	free(r.st);
 	if (r4cmd_progress_events()) {
 		r4cmd_progress_end();
 		r4cmd_progress_finish();

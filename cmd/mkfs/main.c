@@ -115,7 +115,7 @@ static int parse_args(poptContext ctx, struct r4_mkfs_opts *o,
 	}
 	*path = dev;
 	rc = r4cmd_window_parse(dev, EXIT_USAGE, EXIT_FAILED);
-	r4cmd_window_get(&o->open);
+	r4cmd_open_fill(&o->open);
 	return rc;
 }
 

@@ -596,7 +596,7 @@ static int args(poptContext ctx, struct create_job *j)
 	j->is_dir = j->ps.is_dir[0];
 	if (!rc)
 		rc = r4cmd_window_parse(j->image, EXIT_USAGE, EXIT_FAILED);
-	r4cmd_window_get(&j->bo.mkfs.open);
+	r4cmd_open_fill(&j->bo.mkfs.open);
 	return rc;
 }
 

@@ -103,7 +103,9 @@ static int apply_layers(struct create_job *j, const char *tmp)
 	struct r4_vol *vol = NULL;
 	int rc = 0;
 
-	if (r4_vol_open(tmp, R4_OPEN(R4_OPEN_RDWR), &vol, &err)) {
+	if (r4_vol_open(tmp, &(const struct r4_open_opts){
+				.flags = R4_OPEN_RDWR, .fault = r4cmd_fault },
+			&vol, &err)) {
 		r4cmd_error(&err, tmp, err.code);
 		return EXIT_FAILED;
 	}

@@ -103,9 +103,19 @@ enum r4_open_flags {
 #define R4_OPEN_WAIT_SECONDS(s) \
 	((unsigned)((s) > 65535u ? 65535u : (s)) << 16)
 
+/* The device backends an open may stack over the file (libimage/io):
+ * an undo file being written (r4_undo_create, include/r4/repair.h) and,
+ * for tests only, a simulated power failure (libimage/io/fault.h). */
+struct r4_undo;
+struct r4_fault;
+
 /* How to open an image: every entry point that takes an image's path
  * takes one (r4_vol_open, r4_mkfs and r4_pack_begin through
- * r4_mkfs_opts.open, the repair steps before the open). */
+ * r4_mkfs_opts.open, the repair steps before the open). It also says
+ * which device chain the open builds: the file, then for a read-write
+ * open the fault and undo backends named here (none: the file alone),
+ * and for a read-only one the journal's overlay (libimage/txn). Nothing
+ * of one open carries over to another. */
 struct r4_open_opts {
 	unsigned flags;		/* R4_OPEN_*: read-only by default */
 	/* R4_OPEN_WAIT or R4_OPEN_WAIT_SECONDS(n): wait for a busy image
@@ -118,6 +128,18 @@ struct r4_open_opts {
 	 * the whole file or device. A window past the end is R4_ERANGE. */
 	uint64_t offset;
 	uint64_t size;
+	/* Read-write opens: save what the open overwrites in this undo
+	 * file first (NULL: none). Opens given the same handle extend one
+	 * file; each holds it until its device closes. */
+	struct r4_undo *undo;
+	/* Tests only: the power object whose cut this open's writes
+	 * share (NULL: none; libimage/io/fault.h). */
+	struct r4_fault *fault;
+	/* Tests only: the mount table and the folder of block devices
+	 * the in-use test reads instead of /proc/self/mountinfo and
+	 * /sys/block (NULL: those). */
+	const char *mountinfo;
+	const char *sysblock;
 };
 
 /* flags, no wait, the whole file. */

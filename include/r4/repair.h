@@ -239,18 +239,21 @@ struct r4_fsck_report {
 /* Check or repair the volume at path as r4fsck does, pass by pass. 0
  * when the passes ran to an outcome (report->outcome), or a negative
  * operational error with err filled (report->err_path names the file).
- * With undo_file, every device the process opens read-write from then on
- * is undo-logged (r4_undo_start). */
+ * With undo_file, every read-write open of this call is undo-logged
+ * into that one file (else into opts->open.undo, when set). */
 int r4_fsck(const char *path, const struct r4_fsck_opts *opts,
 	    struct r4_fsck_report *report, struct r4_error *err);
 
 /* ---- undo (r4fsck -z / --undo) ---- */
 
-/* Create the undo file (it must not exist): from now on every device
- * this process opens read-write saves the old contents of what it
- * overwrites there first. */
-int r4_undo_start(const char *path, struct r4_error *err);
-void r4_undo_finish(void);
+/* Create the undo file path (it must not exist) for r4_open_opts.undo:
+ * each read-write open given the handle saves the old contents of what
+ * it overwrites there first; other opens are not touched. */
+int r4_undo_create(const char *path, struct r4_undo **out,
+		   struct r4_error *err);
+/* Drop the caller's handle (NULL: nothing); the file is complete when
+ * the last device opened with it has closed too. */
+void r4_undo_close(struct r4_undo *undo);
 /* What r4_undo_apply did. */
 struct r4_undo_info {
 	uint64_t units;		/* blocks put back */

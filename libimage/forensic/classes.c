@@ -20,6 +20,7 @@
 #include "libimage/obj/obj.h"
 #include "libimage/obj/cluster.h"
 #include "libimage/tree/tree.h"
+#include "libimage/txn/txn.h"
 #include "r4/util.h"
 #include "libimage/forensic/forensic.h"
 
@@ -43,6 +44,8 @@ int r4_block_class(struct r4_vol *vol, uint64_t blk, int *cls,
 		   struct r4_error *err)
 {
 	uint64_t bpb = fmt_bitmap_bpb(vol->blksize);
+	const uint64_t *from, *to;
+	size_t n;
 	int rc;
 
 	if (blk >= vol->sb.block_count)
@@ -59,8 +62,9 @@ int r4_block_class(struct r4_vol *vol, uint64_t blk, int *cls,
 		*cls = R4_BC_FIXED;
 		return 0;
 	}
-	for (size_t i = 0; i < vol->dev->nremap; i++)
-		if (vol->dev->remap_to[i] == blk) {
+	n = txn_overlay_pairs(vol, &from, &to);
+	for (size_t i = 0; i < n; i++)
+		if (to[i] == blk) {
 			*cls = R4_BC_JOURNAL;
 			return 0;
 		}

@@ -29,6 +29,7 @@
 #include "libimage/obj/obj.h"
 #include "libimage/obj/cluster.h"
 #include "libimage/tree/tree.h"
+#include "libimage/txn/txn.h"
 #include "r4/util.h"
 #include "libimage/forensic/forensic.h"
 
@@ -321,7 +322,7 @@ int fsc_read_copy(struct r4_vol *vol, uint64_t blk, int raw, uint8_t *buf,
 		return r4i_fail(err, R4_ERANGE, "%s: block %llu is past the "
 			       "end of the device", dev->path,
 			       (unsigned long long)blk);
-	rc = dev->ops->pread(dev, buf, vol->blksize, off);
+	rc = txn_read_under(vol, buf, vol->blksize, off);
 	if (rc)
 		return r4i_fail(err, rc, "%s: read of block %llu failed: %s",
 			       dev->path, (unsigned long long)blk,
@@ -337,13 +338,13 @@ int fsc_read_copy(struct r4_vol *vol, uint64_t blk, int raw, uint8_t *buf,
 static int scan_journal(struct r4_vol *vol, struct fscan *s, uint8_t *buf,
 			struct r4_error *err)
 {
-	const struct io_dev *dev = vol->dev;
+	const uint64_t *from, *to;
+	size_t n = txn_overlay_pairs(vol, &from, &to);
 	int rc = 0;
 
-	for (size_t i = 0; i < dev->nremap && !rc; i++) {
+	for (size_t i = 0; i < n && !rc; i++) {
 		for (int raw = 0; raw < 2 && !rc; raw++) {
-			uint64_t b = raw ? dev->remap_from[i] :
-				     dev->remap_to[i];
+			uint64_t b = raw ? from[i] : to[i];
 
 			if (b < fmt_blk_first_usable(vol->blksize) ||
 			    b >= vol->sb.block_count)

@@ -143,20 +143,20 @@ static int busy(struct r4_error *err, int pid, const char *fmt, ...)
  * device, mounted or not (a virtual machine or another program may be
  * using that device). */
 static int check_mounted(const char *path, unsigned flags,
-			 struct r4_error *err)
+			 const struct io_mount_tables *t, struct r4_error *err)
 {
 	char where[1024] = "", loop[300] = "";
 	int m;
 
 	if ((flags & IO_FORCE) && !(flags & IO_RDWR))
 		return 0;
-	m = io_is_mounted(path, where, sizeof(where));
+	m = io_is_mounted(path, t, where, sizeof(where));
 	if (m > 0)
 		return busy(err, 0, "%s: in use: it is mounted on %s; refusing "
 			    "to %s it", path, where,
 			    (flags & IO_RDWR) ? "write" : "read");
-	if ((flags & IO_RDWR) && io_loop_attached(path, loop, sizeof(loop), NULL,
-					       0))
+	if ((flags & IO_RDWR) && io_loop_attached(path, t, loop, sizeof(loop),
+						  NULL, 0))
 		return busy(err, 0, "%s: in use: attached to the loop device "
 			    "%s; refusing to write it (detach it first: "
 			    "losetup -d %s)", path, loop, loop);
@@ -344,7 +344,8 @@ static int wait_more(unsigned flags, uint64_t start)
 
 /* Open and lock, again and again while the image is busy and the caller
  * waits. The descriptor, or a negative code. */
-static int open_locked(const char *path, unsigned flags, int *made,
+static int open_locked(const char *path, unsigned flags,
+		       const struct io_mount_tables *t, int *made,
 		       char *note, size_t notelen, struct r4_error *err)
 {
 	uint64_t start = now_ms();
@@ -355,7 +356,7 @@ static int open_locked(const char *path, unsigned flags, int *made,
 
 		*made = 0;
 		note[0] = '\0';
-		rc = check_mounted(path, flags, &e);
+		rc = check_mounted(path, flags, t, &e);
 		fd = rc ? rc : open_fd(path, flags, made, &e);
 		if (fd < 0)
 			rc = fd;
@@ -424,9 +425,11 @@ static struct io_dev *dev_alloc(const char *path, const char *note)
 	return dev;
 }
 
-int io_open_win(const char *path, unsigned flags,
-		const struct io_window *win, struct io_dev **out,
-		int *created, struct r4_error *err)
+/* io_open_win with the mount tables t. */
+static int open_win(const char *path, unsigned flags,
+		    const struct io_window *win,
+		    const struct io_mount_tables *t, struct io_dev **out,
+		    int *created, struct r4_error *err)
 {
 	struct io_dev *dev;
 	struct stat st;
@@ -438,7 +441,7 @@ int io_open_win(const char *path, unsigned flags,
 		*created = 0;
 	if (win && (win->offset || win->size))
 		flags &= ~(unsigned)IO_CREATE;
-	fd = open_locked(path, flags, &made, note, sizeof(note), err);
+	fd = open_locked(path, flags, t, &made, note, sizeof(note), err);
 	if (fd < 0)
 		return fd;
 	dev = dev_alloc(path, note);
@@ -461,10 +464,6 @@ int io_open_win(const char *path, unsigned flags,
 	}
 	if (!rc)
 		rc = set_window(dev, dev->priv, win, err);
-	if (!rc && !dev->readonly)
-		rc = io_fault_maybe_attach(dev, err);
-	if (!rc && !dev->readonly)
-		rc = io_undo_maybe_attach(dev, err);
 	if (rc) {
 		io_close(dev);
 		if (made)
@@ -477,22 +476,51 @@ int io_open_win(const char *path, unsigned flags,
 	return 0;
 }
 
+int io_open_win(const char *path, unsigned flags,
+		const struct io_window *win, struct io_dev **out,
+		int *created, struct r4_error *err)
+{
+	return open_win(path, flags, win, NULL, out, created, err);
+}
+
 int io_open_opts(const char *path, unsigned flags,
 		 const struct r4_open_opts *o, struct io_dev **out,
 		 int *created, struct r4_error *err)
 {
 	struct io_window win = { 0, 0 };
+	struct io_mount_tables t = { NULL, NULL };
 	unsigned l = 0;
+	int made = 0, rc;
 
 	if (o) {
 		l = o->flags | o->wait;
 		win.offset = o->offset;
 		win.size = o->size;
+		t.mountinfo = o->mountinfo;
+		t.sysblock = o->sysblock;
 	}
 	if (flags & IO_RDWR)
 		l &= ~(unsigned)R4_OPEN_NOLOCK;
-	return io_open_win(path, flags | io_lock_flags(l), &win, out, created,
-			   err);
+	rc = open_win(path, flags | io_lock_flags(l), &win, &t, out, &made,
+		      err);
+	if (rc || !o || (*out)->readonly)
+		goto done;
+	/* the chain of this open: file, fault, undo (the undo saves what
+	 * the fault backend would let through) */
+	rc = io_fault_attach(*out, o->fault, err);
+	if (!rc)
+		rc = io_undo_attach(*out, o->undo, err);
+	if (rc) {
+		io_close(*out);
+		*out = NULL;
+		if (made)
+			unlink(path);
+		made = 0;
+	}
+done:
+	if (created)
+		*created = made;
+	return rc;
 }
 
 void io_close(struct io_dev *dev)
@@ -501,8 +529,6 @@ void io_close(struct io_dev *dev)
 		return;
 	dev->ops->close(dev);
 	free(dev->lock_note);
-	free(dev->remap_from);
-	free(dev->remap_to);
 	free(dev->path);
 	free(dev);
 }
@@ -547,8 +573,7 @@ int io_copy(struct io_dev *dst, uint64_t dst_off, struct io_dev *src,
 	struct file_priv *d = dst->priv, *s = src->priv;
 
 	*done = 0;
-	if (dst->ops != &file_ops || src->ops != &file_ops || dst->nremap ||
-	    src->nremap)
+	if (dst->ops != &file_ops || src->ops != &file_ops)
 		return -EOPNOTSUPP;
 	if (dst->readonly)
 		return r4i_fail(err, -EROFS, "%s: opened read-only",
@@ -596,100 +621,6 @@ int io_copy(struct io_dev *dst, uint64_t dst_off, struct io_dev *src,
 	return 0;
 }
 
-struct pair {
-	uint64_t from, to;
-	size_t seq;
-};
-
-static int cmp_pair(const void *a, const void *b)
-{
-	const struct pair *x = a, *y = b;
-
-	if (x->from != y->from)
-		return x->from < y->from ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-int io_set_remap(struct io_dev *dev, uint32_t blksize, const uint64_t *from,
-		 const uint64_t *to, size_t n, struct r4_error *err)
-{
-	struct pair *v = NULL;
-	size_t i, k = 0;
-
-	free(dev->remap_from);
-	free(dev->remap_to);
-	dev->remap_from = dev->remap_to = NULL;
-	dev->nremap = 0;
-	if (!n)
-		return 0;
-	v = malloc(n * sizeof(*v));
-	dev->remap_from = malloc(n * sizeof(uint64_t));
-	dev->remap_to = malloc(n * sizeof(uint64_t));
-	if (!v || !dev->remap_from || !dev->remap_to) {
-		free(v);
-		io_set_remap(dev, blksize, NULL, NULL, 0, NULL);
-		return r4i_fail(err, -ENOMEM, "%s: out of memory", dev->path);
-	}
-	for (i = 0; i < n; i++)
-		v[i] = (struct pair){ from[i], to[i], i };
-	qsort(v, n, sizeof(*v), cmp_pair);
-	for (i = 0; i < n; i++) {	/* keep the last pair of each block */
-		if (i + 1 < n && v[i + 1].from == v[i].from)
-			continue;
-		dev->remap_from[k] = v[i].from;
-		dev->remap_to[k++] = v[i].to;
-	}
-	free(v);
-	dev->nremap = k;
-	dev->remap_bs = blksize;
-	return 0;
-}
-
-static int remap_lookup(const struct io_dev *dev, uint64_t blk,
-			uint64_t *to)
-{
-	size_t lo = 0, hi = dev->nremap;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (dev->remap_from[mid] == blk) {
-			*to = dev->remap_to[mid];
-			return 1;
-		}
-		if (dev->remap_from[mid] < blk)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
-}
-
-/* A read split at block boundaries, each piece from its remapped block. */
-static int remapped_pread(struct io_dev *dev, uint8_t *buf, size_t len,
-			  uint64_t off)
-{
-	uint32_t bs = dev->remap_bs;
-
-	while (len > 0) {
-		uint64_t blk = off / bs, to, src = off;
-		size_t piece = bs - (size_t)(off % bs);
-		int rc;
-
-		if (piece > len)
-			piece = len;
-		if (remap_lookup(dev, blk, &to))
-			src = to * bs + off % bs;
-		rc = dev->ops->pread(dev, buf, piece, src);
-		if (rc)
-			return rc;
-		buf += piece;
-		off += piece;
-		len -= piece;
-	}
-	return 0;
-}
-
 int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
 	    struct r4_error *err)
 {
@@ -701,10 +632,7 @@ int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
 			       "bytes): image truncated?", dev->path, len,
 			       (unsigned long long)off,
 			       (unsigned long long)dev->size);
-	if (dev->nremap)
-		rc = remapped_pread(dev, buf, len, off);
-	else
-		rc = dev->ops->pread(dev, buf, len, off);
+	rc = dev->ops->pread(dev, buf, len, off);
 	dev->reads++;
 	dev->bytes_read += len;
 	if (rc)

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: device access. The only code that touches file descriptors.
  * A device is an image file or a block device behind a small table of
- * operations, so test backends (fault injection, tracing) can stand in
- * for the real one under the same calls. A device opened read-write is
- * wrapped by the fault backend when a test armed it (io/fault.h). */
+ * operations, so other backends can stack over the file under the same
+ * calls: each open builds its own chain (io_open_opts): the file, then
+ * for a read-write open the fault backend of a test (io/fault.h) and the
+ * undo backend (io/undo.h) when its r4_open_opts names them, and for a
+ * read-only open the journal's overlay (libimage/txn/overlay.c). Nothing
+ * here is process-wide. */
 #ifndef R4_LIBIMAGE_IO_DEV_H
 #define R4_LIBIMAGE_IO_DEV_H
 
@@ -38,11 +41,6 @@ struct io_dev {
 	int window;
 	uint64_t base;
 	uint64_t reads, writes, bytes_read, bytes_written, syncs;
-	/* Read redirection (journal overlay): reads of block from[i] are
-	 * served from block to[i]; from[] sorted. */
-	uint32_t remap_bs;
-	size_t nremap;
-	uint64_t *remap_from, *remap_to;
 	/* A read-only IO_NOLOCK open of an image a writer holds: the
 	 * one-line note that says so (else NULL). */
 	char *lock_note;
@@ -103,12 +101,6 @@ int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
 int io_write(struct io_dev *dev, const void *buf, size_t len, uint64_t off,
 	     struct r4_error *err);
 int io_sync(struct io_dev *dev, struct r4_error *err);
-/* Serve reads of block from[i] (of blksize bytes) from block to[i]
- * instead, so a read-only reader sees a journal's committed blocks; the
- * arrays are copied (a later pair for the same block wins). n = 0 ends
- * the redirection. Writes are not redirected. */
-int io_set_remap(struct io_dev *dev, uint32_t blksize, const uint64_t *from,
-		 const uint64_t *to, size_t n, struct r4_error *err);
 
 /* A read-only device over a duplicate of the open descriptor fd (a
  * regular file the caller keeps open, e.g. an archive), named name in
@@ -132,22 +124,25 @@ int io_copy(struct io_dev *dst, uint64_t dst_off, struct io_dev *src,
 /* Set the size of an image file (sparse growth); refused for devices. */
 int io_resize(struct io_dev *dev, uint64_t size, struct r4_error *err);
 
+/* Where an open learns what is mounted (tests: made-up tables; NULL or
+ * NULL fields: /proc/self/mountinfo and /sys/block). */
+struct io_mount_tables {
+	const char *mountinfo, *sysblock;
+};
 /* 1 when path (a block device, or an image file behind a loop device)
  * is mounted, with the mount point in where; 0 when not; -errno. */
-int io_is_mounted(const char *path, char *where, size_t len);
+int io_is_mounted(const char *path, const struct io_mount_tables *t,
+		  char *where, size_t len);
 /* io_open_win with the lock, wait and window of o (NULL: none): flags
  * holds the IO_ access flags; o's R4_OPEN_NOLOCK counts for read-only
- * opens only. */
+ * opens only. A read-write device is wrapped in o's fault backend, then
+ * in its undo backend (each when named). */
 int io_open_opts(const char *path, unsigned flags,
 		 const struct r4_open_opts *o, struct io_dev **out,
 		 int *created, struct r4_error *err);
 /* 1 when the image file path is attached to a loop device (its name in
  * loop, where it is mounted in where: "" when not), else 0. */
-int io_loop_attached(const char *path, char *loop, size_t looplen,
-		     char *where, size_t len);
-/* Test builds only (tests/helpers/fault_env.c): read the mount table
- * from mountinfo and the loop devices from sysblock instead of
- * /proc/self/mountinfo and /sys/block (NULL: keep). */
-void io_mount_table_override(const char *mountinfo, const char *sysblock);
+int io_loop_attached(const char *path, const struct io_mount_tables *t,
+		     char *loop, size_t looplen, char *where, size_t len);
 
 #endif

@@ -14,28 +14,27 @@ struct held {			/* a write held until the next sync */
 	uint8_t *data;
 };
 
+/* One power cut for the devices opened with it: they count their
+ * writes together (the N of the spec is the N-th write to any of them),
+ * and once the cut came none writes, syncs or resizes any more. */
+struct r4_fault {
+	struct io_fault_spec spec;
+	uint64_t writes;
+	int cut;
+	unsigned refs;
+	struct io_fault_stats last;
+	io_fault_report_fn report_fn;
+	void *report_ctx;
+};
+
 struct fault_priv {
 	struct io_dev lower;	/* the wrapped backend */
-	struct io_fault_spec spec;
+	struct r4_fault *power;
 	uint64_t writes, syncs;
 	int cut, fired;
 	struct held *held;
 	size_t nheld, capheld;
 };
-
-static struct io_fault_spec armed;
-static int armed_set;
-/* One power cut for the whole process: the devices opened under one
- * arming count their writes together (the N of a spec is the N-th write
- * of the process, whichever device it goes to), and once the cut came
- * no device writes, syncs or resizes any more. */
-static struct {
-	uint64_t writes;
-	int cut;
-} power;
-static struct io_fault_stats last;
-static io_fault_report_fn report_fn;
-static void *report_ctx;
 
 int io_fault_parse(const char *s, struct io_fault_spec *out)
 {
@@ -67,30 +66,39 @@ int io_fault_parse(const char *s, struct io_fault_spec *out)
 	return R4_EINVAL;
 }
 
-void io_fault_arm(const struct io_fault_spec *spec)
+struct r4_fault *io_fault_new(const struct io_fault_spec *spec,
+			      io_fault_report_fn report, void *ctx)
 {
-	armed = *spec;
-	armed_set = spec->mode != IO_FAULT_NONE;
-	if (armed_set)
-		memset(&power, 0, sizeof(power));
+	struct r4_fault *f;
+
+	if (spec->mode == IO_FAULT_NONE || !(f = calloc(1, sizeof(*f))))
+		return NULL;
+	f->spec = *spec;
+	f->refs = 1;
+	f->report_fn = report;
+	f->report_ctx = ctx;
+	return f;
 }
 
-void io_fault_last_stats(struct io_fault_stats *out)
+void io_fault_put(struct r4_fault *f)
 {
-	*out = last;
+	if (f && !--f->refs)
+		free(f);
 }
 
-void io_fault_on_close(io_fault_report_fn fn, void *ctx)
+void io_fault_last_stats(const struct r4_fault *f,
+			 struct io_fault_stats *out)
 {
-	report_fn = fn;
-	report_ctx = ctx;
+	memset(out, 0, sizeof(*out));
+	if (f)
+		*out = f->last;
 }
 
 static void note(struct fault_priv *p)
 {
-	last.writes = p->writes;
-	last.syncs = p->syncs;
-	last.fired = p->fired;
+	p->power->last.writes = p->writes;
+	p->power->last.syncs = p->syncs;
+	p->power->last.fired = p->fired;
 }
 
 static void held_drop(struct fault_priv *p)
@@ -160,24 +168,25 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 			uint64_t off)
 {
 	struct fault_priv *p = dev->priv;
-	uint64_t n = ++power.writes;
+	struct r4_fault *power = p->power;
+	uint64_t n = ++power->writes;
 	int rc;
 
 	p->writes++;
 	note(p);
-	if (p->cut || power.cut)
+	if (p->cut || power->cut)
 		return 0;
-	switch (p->spec.mode) {
+	switch (power->spec.mode) {
 	case IO_FAULT_FAIL_WRITE:
-		if (n == p->spec.n) {
+		if (n == power->spec.n) {
 			p->fired = 1;
 			note(p);
 			return -EIO;
 		}
 		break;
 	case IO_FAULT_TORN_WRITE:
-		if (n == p->spec.n) {
-			p->cut = p->fired = power.cut = 1;
+		if (n == power->spec.n) {
+			p->cut = p->fired = power->cut = 1;
 			note(p);
 			return p->lower.ops->pwrite(&p->lower, buf, len / 2,
 						    off);
@@ -185,9 +194,9 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 		break;
 	case IO_FAULT_DROP_UNSYNCED:
 		rc = held_add(p, buf, len, off);
-		if (!rc && n == p->spec.n) {
+		if (!rc && n == power->spec.n) {
 			held_drop(p);
-			p->cut = p->fired = power.cut = 1;
+			p->cut = p->fired = power->cut = 1;
 			note(p);
 		}
 		return rc;
@@ -195,8 +204,8 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 		break;
 	}
 	rc = p->lower.ops->pwrite(&p->lower, buf, len, off);
-	if (p->spec.mode == IO_FAULT_CUT_AFTER && n == p->spec.n) {
-		p->cut = p->fired = power.cut = 1;
+	if (power->spec.mode == IO_FAULT_CUT_AFTER && n == power->spec.n) {
+		p->cut = p->fired = power->cut = 1;
 		note(p);
 	}
 	return rc;
@@ -209,8 +218,8 @@ static int fault_sync(struct io_dev *dev)
 
 	p->syncs++;
 	note(p);
-	if (p->cut || power.cut) {
-		if (power.cut)
+	if (p->cut || p->power->cut) {
+		if (p->power->cut)
 			held_drop(p);	/* the power went: unsynced is lost */
 		return 0;
 	}
@@ -225,7 +234,7 @@ static int fault_resize(struct io_dev *dev, uint64_t size)
 
 	/* after a cut nothing reaches the device: the length neither (a
 	 * power loss stops the program before its next change) */
-	if (power.cut) {
+	if (p->power->cut) {
 		dev->size = size;
 		return 0;
 	}
@@ -241,14 +250,15 @@ static void fault_close(struct io_dev *dev)
 {
 	struct fault_priv *p = dev->priv;
 
-	if (!p->cut && !power.cut)
+	if (!p->cut && !p->power->cut)
 		held_flush(p);
 	held_drop(p);
 	free(p->held);
 	note(p);
-	if (report_fn)
-		report_fn(report_ctx, &last);
+	if (p->power->report_fn)
+		p->power->report_fn(p->power->report_ctx, &p->power->last);
 	p->lower.ops->close(&p->lower);
+	io_fault_put(p->power);
 	free(p);
 }
 
@@ -257,19 +267,21 @@ static const struct io_ops fault_ops = {
 	.resize = fault_resize, .close = fault_close
 };
 
-int io_fault_maybe_attach(struct io_dev *dev, struct r4_error *err)
+int io_fault_attach(struct io_dev *dev, struct r4_fault *f,
+		    struct r4_error *err)
 {
 	struct fault_priv *p;
 
-	if (!armed_set)
+	if (!f)
 		return 0;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", dev->path);
 	p->lower = *dev;
-	p->spec = armed;
+	p->power = f;
+	f->refs++;
 	dev->ops = &fault_ops;
 	dev->priv = p;
-	memset(&last, 0, sizeof(last));
+	memset(&f->last, 0, sizeof(f->last));
 	return 0;
 }

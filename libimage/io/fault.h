@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: the fault-injection device backend, for tests only: off unless
- * a test arms it through io_fault_arm() (as e2fsprogs' test_io manager
- * is chosen by the program, never by the environment of an installed
- * tool). It wraps the file backend of a device opened read-write, counts
+ * an open asks for it (r4_open_opts.fault, as e2fsprogs' test_io manager
+ * is chosen by the program for one ext2fs_open, never by the environment
+ * of an installed tool). It wraps the file backend of a device opened
+ * read-write, counts
  * its writes and syncs and, in one of four modes, simulates a failure at
  * the N-th write (N counts from 1):
  *
@@ -18,16 +19,19 @@
  *                    goes: the held writes are lost, later ones dropped;
  *   count            no fault, counting only.
  *
- * N counts the writes of the whole process: the devices opened while a
- * fault is armed count together, and after the cut no device writes,
- * syncs or resizes (a command that opens the volume several times, as
- * r4fsck -y does for its fixes before the open, is cut at its N-th write
- * as one power cut would). Each device still reports its own counts.
+ * The fault is a "power" object (struct r4_fault) that opens share: N
+ * counts the writes of every device opened with the same object, and
+ * after the cut none of them writes, syncs or resizes (a command that
+ * opens the volume several times, as r4fsck -y does for its fixes before
+ * the open, is cut at its N-th write as one power cut would). Each
+ * device still reports its own counts. An open without one has no fault
+ * backend; nothing of it is process-wide.
  *
  * Nothing in the library reads the environment for it. The test builds
  * of the commands (tests/crash/bin, linked with tests/helpers/fault_env.c)
- * arm it from R4_FAULT="cut-after=12" etc. and report each faulty
- * device's counts to R4_FAULT_REPORT through io_fault_on_close(), so a
+ * make one object from R4_FAULT="cut-after=12" etc. for every open of
+ * the command (cmd/common: r4cmd_open) and report each faulty device's
+ * counts to R4_FAULT_REPORT through the object's close callback, so a
  * harness can count a workload's writes and then cut at 1..W. */
 #ifndef R4_LIBIMAGE_IO_FAULT_H
 #define R4_LIBIMAGE_IO_FAULT_H
@@ -52,26 +56,32 @@ struct io_fault_spec {
 /* Parse "mode=N" / "count"; 0 or R4_EINVAL. */
 int io_fault_parse(const char *s, struct io_fault_spec *out);
 
-/* Arm a fault for the next devices opened read-write in this process; a
- * spec with mode IO_FAULT_NONE disarms. */
-void io_fault_arm(const struct io_fault_spec *spec);
-
-/* What the fault backend saw on the most recently closed or still open
- * faulty device. */
+/* What the fault backend saw on one device. */
 struct io_fault_stats {
 	uint64_t writes, syncs;
 	int fired;		/* the fault happened */
 };
-void io_fault_last_stats(struct io_fault_stats *out);
 
-/* Called with the counts of each faulty device as it closes (NULL: no
- * call). */
+/* Called with the counts of each faulty device as it closes. */
 typedef void (*io_fault_report_fn)(void *ctx,
 				   const struct io_fault_stats *st);
-void io_fault_on_close(io_fault_report_fn fn, void *ctx);
 
-/* Called by io_open for a read-write device: wrap it when a fault is
- * armed. 0, or -ENOMEM. */
-int io_fault_maybe_attach(struct io_dev *dev, struct r4_error *err);
+/* A new power object for spec (mode IO_FAULT_NONE: NULL, no fault),
+ * report (may be NULL) called as each of its devices closes; NULL also
+ * when out of memory. Its counts start at zero. Each device opened with
+ * it holds a reference: io_fault_put drops the caller's, and the object
+ * goes when the last of its devices closed. */
+struct r4_fault *io_fault_new(const struct io_fault_spec *spec,
+			      io_fault_report_fn report, void *ctx);
+void io_fault_put(struct r4_fault *f);
+/* What the fault backend saw on the most recently closed or still open
+ * device of f. */
+void io_fault_last_stats(const struct r4_fault *f,
+			 struct io_fault_stats *out);
+
+/* Wrap the read-write device dev in the fault backend of f (NULL: leave
+ * it). 0, or -ENOMEM. */
+int io_fault_attach(struct io_dev *dev, struct r4_fault *f,
+		    struct r4_error *err);
 
 #endif

@@ -16,22 +16,21 @@
 #include <errno.h>
 #include "libimage/io/dev.h"
 
-static const char sysblock_default[] = "/sys/block";
-static const char *mountinfo_path = "/proc/self/mountinfo";
-static const char *sysblock_path = sysblock_default;
-
-void io_mount_table_override(const char *mountinfo, const char *sysblock)
+static const char *mountinfo_of(const struct io_mount_tables *t)
 {
-	if (mountinfo)
-		mountinfo_path = mountinfo;
-	if (sysblock)
-		sysblock_path = sysblock;
+	return t && t->mountinfo ? t->mountinfo : "/proc/self/mountinfo";
+}
+
+static const char *sysblock_of(const struct io_mount_tables *t)
+{
+	return t && t->sysblock ? t->sysblock : "/sys/block";
 }
 
 /* mountinfo: "id parent major:minor root mountpoint ...". */
-static int mounted_devno(dev_t devno, char *where, size_t len)
+static int mounted_devno(const struct io_mount_tables *t, dev_t devno,
+			 char *where, size_t len)
 {
-	FILE *f = fopen(mountinfo_path, "r");
+	FILE *f = fopen(mountinfo_of(t), "r");
 	char line[4096];
 	int found = 0;
 
@@ -57,15 +56,16 @@ static int mounted_devno(dev_t devno, char *where, size_t len)
 /* The loop device named name (a /sys/block entry) is backed by the file
  * st, real: by device and inode where /dev/NAME opens (LOOP_GET_STATUS64),
  * else by the backing file's name in sysfs. */
-static int loop_backs(const char *name, const struct stat *st,
-		      const char *real)
+static int loop_backs(const struct io_mount_tables *t, const char *name,
+		      const struct stat *st, const char *real)
 {
 	char p[PATH_MAX], back[PATH_MAX];
 	struct loop_info64 li;
 	FILE *f;
 	int fd;
 
-	snprintf(p, sizeof(p), "%s/%s/loop/backing_file", sysblock_path, name);
+	snprintf(p, sizeof(p), "%s/%s/loop/backing_file", sysblock_of(t),
+		 name);
 	f = fopen(p, "r");
 	if (!f)
 		return 0;	/* not attached */
@@ -75,7 +75,7 @@ static int loop_backs(const char *name, const struct stat *st,
 	back[strcspn(back, "\n")] = '\0';
 	if (!strcmp(back, real))
 		return 1;
-	if (sysblock_path != sysblock_default)
+	if (t && t->sysblock)
 		return 0;	/* a made-up table: names only */
 	snprintf(p, sizeof(p), "/dev/%s", name);
 	fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -94,8 +94,8 @@ static int loop_backs(const char *name, const struct stat *st,
 /* The first loop device backed by the image file path (loop: its name),
  * and where it is mounted, if it is (where: "" when not). 1 when one
  * is attached, 0 when none. */
-int io_loop_attached(const char *path, char *loop, size_t looplen,
-		     char *where, size_t len)
+int io_loop_attached(const char *path, const struct io_mount_tables *t,
+		     char *loop, size_t looplen, char *where, size_t len)
 {
 	char real[PATH_MAX];
 	struct stat st;
@@ -107,7 +107,7 @@ int io_loop_attached(const char *path, char *loop, size_t looplen,
 		where[0] = '\0';
 	if (stat(path, &st) || !S_ISREG(st.st_mode) || !realpath(path, real))
 		return 0;
-	d = opendir(sysblock_path);
+	d = opendir(sysblock_of(t));
 	if (!d)
 		return 0;
 	while (!found && (e = readdir(d))) {
@@ -116,25 +116,26 @@ int io_loop_attached(const char *path, char *loop, size_t looplen,
 		FILE *f;
 
 		if (strncmp(e->d_name, "loop", 4) ||
-		    !loop_backs(e->d_name, &st, real))
+		    !loop_backs(t, e->d_name, &st, real))
 			continue;
 		found = 1;
 		if (loop)
 			snprintf(loop, looplen, "/dev/%s", e->d_name);
-		snprintf(p, sizeof(p), "%s/%s/dev", sysblock_path, e->d_name);
+		snprintf(p, sizeof(p), "%s/%s/dev", sysblock_of(t), e->d_name);
 		f = fopen(p, "r");
 		if (!f)
 			continue;
 		if (fgets(devp, sizeof(devp), f) &&
 		    sscanf(devp, "%u:%u", &maj, &min) == 2)
-			mounted_devno(makedev(maj, min), where, len);
+			mounted_devno(t, makedev(maj, min), where, len);
 		fclose(f);
 	}
 	closedir(d);
 	return found;
 }
 
-int io_is_mounted(const char *path, char *where, size_t len)
+int io_is_mounted(const char *path, const struct io_mount_tables *t,
+		  char *where, size_t len)
 {
 	char w[1024] = "";
 	struct stat st;
@@ -142,9 +143,9 @@ int io_is_mounted(const char *path, char *where, size_t len)
 	if (stat(path, &st))
 		return errno == ENOENT ? 0 : -errno;
 	if (S_ISBLK(st.st_mode))
-		return mounted_devno(st.st_rdev, where, len);
-	if (!S_ISREG(st.st_mode) || !io_loop_attached(path, NULL, 0, w, sizeof(w))
-	    || !w[0])
+		return mounted_devno(t, st.st_rdev, where, len);
+	if (!S_ISREG(st.st_mode) ||
+	    !io_loop_attached(path, t, NULL, 0, w, sizeof(w)) || !w[0])
 		return 0;
 	if (where && len)
 		snprintf(where, len, "%s", w);

@@ -7,14 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "r4/repair.h"
 #include "libimage/io/undo.h"
 #include "libimage/util/err.h"
 #include "format/checksum.h"
 #include "format/sha256.h"
 #include "format/super.h"
 
-static struct {
+struct r4_undo {
 	FILE *f;
 	char *path;
 	uint64_t *set;		/* saved unit numbers + 1, open addressing */
@@ -24,10 +23,12 @@ static struct {
 	uint32_t *rec_len;
 	size_t nrec, caprec;
 	long trailer_at;	/* where the trailer starts, 0: none yet */
-} undo;
+	unsigned refs;		/* the creator's and one per device */
+};
 
 struct undo_priv {
 	struct io_dev lower;
+	struct r4_undo *u;
 };
 
 static size_t slot(uint64_t u, size_t cap)
@@ -35,29 +36,29 @@ static size_t slot(uint64_t u, size_t cap)
 	return (size_t)((u * 0x9E3779B97F4A7C15ULL) >> 20) & (cap - 1);
 }
 
-static int set_has(uint64_t u)
+static int set_has(const struct r4_undo *undo, uint64_t u)
 {
-	if (!undo.cap)
+	if (!undo->cap)
 		return 0;
-	for (size_t i = slot(u, undo.cap);; i = (i + 1) & (undo.cap - 1)) {
-		if (undo.set[i] == u + 1)
+	for (size_t i = slot(u, undo->cap);; i = (i + 1) & (undo->cap - 1)) {
+		if (undo->set[i] == u + 1)
 			return 1;
-		if (!undo.set[i])
+		if (!undo->set[i])
 			return 0;
 	}
 }
 
-static int set_add(uint64_t u)
+static int set_add(struct r4_undo *undo, uint64_t u)
 {
 	size_t i;
 
-	if ((undo.used + 1) * 2 > undo.cap) {
-		size_t nc = undo.cap ? undo.cap * 2 : 1024;
-		uint64_t *s = calloc(nc, sizeof(*s)), *old = undo.set;
+	if ((undo->used + 1) * 2 > undo->cap) {
+		size_t nc = undo->cap ? undo->cap * 2 : 1024;
+		uint64_t *s = calloc(nc, sizeof(*s)), *old = undo->set;
 
 		if (!s)
 			return -ENOMEM;
-		for (size_t k = 0; k < undo.cap; k++) {
+		for (size_t k = 0; k < undo->cap; k++) {
 			if (!old[k])
 				continue;
 			i = slot(old[k] - 1, nc);
@@ -66,14 +67,14 @@ static int set_add(uint64_t u)
 			s[i] = old[k];
 		}
 		free(old);
-		undo.set = s;
-		undo.cap = nc;
+		undo->set = s;
+		undo->cap = nc;
 	}
-	i = slot(u, undo.cap);
-	while (undo.set[i])
-		i = (i + 1) & (undo.cap - 1);
-	undo.set[i] = u + 1;
-	undo.used++;
+	i = slot(u, undo->cap);
+	while (undo->set[i])
+		i = (i + 1) & (undo->cap - 1);
+	undo->set[i] = u + 1;
+	undo->used++;
 	return 0;
 }
 
@@ -87,24 +88,24 @@ uint32_t io_undo_crc(const void *a, size_t alen, const void *b, size_t blen)
 	return ~fmt_crc32c_raw(c, b, blen);
 }
 
-static int rec_add(uint64_t off, uint32_t len)
+static int rec_add(struct r4_undo *undo, uint64_t off, uint32_t len)
 {
-	if (undo.nrec == undo.caprec) {
-		size_t nc = undo.caprec ? undo.caprec * 2 : 256;
-		uint64_t *o = realloc(undo.rec_off, nc * sizeof(*o));
+	if (undo->nrec == undo->caprec) {
+		size_t nc = undo->caprec ? undo->caprec * 2 : 256;
+		uint64_t *o = realloc(undo->rec_off, nc * sizeof(*o));
 		uint32_t *l;
 
 		if (!o)
 			return -ENOMEM;
-		undo.rec_off = o;
-		l = realloc(undo.rec_len, nc * sizeof(*l));
+		undo->rec_off = o;
+		l = realloc(undo->rec_len, nc * sizeof(*l));
 		if (!l)
 			return -ENOMEM;
-		undo.rec_len = l;
-		undo.caprec = nc;
+		undo->rec_len = l;
+		undo->caprec = nc;
 	}
-	undo.rec_off[undo.nrec] = off;
-	undo.rec_len[undo.nrec++] = len;
+	undo->rec_off[undo->nrec] = off;
+	undo->rec_len[undo->nrec++] = len;
 	return 0;
 }
 
@@ -126,6 +127,7 @@ uint64_t io_undo_get_le(const uint8_t *p, unsigned n)
 /* Save the old contents of the units [off, off + len) touches. */
 static int save(struct undo_priv *p, uint64_t off, size_t len)
 {
+	struct r4_undo *undo = p->u;
 	uint8_t buf[UNDO_UNIT], rec[UNDO_REC];
 	uint64_t first = off / UNDO_UNIT, last, size = p->lower.size;
 	int wrote = 0, rc;
@@ -137,7 +139,7 @@ static int save(struct undo_priv *p, uint64_t off, size_t len)
 		uint64_t at = u * UNDO_UNIT;
 		size_t n = UNDO_UNIT;
 
-		if (set_has(u) || at >= size)
+		if (set_has(undo, u) || at >= size)
 			continue;
 		if (at + n > size)
 			n = (size_t)(size - at);
@@ -147,18 +149,18 @@ static int save(struct undo_priv *p, uint64_t off, size_t len)
 		io_undo_put_le(rec, at, 8);
 		io_undo_put_le(rec + 8, n, 4);
 		io_undo_put_le(rec + 12, io_undo_crc(rec, 12, buf, n), 4);
-		if (fwrite(rec, 1, sizeof(rec), undo.f) != sizeof(rec) ||
-		    fwrite(buf, 1, n, undo.f) != n)
+		if (fwrite(rec, 1, sizeof(rec), undo->f) != sizeof(rec) ||
+		    fwrite(buf, 1, n, undo->f) != n)
 			return -EIO;
-		rc = rec_add(at, (uint32_t)n);
+		rc = rec_add(undo, at, (uint32_t)n);
 		if (!rc)
-			rc = set_add(u);
+			rc = set_add(undo, u);
 		if (rc)
 			return rc;
-		undo.units++;
+		undo->units++;
 		wrote = 1;
 	}
-	if (wrote && (fflush(undo.f) || fsync(fileno(undo.f))))
+	if (wrote && (fflush(undo->f) || fsync(fileno(undo->f))))
 		return -errno ? -errno : -EIO;
 	return 0;
 }
@@ -224,7 +226,8 @@ int io_undo_unit_sum(struct io_dev *d, uint64_t off, uint32_t len,
  * the file. */
 static int write_trailer(struct undo_priv *p, uint64_t size)
 {
-	size_t len = UNDO_TRAILER_FIXED + undo.nrec * 32;
+	struct r4_undo *undo = p->u;
+	size_t len = UNDO_TRAILER_FIXED + undo->nrec * 32;
 	uint8_t *t = malloc(len + UNDO_END_LEN), *e;
 	long at = 0;
 	int rc;
@@ -232,28 +235,28 @@ static int write_trailer(struct undo_priv *p, uint64_t size)
 	if (!t)
 		return -ENOMEM;
 	memcpy(t, UNDO_TRAILER, 8);
-	io_undo_put_le(t + 8, undo.nrec, 8);
+	io_undo_put_le(t + 8, undo->nrec, 8);
 	io_undo_put_le(t + 16, size, 8);
 	rc = io_undo_identity(&p->lower, size, t + 24, t + 24 + FMT_UUID_SIZE);
-	for (size_t i = 0; !rc && i < undo.nrec; i++)
-		rc = io_undo_unit_sum(&p->lower, undo.rec_off[i], undo.rec_len[i],
+	for (size_t i = 0; !rc && i < undo->nrec; i++)
+		rc = io_undo_unit_sum(&p->lower, undo->rec_off[i], undo->rec_len[i],
 			      t + UNDO_TRAILER_FIXED + i * 32);
 	e = t + len;
 	io_undo_put_le(e, len, 8);
 	io_undo_put_le(e + 8, io_undo_crc(NULL, 0, t, len), 4);
 	memcpy(e + 12, UNDO_END, 8);
-	if (!rc && (fflush(undo.f) || fseek(undo.f, 0, SEEK_END) ||
-		    (at = ftell(undo.f)) < 0))
+	if (!rc && (fflush(undo->f) || fseek(undo->f, 0, SEEK_END) ||
+		    (at = ftell(undo->f)) < 0))
 		rc = -EIO;
 	if (!rc) {
-		if (fwrite(t, 1, len + UNDO_END_LEN, undo.f) !=
-		    len + UNDO_END_LEN || fflush(undo.f) ||
-		    fsync(fileno(undo.f))) {
+		if (fwrite(t, 1, len + UNDO_END_LEN, undo->f) !=
+		    len + UNDO_END_LEN || fflush(undo->f) ||
+		    fsync(fileno(undo->f))) {
 			rc = -EIO;
-			if (ftruncate(fileno(undo.f), at) == 0)
-				fseek(undo.f, 0, SEEK_END);
+			if (ftruncate(fileno(undo->f), at) == 0)
+				fseek(undo->f, 0, SEEK_END);
 		} else {
-			undo.trailer_at = at;
+			undo->trailer_at = at;
 		}
 	}
 	free(t);
@@ -307,6 +310,7 @@ static void undo_close(struct io_dev *dev)
 	 * (incomplete), never one that would be trusted. */
 	(void)write_trailer(p, dev->size);
 	p->lower.ops->close(&p->lower);
+	io_undo_put(p->u);
 	free(p);
 }
 
@@ -315,62 +319,88 @@ static const struct io_ops undo_ops = {
 	.resize = undo_resize, .close = undo_close
 };
 
-int io_undo_maybe_attach(struct io_dev *dev, struct r4_error *err)
+/* The header, when the file is new; else cut off the trailer of the
+ * open before (another open of the same run: its records go on after
+ * the last one, and its close writes the trailer again). */
+static int undo_extend(struct r4_undo *undo, uint64_t size,
+		       struct r4_error *err)
 {
-	struct undo_priv *p;
 	uint8_t hdr[UNDO_HDR];
 
-	if (!undo.f)
-		return 0;
-	if (ftell(undo.f) == 0) {
+	if (ftell(undo->f) == 0) {
 		memset(hdr, 0, sizeof(hdr));
 		memcpy(hdr, UNDO_MAGIC, 8);
-		io_undo_put_le(hdr + 8, dev->size, 8);
+		io_undo_put_le(hdr + 8, size, 8);
 		io_undo_put_le(hdr + 28, io_undo_crc(NULL, 0, hdr, 28), 4);
-		if (fwrite(hdr, 1, sizeof(hdr), undo.f) != sizeof(hdr) ||
-		    fflush(undo.f) || fsync(fileno(undo.f)))
+		if (fwrite(hdr, 1, sizeof(hdr), undo->f) != sizeof(hdr) ||
+		    fflush(undo->f) || fsync(fileno(undo->f)))
 			return r4i_fail(err, -EIO, "%s: cannot write the undo "
-				       "file", undo.path);
-	} else if (undo.trailer_at) {
-		/* another open of the same run: its records go on after
-		 * the last one, and its close writes the trailer again */
-		if (fflush(undo.f) ||
-		    ftruncate(fileno(undo.f), undo.trailer_at) ||
-		    fseek(undo.f, 0, SEEK_END))
+				       "file", undo->path);
+	} else if (undo->trailer_at) {
+		if (fflush(undo->f) ||
+		    ftruncate(fileno(undo->f), undo->trailer_at) ||
+		    fseek(undo->f, 0, SEEK_END))
 			return r4i_fail(err, -EIO, "%s: cannot write the undo "
-				       "file", undo.path);
-		undo.trailer_at = 0;
+				       "file", undo->path);
+		undo->trailer_at = 0;
 	}
+	return 0;
+}
+
+int io_undo_attach(struct io_dev *dev, struct r4_undo *undo,
+		   struct r4_error *err)
+{
+	struct undo_priv *p;
+	int rc;
+
+	if (!undo)
+		return 0;
+	rc = undo_extend(undo, dev->size, err);
+	if (rc)
+		return rc;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", dev->path);
 	p->lower = *dev;
+	p->u = undo;
+	undo->refs++;
 	dev->ops = &undo_ops;
 	dev->priv = p;
 	return 0;
 }
 
-int r4_undo_start(const char *path, struct r4_error *err)
+int io_undo_create(const char *path, struct r4_undo **out,
+		   struct r4_error *err)
 {
-	if (undo.f)
-		return r4i_fail(err, R4_EBUSY, "%s: an undo file is already "
-			       "open", path);
-	undo.f = fopen(path, "wbx");
-	if (!undo.f)
-		return r4i_fail(err, -errno, "%s: cannot create the undo file "
-			       "(it must not exist): %s", path,
-			       strerror(errno));
-	undo.path = strdup(path);
+	struct r4_undo *undo = calloc(1, sizeof(*undo));
+
+	*out = NULL;
+	if (!undo || !(undo->path = strdup(path))) {
+		free(undo);
+		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
+	}
+	undo->f = fopen(path, "wbx");
+	if (!undo->f) {
+		int e = errno;
+
+		free(undo->path);
+		free(undo);
+		return r4i_fail(err, -e, "%s: cannot create the undo file "
+			       "(it must not exist): %s", path, strerror(e));
+	}
+	undo->refs = 1;
+	*out = undo;
 	return 0;
 }
 
-void r4_undo_finish(void)
+void io_undo_put(struct r4_undo *undo)
 {
-	if (undo.f)
-		fclose(undo.f);
-	free(undo.path);
-	free(undo.set);
-	free(undo.rec_off);
-	free(undo.rec_len);
-	memset(&undo, 0, sizeof(undo));
+	if (!undo || --undo->refs)
+		return;
+	fclose(undo->f);
+	free(undo->path);
+	free(undo->set);
+	free(undo->rec_off);
+	free(undo->rec_len);
+	free(undo);
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the undo device backend (r4fsck -z). Once armed, every device
- * opened read-write in this process is wrapped: before a write reaches
- * the device, the old contents of each UNDO_UNIT-byte unit it touches
- * (the first time only) are appended to the undo file and made durable
- * (fsync), so the file always holds what a write may have destroyed,
- * even after a crash. The undo file (format 2):
+/* r4kit: the undo device backend (r4fsck -z). A device opened
+ * read-write with an undo file (r4_open_opts.undo) is wrapped; an open
+ * without one is not, whatever other opens of the process do. Before a
+ * write reaches the device, the old contents of each UNDO_UNIT-byte unit
+ * it touches (the first time only) are appended to the undo file and
+ * made durable (fsync), so the file always holds what a write may have
+ * destroyed, even after a crash. The undo file (format 2):
  *
  *   header (32 bytes): "R4UNDO02", the device size when the file was
  *   started (8, little-endian), flags (4: 1 = an --undo began writing,
@@ -59,8 +60,17 @@
 #define UNDO_APPLYING 1u	/* header flag: --undo began writing */
 #define UNDO_HAS_PLAN 2u	/* header flag: a plan follows the base */
 
-/* Called by io_open for a read-write device: wrap it when armed. */
-int io_undo_maybe_attach(struct io_dev *dev, struct r4_error *err);
+/* Create the undo file path (it must not exist): the handle, one
+ * reference held by the caller. */
+int io_undo_create(const char *path, struct r4_undo **out,
+		   struct r4_error *err);
+/* Drop a reference: each device wrapped holds one, and the file closes
+ * with the last (accepts NULL). */
+void io_undo_put(struct r4_undo *undo);
+/* Wrap the read-write device dev in the undo backend of undo (NULL:
+ * leave it); several opens with the same handle extend one file. */
+int io_undo_attach(struct io_dev *dev, struct r4_undo *undo,
+		   struct r4_error *err);
 
 /* Shared with r4_undo_apply. CRC-32C of a then b; little-endian
  * fields; the volume's identity on d (the master super block's uuid,

@@ -11,8 +11,6 @@
 #include "format/plugin.h"
 #include "r4/util.h"
 
-#define RMTREE_MAX_DEPTH 4096
-
 static size_t ebytes(const struct r4_txn *x, size_t len)
 {
 	return fmt_cde40_entry_bytes(x->vol->keypol,
@@ -119,79 +117,116 @@ int edit_rmdir_at(struct r4_txn *x, const struct obj_dir *d,
 	return rc;
 }
 
-/* Names of a directory (without "." and ".."), collected first. */
-struct names {
-	char **v;
+/* remove_tree: the walk (r4_walk) finds what goes, in the order it goes
+ * (each directory's entries in key order, a directory after its
+ * entries), and checks every directory on the way before anything is
+ * removed; then the list is removed. No recursion and no depth limit. */
+struct rm_item {
+	struct obj_dir d;	/* the directory holding it */
+	char *name;
+	size_t len;
+	int is_dir;
+};
+
+struct rmt {
+	struct r4_txn *x;
+	struct r4_error *err;
+	struct obj_dir *dirs;	/* by depth: 0 the tree's top */
+	size_t ndirs;
+	struct rm_item *v;
 	size_t n, cap;
 };
 
-static int names_fn(void *ctx, const char *name, size_t len,
-		    const struct fmt_key *key, const struct r4_objref *target)
+static int rm_add(struct rmt *t, const struct obj_dir *d, const char *name,
+		  size_t len, int is_dir)
 {
-	struct names *s = ctx;
+	struct rm_item *it;
 
-	(void)key;
-	(void)target;
-	if ((len == 1 && name[0] == '.') ||
-	    (len == 2 && !memcmp(name, "..", 2)))
-		return 0;
-	if (R4_RESERVE(s->v, s->cap, s->n + 1, 16))
-		return -ENOMEM;
-	s->v[s->n] = strndup(name, len);
-	return s->v[s->n++] ? 0 : -ENOMEM;
+	if (R4_RESERVE(t->v, t->cap, t->n + 1, 64))
+		return r4i_fail(t->err, -ENOMEM, "out of memory");
+	it = &t->v[t->n];
+	it->name = malloc(len + 1);
+	if (!it->name)
+		return r4i_fail(t->err, -ENOMEM, "out of memory");
+	memcpy(it->name, name, len);
+	it->name[len] = '\0';
+	it->len = len;
+	it->d = *d;
+	it->is_dir = is_dir;
+	t->n++;
+	return 0;
 }
 
-static void names_free(struct names *s)
+/* Only a directory's one name leads into it: one whose ".." names the
+ * directory holding it. A second name (the root, one above: a loop, or
+ * one elsewhere), which only a damaged volume has, is refused before
+ * anything is removed. The directory opened into sub. */
+static int rm_check_dir(struct r4_txn *x, uint64_t parent,
+			const struct r4_objref *ref, const char *name,
+			size_t len, int again, struct obj_dir *sub,
+			struct r4_error *err)
 {
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
+	struct r4_objref up;
+	int rc = obj_dir_open(x, ref, sub, err);
+
+	if (!rc)
+		rc = edit_find(x, sub, "..", 2, &up, err);
+	if (!rc && (again || ref->oid == FMT_ROOT_OID || up.oid != parent))
+		return r4i_fail(err, R4_ELOOP, "\"%.*s\" is a second name of "
+				"directory %llx (its \"..\" names %llx): run "
+				"r4fsck", (int)len, name,
+				(unsigned long long)ref->oid,
+				(unsigned long long)up.oid);
+	if (rc == R4_ENOTFOUND)
+		return r4i_fail(err, R4_ECORRUPT, "directory \"%.*s\" has no "
+				"\"..\": run r4fsck", (int)len, name);
+	return rc;
+}
+
+static int rm_entry(void *ctx, const struct r4_walk_entry *e)
+{
+	struct rmt *t = ctx;
+	const struct obj_dir *parent = &t->dirs[e->depth - 1];
+	int rc;
+
+	if (e->leave)
+		return e->error ? e->error :
+		       rm_add(t, parent, e->name, e->name_len, 1);
+	if (!e->is_dir)
+		return rm_add(t, parent, e->name, e->name_len, 0);
+	if (R4_RESERVE(t->dirs, t->ndirs, (size_t)e->depth + 1, 16))
+		return r4i_fail(t->err, -ENOMEM, "out of memory");
+	rc = rm_check_dir(t->x, parent->ref.oid, &e->target, e->name,
+			  e->name_len, e->again, &t->dirs[e->depth], t->err);
+	return rc;
 }
 
 int edit_rmtree_at(struct r4_txn *x, const struct obj_dir *d,
 		   const char *name, size_t len, unsigned depth,
 		   struct r4_error *err)
 {
-	struct names s = { NULL, 0, 0 };
+	struct rmt t = { .x = x, .err = err };
 	struct r4_objref ref;
-	struct obj_dir sub;
 	int rc;
 
-	if (depth > RMTREE_MAX_DEPTH)
-		return r4i_fail(err, R4_ELOOP, "directories nested deeper "
-			       "than %d", RMTREE_MAX_DEPTH);
 	rc = edit_find(x, d, name, len, &ref, err);
 	if (rc == R4_ENOTFOUND)
 		return r4i_fail(err, rc, "no entry \"%.*s\"", (int)len, name);
+	if (!rc && R4_RESERVE(t.dirs, t.ndirs, 1, 16))
+		rc = r4i_fail(err, -ENOMEM, "out of memory");
 	if (!rc)
-		rc = obj_dir_open(x, &ref, &sub, err);
-	/* Only a directory's one name leads into it: one whose ".." names
-	 * d. A second name (the root, one above d: a loop, or one
-	 * elsewhere), which only a damaged volume has, is refused before
-	 * anything is removed below it. */
-	if (!rc) {
-		struct r4_objref up;
-
-		rc = edit_find(x, &sub, "..", 2, &up, err);
-		if (!rc && (ref.oid == FMT_ROOT_OID || up.oid != d->ref.oid))
-			rc = r4i_fail(err, R4_ELOOP, "\"%.*s\" is a second "
-				      "name of directory %llx (its \"..\" "
-				      "names %llx): run r4fsck", (int)len,
-				      name, (unsigned long long)ref.oid,
-				      (unsigned long long)up.oid);
-		else if (rc == R4_ENOTFOUND)
-			rc = r4i_fail(err, R4_ECORRUPT, "directory \"%.*s\" "
-				      "has no \"..\": run r4fsck", (int)len,
-				      name);
-	}
+		rc = rm_check_dir(x, d->ref.oid, &ref, name, len, 0,
+				  &t.dirs[0], err);
 	if (!rc)
-		rc = obj_dir_iter(x->vol, ref.oid, names_fn, &s, err);
-	if (rc == -ENOMEM)
-		rc = r4i_fail(err, rc, "out of memory");
-	for (size_t i = 0; !rc && i < s.n; i++)
-		rc = edit_remove_any(x, &sub, s.v[i], strlen(s.v[i]),
-				     depth + 1, err);
-	names_free(&s);
+		rc = r4_walk(x->vol, &ref, "", 0, rm_entry, &t, err);
+	for (size_t i = 0; !rc && i < t.n; i++)
+		rc = t.v[i].is_dir ?
+		     edit_rmdir_at(x, &t.v[i].d, t.v[i].name, t.v[i].len, err) :
+		     edit_unlink_at(x, &t.v[i].d, t.v[i].name, t.v[i].len, err);
+	for (size_t i = 0; i < t.n; i++)
+		free(t.v[i].name);
+	free(t.v);
+	free(t.dirs);
 	return rc ? rc : edit_rmdir_at(x, d, name, len, err);
 }
 

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: r4_vol_open and r4_vol_close, the open as a value
- * (r4_open_opts: access, locks, wait, the byte window of a partition):
+ * (r4_open_opts: access, locks, wait, the byte window of a partition,
+ * the device backends of this open: an undo file, a test's fault):
  * a volume (libimage/vol) with its journal taken care of. A read-write
  * open replays the committed transactions not yet written home; a
  * read-only one reads through them (an overlay) and writes nothing. */
 #include "config.h"
 #include <stdio.h>
 #include <string.h>
+#include "r4/repair.h"
+#include "libimage/io/undo.h"
 #include "libimage/txn/txn.h"
 #include "libimage/util/err.h"
 #include "r4/journal.h"
@@ -34,7 +37,7 @@ static int vol_journal(struct r4_vol *vol, struct r4_error *err)
 	if (txn_overlay(vol, &jerr)) {
 		snprintf(vol->journal_msg, sizeof(vol->journal_msg), "%s",
 			 jerr.msg);
-		io_set_remap(vol->dev, vol->blksize, NULL, NULL, 0, NULL);
+		txn_overlay_drop(vol);
 		vol->overlaid = 0;
 	}
 	return 0;
@@ -109,4 +112,15 @@ unsigned r4_vol_overlaid(const struct r4_vol *vol)
 const char *r4_vol_journal_msg(const struct r4_vol *vol)
 {
 	return vol->journal_msg;
+}
+
+int r4_undo_create(const char *path, struct r4_undo **out,
+		   struct r4_error *err)
+{
+	return io_undo_create(path, out, err);
+}
+
+void r4_undo_close(struct r4_undo *undo)
+{
+	io_undo_put(undo);
 }

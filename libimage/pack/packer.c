@@ -33,10 +33,13 @@ void r4_pack_opts_init(struct r4_pack_opts *o)
 	o->spill_run_bytes = -1;
 }
 
-/* "dir/.base.WHAT.XXXXXX" next to path, created O_EXCL. */
+/* "dir/.base.WHAT.XXXXXX" next to path, created O_EXCL, with the
+ * backends of the caller's open (not its window nor its locks). */
 static int open_temp(struct r4_pack *b, const char *what, char **name,
 		     struct io_dev **dev, struct r4_error *err)
 {
+	const struct r4_open_opts chain = { .undo = b->o.mkfs.open.undo,
+					    .fault = b->o.mkfs.open.fault };
 	const char *slash = strrchr(b->target, '/');
 	size_t dlen = slash ? (size_t)(slash - b->target) + 1 : 0;
 	const char *base = b->target + dlen;
@@ -57,7 +60,8 @@ static int open_temp(struct r4_pack *b, const char *what, char **name,
 		sprintf(*name, "%.*s.%s.%s.%s", (int)dlen, b->target, base,
 			what, sfx);
 		r4_tmpfile_block();
-		rc = io_open(*name, IO_RDWR | IO_CREATE, dev, &created, err);
+		rc = io_open_opts(*name, IO_RDWR | IO_CREATE, &chain, dev,
+				  &created, err);
 		if (!rc && created)
 			r4_tmpfile_add(*name);	/* removed on a signal */
 		r4_tmpfile_unblock();

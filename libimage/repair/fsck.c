@@ -86,7 +86,7 @@ int r4_fsck(const char *path, const struct r4_fsck_opts *opts,
 	if (rc)
 		return rc;
 	if (opts->undo_file) {
-		rc = r4_undo_start(opts->undo_file, err);
+		rc = r4_undo_create(opts->undo_file, &F.undo, err);
 		if (rc) {
 			report->err_path = opts->undo_file;
 			return rc;
@@ -100,5 +100,6 @@ int r4_fsck(const char *path, const struct r4_fsck_opts *opts,
 	}
 	if (F.vol)		/* a pass that failed with the volume open */
 		r4_vol_close(F.vol, NULL);
+	r4_undo_close(F.undo);
 	return rc < 0 ? rc : 0;
 }

@@ -19,15 +19,18 @@ struct fsck {
 	int rdonly;			/* vol is read-only */
 	struct r4_fsck_pass_report *pass;	/* the pass running */
 	struct r4_open_opts op;		/* fsck_open's answer */
+	struct r4_undo *undo;		/* -z: every read-write open's */
 };
 
-/* The caller's open options (its window and lock flags) with flags
- * added, for one open. */
+/* The caller's open options (its window, lock flags and backends) with
+ * flags added and the undo file of this run, for one open. */
 static inline const struct r4_open_opts *fsck_open(struct fsck *F,
 						   unsigned flags)
 {
 	F->op = F->o->open;
 	F->op.flags |= flags;
+	if (F->undo)
+		F->op.undo = F->undo;
 	return &F->op;
 }
 

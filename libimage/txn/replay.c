@@ -347,7 +347,7 @@ int txn_overlay(struct r4_vol *vol, struct r4_error *err)
 			to[k] = j.tx[i].pairs[p].wandered;
 		}
 	if (!rc)
-		rc = io_set_remap(vol->dev, vol->blksize, from, to, n, err);
+		rc = txn_overlay_set(vol, from, to, n, err);
 	if (!rc && j.ntx) {
 		const struct jtx *x = &j.tx[j.ntx - 1];
 

@@ -139,6 +139,23 @@ int txn_replay(struct r4_vol *vol, unsigned *replayed,
  * the committed state without writing anything. */
 int txn_overlay(struct r4_vol *vol, struct r4_error *err);
 
+/* The overlay is a layer of the read-only device's chain, over the
+ * file (libimage/txn/overlay.c): reads of block from[i] are served from
+ * block to[i] (the arrays are copied; a later pair for the same block
+ * wins; n = 0: no layer). txn_overlay_set replaces the layer there was,
+ * txn_overlay_drop takes it away. */
+int txn_overlay_set(struct r4_vol *vol, const uint64_t *from,
+		    const uint64_t *to, size_t n, struct r4_error *err);
+void txn_overlay_drop(struct r4_vol *vol);
+/* The overlay's pairs (sorted by from, one a block): their number, 0
+ * when the open has no overlay. */
+size_t txn_overlay_pairs(const struct r4_vol *vol, const uint64_t **from,
+			 const uint64_t **to);
+/* Read len bytes at byte off as they lie on the device, under the
+ * overlay (the home copy of a block a pending transaction overwrites):
+ * 0, -errno or R4_ERANGE; the caller checks the bounds. */
+int txn_read_under(struct r4_vol *vol, void *buf, size_t len, uint64_t off);
+
 /* ---- raw restore (r4fsck --undo) -------------------------------------
  * Put blocks back to the bytes they held before, as one crash-safe step
  * through the wandering log, and leave every other block as it was:

@@ -231,6 +231,38 @@ tx_chain() {
 	[[ "$output" == *"	/d/d/d"* ]]
 }
 
+@test "rdump of a chain 405 folders deep (r4_walk): 400 levels dumped, the one below said in one line, the other files dumped" {
+	local p
+	deep_tar "$T/deep.tar" 405
+	printf 'x' >"$T/x"
+	tar -C "$T" -rf "$T/deep.tar" x
+	r4pack create -q "$T/deep.tar" "$T/deep.img"
+	mkdir "$T/out"
+	run bounded 20 r4debugfs -R "rdump / $T/out" "$T/deep.img"
+	[ "$status" -eq 1 ]
+	p=$(printf 'd/%.0s' $(seq 400))
+	[ "${#lines[@]}" -eq 1 ]
+	# (the message's end, past 512 bytes of path, is cut)
+	[[ "${lines[0]}" == "r4debugfs: rdump: d/d/d/d/"* ]]
+	[ -d "$T/out/$p" ]
+	[ ! -e "$T/out/${p}d" ]
+	[ "$(cat "$T/out/x")" = x ]
+}
+
+@test "r4debugfs -w rm -r of a chain 4,100 folders deep (past the old 4,096 guard; r4_walk): all removed, the volume clean" {
+	deep_tar "$T/deep.tar" 4100
+	printf 'x' >"$T/x"
+	tar -C "$T" -rf "$T/deep.tar" x
+	r4pack create -q "$T/deep.tar" "$T/deep.img"
+	run bounded 60 r4debugfs -w -R "rm -r /d" "$T/deep.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(r4debugfs -R 'ls /' "$T/deep.img" | tr '\n' ' ')" = ". .. x " ]
+	run r4fsck -n "$T/deep.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
 @test "ncheck, hash and bodyfile reach a file 5,000 folders deep (a 10 KB path), in bounded time and memory" {
 	local oid want sum
 	deep_tar "$T/deep.tar" 5000

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: the test hook of the crash harness, linked only into test
  * builds (tests/crash/bin/r4pack, tests/crash/bin/r4debugfs, r4txn),
- * never into an installed command. Before main() it arms the fault
- * backend (libimage/io/fault.h) from the environment:
+ * never into an installed command. Before main() it makes the power
+ * object of the fault backend (libimage/io/fault.h) from the environment
+ * and hands it to every open of the command (r4cmd_fault, cmd/common:
+ * one cut stops them all):
  *
  *   R4_FAULT         count, fail-write=N, cut-after=N, torn-write=N or
  *                    drop-unsynced=N (unset or empty: no fault);
@@ -33,6 +35,7 @@
 #include "libimage/io/fault.h"
 #include "libimage/io/dev.h"
 #include "libimage/obj/write.h"
+#include "cmd/common/common.h"
 
 /* The kernel's copy_file_range, cut as R4_COPY_CUT says (only the
  * build's writer thread calls it). */
@@ -81,7 +84,8 @@ static void fault_env(void)
 
 	if (wb && *wb)
 		obj_add_write_behind(strtoul(wb, NULL, 10));
-	io_mount_table_override(getenv("R4_MOUNTINFO"), getenv("R4_SYSBLOCK"));
+	r4cmd_mountinfo = getenv("R4_MOUNTINFO");
+	r4cmd_sysblock = getenv("R4_SYSBLOCK");
 	if (!env || !*env)
 		return;
 	if (io_fault_parse(env, &spec)) {
@@ -89,7 +93,10 @@ static void fault_env(void)
 			"cut-after=N, torn-write=N or drop-unsynced=N\n", env);
 		exit(2);
 	}
-	if (rep && *rep)
-		io_fault_on_close(report, (void *)rep);
-	io_fault_arm(&spec);
+	r4cmd_fault = io_fault_new(&spec, rep && *rep ? report : NULL,
+				   (void *)rep);
+	if (!r4cmd_fault && spec.mode != IO_FAULT_NONE) {
+		fprintf(stderr, "R4_FAULT='%s': out of memory\n", env);
+		exit(2);
+	}
 }

@@ -18,6 +18,7 @@
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "libimage/txn/txn.h"
+#include "cmd/common/common.h"
 #include "format/endian.h"
 #include "format/node.h"
 #include "format/plugin.h"
@@ -120,7 +121,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: r4txn relocate|inplace IMAGE\n");
 		return 2;
 	}
-	rc = r4_vol_open(argv[2], R4_OPEN(R4_OPEN_RDWR), &vol, &err);
+	rc = r4_vol_open(argv[2], r4cmd_open(R4_OPEN_RDWR), &vol, &err);
 	if (!rc)
 		rc = run(vol, !strcmp(argv[1], "inplace"), &err);
 	if (rc) {

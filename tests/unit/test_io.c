@@ -6,6 +6,10 @@
 #include <unistd.h>
 #include "libimage/io/dev.h"
 #include "libimage/io/cache.h"
+#include "libimage/io/fault.h"
+#include "libimage/io/undo.h"
+#include "r4/repair.h"
+#include <sys/stat.h>
 #include "libimage/util/err.h"
 #include "format/errors.h"
 
@@ -41,7 +45,7 @@ static void test_dev(void)
 	is_int(io_open(path, IO_RDONLY, &dev, NULL, NULL), 0, "reopen ro");
 	is_int(io_write(dev, buf, 10, 0, NULL), -EROFS, "no writes when ro");
 	io_close(dev);
-	is_int(io_is_mounted(path, NULL, 0), 0, "an image file is not mounted");
+	is_int(io_is_mounted(path, NULL, NULL, 0), 0, "an image file is not mounted");
 }
 
 /* A window (a partition): offsets relative to its start, nothing read
@@ -267,6 +271,87 @@ static void test_long_message(void)
 	is_str(err.msg, "short", "a short message is whole");
 }
 
+static long file_size(const char *p)
+{
+	struct stat st;
+
+	return stat(p, &st) ? -1 : (long)st.st_size;
+}
+
+/* Open p read-write with opts o, write one unit of byte c at off,
+ * close. */
+static int write_one(const char *p, const struct r4_open_opts *o, int c,
+		     uint64_t off)
+{
+	struct r4_error err = { 0 };
+	uint8_t buf[UNDO_UNIT];
+	struct io_dev *dev;
+	int rc = io_open_opts(p, IO_RDWR, o, &dev, NULL, &err);
+
+	if (rc) {
+		printf("# open %s: %s\n", p, err.msg);
+		return rc;
+	}
+	memset(buf, c, sizeof(buf));
+	rc = io_write(dev, buf, sizeof(buf), off, &err);
+	io_close(dev);
+	return rc;
+}
+
+/* The byte at off of p. */
+static int byte_at(const char *p, uint64_t off)
+{
+	uint8_t c = 0;
+	int fd = open(p, O_RDONLY);
+
+	if (fd < 0 || pread(fd, &c, 1, (off_t)off) != 1)
+		c = 0xff;
+	if (fd >= 0)
+		close(fd);
+	return c;
+}
+
+/* The backends belong to one open: an undo file or a fault given to one
+ * open does not reach the next open of the same process. */
+static void test_backends(void)
+{
+	struct r4_open_opts with = { 0 }, without = { 0 };
+	struct io_fault_spec cut = { IO_FAULT_CUT_AFTER, 1 };
+	struct r4_error err = { 0 };
+	struct r4_undo *u = NULL;
+	char upath[80];
+	long one;
+
+	snprintf(upath, sizeof(upath), "%s.undo", path);
+	tap_must(write_one(path, NULL, 0, 0));
+	tap_require(!r4_undo_create(upath, &u, &err), "undo: %s", err.msg);
+	with.undo = u;
+	is_int(write_one(path, &with, 1, 0), 0, "an open with the undo file");
+	one = file_size(upath);
+	ok(one >= (long)(UNDO_HDR + UNDO_REC + UNDO_UNIT), "it saved the "
+	   "unit it overwrote (%ld bytes)", one);
+	is_int(write_one(path, &without, 2, 4096), 0, "then an open without");
+	is_int(file_size(upath), one, "the open without saved nothing");
+	is_int(write_one(path, &with, 3, 8192), 0, "an open with it again");
+	ok(file_size(upath) > one, "extends the same undo file");
+	r4_undo_close(u);
+	unlink(upath);
+
+	/* one power object, two opens: one cut; an open without it is not
+	 * cut */
+	with = (struct r4_open_opts){ 0 };
+	with.fault = io_fault_new(&cut, NULL, NULL);
+	tap_require(with.fault != NULL, "fault");
+	write_one(path, &with, 4, 0);
+	write_one(path, &with, 5, 4096);
+	write_one(path, &without, 6, 8192);
+	io_fault_put(with.fault);
+	is_int(byte_at(path, 0), 4, "the first write of the power object "
+	       "reached the file");
+	is_int(byte_at(path, 4096), 2, "its second open's write was cut");
+	is_int(byte_at(path, 8192), 6, "the open without a fault wrote");
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -283,6 +368,7 @@ int main(void)
 	test_cache_read();
 	test_cache_buffers();
 	test_long_message();
+	test_backends();
 	unlink(path);
 	return tap_done();
 }

@@ -230,18 +230,29 @@ out_abort:
 
 static int (*work)(struct r4_vol *, struct r4_error *) = workload;
 
+/* The power object of the last faulty open (its counts). */
+static struct r4_fault *power;
+
+/* Open p read-write with a new power object for spec. */
+static int open_faulty(const char *p, const struct io_fault_spec *spec,
+		       struct r4_vol **vol, struct r4_error *err)
+{
+	io_fault_put(power);
+	power = io_fault_new(spec, NULL, NULL);
+	return r4_vol_open(p, &(const struct r4_open_opts){
+				.flags = R4_OPEN_RDWR, .fault = power },
+			   vol, err);
+}
+
 /* Open path read-write (replaying), run the workload under a fault,
  * close. Returns the workload's result. */
 static int run_faulty(const struct io_fault_spec *spec, struct r4_error *err)
 {
-	struct io_fault_spec none = { IO_FAULT_NONE, 0 };
 	struct r4_vol *vol;
 	int rc;
 
 	copy_image(base, path);
-	io_fault_arm(spec);
-	rc = r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, err);
-	io_fault_arm(&none);
+	rc = open_faulty(path, spec, &vol, err);
 	if (rc)
 		return rc;
 	rc = work(vol, err);
@@ -280,7 +291,7 @@ static int prepare(const char *label)
 	take_snap(base, &old_state);
 	rc = run_faulty(&count, &err);
 	is_int(rc, 0, "%s: commits: %s", label, err.msg);
-	io_fault_last_stats(&st);
+	io_fault_last_stats(power, &st);
 	nwrites = st.writes;
 	/* after the header: the overwrite set at home, one write a block,
 	 * and the footer (neighbouring relocated blocks share a write) */
@@ -632,7 +643,7 @@ static int many_setup(uint64_t *start, uint64_t *writes)
 
 static void test_many(void)
 {
-	struct io_fault_spec cut = { IO_FAULT_CUT_AFTER, 0 }, none = { 0 };
+	struct io_fault_spec cut = { IO_FAULT_CUT_AFTER, 0 };
 	struct r4_error err = { 0 };
 	uint64_t start = 0, writes = 0;
 	uint8_t h[BS], th[BS];
@@ -644,13 +655,10 @@ static void test_many(void)
 	/* again, cut right after the journal header (601 wandered, 3
 	 * records, the tx head, the header); the replay finishes */
 	cut.n = writes - 601 - 1;
-	io_fault_arm(&cut);
-	if (r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err) == 0) {
-		io_fault_arm(&none);
+	if (open_faulty(path, &cut, &vol, &err) == 0) {
 		capture_all(vol, start, 600, 0x40, &err);
 		tap_must(r4_vol_close(vol, NULL));
 	}
-	io_fault_arm(&none);
 	fixture_block(path, 19, h);
 	fixture_block(path, get_le64(h), th);
 	is_int(get_le32(th + 16), 4, "tx head total 4");
@@ -666,7 +674,7 @@ static void test_many(void)
 
 static void test_abort(void)
 {
-	struct io_fault_spec fail = { IO_FAULT_FAIL_WRITE, 3 }, none = { 0 };
+	struct io_fault_spec fail = { IO_FAULT_FAIL_WRITE, 3 };
 	struct r4_error err = { 0 };
 	uint8_t before[BS], after[BS];
 	uint64_t a = 0, root, leaf;
@@ -712,9 +720,7 @@ static void test_abort(void)
 	take_snap(path, &got);
 	ok(same(&got, &old_state), "nothing reached the image");
 
-	io_fault_arm(&fail);
-	rc = r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err);
-	io_fault_arm(&none);
+	rc = open_faulty(path, &fail, &vol, &err);
 	tap_require(rc == 0, "open: %s", err.msg);
 	ok(workload(vol, &err) != 0, "a failed write fails the commit: %s",
 	   err.msg);
@@ -825,6 +831,7 @@ int main(void)
 	test_many();
 	test_abort();
 	test_hostile();
+	io_fault_put(power);
 	unlink(path);
 	unlink(pristine);
 	return tap_done();
