@@ -101,20 +101,15 @@ struct r4_problem_info {
 	const char *name;	/* r4_check_code_name(code) */
 	const char *context;	/* what a report names: "block", "block,
 				 * item, key, object", ... */
-	const char *summary;	/* message template ({block}, {item},
-				 * {key}, {oid}, {name} stand for the
-				 * context; the report's message fills
-				 * in the rest) */
+	const char *summary;	/* what the code means, in the words of
+				 * its context ({block}, {item}, {key},
+				 * {oid}, {path}); each form its reports
+				 * take has its own message template,
+				 * rendered by the checker
+				 * (libimage/check/messages.h) */
 	int fix_class;		/* enum r4_fix_class */
 	const char *fix;	/* what the repair does; NULL for none */
 	int pass;		/* enum r4_fix_pass */
-	/* The checker's message, when the code has one form (printf
-	 * format, rendered by the checker from this row), and the kinds of
-	 * its arguments in order: 'd' int, 'u' unsigned, 'U' unsigned long
-	 * long, 'z' size_t, 's' string. NULL, NULL when the reports of the
-	 * code write their own text (the template above describes them). */
-	const char *format;
-	const char *args;
 };
 
 /* The row of a code, NULL when unknown. */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "r4/util.h"
 #include "libimage/alloc/space.h"
 #include "libimage/util/err.h"
 #include "format/bitmap.h"
@@ -155,16 +156,8 @@ int space_pin(struct space *s, uint64_t start, uint64_t count)
 			end = s->pins[j].end;
 	}
 	if (j == i) {		/* a new range at i */
-		if (s->npins == s->pins_cap) {
-			size_t cap = s->pins_cap ? s->pins_cap * 2 : 64;
-			struct space_pin *p = realloc(s->pins,
-						      cap * sizeof(*p));
-
-			if (!p)
-				return -ENOMEM;
-			s->pins = p;
-			s->pins_cap = cap;
-		}
+		if (R4_RESERVE(s->pins, s->pins_cap, s->npins + 1, 64))
+			return -ENOMEM;
 		memmove(&s->pins[i + 1], &s->pins[i],
 			(s->npins - i) * sizeof(*s->pins));
 		s->npins++;

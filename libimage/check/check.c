@@ -31,60 +31,6 @@ void chk_name_str(const uint8_t *name, size_t len, char *buf, size_t buflen)
 	buf[o] = '\0';
 }
 
-static void emit(struct chk *c, int count, int code, uint64_t blk, int item,
-		 const struct fmt_key *key, const char *fmt, va_list ap)
-{
-	struct r4_check_problem p;
-	char msg[1024], ks[FMT_KEY_STR_MAX] = "";
-	unsigned max = c->opts ? c->opts->max_reports : 0;
-
-	if (count)
-		c->rep->problems++;
-	if (!c->opts || !c->opts->problem || (max && c->rep->reported >= max))
-		return;
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (key)
-		fmt_key_str(key, ks, sizeof(ks));
-	p.code = code;
-	p.block = blk;
-	p.item = item;
-	p.key = ks;
-	p.msg = msg;
-	c->rep->reported++;
-	c->opts->problem(c->opts->problem_ctx, &p);
-}
-
-void chk_problem(struct chk *c, int code, uint64_t blk, int item,
-		 const struct fmt_key *key, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	emit(c, 1, code, blk, item, key, fmt, ap);
-	va_end(ap);
-}
-
-void chk_report(struct chk *c, int code, uint64_t blk, int item,
-		const struct fmt_key *key, ...)
-{
-	const struct r4_problem_info *pi = r4_problem_info(code);
-	va_list ap;
-
-	va_start(ap, key);
-	emit(c, 1, code, blk, item, key, pi && pi->format ? pi->format : "?",
-	     ap);
-	va_end(ap);
-}
-
-void chk_note(struct chk *c, int code, uint64_t blk, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	emit(c, 0, code, blk, -1, NULL, fmt, ap);
-	va_end(ap);
-}
-
 void chk_progress(struct chk *c, const char *phase, uint64_t done,
 		  uint64_t total)
 {

@@ -6,13 +6,14 @@
  * lazily per bitmap region), and compact tables of what the tree walk saw
  * for the object checks: stat data, directory entries and body ranges.
  * Nothing read from disk is trusted: every number is checked before use,
- * every problem is reported through chk_problem() and the walk goes on. */
+ * every problem is reported through chk_say() (say.h) and the walk goes on. */
 #ifndef R4_LIBIMAGE_CHECK_CHECK_H
 #define R4_LIBIMAGE_CHECK_CHECK_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "r4/check.h"
+#include "libimage/check/say.h"
 #include "libimage/vol/volume.h"
 #include "format/key.h"
 #include "format/node.h"
@@ -202,19 +203,7 @@ struct chk {
 	size_t ntunm, captunm;
 };
 
-/* Report a problem (counted, handed to the callback unless over the
- * limit). key may be NULL; blk R4_CHECK_NO_BLOCK and item -1 when none. */
-void chk_problem(struct chk *c, int code, uint64_t blk, int item,
-		 const struct fmt_key *key, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-/* Report a problem whose message is its row's format in the problem
- * table (problems.c): the arguments follow key, of the kinds the row's
- * args string lists (tests/unit/test_problems checks the format). */
-void chk_report(struct chk *c, int code, uint64_t blk, int item,
-		const struct fmt_key *key, ...);
-/* Hand a line to the callback without counting it (summaries). */
-void chk_note(struct chk *c, int code, uint64_t blk, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+/* Reports: chk_say() and its kin, libimage/check/say.h. */
 void chk_progress(struct chk *c, const char *phase, uint64_t done,
 		  uint64_t total);
 /* What a block already in use is: "the reserved area", "a bitmap
@@ -250,11 +239,6 @@ int chk_stream_semantic(struct chk *c);
 void chk_stream_free(struct chk *c);
 /* The object pass's checks and messages, shared by both (semantic.c). */
 int chk_is_dir(const struct chk_obj *o);
-void chk_obj_problem(struct chk *c, const struct chk_obj *o, int code,
-		     const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-void chk_entry_problem(struct chk *c, const struct chk_ent *e, int code,
-		       const char *what);
 void chk_sem_dup(struct chk *c, const struct chk_obj *o);
 void chk_sem_object(struct chk *c, const struct chk_obj *o);
 void chk_sem_dir(struct chk *c, const struct chk_obj *o, int dotdot_wrong,

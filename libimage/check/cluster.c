@@ -104,20 +104,6 @@ void chk_cc_path(struct chk *c, const struct r4_objref *ref, char *out,
 }
 
 /* "compressed file /a/b (object 1f)" or "compressed file 1f". */
-static void who(struct chk *c, const struct r4_objref *ref, char *out,
-		size_t n)
-{
-	char path[1024];
-
-	chk_cc_path(c, ref, path, sizeof(path));
-	if (path[0])
-		snprintf(out, n, "compressed file %s (object %llx)", path,
-			 (unsigned long long)ref->oid);
-	else
-		snprintf(out, n, "compressed file %llx",
-			 (unsigned long long)ref->oid);
-}
-
 int chk_cc_layout(struct r4_vol *vol, const struct r4_objref *ref,
 		  unsigned shift, uint64_t size, chk_ccl_fn fn, void *ctx,
 		  struct r4_error *err)
@@ -188,70 +174,50 @@ static int ccl_count(void *ctx, const struct chk_ccl *f)
 	return 0;
 }
 
-static void more(char *out, size_t n, uint64_t count, const char *what)
-{
-	if (count > 1)
-		snprintf(out, n, " (%llu such %s)", (unsigned long long)count,
-			 what);
-	else
-		out[0] = '\0';
-}
-
 /* doc/compress.md §6: the layouts of the items the kernel cannot take. */
 static void report_layout(struct chk *c, const struct r4_objref *ref,
 			  unsigned shift, const struct ccl_sum *s)
 {
 	const struct chk_ccl *f;
 	struct fmt_key k;
-	char w[1200], m[64];
+	char w[1024];
 
 	if (!s->count[CHK_CCL_HOLE0] && !s->count[CHK_CCL_UNMERGED] &&
 	    !s->count[CHK_CCL_CROSS])
 		return;
-	who(c, ref, w, sizeof(w));
+	chk_cc_path(c, ref, w, sizeof(w));
 	if (s->count[CHK_CCL_HOLE0]) {
 		f = &s->first[CHK_CCL_HOLE0];
 		fmt_key_body(&k, ref->locality, c->vol->keypol ==
 			     FMT_KEY_LARGE ? ref->ordering : 0, ref->oid,
 			     f->off);
-		chk_problem(c, R4_CHK_CC_HOLE0, f->blk, (int)f->pos, &k,
-			    "%s: cluster 0 is a hole (no ctail40 item) while "
-			    "cluster %llu has items (tree node %llu): the "
-			    "Reiser4 kernel panics reading this file", w,
-			    (unsigned long long)(f->off >> shift),
-			    (unsigned long long)f->blk);
+		CHK_SAY(c, CHK_M_CC_HOLE0, f->blk, (int)f->pos, &k,
+			CHK_S(path, w), CHK_U(oid, ref->oid),
+			CHK_U(cluster, f->off >> shift), CHK_U(at, f->blk));
 	}
 	if (s->count[CHK_CCL_UNMERGED]) {
 		f = &s->first[CHK_CCL_UNMERGED];
 		fmt_key_body(&k, ref->locality, c->vol->keypol ==
 			     FMT_KEY_LARGE ? ref->ordering : 0, ref->oid,
 			     f->off);
-		more(m, sizeof(m), s->count[CHK_CCL_UNMERGED], "pairs");
-		chk_problem(c, R4_CHK_CC_UNMERGED, f->blk, (int)f->pos, &k,
-			    "%s, cluster %llu, tree node %llu: ctail40 items "
-			    "%u and %u (offsets %llu and %llu) hold one disk "
-			    "cluster side by side, unmerged%s: the Reiser4 "
-			    "kernel keeps them as one item, and its flush puts "
-			    "keys out of order rewriting them", w,
-			    (unsigned long long)(f->off >> shift),
-			    (unsigned long long)f->blk, f->pos - 1, f->pos,
-			    (unsigned long long)f->prev_off,
-			    (unsigned long long)f->off, m);
+		CHK_SAY(c, CHK_M_CC_UNMERGED, f->blk, (int)f->pos, &k,
+			CHK_S(path, w), CHK_U(oid, ref->oid),
+			CHK_U(cluster, f->off >> shift), CHK_U(at, f->blk),
+			CHK_U(prev, f->pos - 1), CHK_U(pos, f->pos),
+			CHK_U(prevoff, f->prev_off), CHK_U(off, f->off),
+			CHK_U(count, s->count[CHK_CCL_UNMERGED]));
 	}
 	if (s->count[CHK_CCL_CROSS]) {
 		f = &s->first[CHK_CCL_CROSS];
 		fmt_key_body(&k, ref->locality, c->vol->keypol ==
 			     FMT_KEY_LARGE ? ref->ordering : 0, ref->oid,
 			     f->off);
-		more(m, sizeof(m), s->count[CHK_CCL_CROSS], "items");
-		chk_problem(c, R4_CHK_CC_CROSS, f->blk, (int)f->pos, &k,
-			    "%s, cluster %llu, tree node %llu, item %u: "
-			    "ctail40 item of %zu bytes at offset %llu crosses "
-			    "the cluster end%s: the Reiser4 kernel spins "
-			    "reading it", w,
-			    (unsigned long long)(f->off >> shift),
-			    (unsigned long long)f->blk, f->pos, f->units,
-			    (unsigned long long)f->off, m);
+		CHK_SAY(c, CHK_M_CC_CROSS, f->blk, (int)f->pos, &k,
+			CHK_S(path, w), CHK_U(oid, ref->oid),
+			CHK_U(cluster, f->off >> shift), CHK_U(at, f->blk),
+			CHK_U(pos, f->pos), CHK_U(len, f->units),
+			CHK_U(off, f->off),
+			CHK_U(count, s->count[CHK_CCL_CROSS]));
 	}
 }
 
@@ -266,9 +232,8 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 	uint64_t n = 0;
 
 	if (b->kinds != CHK_BODY_CTAIL) {
-		chk_problem(c, R4_CHK_BODY, b->blk, b->item, &k, "object %llx "
-			    "mixes ctail40 items with tail or extent items",
-			    (unsigned long long)(b->el2 & CHK_OID_MASK));
+		CHK_SAY(c, CHK_M_CC_MIXED, b->blk, b->item, &k,
+			CHK_U(oid, b->el2 & CHK_OID_MASK));
 		return;
 	}
 	if (obj_sd_get(c->vol, &ref, &sd, &e))
@@ -278,29 +243,28 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 	    !obj_cc_params(c->vol, &ref, &sd, &cc, &e) &&
 	    chk_cc_layout(c->vol, &ref, cc.shift, sd.st.size, ccl_count, &s,
 			  &e) == -ENOMEM) {
-		chk_problem(c, R4_CHK_BODY, b->blk, b->item, &k,
-			    "compressed file: %s", r4_strerror(-ENOMEM));
+		CHK_SAY(c, CHK_M_CC_NO_MEMORY, b->blk, b->item, &k,
+			CHK_S(what, r4_strerror(-ENOMEM)));
 		obj_sd_put(&sd);
 		return;
 	}
 	e.code = 0;
 	e.msg[0] = '\0';
 	if (sd.plugin != FMT_OBJ_CCREG40) {
-		chk_problem(c, R4_CHK_BODY, b->blk, b->item, &k, "object %llx "
-			    "has ctail40 items but its plugin is %s",
-			    (unsigned long long)(b->el2 & CHK_OID_MASK),
-			    fmt_object_name(sd.plugin) ?
-			    fmt_object_name(sd.plugin) : "unknown");
+		CHK_SAY(c, CHK_M_CC_NOT_CCREG, b->blk, b->item, &k,
+			CHK_U(oid, b->el2 & CHK_OID_MASK),
+			CHK_S(pname, fmt_object_name(sd.plugin) ?
+			      fmt_object_name(sd.plugin) : "unknown"));
 	} else {
 		report_layout(c, &ref, cc.shift, &s);
 		/* an item across a cluster end is its own problem: the
 		 * clusters it joins are read once it is cut */
 		if (!s.count[CHK_CCL_CROSS] &&
 		    obj_cc_verify(c->vol, &ref, &sd, &n, &e))
-			chk_problem(c, e.code == -ENOMEM ? R4_CHK_BODY :
-				    R4_CHK_CLUSTER, b->blk, b->item, &k,
-				    "compressed file: %s", e.msg[0] ? e.msg :
-				    r4_strerror(e.code));
+			CHK_SAY(c, e.code == -ENOMEM ? CHK_M_CC_NO_MEMORY :
+				CHK_M_CC_CLUSTER, b->blk, b->item, &k,
+				CHK_S(what, e.msg[0] ? e.msg :
+				      r4_strerror(e.code)));
 	}
 	obj_sd_put(&sd);
 }
@@ -312,7 +276,7 @@ void chk_cc_conv(struct chk *c, const struct chk_obj *o)
 	struct r4_error e = { 0 };
 	struct obj_sd sd;
 	struct obj_cc cc;
-	char w[1200];
+	char w[1024];
 
 	if (obj_sd_get(c->vol, &ref, &sd, &e))
 		return;
@@ -320,17 +284,12 @@ void chk_cc_conv(struct chk *c, const struct chk_obj *o)
 	    !obj_cc_params(c->vol, &ref, &sd, &cc, &e) &&
 	    cc.cmode == FMT_CMODE_CONV &&
 	    sd.st.size > ((uint64_t)1 << cc.shift)) {
-		who(c, &ref, w, sizeof(w));
-		chk_problem(c, R4_CHK_CC_CONV, o->blk, o->item, &k,
-			    "%s: %llu bytes, longer than its %u-byte first "
-			    "cluster, in compression mode conv (%s): the "
-			    "Reiser4 kernel never keeps such a file (it stores "
-			    "lattd when conv ends) and a write into it hits a "
-			    "BUG", w, (unsigned long long)sd.st.size,
-			    1u << cc.shift,
-			    obj_pset_find(&sd.st.pset, FMT_PSET_CMODE) >= 0 ?
-			    "its own plugin set" : "not in its plugin set: "
-			    "the root's or the default");
+		chk_cc_path(c, &ref, w, sizeof(w));
+		CHK_SAY(c, CHK_M_CC_CONV, o->blk, o->item, &k,
+			CHK_S(path, w), CHK_U(oid, ref.oid),
+			CHK_U(size, sd.st.size), CHK_U(len, 1u << cc.shift),
+			CHK_U(own, obj_pset_find(&sd.st.pset,
+						 FMT_PSET_CMODE) >= 0));
 	}
 	obj_sd_put(&sd);
 }

@@ -17,13 +17,16 @@ struct ext_ctx {
 	unsigned problems;
 };
 
-static void ext_problem(struct ext_ctx *x, unsigned u, const char *what,
-			uint64_t a, uint64_t b)
+/* Report message m about unit u (e): its number, start and width. */
+static void ext_problem(struct ext_ctx *x, int m, unsigned u,
+			const struct fmt_extent40_unit *e)
 {
 	x->problems++;
-	chk_problem(x->c, R4_CHK_EXTENT, x->blk, (int)x->i, x->key,
-		    "extent unit %u: %s (start %llu, width %llu)", u, what,
-		    (unsigned long long)a, (unsigned long long)b);
+	chk_say(x->c, m, x->blk, (int)x->i, x->key,
+		(const struct chk_arg[]){ CHK_U(unit, u),
+					  CHK_U(start, e->start),
+					  CHK_U(width, e->width),
+					  CHK_ARGS_END });
 }
 
 /* Claim the unit's blocks. A block some other owner has (the layout, a
@@ -47,14 +50,12 @@ static int claim_unit(struct ext_ctx *x, unsigned u,
 		if (old) {
 			if (!told) {
 				c->shared++;
-				chk_problem(c, R4_CHK_BLOCK_SHARED, x->blk,
-					    (int)x->i, x->key,
-					    "extent unit %u: block %llu is "
-					    "already %s (start %llu, width "
-					    "%llu)", u, (unsigned long long)b,
-					    chk_block_owner(c, b),
-					    (unsigned long long)e->start,
-					    (unsigned long long)e->width);
+				CHK_SAY(c, CHK_M_EXTENT_SHARED, x->blk,
+					(int)x->i, x->key, CHK_U(unit, u),
+					CHK_U(at, b),
+					CHK_S(owner, chk_block_owner(c, b)),
+					CHK_U(start, e->start),
+					CHK_U(width, e->width));
 			}
 			told = 1;
 			if (++c->shared_blocks > c->blocks)
@@ -76,26 +77,24 @@ static int check_unit(struct ext_ctx *x, unsigned u,
 	uint64_t end;
 
 	if (e->width == 0) {
-		ext_problem(x, u, "zero width", e->start, e->width);
+		ext_problem(x, CHK_M_EXTENT_ZERO, u, e);
 		return 0;
 	}
 	switch (fmt_extent40_kind(e)) {
 	case FMT_EXTENT_HOLE:
 		return 0;
 	case FMT_EXTENT_UNALLOCATED:
-		ext_problem(x, u, "unallocated extent", e->start, e->width);
+		ext_problem(x, CHK_M_EXTENT_UNALLOCATED, u, e);
 		return 0;
 	default:
 		break;
 	}
 	if (fmt_extent40_unit_end(e, &end) || end > c->blocks) {
-		ext_problem(x, u, "blocks go past the end of the volume",
-			    e->start, e->width);
+		ext_problem(x, CHK_M_EXTENT_PAST_END, u, e);
 		return 0;
 	}
 	if (e->start < c->first_usable) {
-		ext_problem(x, u, "blocks start in the reserved area",
-			    e->start, e->width);
+		ext_problem(x, CHK_M_EXTENT_RESERVED, u, e);
 		return 0;
 	}
 	return claim_unit(x, u, e);
@@ -113,22 +112,19 @@ int chk_extent_item(struct chk *c, uint64_t blk, unsigned i,
 
 	*end = 0;
 	if (n < 0) {
-		chk_problem(c, R4_CHK_ITEM, blk, (int)i, key, "extent item is "
-			    "%zu bytes, not a nonzero multiple of 16", len);
+		CHK_SAY(c, CHK_M_EXTENT_SIZE, blk, (int)i, key,
+			CHK_U(len, len));
 		return 0;
 	}
 	if (pos % c->bs)
-		chk_problem(c, R4_CHK_ITEM, blk, (int)i, key, "extent item "
-			    "starts at a file offset that is not a multiple "
-			    "of the block size");
+		CHK_SAY0(c, CHK_M_EXTENT_ALIGN, blk, (int)i, key);
 	for (unsigned u = 0; u < (unsigned)n; u++) {
 		fmt_extent40_unit(body, len, u, &e);
 		rc = check_unit(&x, u, &e);
 		if (rc)
 			return rc;
 		if (e.width > (UINT64_MAX - pos) / c->bs) {
-			ext_problem(&x, u, "extent goes past the largest file "
-				    "offset", e.start, e.width);
+			ext_problem(&x, CHK_M_EXTENT_PAST_MAX, u, &e);
 			return 0;
 		}
 		pos += e.width * c->bs;
@@ -136,8 +132,8 @@ int chk_extent_item(struct chk *c, uint64_t blk, unsigned i,
 	why = x.problems ? NULL : fmt_extent40_verify(body, len, c->blocks,
 						     c->bs, &bad);
 	if (why)
-		chk_problem(c, R4_CHK_EXTENT, blk, (int)i, key, "%s (unit %d)",
-			    why, bad);
+		CHK_SAY(c, CHK_M_EXTENT_UNITS, blk, (int)i, key,
+			CHK_S(what, why), CHK_U(unit, bad));
 	*end = pos;
 	return 0;
 }

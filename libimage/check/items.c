@@ -24,9 +24,8 @@ static int want_type(struct item_ctx *x, unsigned type, const char *what)
 {
 	if (fmt_key_type(&x->ih->key) == type)
 		return 1;
-	chk_problem(x->c, R4_CHK_ITEM, x->blk, (int)x->i, &x->ih->key,
-		    "%s item has a key of type %u", what,
-		    fmt_key_type(&x->ih->key));
+	CHK_SAY(x->c, CHK_M_ITEM_KEY_TYPE, x->blk, (int)x->i, &x->ih->key,
+		CHK_S(kind, what), CHK_U(n, fmt_key_type(&x->ih->key)));
 	return 0;
 }
 
@@ -52,17 +51,16 @@ static int item_stat(struct item_ctx *x)
 		return 0;
 	rc = fmt_stat_decode(x->body, x->len, &st);
 	if (rc) {
-		chk_problem(x->c, R4_CHK_ITEM, x->blk, (int)x->i, k,
-			    "stat data cannot be decoded: %s",
-			    r4_strerror(rc));
+		CHK_SAY(x->c, CHK_M_SD_DECODE, x->blk, (int)x->i, k,
+			CHK_S(what, r4_strerror(rc)));
 		return 0;
 	}
 	why = fmt_stat_verify(&st);
 	if (why)
-		chk_problem(x->c, R4_CHK_SD, x->blk, (int)x->i, k, "%s", why);
+		CHK_SAY(x->c, CHK_M_SD_FIELD, x->blk, (int)x->i, k,
+			CHK_S(what, why));
 	if (fmt_key_offset(k) != 0)
-		chk_problem(x->c, R4_CHK_ITEM, x->blk, (int)x->i, k,
-			    "stat data key has a nonzero offset");
+		CHK_SAY0(x->c, CHK_M_SD_KEY_OFFSET, x->blk, (int)x->i, k);
 	o = chk_obj_add(x->c);
 	if (!o)
 		return -ENOMEM;
@@ -110,10 +108,9 @@ static void check_name(struct item_ctx *x, const struct fmt_key *full,
 		 !memcmp(c->prev_name, name, len))
 		why = "is there twice";
 	if (why)
-		chk_problem(c, R4_CHK_ENTRY, x->blk, (int)x->i, full,
-			    "entry '%s%s' of directory %llx: the name %s",
-			    shown, len > 256 ? "..." : "",
-			    (unsigned long long)dir, why);
+		CHK_SAY(c, CHK_M_ENTRY_NAME, x->blk, (int)x->i, full,
+			CHK_S(name, shown), CHK_U(cut, len > 256),
+			CHK_U(dir, dir), CHK_S(what, why));
 	c->prev_dir = dir;
 	c->prev_len = len <= CHK_NAME_MAX ? len : 0;
 	memcpy(c->prev_name, name, c->prev_len);
@@ -161,13 +158,13 @@ static int item_cde(struct item_ctx *x)
 		return 0;
 	why = fmt_cde40_verify(x->body, x->len, x->c->pol, &bad);
 	if (why) {
-		char unit[32] = "";
-
 		if (bad >= 0)
-			snprintf(unit, sizeof(unit), ", unit %d", bad);
-		chk_problem(x->c, R4_CHK_ITEM, x->blk, (int)x->i, &x->ih->key,
-			    "directory item%s: %s; its entries are ignored",
-			    unit, why);
+			CHK_SAY(x->c, CHK_M_CDE_UNIT, x->blk, (int)x->i,
+				&x->ih->key, CHK_U(unit, bad),
+				CHK_S(what, why));
+		else
+			CHK_SAY(x->c, CHK_M_CDE_BAD, x->blk, (int)x->i,
+				&x->ih->key, CHK_S(what, why));
 		return 0;
 	}
 	units = fmt_cde40_units(x->body, x->len, x->c->pol);
@@ -180,10 +177,8 @@ static int item_cde(struct item_ctx *x)
 		fmt_cde40_entry_key(&x->ih->key, &e, &full);
 		if (fmt_key_cmp(&full, &x->ih->key)) {
 			fmt_key_str(&full, ks, sizeof(ks));
-			chk_problem(x->c, R4_CHK_ITEM, x->blk, (int)x->i,
-				    &x->ih->key, "directory item: its key "
-				    "differs from its first entry's [%s]; its "
-				    "entries are ignored", ks);
+			CHK_SAY(x->c, CHK_M_CDE_KEY, x->blk, (int)x->i,
+				&x->ih->key, CHK_S(tkey, ks));
 			return 0;
 		}
 	}
@@ -212,8 +207,8 @@ static int item_tail(struct item_ctx *x)
 	if (!want_type(x, FMT_KEY_BODY, "tail40"))
 		return 0;
 	if (fmt_tail40_end(fmt_key_offset(&x->ih->key), x->len, &end)) {
-		chk_problem(x->c, R4_CHK_ITEM, x->blk, (int)x->i, &x->ih->key,
-			    "tail item goes past the largest file offset");
+		CHK_SAY0(x->c, CHK_M_TAIL_PAST_MAX, x->blk, (int)x->i,
+			 &x->ih->key);
 		return 0;
 	}
 	return body_end(x, end, CHK_BODY_TAIL);
@@ -227,14 +222,13 @@ static int item_ctail(struct item_ctx *x)
 	if (!want_type(x, FMT_KEY_BODY, "ctail40"))
 		return 0;
 	if (fmt_ctail40_decode(x->body, x->len, &ct)) {
-		chk_problem(x->c, R4_CHK_ITEM, x->blk, (int)x->i, &x->ih->key,
-			    "ctail item is malformed (shift %u, %zu bytes)",
-			    x->len ? x->body[0] : 0, x->len);
+		CHK_SAY(x->c, CHK_M_CTAIL_BAD, x->blk, (int)x->i, &x->ih->key,
+			CHK_U(n, x->len ? x->body[0] : 0), CHK_U(len, x->len));
 		return 0;
 	}
 	if (off > UINT64_MAX - ct.len) {
-		chk_problem(x->c, R4_CHK_ITEM, x->blk, (int)x->i, &x->ih->key,
-			    "ctail item goes past the largest file offset");
+		CHK_SAY0(x->c, CHK_M_CTAIL_PAST_MAX, x->blk, (int)x->i,
+			 &x->ih->key);
 		return 0;
 	}
 	return body_end(x, off + ct.len, CHK_BODY_CTAIL);
@@ -243,8 +237,8 @@ static int item_ctail(struct item_ctx *x)
 static int item_nodeptr(struct item_ctx *x, uint64_t *child)
 {
 	if (fmt_nodeptr40_decode(x->body, x->len, child)) {
-		chk_problem(x->c, R4_CHK_ITEM, x->blk, (int)x->i, &x->ih->key,
-			    "node pointer item is %zu bytes, not 8", x->len);
+		CHK_SAY(x->c, CHK_M_NODEPTR_SIZE, x->blk, (int)x->i,
+			&x->ih->key, CHK_U(len, x->len));
 		*child = 0;
 	}
 	return 0;
@@ -255,8 +249,8 @@ static int item_bbox(struct item_ctx *x)
 	struct fmt_bbox40 bb;
 
 	if (fmt_bbox40_decode(x->body, x->len, x->c->pol, &bb))
-		chk_problem(x->c, R4_CHK_ITEM, x->blk, (int)x->i, &x->ih->key,
-			    "safe link item is malformed (%zu bytes)", x->len);
+		CHK_SAY(x->c, CHK_M_SAFELINK_BAD, x->blk, (int)x->i,
+			&x->ih->key, CHK_U(len, x->len));
 	return 0;
 }
 
@@ -289,10 +283,10 @@ int chk_item(struct chk *c, uint64_t blk, unsigned i,
 			return -ENOMEM;
 		return end ? body_end(&x, end, CHK_BODY_EXTENT) : 0;
 	default:
-		chk_problem(c, R4_CHK_ITEM, blk, (int)i, &ih->key,
-			    "item plugin %u (%s) is not written by Reiser4",
-			    ih->plugin_id, fmt_item_name(ih->plugin_id) ?
-			    fmt_item_name(ih->plugin_id) : "unknown");
+		CHK_SAY(c, CHK_M_ITEM_PLUGIN, blk, (int)i, &ih->key,
+			CHK_U(plugin, ih->plugin_id),
+			CHK_S(pname, fmt_item_name(ih->plugin_id) ?
+			      fmt_item_name(ih->plugin_id) : "unknown"));
 		return 0;
 	}
 }

@@ -93,16 +93,25 @@ static void entry_info(struct chk *c, const struct chk_ent *e, char *name,
 	chk_name_str((const uint8_t *)buf, n, name, len);
 }
 
-static void entry_problem(struct sem *s, size_t j, int code, const char *what)
+/* args with more appended (at most 16 in all). */
+static void args_join(const struct chk_arg *args, const struct chk_arg *more,
+		      size_t nmore, struct chk_arg *out)
 {
-	chk_entry_problem(s->c, &s->c->ents[j], code, what);
+	size_t n = 0;
+
+	for (; args && args->f != CHK_F_NONE && n < 16 - nmore - 1; args++)
+		out[n++] = *args;
+	for (size_t i = 0; i < nmore; i++)
+		out[n++] = more[i];
+	out[n] = (struct chk_arg)CHK_ARGS_END;
 }
 
-void chk_entry_problem(struct chk *c, const struct chk_ent *e, int code,
-		       const char *what)
+void chk_ent_say(struct chk *c, const struct chk_ent *e, int m,
+		 const struct chk_arg *args)
 {
 	struct fmt_key key, t = { { e->t0, e->t1, e->t2, 0 } };
 	char name[1100] = "?", ts[FMT_KEY_STR_MAX];
+	struct chk_arg all[16];
 
 	if (!reporting(c)) {
 		c->rep->problems++;
@@ -110,24 +119,23 @@ void chk_entry_problem(struct chk *c, const struct chk_ent *e, int code,
 	}
 	entry_info(c, e, name, sizeof(name), &key);
 	fmt_key_str(&t, ts, sizeof(ts));
-	chk_problem(c, code, e->blk, e->item, &key, "entry '%s' of directory "
-		    "%llx %s [%s]", name, (unsigned long long)e->dir, what, ts);
+	args_join(args, (const struct chk_arg[]){ CHK_S(name, name),
+						  CHK_U(dir, e->dir),
+						  CHK_S(tkey, ts) }, 3, all);
+	chk_say(c, m, e->blk, e->item, &key, all);
 }
 
-void chk_obj_problem(struct chk *c, const struct chk_obj *o, int code,
-		     const char *fmt, ...)
+void chk_obj_say(struct chk *c, const struct chk_obj *o, int m,
+		 const struct chk_arg *args)
 {
+	const struct chk_arg more[] = { CHK_S(kind, obj_kind(o)),
+					CHK_U(oid, o->el2 & CHK_OID_MASK) };
+	struct chk_arg all[16];
 	struct fmt_key k;
-	char msg[512];
-	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	args_join(args, more, 2, all);
 	obj_key(o, &k);
-	chk_problem(c, code, o->blk, o->item, &k, "%s %llx: %s",
-		    obj_kind(o), (unsigned long long)(o->el2 & CHK_OID_MASK),
-		    msg);
+	chk_say(c, m, o->blk, o->item, &k, all);
 }
 
 static void check_objects(struct sem *s)
@@ -143,8 +151,7 @@ static void check_objects(struct sem *s)
 
 void chk_sem_dup(struct chk *c, const struct chk_obj *o)
 {
-	chk_obj_problem(c, o, R4_CHK_OBJECT_DUP,
-			"a second stat data with this object id");
+	CHK_OBJ_SAY0(c, o, CHK_M_OBJECT_DUP);
 }
 
 void chk_sem_object(struct chk *c, const struct chk_obj *o)
@@ -153,22 +160,18 @@ void chk_sem_object(struct chk *c, const struct chk_obj *o)
 	unsigned fmt = o->mode & MODE_FMT;
 
 	if (oid >= c->next_oid || loc >= c->next_oid)
-		chk_obj_problem(c, o, R4_CHK_OID, "object id or locality %llx "
-				"is not below the next object id %llx",
-				(unsigned long long)(oid > loc ? oid : loc),
-				(unsigned long long)c->next_oid);
+		CHK_OBJ_SAY(c, o, CHK_M_OID_PAST_NEXT,
+			    CHK_U(id, oid > loc ? oid : loc),
+			    CHK_U(next, c->next_oid));
 	if (!(o->flags & CHK_OBJ_LW)) {
-		chk_obj_problem(c, o, R4_CHK_SD, "stat data has no "
-				"light-weight extension (mode, nlink, size)");
+		CHK_OBJ_SAY0(c, o, CHK_M_SD_NO_LW);
 		return;
 	}
 	if (fmt == MODE_LNK && !(o->flags & CHK_OBJ_SYMLINK))
-		chk_obj_problem(c, o, R4_CHK_SD, "symlink stat data has no "
-				"symlink extension");
+		CHK_OBJ_SAY0(c, o, CHK_M_SD_NO_SYMLINK);
 	else if (fmt != MODE_LNK && (o->flags & CHK_OBJ_SYMLINK))
-		chk_obj_problem(c, o, R4_CHK_SD, "mode %06o is not a "
-				"symlink's, but a symlink target is stored",
-				o->mode);
+		CHK_OBJ_SAY(c, o, CHK_M_SD_STRAY_SYMLINK,
+			    CHK_U(mode, o->mode));
 	if (fmt == MODE_REG && (o->flags & CHK_OBJ_CC) &&
 	    o->size > ((uint64_t)1 << FMT_CTAIL40_MIN_SHIFT))
 		chk_cc_conv(c, o);	/* doc/compress.md §6 */
@@ -190,8 +193,7 @@ static void dot_entry(struct sem *s, size_t j, uint32_t d, uint32_t t)
 	if (s->c->ents[j].flags & CHK_ENT_DOT) {
 		dir->ndot++;
 		if (t != d)
-			entry_problem(s, j, R4_CHK_DOT, "does not point to its "
-				      "own directory but to");
+			CHK_ENT_SAY0(s->c, &s->c->ents[j], CHK_M_DOT_ELSEWHERE);
 		return;
 	}
 	dir->ndotdot++;
@@ -206,15 +208,13 @@ static void resolve_entry(struct sem *s, size_t j)
 
 	s->tgt[j] = t;
 	if (t == CHK_NONE)
-		entry_problem(s, j, R4_CHK_ENTRY, "points to missing object");
+		CHK_ENT_SAY0(c, e, CHK_M_ENTRY_MISSING);
 	else if (c->objs[t].links < UINT32_MAX)
 		c->objs[t].links++;
 	d = chk_oid_find(c, s->byoid, e->dir);
 	if (d == CHK_NONE || !chk_is_dir(&c->objs[d])) {
-		entry_problem(s, j, R4_CHK_ENTRY, d == CHK_NONE ?
-			      "belongs to a directory without stat data; it "
-			      "points to" : "belongs to an object that is not "
-			      "a directory; it points to");
+		CHK_ENT_SAY0(c, e, d == CHK_NONE ? CHK_M_ENTRY_NO_DIR :
+			    CHK_M_ENTRY_NOT_DIR);
 		return;
 	}
 	c->objs[d].nentries++;
@@ -234,11 +234,8 @@ static void resolve_entry(struct sem *s, size_t j)
 void chk_second_name(struct chk *c, const struct chk_ent *e, int root,
 		     int above)
 {
-	chk_entry_problem(c, e, R4_CHK_DIR_LINK, root ? "is a second name of "
-			  "the directory (the root, which no entry names: a "
-			  "loop)" : above ? "is a second name of the directory "
-			  "(one above it: a loop)" : "is a second name of the "
-			  "directory");
+	CHK_ENT_SAY(c, e, CHK_M_SECOND_NAME, CHK_U(root, root),
+		    CHK_U(above, above));
 }
 
 int chk_ent_own_name(struct chk *c, const struct chk_ent *e,
@@ -324,20 +321,15 @@ void chk_sem_dir(struct chk *c, const struct chk_obj *o, int dotdot_wrong,
 		 uint64_t dotdot_oid, uint64_t want_oid)
 {
 	if (o->ndot != 1)
-		chk_obj_problem(c, o, R4_CHK_DOT, "has %u \".\" entries, not 1",
-				o->ndot);
+		CHK_OBJ_SAY(c, o, CHK_M_DOT_COUNT, CHK_U(n, o->ndot));
 	if (o->ndotdot != 1)
-		chk_obj_problem(c, o, R4_CHK_DOT, "has %u \"..\" entries, "
-				"not 1", o->ndotdot);
+		CHK_OBJ_SAY(c, o, CHK_M_DOTDOT_COUNT, CHK_U(n, o->ndotdot));
 	else if (dotdot_wrong)
-		chk_obj_problem(c, o, R4_CHK_DOT, "\"..\" points to %llx, but "
-				"the directory is named in %llx",
-				(unsigned long long)dotdot_oid,
-				(unsigned long long)want_oid);
+		CHK_OBJ_SAY(c, o, CHK_M_DOTDOT_WRONG, CHK_U(id, dotdot_oid),
+			    CHK_U(dir, want_oid));
 	if (o->size != o->nentries)
-		chk_obj_problem(c, o, R4_CHK_DIR_SIZE, "size is %llu, but it "
-				"has %llu entries", (unsigned long long)o->size,
-				(unsigned long long)o->nentries);
+		CHK_OBJ_SAY(c, o, CHK_M_DIR_SIZE, CHK_U(size, o->size),
+			    CHK_U(n, o->nentries));
 }
 
 static int reach(struct sem *s)
@@ -385,15 +377,10 @@ void chk_sem_links(struct chk *c, const struct chk_obj *o, int is_root)
 	uint64_t want = (uint64_t)o->links + (is_root != 0);
 
 	if (!(o->flags & CHK_OBJ_REACHED))
-		chk_obj_problem(c, o, R4_CHK_UNREACHABLE, "is not reachable "
-				"from the root directory (%u entries point to "
-				"it)", o->links);
+		CHK_OBJ_SAY(c, o, CHK_M_UNREACHABLE, CHK_U(n, o->links));
 	if ((o->flags & CHK_OBJ_LW) && o->nlink != want)
-		chk_obj_problem(c, o, R4_CHK_NLINK, "nlink is %u, but %llu "
-				"entr%s name it%s", o->nlink,
-				(unsigned long long)o->links,
-				o->links == 1 ? "y" : "ies",
-				is_root ? " (+1 for the root)" : "");
+		CHK_OBJ_SAY(c, o, CHK_M_NLINK, CHK_U(have, o->nlink),
+			    CHK_U(n, o->links), CHK_U(root, is_root));
 }
 
 static void check_body(struct sem *s, const struct chk_body *b)
@@ -410,17 +397,15 @@ void chk_sem_body(struct chk *c, const struct chk_body *b,
 	struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
 
 	if (!o) {
-		chk_problem(c, R4_CHK_BODY, b->blk, b->item, &k, "file body "
-			    "(up to offset %llu) of an object without stat "
-			    "data", (unsigned long long)b->end);
+		CHK_SAY(c, CHK_M_BODY_NO_SD, b->blk, b->item, &k,
+			CHK_U(end, b->end));
 		return;
 	}
 	if (!(o->flags & CHK_OBJ_LW))
 		return;
 	if ((o->mode & MODE_FMT) != MODE_REG) {
-		chk_obj_problem(c, o, R4_CHK_BODY, "has body items (from block "
-				"%llu item %u on) but is not a regular file",
-				(unsigned long long)b->blk, b->item);
+		CHK_OBJ_SAY(c, o, CHK_M_BODY_NOT_REG, CHK_U(at, b->blk),
+			    CHK_U(pos, b->item));
 		return;
 	}
 	if (b->kinds & CHK_BODY_CTAIL) {
@@ -430,10 +415,8 @@ void chk_sem_body(struct chk *c, const struct chk_body *b,
 	/* The kernel reads a page without an item as an error;
 	 * fsck.reiser4 calls it a break (reg40_hole_cure). */
 	if (b->gap_end)
-		chk_obj_problem(c, o, R4_CHK_FILE_GAP, "no body item holds "
-				"bytes %llu..%llu (a break in the body)",
-				(unsigned long long)b->gap_at,
-				(unsigned long long)(b->gap_end - 1));
+		CHK_OBJ_SAY(c, o, CHK_M_FILE_GAP, CHK_U(from, b->gap_at),
+			    CHK_U(to, b->gap_end - 1));
 }
 
 /* The kernel reads a regular file through its items up to its size: a
@@ -488,17 +471,12 @@ void chk_sem_size(struct chk *c, const struct chk_obj *o,
 	    !chk_size_wrong(c, o, b, &end))
 		return;
 	if (o->size > end || !b)
-		chk_obj_problem(c, o, R4_CHK_FILE_SIZE, "size %llu is past the "
-				"end of its body items (%llu): the kernel "
-				"cannot read the bytes between",
-				(unsigned long long)o->size,
-				(unsigned long long)end);
+		CHK_OBJ_SAY(c, o, CHK_M_SIZE_PAST_BODY, CHK_U(size, o->size),
+			    CHK_U(end, end));
 	else
-		chk_obj_problem(c, o, R4_CHK_FILE_SIZE, "body reaches offset "
-				"%llu (items from block %llu item %u on), past "
-				"the size %llu", (unsigned long long)end,
-				(unsigned long long)b->blk, b->item,
-				(unsigned long long)o->size);
+		CHK_OBJ_SAY(c, o, CHK_M_BODY_PAST_SIZE, CHK_U(end, end),
+			    CHK_U(at, b->blk), CHK_U(pos, b->item),
+			    CHK_U(size, o->size));
 }
 
 static void check_counts(struct sem *s)
@@ -516,24 +494,16 @@ void chk_sem_counts(struct chk *c, uint64_t nobjs,
 
 	c->rep->objects = nobjs;
 	if (!root)
-		chk_problem(c, R4_CHK_SD, R4_CHECK_NO_BLOCK, -1, NULL,
-			    "the root directory (object 2a) has no stat data");
+		CHK_SAY0(c, CHK_M_ROOT_NO_SD, R4_CHECK_NO_BLOCK, -1, NULL);
 	else if (!chk_is_dir(root))
-		chk_obj_problem(c, root, R4_CHK_SD, "the root is not a "
-				"directory");
+		CHK_OBJ_SAY0(c, root, CHK_M_ROOT_NOT_DIR);
 	if (vol->sb_own.file_count != nobjs)
-		chk_problem(c, R4_CHK_FILE_COUNT, fmt_blk_format40(c->bs), -1,
-			    NULL, "file count is %llu, but the tree holds %llu "
-			    "stat data",
-			    (unsigned long long)vol->sb_own.file_count,
-			    (unsigned long long)nobjs);
+		CHK_SAY(c, CHK_M_FILE_COUNT, fmt_blk_format40(c->bs), -1, NULL,
+			CHK_U(have, vol->sb_own.file_count), CHK_U(n, nobjs));
 	if (vol->jf.last_flushed_tx && vol->jf.nr_files != nobjs)
-		chk_problem(c, R4_CHK_FILE_COUNT,
-			    fmt_blk_journal_footer(c->bs), -1, NULL,
-			    "journal footer file count is %llu, but the tree "
-			    "holds %llu stat data",
-			    (unsigned long long)vol->jf.nr_files,
-			    (unsigned long long)nobjs);
+		CHK_SAY(c, CHK_M_FILE_COUNT_FOOTER,
+			fmt_blk_journal_footer(c->bs), -1, NULL,
+			CHK_U(have, vol->jf.nr_files), CHK_U(n, nobjs));
 }
 
 int chk_semantic(struct chk *c)

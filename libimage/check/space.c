@@ -20,6 +20,8 @@ struct run {
 
 static void run_flush(struct chk *c, struct run *r)
 {
+	int leak = r->code == R4_CHK_SPACE_LEAK;
+
 	if (!r->len)
 		return;
 	r->count++;
@@ -27,20 +29,13 @@ static void run_flush(struct chk *c, struct run *r)
 	if (r->count > SPACE_MAX_LINES)
 		c->rep->problems++;
 	else if (r->len == 1)
-		chk_problem(c, r->code, r->start, -1, NULL, "block %llu is %s",
-			    (unsigned long long)r->start,
-			    r->code == R4_CHK_SPACE_LEAK
-			    ? "marked used in the bitmap, but nothing uses it"
-			    : "in use, but marked free in the bitmap");
+		CHK_SAY(c, leak ? CHK_M_LEAK_ONE : CHK_M_FREE_ONE, r->start,
+			-1, NULL, CHK_U(first, r->start));
 	else
-		chk_problem(c, r->code, r->start, -1, NULL,
-			    "blocks %llu..%llu (%llu blocks) are %s",
-			    (unsigned long long)r->start,
-			    (unsigned long long)(r->start + r->len - 1),
-			    (unsigned long long)r->len,
-			    r->code == R4_CHK_SPACE_LEAK
-			    ? "marked used in the bitmap, but nothing uses them"
-			    : "in use, but marked free in the bitmap");
+		CHK_SAY(c, leak ? CHK_M_LEAK_RUN : CHK_M_FREE_RUN, r->start,
+			-1, NULL, CHK_U(first, r->start),
+			CHK_U(last, r->start + r->len - 1),
+			CHK_U(blocks, r->len));
 	r->len = 0;
 }
 
@@ -59,11 +54,10 @@ static void run_end(struct chk *c, struct run *r)
 {
 	run_flush(c, r);
 	if (r->count > SPACE_MAX_LINES)
-		chk_note(c, r->code, R4_CHECK_NO_BLOCK, "... and %llu more "
-			 "such ranges (%llu ranges, %llu blocks in all)",
-			 (unsigned long long)(r->count - SPACE_MAX_LINES),
-			 (unsigned long long)r->count,
-			 (unsigned long long)r->blocks);
+		CHK_NOTE(c, r->code == R4_CHK_SPACE_LEAK ? CHK_M_LEAK_MORE :
+			 CHK_M_FREE_MORE, R4_CHECK_NO_BLOCK,
+			 CHK_U(n, r->count - SPACE_MAX_LINES),
+			 CHK_U(count, r->count), CHK_U(blocks, r->blocks));
 }
 
 /* Compare len bits of disk with want from block start. */
@@ -118,18 +112,17 @@ static int check_region(struct chk *c, uint64_t k, struct run *leak,
 		return rc;
 	why = fmt_bitmap_verify(c->scratch, c->bs);
 	if (why)
-		chk_report(c, R4_CHK_BITMAP_CSUM, blk, -1, NULL,
-			   (unsigned long long)start,
-			   (unsigned long long)(start + len - 1), why);
+		CHK_SAY(c, CHK_M_BITMAP_CSUM, blk, -1, NULL,
+			CHK_U(first, start), CHK_U(last, start + len - 1),
+			CHK_S(what, why));
 	expected(c, k, blk - start);
 	compare_bits(c, c->scratch + FMT_BITMAP_OFF_BITS, c->buf[0], start,
 		     len, leak, freed);
 	*zeros += fmt_bitmap_count_zero(c->scratch, 0, len);
 	z = fmt_bitmap_find_zero(c->scratch, len, bpb);
 	if (z < bpb)
-		chk_report(c, R4_CHK_BITMAP_TAIL, blk, -1, NULL,
-			   (unsigned long long)z,
-			   (unsigned long long)(start + z));
+		CHK_SAY(c, CHK_M_BITMAP_TAIL, blk, -1, NULL, CHK_U(bit, z),
+			CHK_U(at, start + z));
 	return 0;
 }
 
@@ -141,18 +134,13 @@ static void check_counts(struct chk *c, uint64_t zeros)
 	/* The super block's own count (a writable open lays the footer's
 	 * over vol->sb: both must be right, doc/format.md §10.9). */
 	if (vol->sb_own.free_blocks != zeros)
-		chk_problem(c, R4_CHK_FREE_COUNT, fmt_blk_format40(c->bs), -1,
-			    NULL, "free block count is %llu, the bitmap has "
-			    "%llu free blocks",
-			    (unsigned long long)vol->sb_own.free_blocks,
-			    (unsigned long long)zeros);
+		CHK_SAY(c, CHK_M_FREE_COUNT, fmt_blk_format40(c->bs), -1, NULL,
+			CHK_U(have, vol->sb_own.free_blocks),
+			CHK_U(want, zeros));
 	if (vol->jf.last_flushed_tx && vol->jf.free_blocks != zeros)
-		chk_problem(c, R4_CHK_FREE_COUNT,
-			    fmt_blk_journal_footer(c->bs), -1, NULL,
-			    "journal footer free block count is %llu, the "
-			    "bitmap has %llu free blocks",
-			    (unsigned long long)vol->jf.free_blocks,
-			    (unsigned long long)zeros);
+		CHK_SAY(c, CHK_M_FREE_COUNT_FOOTER,
+			fmt_blk_journal_footer(c->bs), -1, NULL,
+			CHK_U(have, vol->jf.free_blocks), CHK_U(want, zeros));
 }
 
 int chk_space(struct chk *c)

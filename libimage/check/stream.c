@@ -507,8 +507,7 @@ static int resolve(struct pass *p, const struct tent *te, uint32_t d,
 	int rc;
 
 	if (te->t == CHK_NONE)
-		chk_entry_problem(c, e, R4_CHK_ENTRY,
-				  "points to missing object");
+		CHK_ENT_SAY0(c, e, CHK_M_ENTRY_MISSING);
 	if (te->t != CHK_NONE && !e->flags) {
 		memset(&rr, 0, sizeof(rr));
 		rr.t = te->t;
@@ -525,10 +524,8 @@ static int resolve(struct pass *p, const struct tent *te, uint32_t d,
 		}
 	}
 	if (d == CHK_NONE || !ddir) {
-		chk_entry_problem(c, e, R4_CHK_ENTRY, d == CHK_NONE ?
-				  "belongs to a directory without stat data; "
-				  "it points to" : "belongs to an object that "
-				  "is not a directory; it points to");
+		CHK_ENT_SAY0(c, e, d == CHK_NONE ? CHK_M_ENTRY_NO_DIR :
+			     CHK_M_ENTRY_NOT_DIR);
 		return 0;
 	}
 	dr = dir_find(p, d);
@@ -540,8 +537,7 @@ static int resolve(struct pass *p, const struct tent *te, uint32_t d,
 	if (e->flags & CHK_ENT_DOT) {
 		dr->o.ndot++;
 		if (te->t != d)
-			chk_entry_problem(c, e, R4_CHK_DOT, "does not point to "
-					  "its own directory but to");
+			CHK_ENT_SAY0(c, e, CHK_M_DOT_ELSEWHERE);
 		return 0;
 	}
 	if (e->flags) {

@@ -15,25 +15,20 @@ static void check_format40(struct chk *c)
 	const char *why = fmt_format40_verify(sb, c->bs);
 
 	if (why)
-		chk_problem(c, R4_CHK_FORMAT40, blk, -1, NULL, "%s", why);
+		CHK_SAY(c, CHK_M_FORMAT40_FIELD, blk, -1, NULL,
+			CHK_S(what, why));
 	if (fmt_master_verify(&c->vol->master))
-		chk_problem(c, R4_CHK_MASTER, fmt_blk_master(c->bs), -1, NULL,
-			    "%s", fmt_master_verify(&c->vol->master));
+		CHK_SAY(c, CHK_M_MASTER_FIELD, fmt_blk_master(c->bs), -1, NULL,
+			CHK_S(what, fmt_master_verify(&c->vol->master)));
 	if (sb->tree_height > FMT_KERNEL_TREE_HEIGHT_MAX)
-		chk_problem(c, R4_CHK_FORMAT40, blk, -1, NULL,
-			    "tree height %u is more than the kernel handles "
-			    "(%d)", sb->tree_height,
-			    FMT_KERNEL_TREE_HEIGHT_MAX);
+		CHK_SAY(c, CHK_M_TREE_HEIGHT, blk, -1, NULL,
+			CHK_U(have, sb->tree_height),
+			CHK_U(want, FMT_KERNEL_TREE_HEIGHT_MAX));
 	if (sb->file_count > c->next_oid)
-		chk_problem(c, R4_CHK_FORMAT40, blk, -1, NULL,
-			    "file count %llu is more than object ids were "
-			    "ever handed out (next oid %#llx)",
-			    (unsigned long long)sb->file_count,
-			    (unsigned long long)c->next_oid);
+		CHK_SAY(c, CHK_M_FILE_COUNT_OIDS, blk, -1, NULL,
+			CHK_U(count, sb->file_count), CHK_U(next, c->next_oid));
 	if (sb->update_backup)
-		chk_problem(c, R4_CHK_BACKUP, blk, -1, NULL,
-			    "version word bit 31 is set: the backup copies "
-			    "must be rewritten");
+		CHK_SAY0(c, CHK_M_BACKUP_BIT31, blk, -1, NULL);
 }
 
 static void check_status(struct chk *c)
@@ -42,19 +37,16 @@ static void check_status(struct chk *c)
 	char msg[FMT_STATUS_MESSAGE_SIZE + 1];
 
 	if (c->vol->status_garbage) {
-		chk_problem(c, R4_CHK_STATUS, fmt_blk_status(c->bs), -1, NULL,
-			    "status block holds garbage: no status magic, and "
-			    "not the zeros of a volume made without one");
+		CHK_SAY0(c, CHK_M_STATUS_NO_MAGIC, fmt_blk_status(c->bs), -1,
+			 NULL);
 		return;
 	}
 	if (!c->vol->status_present || st->status == FMT_STATUS_OK)
 		return;
 	if (st->status & ~(uint64_t)FMT_STATUS_KNOWN) {
-		chk_problem(c, R4_CHK_STATUS, fmt_blk_status(c->bs), -1, NULL,
-			    "status block holds garbage: status word %#llx has "
-			    "bits no writer sets (known: %#x)",
-			    (unsigned long long)st->status,
-			    (unsigned)FMT_STATUS_KNOWN);
+		CHK_SAY(c, CHK_M_STATUS_BITS, fmt_blk_status(c->bs), -1, NULL,
+			CHK_U(status, st->status),
+			CHK_U(known, FMT_STATUS_KNOWN));
 		return;
 	}
 	memcpy(msg, st->message, FMT_STATUS_MESSAGE_SIZE);
@@ -62,13 +54,12 @@ static void check_status(struct chk *c)
 	for (size_t i = 0; msg[i]; i++)
 		if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f)
 			msg[i] = '?';
-	chk_problem(c, R4_CHK_STATUS, fmt_blk_status(c->bs), -1, NULL,
-		    "status block marks the volume%s%s%s%s (status %#llx)%s%s",
-		    st->status & FMT_STATUS_CORRUPTED ? " corrupted" : "",
-		    st->status & FMT_STATUS_DAMAGED ? " damaged" : "",
-		    st->status & FMT_STATUS_DESTROYED ? " destroyed" : "",
-		    st->status & FMT_STATUS_IOERROR ? " with I/O errors" : "",
-		    (unsigned long long)st->status, msg[0] ? ": " : "", msg);
+	CHK_SAY(c, CHK_M_STATUS_MARKED, fmt_blk_status(c->bs), -1, NULL,
+		CHK_U(corrupted, st->status & FMT_STATUS_CORRUPTED),
+		CHK_U(damaged, st->status & FMT_STATUS_DAMAGED),
+		CHK_U(destroyed, st->status & FMT_STATUS_DESTROYED),
+		CHK_U(ioerror, st->status & FMT_STATUS_IOERROR),
+		CHK_U(status, st->status), CHK_S(text, msg));
 }
 
 static void check_journal(struct chk *c)
@@ -78,14 +69,9 @@ static void check_journal(struct chk *c)
 
 	if (jh->last_committed_tx != jf->last_flushed_tx) {
 		c->rep->journal_dirty = 1;
-		chk_problem(c, R4_CHK_JOURNAL, fmt_blk_journal_header(c->bs),
-			    -1, NULL, "journal holds an unreplayed transaction "
-			    "(last committed tx head at block %llu, last "
-			    "flushed %llu) that could not be read through; "
-			    "the blocks below are checked as they are before "
-			    "replay; run r4fsck without --check to replay it",
-			    (unsigned long long)jh->last_committed_tx,
-			    (unsigned long long)jf->last_flushed_tx);
+		CHK_SAY(c, CHK_M_JOURNAL_UNREAD, fmt_blk_journal_header(c->bs),
+			-1, NULL, CHK_U(at, jh->last_committed_tx),
+			CHK_U(n, jf->last_flushed_tx));
 	}
 	/* Read through the journal (--check): the blocks below are checked
 	 * as the replay will leave them, but the volume on disk is not yet
@@ -93,18 +79,13 @@ static void check_journal(struct chk *c)
 	 * super block from its buffer cache as it was before the replay
 	 * (doc/kernel.md §2.3): the old root. */
 	if (c->vol->overlaid)
-		chk_problem(c, R4_CHK_JOURNAL_PENDING,
-			    fmt_blk_journal_header(c->bs), -1, NULL,
-			    "%u committed transaction%s not replayed (the "
-			    "blocks below are checked as the replay will "
-			    "leave them): the Reiser4 kernel's own replay "
-			    "loses this transaction's root pointer: run "
-			    "`r4fsck -p` before mounting", c->vol->overlaid,
-			    c->vol->overlaid == 1 ? "" : "s");
+		CHK_SAY(c, CHK_M_JOURNAL_PENDING,
+			fmt_blk_journal_header(c->bs), -1, NULL,
+			CHK_U(n, c->vol->overlaid));
 	if (jf->last_flushed_tx && jf->next_oid < FMT_FIRST_FREE_OID)
-		chk_problem(c, R4_CHK_JOURNAL, fmt_blk_journal_footer(c->bs),
-			    -1, NULL, "journal footer next oid %#llx is below "
-			    "0x10000", (unsigned long long)jf->next_oid);
+		CHK_SAY(c, CHK_M_JOURNAL_NEXT_OID,
+			fmt_blk_journal_footer(c->bs), -1, NULL,
+			CHK_U(next, jf->next_oid));
 }
 
 int chk_super(struct chk *c)
@@ -178,9 +159,8 @@ int chk_backups(struct chk *c)
 		}
 		if (!memcmp(c->scratch, wantbuf, sizeof(wantbuf)))
 			continue;
-		chk_problem(c, R4_CHK_BACKUP, blk, -1, NULL,
-			    "backup copy %zu differs from the super blocks "
-			    "(%s)", i, backup_diff(&got, &want));
+		CHK_SAY(c, CHK_M_BACKUP_DIFF, blk, -1, NULL, CHK_U(n, i),
+			CHK_S(what, backup_diff(&got, &want)));
 	}
 	return 0;
 }

@@ -49,10 +49,10 @@ static int claim(struct chk *c, const struct walk_pos *p)
 
 	where(p, from, sizeof(from));
 	if (p->blk < c->first_usable || p->blk >= c->blocks) {
-		chk_report(c, R4_CHK_NODE_BLOCK, p->parent, p->pitem, NULL,
-			   (unsigned long long)p->blk, from,
-			   (unsigned long long)c->first_usable,
-			   (unsigned long long)(c->blocks - 1));
+		CHK_SAY(c, CHK_M_NODE_OUTSIDE, p->parent, p->pitem, NULL,
+			CHK_U(at, p->blk), CHK_S(via, from),
+			CHK_U(first, c->first_usable),
+			CHK_U(last, c->blocks - 1));
 		return 0;
 	}
 	/* A node beats file data: an extent found first in this block
@@ -60,15 +60,14 @@ static int claim(struct chk *c, const struct walk_pos *p)
 	if (chk_map_test(&c->ext, p->blk)) {
 		chk_map_clear(&c->ext, p->blk);
 		c->rep->extent_blocks--;
-		chk_problem(c, R4_CHK_BLOCK_SHARED, p->blk, -1, NULL,
-			    "block is a level-%u node (from %s) and also file "
-			    "data of an extent found before it: the node keeps "
-			    "it", p->level, from);
+		CHK_SAY(c, CHK_M_NODE_ON_EXTENT, p->blk, -1, NULL,
+			CHK_U(level, p->level), CHK_S(via, from));
 		return 1;
 	}
 	if (chk_map_test(&c->used, p->blk) || chk_is_bitmap_blk(c, p->blk)) {
-		chk_report(c, R4_CHK_NODE_TWICE, p->blk, -1, NULL,
-			   p->level, from, chk_block_owner(c, p->blk));
+		CHK_SAY(c, CHK_M_NODE_TWICE, p->blk, -1, NULL,
+			CHK_U(level, p->level), CHK_S(via, from),
+			CHK_S(owner, chk_block_owner(c, p->blk)));
 		return 0;
 	}
 	old = chk_map_set(&c->used, p->blk);
@@ -88,8 +87,8 @@ static int check_header(struct chk *c, const struct walk_pos *p,
 	if (!fmt_node_header_decode(blk, c->bs, nh) &&
 	    nh->magic == fmt_node_magic(nh->plugin_id) &&
 	    nh->level != p->level) {
-		chk_report(c, R4_CHK_NODE_LEVEL, p->blk, -1, NULL,
-			   nh->level, p->level);
+		CHK_SAY(c, CHK_M_NODE_LEVEL, p->blk, -1, NULL,
+			CHK_U(have, nh->level), CHK_U(want, p->level));
 		return 0;
 	}
 	why = fmt_node_verify(blk, c->bs, c->pol, &bad);
@@ -100,21 +99,22 @@ static int check_header(struct chk *c, const struct walk_pos *p,
 		char from[64];
 
 		where(p, from, sizeof(from));
-		chk_problem(c, R4_CHK_NODE, p->blk, bad, have ? &ih.key : NULL,
-			    "%s (level-%u node, from %s); not descended", why,
-			    p->level, from);
+		CHK_SAY(c, CHK_M_NODE_BAD, p->blk, bad, have ? &ih.key : NULL,
+			CHK_S(what, why), CHK_U(level, p->level),
+			CHK_S(via, from));
 		return 0;
 	}
 	fmt_node_header_decode(blk, c->bs, nh);
 	if (nh->mkfs_id != c->vol->sb.mkfs_id)
-		chk_report(c, R4_CHK_NODE_MKFS_ID, p->blk, -1, NULL,
-			   nh->mkfs_id, c->vol->sb.mkfs_id);
+		CHK_SAY(c, CHK_M_NODE_MKFS_ID, p->blk, -1, NULL,
+			CHK_U(have, nh->mkfs_id),
+			CHK_U(want, c->vol->sb.mkfs_id));
 	if (nh->plugin_id != c->vol->sb.node_pid)
-		chk_problem(c, R4_CHK_NODE, p->blk, -1, NULL,
-			    "node plugin %u differs from the super block's %u",
-			    nh->plugin_id, c->vol->sb.node_pid);
+		CHK_SAY(c, CHK_M_NODE_PLUGIN, p->blk, -1, NULL,
+			CHK_U(have, nh->plugin_id),
+			CHK_U(want, c->vol->sb.node_pid));
 	if (nh->nr_items == 0) {
-		chk_report(c, R4_CHK_NODE_EMPTY, p->blk, -1, NULL);
+		CHK_SAY0(c, CHK_M_NODE_EMPTY, p->blk, -1, NULL);
 		return 0;
 	}
 	return 1;
@@ -128,24 +128,22 @@ static void check_dkeys(struct chk *c, const struct walk_pos *p, unsigned i,
 
 	if (i == 0 && p->ldk && fmt_key_cmp(&ih->key, p->ldk) != 0) {
 		fmt_key_str(p->ldk, ks, sizeof(ks));
-		chk_problem(c, R4_CHK_DKEY, p->blk, 0, &ih->key,
-			    "first key differs from the key of the pointer "
-			    "to this node in block %llu item %d [%s]",
-			    (unsigned long long)p->parent, p->pitem, ks);
+		CHK_SAY(c, CHK_M_DKEY_POINTER, p->blk, 0, &ih->key,
+			CHK_U(parent, p->parent), CHK_U(pitem, p->pitem),
+			CHK_S(tkey, ks));
 	} else if (p->ldk && fmt_key_cmp(&ih->key, p->ldk) < 0) {
 		fmt_key_str(p->ldk, ks, sizeof(ks));
-		chk_problem(c, R4_CHK_DKEY, p->blk, (int)i, &ih->key,
-			    "key is below the left delimiting key [%s]", ks);
+		CHK_SAY(c, CHK_M_DKEY_LEFT, p->blk, (int)i, &ih->key,
+			CHK_S(tkey, ks));
 	}
 	if (fmt_key_cmp(last, next) >= 0) {
 		char ls[FMT_KEY_STR_MAX];
 
 		fmt_key_str(last, ls, sizeof(ls));
 		fmt_key_str(next, ks, sizeof(ks));
-		chk_problem(c, R4_CHK_DKEY, p->blk, (int)i, &ih->key,
-			    "item's last key [%s] is not below the %s [%s]",
-			    ls, next == p->rdk ? "right delimiting key"
-					       : "next item's key", ks);
+		CHK_SAY(c, CHK_M_DKEY_LAST, p->blk, (int)i, &ih->key,
+			CHK_S(lkey, ls), CHK_U(rdk, next == p->rdk),
+			CHK_S(tkey, ks));
 	}
 }
 
@@ -180,15 +178,10 @@ static int tail_pair(struct chk *c, const uint8_t *node, uint64_t blk,
 	c->tunm[c->ntunm++].blk = blk;
 	obj_ref_from_key(&a->key, &ref);
 	chk_cc_path(c, &ref, path, sizeof(path));
-	chk_problem(c, R4_CHK_TAIL_UNMERGED, blk, (int)i + 1, &z->key,
-		    "file %s%s(object %llx), tree node %llu: tail40 items %u "
-		    "and %u (offsets %llu and %llu) continue each other side "
-		    "by side, unmerged: the Reiser4 kernel reads the file "
-		    "short (its read ends at offset %llu)", path,
-		    path[0] ? " " : "", (unsigned long long)ref.oid,
-		    (unsigned long long)blk, i, i + 1,
-		    (unsigned long long)at, (unsigned long long)(at + len),
-		    (unsigned long long)(at + len));
+	CHK_SAY(c, CHK_M_TAIL_UNMERGED, blk, (int)i + 1, &z->key,
+		CHK_S(path, path), CHK_U(oid, ref.oid), CHK_U(at, blk),
+		CHK_U(prev, i), CHK_U(pos, i + 1), CHK_U(prevoff, at),
+		CHK_U(off, at + len));
 	return 0;
 }
 
@@ -211,8 +204,8 @@ static int walk_items(struct chk *c, const struct walk_pos *p,
 		}
 		c->rep->items++;
 		if (fmt_node_item_body(blk, c->bs, c->pol, i, &off, &len)) {
-			chk_problem(c, R4_CHK_NODE, p->blk, (int)i, &ih.key,
-				    "item body lies outside the node");
+			CHK_SAY0(c, CHK_M_NODE_ITEM_OUTSIDE, p->blk, (int)i,
+				 &ih.key);
 			continue;
 		}
 		last = ih.key;

@@ -2,7 +2,7 @@
 /* r4kit: the cluster encoder of ccreg40 files (doc/compress.md §4). */
 #include "config.h"
 #include <errno.h>
-#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include "libimage/obj/encode.h"
 #include "libimage/util/compress.h"
 #include "libimage/util/err.h"
+#include "libimage/util/workq.h"
 #include "format/cluster.h"
 #include "format/plugin.h"
 
@@ -26,20 +27,15 @@ struct ccjob {
 	size_t slen;		/* stream length, SIZE_MAX if none */
 	size_t dlen;		/* disk cluster length when packed */
 	int packed;
+	struct workq_item wi;	/* on the encoder's queue */
+	struct obj_ccenc *cc;
 };
 
 struct obj_ccenc {
 	unsigned shift, alg, mode;
 	size_t csize, cap;	/* cluster size, output room per cluster */
-	/* the pool: workers take jobs [next, njobs) of generation gen */
-	pthread_t th[CC_THREADS];
-	unsigned nth;
-	pthread_mutex_t mu;
-	pthread_cond_t go, done;
-	struct ccjob *jobs;
-	size_t njobs, next, finished;
-	unsigned gen;
-	int stop;
+	/* the pool: codec[0] is the calling thread's, codec[i] worker i's */
+	struct workq *q;
 	struct r4_codec *codec[CC_THREADS];
 	int c0_data;		/* conv_first: cluster 0 held data */
 	/* batch buffers */
@@ -68,73 +64,29 @@ static void run_job(struct obj_ccenc *cc, struct r4_codec *codec,
 	}
 }
 
-/* Take jobs of the current batch until none is left. */
-static void drain_jobs(struct obj_ccenc *cc, struct r4_codec *codec)
+static void job_fn(struct workq_item *it, unsigned worker)
 {
-	pthread_mutex_lock(&cc->mu);
-	while (cc->next < cc->njobs) {
-		struct ccjob *j = &cc->jobs[cc->next++];
+	struct ccjob *j = (struct ccjob *)((char *)it -
+					   offsetof(struct ccjob, wi));
 
-		pthread_mutex_unlock(&cc->mu);
-		run_job(cc, codec, j);
-		pthread_mutex_lock(&cc->mu);
-		if (++cc->finished == cc->njobs)
-			pthread_cond_broadcast(&cc->done);
-	}
-	pthread_mutex_unlock(&cc->mu);
-}
-
-struct worker {
-	struct obj_ccenc *cc;
-	unsigned id;
-};
-
-static void *worker_main(void *arg)
-{
-	struct obj_ccenc *cc = ((struct worker *)arg)->cc;
-	unsigned id = ((struct worker *)arg)->id, seen = 0;
-
-	free(arg);
-	for (;;) {
-		pthread_mutex_lock(&cc->mu);
-		while (!cc->stop && cc->gen == seen)
-			pthread_cond_wait(&cc->go, &cc->mu);
-		if (cc->stop) {
-			pthread_mutex_unlock(&cc->mu);
-			return NULL;
-		}
-		seen = cc->gen;
-		pthread_mutex_unlock(&cc->mu);
-		drain_jobs(cc, cc->codec[id]);
-	}
+	run_job(j->cc, j->cc->codec[worker], j);
 }
 
 /* Compress jobs[0..n) on every thread, this one included. */
 static void run_batch(struct obj_ccenc *cc, struct ccjob *jobs, size_t n)
 {
-	if (!n)
-		return;
-	if (n == 1 || cc->nth == 1) {
+	if (n == 1 || !cc->q) {
 		/* nothing to share (a small file's one cluster): waking
 		 * the workers would cost more than the job */
 		for (size_t i = 0; i < n; i++)
 			run_job(cc, cc->codec[0], &jobs[i]);
 		return;
 	}
-	pthread_mutex_lock(&cc->mu);
-	cc->jobs = jobs;
-	cc->njobs = n;
-	cc->next = 0;
-	cc->finished = 0;
-	cc->gen++;
-	pthread_cond_broadcast(&cc->go);
-	pthread_mutex_unlock(&cc->mu);
-	drain_jobs(cc, cc->codec[0]);
-	pthread_mutex_lock(&cc->mu);
-	while (cc->finished < cc->njobs)
-		pthread_cond_wait(&cc->done, &cc->mu);
-	cc->njobs = 0;
-	pthread_mutex_unlock(&cc->mu);
+	for (size_t i = 0; i < n; i++) {
+		jobs[i].cc = cc;
+		workq_submit(cc->q, &jobs[i].wi, job_fn);
+	}
+	workq_drain(cc->q, 1);
 }
 
 int obj_ccenc_new(unsigned shift, unsigned alg, unsigned mode,
@@ -173,10 +125,6 @@ int obj_ccenc_new_threads(unsigned shift, unsigned alg, unsigned mode,
 	cc->cap = r4_codec_bound(alg, cc->csize);
 	cc->plain = malloc(CC_BATCH * cc->csize);
 	cc->out = malloc(CC_BATCH * cc->cap);
-	pthread_mutex_init(&cc->mu, NULL);
-	pthread_cond_init(&cc->go, NULL);
-	pthread_cond_init(&cc->done, NULL);
-	cc->nth = 1;		/* this thread; workers are counted as made */
 	*out = cc;
 	if (!cc->plain || !cc->out)
 		return r4i_fail(err, -ENOMEM, "out of memory");
@@ -189,19 +137,9 @@ int obj_ccenc_new_threads(unsigned shift, unsigned alg, unsigned mode,
 				       "compressor", fmt_plugin_name(
 				       FMT_PT_COMPRESS, alg));
 	}
-	for (unsigned i = 1; i < want; i++) {
-		struct worker *w = malloc(sizeof(*w));
-
-		if (!w)
-			return r4i_fail(err, -ENOMEM, "out of memory");
-		w->cc = cc;
-		w->id = i;
-		if (pthread_create(&cc->th[i], NULL, worker_main, w)) {
-			free(w);
-			break;	/* fewer threads: still correct */
-		}
-		cc->nth = i + 1;
-	}
+	/* fewer threads than asked (or none) is still correct */
+	if (want > 1 && workq_new(want - 1, &cc->q))
+		return r4i_fail(err, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < CC_BATCH; i++) {
 		cc->batch[i].plain = cc->plain + i * cc->csize;
 		cc->batch[i].out = cc->out + i * cc->cap;
@@ -213,17 +151,9 @@ void obj_ccenc_free(struct obj_ccenc *cc)
 {
 	if (!cc)
 		return;
-	pthread_mutex_lock(&cc->mu);
-	cc->stop = 1;
-	pthread_cond_broadcast(&cc->go);
-	pthread_mutex_unlock(&cc->mu);
-	for (unsigned i = 1; i < cc->nth; i++)
-		pthread_join(cc->th[i], NULL);
+	workq_free(cc->q);
 	for (unsigned i = 0; i < CC_THREADS; i++)
 		r4_codec_free(cc->codec[i]);
-	pthread_mutex_destroy(&cc->mu);
-	pthread_cond_destroy(&cc->go);
-	pthread_cond_destroy(&cc->done);
 	free(cc->plain);
 	free(cc->out);
 	free(cc);

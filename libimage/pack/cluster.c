@@ -3,11 +3,13 @@
 #include "config.h"
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/pack/cluster.h"
 #include "libimage/obj/ccenc.h"
 #include "libimage/util/err.h"
+#include "libimage/util/workq.h"
 #include "format/cluster.h"
 #include "format/item.h"
 #include "format/plugin.h"
@@ -21,11 +23,10 @@
 #define AHEAD_FILE (4u << 20)	/* larger files: decided ahead only */
 #define AHEAD_THREADS 8
 
-enum { CJ_WAIT, CJ_RUN, CJ_DONE };
-
 struct ccjob {
+	struct workq_item wi;	/* on the read-ahead's queue */
+	struct r4_pack *b;
 	struct bobj *o;
-	int state;		/* CJ_* */
 	int full;		/* the disk clusters are in data */
 	int keep;		/* doc/compress.md §4.4: stays compressed */
 	int rc;
@@ -36,25 +37,23 @@ struct ccjob {
 	uint64_t held;		/* bytes counted against AHEAD_BYTES */
 };
 
-/* Worker threads, each with its own encoder, that the directory
- * read-ahead (ccpipe) and the stream window (ccstream) both run. */
+/* Worker threads (util/workq.h), each with its own encoder, that the
+ * directory read-ahead (ccpipe) and the stream window (ccstream) both
+ * run: worker i compresses with enc[i - 1]. */
 struct ccpool {
-	pthread_t th[AHEAD_THREADS];
+	struct workq *q;		/* NULL: no worker */
 	unsigned nth;
 	struct obj_ccenc *enc[AHEAD_THREADS];
-	pthread_mutex_t mu;
-	pthread_cond_t work, done;
-	int stop, on;
-	unsigned idle;		/* workers waiting for work */
-	const void *wait_for;	/* the job the packer waits for, if any:
-				 * only its end wakes the packer */
 };
 
 struct ccpipe {
 	struct ccpool pool;
+	pthread_mutex_t mu;	/* next, need, held, running (mu_on) */
+	int mu_on;
 	struct ccjob *jobs;
-	size_t njobs, next;	/* next job to start */
+	size_t njobs, next;	/* next job to hand to the workers */
 	size_t need;		/* the packer waits for jobs before this */
+	size_t running;		/* handed over, not finished */
 	uint64_t held;
 };
 
@@ -69,10 +68,10 @@ struct ccpipe {
 #define STREAM_JOBS 4096u		/* files held, at most */
 /* Handoffs in batches, so that a build of many small files does not pay
  * a thread wake-up (two futex calls and a context switch) per file:
- * idle workers are woken once STREAM_KICK_JOBS files or STREAM_KICK_BYTES
- * bytes wait for them (or the packer itself waits); a full window waits
- * for the file STREAM_BATCH places after its oldest, and then lets all
- * the finished ones go at once. */
+ * files go to the work queue once STREAM_KICK_JOBS files or
+ * STREAM_KICK_BYTES bytes wait (or the packer itself waits); a full
+ * window waits for the file STREAM_BATCH places after its oldest, and
+ * then lets all the finished ones go at once. */
 #define STREAM_KICK_JOBS 16u
 #define STREAM_KICK_BYTES (1u << 20)
 #define STREAM_BATCH 32u
@@ -90,6 +89,8 @@ struct schunk {
 };
 
 struct sjob {
+	struct workq_item wi;	/* on the window's queue */
+	struct r4_pack *b;
 	struct bobj *o;
 	char *path;
 	size_t path_cap, ch_cap, data_cap, len_cap;
@@ -102,7 +103,7 @@ struct sjob {
 	uint8_t *in;
 	struct schunk *ch;
 	size_t nch;
-	int done, keep, rc;
+	int keep, rc;
 	struct r4_error err;	/* when rc */
 	uint8_t *data;		/* a buffer for the disk clusters */
 	uint8_t *dst;		/* the disk clusters back to back: in data,
@@ -114,9 +115,10 @@ struct sjob {
 struct ccstream {
 	struct ccpool pool;
 	struct sjob *ring[STREAM_JOBS];
-	uint64_t head, next, tail;	/* oldest held, next to run, end */
+	uint64_t head, next, tail;	/* oldest held, next to hand to the
+					 * workers, end */
 	uint64_t held;			/* file bytes in the window */
-	uint64_t queued;		/* of them, not started yet */
+	uint64_t queued;		/* of them, not handed over yet */
 	int off;			/* could not start */
 	uint8_t *rbuf;			/* the ring, STREAM_BYTES */
 	size_t rend;			/* the end of the newest file in it */
@@ -136,11 +138,6 @@ struct pack_cc {
 
 static void pipe_stop(struct r4_pack *b);
 static void stream_stop(struct r4_pack *b);
-
-struct pworker {
-	struct r4_pack *b;
-	unsigned id;
-};
 
 /* How many workers a pool runs: --threads, else one per CPU. */
 static unsigned pool_want(const struct r4_pack *b)
@@ -162,46 +159,21 @@ static int pool_encoders(const struct pack_cc *cc, struct ccpool *w,
 	return rc;
 }
 
-/* Start up to want workers running fn(struct pworker *); w->nth says how
- * many started (0: none). */
-static void pool_run(struct ccpool *w, struct r4_pack *b,
-		     void *(*fn)(void *), unsigned want)
+/* Start up to want workers; w->nth says how many started (0: none). */
+static void pool_run(struct ccpool *w, unsigned want)
 {
-	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->work, NULL);
-	pthread_cond_init(&w->done, NULL);
-	w->on = 1;
-	for (unsigned i = 0; i < want; i++) {
-		struct pworker *a = malloc(sizeof(*a));
-
-		if (!a)
-			break;
-		a->b = b;
-		a->id = i;
-		if (pthread_create(&w->th[i], NULL, fn, a)) {
-			free(a);
-			break;
-		}
-		w->nth = i + 1;
-	}
+	if (workq_new(want, &w->q))
+		w->q = NULL;
+	w->nth = workq_threads(w->q);
 }
 
-/* Stop and join the workers, and free the encoders. */
+/* Let the workers finish what they were handed, stop and join them,
+ * and free the encoders. */
 static void pool_halt(struct ccpool *w)
 {
-	if (w->on) {
-		pthread_mutex_lock(&w->mu);
-		w->stop = 1;
-		pthread_cond_broadcast(&w->work);
-		pthread_mutex_unlock(&w->mu);
-		for (unsigned i = 0; i < w->nth; i++)
-			pthread_join(w->th[i], NULL);
-		pthread_mutex_destroy(&w->mu);
-		pthread_cond_destroy(&w->work);
-		pthread_cond_destroy(&w->done);
-		w->on = 0;
-		w->nth = 0;
-	}
+	workq_free(w->q);
+	w->q = NULL;
+	w->nth = 0;
 	for (unsigned i = 0; i < AHEAD_THREADS; i++) {
 		obj_ccenc_free(w->enc[i]);
 		w->enc[i] = NULL;
@@ -459,50 +431,32 @@ static void sjob_run(struct r4_pack *b, struct obj_ccenc *e, struct sjob *j)
 	j->rc = rc;
 }
 
-/* Jobs in the order they came, each by the first worker free. */
-static void *stream_worker(void *arg)
+/* A file of the window on worker w: its encoder is the pool's. */
+static void sjob_fn(struct workq_item *it, unsigned w)
 {
-	struct r4_pack *b = ((struct pworker *)arg)->b;
-	struct ccstream *st = &b->cc->st;
-	struct obj_ccenc *e = st->pool.enc[((struct pworker *)arg)->id];
+	struct sjob *j = (struct sjob *)((char *)it -
+					 offsetof(struct sjob, wi));
 
-	free(arg);
-	pthread_mutex_lock(&st->pool.mu);
-	for (;;) {
-		struct sjob *j;
-
-		while (!st->pool.stop && st->next == st->tail) {
-			st->pool.idle++;
-			pthread_cond_wait(&st->pool.work, &st->pool.mu);
-			st->pool.idle--;
-		}
-		if (st->pool.stop)
-			break;
-		j = st->ring[st->next++ % STREAM_JOBS];
-		st->queued -= j->o->size;
-		pthread_mutex_unlock(&st->pool.mu);
-		sjob_run(b, e, j);
-		pthread_mutex_lock(&st->pool.mu);
-		j->done = 1;
-		if (st->pool.wait_for == j)
-			pthread_cond_signal(&st->pool.done);
-	}
-	pthread_mutex_unlock(&st->pool.mu);
-	return NULL;
+	sjob_run(j->b, j->b->cc->st.pool.enc[w - 1], j);
 }
 
-/* The packer waits for job j (the pool's lock held): idle workers are
- * woken first, and only j's end wakes the packer. */
-static void stream_wait_locked(struct ccstream *st, const struct sjob *j)
+/* Hand the files not handed over yet to the workers, in the order they
+ * came (a batch: one wake-up for many small files). */
+static void stream_kick(struct ccstream *st)
 {
-	if (j->done)
-		return;
-	if (st->pool.idle)
-		pthread_cond_broadcast(&st->pool.work);
-	st->pool.wait_for = j;
-	while (!j->done)
-		pthread_cond_wait(&st->pool.done, &st->pool.mu);
-	st->pool.wait_for = NULL;
+	while (st->next < st->tail) {
+		struct sjob *j = st->ring[st->next++ % STREAM_JOBS];
+
+		workq_submit(st->pool.q, &j->wi, sjob_fn);
+	}
+	st->queued = 0;
+}
+
+/* The packer waits for job j (handed over first, with any before it). */
+static void stream_wait(struct ccstream *st, struct sjob *j)
+{
+	stream_kick(st);
+	workq_wait(st->pool.q, &j->wi, 0);
 }
 
 /* A retired job is kept for a later file (the packer's thread only). */
@@ -516,7 +470,7 @@ static void sjob_spare(struct ccstream *st, struct sjob *j)
 	j->o = NULL;
 	j->in = NULL;
 	j->nch = 0;
-	j->done = j->keep = j->rc = 0;
+	j->keep = j->rc = 0;
 	j->used = 0;
 	j->dst = NULL;
 	j->spare_next = st->spare;
@@ -580,8 +534,8 @@ static int stream_start(struct r4_pack *b)
 	struct r4_error tmp = { 0, "", 0 };
 	unsigned want;
 
-	if (st->pool.on || st->off)
-		return st->pool.on;
+	if (st->pool.q || st->off)
+		return st->pool.q != NULL;
 	st->off = 1;		/* unless it starts */
 	if (b->o.threads == 1)
 		return 0;
@@ -591,7 +545,7 @@ static int stream_start(struct r4_pack *b)
 		stream_stop(b);
 		return 0;
 	}
-	pool_run(&st->pool, b, stream_worker, want);
+	pool_run(&st->pool, want);
 	if (!st->pool.nth) {
 		stream_stop(b);
 		return 0;
@@ -610,11 +564,9 @@ static int stream_retire(struct r4_pack *b, struct r4_error *err)
 	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
 	int rc = 0;
 
-	pthread_mutex_lock(&st->pool.mu);
-	stream_wait_locked(st, j);
+	stream_wait(st, j);
 	st->ring[st->head++ % STREAM_JOBS] = NULL;
 	st->held -= o->size;
-	pthread_mutex_unlock(&st->pool.mu);
 	/* the oldest file is now the first one at 0: not wrapped */
 	if (st->head == st->tail ||
 	    st->ring[st->head % STREAM_JOBS]->roff < j->roff)
@@ -666,13 +618,8 @@ static int stream_retire(struct r4_pack *b, struct r4_error *err)
 
 static int stream_head_done(struct ccstream *st)
 {
-	int done;
-
-	pthread_mutex_lock(&st->pool.mu);
-	done = st->head < st->tail &&
-	       st->ring[st->head % STREAM_JOBS]->done;
-	pthread_mutex_unlock(&st->pool.mu);
-	return done;
+	return st->head < st->next &&
+	       workq_done(st->pool.q, &st->ring[st->head % STREAM_JOBS]->wi);
 }
 
 int pack_cc_stream_drain(struct r4_pack *b, struct r4_error *err)
@@ -680,7 +627,7 @@ int pack_cc_stream_drain(struct r4_pack *b, struct r4_error *err)
 	struct ccstream *st;
 	int rc = 0;
 
-	if (!b->cc || !b->cc->st.pool.on)
+	if (!b->cc || !b->cc->st.pool.q)
 		return 0;
 	st = &b->cc->st;
 	while (!rc && st->head < st->tail)
@@ -708,10 +655,8 @@ static int stream_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		uint64_t k = st->tail - st->head - 1;
 
 		/* full: wait for a batch to finish, not for one file */
-		pthread_mutex_lock(&st->pool.mu);
-		stream_wait_locked(st, st->ring[(st->head + (k < STREAM_BATCH ?
-					   k : STREAM_BATCH)) % STREAM_JOBS]);
-		pthread_mutex_unlock(&st->pool.mu);
+		stream_wait(st, st->ring[(st->head + (k < STREAM_BATCH ?
+					  k : STREAM_BATCH)) % STREAM_JOBS]);
 		if ((rc = stream_retire(b, err)))
 			return rc;
 	}
@@ -732,6 +677,7 @@ static int stream_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 	}
 	memcpy(j->path, path, plen);
+	j->b = b;
 	j->o = o;
 	j->in = st->rbuf + roff;
 	j->roff = roff;
@@ -765,14 +711,12 @@ static int stream_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 	if (st->head != st->tail && roff < st->rend)
 		st->wrapped = 1;
 	st->rend = roff + (size_t)o->size;
-	pthread_mutex_lock(&st->pool.mu);
 	st->ring[st->tail++ % STREAM_JOBS] = j;
 	st->held += o->size;
 	st->queued += o->size;
-	if (st->pool.idle && (st->tail - st->next >= STREAM_KICK_JOBS ||
-			      st->queued >= STREAM_KICK_BYTES))
-		pthread_cond_signal(&st->pool.work);
-	pthread_mutex_unlock(&st->pool.mu);
+	if (st->tail - st->next >= STREAM_KICK_JOBS ||
+	    st->queued >= STREAM_KICK_BYTES)
+		stream_kick(st);
 	/* what is done already leaves the window now */
 	while (!rc && stream_head_done(st))
 		rc = stream_retire(b, err);
@@ -854,53 +798,51 @@ out:
 	}
 }
 
-/* Jobs in order: any the packer waits for; others while fewer than
- * AHEAD_BYTES of file data are held. Past that, or for a large file,
- * only conv's decision is made ahead and the packer compresses the
- * file itself (on its own pool) when it gets there. */
-static void *pipe_worker(void *arg)
+static void pipe_fn(struct workq_item *it, unsigned w);
+
+/* Hand jobs to the workers, in order (p->mu held): any the packer waits
+ * for; others while fewer than AHEAD_BYTES of file data are held and a
+ * worker is free. Past that, or for a large file, only conv's decision
+ * is made ahead and the packer compresses the file itself (on its own
+ * pool) when it gets there. */
+static void pipe_feed(struct ccpipe *p)
 {
-	struct r4_pack *b = ((struct pworker *)arg)->b;
-	struct ccpipe *p = &b->cc->pipe;
-	struct obj_ccenc *e = p->pool.enc[((struct pworker *)arg)->id];
+	while (p->next < p->njobs &&
+	       (p->next < p->need ||
+		(p->held < AHEAD_BYTES && p->running < p->pool.nth))) {
+		struct ccjob *j = &p->jobs[p->next++];
 
-	free(arg);
-	pthread_mutex_lock(&p->pool.mu);
-	for (;;) {
-		struct ccjob *j;
-		uint64_t size;
-
-		while (!p->pool.stop && !(p->next < p->njobs &&
-				     (p->next < p->need ||
-				      p->held < AHEAD_BYTES))) {
-			p->pool.idle++;
-			pthread_cond_wait(&p->pool.work, &p->pool.mu);
-			p->pool.idle--;
-		}
-		if (p->pool.stop)
-			break;
-		j = &p->jobs[p->next++];
-		size = j->o->size;
-		j->full = size <= AHEAD_FILE &&
-			  (!p->held || p->held + size <= AHEAD_BYTES);
-		if (j->full) {
-			j->held = size;
-			p->held += size;
-		}
-		j->state = CJ_RUN;
-		pthread_mutex_unlock(&p->pool.mu);
-		job_run(b, e, j);
-		pthread_mutex_lock(&p->pool.mu);
-		if (!j->full && j->held) {
-			p->held -= j->held;
-			j->held = 0;
-		}
-		j->state = CJ_DONE;
-		if (p->pool.wait_for == j)	/* the packer waits for it */
-			pthread_cond_signal(&p->pool.done);
+		p->running++;
+		workq_submit(p->pool.q, &j->wi, pipe_fn);
 	}
-	pthread_mutex_unlock(&p->pool.mu);
-	return NULL;
+}
+
+/* A job on worker w: whole in memory when it fits in what may be held
+ * when it starts. */
+static void pipe_fn(struct workq_item *it, unsigned w)
+{
+	struct ccjob *j = (struct ccjob *)((char *)it -
+					   offsetof(struct ccjob, wi));
+	struct ccpipe *p = &j->b->cc->pipe;
+	uint64_t size = j->o->size;
+
+	pthread_mutex_lock(&p->mu);
+	j->full = size <= AHEAD_FILE &&
+		  (!p->held || p->held + size <= AHEAD_BYTES);
+	if (j->full) {
+		j->held = size;
+		p->held += size;
+	}
+	pthread_mutex_unlock(&p->mu);
+	job_run(j->b, p->pool.enc[w - 1], j);
+	pthread_mutex_lock(&p->mu);
+	if (!j->full && j->held) {
+		p->held -= j->held;
+		j->held = 0;
+	}
+	p->running--;
+	pipe_feed(p);
+	pthread_mutex_unlock(&p->mu);
 }
 
 int pack_cc_ahead_begin(struct r4_pack *b, struct r4_error *err)
@@ -929,6 +871,9 @@ int pack_cc_ahead_begin(struct r4_pack *b, struct r4_error *err)
 	p->jobs = calloc(n, sizeof(*p->jobs));
 	if (!p->jobs)
 		return r4i_fail(err, -ENOMEM, "out of memory");
+	if (pthread_mutex_init(&p->mu, NULL))
+		return r4i_fail(err, -ENOMEM, "cannot make a lock");
+	p->mu_on = 1;
 	rc = pool_encoders(cc, &p->pool, want, err);
 	if (rc)
 		return rc;	/* pack_cc_fini frees them */
@@ -939,14 +884,20 @@ int pack_cc_ahead_begin(struct r4_pack *b, struct r4_error *err)
 			if (o->primary == d->u.sub->kids[i] &&
 			    o->type == R4_ENT_REG && o->cc == BCC_YES &&
 			    o->data == BD_DEFERRED && o->size) {
+				p->jobs[p->njobs].b = b;
 				p->jobs[p->njobs].o = o;
 				o->u.reg->cc_job = ++p->njobs;
 			}
 		}
-	pool_run(&p->pool, b, pipe_worker, want);
-	if (!p->pool.nth)	/* no thread: the packer does every file itself */
+	pool_run(&p->pool, want);
+	if (!p->pool.nth) {	/* no thread: the packer does every file */
 		for (size_t i = 0; i < p->njobs; i++)
 			p->jobs[i].o->u.reg->cc_job = 0;
+		return 0;
+	}
+	pthread_mutex_lock(&p->mu);
+	pipe_feed(p);
+	pthread_mutex_unlock(&p->mu);
 	return 0;
 }
 
@@ -954,7 +905,17 @@ static void pipe_stop(struct r4_pack *b)
 {
 	struct ccpipe *p = &b->cc->pipe;
 
+	if (p->mu_on) {		/* nothing more handed over */
+		pthread_mutex_lock(&p->mu);
+		p->next = p->njobs;
+		pthread_mutex_unlock(&p->mu);
+	}
 	pool_halt(&p->pool);
+	if (p->mu_on)
+		pthread_mutex_destroy(&p->mu);
+	p->mu_on = 0;
+	p->next = p->need = p->running = 0;
+	p->held = 0;
 	for (size_t i = 0; i < p->njobs; i++) {
 		p->jobs[i].o->u.reg->cc_job = 0;
 		free(p->jobs[i].data);
@@ -984,16 +945,13 @@ static struct ccjob *pipe_wait(struct r4_pack *b, const struct bobj *o)
 	if (!job || !p->pool.nth)
 		return NULL;
 	j = &p->jobs[job - 1];
-	pthread_mutex_lock(&p->pool.mu);
+	pthread_mutex_lock(&p->mu);
 	if (p->need < job) {
 		p->need = job;
-		pthread_cond_broadcast(&p->pool.work);
+		pipe_feed(p);	/* j is handed over now */
 	}
-	p->pool.wait_for = j;
-	while (j->state != CJ_DONE)
-		pthread_cond_wait(&p->pool.done, &p->pool.mu);
-	p->pool.wait_for = NULL;
-	pthread_mutex_unlock(&p->pool.mu);
+	pthread_mutex_unlock(&p->mu);
+	workq_wait(p->pool.q, &j->wi, 0);
 	return j;
 }
 
@@ -1137,14 +1095,14 @@ int pack_cc_emit(struct r4_pack *b, struct bobj *o, const char *path,
 		struct ccpipe *p = &b->cc->pipe;
 
 		rc = j->rc ? job_fail(j, err) : emit_job(b, o, j, err);
-		pthread_mutex_lock(&p->pool.mu);
+		pthread_mutex_lock(&p->mu);
 		p->held -= j->held;
 		j->held = 0;
-		/* workers held back by AHEAD_BYTES go on once a quarter of
-		 * it is free again, not after every file */
-		if (p->pool.idle && p->held <= AHEAD_BYTES / 4 * 3)
-			pthread_cond_broadcast(&p->pool.work);
-		pthread_mutex_unlock(&p->pool.mu);
+		/* jobs held back by AHEAD_BYTES go on once a quarter of it
+		 * is free again, not after every file */
+		if (p->held <= AHEAD_BYTES / 4 * 3)
+			pipe_feed(p);
+		pthread_mutex_unlock(&p->mu);
 		free(j->data);
 		free(j->len);
 		j->data = NULL;

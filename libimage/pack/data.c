@@ -16,6 +16,7 @@
  * byte for byte. */
 #include "config.h"
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,45 +111,19 @@ static int copy_batch(struct wq *q, struct cbatch *cb, int fail,
 
 /* The writer thread: jobs in order; after a failure the rest are only
  * given back. */
-static void *writer(void *arg)
+static void wjob_run(struct workq_item *it, unsigned worker)
 {
-	struct wq *q = arg;
+	struct wjob *j = (struct wjob *)((char *)it -
+					 offsetof(struct wjob, wi));
+	struct wq *q = j->q;
 
-	pthread_mutex_lock(&q->mu);
-	for (;;) {
-		struct wjob j;
-		struct r4_error e = { 0 };
-		int rc = 0;
-
-		while (!q->n && !q->stop)
-			pthread_cond_wait(&q->work, &q->mu);
-		if (!q->n)
-			break;
-		j = q->job[q->head];
-		q->head = (q->head + 1) % PACK_WQ_JOBS;
-		q->n--;
-		q->busy = 1;
-		if (!q->rc || j.cb) {
-			int fail = q->rc;
-
-			pthread_mutex_unlock(&q->mu);
-			if (j.cb)
-				rc = copy_batch(q, j.cb, fail, &e);
-			else
-				rc = io_write(j.dev, j.buf, j.len, j.off, &e);
-			pthread_mutex_lock(&q->mu);
-		}
-		if (rc && !q->rc) {
-			q->rc = rc;
-			q->err = e;
-		}
-		if (j.buf)
-			q->free[q->nfree++] = j.buf;
-		q->busy = 0;
-		pthread_cond_broadcast(&q->done);
-	}
-	pthread_mutex_unlock(&q->mu);
-	return NULL;
+	j->rc = 0;
+	if (j->cb)
+		j->rc = copy_batch(q, j->cb, q->wfail, &j->err);
+	else if (!q->wfail)
+		j->rc = io_write(j->dev, j->buf, j->len, j->off, &j->err);
+	if (j->rc)
+		q->wfail = 1;
 }
 
 static int wq_failed(struct wq *q, struct r4_error *err)
@@ -158,53 +133,72 @@ static int wq_failed(struct wq *q, struct r4_error *err)
 	return q->rc;
 }
 
+/* Take back the oldest job handed over (wait when wait, else only if it
+ * is done): its buffer, and its failure if it is the first. 1 when one
+ * was taken back. */
+static int wq_reclaim(struct wq *q, int wait)
+{
+	struct wjob *j = &q->job[q->head];
+
+	if (!q->n || (!wait && !workq_done(q->pool, &j->wi)))
+		return 0;
+	workq_wait(q->pool, &j->wi, 0);
+	if (j->rc && !q->rc) {
+		q->rc = j->rc;
+		q->err = j->err;
+	}
+	if (j->buf)
+		q->free[q->nfree++] = j->buf;
+	q->head = (q->head + 1) % PACK_WQ_JOBS;
+	q->n--;
+	return 1;
+}
+
+/* Hand a job to the writer (room made by the caller). */
+static void wq_hand(struct wq *q, struct wjob j)
+{
+	struct wjob *slot = &q->job[(q->head + q->n) % PACK_WQ_JOBS];
+
+	*slot = j;
+	slot->q = q;
+	q->n++;
+	workq_submit(q->pool, &slot->wi, wjob_run);
+}
+
 /* Write len bytes of *buf at off: at once, or handed to the writer
  * (*buf then becomes a free buffer). */
 static int submit(struct r4_pack *b, struct io_dev *dev, uint8_t **buf,
 		  size_t len, uint64_t off, struct r4_error *err)
 {
 	struct wq *q = &b->wq;
-	int rc;
 
 	if (!q->on)
 		return io_write(dev, *buf, len, off, err);
-	pthread_mutex_lock(&q->mu);
-	while (!q->nfree || q->n == PACK_WQ_JOBS)
-		pthread_cond_wait(&q->done, &q->mu);
-	rc = q->rc;
-	if (!rc) {
-		q->job[(q->head + q->n) % PACK_WQ_JOBS] =
-			(struct wjob){ dev, *buf, len, off, NULL };
-		q->n++;
-		*buf = q->free[--q->nfree];
-		pthread_cond_signal(&q->work);
-	}
-	pthread_mutex_unlock(&q->mu);
-	return rc ? wq_failed(q, err) : 0;
+	while (wq_reclaim(q, !q->nfree || q->n == PACK_WQ_JOBS))
+		;
+	if (q->rc)
+		return wq_failed(q, err);
+	wq_hand(q, (struct wjob){ .dev = dev, .buf = *buf, .len = len,
+				  .off = off });
+	*buf = q->free[--q->nfree];
+	return 0;
 }
 
 /* Hand the copies gathered to the writer. */
 static int cbatch_submit(struct wq *q, struct r4_error *err)
 {
-	int rc;
-
 	if (!q->cur)
 		return 0;
-	pthread_mutex_lock(&q->mu);
-	while (q->n == PACK_WQ_JOBS)
-		pthread_cond_wait(&q->done, &q->mu);
-	rc = q->rc;
-	if (!rc) {
-		q->job[(q->head + q->n) % PACK_WQ_JOBS] =
-			(struct wjob){ NULL, NULL, 0, 0, q->cur };
-		q->n++;
-		pthread_cond_signal(&q->work);
-	} else {
+	while (wq_reclaim(q, q->n == PACK_WQ_JOBS))
+		;
+	if (q->rc) {
 		cbatch_free(q->cur);
+		q->cur = NULL;
+		return wq_failed(q, err);
 	}
+	wq_hand(q, (struct wjob){ .cb = q->cur });
 	q->cur = NULL;
-	pthread_mutex_unlock(&q->mu);
-	return rc ? wq_failed(q, err) : 0;
+	return 0;
 }
 
 /* Copy len bytes from byte soff of the source file to byte off of the
@@ -245,12 +239,9 @@ static int drain(struct r4_pack *b, struct r4_error *err)
 	rc = cbatch_submit(q, err);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&q->mu);
-	while (q->n || q->busy)
-		pthread_cond_wait(&q->done, &q->mu);
-	rc = q->rc;
-	pthread_mutex_unlock(&q->mu);
-	return rc ? wq_failed(q, err) : 0;
+	while (wq_reclaim(q, 1))
+		;
+	return q->rc ? wq_failed(q, err) : 0;
 }
 
 int pack_img_wait(struct r4_pack *b, struct r4_error *err)
@@ -275,10 +266,7 @@ int pack_async_begin(struct r4_pack *b, struct r4_error *err)
 		}
 		q->nfree++;
 	}
-	if (pthread_mutex_init(&q->mu, NULL) ||
-	    pthread_cond_init(&q->work, NULL) ||
-	    pthread_cond_init(&q->done, NULL) ||
-	    pthread_create(&q->th, NULL, writer, q)) {
+	if (workq_new(1, &q->pool) || !q->pool) {
 		for (size_t i = 0; i < q->nfree; i++)
 			free(q->free[i]);
 		q->nfree = 0;
@@ -296,14 +284,8 @@ int pack_async_end(struct r4_pack *b, struct r4_error *err)
 	if (!q->on)
 		return 0;
 	rc = drain(b, err);
-	pthread_mutex_lock(&q->mu);
-	q->stop = 1;
-	pthread_cond_signal(&q->work);
-	pthread_mutex_unlock(&q->mu);
-	pthread_join(q->th, NULL);
-	pthread_cond_destroy(&q->work);
-	pthread_cond_destroy(&q->done);
-	pthread_mutex_destroy(&q->mu);
+	workq_free(q->pool);
+	q->pool = NULL;
 	for (size_t i = 0; i < q->nfree; i++)
 		free(q->free[i]);
 	q->nfree = 0;

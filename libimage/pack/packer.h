@@ -21,6 +21,7 @@
 #include "r4/pack.h"
 #include "libimage/mkfs/fixed.h"
 #include "libimage/obj/encode.h"
+#include "libimage/util/workq.h"
 #include "format/node.h"
 
 #define PACK_WBUF_BLOCKS 256
@@ -195,22 +196,28 @@ struct cbatch {
 };
 
 /* Writing behind: full buffers go to a writer thread, in order; and
- * batches of copies (buf NULL, cb set; freed by the writer). */
+ * batches of copies (buf NULL, cb set; freed by the writer). The job
+ * keeps its outcome until the packer takes it back. */
+struct wq;
 struct wjob {
+	struct workq_item wi;
+	struct wq *q;
 	struct io_dev *dev;
 	uint8_t *buf;
 	size_t len;
 	uint64_t off;
 	struct cbatch *cb;
+	int rc;
+	struct r4_error err;
 };
 
 struct wq {
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t work, done;
-	int on, stop, busy;
+	struct workq *pool;		/* one writer thread (util/workq.h) */
+	int on;
 	struct wjob job[PACK_WQ_JOBS];
-	size_t head, n;			/* jobs waiting */
+	size_t head, n;			/* jobs handed over, not taken back */
+	int wfail;			/* the writer's: a job failed, the
+					 * rest are only given back */
 	/* copies: 1 once copy_file_range could not (then read and write
 	 * through bounce, PACK_COPY_BUF bytes, for the rest of the build);
 	 * touched by the thread running the copies only */

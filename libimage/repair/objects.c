@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "r4/util.h"
 #include "libimage/repair/repair.h"
 #include "libimage/obj/edit_int.h"
 #include "libimage/txn/txn.h"
@@ -72,15 +73,8 @@ static struct op *op_add(struct objfix *f, int kind, int code)
 {
 	struct op *p;
 
-	if (f->ops.n == f->ops.cap) {
-		size_t nc = f->ops.cap ? f->ops.cap * 2 : 64;
-
-		p = realloc(f->ops.v, nc * sizeof(*p));
-		if (!p)
-			return NULL;
-		f->ops.v = p;
-		f->ops.cap = nc;
-	}
+	if (R4_RESERVE(f->ops.v, f->ops.cap, f->ops.n + 1, 64))
+		return NULL;
 	p = &f->ops.v[f->ops.n++];
 	memset(p, 0, sizeof(*p));
 	p->kind = kind;

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "r4/util.h"
 #include "libimage/repair/rebuild.h"
 #include "libimage/obj/write.h"
 #include "libimage/tree/nodebuf.h"
@@ -327,16 +328,9 @@ static int old_nodes(struct rb *b, uint64_t **out, size_t *nout)
 		if (rc <= 0)
 			continue;
 		rc = 0;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			uint64_t *nv = realloc(v, nc * sizeof(*v));
-
-			if (!nv) {
-				rc = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = nc;
+		if (R4_RESERVE(v, cap, n + 1, 256)) {
+			rc = -ENOMEM;
+			break;
 		}
 		v[n++] = blk;
 	}

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "r4/util.h"
 #include "libimage/repair/rebuild.h"
 #include "libimage/obj/write.h"
 #include "libimage/tree/nodebuf.h"
@@ -24,15 +25,8 @@ int rb_push(struct rb *b, const struct fmt_key *k, unsigned pid,
 {
 	struct ritem *p;
 
-	if (b->n == b->cap) {
-		size_t nc = b->cap ? b->cap * 2 : 1024;
-
-		p = realloc(b->it, nc * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		b->it = p;
-		b->cap = nc;
-	}
+	if (R4_RESERVE(b->it, b->cap, b->n + 1, 1024))
+		return -ENOMEM;
 	p = &b->it[b->n];
 	p->body = malloc(len ? len : 1);
 	if (!p->body)

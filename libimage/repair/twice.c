@@ -118,15 +118,8 @@ static struct change *new_change(struct tw *w, const struct fmt_key *k,
 {
 	struct change *c;
 
-	if (w->n == w->cap) {
-		size_t nc = w->cap ? w->cap * 2 : 16;
-
-		c = realloc(w->ch, nc * sizeof(*c));
-		if (!c)
-			return NULL;
-		w->ch = c;
-		w->cap = nc;
-	}
+	if (R4_RESERVE(w->ch, w->cap, w->n + 1, 16))
+		return NULL;
 	c = &w->ch[w->n];
 	memset(c, 0, sizeof(*c));
 	c->body = malloc(len);
@@ -162,15 +155,8 @@ static int add_run(struct tw *w, struct change *c, unsigned u, uint64_t off,
 		r->count++;
 		return 0;
 	}
-	if (c->nruns == c->capruns) {
-		size_t nc = c->capruns ? c->capruns * 2 : 4;
-
-		r = realloc(c->runs, nc * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		c->runs = r;
-		c->capruns = nc;
-	}
+	if (R4_RESERVE(c->runs, c->capruns, c->nruns + 1, 4))
+		return -ENOMEM;
 	r = &c->runs[c->nruns++];
 	r->unit = u;
 	r->off = off;
@@ -360,15 +346,8 @@ static int push_unit(struct units *l, uint64_t start, uint64_t width)
 		l->u[l->n - 1].width += width;
 		return 0;
 	}
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 16;
-		struct fmt_extent40_unit *p = realloc(l->u, nc * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		l->u = p;
-		l->cap = nc;
-	}
+	if (R4_RESERVE(l->u, l->cap, l->n + 1, 16))
+		return -ENOMEM;
 	l->u[l->n].start = start;
 	l->u[l->n].width = width;
 	l->n++;

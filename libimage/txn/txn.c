@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "r4/util.h"
 #include "libimage/txn/txn_int.h"
 #include "libimage/util/err.h"
 #include "format/bitmap.h"
@@ -287,15 +288,8 @@ int txn_rewrite_bitmap(struct txn *t, uint64_t k, struct r4_error *err)
 	for (size_t i = 0; i < t->nforce; i++)
 		if (t->force_regions[i] == k)
 			return 0;
-	if (t->nforce == t->capforce) {
-		size_t nc = t->capforce ? t->capforce * 2 : 16;
-		uint64_t *p = realloc(t->force_regions, nc * sizeof(*p));
-
-		if (!p)
-			return nomem(t, err);
-		t->force_regions = p;
-		t->capforce = nc;
-	}
+	if (R4_RESERVE(t->force_regions, t->capforce, t->nforce + 1, 16))
+		return nomem(t, err);
 	t->force_regions[t->nforce++] = k;
 	return 0;
 }
