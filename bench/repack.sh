@@ -6,12 +6,17 @@
 # (default 5) in the same run, and the ratios: of elapsed time and of
 # CPU time (user + sys, which a loaded machine does not inflate). Also
 # the blocks moved per block of the tree and the transactions.
-#   bench/repack.sh [BUILD_DIR] [RUNS] [FILES] [ROUNDS]
+# Then the same for a nearly full volume: the aged image's free space
+# filled by r4pack add with 20-200 KB files of noise, FREE blocks left
+# (default 600), and the ratio of blocks moved to blocks out of place
+# (target: 1.5; time target: 3x create).
+#   bench/repack.sh [BUILD_DIR] [RUNS] [FILES] [ROUNDS] [FREE]
 set -eu
 build=$(cd "${1:-.}" && pwd)
 runs=${2:-5}
 nfiles=${3:-1500}
 rounds=${4:-20}
+keep=${5:-600}
 src=$(cd "$(dirname "$0")/.." && pwd)
 command -v bc >/dev/null || { echo "bc not installed"; exit 1; }
 [ -x /usr/bin/time ] || { echo "/usr/bin/time not installed"; exit 1; }
@@ -62,3 +67,45 @@ printf 'CPU time (user + sys), medians: r4repacker %.3f s, r4pack create %.3f s,
 printf 'repack/create (elapsed) = %.2f; moved %s blocks (%s out of the way) in %s transactions\n' \
 	"$(echo "$tr / $tc" | bc -l)" "$(field blocks_moved)" \
 	"$(field blocks_evicted)" "$(field transactions)"
+
+# A nearly full volume (the same recipe as repacker.bats's test).
+field() { grep -o "\"$1\":[0-9.]*" "$dir/r.json" | head -n 1 | cut -d: -f2; }
+free=$(r4repacker -n --json "$dir/aged.img" | grep -o '"free_blocks":[0-9]*' | cut -d: -f2)
+mkdir -p "$dir/fill/a"
+python3 - "$dir/fill/a" $(( (free - keep) * 4096 )) <<'PY'
+import random, sys
+sizes, noise = random.Random(4), random.Random(5)
+tot = i = 0
+while tot < int(sys.argv[2]):
+    n = sizes.randint(20000, 200000)
+    tot += (n + 4095) // 4096 * 4096
+    with open("%s/h%d" % (sys.argv[1], i), "wb") as f:
+        f.write(noise.randbytes(n))
+    i += 1
+PY
+cp --sparse=always "$dir/aged.img" "$dir/full.img"
+r4pack add -q "$dir/full.img" "$dir/fill"
+rm -rf "$dir/tree" && mkdir "$dir/tree"
+r4debugfs -R "rdump / $dir/tree" "$dir/full.img" >/dev/null
+: >"$dir/repack.t"; : >"$dir/create.t"; : >"$dir/repack.c"; : >"$dir/create.c"
+for i in $(seq "$runs"); do
+	cp --sparse=always "$dir/full.img" "$dir/r.img"
+	sync
+	cpu=$dir/repack.c timeit r4repacker -q "$dir/r.img" >>"$dir/repack.t"
+	rm -f "$dir/c.img"
+	sync
+	cpu=$dir/create.c timeit r4pack create -q --size "$size" "$dir/tree" \
+		"$dir/c.img" >>"$dir/create.t"
+done
+r4fsck --check -q "$dir/r.img" >/dev/null || { echo "the repacked full image is not clean"; exit 1; }
+cp --sparse=always "$dir/full.img" "$dir/r.img"
+r4repacker --json "$dir/r.img" >"$dir/r.json"
+tr=$(median <"$dir/repack.t"); tc=$(median <"$dir/create.t")
+cr=$(median <"$dir/repack.c"); cc=$(median <"$dir/create.c")
+out=$(field blocks_to_move); moved=$(field blocks_moved)
+printf 'nearly full (%s free blocks before the run, %s out of place): r4repacker %.3f s, r4pack create %.3f s (medians of %d)\n' \
+	"$(field free_blocks)" "$out" "$tr" "$tc" "$runs"
+printf 'repack/create (elapsed) = %.2f, CPU = %.2f; moved %s blocks (%s out of the way) in %s transactions: moved/out of place = %.2f\n' \
+	"$(echo "$tr / $tc" | bc -l)" "$(echo "$cr / $cc" | bc -l)" "$moved" \
+	"$(field blocks_evicted)" "$(field transactions)" \
+	"$(echo "$moved / $out" | bc -l)"

@@ -377,8 +377,13 @@ static int evict(struct bctx *c, size_t x, int far, int *stop,
 		return move_el(c, x, e->tgt, err);
 	if (rc < 0 || !far)
 		return rc;
+	/* past the layout's end, else past its own target: nothing there
+	 * is filled before its own place is, so it moves once more, into
+	 * place (a place short of its target is in the way again) */
 	rc = find_run(c, c->m->end > c->hi ? c->m->end : c->hi, e->w, &dst,
 		      err);
+	if (!rc && e->tgt + e->w > c->hi)
+		rc = find_run(c, e->tgt + e->w, e->w, &dst, err);
 	if (!rc)
 		rc = find_run(c, c->hi, e->w, &dst, err);
 	if (!rc)
@@ -494,12 +499,75 @@ static int step(struct bctx *c, size_t i, uint64_t batch, int *stop,
 	return rc;
 }
 
+/* The window's element whose target holds blk; -1 none. */
+static int64_t tgt_owner(const struct rp_model *m, uint64_t blk)
+{
+	size_t lo = 0, hi = m->ntgt;
+
+	while (lo < hi) {	/* first with tgt > blk */
+		size_t mid = (lo + hi) / 2;
+
+		if (m->el[mid].tgt <= blk)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || blk >= m->el[lo - 1].tgt + m->el[lo - 1].w)
+		return -1;
+	return (int64_t)(lo - 1);
+}
+
+/* Every element of the window whose whole target is free moves there,
+ * in target order from the frontier, as the budget allows: a move into
+ * place is a block's last, and the blocks it frees are (committed) the
+ * targets of the next ones. Elements are moved whole here. */
+static int fill_free(struct bctx *c, size_t f, uint64_t batch,
+		     struct r4_error *err)
+{
+	struct rp_model *m = c->m;
+	uint64_t from = m->el[f].tgt, blk;
+
+	while (c->st->moved < batch) {
+		int64_t i;
+		struct rp_el *e;
+		int rc = space_find_free(&c->vol->space, from, &blk, err);
+
+		if (rc == R4_ENOSPC) {
+			r4i_error_clear(err);
+			return 0;
+		}
+		if (rc)
+			return rc;
+		if (blk >= m->hi)
+			return 0;
+		i = tgt_owner(m, blk);
+		if (i < 0) {
+			from = blk + 1;
+			continue;
+		}
+		e = &m->el[i];
+		from = e->tgt + e->w;
+		if (e->cur == e->tgt || c->st->moved + e->w > batch)
+			continue;
+		rc = range_free(c, e->tgt, e->w, err);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			rc = move_el(c, (size_t)i, e->tgt, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int run_batch(struct bctx *c, size_t f, uint64_t batch,
 		     struct r4_error *err)
 {
 	struct rp_model *m = c->m;
-	int stop = 0, rc = 0;
+	int stop = 0, rc = fill_free(c, f, batch, err);
 
+	if (rc || c->st->moved >= batch / 2)
+		return rc;
 	for (size_t i = f; !rc && !stop && i < m->ntgt; i++) {
 		if (m->el[i].cur == m->el[i].tgt)
 			continue;
