@@ -42,19 +42,25 @@ mkdir "$dir/tree"
 r4debugfs -R "rdump / $dir/tree" "$dir/aged.img" >/dev/null
 size=$(stat -c %s "$dir/aged.img")
 
+# rounds IMG WHAT: repack a copy of IMG and create its tree, RUNS times,
+# in pairs; then one more repack with --json (r.json)
+rounds() {
+	for i in $(seq "$runs"); do
+		cp --sparse=always "$1" "$dir/r.img"
+		sync
+		cpu=$dir/repack.c timeit r4repacker -q "$dir/r.img" >>"$dir/repack.t"
+		rm -f "$dir/c.img"
+		sync
+		cpu=$dir/create.c timeit r4pack create -q --size "$size" "$dir/tree" \
+			"$dir/c.img" >>"$dir/create.t"
+	done
+	r4fsck --check -q "$dir/r.img" >/dev/null || { echo "the repacked $2 is not clean"; exit 1; }
+	cp --sparse=always "$1" "$dir/r.img"
+	r4repacker --json "$dir/r.img" >"$dir/r.json"
+}
+
 : >"$dir/repack.t"; : >"$dir/create.t"; : >"$dir/repack.c"; : >"$dir/create.c"
-for i in $(seq "$runs"); do
-	cp --sparse=always "$dir/aged.img" "$dir/r.img"
-	sync
-	cpu=$dir/repack.c timeit r4repacker -q "$dir/r.img" >>"$dir/repack.t"
-	rm -f "$dir/c.img"
-	sync
-	cpu=$dir/create.c timeit r4pack create -q --size "$size" "$dir/tree" \
-		"$dir/c.img" >>"$dir/create.t"
-done
-r4fsck --check -q "$dir/r.img" >/dev/null || { echo "the repacked image is not clean"; exit 1; }
-cp --sparse=always "$dir/aged.img" "$dir/r.img"
-r4repacker --json "$dir/r.img" >"$dir/r.json"
+rounds "$dir/aged.img" image
 field() { grep -o "\"$1\":[0-9.]*" "$dir/r.json" | head -n 1 | cut -d: -f2; }
 tr=$(median <"$dir/repack.t"); tc=$(median <"$dir/create.t")
 cr=$(median <"$dir/repack.c"); cc=$(median <"$dir/create.c")
@@ -88,18 +94,7 @@ r4pack add -q "$dir/full.img" "$dir/fill"
 rm -rf "$dir/tree" && mkdir "$dir/tree"
 r4debugfs -R "rdump / $dir/tree" "$dir/full.img" >/dev/null
 : >"$dir/repack.t"; : >"$dir/create.t"; : >"$dir/repack.c"; : >"$dir/create.c"
-for i in $(seq "$runs"); do
-	cp --sparse=always "$dir/full.img" "$dir/r.img"
-	sync
-	cpu=$dir/repack.c timeit r4repacker -q "$dir/r.img" >>"$dir/repack.t"
-	rm -f "$dir/c.img"
-	sync
-	cpu=$dir/create.c timeit r4pack create -q --size "$size" "$dir/tree" \
-		"$dir/c.img" >>"$dir/create.t"
-done
-r4fsck --check -q "$dir/r.img" >/dev/null || { echo "the repacked full image is not clean"; exit 1; }
-cp --sparse=always "$dir/full.img" "$dir/r.img"
-r4repacker --json "$dir/r.img" >"$dir/r.json"
+rounds "$dir/full.img" "full image"
 tr=$(median <"$dir/repack.t"); tc=$(median <"$dir/create.t")
 cr=$(median <"$dir/repack.c"); cc=$(median <"$dir/create.c")
 out=$(field blocks_to_move); moved=$(field blocks_moved)
