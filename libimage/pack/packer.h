@@ -15,7 +15,6 @@
 #ifndef R4_LIBIMAGE_PACK_PACKER_H
 #define R4_LIBIMAGE_PACK_PACKER_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "r4/pack.h"
