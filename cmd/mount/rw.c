@@ -34,6 +34,9 @@
 #define LARGE_TXN 16384u
 /* Blocks a change other than a write must find free (nodes, journal). */
 #define SPARE_BLOCKS 64u
+/* The largest body held in tail items, in blocks (the smart tail
+ * policy's bound, with room to spare). */
+#define TAIL_BLOCKS 8u
 
 int r4m_rw;
 unsigned r4m_commit_secs = 5;
@@ -371,7 +374,9 @@ static int rw_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	if (size < 0)
 		return -EINVAL;
 	r4m_lock();
-	rc = ready(SPARE_BLOCKS + (uint64_t)size / si.blksize, &t);
+	/* growing leaves a hole: the blocks are those of a tail body
+	 * moved to extents at most (the tail policy's 4 blocks) */
+	rc = ready(SPARE_BLOCKS + TAIL_BLOCKS, &t);
 	if (!rc)
 		rc = r4_truncate(t, path, (uint64_t)size, &err);
 	if (!rc)

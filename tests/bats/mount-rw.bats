@@ -191,7 +191,7 @@ kill_one() {
 	r4fsck -n "$T/a.img"
 }
 
-@test "r4mount -o rw: a full volume answers ENOSPC before any change; what was there stays, both checkers clean" {
+@test "r4mount -o rw: a full volume answers ENOSPC before any change; what was there stays; a truncate up is a hole; both checkers clean" {
 	need_fuse
 	r4mkfs -q "$T/a.img" 16M
 	mount_rw "$T/a.img" commit=3600
@@ -202,7 +202,13 @@ kill_one() {
 	# the transaction was not poisoned: later changes still commit
 	echo after >"$MNT/b"
 	sync "$MNT/b"
+	# growing a file leaves a hole: no space asked for (a tail body
+	# and an extent body), even far past the volume's size
+	echo tail >"$MNT/t"
+	truncate -s 1T "$MNT/t"
+	[ "$(stat -c %s "$MNT/t")" -eq 1099511627776 ]
 	umount_rw
+	[ "$(r4debugfs -R 'stat /t' "$T/a.img" | sed -n 's/^ *size: *\([0-9]*\).*/\1/p')" = 1099511627776 ]
 	grep -q "aborted" "$T/daemon.log" && { cat "$T/daemon.log"; false; }
 	r4fsck -n "$T/a.img"
 	[ "$(r4debugfs -R 'cat /a' "$T/a.img")" = keep ]
