@@ -78,17 +78,7 @@ printf 'repack/create (elapsed) = %.2f; moved %s blocks (%s out of the way) in %
 field() { grep -o "\"$1\":[0-9.]*" "$dir/r.json" | head -n 1 | cut -d: -f2; }
 free=$(r4repacker -n --json "$dir/aged.img" | grep -o '"free_blocks":[0-9]*' | cut -d: -f2)
 mkdir -p "$dir/fill/a"
-python3 - "$dir/fill/a" $(( (free - keep) * 4096 )) <<'PY'
-import random, sys
-sizes, noise = random.Random(4), random.Random(5)
-tot = i = 0
-while tot < int(sys.argv[2]):
-    n = sizes.randint(20000, 200000)
-    tot += (n + 4095) // 4096 * 4096
-    with open("%s/h%d" % (sys.argv[1], i), "wb") as f:
-        f.write(noise.randbytes(n))
-    i += 1
-PY
+python3 "$src/tests/noise.py" "$dir/fill/a" $(( (free - keep) * 4096 ))
 cp --sparse=always "$dir/aged.img" "$dir/full.img"
 r4pack add -q "$dir/full.img" "$dir/fill"
 rm -rf "$dir/tree" && mkdir "$dir/tree"

@@ -204,17 +204,7 @@ same_float() {	# same_float A B: |A - B| <= 1e-6
 	free=$(r4repacker -n --json "$T/a.img" | grep '"plan"' |
 		sed 's/.*"free_blocks":\([0-9]*\).*/\1/')
 	mkdir -p "$T/fill/a"
-	python3 - "$T/fill/a" $(( (free - 600) * 4096 )) <<-'PY'
-	import random, sys
-	sizes, noise = random.Random(4), random.Random(5)
-	tot = i = 0
-	while tot < int(sys.argv[2]):
-	    n = sizes.randint(20000, 200000)
-	    tot += (n + 4095) // 4096 * 4096
-	    with open("%s/h%d" % (sys.argv[1], i), "wb") as f:
-	        f.write(noise.randbytes(n))
-	    i += 1
-	PY
+	python3 "$top_srcdir/tests/noise.py" "$T/fill/a" $(( (free - 600) * 4096 ))
 	r4pack add -q "$T/a.img" "$T/fill"
 	r4manifest "$T/a.img" >"$T/m1"
 	run r4repacker --json "$T/a.img"
