@@ -65,7 +65,8 @@ static int px_flush(struct pwx *p, struct r4_error *err)
 
 	if (p->nb)
 		rc = txn_write_data(p->x->t, p->bstart, p->batch, p->nb, err);
-	p->x->data_blocks += p->nb;
+	if (!rc)
+		p->x->data_blocks += p->nb;
 	p->nb = 0;
 	return rc;
 }

@@ -95,13 +95,18 @@ int r4_pack_place(const char *image, const char *target,
 	char *buf = malloc(PLACE_CHUNK);
 	int fd = open(image, O_RDONLY | O_CLOEXEC), rc;
 	uint64_t size;
+	off_t end;
 
 	if (fd < 0 || !buf) {
 		rc = r4i_fail(err, fd < 0 ? -errno : -ENOMEM, "%s: %s", image,
 			      fd < 0 ? strerror(errno) : "out of memory");
 		goto out;
 	}
-	size = (uint64_t)lseek(fd, 0, SEEK_END);
+	if ((end = lseek(fd, 0, SEEK_END)) < 0) {
+		rc = r4i_fail(err, -errno, "%s: %s", image, strerror(errno));
+		goto out;
+	}
+	size = (uint64_t)end;
 	rc = io_open_opts(target, IO_RDWR, o, &dst, NULL, err);
 	if (!rc && size > dst->size)
 		rc = r4i_fail(err, R4_ERANGE, "%s: the image (%llu bytes) does "

@@ -10,7 +10,8 @@
  * waiting for the items in that order (workq_wait). Workers are
  * numbered 1..n and fn gets the number (per-worker state such as an
  * encoder); a caller that helps while it waits runs items as worker 0.
- * With one worker the items run one after another in submission order.
+ * With one worker and no caller helping, the items run one after
+ * another in submission order.
  * Items are never cancelled: a caller that failed still drains. */
 #ifndef R4_LIBIMAGE_UTIL_WORKQ_H
 #define R4_LIBIMAGE_UTIL_WORKQ_H
