@@ -194,8 +194,10 @@ static int rm_entry(void *ctx, const struct r4_walk_entry *e)
 		       rm_add(t, parent, e->name, e->name_len, 1);
 	if (!e->is_dir)
 		return rm_add(t, parent, e->name, e->name_len, 0);
+	/* growing dirs moves it: parent is taken again after */
 	if (R4_RESERVE(t->dirs, t->ndirs, (size_t)e->depth + 1, 16))
 		return r4i_fail(t->err, -ENOMEM, "out of memory");
+	parent = &t->dirs[e->depth - 1];
 	rc = rm_check_dir(t->x, parent->ref.oid, &e->target, e->name,
 			  e->name_len, e->again, &t->dirs[e->depth], t->err);
 	return rc;
