@@ -239,6 +239,22 @@ static void set_root(struct tree_mod *m, uint64_t root, unsigned height)
 
 /* ---- writing nodes ------------------------------------------------------ */
 
+/* A lazy writer's leaf or twig (joined already) goes to the cache as
+ * the deferred content of its block nb, which this transaction owns: a
+ * node split again before it leaves the cache is encoded once. 1 when
+ * deferred (l is emptied), 0 when it is to be written now. */
+static int emit_defer(struct tree_mod *m, uint64_t nb, unsigned level,
+		      struct ilist *l)
+{
+	if (!m->lazy || level > FMT_NODE_TWIG_LEVEL || !l->n ||
+	    !dc_slot(m, nb) || r4_u64set_add(&m->stale, nb) < 0)
+		return 0;
+	dc_keep(m, nb, level, l);
+	m->st.nodes_written++;
+	m->st.deferred++;
+	return 1;
+}
+
 /* Write items as a node of 'level': in place when this transaction owns
  * 'old', else to a new block near old (or hint) and free old. With
  * take, the decoded-node cache takes l once the node is written. */
@@ -274,11 +290,13 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 		if (rc)
 			return rc;
 	}
+	*blk = nb;
+	if (take && emit_defer(m, nb, level, l))
+		return 0;
 	rc = write_node(m, nb, level, l, &ok, err);
 	if (rc)
 		return rc;
 	m->st.nodes_written++;
-	*blk = nb;
 	if (take && ok)
 		dc_keep(m, nb, level, l);
 	return 0;
