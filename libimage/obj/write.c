@@ -186,51 +186,42 @@ static int cde_decode(struct r4_txn *x, struct cde *c, struct r4_error *err)
 	return rc ? r4i_fail(err, rc, "bad directory entry") : 0;
 }
 
-static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
-		    struct cde *c, struct r4_error *err)
+/* 0 when the item with key and plugin pid (block blk, item pos) is a
+ * cde40 item of directory dir, R4_ENOTFOUND when it is not dir's, else
+ * an error. */
+static int cde_item_ok(struct r4_txn *x, uint64_t dir,
+		       const struct fmt_key *key, unsigned pid, uint64_t blk,
+		       unsigned pos, struct r4_error *err)
+{
+	if (fmt_key_type(key) != FMT_KEY_FILE_NAME ||
+	    fmt_key_locality(key) != dir)
+		return R4_ENOTFOUND;
+	if (pid != FMT_ITEM_CDE40)
+		return r4i_fail(err, R4_EUNSUPP, "%s: tree node %llu, item "
+			       "%u: directory item plugin %u (only cde40)",
+			       obj_vol_name(x->vol), (unsigned long long)blk,
+			       pos, pid);
+	return 0;
+}
+
+/* The directory item at or before k read from the volume's tree (the
+ * transaction's deferred leaves are not for it), its body copied into
+ * x->cde_in. */
+static int cde_from_tree(struct r4_txn *x, uint64_t dir,
+			 const struct fmt_key *k, struct cde *c,
+			 struct r4_error *err)
 {
 	struct tree_cursor cur;
 	struct tree_item it;
-	struct tree_peek pk;
 	int rc;
 
-	memset(c, 0, sizeof(*c));
-	/* from the transaction's own (deferred) leaves when the path ends
-	 * on the item: no leaf is written for a look */
-	rc = tree_mod_peek(&x->mod, k, &pk, &x->cde_in, &x->cde_incap, err);
-	if (rc < 0)
-		return rc;
-	if (!rc) {
-		if (fmt_key_type(&pk.key) != FMT_KEY_FILE_NAME ||
-		    fmt_key_locality(&pk.key) != dir)
-			rc = R4_ENOTFOUND;
-		else if (pk.pid != FMT_ITEM_CDE40)
-			rc = r4i_fail(err, R4_EUNSUPP, "%s: tree node %llu, "
-				     "item %u: directory item plugin %u (only "
-				     "cde40)", obj_vol_name(x->vol),
-				     (unsigned long long)pk.blk, pk.pos,
-				     pk.pid);
-		c->key = pk.key;
-		c->body = x->cde_in;
-		c->len = pk.len;
-		if (!rc)
-			rc = cde_decode(x, c, err);
-		if (rc)
-			cde_free(c);
-		return rc;
-	}
 	tree_cursor_init(&cur, x->vol);
 	rc = tree_seek_le(&cur, k, err);
 	if (!rc)
 		rc = tree_cur(&cur, &it, err);
-	if (!rc && (fmt_key_type(&it.key) != FMT_KEY_FILE_NAME ||
-		    fmt_key_locality(&it.key) != dir))
-		rc = R4_ENOTFOUND;
-	else if (!rc && it.plugin_id != FMT_ITEM_CDE40)
-		rc = r4i_fail(err, R4_EUNSUPP, "%s: tree node %llu, item %u: "
-			     "directory item plugin %u (only cde40)",
-			     obj_vol_name(x->vol), (unsigned long long)it.blk,
-			     it.pos, it.plugin_id);
+	if (!rc)
+		rc = cde_item_ok(x, dir, &it.key, it.plugin_id, it.blk, it.pos,
+				 err);
 	if (!rc) {
 		c->key = it.key;
 		c->len = it.len;
@@ -243,6 +234,31 @@ static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
 		}
 	}
 	tree_cursor_fini(&cur);
+	return rc;
+}
+
+/* Directory dir's item at or before key k, decoded into c: from the
+ * transaction's own leaves first, else from the tree. */
+static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
+		    struct cde *c, struct r4_error *err)
+{
+	struct tree_peek pk;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	/* from the transaction's own (deferred) leaves when the path ends
+	 * on the item: no leaf is written for a look */
+	rc = tree_mod_peek(&x->mod, k, &pk, &x->cde_in, &x->cde_incap, err);
+	if (rc < 0)
+		return rc;
+	if (!rc) {
+		rc = cde_item_ok(x, dir, &pk.key, pk.pid, pk.blk, pk.pos, err);
+		c->key = pk.key;
+		c->body = x->cde_in;
+		c->len = pk.len;
+	} else {
+		rc = cde_from_tree(x, dir, k, c, err);
+	}
 	if (!rc)
 		rc = cde_decode(x, c, err);
 	if (rc)

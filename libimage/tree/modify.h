@@ -59,14 +59,16 @@ struct tree_mod {
 	long ins_end;		/* internal: index after the new items in
 				 * the list level_set gets, -1 unknown */
 	/* Decoded nodes kept between changes of one transaction, so a node
-	 * changed by consecutive inserts is decoded once (modify.c): each
+	 * changed by consecutive inserts is decoded once (dcache.c): each
 	 * slot holds the item list of one block exactly as the block now
 	 * reads; bounded (TREE_DCACHE_SLOTS), allocated on first use. */
 	struct tree_dslot *dc;
 	/* Deferred node writes (tree_mod_lazy): leaves and twigs whose list
-	 * in dc is newer than their block; the list is written into the
-	 * block when a reader asks for it (vol->node_sync), when its slot
-	 * is needed, and at tree_mod_flush. */
+	 * in dc is newer than their block (a node changed in place, or one
+	 * a split or merge just made: encoded once, not at each split);
+	 * the list is written into the block when a reader asks for it
+	 * (vol->node_sync), when its slot is needed, and at
+	 * tree_mod_flush. A node freed before that is never written. */
 	int lazy;
 	struct r4_u64map stale;
 	int sync_rc;		/* a deferred write that failed */

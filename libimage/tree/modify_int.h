@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: what the three files of the tree writer share (modify.c: node
+ * rewrites and balancing; dcache.c: the decoded-node cache and deferred
+ * writes; path.c: paths and peeks). Not a public interface. */
+#ifndef R4_LIBIMAGE_TREE_MODIFY_INT_H
+#define R4_LIBIMAGE_TREE_MODIFY_INT_H
+
+#include "libimage/tree/modify.h"
+#include "format/super.h"
+
+struct mpath {
+	uint64_t blk[FMT_TREE_HEIGHT_MAX + 2];
+	int pos[FMT_TREE_HEIGHT_MAX + 2];	/* item on the path */
+};
+
+/* ---- decoded nodes ------------------------------------------------------
+ * A direct-mapped cache of item lists, one block per slot. The rule that
+ * keeps it true: a slot holds a list only while the block reads as that
+ * list. A list is taken out (tmod_dc_get) to be changed and comes back only
+ * unchanged (tmod_dc_keep) or as what emit just wrote; a block freed or
+ * rewritten otherwise loses its slot (tmod_dc_forget). */
+
+#define TREE_DCACHE_SLOTS 1024u	/* a power of 2 */
+
+struct tree_dslot {
+	uint64_t blk;		/* 0: empty */
+	unsigned level;
+	struct ilist l;
+};
+
+/* The volume's name for messages. */
+const char *tmod_vname(const struct tree_mod *m);
+/* An out-of-memory failure into err. */
+int tmod_oom(struct r4_error *err);
+/* Child block of parent item i, 0 when it is not a node pointer. */
+uint64_t tmod_sib(const struct ilist *P, long i);
+
+/* dcache.c */
+/* The cache slot block blk maps to (NULL: out of memory). */
+struct tree_dslot *tmod_dc_slot(struct tree_mod *m, uint64_t blk);
+/* 1 when block blk has deferred content not written yet. */
+int tmod_is_stale(const struct tree_mod *m, uint64_t blk);
+/* The block is rewritten or freed: its list goes, deferred or not. */
+void tmod_dc_forget(struct tree_mod *m, uint64_t blk);
+/* Block blk's items at 'level' into *out (the caller owns them). */
+int tmod_dc_get(struct tree_mod *m, uint64_t blk, unsigned level,
+		struct ilist *out, struct r4_error *err);
+/* l is what block blk reads as: the cache takes it (l is emptied). */
+void tmod_dc_keep(struct tree_mod *m, uint64_t blk, unsigned level,
+		  struct ilist *l);
+
+/* modify.c */
+/* Encode items l as node nb of 'level' (a block of the transaction). */
+int tmod_write_node(struct tree_mod *m, uint64_t nb, unsigned level,
+		    const struct ilist *l, int *ok, struct r4_error *err);
+
+/* path.c */
+/* Path from the root to level 'to' for key k. */
+int tmod_path_find(struct tree_mod *m, const struct fmt_key *k,
+		   unsigned to, struct mpath *p, int *none,
+		   struct r4_error *err);
+
+#endif
