@@ -136,20 +136,28 @@ static int ready(uint64_t need, struct r4_txn **out)
 	return 0;
 }
 
+/* A change that failed half way: the open transaction is aborted (the
+ * changes since the last commit are lost, said in the log) and the
+ * mount goes read-only. */
+static int lose(const char *what, const char *path,
+		const struct r4_error *err)
+{
+	say("%s: %s failed half way; the transaction is aborted, the "
+	    "changes since the last commit are lost", path, what);
+	fprintf(stderr, "%s: %s\n", r4cmd_prog, err->msg);
+	r4_txn_abort(txn);
+	txn = NULL;
+	go_readonly();
+	return -EIO;
+}
+
 /* The answer to a change: errno for the library's code; a poisoned
  * transaction is aborted; a large one commits. */
 static int done(int rc, const char *what, const char *path,
 		const struct r4_error *err)
 {
-	if (rc && txn && r4_txn_failed(txn)) {
-		say("%s: %s failed half way; the transaction is aborted, the "
-		    "changes since the last commit are lost", path, what);
-		fprintf(stderr, "%s: %s\n", r4cmd_prog, err->msg);
-		r4_txn_abort(txn);
-		txn = NULL;
-		go_readonly();
-		return -EIO;
-	}
+	if (rc && txn && r4_txn_failed(txn))
+		return lose(what, path, err);
 	if (!rc && txn && txn_free0 - r4_txn_blocks_free(txn) >= LARGE_TXN)
 		return commit_now();
 	switch (rc) {
@@ -315,6 +323,61 @@ static int rw_rmdir(const char *path)
 	return remove_one(r4_rmdir, "rmdir", path);
 }
 
+/* A free name beside from for the middle step of an exchange:
+ * "DIR/.r4mount-xchg-OID[-N]"; 0, or -ENAMETOOLONG/-EEXIST. */
+static int exchange_name(const char *from, uint64_t oid, char *out,
+			 size_t cap)
+{
+	const char *slash = strrchr(from, '/');
+	int dir = slash ? (int)(slash - from) : 0;
+	struct r4_objref r;
+
+	for (unsigned n = 0; n < 100; n++) {
+		int len = n ? snprintf(out, cap, "%.*s/.r4mount-xchg-%llx-%u",
+				       dir, from, (unsigned long long)oid, n)
+			    : snprintf(out, cap, "%.*s/.r4mount-xchg-%llx",
+				       dir, from, (unsigned long long)oid);
+		if (len < 0 || (size_t)len >= cap)
+			return -ENAMETOOLONG;
+		if (r4m_resolve(out, &r) == -ENOENT)
+			return 0;
+	}
+	return -EEXIST;
+}
+
+/* RENAME_EXCHANGE as three renames in the open transaction (from to a
+ * free name beside it, to to from, that name to to): the commit makes
+ * all three at once, so no one sees the middle name on the volume. A
+ * failure at the second or third step puts the names back; if even
+ * that fails, the transaction is aborted (done()). The kernel checked
+ * that neither is an ancestor of the other. */
+static int exchange(const char *from, const char *to, uint64_t oid)
+{
+	struct r4_error err = { 0 }, undo = { 0 };
+	char mid[4096];
+	struct r4_txn *t;
+	int rc = exchange_name(from, oid, mid, sizeof(mid));
+
+	if (!rc)
+		rc = ready(3 * SPARE_BLOCKS, &t);
+	if (rc)
+		return rc;
+	if ((rc = r4_rename(t, from, mid, &err)))
+		return done(rc, "rename", from, &err);
+	if ((rc = r4_rename(t, to, from, &err))) {
+		if (!r4_txn_failed(t) && r4_rename(t, mid, from, &undo))
+			return lose("rename", from, &undo);
+		return done(rc, "rename", from, &err);
+	}
+	if ((rc = r4_rename(t, mid, to, &err))) {
+		if (!r4_txn_failed(t) && (r4_rename(t, from, to, &undo) ||
+					  r4_rename(t, mid, from, &undo)))
+			return lose("rename", from, &undo);
+		return done(rc, "rename", from, &err);
+	}
+	return done(0, "rename", from, &err);
+}
+
 static int rw_rename(const char *from, const char *to, unsigned flags)
 {
 	struct r4_error err = { 0 };
@@ -322,18 +385,23 @@ static int rw_rename(const char *from, const char *to, unsigned flags)
 	struct r4_txn *t;
 	int rc, has_to;
 
-	if (flags & ~(unsigned)RENAME_NOREPLACE)
-		return -EINVAL;	/* RENAME_EXCHANGE, RENAME_WHITEOUT */
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE) ||
+	    (flags & RENAME_NOREPLACE && flags & RENAME_EXCHANGE))
+		return -EINVAL;	/* RENAME_WHITEOUT: no whiteouts here */
 	r4m_lock();
 	rc = r4m_resolve(from, &a);
 	has_to = rc ? 0 : !r4m_resolve(to, &b);
-	if (!rc && has_to && (flags & RENAME_NOREPLACE))
+	if (!rc && !has_to && (flags & RENAME_EXCHANGE))
+		rc = -ENOENT;
+	else if (!rc && has_to && (flags & RENAME_NOREPLACE))
 		rc = -EEXIST;
 	else if (!rc && has_to && a.oid == b.oid)
 		rc = 1;		/* two names of one object: nothing to do */
-	if (!rc)
+	else if (!rc && (flags & RENAME_EXCHANGE))
+		rc = exchange(from, to, a.oid);
+	else if (!rc)
 		rc = ready(SPARE_BLOCKS, &t);
-	if (!rc)
+	if (!rc && !(flags & RENAME_EXCHANGE))
 		rc = done(r4_rename(t, from, to, &err), "rename", from, &err);
 	r4m_unlock();
 	return rc == 1 ? 0 : rc;

@@ -173,7 +173,12 @@ kill_one() {
 	r4debugfs -R 'ls /' "$T/a.img" | grep -qw d
 }
 
-@test "r4mount -o rw: another writer is refused (75) while mounted; statfs is writable; EXCHANGE is EINVAL" {
+# renameat2 FROM TO FLAGS: exit 0 or the errno
+renameat2() {
+	python3 -c 'import ctypes,os,sys; l=ctypes.CDLL(None, use_errno=True); r=l.renameat2(-100, os.fsencode(sys.argv[1]), -100, os.fsencode(sys.argv[2]), int(sys.argv[3])); sys.exit(ctypes.get_errno() if r else 0)' "$@"
+}
+
+@test "r4mount -o rw: another writer is refused (75) while mounted; statfs is writable; NOREPLACE, EXCHANGE; WHITEOUT is EINVAL" {
 	need_fuse
 	r4mkfs -q "$T/a.img" 64M
 	mount_rw "$T/a.img"
@@ -182,13 +187,34 @@ kill_one() {
 	run r4mount -o rw "$T/a.img" "$T"
 	[ "$status" -eq 75 ]
 	stat -f -c %a "$MNT"
-	touch "$MNT/a" "$MNT/b"
-	run python3 -c 'import ctypes,sys; l=ctypes.CDLL(None, use_errno=True); r=l.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2); sys.exit(ctypes.get_errno() if r else 0)' "$MNT/a" "$MNT/b"
-	[ "$status" -eq 22 ]
-	run python3 -c 'import ctypes,sys; l=ctypes.CDLL(None, use_errno=True); r=l.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 1); sys.exit(ctypes.get_errno() if r else 0)' "$MNT/a" "$MNT/b"
+	echo a >"$MNT/a"
+	echo b >"$MNT/b"
+	mkdir -p "$MNT/d/e" "$MNT/p"
+	echo in-e >"$MNT/d/e/f"
+	run renameat2 "$MNT/a" "$MNT/b" 1		# NOREPLACE
 	[ "$status" -eq 17 ]
+	run renameat2 "$MNT/a" "$MNT/b" 4		# WHITEOUT
+	[ "$status" -eq 22 ]
+	run renameat2 "$MNT/a" "$MNT/none" 2		# EXCHANGE needs both
+	[ "$status" -eq 2 ]
+	run renameat2 "$MNT/a" "$MNT/b" 2
+	[ "$status" -eq 0 ]
+	[ "$(cat "$MNT/a")" = b ] && [ "$(cat "$MNT/b")" = a ]
+	# a directory and a file in other directories swap; ".." follows
+	run renameat2 "$MNT/d/e" "$MNT/p" 2
+	[ "$status" -eq 0 ]
+	[ "$(cat "$MNT/p/f")" = in-e ] && [ -d "$MNT/d/e" ]
+	run renameat2 "$MNT/d" "$MNT/d/e" 2		# an ancestor
+	[ "$status" -eq 22 ]
+	run renameat2 "$MNT/p" "$MNT/a" 2
+	[ "$status" -eq 0 ]
+	[ "$(cat "$MNT/p")" = b ] && [ "$(cat "$MNT/a/f")" = in-e ]
+	[ "$(ls -a "$MNT" | tr '\n' ' ')" = ". .. a b d p " ]
 	umount_rw
 	r4fsck -n "$T/a.img"
+	[ "$(r4debugfs -R 'cat /a/f' "$T/a.img")" = in-e ]
+	[ "$(r4debugfs -R 'cat /b' "$T/a.img")" = a ]
+	[ "$(r4debugfs -R 'ls /' "$T/a.img" | tr '\n' ' ')" = ". .. a b d p " ]
 }
 
 @test "r4mount -o rw: a full volume answers ENOSPC before any change; what was there stays; a truncate up is a hole; both checkers clean" {

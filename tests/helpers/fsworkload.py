@@ -72,6 +72,15 @@ def pwrite(path, off, data):
         os.close(fd)
 
 
+def exchange(a, b):
+    """renameat2(a, b, RENAME_EXCHANGE): the two names swap objects."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.renameat2(-100, os.fsencode(a), -100, os.fsencode(b), 2):
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e), a)
+
+
 def fsync(path):
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -117,7 +126,8 @@ def run(seed, nops, roots, synclog):
     for i in range(nops):
         op = rnd.choice(['create', 'write', 'write', 'write', 'truncate',
                          'mkdir', 'rename', 'rename', 'link', 'unlink',
-                         'rmdir', 'symlink', 'chmod', 'utime', 'fsync'])
+                         'rmdir', 'symlink', 'chmod', 'utime', 'fsync',
+                         'exchange'])
         d = rnd.choice(dirs)
         f = rnd.choice(files) if files else None
         size = rnd.choice([0, 1, 100, 3000, 4096, 5000, 20000, 70000,
@@ -138,6 +148,10 @@ def run(seed, nops, roots, synclog):
                 rnd.choice(dirs[1:])
             if src:
                 two(roots, os.rename, src, os.path.join(d, name()))
+        elif op == 'exchange' and f:
+            a = f if rnd.random() < 0.7 or len(dirs) < 2 else \
+                rnd.choice(dirs[1:])
+            two(roots, exchange, a, rnd.choice(files + dirs[1:]))
         elif op == 'link':
             two(roots, os.link, f, os.path.join(d, name()))
         elif op == 'unlink' and f:
