@@ -231,15 +231,8 @@ int chk_stream_group_next(struct group *g)
 	if (!g->has_next)
 		return 0;
 	do {
-		if (g->m == g->cap) {
-			size_t cap = g->cap ? 2 * g->cap : 4;
-			uint8_t *p = realloc(g->rec, cap * g->rsz);
-
-			if (!p)
-				return -ENOMEM;
-			g->rec = p;
-			g->cap = cap;
-		}
+		if (r4_reserve(&g->rec, &g->cap, g->m + 1, g->rsz, 4))
+			return -ENOMEM;
 		memcpy(g->rec + g->m * g->rsz, g->next, g->rsz);
 		g->m++;
 		rc = chk_runs_next(g->r, g->next);

@@ -96,7 +96,8 @@ int chk_stream_key_cmp(const void *a, const void *b);
  * a..b hold the key sought (chk_obj_find, chk_body_find). */
 uint64_t chk_stream_pick(uint64_t n, uint64_t a, uint64_t b);
 /* Read the sequence r (rewound) in groups of one key: init, then next
- * (1, 0 at the end, or -errno) until 0; fini frees. */
+ * (1, 0 at the end, or -errno) until 0; fini frees. next may move
+ * g->rec: a pointer into the group is good until the next call. */
 int chk_stream_group_init(struct group *g, struct chk_runs *r);
 int chk_stream_group_next(struct group *g);
 void chk_stream_group_fini(struct group *g);
