@@ -56,6 +56,7 @@ private='
     libimage/txn/txn_int.h
     libimage/obj/edit_int.h  libimage/repair
     libimage/check/check.h   libimage/repair
+    libimage/check/stream_int.h
 '
 
 top=${1:-${top_srcdir:-.}}

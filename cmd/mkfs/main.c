@@ -168,6 +168,26 @@ static void json_made(const char *path, const struct r4_mkfs_opts *o,
 	r4cmd_json_done();
 }
 
+/* Make the volume and say what was made: the exit code. */
+static int make(const char *path, const struct r4_mkfs_opts *o)
+{
+	struct r4_mkfs_result res;
+	struct r4_error err = { 0 };
+
+	if (r4_mkfs(path, o, &res, &err)) {
+		r4cmd_error(&err, path, err.code);
+		return r4cmd_busy_exit(&err, EXIT_FAILED);
+	}
+	if (opt_json)
+		json_made(path, o, &res);
+	else if (!r4cmd_quiet)
+		printf("%s: made a Reiser4 volume of %llu blocks (%llu free) "
+		       "on %s\n", r4cmd_prog,
+		       (unsigned long long)res.block_count,
+		       (unsigned long long)res.free_blocks, path);
+	return EXIT_MADE;
+}
+
 int main(int argc, const char **argv)
 {
 	struct r4_mkfs_opts o;
@@ -213,21 +233,8 @@ int main(int argc, const char **argv)
 		rc = parse_args(ctx, &o, &path);
 	o.open.wait = r4cmd_lock_flags();
 	r4cmd_env_mkfs(&o);
-	if (rc == EXIT_MADE) {
-		struct r4_mkfs_result res;
-
-		if (r4_mkfs(path, &o, &res, &err)) {
-			r4cmd_error(&err, path, err.code);
-			rc = r4cmd_busy_exit(&err, EXIT_FAILED);
-		} else if (opt_json) {
-			json_made(path, &o, &res);
-		} else if (!r4cmd_quiet) {
-			printf("%s: made a Reiser4 volume of %llu blocks "
-			       "(%llu free) on %s\n", r4cmd_prog,
-			       (unsigned long long)res.block_count,
-			       (unsigned long long)res.free_blocks, path);
-		}
-	}
+	if (rc == EXIT_MADE)
+		rc = make(path, &o);
 	poptFreeContext(ctx);
 	return r4cmd_json_exit(rc);
 }

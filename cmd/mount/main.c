@@ -694,11 +694,48 @@ static int open_vol(const char *image)
 	return EXIT_OK;
 }
 
+/* FUSE's command line for the mount of image on mnt, in fargv (room
+ * for 8 + 2 * MAX_OPTS) with the fsname option in fsname: its length. */
+static int fuse_args(const char **fargv, char *fsname, size_t size,
+		     const char *image, const char *mnt)
+{
+	size_t j = 0;
+	int fargc = 0;
+
+	/* fsname: the image path with FUSE's option separators escaped. */
+	j += (size_t)snprintf(fsname, size, "subtype=reiser4,fsname=");
+	for (const char *p = image; *p && j + 3 < size; p++) {
+		if (*p == ',' || *p == '\\')
+			fsname[j++] = '\\';
+		fsname[j++] = *p;
+	}
+	fsname[j] = '\0';
+	fargv[fargc++] = r4cmd_prog;
+	fargv[fargc++] = mnt;
+	fargv[fargc++] = "-s";
+	if (opt_foreground)
+		fargv[fargc++] = "-f";
+	if (opt_debug)
+		fargv[fargc++] = "-d";
+	fargv[fargc++] = r4m_rw ? "-orw,default_permissions" :
+				  "-oro,default_permissions";
+	fargv[fargc++] = "-o";
+	fargv[fargc++] = fsname;
+	for (int i = 0; i < nr_opts; i++) {
+		if (!mount_opts[i][0])
+			continue;
+		fargv[fargc++] = "-o";
+		fargv[fargc++] = mount_opts[i];
+	}
+	fargv[fargc] = NULL;
+	return fargc;
+}
+
 static int run(const char *image, const char *mnt)
 {
 	const char *fargv[8 + 2 * MAX_OPTS];
 	char fsname[4200];
-	int fargc = 0, rc;
+	int fargc, rc;
 	struct stat mst;
 
 	if (stat(mnt, &mst)) {
@@ -723,37 +760,7 @@ static int run(const char *image, const char *mnt)
 		r4_vol_close(vol, NULL);
 		return EXIT_FUSE;
 	}
-	/* fsname: the image path with FUSE's option separators escaped. */
-	{
-		size_t j = 0;
-
-		j += (size_t)snprintf(fsname, sizeof(fsname),
-				      "subtype=reiser4,fsname=");
-		for (const char *p = image; *p && j + 3 < sizeof(fsname); p++) {
-			if (*p == ',' || *p == '\\')
-				fsname[j++] = '\\';
-			fsname[j++] = *p;
-		}
-		fsname[j] = '\0';
-	}
-	fargv[fargc++] = r4cmd_prog;
-	fargv[fargc++] = mnt;
-	fargv[fargc++] = "-s";
-	if (opt_foreground)
-		fargv[fargc++] = "-f";
-	if (opt_debug)
-		fargv[fargc++] = "-d";
-	fargv[fargc++] = r4m_rw ? "-orw,default_permissions" :
-				  "-oro,default_permissions";
-	fargv[fargc++] = "-o";
-	fargv[fargc++] = fsname;
-	for (int i = 0; i < nr_opts; i++) {
-		if (!mount_opts[i][0])
-			continue;
-		fargv[fargc++] = "-o";
-		fargv[fargc++] = mount_opts[i];
-	}
-	fargv[fargc] = NULL;
+	fargc = fuse_args(fargv, fsname, sizeof(fsname), image, mnt);
 	rc = fuse_main(fargc, (char **)fargv, &r4m_ops, NULL);
 	r4_vol_close(vol, NULL);
 	return rc ? EXIT_FUSE : EXIT_OK;

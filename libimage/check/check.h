@@ -230,10 +230,11 @@ int chk_backups(struct chk *c);
 int chk_tree(struct chk *c);
 int chk_space(struct chk *c);
 int chk_semantic(struct chk *c);
-/* The object pass over sorted runs (stream.c): the same problems, in
- * the same order, as chk_semantic over the tables, with memory bounded
- * by the run budget and the number of directories. chk_stream_start
- * before the walk makes the walk's records go to the runs. */
+/* The object pass over sorted runs (stream.c, the phases in
+ * stream_phases.c): the same problems, in the same order, as
+ * chk_semantic over the tables, with memory bounded by the run budget
+ * and the number of directories. chk_stream_start before the walk makes
+ * the walk's records go to the runs. */
 int chk_stream_start(struct chk *c);
 int chk_stream_semantic(struct chk *c);
 void chk_stream_free(struct chk *c);

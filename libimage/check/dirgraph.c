@@ -91,106 +91,161 @@ static void break_loop(const uint32_t *dotdot, const struct chk_dedge *e,
 	first[top] = CHK_NONE;
 }
 
-int chk_dir_names(uint32_t n, uint32_t root, const uint32_t *dotdot,
-		  const struct chk_dedge *e, size_t ne,
-		  int (*own)(void *ctx, size_t i), void *ctx, uint32_t *first)
-{
-	int a, b;
-	uint32_t *key = NULL, *kstart = NULL, *kids = NULL, *estart = NULL;
-	uint32_t *eby = NULL, *queue = NULL, *path = NULL;
-	uint8_t *st = NULL;
-	size_t qn = 0;
-	int rc = -ENOMEM;
+/* What chk_dir_names works on: its arguments and its lists. */
+struct names {
+	uint32_t n, root;
+	const uint32_t *dotdot;
+	const struct chk_dedge *e;
+	size_t ne;
+	uint32_t *first;
+	uint32_t *kstart, *kids;	/* directories by the directory of
+					 * their tentative name */
+	uint32_t *estart, *eby;		/* entries by directory */
+	uint32_t *queue, *path;
+	uint8_t *st;
+};
 
-	for (uint32_t v = 0; v < n; v++)
+/* Step 2: the tentative name of every directory. */
+static void tentative(struct names *g, int (*own)(void *ctx, size_t i),
+		      void *ctx)
+{
+	const struct chk_dedge *e = g->e;
+	uint32_t *first = g->first;
+	int a, b;
+
+	for (uint32_t v = 0; v < g->n; v++)
 		first[v] = CHK_NONE;
-	/* 2: tentative names */
-	for (size_t i = 0; i < ne; i++) {
+	for (size_t i = 0; i < g->ne; i++) {
 		uint32_t t = e[i].t, d = e[i].d;
 
-		if (t >= n || d >= n || t == root || t == d)
+		if (t >= g->n || d >= g->n || t == g->root || t == d)
 			continue;
 		if (first[t] == CHK_NONE) {
 			first[t] = (uint32_t)i;
 			continue;
 		}
-		a = d == dotdot[t];
-		b = e[first[t]].d == dotdot[t];
+		a = d == g->dotdot[t];
+		b = e[first[t]].d == g->dotdot[t];
 		if (a > b || (a == b && own && !own(ctx, first[t]) &&
 			      own(ctx, i)))
 			first[t] = (uint32_t)i;
 	}
-	key = malloc(((size_t)n > ne ? (size_t)n : ne) * sizeof(*key) + 1);
-	st = calloc((size_t)n + 1, 1);
-	queue = malloc(((size_t)n + 1) * sizeof(*queue));
-	path = malloc(((size_t)n + 1) * sizeof(*path));
-	if (!key || !st || !queue || !path)
+}
+
+/* The lists steps 3 and 4 walk: the directories named, by the
+ * directory of their tentative name, and the entries by directory. */
+static int index_names(struct names *g)
+{
+	uint32_t n = g->n;
+	uint32_t *key = malloc(((size_t)n > g->ne ? (size_t)n : g->ne) *
+			       sizeof(*key) + 1);
+	int rc = -ENOMEM;
+
+	g->st = calloc((size_t)n + 1, 1);
+	g->queue = malloc(((size_t)n + 1) * sizeof(*g->queue));
+	g->path = malloc(((size_t)n + 1) * sizeof(*g->path));
+	if (!key || !g->st || !g->queue || !g->path)
 		goto out;
-	/* the directories named, by the directory of their name */
 	for (uint32_t v = 0; v < n; v++)
-		key[v] = first[v] == CHK_NONE ? CHK_NONE : e[first[v]].d;
-	if (group_by(n, n, key, &kstart, &kids))
+		key[v] = g->first[v] == CHK_NONE ? CHK_NONE :
+			 g->e[g->first[v]].d;
+	if (group_by(n, n, key, &g->kstart, &g->kids))
 		goto out;
-	for (size_t i = 0; i < ne; i++)
-		key[i] = e[i].d;
-	if (group_by(n, ne, key, &estart, &eby))
+	for (size_t i = 0; i < g->ne; i++)
+		key[i] = g->e[i].d;
+	if (group_by(n, g->ne, key, &g->estart, &g->eby))
 		goto out;
-	/* 3: from the root, first the tentative names, then any entry */
-	if (root < n) {
-		st[root] = ST_OK;
-		queue[qn++] = root;
-		for (size_t q = 0; q < qn; q++)
-			for (uint32_t k = kstart[queue[q]];
-			     k < kstart[queue[q] + 1]; k++)
-				if (st[kids[k]] != ST_OK) {
-					st[kids[k]] = ST_OK;
-					queue[qn++] = kids[k];
-				}
-		for (size_t q = 0; q < qn; q++) {
-			uint32_t v = queue[q];
-
-			for (uint32_t k = kstart[v]; k < kstart[v + 1]; k++)
-				if (st[kids[k]] != ST_OK) {
-					st[kids[k]] = ST_OK;
-					queue[qn++] = kids[k];
-				}
-			for (uint32_t k = estart[v]; k < estart[v + 1]; k++) {
-				uint32_t i = eby[k], t = e[i].t;
-
-				if (t >= n || t == root || t == v ||
-				    st[t] == ST_OK)
-					continue;
-				first[t] = i;
-				st[t] = ST_OK;
-				queue[qn++] = t;
-			}
-		}
-	}
-	/* 4: loops among the rest */
-	for (uint32_t s = 0; s < n; s++) {
-		size_t np = 0;
-		uint32_t v = s;
-
-		while (st[v] == ST_NEW && first[v] != CHK_NONE) {
-			st[v] = ST_PATH;
-			path[np++] = v;
-			v = e[first[v]].d;
-		}
-		if (st[v] == ST_PATH)
-			break_loop(dotdot, e, first, path, np, v);
-		for (size_t k = 0; k < np; k++)
-			st[path[k]] = ST_DONE;
-	}
 	rc = 0;
 out:
 	free(key);
-	free(kstart);
-	free(kids);
-	free(estart);
-	free(eby);
-	free(queue);
-	free(path);
-	free(st);
+	return rc;
+}
+
+/* Step 3: from the root, first the tentative names, then any entry. */
+static void from_root(struct names *g)
+{
+	uint32_t *queue = g->queue, *kids = g->kids, *kstart = g->kstart;
+	uint8_t *st = g->st;
+	size_t qn = 0;
+
+	if (g->root >= g->n)
+		return;
+	st[g->root] = ST_OK;
+	queue[qn++] = g->root;
+	for (size_t q = 0; q < qn; q++)
+		for (uint32_t k = kstart[queue[q]]; k < kstart[queue[q] + 1];
+		     k++)
+			if (st[kids[k]] != ST_OK) {
+				st[kids[k]] = ST_OK;
+				queue[qn++] = kids[k];
+			}
+	for (size_t q = 0; q < qn; q++) {
+		uint32_t v = queue[q];
+
+		for (uint32_t k = kstart[v]; k < kstart[v + 1]; k++)
+			if (st[kids[k]] != ST_OK) {
+				st[kids[k]] = ST_OK;
+				queue[qn++] = kids[k];
+			}
+		for (uint32_t k = g->estart[v]; k < g->estart[v + 1]; k++) {
+			uint32_t i = g->eby[k], t = g->e[i].t;
+
+			if (t >= g->n || t == g->root || t == v ||
+			    st[t] == ST_OK)
+				continue;
+			g->first[t] = i;
+			st[t] = ST_OK;
+			queue[qn++] = t;
+		}
+	}
+}
+
+/* Step 4: the loops among the directories step 3 did not reach. */
+static void break_loops(struct names *g)
+{
+	for (uint32_t s = 0; s < g->n; s++) {
+		size_t np = 0;
+		uint32_t v = s;
+
+		while (g->st[v] == ST_NEW && g->first[v] != CHK_NONE) {
+			g->st[v] = ST_PATH;
+			g->path[np++] = v;
+			v = g->e[g->first[v]].d;
+		}
+		if (g->st[v] == ST_PATH)
+			break_loop(g->dotdot, g->e, g->first, g->path, np, v);
+		for (size_t k = 0; k < np; k++)
+			g->st[g->path[k]] = ST_DONE;
+	}
+}
+
+int chk_dir_names(uint32_t n, uint32_t root, const uint32_t *dotdot,
+		  const struct chk_dedge *e, size_t ne,
+		  int (*own)(void *ctx, size_t i), void *ctx, uint32_t *first)
+{
+	struct names g;
+	int rc;
+
+	memset(&g, 0, sizeof(g));
+	g.n = n;
+	g.root = root;
+	g.dotdot = dotdot;
+	g.e = e;
+	g.ne = ne;
+	g.first = first;
+	tentative(&g, own, ctx);
+	rc = index_names(&g);
+	if (!rc) {
+		from_root(&g);
+		break_loops(&g);
+	}
+	free(g.kstart);
+	free(g.kids);
+	free(g.estart);
+	free(g.eby);
+	free(g.queue);
+	free(g.path);
+	free(g.st);
 	return rc;
 }
 

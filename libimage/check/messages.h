@@ -154,7 +154,7 @@ CHK_M_ENUM(FREE_COUNT_FOOTER, R4_CHK_FREE_COUNT,
 	   "journal footer free block count is {have}, the bitmap has {want} "
 	   "free blocks")
 
-/* objects (check/semantic.c, check/stream.c) */
+/* objects (check/semantic.c, check/stream_phases.c) */
 CHK_M_ENUM(ENTRY_MISSING, R4_CHK_ENTRY,
 	   "entry '{name}' of directory {dir} points to missing object "
 	   "[{tkey}]")

@@ -137,6 +137,30 @@ static void sift_down(const struct chk_runs *r, const struct run_src *s,
 	}
 }
 
+/* A source with a buffer of want bytes for every run, the first
+ * records read; the heap h holds the *nh sources that are not empty. */
+static int open_sources(struct chk_runs *r, struct run_src *s, uint32_t *h,
+			size_t *nh, size_t want)
+{
+	int rc;
+
+	for (size_t i = 0; i < r->nruns; i++) {
+		s[i].pos = r->runs[i];
+		s[i].end = i + 1 < r->nruns ? r->runs[i + 1] : r->fend;
+		s[i].buf = malloc(want);
+		if (!s[i].buf)
+			return -ENOMEM;
+		rc = src_fill(r, &s[i]);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			h[(*nh)++] = (uint32_t)i;
+	}
+	for (size_t i = *nh; i-- > 0;)
+		sift_down(r, s, h, *nh, i);
+	return 0;
+}
+
 /* Merge every run into one, written after them; out writes through a
  * buffer of READ_BUF bytes. */
 static int merge_runs(struct chk_runs *r)
@@ -151,21 +175,9 @@ static int merge_runs(struct chk_runs *r)
 
 	if (!s || !h || !out)
 		goto out;
-	for (size_t i = 0; i < r->nruns; i++) {
-		s[i].pos = r->runs[i];
-		s[i].end = i + 1 < r->nruns ? r->runs[i + 1] : r->fend;
-		s[i].buf = malloc(want);
-		if (!s[i].buf)
-			goto out;
-		rc = src_fill(r, &s[i]);
-		if (rc < 0)
-			goto out;
-		if (rc)
-			h[nh++] = (uint32_t)i;
-	}
-	for (size_t i = nh; i-- > 0;)
-		sift_down(r, s, h, nh, i);
-	rc = 0;
+	rc = open_sources(r, s, h, &nh, want);
+	if (rc)
+		goto out;
 	while (nh) {
 		struct run_src *t = &s[h[0]];
 

@@ -14,113 +14,49 @@
  *   the same and in the same order: objects (key order), entries (by
  *   directory, in the order found), directories, reachability (a walk
  *   over the directories from the root, then entries by target), link
- *   counts, bodies, sizes, counters. */
+ *   counts, bodies, sizes, counters (stream_phases.c). */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "libimage/check/check.h"
+#include "libimage/check/stream_int.h"
 #include "r4/util.h"
 #include "format/item.h"
 #include "format/super.h"
 
-/* An entry with its target: rank in key order (CHK_NONE: no object has
- * the key) and whether it is a directory. */
-struct tent {
-	struct chk_ent e;
-	uint32_t t;
-	uint8_t tdir;
-};
-
+/* An object in id order, with its rank in key order (pass B). */
 struct byoid {
 	uint64_t oid;
 	uint32_t rank;
 	struct chk_obj o;
 };
 
-struct dup {			/* a second stat data of an id, at p */
-	uint64_t p;
-	struct chk_obj o;
-};
-
-struct first {			/* the first object of an id */
-	uint64_t oid;
-	uint32_t rank;
-	uint8_t dir;
-};
-
-struct reach {			/* a name of t in directory dir */
-	uint32_t t;
-	uint64_t dir;
-};
-
-struct dirrow {
-	struct chk_obj o;	/* nentries, ndot, ndotdot, parent, dotdot */
-	uint32_t rank;
-	uint64_t dotdot_oid, parent_oid;
-};
-
-struct edge {			/* a directory named in directory dir */
-	uint64_t dir;
-	uint32_t t;
-};
-
-struct chk_stream {
-	size_t budget;
-	int rc;				/* first spill error */
-	struct chk_runs objs, ents, bodies;
-	struct chk_obj sobj;
-	struct chk_ent sent;
-	struct chk_body sbody;
-	int has_obj, has_ent, has_body;
-	uint32_t seq;
-};
-
-/* What the pass builds. */
-struct pass {
-	struct chk *c;
-	struct chk_stream *st;
-	uint64_t n;			/* objects */
-	uint32_t root;
-	struct chk_obj rootobj;
-	struct chk_runs ranked;		/* objects in key order, links set */
-	struct chk_runs tents;		/* entries by directory */
-	struct chk_runs byoid, dups, firsts, reaches;
-	struct dirrow *dirs;
-	size_t ndirs, capdirs;
-	struct edge *edges;
-	size_t nedges, capedges;
-	struct chk_dedge *names;	/* entries naming a directory */
-	struct chk_ent *nents;		/* and those entries */
-	size_t nnames, capnames, capnents;
-	uint64_t *reached;		/* oids of the reached directories */
-	size_t nreached, capreached;
-};
-
-/* Objects and bodies begin with their key el[0..2]. */
-static int key_cmp(const void *a, const void *b)
+int chk_stream_key_cmp(const void *a, const void *b)
 {
 	const uint64_t *x = a, *y = b;
 
 	return chk_cmp3(x[0], x[1], x[2], y[0], y[1], y[2]);
 }
 
+/* Objects by key, then where they were found. */
 static int obj_cmp(const void *a, const void *b)
 {
 	const struct chk_obj *x = a, *y = b;
-	int r = key_cmp(a, b);
+	int r = chk_stream_key_cmp(a, b);
 
 	return r ? r : chk_cmp3(x->blk, x->item, 0, y->blk, y->item, 0);
 }
 
+/* Bodies by key, then where they were found. */
 static int body_cmp(const void *a, const void *b)
 {
 	const struct chk_body *x = a, *y = b;
-	int r = key_cmp(a, b);
+	int r = chk_stream_key_cmp(a, b);
 
 	return r ? r : chk_cmp3(x->blk, x->item, 0, y->blk, y->item, 0);
 }
 
+/* Entries by the key they name, then in the order found. */
 static int ent_target_cmp(const void *a, const void *b)
 {
 	const struct chk_ent *x = a, *y = b;
@@ -129,6 +65,7 @@ static int ent_target_cmp(const void *a, const void *b)
 	return r ? r : chk_cmp3(x->seq, 0, 0, y->seq, 0, 0);
 }
 
+/* Entries by directory, then in the order found. */
 static int tent_cmp(const void *a, const void *b)
 {
 	const struct tent *x = a, *y = b;
@@ -136,6 +73,7 @@ static int tent_cmp(const void *a, const void *b)
 	return chk_cmp3(x->e.dir, x->e.seq, 0, y->e.dir, y->e.seq, 0);
 }
 
+/* Objects by id, then by rank. */
 static int byoid_cmp(const void *a, const void *b)
 {
 	const struct byoid *x = a, *y = b;
@@ -143,6 +81,7 @@ static int byoid_cmp(const void *a, const void *b)
 	return chk_cmp3(x->oid, x->rank, 0, y->oid, y->rank, 0);
 }
 
+/* Names by target, then by directory. */
 static int reach_cmp(const void *a, const void *b)
 {
 	const struct reach *x = a, *y = b;
@@ -241,9 +180,7 @@ void chk_stream_free(struct chk *c)
 
 /* ---- the pass ---- */
 
-/* Where the tables' binary search over n sorted rows lands when rows
- * a..b hold the key sought (chk_obj_find, chk_body_find). */
-static uint64_t pick(uint64_t n, uint64_t a, uint64_t b)
+uint64_t chk_stream_pick(uint64_t n, uint64_t a, uint64_t b)
 {
 	uint64_t lo = 0, hi = n;
 
@@ -260,18 +197,7 @@ static uint64_t pick(uint64_t n, uint64_t a, uint64_t b)
 	return a;
 }
 
-/* Runs of records with one key (objects or bodies) from a sequence. */
-struct group {
-	struct chk_runs *r;
-	size_t rsz;
-	uint8_t *rec;		/* m records */
-	size_t m, cap;
-	uint8_t *next;		/* the record after the group */
-	int has_next;
-	uint64_t first;		/* index of rec[0] in the sequence */
-};
-
-static int group_init(struct group *g, struct chk_runs *r)
+int chk_stream_group_init(struct group *g, struct chk_runs *r)
 {
 	int rc;
 
@@ -290,14 +216,13 @@ static int group_init(struct group *g, struct chk_runs *r)
 	return 0;
 }
 
-static void group_fini(struct group *g)
+void chk_stream_group_fini(struct group *g)
 {
 	free(g->rec);
 	free(g->next);
 }
 
-/* The next group: 1, 0 at the end, or -errno. */
-static int group_next(struct group *g)
+int chk_stream_group_next(struct group *g)
 {
 	int rc;
 
@@ -306,44 +231,85 @@ static int group_next(struct group *g)
 	if (!g->has_next)
 		return 0;
 	do {
-		if (g->m == g->cap) {
-			size_t cap = g->cap ? 2 * g->cap : 4;
-			uint8_t *p = realloc(g->rec, cap * g->rsz);
-
-			if (!p)
-				return -ENOMEM;
-			g->rec = p;
-			g->cap = cap;
-		}
+		if (r4_reserve(&g->rec, &g->cap, g->m + 1, g->rsz, 4))
+			return -ENOMEM;
 		memcpy(g->rec + g->m * g->rsz, g->next, g->rsz);
 		g->m++;
 		rc = chk_runs_next(g->r, g->next);
 		if (rc < 0)
 			return rc;
 		g->has_next = rc;
-	} while (g->has_next && !key_cmp(g->rec, g->next));
+	} while (g->has_next && !chk_stream_key_cmp(g->rec, g->next));
 	return 1;
 }
 
-static struct dirrow *dir_find(struct pass *p, uint32_t rank)
-{
-	size_t lo = 0, hi = p->ndirs;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->dirs[mid].rank < rank)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < p->ndirs && p->dirs[lo].rank == rank ? &p->dirs[lo] : NULL;
-}
-
+/* Whether o is the root directory's stat data. */
 static int is_root_key(const struct chk_obj *o)
 {
 	return !chk_cmp3(o->el0, o->el1, o->el2,
 		     (FMT_ROOT_LOCALITY << 4) | FMT_KEY_SD, 0, FMT_ROOT_OID);
+}
+
+/* The entries read from e on whose target key sorts up to o's go to
+ * p->tents: those naming o's key get target t (rank k) and count as one
+ * of its links, the others name nothing. o NULL: every entry left. */
+static int join_ents(struct pass *p, struct chk_ent *e, int *has_e,
+		     const struct chk_obj *o, uint32_t k, struct chk_obj *t)
+{
+	struct tent te;
+	int rc;
+
+	memset(&te, 0, sizeof(te));
+	while (*has_e) {
+		int r = o ? chk_cmp3(e->t0, e->t1, e->t2, o->el0, o->el1,
+				     o->el2) : -1;
+
+		if (r > 0)
+			return 0;
+		te.e = *e;
+		te.t = r ? CHK_NONE : k;
+		te.tdir = !r && chk_is_dir(t);
+		if (!r && t->links < UINT32_MAX)
+			t->links++;
+		rc = chk_runs_put(&p->tents, &te);
+		if (!rc)
+			rc = chk_runs_next(&p->st->ents, e);
+		if (rc < 0)
+			return rc;
+		*has_e = rc;
+	}
+	return 0;
+}
+
+/* The objects of one key (their links counted) go to the key-ordered
+ * and id-ordered runs, the directories among them to p->dirs too. */
+static int keep_group(struct pass *p, const struct group *g)
+{
+	const struct chk_obj *o = (const struct chk_obj *)g->rec;
+	int rc;
+
+	for (size_t i = 0; i < g->m; i++) {
+		struct byoid b;
+		uint32_t rank = (uint32_t)(g->first + i);
+
+		rc = chk_runs_put(&p->ranked, &o[i]);
+		memset(&b, 0, sizeof(b));
+		b.oid = o[i].el2 & CHK_OID_MASK;
+		b.rank = rank;
+		b.o = o[i];
+		if (!rc)
+			rc = chk_runs_put(&p->byoid, &b);
+		if (rc)
+			return rc;
+		if (!chk_is_dir(&o[i]))
+			continue;
+		if (R4_RESERVE(p->dirs, p->capdirs, p->ndirs + 1, 64))
+			return -ENOMEM;
+		memset(&p->dirs[p->ndirs], 0, sizeof(*p->dirs));
+		p->dirs[p->ndirs].o = o[i];
+		p->dirs[p->ndirs++].rank = rank;
+	}
+	return 0;
 }
 
 /* A: objects by key joined with entries by target. */
@@ -352,82 +318,28 @@ static int pass_targets(struct pass *p)
 	struct chk_stream *st = p->st;
 	struct group g;
 	struct chk_ent e;
-	struct tent te;
-	int has_e, rc;
+	int has_e = 0, rc;
 
 	p->n = st->objs.total;
-	rc = group_init(&g, &st->objs);
-	if (rc)
-		goto out;
-	rc = chk_runs_next(&st->ents, &e);
-	if (rc < 0)
-		goto out;
-	has_e = rc;
-	memset(&te, 0, sizeof(te));
-	while ((rc = group_next(&g)) > 0) {
+	rc = chk_stream_group_init(&g, &st->objs);
+	if (!rc)
+		rc = has_e = chk_runs_next(&st->ents, &e);
+	while (rc >= 0 && (rc = chk_stream_group_next(&g)) > 0) {
 		struct chk_obj *o = (struct chk_obj *)g.rec;
-		uint64_t k = pick(p->n, g.first, g.first + g.m - 1);
+		uint64_t k = chk_stream_pick(p->n, g.first, g.first + g.m - 1);
 		struct chk_obj *t = &o[k - g.first];
 
-		for (; has_e; has_e = rc) {
-			int r = chk_cmp3(e.t0, e.t1, e.t2, o->el0, o->el1, o->el2);
-
-			if (r > 0)
-				break;
-			te.e = e;
-			te.t = r ? CHK_NONE : (uint32_t)k;
-			te.tdir = !r && chk_is_dir(t);
-			if (!r && t->links < UINT32_MAX)
-				t->links++;
-			rc = chk_runs_put(&p->tents, &te);
-			if (!rc)
-				rc = chk_runs_next(&st->ents, &e);
-			if (rc < 0)
-				goto out;
-		}
-		if (is_root_key(o)) {
+		rc = join_ents(p, &e, &has_e, o, (uint32_t)k, t);
+		if (!rc && is_root_key(o)) {
 			p->root = (uint32_t)k;
 			p->rootobj = *t;
 		}
-		for (size_t i = 0; i < g.m; i++) {
-			struct byoid b;
-			uint32_t rank = (uint32_t)(g.first + i);
-
-			rc = chk_runs_put(&p->ranked, &o[i]);
-			memset(&b, 0, sizeof(b));
-			b.oid = o[i].el2 & CHK_OID_MASK;
-			b.rank = rank;
-			b.o = o[i];
-			if (!rc)
-				rc = chk_runs_put(&p->byoid, &b);
-			if (rc)
-				goto out;
-			if (!chk_is_dir(&o[i]))
-				continue;
-			if (R4_RESERVE(p->dirs, p->capdirs, p->ndirs + 1, 64)) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			memset(&p->dirs[p->ndirs], 0, sizeof(*p->dirs));
-			p->dirs[p->ndirs].o = o[i];
-			p->dirs[p->ndirs++].rank = rank;
-		}
-	}
-	if (rc < 0)
-		goto out;
-	for (; has_e; has_e = rc) {
-		te.e = e;
-		te.t = CHK_NONE;
-		te.tdir = 0;
-		rc = chk_runs_put(&p->tents, &te);
 		if (!rc)
-			rc = chk_runs_next(&st->ents, &e);
-		if (rc < 0)
-			goto out;
+			rc = keep_group(p, &g);
 	}
-	rc = 0;
-out:
-	group_fini(&g);
+	if (!rc)
+		rc = join_ents(p, &e, &has_e, NULL, CHK_NONE, NULL);
+	chk_stream_group_fini(&g);
 	chk_runs_free(&st->objs);
 	chk_runs_free(&st->ents);
 	return rc;
@@ -471,372 +383,17 @@ static int pass_ids(struct pass *p)
 	return rc ? rc : chk_runs_finish(&p->firsts);
 }
 
-/* Phase 1: every object, in key order. */
-static int phase_objects(struct pass *p)
-{
-	struct chk_obj o;
-	struct dup d;
-	uint64_t r = 0;
-	int has_d, rc;
-
-	rc = chk_runs_rewind(&p->ranked);
-	if (rc)
-		return rc;
-	has_d = chk_runs_next(&p->dups, &d);
-	while ((rc = chk_runs_next(&p->ranked, &o)) > 0) {
-		if (has_d < 0)
-			return has_d;
-		if (has_d && d.p == r) {
-			chk_sem_dup(p->c, &d.o);
-			has_d = chk_runs_next(&p->dups, &d);
-		}
-		chk_sem_object(p->c, &o);
-		r++;
-	}
-	return rc;
-}
-
-/* Phase 2: every entry, by directory in the order found. */
-static int resolve(struct pass *p, const struct tent *te, uint32_t d,
-		   int ddir)
-{
-	struct chk *c = p->c;
-	const struct chk_ent *e = &te->e;
-	struct dirrow *dr, *tr;
-	struct reach rr;
-	int rc;
-
-	if (te->t == CHK_NONE)
-		CHK_ENT_SAY0(c, e, CHK_M_ENTRY_MISSING);
-	if (te->t != CHK_NONE && !e->flags) {
-		memset(&rr, 0, sizeof(rr));
-		rr.t = te->t;
-		rr.dir = e->dir;
-		rc = chk_runs_put(&p->reaches, &rr);
-		if (rc)
-			return rc;
-		if (te->tdir) {
-			if (R4_RESERVE(p->edges, p->capedges, p->nedges + 1,
-				       64))
-				return -ENOMEM;
-			p->edges[p->nedges].dir = e->dir;
-			p->edges[p->nedges++].t = te->t;
-		}
-	}
-	if (d == CHK_NONE || !ddir) {
-		CHK_ENT_SAY0(c, e, d == CHK_NONE ? CHK_M_ENTRY_NO_DIR :
-			     CHK_M_ENTRY_NOT_DIR);
-		return 0;
-	}
-	dr = dir_find(p, d);
-	if (!dr)
-		return -EIO;	/* the first pass listed every directory */
-	dr->o.nentries++;
-	if (te->t == CHK_NONE)
-		return 0;
-	if (e->flags & CHK_ENT_DOT) {
-		dr->o.ndot++;
-		if (te->t != d)
-			CHK_ENT_SAY0(c, e, CHK_M_DOT_ELSEWHERE);
-		return 0;
-	}
-	if (e->flags) {
-		dr->o.ndotdot++;
-		dr->o.dotdot = te->t;
-		dr->dotdot_oid = e->t2 & CHK_OID_MASK;
-		return 0;
-	}
-	if (!te->tdir)
-		return 0;
-	tr = dir_find(p, te->t);
-	if (!tr)
-		return -EIO;
-	if (R4_RESERVE(p->names, p->capnames, p->nnames + 1, 64) ||
-	    R4_RESERVE(p->nents, p->capnents, p->nnames + 1, 64))
-		return -ENOMEM;
-	p->names[p->nnames].d = (uint32_t)(dr - p->dirs);
-	p->names[p->nnames].t = (uint32_t)(tr - p->dirs);
-	p->nents[p->nnames++] = *e;
-	return 0;
-}
-
-static int phase_entries(struct pass *p)
-{
-	struct tent te;
-	struct first f;
-	int has_f, rc;
-
-	rc = chk_runs_finish(&p->tents);
-	if (rc)
-		return rc;
-	has_f = chk_runs_next(&p->firsts, &f);
-	while ((rc = chk_runs_next(&p->tents, &te)) > 0) {
-		while (has_f > 0 && f.oid < te.e.dir)
-			has_f = chk_runs_next(&p->firsts, &f);
-		if (has_f < 0)
-			return has_f;
-		if (has_f && f.oid == te.e.dir)
-			rc = resolve(p, &te, f.rank, f.dir);
-		else
-			rc = resolve(p, &te, CHK_NONE, 0);
-		if (rc)
-			return rc;
-	}
-	chk_runs_free(&p->tents);
-	chk_runs_free(&p->firsts);
-	return rc ? rc : chk_runs_finish(&p->reaches);
-}
-
-static int pass_own(void *ctx, size_t i)
-{
-	struct pass *p = ctx;
-
-	return chk_ent_own_name(p->c, &p->nents[i],
-				&p->dirs[p->names[i].t].o);
-}
-
-/* The one name of every directory (dirgraph.c), as semantic.c does
- * over the tables: directories are rows of p->dirs here. */
-static int phase_names(struct pass *p)
-{
-	uint32_t n = (uint32_t)p->ndirs, root = CHK_NONE;
-	uint32_t *dotdot = malloc((n ? n : 1) * sizeof(*dotdot));
-	uint32_t *first = malloc((n ? n : 1) * sizeof(*first));
-	struct dirrow *r;
-	int rc = -ENOMEM;
-
-	if (!dotdot || !first)
-		goto out;
-	for (uint32_t v = 0; v < n; v++) {
-		r = p->dirs[v].o.dotdot == CHK_NONE ? NULL :
-		    dir_find(p, p->dirs[v].o.dotdot);
-		dotdot[v] = r ? (uint32_t)(r - p->dirs) : CHK_NONE;
-	}
-	r = p->root == CHK_NONE ? NULL : dir_find(p, p->root);
-	if (r)
-		root = (uint32_t)(r - p->dirs);
-	rc = chk_dir_names(n, root, dotdot, p->names, p->nnames, pass_own, p,
-			   first);
-	if (rc)
-		goto out;
-	for (uint32_t v = 0; v < n; v++) {
-		struct dirrow *d;
-
-		if (first[v] == CHK_NONE)
-			continue;
-		d = &p->dirs[p->names[first[v]].d];
-		p->dirs[v].o.parent = d->rank;
-		p->dirs[v].parent_oid = d->o.el2 & CHK_OID_MASK;
-		p->dirs[v].o.flags |= CHK_OBJ_HAS_PARENT;
-	}
-	for (size_t i = 0; i < p->nnames; i++) {
-		const struct chk_dedge *e = &p->names[i];
-
-		if (first[e->t] != i)
-			chk_second_name(p->c, &p->nents[i], e->t == root,
-					chk_dir_above(n, first, p->names,
-						      e->t, e->d));
-	}
-out:
-	free(dotdot);
-	free(first);
-	return rc;
-}
-
-/* Phase 3: every directory, in key order. */
-static void phase_dirs(struct pass *p)
-{
-	for (size_t i = 0; i < p->ndirs; i++) {
-		const struct dirrow *d = &p->dirs[i];
-		int root = d->rank == p->root;
-		uint32_t want = root ? d->rank : d->o.parent;
-
-		chk_sem_dir(p->c, &d->o, want != CHK_NONE &&
-			    d->o.dotdot != want, d->o.dotdot == CHK_NONE ? 0 :
-			    d->dotdot_oid, want == CHK_NONE ? 0 : root ?
-			    d->o.el2 & CHK_OID_MASK : d->parent_oid);
-	}
-}
-
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int reached_oid(const struct pass *p, uint64_t oid)
-{
-	if (p->nreached == 0)	/* bsearch wants a table, even an empty one */
-		return 0;
-	return bsearch(&oid, p->reached, p->nreached, sizeof(oid),
-		       u64_cmp) != NULL;
-}
-
-/* The directories reached from the root (the names of a directory are
- * the entries of its object id), in memory: one row per directory. */
-static int walk_dirs(struct pass *p)
-{
-	uint64_t *queue = NULL;
-	size_t head = 0, tail = 0, cap = 0;
-	int rc = 0;
-
-	if (p->root == CHK_NONE)
-		return 0;
-	if (R4_RESERVE(queue, cap, 1, 64) || !queue)
-		return -ENOMEM;
-	queue[tail++] = p->rootobj.el2 & CHK_OID_MASK;
-	while (head < tail) {
-		uint64_t oid = queue[head++];
-		size_t lo = 0, hi = p->nedges;
-
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (p->edges[mid].dir < oid)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (; lo < p->nedges && p->edges[lo].dir == oid; lo++) {
-			struct dirrow *t = dir_find(p, p->edges[lo].t);
-
-			if (!t || t->rank == p->root ||
-			    (t->o.flags & CHK_OBJ_REACHED))
-				continue;
-			t->o.flags |= CHK_OBJ_REACHED;
-			if (R4_RESERVE(queue, cap, tail + 1, 64)) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			queue[tail++] = t->o.el2 & CHK_OID_MASK;
-		}
-	}
-	qsort(queue, tail, sizeof(*queue), u64_cmp);
-	p->reached = queue;
-	p->nreached = tail;
-	queue = NULL;
-out:
-	free(queue);
-	return rc;
-}
-
-/* Phase 4: link counts and reachability, in key order. An object is
- * reached when it is the root or a reached directory names it. */
-static int phase_links(struct pass *p)
-{
-	struct chk_obj o;
-	struct reach rr;
-	uint32_t r = 0;
-	int has_r, rc;
-
-	rc = chk_runs_rewind(&p->ranked);
-	if (rc)
-		return rc;
-	has_r = chk_runs_next(&p->reaches, &rr);
-	while ((rc = chk_runs_next(&p->ranked, &o)) > 0) {
-		int reached = r == p->root;
-
-		for (; has_r > 0 && rr.t <= r;
-		     has_r = chk_runs_next(&p->reaches, &rr))
-			if (rr.t == r && reached_oid(p, rr.dir))
-				reached = 1;
-		if (has_r < 0)
-			return has_r;
-		if (reached)
-			o.flags |= CHK_OBJ_REACHED;
-		chk_sem_links(p->c, &o, r == p->root);
-		r++;
-	}
-	chk_runs_free(&p->reaches);
-	return rc;
-}
-
-/* Phases 5 and 6: bodies (key order) against their objects, then the
- * size of each object against its body. */
-static int phase_bodies(struct pass *p)
-{
-	struct chk_runs *br = &p->st->bodies;
-	struct group g;
-	struct chk_body b;
-	int has_b, rc;
-
-	rc = group_init(&g, &p->ranked);
-	if (rc)
-		goto out;
-	rc = chk_runs_rewind(br);
-	if (rc)
-		goto out;
-	has_b = chk_runs_next(br, &b);
-	rc = group_next(&g);
-	while (rc >= 0 && has_b > 0) {
-		int r = rc ? key_cmp(&b, g.rec) : -1;
-
-		if (r > 0) {
-			rc = group_next(&g);
-			continue;
-		}
-		if (r < 0) {
-			chk_sem_body(p->c, &b, NULL);
-		} else {
-			uint64_t k = pick(p->n, g.first, g.first + g.m - 1);
-
-			chk_sem_body(p->c, &b, (const struct chk_obj *)
-				     (g.rec + (k - g.first) * g.rsz));
-		}
-		has_b = chk_runs_next(br, &b);
-	}
-	if (rc >= 0)
-		rc = has_b;
-	group_fini(&g);
-	if (rc < 0)
-		return rc;
-
-	/* sizes: objects in key order, bodies grouped by key */
-	rc = group_init(&g, br);
-	if (rc)
-		goto out;
-	rc = chk_runs_rewind(&p->ranked);
-	if (rc)
-		goto out;
-	rc = group_next(&g);
-	if (rc < 0)
-		goto out;
-	for (;;) {
-		struct chk_obj o;
-		const struct chk_body *bb = NULL;
-		int got = chk_runs_next(&p->ranked, &o);
-
-		if (got <= 0) {
-			rc = got;
-			break;
-		}
-		while (rc > 0 && key_cmp(g.rec, &o) < 0)
-			rc = group_next(&g);
-		if (rc < 0)
-			break;
-		if (rc > 0 && !key_cmp(g.rec, &o))
-			bb = (const struct chk_body *)(g.rec +
-				(pick(br->total, g.first, g.first + g.m - 1) -
-				 g.first) * g.rsz);
-		chk_sem_size(p->c, &o, bb);
-	}
-out:
-	group_fini(&g);
-	return rc;
-}
-
-int chk_stream_semantic(struct chk *c)
+/* The pass's start: the records staged last go to their sorters, the
+ * pass's own runs are made empty, the walk's three are sorted. */
+static int pass_open(struct pass *p, struct chk *c)
 {
 	struct chk_stream *st = c->st;
-	struct pass p;
 	int rc;
 
-	memset(&p, 0, sizeof(p));
-	p.c = c;
-	p.st = st;
-	p.root = CHK_NONE;
-	chk_progress(c, "objects", 0, 4);
+	memset(p, 0, sizeof(*p));
+	p->c = c;
+	p->st = st;
+	p->root = CHK_NONE;
 	rc = st->rc;
 	if (!rc && st->has_obj)
 		rc = chk_runs_put(&st->objs, &st->sobj);
@@ -845,12 +402,12 @@ int chk_stream_semantic(struct chk *c)
 	if (!rc && st->has_body)
 		rc = chk_runs_put(&st->bodies, &st->sbody);
 	st->has_obj = st->has_ent = st->has_body = 0;
-	chk_runs_init(&p.ranked, sizeof(struct chk_obj), NULL, st->budget);
-	chk_runs_init(&p.tents, sizeof(struct tent), tent_cmp, st->budget);
-	chk_runs_init(&p.byoid, sizeof(struct byoid), byoid_cmp, st->budget);
-	chk_runs_init(&p.dups, sizeof(struct dup), NULL, st->budget);
-	chk_runs_init(&p.firsts, sizeof(struct first), NULL, st->budget);
-	chk_runs_init(&p.reaches, sizeof(struct reach), reach_cmp,
+	chk_runs_init(&p->ranked, sizeof(struct chk_obj), NULL, st->budget);
+	chk_runs_init(&p->tents, sizeof(struct tent), tent_cmp, st->budget);
+	chk_runs_init(&p->byoid, sizeof(struct byoid), byoid_cmp, st->budget);
+	chk_runs_init(&p->dups, sizeof(struct dup), NULL, st->budget);
+	chk_runs_init(&p->firsts, sizeof(struct first), NULL, st->budget);
+	chk_runs_init(&p->reaches, sizeof(struct reach), reach_cmp,
 		      st->budget);
 	if (!rc)
 		rc = chk_runs_finish(&st->objs);
@@ -858,6 +415,33 @@ int chk_stream_semantic(struct chk *c)
 		rc = chk_runs_finish(&st->ents);
 	if (!rc)
 		rc = chk_runs_finish(&st->bodies);
+	return rc;
+}
+
+/* Free what the pass built. */
+static void pass_close(struct pass *p)
+{
+	chk_runs_free(&p->ranked);
+	chk_runs_free(&p->tents);
+	chk_runs_free(&p->byoid);
+	chk_runs_free(&p->dups);
+	chk_runs_free(&p->firsts);
+	chk_runs_free(&p->reaches);
+	free(p->dirs);
+	free(p->edges);
+	free(p->names);
+	free(p->nents);
+	free(p->reached);
+}
+
+int chk_stream_semantic(struct chk *c)
+{
+	struct chk_stream *st = c->st;
+	struct pass p;
+	int rc;
+
+	chk_progress(c, "objects", 0, 4);
+	rc = pass_open(&p, c);
 	if (!rc)
 		rc = pass_targets(&p);
 	if (!rc)
@@ -865,40 +449,9 @@ int chk_stream_semantic(struct chk *c)
 	if (!rc)
 		rc = pass_ids(&p);
 	if (!rc)
-		rc = phase_objects(&p);
-	if (!rc)
-		chk_progress(c, "objects", 1, 4);
-	if (!rc)
-		rc = phase_entries(&p);
-	if (!rc)
-		rc = phase_names(&p);
-	if (!rc) {
-		phase_dirs(&p);
-		chk_progress(c, "objects", 2, 4);
-		rc = walk_dirs(&p);
-	}
-	if (!rc)
-		rc = phase_links(&p);
-	if (!rc) {
-		chk_progress(c, "objects", 3, 4);
-		rc = phase_bodies(&p);
-	}
-	if (!rc) {
-		chk_sem_counts(c, p.n, p.root == CHK_NONE ? NULL : &p.rootobj);
-		chk_progress(c, "objects", 4, 4);
-	}
+		rc = chk_stream_phases(&p);
 	if (rc && rc != -ENOMEM && !st->rc)
 		st->rc = rc;
-	chk_runs_free(&p.ranked);
-	chk_runs_free(&p.tents);
-	chk_runs_free(&p.byoid);
-	chk_runs_free(&p.dups);
-	chk_runs_free(&p.firsts);
-	chk_runs_free(&p.reaches);
-	free(p.dirs);
-	free(p.edges);
-	free(p.names);
-	free(p.nents);
-	free(p.reached);
+	pass_close(&p);
 	return rc;
 }

@@ -175,13 +175,41 @@ static int add_piece(struct fscan *s, const struct fpiece *p)
 	return 1;
 }
 
+/* The units of an extent item whose body starts at file offset off: a
+ * piece each, p holding what they share. The number taken. */
+static int take_extents(struct fscan *s, struct fpiece *p, uint64_t off,
+			const uint8_t *body, size_t len)
+{
+	int n = fmt_extent40_units(body, len), taken = 0;
+
+	for (int u = 0; u < n; u++) {
+		struct fmt_extent40_unit x;
+
+		if (fmt_extent40_unit(body, len, (unsigned)u, &x) || !x.width ||
+		    x.width > UINT64_MAX / s->blksize)
+			break;
+		p->off = off;
+		p->len = x.width * s->blksize;
+		p->blk = x.start;
+		p->count = x.width;
+		if (p->off > UINT64_MAX - p->len)
+			break;
+		if (add_piece(s, p) < 0)
+			return -ENOMEM;
+		taken++;
+		off += p->len;
+	}
+	return taken;
+}
+
+/* One body item of key k: a piece for a tail or a compressed tail, one
+ * a unit for an extent. The number taken. */
 static int take_body(struct fscan *s, uint64_t blk, uint64_t flush,
 		     unsigned plugin, const struct fmt_key *k, size_t boff,
 		     const uint8_t *body, size_t len)
 {
 	struct fpiece p = { 0 };
 	uint64_t end, off;
-	int n, taken = 0;
 
 	p.oid = fmt_key_objectid(k);
 	p.ord = fmt_key_ordering(k);
@@ -216,25 +244,7 @@ static int take_body(struct fscan *s, uint64_t blk, uint64_t flush,
 		p.boff = (uint32_t)boff;
 		return add_piece(s, &p);
 	}
-	n = fmt_extent40_units(body, len);
-	for (int u = 0; u < n; u++) {
-		struct fmt_extent40_unit x;
-
-		if (fmt_extent40_unit(body, len, (unsigned)u, &x) || !x.width ||
-		    x.width > UINT64_MAX / s->blksize)
-			break;
-		p.off = off;
-		p.len = x.width * s->blksize;
-		p.blk = x.start;
-		p.count = x.width;
-		if (p.off > UINT64_MAX - p.len)
-			break;
-		if (add_piece(s, &p) < 0)
-			return -ENOMEM;
-		taken++;
-		off += p.len;
-	}
-	return taken;
+	return take_extents(s, &p, off, body, len);
 }
 
 /* One block: a formatted leaf or twig of this volume, every item
