@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "libimage/pack/packer.h"
-#include "libimage/pack/cluster.h"
+#include "libimage/pack/ccreg.h"
 #include "libimage/util/err.h"
 #include "r4/util.h"
 
@@ -29,7 +29,7 @@ static struct bobj *rec_obj(struct r4_pack *b, struct parena *a,
 	o->type = h->type;
 	o->tails = h->tails;
 	o->data = h->data;
-	o->cc = BCC_NO;
+	o->ccreg = CCREG_NO;
 	o->attr = h->attr;
 	o->size = h->size;
 	switch (h->type) {
@@ -159,7 +159,7 @@ void pack_ns_fini(struct r4_pack *b)
 	b->wc_n = b->wc_kcap = 0;
 	for (struct breg *r = b->regs; r; r = r->next) {
 		free(r->ext.u);
-		free(r->cc_len);
+		free(r->ccreg_len);
 	}
 	for (struct bdir *d = b->subs; d; d = d->next) {
 		free(d->kids);
@@ -402,7 +402,7 @@ static int make_obj(struct r4_pack *b, const struct r4_entry *e,
 		o->size = e->size;
 		o->tails = (uint8_t)enc_tails(
 			b->o.mkfs.plugin[R4_PT_FORMATTING], b->bs, e->size);
-		o->cc = (uint8_t)pack_cc_initial(b);
+		o->ccreg = (uint8_t)pack_ccreg_initial(b);
 		o->data = e->size && !e->data ? BD_DEFERRED : BD_NONE;
 		if (e->size) {
 			o->u.reg = pack_parena_get(a, sizeof(*o->u.reg));
@@ -655,7 +655,7 @@ int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 		return r4i_fail(err, R4_EEXIST, "%s: would replace a directory "
 			       "that is not empty", e->path);
 	if (!old && e->type != R4_ENT_HARDLINK && e->type != R4_ENT_DIR &&
-	    !b->cc && b->hcount >= b->spill_after)
+	    !b->ccreg && b->hcount >= b->spill_after)
 		return spill_add(b, e, d, name, n, obj, err);
 	if (e->type != R4_ENT_HARDLINK) {
 		rc = make_obj(b, e, &b->ar, &o, err);

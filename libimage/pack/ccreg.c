@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include "libimage/pack/cluster.h"
-#include "libimage/obj/ccenc.h"
+#include "libimage/pack/ccreg.h"
+#include "libimage/obj/ccreg_encode.h"
 #include "libimage/util/err.h"
 #include "libimage/util/workq.h"
 #include "format/cluster.h"
@@ -43,7 +43,7 @@ struct ccjob {
 struct ccpool {
 	struct workq *q;		/* NULL: no worker */
 	unsigned nth;
-	struct obj_ccenc *enc[AHEAD_THREADS];
+	struct obj_ccreg_enc *enc[AHEAD_THREADS];
 };
 
 struct ccpipe {
@@ -127,8 +127,8 @@ struct ccstream {
 	unsigned nspare;
 };
 
-struct pack_cc {
-	struct obj_ccenc *e;
+struct pack_ccreg {
+	struct obj_ccreg_enc *e;
 	unsigned shift;
 	size_t csize;
 	unsigned alg, mode;
@@ -142,19 +142,19 @@ static void stream_stop(struct r4_pack *b);
 /* How many workers a pool runs: --threads, else one per CPU. */
 static unsigned pool_want(const struct r4_pack *b)
 {
-	unsigned want = b->o.threads ? b->o.threads : obj_ccenc_cpus();
+	unsigned want = b->o.threads ? b->o.threads : obj_ccreg_enc_cpus();
 
 	return want > AHEAD_THREADS ? AHEAD_THREADS : want;
 }
 
 /* One encoder for each of want workers. */
-static int pool_encoders(const struct pack_cc *cc, struct ccpool *w,
+static int pool_encoders(const struct pack_ccreg *cc, struct ccpool *w,
 			 unsigned want, struct r4_error *err)
 {
 	int rc = 0;
 
 	for (unsigned i = 0; i < want && !rc; i++)
-		rc = obj_ccenc_new_threads(cc->shift, cc->alg, cc->mode, 1,
+		rc = obj_ccreg_enc_new_threads(cc->shift, cc->alg, cc->mode, 1,
 					   &w->enc[i], err);
 	return rc;
 }
@@ -175,42 +175,42 @@ static void pool_halt(struct ccpool *w)
 	w->q = NULL;
 	w->nth = 0;
 	for (unsigned i = 0; i < AHEAD_THREADS; i++) {
-		obj_ccenc_free(w->enc[i]);
+		obj_ccreg_enc_free(w->enc[i]);
 		w->enc[i] = NULL;
 	}
 }
 
-int pack_cc_initial(const struct r4_pack *b)
+int pack_ccreg_initial(const struct r4_pack *b)
 {
-	return b->cc ? BCC_YES : BCC_NO;
+	return b->ccreg ? CCREG_YES : CCREG_NO;
 }
 
-uint32_t pack_cc_cluster(const struct r4_pack *b)
+uint32_t pack_ccreg_cluster(const struct r4_pack *b)
 {
-	return b->cc ? (uint32_t)b->cc->csize : 0;
+	return b->ccreg ? (uint32_t)b->ccreg->csize : 0;
 }
 
-int pack_cc_lattd(const struct r4_pack *b, const struct bobj *o)
+int pack_ccreg_lattd(const struct r4_pack *b, const struct bobj *o)
 {
-	return b->cc && b->cc->mode == FMT_CMODE_CONV && o->size > b->cc->csize;
+	return b->ccreg && b->ccreg->mode == FMT_CMODE_CONV && o->size > b->ccreg->csize;
 }
 
-uint64_t pack_cc_bytes(const struct r4_pack *b, const struct bobj *o)
+uint64_t pack_ccreg_bytes(const struct r4_pack *b, const struct bobj *o)
 {
 	uint64_t n;
 
-	if (o->data == BD_DEFERRED && !o->u.reg->cc_len) {
+	if (o->data == BD_DEFERRED && !o->u.reg->ccreg_len) {
 		/* every cluster until emitted; patched then */
-		n = (o->size + b->cc->csize - 1) >> b->cc->shift;
-		return n << b->cc->shift;
+		n = (o->size + b->ccreg->csize - 1) >> b->ccreg->shift;
+		return n << b->ccreg->shift;
 	}
-	return o->u.reg->cc_used << b->cc->shift;
+	return o->u.reg->ccreg_used << b->ccreg->shift;
 }
 
-int pack_cc_init(struct r4_pack *b, struct r4_error *err)
+int pack_ccreg_init(struct r4_pack *b, struct r4_error *err)
 {
 	const uint16_t *p = b->o.mkfs.plugin;
-	struct pack_cc *cc;
+	struct pack_ccreg *cc;
 
 	if (!b->o.compress_files || p[R4_PT_CREATE] != FMT_OBJ_CCREG40)
 		return 0;
@@ -226,23 +226,23 @@ int pack_cc_init(struct r4_pack *b, struct r4_error *err)
 	cc->csize = (size_t)1 << cc->shift;
 	cc->alg = p[R4_PT_COMPRESS];
 	cc->mode = p[R4_PT_CMODE];
-	b->cc = cc;
-	return obj_ccenc_new_threads(cc->shift, cc->alg, cc->mode,
+	b->ccreg = cc;
+	return obj_ccreg_enc_new_threads(cc->shift, cc->alg, cc->mode,
 				     b->o.threads, &cc->e, err);
 }
 
-void pack_cc_fini(struct r4_pack *b)
+void pack_ccreg_fini(struct r4_pack *b)
 {
-	struct pack_cc *cc = b->cc;
+	struct pack_ccreg *cc = b->ccreg;
 
 	/* the objects' cluster lengths go with them (pack_ns_fini) */
 	if (!cc)
 		return;
 	pipe_stop(b);
 	stream_stop(b);
-	obj_ccenc_free(cc->e);
+	obj_ccreg_enc_free(cc->e);
 	free(cc);
-	b->cc = NULL;
+	b->ccreg = NULL;
 }
 
 struct sinkctx {
@@ -255,46 +255,46 @@ static int sink_spool(void *sctx, uint64_t idx, const uint8_t *dc,
 {
 	struct sinkctx *s = sctx;
 
-	s->o->u.reg->cc_len[idx] = (uint32_t)len;
+	s->o->u.reg->ccreg_len[idx] = (uint32_t)len;
 	if (!len)
 		return 0;
-	s->o->u.reg->cc_used++;
+	s->o->u.reg->ccreg_used++;
 	return pack_spool_put(s->b, dc, len, err);
 }
 
 static int stream_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		       void *ctx, const char *path, struct r4_error *err);
 
-int pack_cc_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
+int pack_ccreg_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		 void *ctx, const char *path, struct r4_error *err)
 {
-	struct pack_cc *cc = b->cc;
+	struct pack_ccreg *cc = b->ccreg;
 	struct sinkctx sc = { b, o };
-	struct obj_ccrd r;
+	struct obj_ccreg_rd r;
 	uint64_t n = (o->size + cc->csize - 1) >> cc->shift;
 	int keep, rc = stream_take(b, o, fn, ctx, path, err);
 
 	if (rc <= 0)
 		return rc;	/* read ahead (0), or failed */
-	obj_ccrd_init(&r, fn, ctx, path, o->size);
-	rc = obj_ccenc_conv_first(cc->e, &r, &keep, err);
+	obj_ccreg_rd_init(&r, fn, ctx, path, o->size);
+	rc = obj_ccreg_enc_conv_first(cc->e, &r, &keep, err);
 	if (rc)
 		return rc;
 	if (!keep) {
-		struct obj_ccrefeed f;
+		struct obj_ccreg_refeed f;
 
-		obj_ccrefeed_init(&f, cc->e, &r);
-		o->cc = BCC_CONVERTED;
-		return pack_data_take(b, o, obj_ccrefeed_fn, &f, path, err);
+		obj_ccreg_refeed_init(&f, cc->e, &r);
+		o->ccreg = CCREG_CONVERTED;
+		return pack_data_take(b, o, obj_ccreg_refeed_fn, &f, path, err);
 	}
 	if (n > SIZE_MAX / sizeof(uint32_t) ||
-	    !(o->u.reg->cc_len = calloc((size_t)n, sizeof(uint32_t))))
+	    !(o->u.reg->ccreg_len = calloc((size_t)n, sizeof(uint32_t))))
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", path);
 	o->u.reg->spool_off = b->spool_len;
-	rc = obj_ccenc_file(cc->e, &r, 0, obj_ccenc_c0_done(cc->e, o->size),
+	rc = obj_ccreg_enc_file(cc->e, &r, 0, obj_ccreg_enc_c0_done(cc->e, o->size),
 			    sink_spool, &sc, err);
 	if (!rc)
-		rc = obj_ccrd_finish(&r, err);
+		rc = obj_ccreg_rd_finish(&r, err);
 	o->data = BD_SPOOL;
 	b->done_bytes += o->size;
 	if (!rc && b->o.progress)
@@ -336,7 +336,7 @@ static int sfeed_fn(void *ctx, uint64_t *off, const void **buf, size_t *len,
 }
 
 /* conv turned the file into an ordinary one: its data again, as the
- * packer's own path gives it (obj_ccrefeed_fn): cluster 0 whole, gaps
+ * packer's own path gives it (obj_ccreg_refeed_fn): cluster 0 whole, gaps
  * as zeros, then the chunks after it. */
 struct sconv {
 	uint8_t *c0;
@@ -386,18 +386,18 @@ static int sink_sjob(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 	return 0;
 }
 
-/* One file on a worker: the calls pack_cc_take makes, so the same
+/* One file on a worker: the calls pack_ccreg_take makes, so the same
  * bytes. */
-static void sjob_run(struct r4_pack *b, struct obj_ccenc *e, struct sjob *j)
+static void sjob_run(struct r4_pack *b, struct obj_ccreg_enc *e, struct sjob *j)
 {
 	struct bobj *o = j->o;
-	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
+	uint64_t n = (o->size + b->ccreg->csize - 1) >> b->ccreg->shift;
 	struct sfeed f = { j, 0, 0, 0 };
-	struct obj_ccrd r;
+	struct obj_ccreg_rd r;
 	int keep = 1, rc;
 
-	obj_ccrd_init(&r, sfeed_fn, &f, j->path, o->size);
-	rc = obj_ccenc_conv_first(e, &r, &keep, &j->err);
+	obj_ccreg_rd_init(&r, sfeed_fn, &f, j->path, o->size);
+	rc = obj_ccreg_enc_conv_first(e, &r, &keep, &j->err);
 	/* Input in one piece, from 0 to the size: the disk clusters go over
 	 * it (cluster i's ends at or before cluster i + 1 starts, and the
 	 * batch's clusters were all compressed before any is written). */
@@ -423,10 +423,10 @@ static void sjob_run(struct r4_pack *b, struct obj_ccenc *e, struct sjob *j)
 			memset(j->len, 0, (size_t)n * sizeof(*j->len));
 	}
 	if (!rc && keep)
-		rc = obj_ccenc_file(e, &r, 0, obj_ccenc_c0_done(e, o->size),
+		rc = obj_ccreg_enc_file(e, &r, 0, obj_ccreg_enc_c0_done(e, o->size),
 				    sink_sjob, j, &j->err);
 	if (!rc && keep)
-		rc = obj_ccrd_finish(&r, &j->err);
+		rc = obj_ccreg_rd_finish(&r, &j->err);
 	j->keep = keep;
 	j->rc = rc;
 }
@@ -437,7 +437,7 @@ static void sjob_fn(struct workq_item *it, unsigned w)
 	struct sjob *j = (struct sjob *)((char *)it -
 					 offsetof(struct sjob, wi));
 
-	sjob_run(j->b, j->b->cc->st.pool.enc[w - 1], j);
+	sjob_run(j->b, j->b->ccreg->st.pool.enc[w - 1], j);
 }
 
 /* Hand the files not handed over yet to the workers, in the order they
@@ -480,7 +480,7 @@ static void sjob_spare(struct ccstream *st, struct sjob *j)
 
 static void stream_stop(struct r4_pack *b)
 {
-	struct ccstream *st = &b->cc->st;
+	struct ccstream *st = &b->ccreg->st;
 
 	pool_halt(&st->pool);
 	for (; st->head < st->tail; st->head++) {
@@ -529,7 +529,7 @@ static int ring_fit(const struct ccstream *st, size_t n, size_t *at)
  * they could not start: the same bytes either way). */
 static int stream_start(struct r4_pack *b)
 {
-	struct pack_cc *cc = b->cc;
+	struct pack_ccreg *cc = b->ccreg;
 	struct ccstream *st = &cc->st;
 	struct r4_error tmp = { 0, "", 0 };
 	unsigned want;
@@ -555,13 +555,13 @@ static int stream_start(struct r4_pack *b)
 }
 
 /* The oldest file leaves the window: wait for its job, then place it as
- * pack_cc_take would have. */
+ * pack_ccreg_take would have. */
 static int stream_retire(struct r4_pack *b, struct r4_error *err)
 {
-	struct ccstream *st = &b->cc->st;
+	struct ccstream *st = &b->ccreg->st;
 	struct sjob *j = st->ring[st->head % STREAM_JOBS];
 	struct bobj *o = j->o;
-	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
+	uint64_t n = (o->size + b->ccreg->csize - 1) >> b->ccreg->shift;
 	int rc = 0;
 
 	stream_wait(st, j);
@@ -576,13 +576,13 @@ static int stream_retire(struct r4_pack *b, struct r4_error *err)
 		if (err)
 			*err = j->err;
 	} else if (j->keep) {
-		o->u.reg->cc_len = j->len;	/* the object's now */
+		o->u.reg->ccreg_len = j->len;	/* the object's now */
 		j->len = NULL;
 		j->len_cap = 0;
 		o->u.reg->spool_off = b->spool_len;
-		o->u.reg->cc_used = 0;
+		o->u.reg->ccreg_used = 0;
 		for (uint64_t i = 0; i < n; i++)
-			o->u.reg->cc_used += o->u.reg->cc_len[i] != 0;
+			o->u.reg->ccreg_used += o->u.reg->ccreg_len[i] != 0;
 		if (j->used)
 			rc = pack_spool_put(b, j->dst, j->used, err);
 		o->data = BD_SPOOL;
@@ -591,9 +591,9 @@ static int stream_retire(struct r4_pack *b, struct r4_error *err)
 			b->o.progress(b->o.progress_ctx, b->done_bytes,
 				      b->total_bytes);
 	} else {
-		struct sconv cv = { .f = { j, 0, 0, b->cc->csize } };
+		struct sconv cv = { .f = { j, 0, 0, b->ccreg->csize } };
 
-		cv.c0len = b->cc->csize;	/* < the size: conv tested */
+		cv.c0len = b->ccreg->csize;	/* < the size: conv tested */
 		cv.c0 = calloc(1, cv.c0len);
 		if (!cv.c0)
 			rc = r4i_fail(err, -ENOMEM, "%s: out of memory",
@@ -607,7 +607,7 @@ static int stream_retire(struct r4_pack *b, struct r4_error *err)
 				       cv.c0len - (size_t)c->off);
 			at += c->len;
 		}
-		o->cc = BCC_CONVERTED;
+		o->ccreg = CCREG_CONVERTED;
 		if (!rc)
 			rc = pack_data_take(b, o, sconv_fn, &cv, j->path, err);
 		free(cv.c0);
@@ -622,14 +622,14 @@ static int stream_head_done(struct ccstream *st)
 	       workq_done(st->pool.q, &st->ring[st->head % STREAM_JOBS]->wi);
 }
 
-int pack_cc_stream_drain(struct r4_pack *b, struct r4_error *err)
+int pack_ccreg_stream_drain(struct r4_pack *b, struct r4_error *err)
 {
 	struct ccstream *st;
 	int rc = 0;
 
-	if (!b->cc || !b->cc->st.pool.q)
+	if (!b->ccreg || !b->ccreg->st.pool.q)
 		return 0;
-	st = &b->cc->st;
+	st = &b->ccreg->st;
 	while (!rc && st->head < st->tail)
 		rc = stream_retire(b, err);
 	return rc;
@@ -641,7 +641,7 @@ int pack_cc_stream_drain(struct r4_pack *b, struct r4_error *err)
 static int stream_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		       void *ctx, const char *path, struct r4_error *err)
 {
-	struct ccstream *st = &b->cc->st;
+	struct ccstream *st = &b->ccreg->st;
 	uint64_t pos = 0, off;
 	size_t len, at = 0, plen = strlen(path) + 1, roff;
 	const void *buf;
@@ -649,7 +649,7 @@ static int stream_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 	int rc;
 
 	if (o->size > STREAM_FILE || !stream_start(b))
-		return (rc = pack_cc_stream_drain(b, err)) ? rc : 1;
+		return (rc = pack_ccreg_stream_drain(b, err)) ? rc : 1;
 	while (st->tail - st->head >= STREAM_JOBS ||
 	       !ring_fit(st, (size_t)o->size, &roff)) {
 		uint64_t k = st->tail - st->head - 1;
@@ -742,21 +742,21 @@ static int sink_job(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 /* One file on a worker: conv's test, then (full) every disk cluster
  * into memory. The same calls as the packer's own path, so the same
  * bytes. */
-static void job_run(struct r4_pack *b, struct obj_ccenc *e, struct ccjob *j)
+static void job_run(struct r4_pack *b, struct obj_ccreg_enc *e, struct ccjob *j)
 {
 	const struct r4_data_source *s = b->o.source;
 	struct bobj *o = j->o;
-	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
+	uint64_t n = (o->size + b->ccreg->csize - 1) >> b->ccreg->shift;
 	struct r4_error err = { 0 };
-	struct obj_ccrd r;
+	struct obj_ccreg_rd r;
 	char path[4096];
 	int keep = 1, rc;
 
 	j->keep = 1;
-	if (!j->full && !obj_ccenc_c0_done(e, o->size))
+	if (!j->full && !obj_ccreg_enc_c0_done(e, o->size))
 		return;		/* nothing to decide: the packer reads it */
 	pack_ns_obj_path(b, o, path, sizeof(path));
-	obj_ccrd_init(&r, NULL, NULL, path, o->size);
+	obj_ccreg_rd_init(&r, NULL, NULL, path, o->size);
 	rc = s->open(s->src_ctx, path, &r.fn, &r.ctx, &err);
 	if (rc) {
 		rc = r4i_fail(&err, rc, "%s: cannot open the data: %s", path,
@@ -764,21 +764,21 @@ static void job_run(struct r4_pack *b, struct obj_ccenc *e, struct ccjob *j)
 		goto out;
 	}
 	r.eof = 0;
-	rc = obj_ccenc_conv_first(e, &r, &keep, &err);
+	rc = obj_ccreg_enc_conv_first(e, &r, &keep, &err);
 	if (!rc && keep && j->full) {
 		j->data = malloc((size_t)o->size);
 		j->len = calloc((size_t)n, sizeof(*j->len));
 		if (!j->data || !j->len)
 			rc = r4i_fail(&err, -ENOMEM, "%s: out of memory", path);
-		/* As pack_cc_emit: cluster 0 reused when conv read it
+		/* As pack_ccreg_emit: cluster 0 reused when conv read it
 		 * (zeros when the input has none there, doc/compress.md
 		 * §3.4.1) */
 		if (!rc)
-			rc = obj_ccenc_file(e, &r, 0,
-					    obj_ccenc_c0_done(e, o->size),
+			rc = obj_ccreg_enc_file(e, &r, 0,
+					    obj_ccreg_enc_c0_done(e, o->size),
 					    sink_job, j, &err);
 		if (!rc)
-			rc = obj_ccrd_finish(&r, &err);
+			rc = obj_ccreg_rd_finish(&r, &err);
 	}
 	s->close(r.ctx);
 out:
@@ -823,7 +823,7 @@ static void pipe_fn(struct workq_item *it, unsigned w)
 {
 	struct ccjob *j = (struct ccjob *)((char *)it -
 					   offsetof(struct ccjob, wi));
-	struct ccpipe *p = &j->b->cc->pipe;
+	struct ccpipe *p = &j->b->ccreg->pipe;
 	uint64_t size = j->o->size;
 
 	pthread_mutex_lock(&p->mu);
@@ -845,9 +845,9 @@ static void pipe_fn(struct workq_item *it, unsigned w)
 	pthread_mutex_unlock(&p->mu);
 }
 
-int pack_cc_ahead_begin(struct r4_pack *b, struct r4_error *err)
+int pack_ccreg_ahead_begin(struct r4_pack *b, struct r4_error *err)
 {
-	struct pack_cc *cc = b->cc;
+	struct pack_ccreg *cc = b->ccreg;
 	struct ccpipe *p;
 	size_t n = 0;
 	unsigned want;
@@ -863,7 +863,7 @@ int pack_cc_ahead_begin(struct r4_pack *b, struct r4_error *err)
 			struct bobj *o = d->u.sub->kids[i]->obj;
 
 			n += o->primary == d->u.sub->kids[i] &&
-			     o->type == R4_ENT_REG && o->cc == BCC_YES &&
+			     o->type == R4_ENT_REG && o->ccreg == CCREG_YES &&
 			     o->data == BD_DEFERRED && o->size;
 		}
 	if (!n)
@@ -876,23 +876,23 @@ int pack_cc_ahead_begin(struct r4_pack *b, struct r4_error *err)
 	p->mu_on = 1;
 	rc = pool_encoders(cc, &p->pool, want, err);
 	if (rc)
-		return rc;	/* pack_cc_fini frees them */
+		return rc;	/* pack_ccreg_fini frees them */
 	for (struct bobj *d = b->root; d; d = d->u.sub->qnext)
 		for (size_t i = 0; i < d->u.sub->nkids; i++) {
 			struct bobj *o = d->u.sub->kids[i]->obj;
 
 			if (o->primary == d->u.sub->kids[i] &&
-			    o->type == R4_ENT_REG && o->cc == BCC_YES &&
+			    o->type == R4_ENT_REG && o->ccreg == CCREG_YES &&
 			    o->data == BD_DEFERRED && o->size) {
 				p->jobs[p->njobs].b = b;
 				p->jobs[p->njobs].o = o;
-				o->u.reg->cc_job = ++p->njobs;
+				o->u.reg->ccreg_job = ++p->njobs;
 			}
 		}
 	pool_run(&p->pool, want);
 	if (!p->pool.nth) {	/* no thread: the packer does every file */
 		for (size_t i = 0; i < p->njobs; i++)
-			p->jobs[i].o->u.reg->cc_job = 0;
+			p->jobs[i].o->u.reg->ccreg_job = 0;
 		return 0;
 	}
 	pthread_mutex_lock(&p->mu);
@@ -903,7 +903,7 @@ int pack_cc_ahead_begin(struct r4_pack *b, struct r4_error *err)
 
 static void pipe_stop(struct r4_pack *b)
 {
-	struct ccpipe *p = &b->cc->pipe;
+	struct ccpipe *p = &b->ccreg->pipe;
 
 	if (p->mu_on) {		/* nothing more handed over */
 		pthread_mutex_lock(&p->mu);
@@ -917,7 +917,7 @@ static void pipe_stop(struct r4_pack *b)
 	p->next = p->need = p->running = 0;
 	p->held = 0;
 	for (size_t i = 0; i < p->njobs; i++) {
-		p->jobs[i].o->u.reg->cc_job = 0;
+		p->jobs[i].o->u.reg->ccreg_job = 0;
 		free(p->jobs[i].data);
 		free(p->jobs[i].len);
 		free(p->jobs[i].err);
@@ -927,9 +927,9 @@ static void pipe_stop(struct r4_pack *b)
 	p->njobs = 0;
 }
 
-void pack_cc_ahead_end(struct r4_pack *b)
+void pack_ccreg_ahead_end(struct r4_pack *b)
 {
-	if (b->cc)
+	if (b->ccreg)
 		pipe_stop(b);
 }
 
@@ -937,10 +937,10 @@ void pack_cc_ahead_end(struct r4_pack *b)
  * no job. */
 static struct ccjob *pipe_wait(struct r4_pack *b, const struct bobj *o)
 {
-	struct ccpipe *p = &b->cc->pipe;
+	struct ccpipe *p = &b->ccreg->pipe;
 	struct ccjob *j;
 	size_t job = o->type == R4_ENT_REG && o->size && o->u.reg ?
-		     o->u.reg->cc_job : 0;
+		     o->u.reg->ccreg_job : 0;
 
 	if (!job || !p->pool.nth)
 		return NULL;
@@ -973,7 +973,7 @@ static int emit_dc(struct r4_pack *b, struct bobj *o, uint64_t idx,
 		   const uint8_t *src, struct tailrd *t, size_t len,
 		   struct r4_error *err)
 {
-	unsigned shift = b->cc->shift;
+	unsigned shift = b->ccreg->shift;
 	uint64_t base = idx << shift;
 	size_t done = 0;
 	int rc = 0;
@@ -1015,38 +1015,38 @@ static int sink_emit(void *sctx, uint64_t idx, const uint8_t *dc,
 
 	if (!len)
 		return 0;
-	s->o->u.reg->cc_used++;
+	s->o->u.reg->ccreg_used++;
 	return emit_dc(s->b, s->o, idx, dc, NULL, len, err);
 }
 
-int pack_cc_decide(struct r4_pack *b, struct bobj *o, const char *path,
+int pack_ccreg_decide(struct r4_pack *b, struct bobj *o, const char *path,
 		   struct r4_error *err)
 {
 	const struct r4_data_source *s = b->o.source;
-	struct obj_ccrd r;
+	struct obj_ccreg_rd r;
 	struct ccjob *j;
 	int keep = 1, rc;
 
-	if (o->cc != BCC_YES || o->data != BD_DEFERRED ||
-	    !obj_ccenc_c0_done(b->cc->e, o->size))
+	if (o->ccreg != CCREG_YES || o->data != BD_DEFERRED ||
+	    !obj_ccreg_enc_c0_done(b->ccreg->e, o->size))
 		return 0;
 	if ((j = pipe_wait(b, o))) {
 		if (j->rc)
 			return job_fail(j, err);
 		if (!j->keep)
-			o->cc = BCC_CONVERTED;
+			o->ccreg = CCREG_CONVERTED;
 		return 0;
 	}
-	obj_ccrd_init(&r, NULL, NULL, path, o->size);
+	obj_ccreg_rd_init(&r, NULL, NULL, path, o->size);
 	rc = s->open(s->src_ctx, path, &r.fn, &r.ctx, err);
 	if (rc)
 		return r4i_fail(err, rc, "%s: cannot open the data: %s", path,
 			       r4_strerror(rc));
 	r.eof = 0;
-	rc = obj_ccenc_conv_first(b->cc->e, &r, &keep, err);
+	rc = obj_ccreg_enc_conv_first(b->ccreg->e, &r, &keep, err);
 	s->close(r.ctx);
 	if (!rc && !keep)
-		o->cc = BCC_CONVERTED;
+		o->ccreg = CCREG_CONVERTED;
 	return rc;
 }
 
@@ -1054,45 +1054,45 @@ int pack_cc_decide(struct r4_pack *b, struct bobj *o, const char *path,
 static int emit_job(struct r4_pack *b, struct bobj *o, struct ccjob *j,
 		    struct r4_error *err)
 {
-	uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
+	uint64_t n = (o->size + b->ccreg->csize - 1) >> b->ccreg->shift;
 	size_t off = 0;
 	int rc = 0;
 
-	o->u.reg->cc_used = 0;
+	o->u.reg->ccreg_used = 0;
 	for (uint64_t i = 0; !rc && i < n; i++) {
 		if (!j->len[i])
 			continue;
-		o->u.reg->cc_used++;
+		o->u.reg->ccreg_used++;
 		rc = emit_dc(b, o, i, j->data + off, NULL, j->len[i], err);
 		off += j->len[i];
 	}
 	return rc;
 }
 
-int pack_cc_emit(struct r4_pack *b, struct bobj *o, const char *path,
+int pack_ccreg_emit(struct r4_pack *b, struct bobj *o, const char *path,
 		 struct r4_error *err)
 {
 	const struct r4_data_source *s = b->o.source;
 	struct sinkctx sc = { b, o };
-	struct obj_ccrd r;
+	struct obj_ccreg_rd r;
 	struct ccjob *j;
 	uint64_t dense;
 	int rc;
 
 	if (o->data != BD_DEFERRED) {
 		struct tailrd t;
-		uint64_t n = (o->size + b->cc->csize - 1) >> b->cc->shift;
+		uint64_t n = (o->size + b->ccreg->csize - 1) >> b->ccreg->shift;
 
 		rc = pack_tail_open(b, o, path, &t, err);
 		for (uint64_t i = 0; !rc && i < n; i++)
-			rc = emit_dc(b, o, i, NULL, &t, o->u.reg->cc_len[i],
+			rc = emit_dc(b, o, i, NULL, &t, o->u.reg->ccreg_len[i],
 				     err);
 		pack_tail_close(&t);
 		return rc;
 	}
-	dense = pack_cc_bytes(b, o);
+	dense = pack_ccreg_bytes(b, o);
 	if ((j = pipe_wait(b, o)) && (j->rc || j->full)) {
-		struct ccpipe *p = &b->cc->pipe;
+		struct ccpipe *p = &b->ccreg->pipe;
 
 		rc = j->rc ? job_fail(j, err) : emit_job(b, o, j, err);
 		pthread_mutex_lock(&p->mu);
@@ -1109,16 +1109,16 @@ int pack_cc_emit(struct r4_pack *b, struct bobj *o, const char *path,
 		j->len = NULL;
 		goto done;
 	}
-	obj_ccrd_init(&r, NULL, NULL, path, o->size);
+	obj_ccreg_rd_init(&r, NULL, NULL, path, o->size);
 	rc = s->open(s->src_ctx, path, &r.fn, &r.ctx, err);
 	if (rc)
 		return r4i_fail(err, rc, "%s: cannot open the data: %s", path,
 			       r4_strerror(rc));
 	r.eof = 0;
-	o->u.reg->cc_used = 0;
-	rc = obj_ccenc_file(b->cc->e, &r, 0, 0, sink_emit, &sc, err);
+	o->u.reg->ccreg_used = 0;
+	rc = obj_ccreg_enc_file(b->ccreg->e, &r, 0, 0, sink_emit, &sc, err);
 	if (!rc)
-		rc = obj_ccrd_finish(&r, err);
+		rc = obj_ccreg_rd_finish(&r, err);
 	s->close(r.ctx);
 done:
 	b->done_bytes += o->size;
@@ -1126,9 +1126,9 @@ done:
 		b->o.progress(b->o.progress_ctx, b->done_bytes,
 			      b->total_bytes);
 	/* holes found: the stat data's bytes go down */
-	if (!rc && (o->u.reg->cc_used << b->cc->shift) != dense)
+	if (!rc && (o->u.reg->ccreg_used << b->ccreg->shift) != dense)
 		rc = pack_leaf_patch_u64(b, o->u.reg->sd_leaf,
 					 o->u.reg->sd_off,
-					 o->u.reg->cc_used << b->cc->shift, err);
+					 o->u.reg->ccreg_used << b->ccreg->shift, err);
 	return rc;
 }

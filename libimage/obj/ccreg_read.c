@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "libimage/util/compress.h"
@@ -13,8 +13,8 @@
 #include "format/plugin.h"
 
 /* doc/compress.md §5: file, then root, then the kernel's defaults. */
-int obj_cc_params(struct r4_vol *vol, const struct r4_objref *obj,
-		  const struct obj_sd *sd, struct obj_cc *out,
+int obj_ccreg_params(struct r4_vol *vol, const struct r4_objref *obj,
+		  const struct obj_sd *sd, struct obj_ccreg *out,
 		  struct r4_error *err)
 {
 	static const unsigned member[3] = {
@@ -200,7 +200,7 @@ struct cc_bufs {
 	struct r4_codec *codec;
 };
 
-static int bufs_get(struct cc_bufs *b, const struct obj_cc *cc,
+static int bufs_get(struct cc_bufs *b, const struct obj_ccreg *cc,
 		    struct r4_error *err)
 {
 	int rc = 0;
@@ -224,15 +224,15 @@ static void bufs_put(struct cc_bufs *b)
 	r4_codec_free(b->codec);
 }
 
-int obj_cc_read(struct r4_vol *vol, const struct r4_objref *obj,
+int obj_ccreg_read(struct r4_vol *vol, const struct r4_objref *obj,
 		const struct obj_sd *sd, uint64_t off, uint8_t *buf,
 		size_t len, struct r4_error *err)
 {
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	struct cc_bufs b;
 	struct obj_dc dc;
 	uint64_t idx, last, cstart;
-	int rc = obj_cc_params(vol, obj, sd, &cc, err);
+	int rc = obj_ccreg_params(vol, obj, sd, &cc, err);
 
 	if (rc || !len)
 		return rc;
@@ -290,15 +290,15 @@ static int next_cluster(struct r4_vol *vol, const struct r4_objref *obj,
 	return rc;
 }
 
-int obj_cc_verify(struct r4_vol *vol, const struct r4_objref *obj,
+int obj_ccreg_verify(struct r4_vol *vol, const struct r4_objref *obj,
 		  const struct obj_sd *sd, uint64_t *clusters,
 		  struct r4_error *err)
 {
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	struct cc_bufs b;
 	struct obj_dc dc;
 	uint64_t idx = 0, n = 0;
-	int rc = obj_cc_params(vol, obj, sd, &cc, err);
+	int rc = obj_ccreg_params(vol, obj, sd, &cc, err);
 
 	if (rc)
 		return rc;
