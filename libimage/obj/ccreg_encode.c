@@ -349,100 +349,140 @@ static int sink_zero_c0(struct obj_ccreg_enc *cc, uint64_t size, obj_ccreg_sink 
 	return rc;
 }
 
-int obj_ccreg_enc_file(struct obj_ccreg_enc *cc, struct obj_ccreg_rd *r, uint64_t first,
-		   int c0_done, obj_ccreg_sink sink, void *sctx,
-		   struct r4_error *err)
-{
-	uint64_t n = (r->size + cc->csize - 1) >> cc->shift, idx = first;
+/* One file being encoded by obj_ccreg_enc_file. */
+struct encfile {
+	struct obj_ccreg_enc *cc;
+	struct obj_ccreg_rd *r;
+	uint64_t n;		/* clusters of the file */
 	struct fmt_cmode m;
-	int rc = 0, c0_hole = 0;	/* cluster 0 without data, stored
-					 * before the first later cluster */
+	int c0_hole;		/* cluster 0 without data, stored before
+				 * the first later cluster */
+	obj_ccreg_sink sink;
+	void *sctx;
+};
+
+/* Clusters before the next chunk of data are holes, without items
+ * (doc/compress.md §3.4): jump *idx over them, so a sparse file costs
+ * its data, not its size. */
+static int enc_skip(struct encfile *f, uint64_t *idx, struct r4_error *err)
+{
+	uint64_t next;
+	int rc = rd_next(f->r, err);
+
+	if (rc)
+		return rc;
+	next = f->r->cbuf ? f->r->coff >> f->cc->shift : f->n;
+	if (next > *idx) {
+		if (*idx == 0)
+			f->c0_hole = 1;
+		*idx = next < f->n ? next : f->n;
+	}
+	return 0;
+}
+
+/* Fill the batch's slots from 'start' with the clusters from idx on:
+ * *k = the end of the batch. */
+static int enc_fill(struct encfile *f, uint64_t idx, size_t start,
+		    size_t *k, struct r4_error *err)
+{
+	struct obj_ccreg_enc *cc = f->cc;
+	struct obj_ccreg_rd *r = f->r;
+	int rc = 0, zc = 0;
+
+	for (*k = start; !rc && *k < CC_BATCH && idx + *k < f->n; (*k)++) {
+		struct ccjob *j = &cc->batch[*k];
+		uint64_t at = (idx + *k) << cc->shift;
+
+		j->lsize = fmt_cluster_lsize(r->size, idx + *k, cc->shift);
+		/* A cluster inside the reader's chunk is compressed where
+		 * it is; the batch ends before the reader moves on (the
+		 * chunk lasts until then). */
+		if (r->cbuf && r->coff <= at &&
+		    at + j->lsize <= r->coff + r->clen) {
+			j->src = r->cbuf + (at - r->coff);
+			j->has_data = 1;
+			zc = 1;
+			continue;
+		}
+		if (zc)
+			break;
+		j->src = j->plain;
+		rc = rd_fill(r, at, j->lsize, (uint8_t *)j->plain,
+			     &j->has_data, err);
+	}
+	return rc;
+}
+
+/* Hand the k compressed clusters of the batch (from idx) to the sink, in
+ * order, as the compression mode decides. */
+static int enc_emit(struct encfile *f, uint64_t idx, size_t k,
+		    struct r4_error *err)
+{
+	struct obj_ccreg_enc *cc = f->cc;
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < k; i++) {
+		struct ccjob *j = &cc->batch[i];
+		int kept = 0;
+
+		if (!j->has_data) {
+			if (idx + i == 0)
+				f->c0_hole = 1;
+			else
+				rc = f->sink(f->sctx, idx + i, NULL, 0, err);
+			continue;
+		}
+		if (f->c0_hole) {
+			f->c0_hole = 0;
+			rc = sink_zero_c0(cc, f->r->size, f->sink, f->sctx,
+					  err);
+			if (rc)
+				break;
+		}
+		/* doc/compress.md §4.3: the mode's state decides whether
+		 * the (speculative) result counts. */
+		if (fmt_cmode_try(&f->m, cc->alg, idx + i, j->lsize)) {
+			kept = j->packed;
+			fmt_cmode_after(&f->m, kept, j->lsize == cc->csize);
+		}
+		rc = kept ? f->sink(f->sctx, idx + i, j->out, j->dlen, err) :
+			    f->sink(f->sctx, idx + i, j->src, j->lsize, err);
+	}
+	return rc;
+}
+
+int obj_ccreg_enc_file(struct obj_ccreg_enc *cc, struct obj_ccreg_rd *r,
+		       uint64_t first, int c0_done, obj_ccreg_sink sink,
+		       void *sctx, struct r4_error *err)
+{
+	struct encfile f = { cc, r, (r->size + cc->csize - 1) >> cc->shift,
+			     { 0 }, 0, sink, sctx };
+	uint64_t idx = first;
+	int rc = 0;
 
 	/* doc/compress.md §4.4: a file conv keeps compressed past its
 	 * first cluster has lattd stored (a shorter one tries its one
 	 * cluster under either) */
-	fmt_cmode_init(&m, cc->mode == FMT_CMODE_CONV ? FMT_CMODE_LATTD :
+	fmt_cmode_init(&f.m, cc->mode == FMT_CMODE_CONV ? FMT_CMODE_LATTD :
 		       cc->mode);
 	/* doc/compress.md §3.4: conv's test compressed cluster 0 even with
 	 * no data in it; it is still a hole */
 	if (c0_done && !cc->c0_data)
 		cc->batch[0].has_data = 0;
-	while (!rc && idx < n) {
+	while (!rc && idx < f.n) {
 		size_t k = 0, start = c0_done ? 1 : 0;
-		int zc = 0;
 
-		/* Clusters before the next chunk of data are holes, without
-		 * items (doc/compress.md §3.4): jump over them, so a sparse
-		 * file costs its data, not its size. */
 		if (!c0_done) {
-			uint64_t next;
-
-			rc = rd_next(r, err);
-			if (rc)
-				break;
-			next = r->cbuf ? r->coff >> cc->shift : n;
-			if (next > idx) {
-				if (idx == 0)
-					c0_hole = 1;
-				idx = next < n ? next : n;
-			}
-			if (idx >= n)
+			rc = enc_skip(&f, &idx, err);
+			if (rc || idx >= f.n)
 				break;
 		}
-
-		for (k = start; !rc && k < CC_BATCH && idx + k < n; k++) {
-			struct ccjob *j = &cc->batch[k];
-			uint64_t at = (idx + k) << cc->shift;
-
-			j->lsize = fmt_cluster_lsize(r->size, idx + k,
-						     cc->shift);
-			/* A cluster inside the reader's chunk is compressed
-			 * where it is; the batch ends before the reader moves
-			 * on (the chunk lasts until then). */
-			if (r->cbuf && r->coff <= at &&
-			    at + j->lsize <= r->coff + r->clen) {
-				j->src = r->cbuf + (at - r->coff);
-				j->has_data = 1;
-				zc = 1;
-				continue;
-			}
-			if (zc)
-				break;
-			j->src = j->plain;
-			rc = rd_fill(r, at, j->lsize, (uint8_t *)j->plain,
-				     &j->has_data, err);
-		}
+		rc = enc_fill(&f, idx, start, &k, err);
 		if (rc)
 			break;
 		run_batch(cc, cc->batch + start, k - start);
 		c0_done = 0;
-		for (size_t i = 0; !rc && i < k; i++) {
-			struct ccjob *j = &cc->batch[i];
-			int kept = 0;
-
-			if (!j->has_data) {
-				if (idx + i == 0)
-					c0_hole = 1;
-				else
-					rc = sink(sctx, idx + i, NULL, 0, err);
-				continue;
-			}
-			if (c0_hole) {
-				c0_hole = 0;
-				rc = sink_zero_c0(cc, r->size, sink, sctx, err);
-				if (rc)
-					break;
-			}
-			/* doc/compress.md §4.3: the mode's state decides
-			 * whether the (speculative) result counts. */
-			if (fmt_cmode_try(&m, cc->alg, idx + i, j->lsize)) {
-				kept = j->packed;
-				fmt_cmode_after(&m, kept,
-						j->lsize == cc->csize);
-			}
-			rc = kept ? sink(sctx, idx + i, j->out, j->dlen, err) :
-				    sink(sctx, idx + i, j->src, j->lsize, err);
-		}
+		rc = enc_emit(&f, idx, k, err);
 		idx += k;
 	}
 	return rc;

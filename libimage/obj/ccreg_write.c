@@ -89,6 +89,49 @@ int obj_new_plan(struct r4_txn *x, const struct r4_objref *dir,
 	return rc;
 }
 
+/* The members of plan_memb[] for a new file in the directory of stat
+ * data dsd (rsd: the root's, NULL when dsd is the root's): each from the
+ * profile, else the directory, else the root, else the default; 'own'
+ * marks those that differ from the root's. */
+static void plan_members(const struct r4_txn *x, const struct obj_sd *dsd,
+			 const struct obj_sd *rsd, struct obj_new_plan *p)
+{
+	const struct obj_sd *r0 = rsd ? rsd : dsd;
+
+	for (size_t i = 0; i < PLAN_N; i++) {
+		int rv = obj_pset_find(&r0->st.pset, plan_memb[i].memb);
+		int v = dir_member(dsd, rsd, plan_memb[i].memb);
+		unsigned val;
+
+		if (x->prof_set & (1u << plan_memb[i].pt))
+			v = x->prof[plan_memb[i].pt];
+		val = v >= 0 ? (unsigned)v : plan_memb[i].dflt;
+		p->v[i] = val;
+		/* stored when it differs from the root's */
+		if (val != (rv >= 0 ? (unsigned)rv : plan_memb[i].dflt))
+			p->own |= 1u << i;
+	}
+}
+
+/* A new compressed file's cluster, compression and mode from the plan's
+ * members; an error when one is unknown. */
+static int plan_ccreg(const struct r4_txn *x, const struct r4_objref *dir,
+		      struct obj_new_plan *p, struct r4_error *err)
+{
+	p->shift = fmt_cluster_shift_of(p->v[2]);
+	p->compress = p->v[0];
+	p->cmode = p->v[1];
+	if (!p->shift || p->compress > FMT_COMPRESS_ZSTD1 ||
+	    p->cmode > FMT_CMODE_CONV)
+		return r4i_fail(err, R4_EUNSUPP, "%s: directory %llx: unknown "
+			       "cluster (%u), compression (%u) or compression"
+			       " mode (%u) plugin for a new compressed file",
+			       obj_vol_name(x->vol),
+			       (unsigned long long)dir->oid, p->v[2],
+			       p->v[0], p->v[1]);
+	return 0;
+}
+
 static int plan_make(struct r4_txn *x, const struct r4_objref *dir,
 		     struct obj_new_plan *p, struct r4_error *err)
 {
@@ -121,38 +164,14 @@ static int plan_make(struct r4_txn *x, const struct r4_objref *dir,
 			     "directory %llx is not a regular file plugin",
 			     obj_vol_name(x->vol), v,
 			     (unsigned long long)dir->oid);
-	for (size_t i = 0; !rc && i < PLAN_N; i++) {
-		const struct obj_sd *r0 = have_root ? &rsd : &dsd;
-		int rv = obj_pset_find(&r0->st.pset, plan_memb[i].memb);
-		unsigned val;
-
-		v = dir_member(&dsd, have_root ? &rsd : NULL,
-			       plan_memb[i].memb);
-		if (x->prof_set & (1u << plan_memb[i].pt))
-			v = x->prof[plan_memb[i].pt];
-		val = v >= 0 ? (unsigned)v : plan_memb[i].dflt;
-		p->v[i] = val;
-		/* stored when it differs from the root's */
-		if (val != (rv >= 0 ? (unsigned)rv : plan_memb[i].dflt))
-			p->own |= 1u << i;
-	}
+	if (!rc)
+		plan_members(x, &dsd, have_root ? &rsd : NULL, p);
 	if (have_root)
 		obj_sd_put(&rsd);
 	obj_sd_put(&dsd);
 	if (rc || !p->ccreg)
 		return rc;
-	p->shift = fmt_cluster_shift_of(p->v[2]);
-	p->compress = p->v[0];
-	p->cmode = p->v[1];
-	if (!p->shift || p->compress > FMT_COMPRESS_ZSTD1 ||
-	    p->cmode > FMT_CMODE_CONV)
-		return r4i_fail(err, R4_EUNSUPP, "%s: directory %llx: unknown "
-			       "cluster (%u), compression (%u) or compression"
-			       " mode (%u) plugin for a new compressed file",
-			       obj_vol_name(x->vol),
-			       (unsigned long long)dir->oid, p->v[2],
-			       p->v[0], p->v[1]);
-	return 0;
+	return plan_ccreg(x, dir, p, err);
 }
 
 void obj_new_plan_pset(const struct obj_new_plan *p, struct fmt_stat *st)
