@@ -156,7 +156,7 @@ void pack_ns_fini(struct r4_pack *b)
 	free(b->wc_dir);
 	b->wc_end = NULL;
 	b->wc_dir = NULL;
-	b->wc_n = b->wc_kcap = 0;
+	b->wc_n = b->wc_kcap = b->wc_dcap = 0;
 	for (struct breg *r = b->regs; r; r = r->next) {
 		free(r->ext.u);
 		free(r->ccreg_len);
@@ -242,19 +242,9 @@ static size_t wc_common(const struct r4_pack *b, const char *path)
  * the path being walked. 0, or -ENOMEM (the cache is then dropped). */
 static int wc_put(struct r4_pack *b, size_t k, size_t end, struct bobj *d)
 {
-	if (k >= b->wc_kcap) {
-		size_t cap = b->wc_kcap ? b->wc_kcap * 2 : 64;
-		size_t *e = realloc(b->wc_end, cap * sizeof(*e));
-		struct bobj **dd;
-
-		if (e)
-			b->wc_end = e;
-		dd = e ? realloc(b->wc_dir, cap * sizeof(*dd)) : NULL;
-		if (!dd)
-			return -ENOMEM;
-		b->wc_dir = dd;
-		b->wc_kcap = cap;
-	}
+	if (R4_RESERVE(b->wc_end, b->wc_kcap, k + 1, 64) ||
+	    R4_RESERVE(b->wc_dir, b->wc_dcap, k + 1, 64))
+		return -ENOMEM;
 	b->wc_end[k] = end;
 	b->wc_dir[k] = d;
 	return 0;

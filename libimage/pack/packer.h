@@ -292,7 +292,7 @@ struct r4_pack {
 	/* the directories the last path went through: component k ends
 	 * at wc_end[k] of wc_path, in directory wc_dir[k] */
 	char *wc_path;
-	size_t wc_cap, wc_n, wc_kcap, *wc_end;
+	size_t wc_cap, wc_n, wc_kcap, wc_dcap, *wc_end;
 	struct bobj **wc_dir;
 	/* a walk stopped by a name on the way that is not a directory:
 	 * where that name ends in the path, and its type */

@@ -53,6 +53,7 @@ struct pack_spill {
 	uint64_t fend;
 	size_t budget;
 	uint8_t *buf;			/* records */
+	size_t bufcap;			/* bytes at buf (budget or more) */
 	size_t used;
 	struct sidx *ix;
 	size_t n, capix;
@@ -328,19 +329,13 @@ int pack_spill_put(struct pack_spill *s, const struct pack_srec *hdr,
 
 	if (len > UINT32_MAX)
 		return -EOVERFLOW;
-	if (!s->buf) {
-		s->buf = malloc(s->budget);
-		if (!s->buf)
-			return -ENOMEM;
-	}
+	if (R4_RESERVE(s->buf, s->bufcap, s->budget, s->budget))
+		return -ENOMEM;
 	if (s->used + len > s->budget && (rc = flush_run(s)))
 		return rc;
 	if (len > s->budget) {	/* one record bigger than the budget */
-		uint8_t *nb = realloc(s->buf, len);
-
-		if (!nb)
+		if (R4_RESERVE(s->buf, s->bufcap, len, len))
 			return -ENOMEM;
-		s->buf = nb;
 		s->budget = len;
 	}
 	if (R4_RESERVE(s->ix, s->capix, s->n + 1, 1024))
