@@ -258,36 +258,76 @@ static int wc_put(struct r4_pack *b, size_t k, size_t end, struct bobj *d)
  * are only replaced through pack_ns_add, which forgets the cache), so
  * a run of paths under one deep folder costs their new components, not
  * their depth (issue: a member 40,000 folders deep took a minute). */
+/* Where a walk of path starts: the deepest level of the walk cache
+ * inside the bytes path shares with the last walk (else the root). *d
+ * that directory, *k its level; *p, *c, the return as enc_next_name. */
+static long walk_resume(struct r4_pack *b, const char *path,
+			struct bobj **d, size_t *k, const char **p,
+			const char **c)
+{
+	size_t same = wc_common(b, path), j = b->wc_n;
+	long n;
+
+	*d = b->root;
+	*k = 0;
+	while (j > 0 && b->wc_end[j - 1] >= same)
+		j--;
+	if (j > 0) {
+		*p = path + b->wc_end[j - 1];
+		n = enc_next_name(p, c);
+		if (n > 0) {
+			*d = b->wc_dir[j - 1];
+			*k = j;
+			return n;
+		}
+	}
+	*p = path;
+	return enc_next_name(p, c);
+}
+
+/* One directory on the way: the n-byte name c in d, made when missing
+ * and create; *sub the directory it names. */
+static int walk_step(struct r4_pack *b, const char *path, int create,
+		     struct bobj *d, const char *c, long n,
+		     struct bobj **sub, struct r4_error *err)
+{
+	struct bent *e = lookup(b, d, c, (size_t)n);
+
+	if (!e && b->spill_rc)
+		return spill_fail(b, path, err);
+	if (!e && !create)
+		return R4_ENOTFOUND;
+	if (!e) {
+		struct bobj *o = pack_new_obj(b, R4_ENT_DIR);
+		const struct enc_attr *ra = obj_attr(b, b->root);
+
+		if (!o || !(e = pack_new_ent(b, d, c, (size_t)n, o)) ||
+		    pack_implicit_dir(b, o, ra->uid, ra->gid))
+			return r4i_fail(err, -ENOMEM, "out of memory");
+	}
+	if (e->obj->type != R4_ENT_DIR) {
+		b->wk_bad = (size_t)(c + n - path);
+		b->wk_bad_type = e->obj->type;
+		return r4i_fail(err, R4_EINVAL, "%s: '%.*s' on its way is not "
+			       "a directory", path, (int)(c + n - path), path);
+	}
+	*sub = e->obj;
+	return 0;
+}
+
 static int walk(struct r4_pack *b, const char *path, int create,
 		struct bobj **dir, const char **name, size_t *nlen,
 		struct r4_error *err)
 {
-	struct bobj *d = b->root;
-	const char *p = path, *c = path, *nc;
-	long n = -2, nn;
+	struct bobj *d;
+	const char *p, *c, *nc;
+	long n, nn;
 	int rc, cache = 1;
-	size_t same = wc_common(b, path), k = 0, j = b->wc_n;
+	size_t k;
 
-	/* the deepest cached level inside the shared bytes */
-	while (j > 0 && b->wc_end[j - 1] >= same)
-		j--;
-	if (j > 0) {
-		p = path + b->wc_end[j - 1];
-		n = enc_next_name(&p, &c);
-		if (n > 0) {
-			d = b->wc_dir[j - 1];
-			k = j;
-		}
-	}
-	if (!k) {
-		p = path;
-		n = enc_next_name(&p, &c);
-	}
+	n = walk_resume(b, path, &d, &k, &p, &c);
 	b->wc_n = k;	/* levels below k are rewritten from path */
 	for (; n > 0; n = nn, c = nc, k++) {
-		struct bent *e;
-		size_t end = (size_t)(c + n - path);
-
 		nn = enc_next_name(&p, &nc);
 		if (nn == 0)
 			break;
@@ -295,28 +335,10 @@ static int walk(struct r4_pack *b, const char *path, int create,
 			return enc_dotdot(path, err);
 		if (n > ENC_NAME_MAX)
 			break;
-		e = lookup(b, d, c, (size_t)n);
-		if (!e && b->spill_rc)
-			return spill_fail(b, path, err);
-		if (!e && !create)
-			return R4_ENOTFOUND;
-		if (!e) {
-			struct bobj *o = pack_new_obj(b, R4_ENT_DIR);
-			const struct enc_attr *ra = obj_attr(b, b->root);
-
-			if (!o || !(e = pack_new_ent(b, d, c, (size_t)n, o)) ||
-			    pack_implicit_dir(b, o, ra->uid, ra->gid))
-				return r4i_fail(err, -ENOMEM, "out of memory");
-		}
-		if (e->obj->type != R4_ENT_DIR) {
-			b->wk_bad = end;
-			b->wk_bad_type = e->obj->type;
-			return r4i_fail(err, R4_EINVAL, "%s: '%.*s' on "
-				       "its way is not a directory",
-				       path, (int)(c + n - path), path);
-		}
-		d = e->obj;
-		if (cache && wc_put(b, k, end, d))
+		rc = walk_step(b, path, create, d, c, n, &d, err);
+		if (rc)
+			return rc;
+		if (cache && wc_put(b, k, (size_t)(c + n - path), d))
 			cache = 0;
 	}
 	if (n < 0)
@@ -602,6 +624,23 @@ void pack_ns_dir_unload(struct r4_pack *b, struct bobj *d, size_t nmem)
 	pack_parena_reset(&b->far);
 }
 
+/* The entry old names o now. The replaced object may still be named
+ * elsewhere (hard links): only finish knows (pack_ns_release). */
+static int add_replace(struct r4_pack *b, struct bent *old, struct bobj *o,
+		       struct r4_error *err)
+{
+	struct bobj *was = old->obj;
+
+	if (was != o && was->type == R4_ENT_REG && was->size) {
+		if (R4_RESERVE(b->gone, b->capgone, b->ngone + 1, 16))
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		b->gone[b->ngone++] = was;
+	}
+	old->obj = o;
+	b->wc_n = 0;	/* the cached directories may be gone */
+	return 0;
+}
+
 int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err)
 {
@@ -652,21 +691,12 @@ int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 		if (rc)
 			return rc;
 	}
-	if (old) {
-		/* the replaced object may still be named elsewhere (hard
-		 * links): only finish knows (pack_ns_release) */
-		struct bobj *was = old->obj;
-
-		if (was != o && was->type == R4_ENT_REG && was->size) {
-			if (R4_RESERVE(b->gone, b->capgone, b->ngone + 1, 16))
-				return r4i_fail(err, -ENOMEM, "out of memory");
-			b->gone[b->ngone++] = was;
-		}
-		old->obj = o;
-		b->wc_n = 0;	/* the cached directories may be gone */
-	}
+	if (old)
+		rc = add_replace(b, old, o, err);
 	else if (!pack_new_ent(b, d, name, n, o))
-		return r4i_fail(err, -ENOMEM, "out of memory");
+		rc = r4i_fail(err, -ENOMEM, "out of memory");
+	if (rc)
+		return rc;
 	if (e->type == R4_ENT_REG && e->data)
 		*obj = o;
 	return 0;
