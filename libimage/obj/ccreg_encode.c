@@ -159,8 +159,8 @@ void obj_ccreg_enc_free(struct obj_ccreg_enc *cc)
 	free(cc);
 }
 
-int obj_ccreg_enc_is(const struct obj_ccreg_enc *e, unsigned shift, unsigned alg,
-		 unsigned mode)
+int obj_ccreg_enc_is(const struct obj_ccreg_enc *e, unsigned shift,
+		     unsigned alg, unsigned mode)
 {
 	return e && e->shift == shift && e->alg == alg && e->mode == mode;
 }
@@ -327,8 +327,8 @@ int obj_ccreg_refeed_fn(void *ctx, uint64_t *off, const void **buf,
  * as zeros (compressed when that saves, in every mode: the stored form
  * is read from the lengths), so that the kernel never reads a file
  * whose first item is not at cluster 0. */
-static int sink_zero_c0(struct obj_ccreg_enc *cc, uint64_t size, obj_ccreg_sink sink,
-			void *sctx, struct r4_error *err)
+static int sink_zero_c0(struct obj_ccreg_enc *cc, uint64_t size,
+			obj_ccreg_sink sink, void *sctx, struct r4_error *err)
 {
 	size_t lsize = (size_t)fmt_cluster_lsize(size, 0, cc->shift);
 	size_t min = fmt_compress_min_size(cc->alg), sl;

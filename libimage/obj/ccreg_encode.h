@@ -28,8 +28,8 @@ int obj_ccreg_enc_new_threads(unsigned shift, unsigned alg, unsigned mode,
 unsigned obj_ccreg_enc_cpus(void);
 void obj_ccreg_enc_free(struct obj_ccreg_enc *e);
 /* 1 when e was made with these parameters. */
-int obj_ccreg_enc_is(const struct obj_ccreg_enc *e, unsigned shift, unsigned alg,
-		 unsigned mode);
+int obj_ccreg_enc_is(const struct obj_ccreg_enc *e, unsigned shift,
+		     unsigned alg, unsigned mode);
 size_t obj_ccreg_enc_csize(const struct obj_ccreg_enc *e);
 unsigned obj_ccreg_enc_shift(const struct obj_ccreg_enc *e);
 unsigned obj_ccreg_enc_mode(const struct obj_ccreg_enc *e);
@@ -71,9 +71,9 @@ typedef int (*obj_ccreg_sink)(void *sctx, uint64_t idx, const uint8_t *dc,
 			   size_t len, struct r4_error *err);
 /* Encode every cluster of the file behind r, in order, into sink, from
  * cluster 'first' on (the data before it is not read). */
-int obj_ccreg_enc_file(struct obj_ccreg_enc *e, struct obj_ccreg_rd *r, uint64_t first,
-		   int c0_done, obj_ccreg_sink sink, void *sctx,
-		   struct r4_error *err);
+int obj_ccreg_enc_file(struct obj_ccreg_enc *e, struct obj_ccreg_rd *r,
+		       uint64_t first, int c0_done, obj_ccreg_sink sink,
+		       void *sctx, struct r4_error *err);
 
 /* conv fallback: the data again from the start (cluster 0 from the
  * encoder, then the rest of r) as an r4_data_fn. */

@@ -70,7 +70,8 @@ uint32_t pack_ccreg_cluster(const struct r4_pack *b)
 
 int pack_ccreg_lattd(const struct r4_pack *b, const struct bobj *o)
 {
-	return b->ccreg && b->ccreg->mode == FMT_CMODE_CONV && o->size > b->ccreg->csize;
+	return b->ccreg && b->ccreg->mode == FMT_CMODE_CONV &&
+	       o->size > b->ccreg->csize;
 }
 
 uint64_t pack_ccreg_bytes(const struct r4_pack *b, const struct bobj *o)
