@@ -18,7 +18,7 @@
 #include "format/cluster.h"
 #include "libimage/util/compress.h"
 #include "libimage/obj/obj.h"
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 #include "libimage/tree/tree.h"
 #include "r4/util.h"
 #include "libimage/forensic/forensic.h"
@@ -178,11 +178,11 @@ static int cc_compress_of(struct r4_vol *vol, const struct fsd *sd,
 	struct r4_objref ref = { sd->loc, sd->ord, sd->oid };
 	struct r4_error tmp = { 0, "", 0 };
 	struct obj_sd fake;
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 
 	memset(&fake, 0, sizeof(fake));
 	fake.st.pset = sd->pset;
-	if (obj_cc_params(vol, &ref, &fake, &cc, &tmp))
+	if (obj_ccreg_params(vol, &ref, &fake, &cc, &tmp))
 		return 1;
 	*id = cc.compress;
 	return 0;

@@ -18,7 +18,7 @@
 #include "format/cluster.h"
 #include "libimage/util/compress.h"
 #include "libimage/obj/obj.h"
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 #include "libimage/tree/tree.h"
 #include "libimage/txn/txn.h"
 #include "r4/util.h"

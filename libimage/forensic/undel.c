@@ -17,7 +17,7 @@
 #include "format/cluster.h"
 #include "libimage/util/compress.h"
 #include "libimage/obj/obj.h"
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 #include "libimage/tree/tree.h"
 #include "r4/util.h"
 #include "libimage/forensic/forensic.h"

@@ -9,7 +9,7 @@
 #include <time.h>
 #include "libimage/obj/write.h"
 #include "libimage/obj/edit_int.h"
-#include "libimage/obj/ccenc.h"
+#include "libimage/obj/ccreg_encode.h"
 #include "libimage/obj/encode.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
@@ -95,7 +95,7 @@ int r4_txn_commit(struct r4_txn *x, struct r4_error *err)
 		x->vol->sb.tree_height = x->height0;
 	}
 	tree_mod_fini(&x->mod);
-	obj_ccenc_free(x->cc);
+	obj_ccreg_enc_free(x->ccreg);
 	edit_forget_dir(x);
 	obj_txn_scratch_free(x);
 	free(x);
@@ -110,7 +110,7 @@ void r4_txn_abort(struct r4_txn *x)
 	x->vol->sb.root_block = x->root0;
 	x->vol->sb.tree_height = x->height0;
 	tree_mod_fini(&x->mod);
-	obj_ccenc_free(x->cc);
+	obj_ccreg_enc_free(x->ccreg);
 	edit_forget_dir(x);
 	obj_txn_scratch_free(x);
 	free(x);
@@ -127,7 +127,7 @@ int r4_txn_compresses(struct r4_txn *x, struct r4_error *err)
 	struct obj_new_plan p;
 	int rc = obj_new_plan(x, &root, &p, err);
 
-	return rc ? rc : p.cc;
+	return rc ? rc : p.ccreg;
 }
 
 int r4_txn_set_create(struct r4_txn *x, const uint16_t *plugin,

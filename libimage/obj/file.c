@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: regular file bodies (tail40 and extent40 items), symlinks;
- * compressed (ccreg40) bodies through libimage/obj/cluster.c. */
+ * compressed (ccreg40) bodies through libimage/obj/ccreg_read.c. */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "libimage/obj/obj.h"
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 #include "format/cluster.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
@@ -258,7 +258,7 @@ int r4_read(struct r4_vol *vol, const struct r4_objref *obj, uint64_t off,
 	else if (len > sd.st.size - off)
 		r.len = sd.st.size - off;
 	if (sd.plugin == FMT_OBJ_CCREG40) {
-		rc = obj_cc_read(vol, obj, &sd, off, buf, (size_t)r.len, err);
+		rc = obj_ccreg_read(vol, obj, &sd, off, buf, (size_t)r.len, err);
 		obj_sd_put(&sd);
 		if (!rc)
 			*got = (size_t)r.len;
@@ -413,13 +413,13 @@ int r4_file_blocks(struct r4_vol *vol, const struct r4_objref *obj,
 {
 	struct bm b = { fn, ctx, vol, 0, 0 };
 	struct obj_sd sd;
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	int rc = reg_sd(vol, obj, &sd, err);
 
 	if (rc)
 		return rc;
 	if (sd.plugin == FMT_OBJ_CCREG40) {
-		rc = obj_cc_params(vol, obj, &sd, &cc, err);
+		rc = obj_ccreg_params(vol, obj, &sd, &cc, err);
 		b.size = sd.st.size;
 		b.shift = cc.shift;
 		obj_sd_put(&sd);

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "libimage/obj/edit_int.h"
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "libimage/txn/txn.h"
@@ -216,8 +216,8 @@ int r4_setattr(struct r4_txn *x, const char *path, const struct r4_attr *a,
 static int cc_stop_conv(struct r4_txn *x, const struct r4_objref *ref,
 			struct obj_sd *sd, struct r4_error *err)
 {
-	struct obj_cc cc;
-	int rc = obj_cc_params(x->vol, ref, sd, &cc, err);
+	struct obj_ccreg cc;
+	int rc = obj_ccreg_params(x->vol, ref, sd, &cc, err);
 
 	if (rc || cc.cmode != FMT_CMODE_CONV)
 		return rc;
@@ -247,7 +247,7 @@ int r4_truncate(struct r4_txn *x, const char *path, uint64_t size,
 		rc = r4i_fail(err, R4_EINVAL, "%s: not a regular (reg40) file",
 			     path);
 	if (!rc && size != sd.st.size && sd.plugin == FMT_OBJ_CCREG40)
-		rc = obj_cc_truncate(x, &ref, &sd, size, &bytes, err);
+		rc = obj_ccreg_truncate(x, &ref, &sd, size, &bytes, err);
 	else if (!rc && size != sd.st.size)
 		rc = obj_body_truncate(x, &ref, sd.st.size, size, &bytes, err);
 	if (!rc && size != sd.st.size && sd.plugin == FMT_OBJ_CCREG40)

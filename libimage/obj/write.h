@@ -10,12 +10,12 @@
 #include "libimage/obj/obj.h"
 #include "libimage/tree/modify.h"
 
-struct obj_ccenc;
+struct obj_ccreg_enc;
 
-/* New regular files (ccwrite.c): what the kernel would store in a
+/* New regular files (ccreg_write.c): what the kernel would store in a
  * directory (doc/compress.md §5.1). */
 struct obj_new_plan {
-	int cc;			/* ccreg40, else reg40 */
+	int ccreg;		/* ccreg40, else reg40 */
 	unsigned v[3];		/* compress, compressMode, cluster ids */
 	unsigned own;		/* bit i: v[i] differs from the root's */
 	unsigned shift, compress, cmode;
@@ -32,11 +32,11 @@ struct r4_txn {
 	uint64_t data_hint;	/* where file data went last */
 	uint64_t data_blocks;	/* data blocks written */
 	int failed;
-	/* new regular files (ccwrite.c): members of R4_PT_* given for
+	/* new regular files (ccreg_write.c): members of R4_PT_* given for
 	 * this transaction (bit R4_PT_x: prof[x]) over the volume's */
 	unsigned prof_set;
 	uint16_t prof[R4_PT_COUNT];
-	struct obj_ccenc *cc;	/* the cluster encoder, made when needed */
+	struct obj_ccreg_enc *ccreg;	/* the cluster encoder, made when needed */
 	/* r4_txn_add_entry: the directory its last path reached, by the
 	 * path's bytes up to its last '/' (pd_path, pd_len); forgotten
 	 * whenever anything is removed or a path operation runs
@@ -137,7 +137,7 @@ int obj_pwrite_extents(struct r4_txn *x, const struct r4_objref *ref,
 		       uint64_t oldsize, uint64_t off, const void *buf,
 		       size_t len, uint64_t *dbytes, struct r4_error *err);
 
-/* New regular files (ccwrite.c): struct obj_new_plan is above. */
+/* New regular files (ccreg_write.c): struct obj_new_plan is above. */
 int obj_new_plan(struct r4_txn *x, const struct r4_objref *dir,
 		 struct obj_new_plan *p, struct r4_error *err);
 /* Stat data st is written for object oid: forget a plan made from the
@@ -151,7 +151,7 @@ void obj_plan_lattd(struct obj_new_plan *p, uint64_t size);
 void obj_new_plan_pset(const struct obj_new_plan *p, struct fmt_stat *st);
 /* A ccreg40 body from fn; *converted when conv made it an ordinary
  * body; *bytes = unix bytes. */
-int obj_cc_body_write(struct r4_txn *x, const struct r4_objref *ref,
+int obj_ccreg_body_write(struct r4_txn *x, const struct r4_objref *ref,
 		      const struct obj_new_plan *p, uint64_t size,
 		      r4_data_fn fn, void *ctx, const char *path,
 		      uint64_t *bytes, int *converted, struct r4_error *err);
@@ -163,14 +163,14 @@ int obj_new_file_body(struct r4_txn *x, const struct r4_objref *dir,
 		      struct fmt_stat *st, struct r4_error *err);
 /* Change a ccreg40 file's size (sd: its stat data); *bytes = new unix
  * bytes. */
-int obj_cc_truncate(struct r4_txn *x, const struct r4_objref *ref,
+int obj_ccreg_truncate(struct r4_txn *x, const struct r4_objref *ref,
 		    const struct obj_sd *sd, uint64_t size, uint64_t *bytes,
 		    struct r4_error *err);
 /* Delete the body items of compressed file ref at offsets [from, to)
  * (ctail40 only: another item is R4_ECORRUPT); *ncl = the disk
  * clusters (of 1 << shift bytes) they belonged to, *had = one of them
  * was cluster hidx. */
-int obj_cc_cut(struct r4_txn *x, const struct r4_objref *ref,
+int obj_ccreg_cut(struct r4_txn *x, const struct r4_objref *ref,
 	       unsigned shift, uint64_t from, uint64_t to, uint64_t hidx,
 	       uint64_t *ncl, int *had, struct r4_error *err);
 

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/pack/packer.h"
-#include "libimage/pack/cluster.h"
+#include "libimage/pack/ccreg.h"
 #include "libimage/util/err.h"
 #include "format/bitmap.h"
 
@@ -551,8 +551,8 @@ int pack_data_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn, void *ctx,
 		o->data = BD_NONE;
 		return enc_data_empty(fn, ctx, path, err);
 	}
-	if (o->cc == BCC_YES)	/* compressed: pack/cluster.c */
-		return pack_cc_take(b, o, fn, ctx, path, err);
+	if (o->ccreg == CCREG_YES)	/* compressed: pack/ccreg.c */
+		return pack_ccreg_take(b, o, fn, ctx, path, err);
 	rc = o->tails ? take_tails(b, o, fn, ctx, path, err) :
 			take_extents(b, o, fn, ctx, path, err);
 	b->done_bytes += o->size;
@@ -599,7 +599,7 @@ int pack_data_take_at(struct r4_pack *b, struct bobj *o,
 	uint64_t soff = e->data_off;
 	int rc;
 
-	if (!o->size || o->cc == BCC_YES || b->src_fd == -2)
+	if (!o->size || o->ccreg == CCREG_YES || b->src_fd == -2)
 		return 1;
 	if (!b->src) {
 		struct r4_error e2 = { 0 };

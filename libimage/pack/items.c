@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/pack/packer.h"
-#include "libimage/pack/cluster.h"
+#include "libimage/pack/ccreg.h"
 #include "libimage/util/err.h"
 #include "format/plugin.h"
 #include "format/bitmap.h"
@@ -103,8 +103,8 @@ static int sort_dir(struct r4_pack *b, struct bobj *d, struct skey **keys,
 
 static uint64_t file_bytes(const struct r4_pack *b, const struct bobj *o)
 {
-	if (o->cc == BCC_YES)
-		return o->size ? pack_cc_bytes(b, o) : 0;
+	if (o->ccreg == CCREG_YES)
+		return o->size ? pack_ccreg_bytes(b, o) : 0;
 	if (o->tails || o->data == BD_NONE)
 		return o->size;
 	/* dense until read (patched then); BD_ATX stays dense */
@@ -137,7 +137,7 @@ static void fill_stat(struct r4_pack *b, const struct bobj *o,
 		break;
 	case R4_ENT_REG:
 		st->rdev_or_bytes = file_bytes(b, o);
-		if (o->cc == BCC_YES) {	/* doc/compress.md §5 */
+		if (o->ccreg == CCREG_YES) {	/* doc/compress.md §5 */
 			st->mask |= 1u << FMT_SDEXT_PSET;
 			st->pset.count = 1;
 			st->pset.member[0] = FMT_PSET_FILE;
@@ -145,7 +145,7 @@ static void fill_stat(struct r4_pack *b, const struct bobj *o,
 			/* doc/compress.md §4.4: past its first cluster a
 			 * file has lattd stored, as the kernel does when
 			 * conv leaves it compressed */
-			if (pack_cc_lattd(b, o)) {
+			if (pack_ccreg_lattd(b, o)) {
 				st->pset.count = 2;
 				st->pset.member[1] = FMT_PSET_CMODE;
 				st->pset.id[1] = FMT_CMODE_LATTD;
@@ -183,7 +183,7 @@ static int emit_sd(struct r4_pack *b, struct bobj *o, uint64_t ord,
 			       pack_ns_obj_path(b, o, p, sizeof(p)),
 			       r4_strerror(rc));
 	if (o->type == R4_ENT_REG && o->data == BD_DEFERRED &&
-	    (!o->tails || o->cc == BCC_YES)) {
+	    (!o->tails || o->ccreg == CCREG_YES)) {
 		o->u.reg->sd_leaf = b->lv[1].count - 1;
 		o->u.reg->sd_off = (uint32_t)(body - b->lv[1].node) + 2 +
 			    FMT_SDEXT_LW_SIZE + FMT_UNIX_OFF_RDEV;
@@ -320,8 +320,8 @@ static int emit_body(struct r4_pack *b, struct bobj *o, uint64_t ord,
 	struct fmt_key k;
 	int rc = 0;
 
-	if (o->cc == BCC_YES)
-		return pack_cc_emit(b, o, p, err);
+	if (o->ccreg == CCREG_YES)
+		return pack_ccreg_emit(b, o, p, err);
 	if (o->tails)
 		return emit_tails(b, o, ord, p, err);
 	if (o->data == BD_ATX) {
@@ -427,10 +427,10 @@ static int emit_dir_loaded(struct r4_pack *b, struct bobj *d,
 	ord = b->obuf;
 	rc = emit_entries(b, d, ord, err);
 	dlen = kid_prefix(b, d, p, sizeof(p));
-	/* conv decides before the stat data says ccreg40 (pack/cluster.c) */
-	for (size_t i = 0; !rc && b->cc && i < n; i++)
+	/* conv decides before the stat data says ccreg40 (pack/ccreg.c) */
+	for (size_t i = 0; !rc && b->ccreg && i < n; i++)
 		if (kids[i]->obj->primary == kids[i])
-			rc = pack_cc_decide(b, kids[i]->obj,
+			rc = pack_ccreg_decide(b, kids[i]->obj,
 					    kid_path(p, sizeof(p), dlen,
 						     kids[i]), err);
 	for (size_t i = 0; !rc && i < n; i++)
@@ -477,7 +477,7 @@ static void estimate_obj(struct r4_pack *b, const struct bobj *o,
 	if (o->type == R4_ENT_DIR)
 		u->leaf += o->u.sub->ebytes + FMT_CDE40_UNITS_SIZE + u->ih;
 	if (o->type == R4_ENT_REG && o->size &&
-	    (o->tails || o->cc == BCC_YES))
+	    (o->tails || o->ccreg == CCREG_YES))
 		u->leaf += o->size + u->ih;
 	else if (o->type == R4_ENT_REG && o->data == BD_EXTENTS)
 		/* units known: holes cost one */
@@ -598,7 +598,7 @@ int pack_items_make(struct r4_pack *b, struct r4_error *err)
 	if (!rc)
 		pack_alloc_reserve_area(b, estimate_upper(b, &u));
 	if (!rc)
-		rc = pack_cc_ahead_begin(b, err);
+		rc = pack_ccreg_ahead_begin(b, err);
 	if (!rc)
 		rc = pack_async_begin(b, err);
 	if (rc)
@@ -606,7 +606,7 @@ int pack_items_make(struct r4_pack *b, struct r4_error *err)
 	rc = emit_sd(b, b->root, 0, err);
 	for (struct bobj *d = b->root; !rc && d; d = d->u.sub->qnext)
 		rc = emit_dir(b, d, err);
-	pack_cc_ahead_end(b);
+	pack_ccreg_ahead_end(b);
 	rc2 = pack_async_end(b, rc ? NULL : err);
 	return rc ? rc : rc2;
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "libimage/pack/packer.h"
-#include "libimage/pack/cluster.h"
+#include "libimage/pack/ccreg.h"
 #include "libimage/util/err.h"
 #include "r4/util.h"
 
@@ -29,7 +29,7 @@ static struct bobj *rec_obj(struct r4_pack *b, struct parena *a,
 	o->type = h->type;
 	o->tails = h->tails;
 	o->data = h->data;
-	o->cc = BCC_NO;
+	o->ccreg = CCREG_NO;
 	o->attr = h->attr;
 	o->size = h->size;
 	switch (h->type) {
@@ -156,10 +156,10 @@ void pack_ns_fini(struct r4_pack *b)
 	free(b->wc_dir);
 	b->wc_end = NULL;
 	b->wc_dir = NULL;
-	b->wc_n = b->wc_kcap = 0;
+	b->wc_n = b->wc_kcap = b->wc_dcap = 0;
 	for (struct breg *r = b->regs; r; r = r->next) {
 		free(r->ext.u);
-		free(r->cc_len);
+		free(r->ccreg_len);
 	}
 	for (struct bdir *d = b->subs; d; d = d->next) {
 		free(d->kids);
@@ -242,19 +242,9 @@ static size_t wc_common(const struct r4_pack *b, const char *path)
  * the path being walked. 0, or -ENOMEM (the cache is then dropped). */
 static int wc_put(struct r4_pack *b, size_t k, size_t end, struct bobj *d)
 {
-	if (k >= b->wc_kcap) {
-		size_t cap = b->wc_kcap ? b->wc_kcap * 2 : 64;
-		size_t *e = realloc(b->wc_end, cap * sizeof(*e));
-		struct bobj **dd;
-
-		if (e)
-			b->wc_end = e;
-		dd = e ? realloc(b->wc_dir, cap * sizeof(*dd)) : NULL;
-		if (!dd)
-			return -ENOMEM;
-		b->wc_dir = dd;
-		b->wc_kcap = cap;
-	}
+	if (R4_RESERVE(b->wc_end, b->wc_kcap, k + 1, 64) ||
+	    R4_RESERVE(b->wc_dir, b->wc_dcap, k + 1, 64))
+		return -ENOMEM;
 	b->wc_end[k] = end;
 	b->wc_dir[k] = d;
 	return 0;
@@ -268,36 +258,76 @@ static int wc_put(struct r4_pack *b, size_t k, size_t end, struct bobj *d)
  * are only replaced through pack_ns_add, which forgets the cache), so
  * a run of paths under one deep folder costs their new components, not
  * their depth (issue: a member 40,000 folders deep took a minute). */
+/* Where a walk of path starts: the deepest level of the walk cache
+ * inside the bytes path shares with the last walk (else the root). *d
+ * that directory, *k its level; *p, *c, the return as enc_next_name. */
+static long walk_resume(struct r4_pack *b, const char *path,
+			struct bobj **d, size_t *k, const char **p,
+			const char **c)
+{
+	size_t same = wc_common(b, path), j = b->wc_n;
+	long n;
+
+	*d = b->root;
+	*k = 0;
+	while (j > 0 && b->wc_end[j - 1] >= same)
+		j--;
+	if (j > 0) {
+		*p = path + b->wc_end[j - 1];
+		n = enc_next_name(p, c);
+		if (n > 0) {
+			*d = b->wc_dir[j - 1];
+			*k = j;
+			return n;
+		}
+	}
+	*p = path;
+	return enc_next_name(p, c);
+}
+
+/* One directory on the way: the n-byte name c in d, made when missing
+ * and create; *sub the directory it names. */
+static int walk_step(struct r4_pack *b, const char *path, int create,
+		     struct bobj *d, const char *c, long n,
+		     struct bobj **sub, struct r4_error *err)
+{
+	struct bent *e = lookup(b, d, c, (size_t)n);
+
+	if (!e && b->spill_rc)
+		return spill_fail(b, path, err);
+	if (!e && !create)
+		return R4_ENOTFOUND;
+	if (!e) {
+		struct bobj *o = pack_new_obj(b, R4_ENT_DIR);
+		const struct enc_attr *ra = obj_attr(b, b->root);
+
+		if (!o || !(e = pack_new_ent(b, d, c, (size_t)n, o)) ||
+		    pack_implicit_dir(b, o, ra->uid, ra->gid))
+			return r4i_fail(err, -ENOMEM, "out of memory");
+	}
+	if (e->obj->type != R4_ENT_DIR) {
+		b->wk_bad = (size_t)(c + n - path);
+		b->wk_bad_type = e->obj->type;
+		return r4i_fail(err, R4_EINVAL, "%s: '%.*s' on its way is not "
+			       "a directory", path, (int)(c + n - path), path);
+	}
+	*sub = e->obj;
+	return 0;
+}
+
 static int walk(struct r4_pack *b, const char *path, int create,
 		struct bobj **dir, const char **name, size_t *nlen,
 		struct r4_error *err)
 {
-	struct bobj *d = b->root;
-	const char *p = path, *c = path, *nc;
-	long n = -2, nn;
+	struct bobj *d;
+	const char *p, *c, *nc;
+	long n, nn;
 	int rc, cache = 1;
-	size_t same = wc_common(b, path), k = 0, j = b->wc_n;
+	size_t k;
 
-	/* the deepest cached level inside the shared bytes */
-	while (j > 0 && b->wc_end[j - 1] >= same)
-		j--;
-	if (j > 0) {
-		p = path + b->wc_end[j - 1];
-		n = enc_next_name(&p, &c);
-		if (n > 0) {
-			d = b->wc_dir[j - 1];
-			k = j;
-		}
-	}
-	if (!k) {
-		p = path;
-		n = enc_next_name(&p, &c);
-	}
+	n = walk_resume(b, path, &d, &k, &p, &c);
 	b->wc_n = k;	/* levels below k are rewritten from path */
 	for (; n > 0; n = nn, c = nc, k++) {
-		struct bent *e;
-		size_t end = (size_t)(c + n - path);
-
 		nn = enc_next_name(&p, &nc);
 		if (nn == 0)
 			break;
@@ -305,28 +335,10 @@ static int walk(struct r4_pack *b, const char *path, int create,
 			return enc_dotdot(path, err);
 		if (n > ENC_NAME_MAX)
 			break;
-		e = lookup(b, d, c, (size_t)n);
-		if (!e && b->spill_rc)
-			return spill_fail(b, path, err);
-		if (!e && !create)
-			return R4_ENOTFOUND;
-		if (!e) {
-			struct bobj *o = pack_new_obj(b, R4_ENT_DIR);
-			const struct enc_attr *ra = obj_attr(b, b->root);
-
-			if (!o || !(e = pack_new_ent(b, d, c, (size_t)n, o)) ||
-			    pack_implicit_dir(b, o, ra->uid, ra->gid))
-				return r4i_fail(err, -ENOMEM, "out of memory");
-		}
-		if (e->obj->type != R4_ENT_DIR) {
-			b->wk_bad = end;
-			b->wk_bad_type = e->obj->type;
-			return r4i_fail(err, R4_EINVAL, "%s: '%.*s' on "
-				       "its way is not a directory",
-				       path, (int)(c + n - path), path);
-		}
-		d = e->obj;
-		if (cache && wc_put(b, k, end, d))
+		rc = walk_step(b, path, create, d, c, n, &d, err);
+		if (rc)
+			return rc;
+		if (cache && wc_put(b, k, (size_t)(c + n - path), d))
 			cache = 0;
 	}
 	if (n < 0)
@@ -402,7 +414,7 @@ static int make_obj(struct r4_pack *b, const struct r4_entry *e,
 		o->size = e->size;
 		o->tails = (uint8_t)enc_tails(
 			b->o.mkfs.plugin[R4_PT_FORMATTING], b->bs, e->size);
-		o->cc = (uint8_t)pack_cc_initial(b);
+		o->ccreg = (uint8_t)pack_ccreg_initial(b);
 		o->data = e->size && !e->data ? BD_DEFERRED : BD_NONE;
 		if (e->size) {
 			o->u.reg = pack_parena_get(a, sizeof(*o->u.reg));
@@ -612,6 +624,23 @@ void pack_ns_dir_unload(struct r4_pack *b, struct bobj *d, size_t nmem)
 	pack_parena_reset(&b->far);
 }
 
+/* The entry old names o now. The replaced object may still be named
+ * elsewhere (hard links): only finish knows (pack_ns_release). */
+static int add_replace(struct r4_pack *b, struct bent *old, struct bobj *o,
+		       struct r4_error *err)
+{
+	struct bobj *was = old->obj;
+
+	if (was != o && was->type == R4_ENT_REG && was->size) {
+		if (R4_RESERVE(b->gone, b->capgone, b->ngone + 1, 16))
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		b->gone[b->ngone++] = was;
+	}
+	old->obj = o;
+	b->wc_n = 0;	/* the cached directories may be gone */
+	return 0;
+}
+
 int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err)
 {
@@ -655,28 +684,19 @@ int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 		return r4i_fail(err, R4_EEXIST, "%s: would replace a directory "
 			       "that is not empty", e->path);
 	if (!old && e->type != R4_ENT_HARDLINK && e->type != R4_ENT_DIR &&
-	    !b->cc && b->hcount >= b->spill_after)
+	    !b->ccreg && b->hcount >= b->spill_after)
 		return spill_add(b, e, d, name, n, obj, err);
 	if (e->type != R4_ENT_HARDLINK) {
 		rc = make_obj(b, e, &b->ar, &o, err);
 		if (rc)
 			return rc;
 	}
-	if (old) {
-		/* the replaced object may still be named elsewhere (hard
-		 * links): only finish knows (pack_ns_release) */
-		struct bobj *was = old->obj;
-
-		if (was != o && was->type == R4_ENT_REG && was->size) {
-			if (R4_RESERVE(b->gone, b->capgone, b->ngone + 1, 16))
-				return r4i_fail(err, -ENOMEM, "out of memory");
-			b->gone[b->ngone++] = was;
-		}
-		old->obj = o;
-		b->wc_n = 0;	/* the cached directories may be gone */
-	}
+	if (old)
+		rc = add_replace(b, old, o, err);
 	else if (!pack_new_ent(b, d, name, n, o))
-		return r4i_fail(err, -ENOMEM, "out of memory");
+		rc = r4i_fail(err, -ENOMEM, "out of memory");
+	if (rc)
+		return rc;
 	if (e->type == R4_ENT_REG && e->data)
 		*obj = o;
 	return 0;

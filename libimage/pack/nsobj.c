@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "libimage/pack/packer.h"
-#include "libimage/pack/cluster.h"
+#include "libimage/pack/ccreg.h"
 #include "libimage/util/err.h"
 #include "r4/util.h"
 

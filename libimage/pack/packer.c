@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 #include "libimage/pack/packer.h"
-#include "libimage/pack/cluster.h"
+#include "libimage/pack/ccreg.h"
 #include "libimage/util/err.h"
 #include "libimage/util/tmpfiles.h"
 #include "format/bitmap.h"
@@ -147,7 +147,7 @@ static void packer_free(struct r4_pack *b)
 	}
 	io_close(b->spool);
 	pack_src_fini(b);
-	pack_cc_fini(b);
+	pack_ccreg_fini(b);
 	pack_ns_fini(b);
 	pack_tree_fini(b);
 	pack_upper_fini(b);
@@ -208,7 +208,7 @@ int r4_pack_begin(const char *image, const struct r4_pack_opts *o,
 	if (!rc)
 		rc = pack_ns_init(b, err);
 	if (!rc)
-		rc = pack_cc_init(b, err);
+		rc = pack_ccreg_init(b, err);
 	if (rc) {
 		packer_free(b);
 		return rc;
@@ -233,8 +233,8 @@ int r4_pack_add(struct r4_pack *b, const struct r4_entry *e,
 			       b->spill_rc ? r4_strerror(b->spill_rc) : "");
 	rc = pack_ns_add(b, e, &o, err);
 	if (!rc && o) {
-		if (o->cc != BCC_YES)	/* after the files read ahead */
-			rc = pack_cc_stream_drain(b, err);
+		if (o->ccreg != CCREG_YES)	/* after the files read ahead */
+			rc = pack_ccreg_stream_drain(b, err);
 		if (!rc && e->data_file)
 			rc = pack_data_take_at(b, o, e, err);
 		else if (!rc)
@@ -259,7 +259,7 @@ int r4_pack_stream_begin(struct r4_pack *b, struct r4_error *err)
 
 int r4_pack_stream_end(struct r4_pack *b, struct r4_error *err)
 {
-	int rc = b->failed ? 0 : pack_cc_stream_drain(b, err);
+	int rc = b->failed ? 0 : pack_ccreg_stream_drain(b, err);
 	int rc2 = pack_async_end(b, rc ? NULL : err);
 
 	if (!rc)
@@ -371,7 +371,7 @@ static int finish(struct r4_pack *b, struct r4_pack_result *res,
 {
 	uint64_t root = 0;
 	unsigned height = 0;
-	int rc = pack_cc_stream_drain(b, err);
+	int rc = pack_ccreg_stream_drain(b, err);
 
 	if (!rc)
 		rc = pack_items_make(b, err);

@@ -65,7 +65,7 @@ struct bobj {
 					 * R4_ENT_HARDLINK */
 	uint8_t tails;			/* regular files: as tails */
 	uint8_t data;			/* enum bdata_kind */
-	uint8_t cc;			/* BCC_*: pack/cluster.c */
+	uint8_t ccreg;			/* CCREG_*: pack/ccreg.c */
 	uint8_t spilled;		/* read back from the spill for one
 					 * directory, or being spilled */
 	uint32_t nlink;			/* assigned at finish */
@@ -89,11 +89,11 @@ struct breg {
 	struct enc_units ext;		/* extents (start 0: a hole) */
 	uint64_t sd_leaf;		/* deferred extents: where its SD's */
 	uint32_t sd_off;		/* bytes field is, to patch */
-	/* compressed files: cc_len = disk cluster lengths of spooled
-	 * data (0: hole); cc_used = clusters with items */
-	uint32_t *cc_len;
-	uint64_t cc_used;
-	size_t cc_job;			/* deferred: 1 + its job, 0 none */
+	/* compressed files: ccreg_len = disk cluster lengths of spooled
+	 * data (0: hole); ccreg_used = clusters with items */
+	uint32_t *ccreg_len;
+	uint64_t ccreg_used;
+	size_t ccreg_job;			/* deferred: 1 + its job, 0 none */
 	struct breg *next;		/* every one made, to free */
 };
 
@@ -117,7 +117,7 @@ struct bdir {
 	uint64_t nspilled;		/* names of it in the spill */
 };
 
-enum { BCC_NO = 0, BCC_YES = 1, BCC_CONVERTED = 2 };
+enum { CCREG_NO = 0, CCREG_YES = 1, CCREG_CONVERTED = 2 };
 
 /* A name, 14 bytes and the name. */
 struct bent {
@@ -292,7 +292,7 @@ struct r4_pack {
 	/* the directories the last path went through: component k ends
 	 * at wc_end[k] of wc_path, in directory wc_dir[k] */
 	char *wc_path;
-	size_t wc_cap, wc_n, wc_kcap, *wc_end;
+	size_t wc_cap, wc_n, wc_kcap, wc_dcap, *wc_end;
 	struct bobj **wc_dir;
 	/* a walk stopped by a name on the way that is not a directory:
 	 * where that name ends in the path, and its type */
@@ -350,7 +350,7 @@ struct r4_pack {
 	size_t ebufcap;
 	uint64_t *obuf;
 	size_t obufcap;
-	struct pack_cc *cc;		/* create=ccreg40: pack/cluster.c */
+	struct pack_ccreg *ccreg;	/* create=ccreg40: pack/ccreg.c */
 };
 
 /* nsobj.c: the parts ns.c builds names from. */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "libimage/pack/packer.h"
 #include "libimage/util/err.h"
+#include "r4/util.h"
 #include "format/bitmap.h"
 
 int pack_space_setup(struct r4_pack *b, struct r4_error *err)
@@ -79,17 +80,13 @@ void pack_alloc_reserve_area(struct r4_pack *b, uint64_t k)
 static int mark_used(struct r4_pack *b, uint64_t start, uint64_t n)
 {
 	if (start + n > b->used_cap) {
-		uint64_t cap = b->used_cap;
-		uint8_t *t;
+		size_t had = (size_t)(b->used_cap / 8), cap = had;
 
-		while (cap < start + n)
-			cap *= 2;
-		t = realloc(b->used, cap / 8);
-		if (!t)
+		if (start + n > (uint64_t)SIZE_MAX - 7 ||
+		    R4_RESERVE(b->used, cap, (size_t)((start + n + 7) / 8), 1))
 			return -ENOMEM;
-		memset(t + b->used_cap / 8, 0, (cap - b->used_cap) / 8);
-		b->used = t;
-		b->used_cap = cap;
+		memset(b->used + had, 0, cap - had);
+		b->used_cap = (uint64_t)cap * 8;
 	}
 	for (uint64_t i = start; i < start + n; i++)
 		b->used[i >> 3] |= (uint8_t)(1u << (i & 7));

@@ -53,6 +53,7 @@ struct pack_spill {
 	uint64_t fend;
 	size_t budget;
 	uint8_t *buf;			/* records */
+	size_t bufcap;			/* bytes at buf (budget or more) */
 	size_t used;
 	struct sidx *ix;
 	size_t n, capix;
@@ -245,6 +246,48 @@ static int bh_grow(struct pack_spill *s)
 /* Sort the buffer and write it as one run, with its indexes, through
  * a staging buffer of SPILL_READ bytes (a record bigger than that goes
  * on its own). */
+/* Record i of the sorted buffer, at file offset at: an entry of the
+ * sparse index every SPILL_SPARSE records, one of the directory starts
+ * at each new directory. */
+static int run_index(struct pack_spill *s, size_t i,
+		     const struct pack_srec *h, uint64_t at)
+{
+	if (i % SPILL_SPARSE == 0) {
+		if (R4_RESERVE(s->sp, s->capsp, s->nsp + 1, 256))
+			return -ENOMEM;
+		s->sp[s->nsp].h = h->h;
+		s->sp[s->nsp].dir = h->dir;
+		s->sp[s->nsp++].off = at;
+	}
+	if (!i || s->ix[i - 1].dir != h->dir) {
+		if (R4_RESERVE(s->dx, s->capdx, s->ndx + 1, 256))
+			return -ENOMEM;
+		s->dx[s->ndx].dir = h->dir;
+		s->dx[s->ndx++].off = at;
+	}
+	return 0;
+}
+
+/* Record h to file offset at, staged in out (SPILL_READ bytes, *staged
+ * used) and written when out is full; a larger record on its own. */
+static int run_write(struct pack_spill *s, uint8_t *out, size_t *staged,
+		     const struct pack_srec *h, uint64_t at)
+{
+	int rc = 0;
+
+	if (*staged + h->len > SPILL_READ) {
+		rc = r4i_pwrite_all(s->fd, out, *staged, at - *staged);
+		*staged = 0;
+	}
+	if (!rc && h->len > SPILL_READ)
+		rc = r4i_pwrite_all(s->fd, h, h->len, at);
+	else if (!rc) {
+		memcpy(out + *staged, h, h->len);
+		*staged += h->len;
+	}
+	return rc;
+}
+
 static int flush_run(struct pack_spill *s)
 {
 	struct spill_run *r;
@@ -270,34 +313,10 @@ static int flush_run(struct pack_spill *s)
 		const struct pack_srec *h =
 			(const struct pack_srec *)(s->buf + s->ix[i].at);
 
-		if (i % SPILL_SPARSE == 0) {
-			if (R4_RESERVE(s->sp, s->capsp, s->nsp + 1, 256)) {
-				rc = -ENOMEM;
-				break;
-			}
-			s->sp[s->nsp].h = h->h;
-			s->sp[s->nsp].dir = h->dir;
-			s->sp[s->nsp++].off = s->fend + o;
-		}
-		if (!i || s->ix[i - 1].dir != h->dir) {
-			if (R4_RESERVE(s->dx, s->capdx, s->ndx + 1, 256)) {
-				rc = -ENOMEM;
-				break;
-			}
-			s->dx[s->ndx].dir = h->dir;
-			s->dx[s->ndx++].off = s->fend + o;
-		}
-		if (staged + h->len > SPILL_READ) {
-			rc = r4i_pwrite_all(s->fd, out, staged,
-				       s->fend + o - staged);
-			staged = 0;
-		}
-		if (!rc && h->len > SPILL_READ)
-			rc = r4i_pwrite_all(s->fd, h, h->len, s->fend + o);
-		else if (!rc) {
-			memcpy(out + staged, h, h->len);
-			staged += h->len;
-		}
+		rc = run_index(s, i, h, s->fend + o);
+		if (rc)
+			break;
+		rc = run_write(s, out, &staged, h, s->fend + o);
 		o += h->len;
 	}
 	if (!rc && staged)
@@ -328,19 +347,13 @@ int pack_spill_put(struct pack_spill *s, const struct pack_srec *hdr,
 
 	if (len > UINT32_MAX)
 		return -EOVERFLOW;
-	if (!s->buf) {
-		s->buf = malloc(s->budget);
-		if (!s->buf)
-			return -ENOMEM;
-	}
+	if (R4_RESERVE(s->buf, s->bufcap, s->budget, s->budget))
+		return -ENOMEM;
 	if (s->used + len > s->budget && (rc = flush_run(s)))
 		return rc;
 	if (len > s->budget) {	/* one record bigger than the budget */
-		uint8_t *nb = realloc(s->buf, len);
-
-		if (!nb)
+		if (R4_RESERVE(s->buf, s->bufcap, len, len))
 			return -ENOMEM;
-		s->buf = nb;
 		s->budget = len;
 	}
 	if (R4_RESERVE(s->ix, s->capix, s->n + 1, 1024))
@@ -453,12 +466,14 @@ static int keep_one(struct pack_spill *s, const struct pack_srec *h)
 	return 1;
 }
 
-int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
-		    const char *name, size_t n, const struct pack_srec **out)
+/* The record of name in dir among those still in the buffer: 1 and
+ * *out (a copy), 0 none, < 0 an error. */
+static int find_buffered(struct pack_spill *s, uint32_t dir, uint64_t hash,
+			 const char *name, size_t n,
+			 const struct pack_srec **out)
 {
 	int rc;
 
-	*out = NULL;
 	for (size_t k = s->bhsize ? (size_t)hash & (s->bhsize - 1) : 0;
 	     s->bhsize && s->bh[k]; k = (k + 1) & (s->bhsize - 1)) {
 		size_t i = s->bh[k] - 1;
@@ -474,52 +489,65 @@ int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
 			return 1;
 		}
 	}
-	for (size_t r = 0; r < s->nruns; r++) {
-		const struct spill_run *run = &s->runs[r];
-		const struct spill_sparse *sp = s->sp + run->sp0;
-		size_t lo = 0, hi = run->nsp;
-		struct rrd rd = { s->fd, run->start, run->end, s->rbuf,
-				  s->rcap, 0, 0 };
-
-		if (!rd.buf) {	/* about SPILL_SPARSE records at a time */
-			rd.buf = s->rbuf = malloc(SPILL_FIND_READ);
-			if (!rd.buf)
-				return -ENOMEM;
-			rd.cap = s->rcap = SPILL_FIND_READ;
-		}
-		const struct pack_srec *h = NULL;
-
-		/* the last sparse entry below the key */
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (key_cmp(sp[mid].dir, sp[mid].h, dir, hash) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo > 0)
-			rd.pos = sp[lo - 1].off;
-		while ((rc = rrd_next(&rd, &h)) > 0) {
-			int c = key_cmp(h->dir, h->h, dir, hash);
-
-			if (c > 0)
-				break;
-			if (!c && rec_matches(h, dir, hash, name, n))
-				break;
-		}
-		s->rbuf = rd.buf;
-		s->rcap = rd.cap;
-		if (rc < 0)
-			return rc;
-		if (rc > 0 && rec_matches(h, dir, hash, name, n)) {
-			if ((rc = keep_one(s, h)) < 0)
-				return rc;
-			*out = (const struct pack_srec *)s->one;
-			return 1;
-		}
-	}
 	return 0;
+}
+
+/* The record of name in dir in one sorted run of the file: read from the
+ * last sparse entry below the key on. 1 and *out, 0 none, < 0 an
+ * error. */
+static int find_in_run(struct pack_spill *s, const struct spill_run *run,
+		       uint32_t dir, uint64_t hash, const char *name,
+		       size_t n, const struct pack_srec **out)
+{
+	const struct spill_sparse *sp = s->sp + run->sp0;
+	size_t lo = 0, hi = run->nsp;
+	struct rrd rd = { s->fd, run->start, run->end, s->rbuf, s->rcap,
+			  0, 0 };
+	const struct pack_srec *h = NULL;
+	int rc;
+
+	if (!rd.buf) {	/* about SPILL_SPARSE records at a time */
+		rd.buf = s->rbuf = malloc(SPILL_FIND_READ);
+		if (!rd.buf)
+			return -ENOMEM;
+		rd.cap = s->rcap = SPILL_FIND_READ;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (key_cmp(sp[mid].dir, sp[mid].h, dir, hash) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo > 0)
+		rd.pos = sp[lo - 1].off;
+	while ((rc = rrd_next(&rd, &h)) > 0) {
+		int c = key_cmp(h->dir, h->h, dir, hash);
+
+		if (c > 0 || (!c && rec_matches(h, dir, hash, name, n)))
+			break;
+	}
+	s->rbuf = rd.buf;
+	s->rcap = rd.cap;
+	if (rc <= 0 || !rec_matches(h, dir, hash, name, n))
+		return rc < 0 ? rc : 0;
+	if ((rc = keep_one(s, h)) < 0)
+		return rc;
+	*out = (const struct pack_srec *)s->one;
+	return 1;
+}
+
+int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
+		    const char *name, size_t n, const struct pack_srec **out)
+{
+	int rc;
+
+	*out = NULL;
+	rc = find_buffered(s, dir, hash, name, n, out);
+	for (size_t r = 0; !rc && r < s->nruns; r++)
+		rc = find_in_run(s, &s->runs[r], dir, hash, name, n, out);
+	return rc;
 }
 
 static int u64_cmp(const void *pa, const void *pb)

@@ -240,7 +240,7 @@ same_as() {
 @test "r4pack create --threads: the same image for 1, 2 and 3 threads, every algorithm; consistent and exact" {
 	need_oracle
 	make_src "$T/src"
-	# past the largest file read ahead whole (pack/cluster.c AHEAD_FILE)
+	# past the largest file read ahead whole (pack/ccreg.c AHEAD_FILE)
 	add_big "$T/src"
 	local alg t sum
 	for alg in lzo1 gzip1 zstd1; do
@@ -261,7 +261,7 @@ same_as() {
 @test "r4pack create from a tarball --threads: the same image for 1, 2 and 4 threads and from standard input; consistent and exact" {
 	need_oracle
 	make_src "$T/src"
-	# past the largest file read ahead (pack/cluster.c STREAM_FILE)
+	# past the largest file read ahead (pack/ccreg.c STREAM_FILE)
 	add_big "$T/src"
 	# a gap, then noise: conv turns it into an ordinary file
 	truncate -s 300000 "$T/src/misc/gapnoise"
@@ -294,7 +294,7 @@ same_as() {
 	make_src "$T/src"
 	mkdir "$T/big"
 	# 4.3 MiB of text, 19 files of 1 to 3.7 MiB cut from it at
-	# different places (about 45 MiB, each under pack/cluster.c
+	# different places (about 45 MiB, each under pack/ccreg.c
 	# STREAM_FILE), small and sparse files between them
 	local i n
 	for i in 1 2 3 4 5 6; do cat "$T/src/text/all.c"; done >"$T/text6"

@@ -344,7 +344,7 @@ EOF
 	[[ "$output" == *"trunc.tar"*"runcated"* ]]
 	[ ! -e "$T/a.img" ]
 	# the same with compressed files held in the read-ahead window
-	# (pack/cluster.c) when the archive ends, from a file and a pipe
+	# (pack/ccreg.c) when the archive ends, from a file and a pipe
 	run r4pack create --compress=lzo1 --threads 2 "$T/trunc.tar" "$T/a.img"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"trunc.tar"*"runcated"* ]]

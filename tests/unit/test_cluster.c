@@ -18,7 +18,7 @@
 #include "format/errors.h"
 #include "format/plugin.h"
 #include "libimage/util/compress.h"
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 
 static const char *const alg_name[3] = { "lzo1", "gzip1", "zstd1" };
 

@@ -12,7 +12,7 @@
 #include "r4/read.h"
 #include "libimage/obj/obj.h"
 #include "libimage/obj/write.h"
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 #include "format/plugin.h"
 
 static struct r4_vol *V;
@@ -130,7 +130,7 @@ static long dc0_len(const char *path)
 	static uint8_t buf[65536];
 	struct r4_objref ref;
 	struct obj_sd sd;
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	struct obj_dc dc;
 	int rc = r4_lookup(V, path, &ref, &E);
 
@@ -138,7 +138,7 @@ static long dc0_len(const char *path)
 		rc = obj_sd_get(V, &ref, &sd, &E);
 	if (rc)
 		return -1;
-	rc = obj_cc_params(V, &ref, &sd, &cc, &E);
+	rc = obj_ccreg_params(V, &ref, &sd, &cc, &E);
 	obj_sd_put(&sd);
 	if (!rc)
 		rc = obj_dc_load(V, &ref, cc.shift, 0, buf, &dc, &E);

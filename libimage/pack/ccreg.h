@@ -18,45 +18,45 @@
  * compressed by the packer on the encoder's pool when it gets there.
  * Compressing a cluster gives the same bytes on any thread, so the
  * image never depends on the thread count or timing. */
-#ifndef R4_LIBIMAGE_PACK_CLUSTER_H
-#define R4_LIBIMAGE_PACK_CLUSTER_H
+#ifndef R4_LIBIMAGE_PACK_CCREG_H
+#define R4_LIBIMAGE_PACK_CCREG_H
 
 #include <stdint.h>
 #include "libimage/pack/packer.h"
 
-/* Set up when the profile says create=ccreg40 (b->cc stays NULL
+/* Set up when the profile says create=ccreg40 (b->ccreg stays NULL
  * otherwise). */
-int pack_cc_init(struct r4_pack *b, struct r4_error *err);
-void pack_cc_fini(struct r4_pack *b);
-/* The storage of a new regular file: BCC_YES under create=ccreg40. */
-int pack_cc_initial(const struct r4_pack *b);
+int pack_ccreg_init(struct r4_pack *b, struct r4_error *err);
+void pack_ccreg_fini(struct r4_pack *b);
+/* The storage of a new regular file: CCREG_YES under create=ccreg40. */
+int pack_ccreg_initial(const struct r4_pack *b);
 /* Streamed data: compress now into the spool (or, when conv finds the
  * first cluster incompressible, hand the data to the ordinary path). */
-int pack_cc_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
+int pack_ccreg_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		 void *ctx, const char *path, struct r4_error *err);
-/* Streamed data read ahead (pack_cc_take, several threads): place every
+/* Streamed data read ahead (pack_ccreg_take, several threads): place every
  * file still in the window, in order. Before the data is used, and
  * before anything else takes data. */
-int pack_cc_stream_drain(struct r4_pack *b, struct r4_error *err);
+int pack_ccreg_stream_drain(struct r4_pack *b, struct r4_error *err);
 /* Deferred data under conv: read the first cluster and decide before
  * the stat data is written. */
-int pack_cc_decide(struct r4_pack *b, struct bobj *o, const char *path,
+int pack_ccreg_decide(struct r4_pack *b, struct bobj *o, const char *path,
 		   struct r4_error *err);
 /* Deferred data from a parallel source (r4_data_source.parallel): start
  * worker threads that read and compress the files ahead, in the order
  * the leaves take them (after the object ids are given); end stops them
- * (pack_cc_fini does too). Nothing is started for 1 thread. */
-int pack_cc_ahead_begin(struct r4_pack *b, struct r4_error *err);
-void pack_cc_ahead_end(struct r4_pack *b);
+ * (pack_ccreg_fini does too). Nothing is started for 1 thread. */
+int pack_ccreg_ahead_begin(struct r4_pack *b, struct r4_error *err);
+void pack_ccreg_ahead_end(struct r4_pack *b);
 /* The ctail40 items of a compressed file. */
-int pack_cc_emit(struct r4_pack *b, struct bobj *o, const char *path,
+int pack_ccreg_emit(struct r4_pack *b, struct bobj *o, const char *path,
 		 struct r4_error *err);
 /* The stat data's "bytes" (doc/compress.md §2.3). */
-uint64_t pack_cc_bytes(const struct r4_pack *b, const struct bobj *o);
+uint64_t pack_ccreg_bytes(const struct r4_pack *b, const struct bobj *o);
 /* doc/compress.md §4.4: 1 when the compressed file o has lattd stored
  * (conv left it compressed past its first cluster). */
-int pack_cc_lattd(const struct r4_pack *b, const struct bobj *o);
+int pack_ccreg_lattd(const struct r4_pack *b, const struct bobj *o);
 /* The cluster size in bytes. */
-uint32_t pack_cc_cluster(const struct r4_pack *b);
+uint32_t pack_ccreg_cluster(const struct r4_pack *b);
 
 #endif

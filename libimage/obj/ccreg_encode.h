@@ -1,41 +1,41 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: the cluster encoder of compressed (ccreg40) files, shared by
- * the one-pass builder (libimage/pack/cluster.c) and the editor
- * (libimage/obj/ccwrite.c): a file's data read cluster by cluster,
+ * the one-pass builder (libimage/pack/ccreg.c) and the editor
+ * (libimage/obj/ccreg_write.c): a file's data read cluster by cluster,
  * every cluster compressed on a small thread pool (clusters are
  * independent), the compression mode's rules applied in order
  * (doc/compress.md §4), each disk cluster handed to a sink. */
-#ifndef R4_LIBIMAGE_OBJ_CCENC_H
-#define R4_LIBIMAGE_OBJ_CCENC_H
+#ifndef R4_LIBIMAGE_OBJ_CCREG_ENCODE_H
+#define R4_LIBIMAGE_OBJ_CCREG_ENCODE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "r4/r4.h"
 #include "r4/pack.h"
 
-struct obj_ccenc;
+struct obj_ccreg_enc;
 
 /* shift 12..16, alg FMT_COMPRESS_*, mode FMT_CMODE_*. */
-int obj_ccenc_new(unsigned shift, unsigned alg, unsigned mode,
-		  struct obj_ccenc **out, struct r4_error *err);
+int obj_ccreg_enc_new(unsigned shift, unsigned alg, unsigned mode,
+		  struct obj_ccreg_enc **out, struct r4_error *err);
 /* The same with at most 'threads' threads compressing a file's clusters
  * (the caller's included: 1 = none started; 0 = one per online CPU, up
  * to 8). The bytes made never depend on it. */
-int obj_ccenc_new_threads(unsigned shift, unsigned alg, unsigned mode,
-			  unsigned threads, struct obj_ccenc **out,
+int obj_ccreg_enc_new_threads(unsigned shift, unsigned alg, unsigned mode,
+			  unsigned threads, struct obj_ccreg_enc **out,
 			  struct r4_error *err);
 /* The online CPUs, 1 to 8. */
-unsigned obj_ccenc_cpus(void);
-void obj_ccenc_free(struct obj_ccenc *e);
+unsigned obj_ccreg_enc_cpus(void);
+void obj_ccreg_enc_free(struct obj_ccreg_enc *e);
 /* 1 when e was made with these parameters. */
-int obj_ccenc_is(const struct obj_ccenc *e, unsigned shift, unsigned alg,
-		 unsigned mode);
-size_t obj_ccenc_csize(const struct obj_ccenc *e);
-unsigned obj_ccenc_shift(const struct obj_ccenc *e);
-unsigned obj_ccenc_mode(const struct obj_ccenc *e);
+int obj_ccreg_enc_is(const struct obj_ccreg_enc *e, unsigned shift,
+		     unsigned alg, unsigned mode);
+size_t obj_ccreg_enc_csize(const struct obj_ccreg_enc *e);
+unsigned obj_ccreg_enc_shift(const struct obj_ccreg_enc *e);
+unsigned obj_ccreg_enc_mode(const struct obj_ccreg_enc *e);
 
 /* A file's data, read in order (fn may be NULL: no data). */
-struct obj_ccrd {
+struct obj_ccreg_rd {
 	r4_data_fn fn;
 	void *ctx;
 	const char *path;
@@ -48,44 +48,44 @@ struct obj_ccrd {
 	size_t clen;
 	int eof;
 };
-void obj_ccrd_init(struct obj_ccrd *r, r4_data_fn fn, void *ctx,
+void obj_ccreg_rd_init(struct obj_ccreg_rd *r, r4_data_fn fn, void *ctx,
 		   const char *path, uint64_t size);
 /* After the last cluster: the reader must have nothing more. */
-int obj_ccrd_finish(struct obj_ccrd *r, struct r4_error *err);
+int obj_ccreg_rd_finish(struct obj_ccreg_rd *r, struct r4_error *err);
 
 /* doc/compress.md §4.4: under conv, a file longer than one cluster whose
  * data runs without a gap from 0 past the first cluster stays compressed
  * only if its first cluster compresses to under half. Reads cluster 0
- * (kept for obj_ccenc_file's c0_done and for the refeed) and sets *keep;
+ * (kept for obj_ccreg_enc_file's c0_done and for the refeed) and sets *keep;
  * other modes, short files and files with a gap there keep. */
-int obj_ccenc_conv_first(struct obj_ccenc *e, struct obj_ccrd *r,
+int obj_ccreg_enc_conv_first(struct obj_ccreg_enc *e, struct obj_ccreg_rd *r,
 			 int *keep, struct r4_error *err);
-/* 1 when obj_ccenc_file should reuse the cluster 0 just compressed
+/* 1 when obj_ccreg_enc_file should reuse the cluster 0 just compressed
  * (zeros, doc/compress.md §3.4.1, when no input data fell in it). */
-int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size);
+int obj_ccreg_enc_c0_done(const struct obj_ccreg_enc *e, uint64_t size);
 
 /* A disk cluster: len bytes at dc (len 0, dc NULL: a hole, no items).
  * Cluster 0 is never a hole when a later cluster has data: its zeros
  * come first (doc/compress.md §3.4.1). */
-typedef int (*obj_cc_sink)(void *sctx, uint64_t idx, const uint8_t *dc,
+typedef int (*obj_ccreg_sink)(void *sctx, uint64_t idx, const uint8_t *dc,
 			   size_t len, struct r4_error *err);
 /* Encode every cluster of the file behind r, in order, into sink, from
  * cluster 'first' on (the data before it is not read). */
-int obj_ccenc_file(struct obj_ccenc *e, struct obj_ccrd *r, uint64_t first,
-		   int c0_done, obj_cc_sink sink, void *sctx,
-		   struct r4_error *err);
+int obj_ccreg_enc_file(struct obj_ccreg_enc *e, struct obj_ccreg_rd *r,
+		       uint64_t first, int c0_done, obj_ccreg_sink sink,
+		       void *sctx, struct r4_error *err);
 
 /* conv fallback: the data again from the start (cluster 0 from the
  * encoder, then the rest of r) as an r4_data_fn. */
-struct obj_ccrefeed {
-	struct obj_ccrd *rd;
+struct obj_ccreg_refeed {
+	struct obj_ccreg_rd *rd;
 	const uint8_t *c0;
 	size_t c0len;
 	int stage;
 };
-void obj_ccrefeed_init(struct obj_ccrefeed *f, struct obj_ccenc *e,
-		       struct obj_ccrd *r);
-int obj_ccrefeed_fn(void *ctx, uint64_t *off, const void **buf,
+void obj_ccreg_refeed_init(struct obj_ccreg_refeed *f, struct obj_ccreg_enc *e,
+		       struct obj_ccreg_rd *r);
+int obj_ccreg_refeed_fn(void *ctx, uint64_t *off, const void **buf,
 		    size_t *len, struct r4_error *err);
 
 #endif

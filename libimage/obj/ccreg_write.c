@@ -3,14 +3,14 @@
  * stores them: the file plugin and the cluster parameters from the
  * parent directory and the root (doc/compress.md §5, §5.1), a ccreg40
  * body cut into ctail40 items by the shared cluster encoder
- * (libimage/obj/ccenc.c), conv's fallback to an ordinary body. */
+ * (libimage/obj/ccreg_encode.c), conv's fallback to an ordinary body. */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/obj/write.h"
-#include "libimage/obj/ccenc.h"
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg_encode.h"
+#include "libimage/obj/ccreg.h"
 #include "libimage/obj/encode.h"
 #include "libimage/util/err.h"
 #include "libimage/tree/tree.h"
@@ -89,6 +89,49 @@ int obj_new_plan(struct r4_txn *x, const struct r4_objref *dir,
 	return rc;
 }
 
+/* The members of plan_memb[] for a new file in the directory of stat
+ * data dsd (rsd: the root's, NULL when dsd is the root's): each from the
+ * profile, else the directory, else the root, else the default; 'own'
+ * marks those that differ from the root's. */
+static void plan_members(const struct r4_txn *x, const struct obj_sd *dsd,
+			 const struct obj_sd *rsd, struct obj_new_plan *p)
+{
+	const struct obj_sd *r0 = rsd ? rsd : dsd;
+
+	for (size_t i = 0; i < PLAN_N; i++) {
+		int rv = obj_pset_find(&r0->st.pset, plan_memb[i].memb);
+		int v = dir_member(dsd, rsd, plan_memb[i].memb);
+		unsigned val;
+
+		if (x->prof_set & (1u << plan_memb[i].pt))
+			v = x->prof[plan_memb[i].pt];
+		val = v >= 0 ? (unsigned)v : plan_memb[i].dflt;
+		p->v[i] = val;
+		/* stored when it differs from the root's */
+		if (val != (rv >= 0 ? (unsigned)rv : plan_memb[i].dflt))
+			p->own |= 1u << i;
+	}
+}
+
+/* A new compressed file's cluster, compression and mode from the plan's
+ * members; an error when one is unknown. */
+static int plan_ccreg(const struct r4_txn *x, const struct r4_objref *dir,
+		      struct obj_new_plan *p, struct r4_error *err)
+{
+	p->shift = fmt_cluster_shift_of(p->v[2]);
+	p->compress = p->v[0];
+	p->cmode = p->v[1];
+	if (!p->shift || p->compress > FMT_COMPRESS_ZSTD1 ||
+	    p->cmode > FMT_CMODE_CONV)
+		return r4i_fail(err, R4_EUNSUPP, "%s: directory %llx: unknown "
+			       "cluster (%u), compression (%u) or compression"
+			       " mode (%u) plugin for a new compressed file",
+			       obj_vol_name(x->vol),
+			       (unsigned long long)dir->oid, p->v[2],
+			       p->v[0], p->v[1]);
+	return 0;
+}
+
 static int plan_make(struct r4_txn *x, const struct r4_objref *dir,
 		     struct obj_new_plan *p, struct r4_error *err)
 {
@@ -115,44 +158,20 @@ static int plan_make(struct r4_txn *x, const struct r4_objref *dir,
 	v = dir_member(&dsd, have_root ? &rsd : NULL, FMT_PSET_CREATE);
 	if (x->prof_set & (1u << R4_PT_CREATE))
 		v = x->prof[R4_PT_CREATE];
-	p->cc = v == FMT_OBJ_CCREG40;
+	p->ccreg = v == FMT_OBJ_CCREG40;
 	if (v >= 0 && v != FMT_OBJ_CCREG40 && v != FMT_OBJ_REG40)
 		rc = r4i_fail(err, R4_EUNSUPP, "%s: the create plugin %d of "
 			     "directory %llx is not a regular file plugin",
 			     obj_vol_name(x->vol), v,
 			     (unsigned long long)dir->oid);
-	for (size_t i = 0; !rc && i < PLAN_N; i++) {
-		const struct obj_sd *r0 = have_root ? &rsd : &dsd;
-		int rv = obj_pset_find(&r0->st.pset, plan_memb[i].memb);
-		unsigned val;
-
-		v = dir_member(&dsd, have_root ? &rsd : NULL,
-			       plan_memb[i].memb);
-		if (x->prof_set & (1u << plan_memb[i].pt))
-			v = x->prof[plan_memb[i].pt];
-		val = v >= 0 ? (unsigned)v : plan_memb[i].dflt;
-		p->v[i] = val;
-		/* stored when it differs from the root's */
-		if (val != (rv >= 0 ? (unsigned)rv : plan_memb[i].dflt))
-			p->own |= 1u << i;
-	}
+	if (!rc)
+		plan_members(x, &dsd, have_root ? &rsd : NULL, p);
 	if (have_root)
 		obj_sd_put(&rsd);
 	obj_sd_put(&dsd);
-	if (rc || !p->cc)
+	if (rc || !p->ccreg)
 		return rc;
-	p->shift = fmt_cluster_shift_of(p->v[2]);
-	p->compress = p->v[0];
-	p->cmode = p->v[1];
-	if (!p->shift || p->compress > FMT_COMPRESS_ZSTD1 ||
-	    p->cmode > FMT_CMODE_CONV)
-		return r4i_fail(err, R4_EUNSUPP, "%s: directory %llx: unknown "
-			       "cluster (%u), compression (%u) or compression"
-			       " mode (%u) plugin for a new compressed file",
-			       obj_vol_name(x->vol),
-			       (unsigned long long)dir->oid, p->v[2],
-			       p->v[0], p->v[1]);
-	return 0;
+	return plan_ccreg(x, dir, p, err);
 }
 
 void obj_new_plan_pset(const struct obj_new_plan *p, struct fmt_stat *st)
@@ -214,20 +233,20 @@ static int sink_items(void *sctx, uint64_t idx, const uint8_t *dc,
 static int txn_encoder(struct r4_txn *x, const struct obj_new_plan *p,
 		       struct r4_error *err)
 {
-	if (obj_ccenc_is(x->cc, p->shift, p->compress, p->cmode))
+	if (obj_ccreg_enc_is(x->ccreg, p->shift, p->compress, p->cmode))
 		return 0;
-	obj_ccenc_free(x->cc);
-	x->cc = NULL;
-	return obj_ccenc_new(p->shift, p->compress, p->cmode, &x->cc, err);
+	obj_ccreg_enc_free(x->ccreg);
+	x->ccreg = NULL;
+	return obj_ccreg_enc_new(p->shift, p->compress, p->cmode, &x->ccreg, err);
 }
 
-int obj_cc_body_write(struct r4_txn *x, const struct r4_objref *ref,
+int obj_ccreg_body_write(struct r4_txn *x, const struct r4_objref *ref,
 		      const struct obj_new_plan *p, uint64_t size,
 		      r4_data_fn fn, void *ctx, const char *path,
 		      uint64_t *bytes, int *converted, struct r4_error *err)
 {
 	struct ccsink s = { x, ref, p->shift, NULL, 0, 0 };
-	struct obj_ccrd r;
+	struct obj_ccreg_rd r;
 	int keep = 1, rc;
 
 	*bytes = 0;
@@ -237,27 +256,27 @@ int obj_cc_body_write(struct r4_txn *x, const struct r4_objref *ref,
 	rc = txn_encoder(x, p, err);
 	if (rc)
 		return rc;
-	obj_ccrd_init(&r, fn, ctx, path, size);
-	rc = obj_ccenc_conv_first(x->cc, &r, &keep, err);
+	obj_ccreg_rd_init(&r, fn, ctx, path, size);
+	rc = obj_ccreg_enc_conv_first(x->ccreg, &r, &keep, err);
 	if (rc)
 		return rc;
 	if (!keep) {
-		struct obj_ccrefeed f;
+		struct obj_ccreg_refeed f;
 
 		/* doc/compress.md §4.4: an ordinary file for good */
-		obj_ccrefeed_init(&f, x->cc, &r);
+		obj_ccreg_refeed_init(&f, x->ccreg, &r);
 		*converted = 1;
-		return obj_body_write(x, ref, size, obj_ccrefeed_fn, &f, path,
+		return obj_body_write(x, ref, size, obj_ccreg_refeed_fn, &f, path,
 				      bytes, err);
 	}
 	s.max = tree_max_item(&x->mod);
 	s.item = malloc(s.max);
 	if (!s.item)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = obj_ccenc_file(x->cc, &r, 0, obj_ccenc_c0_done(x->cc, size),
+	rc = obj_ccreg_enc_file(x->ccreg, &r, 0, obj_ccreg_enc_c0_done(x->ccreg, size),
 			    sink_items, &s, err);
 	if (!rc)
-		rc = obj_ccrd_finish(&r, err);
+		rc = obj_ccreg_rd_finish(&r, err);
 	free(s.item);
 	*bytes = s.used << p->shift;	/* doc/compress.md §2.3 */
 	return rc;
@@ -272,14 +291,14 @@ int obj_new_file_body(struct r4_txn *x, const struct r4_objref *dir,
 	uint64_t bytes = 0;
 	int conv = 0, rc = obj_new_plan(x, dir, &p, err);
 
-	if (!rc && p.cc)
-		rc = obj_cc_body_write(x, ref, &p, size, fn, ctx, path,
+	if (!rc && p.ccreg)
+		rc = obj_ccreg_body_write(x, ref, &p, size, fn, ctx, path,
 				       &bytes, &conv, err);
 	else if (!rc)
 		rc = obj_body_write(x, ref, size, fn, ctx, path, &bytes, err);
 	st->size = size;
 	st->rdev_or_bytes = bytes;
-	if (!rc && p.cc && !conv) {
+	if (!rc && p.ccreg && !conv) {
 		obj_plan_lattd(&p, size);
 		obj_new_plan_pset(&p, st);
 	}
@@ -297,7 +316,7 @@ void obj_plan_lattd(struct obj_new_plan *p, uint64_t size)
 
 /* ---- truncate --------------------------------------------------------- */
 
-int obj_cc_cut(struct r4_txn *x, const struct r4_objref *ref,
+int obj_ccreg_cut(struct r4_txn *x, const struct r4_objref *ref,
 	       unsigned shift, uint64_t from, uint64_t to, uint64_t hidx,
 	       uint64_t *ncl, int *had, struct r4_error *err)
 {
@@ -376,22 +395,22 @@ static int memchunk_fn(void *ctx, uint64_t *off, const void **buf,
  * shorter of the two sizes ends in is encoded again for its new logical
  * size (a stored form depends on it, §3.2); clusters added by growing
  * are holes, without items. */
-int obj_cc_truncate(struct r4_txn *x, const struct r4_objref *ref,
+int obj_ccreg_truncate(struct r4_txn *x, const struct r4_objref *ref,
 		    const struct obj_sd *sd, uint64_t size, uint64_t *bytes,
 		    struct r4_error *err)
 {
 	struct obj_new_plan p;
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	uint64_t old = sd->st.size, keep = old < size ? old : size;
 	uint64_t idx, from, ncut = 0, used = sd->st.rdev_or_bytes;
 	uint8_t *buf = NULL;
 	size_t part;
-	int had = 0, rc = obj_cc_params(x->vol, ref, sd, &cc, err);
+	int had = 0, rc = obj_ccreg_params(x->vol, ref, sd, &cc, err);
 
 	if (rc)
 		return rc;
 	memset(&p, 0, sizeof(p));
-	p.cc = 1;
+	p.ccreg = 1;
 	p.shift = cc.shift;
 	p.compress = cc.compress;
 	p.cmode = cc.cmode;
@@ -402,30 +421,30 @@ int obj_cc_truncate(struct r4_txn *x, const struct r4_objref *ref,
 		buf = malloc(part);
 		if (!buf)
 			return r4i_fail(err, -ENOMEM, "out of memory");
-		rc = obj_cc_read(x->vol, ref, sd, idx << cc.shift, buf, part,
+		rc = obj_ccreg_read(x->vol, ref, sd, idx << cc.shift, buf, part,
 				 err);
 	}
 	if (!rc)
-		rc = obj_cc_cut(x, ref, cc.shift, from, UINT64_MAX,
+		rc = obj_ccreg_cut(x, ref, cc.shift, from, UINT64_MAX,
 				part ? idx : UINT64_MAX, &ncut, &had, err);
 	used >>= cc.shift;
 	used = used > ncut ? used - ncut : 0;
 	if (!rc && had) {
 		struct ccsink s = { x, ref, cc.shift, NULL, 0, 0 };
 		struct memchunk m = { buf, idx << cc.shift, part, 0 };
-		struct obj_ccrd r;
+		struct obj_ccreg_rd r;
 
 		rc = txn_encoder(x, &p, err);
 		s.max = tree_max_item(&x->mod);
 		s.item = malloc(s.max);
 		if (!rc && !s.item)
 			rc = r4i_fail(err, -ENOMEM, "out of memory");
-		obj_ccrd_init(&r, memchunk_fn, &m, "truncate",
+		obj_ccreg_rd_init(&r, memchunk_fn, &m, "truncate",
 			      (idx << cc.shift) + (size - (idx << cc.shift) <
 			      ((uint64_t)1 << cc.shift) ? size -
 			      (idx << cc.shift) : ((uint64_t)1 << cc.shift)));
 		if (!rc)
-			rc = obj_ccenc_file(x->cc, &r, idx, 0, sink_items, &s,
+			rc = obj_ccreg_enc_file(x->ccreg, &r, idx, 0, sink_items, &s,
 					    err);
 		free(s.item);
 		used += s.used;

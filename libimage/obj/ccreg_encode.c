@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "libimage/obj/ccenc.h"
+#include "libimage/obj/ccreg_encode.h"
 #include "libimage/obj/encode.h"
 #include "libimage/util/compress.h"
 #include "libimage/util/err.h"
@@ -28,10 +28,10 @@ struct ccjob {
 	size_t dlen;		/* disk cluster length when packed */
 	int packed;
 	struct workq_item wi;	/* on the encoder's queue */
-	struct obj_ccenc *cc;
+	struct obj_ccreg_enc *cc;
 };
 
-struct obj_ccenc {
+struct obj_ccreg_enc {
 	unsigned shift, alg, mode;
 	size_t csize, cap;	/* cluster size, output room per cluster */
 	/* the pool: codec[0] is the calling thread's, codec[i] worker i's */
@@ -44,7 +44,7 @@ struct obj_ccenc {
 };
 
 /* doc/compress.md §4.1-§4.2: compress one cluster, keep it if it saves. */
-static void run_job(struct obj_ccenc *cc, struct r4_codec *codec,
+static void run_job(struct obj_ccreg_enc *cc, struct r4_codec *codec,
 		    struct ccjob *j)
 {
 	size_t sl;
@@ -73,7 +73,7 @@ static void job_fn(struct workq_item *it, unsigned worker)
 }
 
 /* Compress jobs[0..n) on every thread, this one included. */
-static void run_batch(struct obj_ccenc *cc, struct ccjob *jobs, size_t n)
+static void run_batch(struct obj_ccreg_enc *cc, struct ccjob *jobs, size_t n)
 {
 	if (n == 1 || !cc->q) {
 		/* nothing to share (a small file's one cluster): waking
@@ -89,24 +89,24 @@ static void run_batch(struct obj_ccenc *cc, struct ccjob *jobs, size_t n)
 	workq_drain(cc->q, 1);
 }
 
-int obj_ccenc_new(unsigned shift, unsigned alg, unsigned mode,
-		  struct obj_ccenc **out, struct r4_error *err)
+int obj_ccreg_enc_new(unsigned shift, unsigned alg, unsigned mode,
+		  struct obj_ccreg_enc **out, struct r4_error *err)
 {
-	return obj_ccenc_new_threads(shift, alg, mode, 0, out, err);
+	return obj_ccreg_enc_new_threads(shift, alg, mode, 0, out, err);
 }
 
-unsigned obj_ccenc_cpus(void)
+unsigned obj_ccreg_enc_cpus(void)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	return ncpu < 1 ? 1 : ncpu > CC_THREADS ? CC_THREADS : (unsigned)ncpu;
 }
 
-int obj_ccenc_new_threads(unsigned shift, unsigned alg, unsigned mode,
-			  unsigned threads, struct obj_ccenc **out,
+int obj_ccreg_enc_new_threads(unsigned shift, unsigned alg, unsigned mode,
+			  unsigned threads, struct obj_ccreg_enc **out,
 			  struct r4_error *err)
 {
-	struct obj_ccenc *cc;
+	struct obj_ccreg_enc *cc;
 	unsigned want;
 	int rc = 0;
 
@@ -128,7 +128,7 @@ int obj_ccenc_new_threads(unsigned shift, unsigned alg, unsigned mode,
 	*out = cc;
 	if (!cc->plain || !cc->out)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	want = !threads ? obj_ccenc_cpus() : threads > CC_THREADS ?
+	want = !threads ? obj_ccreg_enc_cpus() : threads > CC_THREADS ?
 	       CC_THREADS : threads;
 	for (unsigned i = 0; i < want; i++) {
 		cc->codec[i] = r4_codec_new(alg, &rc);
@@ -147,7 +147,7 @@ int obj_ccenc_new_threads(unsigned shift, unsigned alg, unsigned mode,
 	return 0;
 }
 
-void obj_ccenc_free(struct obj_ccenc *cc)
+void obj_ccreg_enc_free(struct obj_ccreg_enc *cc)
 {
 	if (!cc)
 		return;
@@ -159,30 +159,30 @@ void obj_ccenc_free(struct obj_ccenc *cc)
 	free(cc);
 }
 
-int obj_ccenc_is(const struct obj_ccenc *e, unsigned shift, unsigned alg,
-		 unsigned mode)
+int obj_ccreg_enc_is(const struct obj_ccreg_enc *e, unsigned shift,
+		     unsigned alg, unsigned mode)
 {
 	return e && e->shift == shift && e->alg == alg && e->mode == mode;
 }
 
-size_t obj_ccenc_csize(const struct obj_ccenc *e)
+size_t obj_ccreg_enc_csize(const struct obj_ccreg_enc *e)
 {
 	return e->csize;
 }
 
-unsigned obj_ccenc_shift(const struct obj_ccenc *e)
+unsigned obj_ccreg_enc_shift(const struct obj_ccreg_enc *e)
 {
 	return e->shift;
 }
 
-unsigned obj_ccenc_mode(const struct obj_ccenc *e)
+unsigned obj_ccreg_enc_mode(const struct obj_ccreg_enc *e)
 {
 	return e->mode;
 }
 
 /* ---- reading a file's data cluster by cluster ---------------------- */
 
-void obj_ccrd_init(struct obj_ccrd *r, r4_data_fn fn, void *ctx,
+void obj_ccreg_rd_init(struct obj_ccreg_rd *r, r4_data_fn fn, void *ctx,
 		   const char *path, uint64_t size)
 {
 	memset(r, 0, sizeof(*r));
@@ -195,7 +195,7 @@ void obj_ccrd_init(struct obj_ccrd *r, r4_data_fn fn, void *ctx,
 
 /* Fill dst with file bytes [start, start + n), zeros in the gaps;
  * *has_data = some chunk byte fell inside. */
-static int rd_fill(struct obj_ccrd *r, uint64_t start, size_t n,
+static int rd_fill(struct obj_ccreg_rd *r, uint64_t start, size_t n,
 		   uint8_t *dst, int *has_data, struct r4_error *err)
 {
 	uint64_t stop = start + n;
@@ -244,7 +244,7 @@ static int rd_fill(struct obj_ccrd *r, uint64_t start, size_t n,
 }
 
 /* Load the next chunk of data unless one is kept or the input ended. */
-static int rd_next(struct obj_ccrd *r, struct r4_error *err)
+static int rd_next(struct obj_ccreg_rd *r, struct r4_error *err)
 {
 	while (!r->eof && !r->cbuf) {
 		const void *p;
@@ -268,7 +268,7 @@ static int rd_next(struct obj_ccrd *r, struct r4_error *err)
 	return 0;
 }
 
-int obj_ccrd_finish(struct obj_ccrd *r, struct r4_error *err)
+int obj_ccreg_rd_finish(struct obj_ccreg_rd *r, struct r4_error *err)
 {
 	if (r->cbuf)
 		return 0;
@@ -281,8 +281,8 @@ int obj_ccrd_finish(struct obj_ccrd *r, struct r4_error *err)
 	}
 }
 
-void obj_ccrefeed_init(struct obj_ccrefeed *f, struct obj_ccenc *e,
-		       struct obj_ccrd *r)
+void obj_ccreg_refeed_init(struct obj_ccreg_refeed *f, struct obj_ccreg_enc *e,
+		       struct obj_ccreg_rd *r)
 {
 	f->rd = r;
 	f->c0 = e->batch[0].plain;
@@ -290,11 +290,11 @@ void obj_ccrefeed_init(struct obj_ccrefeed *f, struct obj_ccenc *e,
 	f->stage = 0;
 }
 
-int obj_ccrefeed_fn(void *ctx, uint64_t *off, const void **buf,
+int obj_ccreg_refeed_fn(void *ctx, uint64_t *off, const void **buf,
 		    size_t *len, struct r4_error *err)
 {
-	struct obj_ccrefeed *f = ctx;
-	struct obj_ccrd *r = f->rd;
+	struct obj_ccreg_refeed *f = ctx;
+	struct obj_ccreg_rd *r = f->rd;
 
 	if (f->stage == 0) {
 		f->stage = 1;
@@ -327,8 +327,8 @@ int obj_ccrefeed_fn(void *ctx, uint64_t *off, const void **buf,
  * as zeros (compressed when that saves, in every mode: the stored form
  * is read from the lengths), so that the kernel never reads a file
  * whose first item is not at cluster 0. */
-static int sink_zero_c0(struct obj_ccenc *cc, uint64_t size, obj_cc_sink sink,
-			void *sctx, struct r4_error *err)
+static int sink_zero_c0(struct obj_ccreg_enc *cc, uint64_t size,
+			obj_ccreg_sink sink, void *sctx, struct r4_error *err)
 {
 	size_t lsize = (size_t)fmt_cluster_lsize(size, 0, cc->shift);
 	size_t min = fmt_compress_min_size(cc->alg), sl;
@@ -349,121 +349,161 @@ static int sink_zero_c0(struct obj_ccenc *cc, uint64_t size, obj_cc_sink sink,
 	return rc;
 }
 
-int obj_ccenc_file(struct obj_ccenc *cc, struct obj_ccrd *r, uint64_t first,
-		   int c0_done, obj_cc_sink sink, void *sctx,
-		   struct r4_error *err)
-{
-	uint64_t n = (r->size + cc->csize - 1) >> cc->shift, idx = first;
+/* One file being encoded by obj_ccreg_enc_file. */
+struct encfile {
+	struct obj_ccreg_enc *cc;
+	struct obj_ccreg_rd *r;
+	uint64_t n;		/* clusters of the file */
 	struct fmt_cmode m;
-	int rc = 0, c0_hole = 0;	/* cluster 0 without data, stored
-					 * before the first later cluster */
+	int c0_hole;		/* cluster 0 without data, stored before
+				 * the first later cluster */
+	obj_ccreg_sink sink;
+	void *sctx;
+};
+
+/* Clusters before the next chunk of data are holes, without items
+ * (doc/compress.md §3.4): jump *idx over them, so a sparse file costs
+ * its data, not its size. */
+static int enc_skip(struct encfile *f, uint64_t *idx, struct r4_error *err)
+{
+	uint64_t next;
+	int rc = rd_next(f->r, err);
+
+	if (rc)
+		return rc;
+	next = f->r->cbuf ? f->r->coff >> f->cc->shift : f->n;
+	if (next > *idx) {
+		if (*idx == 0)
+			f->c0_hole = 1;
+		*idx = next < f->n ? next : f->n;
+	}
+	return 0;
+}
+
+/* Fill the batch's slots from 'start' with the clusters from idx on:
+ * *k = the end of the batch. */
+static int enc_fill(struct encfile *f, uint64_t idx, size_t start,
+		    size_t *k, struct r4_error *err)
+{
+	struct obj_ccreg_enc *cc = f->cc;
+	struct obj_ccreg_rd *r = f->r;
+	int rc = 0, zc = 0;
+
+	for (*k = start; !rc && *k < CC_BATCH && idx + *k < f->n; (*k)++) {
+		struct ccjob *j = &cc->batch[*k];
+		uint64_t at = (idx + *k) << cc->shift;
+
+		j->lsize = fmt_cluster_lsize(r->size, idx + *k, cc->shift);
+		/* A cluster inside the reader's chunk is compressed where
+		 * it is; the batch ends before the reader moves on (the
+		 * chunk lasts until then). */
+		if (r->cbuf && r->coff <= at &&
+		    at + j->lsize <= r->coff + r->clen) {
+			j->src = r->cbuf + (at - r->coff);
+			j->has_data = 1;
+			zc = 1;
+			continue;
+		}
+		if (zc)
+			break;
+		j->src = j->plain;
+		rc = rd_fill(r, at, j->lsize, (uint8_t *)j->plain,
+			     &j->has_data, err);
+	}
+	return rc;
+}
+
+/* Hand the k compressed clusters of the batch (from idx) to the sink, in
+ * order, as the compression mode decides. */
+static int enc_emit(struct encfile *f, uint64_t idx, size_t k,
+		    struct r4_error *err)
+{
+	struct obj_ccreg_enc *cc = f->cc;
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < k; i++) {
+		struct ccjob *j = &cc->batch[i];
+		int kept = 0;
+
+		if (!j->has_data) {
+			if (idx + i == 0)
+				f->c0_hole = 1;
+			else
+				rc = f->sink(f->sctx, idx + i, NULL, 0, err);
+			continue;
+		}
+		if (f->c0_hole) {
+			f->c0_hole = 0;
+			rc = sink_zero_c0(cc, f->r->size, f->sink, f->sctx,
+					  err);
+			if (rc)
+				break;
+		}
+		/* doc/compress.md §4.3: the mode's state decides whether
+		 * the (speculative) result counts. */
+		if (fmt_cmode_try(&f->m, cc->alg, idx + i, j->lsize)) {
+			kept = j->packed;
+			fmt_cmode_after(&f->m, kept, j->lsize == cc->csize);
+		}
+		rc = kept ? f->sink(f->sctx, idx + i, j->out, j->dlen, err) :
+			    f->sink(f->sctx, idx + i, j->src, j->lsize, err);
+	}
+	return rc;
+}
+
+int obj_ccreg_enc_file(struct obj_ccreg_enc *cc, struct obj_ccreg_rd *r,
+		       uint64_t first, int c0_done, obj_ccreg_sink sink,
+		       void *sctx, struct r4_error *err)
+{
+	struct encfile f = { cc, r, (r->size + cc->csize - 1) >> cc->shift,
+			     { 0 }, 0, sink, sctx };
+	uint64_t idx = first;
+	int rc = 0;
 
 	/* doc/compress.md §4.4: a file conv keeps compressed past its
 	 * first cluster has lattd stored (a shorter one tries its one
 	 * cluster under either) */
-	fmt_cmode_init(&m, cc->mode == FMT_CMODE_CONV ? FMT_CMODE_LATTD :
+	fmt_cmode_init(&f.m, cc->mode == FMT_CMODE_CONV ? FMT_CMODE_LATTD :
 		       cc->mode);
 	/* doc/compress.md §3.4: conv's test compressed cluster 0 even with
 	 * no data in it; it is still a hole */
 	if (c0_done && !cc->c0_data)
 		cc->batch[0].has_data = 0;
-	while (!rc && idx < n) {
+	while (!rc && idx < f.n) {
 		size_t k = 0, start = c0_done ? 1 : 0;
-		int zc = 0;
 
-		/* Clusters before the next chunk of data are holes, without
-		 * items (doc/compress.md §3.4): jump over them, so a sparse
-		 * file costs its data, not its size. */
 		if (!c0_done) {
-			uint64_t next;
-
-			rc = rd_next(r, err);
-			if (rc)
-				break;
-			next = r->cbuf ? r->coff >> cc->shift : n;
-			if (next > idx) {
-				if (idx == 0)
-					c0_hole = 1;
-				idx = next < n ? next : n;
-			}
-			if (idx >= n)
+			rc = enc_skip(&f, &idx, err);
+			if (rc || idx >= f.n)
 				break;
 		}
-
-		for (k = start; !rc && k < CC_BATCH && idx + k < n; k++) {
-			struct ccjob *j = &cc->batch[k];
-			uint64_t at = (idx + k) << cc->shift;
-
-			j->lsize = fmt_cluster_lsize(r->size, idx + k,
-						     cc->shift);
-			/* A cluster inside the reader's chunk is compressed
-			 * where it is; the batch ends before the reader moves
-			 * on (the chunk lasts until then). */
-			if (r->cbuf && r->coff <= at &&
-			    at + j->lsize <= r->coff + r->clen) {
-				j->src = r->cbuf + (at - r->coff);
-				j->has_data = 1;
-				zc = 1;
-				continue;
-			}
-			if (zc)
-				break;
-			j->src = j->plain;
-			rc = rd_fill(r, at, j->lsize, (uint8_t *)j->plain,
-				     &j->has_data, err);
-		}
+		rc = enc_fill(&f, idx, start, &k, err);
 		if (rc)
 			break;
 		run_batch(cc, cc->batch + start, k - start);
 		c0_done = 0;
-		for (size_t i = 0; !rc && i < k; i++) {
-			struct ccjob *j = &cc->batch[i];
-			int kept = 0;
-
-			if (!j->has_data) {
-				if (idx + i == 0)
-					c0_hole = 1;
-				else
-					rc = sink(sctx, idx + i, NULL, 0, err);
-				continue;
-			}
-			if (c0_hole) {
-				c0_hole = 0;
-				rc = sink_zero_c0(cc, r->size, sink, sctx, err);
-				if (rc)
-					break;
-			}
-			/* doc/compress.md §4.3: the mode's state decides
-			 * whether the (speculative) result counts. */
-			if (fmt_cmode_try(&m, cc->alg, idx + i, j->lsize)) {
-				kept = j->packed;
-				fmt_cmode_after(&m, kept,
-						j->lsize == cc->csize);
-			}
-			rc = kept ? sink(sctx, idx + i, j->out, j->dlen, err) :
-				    sink(sctx, idx + i, j->src, j->lsize, err);
-		}
+		rc = enc_emit(&f, idx, k, err);
 		idx += k;
 	}
 	return rc;
 }
 
-int obj_ccenc_c0_done(const struct obj_ccenc *e, uint64_t size)
+int obj_ccreg_enc_c0_done(const struct obj_ccreg_enc *e, uint64_t size)
 {
 	return e->mode == FMT_CMODE_CONV && size > e->csize;
 }
 
-int obj_ccenc_conv_first(struct obj_ccenc *cc, struct obj_ccrd *r,
+int obj_ccreg_enc_conv_first(struct obj_ccreg_enc *cc, struct obj_ccreg_rd *r,
 			 int *keep, struct r4_error *err)
 {
 	struct ccjob *j = &cc->batch[0];
 	int rc;
 
 	*keep = 1;
-	if (!obj_ccenc_c0_done(cc, r->size))
+	if (!obj_ccreg_enc_c0_done(cc, r->size))
 		return 0;
 	j->lsize = cc->csize;
-	j->src = j->plain;	/* kept: the refeed and obj_ccenc_file use it */
+	j->src = j->plain;	/* kept: the refeed and obj_ccreg_enc_file use it */
 	rc = rd_fill(r, 0, j->lsize, (uint8_t *)j->plain, &j->has_data, err);
 	/* the data must go on without a gap past the cluster: is there a
 	 * chunk right at its end? */

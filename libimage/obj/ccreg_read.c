@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 #include "libimage/vol/volume.h"
 #include "libimage/util/err.h"
 #include "libimage/util/compress.h"
@@ -13,8 +13,8 @@
 #include "format/plugin.h"
 
 /* doc/compress.md §5: file, then root, then the kernel's defaults. */
-int obj_cc_params(struct r4_vol *vol, const struct r4_objref *obj,
-		  const struct obj_sd *sd, struct obj_cc *out,
+int obj_ccreg_params(struct r4_vol *vol, const struct r4_objref *obj,
+		  const struct obj_sd *sd, struct obj_ccreg *out,
 		  struct r4_error *err)
 {
 	static const unsigned member[3] = {
@@ -61,99 +61,102 @@ int obj_cc_params(struct r4_vol *vol, const struct r4_objref *obj,
 #define DC_WHERE obj_vol_name(vol), (unsigned long long)obj->oid, \
 	(unsigned long long)index, (unsigned long long)it.blk, it.pos
 
+/* Put c on the first item at or after the start of cluster 'index'; an
+ * item of an earlier cluster must end before it. */
+static int dc_seek(struct r4_vol *vol, const struct r4_objref *obj,
+		   unsigned shift, uint64_t index, struct tree_cursor *c,
+		   struct r4_error *err)
+{
+	uint64_t start = index << shift, off;
+	struct tree_item it;
+	struct fmt_key k;
+	int rc;
+
+	fmt_key_body(&k, obj->locality, vol->keypol == FMT_KEY_LARGE ?
+		     obj->ordering : 0, obj->oid, start);
+	rc = tree_seek_le(c, &k, err);
+	if (rc == R4_ENOTFOUND)
+		return tree_seek_ge(c, &k, err);
+	if (!rc)
+		rc = tree_cur(c, &it, err);
+	if (!rc && obj_is_body(obj, &it.key) &&
+	    fmt_key_offset(&it.key) < start) {
+		off = fmt_key_offset(&it.key);
+		if (it.plugin_id == FMT_ITEM_CTAIL40 &&
+		    it.len > FMT_CTAIL40_HDR_SIZE &&
+		    off + (it.len - FMT_CTAIL40_HDR_SIZE) > start)
+			return DC_FAIL(R4_ECORRUPT, "ctail40 item at offset "
+				       "%llu runs into this cluster",
+				       DC_WHERE, (unsigned long long)off);
+	}
+	if (!rc && (!obj_is_body(obj, &it.key) ||
+		    fmt_key_offset(&it.key) < start))
+		rc = tree_next(c, err);
+	return rc;
+}
+
+/* Check one item of cluster 'index' (at offset off) and append its bytes
+ * to buf and dc (doc/compress.md §3.1). */
+static int dc_take(struct r4_vol *vol, const struct r4_objref *obj,
+		   unsigned shift, uint64_t index, const struct tree_item *item,
+		   uint8_t *buf, struct obj_dc *dc, struct r4_error *err)
+{
+	const struct tree_item it = *item;
+	uint64_t start = index << shift, end = start + ((uint64_t)1 << shift);
+	uint64_t off = fmt_key_offset(&it.key);
+	struct fmt_ctail40 ct;
+
+	if (it.plugin_id != FMT_ITEM_CTAIL40)
+		return DC_FAIL(R4_ECORRUPT, "item plugin %u in the body of a "
+			       "compressed file", DC_WHERE, it.plugin_id);
+	if (fmt_ctail40_decode(it.body, it.len, &ct))
+		return DC_FAIL(R4_ECORRUPT, "malformed ctail40 item (%zu "
+			       "bytes)", DC_WHERE, it.len);
+	if (ct.shift == FMT_CTAIL40_UNPREPPED)
+		return DC_FAIL(R4_ECORRUPT, "unprepped cluster (a placeholder "
+			       "the kernel never filled)", DC_WHERE);
+	if (ct.shift != shift)
+		return DC_FAIL(R4_ECORRUPT, "ctail40 cluster shift %u, the "
+			       "file's is %u", DC_WHERE, ct.shift, shift);
+	if (off != start + dc->len)
+		return DC_FAIL(R4_ECORRUPT, "ctail40 item at offset %llu, "
+			       "expected %llu (a gap in the disk cluster)",
+			       DC_WHERE, (unsigned long long)off,
+			       (unsigned long long)(start + dc->len));
+	if (ct.len > end - off)
+		return DC_FAIL(R4_ECORRUPT, "ctail40 item of %zu bytes at "
+			       "offset %llu crosses the cluster end",
+			       DC_WHERE, ct.len, (unsigned long long)off);
+	memcpy(buf + dc->len, ct.data, ct.len);
+	if (!dc->items)
+		dc->blk = it.blk;
+	dc->len += ct.len;
+	dc->items++;
+	return 0;
+}
+
 /* doc/compress.md §3.1: the items of one disk cluster. */
 int obj_dc_load(struct r4_vol *vol, const struct r4_objref *obj,
 		unsigned shift, uint64_t index, uint8_t *buf,
 		struct obj_dc *dc, struct r4_error *err)
 {
-	uint64_t start = index << shift, end = start + ((uint64_t)1 << shift);
+	uint64_t end = (index << shift) + ((uint64_t)1 << shift);
 	struct tree_cursor c;
 	struct tree_item it;
-	struct fmt_ctail40 ct;
-	struct fmt_key k;
-	uint64_t off;
 	int rc;
 
 	memset(dc, 0, sizeof(*dc));
-	fmt_key_body(&k, obj->locality, vol->keypol == FMT_KEY_LARGE ?
-		     obj->ordering : 0, obj->oid, start);
 	tree_cursor_init(&c, vol);
-	rc = tree_seek_le(&c, &k, err);
-	if (!rc) {
-		rc = tree_cur(&c, &it, err);
-		if (!rc && obj_is_body(obj, &it.key) &&
-		    fmt_key_offset(&it.key) < start) {
-			/* An item of an earlier cluster must end before. */
-			off = fmt_key_offset(&it.key);
-			if (it.plugin_id == FMT_ITEM_CTAIL40 &&
-			    it.len > FMT_CTAIL40_HDR_SIZE &&
-			    off + (it.len - FMT_CTAIL40_HDR_SIZE) > start) {
-				rc = DC_FAIL(R4_ECORRUPT, "ctail40 item at "
-					     "offset %llu runs into this "
-					     "cluster", DC_WHERE,
-					     (unsigned long long)off);
-				goto out;
-			}
-		}
-		if (!rc && (!obj_is_body(obj, &it.key) ||
-			    fmt_key_offset(&it.key) < start))
-			rc = tree_next(&c, err);
-	} else if (rc == R4_ENOTFOUND) {
-		rc = tree_seek_ge(&c, &k, err);
-	}
+	rc = dc_seek(vol, obj, shift, index, &c, err);
 	while (!rc) {
 		rc = tree_cur(&c, &it, err);
-		if (rc || !obj_is_body(obj, &it.key))
+		if (rc || !obj_is_body(obj, &it.key) ||
+		    fmt_key_offset(&it.key) >= end)
 			break;
-		off = fmt_key_offset(&it.key);
-		if (off >= end)
-			break;
-		if (it.plugin_id != FMT_ITEM_CTAIL40) {
-			rc = DC_FAIL(R4_ECORRUPT, "item plugin %u in the body "
-				     "of a compressed file", DC_WHERE,
-				     it.plugin_id);
-			break;
-		}
-		if (fmt_ctail40_decode(it.body, it.len, &ct)) {
-			rc = DC_FAIL(R4_ECORRUPT, "malformed ctail40 item "
-				     "(%zu bytes)", DC_WHERE, it.len);
-			break;
-		}
-		if (ct.shift == FMT_CTAIL40_UNPREPPED) {
-			rc = DC_FAIL(R4_ECORRUPT, "unprepped cluster (a "
-				     "placeholder the kernel never filled)",
-				     DC_WHERE);
-			break;
-		}
-		if (ct.shift != shift) {
-			rc = DC_FAIL(R4_ECORRUPT, "ctail40 cluster shift %u, "
-				     "the file's is %u", DC_WHERE, ct.shift,
-				     shift);
-			break;
-		}
-		if (off != start + dc->len) {
-			rc = DC_FAIL(R4_ECORRUPT, "ctail40 item at offset "
-				     "%llu, expected %llu (a gap in the disk "
-				     "cluster)", DC_WHERE,
-				     (unsigned long long)off,
-				     (unsigned long long)(start + dc->len));
-			break;
-		}
-		if (ct.len > end - off) {
-			rc = DC_FAIL(R4_ECORRUPT, "ctail40 item of %zu bytes "
-				     "at offset %llu crosses the cluster end",
-				     DC_WHERE, ct.len,
-				     (unsigned long long)off);
-			break;
-		}
-		memcpy(buf + dc->len, ct.data, ct.len);
-		if (!dc->items)
-			dc->blk = it.blk;
-		dc->len += ct.len;
-		dc->items++;
-		rc = tree_next(&c, err);
+		rc = dc_take(vol, obj, shift, index, &it, buf, dc, err);
+		if (!rc)
+			rc = tree_next(&c, err);
 	}
-out:
 	tree_cursor_fini(&c);
 	return rc == R4_ENOTFOUND ? 0 : rc;
 }
@@ -200,7 +203,7 @@ struct cc_bufs {
 	struct r4_codec *codec;
 };
 
-static int bufs_get(struct cc_bufs *b, const struct obj_cc *cc,
+static int bufs_get(struct cc_bufs *b, const struct obj_ccreg *cc,
 		    struct r4_error *err)
 {
 	int rc = 0;
@@ -224,15 +227,15 @@ static void bufs_put(struct cc_bufs *b)
 	r4_codec_free(b->codec);
 }
 
-int obj_cc_read(struct r4_vol *vol, const struct r4_objref *obj,
+int obj_ccreg_read(struct r4_vol *vol, const struct r4_objref *obj,
 		const struct obj_sd *sd, uint64_t off, uint8_t *buf,
 		size_t len, struct r4_error *err)
 {
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	struct cc_bufs b;
 	struct obj_dc dc;
 	uint64_t idx, last, cstart;
-	int rc = obj_cc_params(vol, obj, sd, &cc, err);
+	int rc = obj_ccreg_params(vol, obj, sd, &cc, err);
 
 	if (rc || !len)
 		return rc;
@@ -290,15 +293,15 @@ static int next_cluster(struct r4_vol *vol, const struct r4_objref *obj,
 	return rc;
 }
 
-int obj_cc_verify(struct r4_vol *vol, const struct r4_objref *obj,
+int obj_ccreg_verify(struct r4_vol *vol, const struct r4_objref *obj,
 		  const struct obj_sd *sd, uint64_t *clusters,
 		  struct r4_error *err)
 {
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	struct cc_bufs b;
 	struct obj_dc dc;
 	uint64_t idx = 0, n = 0;
-	int rc = obj_cc_params(vol, obj, sd, &cc, err);
+	int rc = obj_ccreg_params(vol, obj, sd, &cc, err);
 
 	if (rc)
 		return rc;
