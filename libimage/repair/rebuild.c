@@ -16,7 +16,8 @@
  * (nodes and items dropped) is reported. The object and space passes
  * then finish: entries to lost objects, lost+found, nlink, bitmaps.
  * The items are gathered in rebuild_take.c, their keys mended in
- * rebuild_keys.c (the state both share: rebuild.h); this file mends the
+ * rebuild_keys.c and the root's stat data made in rebuild_root.c (the
+ * state they share: rebuild.h); this file mends the
  * boundaries between files, fills the breaks and builds the tree. */
 #include "config.h"
 #include <errno.h>
