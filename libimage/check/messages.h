@@ -38,6 +38,44 @@ CHK_M_ENUM(JOURNAL_NEXT_OID, R4_CHK_JOURNAL,
 CHK_M_ENUM(BACKUP_DIFF, R4_CHK_BACKUP,
 	   "backup copy {n} differs from the super blocks ({what})")
 
+/* found before the open and told by the repair (repair/super.c) */
+CHK_M_ENUM(SB_FORMAT40_PROBE, R4_CHK_FORMAT40,
+	   "format40 super block (block {at}) is {damaged?damaged|different "
+	   "from the backup copy}; the backup copy in block {from} is intact "
+	   "(r4fsck -y restores it){cut? (block count differed)|}"
+	   "{text?; {text}|}")
+CHK_M_ENUM(SB_FORMAT40_RESTORED, R4_CHK_FORMAT40,
+	   "format40 super block (block {at}) restored from the backup copy "
+	   "in block {from}{cut? (block count differed)|}"
+	   "{text?; {text}|}")
+CHK_M_ENUM(SB_ROOT_LEVEL, R4_CHK_FORMAT40,
+	   "the tree height taken from the root node (block {root}, level "
+	   "{level})")
+CHK_M_ENUM(SB_ROOT_SCAN, R4_CHK_FORMAT40,
+	   "the root found by a scan of the used blocks: block {root}, "
+	   "level {level}{count? (of several nodes at that level: the others "
+	   "are adopted as unreachable nodes)|}")
+CHK_M_ENUM(SB_MASTER_PROBE, R4_CHK_MASTER,
+	   "master super block (block {at}) is {damaged?damaged|different "
+	   "from the backup copy}; the backup copy in block {from} is intact "
+	   "(r4fsck -y restores it)")
+CHK_M_ENUM(SB_MASTER_RESTORED, R4_CHK_MASTER,
+	   "master super block (block {at}) restored from the backup copy in "
+	   "block {from}")
+CHK_M_ENUM(TRUNCATED, R4_CHK_TRUNCATED,
+	   "image holds {have} blocks, the format40 super block (block {at}) "
+	   "counts {want}: {n} blocks missing (the image was truncated)")
+CHK_M_ENUM(TRUNCATED_EXTENDED, R4_CHK_TRUNCATED,
+	   "image extended with zeros from {have} to {want} blocks (what the "
+	   "{n} missing blocks held is lost)")
+CHK_M_ENUM(JOURNAL_STUCK, R4_CHK_JOURNAL,
+	   "journal header (block {at}) names a transaction that cannot be "
+	   "replayed (tx head {from}, last flushed {to})")
+CHK_M_ENUM(JOURNAL_DROPPED, R4_CHK_JOURNAL,
+	   "journal header (block {at}) named a transaction that cannot be "
+	   "replayed (tx head {from}): dropped, the header now names the last "
+	   "flushed one ({to})")
+
 /* the tree walk (check/tree.c) */
 CHK_M_ENUM(NODE_OUTSIDE, R4_CHK_NODE_BLOCK,
 	   "node pointer to block {at} (from {via}) is outside the usable "

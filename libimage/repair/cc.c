@@ -112,7 +112,7 @@ static int survey(struct r4_vol *vol, const struct r4_objref *ref,
 	struct tree_cursor c;
 	struct tree_item it;
 	struct fmt_key k;
-	struct ccitem *v = NULL, *nv;
+	struct ccitem *v = NULL;
 	size_t n = 0, cap = 0;
 	int rc, all = 1;
 
@@ -127,14 +127,9 @@ static int survey(struct r4_vol *vol, const struct r4_objref *ref,
 			all = 0;
 			break;
 		}
-		if (n == cap) {
-			cap = cap ? cap * 2 : 16;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				rc = r4i_fail(err, -ENOMEM, "out of memory");
-				break;
-			}
-			v = nv;
+		if (R4_RESERVE(v, cap, n + 1, 16)) {
+			rc = r4i_fail(err, -ENOMEM, "out of memory");
+			break;
 		}
 		v[n].off = fmt_key_offset(&it.key);
 		v[n].shift = it.body[0];
@@ -323,6 +318,89 @@ static unsigned root_or_default(const struct ccfix *f, int i, unsigned dflt)
 	return f->root_member[i] >= 0 ? (unsigned)f->root_member[i] : dflt;
 }
 
+/* A valid shift byte that is not the file's: set back (one op each).
+ * 1 when any is, 0 when none, -ENOMEM. */
+static int plan_shifts(struct ccfix *f, const struct r4_objref *ref,
+		       const struct ccitem *v, size_t n, unsigned shift)
+{
+	size_t before = f->n;
+
+	for (size_t i = 0; i < n; i++) {
+		struct ccop *p;
+
+		if (v[i].shift == shift ||
+		    (v[i].shift == FMT_CTAIL40_UNPREPPED && v[i].units == 1))
+			continue;
+		p = op_add(f, CC_SHIFT, R4_CHK_CLUSTER, ref);
+		if (!p)
+			return -ENOMEM;
+		p->val = v[i].off;
+		p->shift = shift;
+		p->was = v[i].shift;
+	}
+	return f->n > before;
+}
+
+/* A plugin set that the clusters contradict mended, or (sd NULL) a
+ * stat data made, with the size the last cluster gives. */
+static int plan_pset(struct ccfix *f, const struct r4_objref *ref,
+		     const struct obj_sd *sd, const uint64_t *cl, size_t ncl,
+		     unsigned shift, unsigned compress)
+{
+	uint64_t last = cl[ncl - 1];
+	int64_t ls = last_lsize(f, ref, shift, compress, last,
+				sd ? (uint64_t)1 << shift : 0);
+	struct ccop *p = op_add(f, sd ? CC_PSET : CC_MKSD, sd &&
+				sd->plugin == FMT_OBJ_CCREG40 ?
+				R4_CHK_CLUSTER : R4_CHK_BODY, ref);
+
+	if (!p)
+		return -ENOMEM;
+	p->shift = shift;
+	p->compress = compress;
+	p->was = sd ? sd->plugin : 0;
+	/* The bytes cannot tell: a whole cluster (the next round finds it
+	 * unreadable and zeroes it). */
+	p->val = (last << shift) + (ls > 0 ? (uint64_t)ls :
+				    (uint64_t)1 << shift);
+	p->bytes = (uint64_t)ncl << shift;
+	return 0;
+}
+
+/* A size the last cluster contradicts set; else every cluster that
+ * cannot be read zeroed. */
+static int plan_size_or_zero(struct ccfix *f, const struct r4_objref *ref,
+			     const struct obj_sd *sd, const uint64_t *cl,
+			     size_t ncl, unsigned shift, unsigned compress)
+{
+	uint64_t last = cl[ncl - 1], size = sd->st.size, blk;
+	uint64_t now = fmt_cluster_lsize(size, last, shift);
+	int64_t ls = last_lsize(f, ref, shift, compress, last, now);
+	struct ccop *p;
+
+	if (ls > 0 && (uint64_t)ls != now) {
+		p = op_add(f, CC_SIZE, R4_CHK_CLUSTER, ref);
+		if (!p)
+			return -ENOMEM;
+		p->val = (last << shift) + (uint64_t)ls;
+		p->old = size;
+		p->bytes = (uint64_t)ncl << shift;
+		return 0;
+	}
+	for (size_t i = 0; i < ncl; i++) {
+		if (cluster_reads(f, ref, shift, compress, cl[i], size, &blk))
+			continue;
+		p = op_add(f, CC_ZERO, R4_CHK_CLUSTER, ref);
+		if (!p)
+			return -ENOMEM;
+		p->shift = shift;
+		p->val = cl[i];
+		p->blk = blk;
+		p->lsize = fmt_cluster_lsize(size, cl[i], shift);
+	}
+	return 0;
+}
+
 /* Plan the mends of one file (sd NULL: it has none). */
 static int plan_file(struct ccfix *f, const struct r4_objref *ref,
 		     const struct obj_sd *sd)
@@ -330,12 +408,11 @@ static int plan_file(struct ccfix *f, const struct r4_objref *ref,
 	struct rep *R = f->R;
 	struct r4_error e = { 0, "", 0 };
 	struct ccitem *v = NULL;
-	uint64_t *cl = NULL, blk;
-	size_t n = 0, ncl = 0, before;
+	uint64_t *cl = NULL;
+	size_t n = 0, ncl = 0;
 	struct obj_cc cc;
-	int have_cc = 0, rc, pset_ok;
+	int have_cc = 0, rc;
 	unsigned shift, compress;
-	struct ccop *p;
 
 	if (sd && sd->plugin == FMT_OBJ_CCREG40 &&
 	    !obj_cc_params(R->vol, ref, sd, &cc, &e))
@@ -346,86 +423,30 @@ static int plan_file(struct ccfix *f, const struct r4_objref *ref,
 						"for the repair") : 0;
 	rc = 0;
 	shift = best_shift(v, n, have_cc ? cc.shift : 0);
-	if (!shift) {
-		if (!have_cc)
-			goto out;	/* nothing tells the cluster size */
+	if (!shift && !have_cc)
+		goto out;	/* nothing tells the cluster size */
+	if (!shift)
 		shift = cc.shift;
-	}
-	/* A valid shift byte that is not the file's: set back. */
-	before = f->n;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].shift == shift ||
-		    (v[i].shift == FMT_CTAIL40_UNPREPPED && v[i].units == 1))
-			continue;
-		p = op_add(f, CC_SHIFT, R4_CHK_CLUSTER, ref);
-		if (!p)
-			goto nomem;
-		p->val = v[i].off;
-		p->shift = shift;
-		p->was = v[i].shift;
-	}
-	if (f->n > before)
-		goto out;
+	rc = plan_shifts(f, ref, v, n, shift);
+	if (rc)
+		goto out;	/* shift bytes set back first */
 	cl = clusters_of(v, n, shift, &ncl);
-	if (!cl)
-		goto nomem;
+	if (!cl) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	compress = best_compress(f, ref, shift, cl, ncl,
 				 have_cc ? (int)cc.compress : -1);
-	pset_ok = have_cc && cc.shift == shift && cc.compress == compress;
-	if (!sd || !pset_ok) {
-		uint64_t last = cl[ncl - 1];
-		int64_t ls = last_lsize(f, ref, shift, compress, last,
-					sd ? (uint64_t)1 << shift : 0);
-
-		p = op_add(f, sd ? CC_PSET : CC_MKSD, sd &&
-			   sd->plugin == FMT_OBJ_CCREG40 ? R4_CHK_CLUSTER :
-			   R4_CHK_BODY, ref);
-		if (!p)
-			goto nomem;
-		p->shift = shift;
-		p->compress = compress;
-		p->was = sd ? sd->plugin : 0;
-		/* The bytes cannot tell: a whole cluster (the next round
-		 * finds it unreadable and zeroes it). */
-		p->val = (last << shift) + (ls > 0 ? (uint64_t)ls :
-					    (uint64_t)1 << shift);
-		p->bytes = (uint64_t)ncl << shift;
-		goto out;
-	}
-	{
-		uint64_t last = cl[ncl - 1], size = sd->st.size;
-		uint64_t now = fmt_cluster_lsize(size, last, shift);
-		int64_t ls = last_lsize(f, ref, shift, compress, last, now);
-
-		if (ls > 0 && (uint64_t)ls != now) {
-			p = op_add(f, CC_SIZE, R4_CHK_CLUSTER, ref);
-			if (!p)
-				goto nomem;
-			p->val = (last << shift) + (uint64_t)ls;
-			p->old = size;
-			p->bytes = (uint64_t)ncl << shift;
-			goto out;
-		}
-		for (size_t i = 0; i < ncl; i++) {
-			if (cluster_reads(f, ref, shift, compress, cl[i], size,
-					  &blk))
-				continue;
-			p = op_add(f, CC_ZERO, R4_CHK_CLUSTER, ref);
-			if (!p)
-				goto nomem;
-			p->shift = shift;
-			p->val = cl[i];
-			p->blk = blk;
-			p->lsize = fmt_cluster_lsize(size, cl[i], shift);
-		}
-	}
+	if (!sd || !have_cc || cc.shift != shift || cc.compress != compress)
+		rc = plan_pset(f, ref, sd, cl, ncl, shift, compress);
+	else
+		rc = plan_size_or_zero(f, ref, sd, cl, ncl, shift, compress);
 out:
 	free(v);
 	free(cl);
-	return rc;
-nomem:
-	rc = r4i_fail(R->err, -ENOMEM, "out of memory for the repair");
-	goto out;
+	if (rc < 0)
+		return r4i_fail(R->err, -ENOMEM, "out of memory for the repair");
+	return 0;
 }
 
 /* ---- making the changes ---- */

@@ -61,7 +61,7 @@ struct kop {
 					 * object id chosen when applied) */
 	const char *why;
 	struct kname *names;		/* KOP_FRESH: entries to repoint */
-	size_t nnames;
+	size_t nnames, ncap;
 	char *entry;			/* KOP_NAME: the entry naming K */
 	uint64_t entry_dir;
 	/* what the move did (set when applied) */
@@ -294,10 +294,8 @@ static int names_of(struct kplan *p, struct kop *o, const struct fmt_key *k)
 		d = chk_oid_find(c, p->byoid, e->dir);
 		if (d == CHK_NONE || !is_dir(&c->objs[d]))
 			continue;	/* the object pass removes it */
-		nv = realloc(o->names, (o->nnames + 1) * sizeof(*nv));
-		if (!nv)
+		if (R4_RESERVE(o->names, o->ncap, o->nnames + 1, 4))
 			return -ENOMEM;
-		o->names = nv;
 		nv = &o->names[o->nnames];
 		memset(nv, 0, sizeof(*nv));
 		rc = rep_entry_name(c, e, &nv->name, &nv->len);
@@ -350,72 +348,74 @@ static const char *keep_why(const struct kplan *p, uint32_t keep, uint32_t t)
 	return "both fit; the first in key order";
 }
 
-/* Stat data put back under the key an entry gives (or the entry
- * pointed at the stat data, when its key is the damaged one). */
-static int plan_names(struct kplan *p)
+/* The keys entries point at that no stat data has, sorted (el[3]: the
+ * entry's index); NULL without memory. */
+static struct fmt_key *unnamed_keys(const struct chk *c, size_t *ns)
 {
-	struct chk *c = &p->R->c;
 	struct fmt_key *seen = malloc((c->nents ? c->nents : 1) * sizeof(*seen));
-	size_t ns = 0;
-	int rc = 0;
 
+	*ns = 0;
 	if (!seen)
-		return -ENOMEM;
-	/* The keys entries point at that no stat data has, once each. */
+		return NULL;
 	for (size_t j = 0; j < c->nents; j++) {
 		const struct chk_ent *e = &c->ents[j];
 
 		if (e->flags || chk_obj_find(c, e->t0, e->t1, e->t2) != CHK_NONE)
 			continue;
-		seen[ns].el[0] = e->t0;
-		seen[ns].el[1] = e->t1;
-		seen[ns].el[2] = e->t2;
-		seen[ns++].el[3] = j;
+		seen[*ns].el[0] = e->t0;
+		seen[*ns].el[1] = e->t1;
+		seen[*ns].el[2] = e->t2;
+		seen[(*ns)++].el[3] = j;
 	}
-	if (ns)
-		qsort(seen, ns, sizeof(*seen), key_cmp3);
-	for (size_t i = 0; i < ns && !rc; i++) {
-		struct fmt_key K = seen[i];
-		const struct chk_ent *e = &c->ents[K.el[3]];
-		const char *why = NULL;
-		uint32_t s = CHK_NONE;
-		struct kop *o;
-		int entry = 0;
+	if (*ns)
+		qsort(seen, *ns, sizeof(*seen), key_cmp3);
+	return seen;
+}
 
-		if (i && !key_cmp3(&seen[i - 1], &K))
-			continue;
-		K.el[3] = 0;
-		if (candidates(p, &K, &s, &why, &entry) != 1)
-			continue;
-		/* A stat data two keys could take: none. */
-		for (size_t k = 0; k < p->n; k++)
-			if (p->v[k].obj == s) {
-				p->v[k].why = NULL;
-				s = CHK_NONE;
-			}
-		if (s == CHK_NONE)
-			continue;
-		o = kop_add(p);
-		if (!o)
-			return -ENOMEM;
-		o->kind = entry ? KOP_ENTRY : KOP_NAME;
-		o->obj = s;
-		obj_sdkey(&c->objs[s], &o->from);
-		o->to = K;
-		o->why = why;
-		o->entry_dir = e->dir;
-		{
-			size_t len = 0;
+/* The move that gives stat-data key K, which entry e names, to the one
+ * stat data that fits it (none when two keys could take that one: the
+ * earlier move is cleared too). */
+static int plan_name(struct kplan *p, const struct fmt_key *K,
+		     const struct chk_ent *e)
+{
+	struct chk *c = &p->R->c;
+	const char *why = NULL;
+	uint32_t s = CHK_NONE;
+	struct kop *o;
+	size_t len = 0;
+	int entry = 0, rc;
 
-			rc = rep_entry_name(c, e, &o->entry, &len);
+	if (candidates(p, K, &s, &why, &entry) != 1)
+		return 0;
+	for (size_t k = 0; k < p->n; k++)
+		if (p->v[k].obj == s) {
+			p->v[k].why = NULL;
+			s = CHK_NONE;
 		}
-		if (rc == -ENOMEM)
-			break;
-		rc = entry ? names_of(p, o, &K) : 0;
-	}
-	free(seen);
-	/* Drop the ones found twice (why cleared). */
-	for (size_t i = 0, k = 0; i < p->n && !rc; i++) {
+	if (s == CHK_NONE)
+		return 0;
+	o = kop_add(p);
+	if (!o)
+		return -ENOMEM;
+	o->kind = entry ? KOP_ENTRY : KOP_NAME;
+	o->obj = s;
+	obj_sdkey(&c->objs[s], &o->from);
+	o->to = *K;
+	o->why = why;
+	o->entry_dir = e->dir;
+	rc = rep_entry_name(c, e, &o->entry, &len);
+	if (rc == -ENOMEM)
+		return rc;
+	return entry ? names_of(p, o, K) : 0;
+}
+
+/* The moves found twice (why cleared) dropped; the others' objects
+ * marked moved. */
+static void drop_cleared(struct kplan *p)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < p->n; i++) {
 		if (p->v[i].why) {
 			p->v[k++] = p->v[i];
 			p->fit[p->v[i].obj] |= FIT_MOVED;
@@ -425,9 +425,34 @@ static int plan_names(struct kplan *p)
 			free(p->v[i].names);
 			free(p->v[i].entry);
 		}
-		if (i + 1 == p->n)
-			p->n = k;
 	}
+	p->n = k;
+}
+
+/* Stat data put back under the key an entry gives (or the entry
+ * pointed at the stat data, when its key is the damaged one). */
+static int plan_names(struct kplan *p)
+{
+	struct chk *c = &p->R->c;
+	size_t ns;
+	struct fmt_key *seen = unnamed_keys(c, &ns);
+	int rc = 0;
+
+	if (!seen)
+		return -ENOMEM;
+	/* each key once */
+	for (size_t i = 0; i < ns && !rc; i++) {
+		struct fmt_key K = seen[i];
+		const struct chk_ent *e = &c->ents[K.el[3]];
+
+		if (i && !key_cmp3(&seen[i - 1], &K))
+			continue;
+		K.el[3] = 0;
+		rc = plan_name(p, &K, e);
+	}
+	free(seen);
+	if (!rc)
+		drop_cleared(p);
 	return rc;
 }
 

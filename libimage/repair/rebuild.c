@@ -16,7 +16,8 @@
  * (nodes and items dropped) is reported. The object and space passes
  * then finish: entries to lost objects, lost+found, nlink, bitmaps.
  * The items are gathered in rebuild_take.c, their keys mended in
- * rebuild_keys.c (the state both share: rebuild.h); this file mends the
+ * rebuild_keys.c and the root's stat data made in rebuild_root.c (the
+ * state they share: rebuild.h); this file mends the
  * boundaries between files, fills the breaks and builds the tree. */
 #include "config.h"
 #include <errno.h>
@@ -105,6 +106,93 @@ static int shift_bytes(struct ritem *from, struct ritem *to, size_t e,
 	return 0;
 }
 
+/* The tail items that came from a node, sorted by that node's block and
+ * their place in it (for node_item), or NULL without memory. */
+static struct nodepos *tail_positions(const struct rb *b, size_t *nn)
+{
+	struct nodepos *np = malloc((b->n ? b->n : 1) * sizeof(*np));
+
+	*nn = 0;
+	if (!np)
+		return NULL;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->it[i].pid == FMT_ITEM_TAIL40 && b->it[i].blk) {
+			np[*nn].blk = b->it[i].blk;
+			np[*nn].idx = b->it[i].idx;
+			np[(*nn)++].i = i;
+		}
+	if (*nn)
+		qsort(np, *nn, sizeof(*np), nodepos_cmp);
+	return np;
+}
+
+/* The tail item beside item p in its node (before it, else after it:
+ * *front = 1) that misses exactly e bytes of its body, or SIZE_MAX. */
+static size_t boundary_neighbour(const struct rb *b, const struct nodepos *np,
+				 size_t nn, const struct ritem *p, uint64_t e,
+				 int *front)
+{
+	uint32_t bs = b->R->c.bs;
+
+	for (int side = 0; side < 2 && p->blk; side++) {
+		const struct ritem *q;
+		size_t j;
+
+		if (side == 0 && !p->idx)
+			continue;
+		j = node_item(np, nn, p->blk, side ? p->idx + 1 : p->idx - 1);
+		if (j == SIZE_MAX)
+			continue;
+		q = &b->it[j];
+		if (q->pid == FMT_ITEM_TAIL40 &&
+		    want_end(b, j) > rb_item_end(q, bs) &&
+		    want_end(b, j) - rb_item_end(q, bs) == e) {
+			*front = side;
+			return j;
+		}
+	}
+	return SIZE_MAX;
+}
+
+/* Move the e bytes item p holds past its body to its neighbour q in
+ * the node, which misses them (reported). */
+static int move_boundary(struct rb *b, struct ritem *p, struct ritem *q,
+			 uint64_t e, int front)
+{
+	int rc = shift_bytes(p, q, (size_t)e, front);
+
+	if (rc)
+		return rc;
+	b->bytes_moved += e;
+	rep_action(b->R, R4_CHK_DKEY, p->blk, fmt_key_objectid(&p->key),
+		   R4_LOSS_NONE, 0, "block %llu items %u and %u: %llu bytes "
+		   "at the boundary of their bodies belong to the %s item "
+		   "(a damaged item offset): moved there",
+		   (unsigned long long)p->blk, front ? p->idx : q->idx,
+		   front ? q->idx : p->idx, (unsigned long long)e,
+		   front ? "second" : "first");
+	return 0;
+}
+
+/* Cut from item i the bytes want..end-1 that the next item of its body
+ * holds too (reported); past the last item the size follows instead. */
+static void cut_held_twice(struct rb *b, size_t i, uint64_t want, uint64_t end)
+{
+	struct ritem *p = &b->it[i];
+	size_t j;
+
+	for (j = i + 1; j < b->n && b->it[j].pid == DROPPED; j++)
+		;
+	if (j == b->n || !rb_same_body(p, &b->it[j]))
+		return;
+	rep_action(b->R, R4_CHK_DKEY, p->blk, fmt_key_objectid(&p->key),
+		   R4_LOSS_NONE, 0, "file %llx: bytes %llu..%llu held "
+		   "by two items: the later item's kept",
+		   (unsigned long long)fmt_key_objectid(&p->key),
+		   (unsigned long long)want, (unsigned long long)(end - 1));
+	p->len -= (size_t)(end - want);
+}
+
 /* Tail items that reach past where their body goes on (the next item
  * of the object, or the size after the last one): a damaged item
  * offset in their node moved the boundary between two bodies, so the
@@ -114,24 +202,16 @@ static int shift_bytes(struct ritem *from, struct ritem *to, size_t e,
 static int mend_bounds(struct rb *b)
 {
 	uint32_t bs = b->R->c.bs;
-	struct nodepos *np = malloc((b->n ? b->n : 1) * sizeof(*np));
-	size_t nn = 0;
+	size_t nn;
+	struct nodepos *np = tail_positions(b, &nn);
 	int rc = 0;
 
 	if (!np)
 		return -ENOMEM;
-	for (size_t i = 0; i < b->n; i++)
-		if (b->it[i].pid == FMT_ITEM_TAIL40 && b->it[i].blk) {
-			np[nn].blk = b->it[i].blk;
-			np[nn].idx = b->it[i].idx;
-			np[nn++].i = i;
-		}
-	if (nn)
-		qsort(np, nn, sizeof(*np), nodepos_cmp);
 	for (size_t i = 0; i < b->n && !rc; i++) {
-		struct ritem *p = &b->it[i], *q;
-		uint64_t at = fmt_key_offset(&p->key), end, want, e;
-		size_t j, nb = SIZE_MAX;
+		struct ritem *p = &b->it[i];
+		uint64_t at = fmt_key_offset(&p->key), end, want;
+		size_t nb;
 		int front = 0;
 
 		if (p->pid != FMT_ITEM_TAIL40)
@@ -140,55 +220,11 @@ static int mend_bounds(struct rb *b)
 		want = want_end(b, i);
 		if (want <= at || end <= want)
 			continue;
-		e = end - want;
-		/* The neighbour that misses exactly e bytes. */
-		for (int side = 0; side < 2 && nb == SIZE_MAX && p->blk; side++) {
-			if (side == 0 && !p->idx)
-				continue;
-			j = node_item(np, nn, p->blk, side ? p->idx + 1 :
-				      p->idx - 1);
-			if (j == SIZE_MAX)
-				continue;
-			q = &b->it[j];
-			if (q->pid == FMT_ITEM_TAIL40 &&
-			    want_end(b, j) > rb_item_end(q, bs) &&
-			    want_end(b, j) - rb_item_end(q, bs) == e) {
-				nb = j;
-				front = side;
-			}
-		}
-		if (nb != SIZE_MAX) {
-			q = &b->it[nb];
-			rc = shift_bytes(p, q, (size_t)e, front);
-			if (!rc)
-				b->bytes_moved += e;
-			if (!rc)
-				rep_action(b->R, R4_CHK_DKEY, p->blk,
-					   fmt_key_objectid(&p->key),
-					   R4_LOSS_NONE, 0, "block %llu items "
-					   "%u and %u: %llu bytes at the "
-					   "boundary of their bodies belong to "
-					   "the %s item (a damaged item offset): "
-					   "moved there",
-					   (unsigned long long)p->blk,
-					   front ? p->idx : q->idx,
-					   front ? q->idx : p->idx,
-					   (unsigned long long)e, front ?
-					   "second" : "first");
-			continue;
-		}
-		/* Bytes the next item holds too: cut here. */
-		for (j = i + 1; j < b->n && b->it[j].pid == DROPPED; j++)
-			;
-		if (j == b->n || !rb_same_body(p, &b->it[j]))
-			continue;	/* past the size: the size follows */
-		rep_action(b->R, R4_CHK_DKEY, p->blk, fmt_key_objectid(&p->key),
-			   R4_LOSS_NONE, 0, "file %llx: bytes %llu..%llu held "
-			   "by two items: the later item's kept",
-			   (unsigned long long)fmt_key_objectid(&p->key),
-			   (unsigned long long)want,
-			   (unsigned long long)(end - 1));
-		p->len -= (size_t)e;
+		nb = boundary_neighbour(b, np, nn, p, end - want, &front);
+		if (nb != SIZE_MAX)
+			rc = move_boundary(b, p, &b->it[nb], end - want, front);
+		else
+			cut_held_twice(b, i, want, end);
 	}
 	free(np);
 	return rc;
@@ -442,118 +478,172 @@ int rep_bounds_shifted(struct rep *R)
 	return found;
 }
 
-int rep_rebuild_tree(struct rep *R, int *changed)
+/* Phase 1: every item that verifies, from the nodes the walk from the
+ * root reaches and from the scan of the used blocks no one reaches,
+ * sorted by key. */
+static int gather(struct rb *b)
 {
-	struct rb b = { .R = R };
+	struct rep *R = b->R;
 	struct chk *c = &R->c;
-	size_t k = 0;
-	uint64_t dup = 0;
-	int rc, moved = 0;
+	int rc;
 
-	b.v.vol = R->vol;
-	b.v.rep = &b.vrep;
-	b.v.err = R->err;
-	b.buf = malloc(c->bs);
-	rc = b.buf ? chk_setup(&b.v) : -ENOMEM;
+	b->v.vol = R->vol;
+	b->v.rep = &b->vrep;
+	b->v.err = R->err;
+	b->buf = malloc(c->bs);
+	rc = b->buf ? chk_setup(&b->v) : -ENOMEM;
 	if (!rc)
-		rc = rep_named_keys(R, &b.named, &b.nnamed);
+		rc = rep_named_keys(R, &b->named, &b->nnamed);
 	if (!rc)
-		rc = chk_map_init(&b.seen, c->blocks, c->used.chunk_bits);
+		rc = chk_map_init(&b->seen, c->blocks, c->used.chunk_bits);
 	if (!rc)
-		rc = rb_walk(&b, R->vol->sb.root_block, R->vol->sb.tree_height,
-			  NULL);
+		rc = rb_walk(b, R->vol->sb.root_block, R->vol->sb.tree_height,
+			     NULL);
 	if (!rc)
-		rc = rb_scan(&b);
-	if (!rc && b.n)
-		qsort(b.it, b.n, sizeof(*b.it), rb_item_cmp);
-	/* Second copies of a key go (on failure every item is kept, so
-	 * that all of them are freed below). */
-	for (size_t i = 0; i < b.n && !rc; i++) {
-		if (k && !fmt_key_cmp(&b.it[k - 1].key, &b.it[i].key)) {
-			free(b.it[i].body);
-			dup++;
+		rc = rb_scan(b);
+	if (!rc && b->n)
+		qsort(b->it, b->n, sizeof(*b->it), rb_item_cmp);
+	return rc;
+}
+
+/* Second copies of a key in the sorted items go: the first found
+ * stays, counted in *dup. */
+static void drop_second_copies(struct rb *b, uint64_t *dup)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		if (k && !fmt_key_cmp(&b->it[k - 1].key, &b->it[i].key)) {
+			free(b->it[i].body);
+			(*dup)++;
 			continue;
 		}
-		b.it[k++] = b.it[i];
+		b->it[k++] = b->it[i];
 	}
-	if (!rc)
-		b.n = k;
-	if (!rc)
-		rc = rb_root_sd(&b);
-	if (!rc && b.n)
-		qsort(b.it, b.n, sizeof(*b.it), rb_item_cmp);
-	if (!rc)
-		rc = rb_mend_keys(&b);
-	if (!rc && b.n)
-		qsort(b.it, b.n, sizeof(*b.it), rb_item_cmp);
-	/* A mended key may meet another item's: the first found stays. */
-	for (size_t i = 1, last = 0; i < b.n && !rc; i++) {
-		if (b.it[i].pid == DROPPED)
+	b->n = k;
+}
+
+/* A mended key may meet another item's: of the sorted items with one
+ * key the first found stays, the others are marked dropped. */
+static void drop_met_keys(struct rb *b, uint64_t *dup)
+{
+	for (size_t i = 1, last = 0; i < b->n; i++) {
+		if (b->it[i].pid == DROPPED)
 			continue;
-		if (b.it[last].pid != DROPPED &&
-		    !fmt_key_cmp(&b.it[last].key, &b.it[i].key)) {
-			b.it[i].pid = DROPPED;
-			dup++;
+		if (b->it[last].pid != DROPPED &&
+		    !fmt_key_cmp(&b->it[last].key, &b->it[i].key)) {
+			b->it[i].pid = DROPPED;
+			(*dup)++;
 			continue;
 		}
 		last = i;
 	}
+}
+
+/* Phase 2: the keys mended (the root's stat data, keys, compressed
+ * tails, far and orphan items), then the boundaries between bodies and
+ * the breaks in them; the items sorted again after each step that
+ * moves keys. */
+static int mend(struct rb *b, uint64_t *dup)
+{
+	int moved = 0;
+	int rc = rb_root_sd(b);
+
+	if (!rc && b->n)
+		qsort(b->it, b->n, sizeof(*b->it), rb_item_cmp);
 	if (!rc)
-		rc = rb_mend_ctails(&b, &moved);
+		rc = rb_mend_keys(b);
+	if (!rc && b->n)
+		qsort(b->it, b->n, sizeof(*b->it), rb_item_cmp);
+	if (!rc)
+		drop_met_keys(b, dup);
+	if (!rc)
+		rc = rb_mend_ctails(b, &moved);
 	if (!rc && moved)
-		qsort(b.it, b.n, sizeof(*b.it), rb_item_cmp);
+		qsort(b->it, b->n, sizeof(*b->it), rb_item_cmp);
 	if (!rc)
-		rc = rb_place_far(&b, &moved);
+		rc = rb_place_far(b, &moved);
 	if (!rc)
-		rc = rb_rekey_orphans(&b, &moved);
+		rc = rb_rekey_orphans(b, &moved);
 	if (!rc && moved)
-		qsort(b.it, b.n, sizeof(*b.it), rb_item_cmp);
+		qsort(b->it, b->n, sizeof(*b->it), rb_item_cmp);
 	if (!rc)
-		rc = mend_bounds(&b);
+		rc = mend_bounds(b);
 	if (!rc)
-		rc = fill_gaps(&b);
-	for (size_t i = 0, j = 0; i < b.n && !rc; i++) {
-		if (b.it[i].pid == DROPPED)
-			free(b.it[i].body);
+		rc = fill_gaps(b);
+	return rc;
+}
+
+/* The items marked dropped freed and taken out; the rest sorted for
+ * the build. */
+static void compact(struct rb *b)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->it[i].pid == DROPPED)
+			free(b->it[i].body);
 		else
-			b.it[j++] = b.it[i];
-		if (i + 1 == b.n)
-			b.n = j;
+			b->it[j++] = b->it[i];
 	}
-	if (!rc && b.n)
-		qsort(b.it, b.n, sizeof(*b.it), rb_item_cmp);
+	b->n = j;
+	if (b->n)
+		qsort(b->it, b->n, sizeof(*b->it), rb_item_cmp);
+}
+
+/* The rebuild's counts added to the run's and its one-line summary. */
+static void report(struct rb *b, uint64_t dup)
+{
+	struct rep *R = b->R;
+
+	R->r->items_dropped += b->items_dropped + dup;
+	R->r->bytes_dropped += b->bytes_dropped;
+	R->r->bytes_moved += b->bytes_moved;
+	R->r->nodes_dropped += b->nodes_dropped;
+	rep_action(R, R4_CHK_NODE, R->vol->sb.root_block, 0,
+		   b->items_dropped + dup ? R4_LOSS_ITEMS : R4_LOSS_NONE,
+		   b->items_dropped + dup, "storage tree rebuilt "
+		   "(new root %llu) from %zu items of %llu nodes "
+		   "(%llu found by a scan of unreachable used blocks, "
+		   "%llu damaged ones taken item by item); %llu nodes "
+		   "and %llu items dropped (%llu of them second copies "
+		   "of a key); %llu item body offsets and %llu keys "
+		   "mended, %llu item plugin ids set back; the old "
+		   "nodes taken freed (%llu)",
+		   (unsigned long long)R->vol->sb.root_block, b->n,
+		   (unsigned long long)(b->nodes_kept + b->scanned +
+					b->nodes_salvaged),
+		   (unsigned long long)b->scanned,
+		   (unsigned long long)b->nodes_salvaged,
+		   (unsigned long long)b->nodes_dropped,
+		   (unsigned long long)(b->items_dropped + dup),
+		   (unsigned long long)dup,
+		   (unsigned long long)b->offsets_mended,
+		   (unsigned long long)b->mended,
+		   (unsigned long long)b->pids_mended,
+		   (unsigned long long)b->freed);
+}
+
+int rep_rebuild_tree(struct rep *R, int *changed)
+{
+	struct rb b = { .R = R };
+	uint64_t dup = 0;
+	int rc = gather(&b);
+
+	/* on failure every item is kept, so that all of them are freed */
 	if (!rc)
+		drop_second_copies(&b, &dup);
+	if (!rc)
+		rc = mend(&b, &dup);
+	if (!rc) {
+		compact(&b);
 		rc = build(&b, R->err);
+	}
 	if (rc == -ENOMEM)
 		rc = r4i_fail(R->err, rc, "out of memory for the tree rebuild");
 	if (!rc) {
 		*changed = 1;
-		R->r->items_dropped += b.items_dropped + dup;
-		R->r->bytes_dropped += b.bytes_dropped;
-		R->r->bytes_moved += b.bytes_moved;
-		R->r->nodes_dropped += b.nodes_dropped;
-		rep_action(R, R4_CHK_NODE, R->vol->sb.root_block, 0,
-			   b.items_dropped + dup ? R4_LOSS_ITEMS : R4_LOSS_NONE,
-			   b.items_dropped + dup, "storage tree rebuilt "
-			   "(new root %llu) from %zu items of %llu nodes "
-			   "(%llu found by a scan of unreachable used blocks, "
-			   "%llu damaged ones taken item by item); %llu nodes "
-			   "and %llu items dropped (%llu of them second copies "
-			   "of a key); %llu item body offsets and %llu keys "
-			   "mended, %llu item plugin ids set back; the old "
-			   "nodes taken freed (%llu)",
-			   (unsigned long long)R->vol->sb.root_block, b.n,
-			   (unsigned long long)(b.nodes_kept + b.scanned +
-						b.nodes_salvaged),
-			   (unsigned long long)b.scanned,
-			   (unsigned long long)b.nodes_salvaged,
-			   (unsigned long long)b.nodes_dropped,
-			   (unsigned long long)(b.items_dropped + dup),
-			   (unsigned long long)dup,
-			   (unsigned long long)b.offsets_mended,
-			   (unsigned long long)b.mended,
-			   (unsigned long long)b.pids_mended,
-			   (unsigned long long)b.freed);
+		report(&b, dup);
 	}
 	for (size_t i = 0; i < b.n; i++)
 		free(b.it[i].body);

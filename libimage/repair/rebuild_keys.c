@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: the tree rebuild, mending keys (rebuild.c says what the
- * rebuild does): the root directory's stat data made anew when no item
- * holds it, stat data and bodies whose keys a damaged element moved put
- * back, ctail40 items set back on their cluster's line, bodies that fit
+ * rebuild does): stat data and bodies whose keys a damaged element
+ * moved put back, ctail40 items set back on their cluster's line, bodies that fit
  * nowhere given a fresh object for /lost+found. */
 #include "config.h"
 #include <errno.h>
@@ -25,71 +24,6 @@ int rb_item_cmp(const void *x, const void *y)
 	int r = fmt_key_cmp(&a->key, &b->key);
 
 	return r ? r : a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-/* The root directory's stat data, when no item holds it or the one that
- * does is not a directory's. */
-int rb_root_sd(struct rb *b)
-{
-	struct chk *c = &b->R->c;
-	struct r4_vol *vol = c->vol;
-	struct fmt_backup bk;
-	struct fmt_stat st;
-	struct fmt_key k;
-	uint8_t body[512];
-	size_t len;
-	int rc, root_bad = 0;
-
-	k.el[0] = (FMT_ROOT_LOCALITY << 4) | FMT_KEY_SD;
-	k.el[1] = 0;
-	k.el[2] = FMT_ROOT_OID;
-	k.el[3] = 0;
-	for (size_t i = 0; i < b->n; i++) {
-		struct ritem *p = &b->it[i];
-
-		if (fmt_key_cmp(&p->key, &k) || p->pid != FMT_ITEM_STAT40)
-			continue;
-		/* A root that is not a directory (a damaged mode) cannot
-		 * be mended from the objects' side: made anew. */
-		if (!fmt_stat_decode(p->body, p->len, &st) &&
-		    (st.mask & (1u << FMT_SDEXT_LW)) &&
-		    (st.mode & 0170000) == 0040000)
-			return 0;
-		p->pid = DROPPED;
-		b->items_dropped++;
-		root_bad = 1;
-	}
-	memset(&st, 0, sizeof(st));
-	st.mask = (1u << FMT_SDEXT_LW) | (1u << FMT_SDEXT_UNIX);
-	st.mode = 040755;
-	st.nlink = 2;
-	st.size = 0;
-	if (!vol_read_block(vol, fmt_blk_backup0(c->bs), b->buf,
-			    "backup block", NULL)) {
-		fmt_backup_decode(b->buf, &bk);
-		if (bk.has_pset) {
-			st.mask |= 1u << FMT_SDEXT_PSET;
-			for (unsigned i = FMT_PSET_PERM; i < FMT_PSET_COUNT;
-			     i++) {
-				st.pset.member[st.pset.count] = (uint16_t)i;
-				st.pset.id[st.pset.count++] =
-					(uint16_t)bk.pset[i];
-			}
-		}
-	}
-	rc = fmt_stat_size(&st, &len);
-	if (!rc && len <= sizeof(body))
-		rc = fmt_stat_encode(&st, body, len);
-	if (rc)
-		return rc;
-	rc = rb_push(b, &k, FMT_ITEM_STAT40, body, len);
-	if (!rc)
-		rep_action(b->R, R4_CHK_SD, R4_CHECK_NO_BLOCK, FMT_ROOT_OID,
-			   R4_LOSS_NONE, 0, "the root directory's stat data "
-			   "was %s: made anew (mode 0755%s)", root_bad ?
-			   "not a directory's" : "lost", bk.has_pset ?
-			   ", plugin set from the backup copy" : "");
-	return rc;
 }
 
 /* File offset one past item p's last byte (tails and extents; of a
@@ -364,90 +298,94 @@ static int named_body(const struct rb *b, const struct fmt_key *k)
 				    sizeof(*b->named), key3_cmp);
 }
 
-int rb_mend_keys(struct rb *b)
+/* The stat data items (whole keys) of the sorted items, sorted by
+ * object id; NULL without memory. */
+static struct sdref *stat_refs(const struct rb *b, size_t *nsd)
 {
-	uint32_t bs = b->R->c.bs;
-	struct fmt_key sdk, body, got;
-	char was[FMT_KEY_STR_MAX], now[FMT_KEY_STR_MAX];
 	struct sdref *sds = malloc((b->n ? b->n : 1) * sizeof(*sds));
-	struct mend *m = malloc((b->n ? b->n : 1) * sizeof(*m));
-	size_t nsd = 0, nm = 0;
 
-	if (!sds || !m) {
-		free(sds);
-		free(m);
-		return -ENOMEM;
-	}
+	*nsd = 0;
+	if (!sds)
+		return NULL;
 	for (size_t j = 0; j < b->n; j++)
 		if (b->it[j].pid == FMT_ITEM_STAT40 && !b->it[j].key.el[3]) {
-			sds[nsd].oid = fmt_key_objectid(&b->it[j].key);
-			sds[nsd++].i = j;
+			sds[*nsd].oid = fmt_key_objectid(&b->it[j].key);
+			sds[(*nsd)++].i = j;
 		}
-	if (nsd)
-		qsort(sds, nsd, sizeof(*sds), sdref_cmp);
-	for (size_t i = 0; i < b->n; i++) {
-		struct ritem *p = &b->it[i];
-		uint64_t oid = fmt_key_objectid(&p->key);
-		size_t lo = 0, hi = nsd, found = 0, sd = SIZE_MAX;
-		const char *by = "";
+	if (*nsd)
+		qsort(sds, *nsd, sizeof(*sds), sdref_cmp);
+	return sds;
+}
 
-		if (!is_body(p->pid) || named_body(b, &p->key))
-			continue;
-		sdk = p->key;
-		sdk.el[0] = (fmt_key_locality(&p->key) << 4) | FMT_KEY_SD;
-		sdk.el[3] = 0;
-		if (fmt_key_type(&p->key) == FMT_KEY_BODY &&
-		    find_sd(b, &sdk) != SIZE_MAX && !p->suspect)
-			continue;
-		/* The objects with its object id. */
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
+/* The objects body item i may be the missing piece of: those with its
+ * object id, then (large keys: short ones hold no ordering) those with
+ * its locality and ordering. The count found (stopping at 2), the last
+ * one's key and what it shares in *out. */
+static unsigned key_candidates(const struct rb *b, size_t i,
+			       const struct sdref *sds, size_t nsd,
+			       const struct mend *m, size_t nm,
+			       struct mend *out)
+{
+	const struct ritem *p = &b->it[i];
+	uint64_t oid = fmt_key_objectid(&p->key);
+	size_t lo = 0, hi = nsd, sd = SIZE_MAX;
+	struct fmt_key sdk = p->key, got;
+	unsigned found = 0;
 
-			if (sds[mid].oid < oid)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (; lo < nsd && sds[lo].oid == oid && found < 2; lo++) {
-			if (fits(b, p, &b->it[sds[lo].i], m, nm, &got))
-				continue;
-			found++;
-			body = got;
-			sd = sds[lo].i;
-			by = "object id";
-		}
-		/* The objects with its locality and ordering (large keys:
-		 * short ones hold no ordering). */
-		if (p->key.el[1]) {
-			sdk.el[2] = 0;
-			for (size_t j = lower_bound(b, &sdk);
-			     j < b->n && found < 2 &&
-			     b->it[j].key.el[0] == sdk.el[0] &&
-			     b->it[j].key.el[1] == sdk.el[1]; j++) {
-				if (j == sd || b->it[j].key.el[3] ||
-				    fits(b, p, &b->it[j], m, nm, &got))
-					continue;
-				found++;
-				body = got;
-				sd = j;
-				by = "locality and ordering";
-			}
-		}
-		if (found != 1) {
-			if (p->suspect) {
-				b->bytes_dropped += rb_item_end(p, bs) -
-						    fmt_key_offset(&p->key);
-				p->pid = DROPPED;
-				b->items_dropped++;
-			}
-			continue;
-		}
-		m[nm].i = i;
-		m[nm].by = by;
-		m[nm].key = body;
-		m[nm].at = fmt_key_offset(&p->key);
-		m[nm++].end = rb_item_end(p, bs);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sds[mid].oid < oid)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	for (; lo < nsd && sds[lo].oid == oid && found < 2; lo++) {
+		if (fits(b, p, &b->it[sds[lo].i], m, nm, &got))
+			continue;
+		found++;
+		out->key = got;
+		sd = sds[lo].i;
+		out->by = "object id";
+	}
+	if (!p->key.el[1])
+		return found;
+	sdk.el[0] = (fmt_key_locality(&p->key) << 4) | FMT_KEY_SD;
+	sdk.el[2] = 0;
+	sdk.el[3] = 0;
+	for (size_t j = lower_bound(b, &sdk); j < b->n && found < 2 &&
+	     b->it[j].key.el[0] == sdk.el[0] &&
+	     b->it[j].key.el[1] == sdk.el[1]; j++) {
+		if (j == sd || b->it[j].key.el[3] ||
+		    fits(b, p, &b->it[j], m, nm, &got))
+			continue;
+		found++;
+		out->key = got;
+		sd = j;
+		out->by = "locality and ordering";
+	}
+	return found;
+}
+
+/* Whether body item p needs a key: its key names no stat data (one the
+ * key pass gives aside), or it is suspect. */
+static int needs_key(const struct rb *b, const struct ritem *p)
+{
+	struct fmt_key sdk = p->key;
+
+	if (!is_body(p->pid) || named_body(b, &p->key))
+		return 0;
+	sdk.el[0] = (fmt_key_locality(&p->key) << 4) | FMT_KEY_SD;
+	sdk.el[3] = 0;
+	return fmt_key_type(&p->key) != FMT_KEY_BODY ||
+	       find_sd(b, &sdk) == SIZE_MAX || p->suspect;
+}
+
+/* The keys decided applied and reported. */
+static void apply_mends(struct rb *b, const struct mend *m, size_t nm)
+{
+	char was[FMT_KEY_STR_MAX], now[FMT_KEY_STR_MAX];
+
 	for (size_t j = 0; j < nm; j++) {
 		struct ritem *p = &b->it[m[j].i];
 		uint64_t oid = fmt_key_objectid(&p->key);
@@ -467,6 +405,39 @@ int rb_mend_keys(struct rb *b)
 			   (unsigned long long)fmt_key_objectid(&m[j].key),
 			   m[j].by, now);
 	}
+}
+
+int rb_mend_keys(struct rb *b)
+{
+	uint32_t bs = b->R->c.bs;
+	size_t nsd, nm = 0;
+	struct sdref *sds = stat_refs(b, &nsd);
+	struct mend *m = malloc((b->n ? b->n : 1) * sizeof(*m));
+
+	if (!sds || !m) {
+		free(sds);
+		free(m);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		struct ritem *p = &b->it[i];
+
+		if (!needs_key(b, p))
+			continue;
+		if (key_candidates(b, i, sds, nsd, m, nm, &m[nm]) != 1) {
+			if (p->suspect) {
+				b->bytes_dropped += rb_item_end(p, bs) -
+						    fmt_key_offset(&p->key);
+				p->pid = DROPPED;
+				b->items_dropped++;
+			}
+			continue;
+		}
+		m[nm].i = i;
+		m[nm].at = fmt_key_offset(&p->key);
+		m[nm++].end = rb_item_end(p, bs);
+	}
+	apply_mends(b, m, nm);
 	free(sds);
 	free(m);
 	return 0;
@@ -566,6 +537,27 @@ int rb_mend_ctails(struct rb *b, int *moved)
 	return 0;
 }
 
+/* Body item p (len bytes), past its file's size, put where its body
+ * breaks off (end): a damaged key offset (reported). */
+static void move_to_break(struct rb *b, struct ritem *p, uint64_t len,
+			  uint64_t size, uint64_t end)
+{
+	char was[FMT_KEY_STR_MAX];
+
+	fmt_key_str(&p->key, was, sizeof(was));
+	p->key.el[3] = end;
+	p->suspect = 0;
+	b->mended++;
+	b->bytes_moved += len;
+	rep_action(b->R, R4_CHK_FILE_GAP, R4_CHECK_NO_BLOCK,
+		   fmt_key_objectid(&p->key), R4_LOSS_NONE, 0,
+		   "body item [%s] (%llu bytes) starts past the size %llu of "
+		   "its file, whose body breaks off at %llu: moved there (a "
+		   "damaged key offset; %llu bytes moved, none lost)", was,
+		   (unsigned long long)len, (unsigned long long)size,
+		   (unsigned long long)end, (unsigned long long)len);
+}
+
 /* Tail and extent items that start past their file's size (rounded up
  * to a block) after a break in its body: a damaged key offset, since
  * bytes past the size are none of the file's. The item is put where
@@ -583,7 +575,6 @@ int rb_place_far(struct rb *b, int *moved)
 	for (size_t i = 0; i < b->n; i++) {
 		struct ritem *p = &b->it[i];
 		uint64_t at = fmt_key_offset(&p->key), size, lim, len;
-		char was[FMT_KEY_STR_MAX];
 		size_t j;
 
 		if (p->pid == DROPPED)
@@ -605,26 +596,12 @@ int rb_place_far(struct rb *b, int *moved)
 				end = rb_item_end(p, bs);
 			continue;
 		}
-		fmt_key_str(&p->key, was, sizeof(was));
 		j = next_kept(b, i);
 		if ((p->pid != FMT_ITEM_EXTENT40 || end % bs == 0) &&
 		    end <= lim && len <= lim - end &&
 		    (j == b->n || !rb_same_body(p, &b->it[j]))) {
-			p->key.el[3] = end;
-			p->suspect = 0;
+			move_to_break(b, p, len, size, end);
 			*moved = 1;
-			b->mended++;
-			b->bytes_moved += len;
-			rep_action(b->R, R4_CHK_FILE_GAP, R4_CHECK_NO_BLOCK,
-				   fmt_key_objectid(&p->key), R4_LOSS_NONE, 0,
-				   "body item [%s] (%llu bytes) starts past the "
-				   "size %llu of its file, whose body breaks off "
-				   "at %llu: moved there (a damaged key offset; "
-				   "%llu bytes moved, none lost)", was,
-				   (unsigned long long)len,
-				   (unsigned long long)size,
-				   (unsigned long long)end,
-				   (unsigned long long)len);
 			prev = p;
 			end += len;
 			continue;
@@ -644,6 +621,53 @@ static int u64_cmp(const void *x, const void *y)
 	return a < c ? -1 : a > c;
 }
 
+/* The object ids of the stat data items (sorted; NULL without
+ * memory), and in *next one past the highest object id in use. */
+static uint64_t *stat_oids(const struct rb *b, size_t *nsd, uint64_t *next)
+{
+	uint64_t *oids = malloc((b->n ? b->n : 1) * sizeof(*oids));
+
+	if (!oids)
+		return NULL;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct ritem *p = &b->it[i];
+		uint64_t o = fmt_key_objectid(&p->key);
+
+		if (p->pid == DROPPED)
+			continue;
+		if (p->pid == FMT_ITEM_STAT40)
+			oids[(*nsd)++] = o;
+		if (o < CHK_OID_MASK && o + 1 > *next &&
+		    (p->pid == FMT_ITEM_STAT40 || !(p->key.el[2] >> 60)))
+			*next = o + 1;
+	}
+	if (b->R->c.next_oid > *next && b->R->c.next_oid < CHK_OID_MASK)
+		*next = b->R->c.next_oid;
+	if (*nsd)
+		qsort(oids, *nsd, sizeof(*oids), u64_cmp);
+	return oids;
+}
+
+/* Body item p, which fits nowhere in its file (rb_place_far), given
+ * the new object id cur (reported). */
+static void rekey_orphan(struct rb *b, struct ritem *p, uint64_t cur)
+{
+	uint64_t o = fmt_key_objectid(&p->key);
+	uint64_t len = rb_item_end(p, b->R->c.bs) - fmt_key_offset(&p->key);
+	char was[FMT_KEY_STR_MAX];
+
+	fmt_key_str(&p->key, was, sizeof(was));
+	p->key.el[2] = cur;
+	p->key.el[3] = 0;
+	p->orphan = 0;
+	rep_action(b->R, R4_CHK_FILE_GAP, R4_CHECK_NO_BLOCK, o, R4_LOSS_NONE,
+		   0, "body item [%s] (%llu bytes) starts past its file's "
+		   "size and does not fit where its body breaks off: given the "
+		   "new object id %llx (a stat data is made for it, its bytes "
+		   "kept)", was, (unsigned long long)len,
+		   (unsigned long long)cur);
+}
+
 /* Body items (sorted) whose key still names no stat data while their
  * object id is another object's, or carries band bits (a stat data made
  * for them would be a second one with that id, or not theirs): they are
@@ -652,30 +676,14 @@ static int u64_cmp(const void *x, const void *y)
  * when a key changed (the caller sorts again). */
 int rb_rekey_orphans(struct rb *b, int *moved)
 {
-	uint64_t *oids = malloc((b->n ? b->n : 1) * sizeof(*oids));
 	uint64_t next = FMT_FIRST_FREE_OID, cur = 0;
 	struct fmt_key last = { { 0, 0, 0, 0 } }, sdk;
 	size_t nsd = 0;
+	uint64_t *oids = stat_oids(b, &nsd, &next);
 	int have = 0;
 
 	if (!oids)
 		return -ENOMEM;
-	for (size_t i = 0; i < b->n; i++) {
-		const struct ritem *p = &b->it[i];
-		uint64_t o = fmt_key_objectid(&p->key);
-
-		if (p->pid == DROPPED)
-			continue;
-		if (p->pid == FMT_ITEM_STAT40)
-			oids[nsd++] = o;
-		if (o < CHK_OID_MASK && o + 1 > next &&
-		    (p->pid == FMT_ITEM_STAT40 || !(p->key.el[2] >> 60)))
-			next = o + 1;
-	}
-	if (b->R->c.next_oid > next && b->R->c.next_oid < CHK_OID_MASK)
-		next = b->R->c.next_oid;
-	if (nsd)
-		qsort(oids, nsd, sizeof(*oids), u64_cmp);
 	for (size_t i = 0; i < b->n; i++) {
 		struct ritem *p = &b->it[i];
 		uint64_t o = fmt_key_objectid(&p->key);
@@ -684,26 +692,12 @@ int rb_rekey_orphans(struct rb *b, int *moved)
 		if (!is_body(p->pid) || (named_body(b, &p->key) && !p->orphan))
 			continue;
 		if (p->orphan) {
-			uint64_t len = rb_item_end(p, b->R->c.bs) -
-				       fmt_key_offset(&p->key);
-
 			if (next >= CHK_OID_MASK)
 				break;
 			have = 0;
 			cur = next++;
-			fmt_key_str(&p->key, was, sizeof(was));
-			p->key.el[2] = cur;
-			p->key.el[3] = 0;
-			p->orphan = 0;
+			rekey_orphan(b, p, cur);
 			*moved = 1;
-			rep_action(b->R, R4_CHK_FILE_GAP, R4_CHECK_NO_BLOCK, o,
-				   R4_LOSS_NONE, 0, "body item [%s] (%llu "
-				   "bytes) starts past its file's size and does "
-				   "not fit where its body breaks off: given the "
-				   "new object id %llx (a stat data is made for "
-				   "it, its bytes kept)", was,
-				   (unsigned long long)len,
-				   (unsigned long long)cur);
 			continue;
 		}
 		if (have && p->key.el[0] == last.el[0] &&

@@ -68,82 +68,64 @@ static unsigned plausible_run(const uint8_t *buf, uint32_t bs,
 	return i;
 }
 
-/* Mend the header of the node copy in b->buf when its fields disagree
- * (a damaged byte): plugin id and magic set, the level the parent gives
- * (the scan: the level its items fit, leaf or twig), the item count
- * from the free space fields or from the run of item headers that look
- * right, free_space_start from free_space or, failing that, the start
- * of the item headers. Only a copy changes: its items are then taken
- * one by one and each must pass the item checks. 0 when the block is
- * not taken for a node of this volume at this level. */
-static int mend_header(struct rb *b, unsigned level,
-		       struct fmt_node_header *nh)
+/* The level node copy b->buf is taken at: the parent's (0 when its
+ * items fit the level the node gives better: a wrong pointer, not a
+ * damaged level, and the node is left for its own parent or the scan),
+ * or for the scan the one its items fit, leaf or twig. *run: how many
+ * item headers look right at that level. */
+static unsigned header_level(struct rb *b, unsigned level,
+			     const struct fmt_node_header *nh, unsigned *run)
 {
 	struct chk *c = &b->R->c;
-	unsigned pid = c->vol->sb.node_pid;
-	size_t hs = fmt_node_header_size(pid), ihs = fmt_item_header_size(c->pol);
-	unsigned n0, n1 = 0, run, run_h = 0, n, last_off = 0;
-	int n1_ok = 0;
-	uint16_t raw_pid = (uint16_t)(b->buf[0] | b->buf[1] << 8);
-	int magic_ok, mkfs_ok;
+	unsigned pid = c->vol->sb.node_pid, run_h = 0, r1, r2;
 
-	if (!hs)
-		return 0;
-	b->buf[0] = (uint8_t)pid;
-	b->buf[1] = (uint8_t)(pid >> 8);
-	if (fmt_node_header_decode(b->buf, c->bs, nh))
-		return 0;
-	magic_ok = nh->magic == fmt_node_magic(pid);
-	mkfs_ok = nh->mkfs_id == c->vol->sb.mkfs_id;
-	/* Two of plugin id, magic and mkfs id must hold; the scan wants
-	 * the mkfs id (a node of this volume, not of an old one). */
-	if ((raw_pid == pid) + magic_ok + mkfs_ok < 2 || (!level && !mkfs_ok))
-		return 0;
 	if (level) {
-		/* A level the items fit better than the parent's: a wrong
-		 * pointer, not a damaged level (the node is left for its
-		 * own parent or the scan). */
-		run = plausible_run(b->buf, c->bs, c->pol, pid, level);
+		*run = plausible_run(b->buf, c->bs, c->pol, pid, level);
 		if (nh->level != level && nh->level >= FMT_NODE_LEAF_LEVEL &&
 		    nh->level <= FMT_NODE_MAX_LEVEL)
 			run_h = plausible_run(b->buf, c->bs, c->pol, pid,
 					      nh->level);
-		if (run_h >= run && nh->level != level)
-			return 0;
-	} else {
-		unsigned r1 = plausible_run(b->buf, c->bs, c->pol, pid, 1);
-		unsigned r2 = plausible_run(b->buf, c->bs, c->pol, pid, 2);
-
-		level = r2 > r1 || (r2 == r1 && nh->level == 2) ? 2 : 1;
-		run = level == 2 ? r2 : r1;
+		return run_h >= *run && nh->level != level ? 0 : level;
 	}
-	nh->plugin_id = (uint16_t)pid;
-	nh->magic = fmt_node_magic(pid);
-	nh->level = (uint8_t)level;
-	/* The item count. */
-	n0 = nh->nr_items;
+	r1 = plausible_run(b->buf, c->bs, c->pol, pid, 1);
+	r2 = plausible_run(b->buf, c->bs, c->pol, pid, 2);
+	level = r2 > r1 || (r2 == r1 && nh->level == 2) ? 2 : 1;
+	*run = level == 2 ? r2 : r1;
+	return level;
+}
+
+/* The item count: the header's when it and the free space fields agree
+ * (an empty node stays empty: headers past it are stale), else the one
+ * of those the run of right-looking item headers (run) confirms. */
+static unsigned item_count(const struct chk *c,
+			   const struct fmt_node_header *nh, size_t hs,
+			   size_t ihs, unsigned run)
+{
+	unsigned n0 = nh->nr_items, n1 = 0;
+	int n1_ok = 0;
+
 	if (nh->free_space_start >= hs && nh->free_space_start <= c->bs &&
 	    nh->free_space <= c->bs - nh->free_space_start &&
 	    (c->bs - nh->free_space_start - nh->free_space) % ihs == 0)
 		n1 = (unsigned)((c->bs - nh->free_space_start -
 				 nh->free_space) / ihs), n1_ok = 1;
-	/* The count and the free space fields agree: the count holds
-	 * (an empty node stays empty: headers past it are stale). */
 	if (n1_ok && n0 == n1 && (size_t)n0 * ihs <= c->bs - hs)
-		n = n0;
-	else if (n1 && n1 == run)
-		n = n1;
-	else if (n0 == run)
-		n = n0;
-	else if (n0 && n0 < run)
-		n = n0;
-	else
-		n = run;
-	if (!n)
-		return 0;
-	nh->nr_items = (uint16_t)n;
-	/* free_space_start: past the last item's body, before the item
-	 * headers. */
+		return n0;
+	if (n1 && n1 == run)
+		return n1;
+	if (n0 == run || (n0 && n0 < run))
+		return n0;
+	return run;
+}
+
+/* free_space_start past the last item's body and before the n item
+ * headers (from free_space when that fits), free_space from it. */
+static void mend_free_space(struct rb *b, struct fmt_node_header *nh,
+			    unsigned n, unsigned run, size_t ihs)
+{
+	struct chk *c = &b->R->c;
+	unsigned last_off = 0;
+
 	if (n <= run) {
 		struct fmt_item_header ih;
 
@@ -161,6 +143,49 @@ static int mend_header(struct rb *b, unsigned level,
 	}
 	nh->free_space = (uint16_t)(c->bs - nh->free_space_start -
 				    (size_t)n * ihs);
+}
+
+/* Mend the header of the node copy in b->buf when its fields disagree
+ * (a damaged byte): plugin id and magic set, the level the parent gives
+ * (the scan: the level its items fit, leaf or twig), the item count
+ * from the free space fields or from the run of item headers that look
+ * right, free_space_start from free_space or, failing that, the start
+ * of the item headers. Only a copy changes: its items are then taken
+ * one by one and each must pass the item checks. 0 when the block is
+ * not taken for a node of this volume at this level. */
+static int mend_header(struct rb *b, unsigned level,
+		       struct fmt_node_header *nh)
+{
+	struct chk *c = &b->R->c;
+	unsigned pid = c->vol->sb.node_pid;
+	size_t hs = fmt_node_header_size(pid), ihs = fmt_item_header_size(c->pol);
+	unsigned run = 0, n;
+	uint16_t raw_pid = (uint16_t)(b->buf[0] | b->buf[1] << 8);
+	int magic_ok, mkfs_ok;
+
+	if (!hs)
+		return 0;
+	b->buf[0] = (uint8_t)pid;
+	b->buf[1] = (uint8_t)(pid >> 8);
+	if (fmt_node_header_decode(b->buf, c->bs, nh))
+		return 0;
+	magic_ok = nh->magic == fmt_node_magic(pid);
+	mkfs_ok = nh->mkfs_id == c->vol->sb.mkfs_id;
+	/* Two of plugin id, magic and mkfs id must hold; the scan wants
+	 * the mkfs id (a node of this volume, not of an old one). */
+	if ((raw_pid == pid) + magic_ok + mkfs_ok < 2 || (!level && !mkfs_ok))
+		return 0;
+	level = header_level(b, level, nh, &run);
+	if (!level)
+		return 0;
+	nh->plugin_id = (uint16_t)pid;
+	nh->magic = fmt_node_magic(pid);
+	nh->level = (uint8_t)level;
+	n = item_count(c, nh, hs, ihs, run);
+	if (!n)
+		return 0;
+	nh->nr_items = (uint16_t)n;
+	mend_free_space(b, nh, n, run, ihs);
 	return fmt_node_header_encode(nh, b->buf, c->bs) ? 0 : 1;
 }
 
@@ -263,14 +288,6 @@ static int flip_into(unsigned v, unsigned lo, unsigned hi)
 	return -1;
 }
 
-/* Item body offsets of the node copy in b->buf that break their order
- * (the first not right after the node header, or one not between its
- * neighbours' while those are in order): a damaged offset, which would
- * lose the item and give its neighbour bytes not its own. The first is
- * set to the header's end; another to the value one flipped bit gives
- * that lies between its neighbours (the first such, highest bit first:
- * a boundary a wrong guess moves is moved back by mend_bounds, the
- * items' sizes telling where it lies). Only the copy changes. */
 /* How many tail items of the node the body offsets off[] give the
  * length their keys and sizes want: up to the next item's key offset
  * when that item is the same file's, else up to the file's size. */
@@ -306,6 +323,54 @@ static unsigned fit_score(const struct rb *b, const struct fmt_item_header *ih,
 	return score;
 }
 
+/* Items i-1 and i out of order (i == n: the last past the free space
+ * start fss): item i-1's offset too large or item i's too small; of the
+ * two one-bit flips that would put it between its neighbours, the one
+ * more items' lengths agree with (fit_score) is made. -1 when neither
+ * flip fits (not one damaged offset). */
+static int mend_pair(const struct rb *b, const struct fmt_item_header *ih,
+		     unsigned *off, unsigned n, unsigned fss, unsigned i)
+{
+	unsigned at = i < n ? off[i] : fss, keep;
+	int w1 = -1, w2 = -1;
+
+	if (i >= 2 && off[i - 2] + 1 < at)
+		w1 = flip_into(off[i - 1], off[i - 2], at);
+	if (i < n)
+		w2 = flip_into(off[i], off[i - 1], i + 1 < n ? off[i + 1] : fss);
+	if (w1 >= 0 && w2 >= 0) {
+		unsigned s1, s2;
+
+		keep = off[i - 1];
+		off[i - 1] = (unsigned)w1;
+		s1 = fit_score(b, ih, off, n, fss);
+		off[i - 1] = keep;
+		keep = off[i];
+		off[i] = (unsigned)w2;
+		s2 = fit_score(b, ih, off, n, fss);
+		off[i] = keep;
+		if (s2 > s1)
+			w1 = -1;
+		else
+			w2 = -1;
+	}
+	if (w1 >= 0)
+		off[i - 1] = (unsigned)w1;
+	else if (w2 >= 0)
+		off[i] = (unsigned)w2;
+	else
+		return -1;
+	return 0;
+}
+
+/* Item body offsets of the node copy in b->buf that break their order
+ * (the first not right after the node header, or one not between its
+ * neighbours' while those are in order): a damaged offset, which would
+ * lose the item and give its neighbour bytes not its own. The first is
+ * set to the header's end; another to the value one flipped bit gives
+ * that lies between its neighbours (the first such, highest bit first:
+ * a boundary a wrong guess moves is moved back by mend_bounds, the
+ * items' sizes telling where it lies). Only the copy changes. */
 static void mend_offsets(struct rb *b, const struct fmt_node_header *nh)
 {
 	uint32_t bs = b->v.bs;
@@ -327,43 +392,10 @@ static void mend_offsets(struct rb *b, const struct fmt_node_header *nh)
 	}
 	if (off[0] != hs && (n == 1 || hs < off[1]))
 		off[0] = (unsigned)hs;
-	for (unsigned i = 1; i <= n; i++) {
-		unsigned at = i < n ? off[i] : fss, keep;
-		int w1 = -1, w2 = -1;
-
-		if (at > off[i - 1])
-			continue;
-		/* Items i-1 and i out of order: i-1 too large, or i too
-		 * small (or past the free space: the last too large);
-		 * of two ways, the one more items' lengths agree with. */
-		if (i >= 2 && off[i - 2] + 1 < at)
-			w1 = flip_into(off[i - 1], off[i - 2], at);
-		if (i < n)
-			w2 = flip_into(off[i], off[i - 1],
-				       i + 1 < n ? off[i + 1] : fss);
-		if (w1 >= 0 && w2 >= 0) {
-			unsigned s1, s2;
-
-			keep = off[i - 1];
-			off[i - 1] = (unsigned)w1;
-			s1 = fit_score(b, ih, off, n, fss);
-			off[i - 1] = keep;
-			keep = off[i];
-			off[i] = (unsigned)w2;
-			s2 = fit_score(b, ih, off, n, fss);
-			off[i] = keep;
-			if (s2 > s1)
-				w1 = -1;
-			else
-				w2 = -1;
-		}
-		if (w1 >= 0)
-			off[i - 1] = (unsigned)w1;
-		else if (w2 >= 0)
-			off[i] = (unsigned)w2;
-		else
-			goto out;	/* not one damaged offset */
-	}
+	for (unsigned i = 1; i <= n; i++)
+		if ((i < n ? off[i] : fss) <= off[i - 1] &&
+		    mend_pair(b, ih, off, n, fss, i))
+			goto out;
 	for (unsigned i = 0; i < n; i++) {
 		if (ih[i].offset == off[i])
 			continue;
@@ -439,6 +471,24 @@ static uint64_t body_bytes(unsigned pid, const uint8_t *body, size_t len,
 	return n;
 }
 
+/* Child blk of a pointer item with key k into kids: its delimiting
+ * keys from k up to the next pointer's key (the last one's: the node's
+ * upper bound, or the largest key at the root). */
+static void add_kid(struct kid *kids, size_t *nkids, uint64_t blk,
+		    const struct fmt_key *k, const struct kid *range)
+{
+	struct kid *kd = &kids[(*nkids)++];
+
+	kd->blk = blk;
+	kd->lo = *k;
+	if (range)
+		kd->hi = range->hi;
+	else
+		fmt_key_max(&kd->hi);
+	if (*nkids > 1)
+		kids[*nkids - 2].hi = *k;
+}
+
 /* The items of the node in b->buf (leaf items, and a twig's extents)
  * that pass the item checks; children of internal nodes into kids with
  * their delimiting keys. */
@@ -481,17 +531,8 @@ static int take_items(struct rb *b, uint64_t blk,
 			return rc;
 		if (ih.plugin_id == FMT_ITEM_NODEPTR40) {
 			if (kids && child &&
-			    b->vrep.problems - b->v.shared == before) {
-				struct kid *k = &kids[(*nkids)++];
-
-				k->blk = child;
-				k->lo = ih.key;
-				k->hi = range ? range->hi : last;
-				if (!range)
-					fmt_key_max(&k->hi);
-				if (*nkids > 1)
-					kids[*nkids - 2].hi = ih.key;
-			}
+			    b->vrep.problems - b->v.shared == before)
+				add_kid(kids, nkids, child, &ih.key, range);
 			continue;
 		}
 		if (b->vrep.problems - b->v.shared != before) {

@@ -410,16 +410,14 @@ static int copy_run(struct tw *w, struct r4_txn *x, struct r4_u64map *who,
 	return 0;
 }
 
-/* The new units of change c; its items replace the old one. */
-static int fix_item(struct tw *w, struct r4_txn *x, struct r4_u64map *who,
-		    const struct change *c, uint8_t *buf)
+/* The units change c becomes: each run claimed twice copied to fresh
+ * blocks (copy_run), the blocks between runs kept as they are. */
+static int collect_units(struct tw *w, struct r4_txn *x,
+			 struct r4_u64map *who, const struct change *c,
+			 struct units *l, uint8_t *buf)
 {
-	struct rep *R = w->R;
-	uint32_t bs = R->vol->blksize;
-	struct units l = { 0 };
-	struct tree_newitem *items = NULL;
-	uint8_t *bodies = NULL;
-	size_t per, nitems, ri = 0;
+	uint32_t bs = w->R->vol->blksize;
+	size_t ri = 0;
 	uint64_t at = fmt_key_offset(&c->key);
 	int n = fmt_extent40_units(c->body, c->len), rc = 0;
 
@@ -432,30 +430,43 @@ static int fix_item(struct tw *w, struct r4_txn *x, struct r4_u64map *who,
 			const struct run *r = &c->runs[ri];
 
 			if (r->off > pos)
-				rc = push_unit(&l, e.start + pos, r->off - pos);
+				rc = push_unit(l, e.start + pos, r->off - pos);
 			if (!rc)
 				rc = copy_run(w, x, who, c, &e,
-					      at + r->off * bs, r, &l, buf);
+					      at + r->off * bs, r, l, buf);
 			pos = r->off + r->count;
 		}
 		if (!rc && pos < e.width)
-			rc = push_unit(&l, e.start + pos, e.width - pos);
+			rc = push_unit(l, e.start + pos, e.width - pos);
 		at += e.width * bs;
 	}
-	if (rc)
-		goto out;
+	return rc;
+}
+
+/* The units l as extent items (as many units each as an item holds)
+ * in place of change c's item. */
+static int put_units(struct rep *R, struct r4_txn *x, const struct change *c,
+		     const struct units *l)
+{
+	uint32_t bs = R->vol->blksize;
+	struct tree_newitem *items = NULL;
+	uint8_t *bodies = NULL;
+	size_t per, nitems;
+	uint64_t at = fmt_key_offset(&c->key);
+	int rc;
+
 	per = tree_max_item(&x->mod) / FMT_EXTENT40_UNIT_SIZE;
 	if (!per)
 		per = 1;
-	nitems = (l.n + per - 1) / per;
+	nitems = (l->n + per - 1) / per;
 	items = calloc(nitems, sizeof(*items));
-	bodies = malloc(l.n * FMT_EXTENT40_UNIT_SIZE);
+	bodies = malloc(l->n * FMT_EXTENT40_UNIT_SIZE);
 	if (!items || !bodies) {
-		rc = -ENOMEM;
-		goto out;
+		free(items);
+		free(bodies);
+		return -ENOMEM;
 	}
-	at = fmt_key_offset(&c->key);
-	for (size_t i = 0; i < l.n; i++) {
+	for (size_t i = 0; i < l->n; i++) {
 		struct tree_newitem *t = &items[i / per];
 
 		if (i % per == 0) {
@@ -465,15 +476,26 @@ static int fix_item(struct tw *w, struct r4_txn *x, struct r4_u64map *who,
 			t->body = bodies + i * FMT_EXTENT40_UNIT_SIZE;
 		}
 		t->len += FMT_EXTENT40_UNIT_SIZE;
-		fmt_extent40_unit_encode(&l.u[i],
+		fmt_extent40_unit_encode(&l->u[i],
 					 bodies + i * FMT_EXTENT40_UNIT_SIZE);
-		at += l.u[i].width * bs;
+		at += l->u[i].width * bs;
 	}
 	rc = tree_put_items(&x->mod, FMT_NODE_TWIG_LEVEL, &c->key, 1, items,
 			    nitems, R->err);
-out:
 	free(items);
 	free(bodies);
+	return rc;
+}
+
+/* The new units of change c; its items replace the old one. */
+static int fix_item(struct tw *w, struct r4_txn *x, struct r4_u64map *who,
+		    const struct change *c, uint8_t *buf)
+{
+	struct units l = { 0 };
+	int rc = collect_units(w, x, who, c, &l, buf);
+
+	if (!rc)
+		rc = put_units(w->R, x, c, &l);
 	free(l.u);
 	return rc;
 }

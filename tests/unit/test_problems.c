@@ -3,9 +3,10 @@
  * one row per code, a unique stable name, a pass that exists and fits
  * the fix class, a summary whose fields ({block}, {item}, {key}, {oid},
  * {path}) are the ones the row's context says its reports name; and
- * every message of the checker (libimage/check/messages.h): a code
- * with a row, a template that parses, and call sites (read from the
- * sources under $top_srcdir) that pass exactly the fields its template
+ * every message of the checker and of the repair's checks before the
+ * open (libimage/check/messages.h): a code with a row, a template that
+ * parses, and call sites (read from the sources of libimage/check and
+ * libimage/repair under $top_srcdir) that pass exactly the fields its template
  * names, of their kinds; every message used, every code with one. */
 #include "config.h"
 #include <ctype.h>
@@ -142,6 +143,7 @@ static const struct {
 	{ "CHK_ENT_SAY0", 2, "name dir tkey" },
 	{ "CHK_NOTE", 1, "" },
 	{ "ext_problem", 1, "unit start width" },
+	{ "tell", 2, "" }, { "say_into", 2, "" },
 };
 
 struct use {
@@ -342,13 +344,6 @@ static unsigned scan_file(const char *dir, const char *name,
 	return calls;
 }
 
-/* Codes the checker does not report: found before the open by the
- * repair (libimage/repair/super.c), which tells them itself. */
-static int found_before_open(int code)
-{
-	return code == R4_CHK_TRUNCATED;
-}
-
 /* The renderer: styles, alternatives, plurals, nesting, a field not
  * given, a cut at the buffer's end. */
 static void check_render(void)
@@ -414,27 +409,32 @@ static void check_messages(void)
 	}
 	ok(n == CHK_M_COUNT - 1, "%u message rows for %d ids", n,
 	   CHK_M_COUNT - 1);
-	snprintf(dir, sizeof(dir), "%s/libimage/check", top ? top : ".");
-	d = opendir(dir);
-	tap_require(d != NULL, "open %s (set top_srcdir)", dir);
-	while ((de = readdir(d)) != NULL) {
-		size_t l = strlen(de->d_name);
+	/* the checker, and the repair's checks before the open */
+	for (unsigned r = 0; r < 2; r++) {
+		snprintf(dir, sizeof(dir), "%s/libimage/%s", top ? top : ".",
+			 r ? "repair" : "check");
+		d = opendir(dir);
+		tap_require(d != NULL, "open %s (set top_srcdir)", dir);
+		while ((de = readdir(d)) != NULL) {
+			size_t l = strlen(de->d_name);
 
-		if (l < 3 || strcmp(de->d_name + l - 2, ".c"))
-			continue;
-		calls += scan_file(dir, de->d_name, use);
-		files++;
+			if (l < 3 || strcmp(de->d_name + l - 2, ".c"))
+				continue;
+			calls += scan_file(dir, de->d_name, use);
+			files++;
+		}
+		closedir(d);
 	}
-	closedir(d);
 	ok(files >= 10 && calls >= 80, "%u call sites in %u files of "
-	   "libimage/check", calls, files);
+	   "libimage/check and libimage/repair", calls, files);
 	for (int id = CHK_M_NONE + 1; id < CHK_M_COUNT; id++)
 		ok(use[id].calls > 0 && !use[id].bad, "message %s: used by "
 		   "%u call site(s), all with its template's fields",
 		   chk_msg_info(id)->id_name, use[id].calls);
 	for (int k = 1; k < R4_CHK_CODE_COUNT; k++)
-		ok(has_msg[k] || found_before_open(k), "code %s: the checker "
-		   "has a message for it", r4_check_code_name(k));
+		ok(has_msg[k], "code %s: the checker or the repair's "
+		   "checks before the open have a message for it",
+		   r4_check_code_name(k));
 }
 
 static void check_rows(void)
