@@ -13,7 +13,7 @@
 #include <string.h>
 #include "libimage/check/check.h"
 #include "libimage/obj/obj.h"
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 #include "libimage/tree/tree.h"
 #include "libimage/util/err.h"
 #include "format/item.h"
@@ -228,7 +228,7 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 	struct r4_error e = { 0, "", 0 };
 	struct ccl_sum s;
 	struct obj_sd sd;
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	uint64_t n = 0;
 
 	if (b->kinds != CHK_BODY_CTAIL) {
@@ -240,7 +240,7 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 		return;		/* the stat data was reported already */
 	memset(&s, 0, sizeof(s));
 	if (sd.plugin == FMT_OBJ_CCREG40 &&
-	    !obj_cc_params(c->vol, &ref, &sd, &cc, &e) &&
+	    !obj_ccreg_params(c->vol, &ref, &sd, &cc, &e) &&
 	    chk_cc_layout(c->vol, &ref, cc.shift, sd.st.size, ccl_count, &s,
 			  &e) == -ENOMEM) {
 		CHK_SAY(c, CHK_M_CC_NO_MEMORY, b->blk, b->item, &k,
@@ -260,7 +260,7 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 		/* an item across a cluster end is its own problem: the
 		 * clusters it joins are read once it is cut */
 		if (!s.count[CHK_CCL_CROSS] &&
-		    obj_cc_verify(c->vol, &ref, &sd, &n, &e))
+		    obj_ccreg_verify(c->vol, &ref, &sd, &n, &e))
 			CHK_SAY(c, e.code == -ENOMEM ? CHK_M_CC_NO_MEMORY :
 				CHK_M_CC_CLUSTER, b->blk, b->item, &k,
 				CHK_S(what, e.msg[0] ? e.msg :
@@ -275,13 +275,13 @@ void chk_cc_conv(struct chk *c, const struct chk_obj *o)
 	struct fmt_key k = { { o->el0, o->el1, o->el2, 0 } };
 	struct r4_error e = { 0 };
 	struct obj_sd sd;
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	char w[1024];
 
 	if (obj_sd_get(c->vol, &ref, &sd, &e))
 		return;
 	if (sd.plugin == FMT_OBJ_CCREG40 &&
-	    !obj_cc_params(c->vol, &ref, &sd, &cc, &e) &&
+	    !obj_ccreg_params(c->vol, &ref, &sd, &cc, &e) &&
 	    cc.cmode == FMT_CMODE_CONV &&
 	    sd.st.size > ((uint64_t)1 << cc.shift)) {
 		chk_cc_path(c, &ref, w, sizeof(w));

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "libimage/repair/repair.h"
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 #include "libimage/obj/write.h"
 #include "libimage/tree/tree.h"
 #include "libimage/txn/txn.h"
@@ -410,12 +410,12 @@ static int plan_file(struct ccfix *f, const struct r4_objref *ref,
 	struct ccitem *v = NULL;
 	uint64_t *cl = NULL;
 	size_t n = 0, ncl = 0;
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	int have_cc = 0, rc;
 	unsigned shift, compress;
 
 	if (sd && sd->plugin == FMT_OBJ_CCREG40 &&
-	    !obj_cc_params(R->vol, ref, sd, &cc, &e))
+	    !obj_ccreg_params(R->vol, ref, sd, &cc, &e))
 		have_cc = 1;
 	rc = survey(R->vol, ref, &v, &n, &e);
 	if (rc <= 0)	/* not all ctail40, or unreadable: left */
@@ -569,7 +569,7 @@ static int do_zero(struct ccfix *f, struct r4_txn *x, const struct ccop *p,
 		   struct r4_error *err)
 {
 	uint64_t start = p->val << p->shift, ncl;
-	int had, rc = obj_cc_cut(x, &p->ref, p->shift, start,
+	int had, rc = obj_ccreg_cut(x, &p->ref, p->shift, start,
 				 start + ((uint64_t)1 << p->shift), UINT64_MAX,
 				 &ncl, &had, err);
 
@@ -733,7 +733,7 @@ static int plan(struct ccfix *f)
 		    obj_sd_get(R->vol, &ref, &sd, &e))
 			continue;
 		if (sd.plugin != FMT_OBJ_CCREG40 ||
-		    obj_cc_verify(R->vol, &ref, &sd, NULL, &e))
+		    obj_ccreg_verify(R->vol, &ref, &sd, NULL, &e))
 			rc = e.code == -ENOMEM ?
 			     r4i_fail(R->err, e.code, "out of memory") :
 			     plan_file(f, &ref, &sd);

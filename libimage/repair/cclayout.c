@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/repair/repair.h"
-#include "libimage/obj/cluster.h"
+#include "libimage/obj/ccreg.h"
 #include "libimage/obj/write.h"
 #include "libimage/tree/tree.h"
 #include "libimage/txn/txn.h"
@@ -65,7 +65,7 @@ struct clfix {
 	size_t n, cap;
 	/* planning one file */
 	const struct r4_objref *ref;
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	uint64_t size;
 	int err;
 };
@@ -170,7 +170,7 @@ static int plan_body(struct clfix *f, const struct r4_objref *ref,
 	char *who;
 	int rc;
 
-	if (obj_cc_params(f->R->vol, ref, sd, &f->cc, &e))
+	if (obj_ccreg_params(f->R->vol, ref, sd, &f->cc, &e))
 		return 0;	/* left to the compressed-cluster pass */
 	f->ref = ref;
 	f->size = sd->st.size;
@@ -191,14 +191,14 @@ static int plan_conv(struct clfix *f, const struct chk_obj *o)
 	struct r4_objref ref = { o->el0 >> 4, o->el1, o->el2 };
 	struct r4_error e = { 0 };
 	struct obj_sd sd;
-	struct obj_cc cc;
+	struct obj_ccreg cc;
 	struct clop *p;
 	int rc = 0;
 
 	if (obj_sd_get(f->R->vol, &ref, &sd, &e))
 		return 0;
 	if (sd.plugin == FMT_OBJ_CCREG40 &&
-	    !obj_cc_params(f->R->vol, &ref, &sd, &cc, &e) &&
+	    !obj_ccreg_params(f->R->vol, &ref, &sd, &cc, &e) &&
 	    cc.cmode == FMT_CMODE_CONV &&
 	    sd.st.size > ((uint64_t)1 << cc.shift)) {
 		p = op_add(f, CL_CONV, R4_CHK_CC_CONV, &ref);
