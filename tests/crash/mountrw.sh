@@ -10,7 +10,8 @@
 # into the middle of an extent file (copy-on-write of its blocks), an
 # append, a write past the end (a hole), a tail file grown into extents,
 # new files and directories, renames across directories, unlink, rm -r,
-# links, a FIFO, truncates down and up, chmod; at the end every object
+# links, a FIFO, truncates down and up, chmod, an exchange of a
+# directory and a file (RENAME_EXCHANGE); at the end every object
 # gets one fixed mtime, so that an uncut run and a cut one have the same
 # manifest (the mount stamps changes with the clock).
 # Exit: the daemon's status (2 when it could not mount); a daemon killed
@@ -43,6 +44,11 @@ put() {
 		iflag=fullblock status=none
 }
 
+# xchg A B: renameat2(A, B, RENAME_EXCHANGE)
+xchg() {
+	python3 -c 'import ctypes,os,sys; l=ctypes.CDLL(None, use_errno=True); sys.exit(1 if l.renameat2(-100, os.fsencode(sys.argv[1]), -100, os.fsencode(sys.argv[2]), 2) else 0)' "$@"
+}
+
 # A cut workload goes on with the old blocks under it: a request may
 # fail then. Each step is on its own; the unmount always comes.
 (
@@ -65,6 +71,7 @@ put() {
 	truncate -s 30000 dir/big
 	truncate -s 100000 a/f7
 	chmod 600 a/f8
+	xchg dir/s3 a/f3
 	find . -exec touch -h -d @1650000000 {} +
 ) >/dev/null 2>&1
 fusermount3 -u "$mnt" 2>/dev/null || { sleep 0.5; fusermount3 -u "$mnt"; }
