@@ -33,22 +33,6 @@
 #include "r4/util.h"
 #include "libimage/forensic/forensic.h"
 
-int fsc_grow(void **v, size_t *cap, size_t n, size_t size)
-{
-	void *p;
-	size_t c;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 64;
-	p = realloc(*v, c * size);
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = c;
-	return 0;
-}
-
 void fsc_scan_free(struct fscan *s)
 {
 	free(s->sd);
@@ -86,7 +70,7 @@ static int take_sd(struct fscan *s, uint64_t blk, unsigned i, uint64_t flush,
 		return 0;	/* not a stat data we can use */
 	if (s->only_oid && fmt_key_objectid(k) != s->only_oid)
 		return 0;
-	if (fsc_grow((void **)&s->sd, &s->capsd, s->nsd, sizeof(*s->sd)))
+	if (R4_RESERVE(s->sd, s->capsd, s->nsd + 1, 64))
 		return -ENOMEM;
 	d = &s->sd[s->nsd++];
 	memset(d, 0, sizeof(*d));
@@ -153,7 +137,7 @@ static int take_entries(struct fscan *s, uint64_t flush,
 		    (nlen == 1 && name[0] == '.') ||
 		    (nlen == 2 && name[0] == '.' && name[1] == '.'))
 			continue;
-		if (fsc_grow((void **)&s->nm, &s->capnm, s->nnm, sizeof(*s->nm)))
+		if (R4_RESERVE(s->nm, s->capnm, s->nnm + 1, 64))
 			return -ENOMEM;
 		f = &s->nm[s->nnm++];
 		f->oid = fmt_key_objectid(&e.target);
@@ -169,7 +153,7 @@ static int take_entries(struct fscan *s, uint64_t flush,
 
 static int add_piece(struct fscan *s, const struct fpiece *p)
 {
-	if (fsc_grow((void **)&s->pc, &s->cappc, s->npc, sizeof(*s->pc)))
+	if (R4_RESERVE(s->pc, s->cappc, s->npc + 1, 64))
 		return -ENOMEM;
 	s->pc[s->npc++] = *p;
 	return 1;
@@ -449,7 +433,7 @@ int fsc_ranges_add(struct ranges *r, uint64_t off, uint64_t end)
 {
 	if (off >= end)
 		return 0;
-	if (fsc_grow((void **)&r->v, &r->cap, r->n, sizeof(*r->v)))
+	if (R4_RESERVE(r->v, r->cap, r->n + 1, 64))
 		return -ENOMEM;
 	r->v[r->n].off = off;
 	r->v[r->n].end = end;

@@ -98,7 +98,6 @@ struct orphans {
 	struct r4_u64map links;	/* oid -> safe link type + 1 */
 };
 
-int fsc_grow(void **v, size_t *cap, size_t n, size_t size);
 int fsc_read_copy(struct r4_vol *vol, uint64_t blk, int raw, uint8_t *buf,
 		     struct r4_error *err);
 void fsc_scan_free(struct fscan *s);

@@ -59,7 +59,7 @@ static int orph_leaf(struct orphans *o, uint64_t blk, const uint8_t *node,
 			if (oid == FMT_ROOT_OID ||
 			    (o->only_oid && oid != o->only_oid))
 				continue;
-			if (fsc_grow((void **)&o->v, &o->cap, o->n, sizeof(*o->v)))
+			if (R4_RESERVE(o->v, o->cap, o->n + 1, 64))
 				return -ENOMEM;
 			o->v[o->n].loc = fmt_key_locality(&it.key);
 			o->v[o->n].ord = fmt_key_ordering(&it.key);

@@ -227,7 +227,7 @@ static int note_orphan(void *ctx, const struct r4_deleted *d)
 
 	if (!d->orphan)
 		return 0;
-	if (fsc_grow((void **)&o->oid, &o->cap, o->n + 1, sizeof(*o->oid)))
+	if (R4_RESERVE(o->oid, o->cap, o->n + 1, 64))
 		return -ENOMEM;
 	o->oid[o->n++] = d->st.oid;
 	return 0;
@@ -258,7 +258,7 @@ static int all_dead(struct r4_vol *vol, struct fscan *s, struct dead **out,
 			rc = rc < 0 ? rc : 0;	/* > 0: still in the tree */
 			continue;
 		}
-		if (fsc_grow((void **)out, &cap, *n + 1, sizeof(**out)))
+		if (R4_RESERVE(*out, cap, *n + 1, 64))
 			return r4i_fail(err, -ENOMEM, "out of memory");
 		(*out)[*n].i = i;
 		rc = fsc_describe(vol, s, i, &(*out)[*n].d, err);

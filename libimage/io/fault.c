@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "r4/util.h"
 #include "libimage/io/fault.h"
 #include "libimage/util/err.h"
 
@@ -124,15 +125,8 @@ static int held_add(struct fault_priv *p, const void *buf, size_t len,
 {
 	struct held *h;
 
-	if (p->nheld == p->capheld) {
-		size_t cap = p->capheld ? p->capheld * 2 : 64;
-
-		h = realloc(p->held, cap * sizeof(*h));
-		if (!h)
-			return -ENOMEM;
-		p->held = h;
-		p->capheld = cap;
-	}
+	if (R4_RESERVE(p->held, p->capheld, p->nheld + 1, 64))
+		return -ENOMEM;
 	h = &p->held[p->nheld];
 	h->data = malloc(len);
 	if (!h->data)

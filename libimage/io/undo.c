@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "r4/util.h"
 #include "libimage/io/undo.h"
 #include "libimage/util/err.h"
 #include "format/checksum.h"
@@ -21,7 +22,7 @@ struct r4_undo {
 	uint64_t units;
 	uint64_t *rec_off;	/* the records, in file order */
 	uint32_t *rec_len;
-	size_t nrec, caprec;
+	size_t nrec, capoff, caplen;	/* rec_off, rec_len grow apart */
 	long trailer_at;	/* where the trailer starts, 0: none yet */
 	unsigned refs;		/* the creator's and one per device */
 };
@@ -90,20 +91,9 @@ uint32_t io_undo_crc(const void *a, size_t alen, const void *b, size_t blen)
 
 static int rec_add(struct r4_undo *undo, uint64_t off, uint32_t len)
 {
-	if (undo->nrec == undo->caprec) {
-		size_t nc = undo->caprec ? undo->caprec * 2 : 256;
-		uint64_t *o = realloc(undo->rec_off, nc * sizeof(*o));
-		uint32_t *l;
-
-		if (!o)
-			return -ENOMEM;
-		undo->rec_off = o;
-		l = realloc(undo->rec_len, nc * sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		undo->rec_len = l;
-		undo->caprec = nc;
-	}
+	if (R4_RESERVE(undo->rec_off, undo->capoff, undo->nrec + 1, 256) ||
+	    R4_RESERVE(undo->rec_len, undo->caplen, undo->nrec + 1, 256))
+		return -ENOMEM;
 	undo->rec_off[undo->nrec] = off;
 	undo->rec_len[undo->nrec++] = len;
 	return 0;

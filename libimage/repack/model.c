@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "r4/util.h"
 #include "libimage/repack/repack_int.h"
 #include "libimage/tree/tree.h"
 #include "libimage/vol/volume.h"
@@ -291,15 +292,8 @@ static int keep_el(void *ctx, const struct rp_el *e, struct r4_error *err)
 	if (!(e->tgt >= m->lo && e->tgt < m->hi) &&
 	    !(e->cur < m->hi + m->batch && e->cur + e->w > m->lo))
 		return 0;
-	if (m->n == m->cap) {
-		size_t c = m->cap ? m->cap * 2 : 256;
-		struct rp_el *t = realloc(m->el, c * sizeof(*t));
-
-		if (!t)
-			return oom(err);
-		m->el = t;
-		m->cap = c;
-	}
+	if (R4_RESERVE(m->el, m->cap, m->n + 1, 256))
+		return oom(err);
 	m->el[m->n++] = *e;
 	return 0;
 }

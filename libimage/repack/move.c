@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "r4/util.h"
 #include "libimage/repack/repack_int.h"
 #include "libimage/tree/tree.h"
 #include "libimage/tree/modify.h"
@@ -437,15 +438,8 @@ static int occupants(struct bctx *c, uint64_t at, uint64_t w, int *unknown,
 			*unknown = 1;
 			return 0;
 		}
-		if (c->nocc == c->capocc) {
-			size_t n = c->capocc ? c->capocc * 2 : 16;
-			int64_t *v = realloc(c->occ, n * sizeof(*v));
-
-			if (!v)
-				return r4i_fail(err, -ENOMEM, "out of memory");
-			c->occ = v;
-			c->capocc = n;
-		}
+		if (R4_RESERVE(c->occ, c->capocc, c->nocc + 1, 16))
+			return r4i_fail(err, -ENOMEM, "out of memory");
 		c->occ[c->nocc++] = x;
 		b = c->m->el[x].cur + c->m->el[x].w - 1;
 	}

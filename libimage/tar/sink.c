@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "r4/util.h"
 #include "r4/edit.h"
 #include "libimage/util/err.h"
 #include "libimage/tar/tar.h"
@@ -68,15 +69,8 @@ static int dir_time(struct tar_sink *s, const struct r4_entry *e,
 	struct tar_dir_time *d;
 	size_t n = strlen(path);
 
-	if (s->dirs_len == s->dirs_cap) {
-		size_t cap = s->dirs_cap ? s->dirs_cap * 2 : 64;
-
-		d = realloc(s->dirs, cap * sizeof(*d));
-		if (!d)
-			return -ENOMEM;
-		s->dirs = d;
-		s->dirs_cap = cap;
-	}
+	if (R4_RESERVE(s->dirs, s->dirs_cap, s->dirs_len + 1, 64))
+		return -ENOMEM;
 	d = &s->dirs[s->dirs_len];
 	memset(d, 0, sizeof(*d));
 	if (!(d->path = malloc(n + 2)))
@@ -320,21 +314,14 @@ static int wh_collect(void *ctx, const char *name, size_t len,
 		      const struct r4_objref *target)
 {
 	struct wh_names *w = ctx;
-	char **v;
 
 	(void)target;
 	if ((len == 1 && name[0] == '.') ||
 	    (len == 2 && name[0] == '.' && name[1] == '.'))
 		return 0;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 16;
-
-		if (!(v = realloc(w->v, cap * sizeof(*v)))) {
-			w->oom = 1;
-			return -ENOMEM;
-		}
-		w->v = v;
-		w->cap = cap;
+	if (R4_RESERVE(w->v, w->cap, w->n + 1, 16)) {
+		w->oom = 1;
+		return -ENOMEM;
 	}
 	if (!(w->v[w->n] = strndup(name, len))) {
 		w->oom = 1;
