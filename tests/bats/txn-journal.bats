@@ -45,7 +45,7 @@ blk() {
 	run r4fsck "$T/a.img"
 	[ "$status" -eq 0 ]
 	need_oracle
-	oracle_fsck "$T/a.img"
+	oracle_fsck_run "$T/a.img"
 }
 
 @test "R4_FAULT=count reports the writes; a bad R4_FAULT is refused" {
@@ -139,7 +139,7 @@ blk() {
 	[ "$status" -eq 0 ]
 	[[ "$output" != *replayed* ]]
 	need_oracle
-	oracle_fsck "$T/a.img"
+	oracle_fsck_run "$T/a.img"
 }
 
 @test "fsck.reiser4 replays our journal to the image r4fsck makes" {
@@ -153,7 +153,7 @@ blk() {
 	[[ "$(tr -s '\n ' '  ' <<<"$output")" == *"1 transactions replayed"* ]]
 	# its first run compares the tree with the bitmap it loaded before
 	# replaying; from the second run on it is clean
-	oracle_fsck "$T/b.img"
+	oracle_fsck_run "$T/b.img"
 	run r4fsck "$T/a.img"
 	[ "$status" -eq 1 ]
 	# everything but the journal header and footer (fsck.reiser4 zeroes
@@ -170,7 +170,7 @@ blk() {
 	mk "$T/a.img"
 	cut "$T/a.img" inplace
 	cp --sparse=always "$T/a.img" "$T/b.img"
-	oracle_fsck "$T/b.img"
+	oracle_fsck_run "$T/b.img"
 	# fsck.reiser4 wraps its lines at 80 columns (a long path splits them)
 	[[ "$(tr -s '\n ' '  ' <<<"$output")" == *"1 transactions replayed"* ]]
 	run r4fsck "$T/a.img"
