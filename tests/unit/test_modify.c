@@ -599,7 +599,7 @@ static void add_lookups(void)
 
 int main(void)
 {
-	plan(77 + 8 + 8 + 8 + 5 + 4);
+	plan(77 + 8 + 8 + 8 + 5 + 5);
 	eu_init("test_modify");
 	big_dir("");
 	big_dir("node=node41,hash=tea_hash,fibration=lexic_fibre");
