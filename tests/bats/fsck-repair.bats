@@ -873,6 +873,24 @@ body_ih() {
 	r4manifest "$T/bad.img" | grep -q "^/lost+found/#[0-9a-f]*/e/leaf	"
 }
 
+@test "SOURCE_DATE_EPOCH: what a repair stamps (/lost+found) has its time, two repairs give identical images" {
+	populated
+	local off
+	off=$(entry_off "$T/bad.img" / f5)
+	poke "$T/bad.img" $((off + 8)) 12345 8
+	poke "$T/bad.img" $((off + 16)) $((0x99999)) 8
+	cp "$T/bad.img" "$T/bad2.img"
+	SOURCE_DATE_EPOCH=1234567890 run r4fsck -y "$T/bad.img"
+	[ "$status" -eq 1 ]
+	run r4debugfs -R "stat /lost+found" "$T/bad.img"
+	echo "$output"
+	[[ "$output" == *"mtime:       1234567890.000000000 "* ]]
+	[[ "$output" == *"ctime:       1234567890.000000000 "* ]]
+	SOURCE_DATE_EPOCH=1234567890 run r4fsck -y "$T/bad2.img"
+	[ "$status" -eq 1 ]
+	cmp "$T/bad.img" "$T/bad2.img"
+}
+
 # Only an entry's object id damaged: the stat data that differs in that
 # element alone, which nobody names, has its body items (a file) or its
 # entries (a directory) under its own key: the entry is the damaged one
@@ -1097,8 +1115,14 @@ big_item() {
 	compressed
 	local o
 	o=$(sd_off "$T/good.img" /d/text)
-	[ "$(peek "$T/bad.img" $((o + 60)) 2)" -eq 4 ]	# pset: ccreg40
-	poke "$T/bad.img" $((o + 60)) $((0x77)) 2
+	# The plugin set's first id: after the mask (2), the light weight
+	# (14), unix (28) and, when the mask has it, large times (12)
+	# extensions, the set's count (2) and the member's type (2); r4pack
+	# leaves out large times when every time is whole seconds
+	# (SOURCE_DATE_EPOCH).
+	o=$((o + 44 + ($(peek "$T/bad.img" $o 2) & 4 ? 12 : 0) + 4))
+	[ "$(peek "$T/bad.img" $o 2)" -eq 4 ]	# pset: ccreg40
+	poke "$T/bad.img" $o $((0x77)) 2
 	repaired "$T/bad.img" body
 	[[ "$first" == *"plugin set mended from its clusters: ccreg40 (was unknown)"* ]]
 	kept "$T/bad.img"
