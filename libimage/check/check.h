@@ -60,7 +60,7 @@ enum {
 	CHK_OBJ_SYMLINK = 2,	/* has the symlink extension */
 	CHK_OBJ_REACHED = 4,
 	CHK_OBJ_HAS_PARENT = 8,
-	CHK_OBJ_CC = 16		/* its plugin set names ccreg40 */
+	CHK_OBJ_CCREG = 16		/* its plugin set names ccreg40 */
 };
 
 struct chk_obj {
@@ -196,7 +196,7 @@ struct chk {
 	/* r4_check: stat data, entries and bodies go to sorted runs
 	 * (stream.c) instead of the tables, which only repair keeps. */
 	struct chk_stream *st;
-	unsigned paths_named;		/* chk_cc_path look-ups made */
+	unsigned paths_named;		/* chk_ccreg_path look-ups made */
 	/* The keys of the first items of the unmerged tail40 pairs found
 	 * (R4_CHK_TAIL_UNMERGED), in key order, for the repair. */
 	struct chk_tpair *tunm;
@@ -261,41 +261,41 @@ struct chk_body *chk_stream_body_new(struct chk *c);
 int chk_stream_error(const struct chk *c);
 /* The clusters of a compressed file's body (check/cluster.c). */
 int chk_obj_is_ccreg(const struct chk *c, const struct chk_obj *o);
-void chk_cc_body(struct chk *c, const struct chk_body *b);
+void chk_ccreg_body(struct chk *c, const struct chk_body *b);
 /* A ccreg40 file longer than one cluster in compression mode conv
  * (doc/compress.md §6): reported. */
-void chk_cc_conv(struct chk *c, const struct chk_obj *o);
+void chk_ccreg_conv(struct chk *c, const struct chk_obj *o);
 
 /* What the Reiser4 kernel cannot take in a compressed file's items
  * (doc/compress.md §6): one call of fn per finding, in key order. */
 enum {
-	CHK_CCL_HOLE0 = 1,	/* the first item lies past cluster 0 */
-	CHK_CCL_UNMERGED,	/* it continues the item before it in its
+	CHK_CCREG_HOLE0 = 1,	/* the first item lies past cluster 0 */
+	CHK_CCREG_UNMERGED,	/* it continues the item before it in its
 				 * leaf inside one disk cluster */
-	CHK_CCL_CROSS		/* it runs across its cluster's end */
+	CHK_CCREG_CROSS		/* it runs across its cluster's end */
 };
 struct r4_objref;
-struct chk_ccl {
+struct chk_ccreg_flaw {
 	int kind;
 	uint64_t off;		/* the item's key offset */
 	size_t units;
 	uint64_t blk;		/* its leaf and position there */
 	unsigned pos;
 	unsigned shift;		/* its shift byte */
-	uint64_t prev_off;	/* CHK_CCL_UNMERGED: the item before */
+	uint64_t prev_off;	/* CHK_CCREG_UNMERGED: the item before */
 	size_t prev_units;
 };
-typedef int (*chk_ccl_fn)(void *ctx, const struct chk_ccl *f);
+typedef int (*chk_ccreg_flaw_fn)(void *ctx, const struct chk_ccreg_flaw *f);
 /* Over the ctail40 items of ref's body (shift: the file's, size its
  * size); stops at the first item of another kind. A non-zero return of
  * fn stops the walk and is returned. */
-int chk_cc_layout(struct r4_vol *vol, const struct r4_objref *ref,
-		  unsigned shift, uint64_t size, chk_ccl_fn fn, void *ctx,
-		  struct r4_error *err);
+int chk_ccreg_layout(struct r4_vol *vol, const struct r4_objref *ref,
+		     unsigned shift, uint64_t size, chk_ccreg_flaw_fn fn,
+		     void *ctx, struct r4_error *err);
 /* A path of ref for a message ("" when none is found going up from the
  * directory its locality names; at most a bounded number of look-ups
  * per check), names escaped. */
-void chk_cc_path(struct chk *c, const struct r4_objref *ref, char *out,
+void chk_ccreg_path(struct chk *c, const struct r4_objref *ref, char *out,
 		 size_t n);
 
 /* Per-item checks of the walk (items.c). For a nodeptr, *child gets the

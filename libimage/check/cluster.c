@@ -57,7 +57,7 @@ static int up_fn(void *ctx, const char *name, size_t len,
 /* A path of ref for a message, found upwards from the directory its
  * locality names (where the kernel creates an object) through "..":
  * "" when it does not lead to the root that way. Names escaped. */
-void chk_cc_path(struct chk *c, const struct r4_objref *ref, char *out,
+void chk_ccreg_path(struct chk *c, const struct r4_objref *ref, char *out,
 		 size_t n)
 {
 	uint64_t oid = ref->oid, dir = ref->locality;
@@ -104,12 +104,12 @@ void chk_cc_path(struct chk *c, const struct r4_objref *ref, char *out,
 }
 
 /* "compressed file /a/b (object 1f)" or "compressed file 1f". */
-int chk_cc_layout(struct r4_vol *vol, const struct r4_objref *ref,
-		  unsigned shift, uint64_t size, chk_ccl_fn fn, void *ctx,
-		  struct r4_error *err)
+int chk_ccreg_layout(struct r4_vol *vol, const struct r4_objref *ref,
+		     unsigned shift, uint64_t size, chk_ccreg_flaw_fn fn,
+		     void *ctx, struct r4_error *err)
 {
 	uint64_t mask = ((uint64_t)1 << shift) - 1;
-	struct chk_ccl f, prev = { 0 };
+	struct chk_ccreg_flaw f, prev = { 0 };
 	struct tree_cursor cur;
 	struct tree_item it;
 	struct fmt_key k;
@@ -132,7 +132,7 @@ int chk_cc_layout(struct r4_vol *vol, const struct r4_objref *ref,
 		f.pos = it.pos;
 		f.shift = it.body[0];
 		if (first && size && f.off > mask) {
-			f.kind = CHK_CCL_HOLE0;
+			f.kind = CHK_CCREG_HOLE0;
 			rc = fn(ctx, &f);
 		}
 		first = 0;
@@ -141,13 +141,13 @@ int chk_cc_layout(struct r4_vol *vol, const struct r4_objref *ref,
 		    prev.pos + 1 == f.pos && prev.shift == f.shift &&
 		    (f.off & mask) && prev.off + prev.units == f.off &&
 		    (prev.off & mask) + prev.units <= mask + 1) {
-			f.kind = CHK_CCL_UNMERGED;
+			f.kind = CHK_CCREG_UNMERGED;
 			f.prev_off = prev.off;
 			f.prev_units = prev.units;
 			rc = fn(ctx, &f);
 		}
 		if (!rc && (f.off & mask) + f.units > mask + 1) {
-			f.kind = CHK_CCL_CROSS;
+			f.kind = CHK_CCREG_CROSS;
 			rc = fn(ctx, &f);
 		}
 		prev = f;
@@ -160,14 +160,14 @@ int chk_cc_layout(struct r4_vol *vol, const struct r4_objref *ref,
 }
 
 /* The first finding of each kind and how many there are. */
-struct ccl_sum {
-	struct chk_ccl first[CHK_CCL_CROSS + 1];
-	uint64_t count[CHK_CCL_CROSS + 1];
+struct ccreg_flaw_sum {
+	struct chk_ccreg_flaw first[CHK_CCREG_CROSS + 1];
+	uint64_t count[CHK_CCREG_CROSS + 1];
 };
 
-static int ccl_count(void *ctx, const struct chk_ccl *f)
+static int ccreg_flaw_count(void *ctx, const struct chk_ccreg_flaw *f)
 {
-	struct ccl_sum *s = ctx;
+	struct ccreg_flaw_sum *s = ctx;
 
 	if (!s->count[f->kind]++)
 		s->first[f->kind] = *f;
@@ -176,18 +176,18 @@ static int ccl_count(void *ctx, const struct chk_ccl *f)
 
 /* doc/compress.md §6: the layouts of the items the kernel cannot take. */
 static void report_layout(struct chk *c, const struct r4_objref *ref,
-			  unsigned shift, const struct ccl_sum *s)
+			  unsigned shift, const struct ccreg_flaw_sum *s)
 {
-	const struct chk_ccl *f;
+	const struct chk_ccreg_flaw *f;
 	struct fmt_key k;
 	char w[1024];
 
-	if (!s->count[CHK_CCL_HOLE0] && !s->count[CHK_CCL_UNMERGED] &&
-	    !s->count[CHK_CCL_CROSS])
+	if (!s->count[CHK_CCREG_HOLE0] && !s->count[CHK_CCREG_UNMERGED] &&
+	    !s->count[CHK_CCREG_CROSS])
 		return;
-	chk_cc_path(c, ref, w, sizeof(w));
-	if (s->count[CHK_CCL_HOLE0]) {
-		f = &s->first[CHK_CCL_HOLE0];
+	chk_ccreg_path(c, ref, w, sizeof(w));
+	if (s->count[CHK_CCREG_HOLE0]) {
+		f = &s->first[CHK_CCREG_HOLE0];
 		fmt_key_body(&k, ref->locality, c->vol->keypol ==
 			     FMT_KEY_LARGE ? ref->ordering : 0, ref->oid,
 			     f->off);
@@ -195,8 +195,8 @@ static void report_layout(struct chk *c, const struct r4_objref *ref,
 			CHK_S(path, w), CHK_U(oid, ref->oid),
 			CHK_U(cluster, f->off >> shift), CHK_U(at, f->blk));
 	}
-	if (s->count[CHK_CCL_UNMERGED]) {
-		f = &s->first[CHK_CCL_UNMERGED];
+	if (s->count[CHK_CCREG_UNMERGED]) {
+		f = &s->first[CHK_CCREG_UNMERGED];
 		fmt_key_body(&k, ref->locality, c->vol->keypol ==
 			     FMT_KEY_LARGE ? ref->ordering : 0, ref->oid,
 			     f->off);
@@ -205,10 +205,10 @@ static void report_layout(struct chk *c, const struct r4_objref *ref,
 			CHK_U(cluster, f->off >> shift), CHK_U(at, f->blk),
 			CHK_U(prev, f->pos - 1), CHK_U(pos, f->pos),
 			CHK_U(prevoff, f->prev_off), CHK_U(off, f->off),
-			CHK_U(count, s->count[CHK_CCL_UNMERGED]));
+			CHK_U(count, s->count[CHK_CCREG_UNMERGED]));
 	}
-	if (s->count[CHK_CCL_CROSS]) {
-		f = &s->first[CHK_CCL_CROSS];
+	if (s->count[CHK_CCREG_CROSS]) {
+		f = &s->first[CHK_CCREG_CROSS];
 		fmt_key_body(&k, ref->locality, c->vol->keypol ==
 			     FMT_KEY_LARGE ? ref->ordering : 0, ref->oid,
 			     f->off);
@@ -217,16 +217,16 @@ static void report_layout(struct chk *c, const struct r4_objref *ref,
 			CHK_U(cluster, f->off >> shift), CHK_U(at, f->blk),
 			CHK_U(pos, f->pos), CHK_U(len, f->units),
 			CHK_U(off, f->off),
-			CHK_U(count, s->count[CHK_CCL_CROSS]));
+			CHK_U(count, s->count[CHK_CCREG_CROSS]));
 	}
 }
 
-void chk_cc_body(struct chk *c, const struct chk_body *b)
+void chk_ccreg_body(struct chk *c, const struct chk_body *b)
 {
 	struct r4_objref ref = { b->el0 >> 4, b->el1, b->el2 };
 	struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
 	struct r4_error e = { 0, "", 0 };
-	struct ccl_sum s;
+	struct ccreg_flaw_sum s;
 	struct obj_sd sd;
 	struct obj_ccreg cc;
 	uint64_t n = 0;
@@ -241,8 +241,8 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 	memset(&s, 0, sizeof(s));
 	if (sd.plugin == FMT_OBJ_CCREG40 &&
 	    !obj_ccreg_params(c->vol, &ref, &sd, &cc, &e) &&
-	    chk_cc_layout(c->vol, &ref, cc.shift, sd.st.size, ccl_count, &s,
-			  &e) == -ENOMEM) {
+	    chk_ccreg_layout(c->vol, &ref, cc.shift, sd.st.size,
+			     ccreg_flaw_count, &s, &e) == -ENOMEM) {
 		CHK_SAY(c, CHK_M_CC_NO_MEMORY, b->blk, b->item, &k,
 			CHK_S(what, r4_strerror(-ENOMEM)));
 		obj_sd_put(&sd);
@@ -259,7 +259,7 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 		report_layout(c, &ref, cc.shift, &s);
 		/* an item across a cluster end is its own problem: the
 		 * clusters it joins are read once it is cut */
-		if (!s.count[CHK_CCL_CROSS] &&
+		if (!s.count[CHK_CCREG_CROSS] &&
 		    obj_ccreg_verify(c->vol, &ref, &sd, &n, &e))
 			CHK_SAY(c, e.code == -ENOMEM ? CHK_M_CC_NO_MEMORY :
 				CHK_M_CC_CLUSTER, b->blk, b->item, &k,
@@ -269,7 +269,7 @@ void chk_cc_body(struct chk *c, const struct chk_body *b)
 	obj_sd_put(&sd);
 }
 
-void chk_cc_conv(struct chk *c, const struct chk_obj *o)
+void chk_ccreg_conv(struct chk *c, const struct chk_obj *o)
 {
 	struct r4_objref ref = { o->el0 >> 4, o->el1, o->el2 };
 	struct fmt_key k = { { o->el0, o->el1, o->el2, 0 } };
@@ -284,7 +284,7 @@ void chk_cc_conv(struct chk *c, const struct chk_obj *o)
 	    !obj_ccreg_params(c->vol, &ref, &sd, &cc, &e) &&
 	    cc.cmode == FMT_CMODE_CONV &&
 	    sd.st.size > ((uint64_t)1 << cc.shift)) {
-		chk_cc_path(c, &ref, w, sizeof(w));
+		chk_ccreg_path(c, &ref, w, sizeof(w));
 		CHK_SAY(c, CHK_M_CC_CONV, o->blk, o->item, &k,
 			CHK_S(path, w), CHK_U(oid, ref.oid),
 			CHK_U(size, sd.st.size), CHK_U(len, 1u << cc.shift),

@@ -77,7 +77,7 @@ static int item_stat(struct item_ctx *x)
 	for (unsigned m = 0; m < st.pset.count; m++)
 		if (st.pset.member[m] == FMT_PSET_FILE &&
 		    st.pset.id[m] == FMT_OBJ_CCREG40)
-			o->flags |= CHK_OBJ_CC;
+			o->flags |= CHK_OBJ_CCREG;
 	if (fmt_key_locality(k) == FMT_ROOT_LOCALITY &&
 	    fmt_key_objectid(k) == FMT_ROOT_OID)
 		root_pset(x->c, &st);

@@ -172,9 +172,9 @@ void chk_sem_object(struct chk *c, const struct chk_obj *o)
 	else if (fmt != MODE_LNK && (o->flags & CHK_OBJ_SYMLINK))
 		CHK_OBJ_SAY(c, o, CHK_M_SD_STRAY_SYMLINK,
 			    CHK_U(mode, o->mode));
-	if (fmt == MODE_REG && (o->flags & CHK_OBJ_CC) &&
+	if (fmt == MODE_REG && (o->flags & CHK_OBJ_CCREG) &&
 	    o->size > ((uint64_t)1 << FMT_CTAIL40_MIN_SHIFT))
-		chk_cc_conv(c, o);	/* doc/compress.md §6 */
+		chk_ccreg_conv(c, o);	/* doc/compress.md §6 */
 	if (fmt == MODE_DIR)
 		c->rep->dirs++;
 	else if (fmt == MODE_REG)
@@ -409,7 +409,7 @@ void chk_sem_body(struct chk *c, const struct chk_body *b,
 		return;
 	}
 	if (b->kinds & CHK_BODY_CTAIL) {
-		chk_cc_body(c, b);	/* compressed: doc/compress.md §6 */
+		chk_ccreg_body(c, b); /* compressed: doc/compress.md §6 */
 		return;
 	}
 	/* The kernel reads a page without an item as an error;

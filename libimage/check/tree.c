@@ -177,7 +177,7 @@ static int tail_pair(struct chk *c, const uint8_t *node, uint64_t blk,
 	c->tunm[c->ntunm].end = at + len + zlen;
 	c->tunm[c->ntunm++].blk = blk;
 	obj_ref_from_key(&a->key, &ref);
-	chk_cc_path(c, &ref, path, sizeof(path));
+	chk_ccreg_path(c, &ref, path, sizeof(path));
 	CHK_SAY(c, CHK_M_TAIL_UNMERGED, blk, (int)i + 1, &z->key,
 		CHK_S(path, path), CHK_U(oid, ref.oid), CHK_U(at, blk),
 		CHK_U(prev, i), CHK_U(pos, i + 1), CHK_U(prevoff, at),

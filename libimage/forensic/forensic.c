@@ -546,7 +546,7 @@ int fsc_describe(struct r4_vol *vol, struct fscan *s, size_t i,
 					err);
 	}
 	if (!rc)
-		rc = fsc_cc_recover(vol, s, sd, fsc_cluster_to_range, &rec,
+		rc = fsc_ccreg_recover(vol, s, sd, fsc_cluster_to_range, &rec,
 				fsc_cluster_to_range, &all, err);
 	if (rc == -ENOMEM)
 		rc = r4i_fail(err, rc, "%s: out of memory", vol->dev->path);

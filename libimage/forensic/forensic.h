@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: what the parts of the forensic reader share, private to
  * libimage/forensic: forensic.c (the scan of free blocks, lsdel),
- * classes.c (block classes), ccbody.c (compressed bodies), orphans.c
+ * classes.c (block classes), ccreg_body.c (compressed bodies), orphans.c
  * (objects no entry names) and undel.c (recovery). */
 #ifndef R4_LIBIMAGE_FORENSIC_H
 #define R4_LIBIMAGE_FORENSIC_H
@@ -113,7 +113,7 @@ int fsc_describe(struct r4_vol *vol, struct fscan *s, size_t i,
 		    struct r4_deleted *d, struct r4_error *err);
 int fsc_is_live(struct r4_vol *vol, const struct fsd *sd,
 		   struct r4_error *err);
-int fsc_cc_recover(struct r4_vol *vol, const struct fscan *s,
+int fsc_ccreg_recover(struct r4_vol *vol, const struct fscan *s,
 		      const struct fsd *sd, cluster_fn fn, void *ctx,
 		      cluster_fn found, void *fctx, struct r4_error *err);
 int fsc_cluster_to_range(void *ctx, uint64_t off, const uint8_t *buf,

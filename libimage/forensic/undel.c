@@ -88,8 +88,8 @@ static int undel_one(struct r4_vol *vol, struct fscan *s, size_t i,
 			rc = fsc_piece_runs(vol, &s->pc[k], d->st.size,
 					    undel_run, u, err);
 	if (!rc)
-		rc = fsc_cc_recover(vol, s, &s->sd[i], undel_cluster, u, NULL,
-				    NULL, err);
+		rc = fsc_ccreg_recover(vol, s, &s->sd[i], undel_cluster, u,
+				       NULL, NULL, err);
 	if (rc) {
 		if (rc == -ENOMEM || !err->code)
 			rc = r4i_fail(err, rc, "%s: object %llu: cannot write "

@@ -14,10 +14,10 @@
 #include "format/cluster.h"
 #include "format/plugin.h"
 
-#define CC_THREADS 8		/* at most, the calling thread included */
-#define CC_BATCH 32		/* clusters compressed at once */
+#define CCREG_THREADS 8	/* at most, the calling thread included */
+#define CCREG_BATCH 32	/* clusters compressed at once */
 
-struct ccjob {
+struct ccreg_job {
 	const uint8_t *plain;	/* this slot's buffer */
 	const uint8_t *src;	/* the cluster's bytes: plain, or in the
 				 * reader's chunk while it lasts */
@@ -36,16 +36,16 @@ struct obj_ccreg_enc {
 	size_t csize, cap;	/* cluster size, output room per cluster */
 	/* the pool: codec[0] is the calling thread's, codec[i] worker i's */
 	struct workq *q;
-	struct r4_codec *codec[CC_THREADS];
+	struct r4_codec *codec[CCREG_THREADS];
 	int c0_data;		/* conv_first: cluster 0 held data */
 	/* batch buffers */
 	uint8_t *plain, *out;
-	struct ccjob batch[CC_BATCH];
+	struct ccreg_job batch[CCREG_BATCH];
 };
 
 /* doc/compress.md §4.1-§4.2: compress one cluster, keep it if it saves. */
 static void run_job(struct obj_ccreg_enc *cc, struct r4_codec *codec,
-		    struct ccjob *j)
+		    struct ccreg_job *j)
 {
 	size_t sl;
 
@@ -66,14 +66,15 @@ static void run_job(struct obj_ccreg_enc *cc, struct r4_codec *codec,
 
 static void job_fn(struct workq_item *it, unsigned worker)
 {
-	struct ccjob *j = (struct ccjob *)((char *)it -
-					   offsetof(struct ccjob, wi));
+	struct ccreg_job *j = (struct ccreg_job *)((char *)it -
+					   offsetof(struct ccreg_job, wi));
 
 	run_job(j->cc, j->cc->codec[worker], j);
 }
 
 /* Compress jobs[0..n) on every thread, this one included. */
-static void run_batch(struct obj_ccreg_enc *cc, struct ccjob *jobs, size_t n)
+static void run_batch(struct obj_ccreg_enc *cc, struct ccreg_job *jobs,
+		      size_t n)
 {
 	if (n == 1 || !cc->q) {
 		/* nothing to share (a small file's one cluster): waking
@@ -99,7 +100,8 @@ unsigned obj_ccreg_enc_cpus(void)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
-	return ncpu < 1 ? 1 : ncpu > CC_THREADS ? CC_THREADS : (unsigned)ncpu;
+	return ncpu < 1 ? 1 : ncpu > CCREG_THREADS ? CCREG_THREADS
+						   : (unsigned)ncpu;
 }
 
 int obj_ccreg_enc_new_threads(unsigned shift, unsigned alg, unsigned mode,
@@ -123,13 +125,13 @@ int obj_ccreg_enc_new_threads(unsigned shift, unsigned alg, unsigned mode,
 	cc->alg = alg;
 	cc->mode = mode;
 	cc->cap = r4_codec_bound(alg, cc->csize);
-	cc->plain = malloc(CC_BATCH * cc->csize);
-	cc->out = malloc(CC_BATCH * cc->cap);
+	cc->plain = malloc(CCREG_BATCH * cc->csize);
+	cc->out = malloc(CCREG_BATCH * cc->cap);
 	*out = cc;
 	if (!cc->plain || !cc->out)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	want = !threads ? obj_ccreg_enc_cpus() : threads > CC_THREADS ?
-	       CC_THREADS : threads;
+	want = !threads ? obj_ccreg_enc_cpus() : threads > CCREG_THREADS ?
+	       CCREG_THREADS : threads;
 	for (unsigned i = 0; i < want; i++) {
 		cc->codec[i] = r4_codec_new(alg, &rc);
 		if (!cc->codec[i])
@@ -140,7 +142,7 @@ int obj_ccreg_enc_new_threads(unsigned shift, unsigned alg, unsigned mode,
 	/* fewer threads than asked (or none) is still correct */
 	if (want > 1 && workq_new(want - 1, &cc->q))
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	for (size_t i = 0; i < CC_BATCH; i++) {
+	for (size_t i = 0; i < CCREG_BATCH; i++) {
 		cc->batch[i].plain = cc->plain + i * cc->csize;
 		cc->batch[i].out = cc->out + i * cc->cap;
 	}
@@ -152,7 +154,7 @@ void obj_ccreg_enc_free(struct obj_ccreg_enc *cc)
 	if (!cc)
 		return;
 	workq_free(cc->q);
-	for (unsigned i = 0; i < CC_THREADS; i++)
+	for (unsigned i = 0; i < CCREG_THREADS; i++)
 		r4_codec_free(cc->codec[i]);
 	free(cc->plain);
 	free(cc->out);
@@ -389,8 +391,8 @@ static int enc_fill(struct encfile *f, uint64_t idx, size_t start,
 	struct obj_ccreg_rd *r = f->r;
 	int rc = 0, zc = 0;
 
-	for (*k = start; !rc && *k < CC_BATCH && idx + *k < f->n; (*k)++) {
-		struct ccjob *j = &cc->batch[*k];
+	for (*k = start; !rc && *k < CCREG_BATCH && idx + *k < f->n; (*k)++) {
+		struct ccreg_job *j = &cc->batch[*k];
 		uint64_t at = (idx + *k) << cc->shift;
 
 		j->lsize = fmt_cluster_lsize(r->size, idx + *k, cc->shift);
@@ -422,7 +424,7 @@ static int enc_emit(struct encfile *f, uint64_t idx, size_t k,
 	int rc = 0;
 
 	for (size_t i = 0; !rc && i < k; i++) {
-		struct ccjob *j = &cc->batch[i];
+		struct ccreg_job *j = &cc->batch[i];
 		int kept = 0;
 
 		if (!j->has_data) {
@@ -496,7 +498,7 @@ int obj_ccreg_enc_c0_done(const struct obj_ccreg_enc *e, uint64_t size)
 int obj_ccreg_enc_conv_first(struct obj_ccreg_enc *cc, struct obj_ccreg_rd *r,
 			 int *keep, struct r4_error *err)
 {
-	struct ccjob *j = &cc->batch[0];
+	struct ccreg_job *j = &cc->batch[0];
 	int rc;
 
 	*keep = 1;

@@ -198,12 +198,12 @@ int obj_dc_decode(struct r4_vol *vol, const struct r4_objref *obj,
 	return 0;
 }
 
-struct cc_bufs {
+struct ccreg_bufs {
 	uint8_t *dc, *plain;
 	struct r4_codec *codec;
 };
 
-static int bufs_get(struct cc_bufs *b, const struct obj_ccreg *cc,
+static int bufs_get(struct ccreg_bufs *b, const struct obj_ccreg *cc,
 		    struct r4_error *err)
 {
 	int rc = 0;
@@ -220,7 +220,7 @@ static int bufs_get(struct cc_bufs *b, const struct obj_ccreg *cc,
 	return 0;
 }
 
-static void bufs_put(struct cc_bufs *b)
+static void bufs_put(struct ccreg_bufs *b)
 {
 	free(b->dc);
 	free(b->plain);
@@ -232,7 +232,7 @@ int obj_ccreg_read(struct r4_vol *vol, const struct r4_objref *obj,
 		size_t len, struct r4_error *err)
 {
 	struct obj_ccreg cc;
-	struct cc_bufs b;
+	struct ccreg_bufs b;
 	struct obj_dc dc;
 	uint64_t idx, last, cstart;
 	int rc = obj_ccreg_params(vol, obj, sd, &cc, err);
@@ -298,7 +298,7 @@ int obj_ccreg_verify(struct r4_vol *vol, const struct r4_objref *obj,
 		  struct r4_error *err)
 {
 	struct obj_ccreg cc;
-	struct cc_bufs b;
+	struct ccreg_bufs b;
 	struct obj_dc dc;
 	uint64_t idx = 0, n = 0;
 	int rc = obj_ccreg_params(vol, obj, sd, &cc, err);

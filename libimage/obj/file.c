@@ -378,7 +378,7 @@ static int map_ctail(void *ctx, const struct tree_item *it)
 	return b->fn(b->ctx, &m);
 }
 
-static int cc_blocks(struct r4_vol *vol, const struct r4_objref *obj,
+static int ccreg_blocks(struct r4_vol *vol, const struct r4_objref *obj,
 		     struct bm *b, struct r4_error *err)
 {
 	struct tree_cursor c;
@@ -423,7 +423,7 @@ int r4_file_blocks(struct r4_vol *vol, const struct r4_objref *obj,
 		b.size = sd.st.size;
 		b.shift = cc.shift;
 		obj_sd_put(&sd);
-		return rc ? rc : cc_blocks(vol, obj, &b, err);
+		return rc ? rc : ccreg_blocks(vol, obj, &b, err);
 	}
 	obj_sd_put(&sd);
 	return body_walk(vol, obj, 0, UINT64_MAX, map_piece, &b, err);

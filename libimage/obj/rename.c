@@ -213,7 +213,7 @@ int r4_setattr(struct r4_txn *x, const char *path, const struct r4_attr *a,
 
 /* doc/compress.md §4.4: a size change ends conv for the file, which
  * then has lattd stored (the kernel's setattr does the same). */
-static int cc_stop_conv(struct r4_txn *x, const struct r4_objref *ref,
+static int ccreg_stop_conv(struct r4_txn *x, const struct r4_objref *ref,
 			struct obj_sd *sd, struct r4_error *err)
 {
 	struct obj_ccreg cc;
@@ -251,7 +251,7 @@ int r4_truncate(struct r4_txn *x, const char *path, uint64_t size,
 	else if (!rc && size != sd.st.size)
 		rc = obj_body_truncate(x, &ref, sd.st.size, size, &bytes, err);
 	if (!rc && size != sd.st.size && sd.plugin == FMT_OBJ_CCREG40)
-		rc = cc_stop_conv(x, &ref, &sd, err);
+		rc = ccreg_stop_conv(x, &ref, &sd, err);
 	if (!rc && size != sd.st.size) {
 		sd.st.size = size;
 		sd.st.rdev_or_bytes = bytes;

@@ -430,7 +430,7 @@ static int mend_pid(struct rb *b, const struct fmt_node_header *nh,
 	o = chk_obj_find(c, (fmt_key_locality(&ih->key) << 4) | FMT_KEY_SD,
 			 ih->key.el[1], ih->key.el[2]);
 	if (o == CHK_NONE || (c->objs[o].mode & 0170000u) != 0100000u ||
-	    (c->objs[o].flags & CHK_OBJ_CC))
+	    (c->objs[o].flags & CHK_OBJ_CCREG))
 		return 0;
 	if (i + 1 < nh->nr_items &&
 	    !fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i + 1, &z) &&

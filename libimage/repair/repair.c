@@ -176,11 +176,11 @@ static int rebuild_helps(const struct rep *R)
  * counters come first (an object fix allocates blocks: the bitmaps must
  * be right for that), then blocks claimed twice (twice.c, it allocates
  * too), then the compressed-file layouts the kernel cannot take
- * (cclayout.c; preen too: an item across a cluster end is cut before
+ * (ccreg_layout.c; preen too: an item across a cluster end is cut before
  * the cluster pass would find its clusters unreadable), stat data keys
  * before names (keys.c: a stat data put back under the key its entry
  * gives keeps the entry, and out of /lost+found), compressed files
- * whose clusters or stat data disagree (cc.c), then names and links
+ * whose clusters or stat data disagree (ccreg_fix.c), then names and links
  * (objects.c). */
 static const struct fix_pass {
 	int pass;		/* enum r4_fix_pass */
@@ -191,9 +191,9 @@ static const struct fix_pass {
 } fix_passes[] = {
 	{ R4_PASS_SPACE, 0, 1, 0, rep_fix_space },
 	{ R4_PASS_SHARED, 1, 1, 0, rep_fix_shared },
-	{ R4_PASS_CC_LAYOUT, 0, 0, 0, rep_fix_cc_layout },
+	{ R4_PASS_CC_LAYOUT, 0, 0, 0, rep_fix_ccreg_layout },
 	{ R4_PASS_KEYS, 1, 0, 0, rep_fix_keys },
-	{ R4_PASS_CC, 1, 0, 1, rep_fix_cc },
+	{ R4_PASS_CC, 1, 0, 1, rep_fix_ccreg },
 	{ R4_PASS_OBJECTS, 1, 0, 1, rep_fix_objects },
 };
 

@@ -62,14 +62,14 @@ int rep_named_keys(struct rep *R, struct fmt_key **out, size_t *n);
  * 0, R4_ECORRUPT or -ENOMEM. */
 int rep_entry_name(struct chk *c, const struct chk_ent *e, char **name,
 		   size_t *len);
-/* Compressed files whose clusters or stat data disagree (cc.c); does
+/* Compressed files whose clusters or stat data disagree (ccreg_fix.c); does
  * nothing unless the round found compressed-cluster or body problems. */
-int rep_fix_cc(struct rep *R, int *changed);
+int rep_fix_ccreg(struct rep *R, int *changed);
 /* Compressed files that read right but that the Reiser4 kernel cannot
- * take (cclayout.c): whether this round found one the mode fixes, and
+ * take (ccreg_layout.c): whether this round found one the mode fixes, and
  * the fixes (preen and -y). */
-int rep_cc_layout_found(const struct rep *R);
-int rep_fix_cc_layout(struct rep *R, int *changed);
+int rep_ccreg_layout_found(const struct rep *R);
+int rep_fix_ccreg_layout(struct rep *R, int *changed);
 /* Objects and names (objects.c). */
 int rep_fix_objects(struct rep *R, int *changed);
 /* 1 when body items without stat data carry the object id of an

@@ -41,23 +41,24 @@
 #define MODE_FMT 0170000u
 #define MODE_REG 0100000u
 
-enum cc_kind { CC_SHIFT, CC_MKSD, CC_PSET, CC_SIZE, CC_ZERO };
+enum cc_kind { CCREG_SHIFT, CCREG_MKSD, CCREG_PSET, CCREG_SIZE, CCREG_ZERO };
 
-struct ccop {
+struct ccreg_op {
 	int kind, code;
 	struct r4_objref ref;
 	unsigned shift, compress;	/* what the clusters say */
-	uint64_t val, old;		/* size; item offset (CC_SHIFT);
-					 * cluster index (CC_ZERO) */
-	uint64_t bytes;			/* stat data bytes (CC_MKSD, CC_SIZE) */
-	uint64_t blk;			/* leaf (CC_ZERO) */
-	uint32_t lsize;			/* bytes zeroed (CC_ZERO) */
+	uint64_t val, old;		/* size; item offset (CCREG_SHIFT);
+					 * cluster index (CCREG_ZERO) */
+	uint64_t bytes;			/* stat data bytes (CCREG_MKSD,
+					 * CCREG_SIZE) */
+	uint64_t blk;			/* leaf (CCREG_ZERO) */
+	uint32_t lsize;			/* bytes zeroed (CCREG_ZERO) */
 	unsigned was;			/* old shift byte / old plugin */
 };
 
-struct ccfix {
+struct ccreg_fix {
 	struct rep *R;
-	struct ccop *v;
+	struct ccreg_op *v;
 	size_t n, cap;
 	int root_member[3];	/* compress, cmode, cluster: the root's, -1 */
 	uint8_t *dc, *plain;	/* one cluster each */
@@ -65,16 +66,16 @@ struct ccfix {
 };
 
 /* One item of the body, as surveyed. */
-struct ccitem {
+struct ccreg_item {
 	uint64_t off;
 	uint8_t shift;
 	size_t units;
 };
 
-static struct ccop *op_add(struct ccfix *f, int kind, int code,
+static struct ccreg_op *op_add(struct ccreg_fix *f, int kind, int code,
 			   const struct r4_objref *ref)
 {
-	struct ccop *p;
+	struct ccreg_op *p;
 
 	if (R4_RESERVE(f->v, f->cap, f->n + 1, 32))
 		return NULL;
@@ -86,7 +87,7 @@ static struct ccop *op_add(struct ccfix *f, int kind, int code,
 	return p;
 }
 
-static struct r4_codec *codec(struct ccfix *f, unsigned id)
+static struct r4_codec *codec(struct ccreg_fix *f, unsigned id)
 {
 	int rc = 0;
 
@@ -107,12 +108,12 @@ static void body_key(const struct r4_vol *vol, const struct r4_objref *ref,
 /* The items of ref's body in key order into *out (malloc'ed). 1 when
  * the body is all ctail40 items, 0 when not (left alone), or an error. */
 static int survey(struct r4_vol *vol, const struct r4_objref *ref,
-		  struct ccitem **out, size_t *nout, struct r4_error *err)
+		  struct ccreg_item **out, size_t *nout, struct r4_error *err)
 {
 	struct tree_cursor c;
 	struct tree_item it;
 	struct fmt_key k;
-	struct ccitem *v = NULL;
+	struct ccreg_item *v = NULL;
 	size_t n = 0, cap = 0;
 	int rc, all = 1;
 
@@ -151,7 +152,7 @@ static int survey(struct r4_vol *vol, const struct r4_objref *ref,
 
 /* The shift most items carry (12..16); of a tie, pref (the stat data's)
  * when it is among them. 0 when no item carries a valid one. */
-static unsigned best_shift(const struct ccitem *v, size_t n, unsigned pref)
+static unsigned best_shift(const struct ccreg_item *v, size_t n, unsigned pref)
 {
 	size_t cnt[FMT_CTAIL40_MAX_SHIFT + 1] = { 0 };
 	unsigned best = 0;
@@ -185,7 +186,7 @@ static int looks_packed(const uint8_t *dc, size_t len)
 }
 
 /* Clusters (indices, ascending, distinct) the items fall in. */
-static uint64_t *clusters_of(const struct ccitem *v, size_t n,
+static uint64_t *clusters_of(const struct ccreg_item *v, size_t n,
 			     unsigned shift, size_t *ncl)
 {
 	uint64_t *cl = malloc(n * sizeof(*cl));
@@ -205,7 +206,7 @@ static uint64_t *clusters_of(const struct ccitem *v, size_t n,
 
 /* Packed clusters that compression plugin id decodes back (each to at
  * most a cluster). */
-static size_t score(struct ccfix *f, const struct r4_objref *ref,
+static size_t score(struct ccreg_fix *f, const struct r4_objref *ref,
 		    unsigned shift, const uint64_t *cl, size_t ncl,
 		    unsigned id, size_t *packed)
 {
@@ -234,7 +235,7 @@ static size_t score(struct ccfix *f, const struct r4_objref *ref,
 /* The compression plugin that reads the packed clusters back: the
  * first of pref (the stat data's, -1 none), the root's (or the
  * default) and the others that decodes the most. */
-static unsigned best_compress(struct ccfix *f, const struct r4_objref *ref,
+static unsigned best_compress(struct ccreg_fix *f, const struct r4_objref *ref,
 			      unsigned shift, const uint64_t *cl, size_t ncl,
 			      int pref)
 {
@@ -266,7 +267,7 @@ static unsigned best_compress(struct ccfix *f, const struct r4_objref *ref,
  * it, for a file whose size gives it lsize_now: -1 when they cannot
  * tell (a packed cluster that does not read, or the cluster cannot be
  * gathered). */
-static int64_t last_lsize(struct ccfix *f, const struct r4_objref *ref,
+static int64_t last_lsize(struct ccreg_fix *f, const struct r4_objref *ref,
 			  unsigned shift, unsigned compress, uint64_t last,
 			  uint64_t lsize_now)
 {
@@ -293,7 +294,7 @@ static int64_t last_lsize(struct ccfix *f, const struct r4_objref *ref,
 	return -1;
 }
 
-static int cluster_reads(struct ccfix *f, const struct r4_objref *ref,
+static int cluster_reads(struct ccreg_fix *f, const struct r4_objref *ref,
 			 unsigned shift, unsigned compress, uint64_t idx,
 			 uint64_t size, uint64_t *blk)
 {
@@ -313,25 +314,25 @@ static int cluster_reads(struct ccfix *f, const struct r4_objref *ref,
 }
 
 /* The cluster plugin id of a shift, the root's member or default. */
-static unsigned root_or_default(const struct ccfix *f, int i, unsigned dflt)
+static unsigned root_or_default(const struct ccreg_fix *f, int i, unsigned dflt)
 {
 	return f->root_member[i] >= 0 ? (unsigned)f->root_member[i] : dflt;
 }
 
 /* A valid shift byte that is not the file's: set back (one op each).
  * 1 when any is, 0 when none, -ENOMEM. */
-static int plan_shifts(struct ccfix *f, const struct r4_objref *ref,
-		       const struct ccitem *v, size_t n, unsigned shift)
+static int plan_shifts(struct ccreg_fix *f, const struct r4_objref *ref,
+		       const struct ccreg_item *v, size_t n, unsigned shift)
 {
 	size_t before = f->n;
 
 	for (size_t i = 0; i < n; i++) {
-		struct ccop *p;
+		struct ccreg_op *p;
 
 		if (v[i].shift == shift ||
 		    (v[i].shift == FMT_CTAIL40_UNPREPPED && v[i].units == 1))
 			continue;
-		p = op_add(f, CC_SHIFT, R4_CHK_CLUSTER, ref);
+		p = op_add(f, CCREG_SHIFT, R4_CHK_CLUSTER, ref);
 		if (!p)
 			return -ENOMEM;
 		p->val = v[i].off;
@@ -343,14 +344,14 @@ static int plan_shifts(struct ccfix *f, const struct r4_objref *ref,
 
 /* A plugin set that the clusters contradict mended, or (sd NULL) a
  * stat data made, with the size the last cluster gives. */
-static int plan_pset(struct ccfix *f, const struct r4_objref *ref,
+static int plan_pset(struct ccreg_fix *f, const struct r4_objref *ref,
 		     const struct obj_sd *sd, const uint64_t *cl, size_t ncl,
 		     unsigned shift, unsigned compress)
 {
 	uint64_t last = cl[ncl - 1];
 	int64_t ls = last_lsize(f, ref, shift, compress, last,
 				sd ? (uint64_t)1 << shift : 0);
-	struct ccop *p = op_add(f, sd ? CC_PSET : CC_MKSD, sd &&
+	struct ccreg_op *p = op_add(f, sd ? CCREG_PSET : CCREG_MKSD, sd &&
 				sd->plugin == FMT_OBJ_CCREG40 ?
 				R4_CHK_CLUSTER : R4_CHK_BODY, ref);
 
@@ -369,17 +370,17 @@ static int plan_pset(struct ccfix *f, const struct r4_objref *ref,
 
 /* A size the last cluster contradicts set; else every cluster that
  * cannot be read zeroed. */
-static int plan_size_or_zero(struct ccfix *f, const struct r4_objref *ref,
+static int plan_size_or_zero(struct ccreg_fix *f, const struct r4_objref *ref,
 			     const struct obj_sd *sd, const uint64_t *cl,
 			     size_t ncl, unsigned shift, unsigned compress)
 {
 	uint64_t last = cl[ncl - 1], size = sd->st.size, blk;
 	uint64_t now = fmt_cluster_lsize(size, last, shift);
 	int64_t ls = last_lsize(f, ref, shift, compress, last, now);
-	struct ccop *p;
+	struct ccreg_op *p;
 
 	if (ls > 0 && (uint64_t)ls != now) {
-		p = op_add(f, CC_SIZE, R4_CHK_CLUSTER, ref);
+		p = op_add(f, CCREG_SIZE, R4_CHK_CLUSTER, ref);
 		if (!p)
 			return -ENOMEM;
 		p->val = (last << shift) + (uint64_t)ls;
@@ -390,7 +391,7 @@ static int plan_size_or_zero(struct ccfix *f, const struct r4_objref *ref,
 	for (size_t i = 0; i < ncl; i++) {
 		if (cluster_reads(f, ref, shift, compress, cl[i], size, &blk))
 			continue;
-		p = op_add(f, CC_ZERO, R4_CHK_CLUSTER, ref);
+		p = op_add(f, CCREG_ZERO, R4_CHK_CLUSTER, ref);
 		if (!p)
 			return -ENOMEM;
 		p->shift = shift;
@@ -402,28 +403,28 @@ static int plan_size_or_zero(struct ccfix *f, const struct r4_objref *ref,
 }
 
 /* Plan the mends of one file (sd NULL: it has none). */
-static int plan_file(struct ccfix *f, const struct r4_objref *ref,
+static int plan_file(struct ccreg_fix *f, const struct r4_objref *ref,
 		     const struct obj_sd *sd)
 {
 	struct rep *R = f->R;
 	struct r4_error e = { 0, "", 0 };
-	struct ccitem *v = NULL;
+	struct ccreg_item *v = NULL;
 	uint64_t *cl = NULL;
 	size_t n = 0, ncl = 0;
 	struct obj_ccreg cc;
-	int have_cc = 0, rc;
+	int have_ccreg = 0, rc;
 	unsigned shift, compress;
 
 	if (sd && sd->plugin == FMT_OBJ_CCREG40 &&
 	    !obj_ccreg_params(R->vol, ref, sd, &cc, &e))
-		have_cc = 1;
+		have_ccreg = 1;
 	rc = survey(R->vol, ref, &v, &n, &e);
 	if (rc <= 0)	/* not all ctail40, or unreadable: left */
 		return rc == -ENOMEM ? r4i_fail(R->err, rc, "out of memory "
 						"for the repair") : 0;
 	rc = 0;
-	shift = best_shift(v, n, have_cc ? cc.shift : 0);
-	if (!shift && !have_cc)
+	shift = best_shift(v, n, have_ccreg ? cc.shift : 0);
+	if (!shift && !have_ccreg)
 		goto out;	/* nothing tells the cluster size */
 	if (!shift)
 		shift = cc.shift;
@@ -436,8 +437,8 @@ static int plan_file(struct ccfix *f, const struct r4_objref *ref,
 		goto out;
 	}
 	compress = best_compress(f, ref, shift, cl, ncl,
-				 have_cc ? (int)cc.compress : -1);
-	if (!sd || !have_cc || cc.shift != shift || cc.compress != compress)
+				 have_ccreg ? (int)cc.compress : -1);
+	if (!sd || !have_ccreg || cc.shift != shift || cc.compress != compress)
 		rc = plan_pset(f, ref, sd, cl, ncl, shift, compress);
 	else
 		rc = plan_size_or_zero(f, ref, sd, cl, ncl, shift, compress);
@@ -451,7 +452,7 @@ out:
 
 /* ---- making the changes ---- */
 
-static int do_shift(struct r4_txn *x, const struct ccop *p,
+static int do_shift(struct r4_txn *x, const struct ccreg_op *p,
 		    struct r4_error *err)
 {
 	struct tree_cursor c;
@@ -497,7 +498,7 @@ static int do_shift(struct r4_txn *x, const struct ccop *p,
 /* The plugin set: ccreg40, and the cluster and compression members
  * when they differ from the root's (doc/compress.md §5.1); the other
  * members kept, a compression mode no plugin has dropped. */
-static void set_pset(const struct ccfix *f, const struct ccop *p,
+static void set_pset(const struct ccreg_fix *f, const struct ccreg_op *p,
 		     struct fmt_stat *st, int keep)
 {
 	struct fmt_pset old = st->pset, *ps = &st->pset;
@@ -525,14 +526,14 @@ static void set_pset(const struct ccfix *f, const struct ccop *p,
 	st->mask |= 1u << FMT_SDEXT_PSET;
 }
 
-static int do_sd(struct ccfix *f, struct r4_txn *x, const struct ccop *p,
-		 struct r4_error *err)
+static int do_sd(struct ccreg_fix *f, struct r4_txn *x,
+		 const struct ccreg_op *p, struct r4_error *err)
 {
 	struct obj_sd sd;
 	struct fmt_stat st;
 	int rc;
 
-	if (p->kind == CC_MKSD) {
+	if (p->kind == CCREG_MKSD) {
 		memset(&st, 0, sizeof(st));
 		st.mask = (1u << FMT_SDEXT_LW) | (1u << FMT_SDEXT_UNIX);
 		st.mode = S_IFREG | 0644;
@@ -548,9 +549,9 @@ static int do_sd(struct ccfix *f, struct r4_txn *x, const struct ccop *p,
 	rc = obj_sd_get(x->vol, &p->ref, &sd, err);
 	if (rc)
 		return rc;
-	if (p->kind == CC_PSET) {
+	if (p->kind == CCREG_PSET) {
 		set_pset(f, p, &sd.st, 1);
-	} else if (p->kind == CC_SIZE) {
+	} else if (p->kind == CCREG_SIZE) {
 		sd.st.size = p->val;
 		sd.st.rdev_or_bytes = p->bytes;
 	} else {
@@ -565,8 +566,8 @@ static int do_sd(struct ccfix *f, struct r4_txn *x, const struct ccop *p,
 }
 
 /* The items of cluster p->val go; the stat data's bytes with them. */
-static int do_zero(struct ccfix *f, struct r4_txn *x, const struct ccop *p,
-		   struct r4_error *err)
+static int do_zero(struct ccreg_fix *f, struct r4_txn *x,
+		   const struct ccreg_op *p, struct r4_error *err)
 {
 	uint64_t start = p->val << p->shift, ncl;
 	int had, rc = obj_ccreg_cut(x, &p->ref, p->shift, start,
@@ -576,13 +577,13 @@ static int do_zero(struct ccfix *f, struct r4_txn *x, const struct ccop *p,
 	return rc ? rc : do_sd(f, x, p, err);
 }
 
-static int do_op(struct ccfix *f, struct r4_txn *x, const struct ccop *p,
-		 struct r4_error *err)
+static int do_op(struct ccreg_fix *f, struct r4_txn *x,
+		 const struct ccreg_op *p, struct r4_error *err)
 {
 	switch (p->kind) {
-	case CC_SHIFT:
+	case CCREG_SHIFT:
 		return do_shift(x, p, err);
-	case CC_ZERO:
+	case CCREG_ZERO:
 		return do_zero(f, x, p, err);
 	default:
 		return do_sd(f, x, p, err);
@@ -596,20 +597,20 @@ static const char *cname(unsigned id)
 	return s ? s : "?";
 }
 
-static void report_op(struct rep *R, const struct ccop *p)
+static void report_op(struct rep *R, const struct ccreg_op *p)
 {
 	unsigned long long oid = (unsigned long long)p->ref.oid;
 	uint64_t from = p->val << p->shift;
 
 	switch (p->kind) {
-	case CC_SHIFT:
+	case CCREG_SHIFT:
 		rep_action(R, p->code, R4_CHECK_NO_BLOCK, p->ref.oid, 0, 0,
 			   "compressed file %llx: the ctail40 item at offset "
 			   "%llu has cluster shift %u, the file's other items "
 			   "%u: set to %u", oid, (unsigned long long)p->val,
 			   p->was, p->shift, p->shift);
 		break;
-	case CC_MKSD:
+	case CCREG_MKSD:
 		rep_action(R, p->code, R4_CHECK_NO_BLOCK, p->ref.oid, 0, 0,
 			   "object %llx: its stat data was lost; made anew "
 			   "for its compressed body (ccreg40, %u-byte "
@@ -617,7 +618,7 @@ static void report_op(struct rep *R, const struct ccop *p)
 			   1u << p->shift, cname(p->compress),
 			   (unsigned long long)p->val);
 		break;
-	case CC_PSET:
+	case CCREG_PSET:
 		rep_action(R, p->code, R4_CHECK_NO_BLOCK, p->ref.oid, 0, 0,
 			   "compressed file %llx: plugin set mended from its "
 			   "clusters: ccreg40 (was %s), %u-byte clusters, %s",
@@ -625,7 +626,7 @@ static void report_op(struct rep *R, const struct ccop *p)
 			   fmt_object_name(p->was) : "unknown",
 			   1u << p->shift, cname(p->compress));
 		break;
-	case CC_SIZE:
+	case CCREG_SIZE:
 		rep_action(R, p->code, R4_CHECK_NO_BLOCK, p->ref.oid, 0, 0,
 			   "compressed file %llx: size set to %llu (was %llu),"
 			   " where its last cluster's bytes end (no byte "
@@ -655,7 +656,7 @@ static void report_op(struct rep *R, const struct ccop *p)
 	}
 }
 
-static int run_batch(struct ccfix *f, size_t a, size_t b,
+static int run_batch(struct ccreg_fix *f, size_t a, size_t b,
 		     struct r4_error *err)
 {
 	struct rep *R = f->R;
@@ -685,13 +686,13 @@ static int batch_of(void *ctx, size_t a, size_t b, struct r4_error *err)
 
 static void who_of(void *ctx, size_t i, int *code, uint64_t *oid)
 {
-	const struct ccfix *f = ctx;
+	const struct ccreg_fix *f = ctx;
 
 	*code = f->v[i].code;
 	*oid = f->v[i].ref.oid;
 }
 
-static int run_ops(struct ccfix *f, int *changed)
+static int run_ops(struct ccreg_fix *f, int *changed)
 {
 	return rep_batches(f->R, f->n, batch_of, who_of, f, changed);
 }
@@ -700,7 +701,7 @@ static int run_ops(struct ccfix *f, int *changed)
  * data (under an object id no other object has, without band bits),
  * or of a regular file whose plugin is not ccreg40 or whose clusters
  * do not all read. */
-static int plan(struct ccfix *f)
+static int plan(struct ccreg_fix *f)
 {
 	struct rep *R = f->R;
 	struct chk *c = &R->c;
@@ -743,13 +744,13 @@ static int plan(struct ccfix *f)
 	return rc;
 }
 
-int rep_fix_cc(struct rep *R, int *changed)
+int rep_fix_ccreg(struct rep *R, int *changed)
 {
 	static const unsigned memb[3] = {
 		FMT_PSET_COMPRESSION, FMT_PSET_CMODE, FMT_PSET_CLUSTER
 	};
 	struct r4_objref root = { FMT_ROOT_LOCALITY, 0, FMT_ROOT_OID };
-	struct ccfix f = { .R = R };
+	struct ccreg_fix f = { .R = R };
 	struct r4_error e = { 0, "", 0 };
 	struct obj_sd rsd;
 	int rc;

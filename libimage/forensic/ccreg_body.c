@@ -33,9 +33,9 @@
  * cluster (doc/compress.md §3.2: raw, or checksum plus a stream that
  * gives exactly its bytes). Newest copies are tried first, and a bounded
  * number of pieces per cluster, since a hostile image may offer many. */
-#define CC_BUDGET 256
+#define CCREG_BUDGET 256
 
-struct ccwork {
+struct ccreg_work {
 	struct r4_vol *vol;
 	const struct fpiece **v;	/* by offset, newest first */
 	size_t n;
@@ -62,7 +62,7 @@ static int cmp_cpiece(const void *a, const void *b)
 
 /* The bytes of a ctail piece, read again from its node and checked as
  * at scan time: 0, 1 when the node no longer holds them, or an error. */
-static int cc_piece_bytes(struct ccwork *w, const struct fpiece *p,
+static int ccreg_piece_bytes(struct ccreg_work *w, const struct fpiece *p,
 			  uint8_t *dst)
 {
 	size_t bs = w->vol->blksize;
@@ -78,7 +78,7 @@ static int cc_piece_bytes(struct ccwork *w, const struct fpiece *p,
 }
 
 /* First piece at or after offset 'at'. */
-static size_t cc_lower(const struct ccwork *w, uint64_t at)
+static size_t ccreg_lower(const struct ccreg_work *w, uint64_t at)
 {
 	size_t lo = 0, hi = w->n;
 
@@ -95,11 +95,11 @@ static size_t cc_lower(const struct ccwork *w, uint64_t at)
 
 /* Extend the disk cluster gathered in w->dc[0, pos): 1 with *out the
  * logical cluster, 0 when no chain decodes, or an error. */
-static int cc_chain(struct ccwork *w, size_t pos, const uint8_t **out)
+static int ccreg_chain(struct ccreg_work *w, size_t pos, const uint8_t **out)
 {
 	uint64_t at = w->start + pos;
 
-	for (size_t i = cc_lower(w, at); i < w->n && w->v[i]->off == at;
+	for (size_t i = ccreg_lower(w, at); i < w->n && w->v[i]->off == at;
 	     i++) {
 		const struct fpiece *p = w->v[i];
 		enum fmt_dc_form form;
@@ -112,7 +112,7 @@ static int cc_chain(struct ccwork *w, size_t pos, const uint8_t **out)
 		if (!w->budget)
 			return 0;
 		w->budget--;
-		rc = cc_piece_bytes(w, p, w->dc + pos);
+		rc = ccreg_piece_bytes(w, p, w->dc + pos);
 		if (rc < 0)
 			return rc;
 		if (rc)
@@ -133,15 +133,15 @@ static int cc_chain(struct ccwork *w, size_t pos, const uint8_t **out)
 				return 1;
 			}
 		}
-		rc = cc_chain(w, end, out);
+		rc = ccreg_chain(w, end, out);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
-/* The object's ctail pieces below size, sorted for cc_chain. */
-static int cc_pieces(const struct fscan *s, const struct fsd *sd,
+/* The object's ctail pieces below size, sorted for ccreg_chain. */
+static int ccreg_pieces(const struct fscan *s, const struct fsd *sd,
 		     const struct fpiece ***out, size_t *n)
 {
 	const struct fpiece **v;
@@ -172,7 +172,7 @@ static int cc_pieces(const struct fscan *s, const struct fsd *sd,
 /* The compression plugin of a deleted ccreg40 file: its own stat data's
  * plugin set, else the root's, else the default (doc/compress.md §5).
  * 0 and *id, or 1 when it names one we do not know. */
-static int cc_compress_of(struct r4_vol *vol, const struct fsd *sd,
+static int ccreg_compress_of(struct r4_vol *vol, const struct fsd *sd,
 			  unsigned *id)
 {
 	struct r4_objref ref = { sd->loc, sd->ord, sd->oid };
@@ -191,20 +191,20 @@ static int cc_compress_of(struct r4_vol *vol, const struct fsd *sd,
 /* fn(ctx, off, bytes, len) for every logical cluster of the object of
  * sd that decodes from surviving pieces; found(ctx, off, len) (may be
  * NULL) for every cluster some piece of which survives. */
-int fsc_cc_recover(struct r4_vol *vol, const struct fscan *s,
+int fsc_ccreg_recover(struct r4_vol *vol, const struct fscan *s,
 		      const struct fsd *sd, cluster_fn fn, void *ctx,
 		      cluster_fn found, void *fctx, struct r4_error *err)
 {
-	struct ccwork w = { 0 };
+	struct ccreg_work w = { 0 };
 	unsigned id;
 	int rc;
 
 	w.vol = vol;
 	w.err = err;
-	rc = cc_pieces(s, sd, &w.v, &w.n);
+	rc = ccreg_pieces(s, sd, &w.v, &w.n);
 	if (rc || !w.n)
 		return rc;
-	if (cc_compress_of(vol, sd, &id)) {
+	if (ccreg_compress_of(vol, sd, &id)) {
 		free(w.v);
 		return 0;	/* nothing decodes */
 	}
@@ -233,9 +233,9 @@ int fsc_cc_recover(struct r4_vol *vol, const struct fscan *s,
 			continue;
 		if (found)
 			rc = found(fctx, w.start, NULL, w.lsize);
-		w.budget = CC_BUDGET;
+		w.budget = CCREG_BUDGET;
 		if (!rc)
-			rc = cc_chain(&w, 0, &bytes);
+			rc = ccreg_chain(&w, 0, &bytes);
 		if (rc == 1)
 			rc = fn(ctx, w.start, bytes, w.lsize);
 	}

@@ -98,7 +98,7 @@ static char *who_of_file(struct rep *R, const struct r4_objref *ref)
 {
 	char path[1024], buf[1100];
 
-	chk_cc_path(&R->c, ref, path, sizeof(path));
+	chk_ccreg_path(&R->c, ref, path, sizeof(path));
 	if (!path[0])
 		return NULL;
 	snprintf(buf, sizeof(buf), "compressed file %s (object %llx)", path,
@@ -106,19 +106,19 @@ static char *who_of_file(struct rep *R, const struct r4_objref *ref)
 	return strdup(buf);
 }
 
-static int plan_item(void *ctx, const struct chk_ccl *it)
+static int plan_item(void *ctx, const struct chk_ccreg_flaw *it)
 {
 	struct clfix *f = ctx;
 	struct rep *R = f->R;
 	struct clop *p, *last = f->n ? &f->v[f->n - 1] : NULL;
 
 	switch (it->kind) {
-	case CHK_CCL_HOLE0:
+	case CHK_CCREG_HOLE0:
 		if (!R->codes[R4_CHK_CC_HOLE0])
 			return 0;
 		p = op_add(f, CL_HOLE0, R4_CHK_CC_HOLE0, f->ref);
 		break;
-	case CHK_CCL_UNMERGED:
+	case CHK_CCREG_UNMERGED:
 		if (!R->codes[R4_CHK_CC_UNMERGED])
 			return 0;
 		/* a run of items, each continuing the one before */
@@ -136,7 +136,7 @@ static int plan_item(void *ctx, const struct chk_ccl *it)
 			p->items = 2;
 		}
 		break;
-	case CHK_CCL_CROSS:
+	case CHK_CCREG_CROSS:
 		if (!R->codes[R4_CHK_CC_CROSS] ||
 		    R->o->mode != R4_REPAIR_FIX)
 			return 0;
@@ -151,7 +151,7 @@ static int plan_item(void *ctx, const struct chk_ccl *it)
 	}
 	if (!p)
 		return -ENOMEM;
-	if (it->kind != CHK_CCL_UNMERGED)
+	if (it->kind != CHK_CCREG_UNMERGED)
 		p->off = it->off;
 	p->blk = it->blk;
 	p->shift = f->cc.shift;
@@ -174,7 +174,7 @@ static int plan_body(struct clfix *f, const struct r4_objref *ref,
 		return 0;	/* left to the compressed-cluster pass */
 	f->ref = ref;
 	f->size = sd->st.size;
-	rc = chk_cc_layout(f->R->vol, ref, f->cc.shift, sd->st.size,
+	rc = chk_ccreg_layout(f->R->vol, ref, f->cc.shift, sd->st.size,
 			   plan_item, f, &e);
 	if (rc == -ENOMEM)
 		return rc;
@@ -242,7 +242,7 @@ static int plan_tails(struct clfix *f)
 		last->units = t->end - last->off;
 		last->items = 2;
 		last->blk = t->blk;
-		chk_cc_path(c, &ref, path, sizeof(path));
+		chk_ccreg_path(c, &ref, path, sizeof(path));
 		last->who = path[0] ? strdup(path) : NULL;
 	}
 	return 0;
@@ -284,7 +284,7 @@ static int plan(struct clfix *f)
 		for (size_t i = 0; i < c->nobjs && !rc; i++) {
 			const struct chk_obj *o = &c->objs[i];
 
-			if ((o->flags & CHK_OBJ_CC) &&
+			if ((o->flags & CHK_OBJ_CCREG) &&
 			    (o->flags & CHK_OBJ_LW) &&
 			    (o->mode & MODE_FMT) == MODE_REG &&
 			    o->size > ((uint64_t)1 << FMT_CTAIL40_MIN_SHIFT))
@@ -727,20 +727,20 @@ static void who_of(void *ctx, size_t i, int *code, uint64_t *oid)
 	*oid = f->v[i].ref.oid;
 }
 
-int rep_cc_layout_found(const struct rep *R)
+int rep_ccreg_layout_found(const struct rep *R)
 {
 	return R->codes[R4_CHK_CC_HOLE0] || R->codes[R4_CHK_CC_UNMERGED] ||
 	       R->codes[R4_CHK_CC_CONV] || R->codes[R4_CHK_TAIL_UNMERGED] ||
 	       (R->codes[R4_CHK_CC_CROSS] && R->o->mode == R4_REPAIR_FIX);
 }
 
-int rep_fix_cc_layout(struct rep *R, int *changed)
+int rep_fix_ccreg_layout(struct rep *R, int *changed)
 {
 	struct clfix f = { .R = R };
 	int rc;
 
 	*changed = 0;
-	if (!rep_cc_layout_found(R))
+	if (!rep_ccreg_layout_found(R))
 		return 0;
 	rc = plan(&f);
 	if (!rc)
