@@ -198,6 +198,14 @@ typedef int (*r4_walk_fn)(void *ctx, const struct r4_walk_entry *e);
 int r4_walk(struct r4_vol *vol, const struct r4_objref *start,
 	    const char *start_path, unsigned max_depth, r4_walk_fn fn,
 	    void *ctx, struct r4_error *err);
+/* r4_walk with each directory's entries in name order (the bytes of
+ * the names, a shorter name first when one begins the other) instead of
+ * key order: a directory's entries are read whole when it is entered
+ * (a damaged item then stops it before fn meets any of them, as
+ * r4_readdir fails), then met one by one; the rest as r4_walk. */
+int r4_walk_by_name(struct r4_vol *vol, const struct r4_objref *start,
+		    const char *start_path, unsigned max_depth, r4_walk_fn fn,
+		    void *ctx, struct r4_error *err);
 
 /* Every path ("/a/b") by which object oid is reachable from the root,
  * found by a walk of the whole directory tree (r4_walk: directories

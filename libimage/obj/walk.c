@@ -9,7 +9,12 @@
  * between two entries (no pinned blocks per level): a frame finds its
  * item again by its key when the walk comes back up, and fails, naming
  * the directory, when the item is not where it was (items out of key
- * order), rather than loop or skip. */
+ * order), rather than loop or skip.
+ *
+ * By name (r4_walk_by_name), a frame instead holds its directory's
+ * entries, read whole when it is entered (as r4_readdir reads them) and
+ * sorted by name: memory in proportion to the widest directory on the
+ * way down. */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -20,6 +25,13 @@
 #include "libimage/tree/tree.h"
 #include "format/plugin.h"
 
+/* An entry of a directory read whole (by name). */
+struct named {
+	char *name;
+	size_t len;
+	struct r4_objref target;
+};
+
 struct frame {
 	uint64_t dir;
 	struct r4_walk_entry e;	/* the entry that entered it (leave) */
@@ -29,11 +41,14 @@ struct frame {
 	unsigned pos;
 	int next;		/* its next entry; -1: not started */
 	size_t plen;		/* the path's length at this directory */
+	struct named *v;	/* by name: its entries, sorted (nv of them) */
+	size_t nv, cap;
 };
 
 struct walk {
 	struct r4_vol *vol;
 	unsigned max_depth;
+	int by_name;
 	r4_walk_fn fn;
 	void *ctx;
 	struct r4_error *err;
@@ -76,6 +91,47 @@ static int push(struct walk *w, uint64_t dir, size_t plen,
 	return 0;
 }
 
+/* Frame f's list of entries (by name) freed. */
+static void named_free(struct frame *f)
+{
+	for (size_t i = 0; i < f->nv; i++)
+		free(f->v[i].name);
+	free(f->v);
+	f->v = NULL;
+	f->nv = f->cap = 0;
+}
+
+/* obj_dir_iter's callback (by name): one more entry of the frame. */
+static int named_add(void *ctx, const char *name, size_t len,
+		     const struct fmt_key *key, const struct r4_objref *target)
+{
+	struct frame *f = ctx;
+	struct named *n;
+
+	(void)key;
+	if (R4_RESERVE(f->v, f->cap, f->nv + 1, 16))
+		return -ENOMEM;
+	n = &f->v[f->nv];
+	if (!(n->name = malloc(len + 1)))
+		return -ENOMEM;
+	memcpy(n->name, name, len);
+	n->name[len] = '\0';
+	n->len = len;
+	n->target = *target;
+	f->nv++;
+	return 0;
+}
+
+/* Two entries by the bytes of their names, a shorter name first when
+ * one begins the other. */
+static int named_cmp(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+	int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
 /* The cursor at frame f's first item, or at the item it stood in. */
 static int seek(struct walk *w, struct frame *f, struct tree_cursor *c)
 {
@@ -103,27 +159,23 @@ static int seek(struct walk *w, struct frame *f, struct tree_cursor *c)
 		       (unsigned long long)f->blk, f->pos);
 }
 
-/* Entry u of item it of the deepest frame: to fn, and 1 when it is a
- * directory to enter (pushed), 0 to go on, < 0 or fn's value to stop. */
-static int entry(struct walk *w, const struct tree_item *it, int u)
+/* The entry name[0..len) to target of the deepest frame: to fn, and 1
+ * when it is a directory to enter (pushed: the frame's next entry set
+ * first by the caller), 0 to go on, < 0 or fn's value to stop. */
+static int meet(struct walk *w, const char *name, size_t len,
+		const struct r4_objref *target)
 {
 	struct frame *f = &w->st[w->n - 1];
 	struct r4_walk_entry e;
 	struct obj_sd sd;
-	struct fmt_key ek;
-	size_t len;
-	int rc = obj_dir_item_entry(w->vol, it, u, w->name, &len, &ek,
-				    &e.target, w->err);
+	int rc;
 
-	if (rc) {
-		w->readerr = 1;
-		return rc;
-	}
-	if ((len == 1 && w->name[0] == '.') ||
-	    (len == 2 && w->name[0] == '.' && w->name[1] == '.'))
+	e.target = *target;
+	if ((len == 1 && name[0] == '.') ||
+	    (len == 2 && name[0] == '.' && name[1] == '.'))
 		return 0;
 	w->path[f->plen] = '/';
-	rc = path_set(w, f->plen + 1, w->name, len);
+	rc = path_set(w, f->plen + 1, name, len);
 	if (rc)
 		return rc;
 	e.path = w->path;
@@ -152,12 +204,29 @@ static int entry(struct walk *w, const struct tree_item *it, int u)
 			       obj_vol_name(w->vol), e.path,
 			       (unsigned long long)e.target.oid,
 			       w->max_depth);
+	rc = push(w, e.target.oid, e.path_len, &e);
+	return rc ? rc : 1;
+}
+
+/* Entry u of item it of the deepest frame, as meet() says. */
+static int entry(struct walk *w, const struct tree_item *it, int u)
+{
+	struct frame *f = &w->st[w->n - 1];
+	struct r4_objref target;
+	struct fmt_key ek;
+	size_t len;
+	int rc = obj_dir_item_entry(w->vol, it, u, w->name, &len, &ek,
+				    &target, w->err);
+
+	if (rc) {
+		w->readerr = 1;
+		return rc;
+	}
 	f->key = it->key;
 	f->blk = it->blk;
 	f->pos = it->pos;
-	f->next = u + 1;
-	rc = push(w, e.target.oid, e.path_len, &e);
-	return rc ? rc : 1;
+	f->next = u + 1;	/* kept only when a directory is entered */
+	return meet(w, w->name, len, &target);
 }
 
 /* The deepest frame is done (rc 0) or its directory failed (rc): popped,
@@ -169,6 +238,7 @@ static int leave(struct walk *w, int rc)
 
 	if (rc && w->n == 1)
 		return rc;		/* the start directory */
+	named_free(&w->st[w->n - 1]);
 	w->n--;
 	if (!w->n)
 		return 0;
@@ -182,6 +252,35 @@ static int leave(struct walk *w, int rc)
 	if (rc && (!er || er == R4_WALK_SKIP))
 		r4i_error_clear(w->err);	/* said, and passed over */
 	return er == R4_WALK_SKIP ? 0 : er;
+}
+
+/* By name: the deepest frame's entries, read whole and sorted when it
+ * is entered, from where it stands, until it is done (popped) or a
+ * directory is entered (pushed). */
+static int step_by_name(struct walk *w)
+{
+	struct frame *f = &w->st[w->n - 1];
+	int rc = 0, er = 0;
+
+	if (f->next < 0) {
+		f->next = 0;
+		rc = obj_dir_iter(w->vol, f->dir, named_add, f, w->err);
+		if (rc == -ENOMEM)
+			rc = r4i_fail(w->err, rc, "%s: out of memory for the "
+				      "entries of directory %llx",
+				      obj_vol_name(w->vol),
+				      (unsigned long long)f->dir);
+		if (!rc && f->nv)
+			qsort(f->v, f->nv, sizeof(*f->v), named_cmp);
+	}
+	while (!rc && !er && (size_t)f->next < f->nv) {
+		const struct named *n = &f->v[f->next++];
+
+		er = meet(w, n->name, n->len, &n->target);
+	}
+	if (er)
+		return er == 1 ? 0 : er;	/* 1: entered a directory */
+	return leave(w, rc);
 }
 
 /* The deepest frame's entries from where it stands, until it is done
@@ -232,9 +331,10 @@ static int step(struct walk *w)
 	return leave(w, rc == R4_ENOTFOUND ? 0 : rc);
 }
 
-int r4_walk(struct r4_vol *vol, const struct r4_objref *start,
-	    const char *start_path, unsigned max_depth, r4_walk_fn fn,
-	    void *ctx, struct r4_error *err)
+/* r4_walk and r4_walk_by_name. */
+static int walk_run(struct r4_vol *vol, const struct r4_objref *start,
+		    const char *start_path, unsigned max_depth, int by_name,
+		    r4_walk_fn fn, void *ctx, struct r4_error *err)
 {
 	struct walk w;
 	size_t slen = start_path ? strlen(start_path) : 0;
@@ -243,6 +343,7 @@ int r4_walk(struct r4_vol *vol, const struct r4_objref *start,
 	memset(&w, 0, sizeof(w));
 	w.vol = vol;
 	w.max_depth = max_depth;
+	w.by_name = by_name;
 	w.fn = fn;
 	w.ctx = ctx;
 	w.err = err;
@@ -252,9 +353,25 @@ int r4_walk(struct r4_vol *vol, const struct r4_objref *start,
 	if (!rc)
 		rc = push(&w, start->oid, slen, NULL);
 	while (!rc && w.n)
-		rc = step(&w);
+		rc = by_name ? step_by_name(&w) : step(&w);
+	while (w.n)
+		named_free(&w.st[--w.n]);
 	r4_u64map_fini(&w.seen);
 	free(w.st);
 	free(w.path);
 	return rc;
+}
+
+int r4_walk(struct r4_vol *vol, const struct r4_objref *start,
+	    const char *start_path, unsigned max_depth, r4_walk_fn fn,
+	    void *ctx, struct r4_error *err)
+{
+	return walk_run(vol, start, start_path, max_depth, 0, fn, ctx, err);
+}
+
+int r4_walk_by_name(struct r4_vol *vol, const struct r4_objref *start,
+		    const char *start_path, unsigned max_depth, r4_walk_fn fn,
+		    void *ctx, struct r4_error *err)
+{
+	return walk_run(vol, start, start_path, max_depth, 1, fn, ctx, err);
 }

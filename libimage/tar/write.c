@@ -36,54 +36,18 @@ struct xw {
 	uint64_t *runs;		/* the data runs of the file (r4_file_runs) */
 	size_t nruns;
 	void *zeros;		/* XW_ZEROS read-only zero bytes, or NULL */
+	struct xw_prev *prev;	/* prev[d]: the last entry met at depth d */
+	size_t nprev;
+	struct r4_error *err;	/* the walk's */
 };
 
-struct xw_name {
+/* The name an entry at one depth had, to find a name twice in its
+ * directory (the walk meets a directory's entries sorted by name). */
+struct xw_prev {
 	char *name;
-	size_t len;
-	struct r4_objref ref;
+	size_t len, cap;
+	int set;
 };
-
-struct xw_list {
-	struct xw_name *v;
-	size_t n, cap;
-};
-
-static int collect(void *ctx, const char *name, size_t len,
-		   const struct r4_objref *target)
-{
-	struct xw_list *l = ctx;
-
-	if ((len == 1 && name[0] == '.') ||
-	    (len == 2 && name[0] == '.' && name[1] == '.'))
-		return 0;
-	if (R4_RESERVE(l->v, l->cap, l->n + 1, 16))
-		return -ENOMEM;
-	if (!(l->v[l->n].name = malloc(len + 1)))
-		return -ENOMEM;
-	memcpy(l->v[l->n].name, name, len);
-	l->v[l->n].name[len] = '\0';
-	l->v[l->n].len = len;
-	l->v[l->n].ref = *target;
-	l->n++;
-	return 0;
-}
-
-static void list_free(struct xw_list *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i].name);
-	free(l->v);
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-	const struct xw_name *x = a, *y = b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(x->name, y->name, n);
-
-	return c ? c : (x->len > y->len) - (x->len < y->len);
-}
 
 static int arc_fail(struct xw *w, struct r4_error *err)
 {
@@ -338,162 +302,144 @@ static int xw_object(struct xw *w, const struct r4_objref *ref,
 
 /* ---- The walk ------------------------------------------------------------ */
 
-/* One directory being listed: its sorted names and the next one. The
- * walk keeps a stack of these instead of recursing, so a path 40,000
- * folders deep costs memory in proportion to it, not C stack; a
+/* r4_walk_by_name meets every entry below the root, each directory's
+ * sorted by name, depth first, with no recursion and no depth limit. A
  * directory reached twice (a second name, which only a damaged or
  * crafted image has: a loop when it names a directory above it) is
  * skipped with a warning naming both paths (w->dirs keeps the path each
  * directory was entered by). */
-struct xw_frame {
-	struct xw_list l;
-	size_t i;
-	size_t len;	/* w->path[0..len) is the directory's path */
-};
 
-/* Why entry i of a sorted list cannot become a member: a name no host
- * can create, or one a member before it already has (a second './x'
- * after a symlink './x' would let './x/f' be written through the
- * link). NULL when it can. */
-static const char *xw_bad_name(const struct xw_list *l, size_t i)
+/* Why the entry e, met after *p at its depth, cannot become a member: a
+ * name no host can create, or one a member before it already has (a
+ * second './x' after a symlink './x' would let './x/f' be written
+ * through the link). NULL when it can. */
+static const char *xw_bad_name(const struct r4_walk_entry *e,
+			       const struct xw_prev *p)
 {
-	const struct xw_name *c = &l->v[i];
-
-	if (!c->len)
+	if (!e->name_len)
 		return "is empty";
-	if (memchr(c->name, '/', c->len))
+	if (memchr(e->name, '/', e->name_len))
 		return "holds a '/'";
-	if (memchr(c->name, 0, c->len))
+	if (memchr(e->name, 0, e->name_len))
 		return "holds a NUL byte";
-	if (c->len > 255)
+	if (e->name_len > 255)
 		return "is longer than 255 bytes";
-	if (i > 0 && !name_cmp(&l->v[i - 1], c))
+	if (p->set && p->len == e->name_len &&
+	    !memcmp(p->name, e->name, p->len))
 		return "is in the directory twice";
 	return NULL;
 }
 
-/* List directory dir (whose path is w->path[0..len)) into f. */
-static int xw_enter(struct xw *w, const struct r4_objref *dir, size_t len,
-		    struct xw_frame *f, struct r4_error *err)
+/* Keep e's name as the last one met at its depth; -ENOMEM or 0. */
+static int xw_keep_name(struct xw *w, const struct r4_walk_entry *e)
 {
-	int rc;
+	struct xw_prev *p;
+	size_t had = w->nprev;
 
-	char **slot;
+	if (R4_RESERVE(w->prev, w->nprev, e->depth + 2, 64))
+		return -ENOMEM;
+	if (w->nprev > had)	/* new depths: no name yet */
+		memset(w->prev + had, 0, (w->nprev - had) * sizeof(*w->prev));
+	p = &w->prev[e->depth];
+	if (R4_RESERVE(p->name, p->cap, e->name_len + 1, 64))
+		return -ENOMEM;
+	memcpy(p->name, e->name, e->name_len);
+	p->len = e->name_len;
+	p->set = 1;
+	return 0;
+}
+
+/* Remember directory oid as entered by the path w->path. */
+static int xw_dir_add(struct xw *w, uint64_t oid)
+{
 	int added = 0;
+	char **slot = r4_u64map_get(&w->dirs, oid, &added);
 
-	memset(f, 0, sizeof(*f));
-	f->len = len;
-	slot = r4_u64map_get(&w->dirs, dir->oid, &added);
 	if (!slot)
-		return r4i_fail(err, -ENOMEM, "out of memory");
-	if (!added)	/* xw_child skips these: not reached */
-		return r4i_fail(err, R4_ELOOP, "%s: directory (oid %llu) "
-			       "reached twice", w->path,
-			       (unsigned long long)dir->oid);
-	*slot = strdup(w->path);
-	if (!*slot) {
-		r4_u64map_del(&w->dirs, dir->oid);
-		return r4i_fail(err, -ENOMEM, "out of memory");
+		return -ENOMEM;
+	if (added && !(*slot = strdup(w->path))) {
+		r4_u64map_del(&w->dirs, oid);
+		return -ENOMEM;
 	}
-	rc = r4_readdir(w->vol, dir, collect, &f->l, err);
-	if (rc == -ENOMEM)
-		rc = r4i_fail(err, rc, "%s: out of memory", w->path);
-	if (!rc && f->l.n)
-		qsort(f->l.v, f->l.n, sizeof(*f->l.v), name_cmp);
+	return 0;
+}
+
+/* r4_readdir's callback that takes nothing. */
+static int xw_none(void *ctx, const char *name, size_t len,
+		   const struct r4_objref *target)
+{
+	(void)ctx, (void)name, (void)len, (void)target;
+	return 0;
+}
+
+/* The member for a directory entry e whose stat data is st (its path
+ * in w->path): 0 to enter it, R4_WALK_SKIP (a second name), or an
+ * error. */
+static int xw_dir(struct xw *w, const struct r4_walk_entry *e,
+		  struct r4_stat *st)
+{
+	char **first = r4_u64map_find(&w->dirs, e->target.oid);
+	size_t nl = e->path_len;
+	int rc;
+
+	if (first) {
+		tar_warn(w->o, "%s/: skipping: a second name of the directory "
+			 "%s/ (a loop or a damaged volume: run r4fsck)",
+			 w->path, *first);
+		if (w->o->stats)
+			w->o->stats->skipped++;
+		return R4_WALK_SKIP;
+	}
+	w->path[nl] = '/';
+	w->path[nl + 1] = '\0';
+	rc = xw_object(w, &e->target, st, w->err);
+	w->path[nl] = '\0';
+	if (!rc && xw_dir_add(w, e->target.oid))
+		rc = r4i_fail(w->err, -ENOMEM, "out of memory");
+	/* Its mode says directory, its plugin not: r4_readdir says why it
+	 * cannot be listed (the walk enters only directories). */
+	if (!rc && !e->is_dir)
+		rc = r4_readdir(w->vol, &e->target, xw_none, NULL, w->err);
 	return rc;
 }
 
-/* Member for name c of the directory at w->path[0..len); *sub is set
- * when it is a directory to enter, its path then w->path[0..*nl). */
-static int xw_child(struct xw *w, const struct xw_name *c, size_t len,
-		    int *sub, size_t *nl_out, struct r4_error *err)
+/* r4_walk_by_name's callback: the member for entry e. */
+static int xw_entry(void *ctx, const struct r4_walk_entry *e)
 {
+	struct xw *w = ctx;
 	struct r4_stat st;
-	size_t nl = len + 1 + c->len;
+	const char *why;
 	int rc;
 
-	*sub = 0;
-	if (R4_RESERVE(w->path, w->cap, nl + 2, 4096))
-		return r4i_fail(err, -ENOMEM, "out of memory");
-	w->path[len] = '/';
-	memcpy(w->path + len + 1, c->name, c->len);
-	w->path[nl] = '\0';
-	rc = r4_stat(w->vol, &c->ref, &st, err);
-	if (!rc && S_ISDIR(st.mode)) {
-		char **first = r4_u64map_find(&w->dirs, c->ref.oid);
-
-		if (first) {
-			tar_warn(w->o, "%s/: skipping: a second name of the "
-				 "directory %s/ (a loop or a damaged volume: "
-				 "run r4fsck)", w->path, *first);
-			if (w->o->stats)
-				w->o->stats->skipped++;
-			*nl_out = nl;
-			w->path[len] = '\0';
-			return 0;
-		}
-		w->path[nl] = '/';
-		w->path[nl + 1] = '\0';
+	if (e->leave) {
+		if (e->depth + 1 < w->nprev)
+			w->prev[e->depth + 1].set = 0;
+		return e->error;	/* a directory that failed stops it */
 	}
-	if (!rc)
-		rc = xw_object(w, &c->ref, &st, err);
-	w->path[nl] = '\0';
-	*sub = !rc && S_ISDIR(st.mode);
-	*nl_out = nl;
-	return rc;
-}
-
-static int xw_walk(struct xw *w, const struct r4_objref *root,
-		   struct r4_error *err)
-{
-	struct xw_frame *fs = malloc(sizeof(*fs));
-	size_t n = 0, cap = 1;
-	int rc;
-
-	if (!fs)
-		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = xw_enter(w, root, 1, &fs[0], err);
-	n = 1;
-	while (!rc && n) {
-		struct xw_frame *f = &fs[n - 1];
-		struct r4_objref ref;
-		const char *why;
-		size_t nl;
-		int sub;
-
-		if (f->i == f->l.n) {
-			list_free(&f->l);
-			n--;
-			continue;
-		}
-		why = xw_bad_name(&f->l, f->i);
-		if (why) {
-			const struct xw_name *c = &f->l.v[f->i++];
-
-			w->path[f->len] = '\0';
-			tar_warn(w->o, "%s/%.*s: skipping: the name %s (run "
-				 "r4fsck)", w->path,
-				 (int)(c->len > 255 ? 255 : c->len),
-				 c->name, why);
-			if (w->o->stats)
-				w->o->stats->skipped++;
-			continue;
-		}
-		ref = f->l.v[f->i].ref;
-		rc = xw_child(w, &f->l.v[f->i++], f->len, &sub, &nl, err);
-		if (rc || !sub)
-			continue;
-		if (R4_RESERVE(fs, cap, n + 1, 16)) {
-			rc = r4i_fail(err, -ENOMEM, "out of memory");
-			break;
-		}
-		rc = xw_enter(w, &ref, nl, &fs[n], err);
-		n++;
+	why = e->depth < w->nprev ? xw_bad_name(e, &w->prev[e->depth])
+				  : xw_bad_name(e, &(struct xw_prev){ 0 });
+	if (xw_keep_name(w, e))
+		return r4i_fail(w->err, -ENOMEM, "out of memory");
+	if (why) {
+		tar_warn(w->o, "%.*s/%.*s: skipping: the name %s (run "
+			 "r4fsck)", (int)(e->path_len - e->name_len - 1),
+			 e->path, (int)(e->name_len > 255 ? 255 : e->name_len),
+			 e->name, why);
+		if (w->o->stats)
+			w->o->stats->skipped++;
+		return R4_WALK_SKIP;
 	}
-	while (n)
-		list_free(&fs[--n].l);
-	free(fs);
-	return rc;
+	if (R4_RESERVE(w->path, w->cap, e->path_len + 2, 4096))
+		return r4i_fail(w->err, -ENOMEM, "out of memory");
+	memcpy(w->path, e->path, e->path_len);
+	w->path[e->path_len] = '\0';
+	rc = r4_stat(w->vol, &e->target, &st, w->err);
+	if (rc)
+		return rc;
+	if (S_ISDIR(st.mode))
+		return xw_dir(w, e, &st);
+	rc = xw_object(w, &e->target, &st, w->err);
+	return rc ? rc : R4_WALK_SKIP;
 }
 
 static int xw_root(struct xw *w, struct r4_error *err)
@@ -509,7 +455,11 @@ static int xw_root(struct xw *w, struct r4_error *err)
 	strcpy(w->path, "./");
 	rc = xw_object(w, &root, &st, err);
 	w->path[1] = '\0';
-	return rc ? rc : xw_walk(w, &root, err);
+	if (!rc && xw_dir_add(w, root.oid))
+		rc = r4i_fail(err, -ENOMEM, "out of memory");
+	w->err = err;
+	return rc ? rc : r4_walk_by_name(w->vol, &root, ".", 0, xw_entry, w,
+					 err);
 }
 
 /* ---- Output ------------------------------------------------------------- */
@@ -601,6 +551,9 @@ int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 	     i = r4_u64map_next(&w.dirs, i + 1))
 		free(*(char **)r4_u64map_val(&w.dirs, i));
 	r4_u64map_fini(&w.dirs);
+	for (size_t i = 0; i < w.nprev; i++)
+		free(w.prev[i].name);
+	free(w.prev);
 	free(w.path);
 	free(w.buf);
 	free(w.runs);

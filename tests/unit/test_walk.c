@@ -5,8 +5,10 @@
  * the old walkers' guards of 400 and 512 folders and their 8 KiB path
  * buffer), R4_WALK_SKIP, a callback's error, and max_depth (entries
  * deeper are not met) failing with R4_ERANGE naming the directory it
- * would have to enter, never silently. The volume is made by
- * r4pack create from a tree written here. */
+ * would have to enter, never silently; r4_walk_by_name (what r4pack
+ * extract walks on) meets each directory's entries sorted by name and
+ * the rest alike. The volume is made by r4pack create from a tree
+ * written here. */
 #include "config.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 
 #define DEEP 700
 #define NSEEN 8192
+#define NLONG 40	/* names in /n long enough to be hashed in keys */
 
 static char dir[256], img[320];
 
@@ -28,6 +31,7 @@ static struct {
 	unsigned maxd;
 	const char *skip;	/* R4_WALK_SKIP at this path */
 	const char *stop;	/* -77 at this path */
+	int by_name;		/* r4_walk_by_name */
 } t;
 
 static void reset(void)
@@ -72,12 +76,36 @@ static int walk(struct r4_vol *v, unsigned max_depth, const char *skip,
 {
 	struct r4_objref root;
 
+	int by_name = t.by_name;
+
 	reset();
+	t.by_name = by_name;
 	t.skip = skip;
 	t.stop = stop;
 	if (r4_root(v, &root, err))
 		return -1;
-	return r4_walk(v, &root, "", max_depth, rec, NULL, err);
+	return (by_name ? r4_walk_by_name : r4_walk)(v, &root, "", max_depth,
+						       rec, NULL, err);
+}
+
+/* The entries of /n met (not leaves), in order, are sorted by name:
+ * 1, else 0; *count: how many. */
+static int n_sorted(int *count)
+{
+	const char *last = NULL;
+	int sorted = 1;
+
+	*count = 0;
+	for (int i = 0; i < t.n; i++) {
+		if (t.leave[i] || strncmp(t.path[i], "/n/", 3) ||
+		    strchr(t.path[i] + 3, '/'))
+			continue;
+		if (last && strcmp(last, t.path[i]) >= 0)
+			sorted = 0;
+		last = t.path[i];
+		(*count)++;
+	}
+	return sorted;
 }
 
 int main(void)
@@ -93,12 +121,16 @@ int main(void)
 		 "/tmp");
 	tap_require(mkdtemp(dir), "mkdtemp %s failed", dir);
 	snprintf(img, sizeof(img), "%s/w.img", dir);
-	/* /a/b/c/f, /a/x, /g, /e (empty), and DEEP folders /z/z/.../z/f */
+	/* /a/b/c/f, /a/x, /g, /e (empty), and DEEP folders /z/z/.../z/f;
+	 * and /n with NLONG files whose names' keys are hashes, not in
+	 * name order, and the folder /n/d holding /n/d/f */
 	snprintf(cmd, sizeof(cmd), "cd '%s' && mkdir -p src/a/b/c src/e && "
 		 "echo f >src/a/b/c/f && echo x >src/a/x && echo g >src/g && "
 		 "p=src/$(for i in $(seq %d); do printf z/; done) && "
 		 "mkdir -p \"$p\" && echo deep >\"$p\"f && "
-		 "r4pack create -q src w.img", dir, DEEP);
+		 "mkdir -p src/n/d && echo f >src/n/d/f && for i in $(seq %d); "
+		 "do echo $i >src/n/a_long_name_hashed_in_its_key_$i; done && "
+		 "r4pack create -q src w.img", dir, DEEP, NLONG);
 	tap_require(system(cmd) == 0, "r4pack create of the test tree");
 	deep = malloc(DEEP * 2 + 3);
 	tap_require(deep != NULL, "malloc");
@@ -112,10 +144,11 @@ int main(void)
 
 	rc = walk(v, 0, NULL, NULL, &err);
 	is_int(rc, 0, "the whole walk succeeds");
-	/* entries: a, e, g, z at the root, b, x, c, f below a, and below
-	 * the first z DEEP - 1 folders and f; a leave for each directory
-	 * entered: a, b, c, e, and the DEEP z folders */
-	is_int(t.n, (8 + DEEP) + (4 + DEEP),
+	/* entries: a, e, g, n, z at the root, b, x, c, f below a, the
+	 * NLONG files, d and d/f below n, and below the first z DEEP - 1
+	 * folders and f; a leave for each directory entered: a, b, c, e,
+	 * n, n/d, and the DEEP z folders */
+	is_int(t.n, (11 + NLONG + DEEP) + (6 + DEEP),
 	       "every entry once, and one leave a directory");
 	for (int i = 0; i < t.n; i++)
 		for (int j = i + 1; j < t.n; j++)
@@ -138,6 +171,41 @@ int main(void)
 	   "no leave for a file");
 	ok(find("/.", 0) < 0 && find("/a/.", 0) < 0 && find("/a/..", 0) < 0,
 	   "\".\" and \"..\" are left out");
+
+	{
+		int n1, n2, s1 = n_sorted(&n1), s2, nall = t.n, same = 1;
+		char *keyorder[NSEEN];
+
+		for (int i = 0; i < nall; i++)
+			keyorder[i] = strdup(t.path[i]);
+		t.by_name = 1;
+		rc = walk(v, 0, NULL, NULL, &err);
+		is_int(rc, 0, "by name: the whole walk succeeds");
+		is_int(t.n, nall, "by name: as many entries and leaves");
+		s2 = n_sorted(&n2);
+		ok(s2 && n2 == NLONG + 1,
+		   "by name: /n's %d entries sorted by name", n2);
+		ok(!s1 && n1 == n2, "(in key order they are not: %d)", n1);
+		for (int i = 0; i < nall && same; i++)
+			same = find(keyorder[i], 0) >= 0 ||
+			       find(keyorder[i], 1) >= 0;
+		for (int i = 0; i < nall; i++)
+			free(keyorder[i]);
+		ok(same, "by name: every path of the key-order walk met");
+		ok(find(deep, 0) >= 0, "by name: the file %d folders deep",
+		   DEEP);
+		ok(find("/n/d", 0) + 1 == find("/n/d/f", 0) &&
+		   find("/n/d/f", 0) + 1 == find("/n/d", 1),
+		   "by name: a directory's entries right after it, then its "
+		   "leave");
+		rc = walk(v, 0, "/n/d", NULL, &err);
+		ok(rc == 0 && find("/n/d/f", 0) < 0,
+		   "by name: R4_WALK_SKIP does not enter");
+		rc = walk(v, DEEP, NULL, NULL, &err);
+		is_int(rc, R4_ERANGE, "by name: max_depth %d, one folder too "
+		       "deep, said", DEEP);
+		t.by_name = 0;
+	}
 
 	rc = walk(v, 0, "/a", NULL, &err);
 	is_int(rc, 0, "a walk with R4_WALK_SKIP succeeds");
