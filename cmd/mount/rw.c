@@ -106,7 +106,6 @@ uint64_t r4m_free_blocks(void)
  * fewer than need blocks are free. */
 static int ready(uint64_t need, struct r4_txn **out)
 {
-	static const uint16_t reg40[R4_PT_COUNT] = { 0 };	/* reg40 is 0 */
 	struct r4_error err = { 0 };
 
 	if (broken)
@@ -115,15 +114,6 @@ static int ready(uint64_t need, struct r4_txn **out)
 		if (r4_txn_begin(vol, &txn, &err)) {
 			say("%s: cannot begin a transaction: %s",
 			    r4_vol_path(vol), err.msg);
-			txn = NULL;
-			return -EIO;
-		}
-		/* New files are reg40: r4_pwrite cannot write into a
-		 * compressed (ccreg40) file yet. */
-		if (r4_txn_set_create(txn, reg40, 1u << R4_PT_CREATE,
-				      &err)) {
-			say("%s: %s", r4_vol_path(vol), err.msg);
-			r4_txn_abort(txn);
 			txn = NULL;
 			return -EIO;
 		}
