@@ -55,3 +55,27 @@ teardown() {
 	kstress "$T/img" 41
 	kafter_stress "$T/img"
 }
+
+@test "r4mount answers the extended attribute calls as the kernel does (no xattrs in Reiser4): tests/helpers/xattrprobe.py on both mounts" {
+	need_kernel
+	command -v r4mount >/dev/null 2>&1 || skip "r4mount not built"
+	[ -c /dev/fuse ] && { exec 9<>/dev/fuse; } 2>/dev/null || skip "no usable /dev/fuse"
+	exec 9>&-
+	command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 not installed"
+	r4mkfs -q "$T/img" 64M
+	MNT=$T/mnt
+	mkdir -p "$MNT"
+	r4mount -f -o rw "$T/img" "$MNT" 2>"$T/daemon.log" &
+	PID=$!
+	for _ in $(seq 1 100); do mountpoint -q "$MNT" && break; sleep 0.1; done
+	mountpoint -q "$MNT"
+	python3 "$top_srcdir/tests/helpers/xattrprobe.py" "$MNT" >"$T/fuse.out" 2>&1
+	timeout 20 fusermount3 -u "$MNT"
+	wait "$PID"
+	PID=
+	printf 'python3 %q /mnt >%q 2>&1\n' "$top_srcdir/tests/helpers/xattrprobe.py" \
+		"$T/kernel.out" >"$T/x.sh"
+	kboot "$T/img" "$T/x.sh"
+	grep -q 'xp_f set user.a ENOTSUP' "$T/kernel.out"
+	diff -u "$T/kernel.out" "$T/fuse.out"
+}
