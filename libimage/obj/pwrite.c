@@ -170,7 +170,8 @@ static int ccw_cluster(struct ccw *w, uint64_t idx, int only_stored,
 	int had = 0, stored = 0, rc = 0;
 
 	memset(w->cl, 0, lsize);
-	if (at < w->old)
+	/* the old bytes, unless the write covers the whole cluster */
+	if (at < w->old && (w->off > at || w->off + w->len < at + lsize))
 		rc = obj_ccreg_read(w->x->vol, w->ref, w->sd, at, w->cl,
 				    w->old - at < lsize ? (size_t)(w->old - at)
 							: lsize, err);
