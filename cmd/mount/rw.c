@@ -448,11 +448,11 @@ static int rw_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 
 #define ZERO_CHUNK (256u << 10)
 
-/* The holes of a file (size bytes, data runs 'runs') inside [from, to),
- * each widened to whole blocks inside the hole and below 'end': cb
- * gets each one, *blocks the blocks they take. */
-static int holes_in(const uint64_t *runs, size_t n, uint64_t size,
-		    uint64_t from, uint64_t to, uint64_t end, uint64_t bs,
+/* The holes of a file (data runs 'runs', then a hole past them) inside
+ * [from, to), each widened to whole blocks inside the hole and below
+ * 'end': cb gets each one, *blocks the blocks they take. */
+static int holes_in(const uint64_t *runs, size_t n, uint64_t from,
+		    uint64_t to, uint64_t end, uint64_t bs,
 		    int (*cb)(void *, uint64_t, uint64_t), void *ctx,
 		    uint64_t *blocks)
 {
@@ -476,7 +476,6 @@ static int holes_in(const uint64_t *runs, size_t n, uint64_t size,
 		if (i < n)
 			at = runs[2 * i] + runs[2 * i + 1];
 	}
-	(void)size;
 	return rc;
 }
 
@@ -528,13 +527,13 @@ static int falloc_fill(struct r4_txn *t, const char *path, int keep,
 	to = to > end ? end : to;
 	rc = r4_file_runs(vol, &ref, st.size, &runs, &n, err);
 	if (!rc)
-		holes_in(runs, n, st.size, off, to, end, si.blksize, NULL,
-			 NULL, &blocks);
+		holes_in(runs, n, off, to, end, si.blksize, NULL, NULL,
+			 &blocks);
 	if (!rc && r4_txn_blocks_free(t) < blocks + blocks / 256 +
 					     SPARE_BLOCKS + TAIL_BLOCKS)
 		rc = R4_ENOSPC;
 	if (!rc)
-		rc = holes_in(runs, n, st.size, off, to, end, si.blksize,
+		rc = holes_in(runs, n, off, to, end, si.blksize,
 			      zfill, &z, &blocks);
 	free(runs);
 	return rc;
