@@ -689,6 +689,7 @@ static int open_vol(const char *image)
 		r4m_rw = 0;
 		return open_vol(image);
 	}
+	r4m_xattr_ops(&r4m_ops);
 	if (r4m_rw)
 		r4m_rw_ops(&r4m_ops);
 	return EXIT_OK;

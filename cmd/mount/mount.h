@@ -31,6 +31,8 @@ extern unsigned r4m_commit_secs;
 void r4m_lock(void);
 void r4m_unlock(void);
 void r4m_rw_ops(struct fuse_operations *ops);
+/* No extended attributes, answered as the kernel module does. */
+void r4m_xattr_ops(struct fuse_operations *ops);
 int r4m_rw_start(void);		/* the commit timer */
 void r4m_rw_stop(void);		/* commit what is left, stop the timer */
 uint64_t r4m_free_blocks(void);

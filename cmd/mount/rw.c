@@ -106,7 +106,6 @@ uint64_t r4m_free_blocks(void)
  * fewer than need blocks are free. */
 static int ready(uint64_t need, struct r4_txn **out)
 {
-	static const uint16_t reg40[R4_PT_COUNT] = { 0 };	/* reg40 is 0 */
 	struct r4_error err = { 0 };
 
 	if (broken)
@@ -115,15 +114,6 @@ static int ready(uint64_t need, struct r4_txn **out)
 		if (r4_txn_begin(vol, &txn, &err)) {
 			say("%s: cannot begin a transaction: %s",
 			    r4_vol_path(vol), err.msg);
-			txn = NULL;
-			return -EIO;
-		}
-		/* New files are reg40: r4_pwrite cannot write into a
-		 * compressed (ccreg40) file yet. */
-		if (r4_txn_set_create(txn, reg40, 1u << R4_PT_CREATE,
-				      &err)) {
-			say("%s: %s", r4_vol_path(vol), err.msg);
-			r4_txn_abort(txn);
 			txn = NULL;
 			return -EIO;
 		}
@@ -454,6 +444,129 @@ static int rw_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	return rc;
 }
 
+/* ---- fallocate ---------------------------------------------------------- */
+
+#define ZERO_CHUNK (256u << 10)
+
+/* The holes of a file (data runs 'runs', then a hole past them) inside
+ * [from, to), each widened to whole blocks inside the hole and below
+ * 'end': cb gets each one, *blocks the blocks they take. */
+static int holes_in(const uint64_t *runs, size_t n, uint64_t from,
+		    uint64_t to, uint64_t end, uint64_t bs,
+		    int (*cb)(void *, uint64_t, uint64_t), void *ctx,
+		    uint64_t *blocks)
+{
+	uint64_t at = 0;
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i <= n; i++) {
+		/* hole [at, he): between data runs, then past the size */
+		uint64_t he = i < n ? runs[2 * i] : UINT64_MAX;
+		uint64_t a = at > from ? at : from, b = he < to ? he : to;
+
+		if (a < b) {
+			a = a / bs * bs < at ? at : a / bs * bs;
+			b = (b + bs - 1) / bs * bs;
+			b = b > he ? he : b;
+			b = b > end ? end : b;
+			*blocks += (b - a + bs - 1) / bs + 1;
+			if (cb)
+				rc = cb(ctx, a, b - a);
+		}
+		if (i < n)
+			at = runs[2 * i] + runs[2 * i + 1];
+	}
+	return rc;
+}
+
+struct zfill {
+	struct r4_txn *t;
+	const char *path;
+	struct r4_error *err;
+};
+
+/* Zeros written over [off, off + len), a hole. */
+static int zfill(void *ctx, uint64_t off, uint64_t len)
+{
+	static const uint8_t zero[ZERO_CHUNK];
+	struct zfill *z = ctx;
+	int rc = 0;
+
+	while (!rc && len) {
+		size_t n = len < ZERO_CHUNK ? (size_t)len : ZERO_CHUNK;
+
+		rc = r4_pwrite(z->t, z->path, off, zero, n, z->err);
+		off += n;
+		len -= n;
+	}
+	return rc;
+}
+
+/* Mode 0 and FALLOC_FL_KEEP_SIZE: the holes in the range (and, without
+ * KEEP_SIZE, the bytes past the end up to off + len) become written
+ * zeros, so that a later write there needs no new block; ENOSPC before
+ * any change. */
+static int falloc_fill(struct r4_txn *t, const char *path, int keep,
+		       uint64_t off, uint64_t len, struct r4_error *err)
+{
+	struct zfill z = { t, path, err };
+	struct r4_objref ref;
+	struct r4_stat st;
+	uint64_t *runs = NULL, to, end, blocks = 0;
+	size_t n = 0;
+	int rc = r4_lookup(vol, path, &ref, err);
+
+	if (!rc)
+		rc = r4_stat(vol, &ref, &st, err);
+	if (rc)
+		return rc;
+	if (!S_ISREG(st.mode))
+		return -ENODEV;
+	to = off + len;
+	end = keep ? st.size : (to > st.size ? to : st.size);
+	to = to > end ? end : to;
+	rc = r4_file_runs(vol, &ref, st.size, &runs, &n, err);
+	if (!rc)
+		holes_in(runs, n, off, to, end, si.blksize, NULL, NULL,
+			 &blocks);
+	if (!rc && r4_txn_blocks_free(t) < blocks + blocks / 256 +
+					     SPARE_BLOCKS + TAIL_BLOCKS)
+		rc = R4_ENOSPC;
+	if (!rc)
+		rc = holes_in(runs, n, off, to, end, si.blksize,
+			      zfill, &z, &blocks);
+	free(runs);
+	return rc;
+}
+
+/* fallocate(2): modes 0 and FALLOC_FL_KEEP_SIZE; every other one
+ * (PUNCH_HOLE included) is EOPNOTSUPP. */
+static int rw_fallocate(const char *path, int mode, off_t off, off_t len,
+			struct fuse_file_info *fi)
+{
+	struct r4_error err = { 0 };
+	struct r4_txn *t;
+	int rc;
+
+	(void)fi;
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		return -EOPNOTSUPP;
+	if (off < 0 || len <= 0 || off > INT64_MAX - len)
+		return -EINVAL;
+	r4m_lock();
+	rc = ready(SPARE_BLOCKS, &t);
+	if (!rc)
+		rc = falloc_fill(t, path, mode & FALLOC_FL_KEEP_SIZE,
+				 (uint64_t)off, (uint64_t)len, &err);
+	if (rc == -ENODEV) {
+		r4m_unlock();
+		return rc;
+	}
+	rc = done(rc, "fallocate", path, &err);
+	r4m_unlock();
+	return rc;
+}
+
 static int setattr(const char *path, const struct r4_attr *a, unsigned mask)
 {
 	struct r4_error err = { 0 };
@@ -547,11 +660,62 @@ void r4m_rw_ops(struct fuse_operations *ops)
 	ops->rename = rw_rename;
 	ops->write = rw_write;
 	ops->truncate = rw_truncate;
+	ops->fallocate = rw_fallocate;
 	ops->chmod = rw_chmod;
 	ops->chown = rw_chown;
 	ops->utimens = rw_utimens;
 	ops->fsync = rw_fsync;
 	ops->fsyncdir = rw_fsync;
+}
+
+/* ---- extended attributes ------------------------------------------------ */
+
+/* Reiser4 stores no extended attributes and its kernel module has no
+ * xattr handlers: the VFS then answers EOPNOTSUPP to getxattr, setxattr
+ * and removexattr, and an empty list to listxattr. The same here, on
+ * read-only and read-write mounts. */
+static int x_get(const char *path, const char *name, char *value,
+		 size_t size)
+{
+	(void)path;
+	(void)name;
+	(void)value;
+	(void)size;
+	return -EOPNOTSUPP;
+}
+
+static int x_set(const char *path, const char *name, const char *value,
+		 size_t size, int flags)
+{
+	(void)path;
+	(void)name;
+	(void)value;
+	(void)size;
+	(void)flags;
+	return -EOPNOTSUPP;
+}
+
+static int x_list(const char *path, char *list, size_t size)
+{
+	(void)path;
+	(void)list;
+	(void)size;
+	return 0;
+}
+
+static int x_remove(const char *path, const char *name)
+{
+	(void)path;
+	(void)name;
+	return -EOPNOTSUPP;
+}
+
+void r4m_xattr_ops(struct fuse_operations *ops)
+{
+	ops->getxattr = x_get;
+	ops->setxattr = x_set;
+	ops->listxattr = x_list;
+	ops->removexattr = x_remove;
 }
 
 /* ---- the commit timer --------------------------------------------------- */

@@ -399,7 +399,6 @@ int obj_ccreg_truncate(struct r4_txn *x, const struct r4_objref *ref,
 		    const struct obj_sd *sd, uint64_t size, uint64_t *bytes,
 		    struct r4_error *err)
 {
-	struct obj_new_plan p;
 	struct obj_ccreg cc;
 	uint64_t old = sd->st.size, keep = old < size ? old : size;
 	uint64_t idx, from, ncut = 0, used = sd->st.rdev_or_bytes;
@@ -409,11 +408,6 @@ int obj_ccreg_truncate(struct r4_txn *x, const struct r4_objref *ref,
 
 	if (rc)
 		return rc;
-	memset(&p, 0, sizeof(p));
-	p.ccreg = 1;
-	p.shift = cc.shift;
-	p.compress = cc.compress;
-	p.cmode = cc.cmode;
 	idx = keep >> cc.shift;
 	part = (size_t)(keep & (((uint64_t)1 << cc.shift) - 1));
 	from = part ? idx << cc.shift : keep;
@@ -430,26 +424,45 @@ int obj_ccreg_truncate(struct r4_txn *x, const struct r4_objref *ref,
 	used >>= cc.shift;
 	used = used > ncut ? used - ncut : 0;
 	if (!rc && had) {
-		struct ccsink s = { x, ref, cc.shift, NULL, 0, 0 };
-		struct memchunk m = { buf, idx << cc.shift, part, 0 };
-		struct obj_ccreg_rd r;
+		int stored = 0;
 
-		rc = txn_encoder(x, &p, err);
-		s.max = tree_max_item(&x->mod);
-		s.item = malloc(s.max);
-		if (!rc && !s.item)
-			rc = r4i_fail(err, -ENOMEM, "out of memory");
-		obj_ccreg_rd_init(&r, memchunk_fn, &m, "truncate",
-			      (idx << cc.shift) + (size - (idx << cc.shift) <
-			      ((uint64_t)1 << cc.shift) ? size -
-			      (idx << cc.shift) : ((uint64_t)1 << cc.shift)));
-		if (!rc)
-			rc = obj_ccreg_enc_file(x->ccreg, &r, idx, 0, sink_items, &s,
-					    err);
-		free(s.item);
-		used += s.used;
+		rc = obj_ccreg_put(x, ref, &cc, idx, buf, part,
+				   fmt_cluster_lsize(size, idx, cc.shift),
+				   &stored, err);
+		used += (uint64_t)stored;
 	}
 	free(buf);
 	*bytes = used << cc.shift;
+	return rc;
+}
+
+int obj_ccreg_put(struct r4_txn *x, const struct r4_objref *ref,
+		  const struct obj_ccreg *cc, uint64_t idx, const uint8_t *buf,
+		  size_t blen, size_t lsize, int *stored, struct r4_error *err)
+{
+	struct ccsink s = { x, ref, cc->shift, NULL, 0, 0 };
+	struct memchunk m = { buf, idx << cc->shift, blen, 0 };
+	struct obj_new_plan p;
+	struct obj_ccreg_rd r;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	p.ccreg = 1;
+	p.shift = cc->shift;
+	p.compress = cc->compress;
+	p.cmode = cc->cmode;
+	*stored = 0;
+	rc = txn_encoder(x, &p, err);
+	s.max = tree_max_item(&x->mod);
+	s.item = malloc(s.max);
+	if (!rc && !s.item)
+		rc = r4i_fail(err, -ENOMEM, "out of memory");
+	obj_ccreg_rd_init(&r, memchunk_fn, &m, "cluster",
+			  (idx << cc->shift) + lsize);
+	if (!rc)
+		rc = obj_ccreg_enc_file(x->ccreg, &r, idx, 0, sink_items, &s,
+					err);
+	free(s.item);
+	*stored = s.used != 0;
 	return rc;
 }

@@ -9,7 +9,10 @@
  * size: a body of tail items (at most four blocks under the kernel's
  * default "4blocks" policy, so the rewrite is bounded; any size under
  * the "tails" policy), an empty one, and one the kernel left mixed.
- * Compressed (ccreg40) files are refused. */
+ * A compressed (ccreg40) body is changed cluster by cluster: only the
+ * logical clusters the write touches are read, patched, encoded again
+ * with the file's compression plugin and mode and their items replaced
+ * (doc/compress.md §4.6). */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +22,8 @@
 #include "libimage/util/err.h"
 #include "libimage/txn/txn.h"
 #include "format/plugin.h"
+#include "format/cluster.h"
+#include "libimage/obj/ccreg.h"
 
 /* Blocks kept back for the tree nodes and the commit's journal. */
 #define PW_MARGIN 64
@@ -138,6 +143,130 @@ static int pw_rewrite(struct r4_txn *x, const char *path,
 	return rc;
 }
 
+/* ---- compressed files ------------------------------------------------ */
+
+struct ccw {
+	struct r4_txn *x;
+	const struct r4_objref *ref;
+	const struct obj_sd *sd;	/* the old stat data */
+	struct obj_ccreg cc;
+	uint64_t old, size;		/* old and new file size */
+	uint64_t off;
+	const uint8_t *buf;
+	size_t len;
+	uint64_t used;			/* disk clusters */
+	uint8_t *cl;			/* one logical cluster */
+};
+
+/* Logical cluster idx again: its old bytes, the write's over them, zeros
+ * past the old end; its items replaced. When only_stored, a cluster
+ * without items (a hole) stays one. */
+static int ccw_cluster(struct ccw *w, uint64_t idx, int only_stored,
+		       struct r4_error *err)
+{
+	unsigned sh = w->cc.shift;
+	uint64_t at = idx << sh, ncl = 0;
+	size_t lsize = fmt_cluster_lsize(w->size, idx, sh);
+	int had = 0, stored = 0, rc = 0;
+
+	memset(w->cl, 0, lsize);
+	/* the old bytes, unless the write covers the whole cluster */
+	if (at < w->old && (w->off > at || w->off + w->len < at + lsize))
+		rc = obj_ccreg_read(w->x->vol, w->ref, w->sd, at, w->cl,
+				    w->old - at < lsize ? (size_t)(w->old - at)
+							: lsize, err);
+	if (w->off < at + lsize && w->off + w->len > at) {
+		uint64_t s = w->off > at ? w->off : at;
+		uint64_t e = w->off + w->len < at + lsize ? w->off + w->len :
+							    at + lsize;
+
+		memcpy(w->cl + (s - at), w->buf + (s - w->off),
+		       (size_t)(e - s));
+	}
+	if (!rc)
+		rc = obj_ccreg_cut(w->x, w->ref, sh, at, at + ((uint64_t)1 << sh),
+				   idx, &ncl, &had, err);
+	if (rc || (only_stored && !had))
+		return rc;
+	rc = obj_ccreg_put(w->x, w->ref, &w->cc, idx, w->cl, lsize, lsize,
+			   &stored, err);
+	w->used = w->used - (uint64_t)had + (uint64_t)stored;
+	return rc;
+}
+
+/* doc/compress.md §3.4.1: 1 when cluster 0 has no items. */
+static int ccw_c0_hole(struct ccw *w, int *hole, struct r4_error *err)
+{
+	struct obj_dc dc;
+	int rc;
+
+	*hole = 1;
+	if (!w->old)
+		return 0;
+	rc = obj_dc_load(w->x->vol, w->ref, w->cc.shift, 0, w->cl, &dc, err);
+	*hole = !rc && !dc.len;
+	return rc;
+}
+
+/* The clusters to encode again, in order: cluster 0 when it is a hole
+ * before the written ones (§3.4.1), the old last cluster when the write
+ * grows it from past its end (§4.5), those the write covers. */
+static int ccw_run(struct ccw *w, struct r4_error *err)
+{
+	unsigned sh = w->cc.shift;
+	uint64_t first = w->off >> sh, last = (w->off + w->len - 1) >> sh;
+	uint64_t tail = w->old >> sh;
+	int hole = 0, rc = 0;
+
+	if (first > 0)
+		rc = ccw_c0_hole(w, &hole, err);
+	if (!rc && hole)
+		rc = ccw_cluster(w, 0, 0, err);
+	if (!rc && w->size > w->old && (w->old & (((uint64_t)1 << sh) - 1)) &&
+	    tail < first && (tail || !hole))
+		rc = ccw_cluster(w, tail, 1, err);
+	for (uint64_t i = first ? first : (hole ? 1 : 0); !rc && i <= last;
+	     i++)
+		rc = ccw_cluster(w, i, 0, err);
+	return rc;
+}
+
+int obj_ccreg_pwrite(struct r4_txn *x, const char *path,
+		     const struct r4_objref *ref, struct obj_sd *sd,
+		     uint64_t off, const void *buf, size_t len,
+		     struct r4_error *err)
+{
+	struct ccw w = { x, ref, sd, { 0, 0, 0 }, sd->st.size, 0, off, buf,
+			 len, 0, NULL };
+	uint64_t n;
+	int rc = obj_ccreg_params(x->vol, ref, sd, &w.cc, err);
+
+	w.size = off + len > w.old ? off + len : w.old;
+	/* the written clusters, cluster 0 and the old last one */
+	n = ((len + ((uint64_t)1 << w.cc.shift) - 1) >> w.cc.shift) + 3;
+	if (!rc)
+		rc = pw_space(x, path, n << w.cc.shift, err);
+	if (rc)
+		return rc;
+	w.used = sd->st.rdev_or_bytes >> w.cc.shift;
+	w.cl = malloc((size_t)1 << w.cc.shift);
+	if (!w.cl)
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	rc = ccw_run(&w, err);
+	free(w.cl);
+	/* §4.4: a file conv keeps past its first cluster stores lattd */
+	if (!rc && w.cc.cmode == FMT_CMODE_CONV &&
+	    w.size > ((uint64_t)1 << w.cc.shift)) {
+		if (obj_pset_set(&sd->st.pset, FMT_PSET_CMODE, FMT_CMODE_LATTD))
+			return r4i_fail(err, R4_ECORRUPT, "%s: its plugin set "
+				       "is full", path);
+		sd->st.mask |= 1u << FMT_SDEXT_PSET;
+	}
+	sd->st.size = w.size;
+	sd->st.rdev_or_bytes = w.used << w.cc.shift;
+	return rc;
+}
+
 static int pw_body(struct r4_txn *x, const char *path,
 		   const struct r4_objref *ref, struct obj_sd *sd,
 		   struct pw_src *s, struct r4_error *err)
@@ -148,14 +277,20 @@ static int pw_body(struct r4_txn *x, const char *path,
 
 	if (size < sd->st.size)
 		size = sd->st.size;
-	rc = pw_space(x, path, touched * bs, err);
-	if (!rc)
-		rc = obj_pwrite_extents(x, ref, sd->st.size, s->off, s->buf,
-					s->len, &bytes, err);
-	if (rc == 1) {
-		rc = pw_rewrite(x, path, ref, size, s, &bytes, err);
-	} else if (!rc) {
-		bytes += sd->st.rdev_or_bytes;
+	if (sd->plugin == FMT_OBJ_CCREG40) {
+		rc = obj_ccreg_pwrite(x, path, ref, sd, s->off, s->buf, s->len,
+				      err);
+		size = sd->st.size;
+		bytes = sd->st.rdev_or_bytes;
+	} else {
+		rc = pw_space(x, path, touched * bs, err);
+		if (!rc)
+			rc = obj_pwrite_extents(x, ref, sd->st.size, s->off,
+						s->buf, s->len, &bytes, err);
+		if (rc == 1)
+			rc = pw_rewrite(x, path, ref, size, s, &bytes, err);
+		else if (!rc)
+			bytes += sd->st.rdev_or_bytes;
 	}
 	if (rc)
 		return rc;
@@ -184,10 +319,7 @@ int r4_pwrite(struct r4_txn *x, const char *path, uint64_t off,
 		rc = obj_sd_get(x->vol, &ref, &sd, err);
 	if (rc)
 		return rc;
-	if (sd.plugin == FMT_OBJ_CCREG40)
-		rc = r4i_fail(err, R4_EUNSUPP, "%s: writing into a compressed "
-			     "(ccreg40) file is not supported yet", path);
-	else if (sd.plugin != FMT_OBJ_REG40)
+	if (sd.plugin != FMT_OBJ_REG40 && sd.plugin != FMT_OBJ_CCREG40)
 		rc = r4i_fail(err, R4_EINVAL, "%s: not a regular (reg40) file",
 			     path);
 	s.oldlen = sd.st.size;

@@ -166,6 +166,21 @@ int obj_new_file_body(struct r4_txn *x, const struct r4_objref *dir,
 int obj_ccreg_truncate(struct r4_txn *x, const struct r4_objref *ref,
 		    const struct obj_sd *sd, uint64_t size, uint64_t *bytes,
 		    struct r4_error *err);
+struct obj_ccreg;
+/* Encode logical cluster idx of a ccreg40 file (parameters cc) again:
+ * lsize bytes, the first blen from buf (NULL when 0), zeros after; its
+ * items go into the tree (the old ones must be gone). *stored = 1 when
+ * it took a disk cluster. */
+int obj_ccreg_put(struct r4_txn *x, const struct r4_objref *ref,
+		  const struct obj_ccreg *cc, uint64_t idx, const uint8_t *buf,
+		  size_t blen, size_t lsize, int *stored, struct r4_error *err);
+/* r4_pwrite into ccreg40 file ref (sd: its stat data, size, bytes and
+ * plugin set updated, not written): only the logical clusters the
+ * write touches are encoded again. */
+int obj_ccreg_pwrite(struct r4_txn *x, const char *path,
+		     const struct r4_objref *ref, struct obj_sd *sd,
+		     uint64_t off, const void *buf, size_t len,
+		     struct r4_error *err);
 /* Delete the body items of compressed file ref at offsets [from, to)
  * (ctail40 only: another item is R4_ECORRUPT); *ncl = the disk
  * clusters (of 1 << shift bytes) they belonged to, *had = one of them

@@ -55,14 +55,18 @@ kill_rw() {
 	timeout 20 fusermount3 -uz "$MNT" 2>/dev/null || true
 }
 
-@test "r4mount -o rw: 1000 random operations equal a tmpfs mirror; remounted, both checkers clean" {
-	need_fuse
-	r4mkfs -q "$T/a.img" 128M
+# workload SEED OPS [R4MKFS_OPTION...]: the seeded workload on a fresh
+# volume and on the mirror; the same tree after the unmount, read
+# through a read-only mount; both checkers clean.
+workload() {
+	local seed=$1 ops=$2
+	shift 2
+	r4mkfs -q "$@" "$T/a.img" 128M
 	mkdir "$T/mirror"
 	mount_rw "$T/a.img"
 	[ "$(stat -f -c %a "$MNT")" -gt 0 ]
-	$WL run 11 1000 "$MNT" "$T/mirror"
-	$WL stamp 11 "$MNT" "$T/mirror"
+	$WL run "$seed" "$ops" "$MNT" "$T/mirror"
+	$WL stamp "$seed" "$MNT" "$T/mirror"
 	$WL compare "$MNT" "$T/mirror"
 	umount_rw
 	r4fsck -n "$T/a.img"
@@ -75,6 +79,26 @@ kill_rw() {
 		cp "$T/a.img" "$T/b.img"
 		oracle_fsck "$T/b.img"
 	fi
+}
+
+# plugin_of PATH: the file plugin r4debugfs names for PATH of $T/a.img.
+plugin_of() {
+	r4debugfs -R "stat $1" "$T/a.img" | sed -n 's/^plugin: *\([a-z0-9]*\).*/\1/p'
+}
+
+@test "r4mount -o rw: 1000 random operations on compressed files (mkfs's profile) equal a tmpfs mirror; remounted, both checkers clean" {
+	need_fuse
+	workload 11 1000
+	# new files follow the volume's profile: ccreg40
+	f=$(cd "$T/mirror" && find . -type f -size +1k | LC_ALL=C sort | head -n 1)
+	[ "$(plugin_of "/${f#./}")" = ccreg40 ]
+}
+
+@test "r4mount -o rw: 300 random operations on reg40 files (-o create=reg40) equal a tmpfs mirror; both checkers clean" {
+	need_fuse
+	workload 12 300 -o create=reg40
+	f=$(cd "$T/mirror" && find . -type f -size +1k | LC_ALL=C sort | head -n 1)
+	[ "$(plugin_of "/${f#./}")" = reg40 ]
 }
 
 @test "r4mount -o rw: kill -9 after an fsync keeps exactly the synced state, nothing later" {
@@ -222,7 +246,8 @@ renameat2() {
 	r4mkfs -q "$T/a.img" 16M
 	mount_rw "$T/a.img" commit=3600
 	echo keep >"$MNT/a"
-	run dd if=/dev/zero of="$MNT/big" bs=1M count=20 status=none
+	# incompressible: the volume's files are compressed
+	run dd if=/dev/urandom of="$MNT/big" bs=1M count=20 iflag=fullblock status=none
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"No space left on device"* ]]
 	# the transaction was not poisoned: later changes still commit
@@ -242,6 +267,60 @@ renameat2() {
 	if once && command -v fsck.reiser4 >/dev/null 2>&1; then
 		oracle_fsck "$T/a.img"
 	fi
+}
+
+@test "r4mount -o rw: fallocate (modes 0 and KEEP_SIZE) writes the holes as zeros; ENOSPC before any change; PUNCH_HOLE and the other modes are EOPNOTSUPP" {
+	need_fuse
+	command -v fallocate >/dev/null || skip "fallocate (util-linux) not installed"
+	r4mkfs -q -o create=reg40 "$T/a.img" 16M
+	mount_rw "$T/a.img" commit=3600
+	printf 'head' >"$MNT/f"
+	truncate -s 1M "$MNT/f"
+	printf 'tail' >>"$MNT/f"
+	fallocate -o 4096 -l 200000 "$MNT/f"
+	fallocate -n -o 900000 -l 300000 "$MNT/f"
+	[ "$(stat -c %s "$MNT/f")" -eq $((1048576 + 4)) ]
+	fallocate -l 2M "$MNT/f"
+	[ "$(stat -c %s "$MNT/f")" -eq 2097152 ]
+	fallocate -n -o 3M -l 1M "$MNT/f"
+	[ "$(stat -c %s "$MNT/f")" -eq 2097152 ]
+	run fallocate -p -o 0 -l 4096 "$MNT/f"
+	[ "$status" -ne 0 ] && [[ "$output" == *"supported"* ]]
+	run fallocate -z -o 0 -l 4096 "$MNT/f"
+	[ "$status" -ne 0 ] && [[ "$output" == *"supported"* ]]
+	run fallocate -l 100M "$MNT/g"
+	[ "$status" -ne 0 ] && [[ "$output" == *"No space left"* ]]
+	[ "$(stat -c %s "$MNT/g")" -eq 0 ]
+	umount_rw
+	r4fsck -n "$T/a.img"
+	# the bytes: head, zeros, tail, zeros; and no hole left below 2 MiB
+	{ printf 'head'; head -c $((1048576 - 4)) /dev/zero; printf 'tail'
+	  head -c $((2097152 - 1048580)) /dev/zero; } >"$T/want"
+	r4debugfs -R 'cat /f' "$T/a.img" | cmp - "$T/want"
+	r4debugfs -R 'blocks /f' "$T/a.img" >"$T/blocks"
+	! grep -q hole "$T/blocks"
+	[ "$(r4debugfs -R 'stat /f' "$T/a.img" | sed -n 's/^bytes: *//p')" -eq 2097152 ]
+	if once && command -v fsck.reiser4 >/dev/null 2>&1; then
+		oracle_fsck "$T/a.img"
+	fi
+}
+
+@test "r4mount: no extended attributes, answered as the Reiser4 kernel does (EOPNOTSUPP; an empty list); cp -a --preserve=xattr works" {
+	need_fuse
+	r4mkfs -q "$T/a.img" 16M
+	mount_rw "$T/a.img"
+	python3 "$BATS_TEST_DIRNAME/../helpers/xattrprobe.py" "$MNT" >"$T/x.out"
+	umount_rw
+	cat "$T/x.out"
+	# tests/kernel/mount-rw.bats compares every line with the kernel's
+	grep -qx 'xp_f list ok \[\]' "$T/x.out"
+	grep -qx 'xp_d get user.a ENOTSUP' "$T/x.out"
+	grep -qx 'xp_f set user.a ENOTSUP' "$T/x.out"
+	grep -qx 'xp_f remove user.a ENOTSUP' "$T/x.out"
+	grep -qx 'xp_f get system.posix_acl_access ENOTSUP' "$T/x.out"
+	grep -q '^cp --preserve=xattr xp_f xp_c2 exit 0' "$T/x.out"
+	grep -q '^cp -a --preserve=xattr xp_d xp_c3 exit 0' "$T/x.out"
+	r4fsck -n "$T/a.img"
 }
 
 @test "r4mount -o rw: a volume whose status block says damaged is mounted read-only (EROFS), with a line saying so" {

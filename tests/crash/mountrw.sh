@@ -11,7 +11,10 @@
 # append, a write past the end (a hole), a tail file grown into extents,
 # new files and directories, renames across directories, unlink, rm -r,
 # links, a FIFO, truncates down and up, chmod, an exchange of a
-# directory and a file (RENAME_EXCHANGE); at the end every object
+# directory and a file (RENAME_EXCHANGE), and a compressed file (the
+# volume's root says ccreg40, so the mount's new files are compressed):
+# made over three clusters, a write inside its second cluster, one past
+# its end (a hole between), a truncate down; at the end every object
 # gets one fixed mtime, so that an uncut run and a cut one have the same
 # manifest (the mount stamps changes with the clock).
 # Exit: the daemon's status (2 when it could not mount); a daemon killed
@@ -60,6 +63,10 @@ xchg() {
 	put a/f3 4 20000 t
 	mkdir m
 	put m/new 0 30000 n
+	put m/cc 0 150000 c
+	put m/cc 70000 3000 d
+	put m/cc 300000 10 e
+	truncate -s 100000 m/cc
 	mv a/f5 b/f5
 	mv dir/s1 m/s1
 	rm b/g3

@@ -308,7 +308,9 @@ if wanted mountrw; then
 		       --fail sample=2 --oracle every=6)
 	fi
 	if fuse_ok; then
-		run mountrw "${MOUNT[@]}" "$P" -- bash "$HERE/mountrw.sh" @IMG@
+		# --own-reader: the mount's new files are compressed (the
+		# root says ccreg40), which r4ref cannot read back
+		run mountrw --own-reader "${MOUNT[@]}" "$P" -- bash "$HERE/mountrw.sh" @IMG@
 	else
 		echo "mountrw: left out: no usable /dev/fuse or fusermount3 here" >&2
 	fi

@@ -10,6 +10,9 @@
 #       FSWL_STATES=DIR: DIR/state.0 is DIR_B's contents (times left
 #       out) at the start, DIR/state.K before the K-th fsync; DIR/synced
 #       gets a line "K" once that fsync returned (for kill -9 tests)
+#       (operations: create, write, truncate, fallocate (modes 0 and
+#       KEEP_SIZE), mkdir, rename, exchange, link, unlink, rmdir,
+#       symlink, chmod, utime, fsync)
 #   fsworkload.py stamp SEED DIR_A DIR_B   fixed times on everything
 #   fsworkload.py compare DIR_A DIR_B      exit 1 on a difference
 #   fsworkload.py states DIR DIR_STATES    exit 0 when DIR holds the
@@ -72,6 +75,21 @@ def pwrite(path, off, data):
         os.close(fd)
 
 
+def fallocate(path, mode, off, length):
+    """fallocate(2) on path (mode 0 or FALLOC_FL_KEEP_SIZE, 1)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64,
+                               ctypes.c_int64]
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        if libc.fallocate(fd, mode, off, length):
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e), path)
+    finally:
+        os.close(fd)
+
+
 def exchange(a, b):
     """renameat2(a, b, RENAME_EXCHANGE): the two names swap objects."""
     import ctypes
@@ -127,7 +145,7 @@ def run(seed, nops, roots, synclog):
         op = rnd.choice(['create', 'write', 'write', 'write', 'truncate',
                          'mkdir', 'rename', 'rename', 'link', 'unlink',
                          'rmdir', 'symlink', 'chmod', 'utime', 'fsync',
-                         'exchange'])
+                         'exchange', 'fallocate'])
         d = rnd.choice(dirs)
         f = rnd.choice(files) if files else None
         size = rnd.choice([0, 1, 100, 3000, 4096, 5000, 20000, 70000,
@@ -141,6 +159,11 @@ def run(seed, nops, roots, synclog):
             both(roots, pwrite, f, off, data[:rnd.randrange(9000)])
         elif op == 'truncate':
             both(roots, os.truncate, f, rnd.randrange(200000))
+        elif op == 'fallocate' and f and not os.path.islink(
+                os.path.join(roots[1], f)):
+            both(roots, fallocate, f, rnd.choice([0, 1]),
+                 rnd.choice([0, rnd.randrange(300000)]),
+                 1 + rnd.randrange(150000))
         elif op == 'mkdir':
             both(roots, os.mkdir, os.path.join(d, name()), 0o755)
         elif op == 'rename':

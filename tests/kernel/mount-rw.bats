@@ -3,7 +3,10 @@
 # The real kernel reads what r4mount -o rw wrote: a seeded workload
 # (tests/helpers/fsworkload.py) on the mount and on a mirror; after the
 # unmount both checkers are clean, r4kit reads the mirror's tree, and one
-# read-only kernel boot reads exactly that (sha256 of every file).
+# read-only kernel boot reads exactly that (sha256 of every file). The
+# volume has mkfs's default profile, so every file the mount made is
+# compressed (ccreg40, lzo1): the kernel then keeps writing into them
+# (kstress), both checkers stay clean and it reads what r4kit reads.
 
 load ../bats/helpers
 load kernel
@@ -20,7 +23,7 @@ teardown() {
 	[ -n "${R4_KEEP_TMP:-}" ] || rm -rf "$T"
 }
 
-@test "after r4mount -o rw (600 random operations) the kernel reads exactly what the mirror holds [seed 41]" {
+@test "after r4mount -o rw (600 random operations, compressed files) the kernel reads exactly what the mirror holds and keeps writing [seed 41]" {
 	need_kernel
 	command -v r4mount >/dev/null 2>&1 || skip "r4mount not built"
 	[ -c /dev/fuse ] && { exec 9<>/dev/fuse; } 2>/dev/null || skip "no usable /dev/fuse"
@@ -46,4 +49,33 @@ teardown() {
 	kcheckers "$T/img"
 	kwalk "$T/img" "$T/k.man"
 	kcmp "$T/r.man" "$T/k.man"
+	# the mount made compressed files
+	f=$(cd "$T/mirror" && find . -type f -size +1k | LC_ALL=C sort | head -n 1)
+	r4debugfs -R "stat /${f#./}" "$T/img" | grep -q 'plugin: *ccreg40'
+	kstress "$T/img" 41
+	kafter_stress "$T/img"
+}
+
+@test "r4mount answers the extended attribute calls as the kernel does (no xattrs in Reiser4): tests/helpers/xattrprobe.py on both mounts" {
+	need_kernel
+	command -v r4mount >/dev/null 2>&1 || skip "r4mount not built"
+	[ -c /dev/fuse ] && { exec 9<>/dev/fuse; } 2>/dev/null || skip "no usable /dev/fuse"
+	exec 9>&-
+	command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 not installed"
+	r4mkfs -q "$T/img" 64M
+	MNT=$T/mnt
+	mkdir -p "$MNT"
+	r4mount -f -o rw "$T/img" "$MNT" 2>"$T/daemon.log" &
+	PID=$!
+	for _ in $(seq 1 100); do mountpoint -q "$MNT" && break; sleep 0.1; done
+	mountpoint -q "$MNT"
+	python3 "$top_srcdir/tests/helpers/xattrprobe.py" "$MNT" >"$T/fuse.out" 2>&1
+	timeout 20 fusermount3 -u "$MNT"
+	wait "$PID"
+	PID=
+	printf 'python3 %q /mnt >%q 2>&1\n' "$top_srcdir/tests/helpers/xattrprobe.py" \
+		"$T/kernel.out" >"$T/x.sh"
+	kboot "$T/img" "$T/x.sh"
+	grep -q 'xp_f set user.a ENOTSUP' "$T/kernel.out"
+	diff -u "$T/kernel.out" "$T/fuse.out"
 }

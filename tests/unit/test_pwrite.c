@@ -4,15 +4,20 @@
  * (extents, a tail file that grows into extents, an empty one, a sparse
  * one) against an in-memory mirror, read back with r4_read after every
  * change and whole at each commit and after reopening; then
- * r4_check and fsck.reiser4 --check. And the cost: a write into an
- * extent body takes blocks for the bytes written, not for the file. The
- * seed is R4_SEED when set (printed), else fixed. */
+ * r4_check and fsck.reiser4 --check; the same on a volume whose new
+ * files are compressed (ccreg40, lzo1, conv, 64K: mkfs's profile). And
+ * the cost: a write into an extent body takes blocks for the bytes
+ * written, not for the file; one into a compressed file, blocks for the
+ * clusters it touches. The seed is R4_SEED when set (printed), else
+ * fixed. */
 #include "config.h"
 #include <errno.h>
 #include <sys/stat.h>
 #include "tap.h"
 #include "edit_util.h"
 #include "r4/read.h"
+#include "libimage/obj/obj.h"
+#include "format/plugin.h"
 
 #define NFILES 4
 #define CAP (6u << 20)		/* the largest mirrored file */
@@ -23,6 +28,7 @@ static struct r4_vol *V;
 static struct r4_txn *T;
 static struct r4_error E;
 static const char *IMG = "v.img";
+static int CC;			/* the volume makes ccreg40 files */
 static const char *NAME[NFILES] = { "/big", "/small", "/empty", "/holes" };
 static uint8_t *M[NFILES];	/* the mirrors */
 static uint64_t SZ[NFILES];
@@ -143,11 +149,17 @@ static void setup(void)
 
 	eu_attr(&a, S_IFREG | 0644);
 	for (int i = 0; i < NFILES; i++)
-		M[i] = calloc(1, CAP);
-	RB = malloc(CAP);
-	WB = malloc(CAP);
+		if (!M[i])
+			M[i] = calloc(1, CAP);
+		else
+			memset(M[i], 0, CAP);
+	if (!RB)
+		RB = malloc(CAP);
+	if (!WB)
+		WB = malloc(CAP);
 	tap_require(M[NFILES - 1] && RB && WB, "out of memory");
-	tap_require(eu_mkfs(IMG, 128, "") == 0, "mkfs failed");
+	tap_require(eu_mkfs(IMG, 128, CC ? "create=ccreg40" : "") == 0,
+		    "mkfs failed");
 	begin();
 	tap_require(!r4_create(T, "/big", &a, d.size, eu_data_fn, &d, &E),
 		    "create /big: %s", E.msg);
@@ -166,8 +178,23 @@ static void setup(void)
 		memcpy(M[1] + off, b, len);
 	SZ[0] = 1u << 20;
 	SZ[1] = 100;
+	SZ[2] = 0;
 	SZ[3] = 3u << 20;
 	tap_require(commit() == 0, "set-up commit failed");
+}
+
+/* The file plugin of path, -1 on an error. */
+static int plugin_of(const char *path)
+{
+	struct r4_objref ref;
+	struct obj_sd sd;
+	int rc = r4_lookup(V, path, &ref, &E), p;
+
+	if (rc || obj_sd_get(V, &ref, &sd, &E))
+		return -1;
+	p = sd.plugin;
+	obj_sd_put(&sd);
+	return p;
 }
 
 /* ROUNDS transactions of OPS random changes: 2 checks a round. */
@@ -187,6 +214,10 @@ static void workload(void)
 	}
 	tap_require(eu_open(IMG, &V) == 0, "reopen");
 	ok(all_same(), "after reopening: every file as the mirror");
+	if (CC)
+		ok(plugin_of("/big") == FMT_OBJ_CCREG40 &&
+		   plugin_of("/holes") == FMT_OBJ_CCREG40,
+		   "the files are still compressed (ccreg40)");
 	eu_close(V);
 	ok(eu_check(IMG), "r4_check is clean");
 	if (eu_have_fsck())
@@ -303,11 +334,46 @@ static void costs(void)
 		tap_skip(1, "fsck.reiser4 not installed");
 }
 
+/* A write into a big compressed file encodes the clusters it touches
+ * again, not the file. */
+static void cc_costs(void)
+{
+	struct eu_data d = { 8u << 20, 0, 3, { 0 } };
+	struct r4_attr a;
+	uint64_t c;
+
+	eu_attr(&a, S_IFREG | 0644);
+	begin();
+	tap_require(!r4_create(T, "/eight", &a, d.size, eu_data_fn, &d, &E),
+		    "create /eight: %s", E.msg);
+	tap_require(commit() == 0, "commit /eight");
+	begin();
+	c = cost("/eight", 3000000, 4096);
+	ok(plugin_of("/eight") == FMT_OBJ_CCREG40 && c <= 16 + 8,
+	   "4 KiB into the middle of an 8 MiB compressed file take %llu "
+	   "blocks (one 64K cluster and nodes: at most 24)",
+	   (unsigned long long)c);
+	c = cost("/eight", (8u << 20) + 65536, 10);
+	ok(c <= 16 + 8, "10 bytes one cluster past its end take %llu blocks "
+	   "(a hole between)", (unsigned long long)c);
+	tap_require(!r4_create(T, "/late", &a, 0, NULL, NULL, &E),
+		    "create /late: %s", E.msg);
+	ok(cost("/late", 200000, 5) != UINT64_MAX, "5 bytes at 200000 into "
+	   "an empty compressed file");
+	ok(commit() == 0, "committed");
+	ok(eu_check(IMG), "r4_check is clean after the cost writes (no "
+	   "leading hole)");
+	if (eu_have_fsck())
+		ok(eu_fsck(IMG), "fsck.reiser4 --check says consistent");
+	else
+		tap_skip(1, "fsck.reiser4 not installed");
+}
+
 int main(void)
 {
 	const char *seed = getenv("R4_SEED");
 
-	plan(ROUNDS * 2 + 3 + 7 + 5);
+	plan(2 * (ROUNDS * 2 + 3) + 1 + 7 + 5 + 6);
 	rnd_state = seed ? strtoull(seed, NULL, 0) : 20261206;
 	printf("# seed %llu\n", rnd_state);
 	eu_init("test_pwrite");
@@ -315,6 +381,12 @@ int main(void)
 	workload();
 	costs();
 	grow_tail();
+	/* the same on a volume of compressed files */
+	CC = 1;
+	IMG = "c.img";
+	setup();
+	workload();
+	cc_costs();
 	eu_fini();
 	for (int i = 0; i < NFILES; i++)
 		free(M[i]);
