@@ -47,9 +47,19 @@ enum bdata_kind {
 	BD_ATX,		/* extent bytes at spool_off of the source file
 			 * (b->src), copied when the tree reaches the file
 			 * (in key order, as BD_DEFERRED data is read) */
-	BD_AT		/* tail bytes at spool_off of the source file
+	BD_AT,		/* tail bytes at spool_off of the source file
 			 * (b->src), read from there at finish */
+	BD_SPX		/* streamed extent bytes in the spool from
+			 * spool_off, each block the data touched padded
+			 * to a block, in file order; ext maps them (start
+			 * PACK_SPX_DATA: a run of such blocks, 0: a hole)
+			 * until the tree reaches the file, then they are
+			 * copied into place as BD_ATX data is */
 };
+
+/* The start of a BD_SPX map unit of data blocks (block 1 is never a
+ * data block: it is before the first usable one). */
+#define PACK_SPX_DATA 1
 
 struct bent;
 struct bdir;
@@ -328,6 +338,9 @@ struct r4_pack {
 	uint8_t *atbuf;			/* PACK_AT_BUF: a BD_AT file read
 					 * whole when it spans items */
 	uint64_t direct_bytes;		/* data taken from src directly */
+	int placing;			/* finish places the tree: data
+					 * taken now goes straight into the
+					 * image, not into the spool */
 	struct wq wq;
 	/* tree */
 	struct blevel lv[FMT_NODE_MAX_LEVEL + 1];
@@ -447,8 +460,9 @@ static inline int used_test(const struct r4_pack *b, uint64_t blk)
 {
 	return blk < b->used_cap && ((b->used[blk >> 3] >> (blk & 7)) & 1);
 }
-/* Take a file's data from fn: tails into the spool, extents into the
- * image. */
+/* Take a file's data from fn: tails into the spool; extents into the
+ * spool too (BD_SPX) while entries are added, into the image once
+ * finish places the tree (b->placing). */
 int pack_data_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn, void *ctx,
 	      const char *path, struct r4_error *err);
 /* Take it from where it lies in the source file (e->data_file): extents
@@ -478,6 +492,9 @@ int pack_tail_open(struct r4_pack *b, struct bobj *o, const char *path,
 int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,
 	      struct r4_error *err);
 void pack_tail_close(struct tailrd *t);
+/* A BD_SPX file's extents, copied from the spool now (emit order). */
+int pack_data_spx_extents(struct r4_pack *b, struct bobj *o,
+			  const char *path, struct r4_error *err);
 /* Deferred extents: read the file now, writing its blocks. */
 /* A BD_ATX file's extents, copied from b->src now (emit order). */
 int pack_data_atx_extents(struct r4_pack *b, struct bobj *o,
