@@ -3,7 +3,8 @@
  *
  * ns.c     the namespace: objects, names, paths, replacement, links
  * data.c   block allocation, the image write buffer, file data (extents
- *          streamed into the image, tails spooled), data readers
+ *          written or copied into place, tails spooled), data readers
+ * spx.c    streamed extent data, spooled until the tree reaches it
  * nodes.c  the tree, built bottom-up: leaves, twigs, upper levels
  * items.c  object ids, then every item in key order into the tree
  * packer.c  the public calls, the temporary file, sizes, fixed blocks
@@ -492,6 +493,16 @@ int pack_tail_open(struct r4_pack *b, struct bobj *o, const char *path,
 int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,
 	      struct r4_error *err);
 void pack_tail_close(struct tailrd *t);
+/* Copy len bytes from byte soff of src (the source file or the spool)
+ * to byte off of the image: at once, or gathered for the writer. */
+int pack_copy_submit(struct r4_pack *b, struct io_dev *src, uint64_t off,
+		     uint64_t soff, uint64_t len, const char *what,
+		     struct r4_error *err);
+/* spx.c: a streamed file's extent data into the spool (BD_SPX), from a
+ * block boundary, so that each run is copied into place whole (and can
+ * be shared, where the file system shares blocks). */
+int pack_data_take_spx(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
+		       void *ctx, const char *path, struct r4_error *err);
 /* A BD_SPX file's extents, copied from the spool now (emit order). */
 int pack_data_spx_extents(struct r4_pack *b, struct bobj *o,
 			  const char *path, struct r4_error *err);

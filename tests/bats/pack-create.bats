@@ -643,10 +643,12 @@ json_direct() {
 	# image
 	tar --format=pax -C "$T/src" -cf "$T/plain.tar" .
 	for o in "" "-o formatting=extents"; do
-		r4pack create -q -U $UUID $o "$T/plain.tar" "$T/file.img"
+		SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID $o \
+			"$T/plain.tar" "$T/file.img"
 		r4repacker -n "$T/file.img" >"$T/rp"
 		grep -q ": [0-9]* tree blocks .*, 0 blocks to move" "$T/rp"
-		r4pack create -q -U $UUID $o - "$T/pipe.img" <"$T/plain.tar"
+		SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID $o - \
+			"$T/pipe.img" <"$T/plain.tar"
 		cmp "$T/pipe.img" "$T/file.img"
 	done
 	# compressed files and compressed archives are read as before
@@ -696,16 +698,16 @@ to_move() {
 	done
 	tar --format=gnu --sparse -C "$T/src" -cf "$T/src.tar" .
 	export SOURCE_DATE_EPOCH=1700000000
-	for o in "" "--compress=lzo1" "-o formatting=extents"; do
+	for o in "" "--compress=lzo1"; do
 		r4pack create -q -U $UUID $o - "$T/pipe.img" <"$T/src.tar"
 		[ "$(to_move "$T/pipe.img")" = 0 ]
 		r4pack create -q -U $UUID $o "$T/src.tar" "$T/file.img"
 		[ "$(to_move "$T/file.img")" = 0 ]
 		r4pack create -q -U $UUID $o "$T/src" "$T/dir.img"
 		[ "$(to_move "$T/dir.img")" = 0 ]
-		oracle_fsck "$T/pipe.img"
 		same_files "$T/pipe.img" "$T/src"
 	done
+	oracle_fsck "$T/pipe.img"
 	# no sparse member: the pipe's image is the tar file's, byte for
 	# byte; with every name spilled too
 	tar --format=pax -C "$T/src" --exclude=./sparse -cf "$T/plain.tar" .
