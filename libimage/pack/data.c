@@ -93,6 +93,8 @@ static int copy_one(struct wq *q, const struct cbatch *cb,
 			return copy_fail(c, rc, err);
 		done += k;
 	}
+	if (cb->punch)	/* spooled data, never read again */
+		io_punch(cb->src, c->soff, c->len);
 	return 0;
 }
 
@@ -218,7 +220,8 @@ int pack_copy_submit(struct r4_pack *b, struct io_dev *src, uint64_t off,
 	int rc;
 
 	if (!q->on) {
-		struct cbatch one = { b->m.dev, src, b->bs, 0, 0, { c } };
+		struct cbatch one = { b->m.dev, src, src == b->spool, b->bs,
+				      0, 0, { c } };
 
 		return copy_one(q, &one, &c, err);
 	}
@@ -230,6 +233,7 @@ int pack_copy_submit(struct r4_pack *b, struct io_dev *src, uint64_t off,
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	q->cur->dev = b->m.dev;
 	q->cur->src = src;
+	q->cur->punch = src == b->spool;
 	q->cur->bs = b->bs;
 	q->cur->c[q->cur->n++] = c;
 	q->cur->bytes += len;

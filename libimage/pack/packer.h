@@ -199,6 +199,8 @@ struct copy1 {
 /* Copies handed to the writer together (one wake-up for many files). */
 struct cbatch {
 	struct io_dev *dev, *src;
+	int punch;			/* src is the spool: each range
+					 * copied is given back (io_punch) */
 	uint32_t bs;
 	size_t n;
 	uint64_t bytes;
