@@ -566,6 +566,19 @@ int io_open_fd(int fd, const char *name, struct io_dev **out,
 	return 0;
 }
 
+int io_punch(struct io_dev *dev, uint64_t off, uint64_t len)
+{
+	struct file_priv *f = dev->priv;
+
+	if (dev->ops != &file_ops || dev->readonly || dev->is_blkdev ||
+	    dev->window || !len)
+		return -EOPNOTSUPP;
+	if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)off, (off_t)len))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
 int io_copy(struct io_dev *dst, uint64_t dst_off, struct io_dev *src,
 	    uint64_t src_off, uint64_t len, uint64_t *done,
 	    struct r4_error *err)

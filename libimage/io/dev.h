@@ -120,6 +120,11 @@ int io_open_fd(int fd, const char *name, struct io_dev **out,
 int io_copy(struct io_dev *dst, uint64_t dst_off, struct io_dev *src,
 	    uint64_t src_off, uint64_t len, uint64_t *done,
 	    struct r4_error *err);
+/* Give back the file space of len bytes from off of a plain file (a
+ * hole is left; the size stays): a scratch file's bytes no longer
+ * needed. Best effort: 0, or -EOPNOTSUPP when not done (another
+ * backend, a device, a file system without holes). */
+int io_punch(struct io_dev *dev, uint64_t off, uint64_t len);
 
 /* Set the size of an image file (sparse growth); refused for devices. */
 int io_resize(struct io_dev *dev, uint64_t size, struct r4_error *err);

@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: file data for the packer.
  *
- * Blocks are handed out by pack/space.c. Each file's data is written as
- * it is read: one extent unit per contiguous run, a hole unit (start 0)
- * for every run of blocks no chunk touches. Tail files' bytes go to the spool file (not memory)
- * until the leaves are packed.
+ * Blocks are handed out by pack/space.c, in the order the tree is
+ * built (the layout r4repacker aims at: each file's blocks right after
+ * the leaf holding its stat data, in key order). Data read while the
+ * entries are added (a stream: standard input, a compressed archive,
+ * another format) waits in the spool file beside the image, each block
+ * the data touches padded to a block (BD_SPX), until the tree reaches
+ * the file; then the writer copies it into place (copy_file_range, as
+ * below) and it gets one extent unit per contiguous run, a hole unit
+ * (start 0) for every run of blocks no chunk touched. Data read while
+ * the tree is built (a directory's files) is written as it is read.
+ * Tail files' bytes go to the spool file (not memory) until the leaves
+ * are packed.
  *
  * Data that lies as it is in the source file (r4_entry.data_file: an
  * uncompressed tar file) is not read here: an extent file's blocks are
@@ -85,6 +93,8 @@ static int copy_one(struct wq *q, const struct cbatch *cb,
 			return copy_fail(c, rc, err);
 		done += k;
 	}
+	if (cb->punch)	/* spooled data, never read again */
+		io_punch(cb->src, c->soff, c->len);
 	return 0;
 }
 
@@ -201,25 +211,29 @@ static int cbatch_submit(struct wq *q, struct r4_error *err)
 	return 0;
 }
 
-/* Copy len bytes from byte soff of the source file to byte off of the
- * image: at once, or gathered for the writer. */
-static int submit_copy(struct r4_pack *b, uint64_t off, uint64_t soff,
-		       uint64_t len, const char *what, struct r4_error *err)
+int pack_copy_submit(struct r4_pack *b, struct io_dev *src, uint64_t off,
+		       uint64_t soff, uint64_t len, const char *what,
+		       struct r4_error *err)
 {
 	struct wq *q = &b->wq;
 	struct copy1 c = { off, soff, len, (char *)what };
+	int rc;
 
 	if (!q->on) {
-		struct cbatch one = { b->m.dev, b->src, b->bs, 0, 0, { c } };
+		struct cbatch one = { b->m.dev, src, src == b->spool, b->bs,
+				      0, 0, { c } };
 
 		return copy_one(q, &one, &c, err);
 	}
+	if (q->cur && q->cur->src != src && (rc = cbatch_submit(q, err)))
+		return rc;	/* a batch copies from one file */
 	if (!q->cur && !(q->cur = calloc(1, sizeof(*q->cur))))
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	if (!(c.what = strdup(what)))
 		return r4i_fail(err, -ENOMEM, "out of memory");
 	q->cur->dev = b->m.dev;
-	q->cur->src = b->src;
+	q->cur->src = src;
+	q->cur->punch = src == b->spool;
 	q->cur->bs = b->bs;
 	q->cur->c[q->cur->n++] = c;
 	q->cur->bytes += len;
@@ -553,8 +567,12 @@ int pack_data_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn, void *ctx,
 	}
 	if (o->ccreg == CCREG_YES)	/* compressed: pack/ccreg.c */
 		return pack_ccreg_take(b, o, fn, ctx, path, err);
-	rc = o->tails ? take_tails(b, o, fn, ctx, path, err) :
-			take_extents(b, o, fn, ctx, path, err);
+	if (o->tails)
+		rc = take_tails(b, o, fn, ctx, path, err);
+	else if (!b->placing)
+		rc = pack_data_take_spx(b, o, fn, ctx, path, err);
+	else
+		rc = take_extents(b, o, fn, ctx, path, err);
 	b->done_bytes += o->size;
 	if (!rc && b->o.progress)
 		b->o.progress(b->o.progress_ctx, b->done_bytes,
@@ -585,7 +603,8 @@ static int take_extents_at(struct r4_pack *b, struct bobj *o, uint64_t soff,
 			return r4i_fail(err, -ENOMEM, "out of memory");
 		b->data_blocks += got;
 		len = o->size - at < got * b->bs ? o->size - at : got * b->bs;
-		rc = submit_copy(b, start * b->bs, soff + at, len, path, err);
+		rc = pack_copy_submit(b, b->src, start * b->bs, soff + at, len,
+				 path, err);
 		if (rc)
 			return rc;
 		i += got;

@@ -328,6 +328,10 @@ static int emit_body(struct r4_pack *b, struct bobj *o, uint64_t ord,
 		rc = pack_twig_reserve(b, FMT_EXTENT40_UNIT_SIZE, err);
 		if (!rc)
 			rc = pack_data_atx_extents(b, o, p, err);
+	} else if (o->data == BD_SPX) {
+		rc = pack_twig_reserve(b, FMT_EXTENT40_UNIT_SIZE, err);
+		if (!rc)
+			rc = pack_data_spx_extents(b, o, p, err);
 	} else if (o->data == BD_DEFERRED) {
 		uint64_t dense = file_bytes(b, o), got;
 
@@ -483,6 +487,13 @@ static void estimate_obj(struct r4_pack *b, const struct bobj *o,
 		/* units known: holes cost one */
 		u->ext += u->ih + FMT_EXTENT40_UNIT_SIZE *
 			  (o->u.reg->ext.n + 4) + u->nptr;
+	else if (o->type == R4_ENT_REG && o->data == BD_SPX)
+		/* placed as BD_ATX data is, and its holes on top (a file
+		 * with none: the estimate BD_ATX data gets) */
+		u->ext += u->ih + FMT_EXTENT40_UNIT_SIZE *
+			  (4 + o->size / u->region + (o->u.reg->ext.n > 1 ?
+						      o->u.reg->ext.n : 0)) +
+			  u->nptr;
 	else if (o->type == R4_ENT_REG && o->size)
 		u->ext += u->ih + FMT_EXTENT40_UNIT_SIZE *
 			  (4 + o->size / u->region) + u->nptr;
@@ -590,6 +601,7 @@ int pack_items_make(struct r4_pack *b, struct r4_error *err)
 	if (b->spill && (rc = pack_spill_seal(b->spill)))
 		return r4i_fail(err, rc, "cannot write the spilled names to "
 			       "$TMPDIR: %s", r4_strerror(rc));
+	b->placing = 1;
 	rc = assign_oids(b, &u, err);
 	if (!rc)
 		pack_ns_release(b);

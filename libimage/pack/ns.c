@@ -704,11 +704,12 @@ int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 
 /* Only regular files with data are kept in b->gone: a replaced
  * directory was empty, a symlink's target and a device's number are in
- * memory only, a tail file's or a compressed file's bytes wait in the
- * spool, which is not the image, and deferred data is never read for an
- * object that is not placed. What holds image blocks is a file whose
- * extents were written as it streamed (a compressed file conv turned
- * into an ordinary one too): an object no name reached when the oids
+ * memory only, a tail file's, a compressed file's and streamed extent
+ * data (BD_SPX) wait in the spool, which is not the image, and deferred
+ * data is never read for an object that is not placed. What holds image
+ * blocks is a file whose extents were written before finish (none in
+ * this build: streamed data is spooled; kept for any caller that
+ * writes them so): an object no name reached when the oids
  * were assigned (oid 0) gives those back, once (an object replaced
  * under two of its names is listed twice). */
 void pack_ns_release(struct r4_pack *b)

@@ -3,7 +3,8 @@
  *
  * ns.c     the namespace: objects, names, paths, replacement, links
  * data.c   block allocation, the image write buffer, file data (extents
- *          streamed into the image, tails spooled), data readers
+ *          written or copied into place, tails spooled), data readers
+ * spx.c    streamed extent data, spooled until the tree reaches it
  * nodes.c  the tree, built bottom-up: leaves, twigs, upper levels
  * items.c  object ids, then every item in key order into the tree
  * packer.c  the public calls, the temporary file, sizes, fixed blocks
@@ -47,9 +48,19 @@ enum bdata_kind {
 	BD_ATX,		/* extent bytes at spool_off of the source file
 			 * (b->src), copied when the tree reaches the file
 			 * (in key order, as BD_DEFERRED data is read) */
-	BD_AT		/* tail bytes at spool_off of the source file
+	BD_AT,		/* tail bytes at spool_off of the source file
 			 * (b->src), read from there at finish */
+	BD_SPX		/* streamed extent bytes in the spool from
+			 * spool_off, each block the data touched padded
+			 * to a block, in file order; ext maps them (start
+			 * PACK_SPX_DATA: a run of such blocks, 0: a hole)
+			 * until the tree reaches the file, then they are
+			 * copied into place as BD_ATX data is */
 };
+
+/* The start of a BD_SPX map unit of data blocks (block 1 is never a
+ * data block: it is before the first usable one). */
+#define PACK_SPX_DATA 1
 
 struct bent;
 struct bdir;
@@ -188,6 +199,8 @@ struct copy1 {
 /* Copies handed to the writer together (one wake-up for many files). */
 struct cbatch {
 	struct io_dev *dev, *src;
+	int punch;			/* src is the spool: each range
+					 * copied is given back (io_punch) */
 	uint32_t bs;
 	size_t n;
 	uint64_t bytes;
@@ -328,6 +341,9 @@ struct r4_pack {
 	uint8_t *atbuf;			/* PACK_AT_BUF: a BD_AT file read
 					 * whole when it spans items */
 	uint64_t direct_bytes;		/* data taken from src directly */
+	int placing;			/* finish places the tree: data
+					 * taken now goes straight into the
+					 * image, not into the spool */
 	struct wq wq;
 	/* tree */
 	struct blevel lv[FMT_NODE_MAX_LEVEL + 1];
@@ -447,8 +463,9 @@ static inline int used_test(const struct r4_pack *b, uint64_t blk)
 {
 	return blk < b->used_cap && ((b->used[blk >> 3] >> (blk & 7)) & 1);
 }
-/* Take a file's data from fn: tails into the spool, extents into the
- * image. */
+/* Take a file's data from fn: tails into the spool; extents into the
+ * spool too (BD_SPX) while entries are added, into the image once
+ * finish places the tree (b->placing). */
 int pack_data_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn, void *ctx,
 	      const char *path, struct r4_error *err);
 /* Take it from where it lies in the source file (e->data_file): extents
@@ -478,6 +495,19 @@ int pack_tail_open(struct r4_pack *b, struct bobj *o, const char *path,
 int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,
 	      struct r4_error *err);
 void pack_tail_close(struct tailrd *t);
+/* Copy len bytes from byte soff of src (the source file or the spool)
+ * to byte off of the image: at once, or gathered for the writer. */
+int pack_copy_submit(struct r4_pack *b, struct io_dev *src, uint64_t off,
+		     uint64_t soff, uint64_t len, const char *what,
+		     struct r4_error *err);
+/* spx.c: a streamed file's extent data into the spool (BD_SPX), from a
+ * block boundary, so that each run is copied into place whole (and can
+ * be shared, where the file system shares blocks). */
+int pack_data_take_spx(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
+		       void *ctx, const char *path, struct r4_error *err);
+/* A BD_SPX file's extents, copied from the spool now (emit order). */
+int pack_data_spx_extents(struct r4_pack *b, struct bobj *o,
+			  const char *path, struct r4_error *err);
 /* Deferred extents: read the file now, writing its blocks. */
 /* A BD_ATX file's extents, copied from b->src now (emit order). */
 int pack_data_atx_extents(struct r4_pack *b, struct bobj *o,

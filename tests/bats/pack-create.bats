@@ -637,18 +637,19 @@ json_direct() {
 		done
 	done
 	same_files "$T/file.img" "$T/src"
-	# without sparse members (they stream, in archive order) the data
-	# of an archive file is copied in key order, where a directory's
-	# build puts it: nothing for r4repacker to move; through a pipe it
-	# lands in archive order
+	# the data of an archive file is copied in key order, where a
+	# directory's build puts it: nothing for r4repacker to move; through
+	# a pipe it waits in the spool and is copied there too: the same
+	# image
 	tar --format=pax -C "$T/src" -cf "$T/plain.tar" .
 	for o in "" "-o formatting=extents"; do
-		r4pack create -q $o "$T/plain.tar" "$T/file.img"
+		SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID $o \
+			"$T/plain.tar" "$T/file.img"
 		r4repacker -n "$T/file.img" >"$T/rp"
 		grep -q ": [0-9]* tree blocks .*, 0 blocks to move" "$T/rp"
-		r4pack create -q $o - "$T/pipe.img" <"$T/plain.tar"
-		r4repacker -n "$T/pipe.img" >"$T/rp"
-		! grep -q ", 0 blocks to move" "$T/rp"
+		SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID $o - \
+			"$T/pipe.img" <"$T/plain.tar"
+		cmp "$T/pipe.img" "$T/file.img"
 	done
 	# compressed files and compressed archives are read as before
 	r4pack create --json --compress=lzo1 "$T/pax.tar" "$T/c.img" \
@@ -680,6 +681,49 @@ json_direct() {
 	[ ! -e "$T/fail.img" ]
 }
 
+
+# "blocks_to_move" of r4repacker -n --json of image $1.
+to_move() {
+	r4repacker -n --json "$1" | python3 -c \
+		'import json, sys; print(json.load(sys.stdin)["plan"]["blocks_to_move"])'
+}
+
+@test "create from standard input, a tar file, a directory (and compressed): nothing for r4repacker to move; the pipe's image is the file's" {
+	local o s
+	copy_tree "$T/src" >/dev/null
+	mkdir -p "$T/src/b/c"
+	for s in 1 2 3 5 8 13 21 34 55 89 144 233 377 610 987 1597 2584; do
+		head -c $((s * 997)) /dev/urandom >"$T/src/b/c/r$s"
+		seq $((s * 300)) >"$T/src/b/t$s"
+	done
+	tar --format=gnu --sparse -C "$T/src" -cf "$T/src.tar" .
+	export SOURCE_DATE_EPOCH=1700000000
+	for o in "" "--compress=lzo1"; do
+		r4pack create -q -U $UUID $o - "$T/pipe.img" <"$T/src.tar"
+		[ "$(to_move "$T/pipe.img")" = 0 ]
+		r4pack create -q -U $UUID $o "$T/src.tar" "$T/file.img"
+		[ "$(to_move "$T/file.img")" = 0 ]
+		r4pack create -q -U $UUID $o "$T/src" "$T/dir.img"
+		[ "$(to_move "$T/dir.img")" = 0 ]
+		same_files "$T/pipe.img" "$T/src"
+	done
+	oracle_fsck "$T/pipe.img"
+	# no sparse member: the pipe's image is the tar file's, byte for
+	# byte; with every name spilled too
+	tar --format=pax -C "$T/src" --exclude=./sparse -cf "$T/plain.tar" .
+	r4pack create -q -U $UUID "$T/plain.tar" "$T/file.img"
+	r4pack create -q -U $UUID - "$T/pipe.img" <"$T/plain.tar"
+	cmp "$T/pipe.img" "$T/file.img"
+	R4_PACK_SPILL_AFTER=0 r4pack create -q -U $UUID - "$T/spill.img" \
+		<"$T/plain.tar"
+	cmp "$T/spill.img" "$T/file.img"
+	# other formats are read as a stream, from a file too
+	(cd "$T/src" && find . | cpio -o -H newc --quiet) >"$T/src.cpio"
+	r4pack create -q -U $UUID "$T/src.cpio" "$T/cpio.img"
+	[ "$(to_move "$T/cpio.img")" = 0 ]
+	gzip -c "$T/plain.tar" | r4pack create -q -U $UUID - "$T/gz.img"
+	cmp "$T/gz.img" "$T/file.img"
+}
 @test "a tarball that ends inside a file's data: exit 1 naming the archive and the file, no image" {
 	local cut
 	mkdir -p "$T/src"

@@ -294,10 +294,14 @@ same_float() {	# same_float A B: |A - B| <= 1e-6
 @test "repack: a full volume: the dry run reports, the run says how much free space it needs" {
 	mkdir -p "$T/src"
 	for i in $(seq 1 200); do head -c $((i * 700)) /dev/urandom >"$T/src/f$i"; done
+	mkdir -p "$T/add"
+	echo hi >"$T/add/x"
 	tar -cf "$T/t.tar" -C "$T" src
-	# through a pipe the data lands in archive order: all to move (an
-	# archive file's data is copied in key order: nothing to move)
+	tar -cf "$T/a.tar" -C "$T" add
+	# a fresh create has nothing to move (from a pipe too); one add
+	# onto it, with the few blocks left, puts its leaf out of order
 	r4pack create -q --free 0 - "$T/a.img" <"$T/t.tar"
+	r4pack add -q "$T/a.img" "$T/a.tar"
 	run r4repacker -n "$T/a.img"
 	echo "$output"
 	[ "$status" -eq 0 ]
