@@ -48,7 +48,6 @@ PY
 "$build/cmd/r4pack" create -q --free 512M "$dir/base" "$dir/base.img"
 newbytes=$(find "$dir/new" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 
-: >"$dir/t"
 # one timed command: "NAME wall cpu" appended to $dir/t
 timed() {
 	local name=$1; shift
@@ -56,7 +55,7 @@ timed() {
 		>/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
 }
 : >"$dir/t.raw"
-for i in $(seq "$runs"); do
+for _ in $(seq "$runs"); do
 	for pair in plain compressed; do
 		if [ $pair = plain ]; then ao="-o create=reg40" co=""
 		else ao="" co="-o create=ccreg40"; fi
