@@ -2,24 +2,29 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # r4pack add of FILES small files (default 10,000) into a populated image
 # in one transaction, against r4pack create of the same files, medians of
-# RUNS runs (default 3) in the same run; then what the transaction writes
-# (one run under strace): total bytes written to the image per byte of
-# new file data, the blocks written once (relocate set: new nodes, file
-# data, log), and the overwrite set: blocks written twice, once as the
-# wandered copy in the log and once at home (found by their content).
-#   bench/add.sh [BUILD_DIR] [RUNS] [FILES]
+# RUNS runs (default 3) in the same run, wall and CPU (user + sys), in
+# two pairings of like with like:
+#   plain:      add -o create=reg40   against  create (reg40 files)
+#   compressed: add (the volume's profile: ccreg40, lzo1, conv, 64K)
+#               against  create -o create=ccreg40 (the same profile)
+# With OLD_BUILD=DIR set, that build's add is timed in the same rounds
+# (interleaved) for a before/after. Then what the transaction writes (one
+# compressed-pairing add under strace): total bytes written to the image
+# per byte of new file data, the blocks written once (relocate set: new
+# nodes, file data, log), and the overwrite set: blocks written twice,
+# once as the wandered copy in the log and once at home (by content).
+#   [OLD_BUILD=DIR] bench/add.sh [BUILD_DIR] [RUNS] [FILES]
 set -eu
 build=${1:-.}
 runs=${2:-3}
 nfiles=${3:-10000}
-for t in python3 strace bc; do
+old=${OLD_BUILD:-}
+for t in python3 strace bc /usr/bin/time; do
 	command -v $t >/dev/null || { echo "$t not installed"; exit 1; }
 done
 dir=$(mktemp -d "${TMPDIR:-/tmp}/r4bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
-now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-timeit() { local t0 t1; t0=$(now); "$@" >/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }; t1=$(now); echo "$t1 - $t0" | bc -l; }
 
 echo "making a populated image (2,000 files) and $nfiles new small files ..."
 python3 - "$dir/base" "$dir/new" "$nfiles" <<'PY'
@@ -43,20 +48,52 @@ PY
 "$build/cmd/r4pack" create -q --free 512M "$dir/base" "$dir/base.img"
 newbytes=$(find "$dir/new" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 
-: >"$dir/add.t"; : >"$dir/create.t"
-for i in $(seq "$runs"); do
-	cp --sparse=always "$dir/base.img" "$dir/a.img"
-	sync
-	timeit "$build/cmd/r4pack" add -q "$dir/a.img" "$dir/new" >>"$dir/add.t"
-	rm -f "$dir/c.img"
-	timeit "$build/cmd/r4pack" create -q "$dir/new" "$dir/c.img" >>"$dir/create.t"
+# one timed command: "NAME wall cpu" appended to $dir/t
+timed() {
+	local name=$1; shift
+	/usr/bin/time -f "$name %e %U %S" -a -o "$dir/t.raw" "$@" \
+		>/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
+}
+: >"$dir/t.raw"
+for _ in $(seq "$runs"); do
+	for pair in plain compressed; do
+		if [ $pair = plain ]; then ao="-o create=reg40" co=""
+		else ao="" co="-o create=ccreg40"; fi
+		for b in "$build" $old; do
+			tag=new; [ "$b" = "$build" ] || tag=old
+			cp --sparse=always "$dir/base.img" "$dir/a.img"
+			sync
+			# shellcheck disable=SC2086
+			timed "$pair-add-$tag" "$b/cmd/r4pack" add -q $ao \
+				"$dir/a.img" "$dir/new"
+		done
+		rm -f "$dir/c.img"
+		# shellcheck disable=SC2086
+		timed "$pair-create" "$build/cmd/r4pack" create -q $co \
+			"$dir/new" "$dir/c.img"
+		"$build/cmd/r4fsck" --check -q "$dir/a.img" >/dev/null ||
+			{ echo "the added image is not clean"; exit 1; }
+	done
 done
-"$build/cmd/r4fsck" --check -q "$dir/a.img" >/dev/null || { echo "the added image is not clean"; exit 1; }
-ta=$(median <"$dir/add.t"); tc=$(median <"$dir/create.t")
-printf 'r4pack add of %d files (%d bytes) into a 2,000-file image, one transaction, median of %d: %.2f s\n' \
-	"$nfiles" "$newbytes" "$runs" "$ta"
-printf 'r4pack create of the same files, median of %d: %.2f s (add/create = %.2f)\n' \
-	"$runs" "$tc" "$(echo "$ta / $tc" | bc -l)"
+# medians of wall and of user+sys per name
+med() { awk -v n="$1" -v f="$2" '$1 == n { print (f == 2) ? $2 : $3 + $4 }' \
+	"$dir/t.raw" | median; }
+printf 'r4pack add of %d files (%d bytes) into a 2,000-file image, one transaction, medians of %d\n' \
+	"$nfiles" "$newbytes" "$runs"
+for pair in plain compressed; do
+	for f in 2 3; do
+		what=wall; [ $f = 2 ] || what=cpu
+		a=$(med "$pair-add-new" $f); c=$(med "$pair-create" $f)
+		line=$(printf '%-10s %-4s add %.2f s, create %.2f s, add/create %.2f' \
+			"$pair" "$what" "$a" "$c" "$(echo "$a / $c" | bc -l)")
+		if [ -n "$old" ]; then
+			o=$(med "$pair-add-old" $f)
+			line="$line$(printf '; old add %.2f s (%.2fx create)' "$o" \
+				"$(echo "$o / $c" | bc -l)")"
+		fi
+		echo "$line"
+	done
+done
 
 cp --sparse=always "$dir/base.img" "$dir/a.img"
 strace -e trace=openat,pwrite64,pwritev,pwritev2,write -e signal=none -x -s 96 \

@@ -21,16 +21,28 @@ _Static_assert(FMT_CDE40_UH_LARGE_SIZE + FMT_CDE40_OBJID_LARGE_SIZE == 50,
 
 #define MAX_ITEM_SIZE 65535u
 
-size_t fmt_cde40_unit_header_size(enum fmt_key_policy pol)
+/* The sizes below, for this file's own use: a call of the exported
+ * ones goes through the PLT in the shared library. */
+static size_t uh_size(enum fmt_key_policy pol)
 {
 	return pol == FMT_KEY_LARGE ? FMT_CDE40_UH_LARGE_SIZE
 				    : FMT_CDE40_UH_SHORT_SIZE;
 }
 
-size_t fmt_cde40_objid_size(enum fmt_key_policy pol)
+static size_t objid_size(enum fmt_key_policy pol)
 {
 	return pol == FMT_KEY_LARGE ? FMT_CDE40_OBJID_LARGE_SIZE
 				    : FMT_CDE40_OBJID_SHORT_SIZE;
+}
+
+size_t fmt_cde40_unit_header_size(enum fmt_key_policy pol)
+{
+	return uh_size(pol);
+}
+
+size_t fmt_cde40_objid_size(enum fmt_key_policy pol)
+{
+	return objid_size(pol);
 }
 
 static size_t hash_size(enum fmt_key_policy pol)
@@ -39,23 +51,28 @@ static size_t hash_size(enum fmt_key_policy pol)
 				    : FMT_CDE40_HASH_SHORT_SIZE;
 }
 
-int fmt_cde40_units(const uint8_t *body, size_t len, enum fmt_key_policy pol)
+static int units_of(const uint8_t *body, size_t len, enum fmt_key_policy pol)
 {
 	size_t units;
 
 	if (len < FMT_CDE40_UNITS_SIZE)
 		return R4_ECORRUPT;
 	units = get_le16(body);
-	if (units * fmt_cde40_unit_header_size(pol) >
+	if (units * uh_size(pol) >
 	    len - FMT_CDE40_UNITS_SIZE)
 		return R4_ECORRUPT;
 	return (int)units;
 }
 
+int fmt_cde40_units(const uint8_t *body, size_t len, enum fmt_key_policy pol)
+{
+	return units_of(body, len, pol);
+}
+
 /* Position of unit header i from the item start. */
 static size_t uh_pos(enum fmt_key_policy pol, size_t i)
 {
-	return FMT_CDE40_UNITS_SIZE + i * fmt_cde40_unit_header_size(pol);
+	return FMT_CDE40_UNITS_SIZE + i * uh_size(pol);
 }
 
 static size_t unit_offset(const uint8_t *body, enum fmt_key_policy pol,
@@ -84,19 +101,24 @@ static void decode_fixed(const uint8_t *uh, const uint8_t *ob,
 	}
 }
 
-int fmt_cde40_entry_is_long(const struct fmt_cde40_entry *e,
-			    enum fmt_key_policy pol)
+static int is_long(const struct fmt_cde40_entry *e, enum fmt_key_policy pol)
 {
 	uint64_t w = pol == FMT_KEY_LARGE ? e->ordering : e->objectid;
 
 	return (w & FMT_KEY_LONGNAME_BIT) != 0;
 }
 
+int fmt_cde40_entry_is_long(const struct fmt_cde40_entry *e,
+			    enum fmt_key_policy pol)
+{
+	return is_long(e, pol);
+}
+
 int fmt_cde40_entry(const uint8_t *body, size_t len, enum fmt_key_policy pol,
 		    unsigned i, struct fmt_cde40_entry *e)
 {
-	int units = fmt_cde40_units(body, len, pol);
-	size_t first, off, limit, next, obs = fmt_cde40_objid_size(pol);
+	int units = units_of(body, len, pol);
+	size_t first, off, limit, next, obs = objid_size(pol);
 	const uint8_t *nul;
 
 	if (units < 0)
@@ -109,7 +131,7 @@ int fmt_cde40_entry(const uint8_t *body, size_t len, enum fmt_key_policy pol,
 		return R4_ECORRUPT;
 	decode_fixed(body + uh_pos(pol, i), body + off, pol, e);
 	e->body_offset = (uint16_t)off;
-	if (!fmt_cde40_entry_is_long(e, pol))
+	if (!is_long(e, pol))
 		return 0;
 	/* The name ends before the next body when that one is sane. */
 	limit = len;
@@ -137,32 +159,72 @@ void fmt_cde40_entry_key(const struct fmt_key *item_key,
 	out->el[3] = e->offset;
 }
 
-static int hash_cmp(const struct fmt_cde40_entry *a,
-		    const struct fmt_cde40_entry *b)
-{
-	if (a->ordering != b->ordering)
-		return a->ordering < b->ordering ? -1 : 1;
-	if (a->objectid != b->objectid)
-		return a->objectid < b->objectid ? -1 : 1;
-	if (a->offset != b->offset)
-		return a->offset < b->offset ? -1 : 1;
-	return 0;
-}
-
 static size_t entry_body_size(const struct fmt_cde40_entry *e,
 			      enum fmt_key_policy pol)
 {
-	size_t n = fmt_cde40_objid_size(pol);
+	size_t n = objid_size(pol);
 
-	return fmt_cde40_entry_is_long(e, pol) ? n + e->name_len + 1 : n;
+	return is_long(e, pol) ? n + e->name_len + 1 : n;
 }
 
+/* The hash part of unit header uh as (ordering, objectid, offset). */
+static void uh_hash(const uint8_t *uh, enum fmt_key_policy pol, uint64_t h[3])
+{
+	if (pol == FMT_KEY_LARGE) {
+		h[0] = get_le64(uh);
+		h[1] = get_le64(uh + 8);
+		h[2] = get_le64(uh + 16);
+	} else {
+		h[0] = 0;
+		h[1] = get_le64(uh);
+		h[2] = get_le64(uh + 8);
+	}
+}
+
+static int h_cmp(const uint64_t a[3], const uint64_t b[3])
+{
+	for (int j = 0; j < 3; j++)
+		if (a[j] != b[j])
+			return a[j] < b[j] ? -1 : 1;
+	return 0;
+}
+
+/* Length of unit i's body at off (units in the item), as
+ * fmt_cde40_entry would decode it: 0 when it is out of the item. The
+ * long-name bit is the first word of the hash part under both key
+ * policies. */
+static size_t body_len_at(const uint8_t *body, size_t len,
+			  enum fmt_key_policy pol, unsigned units, unsigned i,
+			  size_t off)
+{
+	size_t obs = objid_size(pol), limit = len, next;
+	const uint8_t *nul;
+
+	if (off > len || obs > len - off)
+		return 0;
+	if (!(get_le64(body + uh_pos(pol, i)) & FMT_KEY_LONGNAME_BIT))
+		return obs;
+	if (i + 1 < units) {
+		next = unit_offset(body, pol, i + 1);
+		if (next > off && next <= len)
+			limit = next;
+	}
+	if (limit - off <= obs)
+		return 0;
+	nul = memchr(body + off + obs, 0, limit - off - obs);
+	if (!nul || nul == body + off + obs)
+		return 0;
+	return (size_t)(nul - body) - off + 1;
+}
+
+/* One pass over the unit headers, no entry decoded: the checks (and
+ * their order) of decoding every entry with fmt_cde40_entry. */
 const char *fmt_cde40_verify(const uint8_t *body, size_t len,
 			     enum fmt_key_policy pol, int *bad_unit)
 {
-	struct fmt_cde40_entry e, prev;
-	int units = fmt_cde40_units(body, len, pol);
-	size_t expect;
+	uint64_t h[3], prev[3] = { 0, 0, 0 };
+	int units = units_of(body, len, pol);
+	size_t expect, n;
 	int dummy;
 
 	if (!bad_unit)
@@ -178,12 +240,15 @@ const char *fmt_cde40_verify(const uint8_t *body, size_t len,
 		if (unit_offset(body, pol, (unsigned)i) != expect)
 			return "cde40 entry body is not right after the "
 			       "previous one";
-		if (fmt_cde40_entry(body, len, pol, (unsigned)i, &e) != 0)
+		n = body_len_at(body, len, pol, (unsigned)units, (unsigned)i,
+				expect);
+		if (!n)
 			return "cde40 entry body or name is out of the item";
-		expect += entry_body_size(&e, pol);
-		if (i > 0 && hash_cmp(&prev, &e) > 0)
+		expect += n;
+		uh_hash(body + uh_pos(pol, (size_t)i), pol, h);
+		if (i > 0 && h_cmp(prev, h) > 0)
 			return "cde40 entries are not sorted";
-		prev = e;
+		memcpy(prev, h, sizeof(h));
 	}
 	*bad_unit = -1;
 	if (expect != len)
@@ -199,12 +264,12 @@ int fmt_cde40_size(const struct fmt_cde40_entry *e, size_t n,
 	if (n == 0 || n > MAX_ITEM_SIZE)
 		return R4_EINVAL;
 	for (size_t i = 0; i < n; i++) {
-		if (fmt_cde40_entry_is_long(&e[i], pol) &&
+		if (is_long(&e[i], pol) &&
 		    (!e[i].name || e[i].name_len == 0 ||
 		     e[i].name_len > MAX_ITEM_SIZE ||
 		     memchr(e[i].name, 0, e[i].name_len)))
 			return R4_EINVAL;
-		total += fmt_cde40_unit_header_size(pol) +
+		total += uh_size(pol) +
 			 entry_body_size(&e[i], pol);
 		if (total > MAX_ITEM_SIZE)
 			return R4_EINVAL;
@@ -217,7 +282,7 @@ static void encode_entry(const struct fmt_cde40_entry *e,
 			 enum fmt_key_policy pol, uint8_t *uh, uint8_t *ob,
 			 uint16_t off)
 {
-	size_t obs = fmt_cde40_objid_size(pol);
+	size_t obs = objid_size(pol);
 
 	if (pol == FMT_KEY_LARGE) {
 		put_le64(uh, e->ordering);
@@ -233,7 +298,7 @@ static void encode_entry(const struct fmt_cde40_entry *e,
 		put_le64(ob + 8, e->target.el[2]);
 	}
 	put_le16(uh + hash_size(pol), off);
-	if (fmt_cde40_entry_is_long(e, pol)) {
+	if (is_long(e, pol)) {
 		memcpy(ob + obs, e->name, e->name_len);
 		ob[obs + e->name_len] = 0;
 	}
@@ -261,7 +326,64 @@ int fmt_cde40_encode(const struct fmt_cde40_entry *e, size_t n,
 
 size_t fmt_cde40_entry_bytes(enum fmt_key_policy pol, size_t name_len)
 {
-	size_t n = fmt_cde40_unit_header_size(pol) + fmt_cde40_objid_size(pol);
+	size_t n = uh_size(pol) + objid_size(pol);
 
 	return fmt_entry_name_stored(pol, name_len) ? n + name_len + 1 : n;
+}
+
+int fmt_cde40_seek(const uint8_t *body, size_t len, enum fmt_key_policy pol,
+		   const struct fmt_key *k)
+{
+	uint64_t want[3] = { k->el[1], k->el[2], k->el[3] }, h[3];
+	int units = units_of(body, len, pol), lo = 0, hi;
+
+	if (units < 0)
+		return units;
+	for (hi = units; lo < hi;) {
+		int mid = lo + (hi - lo) / 2;
+
+		uh_hash(body + uh_pos(pol, (size_t)mid), pol, h);
+		if (h_cmp(h, want) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int fmt_cde40_insert(const uint8_t *body, size_t len, enum fmt_key_policy pol,
+		     unsigned i, const struct fmt_cde40_entry *e,
+		     uint8_t *out, size_t outlen)
+{
+	int units = units_of(body, len, pol);
+	size_t uhs = uh_size(pol), eb, at, first, add;
+
+	if (units < 0 || fmt_cde40_size(e, 1, pol, &eb))
+		return units < 0 ? units : R4_EINVAL;
+	eb -= FMT_CDE40_UNITS_SIZE + uhs;	/* the entry's body alone */
+	add = uhs + eb;
+	if (i > (unsigned)units || units >= 65535 || outlen != len + add ||
+	    len + add > MAX_ITEM_SIZE)
+		return R4_EINVAL;
+	first = uh_pos(pol, (size_t)units);
+	at = i < (unsigned)units ? unit_offset(body, pol, i) : len;
+	if (at < first || at > len)
+		return R4_ECORRUPT;
+	put_le16(out, (uint16_t)(units + 1));
+	/* headers before i, the new one, those after; bodies likewise */
+	memcpy(out + uh_pos(pol, 0), body + uh_pos(pol, 0), (size_t)i * uhs);
+	memcpy(out + uh_pos(pol, i + 1), body + uh_pos(pol, i),
+	       (size_t)(units - (int)i) * uhs);
+	memcpy(out + first + uhs, body + first, at - first);
+	memcpy(out + at + add, body + at, len - at);
+	encode_entry(e, pol, out + uh_pos(pol, i), out + at + uhs,
+		     (uint16_t)(at + uhs));
+	for (int j = 0; j <= units; j++) {
+		uint8_t *o = out + uh_pos(pol, (size_t)j) + hash_size(pol);
+
+		if (j != (int)i)
+			put_le16(o, (uint16_t)(get_le16(o) +
+					       (j < (int)i ? uhs : add)));
+	}
+	return 0;
 }

@@ -165,6 +165,19 @@ int fmt_cde40_size(const struct fmt_cde40_entry *e, size_t n,
  * R4_EINVAL if buflen is too small. */
 int fmt_cde40_encode(const struct fmt_cde40_entry *e, size_t n,
 		     enum fmt_key_policy pol, uint8_t *buf, size_t buflen);
+/* Of a verified item (fmt_cde40_verify): the first unit whose hash
+ * part is not below k's el[1..3] (units when none), found by bisection
+ * of the unit headers; R4_ECORRUPT when the headers do not fit. */
+int fmt_cde40_seek(const uint8_t *body, size_t len, enum fmt_key_policy pol,
+		   const struct fmt_key *k);
+/* Of a verified item (len bytes): entry e inserted as unit i, written
+ * to out (outlen == len + the entry's header and body): the bytes
+ * fmt_cde40_encode makes of the item's entries with e among them at i,
+ * without decoding them. R4_EINVAL as fmt_cde40_size for e, for i past
+ * the units or a wrong outlen. */
+int fmt_cde40_insert(const uint8_t *body, size_t len, enum fmt_key_policy pol,
+		     unsigned i, const struct fmt_cde40_entry *e,
+		     uint8_t *out, size_t outlen);
 /* "bytes" an entry of a name_len-byte name adds to its directory: unit
  * header + obj key id (+ name_len + 1 when the name is stored); 50 for a
  * short name with large keys. */

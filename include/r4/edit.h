@@ -114,5 +114,11 @@ int r4_txn_failed(const struct r4_txn *t);
  * r4_pack_add takes. */
 int r4_txn_add_entry(struct r4_txn *t, const struct r4_entry *e,
 		     struct r4_error *err);
+/* The mode of the object at path ("a/b/c", relative to the root, as an
+ * r4_entry's path) as the transaction sees it, read through its own
+ * leaves as r4_txn_add_entry reads them: no deferred leaf is written
+ * for the look. R4_ENOTFOUND or another error when there is none. */
+int r4_txn_mode(struct r4_txn *t, const char *path, uint32_t *mode,
+		struct r4_error *err);
 
 #endif

@@ -26,11 +26,12 @@ void obj_add_write_behind(size_t keep)
 	add_write_behind = keep;
 }
 
-/* Walk "a/b/c" making missing directories (owned as the root is); d =
- * the last one's parent, name and len the last name. */
+/* Walk "a/b/c" making missing directories (owned as the root is) when
+ * make is set, else R4_ENOTFOUND for one; d = the last one's parent,
+ * name and len the last name. */
 static int add_parents_walk(struct r4_txn *x, const char *path,
 			    struct obj_dir *d, const char **name,
-			    size_t *len, struct r4_error *err)
+			    size_t *len, int make, struct r4_error *err)
 {
 	struct r4_objref root, ref;
 	struct r4_attr a;
@@ -56,7 +57,7 @@ static int add_parents_walk(struct r4_txn *x, const char *path,
 			rc = r4i_fail(err, R4_EINVAL, "%s: too deep", path);
 		if (!rc)
 			rc = edit_find(x, d, c, (size_t)n, &ref, err);
-		if (rc == R4_ENOTFOUND) {
+		if (rc == R4_ENOTFOUND && make) {
 			rc = edit_mkdir_at(x, d, c, (size_t)n, &a, err);
 			if (!rc)
 				rc = edit_find(x, d, c, (size_t)n, &ref, err);
@@ -122,13 +123,14 @@ static void add_parent_keep(struct r4_txn *x, const char *path,
 
 /* Walk "a/b/c" (or take the parent the last add reached) */
 static int add_parents(struct r4_txn *x, const char *path, struct obj_dir *d,
-		       const char **name, size_t *len, struct r4_error *err)
+		       const char **name, size_t *len, int make,
+		       struct r4_error *err)
 {
 	int rc;
 
 	if (add_parent_again(x, path, d, name, len))
 		return enc_check_name(path, *len, err);
-	rc = add_parents_walk(x, path, d, name, len, err);
+	rc = add_parents_walk(x, path, d, name, len, make, err);
 	if (!rc)
 		add_parent_keep(x, path, d);
 	return rc;
@@ -246,7 +248,7 @@ int r4_txn_add_entry(struct r4_txn *x, const struct r4_entry *e,
 	if (!rc && !*e->path)
 		rc = r4i_fail(err, R4_EINVAL, "an entry without a path");
 	if (!rc)
-		rc = add_parents(x, e->path, &d, &name, &len, err);
+		rc = add_parents(x, e->path, &d, &name, &len, 1, err);
 	if (rc)
 		return edit_done(x, mark, rc);
 	enc_entry_attr(e, &a);
@@ -265,5 +267,32 @@ int r4_txn_add_entry(struct r4_txn *x, const struct r4_entry *e,
 		rc = add_special(x, e, &d, name, len, &a, err);
 		break;
 	}
+	/* a name it replaced made the walk's directory forgotten; only a
+	 * name in d went, so d is still where e->path's parent is */
+	if (!rc && !x->pd_path)
+		add_parent_keep(x, e->path, &d);
 	return edit_done(x, mark, rc);
+}
+
+int r4_txn_mode(struct r4_txn *x, const char *path, uint32_t *mode,
+		struct r4_error *err)
+{
+	struct r4_objref ref;
+	struct obj_sd sd;
+	struct obj_dir d;
+	const char *name = NULL;
+	size_t len = 0;
+	int rc = edit_check(x, err);
+
+	if (!rc)
+		rc = add_parents(x, path, &d, &name, &len, 0, err);
+	if (!rc)
+		rc = edit_find(x, &d, name, len, &ref, err);
+	if (!rc)
+		rc = obj_sd_get_txn(x, &ref, &sd, err);
+	if (rc)
+		return rc;
+	*mode = sd.st.mode;
+	obj_sd_put(&sd);
+	return 0;
 }

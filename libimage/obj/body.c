@@ -13,6 +13,7 @@
 #include "libimage/tree/tree.h"
 #include "libimage/txn/txn.h"
 #include "format/plugin.h"
+#include "format/node.h"
 
 #define DATA_BATCH 64		/* blocks written in one call */
 
@@ -281,6 +282,49 @@ struct bitem {
 	size_t len;
 };
 
+/* body_next through the transaction's own leaves (tree_mod_peek, no
+ * deferred leaf written): 0 with bi filled for a tail or ctail item
+ * whose key is k or the one after it, R4_ENOTFOUND when the key after
+ * k's item (above k) is past ref's body, 1 when that is not known this
+ * way (an extent, no item at that key, the tree's end) and the cursor
+ * must look. */
+static int body_peek(struct r4_txn *x, const struct r4_objref *ref,
+		     const struct fmt_key *k, struct bitem *bi,
+		     struct r4_error *err)
+{
+	struct tree_peek pk;
+	struct fmt_key want = *k;
+	int rc = tree_mod_peek(&x->mod, k, &pk, &x->find_in, &x->find_incap,
+			       err);
+
+	if (!rc && fmt_key_cmp(&pk.key, k) < 0) {
+		if (pk.next_at < 0 || fmt_key_cmp(&pk.next, k) <= 0)
+			return 1;
+		/* what follows is at or above that key: past ref's body */
+		if (!obj_is_body(ref, &pk.next))
+			return R4_ENOTFOUND;
+		/* the item after: it has exactly that key (a parent's key
+		 * may be below its child's first one: then the cursor) */
+		want = pk.next;
+		rc = tree_mod_peek(&x->mod, &want, &pk, &x->find_in,
+				   &x->find_incap, err);
+	}
+	if (rc)
+		return rc;
+	if (fmt_key_cmp(&pk.key, &want) || !obj_is_body(ref, &pk.key) ||
+	    (pk.pid != FMT_ITEM_TAIL40 && pk.pid != FMT_ITEM_CTAIL40))
+		return 1;
+	bi->key = pk.key;
+	bi->level = FMT_NODE_LEAF_LEVEL;
+	bi->pid = pk.pid;
+	bi->len = pk.len;
+	bi->body = malloc(pk.len ? pk.len : 1);
+	if (!bi->body)
+		return oom(err);
+	memcpy(bi->body, x->find_in, pk.len);
+	return 0;
+}
+
 static int body_next(struct r4_txn *x, const struct r4_objref *ref,
 		     uint64_t off, struct bitem *bi, struct r4_error *err)
 {
@@ -291,6 +335,9 @@ static int body_next(struct r4_txn *x, const struct r4_objref *ref,
 
 	memset(bi, 0, sizeof(*bi));
 	fmt_key_body(&k, ref->locality, ref->ordering, ref->oid, off);
+	rc = body_peek(x, ref, &k, bi, err);
+	if (rc != 1)
+		return rc;
 	tree_cursor_init(&c, x->vol);
 	rc = tree_seek_ge(&c, &k, err);
 	if (!rc)

@@ -47,7 +47,7 @@ static int lookup_sd(struct r4_txn *x, const struct obj_dir *d,
 	if (rc == R4_ENOTFOUND)
 		return r4i_fail(err, R4_ENOTFOUND, "no entry \"%.*s\"",
 			       (int)len, name);
-	return rc ? rc : obj_sd_get(x->vol, ref, sd, err);
+	return rc ? rc : obj_sd_get_txn(x, ref, sd, err);
 }
 
 int edit_unlink_at(struct r4_txn *x, const struct obj_dir *d,

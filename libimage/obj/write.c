@@ -94,7 +94,7 @@ static void peek_item(struct tree_item *it, const struct tree_peek *pk,
 
 /* obj_sd_get through tree_mod_peek: a deferred leaf is read, not
  * written; anything but the item itself is left to obj_sd_get. */
-static int sd_get_txn(struct r4_txn *x, const struct r4_objref *ref,
+int obj_sd_get_txn(struct r4_txn *x, const struct r4_objref *ref,
 		      struct obj_sd *sd, struct r4_error *err)
 {
 	struct tree_peek pk;
@@ -118,7 +118,7 @@ int obj_dir_account(struct r4_txn *x, const struct r4_objref *dir,
 		    struct r4_error *err)
 {
 	struct obj_sd sd;
-	int rc = sd_get_txn(x, dir, &sd, err);
+	int rc = obj_sd_get_txn(x, dir, &sd, err);
 
 	if (rc)
 		return rc;
@@ -165,15 +165,26 @@ void obj_txn_scratch_free(struct r4_txn *x)
 	x->cde_ecap = x->cde_incap = x->cde_outcap[0] = x->cde_outcap[1] = 0;
 }
 
-static int cde_decode(struct r4_txn *x, struct cde *c, struct r4_error *err)
+/* Item c is a sound cde40 item (fmt_cde40_verify), or an error. */
+static int cde_check(struct r4_txn *x, const struct cde *c,
+		     struct r4_error *err)
 {
-	enum fmt_key_policy pol = x->vol->keypol;
-	int bad = -1, rc = 0;
-	const char *why = fmt_cde40_verify(c->body, c->len, pol, &bad);
+	int bad = -1;
+	const char *why = fmt_cde40_verify(c->body, c->len, x->vol->keypol,
+					   &bad);
 
 	if (why)
 		return r4i_fail(err, R4_ECORRUPT, "%s: directory item: entry "
 			       "%d: %s", obj_vol_name(x->vol), bad, why);
+	return 0;
+}
+
+/* The entries of checked item c into c->e (room for one more). */
+static int cde_entries(struct r4_txn *x, struct cde *c, struct r4_error *err)
+{
+	enum fmt_key_policy pol = x->vol->keypol;
+	int rc = 0;
+
 	c->n = fmt_cde40_units(c->body, c->len, pol);
 	/* room for one more: obj_entry_add inserts in place */
 	if (R4_RESERVE(x->cde_e, x->cde_ecap, (size_t)c->n + 1, 64))
@@ -237,10 +248,10 @@ static int cde_from_tree(struct r4_txn *x, uint64_t dir,
 	return rc;
 }
 
-/* Directory dir's item at or before key k, decoded into c: from the
+/* Directory dir's item at or before key k into c, not decoded: from the
  * transaction's own leaves first, else from the tree. */
-static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
-		    struct cde *c, struct r4_error *err)
+static int cde_get(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
+		   struct cde *c, struct r4_error *err)
 {
 	struct tree_peek pk;
 	int rc;
@@ -259,8 +270,19 @@ static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
 	} else {
 		rc = cde_from_tree(x, dir, k, c, err);
 	}
+	return rc;
+}
+
+/* Directory dir's item at or before key k, checked and decoded into c. */
+static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
+		    struct cde *c, struct r4_error *err)
+{
+	int rc = cde_get(x, dir, k, c, err);
+
 	if (!rc)
-		rc = cde_decode(x, c, err);
+		rc = cde_check(x, c, err);
+	if (!rc)
+		rc = cde_entries(x, c, err);
 	if (rc)
 		cde_free(c);
 	return rc;
@@ -396,6 +418,67 @@ static void entry_fill(struct r4_txn *x, struct fmt_cde40_entry *e,
 	enc_cde_entry(e, x->vol->keypol, k, &sd, name, len);
 }
 
+/* Entry ne (key k) into checked item c as one more unit, the item's
+ * bytes spliced, not decoded and encoded again (the same bytes: a
+ * checked item is laid out as fmt_cde40_encode lays it out). 1 when
+ * that does not apply: an entry of c has key k (a name exists, or a
+ * long name shares the hash), the item must split, or ne does not
+ * encode; the caller then goes the whole-item way. */
+static int entry_splice(struct r4_txn *x, const struct cde *c,
+			const struct fmt_cde40_entry *ne,
+			const struct fmt_key *k, struct r4_error *err)
+{
+	enum fmt_key_policy pol = x->vol->keypol;
+	struct fmt_cde40_entry e0;
+	struct tree_newitem it;
+	int n = fmt_cde40_units(c->body, c->len, pol);
+	int i = fmt_cde40_seek(c->body, c->len, pol, k);
+	size_t one, size;
+
+	if (n <= 0 || i < 0 || fmt_cde40_size(ne, 1, pol, &one))
+		return 1;
+	if (i < n && (fmt_cde40_entry(c->body, c->len, pol, (unsigned)i,
+				      &e0) || !ent_cmp_key(&e0, k)))
+		return 1;
+	size = c->len + one - FMT_CDE40_UNITS_SIZE;
+	if (size > tree_max_item(&x->mod))
+		return 1;
+	if (R4_RESERVE(x->cde_out[0], x->cde_outcap[0], size, 1024))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	if (fmt_cde40_insert(c->body, c->len, pol, (unsigned)i, ne,
+			     x->cde_out[0], size))
+		return 1;
+	if (i && fmt_cde40_entry(c->body, c->len, pol, 0, &e0))
+		return 1;
+	fmt_cde40_entry_key(&c->key, i ? &e0 : ne, &it.key);
+	it.pid = FMT_ITEM_CDE40;
+	it.body = x->cde_out[0];
+	it.len = size;
+	return tree_put_items(&x->mod, 1, &c->key, 1, &it, 1, err);
+}
+
+/* The whole-item way: entry ne (key k) into checked item c, decoded,
+ * inserted and encoded again (split in two when it must). */
+static int entry_insert(struct r4_txn *x, const struct obj_dir *d,
+			struct cde *c, const struct fmt_cde40_entry *ne,
+			const struct fmt_key *k, const char *name,
+			size_t len, struct r4_error *err)
+{
+	int rc = cde_entries(x, c, err), ins;
+
+	if (rc)
+		return rc;
+	if (cde_lookup(c, k, name, len, x->vol->keypol, &ins) >= 0 ||
+	    (ins < c->n && !ent_cmp_key(&c->e[ins], k)))
+		return r4i_fail(err, R4_EEXIST, "directory %llx: \"%.*s\" "
+			       "exists (or has the key of another name)",
+			       (unsigned long long)d->ref.oid, (int)len, name);
+	memmove(c->e + ins + 1, c->e + ins,
+		(size_t)(c->n - ins) * sizeof(*c->e));
+	c->e[ins] = *ne;
+	return cde_store(x, c, c->e, (size_t)c->n + 1, 0, err);
+}
+
 int obj_entry_add(struct r4_txn *x, const struct obj_dir *d,
 		  const char *name, size_t len, const struct r4_objref *target,
 		  struct r4_error *err)
@@ -403,28 +486,22 @@ int obj_entry_add(struct r4_txn *x, const struct obj_dir *d,
 	struct fmt_cde40_entry ne;
 	struct fmt_key k;
 	struct cde c;
-	int rc = entry_key(x, d, name, len, &k, err), ins;
+	int rc = entry_key(x, d, name, len, &k, err);
 
 	if (rc)
 		return rc;
 	entry_fill(x, &ne, &k, name, len, target);
-	rc = cde_find(x, d->ref.oid, &k, &c, err);
+	rc = cde_get(x, d->ref.oid, &k, &c, err);
 	if (rc == R4_ENOTFOUND) {
 		c.key = k;
 		return cde_store(x, &c, &ne, 1, 1, err);
 	}
-	if (rc)
-		return rc;
-	if (cde_lookup(&c, &k, name, len, x->vol->keypol, &ins) >= 0 ||
-	    (ins < c.n && !ent_cmp_key(&c.e[ins], &k))) {
-		cde_free(&c);
-		return r4i_fail(err, R4_EEXIST, "directory %llx: \"%.*s\" "
-			       "exists (or has the key of another name)",
-			       (unsigned long long)d->ref.oid, (int)len, name);
-	}
-	memmove(c.e + ins + 1, c.e + ins, (size_t)(c.n - ins) * sizeof(*c.e));
-	c.e[ins] = ne;
-	rc = cde_store(x, &c, c.e, (size_t)c.n + 1, 0, err);
+	if (!rc)
+		rc = cde_check(x, &c, err);
+	if (!rc)
+		rc = entry_splice(x, &c, &ne, &k, err);
+	if (rc == 1)
+		rc = entry_insert(x, d, &c, &ne, &k, name, len, err);
 	cde_free(&c);
 	return rc;
 }

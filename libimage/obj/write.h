@@ -67,6 +67,12 @@ struct r4_txn {
  * harness (tests/helpers/fault_env.c), which makes it small. */
 void obj_add_write_behind(size_t keep);
 
+/* obj_sd_get through the transaction's own leaves (tree_mod_peek): a
+ * deferred leaf is read, not written; anything but the stat data item
+ * itself is left to obj_sd_get. */
+int obj_sd_get_txn(struct r4_txn *x, const struct r4_objref *ref,
+		   struct obj_sd *sd, struct r4_error *err);
+
 /* Free what write.c keeps between entry changes. */
 void obj_txn_scratch_free(struct r4_txn *x);
 

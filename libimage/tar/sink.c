@@ -177,9 +177,16 @@ static int lookup_type(struct tar_sink *s, const char *path, size_t len)
 	p[0] = '/';
 	memcpy(p + 1, path, len);
 	p[len + 1] = '\0';
-	if (!r4_lookup(s->vol, p, &ref, &tmp) &&
-	    !r4_stat(s->vol, &ref, &st, &tmp))
+	if (dir && s->txn) {
+		/* below the root: as the add reads (no leaf written) */
+		uint32_t mode;
+
+		if (!r4_txn_mode(s->txn, p + 1, &mode, &tmp))
+			t = image_type(mode);
+	} else if (!r4_lookup(s->vol, p, &ref, &tmp) &&
+		   !r4_stat(s->vol, &ref, &st, &tmp)) {
 		t = image_type(st.mode);
+	}
 	free(p);
 out:
 	tar_map_put(&s->types, path, len, t, NULL);

@@ -597,9 +597,60 @@ static void add_lookups(void)
 		tap_skip(1, "fsck.reiser4 not installed");
 }
 
+/* What r4pack add does before and while it replaces a file of a
+ * directory it is filling (the sink's look at the name: r4_txn_mode;
+ * the old file's stat data, body items and entry) reads the deferred
+ * leaves as they are: no leaf is written for it. */
+#define NREP 240
+static void replace_reads(void)
+{
+	struct r4_error err = { 0, "", 0 };
+	struct eu_data d;
+	struct r4_txn *t;
+	struct r4_vol *v;
+	uint64_t in_look = 0, in_rep = 0, s0;
+	unsigned regs = 0;
+	char name[64];
+	int rc;
+
+	EU_SETUP("rm -f '%s/r.img'", eu_dir);
+	tap_require(eu_mkfs("r.img", 64, "") == 0, "r4_mkfs");
+	tap_require(eu_open("r.img", &v) == 0, "open r.img");
+	rc = r4_txn_begin(v, &t, &err);
+	for (unsigned i = 0; !rc && i < NREP + NREP / 3; i++) {
+		unsigned f = i < NREP ? i : (i - NREP) * 3;
+		struct r4_entry e = { .path = name, .type = R4_ENT_REG,
+				      .mode = 0644, .data = eu_data_fn,
+				      .data_ctx = &d };
+		uint32_t mode = 0;
+
+		memset(&d, 0, sizeof(d));
+		d.size = e.size = ADD_SIZE(f, i >= NREP);
+		d.seed = i;
+		snprintf(name, sizeof(name), "r/f%05u", f);
+		s0 = t->mod.st.synced;
+		if (i >= NREP && !r4_txn_mode(t, name, &mode, &err))
+			regs += S_ISREG(mode);
+		in_look += t->mod.st.synced - s0;
+		s0 = t->mod.st.synced;
+		rc = r4_txn_add_entry(t, &e, &err);
+		if (i >= NREP)
+			in_rep += t->mod.st.synced - s0;
+	}
+	ok(!rc && !r4_txn_commit(t, &err), "%u files added, %u replaced: %s",
+	   NREP, NREP / 3, rc ? err.msg : "committed");
+	if (rc)
+		r4_txn_abort(t);
+	eu_close(v);
+	is_int(regs, NREP / 3, "r4_txn_mode finds each name a regular file");
+	is_u64(in_look, 0, "no leaf written for the looks");
+	is_u64(in_rep, 0, "no leaf written for the replaced files' reads");
+	ok(eu_check("r.img"), "r4_check is clean");
+}
+
 int main(void)
 {
-	plan(77 + 8 + 8 + 8 + 5 + 5);
+	plan(77 + 8 + 8 + 8 + 5 + 5 + 5);
 	eu_init("test_modify");
 	big_dir("");
 	big_dir("node=node41,hash=tea_hash,fibration=lexic_fibre");
@@ -608,6 +659,7 @@ int main(void)
 	in_order("create=ccreg40,compressMode=none", 1);
 	lazy_same();
 	add_lookups();
+	replace_reads();
 	eu_fini();
 	return tap_done();
 }
