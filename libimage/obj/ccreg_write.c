@@ -191,7 +191,7 @@ void obj_new_plan_pset(const struct obj_new_plan *p, struct fmt_stat *st)
 
 /* ---- the body -------------------------------------------------------- */
 
-struct ccsink {
+struct ccreg_sink {
 	struct r4_txn *x;
 	const struct r4_objref *ref;
 	unsigned shift;
@@ -205,7 +205,7 @@ struct ccsink {
 static int sink_items(void *sctx, uint64_t idx, const uint8_t *dc,
 		      size_t len, struct r4_error *err)
 {
-	struct ccsink *s = sctx;
+	struct ccreg_sink *s = sctx;
 	uint64_t base = idx << s->shift;
 	size_t done = 0;
 	int rc = 0;
@@ -245,7 +245,7 @@ int obj_ccreg_body_write(struct r4_txn *x, const struct r4_objref *ref,
 		      r4_data_fn fn, void *ctx, const char *path,
 		      uint64_t *bytes, int *converted, struct r4_error *err)
 {
-	struct ccsink s = { x, ref, p->shift, NULL, 0, 0 };
+	struct ccreg_sink s = { x, ref, p->shift, NULL, 0, 0 };
 	struct obj_ccreg_rd r;
 	int keep = 1, rc;
 
@@ -440,7 +440,7 @@ int obj_ccreg_put(struct r4_txn *x, const struct r4_objref *ref,
 		  const struct obj_ccreg *cc, uint64_t idx, const uint8_t *buf,
 		  size_t blen, size_t lsize, int *stored, struct r4_error *err)
 {
-	struct ccsink s = { x, ref, cc->shift, NULL, 0, 0 };
+	struct ccreg_sink s = { x, ref, cc->shift, NULL, 0, 0 };
 	struct memchunk m = { buf, idx << cc->shift, blen, 0 };
 	struct obj_new_plan p;
 	struct obj_ccreg_rd r;

@@ -26,7 +26,7 @@ unsigned ccreg_pool_want(const struct r4_pack *b)
 }
 
 /* One encoder for each of want workers. */
-int ccreg_pool_encoders(const struct pack_ccreg *cc, struct ccpool *w,
+int ccreg_pool_encoders(const struct pack_ccreg *cc, struct ccreg_pool *w,
 			 unsigned want, struct r4_error *err)
 {
 	int rc = 0;
@@ -38,7 +38,7 @@ int ccreg_pool_encoders(const struct pack_ccreg *cc, struct ccpool *w,
 }
 
 /* Start up to want workers; w->nth says how many started (0: none). */
-void ccreg_pool_run(struct ccpool *w, unsigned want)
+void ccreg_pool_run(struct ccreg_pool *w, unsigned want)
 {
 	if (workq_new(want, &w->q))
 		w->q = NULL;
@@ -47,7 +47,7 @@ void ccreg_pool_run(struct ccpool *w, unsigned want)
 
 /* Let the workers finish what they were handed, stop and join them,
  * and free the encoders. */
-void ccreg_pool_halt(struct ccpool *w)
+void ccreg_pool_halt(struct ccreg_pool *w)
 {
 	workq_free(w->q);
 	w->q = NULL;
@@ -239,7 +239,7 @@ int pack_ccreg_decide(struct r4_pack *b, struct bobj *o, const char *path,
 {
 	const struct r4_data_source *s = b->o.source;
 	struct obj_ccreg_rd r;
-	struct ccjob *j;
+	struct ccreg_job *j;
 	int keep = 1, rc;
 
 	if (o->ccreg != CCREG_YES || o->data != BD_DEFERRED ||
@@ -266,7 +266,7 @@ int pack_ccreg_decide(struct r4_pack *b, struct bobj *o, const char *path,
 }
 
 /* A file read ahead: its disk clusters from memory. */
-static int emit_job(struct r4_pack *b, struct bobj *o, struct ccjob *j,
+static int emit_job(struct r4_pack *b, struct bobj *o, struct ccreg_job *j,
 		    struct r4_error *err)
 {
 	uint64_t n = (o->size + b->ccreg->csize - 1) >> b->ccreg->shift;
@@ -324,7 +324,7 @@ static int emit_now(struct r4_pack *b, struct bobj *o, const char *path,
 int pack_ccreg_emit(struct r4_pack *b, struct bobj *o, const char *path,
 		 struct r4_error *err)
 {
-	struct ccjob *j;
+	struct ccreg_job *j;
 	uint64_t dense, used;
 	int rc;
 

@@ -24,7 +24,7 @@
 static int sink_job(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 		    struct r4_error *err)
 {
-	struct ccjob *j = sctx;
+	struct ccreg_job *j = sctx;
 
 	(void)err;
 	j->len[idx] = (uint32_t)len;
@@ -38,7 +38,8 @@ static int sink_job(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 /* One file on a worker: conv's test, then (full) every disk cluster
  * into memory. The same calls as the packer's own path, so the same
  * bytes. */
-static void job_run(struct r4_pack *b, struct obj_ccreg_enc *e, struct ccjob *j)
+static void job_run(struct r4_pack *b, struct obj_ccreg_enc *e,
+		    struct ccreg_job *j)
 {
 	const struct r4_data_source *s = b->o.source;
 	struct bobj *o = j->o;
@@ -101,12 +102,12 @@ static void pipe_fn(struct workq_item *it, unsigned w);
  * worker is free. Past that, or for a large file, only conv's decision
  * is made ahead and the packer compresses the file itself (on its own
  * pool) when it gets there. */
-static void pipe_feed(struct ccpipe *p)
+static void pipe_feed(struct ccreg_pipe *p)
 {
 	while (p->next < p->njobs &&
 	       (p->next < p->need ||
 		(p->held < AHEAD_BYTES && p->running < p->pool.nth))) {
-		struct ccjob *j = &p->jobs[p->next++];
+		struct ccreg_job *j = &p->jobs[p->next++];
 
 		p->running++;
 		workq_submit(p->pool.q, &j->wi, pipe_fn);
@@ -117,9 +118,9 @@ static void pipe_feed(struct ccpipe *p)
  * when it starts. */
 static void pipe_fn(struct workq_item *it, unsigned w)
 {
-	struct ccjob *j = (struct ccjob *)((char *)it -
-					   offsetof(struct ccjob, wi));
-	struct ccpipe *p = &j->b->ccreg->pipe;
+	struct ccreg_job *j = (struct ccreg_job *)((char *)it -
+					   offsetof(struct ccreg_job, wi));
+	struct ccreg_pipe *p = &j->b->ccreg->pipe;
 	uint64_t size = j->o->size;
 
 	pthread_mutex_lock(&p->mu);
@@ -144,7 +145,7 @@ static void pipe_fn(struct workq_item *it, unsigned w)
 int pack_ccreg_ahead_begin(struct r4_pack *b, struct r4_error *err)
 {
 	struct pack_ccreg *cc = b->ccreg;
-	struct ccpipe *p;
+	struct ccreg_pipe *p;
 	size_t n = 0;
 	unsigned want;
 	int rc = 0;
@@ -199,7 +200,7 @@ int pack_ccreg_ahead_begin(struct r4_pack *b, struct r4_error *err)
 
 void ccreg_pipe_stop(struct r4_pack *b)
 {
-	struct ccpipe *p = &b->ccreg->pipe;
+	struct ccreg_pipe *p = &b->ccreg->pipe;
 
 	if (p->mu_on) {		/* nothing more handed over */
 		pthread_mutex_lock(&p->mu);
@@ -231,10 +232,10 @@ void pack_ccreg_ahead_end(struct r4_pack *b)
 
 /* The packer's turn for o: wait until its job is done. NULL when o has
  * no job. */
-struct ccjob *ccreg_pipe_wait(struct r4_pack *b, const struct bobj *o)
+struct ccreg_job *ccreg_pipe_wait(struct r4_pack *b, const struct bobj *o)
 {
-	struct ccpipe *p = &b->ccreg->pipe;
-	struct ccjob *j;
+	struct ccreg_pipe *p = &b->ccreg->pipe;
+	struct ccreg_job *j;
 	size_t job = o->type == R4_ENT_REG && o->size && o->u.reg ?
 		     o->u.reg->ccreg_job : 0;
 
@@ -251,7 +252,7 @@ struct ccjob *ccreg_pipe_wait(struct r4_pack *b, const struct bobj *o)
 	return j;
 }
 
-int ccreg_job_fail(struct ccjob *j, struct r4_error *err)
+int ccreg_job_fail(struct ccreg_job *j, struct r4_error *err)
 {
 	if (j->err)
 		*err = *j->err;
@@ -263,9 +264,9 @@ int ccreg_job_fail(struct ccjob *j, struct r4_error *err)
 /* The packer has placed job j: its bytes leave what is held ahead (jobs
  * held back by AHEAD_BYTES go on once a quarter of it is free again,
  * not after every file) and its buffers go. */
-void ccreg_job_done(struct r4_pack *b, struct ccjob *j)
+void ccreg_job_done(struct r4_pack *b, struct ccreg_job *j)
 {
-	struct ccpipe *p = &b->ccreg->pipe;
+	struct ccreg_pipe *p = &b->ccreg->pipe;
 
 	pthread_mutex_lock(&p->mu);
 	p->held -= j->held;

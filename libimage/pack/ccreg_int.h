@@ -20,7 +20,7 @@
 #define AHEAD_FILE (4u << 20)	/* larger files: decided ahead only */
 #define AHEAD_THREADS 8
 
-struct ccjob {
+struct ccreg_job {
 	struct workq_item wi;	/* on the read-ahead's queue */
 	struct r4_pack *b;
 	struct bobj *o;
@@ -35,19 +35,19 @@ struct ccjob {
 };
 
 /* Worker threads (util/workq.h), each with its own encoder, that the
- * directory read-ahead (ccpipe) and the stream window (ccstream) both
+ * directory read-ahead (ccreg_pipe) and the stream window (ccreg_stream) both
  * run: worker i compresses with enc[i - 1]. */
-struct ccpool {
+struct ccreg_pool {
 	struct workq *q;		/* NULL: no worker */
 	unsigned nth;
 	struct obj_ccreg_enc *enc[AHEAD_THREADS];
 };
 
-struct ccpipe {
-	struct ccpool pool;
+struct ccreg_pipe {
+	struct ccreg_pool pool;
 	pthread_mutex_t mu;	/* next, need, held, running (mu_on) */
 	int mu_on;
-	struct ccjob *jobs;
+	struct ccreg_job *jobs;
 	size_t njobs, next;	/* next job to hand to the workers */
 	size_t need;		/* the packer waits for jobs before this */
 	size_t running;		/* handed over, not finished */
@@ -109,8 +109,8 @@ struct sjob {
 	size_t used;
 };
 
-struct ccstream {
-	struct ccpool pool;
+struct ccreg_stream {
+	struct ccreg_pool pool;
 	struct sjob *ring[STREAM_JOBS];
 	uint64_t head, next, tail;	/* oldest held, next to hand to the
 					 * workers, end */
@@ -129,16 +129,16 @@ struct pack_ccreg {
 	unsigned shift;
 	size_t csize;
 	unsigned alg, mode;
-	struct ccpipe pipe;
-	struct ccstream st;
+	struct ccreg_pipe pipe;
+	struct ccreg_stream st;
 };
 
 /* The worker pool (pack/ccreg.c). */
 unsigned ccreg_pool_want(const struct r4_pack *b);
-int ccreg_pool_encoders(const struct pack_ccreg *cc, struct ccpool *w,
+int ccreg_pool_encoders(const struct pack_ccreg *cc, struct ccreg_pool *w,
 			unsigned want, struct r4_error *err);
-void ccreg_pool_run(struct ccpool *w, unsigned want);
-void ccreg_pool_halt(struct ccpool *w);
+void ccreg_pool_run(struct ccreg_pool *w, unsigned want);
+void ccreg_pool_halt(struct ccreg_pool *w);
 
 /* The window over a stream (pack/ccreg_stream.c): 0 when the file was
  * taken into the window, 1 when the caller compresses it now, < 0 an
@@ -149,8 +149,8 @@ void ccreg_stream_stop(struct r4_pack *b);
 
 /* The read-ahead of deferred data (pack/ccreg_ahead.c). */
 void ccreg_pipe_stop(struct r4_pack *b);
-struct ccjob *ccreg_pipe_wait(struct r4_pack *b, const struct bobj *o);
-int ccreg_job_fail(struct ccjob *j, struct r4_error *err);
-void ccreg_job_done(struct r4_pack *b, struct ccjob *j);
+struct ccreg_job *ccreg_pipe_wait(struct r4_pack *b, const struct bobj *o);
+int ccreg_job_fail(struct ccreg_job *j, struct r4_error *err);
+void ccreg_job_done(struct r4_pack *b, struct ccreg_job *j);
 
 #endif

@@ -159,7 +159,7 @@ static void sjob_fn(struct workq_item *it, unsigned w)
 
 /* Hand the files not handed over yet to the workers, in the order they
  * came (a batch: one wake-up for many small files). */
-static void stream_kick(struct ccstream *st)
+static void stream_kick(struct ccreg_stream *st)
 {
 	while (st->next < st->tail) {
 		struct sjob *j = st->ring[st->next++ % STREAM_JOBS];
@@ -170,14 +170,14 @@ static void stream_kick(struct ccstream *st)
 }
 
 /* The packer waits for job j (handed over first, with any before it). */
-static void stream_wait(struct ccstream *st, struct sjob *j)
+static void stream_wait(struct ccreg_stream *st, struct sjob *j)
 {
 	stream_kick(st);
 	workq_wait(st->pool.q, &j->wi, 0);
 }
 
 /* A retired job is kept for a later file (the packer's thread only). */
-static void sjob_spare(struct ccstream *st, struct sjob *j)
+static void sjob_spare(struct ccreg_stream *st, struct sjob *j)
 {
 	if (st->nspare >= STREAM_SPARE || j->ch_cap > SPARE_BUF / 16 ||
 	    j->data_cap > SPARE_BUF || j->len_cap > SPARE_BUF / 4) {
@@ -197,7 +197,7 @@ static void sjob_spare(struct ccstream *st, struct sjob *j)
 
 void ccreg_stream_stop(struct r4_pack *b)
 {
-	struct ccstream *st = &b->ccreg->st;
+	struct ccreg_stream *st = &b->ccreg->st;
 
 	ccreg_pool_halt(&st->pool);
 	for (; st->head < st->tail; st->head++) {
@@ -220,7 +220,7 @@ void ccreg_stream_stop(struct r4_pack *b)
 /* Where n more bytes go in the ring: 1 and *at, or 0 when they do not
  * fit until older files leave. The files in the ring run from the
  * oldest's roff to rend, past the end and on from 0 when wrapped. */
-static int ring_fit(const struct ccstream *st, size_t n, size_t *at)
+static int ring_fit(const struct ccreg_stream *st, size_t n, size_t *at)
 {
 	size_t h;
 
@@ -247,7 +247,7 @@ static int ring_fit(const struct ccstream *st, size_t n, size_t *at)
 static int stream_start(struct r4_pack *b)
 {
 	struct pack_ccreg *cc = b->ccreg;
-	struct ccstream *st = &cc->st;
+	struct ccreg_stream *st = &cc->st;
 	struct r4_error tmp = { 0, "", 0 };
 	unsigned want;
 
@@ -275,7 +275,7 @@ static int stream_start(struct r4_pack *b)
  * pack_ccreg_take would have. */
 static int stream_retire(struct r4_pack *b, struct r4_error *err)
 {
-	struct ccstream *st = &b->ccreg->st;
+	struct ccreg_stream *st = &b->ccreg->st;
 	struct sjob *j = st->ring[st->head % STREAM_JOBS];
 	struct bobj *o = j->o;
 	uint64_t n = (o->size + b->ccreg->csize - 1) >> b->ccreg->shift;
@@ -333,7 +333,7 @@ static int stream_retire(struct r4_pack *b, struct r4_error *err)
 	return rc;
 }
 
-static int stream_head_done(struct ccstream *st)
+static int stream_head_done(struct ccreg_stream *st)
 {
 	return st->head < st->next &&
 	       workq_done(st->pool.q, &st->ring[st->head % STREAM_JOBS]->wi);
@@ -341,7 +341,7 @@ static int stream_head_done(struct ccstream *st)
 
 int pack_ccreg_stream_drain(struct r4_pack *b, struct r4_error *err)
 {
-	struct ccstream *st;
+	struct ccreg_stream *st;
 	int rc = 0;
 
 	if (!b->ccreg || !b->ccreg->st.pool.q)
@@ -360,7 +360,7 @@ int pack_ccreg_stream_drain(struct r4_pack *b, struct r4_error *err)
 static int stream_room(struct r4_pack *b, uint64_t size, size_t *roff,
 		       struct r4_error *err)
 {
-	struct ccstream *st = &b->ccreg->st;
+	struct ccreg_stream *st = &b->ccreg->st;
 	int rc;
 
 	while (st->tail - st->head >= STREAM_JOBS ||
@@ -378,7 +378,7 @@ static int stream_room(struct r4_pack *b, uint64_t size, size_t *roff,
 
 /* A job for the file at path: a spare one, else a new one. NULL when
  * out of memory (said in err). */
-static struct sjob *sjob_get(struct ccstream *st, const char *path,
+static struct sjob *sjob_get(struct ccreg_stream *st, const char *path,
 			     struct r4_error *err)
 {
 	size_t plen = strlen(path) + 1;
@@ -444,7 +444,7 @@ static int sjob_fill(struct sjob *j, r4_data_fn fn, void *ctx,
 int ccreg_stream_take(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		       void *ctx, const char *path, struct r4_error *err)
 {
-	struct ccstream *st = &b->ccreg->st;
+	struct ccreg_stream *st = &b->ccreg->st;
 	size_t roff;
 	struct sjob *j;
 	int rc;

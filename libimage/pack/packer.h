@@ -265,6 +265,8 @@ struct r4_pack {
 	struct io_dev *spool;
 	char *spool_path;
 	uint64_t spool_len;
+	uint64_t spx_blocks;		/* data blocks spooled (BD_SPX), all
+					 * files */
 	uint32_t bs;
 	enum fmt_key_policy pol;
 	int failed;
@@ -434,6 +436,8 @@ static inline uint64_t obj_locality(const struct r4_pack *b,
 /* data.c */
 int pack_space_setup(struct r4_pack *b, struct r4_error *err);
 /* Hand out one block, or up to 'want' contiguous ones (*got). */
+/* R4_ENOSPC: a fixed-size volume cannot hold the source. */
+int pack_full(const struct r4_pack *b, struct r4_error *err);
 int pack_alloc_run(struct r4_pack *b, uint64_t want, uint64_t *start,
 	      uint64_t *got, struct r4_error *err);
 /* Save k blocks in a row for the upper nodes (not marked used yet). */

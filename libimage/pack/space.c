@@ -111,6 +111,15 @@ void pack_alloc_free(struct r4_pack *b, uint64_t start, uint64_t n)
 		}
 }
 
+int pack_full(const struct r4_pack *b, struct r4_error *err)
+{
+	return r4i_fail(err, R4_ENOSPC, "%s: the volume is full: its %llu "
+		"blocks (%llu KiB) are too few for the source; give a larger "
+		"--size or --size auto", b->target,
+		(unsigned long long)b->limit,
+		(unsigned long long)(b->limit * b->bs / 1024));
+}
+
 int pack_alloc_run(struct r4_pack *b, uint64_t want, uint64_t *start,
 	      uint64_t *got, struct r4_error *err)
 {
@@ -131,10 +140,7 @@ int pack_alloc_run(struct r4_pack *b, uint64_t want, uint64_t *start,
 				(unsigned long long)kib,
 				(unsigned long long)b->done_bytes,
 				(unsigned long long)b->total_bytes);
-		return r4i_fail(err, R4_ENOSPC, "%s: the volume is full: its "
-			"%llu blocks (%llu KiB) are too few for the source; "
-			"give a larger --size or --size auto", b->target,
-			(unsigned long long)b->limit, (unsigned long long)kib);
+		return pack_full(b, err);
 	}
 	while (n < want && !reserved(b, c + n) &&
 	       (!b->limit || c + n < b->limit))

@@ -71,6 +71,10 @@ static int spx_chunk(struct spxw *w, uint64_t off, const uint8_t *p,
 			if (rc)
 				return rc == -ENOMEM ? r4i_fail(err, rc,
 					"out of memory") : rc;
+			/* a fixed size the data alone overflows fails now,
+			 * not after the spool took all of it */
+			if (w->b->limit && ++w->b->spx_blocks > w->b->limit)
+				return pack_full(w->b, err);
 			w->cur = i;
 			w->next = i + 1;
 			w->fpos = i * bs;
