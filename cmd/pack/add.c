@@ -63,6 +63,7 @@ struct add_job {
 	struct r4_archive_opts ao;
 	struct r4_archive_stats stats;
 	struct r4_super_info before, after;
+	struct r4_dir_scan *scan;	/* the first SOURCE's, by the precheck */
 };
 
 /* One -o spec: which members it names (r4_mkfs_override checks the
@@ -326,6 +327,7 @@ int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 		if (!rc)
 			rc = add_layer(t, vol, src[i], is_dir[i], i, n, ao,
 				       &err);
+		ao->scan = NULL;	/* a scan is the first layer's only */
 		if (!rc)
 			continue;
 		return layers_failed(t, image, src[i], rc, &err, lo);
@@ -344,32 +346,6 @@ int pack_layers(struct r4_vol *vol, const char *image, const char *const *src,
 	return EXIT_OK;
 }
 
-/* The blocks of file data a directory holds at least: its regular
- * files' allocated bytes (holes stay holes), whole blocks only, linked
- * files and the image itself left out. */
-static uint64_t data_blocks;
-static const struct r4_archive_opts *data_ao;
-
-static int data_entry(const char *path, const struct stat *st, int flag,
-		      struct FTW *f)
-{
-	uint64_t n;
-
-	(void)path;
-	(void)f;
-	if (flag != FTW_F || !S_ISREG(st->st_mode) || st->st_nlink > 1)
-		return 0;
-	for (size_t i = 0; i < data_ao->skip_len; i++)
-		if (data_ao->skip[i].dev == (uint64_t)st->st_dev &&
-		    data_ao->skip[i].ino == (uint64_t)st->st_ino)
-			return 0;
-	n = (uint64_t)st->st_size;
-	if ((uint64_t)st->st_blocks * 512 < n)
-		n = (uint64_t)st->st_blocks * 512;
-	data_blocks += n / 4096;
-	return 0;
-}
-
 /* An add that plainly cannot fit fails before it writes a block: the
  * first SOURCE, a directory stored uncompressed, holds more whole
  * blocks of file data than the volume has free (the blocks of files it
@@ -377,8 +353,8 @@ static int data_entry(const char *path, const struct stat *st, int flag,
  * compressed volumes are left to the add itself. */
 static int add_precheck(void *ctx, struct r4_txn *t, struct r4_error *err)
 {
-	const struct add_job *j = ctx;
-	uint64_t need;
+	struct add_job *j = ctx;
+	uint64_t need, data_blocks;
 	int cc;
 
 	if (!j->ps.n || !j->ps.is_dir[0] || j->ao.exclude_len)
@@ -386,10 +362,10 @@ static int add_precheck(void *ctx, struct r4_txn *t, struct r4_error *err)
 	cc = r4_txn_compresses(t, err);
 	if (cc)
 		return cc < 0 ? cc : 0;
-	data_blocks = 0;
-	data_ao = &j->ao;
-	if (nftw(j->ps.src[0], data_entry, 32, FTW_PHYS))
-		return 0;	/* the add itself says what is wrong */
+	/* one walk: the first layer's add replays what this one saw */
+	if (r4_dir_scan(j->ps.src[0], &j->ao, &data_blocks, &j->scan, err))
+		return err->code;
+	j->ao.scan = j->scan;
 	/* a margin for the host's own block accounting */
 	need = data_blocks - data_blocks / 64;
 	if (need <= j->before.free_blocks)
@@ -406,8 +382,13 @@ static int add_txn(struct add_job *j, struct r4_vol *vol)
 		add_plug, add_set, j->nospc_quiet, nospc_hint, j, add_precheck
 	};
 
-	return pack_layers(vol, j->image, j->ps.src, j->ps.is_dir, j->ps.n,
-			   &j->ao, &lo);
+	int rc = pack_layers(vol, j->image, j->ps.src, j->ps.is_dir, j->ps.n,
+			     &j->ao, &lo);
+
+	j->ao.scan = NULL;
+	r4_dir_scan_free(j->scan);
+	j->scan = NULL;
+	return rc;
 }
 
 /* --grow: the add did not fit. Grow the image by the estimate of what

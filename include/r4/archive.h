@@ -99,6 +99,10 @@ struct r4_archive_opts {
 	 * file bytes, the total its progress shows (0: unknown; done then
 	 * stands for it). */
 	uint64_t dir_total;
+	/* r4_add_from_dir: a scan of the same directory (r4_dir_scan):
+	 * the add walks the names and uses the stats it kept instead of
+	 * reading the tree again (NULL: it reads the tree). */
+	const struct r4_dir_scan *scan;
 	/* Counters, filled when not NULL. */
 	struct r4_archive_stats *stats;
 };
@@ -162,6 +166,19 @@ int r4_pack_from_dir(struct r4_pack *b, const char *dir,
  * volume the transaction was begun on. On failure the caller aborts the
  * transaction. */
 struct r4_txn;
+struct r4_dir_scan;
+/* Walk dir as r4_add_from_dir does (lstat, names in byte order) before
+ * an add: *blocks is the whole blocks of data of its regular files with
+ * one name (no more than their allocated bytes; o->skip left out;
+ * entries that cannot be read counted as none), *out what the walk saw
+ * for r4_archive_opts.scan, or NULL when it could not keep all of it
+ * (an entry or directory it could not read; more than 131,072 entries
+ * or 8 MiB of names). Fails only for memory. Free with
+ * r4_dir_scan_free (NULL accepted). */
+int r4_dir_scan(const char *dir, const struct r4_archive_opts *o,
+		uint64_t *blocks, struct r4_dir_scan **out,
+		struct r4_error *err);
+void r4_dir_scan_free(struct r4_dir_scan *s);
 int r4_add_from_archive(struct r4_txn *t, struct r4_vol *vol,
 			const char *path, const struct r4_archive_opts *o,
 			struct r4_error *err);

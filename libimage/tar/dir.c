@@ -159,6 +159,29 @@ struct dir_walk {
 	size_t root_len;	/* host prefix, without the '/' after it */
 	int stream;		/* transactions: read file data now */
 	uint64_t done;		/* bytes of regular files added (progress) */
+	const struct r4_dir_scan *scan;	/* replayed instead of lstat */
+	size_t cur;		/* the scan's next record */
+	size_t kids;		/* the entries of the directory walked next */
+};
+
+/* ---- The scan ahead of an add -------------------------------------------- */
+
+/* What a scan keeps at most; a bigger tree is summed, not kept. */
+#define SCAN_MAX_RECS (1u << 17)
+#define SCAN_MAX_NAMES (8u << 20)
+
+struct scan_rec {
+	struct stat st;
+	size_t name;		/* offset in names */
+	size_t kids;		/* a directory: the entries below it */
+};
+
+struct r4_dir_scan {
+	struct scan_rec *rec;
+	size_t n, cap;
+	char *names;
+	size_t nlen, ncap;
+	int whole;		/* every entry kept: the add may replay it */
 };
 
 static int name_cmp(const void *a, const void *b)
@@ -210,6 +233,113 @@ nomem:
 	closedir(dp);
 	free_names(names, n);
 	return r4i_fail(err, -ENOMEM, "%s: out of memory", w->path);
+}
+
+/* 1: st is a host file o leaves out (the image being written). */
+static int skipped(const struct r4_archive_opts *o, const struct stat *st)
+{
+	for (size_t i = 0; i < o->skip_len; i++)
+		if (o->skip[i].dev == (uint64_t)st->st_dev &&
+		    o->skip[i].ino == (uint64_t)st->st_ino)
+			return 1;
+	return 0;
+}
+
+/* Drop what a scan kept: the add then walks the tree on its own. */
+static void scan_drop(struct r4_dir_scan *s)
+{
+	free(s->rec);
+	free(s->names);
+	s->rec = NULL;
+	s->names = NULL;
+	s->n = s->cap = s->nlen = s->ncap = 0;
+	s->whole = 0;
+}
+
+/* Keep st and name as the next record: its index, or SIZE_MAX when the
+ * scan keeps nothing (any more). */
+static size_t scan_keep(struct r4_dir_scan *s, const struct stat *st,
+			const char *name)
+{
+	size_t nl = strlen(name) + 1;
+
+	if (!s->whole)
+		return SIZE_MAX;
+	if (s->n >= SCAN_MAX_RECS || s->nlen + nl > SCAN_MAX_NAMES ||
+	    R4_RESERVE(s->rec, s->cap, s->n + 1, 256) ||
+	    R4_RESERVE(s->names, s->ncap, s->nlen + nl, 4096)) {
+		scan_drop(s);
+		return SIZE_MAX;
+	}
+	s->rec[s->n].st = *st;
+	s->rec[s->n].name = s->nlen;
+	s->rec[s->n].kids = 0;
+	memcpy(s->names + s->nlen, name, nl);
+	s->nlen += nl;
+	return s->n++;
+}
+
+/* The whole blocks of data of a regular file with one name (holes stay
+ * holes: no more than its allocated bytes). */
+static uint64_t scan_blocks(const struct stat *st)
+{
+	uint64_t n = (uint64_t)st->st_size;
+
+	if (!S_ISREG(st->st_mode) || st->st_nlink > 1)
+		return 0;
+	if ((uint64_t)st->st_blocks * 512 < n)
+		n = (uint64_t)st->st_blocks * 512;
+	return n / 4096;
+}
+
+/* Scan the object at w->path (len bytes, its last name nm) as walk_one
+ * will see it: its record, its data blocks, what a directory holds. */
+static void scan_one(struct dir_walk *w, struct r4_dir_scan *s,
+		     const struct r4_archive_opts *o, size_t len,
+		     const char *nm, unsigned depth, uint64_t *blocks)
+{
+	char **names = NULL;
+	size_t me, n = 0;
+	struct r4_error err = { 0 };
+	struct stat st;
+
+	if (lstat(w->path, &st)) {
+		scan_drop(s);
+		return;
+	}
+	me = scan_keep(s, &st, nm);
+	if (skipped(o, &st))
+		return;
+	*blocks += scan_blocks(&st);
+	if (!S_ISDIR(st.st_mode))
+		return;
+	if (depth + 1 > PATH_MAX / 2 || read_names(w, &names, &n, &err)) {
+		scan_drop(s);
+		return;
+	}
+	if (me != SIZE_MAX)
+		s->rec[me].kids = n;
+	for (size_t i = 0; i < n; i++) {
+		size_t nl = strlen(names[i]);
+
+		if (len + 1 + nl >= sizeof(w->path)) {
+				scan_drop(s);
+			continue;
+		}
+		w->path[len] = '/';
+		memcpy(w->path + len + 1, names[i], nl + 1);
+		scan_one(w, s, o, len + 1 + nl, names[i], depth + 1, blocks);
+		w->path[len] = '\0';
+	}
+	free_names(names, n);
+}
+
+void r4_dir_scan_free(struct r4_dir_scan *s)
+{
+	if (!s)
+		return;
+	scan_drop(s);
+	free(s);
 }
 
 static void stat_times(const struct stat *st, struct r4_entry *e)
@@ -342,15 +472,16 @@ static int walk_one(struct dir_walk *w, size_t len, unsigned depth,
 	char *target = NULL;
 	int rc;
 
-	if (lstat(w->path, &st))
+	if (w->scan) {		/* what the scan saw, in the same order */
+		st = w->scan->rec[w->cur].st;
+		w->kids = w->scan->rec[w->cur++].kids;
+	} else if (lstat(w->path, &st))
 		return r4i_fail(err, -errno, "%s: %s", w->path, strerror(errno));
-	for (size_t i = 0; i < w->sink.opts->skip_len; i++)
-		if (w->sink.opts->skip[i].dev == (uint64_t)st.st_dev &&
-		    w->sink.opts->skip[i].ino == (uint64_t)st.st_ino) {
-			tar_warn(w->sink.opts, "%s: skipping: it is the image "
-				 "being written", w->path);
-			return 0;
-		}
+	if (skipped(w->sink.opts, &st)) {
+		tar_warn(w->sink.opts, "%s: skipping: it is the image being "
+			 "written", w->path);
+		return 0;
+	}
 	if (stat_type(&st, &e.type)) {
 		tar_warn(w->sink.opts, "%s: skipping: unknown file type",
 			 w->path);
@@ -381,6 +512,31 @@ static int walk_one(struct dir_walk *w, size_t len, unsigned depth,
 	return rc;
 }
 
+/* The directory at w->path as the scan saw it: its w->kids entries,
+ * their names and stats from the scan. */
+static int walk_scanned(struct dir_walk *w, size_t len, unsigned depth,
+			struct r4_error *err)
+{
+	size_t n = w->kids;
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < n; i++) {
+		const char *nm;
+		size_t nl;
+
+		if (w->cur >= w->scan->n)
+			return r4i_fail(err, -EIO, "%s: the scan of the "
+					"directory ended early", w->path);
+		nm = w->scan->names + w->scan->rec[w->cur].name;
+		nl = strlen(nm);
+		w->path[len] = '/';
+		memcpy(w->path + len + 1, nm, nl + 1);
+		rc = walk_one(w, len + 1 + nl, depth, err);
+		w->path[len] = '\0';
+	}
+	return rc;
+}
+
 static int walk(struct dir_walk *w, size_t len, unsigned depth,
 		struct r4_error *err)
 {
@@ -390,6 +546,8 @@ static int walk(struct dir_walk *w, size_t len, unsigned depth,
 
 	if (depth > PATH_MAX / 2)
 		return r4i_fail(err, -ELOOP, "%s: too deep", w->path);
+	if (w->scan)
+		return walk_scanned(w, len, depth, err);
 	rc = read_names(w, &names, &n, err);
 	for (size_t i = 0; !rc && i < n; i++) {
 		size_t nl = strlen(names[i]);
@@ -454,7 +612,36 @@ int r4_add_from_dir(struct r4_txn *t, struct r4_vol *vol, const char *dir,
 		return err && err->code ? err->code : -ENOMEM;
 	tar_sink_init_txn(&w->sink, t, vol, o, dir);
 	w->stream = 1;
+	if (o->scan && o->scan->whole && o->scan->n)
+		w->scan = o->scan;
 	return walk_run(w, err);
+}
+
+int r4_dir_scan(const char *dir, const struct r4_archive_opts *o,
+		uint64_t *blocks, struct r4_dir_scan **out,
+		struct r4_error *err)
+{
+	struct dir_walk *w = walk_new(dir, err);
+	struct r4_dir_scan *s = calloc(1, sizeof(*s));
+	int rc = 0;
+
+	*blocks = 0;
+	*out = NULL;
+	if (!w || !s) {
+		rc = w ? r4i_fail(err, -ENOMEM, "%s: out of memory", dir) :
+			 err && err->code ? err->code : -ENOMEM;
+		free(s);
+		free(w);
+		return rc;
+	}
+	s->whole = 1;
+	scan_one(w, s, o, w->root_len, "", 0, blocks);
+	free(w);
+	if (s->whole)
+		*out = s;
+	else
+		r4_dir_scan_free(s);
+	return 0;
 }
 
 int r4_pack_from_dir(struct r4_pack *b, const char *dir,

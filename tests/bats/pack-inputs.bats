@@ -255,6 +255,31 @@ stat_field() {
 	! cmp -s "$T/b.img" "$T/c1.img"
 }
 
+@test "6: an add of a directory into a plain volume (the precheck's walk replayed) stores what a create stores" {
+	local s=$T/tree
+	mkdir -p "$s/a/b/c" "$s/empty/deeper" "$s/z"
+	for i in 1 2 3 4 5; do
+		head -c $((i * 3000)) /dev/urandom >"$s/a/f$i"
+		echo "$i" >"$s/a/b/c/g$i"
+	done
+	ln -s a/b "$s/link"
+	ln "$s/a/f1" "$s/z/hard"
+	mkfifo "$s/z/fifo"
+	export SOURCE_DATE_EPOCH=1000000000
+	r4mkfs -q -o create=reg40 "$T/a.img" 16M
+	run r4pack add "$T/a.img" "$s"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"added 20 entries (0 skipped)"* ]]
+	r4pack create -q -o create=reg40 "$s" "$T/c.img"
+	r4pack extract -q "$T/a.img" "$T/a.tar"
+	r4pack extract -q "$T/c.img" "$T/c.tar"
+	tar -tvv --full-time -f "$T/a.tar" >"$T/a.lst"
+	tar -tvv --full-time -f "$T/c.tar" >"$T/c.lst"
+	diff "$T/a.lst" "$T/c.lst"
+	grep -q '^hrw.* ./z/hard link to ./a/f1$' "$T/a.lst"
+	cmp "$T/a.tar" "$T/c.tar"
+}
+
 @test "6: extended attributes and ACLs are counted and reported; --strict fails and writes nothing" {
 	pytar "$T/x.tar" <<-'EOF'
 	d("bin")
