@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4mount: what main.c (the read side, command line), rw.c (-o rw) and
- * pathcache.c (paths to objects)
- * share. */
+ * pathcache.c (paths to objects) share. */
 #ifndef R4_CMD_MOUNT_H
 #define R4_CMD_MOUNT_H
 
