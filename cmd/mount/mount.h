@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4mount: what main.c (the read side, command line) and rw.c (-o rw)
- * share. */
+/* r4mount: what main.c (the read side, command line), rw.c (-o rw) and
+ * pathcache.c (paths to objects) share. */
 #ifndef R4_CMD_MOUNT_H
 #define R4_CMD_MOUNT_H
 
@@ -16,7 +16,18 @@ extern int opt_debug, opt_foreground;
 void r4m_logerr(const char *what, const char *path,
 		const struct r4_error *err);
 int r4m_to_errno(int code);
+/* pathcache.c: path -> object through the cache of names looked up.
+ * r4m_resolve answers an errno, r4m_walk the library's code (and is the
+ * transactions' resolver through r4m_txn_resolve). Before a change of
+ * path's name, r4m_forget(path, below): below also forgets the names in
+ * the directory path names (it goes away). An aborted transaction:
+ * r4m_forget_all. */
 int r4m_resolve(const char *path, struct r4_objref *ref);
+int r4m_walk(const char *path, struct r4_objref *ref, struct r4_error *err);
+int r4m_txn_resolve(void *ctx, const char *path, struct r4_objref *out,
+		    struct r4_error *err);
+void r4m_forget(const char *path, int below);
+void r4m_forget_all(void);
 
 /* Open files and directories keep what they need in fi->fh. */
 struct r4m_file {

@@ -54,6 +54,7 @@ static int broken;		/* a transaction was lost: read-only now */
 static void go_readonly(void)
 {
 	broken = 1;
+	r4m_forget_all();	/* the names looked up may be gone */
 	fprintf(stderr, "%s: %s: changes are refused from now on (EROFS); "
 		"unmount, then check the volume with r4fsck\n", r4cmd_prog,
 		r4_vol_path(vol));
@@ -117,6 +118,7 @@ static int ready(uint64_t need, struct r4_txn **out)
 			txn = NULL;
 			return -EIO;
 		}
+		r4_txn_set_resolver(txn, r4m_txn_resolve, NULL);
 		txn_born = time(NULL);
 		txn_free0 = r4_txn_blocks_free(txn);
 	}
@@ -216,6 +218,7 @@ static int rw_mknod(const char *path, mode_t mode, dev_t rdev)
 		now_attr(&a, mode);
 		a.rdev_major = major(rdev);
 		a.rdev_minor = minor(rdev);
+		r4m_forget(path, 0);
 		if (S_ISDIR(mode))
 			rc = r4_mkdir(t, path, &a, &err);
 		else if (S_ISREG(mode))
@@ -265,6 +268,7 @@ static int rw_symlink(const char *target, const char *path)
 	rc = ready(SPARE_BLOCKS, &t);
 	if (!rc) {
 		now_attr(&a, S_IFLNK | 0777);
+		r4m_forget(path, 0);
 		rc = done(r4_symlink(t, path, target, &a, &err), "symlink",
 			  path, &err);
 	}
@@ -280,8 +284,10 @@ static int rw_link(const char *from, const char *to)
 
 	r4m_lock();
 	rc = ready(SPARE_BLOCKS, &t);
-	if (!rc)
+	if (!rc) {
+		r4m_forget(to, 0);
 		rc = done(r4_link(t, from, to, &err), "link", to, &err);
+	}
 	r4m_unlock();
 	return rc;
 }
@@ -297,8 +303,10 @@ static int remove_one(int (*fn)(struct r4_txn *, const char *,
 
 	r4m_lock();
 	rc = ready(SPARE_BLOCKS / 2, &t);
-	if (!rc)
+	if (!rc) {
+		r4m_forget(path, fn == r4_rmdir);
 		rc = done(fn(t, path, &err), what, path, &err);
+	}
 	r4m_unlock();
 	return rc;
 }
@@ -387,12 +395,15 @@ static int rw_rename(const char *from, const char *to, unsigned flags)
 		rc = -EEXIST;
 	else if (!rc && has_to && a.oid == b.oid)
 		rc = 1;		/* two names of one object: nothing to do */
-	else if (!rc && (flags & RENAME_EXCHANGE))
-		rc = exchange(from, to, a.oid);
-	else if (!rc)
-		rc = ready(SPARE_BLOCKS, &t);
-	if (!rc && !(flags & RENAME_EXCHANGE))
-		rc = done(r4_rename(t, from, to, &err), "rename", from, &err);
+	if (!rc) {	/* both names change; a replaced directory goes */
+		r4m_forget(from, 0);
+		r4m_forget(to, has_to && !(flags & RENAME_EXCHANGE));
+		if (flags & RENAME_EXCHANGE)
+			rc = exchange(from, to, a.oid);
+		else if (!(rc = ready(SPARE_BLOCKS, &t)))
+			rc = done(r4_rename(t, from, to, &err), "rename",
+				  from, &err);
+	}
 	r4m_unlock();
 	return rc == 1 ? 0 : rc;
 }
@@ -514,7 +525,7 @@ static int falloc_fill(struct r4_txn *t, const char *path, int keep,
 	struct r4_stat st;
 	uint64_t *runs = NULL, to, end, blocks = 0;
 	size_t n = 0;
-	int rc = r4_lookup(vol, path, &ref, err);
+	int rc = r4m_walk(path, &ref, err);
 
 	if (!rc)
 		rc = r4_stat(vol, &ref, &st, err);

@@ -13,6 +13,7 @@
 #include "r4/pack.h"
 
 struct r4_txn;
+struct r4_objref;
 
 /* Needs a volume opened with R4_OPEN_RDWR (which replays the journal). */
 int r4_txn_begin(struct r4_vol *vol, struct r4_txn **out,
@@ -102,6 +103,15 @@ int r4_truncate(struct r4_txn *t, const char *path, uint64_t size,
  * when the transaction has too few free blocks left for it. */
 int r4_pwrite(struct r4_txn *t, const char *path, uint64_t off,
 	      const void *buf, size_t len, struct r4_error *err);
+/* How the transaction's path operations (every r4_* above that takes
+ * a path) find an object: fn answers as r4_lookup would (the same codes,
+ * err filled), from whatever the caller keeps of earlier answers; NULL
+ * (the default) walks from the root with r4_lookup. The caller keeps
+ * its answers right: a name this transaction changes must be forgotten
+ * before the change, and all of them when the transaction is aborted. */
+typedef int (*r4_resolve_fn)(void *ctx, const char *path,
+			     struct r4_objref *out, struct r4_error *err);
+void r4_txn_set_resolver(struct r4_txn *t, r4_resolve_fn fn, void *ctx);
 /* Free blocks the transaction may still allocate (what it frees is
  * free only after the commit). */
 uint64_t r4_txn_blocks_free(const struct r4_txn *t);

@@ -195,6 +195,22 @@ void edit_forget_dir(struct r4_txn *x)
 	x->pd_len = 0;
 }
 
+/* The caller's resolver for the path operations (NULL: r4_lookup). */
+void r4_txn_set_resolver(struct r4_txn *x, r4_resolve_fn fn, void *ctx)
+{
+	x->resolve = fn;
+	x->resolve_ctx = ctx;
+}
+
+/* path as the transaction resolves it. */
+int edit_lookup(struct r4_txn *x, const char *path, struct r4_objref *out,
+		struct r4_error *err)
+{
+	if (x->resolve)
+		return x->resolve(x->resolve_ctx, path, out, err);
+	return r4_lookup(x->vol, path, out, err);
+}
+
 int edit_split(struct r4_txn *x, const char *path, struct obj_dir *d,
 	       const char **name, size_t *len, struct r4_error *err)
 {
@@ -219,7 +235,7 @@ int edit_split(struct r4_txn *x, const char *path, struct obj_dir *d,
 	pp = strndup(path, s ? s : 1);
 	if (!pp)
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	rc = r4_lookup(x->vol, pp, &pref, err);
+	rc = edit_lookup(x, pp, &pref, err);
 	free(pp);
 	if (!rc)
 		rc = obj_dir_open(x, &pref, d, err);
@@ -507,6 +523,6 @@ int r4_link(struct r4_txn *x, const char *existing, const char *path,
 	int rc = edit_check(x, err);
 
 	if (!rc)
-		rc = r4_lookup(x->vol, existing, &src, err);
+		rc = edit_lookup(x, existing, &src, err);
 	return rc ? rc : edit_by_path(x, path, link_at, &src, err);
 }

@@ -24,6 +24,10 @@ int edit_check(struct r4_txn *x, struct r4_error *err);
 /* Forget the directory r4_txn_add_entry reached last (x->pd_path). */
 void edit_forget_dir(struct r4_txn *x);
 
+/* An absolute path as the transaction resolves it (its resolver, else
+ * r4_lookup). */
+int edit_lookup(struct r4_txn *x, const char *path, struct r4_objref *out,
+		struct r4_error *err);
 /* "/a/b/c": directory "/a/b" opened, name "c" (into path). */
 int edit_split(struct r4_txn *x, const char *path, struct obj_dir *d,
 	       const char **name, size_t *len, struct r4_error *err);

@@ -314,7 +314,7 @@ int r4_pwrite(struct r4_txn *x, const char *path, uint64_t off,
 		rc = r4i_fail(err, R4_EINVAL, "%s: offset past the largest "
 			     "file", path);
 	if (!rc)
-		rc = r4_lookup(x->vol, path, &ref, err);
+		rc = edit_lookup(x, path, &ref, err);
 	if (!rc)
 		rc = obj_sd_get(x->vol, &ref, &sd, err);
 	if (rc)

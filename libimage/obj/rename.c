@@ -205,7 +205,7 @@ int r4_setattr(struct r4_txn *x, const char *path, const struct r4_attr *a,
 	int rc = edit_check(x, err);
 
 	if (!rc)
-		rc = r4_lookup(x->vol, path, &ref, err);
+		rc = edit_lookup(x, path, &ref, err);
 	if (!rc)
 		rc = setattr_ref(x, &ref, a, mask, err);
 	return edit_done(x, mark, rc);
@@ -238,7 +238,7 @@ int r4_truncate(struct r4_txn *x, const char *path, uint64_t size,
 	int rc = edit_check(x, err);
 
 	if (!rc)
-		rc = r4_lookup(x->vol, path, &ref, err);
+		rc = edit_lookup(x, path, &ref, err);
 	if (!rc)
 		rc = obj_sd_get(x->vol, &ref, &sd, err);
 	if (rc)

@@ -32,6 +32,8 @@ struct r4_txn {
 	uint64_t data_hint;	/* where file data went last */
 	uint64_t data_blocks;	/* data blocks written */
 	int failed;
+	r4_resolve_fn resolve;	/* r4_txn_set_resolver; NULL: r4_lookup */
+	void *resolve_ctx;
 	/* new regular files (ccreg_write.c): members of R4_PT_* given for
 	 * this transaction (bit R4_PT_x: prof[x]) over the volume's */
 	unsigned prof_set;

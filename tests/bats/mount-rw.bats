@@ -241,6 +241,67 @@ renameat2() {
 	[ "$(r4debugfs -R 'ls /' "$T/a.img" | tr '\n' ' ')" = ". .. a b d p " ]
 }
 
+# The daemon keeps the names it looked up (directory id, name) ->
+# object: each path below is read first so that it is kept, then its
+# name changes; the old name must not resolve any more and the new one
+# must.
+@test "r4mount -o rw: names the daemon keeps follow a directory rename, rmdir, unlink, a name replaced by rename, an exchange" {
+	need_fuse
+	r4mkfs -q "$T/a.img" 64M
+	mount_rw "$T/a.img"
+	mkdir -p "$MNT/a/b/c" "$MNT/x"
+	echo one >"$MNT/a/b/c/f"
+	[ "$(cat "$MNT/a/b/c/f")" = one ]
+	# a directory moves to another directory: its subtree with it
+	mv "$MNT/a" "$MNT/x/a2"
+	[ ! -e "$MNT/a" ]
+	[ ! -e "$MNT/a/b/c/f" ]
+	[ "$(cat "$MNT/x/a2/b/c/f")" = one ]
+	mkdir "$MNT/a"
+	[ -z "$(ls -A "$MNT/a")" ]
+	[ ! -e "$MNT/a/b" ]
+	# an empty directory replaced by another one (rename over)
+	mkdir "$MNT/y"
+	echo two >"$MNT/y/g"
+	[ "$(cat "$MNT/y/g")" = two ]
+	mv -T "$MNT/y" "$MNT/a"
+	[ "$(cat "$MNT/a/g")" = two ]
+	[ ! -e "$MNT/y" ]
+	[ ! -e "$MNT/y/g" ]
+	# rmdir, then a new directory at the name
+	rm "$MNT/a/g"
+	[ ! -e "$MNT/a/g" ]
+	rmdir "$MNT/a"
+	[ ! -e "$MNT/a" ]
+	mkdir "$MNT/a"
+	[ ! -e "$MNT/a/g" ]
+	# a file replaced by rename, then unlinked and made again
+	echo three >"$MNT/t1"
+	echo four >"$MNT/t2"
+	cat "$MNT/t1" "$MNT/t2" >/dev/null
+	mv "$MNT/t2" "$MNT/t1"
+	[ "$(cat "$MNT/t1")" = four ]
+	[ ! -e "$MNT/t2" ]
+	rm "$MNT/t1"
+	[ ! -e "$MNT/t1" ]
+	echo five >"$MNT/t1"
+	[ "$(cat "$MNT/t1")" = five ]
+	# two directories exchanged, their subtrees with them
+	mkdir -p "$MNT/e1/s" "$MNT/e2/s"
+	echo e1 >"$MNT/e1/s/f"
+	echo e2 >"$MNT/e2/s/f"
+	cat "$MNT/e1/s/f" "$MNT/e2/s/f" >/dev/null
+	run renameat2 "$MNT/e1" "$MNT/e2" 2
+	[ "$status" -eq 0 ]
+	[ "$(cat "$MNT/e1/s/f")" = e2 ]
+	[ "$(cat "$MNT/e2/s/f")" = e1 ]
+	umount_rw
+	r4fsck -n "$T/a.img"
+	[ "$(r4debugfs -R 'cat /x/a2/b/c/f' "$T/a.img")" = one ]
+	[ "$(r4debugfs -R 'cat /e1/s/f' "$T/a.img")" = e2 ]
+	[ "$(r4debugfs -R 'ls /' "$T/a.img" | tr '\n' ' ')" = ". .. a e1 e2 t1 x " ]
+}
+
 @test "r4mount -o rw: a full volume answers ENOSPC before any change; what was there stays; a truncate up is a hole; both checkers clean" {
 	need_fuse
 	r4mkfs -q "$T/a.img" 16M
