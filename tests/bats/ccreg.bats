@@ -398,7 +398,8 @@ unmerged_ctails() {
 	r4debugfs -w -R "write $T/a/f30 /new30" -R "write $T/a/f20 /new20" "$T/c.img"
 	run unmerged_ctails "$T/c.img" 65536
 	echo "$output" | head -n 5
-	[ "$status" -eq 0 ] && [ -z "$output" ]
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
 	[ "$(r4debugfs -R "cat /g17" "$T/c.img" | sha256sum)" = "$(sha256sum <"$T/b/g17")" ]
 }
 

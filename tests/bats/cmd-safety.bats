@@ -265,7 +265,8 @@ no_temp_left() {
 	reader=$!
 	r4pack extract "$T/v.img" "$T/tofifo"
 	wait "$reader"
-	[ -L "$T/tofifo" ] && [ -p "$T/fifo" ]
+	[ -L "$T/tofifo" ]
+	[ -p "$T/fifo" ]
 	cmp "$T/fromfifo" "$T/fromfifo2"
 	# The image itself, directly or through a link: refused, unchanged.
 	local sum; sum=$(sha256sum <"$T/v.img")

@@ -440,8 +440,12 @@ no_tmp_left() {
 			[[ "$output" == *"$T/$o: "* ]]
 		done
 	done
-	[ -p "$T/fifo" ] && [ -L "$T/devlink" ] && [ -S "$T/sock" ]
-	[ -L "$T/dangling" ] && [ ! -e "$T/nowhere" ] && [ -d "$T/dir" ]
+	[ -p "$T/fifo" ]
+	[ -L "$T/devlink" ]
+	[ -S "$T/sock" ]
+	[ -L "$T/dangling" ]
+	[ ! -e "$T/nowhere" ]
+	[ -d "$T/dir" ]
 	[ -z "$(ls -A "$T/dir")" ]
 	[ "$(id -u)" != 0 ] || [ -c "$T/nul" ]
 	[ "$(sha256sum <"$T/a.img")" = "$SUM" ]
@@ -478,7 +482,9 @@ no_tmp_left() {
 	[[ "$output" == *"keep: exists already"* ]]
 	[ "$(sha256sum <"$T/out/tail.bin")" = "$sum" ]
 	[[ "$output" == *"d: cannot make the directory"* ]]
-	[ -p "$T/out/keep" ] && [ -L "$T/out/d" ] && [ ! -e "$T/nowhere" ]
+	[ -p "$T/out/keep" ]
+	[ -L "$T/out/d" ]
+	[ ! -e "$T/nowhere" ]
 	cmp "$T/src/tail.bin" "$T/out/tail.bin" && return 1
 	no_tmp_left "$T/out"
 	# copied into a fresh folder: all of it

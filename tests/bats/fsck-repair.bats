@@ -705,7 +705,8 @@ body_ih() {
 	line=$(r4debugfs -R "print file $2" "$1" | grep -E '^block [0-9]+ \(level [12]\), #[0-9]+ (plain40|tail40|extent40)' | head -n 1)
 	blk=$(sed 's/^block \([0-9]*\) .*/\1/' <<<"$line")
 	item=$(sed 's/.*, #\([0-9]*\) .*/\1/' <<<"$line")
-	[ -n "$blk" ] && [ -n "$item" ]
+	[ -n "$blk" ]
+	[ -n "$item" ]
 	echo $((blk * 4096 + 4096 - (item + 1) * 38))
 }
 

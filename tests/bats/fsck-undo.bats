@@ -180,7 +180,8 @@ side() {
 	R4_FAULT=count R4_FAULT_REPORT="$T/rep" \
 		"$top_builddir/tests/crash/bin/r4fsck" --undo "$T/u.bin" "$T/v.img"
 	W=$(sed -n 's/^writes=\([0-9]*\) .*/\1/p' "$T/rep" | tail -n 1)
-	[ -n "$W" ] && [ "$W" -ge 2 ]
+	[ -n "$W" ]
+	[ "$W" -ge 2 ]
 	cmp "$T/v.img" "$T/before.img"
 	D=$(cmp -l "$T/before.img" "$T/after.img" |
 		awk '{ b = int(($1 - 1) / 4096); if (b != 19 && b != 20 && !s[b]++) print b }')

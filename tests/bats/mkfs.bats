@@ -137,7 +137,9 @@ same_as_mkfs_reiser4() {
 	# Leaf 24: 4 items with 30-byte headers, bodies end at 340, so 3636
 	# bytes are free (4096 - 340 - 4 * 30).
 	read -r nr fs fss <<<"$(od -An -tu2 -j $((24 * 4096 + 2)) -N 6 "$T/short.img")"
-	[ "$nr" -eq 4 ] && [ "$fs" -eq 3636 ] && [ "$fss" -eq 340 ]
+	[ "$nr" -eq 4 ]
+	[ "$fs" -eq 3636 ]
+	[ "$fss" -eq 340 ]
 	# Root directory item: 3 units of 18-byte headers and 16-byte ids.
 	[ "$(od -An -tu2 -j $((24 * 4096 + 4036 + 24)) -N 2 "$T/short.img")" -eq 122 ]
 	[ "$(od -An -tu2 -j $((24 * 4096 + 122)) -N 2 "$T/short.img")" -eq 3 ]
@@ -234,5 +236,6 @@ same_as_mkfs_reiser4() {
 	run r4mkfs "$T/missing.img"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"missing.img"*"does not exist"* ]]
-	[ ! -e "$T/x.img" ] && [ ! -e "$T/missing.img" ]
+	[ ! -e "$T/x.img" ]
+	[ ! -e "$T/missing.img" ]
 }

@@ -223,16 +223,19 @@ renameat2() {
 	[ "$status" -eq 2 ]
 	run renameat2 "$MNT/a" "$MNT/b" 2
 	[ "$status" -eq 0 ]
-	[ "$(cat "$MNT/a")" = b ] && [ "$(cat "$MNT/b")" = a ]
+	[ "$(cat "$MNT/a")" = b ]
+	[ "$(cat "$MNT/b")" = a ]
 	# a directory and a file in other directories swap; ".." follows
 	run renameat2 "$MNT/d/e" "$MNT/p" 2
 	[ "$status" -eq 0 ]
-	[ "$(cat "$MNT/p/f")" = in-e ] && [ -d "$MNT/d/e" ]
+	[ "$(cat "$MNT/p/f")" = in-e ]
+	[ -d "$MNT/d/e" ]
 	run renameat2 "$MNT/d" "$MNT/d/e" 2		# an ancestor
 	[ "$status" -eq 22 ]
 	run renameat2 "$MNT/p" "$MNT/a" 2
 	[ "$status" -eq 0 ]
-	[ "$(cat "$MNT/p")" = b ] && [ "$(cat "$MNT/a/f")" = in-e ]
+	[ "$(cat "$MNT/p")" = b ]
+	[ "$(cat "$MNT/a/f")" = in-e ]
 	[ "$(ls -a "$MNT" | tr '\n' ' ')" = ". .. a b d p " ]
 	umount_rw
 	r4fsck -n "$T/a.img"
@@ -346,11 +349,14 @@ renameat2() {
 	fallocate -n -o 3M -l 1M "$MNT/f"
 	[ "$(stat -c %s "$MNT/f")" -eq 2097152 ]
 	run fallocate -p -o 0 -l 4096 "$MNT/f"
-	[ "$status" -ne 0 ] && [[ "$output" == *"supported"* ]]
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"supported"* ]]
 	run fallocate -z -o 0 -l 4096 "$MNT/f"
-	[ "$status" -ne 0 ] && [[ "$output" == *"supported"* ]]
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"supported"* ]]
 	run fallocate -l 100M "$MNT/g"
-	[ "$status" -ne 0 ] && [[ "$output" == *"No space left"* ]]
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"No space left"* ]]
 	[ "$(stat -c %s "$MNT/g")" -eq 0 ]
 	umount_rw
 	r4fsck -n "$T/a.img"

@@ -170,7 +170,8 @@ past_body() {
 		echo "$output"
 		[ "$status" -ne 0 ]
 		[[ "$output" == *"large: "*"runs past the body"* ]]
-		[ -f "$T/out/small" ] && [ ! -e "$T/out/large" ]
+		[ -f "$T/out/small" ]
+		[ ! -e "$T/out/large" ]
 		run bash -c "ulimit -f 10240; timeout 20 r4debugfs -R 'cat /large' '$T/p.img' | wc -c"
 		echo "$output"
 		[[ "$output" == *"/large: "*"runs past the body"* ]]

@@ -223,7 +223,8 @@ checked() {
 	losetup -d "$dev"
 	echo "$o1"; echo "$o2"
 	[ "$r1" -eq 1 ]
-	[ "${#o1}" -gt 0 ] && [ "$(grep -c . <<<"$o1")" -le 2 ]
+	[ "${#o1}" -gt 0 ]
+	[ "$(grep -c . <<<"$o1")" -le 2 ]
 	[[ "$o1" == *"$dev: the device holds 24576 blocks"* ]]
 	[ "$s1" = "$sum" ]
 	[ "$r2" -eq 0 ]

@@ -54,7 +54,9 @@ kernel_reads_as_r4kit() {
 	big=$(awk -F'\t' '$1 ~ /big_/ && $2 == "f" { print $1; exit }' "$T/src.man")
 	text=$(awk -F'\t' '$1 ~ /text_1310/ && $2 == "f" { print $1; exit }' "$T/src.man")
 	sparse=$(awk -F'\t' '$1 ~ /sparse_lead3/ { print $1; exit }' "$T/add.man")
-	[ -n "$big" ] && [ -n "$text" ] && [ -n "$sparse" ]
+	[ -n "$big" ]
+	[ -n "$text" ]
+	[ -n "$sparse" ]
 	cat >"$T/edits" <<EOS
 mkdir /newdir
 mkdir /newdir/deeper

@@ -44,7 +44,8 @@ prepare() {
 	cp "$T/v.img" "$T/count.img"
 	R4_FAULT=count R4_FAULT_REPORT="$T/rep" cutpack add -q "$T/count.img" "$T/add"
 	W=$(sed -n 's/^writes=\([0-9]*\) .*/\1/p' "$T/rep")
-	[ -n "$W" ] && [ "$W" -gt 3 ]
+	[ -n "$W" ]
+	[ "$W" -gt 3 ]
 	printf 'find . -type f -exec sha256sum {} + | sort -k2 >"%s/got"\n' "$T" >"$T/read.sh"
 }
 
@@ -57,7 +58,8 @@ cut_at() {
 # pending: r4fsck -n names a committed, unreplayed transaction.
 pending() {
 	run r4fsck -n "$T/c.img"
-	[ "$status" -eq 4 ] && [[ "$output" == *"journal-unreplayed"* || "$output" == *"committed transaction not replayed"*"run \`r4fsck -p\` before mounting"* ]]
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"journal-unreplayed"* || "$output" == *"committed transaction not replayed"*"run \`r4fsck -p\` before mounting"* ]]
 }
 
 # kernel IMAGE: mount, read every file into $T/got, unmount. Any Reiser4

@@ -39,7 +39,8 @@ EOS
 	total=$(awk '{ print $2 }' "$T/out/df1")
 	free1=$(awk '{ print $4 }' "$T/out/df1")
 	free2=$(awk '{ print $4 }' "$T/out/df2")
-	[ "$total" -gt 250000 ] && [ "$total" -le 262144 ]
+	[ "$total" -gt 250000 ]
+	[ "$total" -le 262144 ]
 	[ "$free1" -gt 240000 ]
 	[ "$free2" -lt $((free1 - 51200)) ]
 	[ "$(cat "$T/out/sha")" = "$want" ]
