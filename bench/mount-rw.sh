@@ -2,19 +2,22 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Writing through r4mount -o rw against fuse2fs (e2fsprogs) on an ext4
 # image, and tmpfs as the floor: untar of a tree, cp -a of 10,000 small
-# files, a 1 GiB sequential write (dd bs=1M). Each run starts from a
+# files, a 1 GiB sequential write (dd bs=1M) of zeros and one of random
+# bytes (which no cluster compresses). Each run starts from a
 # fresh image (r4mkfs / mke2fs -t ext4, 2 GiB, on tmpfs) and its time
 # ends when the daemon has exited after the unmount (r4mount commits
 # then; fuse2fs flushes), both daemons in the foreground with their
 # default options. Medians of RUNS runs (default 3), the two file
 # systems interleaved in each run.
-#   bench/mount-rw.sh [BUILD_DIR] [RUNS] [TARBALL]
+#   bench/mount-rw.sh [BUILD_DIR] [RUNS] [TARBALL] [WORKLOADS]
+# WORKLOADS: some of "untar copy seqw seqrand" (default all).
 # TARBALL defaults to Debian's linux-source-6.1 (the Linux tree); needs
 # fuse3, fuse2fs, e2fsprogs, /dev/fuse and about 8 GiB in /dev/shm.
 set -eu
 build=${1:-.}
 runs=${2:-3}
 src=${3:-/usr/src/linux-source-6.1.tar.xz}
+workloads=${4:-untar copy seqw seqrand}
 for t in fuse2fs mke2fs fusermount3 bc; do
 	command -v $t >/dev/null || { echo "$t not installed" >&2; exit 2; }
 done
@@ -73,6 +76,7 @@ timed() {
 untar() { tar -C "$dir/mnt" -xf "$src"; }
 copy() { cp -a "$dir/small" "$dir/mnt/"; }
 seqw() { dd if=/dev/zero of="$dir/mnt/big" bs=1M count=1024 status=none; }
+seqrand() { dd if="$dir/random" of="$dir/mnt/big" bs=1M status=none; }
 
 mkdir -p "$dir/small"
 for d in $(seq 0 99); do
@@ -81,9 +85,10 @@ for d in $(seq 0 99); do
 		head -c $(( (d * 100 + f) * 37 % 4000 )) /dev/urandom >"$dir/small/d$d/f$f"
 	done
 done
-echo "untar source $src ($(du -h "$src" | cut -f1)); 10,000 files of 0..4 KB; 1 GiB of zeros"
+head -c 1G /dev/urandom >"$dir/random"
+echo "untar source $src ($(du -h "$src" | cut -f1)); 10,000 files of 0..4 KB; 1 GiB of zeros; 1 GiB of random bytes"
 
-for w in untar copy seqw; do
+for w in $workloads; do
 	for fs in tmpfs ext4 r4; do : >"$dir/t.$w.$fs"; done
 	for i in $(seq "$runs"); do
 		for fs in tmpfs ext4 r4; do
