@@ -193,6 +193,10 @@ PY
 
 @test "r4mount: reads through a committed, unreplayed transaction (an add cut right after its commit point), image unchanged" {
 	need_fuse
+	[ -x "$top_builddir/tests/crash/bin/r4pack" ] || {
+		echo "tests/crash/bin/r4pack is not built (make check builds it)"
+		false
+	}
 	mkdir -p "$T/src" "$T/add/new"
 	echo old >"$T/src/keep"
 	echo hello >"$T/add/new/f"
