@@ -66,13 +66,13 @@ for _ in $(seq "$runs"); do
 			# shellcheck disable=SC2086
 			timed "$pair-add-$tag" "$b/cmd/r4pack" add -q $ao \
 				"$dir/a.img" "$dir/new"
+			"$build/cmd/r4fsck" --check -q "$dir/a.img" >/dev/null ||
+				{ echo "the $tag build's added image is not clean"; exit 1; }
 		done
 		rm -f "$dir/c.img"
 		# shellcheck disable=SC2086
 		timed "$pair-create" "$build/cmd/r4pack" create -q $co \
 			"$dir/new" "$dir/c.img"
-		"$build/cmd/r4fsck" --check -q "$dir/a.img" >/dev/null ||
-			{ echo "the added image is not clean"; exit 1; }
 	done
 done
 # medians of wall and of user+sys per name

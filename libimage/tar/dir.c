@@ -419,6 +419,9 @@ static int walk_add(struct dir_walk *w, struct r4_entry *e,
 	w->path[w->root_len] = '/';
 	if (rc)
 		return rc;
+	/* the size at the open, not at the scan: a file that grew or
+	 * shrank since is taken as it is now */
+	e->size = ((struct dir_data *)ctx)->size;
 	e->data_ctx = ctx;
 	rc = tar_sink_add(&w->sink, e, err);
 	dir_data_close(ctx);
