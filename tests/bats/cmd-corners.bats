@@ -99,6 +99,13 @@ vol() {
 	run r4pack create --size 1M "$T/s.tar" "$T/b.img"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"the volume is full: its 256 blocks (1024 KiB) are too few"* ]]
+	# from a pipe the data waits in the spool: refused at the block that
+	# overflows the size, nothing left behind (no image, no spool)
+	run bash -c "r4pack create --size 1M - '$T/c.img' <'$T/s.tar'"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"the volume is full: its 256 blocks (1024 KiB) are too few"* ]]
+	[ ! -e "$T/c.img" ]
+	[ -z "$(find "$T" -maxdepth 1 -name '.c.img.*')" ]
 }
 
 @test "pax output: hdrcharset=BINARY only for names that are not UTF-8 (C locale)" {

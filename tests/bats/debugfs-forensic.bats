@@ -43,7 +43,7 @@ make_img() {
 	[[ "$output" == *"large.bin"* ]]
 	[[ "$output" == *"huge.bin"* ]]
 	# nothing alive is listed
-	! grep -q "keep" <<<"$output"
+	! grep -q "keep" <<<"$output" || false
 	r4debugfs --json -R lsdel "$T/a.img" | python3 -c '
 import json, sys
 v = json.load(sys.stdin)["deleted"]
@@ -217,7 +217,7 @@ assert v[0]['safe_link'] is None and v[0]['recoverable'] == 30000, v
 	grep -q 'large.bin (deleted)' "$T/timeline"
 	# a sub-tree: its objects only
 	r4debugfs -R 'bodyfile /d' "$T/a.img" >"$T/body.d"
-	! grep -q '/keep|' "$T/body.d"
+	! grep -q '/keep|' "$T/body.d" || false
 	grep -q '^0|/d/keep.bin|' "$T/body.d"
 	[ "$(sha256sum <"$T/a.img")" = "$sum" ]
 }

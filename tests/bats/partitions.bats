@@ -93,7 +93,7 @@ built_and_read() {
 	done
 	[ "$(grep -c ' reiser4$' <<<"$output")" -eq 2 ]
 	grep -Eq "^[0-9]{3}: +$OTHER .* swap" <<<"$output"
-	! grep -Eq "^[0-9]{3}: +$OTHER .*reiser4" <<<"$output"
+	! grep -Eq "^[0-9]{3}: +$OTHER .*reiser4" <<<"$output" || false
 	r4debugfs --partitions --json "$T/disk" >"$T/json"
 	python3 - "$T/json" "$OTHER" "$1" <<'EOF'
 import json, sys
@@ -345,11 +345,11 @@ print(q["start"], q["size"])' "$T/sf.json")
 	echo "$output"
 	[ "$status" -ne 0 ]
 	[ "$(sha256sum <"$T/disk")" = "$full" ]
-	! ls "$T"/disk.layers.* 2>/dev/null
+	! ls "$T"/disk.layers.* 2>/dev/null || false
 	before=$(outside 2)
 	r4pack create -q -f --layers=oci --partition=2 "$T/base" "$T/l1" "$T/disk"
 	[ "$(outside 2)" = "$before" ]
-	! ls "$T"/disk.layers.* 2>/dev/null
+	! ls "$T"/disk.layers.* 2>/dev/null || false
 	r4fsck -n -q --partition=2 "$T/disk"
 	[ "$(r4debugfs --partition=2 -R 'ls /etc' "$T/disk" | sort | tr '\n' ' ')" = ". .. os-release tool " ]
 	r4debugfs --partition=2 -R 'cat /blob' "$T/disk" | cmp - "$T/l1/blob"

@@ -17,25 +17,30 @@ teardown() {
 	if [ -n "${PID:-}" ] && kill -0 "$PID" 2>/dev/null; then
 		kill -9 "$PID" 2>/dev/null || true
 	fi
-	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT" 2>/dev/null; then
+	if [ -n "${MNT:-}" ] && { mountpoint -q "$MNT" 2>/dev/null ||
+		grep -q " $MNT fuse" /proc/self/mounts; }; then
 		timeout 20 fusermount3 -uz "$MNT" 2>/dev/null || true
 	fi
 	[ -n "${R4_KEEP_TMP:-}" ] || rm -rf "$T"
 }
 
-@test "after r4mount -o rw (600 random operations, compressed files) the kernel reads exactly what the mirror holds and keeps writing [seed 41]" {
-	need_kernel
-	command -v r4mount >/dev/null 2>&1 || skip "r4mount not built"
-	[ -c /dev/fuse ] && { exec 9<>/dev/fuse; } 2>/dev/null || skip "no usable /dev/fuse"
-	exec 9>&-
-	command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 not installed"
-	r4mkfs -q "$T/img" 128M
+# start_rw: r4mount -o rw of $T/img at $MNT, in the background (PID),
+# mounted before it returns.
+start_rw() {
 	MNT=$T/mnt
-	mkdir -p "$MNT" "$T/mirror"
+	mkdir -p "$MNT"
 	r4mount -f -o rw "$T/img" "$MNT" 2>"$T/daemon.log" &
 	PID=$!
 	for _ in $(seq 1 100); do mountpoint -q "$MNT" && break; sleep 0.1; done
-	mountpoint -q "$MNT"
+	mountpoint -q "$MNT" || { cat "$T/daemon.log"; false; }
+}
+
+@test "after r4mount -o rw (600 random operations, compressed files) the kernel reads exactly what the mirror holds and keeps writing [seed 41]" {
+	need_kernel
+	need_fuse
+	r4mkfs -q "$T/img" 128M
+	mkdir -p "$T/mirror"
+	start_rw
 	python3 "$top_srcdir/tests/helpers/fsworkload.py" run 41 600 "$MNT" "$T/mirror"
 	# directories changed by the daemon carry the transaction's start
 	# time: fixed times on everything, through the mount
@@ -58,17 +63,9 @@ teardown() {
 
 @test "r4mount answers the extended attribute calls as the kernel does (no xattrs in Reiser4): tests/helpers/xattrprobe.py on both mounts" {
 	need_kernel
-	command -v r4mount >/dev/null 2>&1 || skip "r4mount not built"
-	[ -c /dev/fuse ] && { exec 9<>/dev/fuse; } 2>/dev/null || skip "no usable /dev/fuse"
-	exec 9>&-
-	command -v fusermount3 >/dev/null 2>&1 || skip "fusermount3 not installed"
+	need_fuse
 	r4mkfs -q "$T/img" 64M
-	MNT=$T/mnt
-	mkdir -p "$MNT"
-	r4mount -f -o rw "$T/img" "$MNT" 2>"$T/daemon.log" &
-	PID=$!
-	for _ in $(seq 1 100); do mountpoint -q "$MNT" && break; sleep 0.1; done
-	mountpoint -q "$MNT"
+	start_rw
 	python3 "$top_srcdir/tests/helpers/xattrprobe.py" "$MNT" >"$T/fuse.out" 2>&1
 	timeout 20 fusermount3 -u "$MNT"
 	wait "$PID"
