@@ -190,7 +190,10 @@ static int ccw_cluster(struct ccw *w, uint64_t idx, int only_stored,
 		return rc;
 	rc = obj_ccreg_put(w->x, w->ref, &w->cc, idx, w->cl, lsize, lsize,
 			   &stored, err);
-	w->used = w->used - (uint64_t)had + (uint64_t)stored;
+	/* a bytes field the volume got wrong (below what it holds) counts
+	 * from 0, never wraps */
+	w->used = (w->used > (uint64_t)had ? w->used - (uint64_t)had : 0) +
+		  (uint64_t)stored;
 	return rc;
 }
 
