@@ -104,10 +104,19 @@ enum r4_open_flags {
 	((unsigned)((s) > 65535u ? 65535u : (s)) << 16)
 
 /* The device backends an open may stack over the file (libimage/io):
- * an undo file being written (r4_undo_create, include/r4/repair.h) and,
+ * an undo file being written (r4_undo_create, below) and,
  * for tests only, a simulated power failure (libimage/io/fault.h). */
 struct r4_undo;
 struct r4_fault;
+
+/* Create the undo file path (it must not exist) for r4_open_opts.undo:
+ * each read-write open given the handle saves the old contents of what
+ * it overwrites there first; other opens are not touched. */
+int r4_undo_create(const char *path, struct r4_undo **out,
+		   struct r4_error *err);
+/* Drop the caller's handle (NULL: nothing); the file is complete when
+ * the last device opened with it has closed too. */
+void r4_undo_close(struct r4_undo *undo);
 
 /* How to open an image: every entry point that takes an image's path
  * takes one (r4_vol_open, r4_mkfs and r4_pack_begin through

@@ -246,14 +246,8 @@ int r4_fsck(const char *path, const struct r4_fsck_opts *opts,
 
 /* ---- undo (r4fsck -z / --undo) ---- */
 
-/* Create the undo file path (it must not exist) for r4_open_opts.undo:
- * each read-write open given the handle saves the old contents of what
- * it overwrites there first; other opens are not touched. */
-int r4_undo_create(const char *path, struct r4_undo **out,
-		   struct r4_error *err);
-/* Drop the caller's handle (NULL: nothing); the file is complete when
- * the last device opened with it has closed too. */
-void r4_undo_close(struct r4_undo *undo);
+/* r4_undo_create and r4_undo_close: include/r4/r4.h, beside the open
+ * that takes the handle. */
 /* What r4_undo_apply did. */
 struct r4_undo_info {
 	uint64_t units;		/* blocks put back */

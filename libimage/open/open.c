@@ -8,7 +8,6 @@
 #include "config.h"
 #include <stdio.h>
 #include <string.h>
-#include "r4/repair.h"
 #include "libimage/io/undo.h"
 #include "libimage/txn/txn.h"
 #include "libimage/util/err.h"
