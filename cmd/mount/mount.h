@@ -19,14 +19,13 @@ int r4m_to_errno(int code);
 /* pathcache.c: path -> object through the cache of names looked up.
  * r4m_resolve answers an errno, r4m_walk the library's code (and is the
  * transactions' resolver through r4m_txn_resolve). Before a change of
- * path's name, r4m_forget(path, below): below also forgets the names in
- * the directory path names (it goes away). An aborted transaction:
+ * path's name, r4m_forget(path). An aborted transaction:
  * r4m_forget_all. */
 int r4m_resolve(const char *path, struct r4_objref *ref);
 int r4m_walk(const char *path, struct r4_objref *ref, struct r4_error *err);
 int r4m_txn_resolve(void *ctx, const char *path, struct r4_objref *out,
 		    struct r4_error *err);
-void r4m_forget(const char *path, int below);
+void r4m_forget(const char *path);
 void r4m_forget_all(void);
 
 /* Open files and directories keep what they need in fi->fh. */

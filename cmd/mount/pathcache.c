@@ -13,7 +13,9 @@
  * from and to) forgets the name first (r4m_forget); a renamed directory
  * keeps the entries below it (they are keyed by its id, which the rename
  * keeps), while its old path, no longer a name, resolves no more. A
- * removed directory's entries go with it. An aborted transaction or a
+ * directory is removed or replaced only when empty, and each of its
+ * names was forgotten when it went, so nothing is kept below a removed
+ * directory (its id is never handed out again). An aborted transaction or a
  * failed commit forgets everything (r4m_forget_all). "." and ".." are
  * never cached. At most PC_MAX entries: when full, the cache is emptied
  * and fills again from the walks that follow. */
@@ -129,25 +131,6 @@ static void pc_drop(uint64_t parent, const char *name, size_t len)
 	}
 }
 
-/* Drop every entry of directory parent (one pass over the cache). */
-static void pc_drop_dir(uint64_t parent)
-{
-	if (!pc_tab || !pc_count)
-		return;
-	for (size_t b = 0; b < PC_BUCKETS; b++)
-		for (struct pc_ent **pp = &pc_tab[b]; *pp;) {
-			struct pc_ent *e = *pp;
-
-			if (e->parent != parent) {
-				pp = &e->next;
-				continue;
-			}
-			*pp = e->next;
-			free(e);
-			pc_count--;
-		}
-}
-
 /* Whether dir's entry names a directory through its one name: a
  * directory is served below the directory its ".." names only, and the
  * root below none (its name is in no directory). Any other entry naming
@@ -259,13 +242,12 @@ int r4m_resolve(const char *path, struct r4_objref *ref)
 	return rc ? r4m_to_errno(rc) : 0;
 }
 
-/* Forget the name of path (and below: the names in it) before it
- * changes. */
-void r4m_forget(const char *path, int below)
+/* Forget the name of path before it changes. */
+void r4m_forget(const char *path)
 {
 	struct r4_error err = { 0 };
 	size_t n = strlen(path), s;
-	struct r4_objref dir, obj;
+	struct r4_objref dir;
 	char *pp;
 
 	while (n > 1 && path[n - 1] == '/')
@@ -279,10 +261,7 @@ void r4m_forget(const char *path, int below)
 		r4m_forget_all();	/* no memory to find it: all of it */
 		return;
 	}
-	if (!r4m_walk(pp, &dir, &err)) {
-		if (below && !r4m_walk(path, &obj, &err))
-			pc_drop_dir(obj.oid);
+	if (!r4m_walk(pp, &dir, &err))
 		pc_drop(dir.oid, path + s, n - s);
-	}
 	free(pp);
 }

@@ -218,7 +218,7 @@ static int rw_mknod(const char *path, mode_t mode, dev_t rdev)
 		now_attr(&a, mode);
 		a.rdev_major = major(rdev);
 		a.rdev_minor = minor(rdev);
-		r4m_forget(path, 0);
+		r4m_forget(path);
 		if (S_ISDIR(mode))
 			rc = r4_mkdir(t, path, &a, &err);
 		else if (S_ISREG(mode))
@@ -268,7 +268,7 @@ static int rw_symlink(const char *target, const char *path)
 	rc = ready(SPARE_BLOCKS, &t);
 	if (!rc) {
 		now_attr(&a, S_IFLNK | 0777);
-		r4m_forget(path, 0);
+		r4m_forget(path);
 		rc = done(r4_symlink(t, path, target, &a, &err), "symlink",
 			  path, &err);
 	}
@@ -285,7 +285,7 @@ static int rw_link(const char *from, const char *to)
 	r4m_lock();
 	rc = ready(SPARE_BLOCKS, &t);
 	if (!rc) {
-		r4m_forget(to, 0);
+		r4m_forget(to);
 		rc = done(r4_link(t, from, to, &err), "link", to, &err);
 	}
 	r4m_unlock();
@@ -304,7 +304,7 @@ static int remove_one(int (*fn)(struct r4_txn *, const char *,
 	r4m_lock();
 	rc = ready(SPARE_BLOCKS / 2, &t);
 	if (!rc) {
-		r4m_forget(path, fn == r4_rmdir);
+		r4m_forget(path);
 		rc = done(fn(t, path, &err), what, path, &err);
 	}
 	r4m_unlock();
@@ -396,8 +396,8 @@ static int rw_rename(const char *from, const char *to, unsigned flags)
 	else if (!rc && has_to && a.oid == b.oid)
 		rc = 1;		/* two names of one object: nothing to do */
 	if (!rc) {	/* both names change; a replaced directory goes */
-		r4m_forget(from, 0);
-		r4m_forget(to, has_to && !(flags & RENAME_EXCHANGE));
+		r4m_forget(from);
+		r4m_forget(to);
 		if (flags & RENAME_EXCHANGE)
 			rc = exchange(from, to, a.oid);
 		else if (!(rc = ready(SPARE_BLOCKS, &t)))
