@@ -114,12 +114,41 @@ int fmt_cde40_entry_is_long(const struct fmt_cde40_entry *e,
 	return is_long(e, pol);
 }
 
+/* Length of unit i's body at off (units in the item): the object id,
+ * then for a long name the name up to its NUL, which must end before
+ * the next body when that one is sane, else before the item's end; 0
+ * when it is out of the item or the name is empty. The long-name bit is
+ * the first word of the hash part under both key policies. The one rule
+ * of fmt_cde40_entry and fmt_cde40_verify. */
+static size_t body_len_at(const uint8_t *body, size_t len,
+			  enum fmt_key_policy pol, unsigned units, unsigned i,
+			  size_t off)
+{
+	size_t obs = objid_size(pol), limit = len, next;
+	const uint8_t *nul;
+
+	if (off > len || obs > len - off)
+		return 0;
+	if (!(get_le64(body + uh_pos(pol, i)) & FMT_KEY_LONGNAME_BIT))
+		return obs;
+	if (i + 1 < units) {
+		next = unit_offset(body, pol, i + 1);
+		if (next > off && next <= len)
+			limit = next;
+	}
+	if (limit - off <= obs)
+		return 0;
+	nul = memchr(body + off + obs, 0, limit - off - obs);
+	if (!nul || nul == body + off + obs)
+		return 0;
+	return (size_t)(nul - body) - off + 1;
+}
+
 int fmt_cde40_entry(const uint8_t *body, size_t len, enum fmt_key_policy pol,
 		    unsigned i, struct fmt_cde40_entry *e)
 {
 	int units = units_of(body, len, pol);
-	size_t first, off, limit, next, obs = objid_size(pol);
-	const uint8_t *nul;
+	size_t first, off, n, obs = objid_size(pol);
 
 	if (units < 0)
 		return units;
@@ -133,20 +162,11 @@ int fmt_cde40_entry(const uint8_t *body, size_t len, enum fmt_key_policy pol,
 	e->body_offset = (uint16_t)off;
 	if (!is_long(e, pol))
 		return 0;
-	/* The name ends before the next body when that one is sane. */
-	limit = len;
-	if (i + 1 < (unsigned)units) {
-		next = unit_offset(body, pol, i + 1);
-		if (next > off && next <= len)
-			limit = next;
-	}
-	if (limit - off <= obs)
-		return R4_ECORRUPT;
-	nul = memchr(body + off + obs, 0, limit - off - obs);
-	if (!nul || nul == body + off + obs)
+	n = body_len_at(body, len, pol, (unsigned)units, i, off);
+	if (!n)
 		return R4_ECORRUPT;
 	e->name = body + off + obs;
-	e->name_len = (size_t)(nul - e->name);
+	e->name_len = n - obs - 1;
 	return 0;
 }
 
@@ -187,34 +207,6 @@ static int h_cmp(const uint64_t a[3], const uint64_t b[3])
 		if (a[j] != b[j])
 			return a[j] < b[j] ? -1 : 1;
 	return 0;
-}
-
-/* Length of unit i's body at off (units in the item), as
- * fmt_cde40_entry would decode it: 0 when it is out of the item. The
- * long-name bit is the first word of the hash part under both key
- * policies. */
-static size_t body_len_at(const uint8_t *body, size_t len,
-			  enum fmt_key_policy pol, unsigned units, unsigned i,
-			  size_t off)
-{
-	size_t obs = objid_size(pol), limit = len, next;
-	const uint8_t *nul;
-
-	if (off > len || obs > len - off)
-		return 0;
-	if (!(get_le64(body + uh_pos(pol, i)) & FMT_KEY_LONGNAME_BIT))
-		return obs;
-	if (i + 1 < units) {
-		next = unit_offset(body, pol, i + 1);
-		if (next > off && next <= len)
-			limit = next;
-	}
-	if (limit - off <= obs)
-		return 0;
-	nul = memchr(body + off + obs, 0, limit - off - obs);
-	if (!nul || nul == body + off + obs)
-		return 0;
-	return (size_t)(nul - body) - off + 1;
 }
 
 /* One pass over the unit headers, no entry decoded: the checks (and
