@@ -294,7 +294,12 @@ stat_field() {
 	if [ "$(id -u)" -eq 0 ]; then
 		command -v setpriv >/dev/null || skip "setpriv not installed"
 		drop=(setpriv --bounding-set -dac_override,-dac_read_search)
+		"${drop[@]}" true 2>/dev/null ||
+			skip "setpriv cannot drop CAP_DAC_* here"
 	fi
+	# the folder must be unreadable to the add for the test to mean it
+	run "${drop[@]}" ls "$s/secret"
+	[ "$status" -ne 0 ] || skip "$s/secret is readable anyway"
 	run "${drop[@]}" r4pack add "$T/a.img" "$s"
 	chmod 755 "$s/secret"
 	echo "$output"
