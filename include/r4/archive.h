@@ -103,6 +103,9 @@ struct r4_archive_opts {
 	 * the add walks the names and uses the stats it kept instead of
 	 * reading the tree again (NULL: it reads the tree). */
 	const struct r4_dir_scan *scan;
+	/* r4_dir_scan: the most entries it keeps (0: 131,072); a tree with
+	 * more is summed, not kept, and the add walks it again. */
+	size_t scan_max;
 	/* Counters, filled when not NULL. */
 	struct r4_archive_stats *stats;
 };
@@ -172,8 +175,8 @@ struct r4_dir_scan;
  * one name (no more than their allocated bytes; o->skip left out;
  * entries that cannot be read counted as none), *out what the walk saw
  * for r4_archive_opts.scan, or NULL when it could not keep all of it
- * (an entry or directory it could not read; more than 131,072 entries
- * or 8 MiB of names). Fails only for memory. Free with
+ * (an entry or directory it could not read; more than o->scan_max
+ * entries, 131,072 by default, or 8 MiB of names). Fails only for memory. Free with
  * r4_dir_scan_free (NULL accepted). */
 int r4_dir_scan(const char *dir, const struct r4_archive_opts *o,
 		uint64_t *blocks, struct r4_dir_scan **out,

@@ -178,7 +178,7 @@ struct scan_rec {
 
 struct r4_dir_scan {
 	struct scan_rec *rec;
-	size_t n, cap;
+	size_t n, cap, max;	/* max: the most records kept */
 	char *names;
 	size_t nlen, ncap;
 	int whole;		/* every entry kept: the add may replay it */
@@ -265,7 +265,7 @@ static size_t scan_keep(struct r4_dir_scan *s, const struct stat *st,
 
 	if (!s->whole)
 		return SIZE_MAX;
-	if (s->n >= SCAN_MAX_RECS || s->nlen + nl > SCAN_MAX_NAMES ||
+	if (s->n >= s->max || s->nlen + nl > SCAN_MAX_NAMES ||
 	    R4_RESERVE(s->rec, s->cap, s->n + 1, 256) ||
 	    R4_RESERVE(s->names, s->ncap, s->nlen + nl, 4096)) {
 		scan_drop(s);
@@ -638,6 +638,7 @@ int r4_dir_scan(const char *dir, const struct r4_archive_opts *o,
 		return rc;
 	}
 	s->whole = 1;
+	s->max = o->scan_max ? o->scan_max : SCAN_MAX_RECS;
 	scan_one(w, s, o, w->root_len, "", 0, blocks);
 	free(w);
 	if (s->whole)

@@ -393,9 +393,9 @@ int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err)
 	if (keep == t->wb_keep)
 		return 0;
 	if (keep && (!(w = calloc(keep, sizeof(*w))) ||
-		     (!t->wb_pick && !(t->wb_pick = calloc(WB_BATCH,
+		     (!t->wb_pick && !(t->wb_pick = calloc(WB_GATHER,
 							   sizeof(*t->wb_pick)))) ||
-		     (!t->wb_buf && !(t->wb_buf = malloc((size_t)WB_BATCH *
+		     (!t->wb_buf && !(t->wb_buf = malloc((size_t)WB_GATHER *
 							 t->vol->blksize))))) {
 		free(w);
 		return nomem(t, err);
@@ -446,9 +446,43 @@ static int wb_write(struct txn *t, struct tb **v, size_t n,
 
 static int cmp_tbp(const void *a, const void *b);
 
-/* The oldest ring entries (WB_BATCH, half the ring at most) leave it; the blocks among
- * them nothing changed since, held by the transaction alone, are
- * written and released. */
+/* Block e may be written now: a txn_new buffer nobody else holds. */
+static int wb_ready(const struct tb *e)
+{
+	return e && e->state == TB_NEW && e->b && e->b->ref == 1;
+}
+
+/* The picks v[0..n) (ascending) and the ready blocks next to them, up to
+ * WB_GATHER in all, ascending, each once: the blocks the allocator gave
+ * out side by side leave together, in one write, not one write each as
+ * they age out of the ring. Returns the new count. */
+static size_t wb_gather(struct txn *t, struct tb **v, size_t n)
+{
+	size_t m = n, k = 0;
+
+	for (size_t i = 0; i < n && m < WB_GATHER; i++) {
+		uint64_t lo = i ? v[i - 1]->nr : 0;
+		uint64_t hi = i + 1 < n ? v[i + 1]->nr : UINT64_MAX;
+		struct tb *e;
+
+		for (uint64_t b = v[i]->nr + 1; b < hi && m < WB_GATHER &&
+		     wb_ready(e = tb_find(&t->map, b)); b++)
+			v[m++] = e;
+		for (uint64_t b = v[i]->nr - 1; b > lo && m < WB_GATHER &&
+		     wb_ready(e = tb_find(&t->map, b)); b--)
+			v[m++] = e;
+	}
+	if (m > 1)
+		qsort(v, m, sizeof(*v), cmp_tbp);
+	for (size_t i = 0; i < m; i++)	/* a neighbour of two picks */
+		if (!k || v[k - 1] != v[i])
+			v[k++] = v[i];
+	return k;
+}
+
+/* The oldest ring entries (WB_BATCH, half the ring at most) leave it; the
+ * blocks among them nothing changed since, held by the transaction alone,
+ * are written and released, with the ready blocks beside them. */
 static int wb_flush(struct txn *t, struct r4_error *err)
 {
 	size_t n = 0, batch = t->wb_keep / 2 < WB_BATCH ? t->wb_keep / 2 :
@@ -461,12 +495,12 @@ static int wb_flush(struct txn *t, struct r4_error *err)
 
 		t->wb_head = (t->wb_head + 1) % t->wb_keep;
 		t->wb_n--;
-		if (e && e->state == TB_NEW && e->b && e->gen == w.gen &&
-		    e->b->ref == 1)
+		if (wb_ready(e) && e->gen == w.gen)
 			t->wb_pick[n++] = e;
 	}
 	if (n > 1)
 		qsort(t->wb_pick, n, sizeof(*t->wb_pick), cmp_tbp);
+	n = wb_gather(t, t->wb_pick, n);
 	rc = wb_write(t, t->wb_pick, n, err);
 	for (size_t i = 0; !rc && i < n; i++)
 		wb_done(t, t->wb_pick[i]);

@@ -58,9 +58,10 @@ int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
  * 'keep' blocks have had txn_new buffers, the one whose last txn_new is
  * the oldest is written now (a relocated block: free in the committed
  * state, as step 1 allows) and its buffer goes back to the cache, as if
- * txn_write_data had written it; a later txn_new or txn_capture of it
- * works as for such a block. Memory then stays bounded by 'keep' blocks
- * of nodes. A block still pinned by anyone else is left in memory.
+ * txn_write_data had written it, and with it the blocks beside it that
+ * have txn_new buffers nobody else holds (neighbours go in one write);
+ * a later txn_new or txn_capture of any of them works as for such a
+ * block. Memory then stays bounded by 'keep' blocks of nodes. A block still pinned by anyone else is left in memory.
  * keep = 0 turns it off (the default). */
 int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err);
 /* Write data straight to blocks allocated by this transaction (file

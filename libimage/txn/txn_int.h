@@ -27,8 +27,10 @@ struct tb {
 
 /* Write-behind (txn_write_behind): the blocks txn_new gave out, oldest
  * first, each with the generation it got then; the oldest WB_BATCH go
- * at once, neighbouring blocks in one write. */
+ * at once with the blocks next to them that are ready too (WB_GATHER
+ * in all at most), neighbouring blocks in one write. */
 #define WB_BATCH 32
+#define WB_GATHER 256
 struct wb_ent {
 	uint64_t nr;
 	uint32_t gen;
@@ -60,8 +62,8 @@ struct txn {
 	/* Write-behind: a ring of wb_keep entries; wb_n in use from
 	 * wb_head on. */
 	struct wb_ent *wb;
-	struct tb **wb_pick;	/* WB_BATCH: the blocks one flush writes */
-	uint8_t *wb_buf;	/* WB_BATCH blocks: a run of them */
+	struct tb **wb_pick;	/* WB_GATHER: the blocks one flush writes */
+	uint8_t *wb_buf;	/* WB_GATHER blocks: a run of them */
 	size_t wb_keep, wb_head, wb_n;
 	uint32_t wb_gen;
 	uint64_t wb_written;

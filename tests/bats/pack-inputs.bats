@@ -280,6 +280,35 @@ stat_field() {
 	cmp "$T/a.tar" "$T/c.tar"
 }
 
+@test "6: an add of a directory with a folder it cannot read (the precheck's walk not replayed) fails naming it and changes nothing" {
+	local s=$T/tree
+	mkdir -p "$s/a" "$s/secret"
+	echo x >"$s/a/f"
+	echo y >"$s/secret/g"
+	chmod 000 "$s/secret"
+	export SOURCE_DATE_EPOCH=1000000000
+	r4mkfs -q -o create=reg40 "$T/a.img" 16M
+	cp "$T/a.img" "$T/before.img"
+	# root reads through file modes: without CAP_DAC_* for the add
+	local drop=()
+	if [ "$(id -u)" -eq 0 ]; then
+		command -v setpriv >/dev/null || skip "setpriv not installed"
+		drop=(setpriv --bounding-set -dac_override,-dac_read_search)
+		"${drop[@]}" true 2>/dev/null ||
+			skip "setpriv cannot drop CAP_DAC_* here"
+	fi
+	# the folder must be unreadable to the add for the test to mean it
+	run "${drop[@]}" ls "$s/secret"
+	[ "$status" -ne 0 ] || skip "$s/secret is readable anyway"
+	run "${drop[@]}" r4pack add "$T/a.img" "$s"
+	chmod 755 "$s/secret"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"$s/secret: Permission denied"* ]]
+	[[ "$output" == *"nothing was changed"* ]]
+	cmp "$T/a.img" "$T/before.img"
+}
+
 @test "6: extended attributes and ACLs are counted and reported; --strict fails and writes nothing" {
 	pytar "$T/x.tar" <<-'EOF'
 	d("bin")

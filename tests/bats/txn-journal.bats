@@ -197,3 +197,25 @@ blk() {
 	[[ "$output" == *"(block $txh)"* ]]
 	[ "$(sha256sum < "$T/a.img")" = "$before" ]
 }
+
+@test "an add that writes its nodes behind gathers neighbouring blocks into runs: 6,000 files in at most 64 writes" {
+	local rp=$top_builddir/tests/crash/bin/r4pack
+	[ -x "$rp" ] || { echo "$rp is not built (make check builds it)"; return 1; }
+	# more node blocks (some 3,000) than the add keeps in memory (2,048)
+	python3 -c '
+import os, random, sys
+random.seed(3)
+for i in range(6000):
+    d = "%s/n%02d" % (sys.argv[1], i % 30)
+    os.makedirs(d, exist_ok=True)
+    with open("%s/f%05d" % (d, i), "wb") as f:
+        f.write(random.randbytes(random.randint(0, 4000)))
+' "$T/new"
+	r4mkfs -q -o create=reg40 "$T/a.img" 64M
+	R4_FAULT=count R4_FAULT_REPORT="$T/rep" "$rp" add -q "$T/a.img" "$T/new"
+	cat "$T/rep"
+	n=$(sed -n 's/^writes=\([0-9]*\) .*/\1/p' "$T/rep")
+	[ -n "$n" ]
+	[ "$n" -le 64 ]
+	r4fsck -n -q "$T/a.img"
+}
