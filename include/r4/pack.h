@@ -134,6 +134,16 @@ struct r4_pack_opts {
 	 * before it is written (-1: 16 MiB). */
 	int64_t spill_after;
 	int64_t spill_run_bytes;
+	/* Streamed data (standard input, a compressed archive, sparse
+	 * members) waits in a spool until the tree reaches its file: its
+	 * first spool_memory bytes in memory (-1: the smaller of 1 GiB and
+	 * an eighth of the RAM; 0: none), the rest in a file beside the
+	 * image (in $TMPDIR for a block device). */
+	int64_t spool_memory;
+	/* Progress of the spool's copy into place (bytes): called now and
+	 * then, with progress_ctx, once the tree is built; done reaches
+	 * total. NULL: not reported. */
+	void (*copy_progress)(void *ctx, uint64_t done, uint64_t total);
 };
 
 /* files = objects that are not directories; dirs includes the root;
