@@ -12,7 +12,9 @@
  * when complete and synced, so a failed build leaves nothing at the
  * target path and never touches an existing file there. A block device
  * is written in place (not atomic: a failure leaves it half written).
- * Tail files' data waits in ".NAME.r4spool.XXXXXX" (unlinked at once).
+ * Streamed data and tail files' data wait in memory up to
+ * spool_memory, then in ".NAME.r4spool.XXXXXX" (unlinked at once; in
+ * $TMPDIR for a block device).
  *
  * What is stored (doc/format.md §7):
  *  - regular files are reg40 (no object gets a pset slot, so the mode

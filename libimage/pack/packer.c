@@ -5,8 +5,10 @@
  * directory (created O_EXCL) and renamed over NAME only once every block
  * is written and synced; a failure or r4_pack_abort() unlinks it, so the
  * target is never touched. A block device is written in place (there is
- * nothing to rename), with its size as the volume size. Tail files' bytes
- * wait in a spool file (".NAME.r4spool.XXXXXX", unlinked at once). */
+ * nothing to rename), with its size as the volume size. Spooled bytes
+ * past the spool's memory (spool.c) wait in a spool file
+ * (".NAME.r4spool.XXXXXX", unlinked at once; in $TMPDIR for a block
+ * device). */
 #include "config.h"
 #include <errno.h>
 #include <stdio.h>
