@@ -745,10 +745,12 @@ to_move() {
 		losetup -d "$dev"
 		skip "cannot mount a tmpfs here: $(head -n 1 "$T/mount.err")"
 	fi
-	mknod "$T/small/vol" b $((0x$(stat -c %t "$dev"))) $((0x$(stat -c %T "$dev")))
+	# every step guarded: the mount and the device go in any case
+	mknod "$T/small/vol" b $((0x$(stat -c %t "$dev"))) \
+		$((0x$(stat -c %T "$dev"))) 2>"$T/err" &&
 	TMPDIR=$T/tmp r4pack create -q --spool-memory=0 - "$T/small/vol" \
 		<"$T/big.tar" 2>"$T/err" || rc=$?
-	umount "$T/small"
+	umount "$T/small" || rc=1
 	[ "$rc" -eq 0 ] && r4pack extract "$dev" "$T/back.tar" || rc=1
 	losetup -d "$dev"
 	cat "$T/err"
