@@ -277,6 +277,7 @@ struct r4_pack {
 					 * holds the rest, at the same
 					 * offsets); NULL until first used */
 	uint64_t smem_cap;
+	uint64_t smem_pop;		/* bytes of it populated ahead */
 	int smem_tried;
 	uint32_t bs;
 	enum fmt_key_policy pol;

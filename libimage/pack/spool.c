@@ -111,6 +111,23 @@ static int spool_put_file(struct r4_pack *b, const uint8_t *p, uint64_t len,
 	return 0;
 }
 
+/* Populate the memory ahead of the bytes about to be written, 2 MiB at
+ * a time: one call instead of a fault for each page where huge pages
+ * are not to be had (best effort: a kernel without it faults them). */
+static void spool_mem_populate(struct r4_pack *b, uint64_t end)
+{
+#ifdef MADV_POPULATE_WRITE
+	while (b->smem_pop < end && b->smem_pop < b->smem_cap) {
+		madvise(b->smem + b->smem_pop, SPOOL_HUGE,
+			MADV_POPULATE_WRITE);
+		b->smem_pop += SPOOL_HUGE;
+	}
+#else
+	(void)b;
+	(void)end;
+#endif
+}
+
 int pack_spool_put(struct r4_pack *b, const void *p, uint64_t len,
 		   struct r4_error *err)
 {
@@ -124,8 +141,10 @@ int pack_spool_put(struct r4_pack *b, const void *p, uint64_t len,
 
 		/* zeros: the mapping's pages are zero until written, and
 		 * never written twice */
-		if (src)
+		if (src) {
+			spool_mem_populate(b, b->spool_len + k);
 			memcpy(b->smem + b->spool_len, src, k);
+		}
 		b->spool_len += k;
 		len -= k;
 		src = src ? src + k : NULL;
