@@ -24,7 +24,7 @@ enum { OPT_O = 1, OPT_EXCLUDE, OPT_COMPRESS, OPT_UIDMAP = 100, OPT_GIDMAP,
 /* --compress without ALGO (bench/RESULTS.md, "Compressed images", says
  * why). */
 
-static char *opt_size, *opt_free, *opt_label, *opt_uuid;
+static char *opt_size, *opt_free, *opt_label, *opt_uuid, *opt_spool_mem;
 static int opt_threads;
 static int opt_all_root, opt_json, opt_force;
 
@@ -94,6 +94,11 @@ static struct poptOption create_options[] = {
 	{ "threads", '\0', POPT_ARG_INT, &opt_threads, 0,
 	  "threads that compress (default: one per CPU, at most 8; the "
 	  "image is the same for any N)", "N" },
+	{ "spool-memory", '\0', POPT_ARG_STRING, &opt_spool_mem, 0,
+	  "streamed data (standard input, a compressed archive) waits in "
+	  "memory up to SIZE, past it in a file beside IMAGE (default: "
+	  "the smaller of 1G and an eighth of the RAM; 0: a file only)",
+	  "SIZE" },
 	{ "exclude", '\0', POPT_ARG_STRING, NULL, OPT_EXCLUDE,
 	  "leave out entries matching PATTERN (repeatable)", "PATTERN" },
 	{ "json", '\0', POPT_ARG_NONE, &opt_json, 0,
@@ -219,6 +224,17 @@ static int apply_size(struct r4_pack_opts *bo)
 		r4cmd_errorf("--free goes with --size auto only");
 		return EXIT_USAGE;
 	}
+	if (opt_spool_mem) {
+		uint64_t v;
+
+		if (r4cmd_parse_size(opt_spool_mem, &v) || v > INT64_MAX) {
+			r4cmd_errorf("--spool-memory '%s' is not a size (bytes "
+				     "with an optional K, M, G or T suffix)",
+				     opt_spool_mem);
+			return EXIT_USAGE;
+		}
+		bo->spool_memory = (int64_t)v;
+	}
 	return EXIT_OK;
 }
 
@@ -301,6 +317,21 @@ static int parse_loop(poptContext ctx, struct r4_pack_opts *bo,
 void pack_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	(void)ctx;
+	r4cmd_progress("r4pack", done, total);
+}
+
+/* The spool's copy into place: a phase of its own, after the archive's
+ * (which it finishes). */
+static void pack_copy_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	static int started;
+
+	(void)ctx;
+	if (!started) {
+		r4cmd_progress_finish();
+		r4cmd_progress_kind("copy", "bytes");
+		started = 1;
+	}
 	r4cmd_progress("r4pack", done, total);
 }
 
@@ -403,6 +434,8 @@ int pack_create_build(struct create_job *j, const char *target)
 		j->bo.progress = pack_progress;
 	else
 		j->ao.progress = pack_progress;
+	if (!j->is_dir && r4cmd_progress_wanted())
+		j->bo.copy_progress = pack_copy_progress;
 	r4cmd_progress_kind(j->is_dir ? "data" : "archive", "bytes");
 	r4cmd_cleanup_on_signals();
 	if (r4_pack_begin(target, &j->bo, &b, &err)) {

@@ -12,7 +12,9 @@
  * when complete and synced, so a failed build leaves nothing at the
  * target path and never touches an existing file there. A block device
  * is written in place (not atomic: a failure leaves it half written).
- * Tail files' data waits in ".NAME.r4spool.XXXXXX" (unlinked at once).
+ * Streamed data and tail files' data wait in memory up to
+ * spool_memory, then in ".NAME.r4spool.XXXXXX" (unlinked at once; in
+ * $TMPDIR for a block device).
  *
  * What is stored (doc/format.md §7):
  *  - regular files are reg40 (no object gets a pset slot, so the mode
@@ -134,6 +136,16 @@ struct r4_pack_opts {
 	 * before it is written (-1: 16 MiB). */
 	int64_t spill_after;
 	int64_t spill_run_bytes;
+	/* Streamed data (standard input, a compressed archive, sparse
+	 * members) waits in a spool until the tree reaches its file: its
+	 * first spool_memory bytes in memory (-1: the smaller of 1 GiB and
+	 * an eighth of the RAM; 0: none), the rest in a file beside the
+	 * image (in $TMPDIR for a block device). */
+	int64_t spool_memory;
+	/* Progress of the spool's copy into place (bytes): called now and
+	 * then, with progress_ctx, once the tree is built; done reaches
+	 * total. NULL: not reported. */
+	void (*copy_progress)(void *ctx, uint64_t done, uint64_t total);
 };
 
 /* files = objects that are not directories; dirs includes the root;

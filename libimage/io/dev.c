@@ -533,8 +533,9 @@ void io_close(struct io_dev *dev)
 	free(dev);
 }
 
-int io_open_fd(int fd, const char *name, struct io_dev **out,
-	       struct r4_error *err)
+/* A duplicate of fd as a device, read-only unless rw. */
+static int dev_of_fd(int fd, const char *name, int rw, struct io_dev **out,
+		     struct r4_error *err)
 {
 	struct io_dev *dev = calloc(1, sizeof(*dev));
 	struct file_priv *p = calloc(1, sizeof(*p));
@@ -560,10 +561,22 @@ int io_open_fd(int fd, const char *name, struct io_dev **out,
 	p->fd = dfd;
 	dev->priv = p;
 	dev->ops = &file_ops;
-	dev->readonly = 1;
+	dev->readonly = !rw;
 	dev->size = (uint64_t)st.st_size;
 	*out = dev;
 	return 0;
+}
+
+int io_open_fd(int fd, const char *name, struct io_dev **out,
+	       struct r4_error *err)
+{
+	return dev_of_fd(fd, name, 0, out, err);
+}
+
+int io_open_fd_rw(int fd, const char *name, struct io_dev **out,
+		  struct r4_error *err)
+{
+	return dev_of_fd(fd, name, 1, out, err);
 }
 
 int io_punch(struct io_dev *dev, uint64_t off, uint64_t len)

@@ -107,6 +107,9 @@ int io_sync(struct io_dev *dev, struct r4_error *err);
  * messages; io_close closes the duplicate only. */
 int io_open_fd(int fd, const char *name, struct io_dev **out,
 	       struct r4_error *err);
+/* The same, for reading and writing (fd open so: a scratch file). */
+int io_open_fd_rw(int fd, const char *name, struct io_dev **out,
+		  struct r4_error *err);
 /* Copy len bytes from byte src_off of src to byte dst_off of dst in the
  * kernel (copy_file_range(2)): no file data passes through user space.
  * 0 when all were copied; -EOPNOTSUPP, err untouched, when this cannot

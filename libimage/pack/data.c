@@ -5,14 +5,15 @@
  * built (the layout r4repacker aims at: each file's blocks right after
  * the leaf holding its stat data, in key order). Data read while the
  * entries are added (a stream: standard input, a compressed archive,
- * another format) waits in the spool file beside the image, each block
- * the data touches padded to a block (BD_SPX), until the tree reaches
- * the file; then the writer copies it into place (copy_file_range, as
- * below) and it gets one extent unit per contiguous run, a hole unit
- * (start 0) for every run of blocks no chunk touched. Data read while
- * the tree is built (a directory's files) is written as it is read.
- * Tail files' bytes go to the spool file (not memory) until the leaves
- * are packed.
+ * another format) waits in the spool (pack/spool.c: memory up to a
+ * budget, then a file beside the image), each block the data touches
+ * padded to a block (BD_SPX), until the tree reaches the file; then the
+ * writer writes it into place (from memory, or copy_file_range from the
+ * file, as below) and it gets one extent unit per contiguous run, a hole
+ * unit (start 0) for every run of blocks no chunk touched. Data read
+ * while the tree is built (a directory's files) is written as it is
+ * read. Tail files' bytes wait in the spool too until the leaves are
+ * packed.
  *
  * Data that lies as it is in the source file (r4_entry.data_file: an
  * uncompressed tar file) is not read here: an extent file's blocks are
@@ -60,19 +61,22 @@ static int copy_fail(const struct copy1 *c, int rc, struct r4_error *err)
 static int copy_one(struct wq *q, const struct cbatch *cb,
 		    const struct copy1 *c, struct r4_error *err)
 {
-	uint64_t whole = c->len / cb->bs * cb->bs, done = 0;
-	int rc;
+	uint64_t whole = c->len / cb->bs * cb->bs, done = 0, mem;
+	int rc = pack_spool_copy_mem(cb, c, &mem, err);
 
-	if (!q->nocopy && whole) {
-		rc = io_copy(cb->dev, c->off, cb->src, c->soff, whole, &done,
-			     err);
+	if (rc)
+		return copy_fail(c, rc, err);
+	done = mem;
+	if (!q->nocopy && whole > done) {
+		rc = io_copy(cb->dev, c->off + mem, cb->src, c->soff + mem,
+			     whole - mem, &done, err);
 		if (rc && rc != -EOPNOTSUPP)
 			return copy_fail(c, rc, err);
 		if (rc)
 			q->nocopy = 1;
 		/* a copy cut inside a block: that block again, so each
 		 * bounced piece starts on a block and is padded to one */
-		done = done / cb->bs * cb->bs;
+		done = (mem + done) / cb->bs * cb->bs;
 	}
 	if (done < c->len && !q->bounce &&
 	    !(q->bounce = malloc(PACK_COPY_BUF)))
@@ -93,8 +97,8 @@ static int copy_one(struct wq *q, const struct cbatch *cb,
 			return copy_fail(c, rc, err);
 		done += k;
 	}
-	if (cb->punch)	/* spooled data, never read again */
-		io_punch(cb->src, c->soff, c->len);
+	if (cb->punch && c->len > mem)	/* spooled, never read again */
+		io_punch(cb->src, c->soff + mem, c->len - mem);
 	return 0;
 }
 
@@ -177,8 +181,8 @@ static void wq_hand(struct wq *q, struct wjob j)
 
 /* Write len bytes of *buf at off: at once, or handed to the writer
  * (*buf then becomes a free buffer). */
-static int submit(struct r4_pack *b, struct io_dev *dev, uint8_t **buf,
-		  size_t len, uint64_t off, struct r4_error *err)
+int pack_submit(struct r4_pack *b, struct io_dev *dev, uint8_t **buf,
+		size_t len, uint64_t off, struct r4_error *err)
 {
 	struct wq *q = &b->wq;
 
@@ -220,8 +224,9 @@ int pack_copy_submit(struct r4_pack *b, struct io_dev *src, uint64_t off,
 	int rc;
 
 	if (!q->on) {
-		struct cbatch one = { b->m.dev, src, src == b->spool, b->bs,
-				      0, 0, { c } };
+		struct cbatch one = { b->m.dev, src, src == b->spool,
+				      src == b->spool ? b->smem : NULL,
+				      b->smem_cap, b->bs, 0, 0, { c } };
 
 		return copy_one(q, &one, &c, err);
 	}
@@ -234,6 +239,8 @@ int pack_copy_submit(struct r4_pack *b, struct io_dev *src, uint64_t off,
 	q->cur->dev = b->m.dev;
 	q->cur->src = src;
 	q->cur->punch = src == b->spool;
+	q->cur->mem = q->cur->punch ? b->smem : NULL;
+	q->cur->mem_cap = b->smem_cap;
 	q->cur->bs = b->bs;
 	q->cur->c[q->cur->n++] = c;
 	q->cur->bytes += len;
@@ -314,7 +321,7 @@ static int wb_submit(struct r4_pack *b, struct r4_error *err)
 	int rc = 0;
 
 	if (b->wb.n)
-		rc = submit(b, b->m.dev, &b->wb.buf, b->wb.n * b->bs,
+		rc = pack_submit(b, b->m.dev, &b->wb.buf, b->wb.n * b->bs,
 			    b->wb.start * b->bs, err);
 	b->wb.n = 0;
 	return rc;
@@ -354,95 +361,6 @@ int pack_img_write(struct r4_pack *b, uint64_t blk, const uint8_t *data,
 	if (!rc)
 		memcpy(p, data, b->bs);
 	return rc;
-}
-
-/* Spool: bytes appended through a buffer. */
-static int spool_submit(struct r4_pack *b, struct r4_error *err)
-{
-	int rc = 0;
-
-	if (b->swr.n)
-		rc = submit(b, b->spool, &b->swr.buf, b->swr.n, b->swr.start,
-			    err);
-	b->swr.start += b->swr.n;
-	b->swr.n = 0;
-	return rc;
-}
-
-/* Append len bytes (zeros when p is NULL). */
-static int spool_put(struct r4_pack *b, const void *p, uint64_t len,
-		     struct r4_error *err)
-{
-	size_t cap = (size_t)PACK_WBUF_BLOCKS * b->bs;
-
-	if (!b->swr.buf && !(b->swr.buf = malloc(cap)))
-		return r4i_fail(err, -ENOMEM, "out of memory");
-	while (len) {
-		size_t k = cap - b->swr.n;
-		int rc;
-
-		if (!k && (rc = spool_submit(b, err)))
-			return rc;
-		k = cap - b->swr.n;
-		k = len < k ? (size_t)len : k;
-		if (p) {
-			memcpy(b->swr.buf + b->swr.n, p, k);
-			p = (const uint8_t *)p + k;
-		} else {
-			memset(b->swr.buf + b->swr.n, 0, k);
-		}
-		b->swr.n += k;
-		b->spool_len += k;
-		len -= k;
-	}
-	return 0;
-}
-
-int pack_spool_put(struct r4_pack *b, const void *p, uint64_t len,
-		   struct r4_error *err)
-{
-	return spool_put(b, p, len, err);
-}
-
-int pack_spool_seal(struct r4_pack *b, struct r4_error *err)
-{
-	int rc = spool_submit(b, err);
-
-	return rc ? rc : drain(b, err);
-}
-
-void pack_spool_fini(struct r4_pack *b)
-{
-	free(b->swr.buf);
-	free(b->srd.buf);
-	b->swr.buf = b->srd.buf = NULL;
-}
-
-/* Read spool bytes through a window of PACK_WBUF_BLOCKS blocks. */
-static int spool_get(struct r4_pack *b, uint8_t *dst, size_t n,
-		     uint64_t off, struct r4_error *err)
-{
-	size_t cap = (size_t)PACK_WBUF_BLOCKS * b->bs;
-	struct sbuf *w = &b->srd;
-
-	if (n > cap / 2 || off + n > b->spool_len)
-		return io_read(b->spool, dst, n, off, err);
-	if (!w->buf && !(w->buf = malloc(cap)))
-		return r4i_fail(err, -ENOMEM, "out of memory");
-	if (!w->n || off < w->start || off + n > w->start + w->n) {
-		uint64_t start = off / b->bs * b->bs;
-		size_t len = b->spool_len - start < cap ?
-			     (size_t)(b->spool_len - start) : cap;
-		int rc = io_read(b->spool, w->buf, len, start, err);
-
-		w->n = 0;
-		if (rc)
-			return rc;
-		w->start = start;
-		w->n = len;
-	}
-	memcpy(dst, w->buf + (off - w->start), n);
-	return 0;
 }
 
 /* Extent writer: each file block gets its image block (and its slot in
@@ -543,15 +461,15 @@ static int take_tails(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 				    err)) > 0) {
 		rc = enc_chunk_check(path, o->size, pos, off, len, err);
 		if (!rc)
-			rc = spool_put(b, NULL, off - pos, err);
+			rc = pack_spool_put(b, NULL, off - pos, err);
 		if (!rc)
-			rc = spool_put(b, buf, len, err);
+			rc = pack_spool_put(b, buf, len, err);
 		if (rc)
 			return rc;
 		pos = off + len;
 	}
 	if (!rc)
-		rc = spool_put(b, NULL, o->size - pos, err);
+		rc = pack_spool_put(b, NULL, o->size - pos, err);
 	o->data = BD_SPOOL;
 	return rc;
 }
@@ -779,7 +697,7 @@ int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,
 	if (t->o->data == BD_AT)
 		return tail_at(t, dst, n, err);
 	if (t->o->data != BD_DEFERRED) {
-		rc = spool_get(t->b, dst, n, t->o->u.reg->spool_off + t->pos,
+		rc = pack_spool_get(t->b, dst, n, t->o->u.reg->spool_off + t->pos,
 			       err);
 		t->pos += n;
 		return rc;

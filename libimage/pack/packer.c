@@ -5,8 +5,10 @@
  * directory (created O_EXCL) and renamed over NAME only once every block
  * is written and synced; a failure or r4_pack_abort() unlinks it, so the
  * target is never touched. A block device is written in place (there is
- * nothing to rename), with its size as the volume size. Tail files' bytes
- * wait in a spool file (".NAME.r4spool.XXXXXX", unlinked at once). */
+ * nothing to rename), with its size as the volume size. Spooled bytes
+ * past the spool's memory (spool.c) wait in a spool file
+ * (".NAME.r4spool.XXXXXX", unlinked at once; in $TMPDIR for a block
+ * device). */
 #include "config.h"
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +33,7 @@ void r4_pack_opts_init(struct r4_pack_opts *o)
 	o->auto_size = 1;
 	o->spill_after = -1;
 	o->spill_run_bytes = -1;
+	o->spool_memory = -1;
 }
 
 /* "dir/.base.WHAT.XXXXXX" next to path, created O_EXCL, with the
@@ -100,6 +103,30 @@ static int check_opts(const struct r4_pack_opts *o, struct r4_error *err)
 	return 0;
 }
 
+/* The spool file, unlinked at once: beside the image, or in $TMPDIR for
+ * a block device (its folder is /dev: no room for data there). */
+static int open_spool(struct r4_pack *b, struct r4_error *err)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (stat(b->target, &st) || !S_ISBLK(st.st_mode)) {
+		rc = open_temp(b, "r4spool", &b->spool_path, &b->spool, err);
+		if (rc)
+			return rc;
+		unlink(b->spool_path);
+		r4_tmpfile_forget(b->spool_path);
+		return 0;
+	}
+	rc = r4i_scratch_open("r4spool", &fd);
+	if (rc)
+		return r4i_fail(err, rc, "%s: cannot make the spool file in "
+			       "$TMPDIR: %s", b->target, r4_strerror(rc));
+	rc = io_open_fd_rw(fd, "$TMPDIR/r4spool", &b->spool, err);
+	close(fd);
+	return rc;
+}
+
 static int open_target(struct r4_pack *b, struct r4_error *err)
 {
 	struct stat st;
@@ -123,11 +150,9 @@ static int open_target(struct r4_pack *b, struct r4_error *err)
 		if (rc)
 			return rc;
 	}
-	rc = open_temp(b, "r4spool", &b->spool_path, &b->spool, err);
+	rc = open_spool(b, err);
 	if (rc)
 		return rc;
-	unlink(b->spool_path);
-	r4_tmpfile_forget(b->spool_path);
 	b->limit = bytes / b->bs / ROUND_BLOCKS * ROUND_BLOCKS;
 	if (bytes && b->limit < fmt_min_block_count(b->bs))
 		return r4i_fail(err, R4_ERANGE, "%s: %llu bytes is too small "

@@ -5,6 +5,7 @@
  * data.c   block allocation, the image write buffer, file data (extents
  *          written or copied into place, tails spooled), data readers
  * spx.c    streamed extent data, spooled until the tree reaches it
+ * spool.c  the spool: memory up to a budget, then a file
  * nodes.c  the tree, built bottom-up: leaves, twigs, upper levels
  * items.c  object ids, then every item in key order into the tree
  * packer.c  the public calls, the temporary file, sizes, fixed blocks
@@ -201,6 +202,9 @@ struct cbatch {
 	struct io_dev *dev, *src;
 	int punch;			/* src is the spool: each range
 					 * copied is given back (io_punch) */
+	const uint8_t *mem;		/* the spool's memory (punch): its
+					 * first mem_cap bytes are there */
+	uint64_t mem_cap;
 	uint32_t bs;
 	size_t n;
 	uint64_t bytes;
@@ -267,6 +271,14 @@ struct r4_pack {
 	uint64_t spool_len;
 	uint64_t spx_blocks;		/* data blocks spooled (BD_SPX), all
 					 * files */
+	uint64_t spx_copied;		/* of them, bytes handed to the copy */
+	uint8_t *smem;			/* the spool's first smem_cap bytes
+					 * (an anonymous mapping; the file
+					 * holds the rest, at the same
+					 * offsets); NULL until first used */
+	uint64_t smem_cap;
+	uint64_t smem_pop;		/* bytes of it populated ahead */
+	int smem_tried;
 	uint32_t bs;
 	enum fmt_key_policy pol;
 	int failed;
@@ -518,9 +530,20 @@ int pack_data_atx_extents(struct r4_pack *b, struct bobj *o,
 			  const char *path, struct r4_error *err);
 int pack_data_deferred_extents(struct r4_pack *b, struct bobj *o,
 			  const char *path, struct r4_error *err);
-/* Append len bytes to the spool (compressed clusters). */
+/* spool.c: append len bytes to the spool (zeros when p is NULL). */
 int pack_spool_put(struct r4_pack *b, const void *p, uint64_t len,
 		   struct r4_error *err);
+/* Read n spool bytes at off. */
+int pack_spool_get(struct r4_pack *b, uint8_t *dst, size_t n, uint64_t off,
+		   struct r4_error *err);
+/* The part of copy c that lies in the spool's memory, written into
+ * place from there (whole blocks: the spool pads them) and given back;
+ * *done: the bytes of c it covered (0: all in the file). */
+int pack_spool_copy_mem(const struct cbatch *cb, const struct copy1 *c,
+			uint64_t *done, struct r4_error *err);
+/* Hand len bytes of *buf for dev at off to the writer (data.c). */
+int pack_submit(struct r4_pack *b, struct io_dev *dev, uint8_t **buf,
+		size_t len, uint64_t off, struct r4_error *err);
 
 /* nodes.c */
 int pack_tree_init(struct r4_pack *b, struct r4_error *err);

@@ -73,7 +73,7 @@ static int spx_chunk(struct spxw *w, uint64_t off, const uint8_t *p,
 					"out of memory") : rc;
 			/* a fixed size the data alone overflows fails now,
 			 * not after the spool took all of it */
-			if (w->b->limit && ++w->b->spx_blocks > w->b->limit)
+			if (++w->b->spx_blocks > w->b->limit && w->b->limit)
 				return pack_full(w->b, err);
 			w->cur = i;
 			w->next = i + 1;
@@ -119,6 +119,15 @@ int pack_data_take_spx(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 	return rc;
 }
 
+/* got more blocks handed to the copy: the copy phase's progress. */
+static void spx_progress(struct r4_pack *b, uint64_t got)
+{
+	b->spx_copied += got * b->bs;
+	if (b->o.copy_progress)
+		b->o.copy_progress(b->o.progress_ctx, b->spx_copied,
+				   b->spx_blocks * b->bs);
+}
+
 int pack_data_spx_extents(struct r4_pack *b, struct bobj *o,
 			  const char *path, struct r4_error *err)
 {
@@ -144,6 +153,8 @@ int pack_data_spx_extents(struct r4_pack *b, struct bobj *o,
 			b->data_blocks += rc ? 0 : got;
 			soff += got * b->bs;
 			w -= rc ? w : got;
+			if (!rc)
+				spx_progress(b, got);
 		}
 	}
 	if (map->cap)	/* else the spill's record holds it */

@@ -82,6 +82,21 @@ setup_src() {
 	check_events "$T/ev5" r4pack 60
 }
 
+@test "r4pack create from a stream: the spool's copy into place is a phase of its own, after the archive, finished" {
+	setup_src
+	local t
+	tar -C "$T/s" -cf "$T/s.tar" .
+	timed t r4pack create -q --progress-fd=3 - "$T/a.img" <"$T/s.tar" 3>"$T/ev1"
+	check_events "$T/ev1" r4pack "$t"
+	# every byte of the 40 files (4 KiB blocks, each file's last padded)
+	grep -q '"phase":"copy","done":16482304,"total":16482304,"unit":"bytes"' "$T/ev1"
+	[ "$(sed -n 's/.*"phase":"\([a-z]*\)".*/\1/p' "$T/ev1" | uniq | tr '\n' ' ')" = "archive copy " ]
+	# with the spool in a file only, the same events' end
+	timed t r4pack create -q --spool-memory=0 --progress-fd=3 "$T/s.tgz" "$T/b.img" 3>"$T/ev2"
+	check_events "$T/ev2" r4pack "$t"
+	grep -q '"phase":"copy","done":16482304,"total":16482304,"unit":"bytes"' "$T/ev2"
+}
+
 @test "r4fsck -n and -y, r4repacker: their phases, each finished" {
 	setup_src
 	r4pack create -q "$T/s" "$T/a.img"

@@ -717,6 +717,12 @@ to_move() {
 	R4_PACK_SPILL_AFTER=0 r4pack create -q -U $UUID - "$T/spill.img" \
 		<"$T/plain.tar"
 	cmp "$T/spill.img" "$T/file.img"
+	# the spool in a file only, or memory and then a file
+	for o in 0 2M; do
+		r4pack create -q -U $UUID --spool-memory=$o - "$T/spool.img" \
+			<"$T/plain.tar"
+		cmp "$T/spool.img" "$T/file.img"
+	done
 	# other formats are read as a stream, from a file too
 	(cd "$T/src" && find . | cpio -o -H newc --quiet) >"$T/src.cpio"
 	r4pack create -q -U $UUID "$T/src.cpio" "$T/cpio.img"
@@ -724,6 +730,35 @@ to_move() {
 	gzip -c "$T/plain.tar" | r4pack create -q -U $UUID - "$T/gz.img"
 	cmp "$T/gz.img" "$T/file.img"
 }
+@test "a stream create onto a block device spools in \$TMPDIR, not in the device's folder" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root for a loop device and a mount"
+	command -v losetup >/dev/null || skip "needs losetup"
+	head -c $((6 << 20)) /dev/urandom >"$T/big"
+	tar -C "$T" -cf "$T/big.tar" big
+	truncate -s 64M "$T/disk"
+	local dev rc=0
+	dev=$(losetup -f --show "$T/disk" 2>"$T/losetup.err") ||
+		skip "cannot attach a loop device here: $(head -n 1 "$T/losetup.err")"
+	# the device's node in a folder of 1 MiB: no room for the spool
+	mkdir -p "$T/small" "$T/tmp"
+	if ! mount -t tmpfs -o size=1m r4small "$T/small" 2>"$T/mount.err"; then
+		losetup -d "$dev"
+		skip "cannot mount a tmpfs here: $(head -n 1 "$T/mount.err")"
+	fi
+	# every step guarded: the mount and the device go in any case
+	mknod "$T/small/vol" b $((0x$(stat -c %t "$dev"))) \
+		$((0x$(stat -c %T "$dev"))) 2>"$T/err" &&
+	TMPDIR=$T/tmp r4pack create -q --spool-memory=0 - "$T/small/vol" \
+		<"$T/big.tar" 2>"$T/err" || rc=$?
+	umount "$T/small" || rc=1
+	[ "$rc" -eq 0 ] && r4pack extract "$dev" "$T/back.tar" || rc=1
+	losetup -d "$dev"
+	cat "$T/err"
+	[ "$rc" -eq 0 ]
+	tar -xOf "$T/back.tar" ./big | cmp - "$T/big"
+	[ -z "$(ls -A "$T/tmp")" ]
+}
+
 @test "a tarball that ends inside a file's data: exit 1 naming the archive and the file, no image" {
 	local cut
 	mkdir -p "$T/src"

@@ -320,6 +320,18 @@ static const struct r4_data_source src = { src_open, src_close, NULL,
 
 /* Names kept in memory before the spill (-1: the packer's default). */
 static int64_t spill_after = -1;
+static int64_t spool_memory = -1;
+static uint64_t cp_done, cp_total, cp_calls, cp_back;
+
+/* The spool's copy progress: done never goes back. */
+static void copy_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	(void)ctx;
+	cp_back += done < cp_done;
+	cp_done = done;
+	cp_total = total;
+	cp_calls++;
+}
 
 static void begin_keep(const char *spec, uint64_t size, int keep)
 {
@@ -335,6 +347,9 @@ static void begin_keep(const char *spec, uint64_t size, int keep)
 	o.mkfs.reproducible = 1;
 	o.mkfs.mkfs_time = 1700000000;
 	o.spill_after = spill_after;
+	o.spool_memory = spool_memory;
+	o.copy_progress = copy_progress;
+	cp_done = cp_total = cp_calls = cp_back = 0;
 	memset(o.mkfs.uuid, 0x5a, sizeof(o.mkfs.uuid));
 	if (spec)
 		r4_mkfs_override(&o.mkfs, spec, &err);
@@ -954,6 +969,51 @@ static void test_spill(void)
 	spill_after = -1;
 }
 
+/* Streamed data in the spool's memory (2 MiB here), in its file past
+ * it (files and tails across the edge), or in the file only: the same
+ * image; the copy's progress reaches the streamed blocks' bytes. */
+static void spool_build(int64_t mem, const char *name)
+{
+	char p[64];
+
+	spool_memory = mem;
+	begin(NULL, 0);
+	for (unsigned i = 0; i < 12; i++) {
+		snprintf(p, sizeof(p), "m/f%u", i);
+		add_file(p, i % 3 ? 700000 + i * 4099 : 3000 + i, i + 1, 1);
+	}
+	add_file_at("m/sparse", 5 << 20, 9, 1 << 20, 4 << 20, 1, 1234567890,
+		    1000);
+	is_int(add_failed, 0, "spool %s: every entry added", name);
+	is_int(finish(NULL), 0, "spool %s: built", name);
+	ok(cp_calls && !cp_back && cp_done == cp_total && cp_total > (6 << 20),
+	   "spool %s: the copy's progress reaches its total (%llu of %llu, "
+	   "%llu calls)", name, (unsigned long long)cp_done,
+	   (unsigned long long)cp_total, (unsigned long long)cp_calls);
+	spool_memory = -1;
+}
+
+static void test_spool_memory(void)
+{
+	char a[400], z[400];
+
+	snprintf(a, sizeof(a), "%s.mem", img);
+	snprintf(z, sizeof(z), "%s.file", img);
+	spool_build(0, "file only");
+	oracle("spool file only", 1, "r4ref");
+	rename(img, z);
+	spool_build(2 << 20, "2 MiB");
+	oracle("spool 2 MiB", 1, "r4ref");
+	rename(img, a);
+	ok(sh("cmp -s '%s' '%s'", a, z) == 0, "spool: memory and file give "
+	   "the same image");
+	spool_build(-1, "default");
+	ok(sh("cmp -s '%s' '%s'", img, z) == 0, "spool: all in memory, the "
+	   "same image");
+	unlink(a);
+	unlink(z);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -983,6 +1043,7 @@ int main(void)
 	test_probe();
 	test_errors();
 	test_spill();
+	test_spool_memory();
 	test_fixed_and_repro();
 	model_reset();
 	if (!getenv("R4_KEEP_TMP"))
