@@ -15,6 +15,7 @@
  * read back with a memcpy, or from the file through a small window. */
 #include "config.h"
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,13 +27,33 @@
 #define SPOOL_WIN_FILL (64u << 10)	/* a window read from the file */
 #define SPOOL_HUGE (2u << 20)		/* a huge page */
 
-/* The default budget: the smaller of 1 GiB and an eighth of the RAM. */
+/* Whether the kernel gives huge pages to a mapping that asks for them:
+ * its transparent huge page mode is not "never" (a machine fact, as the
+ * RAM's size; unknown counts as yes). */
+static int huge_pages_on(void)
+{
+	char buf[128] = { 0 };
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	return !n || !strstr(buf, "[never]");
+}
+
+/* The default budget: the smaller of 1 GiB and an eighth of the RAM;
+ * none where huge pages are off (taking memory a 4 KiB page at a time
+ * costs more than the spool file: bench/RESULTS.md §12). */
 static uint64_t spool_mem_default(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 	uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz
 					    : 0;
 
+	if (!huge_pages_on())
+		return 0;
 	return ram / 8 < SPOOL_MEM_MAX ? ram / 8 : SPOOL_MEM_MAX;
 }
 
