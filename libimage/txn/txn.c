@@ -31,7 +31,7 @@ struct tb *tb_get(struct tbmap *m, uint64_t nr)
 
 	e = r4_u64map_get(&m->m, nr, &added);
 	if (e && added)
-		*e = (struct tb){ nr, NULL, 0, TB_DEAD };
+		*e = (struct tb){ nr, NULL, 0, TB_DEAD, 0 };
 	return e;
 }
 
