@@ -177,6 +177,12 @@ struct r4_walk_entry {
 	 * fn returning 0 passes over it (err is cleared) and the walk goes
 	 * on with the next entry of the parent; anything else stops it. */
 	int error;
+	/* r4_walk_by_name only, else 0 / NULL: the entry met before it in
+	 * its directory has the same name (a damaged or crafted volume);
+	 * its stat data as r4_stat gives it (NULL when it cannot be read:
+	 * r4_stat then says why; NULL with leave too). */
+	int same_name;
+	const struct r4_stat *st;
 };
 /* What fn returns: 0 goes on (into a directory too), R4_WALK_SKIP goes
  * on without entering this directory, anything else stops the walk and

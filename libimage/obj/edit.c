@@ -158,7 +158,7 @@ void edit_stats(const struct r4_txn *x, struct edit_stats *s)
 	s->nodes_alloc = x->mod.st.nodes_alloc;
 	s->nodes_freed = x->mod.st.nodes_freed;
 	s->data_blocks = x->data_blocks;
-	s->nodes_dirty = x->mod.own.n;
+	s->nodes_dirty = x->t ? txn_scope_blocks(x->t, x->mod.scope) : 0;
 	s->dec_hits = x->mod.st.dec_hits;
 	s->dec_misses = x->mod.st.dec_misses;
 	s->height = x->mod.height;

@@ -159,15 +159,36 @@ static int seek(struct walk *w, struct frame *f, struct tree_cursor *c)
 		       (unsigned long long)f->blk, f->pos);
 }
 
+/* 1 when target's stat data is a directory's; by name, *out = st
+ * filled as r4_stat fills it (NULL when it cannot be). */
+static int stat_of(struct walk *w, const struct r4_objref *target,
+		   struct r4_stat *st, const struct r4_stat **out)
+{
+	struct obj_plugins pl;
+	struct obj_sd sd;
+	int is_dir;
+
+	*out = NULL;
+	if (obj_sd_get(w->vol, target, &sd, NULL))
+		return 0;
+	is_dir = sd.plugin == FMT_OBJ_DIR40;
+	if (w->by_name && !obj_plugins_get(w->vol, target, &sd, &pl, NULL)) {
+		obj_stat_fill(target, &sd, &pl, st);
+		*out = st;
+	}
+	obj_sd_put(&sd);
+	return is_dir;
+}
+
 /* The entry name[0..len) to target of the deepest frame: to fn, and 1
  * when it is a directory to enter (pushed: the frame's next entry set
  * first by the caller), 0 to go on, < 0 or fn's value to stop. */
 static int meet(struct walk *w, const char *name, size_t len,
-		const struct r4_objref *target)
+		const struct r4_objref *target, int same_name)
 {
 	struct frame *f = &w->st[w->n - 1];
 	struct r4_walk_entry e;
-	struct obj_sd sd;
+	struct r4_stat st;
 	int rc;
 
 	e.target = *target;
@@ -184,11 +205,8 @@ static int meet(struct walk *w, const char *name, size_t len,
 	e.name_len = len;
 	e.dir = f->dir;
 	e.depth = (unsigned)w->n;
-	e.is_dir = 0;
-	if (!obj_sd_get(w->vol, &e.target, &sd, NULL)) {
-		e.is_dir = sd.plugin == FMT_OBJ_DIR40;
-		obj_sd_put(&sd);
-	}
+	e.is_dir = stat_of(w, &e.target, &st, &e.st);
+	e.same_name = same_name;
 	e.again = e.is_dir && r4_u64map_find(&w->seen, e.target.oid) != NULL;
 	e.leave = 0;
 	e.error = 0;
@@ -226,7 +244,7 @@ static int entry(struct walk *w, const struct tree_item *it, int u)
 	f->blk = it->blk;
 	f->pos = it->pos;
 	f->next = u + 1;	/* kept only when a directory is entered */
-	return meet(w, w->name, len, &target);
+	return meet(w, w->name, len, &target, 0);
 }
 
 /* The deepest frame is done (rc 0) or its directory failed (rc): popped,
@@ -248,6 +266,7 @@ static int leave(struct walk *w, int rc)
 	f->e.name = w->path + f->nameoff;
 	f->e.leave = 1;
 	f->e.error = rc;
+	f->e.st = NULL;		/* it lived during the entry's call */
 	er = w->fn(w->ctx, &f->e);
 	if (rc && (!er || er == R4_WALK_SKIP))
 		r4i_error_clear(w->err);	/* said, and passed over */
@@ -275,8 +294,11 @@ static int step_by_name(struct walk *w)
 	}
 	while (!rc && !er && (size_t)f->next < f->nv) {
 		const struct named *n = &f->v[f->next++];
+		const struct named *p = n > f->v ? n - 1 : NULL;
 
-		er = meet(w, n->name, n->len, &n->target);
+		er = meet(w, n->name, n->len, &n->target, p &&
+			  p->len == n->len && !memcmp(p->name, n->name,
+						     n->len));
 	}
 	if (er)
 		return er == 1 ? 0 : er;	/* 1: entered a directory */

@@ -36,17 +36,7 @@ struct xw {
 	uint64_t *runs;		/* the data runs of the file (r4_file_runs) */
 	size_t nruns;
 	void *zeros;		/* XW_ZEROS read-only zero bytes, or NULL */
-	struct xw_prev *prev;	/* prev[d]: the last entry met at depth d */
-	size_t nprev;
 	struct r4_error *err;	/* the walk's */
-};
-
-/* The name an entry at one depth had, to find a name twice in its
- * directory (the walk meets a directory's entries sorted by name). */
-struct xw_prev {
-	char *name;
-	size_t len, cap;
-	int set;
 };
 
 static int arc_fail(struct xw *w, struct r4_error *err)
@@ -309,12 +299,12 @@ static int xw_object(struct xw *w, const struct r4_objref *ref,
  * skipped with a warning naming both paths (w->dirs keeps the path each
  * directory was entered by). */
 
-/* Why the entry e, met after *p at its depth, cannot become a member: a
- * name no host can create, or one a member before it already has (a
- * second './x' after a symlink './x' would let './x/f' be written
- * through the link). NULL when it can. */
-static const char *xw_bad_name(const struct r4_walk_entry *e,
-			       const struct xw_prev *p)
+/* Why the entry e cannot become a member: a name no host can create,
+ * or one a member before it already has (a second './x' after a
+ * symlink './x' would let './x/f' be written through the link; the
+ * walk meets a directory's entries sorted by name and says so). NULL
+ * when it can. */
+static const char *xw_bad_name(const struct r4_walk_entry *e)
 {
 	if (!e->name_len)
 		return "is empty";
@@ -324,29 +314,9 @@ static const char *xw_bad_name(const struct r4_walk_entry *e,
 		return "holds a NUL byte";
 	if (e->name_len > 255)
 		return "is longer than 255 bytes";
-	if (p->set && p->len == e->name_len &&
-	    !memcmp(p->name, e->name, p->len))
+	if (e->same_name)
 		return "is in the directory twice";
 	return NULL;
-}
-
-/* Keep e's name as the last one met at its depth; -ENOMEM or 0. */
-static int xw_keep_name(struct xw *w, const struct r4_walk_entry *e)
-{
-	struct xw_prev *p;
-	size_t had = w->nprev;
-
-	if (R4_RESERVE(w->prev, w->nprev, e->depth + 2, 64))
-		return -ENOMEM;
-	if (w->nprev > had)	/* new depths: no name yet */
-		memset(w->prev + had, 0, (w->nprev - had) * sizeof(*w->prev));
-	p = &w->prev[e->depth];
-	if (R4_RESERVE(p->name, p->cap, e->name_len + 1, 64))
-		return -ENOMEM;
-	memcpy(p->name, e->name, e->name_len);
-	p->len = e->name_len;
-	p->set = 1;
-	return 0;
 }
 
 /* Remember directory oid as entered by the path w->path. */
@@ -411,15 +381,9 @@ static int xw_entry(void *ctx, const struct r4_walk_entry *e)
 	const char *why;
 	int rc;
 
-	if (e->leave) {
-		if (e->depth + 1 < w->nprev)
-			w->prev[e->depth + 1].set = 0;
+	if (e->leave)
 		return e->error;	/* a directory that failed stops it */
-	}
-	why = e->depth < w->nprev ? xw_bad_name(e, &w->prev[e->depth])
-				  : xw_bad_name(e, &(struct xw_prev){ 0 });
-	if (xw_keep_name(w, e))
-		return r4i_fail(w->err, -ENOMEM, "out of memory");
+	why = xw_bad_name(e);
 	if (why) {
 		tar_warn(w->o, "%.*s/%.*s: skipping: the name %s (run "
 			 "r4fsck)", (int)(e->path_len - e->name_len - 1),
@@ -433,7 +397,10 @@ static int xw_entry(void *ctx, const struct r4_walk_entry *e)
 		return r4i_fail(w->err, -ENOMEM, "out of memory");
 	memcpy(w->path, e->path, e->path_len);
 	w->path[e->path_len] = '\0';
-	rc = r4_stat(w->vol, &e->target, &st, w->err);
+	/* the walk read its stat data; when it could not, r4_stat says
+	 * why */
+	st = e->st ? *e->st : (struct r4_stat){ 0 };
+	rc = e->st ? 0 : r4_stat(w->vol, &e->target, &st, w->err);
 	if (rc)
 		return rc;
 	if (S_ISDIR(st.mode))
@@ -551,9 +518,6 @@ int r4_extract_to_archive(struct r4_vol *vol, const char *out,
 	     i = r4_u64map_next(&w.dirs, i + 1))
 		free(*(char **)r4_u64map_val(&w.dirs, i));
 	r4_u64map_fini(&w.dirs);
-	for (size_t i = 0; i < w.nprev; i++)
-		free(w.prev[i].name);
-	free(w.prev);
 	free(w.path);
 	free(w.buf);
 	free(w.runs);

@@ -158,7 +158,6 @@ void tree_mod_fini(struct tree_mod *m)
 		m->vol->node_sync_ctx = NULL;
 	}
 	r4_u64map_fini(&m->stale);
-	r4_u64map_fini(&m->own);
 	if (m->dc) {
 		for (unsigned i = 0; i < TREE_DCACHE_SLOTS; i++)
 			ilist_free(&m->dc[i].l);

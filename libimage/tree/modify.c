@@ -31,6 +31,7 @@ int tree_mod_init(struct tree_mod *m, struct r4_vol *vol, struct txn *t,
 	m->root = vol->sb.root_block;
 	m->height = vol->sb.tree_height;
 	m->ins_end = -1;
+	m->scope = txn_scope_begin(t);
 	if (m->height < FMT_TREE_HEIGHT_MIN || m->height > FMT_TREE_HEIGHT_MAX)
 		return r4i_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
 			       "in %u..%u", tmod_vname(m), m->height,
@@ -66,7 +67,7 @@ static void set_root(struct tree_mod *m, uint64_t root, unsigned height)
 /* ---- writing nodes ------------------------------------------------------ */
 
 /* A lazy writer's leaf or twig (joined already) goes to the cache as
- * the deferred content of its block nb, which this transaction owns: a
+ * the deferred content of its block nb, which this writer made: a
  * node split again before it leaves the cache is encoded once. 1 when
  * deferred (l is emptied), 0 when it is to be written now. */
 static int emit_defer(struct tree_mod *m, uint64_t nb, unsigned level,
@@ -81,8 +82,8 @@ static int emit_defer(struct tree_mod *m, uint64_t nb, unsigned level,
 	return 1;
 }
 
-/* Write items as a node of 'level': in place when this transaction owns
- * 'old', else to a new block near old (or hint) and free old. With
+/* Write items as a node of 'level': in place when this writer made
+ * 'old' (allocated it in its scope), else to a new block near old (or hint) and free old. With
  * take, the decoded-node cache takes l once the node is written. */
 static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 		unsigned level, struct ilist *l, int take, uint64_t *blk,
@@ -101,12 +102,10 @@ static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 	if (old)
 		tmod_dc_forget(m, old);
 
-	if (!old || !r4_u64map_find(&m->own, old)) {
-		rc = txn_alloc(m->t, old ? old : hint, &nb, err);
+	if (!old || !txn_owns_in(m->t, old, m->scope)) {
+		rc = txn_alloc_in(m->t, m->scope, old ? old : hint, &nb, err);
 		if (rc)
 			return rc;
-		if (r4_u64set_add(&m->own, nb) < 0)
-			return r4i_fail(err, -ENOMEM, "out of memory");
 		m->st.nodes_alloc++;
 		tmod_dc_forget(m, nb);
 		if (old) {
@@ -167,7 +166,6 @@ int tmod_write_node(struct tree_mod *m, uint64_t nb, unsigned level,
 static int drop(struct tree_mod *m, uint64_t blk, struct r4_error *err)
 {
 	tmod_dc_forget(m, blk);
-	r4_u64map_del(&m->own, blk);
 	m->st.nodes_freed++;
 	return txn_free(m->t, blk, 1, err);
 }
@@ -421,7 +419,7 @@ static int near_end(const struct tree_mod *m, const struct ilist *items,
 }
 
 /* A lazy writer's leaf or twig that stays one node, in the block this
- * transaction owns, with the same first key: its list goes to the cache
+ * writer made (its scope), with the same first key: its list goes to the cache
  * as the block's deferred content (written by dc_sync). 1 when done,
  * 0 when not for deferring, < 0 error. */
 static int defer(struct tree_mod *m, unsigned l, uint64_t blk,
@@ -429,7 +427,7 @@ static int defer(struct tree_mod *m, unsigned l, uint64_t blk,
 {
 	if (!m->lazy || l > FMT_NODE_TWIG_LEVEL || !items->n ||
 	    fmt_key_cmp(&items->v[0].key, first) ||
-	    !r4_u64map_find(&m->own, blk) ||
+	    !txn_owns_in(m->t, blk, m->scope) ||
 	    ilist_bytes(items, ihsize(m)) > capacity(m) ||
 	    !tmod_dc_slot(m, blk) || r4_u64set_add(&m->stale, blk) < 0)
 		return 0;

@@ -8,8 +8,9 @@
  *  - a node the transaction has not written yet goes to a fresh block
  *    near the old one (txn_alloc + txn_new) and the old block is freed
  *    (txn_free); its parent then changes the same way, up to the root
- *    (txn_set_root). A node written by this transaction is rewritten in
- *    place: the committed tree does not reference it;
+ *    (txn_set_root). A node this writer made (allocated in its
+ *    transaction scope) is rewritten in place: the committed tree does
+ *    not reference it;
  *  - an overflowing node first shifts items into its left, then its
  *    right neighbour (same parent); else it splits into as many nodes as
  *    needed, sizes evened out, each new node's pointer added to the
@@ -51,8 +52,12 @@ struct tree_dslot;
 struct tree_mod {
 	struct r4_vol *vol;
 	struct txn *t;
-	struct r4_u64map own;	/* blocks this transaction wrote nodes
-				 * to (changed in place): a set */
+	/* The transaction's scope this writer allocates its nodes in
+	 * (txn_scope_begin): a node it allocated is rewritten in place
+	 * (the committed tree does not reference it); any other, even
+	 * one this transaction allocated before (by an earlier writer, or
+	 * by hand, as the repair's first leaf), moves to a new block. */
+	uint32_t scope;
 	uint64_t root;
 	unsigned height;
 	int no_merge;		/* internal: while cutting a leaf */
@@ -90,7 +95,7 @@ int tree_mod_init(struct tree_mod *m, struct r4_vol *vol, struct txn *t,
 void tree_mod_fini(struct tree_mod *m);
 
 /* Defer leaf writes from now on: a change that keeps a leaf this
- * transaction owns in one node (the common insert) updates its decoded
+ * writer made in one node (the common insert) updates its decoded
  * list only; the block is written once, when read (tree_node_get), when
  * the list leaves the cache, or at tree_mod_flush. Many inserts into one
  * leaf then cost one node encoding, not one each. The caller must call

@@ -14,6 +14,11 @@
 
 /* ---- block map ---- */
 
+/* The scope lives in the padding: a transaction of millions of blocks
+ * pays nothing for it. */
+_Static_assert(sizeof(struct tb) <= 3 * sizeof(uint64_t),
+	       "struct tb grew past 24 bytes");
+
 struct tb *tb_find(struct tbmap *m, uint64_t nr)
 {
 	return r4_u64map_find(&m->m, nr);
@@ -26,7 +31,7 @@ struct tb *tb_get(struct tbmap *m, uint64_t nr)
 
 	e = r4_u64map_get(&m->m, nr, &added);
 	if (e && added)
-		*e = (struct tb){ nr, NULL, 0, TB_DEAD };
+		*e = (struct tb){ nr, NULL, 0, TB_DEAD, 0 };
 	return e;
 }
 
@@ -308,7 +313,9 @@ void txn_set_counters(struct txn *t, uint64_t free_blocks,
 	t->next_oid = next_oid;
 }
 
-static int take(struct txn *t, uint64_t blk, struct r4_error *err)
+/* Block blk becomes the transaction's, allocated in scope. */
+static int take(struct txn *t, uint64_t blk, uint32_t scope,
+		struct r4_error *err)
 {
 	struct tb *e = tb_get(&t->map, blk);
 	int rc;
@@ -319,6 +326,7 @@ static int take(struct txn *t, uint64_t blk, struct r4_error *err)
 	if (rc)
 		return rc;
 	e->state = TB_ALLOC;
+	e->scope = scope;
 	t->nalloc++;
 	return 0;
 }
@@ -345,12 +353,23 @@ static int find_free(struct txn *t, uint64_t from, uint64_t *blk,
 	return rc;
 }
 
-int txn_alloc(struct txn *t, uint64_t hint, uint64_t *blk,
-	      struct r4_error *err)
+int txn_alloc_in(struct txn *t, uint32_t scope, uint64_t hint,
+		 uint64_t *blk, struct r4_error *err)
 {
 	int rc = find_free(t, hint, blk, err);
 
-	return rc ? rc : take(t, *blk, err);
+	return rc ? rc : take(t, *blk, scope & TXN_SCOPE_MAX, err);
+}
+
+int txn_alloc(struct txn *t, uint64_t hint, uint64_t *blk,
+	      struct r4_error *err)
+{
+	return txn_alloc_in(t, 0, hint, blk, err);
+}
+
+uint32_t txn_scope_begin(struct txn *t)
+{
+	return t->scopes < TXN_SCOPE_MAX ? ++t->scopes : 0;
 }
 
 int txn_alloc_run(struct txn *t, uint64_t hint, uint64_t want,
@@ -365,7 +384,7 @@ int txn_alloc_run(struct txn *t, uint64_t hint, uint64_t want,
 		rc = space_test(&t->vol->space, *start + n, err);
 		if (rc < 0)
 			return rc;
-		if (rc || take(t, *start + n, err))
+		if (rc || take(t, *start + n, 0, err))
 			break;
 	}
 	*got = n;
@@ -577,6 +596,27 @@ int txn_owns(const struct txn *t, uint64_t blk)
 
 	return e && (e->state == TB_ALLOC || e->state == TB_NEW ||
 		     e->state == TB_DATA);
+}
+
+int txn_owns_in(const struct txn *t, uint64_t blk, uint32_t scope)
+{
+	const struct tb *e = r4_u64map_find(&t->map.m, blk);
+
+	return scope && e && e->scope == scope &&
+	       (e->state == TB_ALLOC || e->state == TB_NEW ||
+		e->state == TB_DATA);
+}
+
+uint64_t txn_scope_blocks(const struct txn *t, uint32_t scope)
+{
+	uint64_t n = 0;
+	struct tb *e;
+
+	for (size_t i = 0; scope && (e = tb_next(&t->map, &i));)
+		n += e->scope == scope && (e->state == TB_ALLOC ||
+					   e->state == TB_NEW ||
+					   e->state == TB_DATA);
+	return n;
 }
 
 void txn_put(struct txn *t, struct io_block *b)

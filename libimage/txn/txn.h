@@ -73,6 +73,23 @@ void txn_put(struct txn *t, struct io_block *b);
  * the committed state does not use it, so t may write it in place
  * (txn_write_data) instead of moving its contents to a new block. */
 int txn_owns(const struct txn *t, uint64_t blk);
+/* Scopes: one record of which writer allocated a block. A writer that
+ * needs to tell its own blocks from the rest of the transaction's (the
+ * tree writer: a node it made is rewritten in place, one made before,
+ * even by this transaction, moves again) takes a scope, allocates in it
+ * and asks about it. txn_scope_begin gives a fresh scope; 0 once
+ * TXN_SCOPE_MAX scopes were given out in one transaction: scope 0 owns
+ * nothing (its writer relocates every block: safe, only less compact). */
+#define TXN_SCOPE_BITS 24
+#define TXN_SCOPE_MAX ((1u << TXN_SCOPE_BITS) - 1)
+uint32_t txn_scope_begin(struct txn *t);
+/* txn_alloc, the block recorded as allocated in scope. */
+int txn_alloc_in(struct txn *t, uint32_t scope, uint64_t hint,
+		 uint64_t *blk, struct r4_error *err);
+/* 1 when txn_owns(t, blk) and blk was allocated in scope (not 0). */
+int txn_owns_in(const struct txn *t, uint64_t blk, uint32_t scope);
+/* How many blocks txn_owns_in(t, ., scope) holds for (a walk). */
+uint64_t txn_scope_blocks(const struct txn *t, uint32_t scope);
 /* Free a block at commit (old location of a relocated node, data of a
  * removed file). Freeing a block allocated by this same transaction
  * frees it at once. */

@@ -23,6 +23,9 @@ struct tb {
 	struct io_block *b;	/* the transaction's pin (NEW, CAPTURED) */
 	uint32_t gen;		/* write-behind: its last txn_new */
 	uint8_t state;
+	/* the scope it was allocated in (txn_alloc_in; 0: none), kept in
+	 * the padding after state: the entry stays 24 bytes */
+	unsigned scope : TXN_SCOPE_BITS;
 };
 
 /* Write-behind (txn_write_behind): the blocks txn_new gave out, oldest
@@ -53,6 +56,7 @@ struct txn {
 	uint64_t next_oid;
 	uint64_t nalloc, nfreed;	/* live TB_ALLOC/NEW/DATA, TB_FREED */
 	uint64_t alloc_cursor;
+	uint32_t scopes;	/* scopes given out (txn_scope_begin) */
 	/* Repair (txn_rewrite_bitmap, txn_set_counters). */
 	uint64_t *force_regions;
 	size_t nforce, capforce;

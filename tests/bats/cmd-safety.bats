@@ -435,12 +435,13 @@ many_files() {
 	image_clean "$T/src/out.img"
 }
 
-# Rename the root directory entry "y" of image $1 to "x" in place: the
-# entry's key holds its (short) name, and x sorts before y, so the
-# directory item stays in key order with two entries named x.
+# Rename the entry "y" of the directory whose object id is $2 (hex;
+# default 2a, the root) of image $1 to "x" in place: the entry's key
+# holds its (short) name, and x sorts before y, so the directory item
+# stays in key order with two entries named x.
 rename_y_to_x() {
 	r4debugfs -R 'print tree' "$1" >"$T/tree.txt"
-	python3 - "$1" "$T/tree.txt" <<'PY'
+	python3 - "$1" "$T/tree.txt" "${2:-2a}" <<'PY'
 import sys, re, struct
 img, tree = sys.argv[1], open(sys.argv[2]).read()
 blk = off = None
@@ -448,7 +449,8 @@ for line in tree.splitlines():
     m = re.match(r'node (\d+): ', line)
     if m:
         node = int(m.group(1))
-    m = re.match(r'#\d+ cde40 \(\d+\) \[2a:0:0:0:0\] offset (\d+)', line)
+    m = re.match(r'#\d+ cde40 \(\d+\) \[%s:0:0:0:0\] offset (\d+)'
+                 % sys.argv[3], line)
     if m:
         blk, off = node, int(m.group(1))
         break
@@ -499,6 +501,30 @@ for n in names:
 t.extractall(sys.argv[2])
 PY
 	[ -z "$(ls -A "$T/outside")" ]
+}
+
+@test "names: two entries named x in a subdirectory: extract emits one and says so; x in a sibling directory is no twin" {
+	mkdir -p "$T/s/sub/y" "$T/s/d2"
+	echo data >"$T/s/sub/y/f"
+	echo one >"$T/s/sub/x"
+	echo two >"$T/s/d2/x"
+	r4pack create -q "$T/s" "$T/d.img"
+	local oid
+	oid=$(r4debugfs --json -R 'stat /sub' "$T/d.img" |
+		python3 -c 'import json, sys; print("%x" % json.load(sys.stdin)["oid"])')
+	rename_y_to_x "$T/d.img" "$oid"
+	[ "$(r4debugfs -R 'ls /sub' "$T/d.img" | grep -c '^x$')" -eq 2 ]
+	run r4pack extract "$T/d.img" "$T/d.tar"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"./sub/x: skipping: the name is in the directory twice"* ]]
+	[ "$(grep -c twice <<<"$output")" -eq 1 ]
+	python3 - "$T/d.tar" <<'PY'
+import sys, tarfile
+names = [m.name.rstrip('/') for m in tarfile.open(sys.argv[1]).getmembers()]
+assert names.count('./sub/x') == 1, names
+assert './d2/x' in names and './sub' in names, names
+PY
 }
 
 @test "names: r4fsck reports a name with '/', extract skips it" {

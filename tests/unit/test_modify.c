@@ -9,6 +9,8 @@
 #include "tap.h"
 #include "edit_util.h"
 #include "libimage/obj/edit_int.h"
+#include "libimage/obj/write.h"
+#include "libimage/txn/txn.h"
 #include "format/node.h"
 
 #define NFILES 2000
@@ -648,9 +650,72 @@ static void replace_reads(void)
 	ok(eu_check("r.img"), "r4_check is clean");
 }
 
+/* One record of block ownership, the transaction's (txn_alloc_in): a
+ * tree writer rewrites in place the nodes it allocated in its scope,
+ * and moves any other, even one its transaction allocated before the
+ * writer began (as the repair's and repacker's writers need: their
+ * images stay as they were). */
+static void scope_rule(void)
+{
+	struct r4_error err = { 0, "", 0 };
+	struct io_block *b = NULL;
+	struct r4_attr a;
+	struct r4_txn *t;
+	struct r4_vol *v;
+	uint64_t mine = 0, other = 0, r0, r1, r2, r3;
+	uint32_t s1, s2;
+	int rc;
+
+	EU_SETUP("rm -f '%s/s.img'", eu_dir);
+	tap_require(eu_mkfs("s.img", 64, "") == 0, "r4_mkfs");
+	tap_require(eu_open("s.img", &v) == 0, "open s.img");
+	tap_require(!r4_txn_begin(v, &t, &err), "begin: %s", err.msg);
+	s1 = txn_scope_begin(t->t);
+	s2 = txn_scope_begin(t->t);
+	rc = txn_alloc_in(t->t, s1, 0, &mine, &err) ||
+	     txn_alloc(t->t, 0, &other, &err) ||
+	     txn_new(t->t, mine, &b, &err);
+	if (b)
+		txn_put(t->t, b);
+	ok(!rc && s1 && s2 != s1 && txn_owns_in(t->t, mine, s1) &&
+	   !txn_owns_in(t->t, mine, s2) && !txn_owns_in(t->t, mine, 0) &&
+	   txn_owns(t->t, other) && !txn_owns_in(t->t, other, s1) &&
+	   txn_scope_blocks(t->t, s1) == 1, "a block is owned in the scope "
+	   "it was allocated in only (%s)", rc ? err.msg : "ok");
+	rc = txn_free(t->t, mine, 1, &err) || txn_free(t->t, other, 1, &err);
+	ok(!rc && !txn_owns_in(t->t, mine, s1) &&
+	   !txn_scope_blocks(t->t, s1), "a freed block is owned no more");
+
+	eu_attr(&a, S_IFDIR | 0755);
+	r0 = t->mod.root;
+	rc = r4_mkdir(t, "/a", &a, &err);
+	r1 = t->mod.root;
+	/* a new writer on the same transaction, as the repair makes one */
+	tree_mod_fini(&t->mod);
+	if (!rc)
+		rc = tree_mod_init(&t->mod, v, t->t, &err);
+	if (!rc)
+		rc = r4_mkdir(t, "/b", &a, &err);
+	r2 = t->mod.root;
+	if (!rc)
+		rc = r4_mkdir(t, "/c", &a, &err);
+	r3 = t->mod.root;
+	ok(!rc && r1 != r0, "the first writer moves the root (%s)",
+	   rc ? err.msg : "ok");
+	ok(r2 != r1, "a node allocated before the writer's scope moves: "
+	   "root %llu -> %llu", (unsigned long long)r1,
+	   (unsigned long long)r2);
+	ok(r3 == r2, "a node allocated in the writer's scope is rewritten in "
+	   "place: root %llu -> %llu", (unsigned long long)r2,
+	   (unsigned long long)r3);
+	ok(!r4_txn_commit(t, &err), "commit: %s", err.msg);
+	eu_close(v);
+	ok(eu_check("s.img"), "r4_check is clean");
+}
+
 int main(void)
 {
-	plan(77 + 8 + 8 + 8 + 5 + 5 + 5);
+	plan(77 + 8 + 8 + 8 + 5 + 5 + 5 + 7);
 	eu_init("test_modify");
 	big_dir("");
 	big_dir("node=node41,hash=tea_hash,fibration=lexic_fibre");
@@ -660,6 +725,7 @@ int main(void)
 	lazy_same();
 	add_lookups();
 	replace_reads();
+	scope_rule();
 	eu_fini();
 	return tap_done();
 }
