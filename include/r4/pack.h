@@ -162,7 +162,9 @@ int r4_pack_add(struct r4_pack *b, const struct r4_entry *e,
  * instead of keeping its own table of every path. */
 int r4_pack_type(struct r4_pack *b, const char *path, size_t len);
 /* The checks before adding path (a whole path, "" the root), in one
- * walk: returns the type of path as r4_pack_type does; *bad is 0 when
+ * walk: returns the type of path as r4_pack_type does, except that a
+ * name a big build keeps in $TMPDIR (never a directory) may read -1:
+ * it is not looked for there (the add resolves it); *bad is 0 when
  * every parent of path is a directory or not there, else the length of
  * the first parent that is there and is not a directory (*bad_type:
  * its type). What the walk found serves the next r4_pack_add when it

@@ -74,35 +74,44 @@ static struct bobj *rec_obj(struct r4_pack *b, struct parena *a,
 	return o;
 }
 
+/* A name s made in memory in dir, over what the spill may hold of it:
+ * a tombstone there (issue 29: names are not looked for in the spill
+ * when added, so a record of s may be there). */
+static int shadow(struct r4_pack *b, struct bobj *dir, const char *s,
+		  size_t n)
+{
+	if (!b->spill || !dir->u.sub->nspilled)
+		return 0;
+	return pack_spill_gone(b->spill, dir->u.sub->no, s, n);
+}
+
 /* A spilled name of dir taken back into memory (a later entry asks for
- * it: a replacement, a hard link's target, a path through it), or NULL
- * (none; b->spill_rc says when looking failed). */
+ * it: a hard link's target, a path through it), or NULL (none;
+ * b->spill_rc says when looking failed). */
 static struct bent *promote(struct r4_pack *b, struct bobj *dir,
 			    const char *s, size_t n)
 {
 	uint32_t no = dir->u.sub->no;
-	uint64_t h = pack_spill_hash(no, s, n);
 	const struct pack_srec *r;
 	struct bobj *o;
-	struct bent *e;
+	struct bent *e = NULL;
 	int rc;
 
-	if (!pack_spill_maybe(b->spill, h))
+	if (!dir->u.sub->nspilled)
 		return NULL;
-	rc = pack_spill_find(b->spill, no, h, s, n, &r);
+	rc = pack_spill_find(b->spill, no, pack_spill_hash(no, s, n), s, n,
+			     &r);
 	if (rc <= 0) {
 		if (rc < 0 && !b->spill_rc)
 			b->spill_rc = rc;
 		return NULL;
 	}
 	o = rec_obj(b, &b->ar, r, 1);
-	if (!o || pack_spill_kill(b->spill, r->seq) ||
-	    !(e = pack_new_ent(b, dir, s, n, o))) {
-		if (!b->spill_rc)
-			b->spill_rc = -ENOMEM;
-		return NULL;
-	}
-	dir->u.sub->nspilled--;
+	rc = o ? shadow(b, dir, s, n) : -ENOMEM;
+	if (!rc && !(e = pack_new_ent(b, dir, s, n, o)))
+		rc = -ENOMEM;
+	if (rc && !b->spill_rc)
+		b->spill_rc = rc;
 	return e;
 }
 
@@ -575,8 +584,6 @@ int pack_ns_dir_load(struct r4_pack *b, struct bobj *d, size_t *nmem,
 		struct bent *e;
 
 		at += h->len;
-		if (pack_spill_dead(b->spill, h->seq))
-			continue;
 		o = rec_obj(b, &b->far, h, 0);
 		e = o ? pack_parena_get(&b->far, sizeof(*e) + h->nlen + 1) : NULL;
 		if (!e || pack_add_kid(d, e))
@@ -672,10 +679,8 @@ int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 				       "directory", e->path);
 		return set_attrs(b, b->root, e, err);
 	}
-	if (!probed)
-		old = lookup(b, d, name, n);
-	if (!old && b->spill_rc)
-		return spill_fail(b, e->path, err);
+	if (!probed)	/* a spilled name is never a directory: not asked */
+		old = pack_lookup_mem(b, d, name, n);
 	if (old && old->obj->type == R4_ENT_DIR && e->type == R4_ENT_DIR) {
 		return set_attrs(b, old->obj, e, err);
 	}
@@ -693,6 +698,9 @@ int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 	}
 	if (old)
 		rc = add_replace(b, old, o, err);
+	else if ((rc = shadow(b, d, name, n)))
+		rc = r4i_fail(err, rc, "%s: cannot spill its name to $TMPDIR: "
+			      "%s", e->path, r4_strerror(rc));
 	else if (!pack_new_ent(b, d, name, n, o))
 		rc = r4i_fail(err, -ENOMEM, "out of memory");
 	if (rc)
@@ -780,7 +788,8 @@ int r4_pack_probe(struct r4_pack *b, const char *path, size_t *bad,
 		}
 		return -1;	/* not there (or a name too long: never is) */
 	}
-	e = n ? lookup(b, d, name, n) : NULL;
+	/* a spilled name is never a directory: not looked for (-1) */
+	e = n ? pack_lookup_mem(b, d, name, n) : NULL;
 	len = strlen(path) + 1;
 	if (!R4_RESERVE(b->pr_path, b->pr_cap, len, 256)) {
 		memcpy(b->pr_path, path, len);

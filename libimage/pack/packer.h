@@ -37,8 +37,6 @@
  * R4_PACK_RUN_BYTES the bytes of records gathered before a run. */
 #define PACK_SPILL_AFTER (1u << 18)
 #define PACK_SPILL_BUDGET (16u << 20)
-#define SPILL_FP_BITS 10
-#define SPILL_FP_SEGS (1u << SPILL_FP_BITS)
 
 enum bdata_kind {
 	BD_NONE,	/* size 0, or not a regular file */
@@ -572,23 +570,24 @@ int pack_spill_put(struct pack_spill *s, const struct pack_srec *hdr,
 		   const void *tail1, size_t len1, const void *tail2,
 		   size_t len2, const void *tail3, size_t len3,
 		   uint64_t *seq);
-/* 0: no record has this hash; 1: maybe. */
-int pack_spill_maybe(const struct pack_spill *s, uint64_t h);
-/* The live record of (dir, name): 1 and *out (valid until the next
- * call), 0 none, or -errno. */
+/* The latest record of (dir, name): 1 and *out (valid until the next
+ * call), 0 none (or the name was made in memory since), or -errno. */
 int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
 		    const char *name, size_t n, const struct pack_srec **out);
-/* The record seq is taken back into memory: the directory's reading
- * at finish skips it (pack_spill_dead, once sealed). */
-int pack_spill_kill(struct pack_spill *s, uint64_t seq);
-int pack_spill_dead(const struct pack_spill *s, uint64_t seq);
-/* No more records: the last run written, the fingerprints freed. */
+/* A tombstone: (dir, name) is made in memory from now on, so every
+ * earlier record of it is gone. */
+int pack_spill_gone(struct pack_spill *s, uint32_t dir, const char *name,
+		    size_t n);
+/* No more records: the last run written, the buffer freed. */
 int pack_spill_seal(struct pack_spill *s);
 uint64_t pack_spill_records(const struct pack_spill *s);
-/* Every record of directory dir (dead ones too) into *buf (grown as
- * needed), *len bytes. */
+/* The live records of directory dir into *buf (grown as needed), *len
+ * bytes: of records of one name the latest, none under a tombstone. */
 int pack_spill_dir(struct pack_spill *s, uint32_t dir, uint8_t **buf,
 		   size_t *cap, size_t *len);
+/* Bytes the spill keeps besides its buffer of records (runs, the
+ * directory starts, one run's sparse index, one directory's names). */
+size_t pack_spill_index_bytes(const struct pack_spill *s);
 
 /* items.c */
 int pack_items_make(struct r4_pack *b, struct r4_error *err);
