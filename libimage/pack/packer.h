@@ -37,6 +37,9 @@
  * R4_PACK_RUN_BYTES the bytes of records gathered before a run. */
 #define PACK_SPILL_AFTER (1u << 18)
 #define PACK_SPILL_BUDGET (16u << 20)
+/* Nodes above the leaves kept in memory (pack/upper.c); the rest wait
+ * in a temporary file in $TMPDIR (one a ~2,400 empty files) */
+#define PACK_UPPER_MEM 1024u
 
 enum bdata_kind {
 	BD_NONE,	/* size 0, or not a regular file */
@@ -351,9 +354,11 @@ struct r4_pack {
 	uint64_t *leafblk;		/* block of each leaf, in order */
 	size_t capleaf;
 	/* nodes above the leaves, kept until the end (upper.c) */
-	uint8_t **inode;
+	uint8_t **inode;		/* NULL: past PACK_UPPER_MEM, in upfd */
 	uint8_t *ilevel;
 	size_t ninodes, capinodes;
+	int upfd;			/* 1 + the fd of the upper nodes'
+					 * temporary file, 0 none yet */
 	uint64_t res_start, res_len;	/* the area saved for them */
 	/* results */
 	uint64_t next_oid, files, dirs, bytes, data_blocks;
