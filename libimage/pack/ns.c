@@ -15,76 +15,6 @@
 #include "libimage/util/err.h"
 #include "r4/util.h"
 
-/* An object made again from its spilled record, in chunks a. Extent
- * units are copied (kept: a name taken back into memory) or point into
- * the record (a directory read back: cap 0, never grown). */
-static struct bobj *rec_obj(struct r4_pack *b, struct parena *a,
-			    const struct pack_srec *h, int keep)
-{
-	struct bobj *o = pack_parena_get(a, sizeof(*o));
-	const char *name = pack_srec_name(h);
-
-	if (!o)
-		return NULL;
-	o->type = h->type;
-	o->tails = h->tails;
-	o->data = h->data;
-	o->ccreg = CCREG_NO;
-	o->attr = h->attr;
-	o->size = h->size;
-	switch (h->type) {
-	case R4_ENT_SYMLINK:
-		o->u.target = pack_parena_get(a, (size_t)h->size + 1);
-		if (!o->u.target)
-			return NULL;
-		memcpy(o->u.target, name + h->nlen, (size_t)h->size);
-		break;
-	case R4_ENT_CHR: case R4_ENT_BLK:
-		o->u.rdev = (uint32_t)h->aux;
-		break;
-	case R4_ENT_REG:
-		if (!h->size)
-			break;
-		o->u.reg = pack_parena_get(a, sizeof(*o->u.reg));
-		if (!o->u.reg)
-			return NULL;
-		o->u.reg->spool_off = h->aux;
-		if (h->next && keep) {
-			struct enc_units *x = &o->u.reg->ext;
-
-			x->u = malloc(h->next * sizeof(*x->u));
-			if (!x->u)
-				return NULL;
-			memcpy(x->u, pack_srec_units(h),
-			       h->next * sizeof(*x->u));
-			x->n = x->cap = h->next;
-		} else if (h->next) {
-			o->u.reg->ext.u = (struct fmt_extent40_unit *)
-				(uintptr_t)pack_srec_units(h);
-			o->u.reg->ext.n = h->next;
-		}
-		if (keep) {
-			o->u.reg->next = b->regs;
-			b->regs = o->u.reg;
-		}
-		break;
-	default:
-		break;
-	}
-	return o;
-}
-
-/* A name s made in memory in dir, over what the spill may hold of it:
- * a tombstone there (issue 29: names are not looked for in the spill
- * when added, so a record of s may be there). */
-static int shadow(struct r4_pack *b, struct bobj *dir, const char *s,
-		  size_t n)
-{
-	if (!b->spill || !dir->u.sub->nspilled)
-		return 0;
-	return pack_spill_gone(b->spill, dir->u.sub->no, s, n);
-}
-
 /* A spilled name of dir taken back into memory (a later entry asks for
  * it: a hard link's target, a path through it), or NULL (none;
  * b->spill_rc says when looking failed). */
@@ -106,8 +36,8 @@ static struct bent *promote(struct r4_pack *b, struct bobj *dir,
 			b->spill_rc = rc;
 		return NULL;
 	}
-	o = rec_obj(b, &b->ar, r, 1);
-	rc = o ? shadow(b, dir, s, n) : -ENOMEM;
+	o = pack_ns_rec_obj(b, &b->ar, r, 1);
+	rc = o ? pack_ns_shadow(b, dir, s, n) : -ENOMEM;
 	if (!rc && !(e = pack_new_ent(b, dir, s, n, o)))
 		rc = -ENOMEM;
 	if (rc && !b->spill_rc)
@@ -584,7 +514,7 @@ int pack_ns_dir_load(struct r4_pack *b, struct bobj *d, size_t *nmem,
 		struct bent *e;
 
 		at += h->len;
-		o = rec_obj(b, &b->far, h, 0);
+		o = pack_ns_rec_obj(b, &b->far, h, 0);
 		e = o ? pack_parena_get(&b->far, sizeof(*e) + h->nlen + 1) : NULL;
 		if (!e || pack_add_kid(d, e))
 			return r4i_fail(err, -ENOMEM, "out of memory");
@@ -648,6 +578,21 @@ static int add_replace(struct r4_pack *b, struct bent *old, struct bobj *o,
 	return 0;
 }
 
+/* A new name in memory for o (over what the spill may hold of it). */
+static int add_new(struct r4_pack *b, const struct r4_entry *e,
+		   struct bobj *d, const char *name, size_t n, struct bobj *o,
+		   struct r4_error *err)
+{
+	int rc = pack_ns_shadow(b, d, name, n);
+
+	if (rc)
+		return r4i_fail(err, rc, "%s: cannot spill its name to $TMPDIR: "
+				"%s", e->path, r4_strerror(rc));
+	if (!pack_new_ent(b, d, name, n, o))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
 int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err)
 {
@@ -696,13 +641,8 @@ int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 		if (rc)
 			return rc;
 	}
-	if (old)
-		rc = add_replace(b, old, o, err);
-	else if ((rc = shadow(b, d, name, n)))
-		rc = r4i_fail(err, rc, "%s: cannot spill its name to $TMPDIR: "
-			      "%s", e->path, r4_strerror(rc));
-	else if (!pack_new_ent(b, d, name, n, o))
-		rc = r4i_fail(err, -ENOMEM, "out of memory");
+	rc = old ? add_replace(b, old, o, err) : add_new(b, e, d, name, n, o,
+							    err);
 	if (rc)
 		return rc;
 	if (e->type == R4_ENT_REG && e->data)

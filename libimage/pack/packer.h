@@ -565,6 +565,17 @@ int pack_upper_place(struct r4_pack *b, uint64_t root_id, uint64_t *root,
 		struct r4_error *err);
 void pack_upper_fini(struct r4_pack *b);
 
+/* nsobj.c: an object made again from its spilled record h, in chunks
+ * a; keep: a name taken back into memory (its extent units copied and
+ * listed in b->regs), else they point into the record. */
+struct bobj *pack_ns_rec_obj(struct r4_pack *b, struct parena *a,
+			     const struct pack_srec *h, int keep);
+/* nsobj.c: a name s made in memory in dir, over what the spill may
+ * hold of it: a tombstone there (issue 29: names are not looked for in
+ * the spill when added). 0 or -errno. */
+int pack_ns_shadow(struct r4_pack *b, struct bobj *dir, const char *s,
+		   size_t n);
+
 /* spill.c */
 uint64_t pack_spill_hash(uint32_t dir, const char *s, size_t n);
 int pack_spill_new(struct pack_spill **out, size_t budget);
