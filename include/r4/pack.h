@@ -134,6 +134,10 @@ struct r4_pack_opts {
 	 * before it is written (-1: 16 MiB). */
 	int64_t spill_after;
 	int64_t spill_run_bytes;
+	/* Also for tests (R4_PACK_UPPER_MEM): the nodes above the leaves
+	 * kept in memory before the next ones wait in $TMPDIR until they
+	 * are placed (-1: 1,024); the bytes never depend on it. */
+	int64_t upper_mem;
 };
 
 /* files = objects that are not directories; dirs includes the root;

@@ -18,7 +18,13 @@
 #include "format/endian.h"
 #include "r4/util.h"
 
-/* Node id past PACK_UPPER_MEM: written to the temporary file. */
+/* The nodes kept in memory; the rest wait in the temporary file. */
+static size_t upper_mem(const struct r4_pack *b)
+{
+	return b->o.upper_mem >= 0 ? (size_t)b->o.upper_mem : PACK_UPPER_MEM;
+}
+
+/* Node id past upper_mem: written to the temporary file. */
 static int keep_far(struct r4_pack *b, size_t id, const uint8_t *node)
 {
 	int fd, rc;
@@ -30,7 +36,7 @@ static int keep_far(struct r4_pack *b, size_t id, const uint8_t *node)
 		b->upfd = fd + 1;
 	}
 	return r4i_pwrite_all(b->upfd - 1, node, b->bs,
-			      (uint64_t)(id - PACK_UPPER_MEM) * b->bs);
+			      (uint64_t)(id - upper_mem(b)) * b->bs);
 }
 
 int pack_upper_keep(struct r4_pack *b, unsigned level, const uint8_t *node,
@@ -43,7 +49,7 @@ int pack_upper_keep(struct r4_pack *b, unsigned level, const uint8_t *node,
 	if (R4_RESERVE(b->ilevel, lcap, b->ninodes + 1, 64) ||
 	    R4_RESERVE(b->inode, b->capinodes, b->ninodes + 1, 64))
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	if (b->ninodes >= PACK_UPPER_MEM) {
+	if (b->ninodes >= upper_mem(b)) {
 		rc = keep_far(b, b->ninodes, node);
 		if (rc)
 			return r4i_fail(err, rc, "cannot keep a node above the "
@@ -127,7 +133,7 @@ static int fix_pointers(struct r4_pack *b, uint8_t *node, const uint64_t *pos,
 }
 
 /* Node i with its pointers made blocks, stamped, written at pos[i];
- * one past PACK_UPPER_MEM is read back into buf first. */
+ * one past upper_mem is read back into buf first. */
 static int place_one(struct r4_pack *b, size_t i, const uint64_t *pos,
 		     uint8_t *buf, struct r4_error *err)
 {
@@ -137,7 +143,7 @@ static int place_one(struct r4_pack *b, size_t i, const uint64_t *pos,
 	if (!node) {
 		node = buf;
 		rc = r4i_pread_all(b->upfd - 1, buf, b->bs,
-				   (uint64_t)(i - PACK_UPPER_MEM) * b->bs);
+				   (uint64_t)(i - upper_mem(b)) * b->bs);
 		if (rc)
 			return r4i_fail(err, rc, "cannot read a node above the "
 				       "leaves back from $TMPDIR: %s",
