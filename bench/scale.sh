@@ -1,32 +1,43 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Scale: r4pack create of a tarball of N empty files in N/1000
-# directories (names d0000000/f0000000), streamed from a generator into
-# `r4pack create -` (the tarball is never written to disk), then
-# `r4fsck --check` of the image. For each N: peak RSS (/usr/bin/time),
-# CPU seconds (user + sys) and elapsed seconds, per file, and the
-# generator alone piped into `cat >/dev/null` as the floor.
+# Scale (issue 29, goal 4): r4pack create of a tarball of N empty files
+# in N/1000 directories (names d0000000/f0000000), streamed from a
+# generator into `r4pack create -` (the tarball is never written to
+# disk), then of that image `r4fsck -n`, `r4repacker -n` and `r4fsck -y`
+# (a clean volume: nothing to fix). For each N and each step: peak RSS
+# (/usr/bin/time), CPU seconds (user + sys) and elapsed seconds, per
+# file; the generator alone piped into `cat >/dev/null` is the floor.
 #   bench/scale.sh [BUILD_DIR] [N...]
-# Default N: 100000 1000000; R4_BENCH_HUGE=1 adds 10000000 (needs about
-# 6 GiB of free space for the image in $BENCH_TMP, default /dev/shm,
-# about 5 GB for r4fsck's temporary file of sorted runs in $TMPDIR,
-# default /tmp, and much longer). The generator is a small C program compiled here (cc).
+# Default N: 1000000 10000000 20000000; R4_BENCH_QUICK=1: 100000
+# 1000000. R4_BENCH_OLD=DIR (an older build) makes each image again
+# with DIR/cmd/r4pack from the same stream and fails unless the sha256
+# are equal (and prints that create's row too). R4_BENCH_STEPS picks
+# steps among "create fsck-n repack-n fsck-y" (default all of them;
+# create always runs). Room: the image (about 600 bytes a file) in
+# $BENCH_TMP (default /dev/shm), the temporary files of r4pack (64 bytes
+# a file) and of r4fsck (about 500 bytes a file) in $TMPDIR (default
+# /tmp). The generator is a small C program compiled here (cc).
 set -euo pipefail
 BUILD=${1:-.}
 shift || true
 if [ $# -gt 0 ]; then
 	sizes="$*"
-else
+elif [ "${R4_BENCH_QUICK:-0}" = 1 ]; then
 	sizes="100000 1000000"
-	[ "${R4_BENCH_HUGE:-0}" = 1 ] && sizes="$sizes 10000000"
+else
+	sizes="1000000 10000000 20000000"
 fi
+steps=${R4_BENCH_STEPS:-"create fsck-n repack-n fsck-y"}
+OLD=${R4_BENCH_OLD:-}
 R4PACK=$BUILD/cmd/r4pack
 R4FSCK=$BUILD/cmd/r4fsck
-for t in "$R4PACK" "$R4FSCK"; do
+R4REPACK=$BUILD/cmd/r4repacker
+for t in "$R4PACK" "$R4FSCK" "$R4REPACK" ${OLD:+"$OLD/cmd/r4pack"}; do
 	[ -x "$t" ] || { echo "no $t (give the build folder)" >&2; exit 2; }
 done
 [ -x /usr/bin/time ] || { echo "no /usr/bin/time: apt-get install time" >&2; exit 2; }
 command -v cc >/dev/null || { echo "no cc" >&2; exit 2; }
+has() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
 
 TMP=$(mktemp -d "${BENCH_TMP:-/dev/shm}/r4bench.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
@@ -87,6 +98,9 @@ int main(int argc, char **argv)
 }
 C
 cc -O2 -o "$TMP/gen" "$TMP/gen.c"
+# the same volume uuid and times in every build: equal bytes
+UUID=5ca1e000-0000-4000-8000-000000000029
+export SOURCE_DATE_EPOCH=1700000000
 
 # tm OUT CMD...: run under /usr/bin/time; OUT gets "elapsed user sys rssKiB".
 tm() {
@@ -103,13 +117,34 @@ row() {	# N WHAT TIMEFILE
 		printf "%-10d %-16s %9.2f %9.2f %10.1f %11.2f %11.2f\n",
 		       n, w, e, u + s, m / 1024, e * 1e6 / n, (u + s) * 1e6 / n }'
 }
+echo "# $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in $sizes; do
 	tm "$TMP/t.gen" sh -c '"$1" "$2" | cat >/dev/null' sh "$TMP/gen" "$n"
 	row "$n" "generator|cat" "$TMP/t.gen"
 	rm -f "$TMP/img"
-	"$TMP/gen" "$n" | tm "$TMP/t.create" "$R4PACK" create -q - "$TMP/img"
+	"$TMP/gen" "$n" | tm "$TMP/t.create" "$R4PACK" create -q -U "$UUID" \
+		- "$TMP/img"
 	row "$n" "r4pack create" "$TMP/t.create"
-	tm "$TMP/t.fsck" "$R4FSCK" --check -q "$TMP/img"
-	row "$n" "r4fsck --check" "$TMP/t.fsck"
+	if [ -n "$OLD" ]; then
+		"$TMP/gen" "$n" | tm "$TMP/t.old" "$OLD/cmd/r4pack" create -q \
+			-U "$UUID" - "$TMP/old.img"
+		row "$n" "old create" "$TMP/t.old"
+		a=$(sha256sum <"$TMP/img") b=$(sha256sum <"$TMP/old.img")
+		rm -f "$TMP/old.img"
+		[ "$a" = "$b" ] || { echo "$n: the images differ" >&2; exit 1; }
+		echo "# $n: the same sha256 as the old build's image"
+	fi
+	if has fsck-n; then
+		tm "$TMP/t.fsck" "$R4FSCK" -n -q "$TMP/img"
+		row "$n" "r4fsck -n" "$TMP/t.fsck"
+	fi
+	if has repack-n; then
+		tm "$TMP/t.rp" "$R4REPACK" -n "$TMP/img" >/dev/null
+		row "$n" "r4repacker -n" "$TMP/t.rp"
+	fi
+	if has fsck-y; then
+		tm "$TMP/t.y" "$R4FSCK" -y -q "$TMP/img"
+		row "$n" "r4fsck -y" "$TMP/t.y"
+	fi
 	rm -f "$TMP/img"
 done

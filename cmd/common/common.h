@@ -177,8 +177,9 @@ int r4cmd_json_exit(int code);
  *   SOURCE_DATE_EPOCH   the time of new and changed objects; with -U,
  *                       a reproducible mkfs id (r4cmd_env_mkfs,
  *                       r4cmd_env_vol);
- *   R4_PACK_SPILL_AFTER, R4_PACK_RUN_BYTES   the packer's spill of
- *                       names to $TMPDIR (r4cmd_env_pack);
+ *   R4_PACK_SPILL_AFTER, R4_PACK_RUN_BYTES, R4_PACK_UPPER_MEM   the
+ *                       packer's spill of names and of the nodes above
+ *                       the leaves to $TMPDIR (r4cmd_env_pack);
  *   R4_CHECK_TABLES, R4_CHECK_RUN_BYTES      the checker's tables or
  *                       sorted runs (r4cmd_env_check).
  * An empty or malformed value is taken as unset. */

@@ -55,6 +55,8 @@ void r4cmd_env_pack(struct r4_pack_opts *o)
 		o->spill_after = (int64_t)v;
 	if (env_u64("R4_PACK_RUN_BYTES", &v) && v <= INT64_MAX)
 		o->spill_run_bytes = (int64_t)v;
+	if (env_u64("R4_PACK_UPPER_MEM", &v) && v <= INT64_MAX)
+		o->upper_mem = (int64_t)v;
 }
 
 void r4cmd_env_check(struct r4_check_opts *o)

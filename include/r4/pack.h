@@ -146,6 +146,10 @@ struct r4_pack_opts {
 	 * then, with progress_ctx, once the tree is built; done reaches
 	 * total. NULL: not reported. */
 	void (*copy_progress)(void *ctx, uint64_t done, uint64_t total);
+	/* Also for tests (R4_PACK_UPPER_MEM): the nodes above the leaves
+	 * kept in memory before the next ones wait in $TMPDIR until they
+	 * are placed (-1: 1,024); the bytes never depend on it. */
+	int64_t upper_mem;
 };
 
 /* files = objects that are not directories; dirs includes the root;
@@ -174,7 +178,9 @@ int r4_pack_add(struct r4_pack *b, const struct r4_entry *e,
  * instead of keeping its own table of every path. */
 int r4_pack_type(struct r4_pack *b, const char *path, size_t len);
 /* The checks before adding path (a whole path, "" the root), in one
- * walk: returns the type of path as r4_pack_type does; *bad is 0 when
+ * walk: returns the type of path as r4_pack_type does, except that a
+ * name a big build keeps in $TMPDIR (never a directory) may read -1:
+ * it is not looked for there (the add resolves it); *bad is 0 when
  * every parent of path is a directory or not there, else the length of
  * the first parent that is there and is not a directory (*bad_type:
  * its type). What the walk found serves the next r4_pack_add when it

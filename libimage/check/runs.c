@@ -17,10 +17,15 @@
 #include "r4/util.h"
 
 #define READ_BUF (64u << 10)
+/* The read buffers of a merge together: READ_BUF a run up to 64 runs,
+ * less for each when there are more (10^8 records of 48 bytes are some
+ * 300 runs of 16 MiB: 4 MiB of buffers, not 19) */
+#define MERGE_BUF (4u << 20)
 
 struct run_src {
 	uint64_t pos, end;	/* file offsets left to read */
 	uint8_t *buf;
+	size_t cap;		/* bytes at buf, whole records */
 	size_t have, at;	/* bytes in buf, read position */
 };
 
@@ -84,7 +89,7 @@ int chk_runs_put(struct chk_runs *r, const void *rec)
 
 static int src_fill(struct chk_runs *r, struct run_src *s)
 {
-	size_t want = READ_BUF - READ_BUF % r->rsz;
+	size_t want = s->cap;
 	ssize_t got;
 
 	if (s->at < s->have)
@@ -150,6 +155,7 @@ static int open_sources(struct chk_runs *r, struct run_src *s, uint32_t *h,
 		s[i].buf = malloc(want);
 		if (!s[i].buf)
 			return -ENOMEM;
+		s[i].cap = want;
 		rc = src_fill(r, &s[i]);
 		if (rc < 0)
 			return rc;
@@ -168,14 +174,16 @@ static int merge_runs(struct chk_runs *r)
 	struct run_src *s = calloc(r->nruns, sizeof(*s));
 	uint32_t *h = calloc(r->nruns, sizeof(*h));
 	size_t want = READ_BUF - READ_BUF % r->rsz, nh = 0, used = 0;
-	size_t nruns = r->nruns;
+	size_t nruns = r->nruns, each = MERGE_BUF / nruns;
 	uint8_t *out = malloc(want);
 	uint64_t start = r->fend, at = r->fend;
 	int rc = -ENOMEM;
 
 	if (!s || !h || !out)
 		goto out;
-	rc = open_sources(r, s, h, &nh, want);
+	each = each > READ_BUF ? READ_BUF : each < 4096 ? 4096 : each;
+	rc = open_sources(r, s, h, &nh, each < r->rsz ? r->rsz :
+			  each - each % r->rsz);
 	if (rc)
 		goto out;
 	while (nh) {
@@ -243,7 +251,8 @@ int chk_runs_rewind(struct chk_runs *r)
 		r->rd = calloc(1, sizeof(*r->rd));
 		if (!r->rd)
 			return -ENOMEM;
-		r->rd->buf = malloc(READ_BUF - READ_BUF % r->rsz);
+		r->rd->cap = READ_BUF - READ_BUF % r->rsz;
+		r->rd->buf = malloc(r->rd->cap);
 		if (!r->rd->buf)
 			return -ENOMEM;
 	}

@@ -15,94 +15,33 @@
 #include "libimage/util/err.h"
 #include "r4/util.h"
 
-/* An object made again from its spilled record, in chunks a. Extent
- * units are copied (kept: a name taken back into memory) or point into
- * the record (a directory read back: cap 0, never grown). */
-static struct bobj *rec_obj(struct r4_pack *b, struct parena *a,
-			    const struct pack_srec *h, int keep)
-{
-	struct bobj *o = pack_parena_get(a, sizeof(*o));
-	const char *name = pack_srec_name(h);
-
-	if (!o)
-		return NULL;
-	o->type = h->type;
-	o->tails = h->tails;
-	o->data = h->data;
-	o->ccreg = CCREG_NO;
-	o->attr = h->attr;
-	o->size = h->size;
-	switch (h->type) {
-	case R4_ENT_SYMLINK:
-		o->u.target = pack_parena_get(a, (size_t)h->size + 1);
-		if (!o->u.target)
-			return NULL;
-		memcpy(o->u.target, name + h->nlen, (size_t)h->size);
-		break;
-	case R4_ENT_CHR: case R4_ENT_BLK:
-		o->u.rdev = (uint32_t)h->aux;
-		break;
-	case R4_ENT_REG:
-		if (!h->size)
-			break;
-		o->u.reg = pack_parena_get(a, sizeof(*o->u.reg));
-		if (!o->u.reg)
-			return NULL;
-		o->u.reg->spool_off = h->aux;
-		if (h->next && keep) {
-			struct enc_units *x = &o->u.reg->ext;
-
-			x->u = malloc(h->next * sizeof(*x->u));
-			if (!x->u)
-				return NULL;
-			memcpy(x->u, pack_srec_units(h),
-			       h->next * sizeof(*x->u));
-			x->n = x->cap = h->next;
-		} else if (h->next) {
-			o->u.reg->ext.u = (struct fmt_extent40_unit *)
-				(uintptr_t)pack_srec_units(h);
-			o->u.reg->ext.n = h->next;
-		}
-		if (keep) {
-			o->u.reg->next = b->regs;
-			b->regs = o->u.reg;
-		}
-		break;
-	default:
-		break;
-	}
-	return o;
-}
-
 /* A spilled name of dir taken back into memory (a later entry asks for
- * it: a replacement, a hard link's target, a path through it), or NULL
- * (none; b->spill_rc says when looking failed). */
+ * it: a hard link's target, a path through it), or NULL (none;
+ * b->spill_rc says when looking failed). */
 static struct bent *promote(struct r4_pack *b, struct bobj *dir,
 			    const char *s, size_t n)
 {
 	uint32_t no = dir->u.sub->no;
-	uint64_t h = pack_spill_hash(no, s, n);
 	const struct pack_srec *r;
 	struct bobj *o;
-	struct bent *e;
+	struct bent *e = NULL;
 	int rc;
 
-	if (!pack_spill_maybe(b->spill, h))
+	if (!dir->u.sub->nspilled)
 		return NULL;
-	rc = pack_spill_find(b->spill, no, h, s, n, &r);
+	rc = pack_spill_find(b->spill, no, pack_spill_hash(no, s, n), s, n,
+			     &r);
 	if (rc <= 0) {
 		if (rc < 0 && !b->spill_rc)
 			b->spill_rc = rc;
 		return NULL;
 	}
-	o = rec_obj(b, &b->ar, r, 1);
-	if (!o || pack_spill_kill(b->spill, r->seq) ||
-	    !(e = pack_new_ent(b, dir, s, n, o))) {
-		if (!b->spill_rc)
-			b->spill_rc = -ENOMEM;
-		return NULL;
-	}
-	dir->u.sub->nspilled--;
+	o = pack_ns_rec_obj(b, &b->ar, r, 1);
+	rc = o ? pack_ns_shadow(b, dir, s, n) : -ENOMEM;
+	if (!rc && !(e = pack_new_ent(b, dir, s, n, o)))
+		rc = -ENOMEM;
+	if (rc && !b->spill_rc)
+		b->spill_rc = rc;
 	return e;
 }
 
@@ -575,9 +514,7 @@ int pack_ns_dir_load(struct r4_pack *b, struct bobj *d, size_t *nmem,
 		struct bent *e;
 
 		at += h->len;
-		if (pack_spill_dead(b->spill, h->seq))
-			continue;
-		o = rec_obj(b, &b->far, h, 0);
+		o = pack_ns_rec_obj(b, &b->far, h, 0);
 		e = o ? pack_parena_get(&b->far, sizeof(*e) + h->nlen + 1) : NULL;
 		if (!e || pack_add_kid(d, e))
 			return r4i_fail(err, -ENOMEM, "out of memory");
@@ -641,6 +578,21 @@ static int add_replace(struct r4_pack *b, struct bent *old, struct bobj *o,
 	return 0;
 }
 
+/* A new name in memory for o (over what the spill may hold of it). */
+static int add_new(struct r4_pack *b, const struct r4_entry *e,
+		   struct bobj *d, const char *name, size_t n, struct bobj *o,
+		   struct r4_error *err)
+{
+	int rc = pack_ns_shadow(b, d, name, n);
+
+	if (rc)
+		return r4i_fail(err, rc, "%s: cannot spill its name to $TMPDIR: "
+				"%s", e->path, r4_strerror(rc));
+	if (!pack_new_ent(b, d, name, n, o))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
 int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 	   struct r4_error *err)
 {
@@ -672,10 +624,8 @@ int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 				       "directory", e->path);
 		return set_attrs(b, b->root, e, err);
 	}
-	if (!probed)
-		old = lookup(b, d, name, n);
-	if (!old && b->spill_rc)
-		return spill_fail(b, e->path, err);
+	if (!probed)	/* a spilled name is never a directory: not asked */
+		old = pack_lookup_mem(b, d, name, n);
 	if (old && old->obj->type == R4_ENT_DIR && e->type == R4_ENT_DIR) {
 		return set_attrs(b, old->obj, e, err);
 	}
@@ -691,10 +641,8 @@ int pack_ns_add(struct r4_pack *b, const struct r4_entry *e, struct bobj **obj,
 		if (rc)
 			return rc;
 	}
-	if (old)
-		rc = add_replace(b, old, o, err);
-	else if (!pack_new_ent(b, d, name, n, o))
-		rc = r4i_fail(err, -ENOMEM, "out of memory");
+	rc = old ? add_replace(b, old, o, err) : add_new(b, e, d, name, n, o,
+							    err);
 	if (rc)
 		return rc;
 	if (e->type == R4_ENT_REG && e->data)
@@ -780,7 +728,8 @@ int r4_pack_probe(struct r4_pack *b, const char *path, size_t *bad,
 		}
 		return -1;	/* not there (or a name too long: never is) */
 	}
-	e = n ? lookup(b, d, name, n) : NULL;
+	/* a spilled name is never a directory: not looked for (-1) */
+	e = n ? pack_lookup_mem(b, d, name, n) : NULL;
 	len = strlen(path) + 1;
 	if (!R4_RESERVE(b->pr_path, b->pr_cap, len, 256)) {
 		memcpy(b->pr_path, path, len);

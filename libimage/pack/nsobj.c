@@ -185,6 +185,73 @@ struct bent *pack_new_ent(struct r4_pack *b, struct bobj *dir,
 	return e;
 }
 
+/* An object made again from its spilled record, in chunks a. Extent
+ * units are copied (kept: a name taken back into memory) or point into
+ * the record (a directory read back: cap 0, never grown). */
+struct bobj *pack_ns_rec_obj(struct r4_pack *b, struct parena *a,
+			     const struct pack_srec *h, int keep)
+{
+	struct bobj *o = pack_parena_get(a, sizeof(*o));
+	const char *name = pack_srec_name(h);
+
+	if (!o)
+		return NULL;
+	o->type = h->type;
+	o->tails = h->tails;
+	o->data = h->data;
+	o->ccreg = CCREG_NO;
+	o->attr = h->attr;
+	o->size = h->size;
+	switch (h->type) {
+	case R4_ENT_SYMLINK:
+		o->u.target = pack_parena_get(a, (size_t)h->size + 1);
+		if (!o->u.target)
+			return NULL;
+		memcpy(o->u.target, name + h->nlen, (size_t)h->size);
+		break;
+	case R4_ENT_CHR: case R4_ENT_BLK:
+		o->u.rdev = (uint32_t)h->aux;
+		break;
+	case R4_ENT_REG:
+		if (!h->size)
+			break;
+		o->u.reg = pack_parena_get(a, sizeof(*o->u.reg));
+		if (!o->u.reg)
+			return NULL;
+		o->u.reg->spool_off = h->aux;
+		if (h->next && keep) {
+			struct enc_units *x = &o->u.reg->ext;
+
+			x->u = malloc(h->next * sizeof(*x->u));
+			if (!x->u)
+				return NULL;
+			memcpy(x->u, pack_srec_units(h),
+			       h->next * sizeof(*x->u));
+			x->n = x->cap = h->next;
+		} else if (h->next) {
+			o->u.reg->ext.u = (struct fmt_extent40_unit *)
+				(uintptr_t)pack_srec_units(h);
+			o->u.reg->ext.n = h->next;
+		}
+		if (keep) {
+			o->u.reg->next = b->regs;
+			b->regs = o->u.reg;
+		}
+		break;
+	default:
+		break;
+	}
+	return o;
+}
+
+int pack_ns_shadow(struct r4_pack *b, struct bobj *dir, const char *s,
+		   size_t n)
+{
+	if (!b->spill || !dir->u.sub->nspilled)
+		return 0;
+	return pack_spill_gone(b->spill, dir->u.sub->no, s, n);
+}
+
 static uint64_t attr_hash(const struct enc_attr *a)
 {
 	const uint32_t w[9] = { a->mode, a->uid, a->gid, a->atime, a->mtime,

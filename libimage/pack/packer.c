@@ -34,6 +34,7 @@ void r4_pack_opts_init(struct r4_pack_opts *o)
 	o->spill_after = -1;
 	o->spill_run_bytes = -1;
 	o->spool_memory = -1;
+	o->upper_mem = -1;
 }
 
 /* "dir/.base.WHAT.XXXXXX" next to path, created O_EXCL, with the

@@ -38,8 +38,9 @@
  * R4_PACK_RUN_BYTES the bytes of records gathered before a run. */
 #define PACK_SPILL_AFTER (1u << 18)
 #define PACK_SPILL_BUDGET (16u << 20)
-#define SPILL_FP_BITS 10
-#define SPILL_FP_SEGS (1u << SPILL_FP_BITS)
+/* Nodes above the leaves kept in memory (pack/upper.c); the rest wait
+ * in a temporary file in $TMPDIR (one a ~2,400 empty files) */
+#define PACK_UPPER_MEM 1024u
 
 enum bdata_kind {
 	BD_NONE,	/* size 0, or not a regular file */
@@ -365,9 +366,11 @@ struct r4_pack {
 	uint64_t *leafblk;		/* block of each leaf, in order */
 	size_t capleaf;
 	/* nodes above the leaves, kept until the end (upper.c) */
-	uint8_t **inode;
+	uint8_t **inode;		/* NULL: past PACK_UPPER_MEM, in upfd */
 	uint8_t *ilevel;
 	size_t ninodes, capinodes;
+	int upfd;			/* 1 + the fd of the upper nodes'
+					 * temporary file, 0 none yet */
 	uint64_t res_start, res_len;	/* the area saved for them */
 	/* results */
 	uint64_t next_oid, files, dirs, bytes, data_blocks;
@@ -585,6 +588,17 @@ int pack_upper_place(struct r4_pack *b, uint64_t root_id, uint64_t *root,
 		struct r4_error *err);
 void pack_upper_fini(struct r4_pack *b);
 
+/* nsobj.c: an object made again from its spilled record h, in chunks
+ * a; keep: a name taken back into memory (its extent units copied and
+ * listed in b->regs), else they point into the record. */
+struct bobj *pack_ns_rec_obj(struct r4_pack *b, struct parena *a,
+			     const struct pack_srec *h, int keep);
+/* nsobj.c: a name s made in memory in dir, over what the spill may
+ * hold of it: a tombstone there (issue 29: names are not looked for in
+ * the spill when added). 0 or -errno. */
+int pack_ns_shadow(struct r4_pack *b, struct bobj *dir, const char *s,
+		   size_t n);
+
 /* spill.c */
 uint64_t pack_spill_hash(uint32_t dir, const char *s, size_t n);
 int pack_spill_new(struct pack_spill **out, size_t budget);
@@ -595,23 +609,24 @@ int pack_spill_put(struct pack_spill *s, const struct pack_srec *hdr,
 		   const void *tail1, size_t len1, const void *tail2,
 		   size_t len2, const void *tail3, size_t len3,
 		   uint64_t *seq);
-/* 0: no record has this hash; 1: maybe. */
-int pack_spill_maybe(const struct pack_spill *s, uint64_t h);
-/* The live record of (dir, name): 1 and *out (valid until the next
- * call), 0 none, or -errno. */
+/* The latest record of (dir, name): 1 and *out (valid until the next
+ * call), 0 none (or the name was made in memory since), or -errno. */
 int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
 		    const char *name, size_t n, const struct pack_srec **out);
-/* The record seq is taken back into memory: the directory's reading
- * at finish skips it (pack_spill_dead, once sealed). */
-int pack_spill_kill(struct pack_spill *s, uint64_t seq);
-int pack_spill_dead(const struct pack_spill *s, uint64_t seq);
-/* No more records: the last run written, the fingerprints freed. */
+/* A tombstone: (dir, name) is made in memory from now on, so every
+ * earlier record of it is gone. */
+int pack_spill_gone(struct pack_spill *s, uint32_t dir, const char *name,
+		    size_t n);
+/* No more records: the last run written, the buffer freed. */
 int pack_spill_seal(struct pack_spill *s);
 uint64_t pack_spill_records(const struct pack_spill *s);
-/* Every record of directory dir (dead ones too) into *buf (grown as
- * needed), *len bytes. */
+/* The live records of directory dir into *buf (grown as needed), *len
+ * bytes: of records of one name the latest, none under a tombstone. */
 int pack_spill_dir(struct pack_spill *s, uint32_t dir, uint8_t **buf,
 		   size_t *cap, size_t *len);
+/* Bytes the spill keeps besides its buffer of records (runs, the
+ * directory starts, one run's sparse index, one directory's names). */
+size_t pack_spill_index_bytes(const struct pack_spill *s);
 
 /* items.c */
 int pack_items_make(struct r4_pack *b, struct r4_error *err);

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the packer's spill (issue 11). Past a number of names held in
- * memory, each new name of a plain object (not a directory, not named
+/* r4kit: the packer's spill (issues 11, 29). Past a number of names held
+ * in memory, each new name of a plain object (not a directory, not named
  * twice) is written as one record (its directory, the name, what its
  * stat data and body need) into a buffer; a full buffer is sorted by
  * (directory, name hash, order of arrival) and written as one run to a
- * temporary file in $TMPDIR (unlinked at once). In memory stay, per
- * name, 4 to 8 bytes: a 32-bit fingerprint of (directory, name) in one
- * of 1,024 tables picked by 10 other bits of the hash. "Is this name
- * spilled" is answered by the fingerprint when it says no, and by
- * reading the runs (a sparse index: every 64th record's key) when it
- * says maybe. At finish each directory's records are read back, run by
- * run, through an index of where each directory starts in each run. */
+ * temporary file in $TMPDIR (unlinked at once), followed by its sparse
+ * index (every 64th record's key). Nothing stays in memory for a name:
+ * only, for each run, where it and its index are and where each of its
+ * directories starts. A name is not looked for when it is added: two
+ * records of one name are resolved when the directory is read back at
+ * finish (the later one wins), and a name made in memory over a spilled
+ * one (a directory, a hard link, a name taken back into memory) writes
+ * a tombstone record that wins over the earlier ones. Only what must be
+ * answered at once (a hard link's target, a path through a name) reads
+ * the runs that hold the directory, newest first. */
 #include "config.h"
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +27,7 @@
 #define SPILL_SPARSE 64			/* records a sparse index entry */
 #define SPILL_READ (64u << 10)
 #define SPILL_FIND_READ (8u << 10)
+#define SREC_GONE 0xff			/* a tombstone's type */
 
 /* One record in the buffer, sorted by (dir, h, at). */
 struct sidx {
@@ -32,9 +36,10 @@ struct sidx {
 	uint32_t at;			/* byte offset in the buffer */
 };
 
+/* A sparse index entry, as written after its run. */
 struct spill_sparse {
 	uint64_t h, off;
-	uint32_t dir;
+	uint32_t dir, pad;
 };
 
 struct spill_dix {
@@ -43,8 +48,9 @@ struct spill_dix {
 };
 
 struct spill_run {
-	uint64_t start, end;
-	size_t sp0, nsp;		/* its sparse entries */
+	uint64_t start, end;		/* its records */
+	uint64_t spoff;			/* its sparse index in the file */
+	size_t nsp;
 	size_t dx0, ndx;		/* its directory starts */
 };
 
@@ -63,23 +69,19 @@ struct pack_spill {
 	size_t bhsize;
 	struct spill_run *runs;
 	size_t nruns, capruns;
-	struct spill_sparse *sp;
+	struct spill_sparse *sp;	/* the sparse index of one run */
 	size_t nsp, capsp;
 	struct spill_dix *dx;
 	size_t ndx, capdx;
 	uint64_t seq, records;
-	/* fingerprints: 1 + 32 bits, open addressing, at most 3/4 full */
-	uint32_t *fp[SPILL_FP_SEGS];
-	uint32_t fpsize[SPILL_FP_SEGS], fpn[SPILL_FP_SEGS];
-	/* records taken back into memory (their seq), sorted at seal */
-	uint64_t *dead;
-	size_t ndead, capdead;
 	int sealed;
 	/* reading */
 	uint8_t *rbuf;
 	size_t rcap;
 	uint8_t *one;			/* the record found by find */
 	size_t onecap;
+	uint64_t *dd;			/* one directory's names (dedupe) */
+	size_t ddcap;
 };
 
 uint64_t pack_spill_hash(uint32_t dir, const char *s, size_t n)
@@ -94,77 +96,6 @@ uint64_t pack_spill_hash(uint32_t dir, const char *s, size_t n)
 	h ^= h >> 33;
 	h *= 0xc4ceb9fe1a85ec53ULL;
 	return h ^ (h >> 33);
-}
-
-static uint32_t fp_val(uint64_t h)
-{
-	uint32_t v = (uint32_t)h;
-
-	return v ? v : 1;
-}
-
-static size_t fp_seg(uint64_t h)
-{
-	return (size_t)(h >> (64 - SPILL_FP_BITS));
-}
-
-static size_t fp_slot(uint32_t v, uint32_t size)
-{
-	return (size_t)((v * 0x9e3779b1u) & (size - 1));
-}
-
-static int fp_grow(struct pack_spill *s, size_t g)
-{
-	uint32_t nsize = s->fpsize[g] ? s->fpsize[g] * 2 : 64;
-	uint32_t *t = calloc(nsize, sizeof(*t));
-
-	if (!t)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < s->fpsize[g]; i++) {
-		uint32_t v = s->fp[g][i];
-		size_t k;
-
-		if (!v)
-			continue;
-		for (k = fp_slot(v, nsize); t[k]; k = (k + 1) & (nsize - 1))
-			;
-		t[k] = v;
-	}
-	free(s->fp[g]);
-	s->fp[g] = t;
-	s->fpsize[g] = nsize;
-	return 0;
-}
-
-static int fp_add(struct pack_spill *s, uint64_t h)
-{
-	size_t g = fp_seg(h), k;
-	uint32_t v = fp_val(h);
-
-	if (4 * ((uint64_t)s->fpn[g] + 1) > 3 * (uint64_t)s->fpsize[g] &&
-	    fp_grow(s, g))
-		return -ENOMEM;
-	for (k = fp_slot(v, s->fpsize[g]); s->fp[g][k];
-	     k = (k + 1) & (s->fpsize[g] - 1))
-		if (s->fp[g][k] == v)
-			return 0;
-	s->fp[g][k] = v;
-	s->fpn[g]++;
-	return 0;
-}
-
-int pack_spill_maybe(const struct pack_spill *s, uint64_t h)
-{
-	size_t g = fp_seg(h), k;
-	uint32_t v = fp_val(h);
-
-	if (!s->fpsize[g])
-		return 0;
-	for (k = fp_slot(v, s->fpsize[g]); s->fp[g][k];
-	     k = (k + 1) & (s->fpsize[g] - 1))
-		if (s->fp[g][k] == v)
-			return 1;
-	return 0;
 }
 
 int pack_spill_new(struct pack_spill **out, size_t budget)
@@ -186,18 +117,24 @@ void pack_spill_free(struct pack_spill *s)
 		return;
 	if (s->fd >= 0)
 		close(s->fd);
-	for (size_t g = 0; g < SPILL_FP_SEGS; g++)
-		free(s->fp[g]);
 	free(s->buf);
 	free(s->ix);
 	free(s->bh);
 	free(s->runs);
 	free(s->sp);
 	free(s->dx);
-	free(s->dead);
 	free(s->rbuf);
 	free(s->one);
+	free(s->dd);
 	free(s);
+}
+
+size_t pack_spill_index_bytes(const struct pack_spill *s)
+{
+	if (!s)
+		return 0;
+	return s->capruns * sizeof(*s->runs) + s->capsp * sizeof(*s->sp) +
+	       s->capdx * sizeof(*s->dx) + s->ddcap * sizeof(*s->dd);
 }
 
 static int key_cmp(uint32_t da, uint64_t ha, uint32_t db, uint64_t hb)
@@ -243,18 +180,16 @@ static int bh_grow(struct pack_spill *s)
 	return 0;
 }
 
-/* Sort the buffer and write it as one run, with its indexes, through
- * a staging buffer of SPILL_READ bytes (a record bigger than that goes
- * on its own). */
 /* Record i of the sorted buffer, at file offset at: an entry of the
- * sparse index every SPILL_SPARSE records, one of the directory starts
- * at each new directory. */
+ * run's sparse index every SPILL_SPARSE records, one of the directory
+ * starts at each new directory. */
 static int run_index(struct pack_spill *s, size_t i,
 		     const struct pack_srec *h, uint64_t at)
 {
 	if (i % SPILL_SPARSE == 0) {
 		if (R4_RESERVE(s->sp, s->capsp, s->nsp + 1, 256))
 			return -ENOMEM;
+		memset(&s->sp[s->nsp], 0, sizeof(*s->sp));
 		s->sp[s->nsp].h = h->h;
 		s->sp[s->nsp].dir = h->dir;
 		s->sp[s->nsp++].off = at;
@@ -288,6 +223,9 @@ static int run_write(struct pack_spill *s, uint8_t *out, size_t *staged,
 	return rc;
 }
 
+/* Sort the buffer and write it as one run through a staging buffer of
+ * SPILL_READ bytes (a record bigger than that goes on its own), then
+ * the run's sparse index. */
 static int flush_run(struct pack_spill *s)
 {
 	struct spill_run *r;
@@ -307,8 +245,8 @@ static int flush_run(struct pack_spill *s)
 	qsort(s->ix, s->n, sizeof(*s->ix), sidx_cmp);
 	r = &s->runs[s->nruns];
 	r->start = s->fend;
-	r->sp0 = s->nsp;
 	r->dx0 = s->ndx;
+	s->nsp = 0;
 	for (size_t i = 0; !rc && i < s->n; i++) {
 		const struct pack_srec *h =
 			(const struct pack_srec *)(s->buf + s->ix[i].at);
@@ -322,12 +260,16 @@ static int flush_run(struct pack_spill *s)
 	if (!rc && staged)
 		rc = r4i_pwrite_all(s->fd, out, staged, s->fend + o - staged);
 	free(out);
+	r->end = s->fend + o;
+	r->spoff = r->end;
+	r->nsp = s->nsp;
+	if (!rc)
+		rc = r4i_pwrite_all(s->fd, s->sp, s->nsp * sizeof(*s->sp),
+				    r->spoff);
 	if (rc)
 		return rc;
-	s->fend += o;
-	r->end = s->fend;
+	s->fend = r->spoff + s->nsp * sizeof(*s->sp);
 	memset(s->bh, 0, s->bhsize * sizeof(*s->bh));
-	r->nsp = s->nsp - r->sp0;
 	r->ndx = s->ndx - r->dx0;
 	s->nruns++;
 	s->n = 0;
@@ -345,6 +287,8 @@ int pack_spill_put(struct pack_spill *s, const struct pack_srec *hdr,
 	uint8_t *p;
 	int rc;
 
+	if (s->sealed)
+		return -EINVAL;
 	if (len > UINT32_MAX)
 		return -EOVERFLOW;
 	if (R4_RESERVE(s->buf, s->bufcap, s->budget, s->budget))
@@ -358,8 +302,6 @@ int pack_spill_put(struct pack_spill *s, const struct pack_srec *hdr,
 	}
 	if (R4_RESERVE(s->ix, s->capix, s->n + 1, 1024))
 		return -ENOMEM;
-	if ((rc = fp_add(s, hdr->h)))
-		return rc;
 	p = s->buf + s->used;
 	h = (struct pack_srec *)p;
 	*h = *hdr;
@@ -466,13 +408,12 @@ static int keep_one(struct pack_spill *s, const struct pack_srec *h)
 	return 1;
 }
 
-/* The record of name in dir among those still in the buffer: 1 and
- * *out (a copy), 0 none, < 0 an error. */
+/* The latest record of name in dir among those still in the buffer:
+ * 1 (a copy in s->one), 0 none, < 0 an error. */
 static int find_buffered(struct pack_spill *s, uint32_t dir, uint64_t hash,
-			 const char *name, size_t n,
-			 const struct pack_srec **out)
+			 const char *name, size_t n)
 {
-	int rc;
+	const struct pack_srec *best = NULL;
 
 	for (size_t k = s->bhsize ? (size_t)hash & (s->bhsize - 1) : 0;
 	     s->bhsize && s->bh[k]; k = (k + 1) & (s->bhsize - 1)) {
@@ -482,60 +423,99 @@ static int find_buffered(struct pack_spill *s, uint32_t dir, uint64_t hash,
 		if (s->ix[i].h != hash || s->ix[i].dir != dir)
 			continue;
 		h = (const struct pack_srec *)(s->buf + s->ix[i].at);
-		if (rec_matches(h, dir, hash, name, n)) {
-			if ((rc = keep_one(s, h)) < 0)
-				return rc;
-			*out = (const struct pack_srec *)s->one;
-			return 1;
-		}
+		if (rec_matches(h, dir, hash, name, n) &&
+		    (!best || h->seq > best->seq))
+			best = h;
 	}
-	return 0;
+	return best ? keep_one(s, best) : 0;
 }
 
-/* The record of name in dir in one sorted run of the file: read from the
- * last sparse entry below the key on. 1 and *out, 0 none, < 0 an
- * error. */
-static int find_in_run(struct pack_spill *s, const struct spill_run *run,
-		       uint32_t dir, uint64_t hash, const char *name,
-		       size_t n, const struct pack_srec **out)
+/* Where dir's records are in run: 1 and [*from, *to), or 0 none. */
+static int run_dir(const struct pack_spill *s, const struct spill_run *run,
+		   uint32_t dir, uint64_t *from, uint64_t *to)
 {
-	const struct spill_sparse *sp = s->sp + run->sp0;
+	const struct spill_dix *dx = s->dx + run->dx0;
+	size_t lo = 0, hi = run->ndx;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (dx[mid].dir < dir)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == run->ndx || dx[lo].dir != dir)
+		return 0;
+	*from = dx[lo].off;
+	*to = lo + 1 < run->ndx ? dx[lo + 1].off : run->end;
+	return 1;
+}
+
+/* Where to start reading run for the key (dir, hash) in [from, to):
+ * the last sparse entry below the key, read from the file. */
+static int run_seek(struct pack_spill *s, const struct spill_run *run,
+		    uint32_t dir, uint64_t hash, uint64_t *from)
+{
 	size_t lo = 0, hi = run->nsp;
-	struct rrd rd = { s->fd, run->start, run->end, s->rbuf, s->rcap,
-			  0, 0 };
-	const struct pack_srec *h = NULL;
+	struct spill_sparse e;
 	int rc;
 
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		rc = r4i_pread_all(s->fd, &e, sizeof(e),
+				   run->spoff + mid * sizeof(e));
+		if (rc)
+			return rc;
+		if (key_cmp(e.dir, e.h, dir, hash) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return 0;
+	rc = r4i_pread_all(s->fd, &e, sizeof(e),
+			   run->spoff + (lo - 1) * sizeof(e));
+	if (!rc && e.off > *from)
+		*from = e.off;
+	return rc;
+}
+
+/* The latest record of name in dir in one sorted run of the file. 1
+ * (a copy in s->one), 0 none, < 0 an error. */
+static int find_in_run(struct pack_spill *s, const struct spill_run *run,
+		       uint32_t dir, uint64_t hash, const char *name,
+		       size_t n)
+{
+	struct rrd rd = { s->fd, 0, 0, s->rbuf, s->rcap, 0, 0 };
+	const struct pack_srec *h = NULL;
+	int rc, found = 0;
+
+	if (!run_dir(s, run, dir, &rd.pos, &rd.end))
+		return 0;
+	if ((rc = run_seek(s, run, dir, hash, &rd.pos)))
+		return rc;
 	if (!rd.buf) {	/* about SPILL_SPARSE records at a time */
 		rd.buf = s->rbuf = malloc(SPILL_FIND_READ);
 		if (!rd.buf)
 			return -ENOMEM;
 		rd.cap = s->rcap = SPILL_FIND_READ;
 	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (key_cmp(sp[mid].dir, sp[mid].h, dir, hash) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo > 0)
-		rd.pos = sp[lo - 1].off;
 	while ((rc = rrd_next(&rd, &h)) > 0) {
 		int c = key_cmp(h->dir, h->h, dir, hash);
 
-		if (c > 0 || (!c && rec_matches(h, dir, hash, name, n)))
+		if (c > 0)
 			break;
+		if (c || !rec_matches(h, dir, hash, name, n))
+			continue;
+		if ((rc = keep_one(s, h)) < 0)
+			break;
+		found = 1;
 	}
 	s->rbuf = rd.buf;
 	s->rcap = rd.cap;
-	if (rc <= 0 || !rec_matches(h, dir, hash, name, n))
-		return rc < 0 ? rc : 0;
-	if ((rc = keep_one(s, h)) < 0)
-		return rc;
-	*out = (const struct pack_srec *)s->one;
-	return 1;
+	return rc < 0 ? rc : found;
 }
 
 int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
@@ -544,38 +524,28 @@ int pack_spill_find(struct pack_spill *s, uint32_t dir, uint64_t hash,
 	int rc;
 
 	*out = NULL;
-	rc = find_buffered(s, dir, hash, name, n, out);
-	for (size_t r = 0; !rc && r < s->nruns; r++)
-		rc = find_in_run(s, &s->runs[r], dir, hash, name, n, out);
-	return rc;
+	rc = find_buffered(s, dir, hash, name, n);
+	for (size_t r = s->nruns; !rc && r-- > 0;)
+		rc = find_in_run(s, &s->runs[r], dir, hash, name, n);
+	if (rc <= 0)
+		return rc;
+	if (((const struct pack_srec *)s->one)->type == SREC_GONE)
+		return 0;	/* made in memory since (never asked) */
+	*out = (const struct pack_srec *)s->one;
+	return 1;
 }
 
-static int u64_cmp(const void *pa, const void *pb)
+int pack_spill_gone(struct pack_spill *s, uint32_t dir, const char *name,
+		    size_t n)
 {
-	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+	struct pack_srec h;
 
-	return a < b ? -1 : a > b;
-}
-
-/* A name taken back is in memory from then on, where every lookup
- * finds it first: pack_spill_find never meets it again, only the
- * directory's reading at finish skips it (sorted by then). */
-int pack_spill_kill(struct pack_spill *s, uint64_t seq)
-{
-	if (s->sealed)
-		return -EINVAL;
-	if (R4_RESERVE(s->dead, s->capdead, s->ndead + 1, 16))
-		return -ENOMEM;
-	s->dead[s->ndead++] = seq;
-	return 0;
-}
-
-int pack_spill_dead(const struct pack_spill *s, uint64_t seq)
-{
-	if (!s->ndead || !s->sealed)
-		return 0;
-	return bsearch(&seq, s->dead, s->ndead, sizeof(*s->dead),
-		       u64_cmp) != NULL;
+	memset(&h, 0, sizeof(h));
+	h.h = pack_spill_hash(dir, name, n);
+	h.dir = dir;
+	h.nlen = (uint16_t)n;
+	h.type = SREC_GONE;
+	return pack_spill_put(s, &h, NULL, 0, name, n, NULL, 0, NULL);
 }
 
 int pack_spill_seal(struct pack_spill *s)
@@ -587,17 +557,12 @@ int pack_spill_seal(struct pack_spill *s)
 	free(s->buf);
 	free(s->ix);
 	free(s->bh);
+	free(s->sp);
 	s->buf = NULL;
 	s->ix = NULL;
 	s->bh = NULL;
-	s->capix = s->bhsize = 0;
-	for (size_t g = 0; g < SPILL_FP_SEGS; g++) {
-		free(s->fp[g]);
-		s->fp[g] = NULL;
-		s->fpsize[g] = s->fpn[g] = 0;
-	}
-	if (s->ndead > 1)
-		qsort(s->dead, s->ndead, sizeof(*s->dead), u64_cmp);
+	s->sp = NULL;
+	s->capix = s->bhsize = s->capsp = s->nsp = 0;
 	s->sealed = 1;
 	return 0;
 }
@@ -607,6 +572,55 @@ uint64_t pack_spill_records(const struct pack_spill *s)
 	return s ? s->records : 0;
 }
 
+/* The records of one directory, run after run: a name met again (the
+ * same 64-bit hash and name) marks its earlier record gone; then the
+ * gone ones and the tombstones are squeezed out, the rest keep their
+ * order. */
+static int dir_dedupe(struct pack_spill *s, uint8_t *buf, size_t *len)
+{
+	size_t n = 0, size = 64, out = 0;
+	const struct pack_srec *r;
+
+	for (size_t at = 0; at < *len; at += r->len, n++) {
+		r = (const struct pack_srec *)(buf + at);
+		if (r->len < sizeof(*r) || r->len % 8 || r->len > *len - at)
+			return -EIO;
+	}
+	while (size < 2 * n)
+		size *= 2;
+	if (R4_RESERVE(s->dd, s->ddcap, size, 64))
+		return -ENOMEM;
+	memset(s->dd, 0, size * sizeof(*s->dd));
+	for (size_t at = 0; at < *len; at += r->len) {
+		size_t k;
+
+		r = (const struct pack_srec *)(buf + at);
+		for (k = (size_t)r->h & (size - 1); s->dd[k];
+		     k = (k + 1) & (size - 1)) {
+			struct pack_srec *q =
+				(struct pack_srec *)(buf + s->dd[k] - 1);
+
+			if (rec_matches(q, r->dir, r->h, pack_srec_name(r),
+					r->nlen)) {
+				q->type = SREC_GONE;
+				break;
+			}
+		}
+		s->dd[k] = at + 1;
+	}
+	for (size_t at = 0, l; at < *len; at += l) {
+		r = (const struct pack_srec *)(buf + at);
+		l = r->len;	/* the move may overwrite r */
+		if (r->type == SREC_GONE)
+			continue;
+		if (out != at)
+			memmove(buf + out, r, l);
+		out += l;
+	}
+	*len = out;
+	return 0;
+}
+
 int pack_spill_dir(struct pack_spill *s, uint32_t dir, uint8_t **buf,
 		   size_t *cap, size_t *len)
 {
@@ -614,30 +628,18 @@ int pack_spill_dir(struct pack_spill *s, uint32_t dir, uint8_t **buf,
 	int rc;
 
 	for (size_t r = 0; r < s->nruns; r++) {
-		const struct spill_run *run = &s->runs[r];
-		const struct spill_dix *dx = s->dx + run->dx0;
-		size_t lo = 0, hi = run->ndx;
-		uint64_t end;
+		uint64_t from, to;
 		size_t n;
 
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (dx[mid].dir < dir)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo == run->ndx || dx[lo].dir != dir)
+		if (!run_dir(s, &s->runs[r], dir, &from, &to))
 			continue;
-		end = lo + 1 < run->ndx ? dx[lo + 1].off : run->end;
-		n = (size_t)(end - dx[lo].off);
+		n = (size_t)(to - from);
 		if (R4_RESERVE(*buf, *cap, used + n, SPILL_READ))
 			return -ENOMEM;
-		if ((rc = r4i_pread_all(s->fd, *buf + used, n, dx[lo].off)))
+		if ((rc = r4i_pread_all(s->fd, *buf + used, n, from)))
 			return rc;
 		used += n;
 	}
 	*len = used;
-	return 0;
+	return used ? dir_dedupe(s, *buf, len) : 0;
 }

@@ -11,24 +11,55 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "libimage/pack/packer.h"
 #include "libimage/util/err.h"
+#include "libimage/util/tmpfiles.h"
 #include "format/endian.h"
 #include "r4/util.h"
+
+/* The nodes kept in memory; the rest wait in the temporary file. */
+static size_t upper_mem(const struct r4_pack *b)
+{
+	return b->o.upper_mem >= 0 ? (size_t)b->o.upper_mem : PACK_UPPER_MEM;
+}
+
+/* Node id past upper_mem: written to the temporary file. */
+static int keep_far(struct r4_pack *b, size_t id, const uint8_t *node)
+{
+	int fd, rc;
+
+	if (!b->upfd) {
+		rc = r4i_scratch_open("r4pack-upper", &fd);
+		if (rc)
+			return rc;
+		b->upfd = fd + 1;
+	}
+	return r4i_pwrite_all(b->upfd - 1, node, b->bs,
+			      (uint64_t)(id - upper_mem(b)) * b->bs);
+}
 
 int pack_upper_keep(struct r4_pack *b, unsigned level, const uint8_t *node,
 	       uint64_t *id, struct r4_error *err)
 {
 	size_t lcap = b->capinodes;	/* ilevel grows as inode does */
-	uint8_t *copy;
+	uint8_t *copy = NULL;
+	int rc;
 
 	if (R4_RESERVE(b->ilevel, lcap, b->ninodes + 1, 64) ||
 	    R4_RESERVE(b->inode, b->capinodes, b->ninodes + 1, 64))
 		return r4i_fail(err, -ENOMEM, "out of memory");
-	copy = malloc(b->bs);
-	if (!copy)
-		return r4i_fail(err, -ENOMEM, "out of memory");
-	memcpy(copy, node, b->bs);
+	if (b->ninodes >= upper_mem(b)) {
+		rc = keep_far(b, b->ninodes, node);
+		if (rc)
+			return r4i_fail(err, rc, "cannot keep a node above the "
+				       "leaves in $TMPDIR: %s", r4_strerror(rc));
+	} else {
+		copy = malloc(b->bs);
+		if (!copy)
+			return r4i_fail(err, -ENOMEM, "out of memory");
+		memcpy(copy, node, b->bs);
+	}
 	b->inode[b->ninodes] = copy;
 	b->ilevel[b->ninodes] = (uint8_t)level;
 	*id = b->ninodes++;
@@ -41,6 +72,9 @@ void pack_upper_fini(struct r4_pack *b)
 		free(b->inode[i]);
 	free(b->inode);
 	free(b->ilevel);
+	if (b->upfd)
+		close(b->upfd - 1);
+	b->upfd = 0;
 	b->inode = NULL;
 	b->ilevel = NULL;
 	b->ninodes = b->capinodes = 0;
@@ -98,30 +132,51 @@ static int fix_pointers(struct r4_pack *b, uint8_t *node, const uint64_t *pos,
 	return 0;
 }
 
+/* Node i with its pointers made blocks, stamped, written at pos[i];
+ * one past upper_mem is read back into buf first. */
+static int place_one(struct r4_pack *b, size_t i, const uint64_t *pos,
+		     uint8_t *buf, struct r4_error *err)
+{
+	uint8_t *node = b->inode[i];
+	int rc;
+
+	if (!node) {
+		node = buf;
+		rc = r4i_pread_all(b->upfd - 1, buf, b->bs,
+				   (uint64_t)(i - upper_mem(b)) * b->bs);
+		if (rc)
+			return r4i_fail(err, rc, "cannot read a node above the "
+				       "leaves back from $TMPDIR: %s",
+				       r4_strerror(rc));
+	}
+	if (b->ilevel[i] > FMT_NODE_TWIG_LEVEL &&
+	    (rc = fix_pointers(b, node, pos, err)))
+		return rc;
+	fmt_node_stamp(node, b->bs);
+	return pack_img_write(b, pos[i], node, err);
+}
+
 int pack_upper_place(struct r4_pack *b, uint64_t root_id, uint64_t *root,
 		struct r4_error *err)
 {
 	uint64_t *pos = calloc(b->ninodes, sizeof(*pos));
 	size_t *order = calloc(b->ninodes, sizeof(*order)), k = 0;
-	int rc = pos && order ? give_blocks(b, pos, err) :
+	uint8_t *buf = malloc(b->bs);
+	int rc = pos && order && buf ? give_blocks(b, pos, err) :
 				r4i_fail(err, -ENOMEM, "out of memory");
 
-	for (size_t i = 0; !rc && i < b->ninodes; i++)
-		if (b->ilevel[i] > FMT_NODE_TWIG_LEVEL)
-			rc = fix_pointers(b, b->inode[i], pos, err);
 	/* write in block order so the write buffer joins them */
 	for (unsigned l = FMT_NODE_MAX_LEVEL; !rc && l >= FMT_NODE_TWIG_LEVEL;
 	     l--)
 		for (size_t i = 0; i < b->ninodes; i++)
 			if (b->ilevel[i] == l)
 				order[k++] = i;
-	for (size_t i = 0; !rc && i < k; i++) {
-		fmt_node_stamp(b->inode[order[i]], b->bs);
-		rc = pack_img_write(b, pos[order[i]], b->inode[order[i]], err);
-	}
+	for (size_t i = 0; !rc && i < k; i++)
+		rc = place_one(b, order[i], pos, buf, err);
 	if (!rc)
 		*root = pos[root_id];
 	free(pos);
 	free(order);
+	free(buf);
 	return rc;
 }

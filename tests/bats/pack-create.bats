@@ -560,12 +560,14 @@ f.close()' "$T/holes/h"
 			r4pack create -U $UUID "$in" "$T/m.img" 2>"$T/m.err" |
 			grep -v packed >"$T/m.out" || true
 		[ -s "$T/m.img" ]
-		# every name spilled, a run every few records; names spilled
-		# after the first five
-		for a in "0 4096" "5 65536"; do
+		# every name spilled, a run every few records, every node
+		# above the leaves in $TMPDIR; names spilled after the first
+		# five, one such node in memory
+		for a in "0 4096 0" "5 65536 1"; do
 			set -- $a
 			rm -f "$T/s.img"
 			R4_PACK_SPILL_AFTER=$1 R4_PACK_RUN_BYTES=$2 \
+				R4_PACK_UPPER_MEM=$3 \
 				SOURCE_DATE_EPOCH=1700000000 \
 				r4pack create -U $UUID "$in" "$T/s.img" \
 				2>"$T/s.err" | grep -v packed >"$T/s.out" || true

@@ -45,6 +45,10 @@ sys.exit(json.load(sys.stdin)["plan"]["blocks_to_move"] != 0)'
 @test "matrix: reg40 (default) [seed 1]" { pack_and_read 1; }
 @test "matrix: from standard input [seed 22]" { pack_stdin_and_read 22; }
 @test "matrix: from standard input, lzo1 64K conv [seed 23]" { pack_stdin_and_read 23 --compress=lzo1; }
+# every name spilled to $TMPDIR in runs of 4 KiB (pack/spill.c): read
+# back at finish, run after run
+@test "matrix: every name spilled [seed 24]" { R4_PACK_SPILL_AFTER=0 R4_PACK_RUN_BYTES=4096 pack_and_read 24; }
+@test "matrix: from standard input, every name spilled [seed 25]" { R4_PACK_SPILL_AFTER=0 R4_PACK_RUN_BYTES=4096 pack_stdin_and_read 25; }
 @test "matrix: node41 [seed 2]" { pack_and_read 2 -o node=node41; }
 @test "matrix: lzo1 4K conv [seed 3]" { pack_and_read 3 --compress=lzo1 -o cluster=4K,compressMode=conv; }
 @test "matrix: lzo1 16K force [seed 4]" { pack_and_read 4 --compress=lzo1 -o cluster=16K,compressMode=force; }
