@@ -97,7 +97,8 @@ static struct poptOption create_options[] = {
 	{ "spool-memory", '\0', POPT_ARG_STRING, &opt_spool_mem, 0,
 	  "streamed data (standard input, a compressed archive) waits in "
 	  "memory up to SIZE, past it in a file beside IMAGE (default: "
-	  "the smaller of 1G and an eighth of the RAM; 0: a file only)",
+	  "the smaller of 1G and an eighth of the RAM or of the memory "
+	  "limit, 0 without huge pages; 0: a file only)",
 	  "SIZE" },
 	{ "exclude", '\0', POPT_ARG_STRING, NULL, OPT_EXCLUDE,
 	  "leave out entries matching PATTERN (repeatable)", "PATTERN" },

@@ -139,8 +139,9 @@ struct r4_pack_opts {
 	/* Streamed data (standard input, a compressed archive, sparse
 	 * members) waits in a spool until the tree reaches its file: its
 	 * first spool_memory bytes in memory (-1: the smaller of 1 GiB and
-	 * an eighth of the RAM; 0: none), the rest in a file beside the
-	 * image (in $TMPDIR for a block device). */
+	 * an eighth of the RAM or of the control group's memory limit, 0
+	 * where transparent huge pages are off; 0: none), the rest in a
+	 * file beside the image (in $TMPDIR for a block device). */
 	int64_t spool_memory;
 	/* Progress of the spool's copy into place (bytes): called now and
 	 * then, with progress_ctx, once the tree is built; done reaches

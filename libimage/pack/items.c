@@ -618,6 +618,8 @@ int pack_items_make(struct r4_pack *b, struct r4_error *err)
 	rc = emit_sd(b, b->root, 0, err);
 	for (struct bobj *d = b->root; !rc && d; d = d->u.sub->qnext)
 		rc = emit_dir(b, d, err);
+	if (!rc)
+		pack_spx_done(b);
 	pack_ccreg_ahead_end(b);
 	rc2 = pack_async_end(b, rc ? NULL : err);
 	return rc ? rc : rc2;

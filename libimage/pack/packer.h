@@ -524,6 +524,10 @@ int pack_copy_submit(struct r4_pack *b, struct io_dev *src, uint64_t off,
  * be shared, where the file system shares blocks). */
 int pack_data_take_spx(struct r4_pack *b, struct bobj *o, r4_data_fn fn,
 		       void *ctx, const char *path, struct r4_error *err);
+/* The copy phase's last event (done == total), once every file is
+ * placed: the spooled blocks of a member replaced later are counted in
+ * the total but never copied. */
+void pack_spx_done(struct r4_pack *b);
 /* A BD_SPX file's extents, copied from the spool now (emit order). */
 int pack_data_spx_extents(struct r4_pack *b, struct bobj *o,
 			  const char *path, struct r4_error *err);

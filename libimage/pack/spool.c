@@ -43,17 +43,45 @@ static int huge_pages_on(void)
 	return !n || !strstr(buf, "[never]");
 }
 
-/* The default budget: the smaller of 1 GiB and an eighth of the RAM;
- * none where huge pages are off (taking memory a 4 KiB page at a time
- * costs more than the spool file: bench/RESULTS.md §12). */
+/* The memory limit of this process's control group in bytes (cgroup v2
+ * memory.max, else v1's limit), or 0 when none is set or readable: a
+ * build in a container must not size itself by the host's RAM. */
+static uint64_t cgroup_limit(void)
+{
+	static const char *const files[] = {
+		"/sys/fs/cgroup/memory.max",
+		"/sys/fs/cgroup/memory/memory.limit_in_bytes",
+	};
+	unsigned long long v;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		FILE *f = fopen(files[i], "r");
+		int got;
+
+		if (!f)
+			continue;
+		got = fscanf(f, "%llu", &v);
+		fclose(f);
+		if (got == 1)
+			return (uint64_t)v;
+	}
+	return 0;
+}
+
+/* The default budget: the smaller of 1 GiB and an eighth of the RAM
+ * (or of the control group's limit, when lower); none where huge pages
+ * are off (taking memory a 4 KiB page at a time costs more than the
+ * spool file: bench/RESULTS.md §12). */
 static uint64_t spool_mem_default(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 	uint64_t ram = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz
-					    : 0;
+					    : 0, cg = cgroup_limit();
 
 	if (!huge_pages_on())
 		return 0;
+	if (cg && cg < ram)
+		ram = cg;
 	return ram / 8 < SPOOL_MEM_MAX ? ram / 8 : SPOOL_MEM_MAX;
 }
 

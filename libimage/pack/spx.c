@@ -128,6 +128,17 @@ static void spx_progress(struct r4_pack *b, uint64_t got)
 				   b->spx_blocks * b->bs);
 }
 
+void pack_spx_done(struct r4_pack *b)
+{
+	uint64_t total = b->spx_blocks * b->bs;
+
+	if (!b->spx_blocks || b->spx_copied >= total)
+		return;
+	b->spx_copied = total;
+	if (b->o.copy_progress)
+		b->o.copy_progress(b->o.progress_ctx, total, total);
+}
+
 int pack_data_spx_extents(struct r4_pack *b, struct bobj *o,
 			  const char *path, struct r4_error *err)
 {

@@ -488,6 +488,24 @@ static int record(struct tar_sink *s, const char *path, int type)
 	return tar_map_put(&s->types, path, strlen(path), type, NULL);
 }
 
+/* The type of an entry's own path before it is added: as type_at, but
+ * a name a big build spilled to $TMPDIR is not looked for there (it is
+ * never a directory, and whether the path is one is all the caller
+ * asks): a search of the spill's runs for every entry is what the
+ * build's probe saves. */
+static int entry_type(struct tar_sink *s, const char *path)
+{
+	size_t len = strlen(path), bad;
+	const struct tar_map_ent *m = tar_map_get(&s->types, path, len);
+	int bt;
+
+	if (m)
+		return m->val == TAR_ABSENT ? -1 : m->val;
+	if (s->build)
+		return r4_pack_probe(s->build, path, &bad, &bt);
+	return s->vol ? lookup_type(s, path, len) : -1;
+}
+
 /* Cleaned path: refuse what is unsafe. 1 go on, 0 skip. */
 static int check_entry(struct tar_sink *s, struct r4_entry *e,
 		       const char *raw, const char *path, int fl)
@@ -520,7 +538,7 @@ static int check_entry(struct tar_sink *s, struct r4_entry *e,
 	} else {
 		if (!parents_ok(s, path, raw))
 			return 0;
-		old = type_at(s, path, strlen(path));
+		old = entry_type(s, path);
 	}
 	if (old == R4_ENT_DIR && e->type != R4_ENT_DIR) {
 		tar_warn(s->opts, "%s: skipping '%s': cannot replace a "

@@ -95,6 +95,13 @@ setup_src() {
 	timed t r4pack create -q --spool-memory=0 --progress-fd=3 "$T/s.tgz" "$T/b.img" 3>"$T/ev2"
 	check_events "$T/ev2" r4pack "$t"
 	grep -q '"phase":"copy","done":16482304,"total":16482304,"unit":"bytes"' "$T/ev2"
+	# a member streamed twice: the first copy's blocks are spooled, never
+	# copied into place, and the phase still ends at its total
+	cp "$T/s.tar" "$T/twice.tar"
+	tar -C "$T/s" -rf "$T/twice.tar" ./d/f40
+	timed t r4pack create -q --progress-fd=3 - "$T/t.img" <"$T/twice.tar" 3>"$T/ev3"
+	check_events "$T/ev3" r4pack "$t"
+	grep -q '"phase":"copy","done":17285120,"total":17285120,"unit":"bytes"' "$T/ev3"
 }
 
 @test "r4fsck -n and -y, r4repacker: their phases, each finished" {
