@@ -32,6 +32,8 @@ struct walk_pos {
 
 static int walk(struct chk *c, const struct walk_pos *p);
 
+/* Where the pointer to p->blk is, for a message (only when one is said:
+ * formatting it for every node cost 5% of a check). */
 static void where(const struct walk_pos *p, char *buf, size_t len)
 {
 	if (p->parent == R4_CHECK_NO_BLOCK)
@@ -47,8 +49,8 @@ static int claim(struct chk *c, const struct walk_pos *p)
 	char from[64];
 	int old;
 
-	where(p, from, sizeof(from));
 	if (p->blk < c->first_usable || p->blk >= c->blocks) {
+		where(p, from, sizeof(from));
 		CHK_SAY(c, CHK_M_NODE_OUTSIDE, p->parent, p->pitem, NULL,
 			CHK_U(at, p->blk), CHK_S(via, from),
 			CHK_U(first, c->first_usable),
@@ -60,11 +62,13 @@ static int claim(struct chk *c, const struct walk_pos *p)
 	if (chk_map_test(&c->ext, p->blk)) {
 		chk_map_clear(&c->ext, p->blk);
 		c->rep->extent_blocks--;
+		where(p, from, sizeof(from));
 		CHK_SAY(c, CHK_M_NODE_ON_EXTENT, p->blk, -1, NULL,
 			CHK_U(level, p->level), CHK_S(via, from));
 		return 1;
 	}
 	if (chk_map_test(&c->used, p->blk) || chk_is_bitmap_blk(c, p->blk)) {
+		where(p, from, sizeof(from));
 		CHK_SAY(c, CHK_M_NODE_TWICE, p->blk, -1, NULL,
 			CHK_U(level, p->level), CHK_S(via, from),
 			CHK_S(owner, chk_block_owner(c, p->blk)));
