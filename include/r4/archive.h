@@ -176,8 +176,8 @@ struct r4_dir_scan;
  * entries that cannot be read counted as none), *out what the walk saw
  * for r4_archive_opts.scan, or NULL when it could not keep all of it
  * (an entry or directory it could not read; more than o->scan_max
- * entries, 131,072 by default, or 8 MiB of names). Fails only for memory. Free with
- * r4_dir_scan_free (NULL accepted). */
+ * entries, 131,072 by default, or 8 MiB of names). Fails only for
+ * memory. Free with r4_dir_scan_free (NULL accepted). */
 int r4_dir_scan(const char *dir, const struct r4_archive_opts *o,
 		uint64_t *blocks, struct r4_dir_scan **out,
 		struct r4_error *err);

@@ -83,8 +83,9 @@ static int emit_defer(struct tree_mod *m, uint64_t nb, unsigned level,
 }
 
 /* Write items as a node of 'level': in place when this writer made
- * 'old' (allocated it in its scope), else to a new block near old (or hint) and free old. With
- * take, the decoded-node cache takes l once the node is written. */
+ * 'old' (allocated it in its scope), else to a new block near old (or
+ * hint) and free old. With take, the decoded-node cache takes l once
+ * the node is written. */
 static int emit(struct tree_mod *m, uint64_t old, uint64_t hint,
 		unsigned level, struct ilist *l, int take, uint64_t *blk,
 		struct r4_error *err)

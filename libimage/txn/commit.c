@@ -298,7 +298,7 @@ static int write_tx_head(struct commit *c, struct r4_error *err)
 
 /* The relocate set (ascending): neighbouring blocks, up to RUN_MAX of
  * them, in one write. */
-#define RUN_MAX 256
+#define RUN_MAX WB_GATHER	/* one limit for every gathered write */
 
 static int write_reloc(struct commit *c, struct r4_error *err)
 {

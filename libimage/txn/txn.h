@@ -61,7 +61,8 @@ int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
  * txn_write_data had written it, and with it the blocks beside it that
  * have txn_new buffers nobody else holds (neighbours go in one write);
  * a later txn_new or txn_capture of any of them works as for such a
- * block. Memory then stays bounded by 'keep' blocks of nodes. A block still pinned by anyone else is left in memory.
+ * block. Memory then stays bounded by 'keep' blocks of nodes. A block
+ * still pinned by anyone else is left in memory.
  * keep = 0 turns it off (the default). */
 int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err);
 /* Write data straight to blocks allocated by this transaction (file

@@ -685,6 +685,16 @@ static void scope_rule(void)
 	rc = txn_free(t->t, mine, 1, &err) || txn_free(t->t, other, 1, &err);
 	ok(!rc && !txn_owns_in(t->t, mine, s1) &&
 	   !txn_scope_blocks(t->t, s1), "a freed block is owned no more");
+	{
+		uint64_t again = 0;
+
+		rc = txn_alloc_in(t->t, s2, mine, &again, &err);
+		ok(!rc && again == mine && txn_owns_in(t->t, mine, s2) &&
+		   !txn_owns_in(t->t, mine, s1), "a block freed and allocated "
+		   "again belongs to the scope of its new allocation only");
+		if (!rc)
+			rc = txn_free(t->t, again, 1, &err);
+	}
 
 	eu_attr(&a, S_IFDIR | 0755);
 	r0 = t->mod.root;
@@ -715,7 +725,7 @@ static void scope_rule(void)
 
 int main(void)
 {
-	plan(77 + 8 + 8 + 8 + 5 + 5 + 5 + 7);
+	plan(77 + 8 + 8 + 8 + 5 + 5 + 5 + 8);
 	eu_init("test_modify");
 	big_dir("");
 	big_dir("node=node41,hash=tea_hash,fibration=lexic_fibre");

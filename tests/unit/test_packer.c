@@ -1007,7 +1007,7 @@ static void test_spool_memory(void)
 	rename(img, a);
 	ok(sh("cmp -s '%s' '%s'", a, z) == 0, "spool: memory and file give "
 	   "the same image");
-	spool_build(-1, "default");
+	spool_build((int64_t)1 << 30, "1 GiB");
 	ok(sh("cmp -s '%s' '%s'", img, z) == 0, "spool: all in memory, the "
 	   "same image");
 	unlink(a);
