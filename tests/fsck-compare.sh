@@ -21,6 +21,9 @@
 NEW=${R4_NEW_FSCK:?set R4_NEW_FSCK}
 OLD=${R4_OLD_FSCK:?set R4_OLD_FSCK}
 LOG=${R4_CMP_LOG:?set R4_CMP_LOG}
+# One clock for both builds: a repair stamps what it makes with it, and
+# two runs a second apart would differ in those bytes only.
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(date +%s)}
 args=("$@")
 n=${#args[@]}
 [ "$n" -gt 0 ] && img=${args[$((n - 1))]}
