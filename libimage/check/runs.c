@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #include "libimage/check/check.h"
+#include "libimage/util/hugemem.h"
 #include "libimage/util/tmpfiles.h"
 #include "r4/util.h"
 
@@ -41,23 +41,6 @@ int chk_runs_init(struct chk_runs *r, size_t rsz,
 	if (!r->cap)
 		r->cap = 1;
 	return 0;
-}
-
-/* The record buffer: 2 MiB aligned and marked for huge pages, so that
- * where the system gives them (transparent huge pages in madvise mode)
- * filling it takes one page fault per 2 MiB, not one per 4 KiB. */
-static void *buf_new(size_t bytes)
-{
-	void *p = NULL;
-
-	if (bytes < (2u << 20))
-		return malloc(bytes);
-	if (posix_memalign(&p, 2u << 20, bytes))
-		return NULL;
-#ifdef MADV_HUGEPAGE
-	madvise(p, bytes, MADV_HUGEPAGE);	/* a hint: failure is fine */
-#endif
-	return p;
 }
 
 /* Sort the buffer and append it to the file as one run. */
@@ -90,7 +73,7 @@ int chk_runs_put(struct chk_runs *r, const void *rec)
 	int rc;
 
 	if (!r->buf) {
-		r->buf = buf_new(r->cap * r->rsz);
+		r->buf = r4i_alloc_huge(r->cap * r->rsz);
 		if (!r->buf)
 			return -ENOMEM;
 	}

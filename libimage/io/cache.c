@@ -3,9 +3,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include "libimage/io/cache.h"
 #include "libimage/util/err.h"
+#include "libimage/util/hugemem.h"
 #include "r4/util.h"
 
 /* Blocks the first slab holds, and every later one: a volume that only
@@ -23,22 +23,6 @@
 #if __has_feature(address_sanitizer)
 #define IO_CACHE_OWN_BUFFERS 1
 #endif
-#endif
-
-#ifndef IO_CACHE_OWN_BUFFERS
-static uint8_t *slab_new(size_t bytes, int huge)
-{
-	void *p = NULL;
-
-	if (!huge)
-		return malloc(bytes);
-	if (posix_memalign(&p, bytes, bytes))
-		return NULL;
-#ifdef MADV_HUGEPAGE
-	madvise(p, bytes, MADV_HUGEPAGE);	/* a hint: failure is fine */
-#endif
-	return p;
-}
 #endif
 
 static uint8_t *buf_get(struct io_cache *c)
@@ -59,7 +43,7 @@ static uint8_t *buf_get(struct io_cache *c)
 		if (R4_RESERVE(c->freebuf, c->capfree, total, 64) ||
 		    R4_RESERVE(c->slab, c->capslab, c->nslab + 1, 16))
 			return NULL;
-		s = slab_new(per * c->blksize, c->nslab > 0);
+		s = r4i_alloc_huge(per * c->blksize);
 		if (!s)
 			return NULL;
 		c->slab[c->nslab++] = s;

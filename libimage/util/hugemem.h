@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: large buffers asked for huge pages, where filling them page by
+ * page would cost a fault every 4 KiB (the block cache's slabs, the
+ * checker's sorted runs). */
+#ifndef R4_LIBIMAGE_UTIL_HUGEMEM_H
+#define R4_LIBIMAGE_UTIL_HUGEMEM_H
+
+#include <stddef.h>
+
+/* bytes of memory, freed with free(): under 2 MiB plain malloc, else on
+ * a 2 MiB boundary with the kernel asked for huge pages (a hint: where
+ * it gives none, ordinary pages). NULL when out of memory. */
+void *r4i_alloc_huge(size_t bytes);
+
+#endif
