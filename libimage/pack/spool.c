@@ -160,12 +160,18 @@ static int spool_put_file(struct r4_pack *b, const uint8_t *p, uint64_t len,
 	return 0;
 }
 
-/* Populate the memory ahead of the bytes about to be written, 2 MiB at
- * a time: one call instead of a fault for each page where huge pages
- * are not to be had (best effort: a kernel without it faults them). */
-static void spool_mem_populate(struct r4_pack *b, uint64_t end)
+/* Populate the memory ahead of the bytes [start, end) about to be
+ * written, 2 MiB at a time: one call instead of a fault for each page
+ * where huge pages are not to be had (best effort: a kernel without it
+ * faults them). Whole 2 MiB pieces of a run of zeros before start
+ * (never written) are skipped, not populated. */
+static void spool_mem_populate(struct r4_pack *b, uint64_t start,
+			       uint64_t end)
 {
 #ifdef MADV_POPULATE_WRITE
+	start -= start % SPOOL_HUGE;
+	if (b->smem_pop < start)
+		b->smem_pop = start;
 	while (b->smem_pop < end && b->smem_pop < b->smem_cap) {
 		madvise(b->smem + b->smem_pop, SPOOL_HUGE,
 			MADV_POPULATE_WRITE);
@@ -173,6 +179,7 @@ static void spool_mem_populate(struct r4_pack *b, uint64_t end)
 	}
 #else
 	(void)b;
+	(void)start;
 	(void)end;
 #endif
 }
@@ -191,7 +198,7 @@ int pack_spool_put(struct r4_pack *b, const void *p, uint64_t len,
 		/* zeros: the mapping's pages are zero until written, and
 		 * never written twice */
 		if (src) {
-			spool_mem_populate(b, b->spool_len + k);
+			spool_mem_populate(b, b->spool_len, b->spool_len + k);
 			memcpy(b->smem + b->spool_len, src, k);
 		}
 		b->spool_len += k;

@@ -478,22 +478,27 @@ static int wb_ready(const struct tb *e)
 static size_t wb_gather(struct txn *t, struct tb **v, size_t n)
 {
 	size_t m = n, k = 0;
+	uint64_t up = 0;	/* the last block the walk up from a pick took */
 
 	for (size_t i = 0; i < n && m < WB_GATHER; i++) {
 		uint64_t lo = i ? v[i - 1]->nr : 0;
 		uint64_t hi = i + 1 < n ? v[i + 1]->nr : UINT64_MAX;
+		uint64_t b;
 		struct tb *e;
 
-		for (uint64_t b = v[i]->nr + 1; b < hi && m < WB_GATHER &&
+		if (up > lo)	/* never walk down over what was taken */
+			lo = up;
+		for (b = v[i]->nr + 1; b < hi && m < WB_GATHER &&
 		     wb_ready(e = tb_find(&t->map, b)); b++)
 			v[m++] = e;
-		for (uint64_t b = v[i]->nr - 1; b > lo && m < WB_GATHER &&
+		up = b - 1;
+		for (b = v[i]->nr - 1; b > lo && m < WB_GATHER &&
 		     wb_ready(e = tb_find(&t->map, b)); b--)
 			v[m++] = e;
 	}
 	if (m > 1)
 		qsort(v, m, sizeof(*v), cmp_tbp);
-	for (size_t i = 0; i < m; i++)	/* a neighbour of two picks */
+	for (size_t i = 0; i < m; i++)	/* cannot repeat: kept as a guard */
 		if (!k || v[k - 1] != v[i])
 			v[k++] = v[i];
 	return k;
