@@ -338,21 +338,96 @@ static int node_find_le(struct tree_cursor *c, unsigned l,
 	return ans;
 }
 
+/* A volume whose tree cannot change under this handle: read-only, no
+ * transaction, no deferred node writes. */
+static int tree_fixed(const struct r4_vol *vol)
+{
+	return vol->dev->readonly && !vol->txn && !vol->node_sync;
+}
+
+/* The hint leads to key: same tree, key in [lo, hi). */
+static int hint_leads(const struct tree_cursor *c, const struct fmt_key *key)
+{
+	const struct tree_hint *h = &c->vol->hint;
+
+	return h->valid && h->height == c->height &&
+	       h->root == c->vol->sb.root_block && tree_fixed(c->vol) &&
+	       fmt_key_cmp(&h->lo, key) <= 0 &&
+	       (!h->has_hi || fmt_key_cmp(key, &h->hi) < 0);
+}
+
+/* Level l's item pos was taken towards a key (pos >= 0, a nodeptr):
+ * narrow the hint's bounds to the keys that take it too. */
+static int hint_narrow(struct tree_cursor *c, unsigned l,
+		       const struct tree_item *it, struct r4_error *err)
+{
+	struct tree_hint *h = &c->vol->hint;
+	struct fmt_item_header ih;
+
+	h->blk[l] = c->lv[l].blk;
+	h->pos[l] = c->lv[l].pos;
+	if (l == c->height || fmt_key_cmp(&it->key, &h->lo) > 0)
+		h->lo = it->key;
+	if ((unsigned)c->lv[l].pos + 1 >= c->lv[l].nr)
+		return 0;
+	if (fmt_node_ih_decode(c->lv[l].b->data, c->vol->blksize,
+			       c->vol->keypol, (unsigned)c->lv[l].pos + 1, &ih))
+		return r4i_fail(err, R4_ECORRUPT, "%s: tree node %llu: item "
+			       "header %d unreadable", devpath(c->vol),
+			       (unsigned long long)c->lv[l].blk,
+			       c->lv[l].pos + 1);
+	if (!h->has_hi || fmt_key_cmp(&ih.key, &h->hi) < 0)
+		h->hi = ih.key;
+	h->has_hi = 1;
+	return 0;
+}
+
+/* The path of the hint, down to the leaf, then the leaf's last item <=
+ * key: what descend would find, without searching the nodes above. */
+static int descend_hinted(struct tree_cursor *c, const struct fmt_key *key,
+			  struct r4_error *err)
+{
+	const struct tree_hint *h = &c->vol->hint;
+	unsigned l;
+	int rc, pos;
+
+	for (l = c->height; l >= FMT_NODE_LEAF_LEVEL; l--) {
+		rc = level_load(c, l, h->blk[l], err);
+		if (rc)
+			return rc;
+		c->lv[l].pos = h->pos[l];
+	}
+	pos = node_find_le(c, FMT_NODE_LEAF_LEVEL, key, err);
+	if (pos < -1)
+		return pos;
+	c->lv[FMT_NODE_LEAF_LEVEL].pos = pos;
+	c->stop = FMT_NODE_LEAF_LEVEL;
+	return 0;
+}
+
 /* Descend towards key. On return c->stop is the level reached and its
  * pos the last item <= key there, or -1 when the node's items are all
- * greater. */
+ * greater. On a tree that cannot change, a descent that reached a leaf
+ * through items <= key at every level leaves its path as the hint. */
 static int descend(struct tree_cursor *c, const struct fmt_key *key,
 		   struct r4_error *err)
 {
+	struct tree_hint *h = &c->vol->hint;
 	struct tree_item it;
 	unsigned l = c->height;
-	int rc, pos;
+	int rc, pos, hint = tree_fixed(c->vol);
 
 	tree_cursor_fini(c);
 	if (l < FMT_TREE_HEIGHT_MIN || l > FMT_TREE_HEIGHT_MAX)
 		return r4i_fail(err, R4_ECORRUPT, "%s: tree height %u is not "
 			       "in %u..%u", devpath(c->vol), l,
 			       FMT_TREE_HEIGHT_MIN, FMT_TREE_HEIGHT_MAX);
+	if (hint_leads(c, key)) {
+		h->hits++;
+		return descend_hinted(c, key, err);
+	}
+	h->valid = 0;
+	h->has_hi = 0;
 	rc = level_load(c, l, c->vol->sb.root_block, err);
 	for (; !rc; l--) {
 		pos = node_find_le(c, l, key, err);
@@ -360,9 +435,15 @@ static int descend(struct tree_cursor *c, const struct fmt_key *key,
 			return pos;
 		c->lv[l].pos = pos;
 		c->stop = l;
-		if (l == FMT_NODE_LEAF_LEVEL)
+		if (l == FMT_NODE_LEAF_LEVEL) {
+			h->blk[l] = c->lv[l].blk;
+			h->valid = hint;
+			h->height = c->height;
+			h->root = c->vol->sb.root_block;
 			return 0;
+		}
 		if (pos < 0) {
+			hint = 0;
 			if (c->lv[l].nr == 0)
 				return 0;
 			c->lv[l].pos = 0;
@@ -374,6 +455,8 @@ static int descend(struct tree_cursor *c, const struct fmt_key *key,
 			c->lv[l].pos = pos;
 			return 0;
 		}
+		if (!rc && hint)
+			rc = hint_narrow(c, l, &it, err);
 		if (!rc)
 			rc = enter_child(c, l, &it, err);
 	}

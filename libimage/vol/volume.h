@@ -23,6 +23,21 @@ struct txn_stats {
 	uint64_t writes, bytes, syncs;	/* device calls of the commit */
 };
 
+/* The path of the last descent that reached a leaf on a read-only
+ * volume (libimage/tree/tree.c): a later key between the same
+ * delimiting keys takes the same path, so the cursor loads those blocks
+ * without searching the nodes above the leaf. */
+struct tree_hint {
+	int valid;
+	unsigned height;
+	uint64_t root;
+	uint64_t blk[FMT_TREE_HEIGHT_MAX + 1];
+	int pos[FMT_TREE_HEIGHT_MAX + 1];
+	struct fmt_key lo, hi;	/* the keys [lo, hi) that lead there */
+	int has_hi;		/* else no upper bound */
+	uint64_t hits;		/* descents it served (tests count them) */
+};
+
 struct r4_vol {
 	struct io_dev *dev;
 	struct io_cache cache;
@@ -62,6 +77,7 @@ struct r4_vol {
 	void *node_sync_ctx;
 	/* The time stamp of changes (r4_vol_set_clock); < 0: the clock. */
 	int64_t clock;
+	struct tree_hint hint;	/* read-only volumes only */
 };
 
 /* Open the device, read and check the master and format40 super blocks,
