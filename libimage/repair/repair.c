@@ -166,16 +166,19 @@ static int tables_needed(const struct rep *R)
 /* A round's check: the bounded one first, so that a clean volume, or
  * one with only space problems, is repaired in the memory of r4fsck -n;
  * when a fix needs the tables, the same check again building them,
- * silently (it finds the same problems). check.tables: tables at once. */
+ * silently (it finds the same problems). From then on every check
+ * builds them at once: the memory is spent already, and a bounded
+ * check before each would add its time to every round. check.tables:
+ * tables from the first check. */
 static int run_check(struct rep *R, int first)
 {
 	int rc;
 
 	R->r->rounds++;
-	rc = check_once(R, first, R->o->check.tables);
-	if (rc || R->o->check.tables || !R->crep.problems ||
-	    !tables_needed(R))
+	rc = check_once(R, first, R->tables);
+	if (rc || R->tables || !R->crep.problems || !tables_needed(R))
 		return rc;
+	R->tables = 1;
 	return check_once(R, 0, 1);
 }
 
@@ -343,6 +346,7 @@ int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
 	R.r = report;
 	R.err = err;
 	R.batch = opts->batch ? opts->batch : BATCH_DEFAULT;
+	R.tables = opts->check.tables;
 	if (opts->mode != R4_REPAIR_PREEN && opts->mode != R4_REPAIR_FIX)
 		return r4i_fail(err, R4_EINVAL, "repair: unknown mode %d",
 			       opts->mode);

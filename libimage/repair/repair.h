@@ -22,6 +22,7 @@ struct rep {
 	int forward;			/* hand problems to the caller */
 	uint64_t forwarded;
 	unsigned batch;
+	int tables;			/* checks build the tables (repair.c) */
 };
 
 /* Report one change (counted; handed to the caller). */
