@@ -7,8 +7,8 @@
 # (a clean volume: nothing to fix), `r4fsck -y` of a copy whose counters
 # and bitmap are damaged (fsck-y-space: the file and free block counts
 # in the format40 super block and a bit of bitmap block 0 changed,
-# fixed by the space pass) and of a copy with one leaf zeroed
-# (fsck-y-leaf: the tree rebuild). For each N and each step: peak RSS
+# fixed by the space pass) and of a copy grown to twice its blocks with
+# one leaf zeroed (fsck-y-leaf: the tree rebuild). For each N and each step: peak RSS
 # (/usr/bin/time), CPU seconds (user + sys) and elapsed seconds, per
 # file; the generator alone piped into `cat >/dev/null` is the floor.
 #   bench/scale.sh [BUILD_DIR] [N...]
@@ -159,12 +159,12 @@ damage_space() {
 }
 # A leaf in the middle of the tree zeroed: from the root (format40 byte
 # 16), the middle child of each node down to level 1. The volume is
-# grown by a quarter first: the rebuild writes a new tree, and the
-# auto-sized image has little room.
+# grown to twice its blocks first: the rebuild writes a whole new tree
+# before it frees the old one, and the auto-sized image has little room.
 damage_leaf() {
 	local b out
 	b=$(get64 "$1" $((17 * 4096)))
-	"$R4RESIZE" "$1" $((b + b / 4)) >/dev/null
+	"$R4RESIZE" "$1" $((2 * b)) >/dev/null
 	b=$(get64 "$1" $((17 * 4096 + 16)))
 	while :; do
 		out=$("$R4DEBUGFS" -R "print node $b" "$1")
