@@ -3,13 +3,15 @@
  * file: 1.6 GiB at 10^7 files) only when a fix needs them
  * (libimage/repair/repair.c). A clean volume, and one whose only
  * problems are space and counters, are repaired over the bounded check
- * alone (table_checks 0); damage the object fixes or the tree rebuild
- * must mend builds them (table_checks > 0). */
+ * alone (table_checks 0: the space pass takes the count of objects and
+ * the largest object id from the check); damage the object fixes or the
+ * tree rebuild must mend builds them (table_checks > 0). */
 #include "config.h"
 #include <fcntl.h>
 #include "tap.h"
 #include "edit_util.h"
 #include "r4/repair.h"
+#include "format/journal.h"
 #include "format/node.h"
 #include "format/super.h"
 
@@ -65,10 +67,28 @@ static int open_img(const char *img)
 	return fd;
 }
 
+/* Make directory /d (an object id past the first free one). */
+static void mkdir_d(const char *img)
+{
+	struct r4_error err = { 0, "", 0 };
+	struct r4_vol *v;
+	struct r4_txn *t;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", eu_dir, img);
+	tap_require(!r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &v, &err) &&
+		    !r4_txn_begin(v, &t, &err) &&
+		    !r4_mkdir(t, "/d", &(struct r4_attr){ .mode = 0755 },
+			      &err) && !r4_txn_commit(t, &err),
+		    "mkdir /d: %s", err.msg);
+	eu_close(v);
+}
+
 int main(void)
 {
 	struct r4_fsck_report rep;
 	uint64_t sb = fmt_blk_format40(BS), root;
+	uint64_t jf = fmt_blk_journal_footer(BS);
 	int fd;
 
 	eu_init("test_repair_tables");
@@ -99,6 +119,29 @@ int main(void)
 		   (unsigned long long)rep.repair.left.problems,
 		   (unsigned long long)rep.repair.table_checks);
 	ok(eu_check("v.img"), "file count: r4_check is clean after");
+
+	/* the next object id set back to /d's: raised past the largest id
+	 * the bounded check saw, without tables */
+	mkdir_d("v.img");
+	fd = open_img("v.img");
+	/* the super block's and the journal footer's (the check takes
+	 * the larger) */
+	put64(fd, sb, FMT_FORMAT40_OFF_NEXT_OID, get64(fd, sb,
+			FMT_FORMAT40_OFF_NEXT_OID) - 1);
+	if (get64(fd, jf, FMT_JFOOTER_OFF_LAST_FLUSHED))
+		put64(fd, jf, FMT_JFOOTER_OFF_NEXT_OID,
+		      get64(fd, sb, FMT_FORMAT40_OFF_NEXT_OID));
+	close(fd);
+	if (ok(fsck_fix("v.img", &rep) == 0, "r4_fsck -y, next object id"))
+		ok(rep.repair.found_by_code[R4_CHK_OID] == 1 &&
+		   rep.repair.left.problems == 0 &&
+		   rep.repair.table_checks == 0,
+		   "next object id: fixed without tables (found %llu, left "
+		   "%llu, tables %llu)",
+		   (unsigned long long)rep.repair.found.problems,
+		   (unsigned long long)rep.repair.left.problems,
+		   (unsigned long long)rep.repair.table_checks);
+	ok(eu_check("v.img"), "next object id: r4_check is clean after");
 
 	/* a root node with its magic zeroed: the tree rebuild reads the
 	 * tables */
