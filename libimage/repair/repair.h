@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: the repair layer's internals (libimage/repair). A round is one
  * check (libimage/check, whose map of blocks in use it keeps, and its
- * tables when a fix reads them: repair.c) and the fixes it allows; fixes go through libimage/txn and, for
- * objects, the libimage/obj edit functions, in batches of opts->batch
- * changes per transaction. */
+ * tables when a fix reads them: repair.c) and the fixes it allows;
+ * fixes go through libimage/txn and, for objects, the libimage/obj edit
+ * functions, in batches of opts->batch changes per transaction. */
 #ifndef R4_LIBIMAGE_REPAIR_REPAIR_H
 #define R4_LIBIMAGE_REPAIR_REPAIR_H
 
