@@ -148,9 +148,10 @@ struct r4_check_opts {
 	 * problems are still counted. */
 	unsigned max_reports;
 	/* Tuning, for tests (r4fsck fills them from R4_CHECK_TABLES and
-	 * R4_CHECK_RUN_BYTES): 1 keeps every record in memory tables, as a
-	 * repair does, instead of sorted runs in $TMPDIR; the bytes of
-	 * records a run gathers before it is written (0: 16 MiB). */
+	 * R4_CHECK_RUN_BYTES): 1 keeps every record in memory tables (a
+	 * repair builds them only when a fix needs them) instead of sorted
+	 * runs in $TMPDIR; the bytes of records a run gathers before it is
+	 * written (0: 16 MiB). */
 	int tables;
 	size_t run_bytes;
 };

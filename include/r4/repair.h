@@ -71,6 +71,11 @@ struct r4_repair_report {
 	uint64_t actions;		/* changes made */
 	uint64_t transactions;		/* committed */
 	uint64_t rounds;		/* checks run */
+	/* Checks that built the whole volume's tables for the fixes: 0
+	 * when the checks found nothing or only what the space pass fixes.
+	 * The first one repeats its round's bounded check (not counted in
+	 * rounds); the later rounds' checks build them at once. */
+	uint64_t table_checks;
 	uint64_t entries_removed, zeroed_ranges, zeroed_bytes;
 	/* Files whose size a repair cut, and the bytes cut off (what the
 	 * old size claimed past the new end). */

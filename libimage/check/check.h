@@ -197,6 +197,10 @@ struct chk {
 	 * (stream.c) instead of the tables, which only repair keeps. */
 	struct chk_stream *st;
 	unsigned paths_named;		/* chk_ccreg_path look-ups made */
+	/* The largest object id or locality of a stat data (both passes,
+	 * chk_sem_object): what the repair raises the next object id past
+	 * without the tables. */
+	uint64_t id_max;
 	/* The keys of the first items of the unmerged tail40 pairs found
 	 * (R4_CHK_TAIL_UNMERGED), in key order, for the repair. */
 	struct chk_tpair *tunm;

@@ -159,6 +159,8 @@ void chk_sem_object(struct chk *c, const struct chk_obj *o)
 	uint64_t oid = o->el2 & CHK_OID_MASK, loc = o->el0 >> 4;
 	unsigned fmt = o->mode & MODE_FMT;
 
+	if (oid > c->id_max || loc > c->id_max)
+		c->id_max = oid > loc ? oid : loc;
 	if (oid >= c->next_oid || loc >= c->next_oid)
 		CHK_OBJ_SAY(c, o, CHK_M_OID_PAST_NEXT,
 			    CHK_U(id, oid > loc ? oid : loc),

@@ -14,8 +14,6 @@ int fsck_pass4_repair(struct fsck *F)
 	F->pass->ran = 1;
 	ro.mode = F->o->mode == R4_FSCK_PREEN ? R4_REPAIR_PREEN
 					      : R4_REPAIR_FIX;
-	ro.check.tables = 0;
-	ro.check.run_bytes = 0;
 	if (F->o->set_clock)
 		r4_vol_set_clock(F->vol, F->o->clock);
 	fsck_note(F, R4_FSCK_NOTE_BEGIN, 0, NULL);

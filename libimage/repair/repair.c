@@ -8,7 +8,9 @@
  * Tree damage blocks the space and object fixes (their map of what is
  * in use would be wrong) until -y has rebuilt the tree (rebuild.c, once
  * per run); preen stops before any change when it finds anything it may
- * not fix. */
+ * not fix. A round's check runs over sorted runs in bounded memory and
+ * is run again building the whole volume's tables only when a fix
+ * needs them (run_check): a clean volume costs what r4fsck -n does. */
 #include "config.h"
 #include <errno.h>
 #include <stdarg.h>
@@ -109,27 +111,75 @@ static void on_problem(void *ctx, const struct r4_check_problem *p)
 	R->o->check.problem(R->o->check.problem_ctx, p);
 }
 
-static int run_check(struct rep *R, int first)
+/* One check into R->c: over sorted runs spilled to $TMPDIR (memory
+ * bounded by the run budget and the widest directory), or building the
+ * whole volume's tables the fix passes read (about 150 bytes a file). */
+static int check_once(struct rep *R, int forward, int tables)
 {
-	int rc;
+	int rc = 0;
 
 	chk_release(&R->c);
 	memset(&R->c, 0, sizeof(R->c));
 	memset(R->codes, 0, sizeof(R->codes));
 	R->copts.problem = on_problem;
 	R->copts.problem_ctx = R;
-	R->copts.progress = first ? R->o->check.progress : NULL;
+	R->copts.progress = forward ? R->o->check.progress : NULL;
 	R->copts.progress_ctx = R->o->check.progress_ctx;
 	R->copts.max_reports = 0;
-	R->forward = first;
+	R->copts.run_bytes = R->o->check.run_bytes;
+	R->forward = forward;
 	R->c.vol = R->vol;
 	R->c.opts = &R->copts;
 	R->c.rep = &R->crep;
 	R->c.err = R->err;
-	R->r->rounds++;
+	if (tables)
+		R->r->table_checks++;
+	else if (chk_stream_start(&R->c))
+		return r4i_fail(R->err, -ENOMEM, "%s: out of memory for the "
+				"check", R->vol->dev->path);
 	rc = chk_run(&R->c);
+	/* The runs are read: what the space pass needs is in the map of
+	 * blocks in use and the report. */
+	chk_stream_free(&R->c);
 	R->crep.reported = R->forwarded;
 	return rc;
+}
+
+/* Whether this round's problems need the tables: every fix after the
+ * space pass reads them, and so do the tree rebuild and the mends
+ * before it; the space pass (bitmaps, counters, status, backups) needs
+ * only the map of blocks in use, the count of objects and the largest
+ * object id, which both kinds of check leave. */
+static int tables_needed(const struct rep *R)
+{
+	if (R->crep.journal_dirty)
+		return 1;
+	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
+		const struct r4_problem_info *pi = r4_problem_info(k);
+
+		if (R->codes[k] && (!pi || pi->pass != R4_PASS_SPACE))
+			return 1;
+	}
+	return 0;
+}
+
+/* A round's check: the bounded one first, so that a clean volume, or
+ * one with only space problems, is repaired in the memory of r4fsck -n;
+ * when a fix needs the tables, the same check again building them,
+ * silently (it finds the same problems). From then on every check
+ * builds them at once: the memory is spent already, and a bounded
+ * check before each would add its time to every round. check.tables:
+ * tables from the first check. */
+static int run_check(struct rep *R, int first)
+{
+	int rc;
+
+	R->r->rounds++;
+	rc = check_once(R, first, R->tables);
+	if (rc || R->tables || !R->crep.problems || !tables_needed(R))
+		return rc;
+	R->tables = 1;
+	return check_once(R, 0, 1);
 }
 
 /* What this round found: 1 some code the mode may not fix (or that the
@@ -296,6 +346,7 @@ int r4_repair(struct r4_vol *vol, const struct r4_repair_opts *opts,
 	R.r = report;
 	R.err = err;
 	R.batch = opts->batch ? opts->batch : BATCH_DEFAULT;
+	R.tables = opts->check.tables;
 	if (opts->mode != R4_REPAIR_PREEN && opts->mode != R4_REPAIR_FIX)
 		return r4i_fail(err, R4_EINVAL, "repair: unknown mode %d",
 			       opts->mode);

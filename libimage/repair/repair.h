@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: the repair layer's internals (libimage/repair). A round is one
- * check (libimage/check, whose tables and map of blocks in use it keeps)
- * and the fixes it allows; fixes go through libimage/txn and, for
- * objects, the libimage/obj edit functions, in batches of opts->batch
- * changes per transaction. */
+ * check (libimage/check, whose map of blocks in use it keeps, and its
+ * tables when a fix reads them: repair.c) and the fixes it allows;
+ * fixes go through libimage/txn and, for objects, the libimage/obj edit
+ * functions, in batches of opts->batch changes per transaction. */
 #ifndef R4_LIBIMAGE_REPAIR_REPAIR_H
 #define R4_LIBIMAGE_REPAIR_REPAIR_H
 
@@ -22,6 +22,7 @@ struct rep {
 	int forward;			/* hand problems to the caller */
 	uint64_t forwarded;
 	unsigned batch;
+	int tables;			/* checks build the tables (repair.c) */
 };
 
 /* Report one change (counted; handed to the caller). */

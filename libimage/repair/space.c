@@ -203,18 +203,13 @@ static void counters(struct sp *p)
 	const struct r4_vol *vol = R->vol;
 	uint64_t next = c->next_oid;
 
-	for (size_t i = 0; i < c->nobjs; i++) {
-		uint64_t oid = c->objs[i].el2 & CHK_OID_MASK;
-		uint64_t loc = c->objs[i].el0 >> 4;
-
-		if (oid >= next)
-			next = oid + 1;
-		if (loc >= next)
-			next = loc + 1;
-	}
+	/* From what the check counted, not its tables: a check that
+	 * found only space problems kept none (repair.c). */
+	if (c->rep->objects && c->id_max >= next)
+		next = c->id_max + 1;
 	if (next < FMT_FIRST_FREE_OID)
 		next = FMT_FIRST_FREE_OID;
-	p->files = c->nobjs;
+	p->files = c->rep->objects;
 	p->next_oid = next;
 	if (vol->sb_own.file_count != p->files ||
 	    (vol->jf.last_flushed_tx && vol->jf.nr_files != p->files))
