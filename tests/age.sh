@@ -9,6 +9,10 @@
 # before. Sizes 0..60 KiB: tails and extents. FILES must be prime to 7
 # and at least 30 * ROUNDS. Needs r4pack and r4debugfs on PATH; works in
 # IMAGE.src/, removed at the end. The volume is $AGE_SIZE (default 96M).
+# The same arguments give the same bytes wherever IMAGE is (the files'
+# bytes name them relative to IMAGE.src/; a fixed UUID, from which the
+# mkfs id derives under SOURCE_DATE_EPOCH), so an old and a new build
+# can be compared on one image.
 set -eu
 
 IMG=$1
@@ -18,12 +22,14 @@ W=$IMG.src
 export SOURCE_DATE_EPOCH=1700000000
 rm -rf "$W"
 mkdir -p "$W"
+W=$(cd "$W" && pwd)
 
 # One awk per step (processes are what costs here).
 #   files DIR FIRST COUNT SEED ROUND: new files f<FIRST..> in d0..d29,
 #     plus (ROUND > 0) 10 in r<ROUND>/ and 30 replacements, and the
 #     removal script of the round in $W/script.
-step() {
+step() (
+	cd "$W"
 	awk -v dir="$1" -v first="$2" -v n="$3" -v seed="$4" -v r="$5" \
 	    -v nfiles="$FILES" -v script="$W/script" '
 	function body(tag, size,   s) {
@@ -72,16 +78,17 @@ step() {
 			print "rm -r /r" (r - 2) > script;
 		close(script);
 	}'
-}
+)
 
-step "$W/base" 0 "$FILES" 1 0
+step base 0 "$FILES" 1 0
 find "$W/base" -exec touch -h -d @1600000000 {} +
-r4pack create -q --size "${AGE_SIZE:-96M}" "$W/base" "$IMG"
+r4pack create -q --size "${AGE_SIZE:-96M}" \
+	-U 3a9c5e1f-7b2d-4c80-9e6a-1d4f8b2c7e05 "$W/base" "$IMG"
 
 next=$FILES
 for r in $(seq 1 "$ROUNDS"); do
 	rm -rf "$W/add"
-	step "$W/add" "$next" 40 $((r * 7 + 1)) "$r"
+	step add "$next" 40 $((r * 7 + 1)) "$r"
 	next=$((next + 50))
 	touch -h -d @$((1600000000 + r * 1000)) "$W/add" "$W"/add/*/ \
 		"$W"/add/*/*

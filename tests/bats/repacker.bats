@@ -40,6 +40,17 @@ same_float() {	# same_float A B: |A - B| <= 1e-6
 	awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(d <= 1e-6 && d >= -1e-6) }'
 }
 
+# An old and a new build are compared on one aged image (bench/repack.sh
+# with R4_BENCH_OLD): tests/age.sh must give the same bytes on every run,
+# wherever the image is (the files named their absolute path in their
+# bytes; the UUID and the mkfs id were random).
+@test "repack: tests/age.sh gives the same bytes wherever the image is" {
+	mkdir -p "$T/x" "$T/y/z"
+	bash "$top_srcdir/tests/age.sh" "$T/x/a.img" 311 3
+	(cd "$T/y/z" && bash "$top_srcdir/tests/age.sh" b.img 311 3)
+	cmp "$T/x/a.img" "$T/y/z/b.img"
+}
+
 @test "repack: the aged image is fragmented (measurefs.reiser4)" {
 	need_oracle
 	t=$(mfrag -T "$AGED")
