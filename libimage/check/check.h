@@ -115,6 +115,9 @@ struct run_src;
 struct chk_runs {
 	size_t rsz;			/* record size */
 	int (*cmp)(const void *, const void *);	/* NULL: keep order */
+	/* Sorts n records in place by cmp (check/sort.h: cmp inlined);
+	 * NULL: chk_sort with cmp. */
+	void (*sort)(void *base, size_t n);
 	uint8_t *buf;			/* up to cap records */
 	size_t n, cap;
 	int fd;				/* the spill file, -1 until needed */
@@ -128,6 +131,8 @@ struct chk_runs {
 /* budget: bytes of records in memory before a run is written. */
 int chk_runs_init(struct chk_runs *r, size_t rsz,
 		  int (*cmp)(const void *, const void *), size_t budget);
+/* The sorter of r's records (after chk_runs_init). */
+void chk_runs_set_sort(struct chk_runs *r, void (*sort)(void *, size_t));
 int chk_runs_put(struct chk_runs *r, const void *rec);
 /* No more records: sort or merge them into one sequence, read from its
  * start with chk_runs_next (1 a record, 0 the end, or -errno). */
