@@ -7,7 +7,8 @@
 #   bench/fsck-ext4.sh [BUILD_DIR] [RUNS] [DIR...]
 # The default tree is /usr/include /usr/share /usr/lib/python3* (about
 # as many entries as the Linux source). R4_BENCH_KEEP=DIR keeps the
-# images in DIR (made once, reused) for profiling.
+# images in DIR (made once, reused) for profiling. R4_BENCH_OLD=DIR
+# (a build tree) times that build's r4fsck -n in the same rounds.
 set -eu
 build=${1:-.}
 runs=${2:-5}
@@ -46,13 +47,20 @@ if [ ! -f "$dir/r4.img" ] || [ ! -f "$dir/ext4.img" ]; then
 fi
 echo "tree: $(cat "$dir/entries"), r4 image $(du -h "$dir/r4.img" | cut -f1), ext4 image $(du -h "$dir/ext4.img" | cut -f1)"
 rm -f "$dir"/t.*
+old=${R4_BENCH_OLD:-}
 for i in $(seq "$runs"); do
 	timeit "$dir/t.r4" "$build/cmd/r4fsck" -n "$dir/r4.img"
 	timeit "$dir/t.e2" e2fsck -fn "$dir/ext4.img"
+	[ -z "$old" ] || timeit "$dir/t.old" "$old/cmd/r4fsck" -n "$dir/r4.img"
 done
 rw=$(cut -d' ' -f1 "$dir/t.r4" | median); rc=$(cut -d' ' -f2 "$dir/t.r4" | median)
 ew=$(cut -d' ' -f1 "$dir/t.e2" | median); ec=$(cut -d' ' -f2 "$dir/t.e2" | median)
 printf 'medians of %d: r4fsck -n wall %.3f s cpu %.3f s; e2fsck -fn wall %.3f s cpu %.3f s\n' \
 	"$runs" "$rw" "$rc" "$ew" "$ec"
+if [ -n "$old" ]; then
+	ow=$(cut -d' ' -f1 "$dir/t.old" | median); oc=$(cut -d' ' -f2 "$dir/t.old" | median)
+	printf 'old build r4fsck -n: wall %.3f s cpu %.3f s; new/old cpu %.2fx\n' \
+		"$ow" "$oc" "$(echo "$rc / $oc" | bc -l)"
+fi
 printf 'ratio r4fsck/e2fsck: wall %.2fx, cpu %.2fx (load %s)\n' \
 	"$(echo "$rw / $ew" | bc -l)" "$(echo "$rc / $ec" | bc -l)" "$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -117,6 +117,7 @@ static void chk_fini(struct chk *c)
 	free(c->backups);
 	for (size_t i = 0; i < sizeof(c->buf) / sizeof(c->buf[0]); i++)
 		free(c->buf[i]);
+	chk_node_read_reset(c);
 	free(c->scratch);
 	free(c->objs);
 	free(c->ents);

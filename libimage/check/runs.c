@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "libimage/check/check.h"
+#include "libimage/check/sort.h"
 #include "libimage/util/hugemem.h"
 #include "libimage/util/tmpfiles.h"
 #include "r4/util.h"
@@ -43,6 +44,25 @@ int chk_runs_init(struct chk_runs *r, size_t rsz,
 	return 0;
 }
 
+void chk_runs_set_sort(struct chk_runs *r, void (*sort)(void *, size_t))
+{
+	r->sort = sort;
+}
+
+void chk_sort(void *base, size_t n, size_t size, chk_sort_cmp cmp)
+{
+	chk_sort_inline(base, n, size, cmp);
+}
+
+/* Sort the n records in the buffer (in place: no copy of them). */
+static void sort_buf(struct chk_runs *r)
+{
+	if (r->sort)
+		r->sort(r->buf, r->n);
+	else
+		chk_sort(r->buf, r->n, r->rsz, r->cmp);
+}
+
 /* Sort the buffer and append it to the file as one run. */
 static int flush_run(struct chk_runs *r)
 {
@@ -56,7 +76,7 @@ static int flush_run(struct chk_runs *r)
 			return rc;
 	}
 	if (r->cmp)
-		qsort(r->buf, r->n, r->rsz, r->cmp);
+		sort_buf(r);
 	if (R4_RESERVE(r->runs, r->caprun, r->nruns + 1, 16))
 		return -ENOMEM;
 	rc = r4i_pwrite_all(r->fd, r->buf, r->n * r->rsz, r->fend);
@@ -230,7 +250,7 @@ int chk_runs_finish(struct chk_runs *r)
 
 	if (!r->nruns) {	/* all in memory */
 		if (r->cmp && r->n)
-			qsort(r->buf, r->n, r->rsz, r->cmp);
+			sort_buf(r);
 		return chk_runs_rewind(r);
 	}
 	rc = flush_run(r);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/check/stream_int.h"
+#include "libimage/check/sort.h"
 #include "r4/util.h"
 #include "format/item.h"
 #include "format/super.h"
@@ -89,6 +90,19 @@ static int reach_cmp(const void *a, const void *b)
 	return chk_cmp3(x->t, x->dir, 0, y->t, y->dir, 0);
 }
 
+/* The sorters of the runs: each comparison inlined (check/sort.h). */
+#define SORTER(name, type, cmp) \
+	static void name(void *base, size_t n) \
+	{ \
+		chk_sort_inline(base, n, sizeof(type), cmp); \
+	}
+SORTER(obj_sort, struct chk_obj, obj_cmp)
+SORTER(body_sort, struct chk_body, body_cmp)
+SORTER(ent_target_sort, struct chk_ent, ent_target_cmp)
+SORTER(tent_sort, struct tent, tent_cmp)
+SORTER(byoid_sort, struct byoid, byoid_cmp)
+SORTER(reach_sort, struct reach, reach_cmp)
+
 /* ---- the walk's side ---- */
 
 int chk_stream_start(struct chk *c)
@@ -104,6 +118,9 @@ int chk_stream_start(struct chk *c)
 		      st->budget);
 	chk_runs_init(&st->bodies, sizeof(struct chk_body), body_cmp,
 		      st->budget);
+	chk_runs_set_sort(&st->objs, obj_sort);
+	chk_runs_set_sort(&st->ents, ent_target_sort);
+	chk_runs_set_sort(&st->bodies, body_sort);
 	c->st = st;
 	return 0;
 }
@@ -409,6 +426,9 @@ static int pass_open(struct pass *p, struct chk *c)
 	chk_runs_init(&p->firsts, sizeof(struct first), NULL, st->budget);
 	chk_runs_init(&p->reaches, sizeof(struct reach), reach_cmp,
 		      st->budget);
+	chk_runs_set_sort(&p->tents, tent_sort);
+	chk_runs_set_sort(&p->byoid, byoid_sort);
+	chk_runs_set_sort(&p->reaches, reach_sort);
 	if (!rc)
 		rc = chk_runs_finish(&st->objs);
 	if (!rc)

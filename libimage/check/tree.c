@@ -28,6 +28,7 @@ struct walk_pos {
 	const struct fmt_key *rdk;
 	uint64_t parent;		/* R4_CHECK_NO_BLOCK for the root */
 	int pitem;
+	const struct chk_rowsrc *row;	/* the pointer; NULL for the root */
 };
 
 static int walk(struct chk *c, const struct walk_pos *p);
@@ -224,10 +225,11 @@ static int walk_items(struct chk *c, const struct walk_pos *p,
 				return rc;
 		}
 		if (ih.plugin_id == FMT_ITEM_NODEPTR40 && child) {
+			struct chk_rowsrc row = { blk, i, nh->nr_items };
 			struct walk_pos cp = {
 				.blk = child, .level = p->level - 1,
 				.ldk = &ih.key, .rdk = next,
-				.parent = p->blk, .pitem = (int)i
+				.parent = p->blk, .pitem = (int)i, .row = &row
 			};
 
 			rc = walk(c, &cp);
@@ -247,8 +249,7 @@ static int walk(struct chk *c, const struct walk_pos *p)
 	rc = claim(c, p);
 	if (rc <= 0)
 		return rc;
-	blk = c->buf[p->level];
-	rc = vol_read_block(c->vol, p->blk, blk, "tree node", c->err);
+	rc = chk_node_read(c, p->level, p->blk, p->row, &blk);
 	if (rc)
 		return rc;
 	c->rep->nodes++;
@@ -281,9 +282,12 @@ int chk_tree(struct chk *c)
 	p.rdk = &max;
 	p.parent = R4_CHECK_NO_BLOCK;
 	p.pitem = -1;
+	p.row = NULL;
 	if (p.level < FMT_TREE_HEIGHT_MIN || p.level > FMT_TREE_HEIGHT_MAX)
 		return 0;	/* reported with the super block */
+	chk_node_read_reset(c);
 	rc = walk(c, &p);
+	chk_node_read_reset(c);
 	chk_progress(c, "tree", c->tree_total, c->tree_total);
 	return rc;
 }
