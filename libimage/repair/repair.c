@@ -104,6 +104,10 @@ static void on_problem(void *ctx, const struct r4_check_problem *p)
 
 	if (p->code > 0 && p->code < R4_CHK_CODE_COUNT)
 		R->codes[p->code]++;
+	if (R->skip) {		/* said already by a check that failed */
+		R->skip--;
+		return;
+	}
 	if (!R->forward || !R->o->check.problem ||
 	    (max && R->forwarded >= max))
 		return;
@@ -113,7 +117,7 @@ static void on_problem(void *ctx, const struct r4_check_problem *p)
 
 /* One check into R->c: over sorted runs spilled to $TMPDIR (memory
  * bounded by the run budget and the widest directory), or building the
- * whole volume's tables the fix passes read (about 150 bytes a file). */
+ * whole volume's tables the fix passes read (about 170 bytes a file). */
 static int check_once(struct rep *R, int forward, int tables)
 {
 	int rc = 0;
@@ -138,6 +142,7 @@ static int check_once(struct rep *R, int forward, int tables)
 		return r4i_fail(R->err, -ENOMEM, "%s: out of memory for the "
 				"check", R->vol->dev->path);
 	rc = chk_run(&R->c);
+	R->spill_failed = rc && chk_stream_error(&R->c);
 	/* The runs are read: what the space pass needs is in the map of
 	 * blocks in use and the report. */
 	chk_stream_free(&R->c);
@@ -176,6 +181,16 @@ static int run_check(struct rep *R, int first)
 
 	R->r->rounds++;
 	rc = check_once(R, first, R->tables);
+	if (rc && R->spill_failed) {
+		/* $TMPDIR cannot take the runs (a read-only root at boot, a
+		 * full disk): the tables instead, in memory, as before the
+		 * bounded check; what was said already is not said again
+		 * (both kinds of check say the same in the same order). */
+		R->tables = 1;
+		R->skip = first ? R->forwarded : 0;
+		r4i_error_clear(R->err);
+		return check_once(R, first, 1);
+	}
 	if (rc || R->tables || !R->crep.problems || !tables_needed(R))
 		return rc;
 	R->tables = 1;

@@ -21,6 +21,9 @@ struct rep {
 	uint64_t codes[R4_CHK_CODE_COUNT];	/* this round's problems */
 	int forward;			/* hand problems to the caller */
 	uint64_t forwarded;
+	uint64_t skip;			/* problems not to hand on again */
+	int spill_failed;		/* the last check's runs could not
+					 * go to $TMPDIR */
 	unsigned batch;
 	int tables;			/* checks build the tables (repair.c) */
 };

@@ -1436,3 +1436,21 @@ dup_volume() {
 	[ "$(sha_of "$T/bad.img" "/lost+found/$n")" = "$(sha256sum <"$T/zz" | cut -d ' ' -f 1)" ]
 	kept "$T/bad.img" "/zz	"
 }
+
+@test "a repair whose check cannot spill to \$TMPDIR checks with the tables in memory: the same output and image" {
+	populated
+	local a
+	a=$(sd_off "$T/bad.img" /a)
+	poke "$T/bad.img" $((a + 4)) 9 4
+	cp "$T/bad.img" "$T/bad2.img"
+	run r4fsck -y "$T/bad.img"
+	[ "$status" -eq 1 ]
+	want=$output
+	TMPDIR=$T/none R4_CHECK_RUN_BYTES=1 run r4fsck -y "$T/bad2.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "${output//bad2.img/bad.img}" = "$want" ]
+	[ "$(sha256sum <"$T/bad.img")" = "$(sha256sum <"$T/bad2.img")" ]
+	TMPDIR=$T/none R4_CHECK_RUN_BYTES=1 run r4fsck -y "$T/bad2.img"
+	[ "$status" -eq 0 ]
+}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the repair builds the whole volume's tables (about 150 bytes a
+/* r4kit: the repair builds the whole volume's tables (about 170 bytes a
  * file: 1.6 GiB at 10^7 files) only when a fix needs them
  * (libimage/repair/repair.c). A clean volume, and one whose only
  * problems are space and counters, are repaired over the bounded check
