@@ -129,21 +129,50 @@ struct feed {
 	uint8_t *buf;
 	uint64_t boff;		/* file offset of buf */
 	int dirty;		/* buf holds data */
+	int ready;		/* buf's piece is zero but for that data */
 };
+
+/* Bytes of the piece at f->boff. */
+static size_t feed_len(const struct feed *f)
+{
+	return f->size - f->boff < f->piece ? (size_t)(f->size - f->boff) :
+					      f->piece;
+}
+
+/* Zero buf for the piece at f->boff: what out reads of it (skip: the
+ * extents' whole block, else the piece's bytes). */
+static void feed_zero(struct feed *f, int skip)
+{
+	if (!f->ready)
+		memset(f->buf, 0, skip ? f->piece : feed_len(f));
+	f->ready = 1;
+}
 
 static int feed_emit(struct feed *f, piece_fn out, void *ctx, int skip,
 		     struct r4_error *err)
 {
-	size_t n = f->size - f->boff < f->piece ? (size_t)(f->size - f->boff) :
-						  f->piece;
+	size_t n = feed_len(f);
 	int rc = 0;
 
-	if (n && (f->dirty || !skip))
+	if (n && (f->dirty || !skip)) {
+		feed_zero(f, skip);
 		rc = out(ctx, f->boff, f->buf, n, err);
-	memset(f->buf, 0, f->piece);
-	f->dirty = 0;
+	}
+	f->dirty = f->ready = 0;
 	f->boff += f->piece;
 	return rc;
+}
+
+/* A chunk of len bytes at file offset off holds the whole piece at
+ * f->boff (a short last one only where out takes n bytes): it goes out
+ * from where it is, not through buf. */
+static int feed_whole(const struct feed *f, uint64_t off, size_t len,
+		      int skip)
+{
+	size_t n = feed_len(f);
+
+	return off == f->boff && !f->dirty && len >= n &&
+	       (n == f->piece || !skip);
 }
 
 static int feed_run(struct feed *f, r4_data_fn fn, void *dctx,
@@ -174,6 +203,18 @@ static int feed_run(struct feed *f, r4_data_fn fn, void *dctx,
 			}
 			if (rc)
 				return rc;
+			if (feed_whole(f, off, len, skip)) {
+				n = feed_len(f);
+				rc = out(ctx, off, p, n, err);
+				if (rc)
+					return rc;
+				f->boff += f->piece;
+				p += n;
+				off += n;
+				len -= n;
+				continue;
+			}
+			feed_zero(f, skip);
 			in = (size_t)(off - f->boff);
 			n = f->piece - in < len ? f->piece - in : len;
 			memcpy(f->buf + in, p, n);
@@ -225,7 +266,7 @@ static int write_extents(struct r4_txn *x, const struct r4_objref *ref,
 {
 	uint32_t bs = x->vol->blksize;
 	struct extw w = { .x = x, .nblk = (size + bs - 1) / bs };
-	struct feed f = { size, bs, NULL, 0, 0 };
+	struct feed f = { size, bs, NULL, 0, 0, 0 };
 	int rc;
 
 	w.batch = malloc((size_t)DATA_BATCH * bs);
@@ -253,7 +294,7 @@ int obj_body_write(struct r4_txn *x, const struct r4_objref *ref,
 		   uint64_t *bytes, struct r4_error *err)
 {
 	struct tailw t = { x, ref };
-	struct feed f = { size, 0, NULL, 0, 0 };
+	struct feed f = { size, 0, NULL, 0, 0, 0 };
 	int rc;
 
 	*bytes = 0;
@@ -262,11 +303,10 @@ int obj_body_write(struct r4_txn *x, const struct r4_objref *ref,
 	if (!obj_body_tails(x, size))
 		return write_extents(x, ref, size, fn, ctx, path, bytes, err);
 	f.piece = tree_max_item(&x->mod);
-	f.buf = calloc(1, f.piece);
-	if (!f.buf)
+	if (R4_RESERVE(x->tail_buf, x->tail_bufcap, f.piece, f.piece))
 		return oom(err);
+	f.buf = x->tail_buf;
 	rc = feed_run(&f, fn, ctx, path, tail_piece, &t, 0, err);
-	free(f.buf);
 	*bytes = size;
 	return rc;
 }
@@ -531,7 +571,7 @@ static int trunc_tails(struct r4_txn *x, const struct r4_objref *ref,
 		       uint64_t old, uint64_t size, struct r4_error *err)
 {
 	struct tailw t = { x, ref };
-	struct feed f = { size, tree_max_item(&x->mod), NULL, old, 0 };
+	struct feed f = { size, tree_max_item(&x->mod), NULL, old, 0, 0 };
 	struct tree_cursor c;
 	struct tree_item it;
 	struct fmt_key k, ik;

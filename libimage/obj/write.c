@@ -157,6 +157,9 @@ void obj_txn_scratch_free(struct r4_txn *x)
 	free(x->cde_in);
 	free(x->cde_out[0]);
 	free(x->cde_out[1]);
+	free(x->tail_buf);
+	x->tail_buf = NULL;
+	x->tail_bufcap = 0;
 	free(x->find_in);
 	x->find_in = NULL;
 	x->find_incap = 0;

@@ -62,6 +62,10 @@ struct r4_txn {
 	size_t cde_ecap;
 	uint8_t *cde_in, *cde_out[2], *find_in;	/* find_in: edit_find */
 	size_t cde_incap, cde_outcap[2], find_incap;
+	/* body.c's piece of a file's tails, zero outside what it holds
+	 * (one per transaction, not one per file) */
+	uint8_t *tail_buf;
+	size_t tail_bufcap;
 };
 
 /* The blocks of nodes r4_txn_add_entry keeps in memory before it

@@ -103,6 +103,94 @@ void tmod_dc_keep(struct tree_mod *m, uint64_t blk, unsigned level,
 	memset(l, 0, sizeof(*l));
 }
 
+/* Items a coalesce pass may join with a neighbour (ilist.c's join). */
+static int joinable(unsigned pid)
+{
+	return pid == FMT_ITEM_CDE40 || pid == FMT_ITEM_TAIL40 ||
+	       pid == FMT_ITEM_EXTENT40 || pid == FMT_ITEM_CTAIL40;
+}
+
+/* The deferred leaf of path p as tmod_dc_put may change it in place:
+ * its slot, else NULL. Its parent's list must be cached too (the key
+ * and pointer level_set checks). */
+static struct tree_dslot *put_slot(struct tree_mod *m, const struct mpath *p)
+{
+	uint64_t blk = p->blk[1];
+	struct tree_dslot *s, *ps;
+	long pp = p->pos[2];
+
+	if (!m->lazy || m->no_merge || m->height < FMT_TREE_HEIGHT_MIN ||
+	    !m->dc || !tmod_is_stale(m, blk))
+		return NULL;
+	s = tmod_dc_slot(m, blk);
+	ps = tmod_dc_slot(m, p->blk[2]);
+	if (s->blk != blk || s->level != FMT_NODE_LEAF_LEVEL || !s->l.n ||
+	    ps == s || ps->blk != p->blk[2] || ps->level != FMT_NODE_TWIG_LEVEL ||
+	    pp < 0 || (size_t)pp >= ps->l.n || tmod_sib(&ps->l, pp) != blk ||
+	    !txn_owns_in(m->t, blk, m->scope))
+		return NULL;
+	return s;
+}
+
+/* The bytes of s's list once items [a, b) are it[0..n). */
+static size_t put_bytes(const struct tree_dslot *s, size_t a, size_t b,
+			const struct tree_newitem *it, size_t n, size_t ih)
+{
+	size_t total = ilist_bytes(&s->l, ih);
+
+	for (size_t i = a; i < b; i++)
+		total -= s->l.v[i].len + ih;
+	for (size_t i = 0; i < n; i++)
+		total += it[i].len + ih;
+	return total;
+}
+
+int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
+		const struct fmt_key *at, int replace,
+		const struct tree_newitem *it, size_t n, struct r4_error *err)
+{
+	struct tree_dslot *s = n && !m->general ? put_slot(m, p) : NULL;
+	size_t ih = fmt_item_header_size(m->vol->keypol), a, b, total;
+	size_t cap = m->vol->blksize - fmt_node_header_size(m->vol->sb.node_pid);
+	long pos = p->pos[1];
+	struct mitem *o;
+	int rc;
+
+	if (!s || pos < -1 || pos >= (long)s->l.n ||
+	    (pos >= 0 && !fmt_key_cmp(&s->l.v[pos].key, at)) != !!replace)
+		return 0;	/* the general way (or its error) */
+	a = (size_t)(pos + !replace);
+	b = (size_t)pos + 1;
+	total = put_bytes(s, a, b, it, n, ih);
+	/* level_set would look at the neighbours, or split */
+	if (total > cap || total < cap / 2 ||
+	    fmt_key_cmp(a ? &s->l.v[0].key : &it[0].key,
+			&tmod_dc_slot(m, p->blk[2])->l.v[p->pos[2]].key))
+		return 0;
+	m->st.nodes_written++;
+	m->st.deferred++;
+	m->st.quick++;
+	m->st.dec_hits += 2;
+	o = &s->l.v[pos < 0 ? 0 : pos];
+	if (replace && n == 1 && it[0].pid == o->pid && it[0].len == o->len &&
+	    !joinable(o->pid)) {
+		/* nothing a pass joins changed: the list stays coalesced */
+		o->key = it[0].key;
+		memcpy(o->body, it[0].body, it[0].len);
+		return 1;
+	}
+	rc = ilist_splice(&s->l, a, b, it, n);
+	if (!rc)
+		rc = ilist_coalesce_from(&s->l, a ? a - 1 : 0,
+					 cap - ih, m->vol->blksize,
+					 m->vol->keypol);
+	if (!rc)
+		return 1;
+	/* as level_set's failures: the deferred list is gone */
+	tmod_dc_forget(m, p->blk[1]);
+	return tmod_oom(err);
+}
+
 /* vol->node_sync: a reader wants block blk. */
 static int node_sync(void *ctx, uint64_t blk, struct r4_error *err)
 {

@@ -239,13 +239,21 @@ static int cut_pieces(const struct mitem *it, uint64_t skip, size_t hl,
 	return 0;
 }
 
+/* The head keeps the item's body (its first hl bytes; pack_one does not free
+ * it then), only the tail is copied. */
 static int cut_bytes(const struct mitem *it, size_t hl, uint64_t skip,
 		     struct mitem *h, struct mitem *t)
 {
-	if (cut_pieces(it, skip, hl, it->len - hl, h, t))
+	h->key = t->key = it->key;
+	t->key.el[3] += skip;
+	h->pid = t->pid = it->pid;
+	h->len = hl;
+	t->len = it->len - hl;
+	t->body = malloc(t->len);
+	if (!t->body)
 		return -ENOMEM;
-	memcpy(h->body, it->body, h->len);
 	memcpy(t->body, it->body + hl, t->len);
+	h->body = it->body;
 	return 1;
 }
 
@@ -423,12 +431,15 @@ static int join(struct mitem *a, const struct mitem *b, size_t max,
 	return 1;
 }
 
-static int coalesce(struct ilist *l, size_t max, uint32_t bs,
-		    enum fmt_key_policy pol)
+/* One pass from item 'from' on: items [0, from] must be such a pass's
+ * result already (none joins its neighbour), so the result is the whole
+ * list's pass. */
+static int coalesce_from(struct ilist *l, size_t from, size_t max,
+			 uint32_t bs, enum fmt_key_policy pol)
 {
-	size_t w = 0;
+	size_t w = from;
 
-	for (size_t r = 1; r < l->n; r++) {
+	for (size_t r = from + 1; r < l->n; r++) {
 		int rc = join(&l->v[w], &l->v[r], max, bs, pol);
 
 		if (rc < 0) {
@@ -446,15 +457,27 @@ static int coalesce(struct ilist *l, size_t max, uint32_t bs,
 		}
 		l->v[++w] = l->v[r];
 	}
-	if (l->n)
+	if (l->n > from)
 		l->n = w + 1;
 	return 0;
+}
+
+static int coalesce(struct ilist *l, size_t max, uint32_t bs,
+		    enum fmt_key_policy pol)
+{
+	return coalesce_from(l, 0, max, bs, pol);
 }
 
 int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
 		   enum fmt_key_policy pol)
 {
 	return coalesce(l, max, blksize, pol);
+}
+
+int ilist_coalesce_from(struct ilist *l, size_t from, size_t max,
+			uint32_t blksize, enum fmt_key_policy pol)
+{
+	return coalesce_from(l, from, max, blksize, pol);
 }
 
 /* ---- packing --------------------------------------------------------- */
@@ -503,7 +526,8 @@ static int pack_one(struct packer *p, struct mitem *it, size_t cap,
 		if (rc < 0)
 			goto fail;
 		if (rc) {
-			free(it->body);
+			if (h.body != it->body)
+				free(it->body);
 			*it = t;
 			p->used += ih + h.len;
 			rc = push_owned(cur, &h);

@@ -627,6 +627,9 @@ static int put_once(struct tree_mod *m, unsigned level,
 		if (!rc && right->n)
 			rc = tmod_path_find(m, at, level, &p, &none, err);
 	}
+	if (!rc && level == FMT_NODE_LEAF_LEVEL &&
+	    (rc = tmod_dc_put(m, &p, at, replace, it, n, err)) > 0)
+		return 0;
 	if (!rc)
 		rc = tmod_dc_get(m, p.blk[level], level, &L, err);
 	if (rc)

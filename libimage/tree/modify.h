@@ -45,6 +45,8 @@ struct tree_mod_stats {
 	uint64_t dec_hits, dec_misses;	/* decoded-node cache */
 	uint64_t deferred, synced;	/* lazy leaf rewrites; deferred
 					 * leaves written */
+	uint64_t quick;		/* of the deferred: changed in the cached
+				 * list itself (tmod_dc_put) */
 };
 
 struct tree_dslot;
@@ -61,6 +63,9 @@ struct tree_mod {
 	uint64_t root;
 	unsigned height;
 	int no_merge;		/* internal: while cutting a leaf */
+	int general;		/* tests: every change the general way,
+				 * none in a deferred leaf's cached list
+				 * (tmod_dc_put); the same tree either way */
 	long ins_end;		/* internal: index after the new items in
 				 * the list level_set gets, -1 unknown */
 	/* Decoded nodes kept between changes of one transaction, so a node
@@ -183,6 +188,11 @@ int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
  * list stays whole: ilist_free still frees each body once. */
 int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
 		   enum fmt_key_policy pol);
+/* The same for a list whose items [0, from] are coalesced already
+ * (none joins its neighbour): only the pairs from 'from' on are tried,
+ * the result is what ilist_coalesce makes of the whole list. */
+int ilist_coalesce_from(struct ilist *l, size_t from, size_t max,
+			uint32_t blksize, enum fmt_key_policy pol);
 /* Cut all into chunks of at most cap bytes each (items + headers),
  * closing a chunk once it holds 'target' bytes; an item that does not
  * fit whole is cut at a unit boundary when the part fits. *out receives

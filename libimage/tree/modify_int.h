@@ -49,6 +49,16 @@ int tmod_dc_get(struct tree_mod *m, uint64_t blk, unsigned level,
 void tmod_dc_keep(struct tree_mod *m, uint64_t blk, unsigned level,
 		  struct ilist *l);
 
+/* put_once's quick way: items it[0..n) go into the leaf at the end of
+ * path p (found for key 'at'), which this writer deferred, in its cached
+ * list, when level_set would only defer the result (one node, at least
+ * half full, the same first key, parent cached): what level_set would
+ * make, without taking the leaf and its parent out and back. 1 done,
+ * 0 not so (the caller goes the general way), < 0 an error. */
+int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
+		const struct fmt_key *at, int replace,
+		const struct tree_newitem *it, size_t n, struct r4_error *err);
+
 /* modify.c */
 /* Encode items l as node nb of 'level' (a block of the transaction). */
 int tmod_write_node(struct tree_mod *m, uint64_t nb, unsigned level,
