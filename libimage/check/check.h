@@ -161,17 +161,16 @@ struct chk_tpair {
 };
 
 /* The walk's read-ahead (check/noderead.c): nodes of one level read
- * in one go, CHK_RA_MAX blocks at most (256 KiB of 4 KiB blocks: a
- * twig points to about 80 leaves), file data between two of them read
- * along up to CHK_RA_GAP blocks (on the 81,103-entry tree of
- * bench/fsck-ext4.sh: 5,587 reads with none, 3,135 with 16, for 48,922
- * nodes; CPU time the same within the noise). */
-#define CHK_RA_MAX 64
+ * in one go, CHK_RA_BYTES at most (a twig points to about 80 leaves of
+ * 4 KiB), file data between two of them read along up to CHK_RA_GAP
+ * blocks (fewer reads for the same CPU: bench/RESULTS.md §3). */
+#define CHK_RA_BYTES (256u << 10)
 #define CHK_RA_GAP 16
 struct chk_ra {
-	uint8_t *buf;		/* CHK_RA_MAX blocks; NULL until needed */
+	uint8_t *buf;		/* CHK_RA_BYTES; NULL until needed */
 	uint64_t first;		/* the first block held */
 	uint32_t n;		/* blocks held, 0: none */
+	int off;		/* a row read failed: blocks alone from now */
 };
 
 /* Where a child's pointer is: item item of the parent node's bytes,

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the checker's node reads. A 4 KiB read per node cost half of a
- * check (a system call and a copy each, 49k nodes for 81k files); on a
- * packed volume the children a node points to lie in a row, so the
+/* r4kit: the checker's node reads. A read per node was much of a
+ * check's time (a system call and a copy each); on a packed volume the children a node points to lie in a row, so the
  * walk reads such a row in one go into the window of the children's
  * level and takes the next sibling from there.
  *
  * Only the pointers decide what is read: the row is the child asked
  * for and the node pointers after it in its parent that name the next
  * blocks one by one (other items between them are skipped), cut at
- * CHK_RA_MAX blocks, at the volume's last block (the super block's
+ * CHK_RA_BYTES, at the volume's last block (the super block's
  * count) and at the device's end. Nothing read ahead is believed: each
  * child is still claimed (check/tree.c) before its bytes are looked
  * at, so a block pointed to twice, out of range or part of a loop is
@@ -17,7 +16,8 @@
  * a read of it alone would give. The read goes through the volume's
  * device chain (journal overlay, window) like any other; when it fails,
  * the child is read alone, so an I/O error names the block it always
- * named. */
+ * named, and so is every later node of that level (failing media: one
+ * slow read each, not two). */
 #include "config.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -55,51 +55,49 @@ static uint32_t row_len(const struct chk *c, const struct chk_rowsrc *s,
 	return (uint32_t)(last - blk + 1);
 }
 
-/* Read the row starting at blk into the level's window; 0 or -ENOMEM
- * (a failed read leaves the window empty: the caller reads alone). */
-static int fill(struct chk *c, struct chk_ra *ra, uint64_t blk,
-		const struct chk_rowsrc *s)
+/* Read the row starting at blk into the level's window. A failed read
+ * or no memory for the window leaves it empty: the caller reads the
+ * block alone (the window only saves time). */
+static void fill(struct chk *c, struct chk_ra *ra, uint64_t blk,
+		 const struct chk_rowsrc *s)
 {
 	uint64_t end = c->vol->dev->size / c->bs;
-	uint32_t max = CHK_RA_MAX, n;
+	uint32_t max = CHK_RA_BYTES / c->bs, n;
 
 	if (end > c->blocks)
 		end = c->blocks;
 	ra->n = 0;
-	if (blk >= end)
-		return 0;
+	if (ra->off || blk >= end || max < 2)
+		return;
 	if (end - blk < max)
 		max = (uint32_t)(end - blk);
 	n = row_len(c, s, blk, max);
 	if (n < 2)
-		return 0;
-	if (!ra->buf) {
-		ra->buf = malloc((size_t)CHK_RA_MAX * c->bs);
-		if (!ra->buf)
-			return -ENOMEM;
+		return;
+	if (!ra->buf && !(ra->buf = malloc(CHK_RA_BYTES))) {
+		ra->off = 1;
+		return;
 	}
 	if (io_read(c->vol->dev, ra->buf, (size_t)n * c->bs, blk * c->bs,
-		    NULL))
-		return 0;
+		    NULL)) {
+		ra->off = 1;
+		return;
+	}
 	ra->first = blk;
 	ra->n = n;
-	return 0;
 }
 
 int chk_node_read(struct chk *c, unsigned level, uint64_t blk,
 		  const struct chk_rowsrc *s, uint8_t **out)
 {
 	struct chk_ra *ra = &c->ra[level];
-	int rc;
 
 	if (ra->n && blk >= ra->first && blk - ra->first < ra->n) {
 		*out = ra->buf + (size_t)(blk - ra->first) * c->bs;
 		return 0;
 	}
 	if (s) {
-		rc = fill(c, ra, blk, s);
-		if (rc)
-			return rc;
+		fill(c, ra, blk, s);
 		if (ra->n) {
 			*out = ra->buf;
 			return 0;
@@ -115,5 +113,6 @@ void chk_node_read_reset(struct chk *c)
 		free(c->ra[i].buf);
 		c->ra[i].buf = NULL;
 		c->ra[i].n = 0;
+		c->ra[i].off = 0;
 	}
 }

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "tap.h"
+#include <errno.h>
 #include "r4/check.h"
 #include "libimage/vol/volume.h"
 #include "libimage/io/dev.h"
@@ -27,10 +28,15 @@
 /* The recording device: the file backend's ops with pread wrapped. */
 static const struct io_ops *file_ops;
 static struct io_ops rec_ops;
-static uint64_t nreads, max_end, watch, watch_len;
+static uint64_t nreads, max_end, watch, watch_len, row_tries;
+static int fail_rows;	/* reads of more than a block fail (EIO) */
 
 static int rec_pread(struct io_dev *dev, void *buf, size_t len, uint64_t off)
 {
+	if (len > BS)
+		row_tries++;
+	if (fail_rows && len > BS)
+		return -EIO;
 	nreads++;
 	if (off + len > max_end)
 		max_end = off + len;
@@ -83,7 +89,7 @@ static int check(const char *img, struct r4_check_report *rep,
 	rec_ops = *file_ops;
 	rec_ops.pread = rec_pread;
 	v->dev->ops = &rec_ops;
-	nreads = max_end = watch_len = 0;
+	nreads = max_end = watch_len = row_tries = 0;
 	rc = r4_check(v, &o, rep, &err);
 	if (rc)
 		printf("# r4_check: %s\n", err.msg);
@@ -234,6 +240,17 @@ int main(void)
 	ok(rep.nodes == clean_nodes - 1,
 	   "the leaf is walked once, the one lost not at all (%llu nodes)",
 	   (unsigned long long)rep.nodes);
+
+	/* failing media: every row read fails; the nodes are read alone,
+	 * the check the same, and a level stops trying rows at its first
+	 * failure (one slow read a node, not two) */
+	fail_rows = 1;
+	ok(check(good, &rep, &f) == 0 && rep.problems == 0 &&
+	   rep.nodes == clean_nodes, "row reads failing: clean, %llu nodes",
+	   (unsigned long long)rep.nodes);
+	ok(row_tries > 0 && row_tries <= 3, "%llu row reads tried",
+	   (unsigned long long)row_tries);
+	fail_rows = 0;
 
 	{
 		char cmd[128];
