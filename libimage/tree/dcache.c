@@ -186,8 +186,10 @@ int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
 					 m->vol->keypol);
 	if (!rc)
 		return 1;
-	/* as level_set's failures: the deferred list is gone */
-	tmod_dc_forget(m, p->blk[1]);
+	/* the deferred list is gone; the block stays marked deferred, so a
+	 * commit after this failure refuses (deferred tree nodes lost) */
+	ilist_free(&s->l);
+	s->blk = 0;
 	return tmod_oom(err);
 }
 
