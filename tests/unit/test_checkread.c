@@ -176,9 +176,9 @@ int main(void)
 	struct r4_vol *v;
 	struct r4_error err = { 0, "", 0 };
 	size_t off[4], offb;
-	int row = 1;
+	int row = 1, rc;
 
-	plan(8);
+	plan(10);
 	tap_require(mkdtemp(dir) != NULL, "a temporary folder");
 	make_volume(dir);
 	snprintf(good, sizeof(good), "%s/good.img", dir);
@@ -245,8 +245,9 @@ int main(void)
 	 * the check the same, and a level stops trying rows at its first
 	 * failure (one slow read a node, not two) */
 	fail_rows = 1;
-	ok(check(good, &rep, &f) == 0 && rep.problems == 0 &&
-	   rep.nodes == clean_nodes, "row reads failing: clean, %llu nodes",
+	rc = check(good, &rep, &f);
+	ok(rc == 0 && rep.problems == 0 && rep.nodes == clean_nodes,
+	   "row reads failing: clean, %llu nodes",
 	   (unsigned long long)rep.nodes);
 	ok(row_tries > 0 && row_tries <= 3, "%llu row reads tried",
 	   (unsigned long long)row_tries);
