@@ -14,6 +14,7 @@ hooked() {
 }
 
 crash() {
+	full_later
 	run hooked "$top_srcdir/tests/crash/run.sh" quick "$1"
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -118,6 +119,7 @@ crash() {
 }
 
 @test "crash: r4fsck -y of a damaged volume, every 3rd write cut, then a rerun finishes" {
+	full_later
 	PATH="$top_builddir/tests/crash/bin:$PATH" run "$top_srcdir/tests/crash/repair.sh" quick
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -125,6 +127,7 @@ crash() {
 }
 
 @test "crash: r4fsck -y rebuilding a damaged tree, every 10th write cut, then a rerun finishes" {
+	full_later
 	PATH="$top_builddir/tests/crash/bin:$PATH" run "$top_srcdir/tests/crash/repair.sh" quick tree
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -132,6 +135,7 @@ crash() {
 }
 
 @test "crash: r4fsck -y copying blocks claimed twice, every write cut, then a rerun finishes" {
+	full_later
 	PATH="$top_builddir/tests/crash/bin:$PATH" run "$top_srcdir/tests/crash/repair.sh" quick twice
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -139,6 +143,7 @@ crash() {
 }
 
 @test "crash: r4fsck -y re-keying stat data and a duplicate object id, every write cut, then a rerun finishes" {
+	full_later
 	PATH="$top_builddir/tests/crash/bin:$PATH" run "$top_srcdir/tests/crash/repair.sh" quick keys
 	echo "$output"
 	[ "$status" -eq 0 ]

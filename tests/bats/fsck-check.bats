@@ -420,7 +420,8 @@ extent_volume() {
 	r4debugfs -R "print tree" "$T/good.img" |
 		sed -n 's/^node \([0-9]*\): node40, level 1,.*/\1/p' >"$T/leaves"
 	[ "$(wc -l <"$T/leaves")" -gt 10 ]
-	for ((seed = 1; seed <= 15; seed++)); do
+	# R4_RANDOM_SEEDS images (15; 10 in .ci/run's sanitizer pass)
+	for ((seed = 1; seed <= ${R4_RANDOM_SEEDS:-15}; seed++)); do
 		RANDOM=$seed
 		cp "$T/good.img" "$T/bad.img"
 		for ((k = 0; k < 6; k++)); do
@@ -434,5 +435,6 @@ extent_volume() {
 		n=$((n + 1))
 	done
 	echo "# $n images, $probs with problems" >&3
-	[ "$probs" -gt 10 ]
+	# most damaged images show a problem (14 of the first 15)
+	[ $((probs * 4)) -gt $((n * 3)) ]
 }

@@ -93,6 +93,17 @@ need_r4ref() {
 	skip "r4ref (libreiser4) not built"
 }
 
+# full_later: a quick crash loop (tests/crash/*.sh quick) that is skipped
+# when R4_CRASH_FULL_LATER=1, because the same family runs in full (every
+# cut point) later in the same run with the same build: .ci/run's plain
+# pass, whose .ci/extra runs make crashcheck. The sanitizer pass runs
+# them all, and the harness's own tests always run.
+full_later() {
+	if [ "${R4_CRASH_FULL_LATER:-0}" = 1 ]; then
+		skip "make crashcheck runs this family in full"
+	fi
+}
+
 # once: 0 in the second pass of .ci/run (the sanitizer build, R4_ONCE=0),
 # where the slowest oracle loops (the same fsck.reiser4 runs over the
 # same images) are not run again; our own checks in the test still are.

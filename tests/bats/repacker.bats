@@ -445,6 +445,7 @@ $target $opt: $status $output"
 }
 
 @test "repack: the crash workload (12 sampled cut points, torn and unsynced writes)" {
+	full_later
 	PATH="$top_builddir/tests/crash/bin:$PATH" run "$top_srcdir/tests/crash/run.sh" quick repack
 	echo "$output"
 	[ "$status" -eq 0 ]
