@@ -387,11 +387,11 @@ int rb_old_nodes(struct rb *b, int walked, uint64_t **out, size_t *nout)
 int rb_log_room(struct r4_vol *vol, struct r4_error *err)
 {
 	uint64_t nreg = fmt_bitmap_count(vol->sb.block_count, vol->blksize);
-	uint64_t now = 1 + nreg, free = 0;
+	uint64_t now = 1 + nreg, avail = 0;
 	uint64_t log = now + (now - 1) / fmt_wander_capacity(vol->blksize) + 2;
-	int rc = space_count_free(&vol->space, &free, err);
+	int rc = space_count_free(&vol->space, &avail, err);
 
-	if (!rc && free < log)
+	if (!rc && avail < log)
 		rc = r4i_fail(err, R4_ENOSPC, "%s: no free block left for the "
 			      "journal (up to %llu blocks needed)",
 			      vol->dev->path, (unsigned long long)log);
@@ -462,8 +462,10 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 	free(old);
 	if (!rc)
 		rc = rb_log_room(b->R->vol, err);
-	if (rc == R4_ENOSPC)
-		*need = need_about(b, done, room);
+	if (rc == R4_ENOSPC)	/* the nodes, and the commit's journal */
+		*need = need_about(b, done, room) + 3 +
+			fmt_bitmap_count(b->R->vol->sb.block_count,
+					 b->R->vol->blksize);
 	if (rc) {
 		r4_txn_abort(x);
 		return rc;
@@ -490,7 +492,6 @@ static int build(struct rb *b, struct r4_error *err)
 
 	if (!rc)
 		rc = build_fresh(b, &need, err);
-
 	if (rc != R4_ENOSPC || vol->failed)
 		return rc;
 	r4i_error_clear(err);
