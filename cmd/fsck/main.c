@@ -210,7 +210,9 @@ static int run(const char *path)
 		r4cmd_error(&err, rep.err_path ? rep.err_path : path, rc);
 		if (rep.begun)
 			json_fail_open();
-		return EXIT_OPERATIONAL;
+		/* No room for a fix (the tree rebuild on a full volume):
+		 * the problems are left, not the run failed. */
+		return rc == R4_ENOSPC ? EXIT_UNCORRECTED : EXIT_OPERATIONAL;
 	}
 	switch (rep.outcome) {
 	case R4_FSCK_SUPERS_DAMAGED:

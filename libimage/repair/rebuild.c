@@ -33,6 +33,8 @@
 #include "libimage/util/err.h"
 #include "format/item.h"
 #include "format/node.h"
+#include "format/bitmap.h"
+#include "format/journal.h"
 #include "format/super.h"
 
 static uint64_t want_end(const struct rb *b, size_t i)
@@ -327,11 +329,12 @@ static int first_tree(struct rb *b, struct r4_txn *x, const struct ritem *first,
 }
 
 /* The nodes whose items the new tree takes (walked or found by the
- * scan) that the bitmap marks used and no kept extent claims: the new
- * tree's transaction frees them, so that a later rebuild's scan cannot
- * take their stale items back. Marked used before the transaction, they
- * are none of the blocks it allocates. */
-static int old_nodes(struct rb *b, uint64_t **out, size_t *nout)
+ * scan; the scan's alone without 'walked') that the bitmap marks used
+ * and no kept extent claims: the new tree's transaction frees them, so
+ * that a later rebuild's scan cannot take their stale items back.
+ * Marked used before the transaction, they are none of the blocks it
+ * allocates. */
+int rb_old_nodes(struct rb *b, int walked, uint64_t **out, size_t *nout)
 {
 	struct chk *c = &b->R->c;
 	struct chk_map ext;
@@ -358,7 +361,8 @@ static int old_nodes(struct rb *b, uint64_t **out, size_t *nout)
 	}
 	for (uint64_t blk = c->first_usable; blk < c->blocks && !rc; blk++) {
 		if (!chk_map_test(&b->seen, blk) || chk_map_test(&ext, blk) ||
-		    chk_is_bitmap_blk(c, blk))
+		    chk_is_bitmap_blk(c, blk) ||
+		    (!walked && chk_map_test(&b->walked, blk)))
 			continue;
 		rc = space_test(&c->vol->space, blk, b->R->err);
 		if (rc <= 0)
@@ -380,19 +384,55 @@ static int old_nodes(struct rb *b, uint64_t **out, size_t *nout)
 	return 0;
 }
 
-static int build(struct rb *b, struct r4_error *err)
+int rb_log_room(struct r4_vol *vol, struct r4_error *err)
+{
+	uint64_t nreg = fmt_bitmap_count(vol->sb.block_count, vol->blksize);
+	uint64_t now = 1 + nreg, avail = 0;
+	uint64_t log = now + (now - 1) / fmt_wander_capacity(vol->blksize) + 2;
+	int rc = space_count_free(&vol->space, &avail, err);
+
+	if (!rc && avail < log)
+		rc = r4i_fail(err, R4_ENOSPC, "%s: no free block left for the "
+			      "journal (up to %llu blocks needed)",
+			      vol->dev->path, (unsigned long long)log);
+	return rc;
+}
+
+/* The blocks a new tree of the items [0, n) takes, about: the items
+ * [0, done) took 'used' of them. */
+static uint64_t need_about(const struct rb *b, size_t done, uint64_t used)
+{
+	double all = 0, part = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		double sz = (double)b->it[i].len + 40;	/* an item header */
+
+		all += sz;
+		if (i < done)
+			part += sz;
+	}
+	if (part <= 0 || used == 0)
+		return (uint64_t)(all / (b->R->c.bs / 2)) + 1;
+	return (uint64_t)(all / part * (double)used) + 1;
+}
+
+/* The new tree in one transaction (first_tree, then every item in key
+ * order), the old nodes freed at its commit. R4_ENOSPC with *need
+ * (about) when the free blocks cannot hold it: nothing written then
+ * but free blocks. */
+static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 {
 	struct r4_txn *x;
-	size_t first = SIZE_MAX, nold = 0;
-	uint64_t *old = NULL;
+	size_t first = SIZE_MAX, nold = 0, i, done;
+	uint64_t *old = NULL, room;
 	int rc;
 
-	for (size_t i = 0; i < b->n && first == SIZE_MAX; i++)
+	for (i = 0; i < b->n && first == SIZE_MAX; i++)
 		if (b->it[i].pid != FMT_ITEM_EXTENT40)
 			first = i;
 	if (first == SIZE_MAX)
 		return r4i_fail(err, R4_ECORRUPT, "no leaf item survived");
-	rc = old_nodes(b, &old, &nold);
+	rc = rb_old_nodes(b, 1, &old, &nold);
 	if (rc)
 		return rc;
 	rc = r4_txn_begin(b->R->vol, &x, err);
@@ -400,8 +440,9 @@ static int build(struct rb *b, struct r4_error *err)
 		free(old);
 		return rc;
 	}
+	room = txn_free_left(x->t);
 	rc = first_tree(b, x, &b->it[first], err);
-	for (size_t i = 0; i < b->n && !rc; i++) {
+	for (i = 0; i < b->n && !rc; i++) {
 		const struct ritem *p = &b->it[i];
 
 		if (i == first)
@@ -415,9 +456,16 @@ static int build(struct rb *b, struct r4_error *err)
 			rc = 0;
 		}
 	}
-	for (size_t i = 0; i < nold && !rc; i++)
+	done = i;
+	for (i = 0; i < nold && !rc; i++)
 		rc = txn_free(x->t, old[i], 1, err);
 	free(old);
+	if (!rc)
+		rc = rb_log_room(b->R->vol, err);
+	if (rc == R4_ENOSPC)	/* the nodes, and the commit's journal */
+		*need = need_about(b, done, room) + 3 +
+			fmt_bitmap_count(b->R->vol->sb.block_count,
+					 b->R->vol->blksize);
 	if (rc) {
 		r4_txn_abort(x);
 		return rc;
@@ -427,6 +475,36 @@ static int build(struct rb *b, struct r4_error *err)
 		b->R->r->transactions++;
 		b->freed = nold;
 	}
+	return rc;
+}
+
+/* A new tree; on a volume whose free blocks cannot hold one (an
+ * auto-sized image: a new tree is as large as the old, whose blocks
+ * are free only once it commits), the old tree mended in place when
+ * its only damage is leaves that do not verify and lost items
+ * (rebuild_inplace.c); else R4_ENOSPC saying how many blocks a new
+ * tree needs, the volume as it was. */
+static int build(struct rb *b, struct r4_error *err)
+{
+	struct r4_vol *vol = b->R->vol;
+	uint64_t need = 0, room = 0;
+	int rc = space_count_free(&vol->space, &room, err);
+
+	if (!rc)
+		rc = build_fresh(b, &need, err);
+	if (rc != R4_ENOSPC || vol->failed)
+		return rc;
+	r4i_error_clear(err);
+	rc = rb_mend_in_place(b, err);
+	if (rc == 1 || (rc == R4_ENOSPC && !vol->failed))
+		return r4i_fail_over(err, R4_ENOSPC, "%s: no room for the tree "
+				"rebuild: a new tree needs about %llu free "
+				"blocks, the volume has %llu%s; nothing was "
+				"changed (r4resize can grow it)",
+				vol->dev->path, (unsigned long long)need,
+				(unsigned long long)room, rc == 1 ? "" :
+				" (and mending the old tree in place needs "
+				"more than that)");
 	return rc;
 }
 
@@ -496,6 +574,8 @@ static int gather(struct rb *b)
 		rc = rep_named_keys(R, &b->named, &b->nnamed);
 	if (!rc)
 		rc = chk_map_init(&b->seen, c->blocks, c->used.chunk_bits);
+	if (!rc)
+		rc = chk_map_init(&b->walked, c->blocks, c->used.chunk_bits);
 	if (!rc)
 		rc = rb_walk(b, R->vol->sb.root_block, R->vol->sb.tree_height,
 			     NULL);
@@ -600,6 +680,23 @@ static void report(struct rb *b, uint64_t dup)
 	R->r->bytes_dropped += b->bytes_dropped;
 	R->r->bytes_moved += b->bytes_moved;
 	R->r->nodes_dropped += b->nodes_dropped;
+	if (b->in_place) {
+		rep_action(R, R4_CHK_NODE, R->vol->sb.root_block, 0,
+			   b->items_dropped + dup ? R4_LOSS_ITEMS :
+			   R4_LOSS_NONE, b->items_dropped + dup,
+			   "storage tree mended in place (no room for a new "
+			   "tree): %zu pointers to leaves that do not verify "
+			   "cut, %llu items put back (%llu found by a scan "
+			   "of unreachable used blocks), %llu items dropped "
+			   "(%llu of them second copies of a key); the nodes "
+			   "the scan took freed (%llu)", b->ndead,
+			   (unsigned long long)b->put_back,
+			   (unsigned long long)b->scanned,
+			   (unsigned long long)(b->items_dropped + dup),
+			   (unsigned long long)dup,
+			   (unsigned long long)b->freed);
+		return;
+	}
 	rep_action(R, R4_CHK_NODE, R->vol->sb.root_block, 0,
 		   b->items_dropped + dup ? R4_LOSS_ITEMS : R4_LOSS_NONE,
 		   b->items_dropped + dup, "storage tree rebuilt "
@@ -650,7 +747,9 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	free(b.it);
 	free(b.buf);
 	free(b.named);
+	free(b.dead);
 	chk_map_fini(&b.seen);
+	chk_map_fini(&b.walked);
 	chk_release(&b.v);
 	return rc;
 }

@@ -46,6 +46,17 @@ struct rb {
 	 * body items under them are that stat data's, left as they are. */
 	struct fmt_key *named;
 	size_t nnamed;
+	/* For the mend in place (rebuild_inplace.c): the nodes the walk
+	 * took, the keys of twig pointers to leaves that do not verify,
+	 * and whether the walk met a pointer that mend cannot cut (to a
+	 * node taken already, outside the volume, a bitmap block, a dead
+	 * node above the leaves, a pointer item the checks refused). */
+	struct chk_map walked;
+	struct fmt_key *dead;
+	size_t ndead, capdead;
+	int odd_walk;
+	int in_place;			/* the tree was mended in place */
+	uint64_t put_back;		/* items it put in */
 };
 
 /* An item dropped from the list (its pid set to this). */
@@ -78,5 +89,16 @@ int rb_mend_ctails(struct rb *b, int *moved);
 int rb_place_far(struct rb *b, int *moved);
 int rb_rekey_orphans(struct rb *b, int *moved);
 int rb_mend_keys(struct rb *b);
+/* rebuild.c: the old nodes whose items the new tree takes, to free
+ * (walked ones too when 'walked'); rebuild_inplace.c: the mend in
+ * place, for a volume without room for a new tree: 0 done, 1 it does
+ * not apply (nothing written), else an error. */
+int rb_old_nodes(struct rb *b, int walked, uint64_t **out, size_t *nout);
+int rb_mend_in_place(struct rb *b, struct r4_error *err);
+/* R4_ENOSPC when the free blocks cannot hold the journal of a commit
+ * (its wandered copies and records: one a bitmap block at most), so a
+ * transaction is aborted (the volume as it was) rather than its commit
+ * failing (a failed commit leaves the handle unusable). */
+int rb_log_room(struct r4_vol *vol, struct r4_error *err);
 
 #endif

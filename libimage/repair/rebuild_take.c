@@ -489,6 +489,21 @@ static void add_kid(struct kid *kids, size_t *nkids, uint64_t blk,
 		kids[*nkids - 2].hi = *k;
 }
 
+/* A pointer item of an internal node the walk follows: into kids when
+ * it passed the checks (ok), else the walk is one the mend in place
+ * cannot follow. */
+static void take_ptr(struct rb *b, struct kid *kids, size_t *nkids,
+		     uint64_t child, int ok, const struct fmt_key *k,
+		     const struct kid *range)
+{
+	if (!kids)
+		return;
+	if (child && ok)
+		add_kid(kids, nkids, child, k, range);
+	else
+		b->odd_walk = 1;
+}
+
 /* The items of the node in b->buf (leaf items, and a twig's extents)
  * that pass the item checks; children of internal nodes into kids with
  * their delimiting keys. */
@@ -522,6 +537,7 @@ static int take_items(struct rb *b, uint64_t blk,
 		if (odd && ih.plugin_id != FMT_ITEM_TAIL40 &&
 		    ih.plugin_id != FMT_ITEM_EXTENT40 &&
 		    ih.plugin_id != FMT_ITEM_CTAIL40) {
+			b->odd_walk |= ih.plugin_id == FMT_ITEM_NODEPTR40;
 			b->items_dropped++;
 			continue;
 		}
@@ -530,9 +546,8 @@ static int take_items(struct rb *b, uint64_t blk,
 		if (rc < 0)
 			return rc;
 		if (ih.plugin_id == FMT_ITEM_NODEPTR40) {
-			if (kids && child &&
-			    b->vrep.problems - b->v.shared == before)
-				add_kid(kids, nkids, child, &ih.key, range);
+			take_ptr(b, kids, nkids, child, b->vrep.problems -
+				 b->v.shared == before, &ih.key, range);
 			continue;
 		}
 		if (b->vrep.problems - b->v.shared != before) {
@@ -551,6 +566,21 @@ static int take_items(struct rb *b, uint64_t blk,
 	return 0;
 }
 
+/* A pointer to a node that does not verify: a leaf's key noted for
+ * the mend in place (which cuts the pointer), anything else marks the
+ * walk as one that mend cannot follow. */
+static int dead_kid(struct rb *b, unsigned level, const struct kid *range)
+{
+	if (level != FMT_NODE_LEAF_LEVEL || !range) {
+		b->odd_walk = 1;
+		return 0;
+	}
+	if (R4_RESERVE(b->dead, b->capdead, b->ndead + 1, 16))
+		return -ENOMEM;
+	b->dead[b->ndead++] = range->lo;
+	return 0;
+}
+
 /* Depth first from the root; a node that does not verify is dropped
  * with its subtree (whose nodes the scan may still find). */
 int rb_walk(struct rb *b, uint64_t blk, unsigned level,
@@ -563,20 +593,24 @@ int rb_walk(struct rb *b, uint64_t blk, unsigned level,
 	int rc;
 
 	if (blk < c->first_usable || blk >= c->blocks ||
-	    chk_is_bitmap_blk(c, blk) || chk_map_test(&b->seen, blk))
+	    chk_is_bitmap_blk(c, blk) || chk_map_test(&b->seen, blk)) {
+		b->odd_walk = 1;
 		return 0;
+	}
 	rc = load_node(b, blk, level, &nh);
 	if (!rc) {
 		/* Not marked seen: the scan may still take it (a node of
 		 * another level a damaged pointer led to). */
 		b->nodes_dropped++;
-		return 0;
+		return dead_kid(b, level, range);
 	}
 	if (rc == 1)
 		b->nodes_salvaged++;
 	else
 		b->nodes_kept++;
 	rc = chk_map_set(&b->seen, blk);
+	if (rc >= 0)
+		rc = chk_map_set(&b->walked, blk);
 	if (rc < 0)
 		return rc;
 	kids = malloc(nh.nr_items * sizeof(*kids) + 1);

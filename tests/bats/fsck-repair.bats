@@ -1454,3 +1454,87 @@ dup_volume() {
 	TMPDIR=$T/none R4_CHECK_RUN_BYTES=1 run r4fsck -y "$T/bad2.img"
 	[ "$status" -eq 0 ]
 }
+
+# ---- a full volume: no room for a new tree ----
+
+# An auto-sized volume with 128K to spare (about 38 blocks free, a tree
+# of ~750 nodes: a new tree cannot fit before the old one is freed), of
+# 20 directories of 30 files (tails and extents); its hashes in
+# $T/good.hash. FREE: --free (128K).
+full_volume() {
+	local s=$T/src d i
+	for d in $(seq 10 29); do
+		mkdir -p "$s/d$d"
+		for i in $(seq 10 39); do
+			head -c $(((d * 31 + i * 397) % 9000)) /dev/urandom >"$s/d$d/f$i"
+		done
+	done
+	r4pack create -q --size auto --free "${FREE:-128K}" "$s" "$T/good.img"
+	r4debugfs -R "hash /" "$T/good.img" >"$T/good.hash"
+	cp "$T/good.img" "$T/bad.img"
+}
+
+# The leaf in the middle of IMAGE's tree: from the root, the middle
+# child of each node down to level 1.
+middle_leaf() {
+	local b out
+	b=$(peek "$1" $((17 * 4096 + 16)) 8)
+	while :; do
+		out=$(r4debugfs -R "print node $b" "$1")
+		case $(head -n 1 <<<"$out") in
+		*", level 1,"*) echo "$b"; return 0 ;;
+		esac
+		b=$(awk '$1 == "child" { c[n++] = $2 }
+			 END { if (n) print c[int(n / 2)] }' <<<"$out")
+		[ -n "$b" ] || return 1
+	done
+}
+
+@test "a leaf zeroed on a full auto-sized volume: the tree mended in place, every file outside the leaf keeps its bytes" {
+	full_volume
+	local blk free nodes oid p
+	free=$(peek "$T/good.img" $((17 * 4096 + 8)) 8)
+	nodes=$(r4debugfs -R "print tree" "$T/good.img" | grep -c "^node ")
+	echo "free blocks: $free, tree nodes: $nodes"
+	[ "$free" -lt "$nodes" ]
+	# The leaf of a stat data in the middle: files and names lost.
+	blk=$(sd_block "$T/good.img" /d20/f25)
+	# The paths of the objects with items in the leaf, and everything
+	# under a directory whose entries are there.
+	r4debugfs -R "print node $blk" "$T/good.img" >"$T/leaf"
+	: >"$T/gone"
+	for oid in $(sed -n 's/^#[0-9]* [^[]*\[[0-9a-f]*:[0-9a-f]*:[0-9a-f]*:\([0-9a-f]*\):.*/\1/p' "$T/leaf" | sort -u); do
+		r4debugfs -R "ncheck 0x$oid" "$T/good.img" | cut -f 2 >>"$T/gone"
+	done
+	echo "the leaf ($blk) holds: $(tr '\n' ' ' <"$T/gone")"
+	[ -s "$T/gone" ]
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	rebuilt "$T/bad.img" node
+	[[ "$first" == *"storage tree mended in place (no room for a new tree): 1 pointers to leaves that do not verify cut"* ]]
+	r4debugfs -R "hash /" "$T/bad.img" >"$T/bad.hash"
+	cp "$T/good.hash" "$T/want.hash"
+	while read -r p; do
+		grep -vF "  $p" "$T/want.hash" >"$T/w2" || true
+		mv "$T/w2" "$T/want.hash"
+	done <"$T/gone"
+	echo "files outside the leaf: $(wc -l <"$T/want.hash") of $(wc -l <"$T/good.hash")"
+	[ "$(wc -l <"$T/want.hash")" -gt 500 ]
+	run grep -cvxFf "$T/bad.hash" "$T/want.hash"
+	echo "changed: $output"
+	[ "$output" = 0 ]
+}
+
+@test "tree damage on a full volume that only a new tree mends: exit 4, how many blocks it needs, the volume as it was" {
+	FREE=0 full_volume
+	local blk sum
+	blk=$(middle_leaf "$T/good.img")
+	# A damaged magic: the rebuild mends the header of its copy; the
+	# old tree cannot keep the node as it lies.
+	poke "$T/bad.img" $((blk * 4096 + 8)) 0 4
+	sum=$(sha256sum <"$T/bad.img")
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"no room for the tree rebuild: a new tree needs about "*" free blocks, the volume has "*"; nothing was changed"* ]]
+	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+}

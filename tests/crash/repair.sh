@@ -1,11 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# repair.sh quick|full [semantic|tree|twice|keys|preopen]: crash tests of r4fsck -y --batch 2. A
+# repair.sh quick|full [semantic|tree|treefull|twice|keys|preopen]: crash tests of r4fsck -y --batch 2. A
 # populated image (r4pack) is damaged in ways the repair fixes in several
 # transactions: "semantic" (bitmap bits, free count, nlink, sizes, an
 # entry to a missing object whose object goes to /lost+found), "tree"
 # (a leaf zeroed and a twig's pointer cycled back: the tree rebuild, then
-# the object and space passes), "twice" (extent units of five files
+# the object and space passes), "treefull" (the leaf zeroed on an
+# auto-sized volume with no space to spare: no room for a new tree, the
+# old one mended in place, then the object and space passes; the
+# first 40 writes cut, then every 7th), "twice" (extent units of five files
 # pointed at blocks another file or a leaf has: the copies of blocks
 # claimed twice, every write cut in both modes), "keys" (stat data
 # whose object id or ordering was damaged put back under their names, an
@@ -28,7 +31,7 @@ set -u
 
 LEVEL=${1:-quick}
 SCEN=${2:-semantic}
-case $SCEN in semantic|tree|twice|keys|preopen) ;; *) echo "usage: repair.sh quick|full [semantic|tree|twice|keys|preopen]" >&2; exit 2 ;; esac
+case $SCEN in semantic|tree|treefull|twice|keys|preopen) ;; *) echo "usage: repair.sh quick|full [semantic|tree|treefull|twice|keys|preopen]" >&2; exit 2 ;; esac
 # The rebuild writes a whole new tree: quick cuts it every 10th write.
 [ "$LEVEL" = quick ] && [ "$SCEN" = tree ] && QUICK_TREE=1 || QUICK_TREE=0
 case $LEVEL in quick) CUT=3 SAMPLE=4 ;; full) CUT=1 SAMPLE=20 ;;
@@ -57,7 +60,11 @@ if [ "$SCEN" = twice ]; then
 fi
 ln "$s/f1" "$s/d/hard"
 find "$s" -exec touch -h -d @1600000000 {} +
-r4pack create -q "$s" "$W/good.img" || exit 2
+if [ "$SCEN" = treefull ]; then
+	r4pack create -q --size auto --free 0 "$s" "$W/good.img" || exit 2
+else
+	r4pack create -q "$s" "$W/good.img" || exit 2
+fi
 D=$W/damaged.img
 cp "$W/good.img" "$D"
 if [ "$SCEN" = semantic ]; then
@@ -105,6 +112,9 @@ poke "$D" $((19 * 4096)) $((0xFFFFFF)) 8			# journal header
 poke "$D" $((17 * 4096 + 8)) 1000 8				# free count
 blocks=$(peek "$D" $((17 * 4096)) 8)
 truncate -s $(((blocks - 40) * 4096)) "$D"			# cut short
+elif [ "$SCEN" = treefull ]; then
+b=$(r4debugfs --json -R "stat /many/n100" "$D" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
+dd if=/dev/zero of="$D" bs=4096 seek="$b" count=1 conv=notrunc status=none
 else
 b=$(r4debugfs --json -R "stat /many/n100" "$D" | sed -n 's/.*"sd_block":\([0-9]*\).*/\1/p')
 dd if=/dev/zero of="$D" bs=4096 seek="$b" count=1 conv=notrunc status=none
@@ -121,6 +131,9 @@ rm -f "$W/report"
 R4_FAULT=count R4_FAULT_REPORT=$W/report r4fsck -y --batch 2 "$W/after.img" >"$W/out" 2>&1
 rc=$?
 [ $rc -eq 1 ] || { echo "repair.sh: the uncut repair exited $rc:" >&2; cat "$W/out" >&2; exit 2; }
+if [ "$SCEN" = treefull ] && ! grep -q "mended in place" "$W/out"; then
+	echo "repair.sh: the uncut repair did not mend the tree in place:" >&2; cat "$W/out" >&2; exit 2
+fi
 if [ "$SCEN" = preopen ]; then
 	for f in master truncated journal free-count; do
 		grep -q "^fixed ($f)" "$W/out" ||
@@ -182,7 +195,11 @@ point() {
 [ "$SCEN" = twice ] || [ "$SCEN" = keys ] || [ "$SCEN" = preopen ] && CUT=1
 # Full: every 3rd write of the rebuild (it writes a whole new tree).
 [ "$LEVEL" = full ] && [ "$SCEN" = tree ] && CUT=3
-for k in $(seq 1 "$CUT" "$N"); do point cut-after "$k"; done
+# The mend in place: its transaction (the first writes) cut at every
+# write, the object passes after it at every 7th.
+[ "$SCEN" = treefull ] && for k in $(seq 1 40); do point cut-after "$k"; done
+[ "$SCEN" = treefull ] && CUT=7 && set -- 41 || set -- 1
+for k in $(seq "$1" "$CUT" "$N"); do point cut-after "$k"; done
 for k in $(awk -v n="$N" -v s="$SAMPLE" 'BEGIN { for (i = 0; i < s; i++) print 1 + int(i * (n - 1) / (s > 1 ? s - 1 : 1)) }' | uniq); do
 	point torn-write "$k"
 	point drop-unsynced "$k"

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* r4kit: the tree rebuild's way on a volume without room for a new
+ * tree. A new tree takes as many blocks as the old one, whose blocks
+ * become free only when the new tree's transaction commits (txn.h: a
+ * block freed is never reused before), so an auto-sized image, with a
+ * few free blocks, cannot take one. When the old tree's only damage is
+ * leaves that do not verify (a zeroed or torn leaf), plus items lost
+ * from the tree that the scan found, the old tree is mended in place
+ * instead, in one transaction of the tree writer (copy-on-write: a
+ * cut before its commit leaves the volume as it was): each twig
+ * pointer to a dead leaf is cut, the items the walk did not take from
+ * the tree are put in, and the nodes the scan took them from are
+ * freed. That costs the nodes on the changed paths and the leaves the
+ * put items need, not a whole tree. It applies only when every item
+ * the walk took is in the rebuild's list exactly as it lies in its
+ * node (nothing the mends changed there) and every pointer the walk
+ * met led to a node it took, or to a dead leaf: then the mended tree
+ * holds the very items a new one would. */
+#include "config.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "libimage/repair/rebuild.h"
+#include "libimage/obj/write.h"
+#include "libimage/txn/txn.h"
+#include "libimage/util/err.h"
+#include "format/item.h"
+#include "format/node.h"
+
+struct wpos {
+	uint64_t blk;
+	unsigned idx;
+	size_t i;
+};
+
+static int wpos_cmp(const void *x, const void *y)
+{
+	const struct wpos *a = x, *c = y;
+
+	if (a->blk != c->blk)
+		return a->blk < c->blk ? -1 : 1;
+	return a->idx < c->idx ? -1 : a->idx > c->idx;
+}
+
+/* The listed items taken from walked nodes, sorted by node and place. */
+static struct wpos *walked_items(const struct rb *b, size_t *nw)
+{
+	struct wpos *w = malloc((b->n ? b->n : 1) * sizeof(*w));
+
+	*nw = 0;
+	if (!w)
+		return NULL;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->it[i].blk && chk_map_test(&b->walked, b->it[i].blk))
+			w[(*nw)++] = (struct wpos){ b->it[i].blk,
+						    b->it[i].idx, i };
+	if (*nw)
+		qsort(w, *nw, sizeof(*w), wpos_cmp);
+	return w;
+}
+
+/* Whether the items of walked node blk (read again: the walk's copy
+ * may have been mended) are the listed ones at (blk, their place),
+ * byte for byte; pointers aside. Counts them into *matched. */
+static int node_kept(struct rb *b, uint64_t blk, const struct wpos *w,
+		     size_t nw, size_t *matched)
+{
+	struct chk *c = &b->R->c;
+	struct fmt_node_header nh;
+
+	if (vol_read_block(c->vol, blk, b->buf, "tree node", NULL) ||
+	    fmt_node_header_decode(b->buf, c->bs, &nh))
+		return 0;
+	for (unsigned k = 0; k < nh.nr_items; k++) {
+		struct fmt_item_header ih;
+		struct wpos key = { blk, k, 0 }, *f;
+		const struct ritem *p;
+		size_t off, len;
+
+		if (fmt_node_ih_decode(b->buf, c->bs, c->pol, k, &ih) ||
+		    fmt_node_item_body(b->buf, c->bs, c->pol, k, &off, &len))
+			return 0;
+		if (ih.plugin_id == FMT_ITEM_NODEPTR40)
+			continue;
+		f = bsearch(&key, w, nw, sizeof(*w), wpos_cmp);
+		if (!f)
+			return 0;
+		p = &b->it[f->i];
+		if (fmt_key_cmp(&p->key, &ih.key) || p->pid != ih.plugin_id ||
+		    p->len != len || memcmp(p->body, b->buf + off, len))
+			return 0;
+		(*matched)++;
+	}
+	return 1;
+}
+
+/* 1 when the tree can be mended in place (above), 0 when not, < 0 an
+ * error. */
+static int mendable(struct rb *b)
+{
+	struct chk *c = &b->R->c;
+	size_t nw, matched = 0;
+	struct wpos *w;
+	int ok = 1;
+
+	if (b->odd_walk || b->nodes_salvaged || !b->n)
+		return 0;
+	w = walked_items(b, &nw);
+	if (!w)
+		return -ENOMEM;
+	for (uint64_t blk = c->first_usable; blk < c->blocks && ok; blk++)
+		if (chk_map_test(&b->walked, blk))
+			ok = node_kept(b, blk, w, nw, &matched);
+	free(w);
+	return ok && matched == nw;
+}
+
+/* The transaction: dead pointers cut, the other items put in, the
+ * scanned nodes freed. */
+static int mend_tx(struct rb *b, const uint64_t *old, size_t nold,
+		   struct r4_error *err)
+{
+	struct r4_txn *x;
+	int rc = r4_txn_begin(b->R->vol, &x, err);
+
+	for (size_t k = 0; k < b->ndead && !rc; k++)
+		rc = tree_delete(&x->mod, FMT_NODE_TWIG_LEVEL, &b->dead[k],
+				 err);
+	for (size_t i = 0; i < b->n && !rc; i++) {
+		const struct ritem *p = &b->it[i];
+
+		if (p->blk && chk_map_test(&b->walked, p->blk))
+			continue;
+		rc = tree_insert(&x->mod, p->pid == FMT_ITEM_EXTENT40 ? 2 : 1,
+				 &p->key, p->pid, p->body, p->len, err);
+		if (rc == R4_EEXIST) {
+			b->items_dropped++;	/* as the new tree would */
+			rc = 0;
+		} else if (!rc) {
+			b->put_back++;
+		}
+	}
+	for (size_t i = 0; i < nold && !rc; i++)
+		rc = txn_free(x->t, old[i], 1, err);
+	if (!rc)
+		rc = rb_log_room(b->R->vol, err);
+	if (rc) {
+		r4_txn_abort(x);
+		return rc;
+	}
+	return r4_txn_commit(x, err);
+}
+
+int rb_mend_in_place(struct rb *b, struct r4_error *err)
+{
+	uint64_t *old = NULL;
+	size_t nold = 0;
+	int rc = mendable(b);
+
+	if (rc <= 0)
+		return rc < 0 ? rc : 1;
+	rc = rb_old_nodes(b, 0, &old, &nold);
+	if (!rc)
+		rc = mend_tx(b, old, nold, err);
+	free(old);
+	if (!rc) {
+		b->R->r->transactions++;
+		b->freed = nold;
+		b->in_place = 1;
+	}
+	return rc;
+}
