@@ -819,7 +819,8 @@ to_move() {
 	for i in $(seq 10 40); do
 		head -c 3000 /dev/urandom >"$T/src/f$i"
 	done
-	tar --format=gnu -C "$T/src" -cf "$T/all.tar" .
+	# in name order, the order of their keys: one run
+	tar --format=gnu --sort=name -C "$T/src" -cf "$T/all.tar" .
 	# inside the data of the tar's last member: one read takes it with
 	# the members before it; that read is cut, and the member cut is
 	# the one named (not the first of the run)
