@@ -321,6 +321,15 @@ static void arc_close(struct arc_file *f)
 	f->buf = NULL;
 }
 
+/* A plain tar file (ustar magic at 257: "ustar" then NUL or blanks). */
+static int tar_magic(int fd)
+{
+	char m[8];
+
+	return pread(fd, m, sizeof(m), 257) == (ssize_t)sizeof(m) &&
+	       !memcmp(m, "ustar", 5);
+}
+
 /* libarchive's reader of a plain tar file: ARC_BLOCK_AT bytes a read. */
 static la_ssize_t at_read(struct archive *a, void *ctx, const void **buf)
 {
@@ -359,23 +368,15 @@ static la_int64_t at_skip(struct archive *a, void *ctx, la_int64_t request)
 	return request;
 }
 
-/* A plain tar file opened here: read through at_read and at_skip. */
+/* The archive file opened here: a plain tar file read through at_read
+ * and at_skip, anything else by libarchive's descriptor reader. */
 static int at_open(struct archive *a, struct arc_file *f, uint64_t size)
 {
-	if (!(f->buf = malloc(ARC_BLOCK_AT)))
+	if (!tar_magic(f->fd) || !(f->buf = malloc(ARC_BLOCK_AT)))
 		return archive_read_open_fd(a, f->fd, ARC_BLOCK);
 	f->size = size;
 	f->pos = 0;
 	return archive_read_open2(a, f, NULL, at_read, at_skip, NULL);
-}
-
-/* A plain tar file (ustar magic at 257: "ustar" then NUL or blanks). */
-static int tar_magic(int fd)
-{
-	char m[8];
-
-	return pread(fd, m, sizeof(m), 257) == (ssize_t)sizeof(m) &&
-	       !memcmp(m, "ustar", 5);
 }
 
 /* Open path with the formats of o; *size: the file's size (0 unknown);
@@ -417,10 +418,8 @@ static struct archive *arc_open(const char *path,
 		f->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (!strcmp(path, "-"))
 		r = archive_read_open_fd(a, 0, ARC_BLOCK);
-	else if (f->fd >= 0 && tar_magic(f->fd))
-		r = at_open(a, f, *size);
 	else if (f->fd >= 0)
-		r = archive_read_open_fd(a, f->fd, ARC_BLOCK);
+		r = at_open(a, f, *size);
 	else
 		r = archive_read_open_filename(a, path, ARC_BLOCK);
 	/* libarchive's "file format" errno (its ARCHIVE_ERRNO_FILE_FORMAT,
