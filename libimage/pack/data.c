@@ -34,13 +34,14 @@
 #include "libimage/util/err.h"
 #include "format/bitmap.h"
 
-/* The source ended before len bytes of the file 'what' were read. */
+/* The source ended before len bytes of the file 'what' were read (the
+ * message of the read that found it is replaced: it names no file). */
 static int src_short(const struct io_dev *src, const char *what,
 		     struct r4_error *err)
 {
-	return r4i_fail(err, R4_ECORRUPT, "%s: '%s': the archive ends inside "
-		       "the file's data (truncated, or changed during the "
-		       "build)", src->path, what);
+	return r4i_fail_over(err, R4_ECORRUPT, "%s: '%s': the archive ends "
+			    "inside the file's data (truncated, or changed "
+			    "during the build)", src->path, what);
 }
 
 /* A failed copy of the file 'what': the message names the entry too. */
@@ -54,14 +55,18 @@ static int copy_fail(const struct copy1 *c, int rc, struct r4_error *err)
 	return r4i_fail_over(err, rc, "'%s': %s", c->what, m);
 }
 
-/* One copy: the whole blocks in the kernel while it can, the rest (and
- * everything once the kernel could not: from then on for the rest of
- * the build) read and written through the bounce buffer, a last
- * partial block filled up with zeros. */
+/* One copy: in the kernel while it can, the rest (and everything once
+ * the kernel could not: from then on for the rest of the build) read
+ * and written through the bounce buffer, a last partial block filled
+ * up with zeros. The kernel copies whole blocks only, unless the image
+ * is a new file (cb->zeroed): there the rest of a last partial block
+ * already reads as zeros, and copying the file's bytes as they are
+ * saves a read and a write a file. */
 static int copy_one(struct wq *q, const struct cbatch *cb,
 		    const struct copy1 *c, struct r4_error *err)
 {
-	uint64_t whole = c->len / cb->bs * cb->bs, done = 0, mem;
+	uint64_t whole = cb->zeroed ? c->len : c->len / cb->bs * cb->bs;
+	uint64_t done = 0, mem;
 	int rc = pack_spool_copy_mem(cb, c, &mem, err);
 
 	if (rc)
@@ -76,7 +81,8 @@ static int copy_one(struct wq *q, const struct cbatch *cb,
 			q->nocopy = 1;
 		/* a copy cut inside a block: that block again, so each
 		 * bounced piece starts on a block and is padded to one */
-		done = (mem + done) / cb->bs * cb->bs;
+		done = mem + done == c->len ? c->len :
+		       (mem + done) / cb->bs * cb->bs;
 	}
 	if (done < c->len && !q->bounce &&
 	    !(q->bounce = malloc(PACK_COPY_BUF)))
@@ -226,7 +232,8 @@ int pack_copy_submit(struct r4_pack *b, struct io_dev *src, uint64_t off,
 	if (!q->on) {
 		struct cbatch one = { b->m.dev, src, src == b->spool,
 				      src == b->spool ? b->smem : NULL,
-				      b->smem_cap, b->bs, 0, 0, { c } };
+				      b->smem_cap, b->bs, !b->in_place, 0, 0,
+				      { c } };
 
 		return copy_one(q, &one, &c, err);
 	}
@@ -242,6 +249,7 @@ int pack_copy_submit(struct r4_pack *b, struct io_dev *src, uint64_t off,
 	q->cur->mem = q->cur->punch ? b->smem : NULL;
 	q->cur->mem_cap = b->smem_cap;
 	q->cur->bs = b->bs;
+	q->cur->zeroed = !b->in_place;
 	q->cur->c[q->cur->n++] = c;
 	q->cur->bytes += len;
 	if (q->cur->n == PACK_CBATCH || q->cur->bytes >= PACK_CBATCH_BYTES)
@@ -568,8 +576,9 @@ void pack_src_fini(struct r4_pack *b)
 {
 	io_close(b->src);
 	b->src = NULL;
-	free(b->atbuf);
-	b->atbuf = NULL;
+	free(b->atwin);
+	b->atwin = NULL;
+	b->atwin_len = 0;
 	free(b->wq.bounce);
 	b->wq.bounce = NULL;
 	cbatch_free(b->wq.cur);
@@ -662,9 +671,61 @@ static int tail_from_fn(struct tailrd *t, uint8_t *dst, size_t n,
 	return 0;
 }
 
-/* A file's bytes where they lie in b->src: straight into the item when
- * it takes the whole file (one read a file); a file that spans items
- * is read whole once into atbuf (when it fits). */
+/* Where a run of BD_AT files that starts with [start, end) of b->src
+ * ends: the files whose bodies come next (b->ahead) while each starts
+ * at most PACK_AT_GAP bytes after the one before ends and the run fits
+ * in PACK_AT_WIN; names without a body of their own read are passed
+ * over. Each name is looked at by one run's search only: those it
+ * takes are read with it. */
+static uint64_t at_run_end(const struct r4_pack *b, uint64_t start,
+			   uint64_t end)
+{
+	for (size_t i = 0; i < b->nahead; i++) {
+		const struct bent *e = b->ahead[i];
+		const struct bobj *o = e->obj;
+		uint64_t s;
+
+		if (o->primary != e || o->type != R4_ENT_REG || !o->size ||
+		    o->data != BD_AT)
+			continue;
+		s = o->u.reg->spool_off;
+		if (s < end || s - end > PACK_AT_GAP ||
+		    s + o->size - start > PACK_AT_WIN)
+			break;
+		end = s + o->size;
+	}
+	return end;
+}
+
+/* Read the window: the run from t's file on; a run that cannot be read
+ * whole (a source that changed) is given up for the file alone, so that
+ * a short read names the file it is in. */
+static int at_window(struct tailrd *t, uint64_t at, uint64_t size,
+		     struct r4_error *err)
+{
+	struct r4_pack *b = t->b;
+	uint64_t end = at_run_end(b, at, at + size);
+	int rc;
+
+	if (!b->atwin && !(b->atwin = malloc(PACK_AT_WIN)))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	b->atwin_len = 0;
+	rc = io_read(b->src, b->atwin, (size_t)(end - at), at,
+		     end > at + size ? NULL : err);
+	if (rc && end > at + size)
+		rc = io_read(b->src, b->atwin, (size_t)size, at, err);
+	else if (!rc)
+		size = end - at;
+	if (!rc) {
+		b->atwin_off = at;
+		b->atwin_len = size;
+	}
+	return rc;
+}
+
+/* A file's bytes where they lie in b->src: from the window, read with
+ * the run it starts when it is not there; a file larger than the
+ * window is read straight into its items. */
 static int tail_at(struct tailrd *t, uint8_t *dst, size_t n,
 		   struct r4_error *err)
 {
@@ -672,21 +733,23 @@ static int tail_at(struct tailrd *t, uint8_t *dst, size_t n,
 	uint64_t at = t->o->u.reg->spool_off, size = t->o->size;
 	int rc = 0;
 
-	if (t->whole) {
-		memcpy(dst, b->atbuf + t->pos, n);
-	} else if (!t->pos && n < size && size <= PACK_AT_BUF) {
-		if (!b->atbuf && !(b->atbuf = malloc(PACK_AT_BUF)))
-			return r4i_fail(err, -ENOMEM, "out of memory");
-		rc = io_read(b->src, b->atbuf, (size_t)size, at, err);
-		if (!rc) {
-			t->whole = 1;
-			memcpy(dst, b->atbuf, n);
-		}
-	} else {
+	if (size > PACK_AT_WIN)
 		rc = io_read(b->src, dst, n, at + t->pos, err);
-	}
+	else if (b->atwin_len && at >= b->atwin_off &&
+		 at + size <= b->atwin_off + b->atwin_len)
+		memcpy(dst, b->atwin + (at - b->atwin_off) + t->pos, n);
+	else if (!(rc = at_window(t, at, size, err)))
+		memcpy(dst, b->atwin + t->pos, n);
 	t->pos += n;
-	return rc == R4_ERANGE ? src_short(b->src, t->path, err) : rc;
+	if (rc == R4_ERANGE)
+		return src_short(b->src, t->path, err);
+	if (rc && err) {
+		char m[R4_ERRMSG_MAX];
+
+		snprintf(m, sizeof(m), "%s", err->msg);
+		return r4i_fail_over(err, rc, "'%s': %s", t->path, m);
+	}
+	return rc;
 }
 
 int pack_tail_read(struct tailrd *t, uint8_t *dst, size_t n,

@@ -443,12 +443,16 @@ static int emit_dir_loaded(struct r4_pack *b, struct bobj *d,
 	for (size_t i = 0; !rc && i < n; i++) {
 		struct bobj *o = kids[i]->obj;
 
-		if (o->primary == kids[i] && o->type == R4_ENT_REG &&
-		    o->size && o->data != BD_NONE)
-			rc = emit_body(b, o, ord[i],
-				       kid_path(p, sizeof(p), dlen, kids[i]),
-				       err);
+		if (!(o->primary == kids[i] && o->type == R4_ENT_REG &&
+		      o->size && o->data != BD_NONE))
+			continue;
+		b->ahead = kids + i + 1;
+		b->nahead = n - i - 1;
+		rc = emit_body(b, o, ord[i],
+			       kid_path(p, sizeof(p), dlen, kids[i]), err);
 	}
+	b->ahead = NULL;
+	b->nahead = 0;
 	return rc;
 }
 

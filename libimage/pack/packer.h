@@ -29,7 +29,12 @@
 #define PACK_WQ_BUFS 8		/* write buffers while writing behind */
 #define PACK_WQ_JOBS 32	/* jobs waiting (buffers and copies) */
 #define PACK_COPY_BUF (1u << 20)	/* copying without copy_file_range */
-#define PACK_AT_BUF (1u << 16)	/* a tail file read whole at finish */
+/* Tail files' bytes in the source file (BD_AT) are read at finish a run
+ * at a time: the files whose bodies come next that lie one after
+ * another in it (a tar file keeps a folder's small files together, a
+ * header and padding apart), up to this many bytes in one read */
+#define PACK_AT_WIN (256u << 10)
+#define PACK_AT_GAP 4096u	/* bytes between two files of a run */
 #define PACK_CBATCH 64		/* copies handed over at a time, */
 #define PACK_CBATCH_BYTES (16u << 20)	/* or bytes */
 #define PACK_ATTR_CHUNK 4096u	/* distinct attributes a chunk */
@@ -207,6 +212,10 @@ struct cbatch {
 					 * first mem_cap bytes are there */
 	uint64_t mem_cap;
 	uint32_t bs;
+	int zeroed;			/* dev is a file this build created:
+					 * bytes never written read as zeros,
+					 * so a last partial block is copied
+					 * as it is, its rest left unwritten */
 	size_t n;
 	uint64_t bytes;
 	struct copy1 c[PACK_CBATCH];
@@ -353,8 +362,12 @@ struct r4_pack {
 	 * had (then every entry's data is read) */
 	struct io_dev *src;
 	int src_fd;
-	uint8_t *atbuf;			/* PACK_AT_BUF: a BD_AT file read
-					 * whole when it spans items */
+	uint8_t *atwin;			/* PACK_AT_WIN: BD_AT bytes read */
+	uint64_t atwin_off, atwin_len;	/* from where in src, how many */
+	/* finish: the names of the folder whose bodies come after the
+	 * one being emitted, in that order (a run to read ahead) */
+	struct bent *const *ahead;
+	size_t nahead;
 	uint64_t direct_bytes;		/* data taken from src directly */
 	int placing;			/* finish places the tree: data
 					 * taken now goes straight into the
@@ -506,7 +519,6 @@ struct tailrd {
 	const uint8_t *cbuf;
 	size_t clen;
 	int eof;
-	int whole;			/* BD_AT: the file is in b->atbuf */
 	const char *path;
 };
 int pack_tail_open(struct r4_pack *b, struct bobj *o, const char *path,

@@ -15,16 +15,21 @@
 #include "libimage/tar/tar.h"
 
 /* Bytes read from the archive file at a time. An uncompressed tar file
- * is read in smaller blocks: the data of its larger files is copied by
- * the build from where it lies (r4_entry.data_file) and libarchive seeks
- * past what it has not read yet, so little of it is read twice. */
+ * is read in smaller blocks: the data of its files is taken by the build
+ * from where it lies (r4_entry.data_file), and libarchive seeks past
+ * what it has not read yet, to the byte (its own descriptor reader
+ * seeks whole blocks only), so less of it is read twice. */
 #define ARC_BLOCK (1 << 20)
-#define ARC_BLOCK_AT (1 << 17)
+#define ARC_BLOCK_AT (1 << 16)
 
 /* The archive file opened here (not standard input): its descriptor,
- * for the build to take data from; -1 none. */
+ * for the build to take data from; -1 none. A plain tar file is read
+ * through at_read and at_skip into buf; size: the file's, pos: where the
+ * descriptor's offset is. */
 struct arc_file {
 	int fd;
+	void *buf;
+	uint64_t size, pos;
 };
 
 struct arc_data {
@@ -312,6 +317,8 @@ static void arc_close(struct arc_file *f)
 	if (f->fd >= 0)
 		close(f->fd);
 	f->fd = -1;
+	free(f->buf);
+	f->buf = NULL;
 }
 
 /* A plain tar file (ustar magic at 257: "ustar" then NUL or blanks). */
@@ -321,6 +328,55 @@ static int tar_magic(int fd)
 
 	return pread(fd, m, sizeof(m), 257) == (ssize_t)sizeof(m) &&
 	       !memcmp(m, "ustar", 5);
+}
+
+/* libarchive's reader of a plain tar file: ARC_BLOCK_AT bytes a read. */
+static la_ssize_t at_read(struct archive *a, void *ctx, const void **buf)
+{
+	struct arc_file *f = ctx;
+
+	for (;;) {
+		ssize_t n = read(f->fd, f->buf, ARC_BLOCK_AT);
+
+		if (n >= 0) {
+			*buf = f->buf;
+			f->pos += (uint64_t)n;
+			return n;
+		}
+		if (errno != EINTR) {
+			archive_set_error(a, errno, "read failed: %s",
+					  strerror(errno));
+			return -1;
+		}
+	}
+}
+
+/* Skip request bytes, not past the end of the file (libarchive then
+ * finds the input short, as when it reads). */
+static la_int64_t at_skip(struct archive *a, void *ctx, la_int64_t request)
+{
+	struct arc_file *f = ctx;
+
+	(void)a;
+	if (request <= 0 || f->pos >= f->size)
+		return 0;
+	if ((uint64_t)request > f->size - f->pos)
+		request = (la_int64_t)(f->size - f->pos);
+	if (lseek(f->fd, (off_t)(f->pos + (uint64_t)request), SEEK_SET) < 0)
+		return 0;
+	f->pos += (uint64_t)request;
+	return request;
+}
+
+/* The archive file opened here: a plain tar file read through at_read
+ * and at_skip, anything else by libarchive's descriptor reader. */
+static int at_open(struct archive *a, struct arc_file *f, uint64_t size)
+{
+	if (!tar_magic(f->fd) || !(f->buf = malloc(ARC_BLOCK_AT)))
+		return archive_read_open_fd(a, f->fd, ARC_BLOCK);
+	f->size = size;
+	f->pos = 0;
+	return archive_read_open2(a, f, NULL, at_read, at_skip, NULL);
 }
 
 /* Open path with the formats of o; *size: the file's size (0 unknown);
@@ -339,6 +395,7 @@ static struct archive *arc_open(const char *path,
 
 	*size = 0;
 	f->fd = -1;
+	f->buf = NULL;
 	if (!(strcmp(path, "-") ? stat(path, &st) : fstat(0, &st)) &&
 	    S_ISREG(st.st_mode)) {
 		if (!st.st_size) {
@@ -362,8 +419,7 @@ static struct archive *arc_open(const char *path,
 	if (!strcmp(path, "-"))
 		r = archive_read_open_fd(a, 0, ARC_BLOCK);
 	else if (f->fd >= 0)
-		r = archive_read_open_fd(a, f->fd, tar_magic(f->fd) ?
-					 ARC_BLOCK_AT : ARC_BLOCK);
+		r = at_open(a, f, *size);
 	else
 		r = archive_read_open_filename(a, path, ARC_BLOCK);
 	/* libarchive's "file format" errno (its ARCHIVE_ERRNO_FILE_FORMAT,
@@ -673,7 +729,7 @@ int r4_add_from_archive(struct r4_txn *t, struct r4_vol *vol,
 {
 	struct tar_sink s;
 	struct archive *a;
-	struct arc_file f, none = { -1 };
+	struct arc_file f, none = { .fd = -1 };
 	uint64_t size;
 	int rc;
 

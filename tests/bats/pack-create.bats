@@ -783,3 +783,58 @@ to_move() {
 		[ ! -e "$T/a.img" ]
 	done
 }
+
+# Many small files in folders, with larger ones and subfolders between
+# them in the tar: their bytes are read where they lie a run at a time
+# (runs cut by the window's size, by a larger file between, by key
+# order that is not the tar's): the image is the one the pipe gives,
+# where every byte comes through libarchive.
+@test "small members of a tar file read in runs: the image is the pipe's, byte for byte" {
+	local d i n
+	for d in a a/s b; do
+		mkdir -p "$T/src/$d"
+		for i in $(seq 1 90); do
+			n=$(( (i * 7919 + ${#d} * 131) % 9000 + 1 ))
+			head -c $n /dev/urandom >"$T/src/$d/f$i"
+			if [ $((i % 17)) = 0 ]; then
+				head -c $((i * 4001)) /dev/urandom \
+					>"$T/src/$d/g$i"
+			fi
+		done
+	done
+	tar --format=gnu -C "$T/src" -cf "$T/src.tar" .
+	for o in "" "-o formatting=tails"; do
+		SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID $o \
+			"$T/src.tar" "$T/file.img"
+		SOURCE_DATE_EPOCH=1700000000 r4pack create -q -U $UUID $o - \
+			"$T/pipe.img" <"$T/src.tar"
+		cmp "$T/file.img" "$T/pipe.img"
+	done
+	same_files "$T/file.img" "$T/src"
+}
+
+@test "a tar file cut inside a run of small members after it was opened: exit 1 naming the member cut, no image" {
+	local i last at
+	mkdir -p "$T/src"
+	for i in $(seq 10 40); do
+		head -c 3000 /dev/urandom >"$T/src/f$i"
+	done
+	# in name order, the order of their keys: one run
+	tar --format=gnu --sort=name -C "$T/src" -cf "$T/all.tar" .
+	# inside the data of the tar's last member: one read takes it with
+	# the members before it; that read is cut, and the member cut is
+	# the one named (not the first of the run)
+	read -r last at < <(python3 -c 'import sys, tarfile
+m = list(tarfile.open(sys.argv[1]))[-1]
+print(m.name[2:], m.offset_data + 100)' "$T/all.tar")
+	R4_SRC_END=$at run "$top_builddir/tests/crash/bin/r4pack" create \
+		"$T/all.tar" "$T/a.img"
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"all.tar: '$last': "*"runcated"* ]]
+	[ ! -e "$T/a.img" ]
+	# not cut: the same build is whole
+	run "$top_builddir/tests/crash/bin/r4pack" create -q "$T/all.tar" \
+		"$T/a.img"
+	[ "$status" -eq 0 ]
+}
