@@ -130,11 +130,11 @@ static unsigned rnd(unsigned n)
 	return (unsigned)(rnd_state % n);
 }
 
-/* A tail item for slot a of l (before the item now there): it often
- * continues its left neighbour or leads into its right one, so passes
- * have joins to make, some too big for max. */
-static struct tree_newitem new_item(const struct ilist *l, size_t a,
-				    uint8_t *body)
+/* A tail item to go after left (NULL: none) and before right (NULL:
+ * none): it often continues left or leads into right, so passes have
+ * joins to make, some too big for max. */
+static struct tree_newitem new_item(const struct tree_newitem *left,
+				    const struct mitem *right, uint8_t *body)
 {
 	struct tree_newitem w;
 	size_t len = 1 + rnd(60);
@@ -145,11 +145,11 @@ static struct tree_newitem new_item(const struct ilist *l, size_t a,
 	w.key.el[1] = 0x2a;
 	w.key.el[2] = 1 + rnd(3);
 	w.key.el[3] = rnd(500);
-	if (how == 0 && a > 0) {
-		w.key = l->v[a - 1].key;
-		w.key.el[3] += l->v[a - 1].len;
-	} else if (how == 1 && a < l->n && l->v[a].key.el[3] >= len) {
-		w.key = l->v[a].key;
+	if (how == 0 && left) {
+		w.key = left->key;
+		w.key.el[3] += left->len;
+	} else if (how == 1 && right && right->key.el[3] >= len) {
+		w.key = right->key;
 		w.key.el[3] -= len;
 	}
 	for (size_t i = 0; i < len; i++)
@@ -160,17 +160,32 @@ static struct tree_newitem new_item(const struct ilist *l, size_t a,
 	return w;
 }
 
+/* The item at the end of l as new_item's left. */
+static struct tree_newitem last_of(const struct ilist *l, size_t a)
+{
+	struct tree_newitem w;
+
+	memset(&w, 0, sizeof(w));
+	if (a) {
+		w.key = l->v[a - 1].key;
+		w.len = l->v[a - 1].len;
+	}
+	return w;
+}
+
 /* Replace [a, b) of l by 0 to 3 new items. */
 static void change(struct ilist *l)
 {
 	uint8_t bodies[3][64];
-	struct tree_newitem w[3];
+	struct tree_newitem w[3], left;
 	size_t a = rnd((unsigned)l->n + 1), b = a, n = rnd(4);
 
 	if (a < l->n && rnd(2))
 		b = a + rnd((unsigned)(l->n - a < 3 ? l->n - a : 3) + 1);
+	left = last_of(l, a);
 	for (size_t i = 0; i < n; i++)
-		w[i] = new_item(l, a + i, bodies[i]);
+		w[i] = new_item(i ? &w[i - 1] : a ? &left : NULL,
+				b < l->n ? &l->v[b] : NULL, bodies[i]);
 	tap_require(ilist_splice(l, a, b, w, n) == 0, "ilist_splice");
 }
 
@@ -227,7 +242,9 @@ static void spans(void)
 		uint8_t body[64];
 
 		for (size_t i = 0; i < n0; i++) {
-			struct tree_newitem w = new_item(&l, l.n, body);
+			struct tree_newitem left = last_of(&l, l.n);
+			struct tree_newitem w = new_item(l.n ? &left : NULL,
+							 NULL, body);
 
 			tap_require(ilist_push(&l, &w.key, w.pid, w.body,
 					       w.len) == 0, "ilist_push");
@@ -242,7 +259,9 @@ static void spans(void)
 			cut_lists++;
 		}
 		if (!rnd(4)) {
-			struct tree_newitem w = new_item(&l, l.n, body);
+			struct tree_newitem left = last_of(&l, l.n);
+			struct tree_newitem w = new_item(l.n ? &left : NULL,
+							 NULL, body);
 
 			tap_require(ilist_push(&l, &w.key, w.pid, w.body,
 					       w.len) == 0, "ilist_push");
