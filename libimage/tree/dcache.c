@@ -181,9 +181,8 @@ int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
 	}
 	rc = ilist_splice(&s->l, a, b, it, n);
 	if (!rc)
-		rc = ilist_coalesce_from(&s->l, a ? a - 1 : 0,
-					 cap - ih, m->vol->blksize,
-					 m->vol->keypol);
+		rc = ilist_coalesce(&s->l, cap - ih, m->vol->blksize,
+				    m->vol->keypol);
 	if (!rc)
 		return 1;
 	/* the deferred list is gone; the block stays marked deferred, so a

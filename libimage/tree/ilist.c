@@ -33,6 +33,22 @@ static int ilist_room(struct ilist *l, size_t more)
 	return R4_RESERVE(l->v, l->cap, l->n + more, 16);
 }
 
+/* Items [a, b) of l are new or changed: the span the next pass tries
+ * grows to take them in (wider than needed only costs tries). */
+static void mark(struct ilist *l, size_t a, size_t b)
+{
+	if (l->joined == ILIST_JOINED) {
+		l->joined = ILIST_JOINED_SPAN;
+		l->ja = a;
+		l->jb = b;
+	} else if (l->joined == ILIST_JOINED_SPAN) {
+		if (a < l->ja)
+			l->ja = a;
+		if (b > l->jb)
+			l->jb = b;
+	}
+}
+
 static int item_copy(struct mitem *it, const struct fmt_key *k,
 		     unsigned pid, const void *body, size_t len)
 {
@@ -54,6 +70,8 @@ int ilist_push(struct ilist *l, const struct fmt_key *k, unsigned pid,
 
 	if (!rc)
 		rc = item_copy(&l->v[l->n], k, pid, body, len);
+	if (!rc)
+		mark(l, l->n, l->n + 1);
 	if (!rc)
 		l->n++;
 	return rc;
@@ -79,6 +97,7 @@ int ilist_move(struct ilist *dst, struct ilist *src)
 		return rc;
 	memcpy(dst->v + dst->n, src->v, src->n * sizeof(*src->v));
 	dst->n += src->n;
+	dst->joined = 0;
 	free(src->v);
 	memset(src, 0, sizeof(*src));
 	return 0;
@@ -92,7 +111,13 @@ int ilist_cut(struct ilist *l, size_t k, struct ilist *tail)
 		return rc;
 	memcpy(tail->v + tail->n, l->v + k, (l->n - k) * sizeof(*l->v));
 	tail->n += l->n - k;
+	tail->joined = 0;
 	l->n = k;
+	/* a head of a joined list is joined */
+	if (l->joined == ILIST_JOINED_SPAN && l->ja > k)
+		l->ja = k;
+	if (l->joined == ILIST_JOINED_SPAN && l->jb > k)
+		l->jb = k;
 	return 0;
 }
 
@@ -107,6 +132,12 @@ int ilist_splice(struct ilist *l, size_t a, size_t b,
 		free(l->v[i].body);
 	memmove(l->v + a + n, l->v + b, (l->n - b) * sizeof(*l->v));
 	l->n = l->n - (b - a) + n;
+	/* the span's end moves with the items after it; an end among the
+	 * items replaced becomes the end of the new ones (mark takes the
+	 * start down to a) */
+	if (l->joined == ILIST_JOINED_SPAN && l->jb > a)
+		l->jb = l->jb >= b ? l->jb - (b - a) + n : a + n;
+	mark(l, a, a + n);
 	for (size_t i = 0; i < n; i++) {
 		rc = item_copy(&l->v[a + i], &w[i].key, w[i].pid, w[i].body,
 			       w[i].len);
@@ -432,10 +463,12 @@ static int join(struct mitem *a, const struct mitem *b, size_t max,
 }
 
 /* One pass from item 'from' on: items [0, from] must be such a pass's
- * result already (none joins its neighbour), so the result is the whole
- * list's pass. */
-static int coalesce_from(struct ilist *l, size_t from, size_t max,
-			 uint32_t bs, enum fmt_key_policy pol)
+ * result already (none joins its neighbour). Once a pair at or after
+ * item 'stop' does not join, the rest are pairs that did not join
+ * before either (a pass leaves no pair that joins): they are only moved
+ * down. The result is the whole list's pass. */
+static int coalesce_from(struct ilist *l, size_t from, size_t stop,
+			 size_t max, uint32_t bs, enum fmt_key_policy pol)
 {
 	size_t w = from;
 
@@ -456,6 +489,13 @@ static int coalesce_from(struct ilist *l, size_t from, size_t max,
 			continue;
 		}
 		l->v[++w] = l->v[r];
+		if (r >= stop) {
+			if (w < r)
+				memmove(l->v + w + 1, l->v + r + 1,
+					(l->n - r - 1) * sizeof(*l->v));
+			w += l->n - r - 1;
+			break;
+		}
 	}
 	if (l->n > from)
 		l->n = w + 1;
@@ -465,19 +505,24 @@ static int coalesce_from(struct ilist *l, size_t from, size_t max,
 static int coalesce(struct ilist *l, size_t max, uint32_t bs,
 		    enum fmt_key_policy pol)
 {
-	return coalesce_from(l, 0, max, bs, pol);
+	size_t from = 0, stop = SIZE_MAX;
+	int rc;
+
+	if (l->joined == ILIST_JOINED)
+		return 0;
+	if (l->joined == ILIST_JOINED_SPAN) {
+		from = l->ja ? l->ja - 1 : 0;
+		stop = l->jb;
+	}
+	rc = coalesce_from(l, from, stop, max, bs, pol);
+	l->joined = rc ? 0 : ILIST_JOINED;
+	return rc;
 }
 
 int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
 		   enum fmt_key_policy pol)
 {
 	return coalesce(l, max, blksize, pol);
-}
-
-int ilist_coalesce_from(struct ilist *l, size_t from, size_t max,
-			uint32_t blksize, enum fmt_key_policy pol)
-{
-	return coalesce_from(l, from, max, blksize, pol);
 }
 
 /* ---- packing --------------------------------------------------------- */
@@ -496,6 +541,9 @@ static int pack_open(struct packer *p)
 	if (R4_RESERVE(p->out, p->cap, p->n + 1, 4))
 		return -ENOMEM;
 	memset(&p->out[p->n++], 0, sizeof(*p->out));
+	/* a run of the joined list: only a piece cut off an item may
+	 * join its neighbour (pack_one marks it) */
+	p->out[p->n - 1].joined = ILIST_JOINED;
 	p->used = 0;
 	return ilist_room(&p->out[p->n - 1], p->left ? p->left : 1);
 }
@@ -505,7 +553,7 @@ static int pack_one(struct packer *p, struct mitem *it, size_t cap,
 		    enum fmt_key_policy pol)
 {
 	struct mitem h, t;
-	int rc;
+	int rc, cut = 0;
 
 	for (;;) {
 		struct ilist *cur = &p->out[p->n - 1];
@@ -518,6 +566,8 @@ static int pack_one(struct packer *p, struct mitem *it, size_t cap,
 		}
 		if (p->used + ih + it->len <= cap) {
 			p->used += ih + it->len;
+			if (cut)
+				mark(cur, cur->n, cur->n + 1);
 			return push_owned(cur, it);
 		}
 		rc = 0;
@@ -529,7 +579,9 @@ static int pack_one(struct packer *p, struct mitem *it, size_t cap,
 			if (h.body != it->body)
 				free(it->body);
 			*it = t;
+			cut = 1;
 			p->used += ih + h.len;
+			mark(cur, cur->n, cur->n + 1);
 			rc = push_owned(cur, &h);
 			if (rc)
 				goto fail;

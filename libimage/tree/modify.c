@@ -285,7 +285,7 @@ static int root_shrink(struct tree_mod *m, struct ilist *top,
 static int root_set(struct tree_mod *m, unsigned l, struct ilist *items,
 		    struct r4_error *err)
 {
-	struct ilist *ch = NULL, np = { NULL, 0, 0 }, one = { NULL, 0, 0 };
+	struct ilist *ch = NULL, np = ILIST_EMPTY, one = ILIST_EMPTY;
 	uint64_t nb, old = m->root;
 	size_t nch = 0;
 	int rc;
@@ -347,16 +347,17 @@ static int choose_side(size_t total, size_t lb, size_t rb, size_t cap,
 	return 0;
 }
 
-/* Which nodes take part: [first, first + count) of the parent's items.
- * Loads the siblings' items in front of / after items. */
+/* Which nodes take part: [first, first + count) of the parent's items
+ * (total: items' bytes). Loads the siblings' items in front of / after
+ * items. */
 static int choose(struct tree_mod *m, struct ilist *P, long pos,
-		  unsigned l, struct ilist *items, long *first, size_t *count,
-		  uint64_t *blks, struct r4_error *err)
+		  unsigned l, struct ilist *items, size_t total, long *first,
+		  size_t *count, uint64_t *blks, struct r4_error *err)
 {
 	size_t cap = capacity(m), ih = ihsize(m);
-	size_t total = ilist_bytes(items, ih), lb = SIZE_MAX, rb = SIZE_MAX;
+	size_t lb = SIZE_MAX, rb = SIZE_MAX;
 	uint64_t lblk = tmod_sib(P, pos - 1), rblk = tmod_sib(P, pos + 1);
-	struct ilist L = { NULL, 0, 0 }, R = { NULL, 0, 0 }, tmp;
+	struct ilist L = ILIST_EMPTY, R = ILIST_EMPTY, tmp;
 	int rc = 0, use = 0;	/* -1 left, +1 right */
 
 	*first = pos;
@@ -421,15 +422,15 @@ static int near_end(const struct tree_mod *m, const struct ilist *items,
 
 /* A lazy writer's leaf or twig that stays one node, in the block this
  * writer made (its scope), with the same first key: its list goes to the cache
- * as the block's deferred content (written by dc_sync). 1 when done,
- * 0 when not for deferring, < 0 error. */
+ * as the block's deferred content (written by dc_sync). total: items'
+ * bytes. 1 when done, 0 when not for deferring, < 0 error. */
 static int defer(struct tree_mod *m, unsigned l, uint64_t blk,
-		 const struct fmt_key *first, struct ilist *items)
+		 const struct fmt_key *first, struct ilist *items,
+		 size_t total)
 {
 	if (!m->lazy || l > FMT_NODE_TWIG_LEVEL || !items->n ||
 	    fmt_key_cmp(&items->v[0].key, first) ||
-	    !txn_owns_in(m->t, blk, m->scope) ||
-	    ilist_bytes(items, ihsize(m)) > capacity(m) ||
+	    !txn_owns_in(m->t, blk, m->scope) || total > capacity(m) ||
 	    !tmod_dc_slot(m, blk) || r4_u64set_add(&m->stale, blk) < 0)
 		return 0;
 	/* what pack would make of it: one chunk, the items joined (the
@@ -472,10 +473,10 @@ static int parent_set(struct tree_mod *m, struct mpath *p, unsigned l,
 static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 		     struct ilist *items, struct r4_error *err)
 {
-	struct ilist P = { NULL, 0, 0 }, np = { NULL, 0, 0 }, *ch = NULL;
+	struct ilist P = ILIST_EMPTY, np = ILIST_EMPTY, *ch = NULL;
 	long pos = p->pos[l + 1], first = pos;
 	uint64_t blks[2] = { p->blk[l], 0 };
-	size_t count = 1, nch = 0;
+	size_t count = 1, nch = 0, total = ilist_bytes(items, ihsize(m));
 	long ie = m->ins_end;
 	int rc;
 
@@ -489,9 +490,10 @@ static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 			     (unsigned long long)p->blk[l + 1], pos,
 			     (unsigned long long)blks[0]);
 	if (!rc)
-		rc = choose(m, &P, pos, l, items, &first, &count, blks, err);
+		rc = choose(m, &P, pos, l, items, total, &first, &count, blks,
+			    err);
 	if (!rc && count == 1 &&
-	    (rc = defer(m, l, blks[0], &P.v[pos].key, items)) != 0) {
+	    (rc = defer(m, l, blks[0], &P.v[pos].key, items, total)) != 0) {
 		if (rc > 0)
 			tmod_dc_keep(m, p->blk[l + 1], l + 1, &P);
 		ilist_free(&P);
@@ -540,7 +542,7 @@ static int new_leaves(struct tree_mod *m, uint64_t hint,
 		      const struct tree_newitem *it, size_t n,
 		      struct r4_error *err)
 {
-	struct ilist all = { NULL, 0, 0 }, np = { NULL, 0, 0 }, *ch = NULL;
+	struct ilist all = ILIST_EMPTY, np = ILIST_EMPTY, *ch = NULL;
 	struct tree_newitem *w = NULL;
 	size_t nch = 0;
 	int rc = ilist_splice(&all, 0, 0, it, n) ? tmod_oom(err) : 0;
@@ -569,7 +571,7 @@ static int twig_cut(struct tree_mod *m, struct mpath *p,
 		    const struct fmt_key *at, struct ilist *right,
 		    struct r4_error *err)
 {
-	struct ilist twig = { NULL, 0, 0 }, leaf = { NULL, 0, 0 };
+	struct ilist twig = ILIST_EMPTY, leaf = ILIST_EMPTY;
 	uint64_t child;
 	size_t k = 0;
 	int rc;
@@ -613,7 +615,7 @@ static int put_once(struct tree_mod *m, unsigned level,
 		    const struct tree_newitem *it, size_t n,
 		    struct ilist *right, struct r4_error *err)
 {
-	struct ilist L = { NULL, 0, 0 };
+	struct ilist L = ILIST_EMPTY;
 	struct mpath p;
 	int none = 0, rc, pos, found;
 
@@ -663,7 +665,7 @@ int tree_put_items(struct tree_mod *m, unsigned level,
 		   const struct tree_newitem *it, size_t n,
 		   struct r4_error *err)
 {
-	struct ilist right = { NULL, 0, 0 };
+	struct ilist right = ILIST_EMPTY;
 	struct tree_newitem *w;
 	int rc;
 

@@ -163,10 +163,21 @@ struct mitem {
 	uint8_t *body;		/* owned */
 };
 
+/* joined: what a coalesce pass (below) may find to join. The changes
+ * made through ilist_* since the last pass are in items [ja, jb), so
+ * only the pairs from item ja - 1 to item jb may join (ja == jb: a
+ * removal, the pair ja - 1, ja). 0: unknown (a list read from a node,
+ * or moved or cut into): the next pass tries every pair. */
 struct ilist {
 	struct mitem *v;
 	size_t n, cap;
+	size_t ja, jb;
+	int joined;
 };
+
+#define ILIST_EMPTY { NULL, 0, 0, 0, 0, 0 }
+#define ILIST_JOINED_SPAN 1	/* joined, but for the pairs of [ja - 1, jb] */
+#define ILIST_JOINED 2		/* a pass would join nothing */
 
 void ilist_free(struct ilist *l);
 int ilist_push(struct ilist *l, const struct fmt_key *k, unsigned pid,
@@ -184,15 +195,12 @@ size_t ilist_bytes(const struct ilist *l, size_t ih);
 int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
 	       struct ilist *out, struct r4_error *err);
 /* Join neighbouring items that continue each other (what ilist_pack
- * does first); max = the largest item body. On an error (< 0) the
- * list stays whole: ilist_free still frees each body once. */
+ * does first); max = the largest item body. Only the pairs around the
+ * span l->joined names are tried when it is set; the result is the
+ * whole list's pass either way. On an error (< 0) the list stays
+ * whole: ilist_free still frees each body once. */
 int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
 		   enum fmt_key_policy pol);
-/* The same for a list whose items [0, from] are coalesced already
- * (none joins its neighbour): only the pairs from 'from' on are tried,
- * the result is what ilist_coalesce makes of the whole list. */
-int ilist_coalesce_from(struct ilist *l, size_t from, size_t max,
-			uint32_t blksize, enum fmt_key_policy pol);
 /* Cut all into chunks of at most cap bytes each (items + headers),
  * closing a chunk once it holds 'target' bytes; an item that does not
  * fit whole is cut at a unit boundary when the part fits. *out receives

@@ -2,13 +2,17 @@
 /* r4kit: item lists (libimage/tree/ilist.c) when memory runs out half
  * way through joining neighbours, and when an item cannot be cut to fit:
  * the list stays whole, so its cleanup frees every body once (a double
- * free aborts this test; a leak fails it under LeakSanitizer).
+ * free aborts this test; a leak fails it under LeakSanitizer). A pass
+ * that joins only around the changes since the last one (a list's
+ * span, ilist_pack's chunks) against a pass over the whole list.
  *
  * realloc is wrapped here (the next definition, libc's or the
  * sanitizer's, found with dlsym) so the n-th call from now can fail. */
 #include "config.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include "tap.h"
 #include "libimage/tree/modify.h"
 #include "format/plugin.h"
@@ -62,7 +66,7 @@ static void five(struct ilist *l)
 
 static void coalesce_oom(void)
 {
-	struct ilist l = { NULL, 0, 0 };
+	struct ilist l = ILIST_EMPTY;
 	int rc;
 
 	five(&l);
@@ -80,7 +84,7 @@ static void coalesce_oom(void)
 /* The same failure inside ilist_pack: all is emptied and freed. */
 static void pack_oom(void)
 {
-	struct ilist l = { NULL, 0, 0 }, *out = NULL;
+	struct ilist l = ILIST_EMPTY, *out = NULL;
 	size_t nout = 0;
 	int rc;
 
@@ -97,7 +101,7 @@ static void pack_oom(void)
  * body freed with the rest. */
 static void pack_too_big(void)
 {
-	struct ilist l = { NULL, 0, 0 }, *out = NULL;
+	struct ilist l = ILIST_EMPTY, *out = NULL;
 	struct fmt_key k = { { 1ull << 4, 0x2a, 9, 0 } };
 	uint8_t body[200];
 	size_t nout = 0;
@@ -114,11 +118,215 @@ static void pack_too_big(void)
 	   rc);
 }
 
+/* ---- a pass over a span against a pass over the whole list -------- */
+
+static unsigned long long rnd_state = 88172645463325252ull;
+
+static unsigned rnd(unsigned n)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return (unsigned)(rnd_state % n);
+}
+
+/* A tail item to go after left (NULL: none) and before right (NULL:
+ * none): it often continues left or leads into right, so passes have
+ * joins to make, some too big for max. */
+static struct tree_newitem new_item(const struct tree_newitem *left,
+				    const struct mitem *right, uint8_t *body)
+{
+	struct tree_newitem w;
+	size_t len = 1 + rnd(60);
+	unsigned how = rnd(3);
+
+	memset(&w, 0, sizeof(w));
+	w.key.el[0] = 1ull << 4;
+	w.key.el[1] = 0x2a;
+	w.key.el[2] = 1 + rnd(3);
+	w.key.el[3] = rnd(500);
+	if (how == 0 && left) {
+		w.key = left->key;
+		w.key.el[3] += left->len;
+	} else if (how == 1 && right && right->key.el[3] >= len) {
+		w.key = right->key;
+		w.key.el[3] -= len;
+	}
+	for (size_t i = 0; i < len; i++)
+		body[i] = (uint8_t)rnd(256);
+	w.pid = FMT_ITEM_TAIL40;
+	w.body = body;
+	w.len = len;
+	return w;
+}
+
+/* The item at the end of l as new_item's left. */
+static struct tree_newitem last_of(const struct ilist *l, size_t a)
+{
+	struct tree_newitem w;
+
+	memset(&w, 0, sizeof(w));
+	if (a) {
+		w.key = l->v[a - 1].key;
+		w.len = l->v[a - 1].len;
+	}
+	return w;
+}
+
+/* Replace [a, b) of l by 0 to 3 new items. */
+static void change(struct ilist *l)
+{
+	uint8_t bodies[3][64];
+	struct tree_newitem w[3], left;
+	size_t a = rnd((unsigned)l->n + 1), b = a, n = rnd(4);
+
+	if (a < l->n && rnd(2))
+		b = a + rnd((unsigned)(l->n - a < 3 ? l->n - a : 3) + 1);
+	left = last_of(l, a);
+	for (size_t i = 0; i < n; i++)
+		w[i] = new_item(i ? &w[i - 1] : a ? &left : NULL,
+				b < l->n ? &l->v[b] : NULL, bodies[i]);
+	tap_require(ilist_splice(l, a, b, w, n) == 0, "ilist_splice");
+}
+
+/* A copy of l that says nothing of what is joined. */
+static void copy_unknown(const struct ilist *l, struct ilist *c)
+{
+	struct ilist tmp = ILIST_EMPTY;
+
+	for (size_t i = 0; i < l->n; i++)
+		tap_require(ilist_push(&tmp, &l->v[i].key, l->v[i].pid,
+				       l->v[i].body, l->v[i].len) == 0,
+			    "ilist_push");
+	tmp.joined = 0;
+	*c = tmp;
+}
+
+static int same(const struct ilist *a, const struct ilist *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (size_t i = 0; i < a->n; i++)
+		if (fmt_key_cmp(&a->v[i].key, &b->v[i].key) ||
+		    a->v[i].pid != b->v[i].pid || a->v[i].len != b->v[i].len ||
+		    memcmp(a->v[i].body, b->v[i].body, a->v[i].len))
+			return 0;
+	return 1;
+}
+
+/* Pass l (which knows its span) and a copy (which does not): 1 when
+ * both make the same list. */
+static int pass_same(struct ilist *l, size_t max)
+{
+	struct ilist c;
+	int rc;
+
+	copy_unknown(l, &c);
+	rc = !ilist_coalesce(l, max, 4096, FMT_KEY_LARGE) &&
+	     !ilist_coalesce(&c, max, 4096, FMT_KEY_LARGE) && same(l, &c) &&
+	     l->joined == ILIST_JOINED;
+	ilist_free(&c);
+	return rc;
+}
+
+/* Random lists, joined, then changed (splices, a cut, a push) and
+ * joined again over the changes' span only; then packed into chunks
+ * whose pieces cut off items are the span. */
+static void spans(void)
+{
+	size_t bad = 0, badpack = 0, tried = 0, chunks = 0, cut_lists = 0;
+
+	for (int t = 0; t < 3000; t++) {
+		struct ilist l = ILIST_EMPTY, *out = NULL, tail = ILIST_EMPTY;
+		size_t max = 100 + rnd(120), nout = 0, n0 = 4 + rnd(40);
+		uint8_t body[64];
+
+		for (size_t i = 0; i < n0; i++) {
+			struct tree_newitem left = last_of(&l, l.n);
+			struct tree_newitem w = new_item(l.n ? &left : NULL,
+							 NULL, body);
+
+			tap_require(ilist_push(&l, &w.key, w.pid, w.body,
+					       w.len) == 0, "ilist_push");
+		}
+		tap_require(ilist_coalesce(&l, max, 4096, FMT_KEY_LARGE) == 0,
+			    "ilist_coalesce");
+		for (unsigned k = 1 + rnd(3); k; k--)
+			change(&l);
+		if (l.n > 2 && !rnd(4)) {
+			tap_require(ilist_cut(&l, 1 + rnd((unsigned)l.n - 1),
+					      &tail) == 0, "ilist_cut");
+			cut_lists++;
+		}
+		if (!rnd(4)) {
+			struct tree_newitem left = last_of(&l, l.n);
+			struct tree_newitem w = new_item(l.n ? &left : NULL,
+							 NULL, body);
+
+			tap_require(ilist_push(&l, &w.key, w.pid, w.body,
+					       w.len) == 0, "ilist_push");
+		}
+		tried++;
+		bad += !pass_same(&l, max);
+		change(&l);
+		tap_require(ilist_pack(&l, max + 24, max / 2 + 24, 24, 4096,
+				       FMT_KEY_LARGE, &out, &nout) == 0,
+			    "ilist_pack");
+		for (size_t i = 0; i < nout; i++) {
+			badpack += !pass_same(&out[i], max);
+			ilist_free(&out[i]);
+		}
+		chunks += nout;
+		free(out);
+		ilist_free(&tail);
+		ilist_free(&l);
+	}
+	ok(bad == 0, "%zu changed lists (%zu cut): a pass over the changes' "
+	   "span makes what a whole pass does (%zu differ)", tried, cut_lists,
+	   bad);
+	ok(badpack == 0, "%zu chunks of ilist_pack: the same (%zu differ)",
+	   chunks, badpack);
+}
+
+/* X (object 9), A and B (object 7, B continuing A; too big for one
+ * item of max 200 bytes): in nodes of 224 bytes, X and a head of A fill
+ * the first; the rest of A (34 bytes) and B join in the second. */
+static void pack_cut_joins(void)
+{
+	struct ilist l = ILIST_EMPTY, *out = NULL;
+	uint8_t a[150], b[60], x[60];
+	struct fmt_key kx = { { 1ull << 4, 0x2a, 9, 0 } };
+	struct fmt_key ka = { { 1ull << 4, 0x2a, 7, 0 } };
+	struct fmt_key kb = { { 1ull << 4, 0x2a, 7, 150 } };
+	size_t nout = 0;
+	int rc;
+
+	memset(a, 'a', sizeof(a));
+	memset(b, 'b', sizeof(b));
+	memset(x, 'x', sizeof(x));
+	tap_require(ilist_push(&l, &kx, FMT_ITEM_TAIL40, x, sizeof(x)) == 0 &&
+		    ilist_push(&l, &ka, FMT_ITEM_TAIL40, a, sizeof(a)) == 0 &&
+		    ilist_push(&l, &kb, FMT_ITEM_TAIL40, b, sizeof(b)) == 0,
+		    "ilist_push");
+	rc = ilist_pack(&l, 224, 224, 24, 4096, FMT_KEY_LARGE, &out, &nout);
+	if (!rc && nout == 2 && !pass_same(&out[1], 200))
+		rc = -1;
+	ok(rc == 0 && nout == 2 && out[0].n == 2 && out[1].n == 1 &&
+	   out[1].v[0].len == 94,
+	   "a piece cut off an item joins the next item in its chunk (%zu "
+	   "chunks, %zu items in the second)", nout, nout == 2 ? out[1].n : 0);
+	for (size_t i = 0; i < nout; i++)
+		ilist_free(&out[i]);
+	free(out);
+}
+
 int main(void)
 {
-	plan(6);
+	plan(9);
+	pack_cut_joins();
 	coalesce_oom();
 	pack_oom();
 	pack_too_big();
+	spans();
 	return tap_done();
 }
