@@ -20,6 +20,8 @@
  * block (doc/format.md §1.2), so no old boot sector or file system
  * signature is left for blkid to find beside the new volume. */
 #define PLACE_ZERO_HEAD 65536u
+/* runs are placed in whole blocks (r4mkfs and r4pack make 4096 only) */
+#define PLACE_GRAIN 4096u
 
 int r4_pack_target_size(const char *target, const struct r4_open_opts *o,
 			uint64_t *bytes, struct r4_error *err)
@@ -62,15 +64,22 @@ static int place_run(int fd, const char *image, struct io_dev *dst,
 }
 
 /* The data runs of the image file (SEEK_DATA / SEEK_HOLE), the first
- * PLACE_ZERO_HEAD bytes whole. */
+ * PLACE_ZERO_HEAD bytes whole. Each run is widened to whole grains of
+ * PLACE_GRAIN bytes (the block size): a block the build
+ * wrote only in part (a file's last partial block copied into a new
+ * file, whose rest reads as zeros) can be a hole in its rest when the
+ * host file system's blocks are smaller than the image's, and that rest
+ * must reach the target as zeros, not as what the target held. */
 static int place_runs(int fd, const char *image, uint64_t size,
 		      struct io_dev *dst, char *buf, struct r4_error *err)
 {
 	uint64_t head = size < PLACE_ZERO_HEAD ? size : PLACE_ZERO_HEAD;
+	uint64_t done = head;
 	off_t s = (off_t)head;
 	int rc = place_run(fd, image, dst, 0, head, buf, err);
 
 	while (!rc && (uint64_t)s < size) {
+		uint64_t a, z;
 		off_t e;
 
 		s = lseek(fd, s, SEEK_DATA);
@@ -81,9 +90,15 @@ static int place_runs(int fd, const char *image, uint64_t size,
 		e = lseek(fd, s, SEEK_HOLE);
 		if (e < 0 || (uint64_t)e > size)
 			e = (off_t)size;
-		rc = place_run(fd, image, dst, (uint64_t)s, (uint64_t)e, buf,
-			       err);
-		s = e;
+		a = (uint64_t)s / PLACE_GRAIN * PLACE_GRAIN;
+		z = ((uint64_t)e + PLACE_GRAIN - 1) / PLACE_GRAIN * PLACE_GRAIN;
+		if (a < done)
+			a = done;
+		if (z > size)
+			z = size;
+		rc = place_run(fd, image, dst, a, z, buf, err);
+		done = z;
+		s = (off_t)z;
 	}
 	return rc;
 }

@@ -144,3 +144,40 @@ listing() {
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--layers=bogus"* ]]
 }
+
+# A layered create builds into a new temporary file and places its data
+# runs onto the target (pack/place.c). A file's last partial block is
+# copied as it is into the new file (its rest reads as zeros there), but
+# on a host file system with 1 KiB blocks that rest can be a hole, which
+# must still reach the target as zeros, not as the target's old bytes.
+@test "a layered create onto a window, built on 1 KiB blocks: a file's last block past its end is zeros on the target" {
+	[ "$(id -u)" -eq 0 ] || skip "needs root to loop-mount a file system"
+	command -v mkfs.ext4 >/dev/null || skip "needs mkfs.ext4"
+	truncate -s 64M "$T/fs.img"
+	mkfs.ext4 -q -F -b 1024 "$T/fs.img"
+	mkdir "$T/mnt"
+	if ! mount -o loop "$T/fs.img" "$T/mnt" 2>"$T/mount.err"; then
+		skip "cannot loop-mount here: $(head -n 1 "$T/mount.err")"
+	fi
+	local m=$T/mnt rc=0 blks last tailb
+	mkdir "$m/s" "$m/more"
+	head -c 53460 /dev/urandom >"$m/s/f"	# 13 blocks and 212 bytes
+	echo x >"$m/more/x"
+	tar -cf "$m/s.tar" -C "$m/s" .
+	# the disk's old bytes: all 0xff
+	tr '\0' '\377' </dev/zero | head -c 16M >"$m/disk"
+	r4pack create -q -f --offset=1048576 "$m/s.tar" "$m/more" "$m/disk" ||
+		rc=$?
+	blks=$(r4debugfs --offset=1048576 -R "blocks /f" "$m/disk")
+	cp "$m/disk" "$T/disk"
+	umount "$T/mnt"
+	[ "$rc" -eq 0 ]
+	echo "$blks"
+	last=$(sed -n 's/.*data blocks [0-9]*-\([0-9]*\)$/\1/p' <<<"$blks")
+	[ "$last" -gt 0 ]
+	# the 3,884 bytes after the file's end in its last block
+	tailb=$(dd if="$T/disk" bs=1 skip=$((1048576 + last * 4096 + 212)) \
+		count=3884 status=none | tr -d '\0' | wc -c)
+	[ "$tailb" -eq 0 ]
+	r4fsck -n --offset=1048576 "$T/disk"
+}
