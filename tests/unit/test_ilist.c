@@ -320,9 +320,41 @@ static void pack_cut_joins(void)
 	free(out);
 }
 
+/* Two lists each joined, then moved into one (a node taking its left
+ * neighbour's items): the pair where they meet (a file's tail split
+ * across the two) must be tried by the next pass, so the moved list's
+ * state is unknown; and a cut's tail, pushed to, joins whole. */
+static void move_cut_joins(void)
+{
+	struct ilist a = ILIST_EMPTY, b = ILIST_EMPTY, t = ILIST_EMPTY;
+	int rc;
+
+	tail(&a, 7, 0, 'a', 10);
+	tail(&b, 7, 10, 'b', 10);
+	tail(&b, 9, 0, 'x', 10);
+	rc = ilist_coalesce(&a, 200, 4096, FMT_KEY_LARGE) ||
+	     ilist_coalesce(&b, 200, 4096, FMT_KEY_LARGE) ||
+	     ilist_move(&a, &b) ||
+	     ilist_coalesce(&a, 200, 4096, FMT_KEY_LARGE);
+	ok(!rc && a.n == 2 && filled(&a.v[0], "ab", 20),
+	   "two joined lists moved into one: the pair where they meet joins "
+	   "(%zu items)", a.n);
+	tail(&a, 9, 10, 'y', 10);
+	rc = ilist_coalesce(&a, 200, 4096, FMT_KEY_LARGE) ||
+	     ilist_cut(&a, 1, &t);
+	tail(&t, 9, 20, 'z', 10);
+	rc = rc || ilist_coalesce(&t, 200, 4096, FMT_KEY_LARGE);
+	ok(!rc && t.n == 1 && filled(&t.v[0], "xyz", 30),
+	   "a joined list's cut tail, pushed to, joins (%zu items)", t.n);
+	ilist_free(&a);
+	ilist_free(&b);
+	ilist_free(&t);
+}
+
 int main(void)
 {
-	plan(9);
+	plan(11);
+	move_cut_joins();
 	pack_cut_joins();
 	coalesce_oom();
 	pack_oom();
