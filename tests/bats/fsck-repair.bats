@@ -1569,6 +1569,23 @@ kept_outside() {
 	run r4fsck -y "$T/bad.img"
 	echo "$output"
 	[ "$status" -eq 4 ]
-	[[ "$output" == *"no room for the tree rebuild: a new tree needs about "*" free blocks, the volume has "*"; nothing was changed"* ]]
+	[[ "$output" == *"no room for the tree rebuild: a new tree needs about "*" free blocks, the volume has "*"; the tree rebuild changed nothing"* ]]
+	[[ "$output" != *"kept:"* ]]
 	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+}
+
+@test "no room for the tree rebuild after the master super block was restored: exit 4, the rebuild changed nothing, the earlier fix said and kept" {
+	FREE=0 full_volume
+	local blk
+	blk=$(middle_leaf "$T/good.img")
+	poke "$T/bad.img" $((blk * 4096 + 8)) 0 4
+	printf 'X' | dd of="$T/bad.img" bs=1 seek=65536 conv=notrunc status=none
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"fixed (master): master super block (block 16) restored"* ]]
+	[[ "$output" == *"the tree rebuild changed nothing"* ]]
+	[[ "$output" != *"nothing was changed"* ]]
+	[[ "$output" == *"kept: 1 fixes before the open, 0 transactions replayed"* ]]
+	cmp -n 65537 "$T/good.img" "$T/bad.img"
 }
