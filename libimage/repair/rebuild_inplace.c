@@ -4,7 +4,9 @@
  * become free only when the new tree's transaction commits (txn.h: a
  * block freed is never reused before), so an auto-sized image, with a
  * few free blocks, cannot take one. When the old tree's only damage is
- * leaves that do not verify (a zeroed or torn leaf), plus items lost
+ * leaves the walk takes nothing from (a zeroed leaf; a salvaged one,
+ * with its header mended or items taken one by one, refuses the mend),
+ * plus items lost
  * from the tree that the scan found, the old tree is mended in place
  * instead, in one transaction of the tree writer (copy-on-write: a
  * cut before its commit leaves the volume as it was): each twig
