@@ -105,9 +105,15 @@ static int mendable(struct rb *b)
 	struct chk *c = &b->R->c;
 	size_t nw, matched = 0;
 	struct wpos *w;
+	const uint64_t *codes = b->R->codes;
 	int ok = 1;
 
-	if (b->odd_walk || b->nodes_salvaged || !b->n)
+	/* Damage the walk may keep as it lies (a node of another volume or
+	 * level, a key outside its node's range), and a mend that would
+	 * change nothing, are left to a new tree. */
+	if (b->odd_walk || b->nodes_salvaged || !b->n ||
+	    codes[R4_CHK_DKEY] || codes[R4_CHK_NODE_MKFS_ID] ||
+	    codes[R4_CHK_NODE_LEVEL] || !(b->ndead || b->scanned))
 		return 0;
 	w = walked_items(b, &nw);
 	if (!w)

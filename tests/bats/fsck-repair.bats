@@ -1589,3 +1589,21 @@ kept_outside() {
 	[[ "$output" == *"kept: 1 fixes before the open, 0 transactions replayed"* ]]
 	cmp -n 65537 "$T/good.img" "$T/bad.img"
 }
+
+@test "a leaf zeroed on a full volume, another leaf with another volume's mkfs id: not mended in place (exit 4, the volume as it was)" {
+	full_volume
+	local blk other sum
+	blk=$(sd_block "$T/good.img" /d20/f25)
+	other=$(sd_block "$T/good.img" /d12/f15)
+	echo "dead $blk, foreign $other"
+	[ "$other" != "$blk" ]
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	poke "$T/bad.img" $((other * 4096 + 12)) 305419896 4
+	sum=$(sha256sum <"$T/bad.img")
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" != *"mended in place"* ]]
+	[[ "$output" == *"the tree rebuild changed nothing"* ]]
+	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+}
