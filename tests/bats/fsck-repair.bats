@@ -1607,3 +1607,25 @@ kept_outside() {
 	[[ "$output" == *"the tree rebuild changed nothing"* ]]
 	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
 }
+
+@test "a leaf moved to a free block on a full volume, the old one zeroed: the scan's items put back in place, its node freed, every file kept" {
+	full_volume
+	local blk last byte
+	blk=$(sd_block "$T/good.img" /d20/f25)
+	last=$(($(peek "$T/good.img" $((17 * 4096)) 8) - 1))
+	byte=$(peek "$T/good.img" $((18 * 4096 + 4 + last / 8)) 1)
+	echo "leaf $blk copied to $last (bitmap byte $byte)"
+	[ $((byte & (1 << (last % 8)))) -eq 0 ]
+	dd if="$T/good.img" of="$T/bad.img" bs=4096 skip="$blk" seek="$last" count=1 conv=notrunc status=none
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	setbit "$T/bad.img" "$last" 1
+	csum_fix "$T/bad.img" 18
+	rebuilt "$T/bad.img" node
+	[[ "$first" == *"storage tree mended in place (no room for a new tree): 1 pointers to leaves that do not verify cut, "*" items put back ("*" found by a scan of unreachable used blocks)"* ]]
+	[[ "$first" == *"the nodes the scan took freed (1)"* ]]
+	[[ "$first" != *"cut, 0 items put back"* ]]
+	r4debugfs -R "hash /" "$T/bad.img" >"$T/bad.hash"
+	run diff "$T/good.hash" "$T/bad.hash"
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
