@@ -210,9 +210,16 @@ static int run(const char *path)
 		r4cmd_error(&err, rep.err_path ? rep.err_path : path, rc);
 		if (rep.begun)
 			json_fail_open();
-		/* No room for a fix (the tree rebuild on a full volume):
-		 * the problems are left, not the run failed. */
-		return rc == R4_ENOSPC ? EXIT_UNCORRECTED : EXIT_OPERATIONAL;
+		/* No room for the tree rebuild on a full volume: the
+		 * problems are left, not the run failed; say what earlier
+		 * fixes changed all the same. Any other ENOSPC fails. */
+		if (rc != R4_ENOSPC || !rep.repair.no_room)
+			return EXIT_OPERATIONAL;
+		if (npre_done || replayed)
+			r4cmd_errorf("%s: kept: %u fixes before the open, %u "
+				     "transactions replayed", path, npre_done,
+				     replayed);
+		return EXIT_UNCORRECTED;
 	}
 	switch (rep.outcome) {
 	case R4_FSCK_SUPERS_DAMAGED:

@@ -96,6 +96,10 @@ struct r4_repair_report {
 	 * is one a rebuild cannot help). */
 	int preen_refused;
 	int tree_damaged;
+	/* The tree rebuild found no room on the volume for a new tree nor
+	 * a way to mend the old one in place: the run failed with
+	 * R4_ENOSPC, the tree as it was (fixes before it stay). */
+	int no_room;
 };
 
 /* Repair a volume opened read-write (the journal is replayed by the

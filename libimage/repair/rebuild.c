@@ -496,15 +496,18 @@ static int build(struct rb *b, struct r4_error *err)
 		return rc;
 	r4i_error_clear(err);
 	rc = rb_mend_in_place(b, err);
-	if (rc == 1 || (rc == R4_ENOSPC && !vol->failed))
+	if (rc == 1 || (rc == R4_ENOSPC && !vol->failed)) {
+		b->R->r->no_room = 1;
 		return r4i_fail_over(err, R4_ENOSPC, "%s: no room for the tree "
 				"rebuild: a new tree needs about %llu free "
-				"blocks, the volume has %llu%s; nothing was "
-				"changed (r4resize can grow it)",
+				"blocks, the volume has %llu%s; the tree "
+				"rebuild changed nothing (r4resize can grow "
+				"it)",
 				vol->dev->path, (unsigned long long)need,
 				(unsigned long long)room, rc == 1 ? "" :
 				" (and mending the old tree in place needs "
 				"more than that)");
+	}
 	return rc;
 }
 

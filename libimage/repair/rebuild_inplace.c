@@ -4,7 +4,9 @@
  * become free only when the new tree's transaction commits (txn.h: a
  * block freed is never reused before), so an auto-sized image, with a
  * few free blocks, cannot take one. When the old tree's only damage is
- * leaves that do not verify (a zeroed or torn leaf), plus items lost
+ * leaves the walk takes nothing from (a zeroed leaf; a salvaged one,
+ * with its header mended or items taken one by one, refuses the mend),
+ * plus items lost
  * from the tree that the scan found, the old tree is mended in place
  * instead, in one transaction of the tree writer (copy-on-write: a
  * cut before its commit leaves the volume as it was): each twig
@@ -21,9 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/repair/rebuild.h"
+#include "libimage/alloc/space.h"
 #include "libimage/obj/write.h"
 #include "libimage/txn/txn.h"
 #include "libimage/util/err.h"
+#include "format/endian.h"
 #include "format/item.h"
 #include "format/node.h"
 
@@ -101,9 +105,15 @@ static int mendable(struct rb *b)
 	struct chk *c = &b->R->c;
 	size_t nw, matched = 0;
 	struct wpos *w;
+	const uint64_t *codes = b->R->codes;
 	int ok = 1;
 
-	if (b->odd_walk || b->nodes_salvaged || !b->n)
+	/* Damage the walk may keep as it lies (a node of another volume or
+	 * level, a key outside its node's range), and a mend that would
+	 * change nothing, are left to a new tree. */
+	if (b->odd_walk || b->nodes_salvaged || !b->n ||
+	    codes[R4_CHK_DKEY] || codes[R4_CHK_NODE_MKFS_ID] ||
+	    codes[R4_CHK_NODE_LEVEL] || !(b->ndead || b->scanned))
 		return 0;
 	w = walked_items(b, &nw);
 	if (!w)
@@ -113,6 +123,70 @@ static int mendable(struct rb *b)
 			ok = node_kept(b, blk, w, nw, &matched);
 	free(w);
 	return ok && matched == nw;
+}
+
+/* Pin blocks start..start+count that lie in the volume. */
+static int pin_in(struct rb *b, uint64_t start, uint64_t count)
+{
+	uint64_t end = b->R->c.blocks;
+
+	if (start >= end || !count)
+		return 0;
+	if (count > end - start)
+		count = end - start;
+	return space_pin(&b->R->vol->space, start, count);
+}
+
+/* Whatever the mended tree keeps, pinned before its transaction: the
+ * allocator avoids only blocks the bitmap marks used or a read pinned
+ * (tree.c), and the bitmap may call live ones free (its pass runs
+ * after this one), while the tree writer reads only the paths it
+ * changes. So: every walked node and each child its pointers name
+ * (dead leaves too: until the commit the old tree points there), the
+ * blocks of every listed item's extents (format.md, extent40), and the
+ * scanned nodes. Read errors leave a node to its pins so far. */
+static int pin_kept(struct rb *b, const uint64_t *old, size_t nold)
+{
+	struct chk *c = &b->R->c;
+	struct fmt_extent40_unit u;
+	int rc = 0;
+
+	for (uint64_t blk = c->first_usable; blk < c->blocks && !rc; blk++) {
+		struct fmt_node_header nh;
+
+		if (!chk_map_test(&b->walked, blk))
+			continue;
+		rc = pin_in(b, blk, 1);
+		if (rc || vol_read_block(c->vol, blk, b->buf, "tree node",
+					 NULL) ||
+		    fmt_node_header_decode(b->buf, c->bs, &nh))
+			continue;
+		for (unsigned k = 0; k < nh.nr_items && !rc; k++) {
+			struct fmt_item_header ih;
+			size_t off, len;
+
+			if (!fmt_node_ih_decode(b->buf, c->bs, c->pol, k,
+						&ih) &&
+			    ih.plugin_id == FMT_ITEM_NODEPTR40 &&
+			    !fmt_node_item_body(b->buf, c->bs, c->pol, k, &off,
+						&len) && len >= 8)
+				rc = pin_in(b, get_le64(b->buf + off), 1);
+		}
+	}
+	for (size_t i = 0; i < b->n && !rc; i++) {
+		const struct ritem *p = &b->it[i];
+		int nu = p->pid == FMT_ITEM_EXTENT40 ?
+			 fmt_extent40_units(p->body, p->len) : 0;
+
+		for (int k = 0; k < nu && !rc; k++)
+			if (!fmt_extent40_unit(p->body, p->len, (unsigned)k,
+					       &u) &&
+			    fmt_extent40_kind(&u) == FMT_EXTENT_ALLOCATED)
+				rc = pin_in(b, u.start, u.width);
+	}
+	for (size_t i = 0; i < nold && !rc; i++)
+		rc = pin_in(b, old[i], 1);
+	return rc ? -ENOMEM : 0;
 }
 
 /* The transaction: dead pointers cut, the other items put in, the
@@ -160,6 +234,8 @@ int rb_mend_in_place(struct rb *b, struct r4_error *err)
 	if (rc <= 0)
 		return rc < 0 ? rc : 1;
 	rc = rb_old_nodes(b, 0, &old, &nold);
+	if (!rc)
+		rc = pin_kept(b, old, nold);
 	if (!rc)
 		rc = mend_tx(b, old, nold, err);
 	free(old);

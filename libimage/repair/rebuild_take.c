@@ -245,6 +245,9 @@ static int drop_outside(struct rb *b, const struct fmt_node_header *nh,
 		    outside(&ih.key, range))
 			out++;
 	}
+	/* Kept or dropped, an item outside its range is damage the mend
+	 * in place does not fix where it lies. */
+	b->odd_walk |= out != 0;
 	return out && 2 * out < nh->nr_items;
 }
 

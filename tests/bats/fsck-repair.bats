@@ -1490,38 +1490,72 @@ middle_leaf() {
 	done
 }
 
+# leaf_gone IMAGE BLK: $T/gone, the paths of the objects with items in
+# leaf BLK of IMAGE and everything under a directory whose entries are
+# there; $T/want.hash, $T/good.hash without them.
+leaf_gone() {
+	local oid p
+	r4debugfs -R "print node $2" "$1" >"$T/leaf"
+	: >"$T/gone"
+	for oid in $(sed -n 's/^#[0-9]* [^[]*\[[0-9a-f]*:[0-9a-f]*:[0-9a-f]*:\([0-9a-f]*\):.*/\1/p' "$T/leaf" | sort -u); do
+		r4debugfs -R "ncheck 0x$oid" "$1" | cut -f 2 >>"$T/gone"
+	done
+	echo "the leaf ($2) holds: $(tr '\n' ' ' <"$T/gone")"
+	[ -s "$T/gone" ]
+	cp "$T/good.hash" "$T/want.hash"
+	while read -r p; do
+		grep -vF "  $p" "$T/want.hash" >"$T/w2" || true
+		mv "$T/w2" "$T/want.hash"
+	done <"$T/gone"
+}
+
+# kept_outside IMAGE: every file of $T/want.hash hashes the same in IMAGE.
+kept_outside() {
+	r4debugfs -R "hash /" "$1" >"$T/bad.hash"
+	echo "files outside the leaf: $(wc -l <"$T/want.hash") of $(wc -l <"$T/good.hash")"
+	[ "$(wc -l <"$T/want.hash")" -gt 500 ]
+	run grep -cvxFf "$T/bad.hash" "$T/want.hash"
+	echo "changed: $output"
+	[ "$output" = 0 ]
+}
+
 @test "a leaf zeroed on a full auto-sized volume: the tree mended in place, every file outside the leaf keeps its bytes" {
 	full_volume
-	local blk free nodes oid p
+	local blk free nodes
 	free=$(peek "$T/good.img" $((17 * 4096 + 8)) 8)
 	nodes=$(r4debugfs -R "print tree" "$T/good.img" | grep -c "^node ")
 	echo "free blocks: $free, tree nodes: $nodes"
 	[ "$free" -lt "$nodes" ]
 	# The leaf of a stat data in the middle: files and names lost.
 	blk=$(sd_block "$T/good.img" /d20/f25)
-	# The paths of the objects with items in the leaf, and everything
-	# under a directory whose entries are there.
-	r4debugfs -R "print node $blk" "$T/good.img" >"$T/leaf"
-	: >"$T/gone"
-	for oid in $(sed -n 's/^#[0-9]* [^[]*\[[0-9a-f]*:[0-9a-f]*:[0-9a-f]*:\([0-9a-f]*\):.*/\1/p' "$T/leaf" | sort -u); do
-		r4debugfs -R "ncheck 0x$oid" "$T/good.img" | cut -f 2 >>"$T/gone"
-	done
-	echo "the leaf ($blk) holds: $(tr '\n' ' ' <"$T/gone")"
-	[ -s "$T/gone" ]
+	leaf_gone "$T/good.img" "$blk"
 	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
 	rebuilt "$T/bad.img" node
 	[[ "$first" == *"storage tree mended in place (no room for a new tree): 1 pointers to leaves that do not verify cut"* ]]
-	r4debugfs -R "hash /" "$T/bad.img" >"$T/bad.hash"
-	cp "$T/good.hash" "$T/want.hash"
-	while read -r p; do
-		grep -vF "  $p" "$T/want.hash" >"$T/w2" || true
-		mv "$T/w2" "$T/want.hash"
-	done <"$T/gone"
-	echo "files outside the leaf: $(wc -l <"$T/want.hash") of $(wc -l <"$T/good.hash")"
-	[ "$(wc -l <"$T/want.hash")" -gt 500 ]
-	run grep -cvxFf "$T/bad.hash" "$T/want.hash"
-	echo "changed: $output"
-	[ "$output" = 0 ]
+	kept_outside "$T/bad.img"
+}
+
+@test "a leaf zeroed on a full volume whose bitmap calls live leaves free: the mend writes none of them" {
+	full_volume
+	local blk twig kids b
+	blk=$(sd_block "$T/good.img" /d20/f25)
+	leaf_gone "$T/good.img" "$blk"
+	# The last twig that is not the dead leaf's parent: the mend never
+	# reads it (only the walk knows its children live), and the
+	# allocator looks on from the nodes it copies.
+	r4debugfs -R "print tree" "$T/good.img" >"$T/tree"
+	twig=$(awk -v d="$blk" '/^node / { t = ($5 == "2,") ? $2 : ""; sub(":", "", t) }
+		t != "" && $1 == "child" { if ($2 == d) bad[t] = 1; else ok[t] = 1 }
+		END { for (k in ok) if (!(k in bad) && k + 0 > m) m = k + 0; print m }' "$T/tree")
+	kids=$(r4debugfs -R "print node $twig" "$T/good.img" | awk '$1 == "child" { print $2 }' | head -n 5)
+	echo "twig $twig, its first children: $(echo $kids)"
+	[ -n "$kids" ]
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	for b in $kids; do setbit "$T/bad.img" "$b" 0; done
+	csum_fix "$T/bad.img" 18
+	rebuilt "$T/bad.img" node space-marked-free
+	[[ "$first" == *"storage tree mended in place"* ]]
+	kept_outside "$T/bad.img"
 }
 
 @test "tree damage on a full volume that only a new tree mends: exit 4, how many blocks it needs, the volume as it was" {
@@ -1535,6 +1569,63 @@ middle_leaf() {
 	run r4fsck -y "$T/bad.img"
 	echo "$output"
 	[ "$status" -eq 4 ]
-	[[ "$output" == *"no room for the tree rebuild: a new tree needs about "*" free blocks, the volume has "*"; nothing was changed"* ]]
+	[[ "$output" == *"no room for the tree rebuild: a new tree needs about "*" free blocks, the volume has "*"; the tree rebuild changed nothing"* ]]
+	[[ "$output" != *"kept:"* ]]
 	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+}
+
+@test "no room for the tree rebuild after the master super block was restored: exit 4, the rebuild changed nothing, the earlier fix said and kept" {
+	FREE=0 full_volume
+	local blk
+	blk=$(middle_leaf "$T/good.img")
+	poke "$T/bad.img" $((blk * 4096 + 8)) 0 4
+	printf 'X' | dd of="$T/bad.img" bs=1 seek=65536 conv=notrunc status=none
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"fixed (master): master super block (block 16) restored"* ]]
+	[[ "$output" == *"the tree rebuild changed nothing"* ]]
+	[[ "$output" != *"nothing was changed"* ]]
+	[[ "$output" == *"kept: 1 fixes before the open, 0 transactions replayed"* ]]
+	cmp -n 65537 "$T/good.img" "$T/bad.img"
+}
+
+@test "a leaf zeroed on a full volume, another leaf with another volume's mkfs id: not mended in place (exit 4, the volume as it was)" {
+	full_volume
+	local blk other sum
+	blk=$(sd_block "$T/good.img" /d20/f25)
+	other=$(sd_block "$T/good.img" /d12/f15)
+	echo "dead $blk, foreign $other"
+	[ "$other" != "$blk" ]
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	poke "$T/bad.img" $((other * 4096 + 12)) 305419896 4
+	sum=$(sha256sum <"$T/bad.img")
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" != *"mended in place"* ]]
+	[[ "$output" == *"the tree rebuild changed nothing"* ]]
+	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+}
+
+@test "a leaf moved to a free block on a full volume, the old one zeroed: the scan's items put back in place, its node freed, every file kept" {
+	full_volume
+	local blk last byte
+	blk=$(sd_block "$T/good.img" /d20/f25)
+	last=$(($(peek "$T/good.img" $((17 * 4096)) 8) - 1))
+	byte=$(peek "$T/good.img" $((18 * 4096 + 4 + last / 8)) 1)
+	echo "leaf $blk copied to $last (bitmap byte $byte)"
+	[ $((byte & (1 << (last % 8)))) -eq 0 ]
+	dd if="$T/good.img" of="$T/bad.img" bs=4096 skip="$blk" seek="$last" count=1 conv=notrunc status=none
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	setbit "$T/bad.img" "$last" 1
+	csum_fix "$T/bad.img" 18
+	rebuilt "$T/bad.img" node
+	[[ "$first" == *"storage tree mended in place (no room for a new tree): 1 pointers to leaves that do not verify cut, "*" items put back ("*" found by a scan of unreachable used blocks)"* ]]
+	[[ "$first" == *"the nodes the scan took freed (1)"* ]]
+	[[ "$first" != *"cut, 0 items put back"* ]]
+	r4debugfs -R "hash /" "$T/bad.img" >"$T/bad.hash"
+	run diff "$T/good.hash" "$T/bad.hash"
+	echo "$output"
+	[ "$status" -eq 0 ]
 }
