@@ -8,7 +8,8 @@
  * as leaves or twigs of this volume (lost subtrees). Items are sorted by
  * key; of two with one key the first found stays; extents that share a
  * block with another stay too (block-shared: the pass of blocks claimed
- * twice, twice.c, gives each a copy after the rebuild). A new tree is built from them in one transaction
+ * twice, twice.c, gives each a copy after the rebuild). A new tree is built
+ * from them in one transaction
  * (copy-on-write: the old tree stays on disk, untouched, until the
  * commit point, so a power cut leaves the old volume and a rerun starts
  * again); the root directory's stat data is made anew, with the plugin
@@ -57,15 +58,9 @@ static uint64_t want_end(const struct rb *b, size_t i)
 	return st.size;
 }
 
-struct nodepos {
-	uint64_t blk;
-	unsigned idx;
-	size_t i;
-};
-
-static int nodepos_cmp(const void *x, const void *y)
+int rb_nodepos_cmp(const void *x, const void *y)
 {
-	const struct nodepos *a = x, *c = y;
+	const struct rb_nodepos *a = x, *c = y;
 
 	if (a->blk != c->blk)
 		return a->blk < c->blk ? -1 : 1;
@@ -74,12 +69,12 @@ static int nodepos_cmp(const void *x, const void *y)
 
 /* The sorted position of the tail item that was item idx of node blk,
  * or SIZE_MAX. */
-static size_t node_item(const struct nodepos *np, size_t n, uint64_t blk,
+static size_t node_item(const struct rb_nodepos *np, size_t n, uint64_t blk,
 			unsigned idx)
 {
-	struct nodepos k = { blk, idx, 0 };
-	const struct nodepos *f = bsearch(&k, np, n, sizeof(*np),
-					  nodepos_cmp);
+	struct rb_nodepos k = { blk, idx, 0 };
+	const struct rb_nodepos *f = bsearch(&k, np, n, sizeof(*np),
+					  rb_nodepos_cmp);
 
 	return f ? f->i : SIZE_MAX;
 }
@@ -110,9 +105,9 @@ static int shift_bytes(struct ritem *from, struct ritem *to, size_t e,
 
 /* The tail items that came from a node, sorted by that node's block and
  * their place in it (for node_item), or NULL without memory. */
-static struct nodepos *tail_positions(const struct rb *b, size_t *nn)
+static struct rb_nodepos *tail_positions(const struct rb *b, size_t *nn)
 {
-	struct nodepos *np = malloc((b->n ? b->n : 1) * sizeof(*np));
+	struct rb_nodepos *np = malloc((b->n ? b->n : 1) * sizeof(*np));
 
 	*nn = 0;
 	if (!np)
@@ -124,15 +119,15 @@ static struct nodepos *tail_positions(const struct rb *b, size_t *nn)
 			np[(*nn)++].i = i;
 		}
 	if (*nn)
-		qsort(np, *nn, sizeof(*np), nodepos_cmp);
+		qsort(np, *nn, sizeof(*np), rb_nodepos_cmp);
 	return np;
 }
 
 /* The tail item beside item p in its node (before it, else after it:
  * *front = 1) that misses exactly e bytes of its body, or SIZE_MAX. */
-static size_t boundary_neighbour(const struct rb *b, const struct nodepos *np,
-				 size_t nn, const struct ritem *p, uint64_t e,
-				 int *front)
+static size_t boundary_neighbour(const struct rb *b,
+				 const struct rb_nodepos *np, size_t nn,
+				 const struct ritem *p, uint64_t e, int *front)
 {
 	uint32_t bs = b->R->c.bs;
 
@@ -205,7 +200,7 @@ static int mend_bounds(struct rb *b)
 {
 	uint32_t bs = b->R->c.bs;
 	size_t nn;
-	struct nodepos *np = tail_positions(b, &nn);
+	struct rb_nodepos *np = tail_positions(b, &nn);
 	int rc = 0;
 
 	if (!np)

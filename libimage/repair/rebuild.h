@@ -78,6 +78,14 @@ int rb_scan(struct rb *b);
  * directory's stat data; where an item's bytes end; a break filled;
  * key look-ups; the key, ctail and orphan menders. */
 int rb_item_cmp(const void *x, const void *y);
+/* Where a listed item was found: node blk, item idx; i its index in
+ * the list. rb_nodepos_cmp orders by node, then item. */
+struct rb_nodepos {
+	uint64_t blk;
+	unsigned idx;
+	size_t i;
+};
+int rb_nodepos_cmp(const void *x, const void *y);
 int rb_root_sd(struct rb *b);
 uint64_t rb_item_end(const struct ritem *p, uint32_t bs);
 int rb_fill_gap(struct rb *b, const struct ritem *p, uint64_t at,

@@ -31,42 +31,27 @@
 #include "format/item.h"
 #include "format/node.h"
 
-struct wpos {
-	uint64_t blk;
-	unsigned idx;
-	size_t i;
-};
-
-static int wpos_cmp(const void *x, const void *y)
-{
-	const struct wpos *a = x, *c = y;
-
-	if (a->blk != c->blk)
-		return a->blk < c->blk ? -1 : 1;
-	return a->idx < c->idx ? -1 : a->idx > c->idx;
-}
-
 /* The listed items taken from walked nodes, sorted by node and place. */
-static struct wpos *walked_items(const struct rb *b, size_t *nw)
+static struct rb_nodepos *walked_items(const struct rb *b, size_t *nw)
 {
-	struct wpos *w = malloc((b->n ? b->n : 1) * sizeof(*w));
+	struct rb_nodepos *w = malloc((b->n ? b->n : 1) * sizeof(*w));
 
 	*nw = 0;
 	if (!w)
 		return NULL;
 	for (size_t i = 0; i < b->n; i++)
 		if (b->it[i].blk && chk_map_test(&b->walked, b->it[i].blk))
-			w[(*nw)++] = (struct wpos){ b->it[i].blk,
+			w[(*nw)++] = (struct rb_nodepos){ b->it[i].blk,
 						    b->it[i].idx, i };
 	if (*nw)
-		qsort(w, *nw, sizeof(*w), wpos_cmp);
+		qsort(w, *nw, sizeof(*w), rb_nodepos_cmp);
 	return w;
 }
 
 /* Whether the items of walked node blk (read again: the walk's copy
  * may have been mended) are the listed ones at (blk, their place),
  * byte for byte; pointers aside. Counts them into *matched. */
-static int node_kept(struct rb *b, uint64_t blk, const struct wpos *w,
+static int node_kept(struct rb *b, uint64_t blk, const struct rb_nodepos *w,
 		     size_t nw, size_t *matched)
 {
 	struct chk *c = &b->R->c;
@@ -77,7 +62,7 @@ static int node_kept(struct rb *b, uint64_t blk, const struct wpos *w,
 		return 0;
 	for (unsigned k = 0; k < nh.nr_items; k++) {
 		struct fmt_item_header ih;
-		struct wpos key = { blk, k, 0 }, *f;
+		struct rb_nodepos key = { blk, k, 0 }, *f;
 		const struct ritem *p;
 		size_t off, len;
 
@@ -86,7 +71,7 @@ static int node_kept(struct rb *b, uint64_t blk, const struct wpos *w,
 			return 0;
 		if (ih.plugin_id == FMT_ITEM_NODEPTR40)
 			continue;
-		f = bsearch(&key, w, nw, sizeof(*w), wpos_cmp);
+		f = bsearch(&key, w, nw, sizeof(*w), rb_nodepos_cmp);
 		if (!f)
 			return 0;
 		p = &b->it[f->i];
@@ -104,7 +89,7 @@ static int mendable(struct rb *b)
 {
 	struct chk *c = &b->R->c;
 	size_t nw, matched = 0;
-	struct wpos *w;
+	struct rb_nodepos *w;
 	const uint64_t *codes = b->R->codes;
 	int ok = 1;
 
