@@ -1629,3 +1629,19 @@ kept_outside() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 }
+
+@test "two leaves zeroed on a full volume: not mended in place (exit 4, the volume as it was)" {
+	full_volume
+	local b1 b2 sum
+	b1=$(sd_block "$T/good.img" /d20/f25)
+	b2=$(sd_block "$T/good.img" /d25/f25)
+	[ "$b1" != "$b2" ]
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$b1" count=1 conv=notrunc status=none
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$b2" count=1 conv=notrunc status=none
+	sum=$(sha256sum <"$T/bad.img")
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"the tree rebuild changed nothing"* ]]
+	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+}
