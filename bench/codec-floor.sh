@@ -8,7 +8,10 @@
 # input read into memory before the clock starts). Medians of RUNS in the
 # same run, interleaved; the ratio is r4pack's wall time over the
 # floor's (target <= 1.1), and the CPU seconds of both.
-#   bench/codec-floor.sh [BUILD_DIR] [SOURCE_DIR] [RUNS] [THREADS]
+#   [OLD_BUILD=DIR] bench/codec-floor.sh [BUILD_DIR] [SOURCE_DIR] [RUNS] [THREADS]
+# With OLD_BUILD=DIR set, that build's r4pack is timed in the same rounds
+# (its images must be the same: compared by sha256) and its ratios are
+# printed on the next line.
 # Without SOURCE_DIR: a generated corpus (text and a tenth noise, about
 # 200 MiB, the mix bench/compress.sh makes). Work files in $BENCH_TMP
 # (default /dev/shm).
@@ -20,6 +23,11 @@ threads=${4:-$(nproc)}
 here=$(cd "$(dirname "$0")" && pwd)
 r4pack=$build/cmd/r4pack
 [ -x "$r4pack" ] || { echo "no $r4pack (give the build folder)" >&2; exit 2; }
+old=${OLD_BUILD:-}
+if [ -n "$old" ]; then
+	old=$(cd "$old" && pwd)/cmd/r4pack
+	[ -x "$old" ] || { echo "no $old (OLD_BUILD)" >&2; exit 2; }
+fi
 tmp=$(mktemp -d "${BENCH_TMP:-/dev/shm}/r4floor.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/codec-floor" "$here/codec-floor.c" -llzo2 -lz -lzstd -lpthread
@@ -49,6 +57,7 @@ PY
 fi
 echo "source: $(du -sh "$src" | cut -f1), $(find "$src" -type f | wc -l) files; $threads threads; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
+uuid=0b6e3c6e-5b8e-4a57-9a4b-14c0ffee0029
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 # wall and CPU seconds of a command, "WALL CPU"
 timed() {
@@ -59,12 +68,25 @@ timed() {
 for algo in lzo1 zstd1 gzip1; do
 	for cl in 4K 64K; do
 		bytes=$(( ${cl%K} * 1024 ))
-		: >"$tmp/r"; : >"$tmp/f"
+		opts=create=ccreg40,compress=$algo,compressMode=force,cluster=$cl
+		: >"$tmp/r"; : >"$tmp/f"; : >"$tmp/o"
 		for i in $(seq "$runs"); do
 			rm -f "$tmp/img"
-			timed "$r4pack" create -q --threads "$threads" \
-				-o create=ccreg40,compress=$algo,compressMode=force,cluster=$cl \
-				"$src" "$tmp/img" >>"$tmp/r"
+			SOURCE_DATE_EPOCH=1700000000 timed "$r4pack" create -q -U "$uuid" \
+				--threads "$threads" -o "$opts" "$src" \
+				"$tmp/img" >>"$tmp/r"
+			if [ -n "$old" ]; then
+				sum=$(sha256sum <"$tmp/img")
+				rm -f "$tmp/img"
+				SOURCE_DATE_EPOCH=1700000000 timed "$old" create -q \
+					-U "$uuid" --threads "$threads" \
+					-o "$opts" "$src" "$tmp/img" >>"$tmp/o"
+				[ "$(sha256sum <"$tmp/img")" = "$sum" ] || {
+					echo "$algo $cl: the old build's image" \
+						"differs" >&2
+					exit 1
+				}
+			fi
 			out=$("$tmp/codec-floor" "$algo" "$bytes" "$threads" "$src")
 			echo "$out" | sed -E 's/.*wall ([0-9.]+) s, cpu ([0-9.]+) s/\1 \2/' >>"$tmp/f"
 		done
@@ -73,5 +95,10 @@ for algo in lzo1 zstd1 gzip1; do
 		printf '%-5s %3s: r4pack %6.2f s (cpu %6.2f), floor %6.2f s (cpu %6.2f): %.2fx wall, %.2fx cpu (target <= 1.1)\n' \
 			"$algo" "$cl" "$rw" "$rc" "$fw" "$fc" \
 			"$(echo "$rw / $fw" | bc -l)" "$(echo "$rc / $fc" | bc -l)"
+		[ -n "$old" ] || continue
+		ow=$(cut -d' ' -f1 "$tmp/o" | median); oc=$(cut -d' ' -f2 "$tmp/o" | median)
+		printf '      old: r4pack %6.2f s (cpu %6.2f): %.2fx wall, %.2fx cpu\n' \
+			"$ow" "$oc" "$(echo "$ow / $fw" | bc -l)" \
+			"$(echo "$oc / $fc" | bc -l)"
 	done
 done

@@ -21,6 +21,74 @@
 
 /* ---- reading ahead ------------------------------------------------- */
 
+/* A buffer of at least size bytes for a job's disk clusters (the disk
+ * clusters of a file never take more than its size): the smallest spare
+ * that fits, else a new one. */
+static uint8_t *buf_take(struct ccreg_pipe *p, size_t size, size_t *cap)
+{
+	unsigned best = AHEAD_SPARE;
+	uint8_t *d = NULL;
+
+	pthread_mutex_lock(&p->mu);
+	for (unsigned i = 0; i < p->nspare; i++)
+		if (p->spare_cap[i] >= size && (best == AHEAD_SPARE ||
+		    p->spare_cap[i] < p->spare_cap[best]))
+			best = i;
+	if (best != AHEAD_SPARE) {
+		d = p->spare[best];
+		*cap = p->spare_cap[best];
+		p->spare_bytes -= *cap;
+		p->nspare--;
+		p->spare[best] = p->spare[p->nspare];
+		p->spare_cap[best] = p->spare_cap[p->nspare];
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (d)
+		return d;
+	*cap = (size + AHEAD_GRAIN - 1) / AHEAD_GRAIN * AHEAD_GRAIN;
+	return malloc(*cap ? *cap : AHEAD_GRAIN);
+}
+
+/* Keep a job's buffer for the next ones (p->mu held), in place of the
+ * smallest spare when there is no room and that one is smaller: the
+ * buffer left out is returned, for the caller to free outside the
+ * lock. */
+static uint8_t *buf_keep(struct ccreg_pipe *p, uint8_t *d, size_t cap)
+{
+	unsigned low = 0;
+	uint8_t *out;
+
+	if (!d || cap > AHEAD_SPARE_BYTES)
+		return d;
+	if (p->nspare < AHEAD_SPARE &&
+	    p->spare_bytes + cap <= AHEAD_SPARE_BYTES) {
+		p->spare[p->nspare] = d;
+		p->spare_cap[p->nspare++] = cap;
+		p->spare_bytes += cap;
+		return NULL;
+	}
+	for (unsigned i = 1; i < p->nspare; i++)
+		if (p->spare_cap[i] < p->spare_cap[low])
+			low = i;
+	if (!p->nspare || p->spare_cap[low] >= cap ||
+	    p->spare_bytes - p->spare_cap[low] + cap > AHEAD_SPARE_BYTES)
+		return d;
+	out = p->spare[low];
+	p->spare_bytes += cap - p->spare_cap[low];
+	p->spare[low] = d;
+	p->spare_cap[low] = cap;
+	return out;
+}
+
+/* Give a job's buffer back: kept for the next jobs, or freed. */
+static void buf_give(struct ccreg_pipe *p, uint8_t *d, size_t cap)
+{
+	pthread_mutex_lock(&p->mu);
+	d = buf_keep(p, d, cap);
+	pthread_mutex_unlock(&p->mu);
+	free(d);
+}
+
 static int sink_job(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 		    struct r4_error *err)
 {
@@ -63,7 +131,8 @@ static void job_run(struct r4_pack *b, struct obj_ccreg_enc *e,
 	r.eof = 0;
 	rc = obj_ccreg_enc_conv_first(e, &r, &keep, &err);
 	if (!rc && keep && j->full) {
-		j->data = malloc((size_t)o->size);
+		j->data = buf_take(&b->ccreg->pipe, (size_t)o->size,
+				   &j->cap);
 		j->len = calloc((size_t)n, sizeof(*j->len));
 		if (!j->data || !j->len)
 			rc = r4i_fail(&err, -ENOMEM, "%s: out of memory", path);
@@ -87,7 +156,8 @@ out:
 			*j->err = err;
 	}
 	if (rc || !keep || !j->full) {
-		free(j->data);
+		if (j->data)
+			buf_give(&b->ccreg->pipe, j->data, j->cap);
 		free(j->len);
 		j->data = NULL;
 		j->len = NULL;
@@ -213,6 +283,10 @@ void ccreg_pipe_stop(struct r4_pack *b)
 	p->mu_on = 0;
 	p->next = p->need = p->running = 0;
 	p->held = 0;
+	for (unsigned i = 0; i < p->nspare; i++)
+		free(p->spare[i]);
+	p->nspare = 0;
+	p->spare_bytes = 0;
 	for (size_t i = 0; i < p->njobs; i++) {
 		p->jobs[i].o->u.reg->ccreg_job = 0;
 		free(p->jobs[i].data);
@@ -267,14 +341,16 @@ int ccreg_job_fail(struct ccreg_job *j, struct r4_error *err)
 void ccreg_job_done(struct r4_pack *b, struct ccreg_job *j)
 {
 	struct ccreg_pipe *p = &b->ccreg->pipe;
+	uint8_t *out;
 
 	pthread_mutex_lock(&p->mu);
 	p->held -= j->held;
 	j->held = 0;
 	if (p->held <= AHEAD_BYTES / 4 * 3)
 		pipe_feed(p);
+	out = buf_keep(p, j->data, j->cap);
 	pthread_mutex_unlock(&p->mu);
-	free(j->data);
+	free(out);
 	free(j->len);
 	j->data = NULL;
 	j->len = NULL;

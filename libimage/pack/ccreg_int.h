@@ -19,6 +19,15 @@
 #define AHEAD_BYTES (64u << 20)	/* file bytes held ahead, at most */
 #define AHEAD_FILE (4u << 20)	/* larger files: decided ahead only */
 #define AHEAD_THREADS 8
+/* The buffers of placed jobs are kept for the next ones, the smallest
+ * that fits taken first: a fresh buffer's pages cost a page fault each
+ * when first written, about as much CPU as lzo1 spends compressing them
+ * (glibc gives big freed blocks back to the kernel). At most AHEAD_SPARE
+ * buffers, AHEAD_SPARE_BYTES in all; new ones are made in multiples of
+ * AHEAD_GRAIN so that they fit the next files. */
+#define AHEAD_SPARE 16u
+#define AHEAD_SPARE_BYTES (16u << 20)
+#define AHEAD_GRAIN (64u << 10)
 
 struct ccreg_job {
 	struct workq_item wi;	/* on the read-ahead's queue */
@@ -29,6 +38,7 @@ struct ccreg_job {
 	int rc;
 	struct r4_error *err;	/* when rc */
 	uint8_t *data;		/* disk clusters back to back */
+	size_t cap;		/* data's size */
 	uint32_t *len;		/* per cluster (0: a hole) */
 	size_t used;		/* bytes in data */
 	uint64_t held;		/* bytes counted against AHEAD_BYTES */
@@ -52,6 +62,10 @@ struct ccreg_pipe {
 	size_t need;		/* the packer waits for jobs before this */
 	size_t running;		/* handed over, not finished */
 	uint64_t held;
+	uint8_t *spare[AHEAD_SPARE];	/* buffers to reuse (mu) */
+	size_t spare_cap[AHEAD_SPARE];
+	unsigned nspare;
+	size_t spare_bytes;
 };
 
 /* Reading ahead from a stream (an archive, read once, in order): the

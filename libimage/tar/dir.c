@@ -17,7 +17,11 @@
 #include "libimage/tar/tar.h"
 #include "r4/util.h"
 
-#define DIR_CHUNK (1u << 20)
+/* A file's data is read in chunks of this size: small enough to stay in
+ * the CPU's cache until the compressor or the writer has read it back
+ * (1 MiB cost lzo1 about 5% more CPU), large enough that the read calls
+ * do not count. */
+#define DIR_CHUNK (256u << 10)
 
 /* ---- Deferred data ------------------------------------------------------- */
 

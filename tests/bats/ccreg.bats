@@ -294,6 +294,26 @@ same_as() {
 	done
 }
 
+@test "r4pack create from a directory --threads 2: the read-ahead's reused buffers (100 MiB in 230 files of 3 KB to 1 MB, each its own bytes) give the image of 1 thread" {
+	local i n t sum=
+	mkdir "$T/src"
+	cat "$top_srcdir"/libimage/*/*.c >"$T/all.c"
+	# Past the 64 MiB read ahead (pack/ccreg_int.h AHEAD_BYTES), in
+	# force mode (no conv test holds the packer back): the jobs after
+	# the first 64 MiB take the buffers of placed ones, of sizes that
+	# fit some files and not others.
+	for i in $(seq 1 230); do
+		n=$(( (i * 7919) % 1000000 + 3000 ))
+		{ echo "file $i"; tail -c +$(( i * 997 )) "$T/all.c"
+		  cat "$T/all.c"; } | head -c $n >"$T/src/f$i"
+	done
+	for t in 1 2; do
+		fixed_create --threads $t --compress=lzo1 \
+			-o cluster=4K,compressMode=force "$T/src" "$T/$t.img"
+		same_sum lzo1 "$t" "$T/$t.img"
+	done
+}
+
 @test "r4pack create from a tarball: files past the read-ahead ring's 32 MiB (it wraps, sparse files among them) give the image of 1 thread; exact" {
 	make_src "$T/src"
 	mkdir "$T/big"
