@@ -197,8 +197,15 @@ point() {
 [ "$LEVEL" = full ] && [ "$SCEN" = tree ] && CUT=3
 # The mend in place: its transaction (the first writes) cut at every
 # write, the object passes after it at every 7th.
-[ "$SCEN" = treefull ] && for k in $(seq 1 40); do point cut-after "$k"; done
+# R4_CRASH_THIN=M (the sanitizer pass of .ci/run; make crashcheck runs
+# the full loops with the plain build): quick cuts every M-th point of
+# its own.
+THIN=1
+[ "$LEVEL" = quick ] && THIN=${R4_CRASH_THIN:-1}
+case $THIN in [1-9]|[1-9][0-9]) ;; *) echo "repair.sh: bad R4_CRASH_THIN '$THIN'" >&2; exit 2 ;; esac
+[ "$SCEN" = treefull ] && for k in $(seq 1 "$THIN" 40); do point cut-after "$k"; done
 [ "$SCEN" = treefull ] && CUT=7 && set -- 41 || set -- 1
+CUT=$((CUT * THIN))
 for k in $(seq "$1" "$CUT" "$N"); do point cut-after "$k"; done
 for k in $(awk -v n="$N" -v s="$SAMPLE" 'BEGIN { for (i = 0; i < s; i++) print 1 + int(i * (n - 1) / (s > 1 ? s - 1 : 1)) }' | uniq); do
 	point torn-write "$k"
