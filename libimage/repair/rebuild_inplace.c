@@ -96,10 +96,6 @@ static int mendable(struct rb *b)
 	/* Damage the walk may keep as it lies (a node of another volume or
 	 * level, a key outside its node's range), and a mend that would
 	 * change nothing, are left to a new tree. */
-	/* More than one dead leaf is left to a new tree too: with two, a
-	 * test saw a file outside both change, not yet explained. */
-	if (b->ndead > 1)
-		return 0;
 	if (b->odd_walk || b->nodes_salvaged || !b->n ||
 	    codes[R4_CHK_DKEY] || codes[R4_CHK_NODE_MKFS_ID] ||
 	    codes[R4_CHK_NODE_LEVEL] || !(b->ndead || b->scanned))
