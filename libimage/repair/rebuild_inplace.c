@@ -122,15 +122,16 @@ static int pin_in(struct rb *b, uint64_t start, uint64_t count)
 	return space_pin(&b->R->vol->space, start, count);
 }
 
-/* Whatever the mended tree keeps, pinned before its transaction: the
- * allocator avoids only blocks the bitmap marks used or a read pinned
- * (tree.c), and the bitmap may call live ones free (its pass runs
- * after this one), while the tree writer reads only the paths it
- * changes. So: every walked node and each child its pointers name
- * (dead leaves too: until the commit the old tree points there), the
- * blocks of every listed item's extents (format.md, extent40), and the
- * scanned nodes. Read errors leave a node to its pins so far. */
-static int pin_kept(struct rb *b, const uint64_t *old, size_t nold)
+/* Whatever the rebuilt or mended tree keeps, pinned before its
+ * transaction: the allocator avoids only blocks the bitmap marks used
+ * or a read pinned (tree.c), and the bitmap may call live ones free
+ * (its pass runs after this one), while the tree writer reads only the
+ * paths it changes and the scan's nodes are read by no one. So: every
+ * walked node and each child its pointers name (dead leaves too: until
+ * the commit the old tree points there), the blocks of every listed
+ * item's extents (format.md, extent40), and the nodes in old (those
+ * the commit frees). Read errors leave a node to its pins so far. */
+int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold)
 {
 	struct chk *c = &b->R->c;
 	struct fmt_extent40_unit u;
@@ -220,7 +221,7 @@ int rb_mend_in_place(struct rb *b, struct r4_error *err)
 		return rc < 0 ? rc : 1;
 	rc = rb_old_nodes(b, 0, &old, &nold);
 	if (!rc)
-		rc = pin_kept(b, old, nold);
+		rc = rb_pin_kept(b, old, nold);
 	if (!rc)
 		rc = mend_tx(b, old, nold, err);
 	free(old);
