@@ -428,9 +428,11 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 	if (first == SIZE_MAX)
 		return r4i_fail(err, R4_ECORRUPT, "no leaf item survived");
 	rc = rb_old_nodes(b, 1, &old, &nold);
-	if (rc)
-		return rc;
-	rc = r4_txn_begin(b->R->vol, &x, err);
+	if (!rc)	/* a bitmap calling them free: the new tree's nodes
+			 * would be written over extents or the old tree */
+		rc = rb_pin_kept(b, old, nold);
+	if (!rc)
+		rc = r4_txn_begin(b->R->vol, &x, err);
 	if (rc) {
 		free(old);
 		return rc;

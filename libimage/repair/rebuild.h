@@ -103,6 +103,11 @@ int rb_mend_keys(struct rb *b);
  * not apply (nothing written), else an error. */
 int rb_old_nodes(struct rb *b, int walked, uint64_t **out, size_t *nout);
 int rb_mend_in_place(struct rb *b, struct r4_error *err);
+/* rebuild_inplace.c: the blocks the old tree and the listed items use
+ * (walked nodes and the children they name, extents' blocks, the old
+ * nodes) pinned against the allocator, for a bitmap that calls some
+ * free; -ENOMEM. */
+int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold);
 /* R4_ENOSPC when the free blocks cannot hold the journal of a commit
  * (its wandered copies and records: one a bitmap block at most), so a
  * transaction is aborted (the volume as it was) rather than its commit

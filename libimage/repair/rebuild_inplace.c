@@ -96,10 +96,6 @@ static int mendable(struct rb *b)
 	/* Damage the walk may keep as it lies (a node of another volume or
 	 * level, a key outside its node's range), and a mend that would
 	 * change nothing, are left to a new tree. */
-	/* More than one dead leaf is left to a new tree too: with two, a
-	 * test saw a file outside both change, not yet explained. */
-	if (b->ndead > 1)
-		return 0;
 	if (b->odd_walk || b->nodes_salvaged || !b->n ||
 	    codes[R4_CHK_DKEY] || codes[R4_CHK_NODE_MKFS_ID] ||
 	    codes[R4_CHK_NODE_LEVEL] || !(b->ndead || b->scanned))
@@ -126,15 +122,16 @@ static int pin_in(struct rb *b, uint64_t start, uint64_t count)
 	return space_pin(&b->R->vol->space, start, count);
 }
 
-/* Whatever the mended tree keeps, pinned before its transaction: the
- * allocator avoids only blocks the bitmap marks used or a read pinned
- * (tree.c), and the bitmap may call live ones free (its pass runs
- * after this one), while the tree writer reads only the paths it
- * changes. So: every walked node and each child its pointers name
- * (dead leaves too: until the commit the old tree points there), the
- * blocks of every listed item's extents (format.md, extent40), and the
- * scanned nodes. Read errors leave a node to its pins so far. */
-static int pin_kept(struct rb *b, const uint64_t *old, size_t nold)
+/* Whatever the rebuilt or mended tree keeps, pinned before its
+ * transaction: the allocator avoids only blocks the bitmap marks used
+ * or a read pinned (tree.c), and the bitmap may call live ones free
+ * (its pass runs after this one), while the tree writer reads only the
+ * paths it changes and the scan's nodes are read by no one. So: every
+ * walked node and each child its pointers name (dead leaves too: until
+ * the commit the old tree points there), the blocks of every listed
+ * item's extents (format.md, extent40), and the nodes in old (those
+ * the commit frees). Read errors leave a node to its pins so far. */
+int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold)
 {
 	struct chk *c = &b->R->c;
 	struct fmt_extent40_unit u;
@@ -224,7 +221,7 @@ int rb_mend_in_place(struct rb *b, struct r4_error *err)
 		return rc < 0 ? rc : 1;
 	rc = rb_old_nodes(b, 0, &old, &nold);
 	if (!rc)
-		rc = pin_kept(b, old, nold);
+		rc = rb_pin_kept(b, old, nold);
 	if (!rc)
 		rc = mend_tx(b, old, nold, err);
 	free(old);
