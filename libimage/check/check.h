@@ -222,6 +222,10 @@ struct chk {
 	/* r4_check: stat data, entries and bodies go to sorted runs
 	 * (stream.c) instead of the tables, which only repair keeps. */
 	struct chk_stream *st;
+	/* chk_item alone (the tree rebuild's item verifier): each table
+	 * keeps its last record only, which is all the item checks read
+	 * (a body's range merges with the one before it). */
+	int items_only;
 	unsigned paths_named;		/* chk_ccreg_path look-ups made */
 	/* The largest object id or locality of a stat data (both passes,
 	 * chk_sem_object): what the repair raises the next object id past

@@ -566,6 +566,7 @@ static int gather(struct rb *b)
 	b->v.vol = R->vol;
 	b->v.rep = &b->vrep;
 	b->v.err = R->err;
+	b->v.items_only = 1;	/* its tables are never read */
 	b->buf = malloc(c->bs);
 	rc = b->buf ? chk_setup(&b->v) : -ENOMEM;
 	if (!rc)
