@@ -253,6 +253,9 @@ void chk_name_str(const uint8_t *name, size_t len, char *buf, size_t buflen);
  * (libimage/repair); chk_release frees them. r4_check = both. */
 int chk_run(struct chk *c);
 void chk_release(struct chk *c);
+/* The tables (objects, entries, bodies and what is read with them)
+ * freed, the map of blocks in use kept. */
+void chk_tables_free(struct chk *c);
 /* Only the set-up of chk_run (map with the layout marked, buffers), for
  * a repair that checks items one by one with chk_item. */
 int chk_setup(struct chk *c);
