@@ -280,7 +280,6 @@ static int first_tree(struct rb *b, struct r4_txn *x, const struct ritem *first,
 	uint32_t bs = vol->blksize;
 	uint8_t *node = b->buf, *out, ptr[8];
 	struct io_block *io;
-	const uint8_t *body;
 	uint64_t leaf, twig;
 	int rc;
 
@@ -289,13 +288,11 @@ static int first_tree(struct rb *b, struct r4_txn *x, const struct ritem *first,
 		rc = txn_alloc(x->t, leaf, &twig, err);
 	if (rc)
 		return rc;
-	rc = rb_body(b, first, &body);
-	if (rc)
-		return rc;
 	rc = fmt_node_init(node, bs, vol->sb.node_pid, 1, vol->sb.mkfs_id);
 	if (!rc)
 		rc = node_append_item(node, bs, vol->keypol, &first->key,
-				      first->pid, body, first->len, &out);
+				      first->pid, first->body, first->len,
+				      &out);
 	if (rc)
 		return r4i_fail(err, rc, "cannot make the first leaf");
 	fmt_node_stamp(node, bs);
@@ -396,17 +393,6 @@ int rb_log_room(struct r4_vol *vol, struct r4_error *err)
 	return rc;
 }
 
-int rb_insert(struct rb *b, struct r4_txn *x, const struct ritem *p,
-	      struct r4_error *err)
-{
-	const uint8_t *body;
-	int rc = rb_body(b, p, &body);
-
-	return rc ? rc : tree_insert(&x->mod, p->pid == FMT_ITEM_EXTENT40 ?
-				     2 : 1, &p->key, p->pid, body, p->len,
-				     err);
-}
-
 /* The blocks a new tree of the items [0, n) takes, about: the items
  * [0, done) took 'used' of them. */
 static uint64_t need_about(const struct rb *b, size_t done, uint64_t used)
@@ -452,9 +438,12 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 	room = txn_free_left(x->t);
 	rc = first_tree(b, x, &b->it[first], err);
 	for (i = 0; i < b->n && !rc; i++) {
+		const struct ritem *p = &b->it[i];
+
 		if (i == first)
 			continue;
-		rc = rb_insert(b, x, &b->it[i], err);
+		rc = tree_insert(&x->mod, p->pid == FMT_ITEM_EXTENT40 ? 2 : 1,
+				 &p->key, p->pid, p->body, p->len, err);
 		if (rc == R4_EEXIST) {
 			/* Two items the tree takes for one key (the
 			 * sorted items have none): the first stays. */
@@ -752,7 +741,6 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	rb_bodies_free(&b);
 	free(b.it);
 	free(b.buf);
-	free(b.rbuf);
 	free(b.named);
 	free(b.objs);
 	free(b.dead);

@@ -10,10 +10,7 @@
 #include "libimage/repair/repair.h"
 #include "format/key.h"
 
-/* One gathered item: 64 bytes, its body in the rebuild's arena, or
- * (body NULL: a directory item of a node that verified, which no mend
- * changes) at byte off of node blk, read again when it is written
- * (rb_body): the old nodes stay as they are until the commit. */
+/* One gathered item: 64 bytes, its body in the rebuild's arena. */
 struct ritem {
 	struct fmt_key key;
 	uint8_t *body;
@@ -22,7 +19,6 @@ struct ritem {
 	uint32_t seq;
 	uint16_t pid;
 	uint16_t idx;			/* its position there */
-	uint16_t off;			/* its body's there (body NULL) */
 	uint8_t suspect;		/* out of place in its node */
 	uint8_t orphan;			/* to a fresh object (lost+found) */
 };
@@ -57,9 +53,6 @@ struct rb {
 	size_t n, cap;
 	struct rb_arena bodies;
 	uint8_t *buf;
-	int pristine;			/* the node in buf verified as read */
-	uint8_t *rbuf;			/* rb_body's node, block rblk */
-	uint64_t rblk;
 	uint64_t nodes_kept, nodes_dropped, nodes_salvaged, items_dropped;
 	uint64_t mended;
 	uint64_t bytes_moved;		/* body bytes put at another key */
@@ -102,9 +95,6 @@ int rb_push(struct rb *b, const struct fmt_key *k, unsigned pid,
 /* Room for a body of len bytes in the arena (NULL without memory);
  * the arena freed. */
 uint8_t *rb_body_alloc(struct rb *b, size_t len);
-/* Item p's body into *out: in memory, or read again from its node (the
- * pointer then good until the next call). 0 or an error. */
-int rb_body(struct rb *b, const struct ritem *p, const uint8_t **out);
 void rb_bodies_free(struct rb *b);
 int rb_walk(struct rb *b, uint64_t blk, unsigned level,
 	    const struct kid *range);
@@ -150,9 +140,5 @@ int rb_mend_in_place(struct rb *b, struct r4_error *err);
  * transaction is aborted (the volume as it was) rather than its commit
  * failing (a failed commit leaves the handle unusable). */
 int rb_log_room(struct r4_vol *vol, struct r4_error *err);
-/* Item p into the tree of transaction x (rb_body gives its body). */
-struct r4_txn;
-int rb_insert(struct rb *b, struct r4_txn *x, const struct ritem *p,
-	      struct r4_error *err);
 
 #endif

@@ -64,7 +64,6 @@ static int node_kept(struct rb *b, uint64_t blk, const struct rb_nodepos *w,
 		struct fmt_item_header ih;
 		struct rb_nodepos key = { blk, k, 0 }, *f;
 		const struct ritem *p;
-		const uint8_t *body;
 		size_t off, len;
 
 		if (fmt_node_ih_decode(b->buf, c->bs, c->pol, k, &ih) ||
@@ -77,8 +76,7 @@ static int node_kept(struct rb *b, uint64_t blk, const struct rb_nodepos *w,
 			return 0;
 		p = &b->it[f->i];
 		if (fmt_key_cmp(&p->key, &ih.key) || p->pid != ih.plugin_id ||
-		    p->len != len || rb_body(b, p, &body) ||
-		    memcmp(body, b->buf + off, len))
+		    p->len != len || memcmp(p->body, b->buf + off, len))
 			return 0;
 		(*matched)++;
 	}
@@ -196,7 +194,8 @@ static int mend_tx(struct rb *b, const uint64_t *old, size_t nold,
 
 		if (p->blk && chk_map_test(&b->walked, p->blk))
 			continue;
-		rc = rb_insert(b, x, p, err);
+		rc = tree_insert(&x->mod, p->pid == FMT_ITEM_EXTENT40 ? 2 : 1,
+				 &p->key, p->pid, p->body, p->len, err);
 		if (rc == R4_EEXIST) {
 			b->items_dropped++;	/* as the new tree would */
 			rc = 0;

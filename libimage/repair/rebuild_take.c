@@ -54,35 +54,6 @@ void rb_bodies_free(struct rb *b)
 	memset(&b->bodies, 0, sizeof(b->bodies));
 }
 
-int rb_body(struct rb *b, const struct ritem *p, const uint8_t **out)
-{
-	struct chk *c = &b->R->c;
-	int rc;
-
-	*out = p->body;
-	if (p->body)
-		return 0;
-	if (!b->rbuf) {
-		b->rbuf = malloc(c->bs);
-		if (!b->rbuf)
-			return -ENOMEM;
-		b->rblk = 0;
-	}
-	if (b->rblk != p->blk) {
-		b->rblk = 0;
-		rc = vol_read_block(c->vol, p->blk, b->rbuf, "tree node",
-				    b->R->err);
-		if (rc)
-			return rc;
-		b->rblk = p->blk;
-	}
-	if ((size_t)p->off + p->len > c->bs)
-		return r4i_fail(b->R->err, R4_ECORRUPT, "block %llu: an item "
-				"body past the block", (unsigned long long)p->blk);
-	*out = b->rbuf + p->off;
-	return 0;
-}
-
 int rb_push(struct rb *b, const struct fmt_key *k, unsigned pid,
 	    const uint8_t *body, size_t len)
 {
@@ -91,12 +62,10 @@ int rb_push(struct rb *b, const struct fmt_key *k, unsigned pid,
 	if (len > UINT32_MAX || R4_RESERVE(b->it, b->cap, b->n + 1, 1024))
 		return -ENOMEM;
 	p = &b->it[b->n];
-	p->body = body ? rb_body_alloc(b, len) : NULL;
-	if (body && !p->body)
+	p->body = rb_body_alloc(b, len);
+	if (!p->body)
 		return -ENOMEM;
-	if (body)
-		memcpy(p->body, body, len);
-	p->off = 0;
+	memcpy(p->body, body, len);
 	p->key = *k;
 	p->pid = (uint16_t)pid;
 	p->len = (uint32_t)len;
@@ -610,33 +579,6 @@ static void take_ptr(struct rb *b, struct kid *kids, size_t *nkids,
 		b->odd_walk = 1;
 }
 
-/* Item i of node blk (the copy in b->buf), which passed the checks,
- * into the list: a directory item of a node that verified as read by
- * where its body lies (read again when it is written: no mend changes
- * one), any other with a copy of its body. */
-static int keep_item(struct rb *b, uint64_t blk, unsigned i,
-		     const struct fmt_item_header *ih, size_t off, size_t len,
-		     int odd)
-{
-	struct ritem *p;
-	int ref = b->pristine && ih->plugin_id == FMT_ITEM_CDE40 &&
-		  off <= UINT16_MAX && len <= UINT32_MAX;
-	int rc = rb_push(b, &ih->key, ih->plugin_id,
-			 ref ? NULL : b->buf + off, ref ? 0 : len);
-
-	if (rc)
-		return rc;
-	p = &b->it[b->n - 1];
-	if (ref) {
-		p->len = (uint32_t)len;
-		p->off = (uint16_t)off;
-	}
-	p->suspect = (uint8_t)odd;
-	p->blk = blk;
-	p->idx = (uint16_t)i;
-	return 0;
-}
-
 /* The items of the node in b->buf (leaf items, and a twig's extents)
  * that pass the item checks; children of internal nodes into kids with
  * their delimiting keys. */
@@ -689,9 +631,12 @@ static int take_items(struct rb *b, uint64_t blk,
 						       len, b->v.bs);
 			continue;
 		}
-		rc = keep_item(b, blk, i, &ih, off, len, odd);
+		rc = rb_push(b, &ih.key, ih.plugin_id, b->buf + off, len);
 		if (rc)
 			return rc;
+		b->it[b->n - 1].suspect = odd;
+		b->it[b->n - 1].blk = blk;
+		b->it[b->n - 1].idx = (uint16_t)i;
 	}
 	return 0;
 }
@@ -728,7 +673,6 @@ int rb_walk(struct rb *b, uint64_t blk, unsigned level,
 		return 0;
 	}
 	rc = load_node(b, blk, level, &nh);
-	b->pristine = rc == 2;
 	if (!rc) {
 		/* Not marked seen: the scan may still take it (a node of
 		 * another level a damaged pointer led to). */
@@ -771,10 +715,8 @@ int rb_scan(struct rb *b)
 			return rc;
 		if (!rc)
 			continue;
-		rc = load_node(b, blk, 0, &nh);
-		if (!rc || nh.level > 2)
+		if (!load_node(b, blk, 0, &nh) || nh.level > 2)
 			continue;
-		b->pristine = rc == 2;
 		rc = chk_map_set(&b->seen, blk);
 		if (rc < 0)
 			return rc;
