@@ -156,6 +156,22 @@ int chk_run(struct chk *c)
 	return rc;
 }
 
+void chk_tables_free(struct chk *c)
+{
+	free(c->objs);
+	free(c->ents);
+	free(c->bodies);
+	free(c->second);
+	free(c->tunm);
+	c->objs = NULL;
+	c->ents = NULL;
+	c->bodies = NULL;
+	c->second = NULL;
+	c->tunm = NULL;
+	c->nobjs = c->capobjs = c->nents = c->capents = 0;
+	c->nbodies = c->capbodies = c->ntunm = c->captunm = 0;
+}
+
 void chk_release(struct chk *c)
 {
 	chk_fini(c);

@@ -222,6 +222,10 @@ struct chk {
 	/* r4_check: stat data, entries and bodies go to sorted runs
 	 * (stream.c) instead of the tables, which only repair keeps. */
 	struct chk_stream *st;
+	/* chk_item alone (the tree rebuild's item verifier): each table
+	 * keeps its last record only, which is all the item checks read
+	 * (a body's range merges with the one before it). */
+	int items_only;
 	unsigned paths_named;		/* chk_ccreg_path look-ups made */
 	/* The largest object id or locality of a stat data (both passes,
 	 * chk_sem_object): what the repair raises the next object id past
@@ -249,6 +253,9 @@ void chk_name_str(const uint8_t *name, size_t len, char *buf, size_t buflen);
  * (libimage/repair); chk_release frees them. r4_check = both. */
 int chk_run(struct chk *c);
 void chk_release(struct chk *c);
+/* The tables (objects, entries, bodies and what is read with them)
+ * freed, the map of blocks in use kept. */
+void chk_tables_free(struct chk *c);
 /* Only the set-up of chk_run (map with the layout marked, buffers), for
  * a repair that checks items one by one with chk_item. */
 int chk_setup(struct chk *c);

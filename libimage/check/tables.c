@@ -20,6 +20,8 @@ struct chk_obj *chk_obj_add(struct chk *c)
 
 	if (c->st)
 		return chk_stream_obj(c);
+	if (c->items_only)
+		c->nobjs = 0;
 	if (!TABLE_ROOM(c->objs, c->capobjs, c->nobjs))
 		return NULL;
 	p = &c->objs[c->nobjs++];
@@ -35,6 +37,8 @@ struct chk_ent *chk_ent_add(struct chk *c)
 
 	if (c->st)
 		return chk_stream_ent(c);
+	if (c->items_only)
+		c->nents = 0;
 	if (!TABLE_ROOM(c->ents, c->capents, c->nents))
 		return NULL;
 	p = &c->ents[c->nents];
@@ -70,6 +74,8 @@ int chk_body_add(struct chk *c, const struct fmt_key *k, uint64_t end,
 		if (!p)
 			return -ENOMEM;
 	} else {
+		if (c->items_only)
+			c->nbodies = 0;
 		if (!TABLE_ROOM(c->bodies, c->capbodies, c->nbodies))
 			return -ENOMEM;
 		p = &c->bodies[c->nbodies++];

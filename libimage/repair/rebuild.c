@@ -81,10 +81,11 @@ static size_t node_item(const struct rb_nodepos *np, size_t n, uint64_t blk,
 
 /* Move the last 'e' bytes of item from into the front of item to
  * (front = 1) or its first 'e' bytes onto the end of to (front = 0). */
-static int shift_bytes(struct ritem *from, struct ritem *to, size_t e,
-		       int front)
+static int shift_bytes(struct rb *b, struct ritem *from, struct ritem *to,
+		       size_t e, int front)
 {
-	uint8_t *nb = malloc(to->len + e);
+	uint8_t *nb = to->len + e <= UINT32_MAX ?
+		      rb_body_alloc(b, to->len + e) : NULL;
 
 	if (!nb)
 		return -ENOMEM;
@@ -96,7 +97,6 @@ static int shift_bytes(struct ritem *from, struct ritem *to, size_t e,
 		memcpy(nb + to->len, from->body, e);
 		memmove(from->body, from->body + e, from->len - e);
 	}
-	free(to->body);
 	to->body = nb;
 	to->len += e;
 	from->len -= e;
@@ -156,7 +156,7 @@ static size_t boundary_neighbour(const struct rb *b,
 static int move_boundary(struct rb *b, struct ritem *p, struct ritem *q,
 			 uint64_t e, int front)
 {
-	int rc = shift_bytes(p, q, (size_t)e, front);
+	int rc = shift_bytes(b, p, q, (size_t)e, front);
 
 	if (rc)
 		return rc;
@@ -568,10 +568,13 @@ static int gather(struct rb *b)
 	b->v.vol = R->vol;
 	b->v.rep = &b->vrep;
 	b->v.err = R->err;
+	b->v.items_only = 1;	/* its tables are never read */
 	b->buf = malloc(c->bs);
 	rc = b->buf ? chk_setup(&b->v) : -ENOMEM;
 	if (!rc)
 		rc = rep_named_keys(R, &b->named, &b->nnamed);
+	if (!rc)
+		rc = rb_objs(b);
 	if (!rc)
 		rc = chk_map_init(&b->seen, c->blocks, c->used.chunk_bits);
 	if (!rc)
@@ -594,7 +597,6 @@ static void drop_second_copies(struct rb *b, uint64_t *dup)
 
 	for (size_t i = 0; i < b->n; i++) {
 		if (k && !fmt_key_cmp(&b->it[k - 1].key, &b->it[i].key)) {
-			free(b->it[i].body);
 			(*dup)++;
 			continue;
 		}
@@ -654,18 +656,15 @@ static int mend(struct rb *b, uint64_t *dup)
 	return rc;
 }
 
-/* The items marked dropped freed and taken out; the rest sorted for
+/* The items marked dropped taken out; the rest sorted for
  * the build. */
 static void compact(struct rb *b)
 {
 	size_t j = 0;
 
-	for (size_t i = 0; i < b->n; i++) {
-		if (b->it[i].pid == DROPPED)
-			free(b->it[i].body);
-		else
+	for (size_t i = 0; i < b->n; i++)
+		if (b->it[i].pid != DROPPED)
 			b->it[j++] = b->it[i];
-	}
 	b->n = j;
 	if (b->n)
 		qsort(b->it, b->n, sizeof(*b->it), rb_item_cmp);
@@ -727,7 +726,6 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	uint64_t dup = 0;
 	int rc = gather(&b);
 
-	/* on failure every item is kept, so that all of them are freed */
 	if (!rc)
 		drop_second_copies(&b, &dup);
 	if (!rc)
@@ -742,11 +740,11 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 		*changed = 1;
 		report(&b, dup);
 	}
-	for (size_t i = 0; i < b.n; i++)
-		free(b.it[i].body);
+	rb_bodies_free(&b);
 	free(b.it);
 	free(b.buf);
 	free(b.named);
+	free(b.objs);
 	free(b.dead);
 	chk_map_fini(&b.seen);
 	chk_map_fini(&b.walked);

@@ -10,21 +10,39 @@
 #include "libimage/repair/repair.h"
 #include "format/key.h"
 
+/* One gathered item: 64 bytes, its body in the rebuild's arena. */
 struct ritem {
 	struct fmt_key key;
-	unsigned pid;
 	uint8_t *body;
-	size_t len;
-	uint32_t seq;
-	int suspect;			/* out of place in its node */
-	int orphan;			/* to a fresh object (lost+found) */
 	uint64_t blk;			/* the node it came from, 0 none */
-	unsigned idx;			/* its position there */
+	uint32_t len;
+	uint32_t seq;
+	uint16_t pid;
+	uint16_t idx;			/* its position there */
+	uint8_t suspect;		/* out of place in its node */
+	uint8_t orphan;			/* to a fresh object (lost+found) */
+};
+
+/* The items' bodies, packed in chunks freed all at once (a body an
+ * item stops using is not given back: few are). */
+struct rb_arena {
+	uint8_t **chunk;
+	size_t n, cap;
+	size_t used;			/* bytes taken of the last chunk */
 };
 
 /* Items a node can hold (up to 64 KiB blocks, an item header at least
  * 30 bytes). */
 #define NODE_ITEMS_MAX 2200
+
+/* What the walk reads of an object the check's tables held (rb_objs):
+ * the tables themselves are let go before it. */
+struct rb_obj {
+	uint64_t el0, el1, el2;		/* its stat-data key */
+	uint64_t size;
+	uint16_t mode;
+	uint8_t ccreg;			/* CHK_OBJ_CCREG */
+};
 
 struct rb {
 	struct rep *R;
@@ -33,6 +51,7 @@ struct rb {
 	struct chk_map seen;		/* nodes looked at */
 	struct ritem *it;
 	size_t n, cap;
+	struct rb_arena bodies;
 	uint8_t *buf;
 	uint64_t nodes_kept, nodes_dropped, nodes_salvaged, items_dropped;
 	uint64_t mended;
@@ -46,6 +65,8 @@ struct rb {
 	 * body items under them are that stat data's, left as they are. */
 	struct fmt_key *named;
 	size_t nnamed;
+	struct rb_obj *objs;		/* in the check's table order */
+	size_t nobjs;
 	/* For the mend in place (rebuild_inplace.c): the nodes the walk
 	 * took, the keys of twig pointers to leaves that do not verify,
 	 * and whether the walk met a pointer that mend cannot cut (to a
@@ -71,9 +92,20 @@ struct kid {
  * from a node down; the scan of the used blocks no one reaches. */
 int rb_push(struct rb *b, const struct fmt_key *k, unsigned pid,
 	    const uint8_t *body, size_t len);
+/* Room for a body of len bytes in the arena (NULL without memory);
+ * the arena freed. */
+uint8_t *rb_body_alloc(struct rb *b, size_t len);
+void rb_bodies_free(struct rb *b);
 int rb_walk(struct rb *b, uint64_t blk, unsigned level,
 	    const struct kid *range);
 int rb_scan(struct rb *b);
+/* The check's objects (their key, size, mode) into b->objs, and the
+ * check's tables freed: the rebuild reads nothing else of them, and the
+ * check after it builds its own. rb_obj_find: one by stat-data key, as
+ * chk_obj_find finds it, or NULL. */
+int rb_objs(struct rb *b);
+const struct rb_obj *rb_obj_find(const struct rb *b, uint64_t el0,
+				 uint64_t el1, uint64_t el2);
 /* rebuild_keys.c: the list's order (key, then first found); the root
  * directory's stat data; where an item's bytes end; a break filled;
  * key look-ups; the key, ctail and orphan menders. */

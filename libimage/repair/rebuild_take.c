@@ -20,27 +20,102 @@
 #include "format/node.h"
 #include "format/super.h"
 
+/* An arena chunk: large enough that its header and the allocator's
+ * are nothing, small enough that the last one's slack is nothing. */
+#define ARENA_CHUNK ((size_t)1 << 20)
+
+uint8_t *rb_body_alloc(struct rb *b, size_t len)
+{
+	struct rb_arena *a = &b->bodies;
+	uint8_t *p;
+
+	len = len ? (len + 7) & ~(size_t)7 : 8;
+	if (len > ARENA_CHUNK)
+		return NULL;	/* a body is at most a block */
+	if (!a->n || a->used + len > ARENA_CHUNK) {
+		if (R4_RESERVE(a->chunk, a->cap, a->n + 1, 64))
+			return NULL;
+		a->chunk[a->n] = malloc(ARENA_CHUNK);
+		if (!a->chunk[a->n])
+			return NULL;
+		a->n++;
+		a->used = 0;
+	}
+	p = a->chunk[a->n - 1] + a->used;
+	a->used += len;
+	return p;
+}
+
+void rb_bodies_free(struct rb *b)
+{
+	for (size_t i = 0; i < b->bodies.n; i++)
+		free(b->bodies.chunk[i]);
+	free(b->bodies.chunk);
+	memset(&b->bodies, 0, sizeof(b->bodies));
+}
+
 int rb_push(struct rb *b, const struct fmt_key *k, unsigned pid,
 	    const uint8_t *body, size_t len)
 {
 	struct ritem *p;
 
-	if (R4_RESERVE(b->it, b->cap, b->n + 1, 1024))
+	if (len > UINT32_MAX || R4_RESERVE(b->it, b->cap, b->n + 1, 1024))
 		return -ENOMEM;
 	p = &b->it[b->n];
-	p->body = malloc(len ? len : 1);
+	p->body = rb_body_alloc(b, len);
 	if (!p->body)
 		return -ENOMEM;
 	memcpy(p->body, body, len);
 	p->key = *k;
-	p->pid = pid;
-	p->len = len;
+	p->pid = (uint16_t)pid;
+	p->len = (uint32_t)len;
 	p->seq = (uint32_t)b->n++;
 	p->suspect = 0;
 	p->orphan = 0;
 	p->blk = 0;
 	p->idx = 0;
 	return 0;
+}
+
+int rb_objs(struct rb *b)
+{
+	struct chk *c = &b->R->c;
+
+	b->objs = malloc((c->nobjs ? c->nobjs : 1) * sizeof(*b->objs));
+	if (!b->objs)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nobjs; i++) {
+		const struct chk_obj *o = &c->objs[i];
+
+		b->objs[i] = (struct rb_obj){ o->el0, o->el1, o->el2, o->size,
+					      o->mode,
+					      !!(o->flags & CHK_OBJ_CCREG) };
+	}
+	b->nobjs = c->nobjs;
+	chk_tables_free(c);
+	return 0;
+}
+
+/* The same search as chk_obj_find's over the same order: the same one
+ * of two objects with one key. */
+const struct rb_obj *rb_obj_find(const struct rb *b, uint64_t el0,
+				 uint64_t el1, uint64_t el2)
+{
+	size_t lo = 0, hi = b->nobjs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct rb_obj *o = &b->objs[mid];
+		int r = chk_cmp3(o->el0, o->el1, o->el2, el0, el1, el2);
+
+		if (r == 0)
+			return o;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
 }
 
 /* How many item headers of the node in buf, from item 0 on, look like
@@ -297,13 +372,12 @@ static int flip_into(unsigned v, unsigned lo, unsigned hi)
 static unsigned fit_score(const struct rb *b, const struct fmt_item_header *ih,
 			  const unsigned *off, unsigned n, unsigned fss)
 {
-	const struct chk *c = &b->R->c;
 	unsigned score = 0;
 
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t at = fmt_key_offset(&ih[i].key), want, len;
 		unsigned to = i + 1 < n ? off[i + 1] : fss;
-		uint32_t o;
+		const struct rb_obj *o;
 
 		if (ih[i].plugin_id != FMT_ITEM_TAIL40 || to <= off[i])
 			continue;
@@ -314,12 +388,12 @@ static unsigned fit_score(const struct rb *b, const struct fmt_item_header *ih,
 		    ih[i + 1].key.el[2] == ih[i].key.el[2]) {
 			want = fmt_key_offset(&ih[i + 1].key);
 		} else {
-			o = chk_obj_find(c, (fmt_key_locality(&ih[i].key) << 4) |
-					 FMT_KEY_SD, ih[i].key.el[1],
-					 ih[i].key.el[2]);
-			if (o == CHK_NONE)
+			o = rb_obj_find(b, (fmt_key_locality(&ih[i].key) << 4) |
+					FMT_KEY_SD, ih[i].key.el[1],
+					ih[i].key.el[2]);
+			if (!o)
 				continue;
-			want = c->objs[o].size;
+			want = o->size;
 		}
 		score += want > at && want - at == len;
 	}
@@ -421,19 +495,17 @@ out:
 static int mend_pid(struct rb *b, const struct fmt_node_header *nh,
 		    unsigned i, struct fmt_item_header *ih, size_t len)
 {
-	const struct chk *c = &b->R->c;
 	struct fmt_item_header z;
 	uint64_t at = fmt_key_offset(&ih->key), want;
-	uint32_t o;
+	const struct rb_obj *o;
 
 	if (nh->level != FMT_NODE_LEAF_LEVEL ||
 	    fmt_node_item_allowed(ih->plugin_id, nh->level) ||
 	    fmt_key_type(&ih->key) != FMT_KEY_BODY || !len)
 		return 0;
-	o = chk_obj_find(c, (fmt_key_locality(&ih->key) << 4) | FMT_KEY_SD,
-			 ih->key.el[1], ih->key.el[2]);
-	if (o == CHK_NONE || (c->objs[o].mode & 0170000u) != 0100000u ||
-	    (c->objs[o].flags & CHK_OBJ_CCREG))
+	o = rb_obj_find(b, (fmt_key_locality(&ih->key) << 4) | FMT_KEY_SD,
+			ih->key.el[1], ih->key.el[2]);
+	if (!o || (o->mode & 0170000u) != 0100000u || o->ccreg)
 		return 0;
 	if (i + 1 < nh->nr_items &&
 	    !fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i + 1, &z) &&
@@ -441,7 +513,7 @@ static int mend_pid(struct rb *b, const struct fmt_node_header *nh,
 	    z.key.el[2] == ih->key.el[2])
 		want = fmt_key_offset(&z.key);
 	else
-		want = c->objs[o].size;
+		want = o->size;
 	if (want <= at || want - at != len)
 		return 0;
 	ih->plugin_id = FMT_ITEM_TAIL40;
@@ -564,7 +636,7 @@ static int take_items(struct rb *b, uint64_t blk,
 			return rc;
 		b->it[b->n - 1].suspect = odd;
 		b->it[b->n - 1].blk = blk;
-		b->it[b->n - 1].idx = i;
+		b->it[b->n - 1].idx = (uint16_t)i;
 	}
 	return 0;
 }
