@@ -173,6 +173,7 @@ struct find {
 	size_t len;
 	int stored;
 	struct r4_objref *out;
+	int verified;	/* the item was verified (fmt_cde40_verify) */
 };
 
 enum { FIND_FOUND = 1, FIND_PAST = 2 };
@@ -206,7 +207,8 @@ static int item_find(struct r4_vol *vol, const struct tree_item *it,
 	char name[NAME_MAX_BYTES + 1];
 	size_t len = 0;
 	int n, lo = 0, hi, rc, bad = -1;
-	const char *why = fmt_cde40_verify(it->body, it->len, vol->keypol,
+	const char *why = f->verified ? NULL :
+			  fmt_cde40_verify(it->body, it->len, vol->keypol,
 					   &bad);
 
 	if (why)
@@ -247,7 +249,7 @@ int obj_dir_find(struct r4_vol *vol, uint64_t dir_oid, const char *name,
 		 size_t len, int hash, int fibre, struct r4_objref *out,
 		 struct r4_error *err)
 {
-	struct find f = { NULL, name, len, 0, out };
+	struct find f = { NULL, name, len, 0, out, 0 };
 	struct tree_cursor c;
 	struct tree_item it;
 	struct fmt_key k;
@@ -296,10 +298,12 @@ done:
 
 int obj_dir_item_find(struct r4_vol *vol, const struct tree_item *it,
 		      const struct fmt_key *k, const char *name, size_t len,
-		      struct r4_objref *out, struct r4_error *err)
+		      int verified, struct r4_objref *out,
+		      struct r4_error *err)
 {
 	struct find f = { k, name, len, fmt_entry_name_stored(vol->keypol,
-							      len), out };
+							      len), out,
+			  verified };
 	int rc = item_find(vol, it, &f, err);
 
 	if (rc == FIND_FOUND)

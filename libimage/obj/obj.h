@@ -95,9 +95,11 @@ int obj_dir_find(struct r4_vol *vol, uint64_t dir_oid, const char *name,
  * the largest key <= k, k the name's entry key): 0 with *out when it
  * holds the name; R4_ENOTFOUND when it holds an entry past k (no later
  * item can hold the name); 1 when every entry is below k (the next
- * item may hold it); < 0 an error. */
+ * item may hold it); < 0 an error. verified: the caller checked the
+ * item (obj_dir_item_count), it is not verified again. */
 int obj_dir_item_find(struct r4_vol *vol, const struct tree_item *it,
 		      const struct fmt_key *k, const char *name, size_t len,
-		      struct r4_objref *out, struct r4_error *err);
+		      int verified, struct r4_objref *out,
+		      struct r4_error *err);
 
 #endif

@@ -144,6 +144,7 @@ struct cde {
 	size_t len;
 	struct fmt_cde40_entry *e;
 	int n;
+	int checked;	/* from a cached item marked checked (tree_peek) */
 };
 
 static void cde_free(struct cde *c)
@@ -267,6 +268,7 @@ static int cde_get(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
 		return rc;
 	if (!rc) {
 		rc = cde_item_ok(x, dir, &pk.key, pk.pid, pk.blk, pk.pos, err);
+		c->checked = pk.checked;
 		c->key = pk.key;
 		c->body = x->cde_in;
 		c->len = pk.len;
@@ -282,7 +284,7 @@ static int cde_find(struct r4_txn *x, uint64_t dir, const struct fmt_key *k,
 {
 	int rc = cde_get(x, dir, k, c, err);
 
-	if (!rc)
+	if (!rc && !c->checked)
 		rc = cde_check(x, c, err);
 	if (!rc)
 		rc = cde_entries(x, c, err);
@@ -312,7 +314,15 @@ int obj_find_in_txn(struct r4_txn *x, const struct obj_dir *d,
 	    pk.pid != FMT_ITEM_CDE40)
 		return 1;
 	peek_item(&it, &pk, x->find_in);
-	rc = obj_dir_item_find(x->vol, &it, &k, name, len, out, err);
+	if (!pk.checked) {
+		/* verified once while its bytes stay as they are: the add
+		 * that follows a lookup finds it marked */
+		rc = obj_dir_item_count(x->vol, &it, err);
+		if (rc < 0)
+			return rc;
+		tree_mod_mark_checked(&x->mod, &pk, x->find_in);
+	}
+	rc = obj_dir_item_find(x->vol, &it, &k, name, len, 1, out, err);
 	/* every entry is below the key: obj_dir_find would go on to the
 	 * next items while they are the directory's; the key after the
 	 * item (tree_mod_peek) tells whether there are any */
@@ -499,7 +509,10 @@ int obj_entry_add(struct r4_txn *x, const struct obj_dir *d,
 		c.key = k;
 		return cde_store(x, &c, &ne, 1, 1, err);
 	}
-	if (!rc)
+	/* the lookup before the add (obj_find_in_txn) verified and marked
+	 * the item when it came from the writer's cache and did not change
+	 * since */
+	if (!rc && !c.checked)
 		rc = cde_check(x, &c, err);
 	if (!rc)
 		rc = entry_splice(x, &c, &ne, &k, err);

@@ -176,6 +176,7 @@ int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
 	    !joinable(o->pid)) {
 		/* nothing a pass joins changed: the list stays coalesced */
 		o->key = it[0].key;
+		o->checked = 0;
 		memcpy(o->body, it[0].body, it[0].len);
 		return 1;
 	}

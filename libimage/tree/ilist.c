@@ -54,6 +54,7 @@ static int item_copy(struct mitem *it, const struct fmt_key *k,
 {
 	it->key = *k;
 	it->pid = pid;
+	it->checked = 0;
 	it->len = len;
 	it->body = malloc(len ? len : 1);
 	if (!it->body)
@@ -338,6 +339,9 @@ static int cut_ctail(const struct mitem *it, size_t room, struct mitem *h,
 static int item_cut(const struct mitem *it, size_t room, uint32_t bs,
 		    enum fmt_key_policy pol, struct mitem *h, struct mitem *t)
 {
+	/* new bytes: no mark (tree_mod_mark_checked) */
+	memset(h, 0, sizeof(*h));
+	memset(t, 0, sizeof(*t));
 	switch (it->pid) {
 	case FMT_ITEM_CDE40:
 		return cut_cde40(it, room, pol, h, t);
@@ -486,6 +490,7 @@ static int coalesce_from(struct ilist *l, size_t from, size_t stop,
 		}
 		if (rc) {
 			free(l->v[r].body);
+			l->v[w].checked = 0;	/* new bytes */
 			continue;
 		}
 		l->v[++w] = l->v[r];

@@ -148,17 +148,29 @@ struct tree_peek {
 	 * -1 none, the item is the tree's last */
 	int next_at;
 	struct fmt_key next;
+	/* 1: the item is a cached one a reader marked (below) and its
+	 * bytes have not changed since; 0 read from a node, or unmarked */
+	int checked;
 };
 
 int tree_mod_peek(struct tree_mod *m, const struct fmt_key *k,
 		  struct tree_peek *out, uint8_t **buf, size_t *cap,
 		  struct r4_error *err);
+/* Mark the cached item pk found as checked: the caller verified body
+ * (pk->len bytes, the copy the peek gave) the way its plugin's reader
+ * does, so a later peek need not verify it again (pk->checked). Marked
+ * only while the cached item still holds those bytes: 1 marked, 0 not
+ * (read from a node, or changed). The mark goes with any change to the
+ * item's bytes (a copy, cut, join or overwrite clears it). */
+int tree_mod_mark_checked(struct tree_mod *m, const struct tree_peek *pk,
+			  const uint8_t *body);
 
 /* ---- item lists (ilist.c) ------------------------------------------- */
 
 struct mitem {
 	struct fmt_key key;
 	unsigned pid;
+	unsigned char checked;	/* tree_mod_mark_checked, bytes unchanged */
 	size_t len;
 	uint8_t *body;		/* owned */
 };

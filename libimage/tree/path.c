@@ -263,6 +263,7 @@ int tree_mod_peek(struct tree_mod *m, const struct fmt_key *k,
 		return 1;
 	out->blk = p.blk[1];
 	out->pos = (unsigned)p.pos[1];
+	out->checked = 0;
 	/* the next key in the tree: in the leaf, else the first key after
 	 * the leaf's range in the lowest ancestor that has one */
 	out->next_at = 0;
@@ -282,6 +283,7 @@ int tree_mod_peek(struct tree_mod *m, const struct fmt_key *k,
 
 		rc = peek_copy(&mi->key, mi->pid, mi->body, mi->len, out, buf,
 			       cap);
+		out->checked = mi->checked;
 		return rc ? tmod_oom(err) : 0;
 	}
 	rc = tree_node_get(m->vol, p.blk[1], FMT_NODE_LEAF_LEVEL, &b, err);
@@ -297,4 +299,24 @@ int tree_mod_peek(struct tree_mod *m, const struct fmt_key *k,
 		rc = tmod_oom(err);
 	io_cache_put(&m->vol->cache, b);
 	return rc;
+}
+
+int tree_mod_mark_checked(struct tree_mod *m, const struct tree_peek *pk,
+			  const uint8_t *body)
+{
+	struct tree_dslot *s = m->dc ? tmod_dc_slot(m, pk->blk) : NULL;
+	struct mitem *mi;
+
+	if (!s || s->blk != pk->blk || s->level != FMT_NODE_LEAF_LEVEL ||
+	    pk->pos >= s->l.n)
+		return 0;
+	mi = &s->l.v[pk->pos];
+	/* the bytes verified must be the item's still: the mark is only
+	 * as good as that comparison */
+	if (mi->pid != pk->pid || mi->len != pk->len ||
+	    fmt_key_cmp(&mi->key, &pk->key) ||
+	    (mi->len && memcmp(mi->body, body, mi->len)))
+		return 0;
+	mi->checked = 1;
+	return 1;
 }

@@ -118,6 +118,46 @@ static void pack_too_big(void)
 	   rc);
 }
 
+/* A mark (tree_mod_mark_checked: the item's bytes were verified) goes
+ * with any change to the bytes: a join gives new bytes, and so does a
+ * cut (both pieces); an item only moved keeps it. */
+static void marks(void)
+{
+	struct ilist l = ILIST_EMPTY, *out = NULL;
+	size_t nout = 0, marked = 0;
+	int rc;
+
+	five(&l);
+	tail(&l, 9, 0, 'f', 10);
+	for (size_t i = 0; i < l.n; i++)
+		l.v[i].checked = 1;
+	rc = ilist_coalesce(&l, 4000, 4096, FMT_KEY_LARGE);
+	ok(!rc && l.n == 3 && !l.v[0].checked && !l.v[1].checked &&
+	   l.v[2].checked, "joined items lose the mark, F (not joined) "
+	   "keeps it");
+	ilist_free(&l);
+	/* Y (10 bytes), then X (128 bytes, two joined) that a 124-byte
+	 * node cannot hold whole after Y: cut in two */
+	tail(&l, 10, 0, 'y', 10);
+	tail(&l, 11, 0, 'x', 64);
+	tail(&l, 11, 64, 'x', 64);
+	rc = ilist_coalesce(&l, 4000, 4096, FMT_KEY_LARGE);
+	for (size_t i = 0; i < l.n; i++)
+		l.v[i].checked = 1;
+	rc = rc ? rc : ilist_pack(&l, 124, 124, 24, 4096, FMT_KEY_LARGE,
+				  &out, &nout);
+	for (size_t c = 0; !rc && c < nout; c++)
+		for (size_t i = 0; i < out[c].n; i++)
+			marked += out[c].v[i].checked;
+	ok(!rc && nout == 2 && out[0].n == 2 && marked == 1, "packed into "
+	   "%zu nodes: the pieces of the cut item lose the mark, Y keeps "
+	   "it (%zu marked)", nout, marked);
+	for (size_t c = 0; c < nout; c++)
+		ilist_free(&out[c]);
+	free(out);
+	ilist_free(&l);
+}
+
 /* ---- a pass over a span against a pass over the whole list -------- */
 
 static unsigned long long rnd_state = 88172645463325252ull;
@@ -353,7 +393,8 @@ static void move_cut_joins(void)
 
 int main(void)
 {
-	plan(11);
+	plan(13);
+	marks();
 	move_cut_joins();
 	pack_cut_joins();
 	coalesce_oom();
