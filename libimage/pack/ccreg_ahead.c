@@ -30,8 +30,12 @@ static uint8_t *buf_take(struct ccreg_pipe *p, size_t size, size_t *cap)
 	uint8_t *d = NULL;
 
 	pthread_mutex_lock(&p->mu);
+	/* at most twice the size: what a job holds is counted by its size
+	 * against AHEAD_BYTES, so a big spare stays for a big file */
 	for (unsigned i = 0; i < p->nspare; i++)
-		if (p->spare_cap[i] >= size && (best == AHEAD_SPARE ||
+		if (p->spare_cap[i] >= size &&
+		    p->spare_cap[i] <= 2 * size + AHEAD_GRAIN &&
+		    (best == AHEAD_SPARE ||
 		    p->spare_cap[i] < p->spare_cap[best]))
 			best = i;
 	if (best != AHEAD_SPARE) {
@@ -94,8 +98,13 @@ static int sink_job(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 {
 	struct ccreg_job *j = sctx;
 
-	(void)err;
 	j->len[idx] = (uint32_t)len;
+	/* a file's disk clusters never take more than its size (buf_take);
+	 * a reused buffer must not be written past should that change */
+	if (len > j->cap - j->used)
+		return r4i_fail(err, -EIO, "disk cluster %llu past the "
+				"read-ahead buffer's %zu bytes",
+				(unsigned long long)idx, j->cap);
 	if (len) {	/* a hole: dc is NULL (memcpy must not see it) */
 		memcpy(j->data + j->used, dc, len);	/* <= the cluster's */
 		j->used += len;

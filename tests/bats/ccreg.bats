@@ -299,14 +299,15 @@ same_as() {
 	mkdir "$T/src"
 	cat "$top_srcdir"/libimage/*/*.c >"$T/all.c"
 	# Past the 64 MiB read ahead (pack/ccreg_int.h AHEAD_BYTES), in
-	# force mode (no conv test holds the packer back): the jobs after
-	# the first 64 MiB take the buffers of placed ones, of sizes that
-	# fit some files and not others.
+	# force mode (no conv test holds the packer back): jobs take the
+	# buffers of placed ones, of sizes that fit some files and not
+	# others.
 	for i in $(seq 1 230); do
 		n=$(( (i * 7919) % 1000000 + 3000 ))
 		{ echo "file $i"; tail -c +$(( i * 997 )) "$T/all.c"
 		  cat "$T/all.c"; } | head -c $n >"$T/src/f$i"
 	done
+	[ "$(du -sb "$T/src" | cut -f1)" -gt $((64 << 20)) ]
 	for t in 1 2; do
 		fixed_create --threads $t --compress=lzo1 \
 			-o cluster=4K,compressMode=force "$T/src" "$T/$t.img"
