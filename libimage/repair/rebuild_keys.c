@@ -89,11 +89,15 @@ int rb_fill_gap(struct rb *b, const struct ritem *p, uint64_t at,
 {
 	uint32_t bs = b->R->c.bs;
 	static const uint8_t zeros[FILL_TAIL];
-	struct fmt_key k = p->key;
-	uint64_t oid = fmt_key_objectid(&p->key);
+	/* p points into b->it, which rb_push may move: what is read of it
+	 * after a push is copied first */
+	const struct fmt_key key = p->key;
+	const unsigned pid = p->pid;
+	struct fmt_key k = key;
+	uint64_t oid = fmt_key_objectid(&key);
 	int rc = 0;
 
-	if (p->pid == FMT_ITEM_EXTENT40 && at % bs == 0 && end % bs == 0) {
+	if (pid == FMT_ITEM_EXTENT40 && at % bs == 0 && end % bs == 0) {
 		struct fmt_extent40_unit u = { 0, (end - at) / bs };
 		uint8_t unit[16];
 
@@ -101,7 +105,7 @@ int rb_fill_gap(struct rb *b, const struct ritem *p, uint64_t at,
 		k.el[3] = at;
 		rc = rb_push(b, &k, FMT_ITEM_EXTENT40, unit, sizeof(unit));
 		if (!rc)
-			rc = sd_bytes_less(b, &p->key, end - at);
+			rc = sd_bytes_less(b, &key, end - at);
 	} else {
 		for (uint64_t o = at; o < end && !rc; o += FILL_TAIL) {
 			k.el[3] = o;
@@ -115,7 +119,7 @@ int rb_fill_gap(struct rb *b, const struct ritem *p, uint64_t at,
 			   "held bytes %llu..%llu: filled with zeros%s",
 			   (unsigned long long)oid, (unsigned long long)at,
 			   (unsigned long long)(end - 1),
-			   p->pid == FMT_ITEM_EXTENT40 && at % bs == 0 &&
+			   pid == FMT_ITEM_EXTENT40 && at % bs == 0 &&
 			   end % bs == 0 ? " (a hole)" : "");
 	return rc;
 }

@@ -29,9 +29,9 @@ uint8_t *rb_body_alloc(struct rb *b, size_t len)
 	struct rb_arena *a = &b->bodies;
 	uint8_t *p;
 
-	len = len ? (len + 7) & ~(size_t)7 : 8;
 	if (len > ARENA_CHUNK)
 		return NULL;	/* a body is at most a block */
+	len = len ? (len + 7) & ~(size_t)7 : 8;
 	if (!a->n || a->used + len > ARENA_CHUNK) {
 		if (R4_RESERVE(a->chunk, a->cap, a->n + 1, 64))
 			return NULL;

@@ -330,6 +330,9 @@ static int rounds(struct rep *R)
 				break;
 			R->r->rebuilt = 1;
 			R->r->tree_damaged = 0;
+			/* the rebuild frees the check's object and entry
+			 * tables (rb_objs): after it, nothing but a new
+			 * check may run */
 			rc = rep_rebuild_tree(R, &changed);
 			if (rc || !changed)
 				break;

@@ -147,6 +147,7 @@ int ilist_splice(struct ilist *l, size_t a, size_t b,
 			for (size_t j = i; j < n; j++) {
 				l->v[a + j].body = NULL;
 				l->v[a + j].len = 0;
+				l->v[a + j].checked = 0;
 			}
 			return rc;
 		}

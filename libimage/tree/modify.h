@@ -161,7 +161,10 @@ int tree_mod_peek(struct tree_mod *m, const struct fmt_key *k,
  * does, so a later peek need not verify it again (pk->checked). Marked
  * only while the cached item still holds those bytes: 1 marked, 0 not
  * (read from a node, or changed). The mark goes with any change to the
- * item's bytes (a copy, cut, join or overwrite clears it). */
+ * item's bytes (a copy, cut, join or overwrite clears it). The mark
+ * does not say which reader verified: one that trusts it checks the
+ * item's plugin is the one it verified (today only cde40, by
+ * obj_find_in_txn). */
 int tree_mod_mark_checked(struct tree_mod *m, const struct tree_peek *pk,
 			  const uint8_t *body);
 

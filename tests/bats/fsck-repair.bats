@@ -1755,9 +1755,14 @@ roomy_volume() {
 	done
 	echo "extents marked free: $(awk '$2 == "start" && /allocated/ { print $3 "+" $5 }' "$T/twig" | tr '\n' ' ')"
 	[ "$(grep -c 'allocated' "$T/twig")" -ge 2 ]
-	for b in $(r4debugfs -R "print node $(awk '$1 == "child" { print $2; exit }' "$T/root")" "$T/good.img" |
-		   awk '$1 == "child" { print $2 }' | head -n 4); do
-		setbit "$T/bad.img" "$b" 0
+	# every walked node but the root: the twigs the root still names and
+	# all their leaves, wherever the new tree's allocation starts
+	for w in $(awk -v cut="$twig" '$1 == "child" && $2 != cut { print $2 }' "$T/root"); do
+		setbit "$T/bad.img" "$w" 0
+		for b in $(r4debugfs -R "print node $w" "$T/good.img" |
+			   awk '$1 == "child" { print $2 }'); do
+			setbit "$T/bad.img" "$b" 0
+		done
 	done
 	csum_fix "$T/bad.img" 18
 	rebuilt "$T/bad.img" node space-marked-free

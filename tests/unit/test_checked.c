@@ -101,6 +101,7 @@ static void sd_in_place(struct r4_txn *t)
 	uint8_t *buf = NULL;
 	size_t cap = 0, len = 0;
 	const char *name;
+	uint64_t q0;
 
 	tap_require(!edit_split(t, "/c/f00009", &d, &name, &len, &err) &&
 		    !obj_find_in_txn(t, &d, name, len, &ref, &err),
@@ -110,8 +111,10 @@ static void sd_in_place(struct r4_txn *t)
 		    !fmt_key_cmp(&pk.key, &k), "peek the stat data");
 	ok(tree_mod_mark_checked(&t->mod, &pk, buf), "stat data marked");
 	buf[pk.len - 1] ^= 1;	/* same size, other bytes */
+	q0 = t->mod.st.quick;
 	ok(!tree_replace(&t->mod, 1, &k, pk.pid, buf, pk.len, &err) &&
-	   t->mod.st.quick, "replaced in its cached leaf: %s", err.msg);
+	   t->mod.st.quick == q0 + 1, "replaced in its cached leaf (the "
+	   "quick path): %s", err.msg);
 	buf[pk.len - 1] ^= 1;
 	ok(!tree_mod_peek(&t->mod, &k, &pk, &buf, &cap, &err) && !pk.checked,
 	   "the stat data overwritten in place lost the mark");
