@@ -119,11 +119,7 @@ static void chk_fini(struct chk *c)
 		free(c->buf[i]);
 	chk_node_read_reset(c);
 	free(c->scratch);
-	free(c->objs);
-	free(c->ents);
-	free(c->bodies);
-	free(c->second);
-	free(c->tunm);
+	chk_tables_free(c);
 	chk_stream_free(c);
 }
 
