@@ -75,6 +75,25 @@ crash() {
 	[[ "$output" == *"neither before nor after"* ]]
 }
 
+@test "crash: a bad R4_CRASH_THIN is refused, not read as no thinning" {
+	local img=$T/v.img v
+	mkdir -p "$T/src"
+	echo x >"$T/src/f"
+	r4pack create -q "$T/src" "$img"
+	for v in 0 x 100 -3; do
+		R4_CRASH_THIN=$v run hooked "$top_srcdir/tests/crash/crashtest.sh" \
+			--name thin --cut all --torn none --drop none --oracle none \
+			"$img" -- r4debugfs -w -R 'mkdir /m1' @IMG@
+		echo "$v: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"bad R4_CRASH_THIN '$v'"* ]]
+		R4_CRASH_THIN=$v run "$top_srcdir/tests/crash/repair.sh" quick twice
+		echo "$v: $output"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"bad R4_CRASH_THIN '$v'"* ]]
+	done
+}
+
 @test "crash: the installed r4pack ignores R4_FAULT (writes are not cut)" {
 	local img=$T/v.img
 	mkdir -p "$T/src" "$T/add/new"

@@ -52,6 +52,10 @@
 # when the uncut run itself fails.
 set -u
 
+# R4_CRASH_THIN (below), refused before any work when it is not 1-99
+THIN=${R4_CRASH_THIN:-1}
+case $THIN in [1-9]|[1-9][0-9]) ;; *) echo "crashtest: bad R4_CRASH_THIN '$THIN'" >&2; exit 2 ;; esac
+
 NAME=workload CUT=all TORN=sample=8 DROP=sample=8 FAIL=none
 ORACLE=every=10 PENDING_SPEC=every=1 KEEP= TAIL=0 DAMAGED=0 SAME=0 OWNREAD=0
 SIZES=
@@ -185,8 +189,6 @@ fi
 # loops run in full with the plain build in make crashcheck): the cut
 # points are every M-th of those asked for, the last write still cut;
 # torn, dropped and failed writes keep their samples.
-THIN=${R4_CRASH_THIN:-1}
-case $THIN in [1-9]|[1-9][0-9]) ;; *) echo "crashtest: bad R4_CRASH_THIN '$THIN'" >&2; exit 2 ;; esac
 if [ "$THIN" -gt 1 ]; then
 	case $CUT in
 	all) CUT=every=$THIN ;;

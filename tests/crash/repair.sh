@@ -31,6 +31,9 @@ set -u
 
 LEVEL=${1:-quick}
 SCEN=${2:-semantic}
+# R4_CRASH_THIN (below), refused before any work when it is not 1-99
+THIN_ASKED=${R4_CRASH_THIN:-1}
+case $THIN_ASKED in [1-9]|[1-9][0-9]) ;; *) echo "repair.sh: bad R4_CRASH_THIN '$THIN_ASKED'" >&2; exit 2 ;; esac
 case $SCEN in semantic|tree|treefull|twice|keys|preopen) ;; *) echo "usage: repair.sh quick|full [semantic|tree|treefull|twice|keys|preopen]" >&2; exit 2 ;; esac
 # The rebuild writes a whole new tree: quick cuts it every 10th write.
 [ "$LEVEL" = quick ] && [ "$SCEN" = tree ] && QUICK_TREE=1 || QUICK_TREE=0
@@ -201,8 +204,7 @@ point() {
 # the full loops with the plain build): quick cuts every M-th point of
 # its own.
 THIN=1
-[ "$LEVEL" = quick ] && THIN=${R4_CRASH_THIN:-1}
-case $THIN in [1-9]|[1-9][0-9]) ;; *) echo "repair.sh: bad R4_CRASH_THIN '$THIN'" >&2; exit 2 ;; esac
+[ "$LEVEL" = quick ] && THIN=$THIN_ASKED
 [ "$SCEN" = treefull ] && for k in $(seq 1 "$THIN" 40); do point cut-after "$k"; done
 [ "$SCEN" = treefull ] && CUT=7 && set -- 41 || set -- 1
 CUT=$((CUT * THIN))
