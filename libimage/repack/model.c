@@ -365,15 +365,17 @@ void rp_model_index(struct rp_model *m)
 	if (m->indexed) {
 		if (m->nmoved)
 			reindex_moved(m);
-	} else {
-		for (size_t i = 0; i < m->n; i++)
+		for (size_t i = 0; i < m->nmoved; i++)
+			m->el[m->moved[i]].moved = 0;
+	} else {	/* every mark cleared: one may be missing from the list */
+		for (size_t i = 0; i < m->n; i++) {
 			m->bypos[i] = i;
+			m->el[i].moved = 0;
+		}
 		sort_el = m->el;
 		if (m->n)	/* the table may be NULL when empty */
 			qsort(m->bypos, m->n, sizeof(*m->bypos), cmp_pos);
 	}
-	for (size_t i = 0; i < m->nmoved; i++)
-		m->el[m->moved[i]].moved = 0;
 	m->nmoved = 0;
 	m->indexed = 1;
 }
