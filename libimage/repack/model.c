@@ -43,24 +43,29 @@ static int oom(struct r4_error *err)
 	return r4i_fail(err, -ENOMEM, "out of memory");
 }
 
-int rp_fixed(const struct rp_model *m, uint64_t blk)
+uint64_t rp_next_fixed(const struct rp_model *m, uint64_t blk)
 {
-	size_t lo = 0, hi = m->ncand;
 	uint32_t bs = m->vol->blksize;
+	uint64_t bpb = fmt_bitmap_bpb(bs), next;
+	size_t lo = 0, hi = m->ncand;
 
-	if (blk < fmt_blk_first_usable(bs) || blk % fmt_bitmap_bpb(bs) == 0)
-		return 1;
-	while (lo < hi) {
+	if (blk < fmt_blk_first_usable(bs))
+		return blk;
+	next = blk % bpb ? blk + (bpb - blk % bpb) : blk;
+	while (lo < hi) {	/* the first candidate >= blk */
 		size_t mid = (lo + hi) / 2;
 
-		if (m->cand[mid] == blk)
-			return 1;
 		if (m->cand[mid] < blk)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return 0;
+	return lo < m->ncand && m->cand[lo] < next ? m->cand[lo] : next;
+}
+
+int rp_fixed(const struct rp_model *m, uint64_t blk)
+{
+	return rp_next_fixed(m, blk) == blk;
 }
 
 /* ---- the walk ------------------------------------------------------------ */
@@ -76,24 +81,31 @@ struct walk {
 	uint64_t count[RP_LEVELS_MAX + 1];	/* nodes of each level */
 	visit_fn fn;			/* NULL: count only */
 	void *ctx;
+	uint64_t fix_from, fix;		/* rp_next_fixed(b) == fix for every
+					 * b in [fix_from, fix] (zeroed: block
+					 * 0, which is fixed) */
 };
 
 /* The next w blocks from *c with no fixed block among them. */
 static uint64_t take(struct walk *w, uint64_t *c, uint64_t width)
 {
-	uint64_t at = *c, k = 0, count = w->m->vol->sb.block_count;
+	uint64_t at = *c, count = w->m->vol->sb.block_count;
 
-	while (k < width) {
-		if (at + k >= count) {
-			w->nofit = 1;
-			break;
+	for (;;) {
+		uint64_t fixed;
+
+		if (at < w->fix_from || at > w->fix) {
+			w->fix = rp_next_fixed(w->m, at);
+			w->fix_from = at;
 		}
-		if (rp_fixed(w->m, at + k)) {
-			at += k + 1;
-			k = 0;
+		fixed = w->fix;
+		if (fixed < at + width && fixed < count) {
+			at = fixed + 1;
 			continue;
 		}
-		k++;
+		if (at + width > count)
+			w->nofit = 1;
+		break;
 	}
 	*c = at + width;
 	return at;
@@ -118,7 +130,7 @@ static int walk_item(struct walk *w, const struct tree_item *it,
 		     unsigned level, struct r4_error *err)
 {
 	struct r4_vol *vol = w->m->vol;
-	struct rp_el e = { 0, 0, 1, -2, it->blk, (uint32_t)it->off, 0 };
+	struct rp_el e = { 0, 0, 1, -2, it->blk, (uint32_t)it->off, 0, 0 };
 	uint64_t child;
 	int rc;
 
@@ -197,7 +209,7 @@ static int walk(struct rp_model *m, uint64_t base, visit_fn fn, void *ctx,
 {
 	struct walk w;
 	struct rp_el root = { m->vol->sb.root_block, 0, 1, -1, 0, 0,
-			      (uint8_t)m->height };
+			      (uint8_t)m->height, 0 };
 	uint64_t c = base;
 	int rc;
 
@@ -225,7 +237,7 @@ static int count_levels(struct rp_model *m, struct r4_error *err)
 {
 	struct walk w;
 	struct rp_el root = { m->vol->sb.root_block, 0, 1, -1, 0, 0,
-			      (uint8_t)m->height };
+			      (uint8_t)m->height, 0 };
 	int rc;
 
 	memset(&w, 0, sizeof(w));
@@ -316,13 +328,56 @@ static int cmp_pos(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+void rp_model_moved(struct rp_model *m, size_t i)
+{
+	if (m->el[i].moved)
+		return;
+	m->el[i].moved = 1;
+	if (R4_RESERVE(m->moved, m->capmoved, m->nmoved + 1, 64))
+		m->indexed = 0;	/* no list: the next index sorts in full */
+	else
+		m->moved[m->nmoved++] = i;
+}
+
+/* The moved elements out of bypos, then merged back in by cur (a batch
+ * moves a few of the window's elements: no full sort). */
+static void reindex_moved(struct rp_model *m)
+{
+	size_t kept = 0, k, j, out = m->n;
+
+	for (k = 0; k < m->n; k++)
+		if (!m->el[m->bypos[k]].moved)
+			m->bypos[kept++] = m->bypos[k];
+	sort_el = m->el;
+	qsort(m->moved, m->nmoved, sizeof(*m->moved), cmp_pos);
+	k = kept;
+	j = m->nmoved;
+	while (j) {		/* from the back: bypos[0..kept) stays put */
+		if (k && m->el[m->bypos[k - 1]].cur > m->el[m->moved[j - 1]].cur)
+			m->bypos[--out] = m->bypos[--k];
+		else
+			m->bypos[--out] = m->moved[--j];
+	}
+}
+
 void rp_model_index(struct rp_model *m)
 {
-	for (size_t i = 0; i < m->n; i++)
-		m->bypos[i] = i;
-	sort_el = m->el;
-	if (m->n)	/* the table may be NULL when empty */
-		qsort(m->bypos, m->n, sizeof(*m->bypos), cmp_pos);
+	if (m->indexed) {
+		if (m->nmoved)
+			reindex_moved(m);
+		for (size_t i = 0; i < m->nmoved; i++)
+			m->el[m->moved[i]].moved = 0;
+	} else {	/* every mark cleared: one may be missing from the list */
+		for (size_t i = 0; i < m->n; i++) {
+			m->bypos[i] = i;
+			m->el[i].moved = 0;
+		}
+		sort_el = m->el;
+		if (m->n)	/* the table may be NULL when empty */
+			qsort(m->bypos, m->n, sizeof(*m->bypos), cmp_pos);
+	}
+	m->nmoved = 0;
+	m->indexed = 1;
 }
 
 /* The element whose block is blk now, in bypos order; -1 none. */
@@ -383,6 +438,8 @@ static int collect(struct rp_model *m, struct r4_error *err)
 	if (!v)
 		return oom(err);
 	m->bypos = v;
+	m->indexed = 0;
+	m->nmoved = 0;
 	rp_model_index(m);
 	for (size_t i = 0; i < m->n; i++) {
 		int64_t p;
@@ -405,6 +462,8 @@ int rp_model_scan(struct rp_model *m, struct r4_error *err)
 
 	m->stale = 0;
 	m->n = m->ntgt = 0;
+	m->nmoved = 0;
+	m->indexed = 0;
 	rc = count_levels(m, err);
 	if (rc)
 		return rc;
@@ -462,6 +521,7 @@ void rp_model_fini(struct rp_model *m)
 	free(m->el);
 	free(m->cand);
 	free(m->bypos);
+	free(m->moved);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -56,12 +56,15 @@ struct bctx {
 static int range_free(struct bctx *c, uint64_t at, uint64_t w,
 		      struct r4_error *err)
 {
+	uint64_t fixed;
+
 	if (at + w > c->vol->sb.block_count || at + w < at)
 		return 0;
+	fixed = rp_next_fixed(c->m, at);
 	for (uint64_t k = 0; k < w; k++) {
 		int rc;
 
-		if (rp_fixed(c->m, at + k))
+		if (at + k == fixed)
 			return 0;
 		rc = space_test(&c->vol->space, at + k, err);
 		if (rc)
@@ -154,6 +157,7 @@ static int move_el(struct bctx *c, size_t i, uint64_t dst,
 	if (rc)
 		return rc;
 	e->cur = dst;
+	rp_model_moved(c->m, i);
 	c->st->moved += e->w;
 	return 0;
 }

@@ -29,6 +29,7 @@ struct rp_el {
 	uint32_t off;		/* byte offset of the pointer / unit start
 				 * in the parent node */
 	uint8_t level;
+	uint8_t moved;		/* moved since the last rp_model_index */
 };
 
 /* The highest tree the walks take. */
@@ -61,6 +62,9 @@ struct rp_model {
 	size_t n, cap, ntgt;
 	uint64_t lo, hi;
 	size_t *bypos;		/* element indexes sorted by cur */
+	size_t *moved;		/* elements moved since then, once each */
+	size_t nmoved, capmoved;
+	int indexed;		/* bypos was sorted for these elements */
 	int stale;		/* the tree changed shape: walk again */
 };
 
@@ -73,10 +77,16 @@ int rp_model_scan(struct rp_model *m, struct r4_error *err);
  * (nearly) filled or the tree changed shape; 1 when nothing is left to
  * move, 0 when a batch can run. */
 int rp_model_next(struct rp_model *m, struct r4_error *err);
+/* bypos sorted by cur again: in full after a walk, else the moved
+ * elements taken out and merged back in. */
 void rp_model_index(struct rp_model *m);
+/* Element i has a new cur (for rp_model_index). */
+void rp_model_moved(struct rp_model *m, size_t i);
 void rp_model_fini(struct rp_model *m);
 /* A block no element may be placed on (bitmap and backup positions). */
 int rp_fixed(const struct rp_model *m, uint64_t blk);
+/* The first such block at or after blk. */
+uint64_t rp_next_fixed(const struct rp_model *m, uint64_t blk);
 /* The window's element that was at blk when last indexed (check its
  * cur: it may have moved since); -1 none. */
 int64_t rp_owner(const struct rp_model *m, uint64_t blk);

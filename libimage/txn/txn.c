@@ -567,32 +567,46 @@ int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
 	return rc;
 }
 
+/* Blocks [from, to) of a txn_write_data call with no buffer: one write. */
+static int write_run(struct txn *t, uint64_t blk, const uint8_t *buf,
+		     size_t from, size_t to, struct r4_error *err)
+{
+	uint32_t bs = t->vol->blksize;
+
+	if (from == to)
+		return 0;
+	return io_write(t->vol->dev, buf + from * bs, (to - from) * bs,
+			(blk + from) * bs, err);
+}
+
 int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
 		   size_t nblocks, struct r4_error *err)
 {
 	struct r4_vol *vol = t->vol;
 	const uint8_t *p = buf;
+	size_t run = 0;		/* first block of the pending write */
 
 	for (size_t i = 0; i < nblocks; i++) {
 		struct tb *e;
 		int rc = need_alloc(t, blk + i, &e, err);
 
 		if (!rc && e->b) {	/* had a buffer: keep it current */
-			memcpy(e->b->data, p, vol->blksize);
+			rc = write_run(t, blk, p, run, i, err);
+			if (rc)
+				return rc;
+			memcpy(e->b->data, p + i * vol->blksize, vol->blksize);
 			e->state = TB_NEW;
-			p += vol->blksize;
+			run = i + 1;
 			continue;
 		}
-		if (!rc)
-			rc = io_write(vol->dev, p, vol->blksize,
-				      (blk + i) * vol->blksize, err);
-		if (rc)
+		if (rc) {	/* what came before is written, as asked */
+			write_run(t, blk, p, run, i, NULL);
 			return rc;
+		}
 		e->state = TB_DATA;
 		io_cache_forget(&vol->cache, blk + i);
-		p += vol->blksize;
 	}
-	return 0;
+	return write_run(t, blk, p, run, nblocks, err);
 }
 
 int txn_owns(const struct txn *t, uint64_t blk)

@@ -66,7 +66,8 @@ int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
  * keep = 0 turns it off (the default). */
 int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err);
 /* Write data straight to blocks allocated by this transaction (file
- * data: not kept in memory). */
+ * data: not kept in memory): each run of them in one write; a block
+ * that has a txn_new buffer gets the bytes in its buffer instead. */
 int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
 		   size_t nblocks, struct r4_error *err);
 void txn_put(struct txn *t, struct io_block *b);

@@ -670,6 +670,49 @@ static void test_many(void)
 	       "home");
 }
 
+/* One txn_write_data over 8 new blocks, block 3 of them with a buffer
+ * from txn_new: the blocks around it go out as two writes, block 3
+ * through its buffer; every block ends up with its own bytes. */
+static void test_write_runs(void)
+{
+	struct r4_error err = { 0 };
+	uint8_t *buf = malloc(8 * BS);
+	uint64_t start = 0, ngot = 0, writes = 0;
+	struct r4_vol *vol;
+	struct io_block *b;
+	struct txn *t;
+	int rc;
+
+	tap_require(buf, "out of memory");
+	copy_image(pristine, path);
+	tap_require(!r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err),
+		    "open: %s", err.msg);
+	for (int i = 0; i < 8; i++)
+		memset(buf + i * BS, 0x30 ^ i, BS);
+	rc = txn_begin(vol, &t, &err);
+	if (!rc)
+		rc = txn_alloc_run(t, 1000, 8, &start, &ngot, &err);
+	ok(!rc && ngot == 8, "8 contiguous blocks at %llu: %s",
+	   (unsigned long long)start, err.msg);
+	if (!rc)
+		rc = txn_new(t, start + 3, &b, &err);
+	if (!rc) {
+		txn_put(t, b);
+		writes = vol->dev->writes;
+		rc = txn_write_data(t, start, buf, 8, &err);
+		is_u64(vol->dev->writes - writes, 2, "blocks 0-2 and 4-7 in "
+		       "one write each");
+	}
+	if (!rc)
+		rc = txn_commit(t, &err);
+	else
+		txn_abort(t);
+	is_int(rc, 0, "commit: %s", err.msg);
+	tap_must(r4_vol_close(vol, NULL));
+	is_int(count_bad(start, 8, 0x30), 0, "every block has its own bytes");
+	free(buf);
+}
+
 /* ---- abort and sticky failure ---- */
 
 static void test_abort(void)
@@ -829,6 +872,7 @@ int main(void)
 	test_commit();
 	test_rounds();
 	test_many();
+	test_write_runs();
 	test_abort();
 	test_hostile();
 	io_fault_put(power);
