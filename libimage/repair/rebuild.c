@@ -354,8 +354,9 @@ int rb_old_nodes(struct rb *b, int walked, uint64_t **out, size_t *nout)
 				rc = chk_map_set(&ext, e) < 0 ? -ENOMEM : 0;
 		}
 	}
-	for (uint64_t blk = c->first_usable; blk < c->blocks && !rc; blk++) {
-		if (!chk_map_test(&b->seen, blk) || chk_map_test(&ext, blk) ||
+	for (uint64_t blk = chk_map_next(&b->seen, c->first_usable);
+	     blk < c->blocks && !rc; blk = chk_map_next(&b->seen, blk + 1)) {
+		if (chk_map_test(&ext, blk) ||
 		    chk_is_bitmap_blk(c, blk) ||
 		    (!walked && chk_map_test(&b->walked, blk)))
 			continue;

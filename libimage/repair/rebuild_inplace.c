@@ -103,9 +103,9 @@ static int mendable(struct rb *b)
 	w = walked_items(b, &nw);
 	if (!w)
 		return -ENOMEM;
-	for (uint64_t blk = c->first_usable; blk < c->blocks && ok; blk++)
-		if (chk_map_test(&b->walked, blk))
-			ok = node_kept(b, blk, w, nw, &matched);
+	for (uint64_t blk = chk_map_next(&b->walked, c->first_usable);
+	     blk < c->blocks && ok; blk = chk_map_next(&b->walked, blk + 1))
+		ok = node_kept(b, blk, w, nw, &matched);
 	free(w);
 	return ok && matched == nw;
 }
@@ -137,11 +137,10 @@ int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold)
 	struct fmt_extent40_unit u;
 	int rc = 0;
 
-	for (uint64_t blk = c->first_usable; blk < c->blocks && !rc; blk++) {
+	for (uint64_t blk = chk_map_next(&b->walked, c->first_usable);
+	     blk < c->blocks && !rc; blk = chk_map_next(&b->walked, blk + 1)) {
 		struct fmt_node_header nh;
 
-		if (!chk_map_test(&b->walked, blk))
-			continue;
 		rc = pin_in(b, blk, 1);
 		if (rc || vol_read_block(c->vol, blk, b->buf, "tree node",
 					 NULL) ||
