@@ -4,8 +4,9 @@
 # plugin (lzo1, zstd1, gzip1) and cluster size (4K, 64K), r4pack create
 # with compressMode force (every cluster compressed) and --threads T,
 # against bench/codec-floor.c compressing the same files' clusters with
-# the same codec parameters on T threads and doing nothing else (its
-# input read into memory before the clock starts). Medians of RUNS in the
+# the same codec parameters on T threads and doing nothing else but
+# reading the files, in 256 KiB chunks as r4pack does, each chunk
+# compressed just after it is read). Medians of RUNS in the
 # same run, interleaved; the ratio is r4pack's wall time over the
 # floor's (target <= 1.1), and the CPU seconds of both.
 #   [OLD_BUILD=DIR] bench/codec-floor.sh [BUILD_DIR] [SOURCE_DIR] [RUNS] [THREADS]

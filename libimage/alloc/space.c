@@ -246,6 +246,33 @@ int space_count_free(struct space *s, uint64_t *free_out,
 	return 0;
 }
 
+int space_count_usable(struct space *s, uint64_t *free_out,
+		       struct r4_error *err)
+{
+	uint64_t total = 0;
+	int rc = space_count_free(s, &total, err);
+
+	/* the pins are disjoint: what each holds of the free bits, off */
+	for (size_t i = 0; i < s->npins && !rc; i++) {
+		uint64_t at = s->pins[i].start,
+			 end = s->pins[i].end < s->block_count ?
+			       s->pins[i].end : s->block_count;
+
+		while (at < end) {
+			uint64_t k = at / s->bpb, base = k * s->bpb,
+				 len = fmt_bitmap_region_len(k, s->block_count,
+							     s->blksize),
+				 stop = end - base < len ? end - base : len;
+
+			total -= fmt_bitmap_count_zero(s->map[k], at - base,
+						       stop);
+			at = base + len;
+		}
+	}
+	*free_out = total;
+	return rc;
+}
+
 int space_find_free(struct space *s, uint64_t from, uint64_t *out,
 		    struct r4_error *err)
 {

@@ -55,6 +55,10 @@ int space_mark(struct space *s, uint64_t blk, int used,
 /* Free blocks by the bitmaps (loads every region). */
 int space_count_free(struct space *s, uint64_t *free_out,
 		     struct r4_error *err);
+/* Free blocks the allocator can hand out: those the bitmaps mark free
+ * that no pin holds (loads every region). */
+int space_count_usable(struct space *s, uint64_t *free_out,
+		       struct r4_error *err);
 /* First block >= from marked free (loading regions as needed); R4_ENOSPC
  * when there is none up to the end of the volume. */
 int space_find_free(struct space *s, uint64_t from, uint64_t *out,

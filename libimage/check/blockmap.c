@@ -74,3 +74,56 @@ void chk_map_clear(struct chk_map *m, uint64_t b)
 	bit = b % m->chunk_bits;
 	ch[bit >> 3] &= (uint8_t)~(1u << (bit & 7));
 }
+
+/* The lowest set bit of chunk ch at or after bit 'at', below 'end'
+ * (both within the chunk), or end. */
+static uint64_t chunk_next(const uint8_t *ch, uint64_t at, uint64_t end)
+{
+	uint64_t i = at >> 3;
+	unsigned v;
+
+	if (at >= end)
+		return end;
+	/* the first byte, its bits below 'at' masked off */
+	v = ch[i] & (0xffu << (at & 7)) & 0xffu;
+	if (v)
+		return (i << 3) + (uint64_t)__builtin_ctz(v) < end ?
+		       (i << 3) + (uint64_t)__builtin_ctz(v) : end;
+	i++;
+	/* eight bytes at a time while they are all zero */
+	while ((i + 8) << 3 <= end) {
+		uint64_t w;
+
+		memcpy(&w, ch + i, sizeof(w));
+		if (w)
+			break;
+		i += 8;
+	}
+	for (; i << 3 < end; i++)
+		if (ch[i]) {
+			uint64_t bit = (i << 3) +
+				       (uint64_t)__builtin_ctz(ch[i]);
+
+			return bit < end ? bit : end;
+		}
+	return end;
+}
+
+uint64_t chk_map_next(const struct chk_map *m, uint64_t b)
+{
+	if (!m->chunk || b >= m->nbits)
+		return m->nbits;
+	for (uint64_t k = b / m->chunk_bits; k < m->nchunks; k++) {
+		uint64_t base = k * m->chunk_bits, end, at, bit;
+
+		if (!m->chunk[k])
+			continue;
+		end = m->nbits - base < m->chunk_bits ? m->nbits - base :
+		      m->chunk_bits;
+		at = b > base ? b - base : 0;
+		bit = chunk_next(m->chunk[k], at, end);
+		if (bit < end)
+			return base + bit;
+	}
+	return m->nbits;
+}

@@ -48,6 +48,10 @@ int chk_map_test(const struct chk_map *m, uint64_t b);
 /* Set bit b; returns its old value (0/1) or -ENOMEM. b < nbits. */
 int chk_map_set(struct chk_map *m, uint64_t b);
 void chk_map_clear(struct chk_map *m, uint64_t b);
+/* The first set bit at or after b, or m->nbits when there is none:
+ * chunks never set are skipped whole and set ones a word at a time, so
+ * a walk over the set bits costs what the map holds, not the volume. */
+uint64_t chk_map_next(const struct chk_map *m, uint64_t b);
 /* Chunk k's bits (chunk_bits / 8 bytes, LSB first), NULL if all zero. */
 static inline const uint8_t *chk_map_chunk(const struct chk_map *m,
 					   uint64_t k)

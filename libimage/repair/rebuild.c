@@ -354,8 +354,9 @@ int rb_old_nodes(struct rb *b, int walked, uint64_t **out, size_t *nout)
 				rc = chk_map_set(&ext, e) < 0 ? -ENOMEM : 0;
 		}
 	}
-	for (uint64_t blk = c->first_usable; blk < c->blocks && !rc; blk++) {
-		if (!chk_map_test(&b->seen, blk) || chk_map_test(&ext, blk) ||
+	for (uint64_t blk = chk_map_next(&b->seen, c->first_usable);
+	     blk < c->blocks && !rc; blk = chk_map_next(&b->seen, blk + 1)) {
+		if (chk_map_test(&ext, blk) ||
 		    chk_is_bitmap_blk(c, blk) ||
 		    (!walked && chk_map_test(&b->walked, blk)))
 			continue;
@@ -384,7 +385,7 @@ int rb_log_room(struct r4_vol *vol, struct r4_error *err)
 	uint64_t nreg = fmt_bitmap_count(vol->sb.block_count, vol->blksize);
 	uint64_t now = 1 + nreg, avail = 0;
 	uint64_t log = now + (now - 1) / fmt_wander_capacity(vol->blksize) + 2;
-	int rc = space_count_free(&vol->space, &avail, err);
+	int rc = space_count_usable(&vol->space, &avail, err);
 
 	if (!rc && avail < log)
 		rc = r4i_fail(err, R4_ENOSPC, "%s: no free block left for the "
@@ -471,6 +472,10 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 	if (!rc) {
 		b->R->r->transactions++;
 		b->freed = nold;
+		rc = rb_unpin_gone(b, 1);
+		if (rc)
+			rc = r4i_fail(err, rc, "out of memory for the tree "
+				      "rebuild");
 	}
 	return rc;
 }
@@ -746,6 +751,7 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	free(b.named);
 	free(b.objs);
 	free(b.dead);
+	free(b.pinned);
 	chk_map_fini(&b.seen);
 	chk_map_fini(&b.walked);
 	chk_release(&b.v);

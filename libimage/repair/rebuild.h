@@ -78,6 +78,10 @@ struct rb {
 	int odd_walk;
 	int in_place;			/* the tree was mended in place */
 	uint64_t put_back;		/* items it put in */
+	/* The walked nodes and the children their pointers name, as
+	 * rb_pin_kept pinned them (rb_unpin_gone lets go of them). */
+	uint64_t *pinned;
+	size_t npinned, cappinned;
 };
 
 /* An item dropped from the list (its pid set to this). */
@@ -140,10 +144,19 @@ int rb_mend_in_place(struct rb *b, struct r4_error *err);
  * nodes) pinned against the allocator, for a bitmap that calls some
  * free; -ENOMEM. */
 int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold);
-/* R4_ENOSPC when the free blocks cannot hold the journal of a commit
- * (its wandered copies and records: one a bitmap block at most), so a
- * transaction is aborted (the volume as it was) rather than its commit
- * failing (a failed commit leaves the handle unusable). */
+/* After the commit of a new tree ('fresh') or of the mend: the pins of
+ * what rb_pin_kept pinned that the tree no longer uses let go (a new
+ * tree: every walked node and child; the mend: the children it did not
+ * walk, the dead leaves), so that later passes may allocate there once
+ * the bitmap calls them free; the listed extents stay pinned. The nodes
+ * the commit freed are unpinned by it. -ENOMEM. */
+int rb_unpin_gone(struct rb *b, int fresh);
+/* R4_ENOSPC when the free blocks the allocator can hand out (the
+ * bitmap's, less those pinned: a lying bitmap calls live ones free)
+ * cannot hold the journal of a commit (its wandered copies and
+ * records: one a bitmap block at most), so a transaction is aborted
+ * (the volume as it was) rather than its commit failing (a failed
+ * commit leaves the handle unusable). */
 int rb_log_room(struct r4_vol *vol, struct r4_error *err);
 
 #endif

@@ -103,9 +103,9 @@ static int mendable(struct rb *b)
 	w = walked_items(b, &nw);
 	if (!w)
 		return -ENOMEM;
-	for (uint64_t blk = c->first_usable; blk < c->blocks && ok; blk++)
-		if (chk_map_test(&b->walked, blk))
-			ok = node_kept(b, blk, w, nw, &matched);
+	for (uint64_t blk = chk_map_next(&b->walked, c->first_usable);
+	     blk < c->blocks && ok; blk = chk_map_next(&b->walked, blk + 1))
+		ok = node_kept(b, blk, w, nw, &matched);
 	free(w);
 	return ok && matched == nw;
 }
@@ -122,6 +122,38 @@ static int pin_in(struct rb *b, uint64_t start, uint64_t count)
 	return space_pin(&b->R->vol->space, start, count);
 }
 
+/* Pin one walked node or child; noted for rb_unpin_gone when it is
+ * one of the blocks a node may take. */
+static int pin_node(struct rb *b, uint64_t blk)
+{
+	if (blk >= b->R->c.first_usable && blk < b->R->c.blocks) {
+		if (R4_RESERVE(b->pinned, b->cappinned, b->npinned + 1, 256))
+			return -ENOMEM;
+		b->pinned[b->npinned++] = blk;
+	}
+	return pin_in(b, blk, 1);
+}
+
+/* The blocks of every listed item's extents (format.md, extent40). */
+static int pin_extents(struct rb *b)
+{
+	struct fmt_extent40_unit u;
+	int rc = 0;
+
+	for (size_t i = 0; i < b->n && !rc; i++) {
+		const struct ritem *p = &b->it[i];
+		int nu = p->pid == FMT_ITEM_EXTENT40 ?
+			 fmt_extent40_units(p->body, p->len) : 0;
+
+		for (int k = 0; k < nu && !rc; k++)
+			if (!fmt_extent40_unit(p->body, p->len, (unsigned)k,
+					       &u) &&
+			    fmt_extent40_kind(&u) == FMT_EXTENT_ALLOCATED)
+				rc = pin_in(b, u.start, u.width);
+	}
+	return rc;
+}
+
 /* Whatever the rebuilt or mended tree keeps, pinned before its
  * transaction: the allocator avoids only blocks the bitmap marks used
  * or a read pinned (tree.c), and the bitmap may call live ones free
@@ -134,15 +166,14 @@ static int pin_in(struct rb *b, uint64_t start, uint64_t count)
 int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold)
 {
 	struct chk *c = &b->R->c;
-	struct fmt_extent40_unit u;
 	int rc = 0;
 
-	for (uint64_t blk = c->first_usable; blk < c->blocks && !rc; blk++) {
+	b->npinned = 0;
+	for (uint64_t blk = chk_map_next(&b->walked, c->first_usable);
+	     blk < c->blocks && !rc; blk = chk_map_next(&b->walked, blk + 1)) {
 		struct fmt_node_header nh;
 
-		if (!chk_map_test(&b->walked, blk))
-			continue;
-		rc = pin_in(b, blk, 1);
+		rc = pin_node(b, blk);
 		if (rc || vol_read_block(c->vol, blk, b->buf, "tree node",
 					 NULL) ||
 		    fmt_node_header_decode(b->buf, c->bs, &nh))
@@ -156,23 +187,24 @@ int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold)
 			    ih.plugin_id == FMT_ITEM_NODEPTR40 &&
 			    !fmt_node_item_body(b->buf, c->bs, c->pol, k, &off,
 						&len) && len >= 8)
-				rc = pin_in(b, get_le64(b->buf + off), 1);
+				rc = pin_node(b, get_le64(b->buf + off));
 		}
 	}
-	for (size_t i = 0; i < b->n && !rc; i++) {
-		const struct ritem *p = &b->it[i];
-		int nu = p->pid == FMT_ITEM_EXTENT40 ?
-			 fmt_extent40_units(p->body, p->len) : 0;
-
-		for (int k = 0; k < nu && !rc; k++)
-			if (!fmt_extent40_unit(p->body, p->len, (unsigned)k,
-					       &u) &&
-			    fmt_extent40_kind(&u) == FMT_EXTENT_ALLOCATED)
-				rc = pin_in(b, u.start, u.width);
-	}
+	if (!rc)
+		rc = pin_extents(b);
 	for (size_t i = 0; i < nold && !rc; i++)
 		rc = pin_in(b, old[i], 1);
 	return rc ? -ENOMEM : 0;
+}
+
+int rb_unpin_gone(struct rb *b, int fresh)
+{
+	for (size_t i = 0; i < b->npinned; i++)
+		if (fresh || !chk_map_test(&b->walked, b->pinned[i]))
+			space_unpin(&b->R->vol->space, b->pinned[i], 1);
+	b->npinned = 0;
+	/* a block both a node and an extent's (hostile) stays pinned */
+	return pin_extents(b) ? -ENOMEM : 0;
 }
 
 /* The transaction: dead pointers cut, the other items put in, the
@@ -229,6 +261,10 @@ int rb_mend_in_place(struct rb *b, struct r4_error *err)
 		b->R->r->transactions++;
 		b->freed = nold;
 		b->in_place = 1;
+		rc = rb_unpin_gone(b, 0);
+		if (rc)
+			rc = r4i_fail(err, rc, "out of memory for the tree "
+				      "rebuild");
 	}
 	return rc;
 }

@@ -1780,3 +1780,93 @@ roomy_volume() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 }
+
+# ---- tight volumes whose bitmap calls live nodes free ----
+
+# The room for a commit's journal is counted without the blocks pinned
+# as live (the bitmap calls them free, the allocator never hands them
+# out): the mend's commit found none left and failed (exit 8) where its
+# transaction must be aborted, the volume as it was.
+@test "a leaf zeroed on a full volume whose bitmap calls live leaves free, no room to mend: exit 4, the volume as it was" {
+	FREE=0 full_volume
+	local blk twig kids b sum
+	blk=$(sd_block "$T/good.img" /d20/f25)
+	r4debugfs -R "print tree" "$T/good.img" >"$T/tree"
+	twig=$(awk -v d="$blk" '/^node / { t = ($5 == "2,") ? $2 : ""; sub(":", "", t) }
+		t != "" && $1 == "child" { if ($2 == d) bad[t] = 1; else ok[t] = 1 }
+		END { for (k in ok) if (!(k in bad) && k + 0 > m) m = k + 0; print m }' "$T/tree")
+	kids=$(r4debugfs -R "print node $twig" "$T/good.img" | awk '$1 == "child" { print $2 }' | head -n 5)
+	echo "free $(peek "$T/good.img" $((17 * 4096 + 8)) 8), leaves marked free: $(echo $kids)"
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	for b in $kids; do setbit "$T/bad.img" "$b" 0; done
+	csum_fix "$T/bad.img" 18
+	sum=$(sha256sum <"$T/bad.img")
+	run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"the tree rebuild changed nothing"* ]]
+	[[ "$output" != *"no free block left for the journal"* ]]
+	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+}
+
+# A full volume grown by EXTRA blocks ($T/g.img), then the leaf of
+# /d20/f25 zeroed and every node of the tree but the root marked free
+# in the bitmap ($T/lying: the bytes of the bitmap for the volume as
+# made, so that each size is one r4resize and one copy).
+grown_lying() {
+	local n=$1 extra=$2
+	cp "$T/good.img" "$T/g.img"
+	r4resize "$T/g.img" $((n + extra)) >/dev/null
+	dd if="$T/lying" of="$T/g.img" bs=1 seek=$((18 * 4096 + 4)) conv=notrunc status=none
+	dd if=/dev/zero of="$T/g.img" bs=4096 seek="$LEAF" count=1 conv=notrunc status=none
+	csum_fix "$T/g.img" 18
+}
+
+# After a new tree's commit, the pins of the old tree's nodes (taken
+# because the bitmap called them free) and of the dead leaf were kept
+# for the rest of the run: on a volume with room for the new tree and
+# little more, a later pass found no free block for its journal
+# (exit 8). At every size from the new tree's to a little more than
+# that: everything fixed, or nothing changed (no room), never a
+# failed commit.
+@test "a full volume grown to about a new tree's size, its bitmap calling every node but the root free, a leaf zeroed: at each size repaired or unchanged, never a failed commit" {
+	FREE=0 full_volume
+	local n nodes extra b sum out rebuilt=0 mended=0 none=0
+	n=$(peek "$T/good.img" $((17 * 4096)) 8)
+	LEAF=$(sd_block "$T/good.img" /d20/f25)
+	leaf_gone "$T/good.img" "$LEAF"
+	r4debugfs -R "print tree" "$T/good.img" >"$T/tree"
+	nodes=$(grep -c "^node " "$T/tree")
+	# the bitmap's whole bytes for the volume as made, nodes cleared
+	cp "$T/good.img" "$T/l.img"
+	for b in $(awk -v d="$LEAF" '$1 == "child" && $2 != d { print $2 }' "$T/tree"); do
+		setbit "$T/l.img" "$b" 0
+	done
+	dd if="$T/l.img" of="$T/lying" bs=1 skip=$((18 * 4096 + 4)) count=$((n / 8)) status=none
+	echo "$n blocks, $nodes nodes, free $(peek "$T/good.img" $((17 * 4096 + 8)) 8)"
+	for ((extra = nodes - 4; extra <= nodes + 12; extra++)); do
+		grown_lying "$n" "$extra"
+		sum=$(sha256sum <"$T/g.img")
+		run r4fsck -y "$T/g.img"
+		out=$output
+		echo "grown by $extra: exit $status: $(grep -E '^fixed \(node\)|no room|no free' <<<"$out" | cut -c 1-90 | tr '\n' ' ')"
+		case $status in
+		1)
+			[[ "$out" == *"0 problems left"* ]]
+			r4fsck -n "$T/g.img" >/dev/null
+			kept_outside "$T/g.img" >/dev/null
+			case $out in
+			*"storage tree rebuilt"*) rebuilt=$((rebuilt + 1)) ;;
+			*"mended in place"*) mended=$((mended + 1)) ;;
+			esac ;;
+		4)
+			[[ "$out" == *"the tree rebuild changed nothing"* ]]
+			[ "$(sha256sum <"$T/g.img")" = "$sum" ]
+			none=$((none + 1)) ;;
+		*)
+			return 1 ;;
+		esac
+	done
+	echo "new trees $rebuilt, mended in place $mended, unchanged $none"
+	[ "$rebuilt" -gt 0 ]
+}
