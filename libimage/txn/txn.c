@@ -599,10 +599,16 @@ int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
 			run = i + 1;
 			continue;
 		}
-		if (rc) {	/* what came before is written, as asked */
+		if (rc) {
+			/* the blocks before i are written, as asked (a
+			 * failure of that write too is this one's error:
+			 * either way the caller aborts the transaction) */
 			write_run(t, blk, p, run, i, NULL);
 			return rc;
 		}
+		/* TB_DATA before the run's write: when the write fails the
+		 * caller aborts the transaction, which forgets these
+		 * states with the rest */
 		e->state = TB_DATA;
 		io_cache_forget(&vol->cache, blk + i);
 	}

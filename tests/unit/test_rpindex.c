@@ -81,12 +81,17 @@ int main(void)
 			m.el[i].cur = take_slot(used);
 			rp_model_moved(&m, i);
 		}
+		/* round 7: as when the moved list could not grow, a full
+		 * sort, which must clear every moved mark (an element left
+		 * marked would never be listed again when it moves next) */
+		if (round == 7)
+			m.indexed = 0;
 		merged += m.indexed && m.nmoved > 0;
 		rp_model_index(&m);
 		good &= index_ok(&m);
 	}
-	ok(merged == 50, "every later index merged the moved elements in "
-	   "(%d of 50)", merged);
+	ok(merged == 49, "every later index but the full sort merged the "
+	   "moved elements in (%d of 49)", merged);
 	ok(good, "after each of 50 rounds of moves: in block order, every "
 	   "element found on each of its blocks");
 	rp_model_fini(&m);
