@@ -431,6 +431,27 @@ static void entry_fill(struct r4_txn *x, struct fmt_cde40_entry *e,
 	enc_cde_entry(e, x->vol->keypol, k, &sd, name, len);
 }
 
+/* Item it in place of checked item c, spliced from c's bytes (one entry
+ * in, entry_splice, or out, entry_cut), and marked checked where the
+ * writer's cache holds it as put: the lookup of the next name does not
+ * verify it again. Sound because c's bytes were verified (marked, or
+ * cde_check) and a splice keeps an item sound: the headers stay in key
+ * order (an entry goes in where fmt_cde40_seek puts its key, none of
+ * the item has that key), each body stays right after the one before
+ * and as long as its header says (fmt_cde40_size refused a new entry's
+ * name with a NUL in it); what fmt_cde40_verify checks of c holds of
+ * it. */
+static int put_marked(struct r4_txn *x, const struct cde *c,
+		      const struct tree_newitem *it, struct r4_error *err)
+{
+	int rc = tree_put_items(&x->mod, 1, &c->key, 1, it, 1, err);
+
+	if (!rc)
+		tree_mod_mark_put(&x->mod, &it->key, it->pid, it->body,
+				  it->len);
+	return rc;
+}
+
 /* Entry ne (key k) into checked item c as one more unit, the item's
  * bytes spliced, not decoded and encoded again (the same bytes: a
  * checked item is laid out as fmt_cde40_encode lays it out). 1 when
@@ -467,7 +488,7 @@ static int entry_splice(struct r4_txn *x, const struct cde *c,
 	it.pid = FMT_ITEM_CDE40;
 	it.body = x->cde_out[0];
 	it.len = size;
-	return tree_put_items(&x->mod, 1, &c->key, 1, &it, 1, err);
+	return put_marked(x, c, &it, err);
 }
 
 /* The whole-item way: entry ne (key k) into checked item c, decoded,
@@ -609,7 +630,7 @@ static int entry_cut(struct r4_txn *x, const struct cde *c, int idx,
 	fmt_cde40_entry_key(&c->key, &e0, &it.key);
 	it.pid = FMT_ITEM_CDE40;
 	it.body = x->cde_out[0];
-	return tree_put_items(&x->mod, 1, &c->key, 1, &it, 1, err);
+	return put_marked(x, c, &it, err);
 }
 
 int obj_entry_del(struct r4_txn *x, const struct obj_dir *d,
@@ -653,7 +674,7 @@ int obj_entry_set(struct r4_txn *x, const struct obj_dir *d,
 		  struct r4_error *err)
 {
 	struct cde c;
-	int idx, rc;
+	int idx = 0, rc;
 
 	forget_dir(x);
 	rc = entry_at(x, d, name, len, &c, &idx, err);

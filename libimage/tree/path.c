@@ -347,3 +347,31 @@ int tree_mod_mark_checked(struct tree_mod *m, const struct tree_peek *pk,
 	mi->checked = 1;
 	return 1;
 }
+
+int tree_mod_mark_put(struct tree_mod *m, const struct fmt_key *k,
+		      unsigned pid, const uint8_t *body, size_t len)
+{
+	struct r4_error err = { 0, "", 0 };
+	struct tree_dslot *s;
+	struct tree_peek pk;
+	struct mpath p;
+	int none = 0, pos = -1;
+
+	if (!m->dc || m->height < FMT_NODE_LEAF_LEVEL ||
+	    m->height > FMT_TREE_HEIGHT_MAX)
+		return 0;
+	p.blk[m->height] = m->root;
+	for (unsigned l = m->height; l > FMT_NODE_LEAF_LEVEL; l--)
+		if (dc_pick(m, l, k, &p, &none, &err) != 1 || none)
+			return 0;
+	if (!dc_find_le(m, p.blk[FMT_NODE_LEAF_LEVEL], FMT_NODE_LEAF_LEVEL, k,
+			&pos, &s) || pos < 0)
+		return 0;
+	memset(&pk, 0, sizeof(pk));
+	pk.key = *k;
+	pk.pid = pid;
+	pk.blk = p.blk[FMT_NODE_LEAF_LEVEL];
+	pk.pos = (unsigned)pos;
+	pk.len = len;
+	return tree_mod_mark_checked(m, &pk, body);
+}

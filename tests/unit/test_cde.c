@@ -179,7 +179,8 @@ static void test_insert_random(void)
 		fmt_cde40_size(all, n + 1, pol, &wlen);
 		fmt_cde40_encode(all, n + 1, pol, want, sizeof(want));
 		if (fmt_cde40_insert(b, len, pol, (unsigned)i, &x, got, wlen) ||
-		    memcmp(got, want, wlen)) {
+		    memcmp(got, want, wlen) ||
+		    fmt_cde40_verify(got, wlen, pol, NULL)) {
 			same = 0;
 			printf("# item %d: insert at %zu of %zu\n", it, i, n);
 		}
@@ -190,8 +191,8 @@ static void test_insert_random(void)
 	}
 	ok(seek_ok, "cde40 seek: the first unit not below the key, as a "
 	   "linear scan finds it (a key absent and a unit's own)");
-	ok(same, "cde40 insert: the bytes of encoding the entries again "
-	   "(%d inserts; a short buffer refused)", done);
+	ok(same, "cde40 insert: the bytes of encoding the entries again, "
+	   "which verify (%d inserts; a short buffer refused)", done);
 }
 
 /* The old way of taking entry i out: every entry decoded, the others
@@ -240,7 +241,8 @@ static void test_remove_random(void)
 		wlen = ref_remove(b, len, pol, i, want, sizeof(want));
 		if (!wlen || fmt_cde40_remove(b, len, pol, (unsigned)i, got,
 					      sizeof(got), &glen) ||
-		    glen != wlen || memcmp(got, want, wlen)) {
+		    glen != wlen || memcmp(got, want, wlen) ||
+		    fmt_cde40_verify(got, glen, pol, NULL)) {
 			same = 0;
 			printf("# item %d: remove %zu of %zu\n", it, i, n);
 			continue;
@@ -285,8 +287,8 @@ static void test_remove_random(void)
 		free(h);
 	}
 	ok(same, "cde40 remove: the bytes of decoding the entries and "
-	   "encoding the others (%d removes), and insert puts the entry "
-	   "back", done);
+	   "encoding the others, which verify (%d removes), and insert puts "
+	   "the entry back", done);
 	ok(refused, "cde40 remove: a one-unit item, a unit past the end and "
 	   "a short buffer refused");
 	ok(bounds, "cde40 remove on hostile bytes: nothing written past its "
