@@ -19,7 +19,7 @@ build=${1:-.}
 runs=${2:-3}
 nfiles=${3:-10000}
 old=${OLD_BUILD:-}
-for t in python3 strace bc /usr/bin/time; do
+for t in python3 strace bc; do
 	command -v $t >/dev/null || { echo "$t not installed"; exit 1; }
 done
 dir=$(mktemp -d "${TMPDIR:-/tmp}/r4bench.XXXXXX")
@@ -48,11 +48,29 @@ PY
 "$build/cmd/r4pack" create -q --free 512M "$dir/base" "$dir/base.img"
 newbytes=$(find "$dir/new" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 
-# one timed command: "NAME wall cpu" appended to $dir/t
+# one timed command: "NAME wall user sys" appended to $dir/t.raw, from
+# the child's rusage in microseconds (/usr/bin/time prints 10 ms steps,
+# as coarse as the differences measured here)
+cat >"$dir/timed.py" <<'PY'
+import os, sys, time
+out, name, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
+t = time.monotonic()
+pid = os.fork()
+if pid == 0:
+    fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.execvp(argv[0], argv)
+_, st, ru = os.wait4(pid, 0)
+with open(out, "a") as f:
+    f.write("%s %.4f %.4f %.4f\n" % (name, time.monotonic() - t,
+                                     ru.ru_utime, ru.ru_stime))
+sys.exit(0 if st == 0 else 1)
+PY
 timed() {
 	local name=$1; shift
-	/usr/bin/time -f "$name %e %U %S" -a -o "$dir/t.raw" "$@" \
-		>/dev/null 2>&1 || { echo "failed: $*" >&2; exit 1; }
+	python3 "$dir/timed.py" "$dir/t.raw" "$name" "$@" ||
+		{ echo "failed: $*" >&2; exit 1; }
 }
 : >"$dir/t.raw"
 for _ in $(seq "$runs"); do
@@ -84,11 +102,11 @@ for pair in plain compressed; do
 	for f in 2 3; do
 		what=wall; [ $f = 2 ] || what=cpu
 		a=$(med "$pair-add-new" $f); c=$(med "$pair-create" $f)
-		line=$(printf '%-10s %-4s add %.2f s, create %.2f s, add/create %.2f' \
+		line=$(printf '%-10s %-4s add %.3f s, create %.3f s, add/create %.2f' \
 			"$pair" "$what" "$a" "$c" "$(echo "$a / $c" | bc -l)")
 		if [ -n "$old" ]; then
 			o=$(med "$pair-add-old" $f)
-			line="$line$(printf '; old add %.2f s (%.2fx create)' "$o" \
+			line="$line$(printf '; old add %.3f s (%.2fx create)' "$o" \
 				"$(echo "$o / $c" | bc -l)")"
 		fi
 		echo "$line"

@@ -379,3 +379,44 @@ int fmt_cde40_insert(const uint8_t *body, size_t len, enum fmt_key_policy pol,
 	}
 	return 0;
 }
+
+int fmt_cde40_remove(const uint8_t *body, size_t len, enum fmt_key_policy pol,
+		     unsigned i, uint8_t *out, size_t outcap, size_t *outlen)
+{
+	int units = units_of(body, len, pol);
+	size_t uhs = uh_size(pol), first, at, end, gone, off;
+
+	if (units < 0)
+		return units;
+	if (units < 2 || i >= (unsigned)units)
+		return R4_EINVAL;
+	first = uh_pos(pol, (size_t)units);
+	at = unit_offset(body, pol, i);
+	end = i + 1 < (unsigned)units ? unit_offset(body, pol, i + 1) : len;
+	if (at < first || end <= at || end > len)
+		return R4_ECORRUPT;
+	/* the other bodies before unit i's and after it: their offsets
+	 * below move by a header, or a header and unit i's body */
+	for (int j = 0; j < units; j++) {
+		off = unit_offset(body, pol, (unsigned)j);
+		if (j != (int)i && ((j < (int)i && (off < first || off > at)) ||
+				    (j > (int)i && (off < end || off > len))))
+			return R4_ECORRUPT;
+	}
+	gone = uhs + (end - at);
+	if (outcap < len - gone)
+		return R4_EINVAL;
+	put_le16(out, (uint16_t)(units - 1));
+	memcpy(out + uh_pos(pol, 0), body + uh_pos(pol, 0), (size_t)i * uhs);
+	memcpy(out + uh_pos(pol, i), body + uh_pos(pol, i + 1),
+	       (size_t)(units - 1 - (int)i) * uhs);
+	memcpy(out + first - uhs, body + first, at - first);
+	memcpy(out + at - uhs, body + end, len - end);
+	for (int j = 0; j < units - 1; j++) {
+		uint8_t *o = out + uh_pos(pol, (size_t)j) + hash_size(pol);
+
+		put_le16(o, (uint16_t)(get_le16(o) - (j < (int)i ? uhs : gone)));
+	}
+	*outlen = len - gone;
+	return 0;
+}

@@ -178,6 +178,14 @@ int fmt_cde40_seek(const uint8_t *body, size_t len, enum fmt_key_policy pol,
 int fmt_cde40_insert(const uint8_t *body, size_t len, enum fmt_key_policy pol,
 		     unsigned i, const struct fmt_cde40_entry *e,
 		     uint8_t *out, size_t outlen);
+/* Of a verified item (len bytes, two units or more): unit i taken out,
+ * written to out (room for outcap bytes), *outlen its length: the bytes
+ * fmt_cde40_encode makes of the item's other entries, without decoding
+ * them. R4_EINVAL for i past the units, a one-unit item (the item goes
+ * as a whole) or too small an outcap; R4_ECORRUPT when a unit's body
+ * offset is out of order or out of the item. */
+int fmt_cde40_remove(const uint8_t *body, size_t len, enum fmt_key_policy pol,
+		     unsigned i, uint8_t *out, size_t outcap, size_t *outlen);
 /* "bytes" an entry of a name_len-byte name adds to its directory: unit
  * header + obj key id (+ name_len + 1 when the name is stored); 50 for a
  * short name with large keys. */

@@ -431,6 +431,27 @@ static void entry_fill(struct r4_txn *x, struct fmt_cde40_entry *e,
 	enc_cde_entry(e, x->vol->keypol, k, &sd, name, len);
 }
 
+/* Item it in place of checked item c, spliced from c's bytes (one entry
+ * in, entry_splice, or out, entry_cut), and marked checked where the
+ * writer's cache holds it as put: the lookup of the next name does not
+ * verify it again. Sound because c's bytes were verified (marked, or
+ * cde_check) and a splice keeps an item sound: the headers stay in key
+ * order (an entry goes in where fmt_cde40_seek puts its key, none of
+ * the item has that key), each body stays right after the one before
+ * and as long as its header says (fmt_cde40_size refused a new entry's
+ * name with a NUL in it); what fmt_cde40_verify checks of c holds of
+ * it. */
+static int put_marked(struct r4_txn *x, const struct cde *c,
+		      const struct tree_newitem *it, struct r4_error *err)
+{
+	int rc = tree_put_items(&x->mod, 1, &c->key, 1, it, 1, err);
+
+	if (!rc)
+		tree_mod_mark_put(&x->mod, &it->key, it->pid, it->body,
+				  it->len);
+	return rc;
+}
+
 /* Entry ne (key k) into checked item c as one more unit, the item's
  * bytes spliced, not decoded and encoded again (the same bytes: a
  * checked item is laid out as fmt_cde40_encode lays it out). 1 when
@@ -467,7 +488,7 @@ static int entry_splice(struct r4_txn *x, const struct cde *c,
 	it.pid = FMT_ITEM_CDE40;
 	it.body = x->cde_out[0];
 	it.len = size;
-	return tree_put_items(&x->mod, 1, &c->key, 1, &it, 1, err);
+	return put_marked(x, c, &it, err);
 }
 
 /* The whole-item way: entry ne (key k) into checked item c, decoded,
@@ -553,20 +574,97 @@ static void forget_dir(struct r4_txn *x)
 	x->pd_len = 0;
 }
 
+/* Index of the entry for (k, name) in checked item c, found from its
+ * unit headers (only the units of key k decoded), as cde_lookup;
+ * R4_ENOTFOUND (nothing said) when there is none. */
+static int cde_index(struct r4_txn *x, const struct cde *c,
+		     const struct fmt_key *k, const char *name, size_t len,
+		     struct r4_error *err)
+{
+	enum fmt_key_policy pol = x->vol->keypol;
+	struct fmt_cde40_entry e;
+	int n = fmt_cde40_units(c->body, c->len, pol);
+	int i = fmt_cde40_seek(c->body, c->len, pol, k), rc;
+
+	if (n < 0 || i < 0)
+		return r4i_fail(err, R4_ECORRUPT, "bad directory entry");
+	for (; i < n; i++) {
+		rc = fmt_cde40_entry(c->body, c->len, pol, (unsigned)i, &e);
+		if (rc)
+			return r4i_fail(err, rc, "bad directory entry");
+		if (ent_cmp_key(&e, k))
+			break;
+		if (!fmt_cde40_entry_is_long(&e, pol) ||
+		    (e.name_len == len && !memcmp(e.name, name, len)))
+			return i;
+	}
+	return R4_ENOTFOUND;
+}
+
+/* Unit idx out of checked item c, the item's bytes spliced as
+ * entry_splice splices one in (the bytes cde_store would write of the
+ * other entries); the item goes when it was its only one. 1 when the
+ * rest is too big for one item (only an item larger than this tree
+ * makes them: cde_store splits it). */
+static int entry_cut(struct r4_txn *x, const struct cde *c, int idx,
+		     struct r4_error *err)
+{
+	enum fmt_key_policy pol = x->vol->keypol;
+	struct fmt_cde40_entry e0;
+	struct tree_newitem it;
+	int n = fmt_cde40_units(c->body, c->len, pol), rc;
+
+	if (n == 1)
+		return tree_delete(&x->mod, 1, &c->key, err);
+	if (R4_RESERVE(x->cde_out[0], x->cde_outcap[0], c->len, 1024))
+		return r4i_fail(err, -ENOMEM, "out of memory");
+	rc = fmt_cde40_remove(c->body, c->len, pol, (unsigned)idx,
+			      x->cde_out[0], c->len, &it.len);
+	if (!rc)
+		rc = fmt_cde40_entry(x->cde_out[0], it.len, pol, 0, &e0);
+	if (rc)
+		return r4i_fail(err, rc, "cannot take an entry out of a "
+			       "directory item: %s", r4_strerror(rc));
+	if (it.len > tree_max_item(&x->mod))
+		return 1;	/* cde_store splits it */
+	fmt_cde40_entry_key(&c->key, &e0, &it.key);
+	it.pid = FMT_ITEM_CDE40;
+	it.body = x->cde_out[0];
+	return put_marked(x, c, &it, err);
+}
+
 int obj_entry_del(struct r4_txn *x, const struct obj_dir *d,
 		  const char *name, size_t len, struct r4_error *err)
 {
+	struct fmt_key k;
 	struct cde c;
-	int idx, rc;
+	int idx = -1, rc;
 
 	forget_dir(x);
-	rc = entry_at(x, d, name, len, &c, &idx, err);
-
-	if (rc)
-		return rc;
-	memmove(c.e + idx, c.e + idx + 1, (size_t)(c.n - idx - 1) *
-		sizeof(*c.e));
-	rc = cde_store(x, &c, c.e, (size_t)c.n - 1, 0, err);
+	memset(&c, 0, sizeof(c));
+	rc = entry_key(x, d, name, len, &k, err);
+	if (!rc)
+		rc = cde_get(x, d->ref.oid, &k, &c, err);
+	/* as the add: the lookup before marked the item when it did not
+	 * change since */
+	if (!rc && !c.checked)
+		rc = cde_check(x, &c, err);
+	if (!rc && (idx = cde_index(x, &c, &k, name, len, err)) < 0)
+		rc = idx;
+	if (rc == R4_ENOTFOUND)
+		rc = r4i_fail(err, R4_ENOTFOUND, "directory %llx: no entry "
+			      "\"%.*s\"", (unsigned long long)d->ref.oid,
+			      (int)len, name);
+	if (!rc)
+		rc = entry_cut(x, &c, idx, err);
+	if (rc == 1) {
+		rc = cde_entries(x, &c, err);
+		if (!rc) {
+			memmove(c.e + idx, c.e + idx + 1,
+				(size_t)(c.n - idx - 1) * sizeof(*c.e));
+			rc = cde_store(x, &c, c.e, (size_t)c.n - 1, 0, err);
+		}
+	}
 	cde_free(&c);
 	return rc;
 }
@@ -576,7 +674,7 @@ int obj_entry_set(struct r4_txn *x, const struct obj_dir *d,
 		  struct r4_error *err)
 {
 	struct cde c;
-	int idx, rc;
+	int idx = 0, rc;
 
 	forget_dir(x);
 	rc = entry_at(x, d, name, len, &c, &idx, err);

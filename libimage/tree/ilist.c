@@ -4,6 +4,8 @@
  * unit boundaries). */
 #include "config.h"
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "libimage/tree/modify.h"
@@ -18,12 +20,101 @@
 /* Do not cut an item for less room than this. */
 #define CUT_MIN_ROOM 64
 
+/* ---- item bodies ---------------------------------------------------- */
+
+/* The lists' item bodies, most of them 1 to 4 KiB (beyond glibc's
+ * per-thread cache, which stops at about 1 KiB), come in size classes
+ * of BODY_CLASS bytes and go back to a free list of their class, up to
+ * BODY_POOL_BYTES in all (the rest to free()). A body carries its class
+ * in a header before it, so a head that keeps its item's body at a
+ * shorter length still goes back to the right list; class 0: larger
+ * than the classes, plain malloc. */
+#define BODY_CLASS 64
+#define BODY_CLASSES 64
+#define BODY_HDR 16
+#define BODY_POOL_BYTES (1u << 20)
+
+static struct {
+	pthread_mutex_t lock;
+	uint8_t *free[BODY_CLASSES + 1];
+	size_t bytes;
+} pool = { PTHREAD_MUTEX_INITIALIZER, { NULL }, 0 };
+
+static unsigned body_class(size_t len)
+{
+	size_t c = (len + BODY_CLASS - 1) / BODY_CLASS;
+
+	if (!c)
+		c = 1;
+	return c <= BODY_CLASSES ? (unsigned)c : 0;
+}
+
+/* The bytes a body of class c (len when c is 0) has room for. */
+static size_t body_room(unsigned c, size_t len)
+{
+	return c ? (size_t)c * BODY_CLASS : (len ? len : 1);
+}
+
+static void *body_alloc(size_t len)
+{
+	unsigned c = body_class(len);
+	uint8_t *h = NULL;
+
+	if (c) {
+		pthread_mutex_lock(&pool.lock);
+		h = pool.free[c];
+		if (h) {
+			memcpy(&pool.free[c], h + BODY_HDR, sizeof(h));
+			pool.bytes -= body_room(c, len);
+		}
+		pthread_mutex_unlock(&pool.lock);
+	}
+	if (!h && !(h = malloc(BODY_HDR + body_room(c, len))))
+		return NULL;
+	memcpy(h, &c, sizeof(c));
+	return h + BODY_HDR;
+}
+
+static void body_free(void *p)
+{
+	uint8_t *h = p ? (uint8_t *)p - BODY_HDR : NULL;
+	unsigned c = 0;
+
+	if (h)
+		memcpy(&c, h, sizeof(c));
+	if (c) {
+		pthread_mutex_lock(&pool.lock);
+		if (pool.bytes + body_room(c, 0) <= BODY_POOL_BYTES) {
+			memcpy(h + BODY_HDR, &pool.free[c], sizeof(h));
+			pool.free[c] = h;
+			pool.bytes += body_room(c, 0);
+			h = NULL;
+		}
+		pthread_mutex_unlock(&pool.lock);
+	}
+	free(h);
+}
+
+/* Body p (from body_alloc) with room for len bytes, its bytes kept
+ * (realloc: the old one stays when it fails). */
+static void *body_realloc(void *p, size_t len)
+{
+	unsigned c = body_class(len);
+	uint8_t *h = realloc((uint8_t *)p - BODY_HDR,
+			     BODY_HDR + body_room(c, len));
+
+	if (!h)
+		return NULL;
+	memcpy(h, &c, sizeof(c));
+	return h + BODY_HDR;
+}
+
 void ilist_free(struct ilist *l)
 {
 	if (!l)
 		return;
 	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i].body);
+		body_free(l->v[i].body);
 	free(l->v);
 	memset(l, 0, sizeof(*l));
 }
@@ -56,7 +147,7 @@ static int item_copy(struct mitem *it, const struct fmt_key *k,
 	it->pid = pid;
 	it->checked = 0;
 	it->len = len;
-	it->body = malloc(len ? len : 1);
+	it->body = body_alloc(len);
 	if (!it->body)
 		return -ENOMEM;
 	if (len)
@@ -83,7 +174,7 @@ static int push_owned(struct ilist *l, struct mitem *it)
 	int rc = ilist_room(l, 1);
 
 	if (rc) {
-		free(it->body);
+		body_free(it->body);
 		return rc;
 	}
 	l->v[l->n++] = *it;
@@ -130,7 +221,7 @@ int ilist_splice(struct ilist *l, size_t a, size_t b,
 	if (rc)
 		return rc;
 	for (size_t i = a; i < b; i++)
-		free(l->v[i].body);
+		body_free(l->v[i].body);
 	memmove(l->v + a + n, l->v + b, (l->n - b) * sizeof(*l->v));
 	l->n = l->n - (b - a) + n;
 	/* the span's end moves with the items after it; an end among the
@@ -230,8 +321,8 @@ static int cut_cde40(const struct mitem *it, size_t room,
 	rc = fmt_cde40_size(e, (size_t)k, pol, &hs);
 	if (!rc)
 		rc = fmt_cde40_size(e + k, (size_t)(n - k), pol, &ts);
-	h->body = rc ? NULL : malloc(hs);
-	t->body = rc ? NULL : malloc(ts);
+	h->body = rc ? NULL : body_alloc(hs);
+	t->body = rc ? NULL : body_alloc(ts);
 	if (!rc && (!h->body || !t->body))
 		rc = -ENOMEM;
 	if (!rc)
@@ -245,8 +336,8 @@ static int cut_cde40(const struct mitem *it, size_t room,
 	t->len = ts;
 	free(e);
 	if (rc) {
-		free(h->body);
-		free(t->body);
+		body_free(h->body);
+		body_free(t->body);
 		return rc;
 	}
 	return 1;
@@ -262,11 +353,11 @@ static int cut_pieces(const struct mitem *it, uint64_t skip, size_t hl,
 	h->pid = t->pid = it->pid;
 	h->len = hl;
 	t->len = tl;
-	h->body = malloc(h->len);
-	t->body = malloc(t->len);
+	h->body = body_alloc(h->len);
+	t->body = body_alloc(t->len);
 	if (!h->body || !t->body) {
-		free(h->body);
-		free(t->body);
+		body_free(h->body);
+		body_free(t->body);
 		return -ENOMEM;
 	}
 	return 0;
@@ -282,7 +373,7 @@ static int cut_bytes(const struct mitem *it, size_t hl, uint64_t skip,
 	h->pid = t->pid = it->pid;
 	h->len = hl;
 	t->len = it->len - hl;
-	t->body = malloc(t->len);
+	t->body = body_alloc(t->len);
 	if (!t->body)
 		return -ENOMEM;
 	memcpy(t->body, it->body + hl, t->len);
@@ -386,14 +477,14 @@ static int join_cde40(struct mitem *a, const struct mitem *b, size_t max,
 					      (unsigned)(i - na), &e[i]);
 	if (!rc)
 		rc = fmt_cde40_size(e, (size_t)(na + nb), pol, &size);
-	if (!rc && size <= max && (buf = malloc(size)) != NULL)
+	if (!rc && size <= max && (buf = body_alloc(size)) != NULL)
 		rc = fmt_cde40_encode(e, (size_t)(na + nb), pol, buf, size);
 	free(e);
 	if (rc || !buf) {
-		free(buf);
+		body_free(buf);
 		return rc == -ENOMEM ? rc : 0;
 	}
-	free(a->body);
+	body_free(a->body);
 	a->body = buf;
 	a->len = size;
 	return 1;
@@ -431,7 +522,7 @@ static int join_ctail(struct mitem *a, const struct mitem *b, size_t max)
 	    !(b->key.el[3] & ((1ull << x.shift) - 1)) ||
 	    a->len + y.len > max)
 		return 0;
-	buf = realloc(a->body, a->len + y.len);
+	buf = body_realloc(a->body, a->len + y.len);
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf + a->len, y.data, y.len);
@@ -458,7 +549,7 @@ static int join(struct mitem *a, const struct mitem *b, size_t max,
 	    item_span(a, bs) == UINT64_MAX ||
 	    a->key.el[3] + item_span(a, bs) != b->key.el[3])
 		return 0;
-	buf = realloc(a->body, a->len + b->len);
+	buf = body_realloc(a->body, a->len + b->len);
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf + a->len, b->body, b->len);
@@ -490,7 +581,7 @@ static int coalesce_from(struct ilist *l, size_t from, size_t stop,
 			return rc;
 		}
 		if (rc) {
-			free(l->v[r].body);
+			body_free(l->v[r].body);
 			l->v[w].checked = 0;	/* new bytes */
 			continue;
 		}
@@ -583,7 +674,7 @@ static int pack_one(struct packer *p, struct mitem *it, size_t cap,
 			goto fail;
 		if (rc) {
 			if (h.body != it->body)
-				free(it->body);
+				body_free(it->body);
 			*it = t;
 			cut = 1;
 			p->used += ih + h.len;
@@ -601,7 +692,7 @@ static int pack_one(struct packer *p, struct mitem *it, size_t cap,
 			goto fail;
 	}
 fail:
-	free(it->body);
+	body_free(it->body);
 	return rc;
 }
 
@@ -633,7 +724,7 @@ int ilist_pack(struct ilist *all, size_t cap, size_t target, size_t ih,
 		rc = pack_one(&p, &all->v[i], cap, target, ih, blksize, pol);
 	if (rc) {
 		for (size_t j = i; j < all->n; j++)
-			free(all->v[j].body);
+			body_free(all->v[j].body);
 		for (size_t j = 0; j < p.n; j++)
 			ilist_free(&p.out[j]);
 		free(p.out);

@@ -167,6 +167,14 @@ int tree_mod_peek(struct tree_mod *m, const struct fmt_key *k,
  * obj_find_in_txn). */
 int tree_mod_mark_checked(struct tree_mod *m, const struct tree_peek *pk,
 			  const uint8_t *body);
+/* tree_mod_mark_checked for the item of key k the caller has just put
+ * (tree_put_items) with body (len bytes, plugin pid), bytes the caller
+ * vouches for as its plugin's reader would verify them (built from
+ * verified bytes by a rule that keeps them sound). Found through the
+ * cached lists only (no node is read for it): 1 marked, 0 not (not
+ * cached, or the cached item is not those bytes, e.g. cut in a split). */
+int tree_mod_mark_put(struct tree_mod *m, const struct fmt_key *k,
+		      unsigned pid, const uint8_t *body, size_t len);
 
 /* ---- item lists (ilist.c) ------------------------------------------- */
 

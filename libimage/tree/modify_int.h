@@ -26,6 +26,9 @@ struct tree_dslot {
 	uint64_t blk;		/* 0: empty */
 	unsigned level;
 	struct ilist l;
+	long hint;		/* the last answer of a search of l (path.c):
+				 * tried first, taken only when l's keys
+				 * around it still say so */
 };
 
 /* The volume's name for messages. */

@@ -113,32 +113,59 @@ static int pick(struct tree_mod *m, const uint8_t *node, uint64_t blk,
 	return 0;
 }
 
+/* fmt_key_cmp(a, b) <= 0, inline for the searches below. */
+static inline int key_le(const struct fmt_key *a, const struct fmt_key *b)
+{
+	for (int i = 0; i < 4; i++)
+		if (a->el[i] != b->el[i])
+			return a->el[i] < b->el[i];
+	return 1;
+}
+
 /* When block blk's items are in the cache (deferred or not): *pos =
- * the index of its last item with key <= k (-1 none), and 1. Reading a
- * deferred leaf's block would write it first. */
+ * the index of its last item with key <= k (-1 none), *sp its slot,
+ * and 1. Reading a deferred leaf's block would write it first. The
+ * slot's last answer and the one after it are tried before a
+ * bisection: inserts in key order ask for the same place or the next
+ * one again and again; either is taken only when the keys on both
+ * sides of it say so, as the bisection would find it. */
 static int dc_find_le(struct tree_mod *m, uint64_t blk, unsigned level,
-		      const struct fmt_key *k, int *pos)
+		      const struct fmt_key *k, int *pos,
+		      struct tree_dslot **sp)
 {
 	struct tree_dslot *s = m->dc ? tmod_dc_slot(m, blk) : NULL;
-	long lo = 0, hi, ans = -1;
+	long lo = 0, hi, ans = -1, n, h;
+	const struct mitem *v;
 
 	if (!s || s->blk != blk || s->level != level || !s->l.n)
 		return 0;
-	hi = (long)s->l.n - 1;
+	*sp = s;
+	n = (long)s->l.n;
+	v = s->l.v;
+	for (h = s->hint; h >= -1 && h < n && h <= s->hint + 1; h++) {
+		if (h >= 0 && !key_le(&v[h].key, k))
+			break;
+		if (h + 1 == n || !key_le(&v[h + 1].key, k)) {
+			s->hint = h;
+			*pos = (int)h;
+			return 1;
+		}
+	}
+	hi = n - 1;
 	while (lo <= hi) {
 		long mid = lo + (hi - lo) / 2;
 
-		if (fmt_key_cmp(&s->l.v[mid].key, k) <= 0) {
+		if (key_le(&v[mid].key, k)) {
 			ans = mid;
 			lo = mid + 1;
 		} else {
 			hi = mid - 1;
 		}
 	}
+	s->hint = ans;
 	*pos = (int)ans;
 	return 1;
 }
-
 
 /* pick() from the cached items of p->blk[l] (a deferred twig is not
  * written for it): 1 done, 0 not cached, < 0 error. */
@@ -149,9 +176,8 @@ static int dc_pick(struct tree_mod *m, unsigned l, const struct fmt_key *k,
 	int q = -1;
 	struct tree_dslot *s;
 
-	if (!dc_find_le(m, blk, l, k, &q))
+	if (!dc_find_le(m, blk, l, k, &q, &s))
 		return 0;
-	s = tmod_dc_slot(m, blk);
 	p->pos[l] = q;
 	if (q >= 0)
 		child = tmod_sib(&s->l, q);
@@ -169,13 +195,14 @@ int tmod_path_find(struct tree_mod *m, const struct fmt_key *k,
 		     unsigned to, struct mpath *p, int *none,
 		     struct r4_error *err)
 {
+	struct tree_dslot *s;
 	struct io_block *b;
 	int rc = 0;
 
 	*none = 0;
 	p->blk[m->height] = m->root;
 	for (unsigned l = m->height; !rc && l >= to; l--) {
-		if (l == to && dc_find_le(m, p->blk[l], l, k, &p->pos[l]))
+		if (l == to && dc_find_le(m, p->blk[l], l, k, &p->pos[l], &s))
 			break;
 		if (l != to && (rc = dc_pick(m, l, k, p, none, err)) != 0) {
 			if (rc < 0)
@@ -319,4 +346,32 @@ int tree_mod_mark_checked(struct tree_mod *m, const struct tree_peek *pk,
 		return 0;
 	mi->checked = 1;
 	return 1;
+}
+
+int tree_mod_mark_put(struct tree_mod *m, const struct fmt_key *k,
+		      unsigned pid, const uint8_t *body, size_t len)
+{
+	struct r4_error err = { 0, "", 0 };
+	struct tree_dslot *s;
+	struct tree_peek pk;
+	struct mpath p;
+	int none = 0, pos = -1;
+
+	if (!m->dc || m->height < FMT_NODE_LEAF_LEVEL ||
+	    m->height > FMT_TREE_HEIGHT_MAX)
+		return 0;
+	p.blk[m->height] = m->root;
+	for (unsigned l = m->height; l > FMT_NODE_LEAF_LEVEL; l--)
+		if (dc_pick(m, l, k, &p, &none, &err) != 1 || none)
+			return 0;
+	if (!dc_find_le(m, p.blk[FMT_NODE_LEAF_LEVEL], FMT_NODE_LEAF_LEVEL, k,
+			&pos, &s) || pos < 0)
+		return 0;
+	memset(&pk, 0, sizeof(pk));
+	pk.key = *k;
+	pk.pid = pid;
+	pk.blk = p.blk[FMT_NODE_LEAF_LEVEL];
+	pk.pos = (unsigned)pos;
+	pk.len = len;
+	return tree_mod_mark_checked(m, &pk, body);
 }

@@ -2,8 +2,10 @@
 /* r4kit: the cde40 fast paths against the whole-item ones: the verify
  * of one pass over the unit headers against decoding every entry (the
  * rule it replaced), the bisection seek against a linear scan, and a
- * spliced insert against encoding the entries again, on seeded random
+ * spliced insert and removal against decoding and encoding the entries
+ * again (and a removal on hostile bytes kept in bounds), on seeded random
  * items (short and long names, both key policies) and corruptions. */
+#include <stdlib.h>
 #include <string.h>
 #include "tap.h"
 #include "format/item.h"
@@ -177,7 +179,8 @@ static void test_insert_random(void)
 		fmt_cde40_size(all, n + 1, pol, &wlen);
 		fmt_cde40_encode(all, n + 1, pol, want, sizeof(want));
 		if (fmt_cde40_insert(b, len, pol, (unsigned)i, &x, got, wlen) ||
-		    memcmp(got, want, wlen)) {
+		    memcmp(got, want, wlen) ||
+		    fmt_cde40_verify(got, wlen, pol, NULL)) {
 			same = 0;
 			printf("# item %d: insert at %zu of %zu\n", it, i, n);
 		}
@@ -188,14 +191,115 @@ static void test_insert_random(void)
 	}
 	ok(seek_ok, "cde40 seek: the first unit not below the key, as a "
 	   "linear scan finds it (a key absent and a unit's own)");
-	ok(same, "cde40 insert: the bytes of encoding the entries again "
-	   "(%d inserts; a short buffer refused)", done);
+	ok(same, "cde40 insert: the bytes of encoding the entries again, "
+	   "which verify (%d inserts; a short buffer refused)", done);
+}
+
+/* The old way of taking entry i out: every entry decoded, the others
+ * encoded again. Its length, 0 when a decode or the encode fails. */
+static size_t ref_remove(const uint8_t *b, size_t len, enum fmt_key_policy pol,
+			 size_t i, uint8_t *out, size_t outcap)
+{
+	struct fmt_cde40_entry e[32];
+	int n = fmt_cde40_units(b, len, pol);
+	size_t m = 0, size;
+
+	if (n < 2 || n > 32)
+		return 0;
+	for (int j = 0; j < n; j++) {
+		if (fmt_cde40_entry(b, len, pol, (unsigned)j, &e[m]))
+			return 0;
+		if ((size_t)j != i)
+			m++;
+	}
+	if (fmt_cde40_size(e, m, pol, &size) || size > outcap ||
+	    fmt_cde40_encode(e, m, pol, out, outcap))
+		return 0;
+	return size;
+}
+
+static void test_remove_random(void)
+{
+	uint8_t b[2048], got[2048 + 16], want[2048], back[2048];
+	struct fmt_cde40_entry e[24], x;
+	int same = 1, refused = 1, done = 0, hostile = 0, bounds = 1;
+
+	for (int it = 0; it < 5000; it++) {
+		enum fmt_key_policy pol = it & 1 ? FMT_KEY_LARGE : FMT_KEY_SHORT;
+		size_t n = rnd_sorted(e, 1 + rnd() % 20, pol), len, wlen, glen;
+		size_t i = rnd() % n;
+
+		if (fmt_cde40_size(e, n, pol, &len) ||
+		    fmt_cde40_encode(e, n, pol, b, sizeof(b)))
+			continue;
+		if (n == 1) {
+			if (fmt_cde40_remove(b, len, pol, 0, got, sizeof(got),
+					     &glen) != R4_EINVAL)
+				refused = 0;
+			continue;
+		}
+		wlen = ref_remove(b, len, pol, i, want, sizeof(want));
+		if (!wlen || fmt_cde40_remove(b, len, pol, (unsigned)i, got,
+					      sizeof(got), &glen) ||
+		    glen != wlen || memcmp(got, want, wlen) ||
+		    fmt_cde40_verify(got, glen, pol, NULL)) {
+			same = 0;
+			printf("# item %d: remove %zu of %zu\n", it, i, n);
+			continue;
+		}
+		/* and back: the entry spliced in again makes the item */
+		if (fmt_cde40_entry(b, len, pol, (unsigned)i, &x) ||
+		    fmt_cde40_insert(got, glen, pol, (unsigned)i, &x, back,
+				     len) || memcmp(back, b, len))
+			same = 0;
+		if (fmt_cde40_remove(b, len, pol, (unsigned)i, got, wlen - 1,
+				     &glen) != R4_EINVAL ||
+		    fmt_cde40_remove(b, len, pol, (unsigned)n, got,
+				     sizeof(got), &glen) != R4_EINVAL)
+			refused = 0;
+		done++;
+
+		/* hostile bytes: whatever it answers, it stays in its
+		 * buffers, and a sound item it takes apart as the old way */
+		for (unsigned k = 1 + rnd() % 3; k; k--)
+			b[rnd() % len] = (uint8_t)(rnd() % 4 ? rnd() : 0);
+		if (rnd() % 3 == 0)
+			len = rnd() % (len + 1);
+		uint8_t *h = malloc(len ? len : 1);
+
+		memcpy(h, b, len);
+		memset(got, 0xa5, sizeof(got));
+		i = rnd() % (n + 1);
+		if (!fmt_cde40_remove(h, len, pol, (unsigned)i, got, len,
+				      &glen)) {
+			hostile++;
+			if (glen >= len)
+				bounds = 0;
+			for (size_t q = len; q < sizeof(got); q++)
+				if (got[q] != 0xa5)
+					bounds = 0;
+			if (!fmt_cde40_verify(h, len, pol, NULL) &&
+			    ((wlen = ref_remove(h, len, pol, i, want,
+						sizeof(want))) != glen ||
+			     memcmp(got, want, glen)))
+				same = 0;
+		}
+		free(h);
+	}
+	ok(same, "cde40 remove: the bytes of decoding the entries and "
+	   "encoding the others, which verify (%d removes), and insert puts "
+	   "the entry back", done);
+	ok(refused, "cde40 remove: a one-unit item, a unit past the end and "
+	   "a short buffer refused");
+	ok(bounds, "cde40 remove on hostile bytes: nothing written past its "
+	   "output (%d taken apart)", hostile);
 }
 
 int main(void)
 {
-	plan(3);
+	plan(6);
 	test_verify_random();
 	test_insert_random();
+	test_remove_random();
 	return tap_done();
 }
