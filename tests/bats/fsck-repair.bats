@@ -1844,7 +1844,12 @@ grown_lying() {
 	done
 	dd if="$T/l.img" of="$T/lying" bs=1 skip=$((18 * 4096 + 4)) count=$((n / 8)) status=none
 	echo "$n blocks, $nodes nodes, free $(peek "$T/good.img" $((17 * 4096 + 8)) 8)"
-	for ((extra = nodes - 4; extra <= nodes + 12; extra++)); do
+	# every size from a mend to well past the first new tree; in the
+	# sanitizer pass (not once) only the four around the edge between
+	# the two (a mend at nodes - 2, a new tree from nodes - 1 here)
+	local lo=$((nodes - 4)) hi=$((nodes + 12))
+	once || { lo=$((nodes - 3)); hi=$((nodes)); }
+	for ((extra = lo; extra <= hi; extra++)); do
 		grown_lying "$n" "$extra"
 		sum=$(sha256sum <"$T/g.img")
 		run r4fsck -y "$T/g.img"
