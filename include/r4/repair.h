@@ -61,6 +61,11 @@ struct r4_repair_opts {
 	/* Changes per transaction (0: 128): the bound on what a power
 	 * cut can undo. */
 	unsigned batch;
+	/* The tree rebuild keeps its items other than file bodies in
+	 * sorted runs: bytes of them (and of their bodies) in memory
+	 * before the rest goes to a temporary file in $TMPDIR (0: 16
+	 * MiB; tests set a few bytes to make small volumes spill). */
+	size_t rebuild_run_bytes;
 };
 
 struct r4_repair_report {

@@ -393,56 +393,76 @@ int rb_log_room(struct r4_vol *vol, struct r4_error *err)
 	return rc;
 }
 
-/* The blocks a new tree of the items [0, n) takes, about: the items
- * [0, done) took 'used' of them. */
-static uint64_t need_about(const struct rb *b, size_t done, uint64_t used)
+/* The blocks a new tree of all the items takes, about: the first
+ * 'done' in key order took 'used' of them. 0 when the items cannot be
+ * read again. */
+static uint64_t need_about(struct rb *b, size_t done, uint64_t used)
 {
 	double all = 0, part = 0;
+	struct rb_iter it;
+	const struct ritem *p;
+	size_t i = 0;
+	int rc = rb_iter_start(b, &it);
 
-	for (size_t i = 0; i < b->n; i++) {
-		double sz = (double)b->it[i].len + 40;	/* an item header */
+	while (!rc && (rc = rb_iter_next(&it, &p)) == 1) {
+		double sz = (double)p->len + 40;	/* an item header */
 
+		rc = 0;
 		all += sz;
-		if (i < done)
+		if (i++ < done)
 			part += sz;
 	}
+	rb_iter_end(&it);
+	if (rc)
+		return 0;
 	if (part <= 0 || used == 0)
 		return (uint64_t)(all / (b->R->c.bs / 2)) + 1;
 	return (uint64_t)(all / part * (double)used) + 1;
 }
 
-/* The new tree in one transaction (first_tree, then every item in key
- * order), the old nodes freed at its commit. R4_ENOSPC with *need
- * (about) when the free blocks cannot hold it: nothing written then
- * but free blocks. */
-static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
+/* The first item in key order that is not an extent (the new tree's
+ * first leaf item), copied into *first with its body in *body
+ * (malloc'ed), its place in *at; R4_ECORRUPT when there is none. */
+static int first_leaf_item(struct rb *b, struct ritem *first, uint8_t **body,
+			   size_t *at, struct r4_error *err)
 {
-	struct r4_txn *x;
-	size_t first = SIZE_MAX, nold = 0, i, done;
-	uint64_t *old = NULL, room;
-	int rc;
+	struct rb_iter it;
+	const struct ritem *p;
+	int rc = rb_iter_start(b, &it);
 
-	for (i = 0; i < b->n && first == SIZE_MAX; i++)
-		if (b->it[i].pid != FMT_ITEM_EXTENT40)
-			first = i;
-	if (first == SIZE_MAX)
-		return r4i_fail(err, R4_ECORRUPT, "no leaf item survived");
-	rc = rb_old_nodes(b, 1, &old, &nold);
-	if (!rc)	/* a bitmap calling them free: the new tree's nodes
-			 * would be written over extents or the old tree */
-		rc = rb_pin_kept(b, old, nold);
-	if (!rc)
-		rc = r4_txn_begin(b->R->vol, &x, err);
-	if (rc) {
-		free(old);
-		return rc;
+	*body = NULL;
+	for (*at = 0; !rc && (rc = rb_iter_next(&it, &p)) == 1; ++*at) {
+		rc = 0;
+		if (p->pid == FMT_ITEM_EXTENT40)
+			continue;
+		*first = *p;
+		*body = malloc(p->len ? p->len : 1);
+		if (!*body) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(*body, p->body, p->len);
+		first->body = *body;
+		rb_iter_end(&it);
+		return 0;
 	}
-	room = txn_free_left(x->t);
-	rc = first_tree(b, x, &b->it[first], err);
-	for (i = 0; i < b->n && !rc; i++) {
-		const struct ritem *p = &b->it[i];
+	rb_iter_end(&it);
+	return rc ? rc : r4i_fail(err, R4_ECORRUPT, "no leaf item survived");
+}
 
-		if (i == first)
+/* Every item but the one at place 'skip' into the new tree, in key
+ * order; *done: how many were taken (the one that failed too). */
+static int insert_all(struct rb *b, struct r4_txn *x, size_t skip,
+		      size_t *done, struct r4_error *err)
+{
+	struct rb_iter it;
+	const struct ritem *p;
+	size_t i = 0;
+	int rc = rb_iter_start(b, &it);
+
+	while (!rc && (rc = rb_iter_next(&it, &p)) == 1) {
+		rc = 0;
+		if (i++ == skip)
 			continue;
 		rc = tree_insert(&x->mod, p->pid == FMT_ITEM_EXTENT40 ? 2 : 1,
 				 &p->key, p->pid, p->body, p->len, err);
@@ -453,7 +473,47 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 			rc = 0;
 		}
 	}
-	done = i;
+	rb_iter_end(&it);
+	*done = i;
+	if (rc < 0 && rc != -ENOMEM && !err->code)
+		rc = r4i_fail(err, rc, "%s: cannot read back the tree "
+			      "rebuild's temporary files (in $TMPDIR, else "
+			      "/tmp): %s",
+			      b->R->vol->dev->path, r4_strerror(rc));
+	return rc;
+}
+
+/* The new tree in one transaction (first_tree, then every item in key
+ * order), the old nodes freed at its commit. R4_ENOSPC with *need
+ * (about) when the free blocks cannot hold it: nothing written then
+ * but free blocks. */
+static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
+{
+	struct r4_txn *x;
+	struct ritem first;
+	uint8_t *fbody;
+	size_t at, nold = 0, i, done = 0;
+	uint64_t *old = NULL, room;
+	int rc = first_leaf_item(b, &first, &fbody, &at, err);
+
+	if (rc)
+		return rc;
+	rc = rb_old_nodes(b, 1, &old, &nold);
+	if (!rc)	/* a bitmap calling them free: the new tree's nodes
+			 * would be written over extents or the old tree */
+		rc = rb_pin_kept(b, old, nold);
+	if (!rc)
+		rc = r4_txn_begin(b->R->vol, &x, err);
+	if (rc) {
+		free(old);
+		free(fbody);
+		return rc;
+	}
+	room = txn_free_left(x->t);
+	rc = first_tree(b, x, &first, err);
+	free(fbody);
+	if (!rc)
+		rc = insert_all(b, x, at, &done, err);
 	for (i = 0; i < nold && !rc; i++)
 		rc = txn_free(x->t, old[i], 1, err);
 	free(old);
@@ -559,7 +619,7 @@ int rep_bounds_shifted(struct rep *R)
 /* Phase 1: every item that verifies, from the nodes the walk from the
  * root reaches and from the scan of the used blocks no one reaches,
  * sorted by key. */
-static int gather(struct rb *b)
+static int gather(struct rb *b, uint64_t *dup)
 {
 	struct rep *R = b->R;
 	struct chk *c = &R->c;
@@ -584,6 +644,8 @@ static int gather(struct rb *b)
 			     NULL);
 	if (!rc)
 		rc = rb_scan(b);
+	if (!rc)
+		rc = rb_spill_pull(b, dup);
 	if (!rc && b->n)
 		qsort(b->it, b->n, sizeof(*b->it), rb_item_cmp);
 	return rc;
@@ -706,7 +768,8 @@ static void report(struct rb *b, uint64_t dup)
 		   "of a key); %llu item body offsets and %llu keys "
 		   "mended, %llu item plugin ids set back; the old "
 		   "nodes taken freed (%llu)",
-		   (unsigned long long)R->vol->sb.root_block, b->n,
+		   (unsigned long long)R->vol->sb.root_block,
+		   (size_t)(b->n + b->sp.kept),
 		   (unsigned long long)(b->nodes_kept + b->scanned +
 					b->nodes_salvaged),
 		   (unsigned long long)b->scanned,
@@ -724,8 +787,10 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 {
 	struct rb b = { .R = R };
 	uint64_t dup = 0;
-	int rc = gather(&b);
+	int rc = rb_spill_init(&b, R->o->rebuild_run_bytes);
 
+	if (!rc)
+		rc = gather(&b, &dup);
 	if (!rc)
 		drop_second_copies(&b, &dup);
 	if (!rc)
@@ -736,11 +801,17 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	}
 	if (rc == -ENOMEM)
 		rc = r4i_fail(R->err, rc, "out of memory for the tree rebuild");
+	else if (rc < 0 && !R->err->code)
+		rc = r4i_fail(R->err, rc, "%s: cannot keep the tree "
+			      "rebuild's items in temporary files (in $TMPDIR, "
+			      "else /tmp): %s",
+			      R->vol->dev->path, r4_strerror(rc));
 	if (!rc) {
 		*changed = 1;
 		report(&b, dup);
 	}
 	rb_bodies_free(&b);
+	rb_spill_free(&b);
 	free(b.it);
 	free(b.buf);
 	free(b.named);

@@ -69,7 +69,7 @@ int rb_push(struct rb *b, const struct fmt_key *k, unsigned pid,
 	p->key = *k;
 	p->pid = (uint16_t)pid;
 	p->len = (uint32_t)len;
-	p->seq = (uint32_t)b->n++;
+	p->seq = (uint32_t)(b->seq_off + b->n++);
 	p->suspect = 0;
 	p->orphan = 0;
 	p->blk = 0;
@@ -629,6 +629,16 @@ static int take_items(struct rb *b, uint64_t blk,
 			b->items_dropped++;
 			b->bytes_dropped += body_bytes(ih.plugin_id, b->buf + off,
 						       len, b->v.bs);
+			continue;
+		}
+		/* Only body items are mended: the others wait in runs */
+		if (ih.plugin_id != FMT_ITEM_TAIL40 &&
+		    ih.plugin_id != FMT_ITEM_EXTENT40 &&
+		    ih.plugin_id != FMT_ITEM_CTAIL40) {
+			rc = rb_spill_put(b, &ih.key, ih.plugin_id,
+					  b->buf + off, len, blk, i, odd);
+			if (rc)
+				return rc;
 			continue;
 		}
 		rc = rb_push(b, &ih.key, ih.plugin_id, b->buf + off, len);
