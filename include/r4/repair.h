@@ -63,8 +63,10 @@ struct r4_repair_opts {
 	unsigned batch;
 	/* The tree rebuild keeps its items other than file bodies in
 	 * sorted runs: bytes of them (and of their bodies) in memory
-	 * before the rest goes to a temporary file in $TMPDIR (0: 16
-	 * MiB; tests set a few bytes to make small volumes spill). */
+	 * before the rest goes to a temporary file in $TMPDIR, and bytes
+	 * of new nodes (2 at least) it keeps before it writes them ahead
+	 * of its commit, when the volume has room to spare (0: 16 MiB;
+	 * tests set a few bytes to make small volumes do both). */
 	size_t rebuild_run_bytes;
 };
 

@@ -483,6 +483,23 @@ static int insert_all(struct rb *b, struct r4_txn *x, size_t skip,
 	return rc;
 }
 
+/* Whether the free blocks hold the new tree with room to spare (its
+ * items' bytes in full nodes, a sixteenth more for the nodes above the
+ * leaves and the slack of each leaf, and 64): only then are its
+ * nodes written before the commit. They go to free blocks, which is
+ * safe, but a tree that then finds no room (the mend in place follows)
+ * would leave them written; a volume short of room keeps them in
+ * memory, its free blocks untouched until the commit. */
+static int room_to_spare(const struct rb *b, uint64_t room)
+{
+	uint64_t bytes = b->sp.bytes, nodes;
+
+	for (size_t i = 0; i < b->n; i++)
+		bytes += (uint64_t)b->it[i].len + 40;
+	nodes = bytes / b->R->c.bs + 1;
+	return room >= nodes + nodes / 16 + 64;
+}
+
 /* The new tree in one transaction (first_tree, then every item in key
  * order), the old nodes freed at its commit. R4_ENOSPC with *need
  * (about) when the free blocks cannot hold it: nothing written then
@@ -510,7 +527,13 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 		return rc;
 	}
 	room = txn_free_left(x->t);
-	rc = first_tree(b, x, &first, err);
+	/* the new nodes in memory: the run budget's worth (16 MiB by
+	 * default), then the one made longest ago is written */
+	if (room_to_spare(b, room))
+		rc = txn_write_behind(x->t, b->sp.budget / b->R->c.bs > 2 ?
+				      b->sp.budget / b->R->c.bs : 2, err);
+	if (!rc)
+		rc = first_tree(b, x, &first, err);
 	free(fbody);
 	if (!rc)
 		rc = insert_all(b, x, at, &done, err);
