@@ -393,96 +393,6 @@ int rb_log_room(struct r4_vol *vol, struct r4_error *err)
 	return rc;
 }
 
-/* The blocks a new tree of all the items takes, about: the first
- * 'done' in key order took 'used' of them. 0 when the items cannot be
- * read again. */
-static uint64_t need_about(struct rb *b, size_t done, uint64_t used)
-{
-	double all = 0, part = 0;
-	struct rb_iter it;
-	const struct ritem *p;
-	size_t i = 0;
-	int rc = rb_iter_start(b, &it);
-
-	while (!rc && (rc = rb_iter_next(&it, &p)) == 1) {
-		double sz = (double)p->len + 40;	/* an item header */
-
-		rc = 0;
-		all += sz;
-		if (i++ < done)
-			part += sz;
-	}
-	rb_iter_end(&it);
-	if (rc)
-		return 0;
-	if (part <= 0 || used == 0)
-		return (uint64_t)(all / (b->R->c.bs / 2)) + 1;
-	return (uint64_t)(all / part * (double)used) + 1;
-}
-
-/* The first item in key order that is not an extent (the new tree's
- * first leaf item), copied into *first with its body in *body
- * (malloc'ed), its place in *at; R4_ECORRUPT when there is none. */
-static int first_leaf_item(struct rb *b, struct ritem *first, uint8_t **body,
-			   size_t *at, struct r4_error *err)
-{
-	struct rb_iter it;
-	const struct ritem *p;
-	int rc = rb_iter_start(b, &it);
-
-	*body = NULL;
-	for (*at = 0; !rc && (rc = rb_iter_next(&it, &p)) == 1; ++*at) {
-		rc = 0;
-		if (p->pid == FMT_ITEM_EXTENT40)
-			continue;
-		*first = *p;
-		*body = malloc(p->len ? p->len : 1);
-		if (!*body) {
-			rc = -ENOMEM;
-			break;
-		}
-		memcpy(*body, p->body, p->len);
-		first->body = *body;
-		rb_iter_end(&it);
-		return 0;
-	}
-	rb_iter_end(&it);
-	return rc ? rc : r4i_fail(err, R4_ECORRUPT, "no leaf item survived");
-}
-
-/* Every item but the one at place 'skip' into the new tree, in key
- * order; *done: how many were taken (the one that failed too). */
-static int insert_all(struct rb *b, struct r4_txn *x, size_t skip,
-		      size_t *done, struct r4_error *err)
-{
-	struct rb_iter it;
-	const struct ritem *p;
-	size_t i = 0;
-	int rc = rb_iter_start(b, &it);
-
-	while (!rc && (rc = rb_iter_next(&it, &p)) == 1) {
-		rc = 0;
-		if (i++ == skip)
-			continue;
-		rc = tree_insert(&x->mod, p->pid == FMT_ITEM_EXTENT40 ? 2 : 1,
-				 &p->key, p->pid, p->body, p->len, err);
-		if (rc == R4_EEXIST) {
-			/* Two items the tree takes for one key (the
-			 * sorted items have none): the first stays. */
-			b->items_dropped++;
-			rc = 0;
-		}
-	}
-	rb_iter_end(&it);
-	*done = i;
-	if (rc < 0 && rc != -ENOMEM && !err->code)
-		rc = r4i_fail(err, rc, "%s: cannot read back the tree "
-			      "rebuild's temporary files (in $TMPDIR, else "
-			      "/tmp): %s",
-			      b->R->vol->dev->path, r4_strerror(rc));
-	return rc;
-}
-
 /* Whether the free blocks hold the new tree with room to spare (its
  * items' bytes in full nodes, a sixteenth more for the nodes above the
  * leaves and the slack of each leaf, and 64): only then are its
@@ -511,7 +421,7 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 	uint8_t *fbody;
 	size_t at, nold = 0, i, done = 0;
 	uint64_t *old = NULL, room;
-	int rc = first_leaf_item(b, &first, &fbody, &at, err);
+	int rc = rb_first_leaf_item(b, &first, &fbody, &at, err);
 
 	if (rc)
 		return rc;
@@ -536,14 +446,14 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 		rc = first_tree(b, x, &first, err);
 	free(fbody);
 	if (!rc)
-		rc = insert_all(b, x, at, &done, err);
+		rc = rb_insert_all(b, x, at, &done, err);
 	for (i = 0; i < nold && !rc; i++)
 		rc = txn_free(x->t, old[i], 1, err);
 	free(old);
 	if (!rc)
 		rc = rb_log_room(b->R->vol, err);
 	if (rc == R4_ENOSPC)	/* the nodes, and the commit's journal */
-		*need = need_about(b, done, room) + 3 +
+		*need = rb_need_about(b, done, room) + 3 +
 			fmt_bitmap_count(b->R->vol->sb.block_count,
 					 b->R->vol->blksize);
 	if (rc) {

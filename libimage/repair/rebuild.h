@@ -12,6 +12,8 @@
 #include "libimage/repair/repair.h"
 #include "format/key.h"
 
+struct r4_txn;
+
 /* One gathered item: 64 bytes, its body in the rebuild's arena. */
 struct ritem {
 	struct fmt_key key;
@@ -149,6 +151,17 @@ struct rb_iter {
 int rb_iter_start(struct rb *b, struct rb_iter *it);
 int rb_iter_next(struct rb_iter *it, const struct ritem **out);
 void rb_iter_end(struct rb_iter *it);
+/* In key order: the blocks a new tree of all the items takes, about,
+ * when the first 'done' took 'used' (0 when the items cannot be read
+ * again); the first item that is not an extent, copied (its body
+ * malloc'ed in *body, its place in *at; R4_ECORRUPT when none); every
+ * item but the one at place 'skip' inserted into x's tree (*done: how
+ * many were taken, the one that failed too). */
+uint64_t rb_need_about(struct rb *b, size_t done, uint64_t used);
+int rb_first_leaf_item(struct rb *b, struct ritem *first, uint8_t **body,
+		       size_t *at, struct r4_error *err);
+int rb_insert_all(struct rb *b, struct r4_txn *x, size_t skip,
+		  size_t *done, struct r4_error *err);
 /* The spilled items left that came from walked nodes, by node and
  * place (n of them), for the mend in place: rb_np_match is 1 when the
  * next of them is item idx of node blk with that key, plugin id and

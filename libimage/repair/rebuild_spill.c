@@ -28,6 +28,8 @@
 #include <unistd.h>
 #include "r4/util.h"
 #include "libimage/repair/rebuild.h"
+#include "libimage/obj/write.h"
+#include "libimage/txn/txn.h"
 #include "libimage/util/err.h"
 #include "libimage/util/tmpfiles.h"
 #include "format/item.h"
@@ -407,6 +409,96 @@ int rb_iter_next(struct rb_iter *it, const struct ritem **out)
 	it->i++;
 	*out = m;
 	return 1;
+}
+
+/* The blocks a new tree of all the items takes, about: the first
+ * 'done' in key order took 'used' of them. 0 when the items cannot be
+ * read again. */
+uint64_t rb_need_about(struct rb *b, size_t done, uint64_t used)
+{
+	double all = 0, part = 0;
+	struct rb_iter it;
+	const struct ritem *p;
+	size_t i = 0;
+	int rc = rb_iter_start(b, &it);
+
+	while (!rc && (rc = rb_iter_next(&it, &p)) == 1) {
+		double sz = (double)p->len + 40;	/* an item header */
+
+		rc = 0;
+		all += sz;
+		if (i++ < done)
+			part += sz;
+	}
+	rb_iter_end(&it);
+	if (rc)
+		return 0;
+	if (part <= 0 || used == 0)
+		return (uint64_t)(all / (b->R->c.bs / 2)) + 1;
+	return (uint64_t)(all / part * (double)used) + 1;
+}
+
+/* The first item in key order that is not an extent (the new tree's
+ * first leaf item), copied into *first with its body in *body
+ * (malloc'ed), its place in *at; R4_ECORRUPT when there is none. */
+int rb_first_leaf_item(struct rb *b, struct ritem *first, uint8_t **body,
+			   size_t *at, struct r4_error *err)
+{
+	struct rb_iter it;
+	const struct ritem *p;
+	int rc = rb_iter_start(b, &it);
+
+	*body = NULL;
+	for (*at = 0; !rc && (rc = rb_iter_next(&it, &p)) == 1; ++*at) {
+		rc = 0;
+		if (p->pid == FMT_ITEM_EXTENT40)
+			continue;
+		*first = *p;
+		*body = malloc(p->len ? p->len : 1);
+		if (!*body) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(*body, p->body, p->len);
+		first->body = *body;
+		rb_iter_end(&it);
+		return 0;
+	}
+	rb_iter_end(&it);
+	return rc ? rc : r4i_fail(err, R4_ECORRUPT, "no leaf item survived");
+}
+
+/* Every item but the one at place 'skip' into the new tree, in key
+ * order; *done: how many were taken (the one that failed too). */
+int rb_insert_all(struct rb *b, struct r4_txn *x, size_t skip,
+		      size_t *done, struct r4_error *err)
+{
+	struct rb_iter it;
+	const struct ritem *p;
+	size_t i = 0;
+	int rc = rb_iter_start(b, &it);
+
+	while (!rc && (rc = rb_iter_next(&it, &p)) == 1) {
+		rc = 0;
+		if (i++ == skip)
+			continue;
+		rc = tree_insert(&x->mod, p->pid == FMT_ITEM_EXTENT40 ? 2 : 1,
+				 &p->key, p->pid, p->body, p->len, err);
+		if (rc == R4_EEXIST) {
+			/* Two items the tree takes for one key (the
+			 * sorted items have none): the first stays. */
+			b->items_dropped++;
+			rc = 0;
+		}
+	}
+	rb_iter_end(&it);
+	*done = i;
+	if (rc < 0 && rc != -ENOMEM && !err->code)
+		rc = r4i_fail(err, rc, "%s: cannot read back the tree "
+			      "rebuild's temporary files (in $TMPDIR, else "
+			      "/tmp): %s",
+			      b->R->vol->dev->path, r4_strerror(rc));
+	return rc;
 }
 
 /* ---- the spilled items of walked nodes, by node and place ---- */
