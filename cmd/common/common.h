@@ -181,15 +181,21 @@ int r4cmd_json_exit(int code);
  *                       packer's spill of names and of the nodes above
  *                       the leaves to $TMPDIR (r4cmd_env_pack);
  *   R4_CHECK_TABLES, R4_CHECK_RUN_BYTES      the checker's tables or
- *                       sorted runs (r4cmd_env_check).
+ *                       sorted runs (r4cmd_env_check);
+ *   R4_REBUILD_RUN_BYTES  the tree rebuild's sorted runs
+ *                       (r4cmd_env_repair).
  * An empty or malformed value is taken as unset. */
 struct r4_pack_opts;
 struct r4_check_opts;
+struct r4_repair_opts;
 /* 1 and *t when SOURCE_DATE_EPOCH is set and not empty. */
 int r4cmd_source_date(int64_t *t);
 void r4cmd_env_mkfs(struct r4_mkfs_opts *o);
 void r4cmd_env_pack(struct r4_pack_opts *o);
 void r4cmd_env_check(struct r4_check_opts *o);
+/* r4cmd_env_check's, and R4_REBUILD_RUN_BYTES: the tree rebuild's run
+ * budget (struct r4_repair_opts, rebuild_run_bytes). */
+void r4cmd_env_repair(struct r4_repair_opts *o);
 void r4cmd_env_vol(struct r4_vol *vol);
 
 #endif

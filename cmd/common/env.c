@@ -7,6 +7,7 @@
 #include "common.h"
 #include "r4/check.h"
 #include "r4/pack.h"
+#include "r4/repair.h"
 
 /* A decimal number in variable name: 1 and *v, else 0 (unset, empty or
  * not a number). */
@@ -67,6 +68,15 @@ void r4cmd_env_check(struct r4_check_opts *o)
 		o->tables = 1;
 	if (env_u64("R4_CHECK_RUN_BYTES", &v) && v && v <= SIZE_MAX)
 		o->run_bytes = (size_t)v;
+}
+
+void r4cmd_env_repair(struct r4_repair_opts *o)
+{
+	uint64_t v;
+
+	r4cmd_env_check(&o->check);
+	if (env_u64("R4_REBUILD_RUN_BYTES", &v) && v && v <= SIZE_MAX)
+		o->rebuild_run_bytes = (size_t)v;
 }
 
 void r4cmd_env_vol(struct r4_vol *vol)

@@ -186,7 +186,7 @@ static void fill_opts(struct r4_fsck_opts *o, const char *path)
 	o->repair.check.problem = on_problem;
 	o->repair.check.progress = on_progress;
 	o->repair.check.max_reports = (unsigned)opt_max_reports;
-	r4cmd_env_check(&o->repair.check);
+	r4cmd_env_repair(&o->repair);
 	o->repair.action = on_action;
 	if (opt_batch > 0)
 		o->repair.batch = (unsigned)opt_batch;

@@ -61,6 +61,13 @@ struct r4_repair_opts {
 	/* Changes per transaction (0: 128): the bound on what a power
 	 * cut can undo. */
 	unsigned batch;
+	/* The tree rebuild keeps its items other than file bodies in
+	 * sorted runs: bytes of them (and of their bodies) in memory
+	 * before the rest goes to a temporary file in $TMPDIR, and bytes
+	 * of new nodes (2 at least) it keeps before it writes them ahead
+	 * of its commit, when the volume has room to spare (0: 16 MiB;
+	 * tests set a few bytes to make small volumes do both). */
+	size_t rebuild_run_bytes;
 };
 
 struct r4_repair_report {

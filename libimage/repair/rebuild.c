@@ -394,22 +394,21 @@ int rb_log_room(struct r4_vol *vol, struct r4_error *err)
 	return rc;
 }
 
-/* The blocks a new tree of the items [0, n) takes, about: the items
- * [0, done) took 'used' of them. */
-static uint64_t need_about(const struct rb *b, size_t done, uint64_t used)
+/* Whether the free blocks hold the new tree with room to spare (its
+ * items' bytes in full nodes, a sixteenth more for the nodes above the
+ * leaves and the slack of each leaf, and 64): only then are its
+ * nodes written before the commit. They go to free blocks, which is
+ * safe, but a tree that then finds no room (the mend in place follows)
+ * would leave them written; a volume short of room keeps them in
+ * memory, its free blocks untouched until the commit. */
+static int room_to_spare(const struct rb *b, uint64_t room)
 {
-	double all = 0, part = 0;
+	uint64_t bytes = b->sp.bytes, nodes;
 
-	for (size_t i = 0; i < b->n; i++) {
-		double sz = (double)b->it[i].len + 40;	/* an item header */
-
-		all += sz;
-		if (i < done)
-			part += sz;
-	}
-	if (part <= 0 || used == 0)
-		return (uint64_t)(all / (b->R->c.bs / 2)) + 1;
-	return (uint64_t)(all / part * (double)used) + 1;
+	for (size_t i = 0; i < b->n; i++)
+		bytes += (uint64_t)b->it[i].len + 40;
+	nodes = bytes / b->R->c.bs + 1;
+	return room >= nodes + nodes / 16 + 64;
 }
 
 /* The new tree in one transaction (first_tree, then every item in key
@@ -419,15 +418,14 @@ static uint64_t need_about(const struct rb *b, size_t done, uint64_t used)
 static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 {
 	struct r4_txn *x;
-	size_t first = SIZE_MAX, nold = 0, i, done;
+	struct ritem first;
+	uint8_t *fbody;
+	size_t at, nold = 0, i, done = 0;
 	uint64_t *old = NULL, room;
-	int rc;
+	int rc = rb_first_leaf_item(b, &first, &fbody, &at, err);
 
-	for (i = 0; i < b->n && first == SIZE_MAX; i++)
-		if (b->it[i].pid != FMT_ITEM_EXTENT40)
-			first = i;
-	if (first == SIZE_MAX)
-		return r4i_fail(err, R4_ECORRUPT, "no leaf item survived");
+	if (rc)
+		return rc;
 	rc = rb_old_nodes(b, 1, &old, &nold);
 	if (!rc)	/* a bitmap calling them free: the new tree's nodes
 			 * would be written over extents or the old tree */
@@ -436,32 +434,27 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 		rc = r4_txn_begin(b->R->vol, &x, err);
 	if (rc) {
 		free(old);
+		free(fbody);
 		return rc;
 	}
 	room = txn_free_left(x->t);
-	rc = first_tree(b, x, &b->it[first], err);
-	for (i = 0; i < b->n && !rc; i++) {
-		const struct ritem *p = &b->it[i];
-
-		if (i == first)
-			continue;
-		rc = tree_insert(&x->mod, p->pid == FMT_ITEM_EXTENT40 ? 2 : 1,
-				 &p->key, p->pid, p->body, p->len, err);
-		if (rc == R4_EEXIST) {
-			/* Two items the tree takes for one key (the
-			 * sorted items have none): the first stays. */
-			b->items_dropped++;
-			rc = 0;
-		}
-	}
-	done = i;
+	/* the new nodes in memory: the run budget's worth (16 MiB by
+	 * default), then the one made longest ago is written */
+	if (room_to_spare(b, room))
+		rc = txn_write_behind(x->t, b->sp.budget / b->R->c.bs > 2 ?
+				      b->sp.budget / b->R->c.bs : 2, err);
+	if (!rc)
+		rc = first_tree(b, x, &first, err);
+	free(fbody);
+	if (!rc)
+		rc = rb_insert_all(b, x, at, &done, err);
 	for (i = 0; i < nold && !rc; i++)
 		rc = txn_free(x->t, old[i], 1, err);
 	free(old);
 	if (!rc)
 		rc = rb_log_room(b->R->vol, err);
 	if (rc == R4_ENOSPC)	/* the nodes, and the commit's journal */
-		*need = need_about(b, done, room) + 3 +
+		*need = rb_need_about(b, done, room) + 3 +
 			fmt_bitmap_count(b->R->vol->sb.block_count,
 					 b->R->vol->blksize);
 	if (rc) {
@@ -564,7 +557,7 @@ int rep_bounds_shifted(struct rep *R)
 /* Phase 1: every item that verifies, from the nodes the walk from the
  * root reaches and from the scan of the used blocks no one reaches,
  * sorted by key. */
-static int gather(struct rb *b)
+static int gather(struct rb *b, uint64_t *dup)
 {
 	struct rep *R = b->R;
 	struct chk *c = &R->c;
@@ -589,6 +582,8 @@ static int gather(struct rb *b)
 			     NULL);
 	if (!rc)
 		rc = rb_scan(b);
+	if (!rc)
+		rc = rb_spill_pull(b, dup);
 	if (!rc && b->n)
 		qsort(b->it, b->n, sizeof(*b->it), rb_item_cmp);
 	return rc;
@@ -711,7 +706,8 @@ static void report(struct rb *b, uint64_t dup)
 		   "of a key); %llu item body offsets and %llu keys "
 		   "mended, %llu item plugin ids set back; the old "
 		   "nodes taken freed (%llu)",
-		   (unsigned long long)R->vol->sb.root_block, b->n,
+		   (unsigned long long)R->vol->sb.root_block,
+		   (size_t)(b->n + b->sp.kept),
 		   (unsigned long long)(b->nodes_kept + b->scanned +
 					b->nodes_salvaged),
 		   (unsigned long long)b->scanned,
@@ -729,8 +725,10 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 {
 	struct rb b = { .R = R };
 	uint64_t dup = 0;
-	int rc = gather(&b);
+	int rc = rb_spill_init(&b, R->o->rebuild_run_bytes);
 
+	if (!rc)
+		rc = gather(&b, &dup);
 	if (!rc)
 		drop_second_copies(&b, &dup);
 	if (!rc)
@@ -741,11 +739,17 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	}
 	if (rc == -ENOMEM)
 		rc = r4i_fail(R->err, rc, "out of memory for the tree rebuild");
+	else if (rc < 0 && !R->err->code)
+		rc = r4i_fail(R->err, rc, "%s: cannot keep the tree "
+			      "rebuild's items in temporary files (in $TMPDIR, "
+			      "else /tmp): %s",
+			      R->vol->dev->path, r4_strerror(rc));
 	if (!rc) {
 		*changed = 1;
 		report(&b, dup);
 	}
 	rb_bodies_free(&b);
+	rb_spill_free(&b);
 	free(b.it);
 	free(b.buf);
 	free(b.named);

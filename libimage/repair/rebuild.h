@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the tree rebuild's state and the functions its three files
- * share: rebuild_take.c gathers the items (the reachable nodes, then a
- * scan of the unreachable used blocks), rebuild_keys.c mends their keys
- * and places bodies that fit nowhere, rebuild.c mends the boundaries
- * between files, fills the breaks and builds the new tree. */
+/* r4kit: the tree rebuild's state and the functions its files share:
+ * rebuild_take.c gathers the items (the reachable nodes, then a scan of
+ * the unreachable used blocks), rebuild_spill.c keeps those that are
+ * not body items in sorted runs and gives them back in key order,
+ * rebuild_keys.c mends their keys and places bodies that fit nowhere,
+ * rebuild.c mends the boundaries between files, fills the breaks and
+ * builds the new tree. */
 #ifndef R4_LIBIMAGE_REPAIR_REBUILD_H
 #define R4_LIBIMAGE_REPAIR_REBUILD_H
 
 #include "libimage/repair/repair.h"
 #include "format/key.h"
+
+struct r4_txn;
 
 /* One gathered item: 64 bytes, its body in the rebuild's arena. */
 struct ritem {
@@ -42,6 +46,44 @@ struct rb_obj {
 	uint64_t size;
 	uint16_t mode;
 	uint8_t ccreg;			/* CHK_OBJ_CCREG */
+};
+
+/* A gathered item that is not a body item, kept in sorted runs
+ * (rebuild_spill.c): 64 bytes, its body in the bodies' store at boff. */
+struct rb_srec {
+	struct fmt_key key;
+	uint64_t boff;
+	uint64_t blk;
+	uint32_t len;
+	uint32_t seq;
+	uint16_t pid;
+	uint16_t idx;
+	uint8_t suspect;
+	uint8_t pad[3];
+};
+
+/* The spilled items: runs of records by (key, seq), their bodies in
+ * memory up to the budget, then in a temporary file. */
+struct rb_spill {
+	struct chk_runs runs;
+	size_t budget;
+	int fd;				/* the bodies' file, -1 until needed */
+	uint8_t *buf;			/* bodies from file offset base on */
+	size_t used;
+	uint64_t base;
+	uint8_t *win;			/* a read window of the file */
+	uint64_t woff;
+	size_t wlen;
+	uint32_t *pulled;		/* seq of the items pulled, sorted */
+	size_t npulled, cappulled;
+	uint64_t kept;			/* left spilled: not a second copy,
+					 * not pulled */
+	uint64_t next_oid;		/* one past their highest object id */
+	uint64_t bytes;			/* their bodies and item headers */
+	/* the read position's last key: second copies are skipped */
+	struct fmt_key last;
+	int any;
+	uint64_t seen_dup;
 };
 
 struct rb {
@@ -82,7 +124,65 @@ struct rb {
 	 * rb_pin_kept pinned them (rb_unpin_gone lets go of them). */
 	uint64_t *pinned;
 	size_t npinned, cappinned;
+	/* Items other than body items (rebuild_spill.c); an item's seq is
+	 * seq_off + its index when it joins the memory list. */
+	struct rb_spill sp;
+	uint64_t seq_off;
 };
+
+/* rebuild_spill.c: the spill set up (budget: bytes of records and of
+ * bodies in memory, 0 the default) and freed; an item other than a
+ * body item spilled; the spilled items read once in key order, second
+ * copies of a key dropped (counted in *dup) and those a mend may read
+ * pulled into the memory list (unsorted). */
+int rb_spill_init(struct rb *b, size_t budget);
+void rb_spill_free(struct rb *b);
+int rb_spill_put(struct rb *b, const struct fmt_key *k, unsigned pid,
+		 const uint8_t *body, size_t len, uint64_t blk, unsigned idx,
+		 int suspect);
+int rb_spill_pull(struct rb *b, uint64_t *dup);
+/* Every item (the sorted memory list, no item dropped in it, and the
+ * spilled ones left) in key order: rb_iter_next gives 1 and the item
+ * in *out (valid until the next call), 0 at the end, or -errno. */
+struct rb_iter {
+	struct rb *b;
+	size_t i;
+	int have;
+	struct rb_srec rec;
+	struct ritem cur;
+	uint8_t *body;
+};
+int rb_iter_start(struct rb *b, struct rb_iter *it);
+int rb_iter_next(struct rb_iter *it, const struct ritem **out);
+void rb_iter_end(struct rb_iter *it);
+/* In key order: the blocks a new tree of all the items takes, about,
+ * when the first 'done' took 'used' (0 when the items cannot be read
+ * again); the first item that is not an extent, copied (its body
+ * malloc'ed in *body, its place in *at; R4_ECORRUPT when none); every
+ * item but the one at place 'skip' inserted into x's tree (*done: how
+ * many were taken, the one that failed too). */
+uint64_t rb_need_about(struct rb *b, size_t done, uint64_t used);
+int rb_first_leaf_item(struct rb *b, struct ritem *first, uint8_t **body,
+		       size_t *at, struct r4_error *err);
+int rb_insert_all(struct rb *b, struct r4_txn *x, size_t skip,
+		  size_t *done, struct r4_error *err);
+/* The spilled items left that came from walked nodes, by node and
+ * place (n of them), for the mend in place: rb_np_match is 1 when the
+ * next of them is item idx of node blk with that key, plugin id and
+ * body (then the next one is read), 0 when not, or -errno. */
+struct rb_np {
+	struct rb *b;
+	struct chk_runs runs;
+	struct rb_srec head;
+	int have;
+	uint64_t n;
+	uint8_t *body;
+};
+int rb_np_start(struct rb *b, struct rb_np *np);
+int rb_np_match(struct rb_np *np, uint64_t blk, unsigned idx,
+		const struct fmt_key *k, unsigned pid, const uint8_t *body,
+		size_t len);
+void rb_np_end(struct rb_np *np);
 
 /* An item dropped from the list (its pid set to this). */
 #define DROPPED 0xffffu

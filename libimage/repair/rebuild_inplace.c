@@ -52,7 +52,7 @@ static struct rb_nodepos *walked_items(const struct rb *b, size_t *nw)
  * may have been mended) are the listed ones at (blk, their place),
  * byte for byte; pointers aside. Counts them into *matched. */
 static int node_kept(struct rb *b, uint64_t blk, const struct rb_nodepos *w,
-		     size_t nw, size_t *matched)
+		     size_t nw, struct rb_np *np, size_t *matched)
 {
 	struct chk *c = &b->R->c;
 	struct fmt_node_header nh;
@@ -65,6 +65,7 @@ static int node_kept(struct rb *b, uint64_t blk, const struct rb_nodepos *w,
 		struct rb_nodepos key = { blk, k, 0 }, *f;
 		const struct ritem *p;
 		size_t off, len;
+		int rc;
 
 		if (fmt_node_ih_decode(b->buf, c->bs, c->pol, k, &ih) ||
 		    fmt_node_item_body(b->buf, c->bs, c->pol, k, &off, &len))
@@ -72,8 +73,14 @@ static int node_kept(struct rb *b, uint64_t blk, const struct rb_nodepos *w,
 		if (ih.plugin_id == FMT_ITEM_NODEPTR40)
 			continue;
 		f = bsearch(&key, w, nw, sizeof(*w), rb_nodepos_cmp);
-		if (!f)
-			return 0;
+		if (!f) {	/* a spilled item, or none */
+			rc = rb_np_match(np, blk, k, &ih.key, ih.plugin_id,
+					 b->buf + off, len);
+			if (rc <= 0)
+				return rc;
+			(*matched)++;
+			continue;
+		}
 		p = &b->it[f->i];
 		if (fmt_key_cmp(&p->key, &ih.key) || p->pid != ih.plugin_id ||
 		    p->len != len || memcmp(p->body, b->buf + off, len))
@@ -90,24 +97,30 @@ static int mendable(struct rb *b)
 	struct chk *c = &b->R->c;
 	size_t nw, matched = 0;
 	struct rb_nodepos *w;
+	struct rb_np np;
 	const uint64_t *codes = b->R->codes;
 	int ok = 1;
 
 	/* Damage the walk may keep as it lies (a node of another volume or
 	 * level, a key outside its node's range), and a mend that would
 	 * change nothing, are left to a new tree. */
-	if (b->odd_walk || b->nodes_salvaged || !b->n ||
+	if (b->odd_walk || b->nodes_salvaged || !(b->n + b->sp.kept) ||
 	    codes[R4_CHK_DKEY] || codes[R4_CHK_NODE_MKFS_ID] ||
 	    codes[R4_CHK_NODE_LEVEL] || !(b->ndead || b->scanned))
 		return 0;
 	w = walked_items(b, &nw);
 	if (!w)
 		return -ENOMEM;
+	ok = rb_np_start(b, &np);
+	ok = ok ? ok : 1;
 	for (uint64_t blk = chk_map_next(&b->walked, c->first_usable);
-	     blk < c->blocks && ok; blk = chk_map_next(&b->walked, blk + 1))
-		ok = node_kept(b, blk, w, nw, &matched);
+	     blk < c->blocks && ok > 0; blk = chk_map_next(&b->walked, blk + 1))
+		ok = node_kept(b, blk, w, nw, &np, &matched);
 	free(w);
-	return ok && matched == nw;
+	rb_np_end(&np);
+	if (ok < 0)
+		return ok;
+	return ok && matched == nw + np.n;
 }
 
 /* Pin blocks start..start+count that lie in the volume. */
@@ -213,14 +226,21 @@ static int mend_tx(struct rb *b, const uint64_t *old, size_t nold,
 		   struct r4_error *err)
 {
 	struct r4_txn *x;
+	struct rb_iter it;
+	const struct ritem *p;
 	int rc = r4_txn_begin(b->R->vol, &x, err);
 
+	if (rc)
+		return rc;
 	for (size_t k = 0; k < b->ndead && !rc; k++)
 		rc = tree_delete(&x->mod, FMT_NODE_TWIG_LEVEL, &b->dead[k],
 				 err);
-	for (size_t i = 0; i < b->n && !rc; i++) {
-		const struct ritem *p = &b->it[i];
-
+	if (!rc)
+		rc = rb_iter_start(b, &it);
+	else
+		it.body = NULL;
+	while (!rc && (rc = rb_iter_next(&it, &p)) == 1) {
+		rc = 0;
 		if (p->blk && chk_map_test(&b->walked, p->blk))
 			continue;
 		rc = tree_insert(&x->mod, p->pid == FMT_ITEM_EXTENT40 ? 2 : 1,
@@ -232,6 +252,7 @@ static int mend_tx(struct rb *b, const uint64_t *old, size_t nold,
 			b->put_back++;
 		}
 	}
+	rb_iter_end(&it);
 	for (size_t i = 0; i < nold && !rc; i++)
 		rc = txn_free(x->t, old[i], 1, err);
 	if (!rc)

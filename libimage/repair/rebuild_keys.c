@@ -645,6 +645,8 @@ static uint64_t *stat_oids(const struct rb *b, size_t *nsd, uint64_t *next)
 		    (p->pid == FMT_ITEM_STAT40 || !(p->key.el[2] >> 60)))
 			*next = o + 1;
 	}
+	if (b->sp.next_oid > *next)	/* the spilled items' */
+		*next = b->sp.next_oid;
 	if (b->R->c.next_oid > *next && b->R->c.next_oid < CHK_OID_MASK)
 		*next = b->R->c.next_oid;
 	if (*nsd)

@@ -69,7 +69,7 @@ int rb_push(struct rb *b, const struct fmt_key *k, unsigned pid,
 	p->key = *k;
 	p->pid = (uint16_t)pid;
 	p->len = (uint32_t)len;
-	p->seq = (uint32_t)b->n++;
+	p->seq = (uint32_t)(b->seq_off + b->n++);
 	p->suspect = 0;
 	p->orphan = 0;
 	p->blk = 0;
@@ -579,6 +579,29 @@ static void take_ptr(struct rb *b, struct kid *kids, size_t *nkids,
 		b->odd_walk = 1;
 }
 
+/* Item i of node blk, which passed the checks, into the list: a body
+ * item into memory (the mends work on those), any other into the runs
+ * (rebuild_spill.c). */
+static int keep_item(struct rb *b, const struct fmt_item_header *ih,
+		     const uint8_t *body, size_t len, uint64_t blk, unsigned i,
+		     int odd)
+{
+	int rc;
+
+	if (ih->plugin_id != FMT_ITEM_TAIL40 &&
+	    ih->plugin_id != FMT_ITEM_EXTENT40 &&
+	    ih->plugin_id != FMT_ITEM_CTAIL40)
+		return rb_spill_put(b, &ih->key, ih->plugin_id, body, len, blk,
+				    i, odd);
+	rc = rb_push(b, &ih->key, ih->plugin_id, body, len);
+	if (rc)
+		return rc;
+	b->it[b->n - 1].suspect = (uint8_t)odd;
+	b->it[b->n - 1].blk = blk;
+	b->it[b->n - 1].idx = (uint16_t)i;
+	return 0;
+}
+
 /* The items of the node in b->buf (leaf items, and a twig's extents)
  * that pass the item checks; children of internal nodes into kids with
  * their delimiting keys. */
@@ -631,12 +654,9 @@ static int take_items(struct rb *b, uint64_t blk,
 						       len, b->v.bs);
 			continue;
 		}
-		rc = rb_push(b, &ih.key, ih.plugin_id, b->buf + off, len);
+		rc = keep_item(b, &ih, b->buf + off, len, blk, i, odd);
 		if (rc)
 			return rc;
-		b->it[b->n - 1].suspect = odd;
-		b->it[b->n - 1].blk = blk;
-		b->it[b->n - 1].idx = (uint16_t)i;
 	}
 	return 0;
 }

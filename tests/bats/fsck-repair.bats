@@ -59,10 +59,29 @@ repaired() {
 	fi
 }
 
-# rebuilt IMAGE CODE...: repaired, by a tree rebuild.
+# rebuilt IMAGE CODE...: repaired, by a tree rebuild; and a copy
+# repaired with the rebuild's items spilled to sorted runs in $TMPDIR (a
+# run and a body buffer of one byte: R4_REBUILD_RUN_BYTES) gets the same
+# report, and the same bytes as another copy repaired with them in
+# memory (the image itself goes on to fsck.reiser4, which writes its
+# journal header). One clock for all.
 rebuilt() {
+	local img=$1 spilled sst
+	export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(date +%s)}
+	mkdir -p "$T/spill"
+	cp --sparse=always "$img" "$T/spill.img"
+	cp --sparse=always "$img" "$T/mem.img"
+	run env TMPDIR="$T/spill" R4_REBUILD_RUN_BYTES=1 \
+		r4fsck -y --json "$T/spill.img"
+	spilled=${output//"$T/spill.img"/"$img"}
+	sst=$status
+	r4fsck -y -q "$T/mem.img" || true
 	repaired "$@"
 	[[ "$first" == *'"rebuilt":true'* ]]
+	[ "$sst" -eq 1 ]
+	[ "$spilled" = "$first" ]
+	cmp "$T/mem.img" "$T/spill.img"
+	rm -f "$T/spill.img" "$T/mem.img"
 }
 
 # kept IMAGE [ERE...]: every file (not directory) of the good image's
@@ -1455,6 +1474,27 @@ dup_volume() {
 	[ "$status" -eq 0 ]
 }
 
+@test "a tree rebuild whose items cannot spill to \$TMPDIR: a clear error, the volume as it was; kept in memory it repairs" {
+	populated
+	local blk sum
+	blk=$(sd_block "$T/good.img" /many/entry_150)
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	sum=$(sha256sum <"$T/bad.img")
+	# runs of one byte: the first item goes to a temporary file; the
+	# check, which cannot spill either, keeps its tables in memory
+	TMPDIR=$T/none R4_REBUILD_RUN_BYTES=1 run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 8 ]
+	[[ "$output" == *"bad.img: cannot keep the tree rebuild's items in temporary files (in \$TMPDIR, else /tmp): No such file or directory"* ]]
+	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+	# the default budget holds these items in memory: no file needed
+	TMPDIR=$T/none run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	run r4fsck -n "$T/bad.img"
+	[ "$status" -eq 0 ]
+}
+
 # ---- a full volume: no room for a new tree ----
 
 # An auto-sized volume with 128K to spare (about 38 blocks free, a tree
@@ -1596,12 +1636,20 @@ kept_outside() {
 	# old tree cannot keep the node as it lies.
 	poke "$T/bad.img" $((blk * 4096 + 8)) 0 4
 	sum=$(sha256sum <"$T/bad.img")
+	cp "$T/bad.img" "$T/bad2.img"
 	run r4fsck -y "$T/bad.img"
 	echo "$output"
 	[ "$status" -eq 4 ]
 	[[ "$output" == *"no room for the tree rebuild: a new tree needs about "*" free blocks, the volume has "*"; the tree rebuild changed nothing"* ]]
 	[[ "$output" != *"kept:"* ]]
 	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+	# the same with the rebuild's items spilled: the same estimate
+	want=$output
+	mkdir -p "$T/spill"
+	TMPDIR=$T/spill R4_REBUILD_RUN_BYTES=1 run r4fsck -y "$T/bad2.img"
+	[ "$status" -eq 4 ]
+	[ "${output//bad2.img/bad.img}" = "$want" ]
+	[ "$(sha256sum <"$T/bad2.img")" = "$sum" ]
 }
 
 @test "no room for the tree rebuild after the master super block was restored: exit 4, the rebuild changed nothing, the earlier fix said and kept" {
