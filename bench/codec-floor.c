@@ -5,20 +5,22 @@
  * is short), each cluster compressed once with stock liblzo2, zlib or
  * libzstd at the parameters of r4kit's plugins (libimage/util/compress.c,
  * doc/compress.md §3.3) on THREADS threads, and nothing else: no image,
- * no tree. Each thread takes the next file and reads it as r4pack does,
- * in chunks of 256 KiB (a whole number of clusters), compressing each
- * chunk's clusters just after reading it, while they are in the cache
- * (reading every file into memory first, 203 MiB, made the codecs read
- * their input out of the cache: a floor above r4pack). It prints the
- * wall seconds of the reads and the compression, the CPU seconds of the
- * process and the bytes in and out, so that bench/codec-floor.sh can
- * divide r4pack's time by it.
+ * no tree. Each thread takes the next file, reads it in chunks of
+ * CHUNK bytes into one buffer it reuses (r4pack reads a directory's
+ * files in 256 KiB chunks, libimage/tar/dir.c DIR_CHUNK), compresses
+ * the chunk's clusters where they lie into one output buffer it also
+ * reuses, then reads the next chunk: the reads r4pack cannot avoid, on
+ * the same number of threads, and no more. The names are gathered
+ * before the clock starts. It prints the wall seconds of the reads and
+ * the compression, the CPU seconds of the process and the bytes in and
+ * out, so that bench/codec-floor.sh can divide r4pack's time by it.
  *
  *   codec-floor lzo1|gzip1|zstd1 CLUSTER_BYTES THREADS DIR
  *
  * Built by bench/codec-floor.sh: cc -O2 codec-floor.c -llzo2 -lz -lzstd
  * -lpthread. Not part of r4kit: a yardstick. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <lzo/lzo1x.h>
@@ -37,14 +39,21 @@
 
 enum algo { LZO1, GZIP1, ZSTD1 };
 
-#define CHUNK (256u << 10)	/* r4pack's read of a directory's files */
+/* A chunk: a multiple of the cluster size, so that a chunk holds whole
+ * clusters and each file is cut as before. */
+#define CHUNK (256u << 10)
 
-static char **paths;		/* the regular files, in nftw's order */
-static size_t npaths, cappaths;
+struct file {			/* one regular file to read */
+	char *path;
+	size_t size;
+};
+
+static struct file *files;
+static size_t nfiles, capfiles;
 static size_t csize, chunk;
 static enum algo algo;
 static atomic_size_t next;
-static atomic_ullong in_total, out_total, cl_total;
+static atomic_ullong in_total, out_total, ncl_total;
 
 static void *xmalloc(size_t n)
 {
@@ -57,106 +66,113 @@ static void *xmalloc(size_t n)
 	return p;
 }
 
-/* Note one regular file (read later, by a worker). */
+/* Note a file's name (read later, on the clock). */
 static int add_file(const char *path, const struct stat *st, int flag,
 		    struct FTW *f)
 {
 	(void)f;
 	if (flag != FTW_F || !S_ISREG(st->st_mode) || !st->st_size)
 		return 0;
-	if (npaths == cappaths) {
-		cappaths = cappaths ? cappaths * 2 : 1024;
-		paths = realloc(paths, cappaths * sizeof(*paths));
-		if (!paths) {
+	if (nfiles == capfiles) {
+		capfiles = capfiles ? capfiles * 2 : 1024;
+		files = realloc(files, capfiles * sizeof(*files));
+		if (!files) {
 			fprintf(stderr, "codec-floor: out of memory\n");
 			exit(2);
 		}
 	}
-	paths[npaths] = strdup(path);
-	if (!paths[npaths++]) {
+	files[nfiles].path = strdup(path);
+	if (!files[nfiles].path) {
 		fprintf(stderr, "codec-floor: out of memory\n");
 		exit(2);
 	}
+	files[nfiles++].size = (size_t)st->st_size;
 	return 0;
 }
 
-struct codec {
-	size_t cap;
-	uint8_t *dst;
-	void *wrk;
-	ZSTD_CCtx *zc;
-	z_stream z;
-};
-
-/* Compress one cluster; the bytes it came to. */
-static size_t squeeze(struct codec *k, const uint8_t *p, size_t len)
+/* Read up to n bytes at off: fewer only at the end of the file. */
+static size_t read_chunk(int fd, uint8_t *buf, size_t n, off_t off)
 {
-	if (algo == LZO1) {
-		lzo_uint n = k->cap;
+	size_t got = 0;
 
-		lzo1x_1_compress(p, len, k->dst, &n, k->wrk);
-		return n;
-	}
-	if (algo == GZIP1) {
-		deflateReset(&k->z);
-		k->z.next_in = (Bytef *)(uintptr_t)p;
-		k->z.avail_in = (uInt)len;
-		k->z.next_out = k->dst;
-		k->z.avail_out = (uInt)k->cap;
-		deflate(&k->z, Z_FINISH);
-		return k->cap - k->z.avail_out;
-	} else {
-		size_t r = ZSTD_compressCCtx(k->zc, k->dst, k->cap, p, len, 3);
+	while (got < n) {
+		ssize_t r = pread(fd, buf + got, n - got, off + (off_t)got);
 
-		return ZSTD_isError(r) ? len : r;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
 	}
+	return got;
 }
 
 static void *worker(void *arg)
 {
-	struct codec k;
+	size_t cap = csize + csize / 16 + 4096;
+	uint8_t *dst = xmalloc(cap);
 	uint8_t *buf = xmalloc(chunk);
+	void *wrk = xmalloc(LZO1X_1_MEM_COMPRESS);
+	ZSTD_CCtx *zc = ZSTD_createCCtx();
 	unsigned long long in = 0, out = 0, ncl = 0;
+	z_stream z;
 	size_t i;
 
 	(void)arg;
-	memset(&k, 0, sizeof(k));
-	k.cap = csize + csize / 16 + 4096;
-	k.dst = xmalloc(k.cap);
-	k.wrk = xmalloc(LZO1X_1_MEM_COMPRESS);
-	k.zc = ZSTD_createCCtx();
-	if (deflateInit2(&k.z, 1, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) !=
-	    Z_OK || !k.zc) {
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, 1, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) !=
+	    Z_OK || !zc) {
 		fprintf(stderr, "codec-floor: codec setup failed\n");
 		exit(2);
 	}
-	while ((i = atomic_fetch_add(&next, 1)) < npaths) {
-		int fd = open(paths[i], O_RDONLY);
-		ssize_t n;
+	while ((i = atomic_fetch_add(&next, 1)) < nfiles) {
+		int fd = open(files[i].path, O_RDONLY | O_CLOEXEC);
+		off_t pos = 0;
+		size_t n;
 
 		if (fd < 0)
 			continue;
-		/* a chunk at a time, its clusters compressed at once */
-		while ((n = read(fd, buf, chunk)) > 0) {
-			for (size_t off = 0; off < (size_t)n; off += csize) {
-				size_t len = (size_t)n - off < csize ?
-					     (size_t)n - off : csize;
+		while ((n = read_chunk(fd, buf, chunk, pos)) > 0) {
+			pos += (off_t)n;
+			in += n;
+			for (size_t off = 0; off < n; off += csize) {
+				const uint8_t *p = buf + off;
+				size_t len = n - off < csize ? n - off : csize;
 
-				out += squeeze(&k, buf + off, len);
 				ncl++;
+				if (algo == LZO1) {
+					lzo_uint m = cap;
+
+					lzo1x_1_compress(p, len, dst, &m, wrk);
+					out += m;
+				} else if (algo == GZIP1) {
+					deflateReset(&z);
+					z.next_in = (Bytef *)(uintptr_t)p;
+					z.avail_in = (uInt)len;
+					z.next_out = dst;
+					z.avail_out = (uInt)cap;
+					deflate(&z, Z_FINISH);
+					out += cap - z.avail_out;
+				} else {
+					size_t r = ZSTD_compressCCtx(zc, dst,
+							cap, p, len, 3);
+
+					out += ZSTD_isError(r) ? len : r;
+				}
 			}
-			in += (size_t)n;
+			if (n < chunk)
+				break;
 		}
 		close(fd);
 	}
 	atomic_fetch_add(&in_total, in);
 	atomic_fetch_add(&out_total, out);
-	atomic_fetch_add(&cl_total, ncl);
-	deflateEnd(&k.z);
-	ZSTD_freeCCtx(k.zc);
-	free(k.wrk);
-	free(k.dst);
+	atomic_fetch_add(&ncl_total, ncl);
+	deflateEnd(&z);
+	ZSTD_freeCCtx(zc);
+	free(wrk);
 	free(buf);
+	free(dst);
 	return NULL;
 }
 
@@ -200,8 +216,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "codec-floor: %s: cannot read\n", argv[4]);
 		return 2;
 	}
-	/* a whole number of clusters, 256 KiB at least */
-	chunk = (CHUNK > csize ? CHUNK : csize) / csize * csize;
+	/* whole clusters in a chunk: CHUNK rounded up to the cluster */
+	chunk = (CHUNK + csize - 1) / csize * csize;
 	th = xmalloc(sizeof(*th) * (size_t)nth);
 	t0 = now();
 	c0 = cpu();
@@ -209,9 +225,10 @@ int main(int argc, char **argv)
 		pthread_create(&th[i], NULL, worker, NULL);
 	for (long i = 0; i < nth; i++)
 		pthread_join(th[i], NULL);
-	printf("%s cluster %zu threads %ld: %llu clusters, %llu bytes in, "
-	       "%llu out, wall %.3f s, cpu %.3f s\n", argv[1], csize, nth,
-	       (unsigned long long)cl_total, (unsigned long long)in_total,
+	printf("%s cluster %zu threads %ld chunk %zu: %zu files, %llu "
+	       "clusters, %llu bytes in, %llu out, wall %.3f s, cpu %.3f s\n",
+	       argv[1], csize, nth, chunk, nfiles,
+	       (unsigned long long)ncl_total, (unsigned long long)in_total,
 	       (unsigned long long)out_total, now() - t0, cpu() - c0);
 	return 0;
 }

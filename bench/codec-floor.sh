@@ -4,9 +4,10 @@
 # plugin (lzo1, zstd1, gzip1) and cluster size (4K, 64K), r4pack create
 # with compressMode force (every cluster compressed) and --threads T,
 # against bench/codec-floor.c compressing the same files' clusters with
-# the same codec parameters on T threads and doing nothing else but
-# reading the files, in 256 KiB chunks as r4pack does, each chunk
-# compressed just after it is read). Medians of RUNS in the
+# the same codec parameters on T threads and doing nothing else (each
+# file read in 256 KiB chunks into a buffer it reuses, as r4pack reads
+# it, each chunk's clusters compressed before the next read). Plugins:
+# $ALGOS (default "lzo1 zstd1 gzip1"). Medians of RUNS in the
 # same run, interleaved; the ratio is r4pack's wall time over the
 # floor's (target <= 1.1), and the CPU seconds of both.
 #   [OLD_BUILD=DIR] bench/codec-floor.sh [BUILD_DIR] [SOURCE_DIR] [RUNS] [THREADS]
@@ -66,7 +67,7 @@ timed() {
 	awk '{printf "%s %.2f\n", $1, $2 + $3}' "$tmp/t"
 }
 
-for algo in lzo1 zstd1 gzip1; do
+for algo in ${ALGOS:-lzo1 zstd1 gzip1}; do
 	for cl in 4K 64K; do
 		bytes=$(( ${cl%K} * 1024 ))
 		opts=create=ccreg40,compress=$algo,compressMode=force,cluster=$cl
