@@ -182,9 +182,11 @@ void space_unpin(struct space *s, uint64_t start, uint64_t count)
 			uint64_t tail = p->end;
 
 			p->end = start;
-			/* Without memory the tail is forgotten: it is only
-			 * the allocator's caution that is lost. */
-			(void)space_pin(s, end, tail - end);
+			/* Without memory for the tail's own range the whole
+			 * range stays pinned (space_pin changed nothing): a
+			 * pin may guard blocks that hold kept data */
+			if (space_pin(s, end, tail - end))
+				s->pins[i].end = tail;
 			return;
 		}
 		if (p->start < start) {

@@ -465,6 +465,7 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 	if (!rc) {
 		b->R->r->transactions++;
 		b->freed = nold;
+		b->committed = 1;
 		rc = rb_unpin_gone(b, 1);
 		if (rc)
 			rc = r4i_fail(err, rc, "out of memory for the tree "
@@ -744,7 +745,9 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 			      "rebuild's items in temporary files (in $TMPDIR, "
 			      "else /tmp): %s",
 			      R->vol->dev->path, r4_strerror(rc));
-	if (!rc) {
+	/* an error after the commit (letting go of pins) still leaves the
+	 * new tree on the volume: it is reported as made */
+	if (!rc || b.committed) {
 		*changed = 1;
 		report(&b, dup);
 	}

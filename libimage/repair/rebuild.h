@@ -119,6 +119,7 @@ struct rb {
 	size_t ndead, capdead;
 	int odd_walk;
 	int in_place;			/* the tree was mended in place */
+	int committed;			/* a new or mended tree committed */
 	uint64_t put_back;		/* items it put in */
 	/* The walked nodes and the children their pointers name, as
 	 * rb_pin_kept pinned them (rb_unpin_gone lets go of them). */

@@ -212,6 +212,10 @@ int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold)
 
 int rb_unpin_gone(struct rb *b, int fresh)
 {
+	/* After a mend the walked nodes stay pinned: the mended tree is
+	 * made of them, and the bitmap in memory may still call them free
+	 * until the space pass after the rebuild mends it (a commit before
+	 * that could take them for its journal) */
 	for (size_t i = 0; i < b->npinned; i++)
 		if (fresh || !chk_map_test(&b->walked, b->pinned[i]))
 			space_unpin(&b->R->vol->space, b->pinned[i], 1);
@@ -282,6 +286,7 @@ int rb_mend_in_place(struct rb *b, struct r4_error *err)
 		b->R->r->transactions++;
 		b->freed = nold;
 		b->in_place = 1;
+		b->committed = 1;
 		rc = rb_unpin_gone(b, 0);
 		if (rc)
 			rc = r4i_fail(err, rc, "out of memory for the tree "

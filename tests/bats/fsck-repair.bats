@@ -1845,6 +1845,7 @@ roomy_volume() {
 		END { for (k in ok) if (!(k in bad) && k + 0 > m) m = k + 0; print m }' "$T/tree")
 	kids=$(r4debugfs -R "print node $twig" "$T/good.img" | awk '$1 == "child" { print $2 }' | head -n 5)
 	echo "free $(peek "$T/good.img" $((17 * 4096 + 8)) 8), leaves marked free: $(echo $kids)"
+	[ -n "$kids" ]
 	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
 	for b in $kids; do setbit "$T/bad.img" "$b" 0; done
 	csum_fix "$T/bad.img" 18
@@ -1892,10 +1893,12 @@ grown_lying() {
 	done
 	dd if="$T/l.img" of="$T/lying" bs=1 skip=$((18 * 4096 + 4)) count=$((n / 8)) status=none
 	echo "$n blocks, $nodes nodes, free $(peek "$T/good.img" $((17 * 4096 + 8)) 8)"
-	# every size from a mend to well past the first new tree; in the
+	# every size from a mend to past the first new tree (without the
+	# room check the mends at nodes - 4 to nodes - 2 failed, without the
+	# pins let go the new trees at nodes - 1 to nodes + 7); in the
 	# sanitizer pass (not once) only the four around the edge between
-	# the two (a mend at nodes - 2, a new tree from nodes - 1 here)
-	local lo=$((nodes - 4)) hi=$((nodes + 12))
+	# the two
+	local lo=$((nodes - 4)) hi=$((nodes + 7))
 	once || { lo=$((nodes - 3)); hi=$((nodes)); }
 	for ((extra = lo; extra <= hi; extra++)); do
 		grown_lying "$n" "$extra"
@@ -1921,5 +1924,7 @@ grown_lying() {
 		esac
 	done
 	echo "new trees $rebuilt, mended in place $mended, unchanged $none"
+	# the sizes cross the edge between a mend and a new tree
 	[ "$rebuilt" -gt 0 ]
+	[ "$mended" -gt 0 ]
 }
