@@ -183,7 +183,8 @@ int fmt_cde40_insert(const uint8_t *body, size_t len, enum fmt_key_policy pol,
  * fmt_cde40_encode makes of the item's other entries, without decoding
  * them. R4_EINVAL for i past the units, a one-unit item (the item goes
  * as a whole) or too small an outcap; R4_ECORRUPT when a unit's body
- * offset is out of order or out of the item. */
+ * offset lies out of the item or on the wrong side of unit i's body
+ * (their order among themselves is the verify's to check). */
 int fmt_cde40_remove(const uint8_t *body, size_t len, enum fmt_key_policy pol,
 		     unsigned i, uint8_t *out, size_t outcap, size_t *outlen);
 /* "bytes" an entry of a name_len-byte name adds to its directory: unit

@@ -55,11 +55,16 @@ static size_t body_room(unsigned c, size_t len)
 	return c ? (size_t)c * BODY_CLASS : (len ? len : 1);
 }
 
+/* No body comes near this: a length past it is refused, not wrapped. */
+#define BODY_MAX (SIZE_MAX / 2)
+
 static void *body_alloc(size_t len)
 {
 	unsigned c = body_class(len);
 	uint8_t *h = NULL;
 
+	if (len > BODY_MAX)
+		return NULL;
 	if (c) {
 		pthread_mutex_lock(&pool.lock);
 		h = pool.free[c];
@@ -100,7 +105,8 @@ static void body_free(void *p)
 static void *body_realloc(void *p, size_t len)
 {
 	unsigned c = body_class(len);
-	uint8_t *h = realloc((uint8_t *)p - BODY_HDR,
+	uint8_t *h = len > BODY_MAX ? NULL :
+		     realloc((uint8_t *)p - BODY_HDR,
 			     BODY_HDR + body_room(c, len));
 
 	if (!h)

@@ -295,11 +295,50 @@ static void test_remove_random(void)
 	   "output (%d taken apart)", hostile);
 }
 
+/* Another unit's body offset out of the item or on the wrong side of
+ * the removed unit's body: refused, not rewritten into a wrapped one. */
+static void test_remove_offsets(void)
+{
+	uint8_t b[2048], got[2048];
+	struct fmt_cde40_entry e[24];
+	int refused = 1, tried = 0;
+
+	for (int it = 0; it < 200; it++) {
+		enum fmt_key_policy pol = it & 1 ? FMT_KEY_LARGE : FMT_KEY_SHORT;
+		size_t n = rnd_sorted(e, 3 + rnd() % 10, pol), len, glen;
+		size_t uhs = pol == FMT_KEY_LARGE ? FMT_CDE40_UH_LARGE_SIZE :
+			FMT_CDE40_UH_SHORT_SIZE;
+		size_t hs = pol == FMT_KEY_LARGE ? FMT_CDE40_HASH_LARGE_SIZE :
+			FMT_CDE40_HASH_SHORT_SIZE;
+
+		if (n < 3 || fmt_cde40_size(e, n, pol, &len) ||
+		    fmt_cde40_encode(e, n, pol, b, sizeof(b)))
+			continue;
+		/* remove unit 1; unit j (0 or 2..n-1) given an offset past
+		 * the item, or unit 0 one past unit 1's body */
+		size_t j = rnd() % 2 ? 0 : 2 + rnd() % (n - 2);
+		uint8_t *o = b + FMT_CDE40_UNITS_SIZE + j * uhs + hs;
+
+		put_le16(o, j == 0 && rnd() % 2 ?
+			 (uint16_t)(get_le16(b + FMT_CDE40_UNITS_SIZE + 2 * uhs + hs)) :
+			 (uint16_t)(len + 1 + rnd() % 100));
+		tried++;
+		if (fmt_cde40_remove(b, len, pol, 1, got, sizeof(got), &glen) !=
+		    R4_ECORRUPT) {
+			refused = 0;
+			printf("# item %d: unit %zu's offset taken\n", it, j);
+		}
+	}
+	ok(refused && tried, "cde40 remove: another unit's offset past the "
+	   "item or past the removed body refused (%d items)", tried);
+}
+
 int main(void)
 {
-	plan(6);
+	plan(7);
 	test_verify_random();
 	test_insert_random();
 	test_remove_random();
+	test_remove_offsets();
 	return tap_done();
 }

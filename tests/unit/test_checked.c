@@ -93,10 +93,14 @@ static void dir_items(struct r4_txn *t)
 	tap_require(!edit_split(t, "/c/f00007", &d, &name, &len, &err),
 		    "edit_split: %s", err.msg);
 	tap_require(!peek_name(t, &d, name, &pk, &buf, &cap), "peek");
-	/* the same bytes put again by a writer that vouches for nothing */
+	/* the same bytes put again by a writer that vouches for nothing:
+	 * the item marked first (its bytes are the ones peeked) */
 	other = malloc(pk.len);
 	tap_require(other != NULL, "malloc");
 	memcpy(other, buf, pk.len);
+	tap_require(tree_mod_mark_checked(&t->mod, &pk, buf) == 1 &&
+		    !peek_name(t, &d, name, &pk, &buf, &cap) && pk.checked,
+		    "the item marked before it is put again");
 	ok(!tree_replace(&t->mod, 1, &pk.key, pk.pid, other, pk.len, &err) &&
 	   !peek_name(t, &d, name, &pk, &buf, &cap) && !pk.checked,
 	   "an item put again by tree_replace is not marked");
