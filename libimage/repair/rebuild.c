@@ -438,9 +438,17 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 		return rc;
 	}
 	room = txn_free_left(x->t);
+	{	/* the super block's count may lie: what the allocator can
+		 * hand out (the bitmaps, less the pins) bounds it */
+		uint64_t usable = 0;
+
+		rc = space_count_usable(&b->R->vol->space, &usable, err);
+		if (!rc && usable < room)
+			room = usable;
+	}
 	/* the new nodes in memory: the run budget's worth (16 MiB by
 	 * default), then the one made longest ago is written */
-	if (room_to_spare(b, room))
+	if (!rc && room_to_spare(b, room))
 		rc = txn_write_behind(x->t, b->sp.budget / b->R->c.bs > 2 ?
 				      b->sp.budget / b->R->c.bs : 2, err);
 	if (!rc)

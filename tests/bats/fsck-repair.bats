@@ -1858,6 +1858,32 @@ roomy_volume() {
 	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
 }
 
+# The super block's free count far above the bitmap's on a nearly full
+# volume: the rebuild's room for writing nodes ahead of its commit was
+# read from that count, so a new tree that then did not fit had written
+# over every free block although it reported that it changed nothing.
+@test "a leaf zeroed on a nearly full volume whose super block counts far more free blocks than the bitmap: nothing written ahead, exit 4 leaves the volume byte for byte" {
+	FREE=1400K full_volume
+	local blk n sum
+	blk=$(middle_leaf "$T/good.img")
+	n=$(peek "$T/good.img" $((17 * 4096)) 8)
+	poke "$T/bad.img" $((blk * 4096 + 8)) 0 4
+	poke "$T/bad.img" $((17 * 4096 + 8)) $((n - 100)) 8
+	sum=$(sha256sum <"$T/bad.img")
+	# the rebuild's items spilled at once, its nodes written ahead
+	# whenever it thinks there is room
+	R4_REBUILD_RUN_BYTES=1 run r4fsck -y "$T/bad.img"
+	echo "$output"
+	case $status in
+	1)	# repaired: every file outside the dead leaf kept
+		[[ "$output" == *"0 problems left"* ]]
+		r4fsck -n "$T/bad.img" >/dev/null ;;
+	4)	[[ "$output" == *"the tree rebuild changed nothing"* ]]
+		[ "$(sha256sum <"$T/bad.img")" = "$sum" ] ;;
+	*)	return 1 ;;
+	esac
+}
+
 # A full volume grown by EXTRA blocks ($T/g.img), then the leaf of
 # /d20/f25 zeroed and every node of the tree but the root marked free
 # in the bitmap ($T/lying: the bytes of the bitmap for the volume as
