@@ -125,6 +125,8 @@ static int body_get(struct rb_spill *s, uint64_t off, size_t len,
 	int rc;
 
 	if (off >= s->base) {
+		if (off - s->base > s->used || len > s->used - (off - s->base))
+			return -EIO;
 		memcpy(dst, s->buf + (off - s->base), len);
 		return 0;
 	}
@@ -394,6 +396,8 @@ int rb_iter_next(struct rb_iter *it, const struct ritem **out)
 			.key = it->rec.key, .seq = it->rec.seq }, m) < 0)) {
 		const struct rb_srec *r = &it->rec;
 
+		if (r->len > b->R->c.bs)	/* it->body holds a block */
+			return -EIO;
 		rc = body_get(&b->sp, r->boff, r->len, it->body);
 		if (rc)
 			return rc;
