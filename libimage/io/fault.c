@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: the fault-injection backend (see fault.h). */
 #include "config.h"
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,8 @@ struct r4_fault {
 	struct io_fault_stats last;
 	io_fault_report_fn report_fn;
 	void *report_ctx;
+	io_fault_sync_fn sync_fn;
+	void *sync_ctx;
 };
 
 struct fault_priv {
@@ -43,7 +46,8 @@ int io_fault_parse(const char *s, struct io_fault_spec *out)
 		{ "fail-write=", IO_FAULT_FAIL_WRITE },
 		{ "cut-after=", IO_FAULT_CUT_AFTER },
 		{ "torn-write=", IO_FAULT_TORN_WRITE },
-		{ "drop-unsynced=", IO_FAULT_DROP_UNSYNCED }
+		{ "drop-unsynced=", IO_FAULT_DROP_UNSYNCED },
+		{ "keep-subset=", IO_FAULT_KEEP_SUBSET }
 	};
 	char *end;
 
@@ -59,12 +63,49 @@ int io_fault_parse(const char *s, struct io_fault_spec *out)
 			continue;
 		errno = 0;
 		out->n = strtoull(s + l, &end, 10);
-		if (errno || end == s + l || *end || out->n == 0)
+		if (errno || end == s + l || out->n == 0 ||
+		    !isdigit((unsigned char)s[l]))
+			return R4_EINVAL;
+		if (*end == ':' && t[i].m == IO_FAULT_KEEP_SUBSET) {
+			const char *q = end + 1;
+
+			out->seed = strtoull(q, &end, 10);
+			if (errno || end == q || !isdigit((unsigned char)*q))
+				return R4_EINVAL;
+		}
+		if (*end)
 			return R4_EINVAL;
 		out->mode = t[i].m;
 		return 0;
 	}
 	return R4_EINVAL;
+}
+
+int io_fault_format(const struct io_fault_spec *spec, char *buf,
+		    size_t len)
+{
+	static const char *const name[] = {
+		[IO_FAULT_FAIL_WRITE] = "fail-write",
+		[IO_FAULT_CUT_AFTER] = "cut-after",
+		[IO_FAULT_TORN_WRITE] = "torn-write",
+		[IO_FAULT_DROP_UNSYNCED] = "drop-unsynced",
+		[IO_FAULT_KEEP_SUBSET] = "keep-subset"
+	};
+	unsigned long long n = spec->n, seed = spec->seed;
+
+	switch (spec->mode) {
+	case IO_FAULT_NONE:
+		return snprintf(buf, len, "%s", "");
+	case IO_FAULT_COUNT:
+		return snprintf(buf, len, "count");
+	case IO_FAULT_KEEP_SUBSET:
+		if (seed)
+			return snprintf(buf, len, "keep-subset=%llu:%llu", n,
+					seed);
+		/* fall through */
+	default:
+		return snprintf(buf, len, "%s=%llu", name[spec->mode], n);
+	}
 }
 
 struct r4_fault *io_fault_new(const struct io_fault_spec *spec,
@@ -85,6 +126,14 @@ void io_fault_put(struct r4_fault *f)
 {
 	if (f && !--f->refs)
 		free(f);
+}
+
+void io_fault_on_sync(struct r4_fault *f, io_fault_sync_fn fn, void *ctx)
+{
+	if (f) {
+		f->sync_fn = fn;
+		f->sync_ctx = ctx;
+	}
 }
 
 void io_fault_last_stats(const struct r4_fault *f,
@@ -116,6 +165,34 @@ static int held_flush(struct fault_priv *p)
 	for (size_t i = 0; i < p->nheld && !rc; i++)
 		rc = p->lower.ops->pwrite(&p->lower, p->held[i].data,
 					  p->held[i].len, p->held[i].off);
+	held_drop(p);
+	return rc;
+}
+
+/* A power cut at a held write (keep-subset): the newest held write
+ * reaches the disk, and of the older ones those that seed picks (none
+ * with seed 0), in the order they were issued; the rest are lost. */
+static int held_keep_subset(struct fault_priv *p, uint64_t seed)
+{
+	uint64_t x = seed;
+	int rc = 0;
+
+	for (size_t i = 0; i < p->nheld && !rc; i++) {
+		int keep = i + 1 == p->nheld;
+
+		if (!keep && seed) {
+			/* splitmix64: one draw a held write */
+			uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+			z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+			keep = (int)((z ^ (z >> 31)) & 1);
+		}
+		if (keep)
+			rc = p->lower.ops->pwrite(&p->lower, p->held[i].data,
+						  p->held[i].len,
+						  p->held[i].off);
+	}
 	held_drop(p);
 	return rc;
 }
@@ -187,9 +264,13 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 		}
 		break;
 	case IO_FAULT_DROP_UNSYNCED:
+	case IO_FAULT_KEEP_SUBSET:
 		rc = held_add(p, buf, len, off);
 		if (!rc && n == power->spec.n) {
-			held_drop(p);
+			if (power->spec.mode == IO_FAULT_KEEP_SUBSET)
+				rc = held_keep_subset(p, power->spec.seed);
+			else
+				held_drop(p);
 			p->cut = p->fired = power->cut = 1;
 			note(p);
 		}
@@ -217,6 +298,8 @@ static int fault_sync(struct io_dev *dev)
 			held_drop(p);	/* the power went: unsynced is lost */
 		return 0;
 	}
+	if (p->power->sync_fn)
+		p->power->sync_fn(p->power->sync_ctx, p->power->writes);
 	rc = held_flush(p);
 	return rc ? rc : p->lower.ops->sync(&p->lower);
 }

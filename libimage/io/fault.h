@@ -4,7 +4,7 @@
  * is chosen by the program for one ext2fs_open, never by the environment
  * of an installed tool). It wraps the file backend of a device opened
  * read-write, counts
- * its writes and syncs and, in one of four modes, simulates a failure at
+ * its writes and syncs and, in one of five modes, simulates a failure at
  * the N-th write (N counts from 1):
  *
  *   fail-write=N     the N-th write returns -EIO and writes nothing;
@@ -17,6 +17,13 @@
  *   drop-unsynced=N  writes are held in memory until the next sync
  *                    (reads see them); after the N-th write the power
  *                    goes: the held writes are lost, later ones dropped;
+ *   keep-subset=N[:S]  writes are held as for drop-unsynced; after the
+ *                    N-th write the power goes, the N-th write reaches
+ *                    the disk, and of the writes held before it (issued
+ *                    since the last sync) none without S or with S = 0,
+ *                    with another S a subset drawn from seed S: a disk
+ *                    that wrote a later write but not an earlier one, as
+ *                    it may between two syncs; later writes dropped;
  *   count            no fault, counting only.
  *
  * The fault is a "power" object (struct r4_fault) that opens share: N
@@ -45,16 +52,22 @@ enum io_fault_mode {
 	IO_FAULT_FAIL_WRITE,
 	IO_FAULT_CUT_AFTER,
 	IO_FAULT_TORN_WRITE,
-	IO_FAULT_DROP_UNSYNCED
+	IO_FAULT_DROP_UNSYNCED,
+	IO_FAULT_KEEP_SUBSET
 };
 
 struct io_fault_spec {
 	enum io_fault_mode mode;
 	uint64_t n;
+	uint64_t seed;		/* keep-subset only: 0 keeps none */
 };
 
-/* Parse "mode=N" / "count"; 0 or R4_EINVAL. */
+/* Parse "mode=N" / "keep-subset=N:S" / "count"; 0 or R4_EINVAL. */
 int io_fault_parse(const char *s, struct io_fault_spec *out);
+/* The spec as io_fault_parse reads it, NUL-terminated and cut to len;
+ * the length it needs (snprintf's rule). */
+int io_fault_format(const struct io_fault_spec *spec, char *buf,
+		    size_t len);
 
 /* What the fault backend saw on one device. */
 struct io_fault_stats {
@@ -74,6 +87,11 @@ typedef void (*io_fault_report_fn)(void *ctx,
 struct r4_fault *io_fault_new(const struct io_fault_spec *spec,
 			      io_fault_report_fn report, void *ctx);
 void io_fault_put(struct r4_fault *f);
+/* Called at each sync of a device of f that reaches the disk (none
+ * after the cut), with the writes of every device of f so far: a
+ * harness learns where the syncs fall, so it can cut just before one. */
+typedef void (*io_fault_sync_fn)(void *ctx, uint64_t writes);
+void io_fault_on_sync(struct r4_fault *f, io_fault_sync_fn fn, void *ctx);
 /* What the fault backend saw on the most recently closed or still open
  * device of f. */
 void io_fault_last_stats(const struct r4_fault *f,

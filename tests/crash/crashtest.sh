@@ -12,6 +12,13 @@
 #   --torn SPEC        the same for torn-write (default sample=8)
 #   --drop SPEC        the same for drop-unsynced (default sample=8)
 #   --fail SPEC        the same for fail-write (default none)
+#   --reorder SPEC     the same for keep-subset, or syncs=K: the last
+#                      write before K of the workload's syncs, spread
+#                      over them (default syncs=6); at each point the
+#                      cut write lands and the writes issued since the
+#                      last sync before it are lost
+#   --seeds M          and at each --reorder point M more runs that keep
+#                      a random subset of them, seeds 1..M (default 1)
 #   --tail K           also cut after each of the last K writes (the
 #                      commit, the writes home, the footer)
 #   --oracle every=K|none   also run fsck.reiser4 on a copy of the cut
@@ -57,6 +64,7 @@ THIN=${R4_CRASH_THIN:-1}
 case $THIN in [1-9]|[1-9][0-9]) ;; *) echo "crashtest: bad R4_CRASH_THIN '$THIN'" >&2; exit 2 ;; esac
 
 NAME=workload CUT=all TORN=sample=8 DROP=sample=8 FAIL=none
+REORDER=syncs=6 SEEDS=1
 ORACLE=every=10 PENDING_SPEC=every=1 KEEP= TAIL=0 DAMAGED=0 SAME=0 OWNREAD=0
 SIZES=
 while [ $# -gt 0 ]; do
@@ -66,6 +74,8 @@ while [ $# -gt 0 ]; do
 	--torn) TORN=$2; shift 2 ;;
 	--drop) DROP=$2; shift 2 ;;
 	--fail) FAIL=$2; shift 2 ;;
+	--reorder) REORDER=$2; shift 2 ;;
+	--seeds) SEEDS=$2; shift 2 ;;
 	--oracle) ORACLE=$2; shift 2 ;;
 	--pending) PENDING_SPEC=$2; shift 2 ;;
 	--keep) KEEP=$2; shift 2 ;;
@@ -89,7 +99,8 @@ WORKLOAD=("$@")
 # The same "now" in every run, so that an uncut run and a cut one stamp
 # the same times.
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
-unset R4_FAULT R4_FAULT_REPORT
+unset R4_FAULT R4_FAULT_REPORT R4_FAULT_SYNCS
+case $SEEDS in [0-9]|[1-9][0-9]) ;; *) echo "crashtest: bad --seeds '$SEEDS'" >&2; exit 2 ;; esac
 
 if [ "$OWNREAD" = 0 ] && command -v r4ref >/dev/null 2>&1; then
 	MANIFEST=(r4ref manifest)
@@ -114,8 +125,9 @@ run_workload() {
 		args+=("${a//@IMG@/$img}")
 	done
 	if [ "$fault" = count ]; then
-		rm -f "$W/report"
+		rm -f "$W/report" "$W/syncs"
 		R4_FAULT=$fault R4_FAULT_REPORT=$W/report \
+			R4_FAULT_SYNCS=$W/syncs \
 			"${args[@]}" >"$W/out" 2>&1 </dev/null
 		rc=$?
 		# the writes of every device the workload opened: the fault
@@ -205,6 +217,15 @@ points() {
 	local spec=$1 k step
 	case $spec in
 	none) ;;
+	syncs=[1-9]*) k=${spec#syncs=}
+		# the last write before each sync (a sync with no write
+		# before it since the previous one: once)
+		[ -s "$W/syncs" ] || return 0
+		awk '$1 > 0' "$W/syncs" | uniq >"$W/syncpts"
+		awk -v k="$k" '{ p[NR] = $1 } END {
+			if (k >= NR) { for (i = 1; i <= NR; i++) print p[i]; exit }
+			for (i = 0; i < k; i++) print p[1 + int(i * (NR - 1) / (k - 1 > 0 ? k - 1 : 1))] }' \
+			"$W/syncpts" | uniq ;;
 	all) seq 1 "$N" ;;
 	every=*) step=${spec#every=}; seq 1 "$step" "$N"
 		 [ $(( (N - 1) % step )) -ne 0 ] && echo "$N" ;;
@@ -376,7 +397,7 @@ one_point() {
 }
 
 for spec in "cut-after:$CUT" "torn-write:$TORN" "drop-unsynced:$DROP" \
-	    "fail-write:$FAIL"; do
+	    "fail-write:$FAIL" "keep-subset:$REORDER"; do
 	mode=${spec%%:*}
 	list=$(points "${spec#*:}")
 	if [ "$mode" = cut-after ] && [ "$TAIL" -gt 0 ]; then
@@ -385,6 +406,11 @@ for spec in "cut-after:$CUT" "torn-write:$TORN" "drop-unsynced:$DROP" \
 	fi
 	for k in $list; do
 		one_point "$mode" "$k"
+		if [ "$mode" = keep-subset ]; then
+			for seed in $(seq 1 "$SEEDS"); do
+				one_point "$mode" "$k:$seed"
+			done
+		fi
 	done
 done
 

@@ -21,7 +21,10 @@
 # the writes of every open together); r4fsck -y --batch 2 is
 # run with R4_FAULT
 # cutting it at each write (quick: every 3rd, plus torn and unsynced
-# samples), with --batch 2 so the fixes span many transactions.
+# samples, and keep-subset at the last write before a sample of its
+# syncs: that write lands, the unsynced ones before it are lost, or a
+# random subset of them), with --batch 2 so the fixes span many
+# transactions.
 # At each point a rerun of r4fsck -y --batch 2 must exit 0 or 1, r4fsck -n must
 # then exit 0, the manifest must equal the uncut repair's, and (every
 # 10th point) fsck.reiser4 must call the rerun's result consistent.
@@ -37,13 +40,13 @@ case $THIN_ASKED in [1-9]|[1-9][0-9]) ;; *) echo "repair.sh: bad R4_CRASH_THIN '
 case $SCEN in semantic|tree|treefull|twice|keys|preopen) ;; *) echo "usage: repair.sh quick|full [semantic|tree|treefull|twice|keys|preopen]" >&2; exit 2 ;; esac
 # The rebuild writes a whole new tree: quick cuts it every 10th write.
 [ "$LEVEL" = quick ] && [ "$SCEN" = tree ] && QUICK_TREE=1 || QUICK_TREE=0
-case $LEVEL in quick) CUT=3 SAMPLE=4 ;; full) CUT=1 SAMPLE=20 ;;
+case $LEVEL in quick) CUT=3 SAMPLE=4 SYNCS=8 ;; full) CUT=1 SAMPLE=20 SYNCS=40 ;;
 *) echo "usage: repair.sh quick|full" >&2; exit 2 ;; esac
 for t in r4pack r4fsck r4debugfs r4manifest; do
 	command -v $t >/dev/null 2>&1 || { echo "repair.sh: $t not on PATH" >&2; exit 2; }
 done
 export SOURCE_DATE_EPOCH=1700000000
-unset R4_FAULT R4_FAULT_REPORT
+unset R4_FAULT R4_FAULT_REPORT R4_FAULT_SYNCS
 HAVE_FSCK=0
 command -v fsck.reiser4 >/dev/null 2>&1 && HAVE_FSCK=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/repaircrash.XXXXXX") || exit 2
@@ -130,8 +133,8 @@ r4fsck -n "$D" >/dev/null 2>&1
 
 # ---- the uncut repair ----
 cp "$D" "$W/after.img"
-rm -f "$W/report"
-R4_FAULT=count R4_FAULT_REPORT=$W/report r4fsck -y --batch 2 "$W/after.img" >"$W/out" 2>&1
+rm -f "$W/report" "$W/syncs"
+R4_FAULT=count R4_FAULT_REPORT=$W/report R4_FAULT_SYNCS=$W/syncs r4fsck -y --batch 2 "$W/after.img" >"$W/out" 2>&1
 rc=$?
 [ $rc -eq 1 ] || { echo "repair.sh: the uncut repair exited $rc:" >&2; cat "$W/out" >&2; exit 2; }
 if [ "$SCEN" = treefull ] && ! grep -q "mended in place" "$W/out"; then
@@ -212,6 +215,14 @@ for k in $(seq "$1" "$CUT" "$N"); do point cut-after "$k"; done
 for k in $(awk -v n="$N" -v s="$SAMPLE" 'BEGIN { for (i = 0; i < s; i++) print 1 + int(i * (n - 1) / (s > 1 ? s - 1 : 1)) }' | uniq); do
 	point torn-write "$k"
 	point drop-unsynced "$k"
+done
+# keep-subset at the last write before SYNCS of the syncs, spread over
+# them: keep that write only, then a random subset (seed 1) too
+for k in $(awk '$1 > 0' "$W/syncs" | uniq | awk -v s="$SYNCS" '{ p[NR] = $1 } END {
+	if (s >= NR) { for (i = 1; i <= NR; i++) print p[i]; exit }
+	for (i = 0; i < s; i++) print p[1 + int(i * (NR - 1) / (s - 1))] }' | uniq); do
+	point keep-subset "$k"
+	point keep-subset "$k:1"
 done
 if [ "$FAILED" -eq 0 ]; then
 	echo "repair crash ($SCEN): $TOTAL cut points of a repair of $N writes in $TX transactions, all finished by a rerun, fsck.reiser4 agreed at $AGREED"

@@ -7,6 +7,8 @@
 #   full   every cut point of each workload (repack too), 200 sampled points of an
 #          add of 1,000 files, more torn / unsynced / failed writes
 #          (`make crashcheck`)
+#   both: keep-subset at the last write before 6 of each workload's
+#   syncs (24 of the repacker's in full: crashtest.sh --reorder)
 #
 # Workloads: add50 add50wb add50tar add50stdin addcc cctrunc rmr mvfile mvdir script add1000
 # mountrw (r4mount -o rw through FUSE, one commit at the unmount:
@@ -229,7 +231,7 @@ if wanted repack; then
 		{ cat "$W/age.log" >&2; exit 2; }
 	if [ "$LEVEL" = full ]; then
 		REPACK=(--cut all --torn sample=40 --drop sample=40 --fail sample=20
-			--oracle every=25 --pending every=4)
+			--reorder syncs=24 --oracle every=25 --pending every=4)
 	else
 		REPACK=(--cut sample=12 --torn sample=2 --drop sample=2 --oracle every=4)
 	fi
@@ -251,6 +253,7 @@ if [ "$LEVEL" = full ] && wanted repackresume; then
 	R4_FAULT=cut-after=$((RW / 2)) r4repacker -q --batch 32 "$W/resume.img" \
 		>/dev/null 2>&1 </dev/null
 	run repackresume --same --cut all --torn sample=20 --drop sample=20 \
+		--reorder syncs=24 \
 		--oracle every=25 --pending every=4 "$W/resume.img" -- \
 		r4repacker -q --batch 32 @IMG@
 fi

@@ -6,7 +6,9 @@
 # r4fsck -y --batch 2 -z (several transactions: super blocks, bitmaps,
 # nodes, the journal blocks and the repair's log all in the undo file),
 # and the --undo of that repair is cut at every write (quick: every 4th)
-# and at samples of torn and unsynced writes. At each point:
+# and at samples of torn and unsynced writes, and keep-subset at the
+# last write before each of its syncs (that write lands, the unsynced
+# ones before it are lost, or a random subset of them). At each point:
 #   1. r4fsck -n finds the problems of the repaired volume (none) or
 #      exactly those of the damaged one (reading through the journal);
 #   2. fsck.reiser4 on a copy (every point; it replays a pending
@@ -33,7 +35,7 @@ for t in r4pack r4fsck r4debugfs r4manifest; do
 	command -v $t >/dev/null 2>&1 || { echo "undo.sh: $t not on PATH" >&2; exit 2; }
 done
 export SOURCE_DATE_EPOCH=1700000000
-unset R4_FAULT R4_FAULT_REPORT
+unset R4_FAULT R4_FAULT_REPORT R4_FAULT_SYNCS
 HAVE_FSCK=0
 command -v fsck.reiser4 >/dev/null 2>&1 && HAVE_FSCK=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/undocrash.XXXXXX") || exit 2
@@ -129,8 +131,8 @@ side() {
 # The uncut --undo: its writes, and the image back byte for byte.
 cp "$C" "$W/cut.img"
 cp "$W/good.undo" "$W/u.bin"
-rm -f "$W/report"
-R4_FAULT=count R4_FAULT_REPORT=$W/report r4fsck --undo "$W/u.bin" "$W/cut.img" >"$W/out" 2>&1 ||
+rm -f "$W/report" "$W/syncs"
+R4_FAULT=count R4_FAULT_REPORT=$W/report R4_FAULT_SYNCS=$W/syncs r4fsck --undo "$W/u.bin" "$W/cut.img" >"$W/out" 2>&1 ||
 	{ echo "undo.sh: the uncut --undo failed:" >&2; cat "$W/out" >&2; exit 2; }
 grep -q 'as one step through the journal' "$W/out" ||
 	{ echo "undo.sh: the --undo was not one step:" >&2; cat "$W/out" >&2; exit 2; }
@@ -204,6 +206,10 @@ for k in $(seq 1 "$STEP" "$N"); do point cut-after "$k"; done
 for k in $(awk -v n="$N" -v s="$SAMPLE" 'BEGIN { for (i = 0; i < s; i++) print 1 + int(i * (n - 1) / (s > 1 ? s - 1 : 1)) }' | uniq); do
 	point torn-write "$k"
 	point drop-unsynced "$k"
+done
+for k in $(awk '$1 > 0' "$W/syncs" | uniq); do
+	point keep-subset "$k"
+	point keep-subset "$k:1"
 done
 if [ "$FAILED" -eq 0 ]; then
 	echo "undo crash: $TOTAL cut points of an undo of $N writes, $NR repaired, $NU undone, fsck.reiser4 agreed at $AGREED"

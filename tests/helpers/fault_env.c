@@ -6,10 +6,13 @@
  * and hands it to every open of the command (r4cmd_fault, cmd/common:
  * one cut stops them all):
  *
- *   R4_FAULT         count, fail-write=N, cut-after=N, torn-write=N or
- *                    drop-unsynced=N (unset or empty: no fault);
+ *   R4_FAULT         count, fail-write=N, cut-after=N, torn-write=N,
+ *                    drop-unsynced=N or keep-subset=N[:SEED] (unset or
+ *                    empty: no fault);
  *   R4_FAULT_REPORT  a file to which each faulty device appends
  *                    "writes=W syncs=S cut=C\n" as it closes.
+ *   R4_FAULT_SYNCS   a file to which each sync before the cut appends
+ *                    the number of writes before it, "W\n".
  *
  *   R4_WRITE_BEHIND  the node blocks an add keeps before it writes the
  *                    oldest (obj_add_write_behind): small, so a small
@@ -108,11 +111,22 @@ static void report(void *ctx, const struct io_fault_stats *st)
 	fclose(f);
 }
 
+static void sync_note(void *ctx, uint64_t writes)
+{
+	FILE *f = fopen((const char *)ctx, "a");
+
+	if (!f)
+		return;
+	fprintf(f, "%llu\n", (unsigned long long)writes);
+	fclose(f);
+}
+
 static void fault_env(void) __attribute__((constructor));
 static void fault_env(void)
 {
 	const char *env = getenv("R4_FAULT");
 	const char *rep = getenv("R4_FAULT_REPORT");
+	const char *syncs = getenv("R4_FAULT_SYNCS");
 	const char *wb = getenv("R4_WRITE_BEHIND");
 	struct io_fault_spec spec;
 
@@ -124,7 +138,8 @@ static void fault_env(void)
 		return;
 	if (io_fault_parse(env, &spec)) {
 		fprintf(stderr, "R4_FAULT='%s': expected count, fail-write=N, "
-			"cut-after=N, torn-write=N or drop-unsynced=N\n", env);
+			"cut-after=N, torn-write=N, drop-unsynced=N or "
+			"keep-subset=N[:SEED]\n", env);
 		exit(2);
 	}
 	r4cmd_fault = io_fault_new(&spec, rep && *rep ? report : NULL,
@@ -133,4 +148,6 @@ static void fault_env(void)
 		fprintf(stderr, "R4_FAULT='%s': out of memory\n", env);
 		exit(2);
 	}
+	if (syncs && *syncs)
+		io_fault_on_sync(r4cmd_fault, sync_note, (void *)syncs);
 }

@@ -352,6 +352,100 @@ static void test_backends(void)
 	is_int(byte_at(path, 8192), 6, "the open without a fault wrote");
 }
 
+/* io_fault_parse reads what io_fault_format prints; bad specs refused. */
+static void test_fault_parse(void)
+{
+	static const char *const good[] = {
+		"count", "fail-write=1", "cut-after=12", "torn-write=3",
+		"drop-unsynced=7", "keep-subset=9", "keep-subset=9:4"
+	};
+	static const char *const bad[] = {
+		"", "cut-after=", "cut-after=0", "cut-after=-1", "cut-after= 1",
+		"cut-after=1x", "cut-after=1:2", "keep-subset=:3",
+		"keep-subset=3:", "keep-subset=3:-1", "keep-subset=3:1:2",
+		"keep-subset=0:1", "keep-last=1", "count=1"
+	};
+	struct io_fault_spec s;
+	char buf[64];
+	int rc;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		rc = io_fault_parse(good[i], &s);
+		is_int(rc, 0, "parse %s", good[i]);
+		io_fault_format(&s, buf, sizeof(buf));
+		is_str(buf, good[i], "and print it back");
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		is_int(io_fault_parse(bad[i], &s), R4_EINVAL, "refuse '%s'",
+		       bad[i]);
+	tap_must(io_fault_parse("keep-subset=5:77", &s));
+	ok(s.mode == IO_FAULT_KEEP_SUBSET && s.n == 5 && s.seed == 77,
+	   "keep-subset=5:77: write 5, seed 77");
+	tap_must(io_fault_parse("keep-subset=5:0", &s));
+	io_fault_format(&s, buf, sizeof(buf));
+	is_str(buf, "keep-subset=5", "seed 0 is no seed");
+}
+
+/* Power lost at write n of: 1 2 sync 3 4 5 6 (one byte each, at
+ * offsets 1..6, all 0 before). The result: which bytes are on disk. */
+static unsigned keep_subset_run(uint64_t n, uint64_t seed)
+{
+	struct io_fault_spec spec = { IO_FAULT_KEEP_SUBSET, n, seed };
+	struct r4_open_opts o = { 0 };
+	struct r4_error err = { 0 };
+	struct io_dev *dev;
+	uint8_t zero[8] = { 0 }, c = 1;
+	unsigned on = 0;
+
+	tap_must(write_one(path, NULL, 0, 0));
+	o.fault = io_fault_new(&spec, NULL, NULL);
+	tap_require(o.fault && !io_open_opts(path, IO_RDWR, &o, &dev, NULL,
+					     &err), "open: %s", err.msg);
+	io_fault_put(o.fault);
+	io_write(dev, zero, 8, 0, &err);
+	for (uint64_t k = 1; k <= 6; k++, c++) {
+		io_write(dev, &c, 1, k, &err);
+		if (k == 2)
+			io_sync(dev, &err);
+	}
+	io_sync(dev, &err);
+	io_close(dev);
+	for (int k = 1; k <= 6; k++)
+		if (byte_at(path, k))
+			on |= 1u << k;
+	return on;
+}
+
+/* keep-subset: the cut write lands; of the writes since the last sync
+ * before it none (no seed) or a subset (a seed); the synced ones stay;
+ * the later ones never land. */
+static void test_keep_subset(void)
+{
+	unsigned on, seen_some = 0, seen_none = 0;
+
+	/* write 1 is the zeroing write: byte k is write k + 1 */
+	is_int(keep_subset_run(6, 0), (1 << 1) | (1 << 2) | (1 << 5),
+	       "keep-subset=6: write 6 lands, 4 and 5 lost, 2 and 3 synced");
+	is_int(keep_subset_run(4, 0), (1 << 1) | (1 << 2) | (1 << 3),
+	       "keep-subset=4: the first write after the sync lands");
+	is_int(keep_subset_run(7, 0), (1 << 1) | (1 << 2) | (1 << 6),
+	       "keep-subset=7: the last write lands alone");
+	for (uint64_t seed = 1; seed <= 16; seed++) {
+		on = keep_subset_run(7, seed);
+		if ((on & 0x46) != 0x46 || (on & ~0x7eu))
+			ok(0, "seed %llu: 0x%x misses the synced or the cut "
+			   "write", (unsigned long long)seed, on);
+		if (on & 0x38)
+			seen_some = 1;
+		if ((on & 0x38) != 0x38)
+			seen_none = 1;
+	}
+	ok(seen_some && seen_none, "keep-subset=7:1..16: the synced writes "
+	   "and write 7 always, of writes 4-6 some kept, some lost");
+	is_int(keep_subset_run(7, 3), keep_subset_run(7, 3),
+	       "the same seed keeps the same subset");
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -369,6 +463,8 @@ int main(void)
 	test_cache_buffers();
 	test_long_message();
 	test_backends();
+	test_fault_parse();
+	test_keep_subset();
 	unlink(path);
 	return tap_done();
 }

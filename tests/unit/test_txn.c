@@ -421,6 +421,25 @@ static void test_cuts(const char *label)
 	ok(tap_failed == fails, "%s: cut, torn and drop-unsynced at each of "
 	   "%llu writes: old or new state exactly, r4_check clean", label,
 	   (unsigned long long)nwrites);
+	/* the power goes at write n, which lands; of the writes since the
+	 * last sync none (seed 0) or a random subset are lost: the header
+	 * on disk means the whole log is (S1), the super block home means
+	 * the header is (S2), the footer means the writes home are (S4) */
+	fails = tap_failed;
+	for (uint64_t seed = 0; seed <= 3; seed++)
+		for (uint64_t n = 1; n <= nwrites; n++) {
+			struct io_fault_spec s = { IO_FAULT_KEEP_SUBSET, n, seed };
+			char name[32];
+
+			memset(&err, 0, sizeof(err));
+			run_faulty(&s, &err);
+			snprintf(name, sizeof(name), "keep-subset(seed %llu)",
+				 (unsigned long long)seed);
+			check_point(name, n, expect(IO_FAULT_CUT_AFTER, n));
+		}
+	ok(tap_failed == fails, "%s: keep-subset at each of %llu writes, "
+	   "seeds 0-3: old before the header write, new from it on", label,
+	   (unsigned long long)nwrites);
 	fails = tap_failed;
 	for (uint64_t n = 1; n <= nwrites; n++) {
 		struct io_fault_spec s = { IO_FAULT_FAIL_WRITE, n };
@@ -562,6 +581,74 @@ static void test_rounds(void)
 	test_oracle_replay("in place", 0);
 	work = workload;
 	unlink(second);
+}
+
+static int workload_twice(struct r4_vol *vol, struct r4_error *err)
+{
+	int rc = workload(vol, err);
+
+	return rc ? rc : workload(vol, err);
+}
+
+/* Two commits in one open: the second writes its relocated blocks and
+ * its log at blocks the first one's log used (freed once applied), so
+ * the first one's footer must be on disk before any of them (its last
+ * sync); keep-subset at every write, seeds 0-3: the old state, the one
+ * after the first commit or the one after both, r4_check clean, and
+ * never the old one once the first commit's footer was written. */
+static void test_two_commits(void)
+{
+	struct io_fault_spec count = { IO_FAULT_COUNT, 0, 0 };
+	struct io_fault_stats st;
+	struct r4_error err = { 0 };
+	struct snap mid;
+	uint64_t n1, n;
+	int fails = tap_failed;
+
+	snprintf(base, sizeof(base), "%s", pristine);
+	take_snap(base, &old_state);
+	work = workload;
+	is_int(run_faulty(&count, &err), 0, "one commit: %s", err.msg);
+	io_fault_last_stats(power, &st);
+	n1 = st.writes;
+	take_snap(path, &mid);
+	work = workload_twice;
+	is_int(run_faulty(&count, &err), 0, "two commits: %s", err.msg);
+	io_fault_last_stats(power, &st);
+	n = st.writes;
+	take_snap(path, &new_state);
+	is_int(st.syncs, 10, "two commits, ten syncs (%llu writes, the "
+	       "first %llu)", (unsigned long long)n, (unsigned long long)n1);
+	for (uint64_t seed = 0; seed <= 3; seed++)
+		for (uint64_t k = 1; k <= n; k++) {
+			struct io_fault_spec s = { IO_FAULT_KEEP_SUBSET, k, seed };
+			unsigned rep = 0;
+			int is_old, is_mid, is_new;
+			uint64_t problems;
+
+			memset(&err, 0, sizeof(err));
+			run_faulty(&s, &err);
+			if (reopen(path, &rep)) {
+				ok(0, "keep-subset=%llu:%llu: reopen",
+				   (unsigned long long)k,
+				   (unsigned long long)seed);
+				continue;
+			}
+			take_snap(path, &got);
+			is_old = same(&got, &old_state);
+			is_mid = same(&got, &mid);
+			is_new = same(&got, &new_state);
+			problems = our_check(path);
+			if (problems || !(is_mid || is_new || (is_old && k < n1)))
+				ok(0, "keep-subset=%llu:%llu: old %d first %d "
+				   "both %d, replayed %u, check %llu",
+				   (unsigned long long)k,
+				   (unsigned long long)seed, is_old, is_mid,
+				   is_new, rep, (unsigned long long)problems);
+		}
+	ok(tap_failed == fails, "two commits: keep-subset at each write, "
+	   "seeds 0-3: one of the three states, r4_check clean");
+	work = workload;
 }
 
 /* ---- 600 blocks in place: three wander records ---- */
@@ -871,6 +958,7 @@ int main(void)
 	close(fd);
 	test_commit();
 	test_rounds();
+	test_two_commits();
 	test_many();
 	test_write_runs();
 	test_abort();
