@@ -103,8 +103,13 @@ int io_fault_format(const struct io_fault_spec *spec, char *buf,
 			return snprintf(buf, len, "keep-subset=%llu:%llu", n,
 					seed);
 		/* fall through */
-	default:
+	case IO_FAULT_FAIL_WRITE:
+	case IO_FAULT_CUT_AFTER:
+	case IO_FAULT_TORN_WRITE:
+	case IO_FAULT_DROP_UNSYNCED:
 		return snprintf(buf, len, "%s=%llu", name[spec->mode], n);
+	default:	/* not a mode: what io_fault_parse refuses */
+		return snprintf(buf, len, "?");
 	}
 }
 
@@ -172,9 +177,12 @@ static int held_flush(struct fault_priv *p)
 /* A power cut at a held write (keep-subset): the newest held write
  * reaches the disk, and of the older ones those that seed picks (none
  * with seed 0), in the order they were issued; the rest are lost. */
-static int held_keep_subset(struct fault_priv *p, uint64_t seed)
+static int held_keep_subset(struct fault_priv *p, uint64_t seed,
+			    uint64_t n)
 {
-	uint64_t x = seed;
+	/* the cut point in the draws too: one seed, another subset at
+	 * each point */
+	uint64_t x = seed ^ (n * 0xd1342543de82ef95ULL);
 	int rc = 0;
 
 	for (size_t i = 0; i < p->nheld && !rc; i++) {
@@ -268,7 +276,8 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 		rc = held_add(p, buf, len, off);
 		if (!rc && n == power->spec.n) {
 			if (power->spec.mode == IO_FAULT_KEEP_SUBSET)
-				rc = held_keep_subset(p, power->spec.seed);
+				rc = held_keep_subset(p, power->spec.seed,
+						      power->spec.n);
 			else
 				held_drop(p);
 			p->cut = p->fired = power->cut = 1;

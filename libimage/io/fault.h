@@ -64,8 +64,9 @@ struct io_fault_spec {
 
 /* Parse "mode=N" / "keep-subset=N:S" / "count"; 0 or R4_EINVAL. */
 int io_fault_parse(const char *s, struct io_fault_spec *out);
-/* The spec as io_fault_parse reads it, NUL-terminated and cut to len;
- * the length it needs (snprintf's rule). */
+/* The spec as io_fault_parse reads it (no fault: "", which it refuses,
+ * as it refuses the "?" of a mode that is none of these), NUL-terminated
+ * and cut to len; the length it needs (snprintf's rule). */
 int io_fault_format(const struct io_fault_spec *spec, char *buf,
 		    size_t len);
 

@@ -218,11 +218,12 @@ for k in $(awk -v n="$N" -v s="$SAMPLE" 'BEGIN { for (i = 0; i < s; i++) print 1
 done
 # keep-subset at the last write before SYNCS of the syncs, spread over
 # them: keep that write only, then a random subset (seed 1) too
-for k in $(awk '$1 > 0' "$W/syncs" | uniq | awk -v s="$SYNCS" '{ p[NR] = $1 } END {
-	if (s >= NR) { for (i = 1; i <= NR; i++) print p[i]; exit }
-	for (i = 0; i < s; i++) print p[1 + int(i * (NR - 1) / (s - 1))] }' | uniq); do
-	point keep-subset "$k"
-	point keep-subset "$k:1"
+# (windows of two writes or more, tests/crash/syncpts.awk; the subset
+# where two or more are held)
+[ -s "$W/syncs" ] || { echo "repair.sh: the repair wrote no sync points (R4_FAULT_SYNCS)" >&2; exit 2; }
+for kh in $(awk -v k="$SYNCS" -f "$(dirname "$0")/syncpts.awk" "$W/syncs" | tr ' ' ':'); do
+	point keep-subset "${kh%%:*}"
+	[ "${kh#*:}" -ge 2 ] && point keep-subset "${kh%%:*}:1"
 done
 if [ "$FAILED" -eq 0 ]; then
 	echo "repair crash ($SCEN): $TOTAL cut points of a repair of $N writes in $TX transactions, all finished by a rerun, fsck.reiser4 agreed at $AGREED"

@@ -207,9 +207,12 @@ for k in $(awk -v n="$N" -v s="$SAMPLE" 'BEGIN { for (i = 0; i < s; i++) print 1
 	point torn-write "$k"
 	point drop-unsynced "$k"
 done
-for k in $(awk '$1 > 0' "$W/syncs" | uniq); do
-	point keep-subset "$k"
-	point keep-subset "$k:1"
+# (windows of two writes or more, tests/crash/syncpts.awk; the subset
+# where two or more are held)
+[ -s "$W/syncs" ] || { echo "undo.sh: the undo wrote no sync points (R4_FAULT_SYNCS)" >&2; exit 2; }
+for kh in $(awk -f "$(dirname "$0")/syncpts.awk" "$W/syncs" | tr ' ' ':'); do
+	point keep-subset "${kh%%:*}"
+	[ "${kh#*:}" -ge 2 ] && point keep-subset "${kh%%:*}:1"
 done
 if [ "$FAILED" -eq 0 ]; then
 	echo "undo crash: $TOTAL cut points of an undo of $N writes, $NR repaired, $NU undone, fsck.reiser4 agreed at $AGREED"
