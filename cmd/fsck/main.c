@@ -23,6 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef HAVE_MALLOPT
+#include <malloc.h>
+#endif
 #include "r4/r4.h"
 #include "r4/check.h"
 #include "r4/repair.h"
@@ -318,6 +321,15 @@ int main(int argc, const char **argv)
 	int rc, other;
 
 	r4cmd_init(argv[0]);
+#ifdef HAVE_MALLOPT
+	/* Allocations of 1 MiB and more mapped on their own, always: the C
+	 * library's threshold otherwise grows to the largest block freed,
+	 * so that the tables of a repair's check after the tree rebuild
+	 * (one large array each) land in a heap the rebuild left in
+	 * pieces, and their growth copies there (10^6 files, a leaf
+	 * zeroed: 176 MiB peak instead of 216). */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
 	r4cmd_wait_argv(argc, argv);
 	ctx = poptGetContext(r4cmd_prog, argc, argv, fsck_options, 0);
 	poptSetOtherOptionHelp(ctx, "[OPTION...] DEVICE|IMAGE");

@@ -331,6 +331,60 @@ void io_cache_drop_clean(struct io_cache *c)
 		block_free(c, c->lru_tail);
 }
 
+#ifndef IO_CACHE_OWN_BUFFERS
+static int cmp_buf(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(uint8_t *const *)a;
+	uintptr_t y = (uintptr_t)*(uint8_t *const *)b;
+
+	return (x > y) - (x < y);
+}
+#endif
+
+size_t io_cache_trim(struct io_cache *c)
+{
+	size_t freed = 0;
+
+	io_cache_drop_clean(c);
+#ifndef IO_CACHE_OWN_BUFFERS
+	uintptr_t bytes = (uintptr_t)IO_CACHE_SLAB * c->blksize;
+	size_t j = 0, k = 0, ns = 1;
+
+	/* the first slab (small) and the last (partly carved: its rest is
+	 * in no free list) stay; the others and the free buffers in address
+	 * order, merged: a slab whose every buffer is free goes, with them */
+	if (c->nslab < 3)
+		return 0;
+	qsort(c->freebuf, c->nfree, sizeof(*c->freebuf), cmp_buf);
+	qsort(c->slab + 1, c->nslab - 2, sizeof(*c->slab), cmp_buf);
+	for (size_t i = 1; i + 1 < c->nslab; i++) {
+		uintptr_t s = (uintptr_t)c->slab[i];
+		size_t lo;
+
+		while (j < c->nfree && (uintptr_t)c->freebuf[j] < s)
+			c->freebuf[k++] = c->freebuf[j++];
+		lo = j;
+		while (j < c->nfree && (uintptr_t)c->freebuf[j] < s + bytes)
+			j++;
+		if (j - lo == IO_CACHE_SLAB) {
+			free(c->slab[i]);
+			freed++;
+			continue;
+		}
+		while (lo < j)	/* a buffer of it is in use: it stays */
+			c->freebuf[k++] = c->freebuf[lo++];
+		c->slab[ns++] = c->slab[i];
+	}
+	while (j < c->nfree)
+		c->freebuf[k++] = c->freebuf[j++];
+	c->slab[ns++] = c->slab[c->nslab - 1];
+	c->nslab = ns;
+	c->nfree = k;
+	c->nbuf -= freed * IO_CACHE_SLAB;
+#endif
+	return freed;
+}
+
 size_t io_cache_fini(struct io_cache *c)
 {
 	size_t leaked = 0;

@@ -82,4 +82,10 @@ void io_cache_forget(struct io_cache *c, uint64_t nr);
  * rewrote blocks underneath). */
 void io_cache_drop_clean(struct io_cache *c);
 
+/* io_cache_drop_clean, then the buffer slabs none of whose blocks is
+ * left (pinned or dirty) given back to the system: after a transaction
+ * that wrote many more nodes than the cache keeps (a tree rebuild).
+ * Returns how many slabs went. */
+size_t io_cache_trim(struct io_cache *c);
+
 #endif

@@ -18,6 +18,7 @@
 #include <string.h>
 #include "libimage/repair/repair.h"
 #include "libimage/util/err.h"
+#include "libimage/util/hugemem.h"
 
 #define ROUNDS_MAX 12
 #define BATCH_DEFAULT 128
@@ -194,6 +195,9 @@ static int run_check(struct rep *R, int first)
 	if (rc || R->tables || !R->crep.problems || !tables_needed(R))
 		return rc;
 	R->tables = 1;
+	/* the bounded check's runs are freed: their pages go back before
+	 * the tables (mapped anew, large) are built */
+	r4i_heap_trim();
 	return check_once(R, 0, 1);
 }
 
@@ -336,6 +340,16 @@ static int rounds(struct rep *R)
 			rc = rep_rebuild_tree(R, &changed);
 			if (rc || !changed)
 				break;
+			/* The new tree's nodes, clean and unpinned since
+			 * its commit (all of them when the volume had no
+			 * room to write them ahead), leave the block cache
+			 * with the slabs that held them, and what the
+			 * rebuild freed goes back to the system: the check
+			 * that follows reads every node again anyway, and
+			 * its tables are mapped anew, not carved from that
+			 * heap. */
+			io_cache_trim(&R->vol->cache);
+			r4i_heap_trim();
 			rc = run_check(R, 0);
 			if (rc)
 				break;

@@ -3,6 +3,9 @@
 #include "config.h"
 #include <stdlib.h>
 #include <sys/mman.h>
+#ifdef HAVE_MALLOC_TRIM
+#include <malloc.h>
+#endif
 #include "libimage/util/hugemem.h"
 
 #define HUGE_PAGE (2u << 20)
@@ -19,4 +22,11 @@ void *r4i_alloc_huge(size_t bytes)
 	madvise(p, bytes, MADV_HUGEPAGE);	/* a hint: failure is fine */
 #endif
 	return p;
+}
+
+void r4i_heap_trim(void)
+{
+#ifdef HAVE_MALLOC_TRIM
+	malloc_trim(0);
+#endif
 }

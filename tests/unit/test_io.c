@@ -233,6 +233,53 @@ static void test_cache_buffers(void)
 	io_close(dev);
 }
 
+/* io_cache_trim: the clean unpinned blocks go, and so does every slab
+ * of buffers none of whose blocks is left (not the first, small one, nor
+ * the last, still being carved); a pinned block keeps its slab and its
+ * bytes, and the buffers handed out after the trim are each a block's
+ * own. Slabs: 64 blocks, then 512 each (cache.c); under AddressSanitizer
+ * every buffer is its own allocation and no slab goes. */
+#define NTRIM (64 + 4 * 512 + 10)
+static void test_cache_trim(void)
+{
+	static struct io_block *b[NTRIM];
+	static uint64_t nr[NTRIM];
+	struct io_dev *dev = NULL;
+	struct io_cache c;
+	size_t keep = 64 + 512 + 100, slabs, gone;	/* in the third slab */
+
+	tap_must(io_open(path, IO_RDWR, &dev, NULL, NULL));
+	tap_must(io_resize(dev, 32u << 20, NULL));
+	tap_must(io_cache_init(&c, dev, 4096, 16, NULL));
+	for (size_t i = 0; i < NTRIM; i++) {
+		nr[i] = 100 + i;
+		tap_must(io_cache_new(&c, nr[i], &b[i], NULL));
+		fill(b[i], nr[i]);
+	}
+	slabs = c.nslab;
+	for (size_t i = 0; i < NTRIM; i++)
+		if (i != keep)
+			io_cache_put(&c, b[i]);
+	gone = io_cache_trim(&c);
+	is_int((int)gone, slabs ? 3 : 0, "the slabs with no block left go");
+	is_int((int)c.count, 1, "only the pinned block stays cached");
+	ok(all_intact(&b[keep], &nr[keep], 1), "the pinned block keeps its "
+	   "bytes");
+	b[0] = b[keep];
+	nr[0] = nr[keep];
+	for (size_t i = 1; i < NTRIM; i++) {
+		nr[i] = 3000 + i;
+		tap_must(io_cache_new(&c, nr[i], &b[i], NULL));
+		fill(b[i], nr[i]);
+	}
+	ok(all_intact(b, nr, NTRIM), "after the trim, each new block has its "
+	   "own buffer");
+	for (size_t i = 0; i < NTRIM; i++)
+		io_cache_put(&c, b[i]);
+	is_int((int)io_cache_fini(&c), 0, "no reference left");
+	io_close(dev);
+}
+
 /* A message longer than R4_ERRMSG_MAX keeps its start and its end
  * (where the reason is), cut in the middle on a character boundary. */
 static void test_long_message(void)
@@ -461,6 +508,7 @@ int main(void)
 	test_cache();
 	test_cache_read();
 	test_cache_buffers();
+	test_cache_trim();
 	test_long_message();
 	test_backends();
 	test_fault_parse();
