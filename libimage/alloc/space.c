@@ -304,6 +304,36 @@ int space_find_free(struct space *s, uint64_t from, uint64_t *out,
 		       "block %llu", s->dev->path, (unsigned long long)from);
 }
 
+int space_next_used(struct space *s, uint64_t from, uint64_t *out,
+		    struct r4_error *err)
+{
+	size_t p = pin_at(s, from);
+	uint64_t pin = s->block_count;
+
+	/* the first pinned block at or after from: pins lie in the volume */
+	if (p < s->npins)
+		pin = s->pins[p].start > from ? s->pins[p].start : from;
+	for (uint64_t k = from / s->bpb; k < s->nregions && k * s->bpb < pin;
+	     k++) {
+		uint64_t len = fmt_bitmap_region_len(k, s->block_count,
+						     s->blksize);
+		uint64_t start = k == from / s->bpb ? from % s->bpb : 0, bit;
+		int rc = space_load(s, k, err);
+
+		if (rc)
+			return rc;
+		bit = fmt_bitmap_find_set(s->map[k], start, len);
+		if (bit < len) {
+			uint64_t blk = k * s->bpb + bit;
+
+			*out = blk < pin ? blk : pin;
+			return 0;
+		}
+	}
+	*out = pin < s->block_count ? pin : s->block_count;
+	return 0;
+}
+
 void space_unload(struct space *s)
 {
 	for (uint64_t k = 0; k < s->nregions; k++) {

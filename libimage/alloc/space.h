@@ -63,6 +63,12 @@ int space_count_usable(struct space *s, uint64_t *free_out,
  * when there is none up to the end of the volume. */
 int space_find_free(struct space *s, uint64_t from, uint64_t *out,
 		    struct r4_error *err);
+/* First block >= from that space_test calls used (marked in the
+ * bitmaps, or pinned), loading regions as needed up to it; block_count
+ * in *out when there is none. 0 or a negative error (a region that
+ * cannot be loaded). */
+int space_next_used(struct space *s, uint64_t from, uint64_t *out,
+		    struct r4_error *err);
 /* Forget every loaded region (the bitmaps changed on disk: replay). */
 void space_unload(struct space *s);
 

@@ -719,21 +719,26 @@ int rb_walk(struct rb *b, uint64_t blk, unsigned level,
 }
 
 /* Used blocks nobody reached that are leaves or twigs of this volume
- * (their headers mended as the walk's are). */
+ * (their headers mended as the walk's are). Only the blocks the space
+ * map calls used (its bitmaps, or pinned) can be one, and the scan
+ * steps from one to the next: its work follows what is in use, not the
+ * size of the volume. The next one is looked up afresh each time, so a
+ * block marked or pinned while the scan runs is seen as before. */
 int rb_scan(struct rb *b)
 {
 	struct chk *c = &b->R->c;
 	struct fmt_node_header nh;
+	uint64_t blk = c->first_usable;
 	int rc;
 
-	for (uint64_t blk = c->first_usable; blk < c->blocks; blk++) {
-		if (chk_is_bitmap_blk(c, blk) || chk_map_test(&b->seen, blk) ||
-		    chk_map_test(&b->v.used, blk))
-			continue;
-		rc = space_test(&c->vol->space, blk, b->R->err);
+	for (;; blk++) {
+		rc = space_next_used(&c->vol->space, blk, &blk, b->R->err);
 		if (rc < 0)
 			return rc;
-		if (!rc)
+		if (blk >= c->blocks)
+			break;
+		if (chk_is_bitmap_blk(c, blk) || chk_map_test(&b->seen, blk) ||
+		    chk_map_test(&b->v.used, blk))
 			continue;
 		if (!load_node(b, blk, 0, &nh) || nh.level > 2)
 			continue;

@@ -100,6 +100,85 @@ static void test_rw_bitmap(void)
 	tap_must(r4_vol_close(vol, NULL));
 }
 
+/* space_next_used against space_test block by block, from every
+ * block: three regions (the last 64 blocks long, the bits past its end
+ * set as mkfs sets them), the middle one left empty, pins in it. */
+static void test_next_used(void)
+{
+	struct r4_vol *vol = NULL;
+	struct r4_error err = { 0 };
+	struct space *s;
+	uint64_t n, out = 0, *next, bad = 0, first_bad = 0;
+
+	unlink(path);
+	{
+		struct r4_mkfs_opts o;
+
+		r4_mkfs_opts_init(&o);
+		o.size_bytes = 256 << 20;
+		o.create_file = 1;
+		tap_require(!r4_mkfs(path, &o, NULL, &err), "mkfs: %s",
+			    err.msg);
+	}
+	tap_must(r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err));
+	s = &vol->space;
+	n = s->block_count;
+	is_u64(n, 65536, "256 MiB: 65536 blocks");
+	is_u64(s->nregions, 3, "three regions");
+	/* region 1 empty but for pins; region 2 only its last block */
+	for (uint64_t b = s->bpb; b < n; b++)
+		tap_must(space_mark(s, b, 0, &err));
+	tap_must(space_mark(s, s->bpb - 1, 1, &err));
+	tap_must(space_mark(s, n - 1, 1, &err));
+	tap_must(space_pin(s, 40000, 10));
+	tap_must(space_pin(s, 40020, 1));
+	tap_must(space_mark(s, 50000, 1, &err));	/* after the pins */
+
+	is_int(space_next_used(s, 0, &out, &err), 0, "from 0");
+	is_u64(out, 0, "block 0 (reserved) is used");
+	is_int(space_next_used(s, s->bpb - 1, &out, &err), 0,
+	       "a region's last block");
+	is_u64(out, s->bpb - 1, "is found");
+	is_int(space_next_used(s, s->bpb, &out, &err), 0, "an empty region");
+	is_u64(out, 40000, "skipped to the first pin");
+	is_int(space_next_used(s, 40005, &out, &err), 0, "inside a pin");
+	is_u64(out, 40005, "is used");
+	is_int(space_next_used(s, 40010, &out, &err), 0, "past a pin");
+	is_u64(out, 40020, "the next pin");
+	is_int(space_next_used(s, 40021, &out, &err), 0, "past the pins");
+	is_u64(out, 50000, "a used bit of the same region");
+	is_int(space_next_used(s, 50001, &out, &err), 0, "past it");
+	is_u64(out, n - 1, "the volume's last block");
+	is_int(space_next_used(s, n - 1, &out, &err), 0, "from the last");
+	is_u64(out, n - 1, "itself");
+	is_int(space_next_used(s, n, &out, &err), 0, "from the end");
+	is_u64(out, n, "none: block_count");
+	is_int(space_next_used(s, n + 12345, &out, &err), 0, "past the end");
+	is_u64(out, n, "none: block_count");
+
+	/* every start against a block-by-block answer */
+	next = calloc(n + 1, sizeof(*next));
+	tap_require(next, "out of memory");
+	next[n] = n;
+	for (uint64_t b = n; b-- > 0;)
+		next[b] = space_test(s, b, &err) == 1 ? b : next[b + 1];
+	for (uint64_t b = 0; b <= n; b++)
+		if (space_next_used(s, b, &out, &err) || out != next[b]) {
+			if (!bad++)
+				first_bad = b;
+		}
+	is_u64(bad, 0, "every start agrees with space_test (first wrong: "
+	       "%llu)", (unsigned long long)first_bad);
+
+	/* nothing used after 40021: the end */
+	tap_must(space_mark(s, 50000, 0, &err));
+	tap_must(space_mark(s, n - 1, 0, &err));
+	is_int(space_next_used(s, 40021, &out, &err), 0, "an empty tail");
+	is_u64(out, n, "none: block_count, not the bits past the end");
+	free(next);
+	tap_must(r4_vol_close(vol, NULL));
+}
+
 /* A block of the cache still referenced at close is a leak, and close
  * says so. */
 static void test_leak(void)
@@ -158,6 +237,7 @@ int main(void)
 	close(fd);
 	test_fresh();
 	test_rw_bitmap();
+	test_next_used();
 	test_leak();
 	test_damage();
 	unlink(path);
