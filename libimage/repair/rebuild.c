@@ -411,6 +411,21 @@ static int room_to_spare(const struct rb *b, uint64_t room)
 	return room >= nodes + nodes / 16 + 64;
 }
 
+/* The free blocks a new tree may take: the transaction's count, which
+ * comes from the super block and may lie, bounded by what the
+ * allocator can hand out (the bitmaps, less the pins). */
+static int free_room(struct rb *b, struct r4_txn *x, uint64_t *room,
+		     struct r4_error *err)
+{
+	uint64_t usable = 0;
+	int rc = space_count_usable(&b->R->vol->space, &usable, err);
+
+	*room = txn_free_left(x->t);
+	if (!rc && usable < *room)
+		*room = usable;
+	return rc;
+}
+
 /* The new tree in one transaction (first_tree, then every item in key
  * order), the old nodes freed at its commit. R4_ENOSPC with *need
  * (about) when the free blocks cannot hold it: nothing written then
@@ -437,15 +452,7 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 		free(fbody);
 		return rc;
 	}
-	room = txn_free_left(x->t);
-	{	/* the super block's count may lie: what the allocator can
-		 * hand out (the bitmaps, less the pins) bounds it */
-		uint64_t usable = 0;
-
-		rc = space_count_usable(&b->R->vol->space, &usable, err);
-		if (!rc && usable < room)
-			room = usable;
-	}
+	rc = free_room(b, x, &room, err);
 	/* the new nodes in memory: the run budget's worth (16 MiB by
 	 * default), then the one made longest ago is written */
 	if (!rc && room_to_spare(b, room))

@@ -297,6 +297,27 @@ static int fix_round(struct rep *R, int *changed)
 	return 0;
 }
 
+/* Whether damage the tree rebuild mends best is there: 1 yes, 0 no,
+ * < 0 no memory to tell. */
+static int rebuild_mends(struct rep *R)
+{
+	int mend = 0;
+
+	if (!blocked(R) && R->o->mode == R4_REPAIR_FIX &&
+	    !R->r->rebuilt && R->codes[R4_CHK_BODY])
+		/* A body whose key lost its object: the rebuild mends the
+		 * key (before a stat data made for the body would give the
+		 * object id a second one). */
+		mend = rep_body_key_damaged(R);
+	if (!mend && !blocked(R) && R->o->mode == R4_REPAIR_FIX &&
+	    !R->r->rebuilt && R->codes[R4_CHK_FILE_SIZE])
+		/* Two files' bytes across a boundary an item offset moved:
+		 * the rebuild moves them back (setting the sizes would cut
+		 * one, pad one). */
+		mend = rep_bounds_shifted(R);
+	return mend;
+}
+
 static int rounds(struct rep *R)
 {
 	int rc = 0;
@@ -306,27 +327,10 @@ static int rounds(struct rep *R)
 
 		if (!R->crep.problems)
 			break;
-		mend = 0;
-		if (!blocked(R) && R->o->mode == R4_REPAIR_FIX &&
-		    !R->r->rebuilt && R->codes[R4_CHK_BODY]) {
-			/* A body whose key lost its object: the rebuild
-			 * mends the key (before a stat data made for the
-			 * body would give the object id a second one). */
-			mend = rep_body_key_damaged(R);
-			if (mend < 0)
-				return r4i_fail(R->err, mend, "out of memory "
-						"for the repair");
-		}
-		if (!mend && !blocked(R) && R->o->mode == R4_REPAIR_FIX &&
-		    !R->r->rebuilt && R->codes[R4_CHK_FILE_SIZE]) {
-			/* Two files' bytes across a boundary an item
-			 * offset moved: the rebuild moves them back
-			 * (setting the sizes would cut one, pad one). */
-			mend = rep_bounds_shifted(R);
-			if (mend < 0)
-				return r4i_fail(R->err, mend, "out of memory "
-						"for the repair");
-		}
+		mend = rebuild_mends(R);
+		if (mend < 0)
+			return r4i_fail(R->err, mend, "out of memory for the "
+					"repair");
 		if (mend || blocked(R)) {
 			if (!mend && (!R->r->tree_damaged || R->r->rebuilt ||
 				      R->o->mode != R4_REPAIR_FIX ||
