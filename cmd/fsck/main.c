@@ -321,7 +321,7 @@ int main(int argc, const char **argv)
 	int rc, other;
 
 	r4cmd_init(argv[0]);
-#ifdef HAVE_MALLOPT
+#if defined(HAVE_MALLOPT) && defined(M_MMAP_THRESHOLD)
 	/* Allocations of 1 MiB and more mapped on their own, always: the C
 	 * library's threshold otherwise grows to the largest block freed,
 	 * so that the tables of a repair's check after the tree rebuild

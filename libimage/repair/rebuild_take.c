@@ -735,7 +735,7 @@ int rb_scan(struct rb *b)
 		rc = space_next_used(&c->vol->space, blk, &blk, b->R->err);
 		if (rc < 0)
 			return rc;
-		if (blk >= c->blocks)
+		if (blk >= c->blocks || blk >= c->vol->space.block_count)
 			break;
 		if (chk_is_bitmap_blk(c, blk) || chk_map_test(&b->seen, blk) ||
 		    chk_map_test(&b->v.used, blk))
