@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include "libimage/check/check.h"
 
 int chk_map_init(struct chk_map *m, uint64_t nbits, uint64_t chunk_bits)
@@ -17,6 +18,8 @@ int chk_map_init(struct chk_map *m, uint64_t nbits, uint64_t chunk_bits)
 	m->nbits = nbits;
 	m->chunk_bits = chunk_bits;
 	m->nchunks = nbits / chunk_bits + (nbits % chunk_bits != 0);
+	if (m->nchunks > SIZE_MAX / sizeof(*m->chunk))
+		return -ENOMEM;	/* a table no allocator could give */
 	m->chunk = calloc(m->nchunks ? m->nchunks : 1, sizeof(*m->chunk));
 	return m->chunk ? 0 : -ENOMEM;
 }
