@@ -280,6 +280,44 @@ static void test_cache_trim(void)
 	io_close(dev);
 }
 
+/* io_cache_trim and a dirty block: unpinned but not yet written, it
+ * stays (so does its slab) with its bytes; once clean, a second trim
+ * takes it and its slab. */
+static void test_cache_trim_dirty(void)
+{
+	static struct io_block *b[NTRIM];
+	static uint64_t nr[NTRIM];
+	struct io_dev *dev = NULL;
+	struct io_cache c;
+	struct io_block *d;
+	size_t dirty = 64 + 3 * 512 + 7, slabs, gone;	/* the fifth slab */
+
+	tap_must(io_open(path, IO_RDWR, &dev, NULL, NULL));
+	tap_must(io_resize(dev, 32u << 20, NULL));
+	tap_must(io_cache_init(&c, dev, 4096, 16, NULL));
+	for (size_t i = 0; i < NTRIM; i++) {
+		nr[i] = 100 + i;
+		tap_must(io_cache_new(&c, nr[i], &b[i], NULL));
+		fill(b[i], nr[i]);
+	}
+	slabs = c.nslab;
+	io_cache_dirty(&c, b[dirty]);
+	for (size_t i = 0; i < NTRIM; i++)
+		io_cache_put(&c, b[i]);
+	gone = io_cache_trim(&c);
+	is_int((int)gone, slabs ? 3 : 0, "a dirty block keeps its slab (the "
+	       "other three full ones go)");
+	tap_must(io_cache_get(&c, nr[dirty], &d, NULL));
+	ok(all_intact(&d, &nr[dirty], 1), "and its bytes");
+	io_cache_clean(&c, d);
+	io_cache_put(&c, d);
+	gone = io_cache_trim(&c);
+	is_int((int)gone, slabs ? 1 : 0, "clean, it goes with its slab");
+	is_int((int)c.count, 0, "nothing left cached");
+	is_int((int)io_cache_fini(&c), 0, "no reference left");
+	io_close(dev);
+}
+
 /* A message longer than R4_ERRMSG_MAX keeps its start and its end
  * (where the reason is), cut in the middle on a character boundary. */
 static void test_long_message(void)
@@ -509,6 +547,7 @@ int main(void)
 	test_cache_read();
 	test_cache_buffers();
 	test_cache_trim();
+	test_cache_trim_dirty();
 	test_long_message();
 	test_backends();
 	test_fault_parse();
