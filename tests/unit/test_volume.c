@@ -156,6 +156,15 @@ static void test_next_used(void)
 	is_int(space_next_used(s, n + 12345, &out, &err), 0, "past the end");
 	is_u64(out, n, "none: block_count");
 
+	/* a pin across the boundary of regions 1 and 2 */
+	tap_must(space_pin(s, 2 * s->bpb - 5, 10));
+	is_int(space_next_used(s, 50001, &out, &err), 0, "before a pin "
+	       "across two regions");
+	is_u64(out, 2 * s->bpb - 5, "its first block");
+	is_int(space_next_used(s, 2 * s->bpb + 2, &out, &err), 0,
+	       "inside it, in the next region");
+	is_u64(out, 2 * s->bpb + 2, "is used");
+
 	/* every start against a block-by-block answer */
 	next = calloc(n + 1, sizeof(*next));
 	tap_require(next, "out of memory");
@@ -171,6 +180,7 @@ static void test_next_used(void)
 	       "%llu)", (unsigned long long)first_bad);
 
 	/* nothing used after 40021: the end */
+	space_unpin(s, 2 * s->bpb - 5, 10);
 	tap_must(space_mark(s, 50000, 0, &err));
 	tap_must(space_mark(s, n - 1, 0, &err));
 	is_int(space_next_used(s, 40021, &out, &err), 0, "an empty tail");
