@@ -345,6 +345,15 @@ static int ent_cmp_key(const struct fmt_cde40_entry *e, const struct fmt_key *k)
 }
 
 /* Index of the entry for (k, name), or -1; *ins = where it would go. */
+/* Entry e (of key k) is the one named name: a short name is its key,
+ * a long one is stored in it. */
+static int ent_names(const struct fmt_cde40_entry *e, const char *name,
+		     size_t len, enum fmt_key_policy pol)
+{
+	return !fmt_cde40_entry_is_long(e, pol) ||
+	       (e->name_len == len && !memcmp(e->name, name, len));
+}
+
 static int cde_lookup(const struct cde *c, const struct fmt_key *k,
 		      const char *name, size_t len, enum fmt_key_policy pol,
 		      int *ins)
@@ -355,9 +364,7 @@ static int cde_lookup(const struct cde *c, const struct fmt_key *k,
 		i++;
 	*ins = i;
 	for (; i < c->n && !ent_cmp_key(&c->e[i], k); i++) {
-		if (!fmt_cde40_entry_is_long(&c->e[i], pol) ||
-		    (c->e[i].name_len == len && !memcmp(c->e[i].name, name,
-							len)))
+		if (ent_names(&c->e[i], name, len, pol))
 			return i;
 		*ins = i + 1;
 	}
@@ -594,8 +601,7 @@ static int cde_index(struct r4_txn *x, const struct cde *c,
 			return r4i_fail(err, rc, "bad directory entry");
 		if (ent_cmp_key(&e, k))
 			break;
-		if (!fmt_cde40_entry_is_long(&e, pol) ||
-		    (e.name_len == len && !memcmp(e.name, name, len)))
+		if (ent_names(&e, name, len, pol))
 			return i;
 	}
 	return R4_ENOTFOUND;

@@ -329,6 +329,18 @@ static int first_tree(struct rb *b, struct r4_txn *x, const struct ritem *first,
  * that a later rebuild's scan cannot take their stale items back.
  * Marked used before the transaction, they are none of the blocks it
  * allocates. */
+/* An extent unit's blocks in the volume into map ctx. */
+static int map_unit(struct rb *b, uint64_t start, uint64_t width, void *ctx)
+{
+	struct chk_map *ext = ctx;
+	int rc = 0;
+
+	for (uint64_t e = start; e < b->R->c.blocks && e - start < width &&
+	     !rc; e++)
+		rc = chk_map_set(ext, e) < 0 ? -ENOMEM : 0;
+	return rc;
+}
+
 int rb_old_nodes(struct rb *b, int walked, uint64_t **out, size_t *nout)
 {
 	struct chk *c = &b->R->c;
@@ -337,23 +349,8 @@ int rb_old_nodes(struct rb *b, int walked, uint64_t **out, size_t *nout)
 	size_t n = 0, cap = 0;
 	int rc = chk_map_init(&ext, c->blocks, c->used.chunk_bits);
 
-	for (size_t i = 0; i < b->n && !rc; i++) {
-		const struct ritem *p = &b->it[i];
-		struct fmt_extent40_unit u;
-		int nu;
-
-		if (p->pid != FMT_ITEM_EXTENT40)
-			continue;
-		nu = fmt_extent40_units(p->body, p->len);
-		for (int k = 0; k < nu && !rc; k++) {
-			if (fmt_extent40_unit(p->body, p->len, (unsigned)k, &u) ||
-			    fmt_extent40_kind(&u) != FMT_EXTENT_ALLOCATED)
-				continue;
-			for (uint64_t e = u.start; e < c->blocks &&
-			     e - u.start < u.width && !rc; e++)
-				rc = chk_map_set(&ext, e) < 0 ? -ENOMEM : 0;
-		}
-	}
+	if (!rc)
+		rc = rb_extents(b, map_unit, &ext);
 	for (uint64_t blk = chk_map_next(&b->seen, c->first_usable);
 	     blk < c->blocks && !rc; blk = chk_map_next(&b->seen, blk + 1)) {
 		if (chk_map_test(&ext, blk) ||

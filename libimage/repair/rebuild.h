@@ -252,6 +252,11 @@ int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold);
  * the bitmap calls them free; the listed extents stay pinned. The nodes
  * the commit freed are unpinned by it. -ENOMEM. */
 int rb_unpin_gone(struct rb *b, int fresh);
+/* fn for each allocated unit of the listed extent items (start, width
+ * as on disk), until it returns nonzero (that is returned). */
+int rb_extents(struct rb *b,
+	       int (*fn)(struct rb *b, uint64_t start, uint64_t width,
+			 void *ctx), void *ctx);
 /* R4_ENOSPC when the free blocks the allocator can hand out (the
  * bitmap's, less those pinned: a lying bitmap calls live ones free)
  * cannot hold the journal of a commit (its wandered copies and

@@ -147,8 +147,9 @@ static int pin_node(struct rb *b, uint64_t blk)
 	return pin_in(b, blk, 1);
 }
 
-/* The blocks of every listed item's extents (format.md, extent40). */
-static int pin_extents(struct rb *b)
+int rb_extents(struct rb *b,
+	       int (*fn)(struct rb *b, uint64_t start, uint64_t width,
+			 void *ctx), void *ctx)
 {
 	struct fmt_extent40_unit u;
 	int rc = 0;
@@ -162,9 +163,22 @@ static int pin_extents(struct rb *b)
 			if (!fmt_extent40_unit(p->body, p->len, (unsigned)k,
 					       &u) &&
 			    fmt_extent40_kind(&u) == FMT_EXTENT_ALLOCATED)
-				rc = pin_in(b, u.start, u.width);
+				rc = fn(b, u.start, u.width, ctx);
 	}
 	return rc;
+}
+
+static int pin_unit(struct rb *b, uint64_t start, uint64_t width,
+		    void *ctx)
+{
+	(void)ctx;
+	return pin_in(b, start, width);
+}
+
+/* The blocks of every listed item's extents (format.md, extent40). */
+static int pin_extents(struct rb *b)
+{
+	return rb_extents(b, pin_unit, NULL);
 }
 
 /* Whatever the rebuilt or mended tree keeps, pinned before its
