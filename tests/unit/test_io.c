@@ -401,7 +401,7 @@ static int byte_at(const char *p, uint64_t off)
 static void test_backends(void)
 {
 	struct r4_open_opts with = { 0 }, without = { 0 };
-	struct io_fault_spec cut = { IO_FAULT_CUT_AFTER, 1 };
+	struct io_fault_spec cut = { .mode = IO_FAULT_CUT_AFTER, .n = 1 };
 	struct r4_error err = { 0 };
 	struct r4_undo *u = NULL;
 	char upath[80];
@@ -475,7 +475,7 @@ static void test_fault_parse(void)
  * offsets 1..6, all 0 before). The result: which bytes are on disk. */
 static unsigned keep_subset_run(uint64_t n, uint64_t seed)
 {
-	struct io_fault_spec spec = { IO_FAULT_KEEP_SUBSET, n, seed };
+	struct io_fault_spec spec = { .mode = IO_FAULT_KEEP_SUBSET, .n = n, .seed = seed };
 	struct r4_open_opts o = { 0 };
 	struct r4_error err = { 0 };
 	struct io_dev *dev;

@@ -283,7 +283,7 @@ static uint64_t nwrites, hdr_write;
  * number of writes, and which one writes the journal header. */
 static int prepare(const char *label)
 {
-	struct io_fault_spec count = { IO_FAULT_COUNT, 0 };
+	struct io_fault_spec count = { .mode = IO_FAULT_COUNT, .n = 0 };
 	struct io_fault_stats st;
 	struct r4_error err = { 0 };
 	int rc;
@@ -343,7 +343,7 @@ static void test_super_first(void)
 {
 	uint8_t sb[BS], bm[BS];
 	struct r4_error err = { 0 };
-	struct io_fault_spec s = { IO_FAULT_CUT_AFTER, hdr_write };
+	struct io_fault_spec s = { .mode = IO_FAULT_CUT_AFTER, .n = hdr_write };
 
 	run_faulty(&s, &err);
 	fixture_block(path, 17, sb);
@@ -358,7 +358,7 @@ static void test_super_first(void)
 	   (unsigned long long)new_state.root);
 	ok(memcmp(bm, old_state.bitmap, BS) == 0, "... and the bitmap is "
 	   "still the old one (the super block went first)");
-	s = (struct io_fault_spec){ IO_FAULT_DROP_UNSYNCED, hdr_write + 2 };
+	s = (struct io_fault_spec){ .mode = IO_FAULT_DROP_UNSYNCED, .n = hdr_write + 2 };
 	run_faulty(&s, &err);
 	fixture_block(path, 17, sb);
 	ok(get_le64(sb + FMT_FORMAT40_OFF_ROOT_BLOCK) == new_state.root, "power lost after the next "
@@ -412,7 +412,7 @@ static void test_cuts(const char *label)
 
 	for (size_t m = 0; m < 3; m++)
 		for (uint64_t n = 1; n <= nwrites; n++) {
-			struct io_fault_spec s = { modes[m].m, n };
+			struct io_fault_spec s = { .mode = modes[m].m, .n = n };
 
 			memset(&err, 0, sizeof(err));
 			run_faulty(&s, &err);
@@ -428,7 +428,7 @@ static void test_cuts(const char *label)
 	fails = tap_failed;
 	for (uint64_t seed = 0; seed <= 3; seed++)
 		for (uint64_t n = 1; n <= nwrites; n++) {
-			struct io_fault_spec s = { IO_FAULT_KEEP_SUBSET, n, seed };
+			struct io_fault_spec s = { .mode = IO_FAULT_KEEP_SUBSET, .n = n, .seed = seed };
 			char name[32];
 
 			memset(&err, 0, sizeof(err));
@@ -442,7 +442,7 @@ static void test_cuts(const char *label)
 	   (unsigned long long)nwrites);
 	fails = tap_failed;
 	for (uint64_t n = 1; n <= nwrites; n++) {
-		struct io_fault_spec s = { IO_FAULT_FAIL_WRITE, n };
+		struct io_fault_spec s = { .mode = IO_FAULT_FAIL_WRITE, .n = n };
 
 		memset(&err, 0, sizeof(err));
 		if (run_faulty(&s, &err) == 0 || !err.msg[0])
@@ -457,7 +457,7 @@ static void test_cuts(const char *label)
 /* A cut right after the journal header: committed, not written home. */
 static uint64_t cut_after_header(void)
 {
-	struct io_fault_spec s = { IO_FAULT_CUT_AFTER, hdr_write };
+	struct io_fault_spec s = { .mode = IO_FAULT_CUT_AFTER, .n = hdr_write };
 	struct r4_error err = { 0 };
 	uint8_t h[BS];
 
@@ -598,7 +598,7 @@ static int workload_twice(struct r4_vol *vol, struct r4_error *err)
  * never the old one once the first commit's footer was written. */
 static void test_two_commits(void)
 {
-	struct io_fault_spec count = { IO_FAULT_COUNT, 0, 0 };
+	struct io_fault_spec count = { .mode = IO_FAULT_COUNT, .n = 0, .seed = 0 };
 	struct io_fault_stats st;
 	struct r4_error err = { 0 };
 	struct snap mid;
@@ -621,7 +621,7 @@ static void test_two_commits(void)
 	       "first %llu)", (unsigned long long)n, (unsigned long long)n1);
 	for (uint64_t seed = 0; seed <= 3; seed++)
 		for (uint64_t k = 1; k <= n; k++) {
-			struct io_fault_spec s = { IO_FAULT_KEEP_SUBSET, k, seed };
+			struct io_fault_spec s = { .mode = IO_FAULT_KEEP_SUBSET, .n = k, .seed = seed };
 			unsigned rep = 0;
 			int is_old, is_mid, is_new;
 			uint64_t problems;
@@ -730,7 +730,7 @@ static int many_setup(uint64_t *start, uint64_t *writes)
 
 static void test_many(void)
 {
-	struct io_fault_spec cut = { IO_FAULT_CUT_AFTER, 0 };
+	struct io_fault_spec cut = { .mode = IO_FAULT_CUT_AFTER, .n = 0 };
 	struct r4_error err = { 0 };
 	uint64_t start = 0, writes = 0;
 	uint8_t h[BS], th[BS];
@@ -804,7 +804,7 @@ static void test_write_runs(void)
 
 static void test_abort(void)
 {
-	struct io_fault_spec fail = { IO_FAULT_FAIL_WRITE, 3 };
+	struct io_fault_spec fail = { .mode = IO_FAULT_FAIL_WRITE, .n = 3 };
 	struct r4_error err = { 0 };
 	uint8_t before[BS], after[BS];
 	uint64_t a = 0, root, leaf;
