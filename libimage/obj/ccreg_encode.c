@@ -396,6 +396,17 @@ static int enc_fill(struct encfile *f, uint64_t idx, size_t start,
 		uint64_t at = (idx + *k) << cc->shift;
 
 		j->lsize = fmt_cluster_lsize(r->size, idx + *k, cc->shift);
+		/* A cluster starting past the reader's chunk, while no
+		 * slot of the batch lies in it: on to the next chunk, so
+		 * that a cluster starting one is compressed where it lies
+		 * too, not copied (rd_fill would drop the chunk all the
+		 * same). */
+		if (!zc && r->cbuf && r->coff + r->clen <= at) {
+			r->cbuf = NULL;
+			rc = rd_next(r, err);
+			if (rc)
+				break;
+		}
 		/* A cluster inside the reader's chunk is compressed where
 		 * it is; the batch ends before the reader moves on (the
 		 * chunk lasts until then). */
