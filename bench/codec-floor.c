@@ -18,7 +18,7 @@
  * With OUT, it also does two things the format asks of every build that
  * the bare floor leaves out (r4pack cannot skip them): each cluster that
  * compresses to less than itself less 4 bytes gets the Adler-32 a
- * compressed disk cluster ends with (doc/compress.md §4.2; zlib's
+ * compressed disk cluster ends with (doc/compress.md §3.2; zlib's
  * adler32), and every disk cluster (those, or the plain bytes) is
  * written to the file OUT, back to back in pwrites of 1 MiB, as r4pack
  * writes its image. Still no tree, no walk of the source on the clock.
