@@ -490,7 +490,10 @@ static int enc_emit(struct encfile *f, uint64_t idx, size_t k,
 /* The same on this thread alone, one slot at a time, each cluster from
  * 'start' compressed straight into the room the sink gives for it (the
  * sink then finds it in place): the bytes and calls of run_batch and
- * enc_emit, less a copy. Slots compressed before (start) keep theirs. */
+ * enc_emit, less a copy, and less the compression of a cluster the
+ * mode's state already says it will store as it is (run_batch's
+ * threads compress ahead of that state and discard such results).
+ * Slots compressed before (start) keep theirs. */
 static int enc_direct(struct encfile *f, uint64_t idx, size_t start,
 		      size_t k, struct r4_error *err)
 {
@@ -503,7 +506,14 @@ static int enc_direct(struct encfile *f, uint64_t idx, size_t start,
 		rc = emit_before(f, idx, i, &hole, err);
 		if (rc || hole)
 			continue;
-		if (i >= start) {
+		if (i >= start && !fmt_cmode_try(&f->m, cc->alg, idx + i,
+						 j->lsize)) {
+			/* the mode will store this cluster as it is
+			 * (emit_one asks the same state the same
+			 * question): no need to compress it */
+			j->packed = 0;
+			j->slen = SIZE_MAX;
+		} else if (i >= start) {
 			uint8_t *at = f->room(f->sctx, cc->cap);
 
 			j->out = at ? at : cc->out + i * cc->cap;
