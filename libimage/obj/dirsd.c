@@ -58,13 +58,16 @@ static struct obj_dsd *dsd_find(struct r4_txn *x,
 }
 
 /* Stat data st was put for dir: keep it in dir's slot, when it fits
- * one. */
+ * one and the tree writer defers leaves (tree_mod_patch patches
+ * nothing else: a repair's or r4debugfs's transaction keeps none). */
 static void dsd_keep(struct r4_txn *x, const struct r4_objref *dir,
 		     const struct fmt_stat *st)
 {
 	struct obj_dsd *e;
 	size_t len;
 
+	if (!x->mod.lazy || x->mod.general)
+		return;
 	if (!x->dsd)
 		x->dsd = calloc(DSD_SLOTS, sizeof(*x->dsd));
 	if (!(e = dsd_slot(x, dir)))
