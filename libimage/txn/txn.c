@@ -133,6 +133,7 @@ void txn_release(struct txn *t, int revert)
 	struct r4_vol *vol = t->vol;
 	struct tb *e;
 
+	txn_sp_release(t, revert);
 	for (size_t i = 0; (e = tb_next(&t->map, &i));) {
 		if (revert && (e->state == TB_ALLOC || e->state == TB_NEW ||
 			       e->state == TB_DATA))
@@ -423,10 +424,26 @@ int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err)
 	t->wb = w;
 	t->wb_keep = keep;
 	t->wb_head = t->wb_n = 0;
+	t->wb_spill = 0;
 	return 0;
 }
 
-/* Block e, written: its buffer goes back to the cache; TB_DATA now. */
+int txn_spill(struct txn *t, size_t keep, struct r4_error *err)
+{
+	int rc = txn_write_behind(t, keep, err);
+
+	if (!rc)
+		t->wb_spill = keep != 0;
+	return rc;
+}
+
+uint64_t txn_spilled(const struct txn *t)
+{
+	return t->sp_blocks;
+}
+
+/* Block e, written: its buffer goes back to the cache; TB_DATA now,
+ * or still TB_NEW, without a buffer, when it went to the spill file. */
 static void wb_done(struct txn *t, struct tb *e)
 {
 	struct io_cache *c = &t->vol->cache;
@@ -435,30 +452,39 @@ static void wb_done(struct txn *t, struct tb *e)
 	io_cache_put(c, e->b);
 	e->b = NULL;
 	io_cache_forget(c, e->nr);
+	if (t->wb_spill) {
+		t->sp_blocks++;
+		return;
+	}
 	e->state = TB_DATA;
 	t->wb_written++;
 }
 
-/* Write v[0..n) (ascending, each with its buffer), neighbours in one
- * write through wb_buf. */
+/* Write v[0..n) (ascending, each with its buffer) to the volume, or to
+ * the spill file, neighbours in one write through wb_buf. */
 static int wb_write(struct txn *t, struct tb **v, size_t n,
 		    struct r4_error *err)
 {
 	uint32_t bs = t->vol->blksize;
+	struct io_dev *dev = t->vol->dev;
 	int rc = 0;
 
+	if (t->wb_spill && n && !t->sp_dev && (rc = txn_sp_open(t, err)))
+		return rc;
+	if (t->wb_spill)
+		dev = t->sp_dev;
 	for (size_t i = 0, j; !rc && i < n; i = j) {
 		for (j = i + 1; j < n && v[j]->nr == v[j - 1]->nr + 1; j++)
 			;
 		if (j - i == 1) {
-			rc = io_write(t->vol->dev, v[i]->b->data, bs,
-				      v[i]->nr * bs, err);
+			rc = io_write(dev, v[i]->b->data, bs, v[i]->nr * bs,
+				      err);
 			continue;
 		}
 		for (size_t k = i; k < j; k++)
 			memcpy(t->wb_buf + (k - i) * bs, v[k]->b->data, bs);
-		rc = io_write(t->vol->dev, t->wb_buf, (j - i) * bs,
-			      v[i]->nr * bs, err);
+		rc = io_write(dev, t->wb_buf, (j - i) * bs, v[i]->nr * bs,
+			      err);
 	}
 	return rc;
 }
@@ -662,6 +688,8 @@ static int free_one(struct txn *t, uint64_t blk, struct r4_error *err)
 	case TB_DATA:
 		if (e->b)
 			io_cache_discard(&t->vol->cache, e->b);
+		else if (e->state == TB_NEW)	/* spilled: a copy read */
+			io_cache_forget(&t->vol->cache, blk);
 		e->b = NULL;
 		e->state = TB_DEAD;
 		t->nalloc--;
