@@ -410,8 +410,10 @@ int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err)
 
 	if (keep && keep < 2)
 		keep = 2;
-	if (keep == t->wb_keep)
+	if (keep == t->wb_keep) {
+		t->wb_spill = 0;
 		return 0;
+	}
 	if (keep && (!(w = calloc(keep, sizeof(*w))) ||
 		     (!t->wb_pick && !(t->wb_pick = calloc(WB_GATHER,
 							   sizeof(*t->wb_pick)))) ||
