@@ -183,7 +183,9 @@ int r4cmd_json_exit(int code);
  *   R4_CHECK_TABLES, R4_CHECK_RUN_BYTES      the checker's tables or
  *                       sorted runs (r4cmd_env_check);
  *   R4_REBUILD_RUN_BYTES  the tree rebuild's sorted runs
- *                       (r4cmd_env_repair).
+ *                       (r4cmd_env_repair);
+ *   R4_REBUILD_SPILL_BYTES  its new nodes past that many bytes in
+ *                       $TMPDIR, whatever the room (r4cmd_env_repair).
  * An empty or malformed value is taken as unset. */
 struct r4_pack_opts;
 struct r4_check_opts;
@@ -194,7 +196,8 @@ void r4cmd_env_mkfs(struct r4_mkfs_opts *o);
 void r4cmd_env_pack(struct r4_pack_opts *o);
 void r4cmd_env_check(struct r4_check_opts *o);
 /* r4cmd_env_check's, and R4_REBUILD_RUN_BYTES: the tree rebuild's run
- * budget (struct r4_repair_opts, rebuild_run_bytes). */
+ * budget (struct r4_repair_opts, rebuild_run_bytes), and
+ * R4_REBUILD_SPILL_BYTES (rebuild_spill_bytes). */
 void r4cmd_env_repair(struct r4_repair_opts *o);
 void r4cmd_env_vol(struct r4_vol *vol);
 

@@ -77,6 +77,8 @@ void r4cmd_env_repair(struct r4_repair_opts *o)
 	r4cmd_env_check(&o->check);
 	if (env_u64("R4_REBUILD_RUN_BYTES", &v) && v && v <= SIZE_MAX)
 		o->rebuild_run_bytes = (size_t)v;
+	if (env_u64("R4_REBUILD_SPILL_BYTES", &v) && v && v <= SIZE_MAX)
+		o->rebuild_spill_bytes = (size_t)v;
 }
 
 void r4cmd_env_vol(struct r4_vol *vol)

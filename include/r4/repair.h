@@ -68,6 +68,12 @@ struct r4_repair_opts {
 	 * of its commit, when the volume has room to spare (0: 16 MiB;
 	 * tests set a few bytes to make small volumes do both). */
 	size_t rebuild_run_bytes;
+	/* When the volume has no such room, the new nodes past that
+	 * budget wait in a temporary file in $TMPDIR instead (the free
+	 * blocks stay untouched until the commit). Tests: nonzero puts
+	 * them there past this many bytes (2 nodes at least) whether the
+	 * volume has room or not. */
+	size_t rebuild_spill_bytes;
 };
 
 struct r4_repair_report {
@@ -96,6 +102,10 @@ struct r4_repair_report {
 	/* Blocks claimed twice: copies made for the owners that did not
 	 * keep them (nothing lost). */
 	uint64_t blocks_copied;
+	/* Writes of a tree rebuild's new nodes to its temporary file
+	 * (rebuild_spill_bytes: a volume short of room), a node written
+	 * there again counted again. */
+	uint64_t nodes_spilled;
 	int rebuilt;				/* the tree was rebuilt */
 	/* Why problems were left: preen found one it may not fix (nothing
 	 * was changed then); the tree is damaged in ways the repair does

@@ -194,7 +194,12 @@ int io_cache_get(struct io_cache *c, uint64_t nr, struct io_block **out,
 	rc = alloc_block(c, nr, &b, err);
 	if (rc)
 		return rc;
-	rc = io_read(c->dev, b->data, c->blksize, nr * c->blksize, err);
+	rc = c->under ? c->under(c->under_ctx, nr, b->data, err) : 0;
+	if (rc == 0)
+		rc = io_read(c->dev, b->data, c->blksize, nr * c->blksize,
+			     err);
+	else if (rc == 1)
+		rc = 0;
 	if (rc) {
 		b->ref = 0;
 		block_free(c, b);
@@ -227,8 +232,13 @@ int io_cache_read(struct io_cache *c, uint64_t nr, uint64_t count,
 
 	for (uint64_t i = nr; i < nr + count; i++) {
 		struct io_block *b = lookup(c, i);
+		uint8_t *to = buf + (i - nr) * c->blksize;
+		int under = 0;
 
-		if (!b)
+		if (!b && c->under &&
+		    (under = c->under(c->under_ctx, i, to, err)) < 0)
+			return under;
+		if (!b && !under)
 			continue;
 		if (i > run) {
 			rc = read_uncached(c, run, i - run,
@@ -236,8 +246,10 @@ int io_cache_read(struct io_cache *c, uint64_t nr, uint64_t count,
 			if (rc)
 				return rc;
 		}
-		c->hits++;
-		memcpy(buf + (i - nr) * c->blksize, b->data, c->blksize);
+		if (b) {
+			c->hits++;
+			memcpy(to, b->data, c->blksize);
+		}
 		run = i + 1;
 	}
 	if (run < nr + count)

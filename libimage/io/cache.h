@@ -25,8 +25,17 @@ struct io_block {
 	struct io_block *lru_prev, *lru_next;	/* unreferenced, clean */
 };
 
+/* Where a miss looks before the device: 1 with block nr's bytes in buf,
+ * 0 when it does not hold the block, or an error (err filled). */
+typedef int (*io_cache_under_fn)(void *ctx, uint64_t nr, uint8_t *buf,
+				 struct r4_error *err);
+
 struct io_cache {
 	struct io_dev *dev;
+	/* Set by a transaction whose blocks wait in a scratch file
+	 * (libimage/txn: txn_spill) while it runs; NULL: none. */
+	io_cache_under_fn under;
+	void *under_ctx;
 	uint32_t blksize;
 	uint64_t nblocks;	/* blocks addressable (device size) */
 	size_t nbuckets;
@@ -55,7 +64,8 @@ size_t io_cache_fini(struct io_cache *c);
 int io_cache_get(struct io_cache *c, uint64_t nr, struct io_block **out,
 		 struct r4_error *err);
 /* Copy blocks nr..nr+count-1 into buf (count * blksize bytes) without
- * keeping them: blocks in the cache (dirty ones included) come from it,
+ * keeping them: blocks in the cache (dirty ones included) or under it
+ * come from there,
  * each run of the others from the device in one read. For file data,
  * which is read once: it neither evicts tree nodes nor costs an
  * allocation per block. */

@@ -423,6 +423,24 @@ static int free_room(struct rb *b, struct r4_txn *x, uint64_t *room,
 	return rc;
 }
 
+/* The new nodes in memory: the run budget's worth (16 MiB by default),
+ * then the one made longest ago is written ahead of the commit when the
+ * volume has room to spare, else to a temporary file (txn_spill), the
+ * free blocks untouched until the commit; tests force the file with
+ * rebuild_spill_bytes. */
+static int nodes_kept(struct rb *b, struct r4_txn *x, uint64_t room,
+		      struct r4_error *err)
+{
+	size_t bs = b->R->c.bs, forced = b->R->o->rebuild_spill_bytes;
+	size_t keep = (forced ? forced : b->sp.budget) / bs;
+
+	if (keep < 2)
+		keep = 2;
+	if (!forced && room_to_spare(b, room))
+		return txn_write_behind(x->t, keep, err);
+	return txn_spill(x->t, keep, err);
+}
+
 /* The new tree in one transaction (first_tree, then every item in key
  * order), the old nodes freed at its commit. R4_ENOSPC with *need
  * (about) when the free blocks cannot hold it: nothing written then
@@ -450,11 +468,8 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 		return rc;
 	}
 	rc = free_room(b, x, &room, err);
-	/* the new nodes in memory: the run budget's worth (16 MiB by
-	 * default), then the one made longest ago is written */
-	if (!rc && room_to_spare(b, room))
-		rc = txn_write_behind(x->t, b->sp.budget / b->R->c.bs > 2 ?
-				      b->sp.budget / b->R->c.bs : 2, err);
+	if (!rc)
+		rc = nodes_kept(b, x, room, err);
 	if (!rc)
 		rc = first_tree(b, x, &first, err);
 	free(fbody);
@@ -473,6 +488,7 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 		r4_txn_abort(x);
 		return rc;
 	}
+	b->R->r->nodes_spilled += txn_spilled(x->t);
 	rc = r4_txn_commit(x, err);
 	if (!rc) {
 		b->R->r->transactions++;

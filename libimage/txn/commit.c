@@ -300,6 +300,38 @@ static int write_tx_head(struct commit *c, struct r4_error *err)
  * them, in one write. */
 #define RUN_MAX WB_GATHER	/* one limit for every gathered write */
 
+/* The bytes of reloc[i..j) into run: from their buffers, or read back
+ * from the spill file (txn_spill), neighbours there in one read. */
+static int reloc_bytes(struct commit *c, size_t i, size_t j, uint8_t *run,
+		       struct r4_error *err)
+{
+	uint32_t bs = c->vol->blksize;
+
+	for (size_t k = i, m; k < j; k = m) {
+		int rc;
+
+		if (c->reloc[k]->b) {
+			memcpy(run + (k - i) * bs, c->reloc[k]->b->data, bs);
+			m = k + 1;
+			continue;
+		}
+		if (!c->reloc[k]->spilled)	/* cannot be: say so */
+			return r4i_fail(err, R4_EINVAL, "%s: block %llu: new, "
+					"but neither in memory nor in the "
+					"temporary file", c->vol->dev->path,
+					(unsigned long long)c->reloc[k]->nr);
+		for (m = k + 1; m < j && !c->reloc[m]->b &&
+		     c->reloc[m]->spilled &&
+		     c->reloc[m]->nr == c->reloc[m - 1]->nr + 1; m++)
+			;
+		rc = txn_sp_read(c->t, c->reloc[k]->nr, m - k,
+				 run + (k - i) * bs, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 static int write_reloc(struct commit *c, struct r4_error *err)
 {
 	uint32_t bs = c->vol->blksize;
@@ -310,15 +342,18 @@ static int write_reloc(struct commit *c, struct r4_error *err)
 		for (j = i + 1; j < c->nreloc && j - i < RUN_MAX &&
 		     c->reloc[j]->nr == c->reloc[j - 1]->nr + 1; j++)
 			;
-		if (j - i == 1) {
+		if (j - i == 1 && c->reloc[i]->b) {
 			rc = put_block(c, c->reloc[i]->nr, c->reloc[i]->b->data,
 				       err);
 			continue;
 		}
 		if (!run && !(run = malloc((size_t)RUN_MAX * bs)))
 			return nomem(c, err);
-		for (size_t k = i; k < j; k++)
-			memcpy(run + (k - i) * bs, c->reloc[k]->b->data, bs);
+		rc = reloc_bytes(c, i, j, run, err);
+		if (!rc && j - i == 1)
+			rc = put_block(c, c->reloc[i]->nr, run, err);
+		if (rc || j - i == 1)
+			continue;
 		c->st.writes++;
 		c->st.bytes += (j - i) * bs;
 		rc = io_write(c->vol->dev, run, (j - i) * bs,

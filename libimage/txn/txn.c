@@ -31,7 +31,7 @@ struct tb *tb_get(struct tbmap *m, uint64_t nr)
 
 	e = r4_u64map_get(&m->m, nr, &added);
 	if (e && added)
-		*e = (struct tb){ nr, NULL, 0, TB_DEAD, 0 };
+		*e = (struct tb){ .nr = nr, .state = TB_DEAD };
 	return e;
 }
 
@@ -133,6 +133,7 @@ void txn_release(struct txn *t, int revert)
 	struct r4_vol *vol = t->vol;
 	struct tb *e;
 
+	txn_sp_release(t, revert);
 	for (size_t i = 0; (e = tb_next(&t->map, &i));) {
 		if (revert && (e->state == TB_ALLOC || e->state == TB_NEW ||
 			       e->state == TB_DATA))
@@ -237,9 +238,15 @@ int txn_capture(struct txn *t, uint64_t blk, struct io_block **out,
 			       "after being freed in the same transaction",
 			       t->vol->dev->path, (unsigned long long)blk);
 	case TB_ALLOC:
-	case TB_DATA:	/* a block of this transaction: written once */
+	case TB_DATA: {	/* a block of this transaction: written once */
+		unsigned was = e->state;
+
 		e->state = TB_NEW;
-		return pin_twice(t, e, 0, out, err);
+		rc = pin_twice(t, e, 0, out, err);
+		if (rc)		/* no buffer: still what it was */
+			e->state = was;
+		return rc;
+	}
 	case TB_NEW:
 	case TB_CAPTURED:
 		return pin_twice(t, e, 0, out, err);
@@ -409,8 +416,10 @@ int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err)
 
 	if (keep && keep < 2)
 		keep = 2;
-	if (keep == t->wb_keep)
+	if (keep == t->wb_keep) {
+		t->wb_spill = 0;
 		return 0;
+	}
 	if (keep && (!(w = calloc(keep, sizeof(*w))) ||
 		     (!t->wb_pick && !(t->wb_pick = calloc(WB_GATHER,
 							   sizeof(*t->wb_pick)))) ||
@@ -423,10 +432,27 @@ int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err)
 	t->wb = w;
 	t->wb_keep = keep;
 	t->wb_head = t->wb_n = 0;
+	t->wb_spill = 0;
 	return 0;
 }
 
-/* Block e, written: its buffer goes back to the cache; TB_DATA now. */
+int txn_spill(struct txn *t, size_t keep, struct r4_error *err)
+{
+	int rc = txn_write_behind(t, keep, err);
+
+	if (!rc)
+		t->wb_spill = keep != 0;
+	return rc;
+}
+
+uint64_t txn_spilled(const struct txn *t)
+{
+	return t->sp_blocks;
+}
+
+/* Block e, written: its buffer goes back to the cache; TB_DATA now,
+ * or still TB_NEW, without a buffer and marked spilled, when it went to
+ * the spill file. */
 static void wb_done(struct txn *t, struct tb *e)
 {
 	struct io_cache *c = &t->vol->cache;
@@ -435,30 +461,41 @@ static void wb_done(struct txn *t, struct tb *e)
 	io_cache_put(c, e->b);
 	e->b = NULL;
 	io_cache_forget(c, e->nr);
+	if (t->wb_spill) {
+		e->spilled = 1;
+		t->sp_blocks++;
+		return;
+	}
+	e->spilled = 0;
 	e->state = TB_DATA;
 	t->wb_written++;
 }
 
-/* Write v[0..n) (ascending, each with its buffer), neighbours in one
- * write through wb_buf. */
+/* Write v[0..n) (ascending, each with its buffer) to the volume, or to
+ * the spill file, neighbours in one write through wb_buf. */
 static int wb_write(struct txn *t, struct tb **v, size_t n,
 		    struct r4_error *err)
 {
 	uint32_t bs = t->vol->blksize;
+	struct io_dev *dev = t->vol->dev;
 	int rc = 0;
 
+	if (t->wb_spill && n && !t->sp_dev && (rc = txn_sp_open(t, err)))
+		return rc;
+	if (t->wb_spill)
+		dev = t->sp_dev;
 	for (size_t i = 0, j; !rc && i < n; i = j) {
 		for (j = i + 1; j < n && v[j]->nr == v[j - 1]->nr + 1; j++)
 			;
 		if (j - i == 1) {
-			rc = io_write(t->vol->dev, v[i]->b->data, bs,
-				      v[i]->nr * bs, err);
+			rc = io_write(dev, v[i]->b->data, bs, v[i]->nr * bs,
+				      err);
 			continue;
 		}
 		for (size_t k = i; k < j; k++)
 			memcpy(t->wb_buf + (k - i) * bs, v[k]->b->data, bs);
-		rc = io_write(t->vol->dev, t->wb_buf, (j - i) * bs,
-			      v[i]->nr * bs, err);
+		rc = io_write(dev, t->wb_buf, (j - i) * bs, v[i]->nr * bs,
+			      err);
 	}
 	return rc;
 }
@@ -557,6 +594,7 @@ int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
 	if (rc)
 		return rc;
 	e->state = TB_NEW;
+	e->spilled = 0;
 	if (e->b)
 		memset(e->b->data, 0, t->vol->blksize);
 	rc = pin_twice(t, e, 1, out, err);
@@ -590,6 +628,8 @@ int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
 		struct tb *e;
 		int rc = need_alloc(t, blk + i, &e, err);
 
+		if (!rc)
+			e->spilled = 0;
 		if (!rc && e->b) {	/* had a buffer: keep it current */
 			rc = write_run(t, blk, p, run, i, err);
 			if (rc)
@@ -662,7 +702,10 @@ static int free_one(struct txn *t, uint64_t blk, struct r4_error *err)
 	case TB_DATA:
 		if (e->b)
 			io_cache_discard(&t->vol->cache, e->b);
+		else if (e->spilled)	/* a copy read may be cached */
+			io_cache_forget(&t->vol->cache, blk);
 		e->b = NULL;
+		e->spilled = 0;
 		e->state = TB_DEAD;
 		t->nalloc--;
 		return space_mark(&t->vol->space, blk, 0, err);

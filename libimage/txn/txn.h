@@ -65,6 +65,23 @@ int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
  * still pinned by anyone else is left in memory.
  * keep = 0 turns it off (the default). */
 int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err);
+/* Spill, for a transaction that makes many nodes on a volume whose free
+ * blocks must stay as they are until its commit point (a rebuild that
+ * may still fail): txn_write_behind's ring of 'keep' blocks, but the
+ * blocks it lets go are written to a scratch file, not to the volume: a
+ * new file in $TMPDIR (else /tmp), unlinked at once, made at the first
+ * such write, block nr at byte nr * block size. Their buffers go back to
+ * the cache; reads of them (io_cache_get, io_cache_read, txn_capture)
+ * get the file's bytes, and the commit reads them back to write them
+ * where and when it writes any new block (the same writes, in the same
+ * order, as with the blocks in memory). Only txn_new blocks spill; an
+ * error of the file (none made, a full disk) fails the call that wrote
+ * it, naming the folder, the volume untouched. keep = 0 turns it off;
+ * it replaces a write-behind (and txn_write_behind a spill). */
+int txn_spill(struct txn *t, size_t keep, struct r4_error *err);
+/* Writes of blocks to t's scratch file so far (txn_spill; a block
+ * written there again counts again). */
+uint64_t txn_spilled(const struct txn *t);
 /* Write data straight to blocks allocated by this transaction (file
  * data: not kept in memory): each run of them in one write; a block
  * that has a txn_new buffer gets the bytes in its buffer instead. */

@@ -22,9 +22,13 @@ struct tb {
 	uint64_t nr;		/* the block (the map's key too) */
 	struct io_block *b;	/* the transaction's pin (NEW, CAPTURED) */
 	uint32_t gen;		/* write-behind: its last txn_new */
-	uint8_t state;
-	/* the scope it was allocated in (txn_alloc_in; 0: none), kept in
-	 * the padding after state: the entry stays 24 bytes */
+	unsigned state : 4;
+	/* its latest bytes are in the scratch file (txn_spill), not in
+	 * a buffer: set only where the spill writes it, cleared by
+	 * anything that gives the block other bytes */
+	unsigned spilled : 1;
+	/* the scope it was allocated in (txn_alloc_in; 0: none): the
+	 * entry stays 24 bytes */
 	unsigned scope : TXN_SCOPE_BITS;
 };
 
@@ -71,7 +75,22 @@ struct txn {
 	size_t wb_keep, wb_head, wb_n;
 	uint32_t wb_gen;
 	uint64_t wb_written;
+	/* txn_spill: the ring writes to sp_dev (made at its first write),
+	 * block nr at byte nr * blksize; a TB_NEW block marked spilled
+	 * and without a buffer is there (spill.c) */
+	int wb_spill;
+	struct io_dev *sp_dev;
+	uint64_t sp_blocks;
 };
+
+/* spill.c: the scratch file made and hooked under the volume's cache. */
+int txn_sp_open(struct txn *t, struct r4_error *err);
+/* Blocks nr..nr+n-1, all spilled, into buf. */
+int txn_sp_read(struct txn *t, uint64_t nr, size_t n, uint8_t *buf,
+		struct r4_error *err);
+/* The file closed and unhooked; revert: the cache forgets the blocks
+ * it read from it (their bytes are not the volume's). */
+void txn_sp_release(struct txn *t, int revert);
 
 struct tb *tb_find(struct tbmap *m, uint64_t nr);
 /* The entry of nr, created (state TB_DEAD) when missing; NULL: no memory. */

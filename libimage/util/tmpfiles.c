@@ -66,14 +66,19 @@ void r4_tmpfile_remove_all(void)
 		}
 }
 
-int r4i_scratch_open(const char *prefix, int *fd)
+const char *r4i_scratch_dir(void)
 {
 	const char *dir = getenv("TMPDIR");
+
+	return dir && *dir ? dir : "/tmp";
+}
+
+int r4i_scratch_open(const char *prefix, int *fd)
+{
+	const char *dir = r4i_scratch_dir();
 	char path[TMP_PATH_MAX];
 	int f;
 
-	if (!dir || !*dir)
-		dir = "/tmp";
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s.XXXXXX", dir,
 			     prefix) >= sizeof(path))
 		return -ENAMETOOLONG;

@@ -17,6 +17,8 @@ void r4_tmpfile_unblock(void);
  * records): a new file in $TMPDIR (else /tmp) whose name starts with
  * prefix, unlinked at once; its descriptor in *fd. 0 or -errno. */
 int r4i_scratch_open(const char *prefix, int *fd);
+/* The folder r4i_scratch_open makes its files in (for messages). */
+const char *r4i_scratch_dir(void);
 /* All len bytes written / read at off: 0, -errno, or -EIO when the
  * transfer stops short (a full disk, the end of the file). */
 int r4i_pwrite_all(int fd, const void *p, size_t len, uint64_t off);

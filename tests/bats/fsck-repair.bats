@@ -64,24 +64,34 @@ repaired() {
 # run and a body buffer of one byte: R4_REBUILD_RUN_BYTES) gets the same
 # report, and the same bytes as another copy repaired with them in
 # memory (the image itself goes on to fsck.reiser4, which writes its
-# journal header). One clock for all.
+# journal header), and as a fourth copy whose new nodes past two wait in
+# a temporary file until the commit (R4_REBUILD_SPILL_BYTES, as on a
+# volume without room to spare). One clock for all.
 rebuilt() {
-	local img=$1 spilled sst
+	local img=$1 spilled sst nodes nst
 	export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(date +%s)}
-	mkdir -p "$T/spill"
+	mkdir -p "$T/spill" "$T/nspill"
 	cp --sparse=always "$img" "$T/spill.img"
 	cp --sparse=always "$img" "$T/mem.img"
+	cp --sparse=always "$img" "$T/nodes.img"
 	run env TMPDIR="$T/spill" R4_REBUILD_RUN_BYTES=1 \
 		r4fsck -y --json "$T/spill.img"
 	spilled=${output//"$T/spill.img"/"$img"}
 	sst=$status
+	run env TMPDIR="$T/nspill" R4_REBUILD_SPILL_BYTES=1 \
+		r4fsck -y --json "$T/nodes.img"
+	nodes=${output//"$T/nodes.img"/"$img"}
+	nst=$status
 	r4fsck -y -q "$T/mem.img" || true
 	repaired "$@"
 	[[ "$first" == *'"rebuilt":true'* ]]
 	[ "$sst" -eq 1 ]
 	[ "$spilled" = "$first" ]
+	[ "$nst" -eq 1 ]
+	[ "$nodes" = "$first" ]
 	cmp "$T/mem.img" "$T/spill.img"
-	rm -f "$T/spill.img" "$T/mem.img"
+	cmp "$T/mem.img" "$T/nodes.img"
+	rm -f "$T/spill.img" "$T/mem.img" "$T/nodes.img"
 }
 
 # kept IMAGE [ERE...]: every file (not directory) of the good image's
@@ -1490,6 +1500,33 @@ dup_volume() {
 	# the default budget holds these items in memory: no file needed
 	TMPDIR=$T/none run r4fsck -y "$T/bad.img"
 	echo "$output"
+	[ "$status" -eq 1 ]
+	run r4fsck -n "$T/bad.img"
+	[ "$status" -eq 0 ]
+}
+
+@test "a tree rebuild whose new nodes cannot wait in \$TMPDIR (none, or full): one line naming the folder, exit 8, the volume as it was" {
+	populated
+	local blk sum
+	blk=$(sd_block "$T/good.img" /many/entry_150)
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	sum=$(sha256sum <"$T/bad.img")
+	TMPDIR=$T/none R4_REBUILD_SPILL_BYTES=1 run r4fsck -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 8 ]
+	[[ "$output" == *"bad.img: cannot make the transaction's temporary file in $T/none: No such file or directory"* ]]
+	[ "$(grep -c "temporary file" <<<"$output")" -eq 1 ]
+	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+	# a file that cannot grow past 8 KiB (the nodes go at their block's
+	# place in it: past that at once; SIGXFSZ ignored, the write fails)
+	mkdir -p "$T/small"
+	run bash -c 'trap "" XFSZ; ulimit -f 8; TMPDIR=$1 R4_REBUILD_SPILL_BYTES=1 r4fsck -y "$2"' _ "$T/small" "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 8 ]
+	[[ "$output" == *"$T/small/r4txn: write of "*" bytes at byte "*" failed: File too large"* ]]
+	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+	# with room for it, it repairs
+	TMPDIR=$T/small R4_REBUILD_SPILL_BYTES=1 run r4fsck -y "$T/bad.img"
 	[ "$status" -eq 1 ]
 	run r4fsck -n "$T/bad.img"
 	[ "$status" -eq 0 ]

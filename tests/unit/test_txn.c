@@ -800,6 +800,145 @@ static void test_write_runs(void)
 	free(buf);
 }
 
+/* ---- spill (txn_spill) ---- */
+
+/* One transaction of 16 new blocks (pattern pat), the ring two long:
+ * the blocks let go wait in the scratch file, the image's blocks keep
+ * their bytes; reads through the cache (io_cache_get, io_cache_read)
+ * see the new bytes; then commit (every block home) or abort (the
+ * image as it was, the cache forgets the file's bytes). */
+static void spill_round(int commit, int pat)
+{
+	struct r4_error err = { 0 };
+	uint8_t buf[BS], old[BS], *run = malloc(16 * BS);
+	uint64_t start = 0, ngot = 0;
+	struct r4_vol *vol;
+	struct io_block *b;
+	struct txn *t;
+	int rc, same = 1;
+
+	tap_require(run, "out of memory");
+	tap_require(!r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err),
+		    "open: %s", err.msg);
+	rc = txn_begin(vol, &t, &err);
+	if (!rc)
+		rc = txn_spill(t, 2, &err);
+	if (!rc)
+		rc = txn_alloc_run(t, 1000, 16, &start, &ngot, &err);
+	ok(!rc && ngot == 16, "16 contiguous blocks at %llu: %s",
+	   (unsigned long long)start, err.msg);
+	fixture_block(path, start, old);
+	for (uint64_t i = 0; !rc && i < ngot; i++) {
+		rc = txn_new(t, start + i, &b, &err);
+		if (!rc) {
+			memset(b->data, pat ^ (int)i, BS);
+			txn_put(t, b);
+		}
+	}
+	is_int(rc, 0, "16 new blocks: %s", err.msg);
+	ok(txn_spilled(t) >= 8, "%llu of them in the scratch file",
+	   (unsigned long long)txn_spilled(t));
+	for (uint64_t i = 0; i < ngot; i++)
+		same &= fixture_block(path, start + i, buf) == 0 &&
+			!memcmp(buf, old, BS);
+	ok(same, "none of them written to the image");
+	rc = r4_vol_read_block(vol, start, buf, &err);
+	ok(!rc && buf[0] == pat && buf[BS - 1] == pat,
+	   "a spilled block reads with its new bytes: %s", err.msg);
+	rc = io_cache_read(&vol->cache, start, 16, run, &err);
+	ok(!rc && run[5 * BS] == (pat ^ 5) && run[16 * BS - 1] == (pat ^ 15),
+	   "io_cache_read of all 16 gets the new bytes: %s", err.msg);
+	if (commit) {
+		rc = txn_commit(t, &err);
+		is_int(rc, 0, "commit: %s", err.msg);
+	} else {
+		txn_abort(t);
+		rc = r4_vol_read_block(vol, start, buf, &err);
+		ok(!rc && !memcmp(buf, old, BS), "after the abort the block "
+		   "reads as the image holds it: %s", err.msg);
+	}
+	tap_must(r4_vol_close(vol, NULL));
+	if (commit)
+		is_int(count_bad(start, 16, pat), 0, "every block home with "
+		       "its own bytes");
+	same = 1;
+	for (uint64_t i = 0; !commit && i < ngot; i++)
+		same &= fixture_block(path, start + i, buf) == 0 &&
+			!memcmp(buf, old, BS);
+	ok(same, "%s: the image's blocks there as they were", commit ?
+	   "committed (checked above)" : "aborted");
+	free(run);
+}
+
+/* A spilled block freed, allocated again and written by
+ * txn_write_data, then captured: the capture reads the new bytes from
+ * the volume, not the dead node's from the scratch file; committed,
+ * the block holds them. */
+static void spill_reuse(void)
+{
+	struct r4_error err = { 0 };
+	uint8_t data[BS], buf[BS];
+	uint64_t start = 0, ngot = 0, again = 0;
+	struct r4_vol *vol;
+	struct io_block *b = NULL;
+	struct txn *t;
+	int rc;
+
+	copy_image(pristine, path);
+	tap_require(!r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err),
+		    "open: %s", err.msg);
+	rc = txn_begin(vol, &t, &err);
+	if (!rc)
+		rc = txn_spill(t, 2, &err);
+	if (!rc)
+		rc = txn_alloc_run(t, 1000, 16, &start, &ngot, &err);
+	for (uint64_t i = 0; !rc && i < ngot; i++) {
+		rc = txn_new(t, start + i, &b, &err);
+		if (!rc) {
+			memset(b->data, 0x71, BS);
+			txn_put(t, b);
+		}
+	}
+	ok(!rc && txn_spilled(t) >= 8, "16 new blocks, the first ones "
+	   "spilled: %s", err.msg);
+	if (!rc)
+		rc = txn_free(t, start, 1, &err);
+	if (!rc)
+		rc = txn_alloc(t, start, &again, &err);
+	ok(!rc && again == start, "the first, freed, allocated again "
+	   "(%llu): %s", (unsigned long long)again, err.msg);
+	memset(data, 0x22, BS);
+	if (!rc)
+		rc = txn_write_data(t, start, data, 1, &err);
+	if (!rc)
+		rc = txn_capture(t, start, &b, &err);
+	ok(!rc && b->data[0] == 0x22 && b->data[BS - 1] == 0x22,
+	   "captured after txn_write_data, it holds the bytes written "
+	   "(0x%02x): %s", rc ? 0 : b->data[0], err.msg);
+	if (!rc) {
+		txn_put(t, b);
+		rc = txn_commit(t, &err);
+	} else {
+		txn_abort(t);
+	}
+	is_int(rc, 0, "commit: %s", err.msg);
+	tap_must(r4_vol_close(vol, NULL));
+	ok(fixture_block(path, start, buf) == 0 && buf[0] == 0x22 &&
+	   buf[BS - 1] == 0x22, "committed: the block holds them");
+}
+
+static void test_spill(void)
+{
+	copy_image(pristine, path);
+	spill_round(0, 0x50);
+	take_snap(pristine, &old_state);
+	take_snap(path, &got);
+	ok(same(&got, &old_state), "an aborted spilling transaction: "
+	   "nothing reached the image");
+	spill_round(1, 0x60);
+	spill_reuse();
+}
+
 /* ---- abort and sticky failure ---- */
 
 static void test_abort(void)
@@ -961,6 +1100,7 @@ int main(void)
 	test_two_commits();
 	test_many();
 	test_write_runs();
+	test_spill();
 	test_abort();
 	test_hostile();
 	io_fault_put(power);
