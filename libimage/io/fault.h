@@ -88,6 +88,10 @@ typedef void (*io_fault_report_fn)(void *ctx,
 struct r4_fault *io_fault_new(const struct io_fault_spec *spec,
 			      io_fault_report_fn report, void *ctx);
 void io_fault_put(struct r4_fault *f);
+/* The process ends with no cut: the writes still held (drop-unsynced,
+ * keep-subset) reach their files, as the page cache would write them
+ * (io_fault_put does it too when it drops the last reference). */
+void io_fault_end(struct r4_fault *f);
 /* Called at each sync of a device of f that reaches the disk (none
  * after the cut), with the writes of every device of f so far: a
  * harness learns where the syncs fall, so it can cut just before one. */

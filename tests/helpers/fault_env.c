@@ -121,6 +121,15 @@ static void sync_note(void *ctx, uint64_t writes)
 	fclose(f);
 }
 
+/* A command that ends without a cut: what it wrote and did not sync
+ * reaches the files (the page cache would write it); a close alone did
+ * not (libimage/io/fault.h). */
+static void fault_env_end(void) __attribute__((destructor));
+static void fault_env_end(void)
+{
+	io_fault_end(r4cmd_fault);
+}
+
 static void fault_env(void) __attribute__((constructor));
 static void fault_env(void)
 {
