@@ -322,8 +322,11 @@ static int undo_extend(struct r4_undo *undo, uint64_t size,
 		memcpy(hdr, UNDO_MAGIC, 8);
 		io_undo_put_le(hdr + 8, size, 8);
 		io_undo_put_le(hdr + 28, io_undo_crc(NULL, 0, hdr, 28), 4);
+		/* the new file's entry too: the volume changes next, and
+		 * an undo file lost with the power would be no undo */
 		if (fwrite(hdr, 1, sizeof(hdr), undo->f) != sizeof(hdr) ||
-		    fflush(undo->f) || fsync(fileno(undo->f)))
+		    fflush(undo->f) || fsync(fileno(undo->f)) ||
+		    io_sync_dir(undo->path))
 			return r4i_fail(err, -EIO, "%s: cannot write the undo "
 				       "file", undo->path);
 	} else if (undo->trailer_at) {

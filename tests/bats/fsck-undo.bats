@@ -136,6 +136,25 @@ PY
 	refused "$T/v.img" "format 1"
 }
 
+@test "undo: -z makes the new undo file and its name durable before the volume changes" {
+	vol "$T/v.img" $U1
+	mkdir "$T/ud"
+	run env R4_SYNC_LOG="$T/sync.log" "$top_builddir/tests/crash/bin/r4fsck" \
+		-y -z "$T/ud/u.bin" "$T/v.img"
+	[ "$status" -eq 1 ]
+	cat "$T/sync.log"
+	local d u v dl ul vl
+	d=$(realpath "$T/ud") u=$(realpath "$T/ud/u.bin") v=$(realpath "$T/v.img")
+	dl=$(grep -n -x -F "fsync $d" "$T/sync.log" | head -n 1 | cut -d: -f1)
+	ul=$(grep -n -x -F "fsync $u" "$T/sync.log" | head -n 1 | cut -d: -f1)
+	vl=$(grep -n -x -F "pwrite $v" "$T/sync.log" | head -n 1 | cut -d: -f1)
+	[ -n "$dl" ]
+	[ -n "$ul" ]
+	[ -n "$vl" ]
+	[ "$ul" -lt "$vl" ]
+	[ "$dl" -lt "$vl" ]
+}
+
 @test "undo: -z never writes the image itself, nor a link to it" {
 	vol "$T/v.img" $U1
 	cp "$T/v.img" "$T/before.img"
