@@ -479,6 +479,13 @@ static int file_of(struct r4_fault *f, const struct io_dev *dev,
 	return 0;
 }
 
+int io_fault_down(const struct io_dev *dev)
+{
+	const struct fault_priv *p = dev->priv;
+
+	return dev->ops == &fault_ops && (p->cut || p->power->cut);
+}
+
 int io_fault_attach(struct io_dev *dev, struct r4_fault *f,
 		    struct r4_error *err)
 {

@@ -107,4 +107,8 @@ void io_fault_last_stats(const struct r4_fault *f,
 int io_fault_attach(struct io_dev *dev, struct r4_fault *f,
 		    struct r4_error *err);
 
+/* 1 when dev is a device of the fault backend whose power went (the
+ * undo backend above it then writes its undo file no more either). */
+int io_fault_down(const struct io_dev *dev);
+
 #endif

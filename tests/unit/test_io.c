@@ -643,6 +643,35 @@ static void test_held_cut(void)
 	unlink(other);
 }
 
+/* The power cut stops the undo file too: after it, no record, no
+ * closing record (an undo file of a repair the power cut short has
+ * none), in this open and the next. */
+static void test_undo_cut(void)
+{
+	struct io_fault_spec cut = { .mode = IO_FAULT_CUT_AFTER, .n = 1 };
+	struct r4_open_opts o = { 0 };
+	struct r4_error err = { 0 };
+	struct r4_undo *u = NULL;
+	char upath[80];
+
+	snprintf(upath, sizeof(upath), "%s.undo", path);
+	unlink(upath);
+	tap_must(write_one(path, NULL, 0, 0));
+	tap_must(write_one(path, NULL, 0, 4096));
+	tap_require(!r4_undo_create(upath, &u, &err), "undo: %s", err.msg);
+	o.undo = u;
+	o.fault = io_fault_new(&cut, NULL, NULL);
+	write_one(path, &o, 1, 0);
+	is_int(file_size(upath), (long)(UNDO_HDR + UNDO_REC + UNDO_UNIT),
+	       "the cut write's unit saved before it, no closing record");
+	write_one(path, &o, 2, 4096);
+	is_int(file_size(upath), (long)(UNDO_HDR + UNDO_REC + UNDO_UNIT),
+	       "after the cut another open saves nothing");
+	io_fault_put(o.fault);
+	r4_undo_close(u);
+	unlink(upath);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -666,6 +695,7 @@ int main(void)
 	test_keep_subset();
 	test_held_file();
 	test_held_cut();
+	test_undo_cut();
 	unlink(path);
 	return tap_done();
 }
