@@ -14,9 +14,10 @@
  *                    process goes on; the caller closes and reopens);
  *   torn-write=N     the N-th write puts only its first half on disk,
  *                    then the cut as above;
- *   drop-unsynced=N  writes are held in memory until the next sync
- *                    (reads see them); after the N-th write the power
- *                    goes: the held writes are lost, later ones dropped;
+ *   drop-unsynced=N  writes are held in memory until the next sync of
+ *                    their file (reads see them); after the N-th write
+ *                    the power goes: the held writes are lost, later
+ *                    ones dropped;
  *   keep-subset=N[:S]  writes are held as for drop-unsynced; after the
  *                    N-th write the power goes, the N-th write reaches
  *                    the disk, and of the writes held before it (issued
@@ -25,6 +26,18 @@
  *                    that wrote a later write but not an earlier one, as
  *                    it may between two syncs; later writes dropped;
  *   count            no fault, counting only.
+ *
+ * Held writes belong to the file (device and inode numbers, and the
+ * window), not to the open that issued them, as the page cache holds
+ * them: a close does not write them; a later open of the same file reads
+ * them, and a sync through any open of it writes them; at the cut the
+ * held writes of every file follow the mode's rule (those of a file no
+ * longer open are written through a plain open of its path); a run that
+ * ends without a cut writes them all (io_fault_end). A sync of one file
+ * leaves another's held. Only the devices opened with the object are
+ * modelled: not the undo file (written and synced at once by the undo
+ * backend, which writes nothing after the cut: io_fault_down), nor the
+ * scratch files of io_open_fd_rw.
  *
  * The fault is a "power" object (struct r4_fault) that opens share: N
  * counts the writes of every device opened with the same object, and
