@@ -3,6 +3,7 @@
 #include "config.h"
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,10 @@ struct r4_fault {
 	struct held *held;	/* every file's, in the order issued */
 	size_t nheld, capheld;
 	struct fault_priv *opens;	/* the devices open now */
+	/* The held writes are one list for every open of every file:
+	 * threads that use devices of one power object take turns
+	 * (recursive: the end may close what it opened) */
+	pthread_mutex_t mu;
 };
 
 struct fault_priv {
@@ -138,12 +143,23 @@ struct r4_fault *io_fault_new(const struct io_fault_spec *spec,
 		return NULL;
 	f->spec = *spec;
 	f->refs = 1;
+	{
+		pthread_mutexattr_t a;
+
+		if (pthread_mutexattr_init(&a) ||
+		    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE) ||
+		    pthread_mutex_init(&f->mu, &a)) {
+			free(f);
+			return NULL;
+		}
+		pthread_mutexattr_destroy(&a);
+	}
 	f->report_fn = report;
 	f->report_ctx = ctx;
 	return f;
 }
 
-static void held_out(struct r4_fault *f, const uint8_t *keep);
+static int held_out(struct r4_fault *f, const uint8_t *keep);
 
 static void held_free(struct r4_fault *f)
 {
@@ -157,20 +173,34 @@ static void held_free(struct r4_fault *f)
 
 /* The process ends without a cut: every held write reaches its file,
  * as the page cache would write it. */
-void io_fault_end(struct r4_fault *f)
+int io_fault_end(struct r4_fault *f)
 {
-	if (!f || f->cut || !f->nheld)
-		return;
-	held_out(f, NULL);
+	int rc = 0;
+
+	if (!f)
+		return 0;
+	pthread_mutex_lock(&f->mu);
+	if (!f->cut && f->nheld)
+		rc = held_out(f, NULL);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
 }
 
 void io_fault_put(struct r4_fault *f)
 {
-	if (f && !--f->refs) {
-		io_fault_end(f);
-		held_free(f);
-		free(f);
-	}
+	unsigned left;
+
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	left = --f->refs;
+	pthread_mutex_unlock(&f->mu);
+	if (left)
+		return;
+	(void)io_fault_end(f);	/* no one left to tell: see fault.h */
+	held_free(f);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
 }
 
 void io_fault_on_sync(struct r4_fault *f, io_fault_sync_fn fn, void *ctx)
@@ -246,12 +276,21 @@ static int held_out_file(struct r4_fault *f, size_t file,
 	return rc;
 }
 
-/* Write out the held writes keep says (NULL: all), then drop them all. */
-static void held_out(struct r4_fault *f, const uint8_t *keep)
+/* Write out the held writes keep says (NULL: all), then drop them all;
+ * the first error (a file that could not take them, or another file
+ * under its path now: -ESTALE), after trying every file. */
+static int held_out(struct r4_fault *f, const uint8_t *keep)
 {
-	for (size_t file = 0; file < f->nfiles; file++)
-		(void)held_out_file(f, file, keep);
+	int rc = 0;
+
+	for (size_t file = 0; file < f->nfiles; file++) {
+		int r = held_out_file(f, file, keep);
+
+		if (r && !rc)
+			rc = r;
+	}
 	held_drop(f, SIZE_MAX);
+	return rc;
 }
 
 /* A sync through an open of a file: its held writes reach the disk. */
@@ -279,6 +318,7 @@ static int held_keep_subset(struct r4_fault *f, uint64_t seed, uint64_t n)
 	 * each point */
 	uint64_t x = seed ^ (n * 0xd1342543de82ef95ULL);
 	uint8_t *keep = calloc(f->nheld ? f->nheld : 1, 1);
+	int rc;
 
 	if (!keep) {
 		held_drop(f, SIZE_MAX);
@@ -295,9 +335,9 @@ static int held_keep_subset(struct r4_fault *f, uint64_t seed, uint64_t n)
 			keep[i] = (uint8_t)((z ^ (z >> 31)) & 1);
 		}
 	}
-	held_out(f, keep);
+	rc = held_out(f, keep);
 	free(keep);
-	return 0;
+	return rc;
 }
 
 static int held_add(struct fault_priv *p, const void *buf, size_t len,
@@ -321,8 +361,8 @@ static int held_add(struct fault_priv *p, const void *buf, size_t len,
 }
 
 /* Reads see the held writes, oldest first. */
-static int fault_pread(struct io_dev *dev, void *buf, size_t len,
-		       uint64_t off)
+static int fault_pread_locked(struct io_dev *dev, void *buf, size_t len,
+			      uint64_t off)
 {
 	struct fault_priv *p = dev->priv;
 	const struct r4_fault *f = p->power;
@@ -341,8 +381,8 @@ static int fault_pread(struct io_dev *dev, void *buf, size_t len,
 	return rc;
 }
 
-static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
-			uint64_t off)
+static int fault_pwrite_locked(struct io_dev *dev, const void *buf,
+			       size_t len, uint64_t off)
 {
 	struct fault_priv *p = dev->priv;
 	struct r4_fault *power = p->power;
@@ -393,7 +433,7 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 	return rc;
 }
 
-static int fault_sync(struct io_dev *dev)
+static int fault_sync_locked(struct io_dev *dev)
 {
 	struct fault_priv *p = dev->priv;
 	int rc;
@@ -406,6 +446,41 @@ static int fault_sync(struct io_dev *dev)
 		p->power->sync_fn(p->power->sync_ctx, p->power->writes);
 	rc = held_flush(p);
 	return rc ? rc : p->lower.ops->sync(&p->lower);
+}
+
+static int fault_pread(struct io_dev *dev, void *buf, size_t len,
+		       uint64_t off)
+{
+	struct r4_fault *f = ((struct fault_priv *)dev->priv)->power;
+	int rc;
+
+	pthread_mutex_lock(&f->mu);
+	rc = fault_pread_locked(dev, buf, len, off);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
+			uint64_t off)
+{
+	struct r4_fault *f = ((struct fault_priv *)dev->priv)->power;
+	int rc;
+
+	pthread_mutex_lock(&f->mu);
+	rc = fault_pwrite_locked(dev, buf, len, off);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+static int fault_sync(struct io_dev *dev)
+{
+	struct r4_fault *f = ((struct fault_priv *)dev->priv)->power;
+	int rc;
+
+	pthread_mutex_lock(&f->mu);
+	rc = fault_sync_locked(dev);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
 }
 
 static int fault_resize(struct io_dev *dev, uint64_t size)
@@ -431,17 +506,20 @@ static int fault_resize(struct io_dev *dev, uint64_t size)
 static void fault_close(struct io_dev *dev)
 {
 	struct fault_priv *p = dev->priv;
-	struct fault_priv **pp = &p->power->opens;
+	struct r4_fault *f = p->power;
+	struct fault_priv **pp = &f->opens;
 
+	pthread_mutex_lock(&f->mu);
 	while (*pp && *pp != p)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = p->next;
 	note(p);
-	if (p->power->report_fn)
-		p->power->report_fn(p->power->report_ctx, &p->power->last);
+	if (f->report_fn)
+		f->report_fn(f->report_ctx, &f->last);
 	p->lower.ops->close(&p->lower);
-	io_fault_put(p->power);
+	pthread_mutex_unlock(&f->mu);
+	io_fault_put(f);
 	free(p);
 }
 
@@ -494,7 +572,9 @@ int io_fault_attach(struct io_dev *dev, struct r4_fault *f,
 	if (!f)
 		return 0;
 	p = calloc(1, sizeof(*p));
+	pthread_mutex_lock(&f->mu);
 	if (!p || file_of(f, dev, &p->file)) {
+		pthread_mutex_unlock(&f->mu);
 		free(p);
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", dev->path);
 	}
@@ -503,6 +583,7 @@ int io_fault_attach(struct io_dev *dev, struct r4_fault *f,
 	p->next = f->opens;
 	f->opens = p;
 	f->refs++;
+	pthread_mutex_unlock(&f->mu);
 	dev->ops = &fault_ops;
 	dev->priv = p;
 	memset(&f->last, 0, sizeof(f->last));

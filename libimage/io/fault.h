@@ -103,8 +103,16 @@ struct r4_fault *io_fault_new(const struct io_fault_spec *spec,
 void io_fault_put(struct r4_fault *f);
 /* The process ends with no cut: the writes still held (drop-unsynced,
  * keep-subset) reach their files, as the page cache would write them
- * (io_fault_put does it too when it drops the last reference). */
-void io_fault_end(struct r4_fault *f);
+ * (io_fault_put does it too when it drops the last reference, and
+ * cannot say when that fails). 0, or the first error: a file that could
+ * not take them, or another file under its path now (-ESTALE; a device
+ * that is no plain file cannot be opened again once closed). The
+ * devices of one power object may be used from several threads (they
+ * take turns); a process that ends by _exit, abort or a signal skips
+ * the end (its held writes are lost, as at a cut, unreported), and a
+ * forked child that ends by exit would write the parent's held writes
+ * again: the tools fork none. */
+int io_fault_end(struct r4_fault *f);
 /* Called at each sync of a device of f that reaches the disk (none
  * after the cut), with the writes of every device of f so far: a
  * harness learns where the syncs fall, so it can cut just before one. */

@@ -166,7 +166,13 @@ static void sync_note(void *ctx, uint64_t writes)
 static void fault_env_end(void) __attribute__((destructor));
 static void fault_env_end(void)
 {
-	io_fault_end(r4cmd_fault);
+	int rc = io_fault_end(r4cmd_fault);
+
+	if (rc) {	/* the harness lost writes it owed: fail loudly */
+		fprintf(stderr, "fault_env: the writes held at the end could "
+			"not all be written: %s\n", strerror(-rc));
+		_exit(70);
+	}
 }
 
 static void fault_env(void) __attribute__((constructor));
