@@ -137,6 +137,8 @@ static int check_once(struct rep *R, int forward, int tables)
 	R->c.opts = &R->copts;
 	R->c.rep = &R->crep;
 	R->c.err = R->err;
+	/* -y over the bounded check: the object fixes' list too */
+	R->c.fixes_want = !tables && R->o->mode == R4_REPAIR_FIX;
 	if (tables)
 		R->r->table_checks++;
 	else if (chk_stream_start(&R->c))
@@ -151,11 +153,26 @@ static int check_once(struct rep *R, int forward, int tables)
 	return rc;
 }
 
+/* Whether the object pass takes the fixes of code k from the bounded
+ * check's list (objects.c: plan_listed), not from the tables, when the
+ * list is whole: entries that name nothing, "." and "..", objects
+ * nothing names, link counts and directory sizes (what a tree rebuild
+ * leaves); not second names of directories, bodies, file sizes, nor
+ * what the other passes fix. */
+static int listed(const struct rep *R, int k)
+{
+	return (k == R4_CHK_ENTRY || k == R4_CHK_DOT ||
+		k == R4_CHK_UNREACHABLE || k == R4_CHK_NLINK ||
+		k == R4_CHK_DIR_SIZE) &&
+	       R->c.fixes_want && !R->c.fixes_lost;
+}
+
 /* Whether this round's problems need the tables: every fix after the
- * space pass reads them, and so do the tree rebuild and the mends
- * before it; the space pass (bitmaps, counters, status, backups) needs
- * only the map of blocks in use, the count of objects and the largest
- * object id, which both kinds of check leave. */
+ * space pass reads them (but those the check's list serves), and so do
+ * the tree rebuild and the mends before it; the space pass (bitmaps,
+ * counters, status, backups) needs only the map of blocks in use, the
+ * count of objects and the largest object id, which both kinds of check
+ * leave. */
 static int tables_needed(const struct rep *R)
 {
 	if (R->crep.journal_dirty)
@@ -163,7 +180,8 @@ static int tables_needed(const struct rep *R)
 	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
 		const struct r4_problem_info *pi = r4_problem_info(k);
 
-		if (R->codes[k] && (!pi || pi->pass != R4_PASS_SPACE))
+		if (R->codes[k] && (!pi || pi->pass != R4_PASS_SPACE) &&
+		    !listed(R, k))
 			return 1;
 	}
 	return 0;
@@ -188,6 +206,7 @@ static int run_check(struct rep *R, int first)
 		 * bounded check; what was said already is not said again
 		 * (both kinds of check say the same in the same order). */
 		R->tables = 1;
+		R->no_runs = 1;
 		R->skip = first ? R->forwarded : 0;
 		r4i_error_clear(R->err);
 		return check_once(R, first, 1);
@@ -354,6 +373,11 @@ static int rounds(struct rep *R)
 			 * heap. */
 			io_cache_trim(&R->vol->cache);
 			r4i_heap_trim();
+			/* The tables went with the rebuild: the checks after
+			 * it are bounded again, their list serving what a
+			 * rebuild leaves (entries, names, counts). */
+			if (!R->no_runs)
+				R->tables = R->o->check.tables;
 			rc = run_check(R, 0);
 			if (rc)
 				break;
