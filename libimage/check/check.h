@@ -64,7 +64,9 @@ enum {
 	CHK_OBJ_SYMLINK = 2,	/* has the symlink extension */
 	CHK_OBJ_REACHED = 4,
 	CHK_OBJ_HAS_PARENT = 8,
-	CHK_OBJ_CCREG = 16		/* its plugin set names ccreg40 */
+	CHK_OBJ_CCREG = 16,		/* its plugin set names ccreg40 */
+	CHK_OBJ_NAMED = 32		/* an entry other than "." and ".."
+					 * names it (stream mode only) */
 };
 
 struct chk_obj {
@@ -122,9 +124,13 @@ enum {
 	CHK_FIX_LOST,		/* an object nothing names: /lost+found */
 	CHK_FIX_NLINK,		/* nlink to set to val (was old) */
 	CHK_FIX_DIR_SIZE,	/* a directory's size to set to val */
-	CHK_FIX_DOTDOT		/* a second ".." entry of directory rank
+	CHK_FIX_DOTDOT,		/* a second ".." entry of directory rank
 				 * until the parents are known (dropped
 				 * when it is right) */
+	CHK_FIX_MISSING,	/* a key t an entry names, no stat data
+				 * has; and */
+	CHK_FIX_UNNAMED		/* a stat data no entry names: both for
+				 * chk.fixes_keys, then dropped */
 };
 
 struct chk_fix {
@@ -281,6 +287,10 @@ struct chk {
 	 * out for it (the list is incomplete: the repair builds the
 	 * tables instead). */
 	int fixes_want, fixes_lost;
+	/* A stat data no entry names differs in one element from a key
+	 * an entry names and no stat data has: the repair's key pass
+	 * (repair/keys.c, over the tables) may move it there. */
+	int fixes_keys;
 	struct chk_fix *fixes;
 	size_t nfixes, capfixes;
 };

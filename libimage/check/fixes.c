@@ -7,7 +7,10 @@
  * object and its target, where an entry is, the counts. A round whose
  * problems the list serves (libimage/repair/repair.c: listed) is then
  * repaired without the whole volume's tables; the list grows with the
- * problems, and with one row more a directory for its first "..". */
+ * problems, and with one row more a directory for its first "..".
+ * Entries that name no stat data are listed only when no stat data
+ * nobody names could be theirs (the key pass, repair/keys.c, would move
+ * it there: chk.fixes_keys). */
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +111,17 @@ void chk_fix_entry(struct pass *p, const struct tent *te, uint32_t d,
 			NULL);
 }
 
+void chk_fix_missing(struct pass *p, const struct chk_ent *e)
+{
+	struct chk_fix *f = chk_fix_add(p->c, CHK_FIX_MISSING, R4_CHK_ENTRY);
+
+	if (!f)
+		return;
+	f->t0 = e->t0;
+	f->t1 = e->t1;
+	f->t2 = e->t2;
+}
+
 /* The directory ".." of directory dr must name: itself for the root,
  * else its parent (NULL: none known). */
 static struct dirrow *dotdot_want(struct pass *p, struct dirrow *dr)
@@ -185,6 +199,11 @@ void chk_fix_links(struct pass *p, const struct chk_obj *o, uint32_t r,
 
 	if (!(o->flags & CHK_OBJ_LW))
 		return;
+	if (!(o->flags & CHK_OBJ_NAMED) && r != p->root) {
+		f = chk_fix_add(p->c, CHK_FIX_UNNAMED, R4_CHK_ENTRY);
+		if (f)
+			fix_obj(f, o);
+	}
 	if (!(o->flags & CHK_OBJ_REACHED) && p->root != CHK_NONE &&
 	    (chk_is_dir(o) ? !d || d->o.parent == CHK_NONE : !o->links)) {
 		f = chk_fix_add(p->c, CHK_FIX_LOST, R4_CHK_UNREACHABLE);
@@ -216,7 +235,7 @@ void chk_fix_links(struct pass *p, const struct chk_obj *o, uint32_t r,
 }
 
 /* The planners' stages: entry changes, "." and ".." added, /lost+found,
- * values; dropped ones last. */
+ * values; last the dropped ones and the key pass's keys. */
 static int stage(const struct chk_fix *f)
 {
 	switch (f->kind) {
@@ -244,11 +263,97 @@ static int fix_cmp(const void *a, const void *b)
 	return r ? r : chk_cmp3(x->idx, 0, 0, y->idx, 0, 0);
 }
 
+/* Keys (el[0..2]) by el[2], then el[0] and el[1]. */
+static int by_oid(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return chk_cmp3(x[2], x[0], x[1], y[2], y[0], y[1]);
+}
+
+/* The first of the n keys k (three words each, sorted by cmp) at or
+ * past want. */
+static size_t lower(const uint64_t *k, size_t n, const uint64_t *want,
+		    int (*cmp)(const void *, const void *))
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cmp(&k[3 * mid], want) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Whether one of the u unnamed keys (sorted by key in byk, by object id
+ * in byo) differs in one element from key m, among those the key pass
+ * looks at (keys.c: candidates): the same locality and ordering, or
+ * the same object id. */
+static int fits(const uint64_t *byk, const uint64_t *byo, size_t u,
+		const uint64_t *m)
+{
+	uint64_t w[3] = { m[0], m[1], 0 }, wo[3] = { 0, 0, m[2] };
+
+	for (size_t i = lower(byk, u, w, chk_stream_key_cmp);
+	     i < u && byk[3 * i] == m[0] && byk[3 * i + 1] == m[1]; i++)
+		if (byk[3 * i + 2] != m[2])
+			return 1;
+	for (size_t i = lower(byo, u, wo, by_oid);
+	     i < u && byo[3 * i + 2] == m[2]; i++)
+		if ((byo[3 * i] != m[0]) + (byo[3 * i + 1] != m[1]) == 1)
+			return 1;
+	return 0;
+}
+
+/* c->fixes_keys from the list's keys (from: its unnamed and missing
+ * ones, after the others). */
+static void keys_test(struct chk *c, size_t from)
+{
+	size_t n = c->nfixes - from, u = 0;
+	uint64_t *byk = malloc((n ? n : 1) * 3 * sizeof(*byk));
+	uint64_t *byo = malloc((n ? n : 1) * 3 * sizeof(*byo));
+
+	if (!byk || !byo) {
+		c->fixes_lost = 1;
+		goto out;
+	}
+	for (size_t i = from; i < c->nfixes; i++) {
+		const struct chk_fix *f = &c->fixes[i];
+
+		if (f->kind != CHK_FIX_UNNAMED)
+			continue;
+		byk[3 * u] = f->el0;
+		byk[3 * u + 1] = f->el1;
+		byk[3 * u++ + 2] = f->el2;
+	}
+	memcpy(byo, byk, u * 3 * sizeof(*byk));
+	qsort(byk, u, 3 * sizeof(*byk), chk_stream_key_cmp);
+	qsort(byo, u, 3 * sizeof(*byo), by_oid);
+	for (size_t i = from; i < c->nfixes && u && !c->fixes_keys; i++) {
+		const struct chk_fix *f = &c->fixes[i];
+		uint64_t m[3] = { f->t0, f->t1, f->t2 };
+
+		if (f->kind == CHK_FIX_MISSING && fits(byk, byo, u, m))
+			c->fixes_keys = 1;
+	}
+out:
+	free(byk);
+	free(byo);
+}
+
 void chk_fix_sort(struct chk *c)
 {
+	size_t n;
+
 	if (!c->nfixes)
 		return;
 	qsort(c->fixes, c->nfixes, sizeof(*c->fixes), fix_cmp);
-	while (c->nfixes && stage(&c->fixes[c->nfixes - 1]) == 4)
-		c->nfixes--;
+	for (n = c->nfixes; n && stage(&c->fixes[n - 1]) == 4; n--)
+		;
+	keys_test(c, n);
+	c->nfixes = n;
 }

@@ -119,6 +119,8 @@ struct dirrow *chk_stream_dir_find(struct pass *p, uint32_t rank);
  * a directory) in phase 4; and the list sorted at the end. */
 void chk_fix_entry(struct pass *p, const struct tent *te, uint32_t d,
 		   struct dirrow *dr);
+/* An entry other than "." and ".." whose key no stat data has. */
+void chk_fix_missing(struct pass *p, const struct chk_ent *e);
 void chk_fix_dirs(struct pass *p);
 void chk_fix_links(struct pass *p, const struct chk_obj *o, uint32_t r,
 		   const struct dirrow *d);

@@ -100,6 +100,8 @@ static int resolve(struct pass *p, const struct tent *te, uint32_t d,
 
 	if (te->t == CHK_NONE)
 		CHK_ENT_SAY0(c, e, CHK_M_ENTRY_MISSING);
+	if (te->t == CHK_NONE && !e->flags && c->fixes_want)
+		chk_fix_missing(p, e);
 	if (te->t != CHK_NONE && !e->flags) {
 		rc = note_reach(p, te);
 		if (rc)

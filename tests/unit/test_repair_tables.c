@@ -4,8 +4,9 @@
  * (libimage/repair/repair.c). A clean volume, and one whose only
  * problems are space and counters, are repaired over the bounded check
  * alone (table_checks 0: the space pass takes the count of objects and
- * the largest object id from the check); damage the object fixes or the
- * tree rebuild must mend builds them (table_checks > 0). */
+ * the largest object id from the check), and so is a wrong link count,
+ * whose fix the bounded check lists (libimage/check/fixes.c); damage
+ * the tree rebuild must mend builds them (table_checks > 0). */
 #include "config.h"
 #include <fcntl.h>
 #include "tap.h"
@@ -14,6 +15,7 @@
 #include "format/journal.h"
 #include "format/node.h"
 #include "format/super.h"
+#include "libimage/obj/write.h"
 
 #define BS 4096u	/* r4_mkfs's block size */
 
@@ -84,6 +86,28 @@ static void mkdir_d(const char *img)
 	eu_close(v);
 }
 
+/* /d's nlink set to 7 in its stat data (through a transaction). */
+static void nlink_d(const char *img)
+{
+	struct r4_error err = { 0, "", 0 };
+	struct r4_objref ref;
+	struct r4_vol *v;
+	struct r4_txn *t;
+	struct obj_sd sd;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", eu_dir, img);
+	tap_require(!r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &v, &err) &&
+		    !r4_lookup(v, "/d", &ref, &err) &&
+		    !r4_txn_begin(v, &t, &err) &&
+		    !obj_sd_get(v, &ref, &sd, &err), "/d: %s", err.msg);
+	sd.st.nlink = 7;
+	tap_require(!obj_sd_write(t, &ref, &sd.st, 0, &err) &&
+		    !r4_txn_commit(t, &err), "nlink of /d: %s", err.msg);
+	obj_sd_put(&sd);
+	eu_close(v);
+}
+
 int main(void)
 {
 	struct r4_fsck_report rep;
@@ -142,6 +166,22 @@ int main(void)
 		   (unsigned long long)rep.repair.left.problems,
 		   (unsigned long long)rep.repair.table_checks);
 	ok(eu_check("v.img"), "next object id: r4_check is clean after");
+
+	/* /d's nlink wrong: set from the bounded check's list */
+	nlink_d("v.img");
+	if (ok(fsck_fix("v.img", &rep) == 0, "r4_fsck -y, nlink"))
+		ok(rep.repair.found_by_code[R4_CHK_NLINK] == 1 &&
+		   rep.repair.found.problems == 1 &&
+		   rep.repair.left.problems == 0 &&
+		   rep.repair.actions == 1 &&
+		   rep.repair.table_checks == 0,
+		   "nlink: fixed without tables (found %llu, left %llu, "
+		   "actions %llu, tables %llu)",
+		   (unsigned long long)rep.repair.found.problems,
+		   (unsigned long long)rep.repair.left.problems,
+		   (unsigned long long)rep.repair.actions,
+		   (unsigned long long)rep.repair.table_checks);
+	ok(eu_check("v.img"), "nlink: r4_check is clean after");
 
 	/* a root node with its magic zeroed: the tree rebuild reads the
 	 * tables */
