@@ -13,6 +13,7 @@
 #include "libimage/check/stream_int.h"
 #include "r4/util.h"
 
+/* The rows are in rank order: halving. */
 struct dirrow *chk_stream_dir_find(struct pass *p, uint32_t rank)
 {
 	size_t lo = 0, hi = p->ndirs;
@@ -284,7 +285,8 @@ static int walk_dirs(struct pass *p)
 				hi = mid;
 		}
 		for (; lo < p->nedges && p->edges[lo].dir == oid; lo++) {
-			struct dirrow *t = chk_stream_dir_find(p, p->edges[lo].t);
+			struct dirrow *t = chk_stream_dir_find(p,
+							     p->edges[lo].t);
 
 			if (!t || t->rank == p->root ||
 			    (t->o.flags & CHK_OBJ_REACHED))

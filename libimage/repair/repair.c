@@ -8,8 +8,9 @@
  * Tree damage blocks the space and object fixes (their map of what is
  * in use would be wrong) until -y has rebuilt the tree (rebuild.c, once
  * per run); preen stops before any change when it finds anything it may
- * not fix. A round's check runs over sorted runs in bounded memory and
- * is run again building the whole volume's tables only when a fix
+ * not fix. A round's check runs over sorted runs in bounded memory,
+ * listing what the common object fixes need, and is run again building
+ * the whole volume's tables only when a fix the list does not serve
  * needs them (run_check): a clean volume costs what r4fsck -n does. */
 #include "config.h"
 #include <errno.h>
@@ -191,12 +192,13 @@ static int tables_needed(const struct rep *R)
 }
 
 /* A round's check: the bounded one first, so that a clean volume, or
- * one with only space problems, is repaired in the memory of r4fsck -n;
- * when a fix needs the tables, the same check again building them,
- * silently (it finds the same problems). From then on every check
- * builds them at once: the memory is spent already, and a bounded
- * check before each would add its time to every round. check.tables:
- * tables from the first check. */
+ * one whose problems are space ones or those the check's list serves
+ * (listed), is repaired in the memory of r4fsck -n; when a fix needs
+ * the tables, the same check again building them, silently (it finds
+ * the same problems). From then on every check builds them at once,
+ * until a tree rebuild frees them (rounds): the memory is spent
+ * already, and a bounded check before each would add its time to every
+ * round. check.tables: tables from the first check, and always. */
 static int run_check(struct rep *R, int first)
 {
 	int rc;
