@@ -115,7 +115,8 @@ struct chk_body {
  * Sorted, once the check is done, in the order the pass over the
  * tables plans them: entry changes by directory id and the order the
  * entries were found, "." and ".." added (key order), /lost+found
- * links (key order), then link counts and directory sizes (key order). */
+ * links (key order), then link counts and directory sizes (key order),
+ * then file sizes (key order). */
 enum {
 	CHK_FIX_ENT_SET = 1,	/* entry (blk, item, unit) of directory el
 				 * pointed at t */
@@ -124,6 +125,8 @@ enum {
 	CHK_FIX_LOST,		/* an object nothing names: /lost+found */
 	CHK_FIX_NLINK,		/* nlink to set to val (was old) */
 	CHK_FIX_DIR_SIZE,	/* a directory's size to set to val */
+	CHK_FIX_FILE_SIZE,	/* a file's size to set to val, the end
+				 * of its body (of kinds) */
 	CHK_FIX_DOTDOT,		/* a second ".." entry of directory rank
 				 * until the parents are known (dropped
 				 * when it is right) */
@@ -146,6 +149,7 @@ struct chk_fix {
 	uint16_t item, unit;
 	uint8_t kind;
 	uint8_t isdir;
+	uint8_t kinds;		/* CHK_FIX_FILE_SIZE: CHK_BODY_* */
 };
 
 #define CHK_OID_MASK 0x0fffffffffffffffULL

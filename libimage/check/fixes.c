@@ -17,6 +17,9 @@
 #include "libimage/check/stream_int.h"
 #include "r4/util.h"
 
+#define MODE_FMT 0170000u
+#define MODE_REG 0100000u
+
 struct chk_fix *chk_fix_add(struct chk *c, int kind, int code)
 {
 	struct chk_fix *f;
@@ -234,8 +237,27 @@ void chk_fix_links(struct pass *p, const struct chk_obj *o, uint32_t r,
 	}
 }
 
+void chk_fix_size(struct chk *c, const struct chk_obj *o,
+		  const struct chk_body *b)
+{
+	struct chk_fix *f;
+	uint64_t end;
+
+	if (!(o->flags & CHK_OBJ_LW) || (o->mode & MODE_FMT) != MODE_REG ||
+	    !chk_size_wrong(c, o, b, &end))
+		return;
+	f = chk_fix_add(c, CHK_FIX_FILE_SIZE, R4_CHK_FILE_SIZE);
+	if (!f)
+		return;
+	fix_obj(f, o);
+	f->val = end;
+	f->old = o->size;
+	f->kinds = b ? b->kinds : 0;
+}
+
 /* The planners' stages: entry changes, "." and ".." added, /lost+found,
- * values; last the dropped ones and the key pass's keys. */
+ * values (file sizes after the others); last the dropped ones and the
+ * key pass's keys. */
 static int stage(const struct chk_fix *f)
 {
 	switch (f->kind) {
@@ -249,8 +271,10 @@ static int stage(const struct chk_fix *f)
 	case CHK_FIX_NLINK:
 	case CHK_FIX_DIR_SIZE:
 		return 3;
-	default:
+	case CHK_FIX_FILE_SIZE:
 		return 4;
+	default:
+		return 5;
 	}
 }
 
@@ -352,7 +376,7 @@ void chk_fix_sort(struct chk *c)
 	if (!c->nfixes)
 		return;
 	qsort(c->fixes, c->nfixes, sizeof(*c->fixes), fix_cmp);
-	for (n = c->nfixes; n && stage(&c->fixes[n - 1]) == 4; n--)
+	for (n = c->nfixes; n && stage(&c->fixes[n - 1]) == 5; n--)
 		;
 	keys_test(c, n);
 	c->nfixes = n;

@@ -124,6 +124,9 @@ void chk_fix_missing(struct pass *p, const struct chk_ent *e);
 void chk_fix_dirs(struct pass *p);
 void chk_fix_links(struct pass *p, const struct chk_obj *o, uint32_t r,
 		   const struct dirrow *d);
+/* Object o and its body b (NULL: none) in phase 6, in key order. */
+void chk_fix_size(struct chk *c, const struct chk_obj *o,
+		  const struct chk_body *b);
 void chk_fix_sort(struct chk *c);
 
 #endif

@@ -414,6 +414,8 @@ static int phase_sizes(struct pass *p)
 						 g.first + g.m - 1) -
 				 g.first) * g.rsz);
 		chk_sem_size(p->c, &o, bb);
+		if (p->c->fixes_want)
+			chk_fix_size(p->c, &o, bb);
 	}
 	chk_stream_group_fini(&g);
 	return rc;

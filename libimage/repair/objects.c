@@ -328,7 +328,7 @@ static int listed_op(struct objfix *f, const struct chk_fix *x)
 	static const int kind[] = {
 		[CHK_FIX_ENT_SET] = OP_ENT_SET, [CHK_FIX_ENT_DEL] = OP_ENT_DEL,
 		[CHK_FIX_DOT_ADD] = OP_ENT_ADD, [CHK_FIX_NLINK] = OP_NLINK,
-		[CHK_FIX_DIR_SIZE] = OP_SIZE,
+		[CHK_FIX_DIR_SIZE] = OP_SIZE, [CHK_FIX_FILE_SIZE] = OP_SIZE,
 	};
 	struct chk *c = &f->R->c;
 	struct chk_ent e = { .blk = x->blk, .item = x->item,
@@ -347,6 +347,7 @@ static int listed_op(struct objfix *f, const struct chk_fix *x)
 	ref_key(x->t0, x->t1, x->t2, &p->target);
 	p->val = x->val;
 	p->old = x->old;
+	p->kinds = x->kinds;
 	if (x->kind == CHK_FIX_ENT_DEL)
 		p->loss = R4_LOSS_ENTRY;
 	if (x->kind == CHK_FIX_ENT_SET || x->kind == CHK_FIX_ENT_DEL)
@@ -370,7 +371,7 @@ static int listed_op(struct objfix *f, const struct chk_fix *x)
  * instead of the tables, for a round whose problems it serves
  * (repair.c: listed), which has no body to fix: the entry changes and
  * the "." and ".." added, or when there are none the /lost+found links,
- * or when there are none the link counts and directory sizes, as the
+ * or when there are none the link counts and sizes, as the
  * planners over the tables make them, in their order (the list's). */
 static int plan_listed(struct objfix *f)
 {
@@ -380,7 +381,7 @@ static int plan_listed(struct objfix *f)
 	for (size_t i = 0; i < c->nfixes && !rc; i++) {
 		int k = c->fixes[i].kind;
 
-		if (k == CHK_FIX_NLINK)
+		if (k == CHK_FIX_NLINK || k == CHK_FIX_FILE_SIZE)
 			k = CHK_FIX_DIR_SIZE;	/* one stage */
 		if (k == CHK_FIX_ENT_DEL || k == CHK_FIX_DOT_ADD)
 			k = CHK_FIX_ENT_SET;
