@@ -7,10 +7,12 @@
  * object and its target, where an entry is, the counts. A round whose
  * problems the list serves (libimage/repair/repair.c: listed) is then
  * repaired without the whole volume's tables; the list grows with the
- * problems, and with one row more a directory for its first "..".
- * Entries that name no stat data are listed only when no stat data
- * nobody names could be theirs (the key pass, repair/keys.c, would move
- * it there: chk.fixes_keys). */
+ * problems (each directory's row in the pass holds its first ".."
+ * until the parents are known: 24 bytes more a directory). Entries
+ * that name no stat data are served only when no stat data nobody
+ * names could be theirs (the key pass, repair/keys.c, would move it
+ * there: chk.fixes_keys); both kinds are listed until that test, and
+ * both are problems. */
 #include "config.h"
 #include <stdlib.h>
 #include <string.h>
