@@ -288,7 +288,7 @@ struct chk {
 	size_t ntunm, captunm;
 	/* Stream mode: gather the object fixes' list (fixes_want, set
 	 * by the repair), freed with the tables; fixes_lost: memory ran
-	 * out for it (the list is incomplete: the repair builds the
+	 * out for it, or its budget (opts.fix_bytes) did (the list is incomplete: the repair builds the
 	 * tables instead). */
 	int fixes_want, fixes_lost;
 	/* A stat data no entry names differs in one element from a key
@@ -420,8 +420,8 @@ int chk_extent_item(struct chk *c, uint64_t blk, unsigned i,
 		    const struct fmt_key *key, const uint8_t *body,
 		    size_t len, uint64_t *end);
 
-/* A new zeroed fix on the list (fixes.c), or NULL: out of memory (and
- * fixes_lost set). */
+/* A new zeroed fix on the list (fixes.c), or NULL: out of memory or
+ * past the budget (and fixes_lost set). */
 struct chk_fix *chk_fix_add(struct chk *c, int kind, int code);
 /* Table growth (tables.c): a new zeroed slot or NULL (-ENOMEM). */
 struct chk_obj *chk_obj_add(struct chk *c);

@@ -21,14 +21,20 @@
 
 #define MODE_FMT 0170000u
 #define MODE_REG 0100000u
+#define FIX_BYTES ((size_t)16 << 20)	/* the list's default budget */
 
 struct chk_fix *chk_fix_add(struct chk *c, int kind, int code)
 {
+	size_t budget = c->opts && c->opts->fix_bytes ? c->opts->fix_bytes :
+			FIX_BYTES;
 	struct chk_fix *f;
 
 	if (c->fixes_lost)
 		return NULL;
+	/* past the budget, as when memory runs out: the round's fixes
+	 * come from the tables */
 	if (c->nfixes >= UINT32_MAX ||
+	    c->nfixes + 1 > budget / sizeof(*c->fixes) ||
 	    R4_RESERVE(c->fixes, c->capfixes, c->nfixes + 1, 64)) {
 		c->fixes_lost = 1;
 		return NULL;

@@ -133,6 +133,7 @@ static int check_once(struct rep *R, int forward, int tables)
 	R->copts.progress_ctx = R->o->check.progress_ctx;
 	R->copts.max_reports = 0;
 	R->copts.run_bytes = R->o->check.run_bytes;
+	R->copts.fix_bytes = R->o->check.fix_bytes;
 	R->forward = forward;
 	R->c.vol = R->vol;
 	R->c.opts = &R->copts;

@@ -19,7 +19,9 @@
 
 #define BS 4096u	/* r4_mkfs's block size */
 
-static int fsck_fix(const char *img, struct r4_fsck_report *rep)
+/* r4_fsck -y; fix_bytes: the list of fixes' budget (0: the default). */
+static int fsck_fix_budget(const char *img, struct r4_fsck_report *rep,
+			   size_t fix_bytes)
 {
 	struct r4_fsck_opts o;
 	struct r4_error err = { 0, "", 0 };
@@ -28,11 +30,17 @@ static int fsck_fix(const char *img, struct r4_fsck_report *rep)
 
 	memset(&o, 0, sizeof(o));
 	o.mode = R4_FSCK_FIX;
+	o.repair.check.fix_bytes = fix_bytes;
 	snprintf(path, sizeof(path), "%s/%s", eu_dir, img);
 	rc = r4_fsck(path, &o, rep, &err);
 	if (rc)
 		printf("# r4_fsck: %d %s\n", rc, err.msg);
 	return rc;
+}
+
+static int fsck_fix(const char *img, struct r4_fsck_report *rep)
+{
+	return fsck_fix_budget(img, rep, 0);
 }
 
 /* Little-endian u64 at byte off of block blk. */
@@ -182,6 +190,25 @@ int main(void)
 		   (unsigned long long)rep.repair.actions,
 		   (unsigned long long)rep.repair.table_checks);
 	ok(eu_check("v.img"), "nlink: r4_check is clean after");
+
+	/* the same with a list of fixes' budget of one byte: past it, the
+	 * round's fixes come from the tables (and the checks after them
+	 * build them too) */
+	nlink_d("v.img");
+	if (ok(fsck_fix_budget("v.img", &rep, 1) == 0,
+	       "r4_fsck -y, nlink, tiny budget"))
+		ok(rep.repair.found_by_code[R4_CHK_NLINK] == 1 &&
+		   rep.repair.found.problems == 1 &&
+		   rep.repair.left.problems == 0 &&
+		   rep.repair.actions == 1 &&
+		   rep.repair.table_checks >= 1,
+		   "nlink, tiny budget: fixed over the tables (found %llu, "
+		   "left %llu, actions %llu, tables %llu)",
+		   (unsigned long long)rep.repair.found.problems,
+		   (unsigned long long)rep.repair.left.problems,
+		   (unsigned long long)rep.repair.actions,
+		   (unsigned long long)rep.repair.table_checks);
+	ok(eu_check("v.img"), "nlink, tiny budget: r4_check is clean after");
 
 	/* a root node with its magic zeroed: the tree rebuild reads the
 	 * tables, once; the checks after it are bounded again */
