@@ -321,8 +321,10 @@ static int dirsum_fn(void *ctx, const char *name, size_t len,
 	return 0;
 }
 
-/* One change of the bounded check's list as an op (0 or -ENOMEM; an
- * entry whose name cannot be read is left, as name_op leaves it). */
+/* One change of the bounded check's list as an op (0, -ENOMEM, or
+ * -EAGAIN: a directory's entries cannot all be read, the round needs
+ * the tables; an entry whose name cannot be read is left, as name_op
+ * leaves it). */
 static int listed_op(struct objfix *f, const struct chk_fix *x)
 {
 	static const int kind[] = {
@@ -356,10 +358,14 @@ static int listed_op(struct objfix *f, const struct chk_fix *x)
 		rc = (p->name = strdup(x->val ? ".." : ".")) ? 0 : -ENOMEM;
 	if (!rc && x->kind == CHK_FIX_DOT_ADD)
 		p->len = strlen(p->name);
-	if (x->kind == CHK_FIX_DIR_SIZE) {
-		obj_dir_iter(c->vol, p->obj.oid, dirsum_fn, &ds, &err);
-		p->bytes = ds.sum;
+	if (x->kind == CHK_FIX_DIR_SIZE &&
+	    obj_dir_iter(c->vol, p->obj.oid, dirsum_fn, &ds, &err)) {
+		/* a name it cannot read or a read error stops the walk: a
+		 * part of the sum; the tables' (dir_bytes) skips the name */
+		f->ops.n--;
+		return -EAGAIN;
 	}
+	p->bytes = ds.sum;
 	if (rc && x->kind != CHK_FIX_DOT_ADD) {
 		f->ops.n--;
 		return rc == -ENOMEM ? rc : 0;

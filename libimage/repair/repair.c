@@ -345,6 +345,15 @@ static int rebuild_mends(struct rep *R)
 	return mend;
 }
 
+/* The list cannot serve a fix of this round (objects.c: listed_op):
+ * the same check again, building the tables. */
+static int tables_instead(struct rep *R)
+{
+	R->tables = 1;
+	r4i_heap_trim();
+	return check_once(R, 0, 1);
+}
+
 static int rounds(struct rep *R)
 {
 	int rc = 0;
@@ -392,6 +401,12 @@ static int rounds(struct rep *R)
 			continue;
 		}
 		rc = fix_round(R, &changed);
+		if (rc == -EAGAIN && !R->tables) {
+			rc = tables_instead(R);
+			if (rc)
+				break;
+			continue;
+		}
 		if (rc || !changed)
 			break;
 		rc = run_check(R, 0);
