@@ -401,12 +401,8 @@ static int rounds(struct rep *R)
 			continue;
 		}
 		rc = fix_round(R, &changed);
-		if (rc == -EAGAIN && !R->tables) {
-			rc = tables_instead(R);
-			if (rc)
-				break;
-			continue;
-		}
+		if (rc == -EAGAIN && !R->tables && !(rc = tables_instead(R)))
+			continue;	/* the same round over the tables */
 		if (rc || !changed)
 			break;
 		rc = run_check(R, 0);
