@@ -181,7 +181,8 @@ int r4cmd_json_exit(int code);
  *                       packer's spill of names and of the nodes above
  *                       the leaves to $TMPDIR (r4cmd_env_pack);
  *   R4_CHECK_TABLES, R4_CHECK_RUN_BYTES      the checker's tables or
- *                       sorted runs (r4cmd_env_check);
+ *                       sorted runs, R4_CHECK_FIX_BYTES the repair's
+ *                       list of fixes (r4cmd_env_check);
  *   R4_REBUILD_RUN_BYTES  the tree rebuild's sorted runs
  *                       (r4cmd_env_repair);
  *   R4_REBUILD_SPILL_BYTES  its new nodes past that many bytes in

@@ -68,6 +68,8 @@ void r4cmd_env_check(struct r4_check_opts *o)
 		o->tables = 1;
 	if (env_u64("R4_CHECK_RUN_BYTES", &v) && v && v <= SIZE_MAX)
 		o->run_bytes = (size_t)v;
+	if (env_u64("R4_CHECK_FIX_BYTES", &v) && v && v <= SIZE_MAX)
+		o->fix_bytes = (size_t)v;
 }
 
 void r4cmd_env_repair(struct r4_repair_opts *o)

@@ -151,9 +151,12 @@ struct r4_check_opts {
 	 * R4_CHECK_RUN_BYTES): 1 keeps every record in memory tables (a
 	 * repair builds them only when a fix needs them) instead of sorted
 	 * runs in $TMPDIR; the bytes of records a run gathers before it is
-	 * written (0: 16 MiB). */
+	 * written (0: 16 MiB). fix_bytes (R4_CHECK_FIX_BYTES): the bytes
+	 * of the object fixes' list a repair's bounded check gathers, past
+	 * which the round uses the tables (0: 16 MiB). */
 	int tables;
 	size_t run_bytes;
+	size_t fix_bytes;
 };
 
 struct r4_check_report {

@@ -159,6 +159,9 @@ void chk_tables_free(struct chk *c)
 	free(c->bodies);
 	free(c->second);
 	free(c->tunm);
+	free(c->fixes);
+	c->fixes = NULL;
+	c->nfixes = c->capfixes = 0;
 	c->objs = NULL;
 	c->ents = NULL;
 	c->bodies = NULL;

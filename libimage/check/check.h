@@ -64,7 +64,9 @@ enum {
 	CHK_OBJ_SYMLINK = 2,	/* has the symlink extension */
 	CHK_OBJ_REACHED = 4,
 	CHK_OBJ_HAS_PARENT = 8,
-	CHK_OBJ_CCREG = 16		/* its plugin set names ccreg40 */
+	CHK_OBJ_CCREG = 16,		/* its plugin set names ccreg40 */
+	CHK_OBJ_NAMED = 32		/* an entry other than "." and ".."
+					 * names it (stream mode only) */
 };
 
 struct chk_obj {
@@ -105,6 +107,51 @@ struct chk_body {
 };
 
 #define CHK_NONE UINT32_MAX
+
+/* What the repair's object pass needs of one problem the bounded check
+ * found (stream mode with chk.fixes_want: check/fixes.c): the pass
+ * takes its changes from this list, which grows with the problems,
+ * instead of the whole volume's tables (libimage/repair/objects.c).
+ * Sorted, once the check is done, in the order the pass over the
+ * tables plans them: entry changes by directory id and the order the
+ * entries were found, "." and ".." added (key order), /lost+found
+ * links (key order), then link counts and directory sizes (key order),
+ * then file sizes (key order). */
+enum {
+	CHK_FIX_ENT_SET = 1,	/* entry (blk, item, unit) of directory el
+				 * pointed at t */
+	CHK_FIX_ENT_DEL,	/* that entry removed */
+	CHK_FIX_DOT_ADD,	/* "." (val 0) or ".." (1) added, naming t */
+	CHK_FIX_LOST,		/* an object nothing names: /lost+found */
+	CHK_FIX_NLINK,		/* nlink to set to val (was old) */
+	CHK_FIX_DIR_SIZE,	/* a directory's size to set to val */
+	CHK_FIX_FILE_SIZE,	/* a file's size to set to val, the end
+				 * of its body (of kinds) */
+	CHK_FIX_DOTDOT,		/* a second ".." entry of directory rank
+				 * until the parents are known (dropped
+				 * when it is right) */
+	CHK_FIX_MISSING,	/* a key t an entry names, no stat data
+				 * has; and */
+	CHK_FIX_UNNAMED		/* a stat data no entry names: both for
+				 * chk.fixes_keys, then dropped */
+};
+
+struct chk_fix {
+	uint64_t el0, el1, el2;	/* the object's or directory's key */
+	uint64_t t0, t1, t2;	/* the target's */
+	uint64_t val, old;
+	uint64_t blk;		/* the entry's node */
+	uint64_t order0;	/* entries: directory id; others: rank */
+	uint32_t order1;	/* entries: order found */
+	uint32_t idx;		/* order made */
+	uint32_t rank, t;	/* CHK_FIX_DOTDOT: directory and target */
+	int code;		/* enum r4_check_code */
+	uint16_t item, unit;
+	uint8_t kind;
+	uint8_t isdir;
+	uint8_t kinds;		/* CHK_FIX_FILE_SIZE: CHK_BODY_* */
+};
+
 #define CHK_OID_MASK 0x0fffffffffffffffULL
 
 struct chk_oid {
@@ -239,6 +286,17 @@ struct chk {
 	 * (R4_CHK_TAIL_UNMERGED), in key order, for the repair. */
 	struct chk_tpair *tunm;
 	size_t ntunm, captunm;
+	/* Stream mode: gather the object fixes' list (fixes_want, set
+	 * by the repair), freed with the tables; fixes_lost: memory ran
+	 * out for it, or its budget (opts.fix_bytes) did (the list is incomplete: the repair builds the
+	 * tables instead). */
+	int fixes_want, fixes_lost;
+	/* A stat data no entry names differs in one element from a key
+	 * an entry names and no stat data has: the repair's key pass
+	 * (repair/keys.c, over the tables) may move it there. */
+	int fixes_keys;
+	struct chk_fix *fixes;
+	size_t nfixes, capfixes;
 };
 
 /* Reports: chk_say() and its kin, libimage/check/say.h. */
@@ -362,6 +420,9 @@ int chk_extent_item(struct chk *c, uint64_t blk, unsigned i,
 		    const struct fmt_key *key, const uint8_t *body,
 		    size_t len, uint64_t *end);
 
+/* A new zeroed fix on the list (fixes.c), or NULL: out of memory or
+ * past the budget (and fixes_lost set). */
+struct chk_fix *chk_fix_add(struct chk *c, int kind, int code);
 /* Table growth (tables.c): a new zeroed slot or NULL (-ENOMEM). */
 struct chk_obj *chk_obj_add(struct chk *c);
 struct chk_ent *chk_ent_add(struct chk *c);

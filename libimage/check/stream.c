@@ -288,6 +288,8 @@ static int join_ents(struct pass *p, struct chk_ent *e, int *has_e,
 		te.tdir = !r && chk_is_dir(t);
 		if (!r && t->links < UINT32_MAX)
 			t->links++;
+		if (!r && !e->flags)
+			t->flags |= CHK_OBJ_NAMED;
 		rc = chk_runs_put(&p->tents, &te);
 		if (!rc)
 			rc = chk_runs_next(&p->st->ents, e);

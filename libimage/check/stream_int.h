@@ -39,6 +39,12 @@ struct dirrow {
 	struct chk_obj o;	/* nentries, ndot, ndotdot, parent, dotdot */
 	uint32_t rank;
 	uint64_t dotdot_oid, parent_oid;
+	/* For the object fixes' list (fixes.c): the flags of its entries,
+	 * and its first ".." entry (has_dd), its place and target. */
+	uint8_t dots, has_dd;
+	uint16_t dd_item, dd_unit;
+	uint32_t dd_seq, dd_t;
+	uint64_t dd_blk;
 };
 
 struct edge {			/* a directory named in directory dir */
@@ -103,5 +109,24 @@ int chk_stream_group_next(struct group *g);
 void chk_stream_group_fini(struct group *g);
 /* Phases 1 to 6 and the counters (stream_phases.c), after the joins. */
 int chk_stream_phases(struct pass *p);
+/* The row of the directory of rank rank, or NULL (stream_phases.c). */
+struct dirrow *chk_stream_dir_find(struct pass *p, uint32_t rank);
+
+/* The object fixes' list (check.h: struct chk_fix; fixes.c), made when
+ * c->fixes_want: entry te of directory dr (rank d) as phase 2 meets it;
+ * the ".." entries and the "." and ".." missing once the parents are
+ * known (after phase_names); object o of rank r (d: its row when it is
+ * a directory) in phase 4; and the list sorted at the end. */
+void chk_fix_entry(struct pass *p, const struct tent *te, uint32_t d,
+		   struct dirrow *dr);
+/* An entry other than "." and ".." whose key no stat data has. */
+void chk_fix_missing(struct pass *p, const struct chk_ent *e);
+void chk_fix_dirs(struct pass *p);
+void chk_fix_links(struct pass *p, const struct chk_obj *o, uint32_t r,
+		   const struct dirrow *d);
+/* Object o and its body b (NULL: none) in phase 6, in key order. */
+void chk_fix_size(struct chk *c, const struct chk_obj *o,
+		  const struct chk_body *b);
+void chk_fix_sort(struct chk *c);
 
 #endif

@@ -13,8 +13,8 @@
 #include "libimage/check/stream_int.h"
 #include "r4/util.h"
 
-/* The row of the directory of rank rank, or NULL. */
-static struct dirrow *dir_find(struct pass *p, uint32_t rank)
+/* The rows are in rank order: halving. */
+struct dirrow *chk_stream_dir_find(struct pass *p, uint32_t rank)
 {
 	size_t lo = 0, hi = p->ndirs;
 
@@ -101,6 +101,8 @@ static int resolve(struct pass *p, const struct tent *te, uint32_t d,
 
 	if (te->t == CHK_NONE)
 		CHK_ENT_SAY0(c, e, CHK_M_ENTRY_MISSING);
+	if (te->t == CHK_NONE && !e->flags && c->fixes_want)
+		chk_fix_missing(p, e);
 	if (te->t != CHK_NONE && !e->flags) {
 		rc = note_reach(p, te);
 		if (rc)
@@ -111,10 +113,12 @@ static int resolve(struct pass *p, const struct tent *te, uint32_t d,
 			     CHK_M_ENTRY_NOT_DIR);
 		return 0;
 	}
-	dr = dir_find(p, d);
+	dr = chk_stream_dir_find(p, d);
 	if (!dr)
 		return -EIO;	/* the first pass listed every directory */
 	dr->o.nentries++;
+	if (c->fixes_want)
+		chk_fix_entry(p, te, d, dr);
 	if (te->t == CHK_NONE)
 		return 0;
 	if (e->flags & CHK_ENT_DOT) {
@@ -131,7 +135,7 @@ static int resolve(struct pass *p, const struct tent *te, uint32_t d,
 	}
 	if (!te->tdir)
 		return 0;
-	tr = dir_find(p, te->t);
+	tr = chk_stream_dir_find(p, te->t);
 	return tr ? note_name(p, dr, tr, e) : -EIO;
 }
 
@@ -187,10 +191,10 @@ static int phase_names(struct pass *p)
 		goto out;
 	for (uint32_t v = 0; v < n; v++) {
 		r = p->dirs[v].o.dotdot == CHK_NONE ? NULL :
-		    dir_find(p, p->dirs[v].o.dotdot);
+		    chk_stream_dir_find(p, p->dirs[v].o.dotdot);
 		dotdot[v] = r ? (uint32_t)(r - p->dirs) : CHK_NONE;
 	}
-	r = p->root == CHK_NONE ? NULL : dir_find(p, p->root);
+	r = p->root == CHK_NONE ? NULL : chk_stream_dir_find(p, p->root);
 	if (r)
 		root = (uint32_t)(r - p->dirs);
 	rc = chk_dir_names(n, root, dotdot, p->names, p->nnames, pass_own, p,
@@ -224,6 +228,8 @@ out:
 /* Phase 3: every directory, in key order. */
 static void phase_dirs(struct pass *p)
 {
+	if (p->c->fixes_want)
+		chk_fix_dirs(p);
 	for (size_t i = 0; i < p->ndirs; i++) {
 		const struct dirrow *d = &p->dirs[i];
 		int root = d->rank == p->root;
@@ -279,7 +285,8 @@ static int walk_dirs(struct pass *p)
 				hi = mid;
 		}
 		for (; lo < p->nedges && p->edges[lo].dir == oid; lo++) {
-			struct dirrow *t = dir_find(p, p->edges[lo].t);
+			struct dirrow *t = chk_stream_dir_find(p,
+							     p->edges[lo].t);
 
 			if (!t || t->rank == p->root ||
 			    (t->o.flags & CHK_OBJ_REACHED))
@@ -326,6 +333,9 @@ static int phase_links(struct pass *p)
 		if (reached)
 			o.flags |= CHK_OBJ_REACHED;
 		chk_sem_links(p->c, &o, r == p->root);
+		if (p->c->fixes_want)
+			chk_fix_links(p, &o, r, chk_is_dir(&o) ?
+				      chk_stream_dir_find(p, r) : NULL);
 		r++;
 	}
 	chk_runs_free(&p->reaches);
@@ -404,6 +414,8 @@ static int phase_sizes(struct pass *p)
 						 g.first + g.m - 1) -
 				 g.first) * g.rsz);
 		chk_sem_size(p->c, &o, bb);
+		if (p->c->fixes_want)
+			chk_fix_size(p->c, &o, bb);
 	}
 	chk_stream_group_fini(&g);
 	return rc;
@@ -435,6 +447,8 @@ int chk_stream_phases(struct pass *p)
 	if (!rc) {
 		chk_sem_counts(p->c, p->n, p->root == CHK_NONE ? NULL :
 			       &p->rootobj);
+		if (p->c->fixes_want)
+			chk_fix_sort(p->c);
 		chk_progress(p->c, "objects", 4, 4);
 	}
 	return rc;

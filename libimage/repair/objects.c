@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* r4kit: the repair's object pass, over the check's tables. A round
+/* r4kit: the repair's object pass, over the check's tables, or over the
+ * bounded check's list of what its problems need (plan_listed) when the
+ * round's problems are those the list serves (repair.c). A round
  * fixes names first (entries that point nowhere, "." and "..", second
  * names of directories, unreachable objects linked into /lost+found),
  * and only when there are none, values (nlink, directory and file
@@ -57,11 +59,17 @@ struct objfix {
 	int have_lf;
 };
 
-static void ref_of(const struct chk_obj *o, struct r4_objref *r)
+static void ref_key(uint64_t el0, uint64_t el1, uint64_t el2,
+		    struct r4_objref *r)
 {
-	struct fmt_key k = { { o->el0, o->el1, o->el2, 0 } };
+	struct fmt_key k = { { el0, el1, el2, 0 } };
 
 	obj_ref_from_key(&k, r);
+}
+
+static void ref_of(const struct chk_obj *o, struct r4_objref *r)
+{
+	ref_key(o->el0, o->el1, o->el2, r);
 }
 
 static int is_dir(const struct chk_obj *o)
@@ -250,37 +258,145 @@ static int plan_bodies(struct objfix *f)
 	return 0;
 }
 
+/* Link the object of stat-data key el[0..2] into /lost+found. */
+static int lost_op(struct objfix *f, uint64_t el0, uint64_t el1,
+		   uint64_t el2, int isdir)
+{
+	struct op *p = op_add(f, OP_LOST, R4_CHK_UNREACHABLE);
+	char nm[32];
+
+	if (!p)
+		return -ENOMEM;
+	snprintf(nm, sizeof(nm), "#%llx",
+		 (unsigned long long)(el2 & CHK_OID_MASK));
+	p->name = strdup(nm);
+	if (!p->name)
+		return -ENOMEM;
+	p->len = strlen(nm);
+	ref_key(el0, el1, el2, &p->target);
+	p->isdir = isdir;
+	p->loss = R4_LOSS_LOST_FOUND;
+	return 0;
+}
+
 /* Unreachable objects nothing reachable or unreachable names: linked
  * into /lost+found (what they name comes along). */
 static int plan_lost(struct objfix *f)
 {
 	struct chk *c = &f->R->c;
+	int rc = 0;
 
 	if (f->root == CHK_NONE)
 		return 0;
-	for (uint32_t i = 0; i < c->nobjs; i++) {
+	for (uint32_t i = 0; i < c->nobjs && !rc; i++) {
 		const struct chk_obj *o = &c->objs[i];
-		struct op *p;
-		char nm[32];
 
 		if ((o->flags & CHK_OBJ_REACHED) || !(o->flags & CHK_OBJ_LW))
 			continue;
 		if (is_dir(o) ? o->parent != CHK_NONE : o->links != 0)
 			continue;
-		p = op_add(f, OP_LOST, R4_CHK_UNREACHABLE);
-		if (!p)
-			return -ENOMEM;
-		snprintf(nm, sizeof(nm), "#%llx",
-			 (unsigned long long)(o->el2 & CHK_OID_MASK));
-		p->name = strdup(nm);
-		if (!p->name)
-			return -ENOMEM;
-		p->len = strlen(nm);
-		ref_of(o, &p->target);
-		p->isdir = is_dir(o);
-		p->loss = R4_LOSS_LOST_FOUND;
+		rc = lost_op(f, o->el0, o->el1, o->el2, is_dir(o));
 	}
+	return rc;
+}
+
+/* The bytes of directory oid's entries, read through the tree (the
+ * list's rounds have no damaged directory item: the entries the check
+ * found). */
+struct dirsum {
+	enum fmt_key_policy pol;
+	uint64_t sum;
+};
+
+static int dirsum_fn(void *ctx, const char *name, size_t len,
+		     const struct fmt_key *key, const struct r4_objref *target)
+{
+	struct dirsum *d = ctx;
+
+	(void)name;
+	(void)key;
+	(void)target;
+	d->sum += fmt_cde40_entry_bytes(d->pol,
+		fmt_entry_name_stored(d->pol, len) ? len : 0);
 	return 0;
+}
+
+/* One change of the bounded check's list as an op (0, -ENOMEM, or
+ * -EAGAIN: a directory's entries cannot all be read, the round needs
+ * the tables; an entry whose name cannot be read is left, as name_op
+ * leaves it). */
+static int listed_op(struct objfix *f, const struct chk_fix *x)
+{
+	static const int kind[] = {
+		[CHK_FIX_ENT_SET] = OP_ENT_SET, [CHK_FIX_ENT_DEL] = OP_ENT_DEL,
+		[CHK_FIX_DOT_ADD] = OP_ENT_ADD, [CHK_FIX_NLINK] = OP_NLINK,
+		[CHK_FIX_DIR_SIZE] = OP_SIZE, [CHK_FIX_FILE_SIZE] = OP_SIZE,
+	};
+	struct chk *c = &f->R->c;
+	struct chk_ent e = { .blk = x->blk, .item = x->item,
+			     .unit = x->unit };
+	struct dirsum ds = { .pol = c->pol };
+	struct r4_error err = { 0, "", 0 };
+	struct op *p;
+	int rc = 0;
+
+	if (x->kind == CHK_FIX_LOST)
+		return lost_op(f, x->el0, x->el1, x->el2, x->isdir);
+	p = op_add(f, kind[x->kind], x->code);
+	if (!p)
+		return -ENOMEM;
+	ref_key(x->el0, x->el1, x->el2, &p->obj);
+	ref_key(x->t0, x->t1, x->t2, &p->target);
+	p->val = x->val;
+	p->old = x->old;
+	p->kinds = x->kinds;
+	if (x->kind == CHK_FIX_ENT_DEL)
+		p->loss = R4_LOSS_ENTRY;
+	if (x->kind == CHK_FIX_ENT_SET || x->kind == CHK_FIX_ENT_DEL)
+		rc = rep_entry_name(c, &e, &p->name, &p->len);
+	else if (x->kind == CHK_FIX_DOT_ADD)
+		rc = (p->name = strdup(x->val ? ".." : ".")) ? 0 : -ENOMEM;
+	if (!rc && x->kind == CHK_FIX_DOT_ADD)
+		p->len = strlen(p->name);
+	if (x->kind == CHK_FIX_DIR_SIZE &&
+	    obj_dir_iter(c->vol, p->obj.oid, dirsum_fn, &ds, &err)) {
+		/* a name it cannot read or a read error stops the walk: a
+		 * part of the sum; the tables' (dir_bytes) skips the name */
+		f->ops.n--;
+		return -EAGAIN;
+	}
+	p->bytes = ds.sum;
+	if (rc && x->kind != CHK_FIX_DOT_ADD) {
+		f->ops.n--;
+		return rc == -ENOMEM ? rc : 0;
+	}
+	return rc;
+}
+
+/* The changes from the bounded check's list (check.h: struct chk_fix)
+ * instead of the tables, for a round whose problems it serves
+ * (repair.c: listed), which has no body to fix: the entry changes and
+ * the "." and ".." added, or when there are none the /lost+found links,
+ * or when there are none the link counts and sizes, as the
+ * planners over the tables make them, in their order (the list's). */
+static int plan_listed(struct objfix *f)
+{
+	struct chk *c = &f->R->c;
+	int rc = 0, last = CHK_FIX_ENT_SET;
+
+	for (size_t i = 0; i < c->nfixes && !rc; i++) {
+		int k = c->fixes[i].kind;
+
+		if (k == CHK_FIX_NLINK || k == CHK_FIX_FILE_SIZE)
+			k = CHK_FIX_DIR_SIZE;	/* one stage */
+		if (k == CHK_FIX_ENT_DEL || k == CHK_FIX_DOT_ADD)
+			k = CHK_FIX_ENT_SET;
+		if (k != last && f->ops.n)
+			break;
+		last = k;
+		rc = listed_op(f, &c->fixes[i]);
+	}
+	return rc;
 }
 
 /* The bytes directory o's entries take (what its stat data's bytes
@@ -620,6 +736,12 @@ int rep_fix_objects(struct rep *R, int *changed)
 	struct objfix f = { .R = R };
 	int rc = -ENOMEM;
 
+	if (c->fixes_want) {	/* the bounded check's: no tables */
+		rc = plan_listed(&f);
+		if (!rc)
+			rc = run_ops(&f, changed);
+		goto out;
+	}
 	f.byoid = chk_oid_index(c);
 	f.tgt = malloc((c->nents ? c->nents : 1) * sizeof(*f.tgt));
 	if (!f.byoid || !f.tgt)
@@ -642,67 +764,4 @@ out:
 	free(f.byoid);
 	free(f.tgt);
 	return rc;
-}
-
-/* Whether some stat data has key elements el0 and el1 (a locality and,
- * large keys, the ordering a name gives). */
-static int same_ordering(const struct chk *c, uint64_t el0, uint64_t el1)
-{
-	size_t lo = 0, hi = c->nobjs;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (chk_cmp3(c->objs[mid].el0, c->objs[mid].el1, 0, el0, el1,
-			     0) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < c->nobjs && c->objs[lo].el0 == el0 &&
-	       c->objs[lo].el1 == el1;
-}
-
-static int key_cmp3(const void *x, const void *y)
-{
-	const struct fmt_key *a = x, *b = y;
-
-	return chk_cmp3(a->el[0], a->el[1], a->el[2], b->el[0], b->el[1],
-			b->el[2]);
-}
-
-int rep_body_key_damaged(struct rep *R)
-{
-	struct chk *c = &R->c;
-	struct chk_oid *byoid = chk_oid_index(c);
-	struct fmt_key *named = NULL;
-	size_t nnamed = 0;
-	int found = 0, rc;
-
-	if (!byoid)
-		return -ENOMEM;
-	/* Bodies under a key an entry names, whose stat data the key pass
-	 * puts back there (keys.c), are not damaged. */
-	rc = rep_named_keys(R, &named, &nnamed);
-	if (rc) {
-		free(byoid);
-		return rc;
-	}
-	for (size_t i = 0; i < c->nbodies && !found; i++) {
-		const struct chk_body *b = &c->bodies[i];
-		struct fmt_key k = { { b->el0, b->el1, b->el2, 0 } };
-
-		if (nnamed && bsearch(&k, named, nnamed, sizeof(*named),
-				      key_cmp3))
-			continue;
-		if (chk_obj_find(c, b->el0, b->el1, b->el2) == CHK_NONE &&
-		    !(b->kinds & CHK_BODY_CTAIL) &&
-		    (chk_oid_find(c, byoid, b->el2 & CHK_OID_MASK) != CHK_NONE ||
-		     (b->el2 & ~CHK_OID_MASK) ||
-		     (b->el1 && same_ordering(c, b->el0, b->el1))))
-			found = 1;
-	}
-	free(named);
-	free(byoid);
-	return found;
 }

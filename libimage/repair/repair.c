@@ -8,8 +8,9 @@
  * Tree damage blocks the space and object fixes (their map of what is
  * in use would be wrong) until -y has rebuilt the tree (rebuild.c, once
  * per run); preen stops before any change when it finds anything it may
- * not fix. A round's check runs over sorted runs in bounded memory and
- * is run again building the whole volume's tables only when a fix
+ * not fix. A round's check runs over sorted runs in bounded memory,
+ * listing what the common object fixes need, and is run again building
+ * the whole volume's tables only when a fix the list does not serve
  * needs them (run_check): a clean volume costs what r4fsck -n does. */
 #include "config.h"
 #include <errno.h>
@@ -132,11 +133,14 @@ static int check_once(struct rep *R, int forward, int tables)
 	R->copts.progress_ctx = R->o->check.progress_ctx;
 	R->copts.max_reports = 0;
 	R->copts.run_bytes = R->o->check.run_bytes;
+	R->copts.fix_bytes = R->o->check.fix_bytes;
 	R->forward = forward;
 	R->c.vol = R->vol;
 	R->c.opts = &R->copts;
 	R->c.rep = &R->crep;
 	R->c.err = R->err;
+	/* -y over the bounded check: the object fixes' list too */
+	R->c.fixes_want = !tables && R->o->mode == R4_REPAIR_FIX;
 	if (tables)
 		R->r->table_checks++;
 	else if (chk_stream_start(&R->c))
@@ -151,11 +155,31 @@ static int check_once(struct rep *R, int forward, int tables)
 	return rc;
 }
 
+/* Whether the object pass takes the fixes of code k from the bounded
+ * check's list (objects.c: plan_listed), not from the tables, when the
+ * list is whole: entries that name nothing (when no stat data nobody
+ * names could be theirs: the key pass, keys.c, has nothing to move),
+ * "." and "..", objects nothing names, link counts and directory sizes,
+ * and file sizes after a tree rebuild (before it, rebuild_mends reads
+ * the tables for them): what a rebuild leaves; not second names of
+ * directories, bodies, nor what the other passes fix. */
+static int listed(const struct rep *R, int k)
+{
+	if ((k == R4_CHK_ENTRY && R->c.fixes_keys) ||
+	    (k == R4_CHK_FILE_SIZE && !R->r->rebuilt))
+		return 0;
+	return (k == R4_CHK_ENTRY || k == R4_CHK_DOT ||
+		k == R4_CHK_UNREACHABLE || k == R4_CHK_NLINK ||
+		k == R4_CHK_DIR_SIZE || k == R4_CHK_FILE_SIZE) &&
+	       R->c.fixes_want && !R->c.fixes_lost;
+}
+
 /* Whether this round's problems need the tables: every fix after the
- * space pass reads them, and so do the tree rebuild and the mends
- * before it; the space pass (bitmaps, counters, status, backups) needs
- * only the map of blocks in use, the count of objects and the largest
- * object id, which both kinds of check leave. */
+ * space pass reads them (but those the check's list serves), and so do
+ * the tree rebuild and the mends before it; the space pass (bitmaps,
+ * counters, status, backups) needs only the map of blocks in use, the
+ * count of objects and the largest object id, which both kinds of check
+ * leave. */
 static int tables_needed(const struct rep *R)
 {
 	if (R->crep.journal_dirty)
@@ -163,19 +187,21 @@ static int tables_needed(const struct rep *R)
 	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
 		const struct r4_problem_info *pi = r4_problem_info(k);
 
-		if (R->codes[k] && (!pi || pi->pass != R4_PASS_SPACE))
+		if (R->codes[k] && (!pi || pi->pass != R4_PASS_SPACE) &&
+		    !listed(R, k))
 			return 1;
 	}
 	return 0;
 }
 
 /* A round's check: the bounded one first, so that a clean volume, or
- * one with only space problems, is repaired in the memory of r4fsck -n;
- * when a fix needs the tables, the same check again building them,
- * silently (it finds the same problems). From then on every check
- * builds them at once: the memory is spent already, and a bounded
- * check before each would add its time to every round. check.tables:
- * tables from the first check. */
+ * one whose problems are space ones or those the check's list serves
+ * (listed), is repaired in the memory of r4fsck -n; when a fix needs
+ * the tables, the same check again building them, silently (it finds
+ * the same problems). From then on every check builds them at once,
+ * until a tree rebuild frees them (rounds): the memory is spent
+ * already, and a bounded check before each would add its time to every
+ * round. check.tables: tables from the first check, and always. */
 static int run_check(struct rep *R, int first)
 {
 	int rc;
@@ -188,6 +214,7 @@ static int run_check(struct rep *R, int first)
 		 * bounded check; what was said already is not said again
 		 * (both kinds of check say the same in the same order). */
 		R->tables = 1;
+		R->no_runs = 1;
 		R->skip = first ? R->forwarded : 0;
 		r4i_error_clear(R->err);
 		return check_once(R, first, 1);
@@ -318,6 +345,15 @@ static int rebuild_mends(struct rep *R)
 	return mend;
 }
 
+/* The list cannot serve a fix of this round (objects.c: listed_op):
+ * the same check again, building the tables. */
+static int tables_instead(struct rep *R)
+{
+	R->tables = 1;
+	r4i_heap_trim();
+	return check_once(R, 0, 1);
+}
+
 static int rounds(struct rep *R)
 {
 	int rc = 0;
@@ -354,12 +390,19 @@ static int rounds(struct rep *R)
 			 * heap. */
 			io_cache_trim(&R->vol->cache);
 			r4i_heap_trim();
+			/* The tables went with the rebuild: the checks after
+			 * it are bounded again, their list serving what a
+			 * rebuild leaves (entries, names, counts). */
+			if (!R->no_runs)
+				R->tables = R->o->check.tables;
 			rc = run_check(R, 0);
 			if (rc)
 				break;
 			continue;
 		}
 		rc = fix_round(R, &changed);
+		if (rc == -EAGAIN && !R->tables && !(rc = tables_instead(R)))
+			continue;	/* the same round over the tables */
 		if (rc || !changed)
 			break;
 		rc = run_check(R, 0);

@@ -26,6 +26,7 @@ struct rep {
 					 * go to $TMPDIR */
 	unsigned batch;
 	int tables;			/* checks build the tables (repair.c) */
+	int no_runs;			/* $TMPDIR took no runs: tables */
 };
 
 /* Report one change (counted; handed to the caller). */

@@ -4,8 +4,9 @@
  * (libimage/repair/repair.c). A clean volume, and one whose only
  * problems are space and counters, are repaired over the bounded check
  * alone (table_checks 0: the space pass takes the count of objects and
- * the largest object id from the check); damage the object fixes or the
- * tree rebuild must mend builds them (table_checks > 0). */
+ * the largest object id from the check), and so is a wrong link count,
+ * whose fix the bounded check lists (libimage/check/fixes.c); damage
+ * the tree rebuild must mend builds them (table_checks > 0). */
 #include "config.h"
 #include <fcntl.h>
 #include "tap.h"
@@ -14,10 +15,13 @@
 #include "format/journal.h"
 #include "format/node.h"
 #include "format/super.h"
+#include "libimage/obj/write.h"
 
 #define BS 4096u	/* r4_mkfs's block size */
 
-static int fsck_fix(const char *img, struct r4_fsck_report *rep)
+/* r4_fsck -y; fix_bytes: the list of fixes' budget (0: the default). */
+static int fsck_fix_budget(const char *img, struct r4_fsck_report *rep,
+			   size_t fix_bytes)
 {
 	struct r4_fsck_opts o;
 	struct r4_error err = { 0, "", 0 };
@@ -26,11 +30,17 @@ static int fsck_fix(const char *img, struct r4_fsck_report *rep)
 
 	memset(&o, 0, sizeof(o));
 	o.mode = R4_FSCK_FIX;
+	o.repair.check.fix_bytes = fix_bytes;
 	snprintf(path, sizeof(path), "%s/%s", eu_dir, img);
 	rc = r4_fsck(path, &o, rep, &err);
 	if (rc)
 		printf("# r4_fsck: %d %s\n", rc, err.msg);
 	return rc;
+}
+
+static int fsck_fix(const char *img, struct r4_fsck_report *rep)
+{
+	return fsck_fix_budget(img, rep, 0);
 }
 
 /* Little-endian u64 at byte off of block blk. */
@@ -81,6 +91,28 @@ static void mkdir_d(const char *img)
 		    !r4_mkdir(t, "/d", &(struct r4_attr){ .mode = 0755 },
 			      &err) && !r4_txn_commit(t, &err),
 		    "mkdir /d: %s", err.msg);
+	eu_close(v);
+}
+
+/* /d's nlink set to 7 in its stat data (through a transaction). */
+static void nlink_d(const char *img)
+{
+	struct r4_error err = { 0, "", 0 };
+	struct r4_objref ref;
+	struct r4_vol *v;
+	struct r4_txn *t;
+	struct obj_sd sd;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", eu_dir, img);
+	tap_require(!r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &v, &err) &&
+		    !r4_lookup(v, "/d", &ref, &err) &&
+		    !r4_txn_begin(v, &t, &err) &&
+		    !obj_sd_get(v, &ref, &sd, &err), "/d: %s", err.msg);
+	sd.st.nlink = 7;
+	tap_require(!obj_sd_write(t, &ref, &sd.st, 0, &err) &&
+		    !r4_txn_commit(t, &err), "nlink of /d: %s", err.msg);
+	obj_sd_put(&sd);
 	eu_close(v);
 }
 
@@ -143,18 +175,56 @@ int main(void)
 		   (unsigned long long)rep.repair.table_checks);
 	ok(eu_check("v.img"), "next object id: r4_check is clean after");
 
+	/* /d's nlink wrong: set from the bounded check's list */
+	nlink_d("v.img");
+	if (ok(fsck_fix("v.img", &rep) == 0, "r4_fsck -y, nlink"))
+		ok(rep.repair.found_by_code[R4_CHK_NLINK] == 1 &&
+		   rep.repair.found.problems == 1 &&
+		   rep.repair.left.problems == 0 &&
+		   rep.repair.actions == 1 &&
+		   rep.repair.table_checks == 0,
+		   "nlink: fixed without tables (found %llu, left %llu, "
+		   "actions %llu, tables %llu)",
+		   (unsigned long long)rep.repair.found.problems,
+		   (unsigned long long)rep.repair.left.problems,
+		   (unsigned long long)rep.repair.actions,
+		   (unsigned long long)rep.repair.table_checks);
+	ok(eu_check("v.img"), "nlink: r4_check is clean after");
+
+	/* the same with a list of fixes' budget of one byte: past it, the
+	 * round's fixes come from the tables (and the checks after them
+	 * build them too) */
+	nlink_d("v.img");
+	if (ok(fsck_fix_budget("v.img", &rep, 1) == 0,
+	       "r4_fsck -y, nlink, tiny budget"))
+		ok(rep.repair.found_by_code[R4_CHK_NLINK] == 1 &&
+		   rep.repair.found.problems == 1 &&
+		   rep.repair.left.problems == 0 &&
+		   rep.repair.actions == 1 &&
+		   rep.repair.table_checks >= 1,
+		   "nlink, tiny budget: fixed over the tables (found %llu, "
+		   "left %llu, actions %llu, tables %llu)",
+		   (unsigned long long)rep.repair.found.problems,
+		   (unsigned long long)rep.repair.left.problems,
+		   (unsigned long long)rep.repair.actions,
+		   (unsigned long long)rep.repair.table_checks);
+	ok(eu_check("v.img"), "nlink, tiny budget: r4_check is clean after");
+
 	/* a root node with its magic zeroed: the tree rebuild reads the
-	 * tables */
+	 * tables, once; the checks after it are bounded again */
 	fd = open_img("v.img");
 	root = get64(fd, sb, FMT_FORMAT40_OFF_ROOT_BLOCK);
 	put64(fd, root, FMT_NODE_OFF_MAGIC, 0);
 	close(fd);
 	if (ok(fsck_fix("v.img", &rep) == 0, "r4_fsck -y, root node"))
-		ok(rep.repair.found.problems > 0 &&
-		   rep.repair.table_checks > 0,
-		   "root node: the tables are built (found %llu, tables "
-		   "%llu)", (unsigned long long)rep.repair.found.problems,
+		ok(rep.repair.found.problems > 0 && rep.repair.rebuilt &&
+		   rep.repair.rounds >= 2 && rep.repair.table_checks == 1,
+		   "root node: the tables are built for the rebuild alone "
+		   "(found %llu, rounds %llu, tables %llu)",
+		   (unsigned long long)rep.repair.found.problems,
+		   (unsigned long long)rep.repair.rounds,
 		   (unsigned long long)rep.repair.table_checks);
+	ok(eu_check("v.img"), "root node: r4_check is clean after");
 	eu_fini();
 	return tap_done();
 }
