@@ -79,6 +79,8 @@ void r4cmd_env_repair(struct r4_repair_opts *o)
 		o->rebuild_run_bytes = (size_t)v;
 	if (env_u64("R4_REBUILD_SPILL_BYTES", &v) && v && v <= SIZE_MAX)
 		o->rebuild_spill_bytes = (size_t)v;
+	if (getenv("R4_REBUILD_OBJS_IN_MEMORY"))
+		o->rebuild_objs_in_memory = 1;
 }
 
 void r4cmd_env_vol(struct r4_vol *vol)

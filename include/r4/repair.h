@@ -74,6 +74,10 @@ struct r4_repair_opts {
 	 * them there past this many bytes (2 nodes at least) whether the
 	 * volume has room or not. */
 	size_t rebuild_spill_bytes;
+	/* The check's objects the rebuild may look up (40 bytes a file)
+	 * wait in a temporary file in $TMPDIR, in memory when it cannot
+	 * take them. Tests: nonzero keeps them in memory. */
+	int rebuild_objs_in_memory;
 };
 
 struct r4_repair_report {

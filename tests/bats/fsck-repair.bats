@@ -66,14 +66,18 @@ repaired() {
 # memory (the image itself goes on to fsck.reiser4, which writes its
 # journal header), and as a fourth copy whose new nodes past two wait in
 # a temporary file until the commit (R4_REBUILD_SPILL_BYTES, as on a
-# volume without room to spare). One clock for all.
+# volume without room to spare), and as a fifth whose check's objects
+# the rebuild looks up stay in memory, not in a scratch file in $TMPDIR
+# (R4_REBUILD_OBJS_IN_MEMORY, as when $TMPDIR cannot take them). One
+# clock for all.
 rebuilt() {
-	local img=$1 spilled sst nodes nst
+	local img=$1 spilled sst nodes nst objs ost
 	export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(date +%s)}
 	mkdir -p "$T/spill" "$T/nspill"
 	cp --sparse=always "$img" "$T/spill.img"
 	cp --sparse=always "$img" "$T/mem.img"
 	cp --sparse=always "$img" "$T/nodes.img"
+	cp --sparse=always "$img" "$T/objs.img"
 	run env TMPDIR="$T/spill" R4_REBUILD_RUN_BYTES=1 \
 		r4fsck -y --json "$T/spill.img"
 	spilled=${output//"$T/spill.img"/"$img"}
@@ -82,6 +86,9 @@ rebuilt() {
 		r4fsck -y --json "$T/nodes.img"
 	nodes=${output//"$T/nodes.img"/"$img"}
 	nst=$status
+	run env R4_REBUILD_OBJS_IN_MEMORY=1 r4fsck -y --json "$T/objs.img"
+	objs=${output//"$T/objs.img"/"$img"}
+	ost=$status
 	r4fsck -y -q "$T/mem.img" || true
 	repaired "$@"
 	[[ "$first" == *'"rebuilt":true'* ]]
@@ -89,9 +96,12 @@ rebuilt() {
 	[ "$spilled" = "$first" ]
 	[ "$nst" -eq 1 ]
 	[ "$nodes" = "$first" ]
+	[ "$ost" -eq 1 ]
+	[ "$objs" = "$first" ]
 	cmp "$T/mem.img" "$T/spill.img"
 	cmp "$T/mem.img" "$T/nodes.img"
-	rm -f "$T/spill.img" "$T/mem.img" "$T/nodes.img"
+	cmp "$T/mem.img" "$T/objs.img"
+	rm -f "$T/spill.img" "$T/mem.img" "$T/nodes.img" "$T/objs.img"
 }
 
 # kept IMAGE [ERE...]: every file (not directory) of the good image's
