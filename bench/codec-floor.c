@@ -15,7 +15,15 @@
  * the compression, the CPU seconds of the process and the bytes in and
  * out, so that bench/codec-floor.sh can divide r4pack's time by it.
  *
- *   codec-floor lzo1|gzip1|zstd1 CLUSTER_BYTES THREADS DIR
+ * With OUT, it also does two things the format asks of every build that
+ * the bare floor leaves out (r4pack cannot skip them): each cluster that
+ * compresses to less than itself less 4 bytes gets the Adler-32 a
+ * compressed disk cluster ends with (doc/compress.md §3.2; zlib's
+ * adler32), and every disk cluster (those, or the plain bytes) is
+ * written to the file OUT, back to back in pwrites of 1 MiB, as r4pack
+ * writes its image. Still no tree, no walk of the source on the clock.
+ *
+ *   codec-floor lzo1|gzip1|zstd1 CLUSTER_BYTES THREADS DIR [OUT]
  *
  * Built by bench/codec-floor.sh: cc -O2 codec-floor.c -llzo2 -lz -lzstd
  * -lpthread. Not part of r4kit: a yardstick. */
@@ -54,6 +62,50 @@ static size_t csize, chunk;
 static enum algo algo;
 static atomic_size_t next;
 static atomic_ullong in_total, out_total, ncl_total;
+static int outfd = -1;		/* OUT, or -1 */
+static atomic_ullong outpos;	/* where the next write goes in OUT */
+#define WBUF (1u << 20)
+
+struct wbuf {			/* a thread's disk clusters for OUT */
+	uint8_t *b;
+	size_t n;
+};
+
+static void wflush(struct wbuf *w)
+{
+	unsigned long long at = atomic_fetch_add(&outpos, w->n);
+
+	if (w->n && pwrite(outfd, w->b, w->n, (off_t)at) != (ssize_t)w->n) {
+		fprintf(stderr, "codec-floor: cannot write OUT\n");
+		exit(2);
+	}
+	w->n = 0;
+}
+
+static void wput(struct wbuf *w, const void *p, size_t n)
+{
+	if (w->n + n > WBUF)
+		wflush(w);
+	memcpy(w->b + w->n, p, n);
+	w->n += n;
+}
+
+/* One disk cluster to OUT: the stream and its Adler-32 when that
+ * saves, else the plain bytes. */
+static void seal_put(struct wbuf *w, const uint8_t *plain, size_t len,
+		     const uint8_t *dst, size_t m)
+{
+	if (m + 4 < len) {
+		uLong a = adler32(1, dst, (uInt)m);
+		uint8_t sum[4] = { (uint8_t)a, (uint8_t)(a >> 8),
+				   (uint8_t)(a >> 16), (uint8_t)(a >> 24) };
+
+		wput(w, dst, m);
+		wput(w, sum, 4);
+	} else {
+		wput(w, plain, len);
+	}
+}
 
 static void *xmalloc(size_t n)
 {
@@ -112,6 +164,7 @@ static void *worker(void *arg)
 	size_t cap = csize + csize / 16 + 4096;
 	uint8_t *dst = xmalloc(cap);
 	uint8_t *buf = xmalloc(chunk);
+	struct wbuf w = { outfd >= 0 ? xmalloc(WBUF) : NULL, 0 };
 	void *wrk = xmalloc(LZO1X_1_MEM_COMPRESS);
 	ZSTD_CCtx *zc = ZSTD_createCCtx();
 	unsigned long long in = 0, out = 0, ncl = 0;
@@ -139,12 +192,14 @@ static void *worker(void *arg)
 				const uint8_t *p = buf + off;
 				size_t len = n - off < csize ? n - off : csize;
 
+				size_t m;
+
 				ncl++;
 				if (algo == LZO1) {
-					lzo_uint m = cap;
+					lzo_uint lm = cap;
 
-					lzo1x_1_compress(p, len, dst, &m, wrk);
-					out += m;
+					lzo1x_1_compress(p, len, dst, &lm, wrk);
+					m = lm;
 				} else if (algo == GZIP1) {
 					deflateReset(&z);
 					z.next_in = (Bytef *)(uintptr_t)p;
@@ -152,19 +207,25 @@ static void *worker(void *arg)
 					z.next_out = dst;
 					z.avail_out = (uInt)cap;
 					deflate(&z, Z_FINISH);
-					out += cap - z.avail_out;
+					m = cap - z.avail_out;
 				} else {
 					size_t r = ZSTD_compressCCtx(zc, dst,
 							cap, p, len, 3);
 
-					out += ZSTD_isError(r) ? len : r;
+					m = ZSTD_isError(r) ? len : r;
 				}
+				out += m;
+				if (w.b)
+					seal_put(&w, p, len, dst, m);
 			}
 			if (n < chunk)
 				break;
 		}
 		close(fd);
 	}
+	if (w.b)
+		wflush(&w);
+	free(w.b);
 	atomic_fetch_add(&in_total, in);
 	atomic_fetch_add(&out_total, out);
 	atomic_fetch_add(&ncl_total, ncl);
@@ -199,9 +260,14 @@ int main(int argc, char **argv)
 	double t0, c0;
 	long nth;
 
-	if (argc != 5) {
+	if (argc != 5 && argc != 6) {
 		fprintf(stderr, "usage: codec-floor lzo1|gzip1|zstd1 "
-			"CLUSTER_BYTES THREADS DIR\n");
+			"CLUSTER_BYTES THREADS DIR [OUT]\n");
+		return 2;
+	}
+	if (argc == 6 && (outfd = open(argv[5], O_WRONLY | O_CREAT |
+				       O_TRUNC | O_CLOEXEC, 0644)) < 0) {
+		fprintf(stderr, "codec-floor: %s: cannot create\n", argv[5]);
 		return 2;
 	}
 	algo = !strcmp(argv[1], "lzo1") ? LZO1 : !strcmp(argv[1], "gzip1") ?

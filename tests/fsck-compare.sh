@@ -34,7 +34,11 @@ esac
 if [ "$n" -eq 0 ] || [ ! -f "$img" ] || [ -n "${R4_FAULT:-}" ]; then
 	exec "$NEW" "$@"
 fi
-d=$(mktemp -d "${TMPDIR:-/tmp}/fsckcmp.XXXXXX")
+# A test may point TMPDIR at a folder that is not there (the repair's
+# runs then fail on purpose): the copy goes to /tmp then.
+tmp=${TMPDIR:-/tmp}
+[ -d "$tmp" ] || tmp=/tmp
+d=$(mktemp -d "$tmp/fsckcmp.XXXXXX") || exit 8
 # The old build's -z path, standing to its copy as the test's path to
 # the image: the copy itself, a link to the copy, a copy of an undo file
 # that is there already, or a fresh path.

@@ -345,6 +345,8 @@ void print_repair_json_end(const char *path,
 	       (unsigned long long)r->blocks_claimed);
 	printf(",\"blocks_copied\":%llu",
 	       (unsigned long long)r->blocks_copied);
+	printf(",\"nodes_spilled\":%llu",
+	       (unsigned long long)r->nodes_spilled);
 	printf(",\"preen_refused\":%s,\"tree_damaged\":%s",
 	       r->preen_refused ? "true" : "false",
 	       r->tree_damaged ? "true" : "false");

@@ -156,7 +156,8 @@ int pack_create_layers(struct create_job *j, const char *target)
 		r4cmd_error(&err, j->image, err.code);
 		rc = r4cmd_busy_exit(&err, EXIT_FAILED);
 	} else if (!rc && !in_place &&
-		   (pack_fsync_path(tmp) || rename(tmp, target))) {
+		   (pack_fsync_path(tmp) || rename(tmp, target) ||
+		    pack_fsync_dir_of(target))) {
 		r4cmd_errorf("%s: %s", j->image, strerror(errno));
 		rc = EXIT_FAILED;
 	}

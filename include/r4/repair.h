@@ -106,6 +106,10 @@ struct r4_repair_report {
 	/* Blocks claimed twice: copies made for the owners that did not
 	 * keep them (nothing lost). */
 	uint64_t blocks_copied;
+	/* Writes of a tree rebuild's new nodes to its temporary file
+	 * (rebuild_spill_bytes: a volume short of room), a node written
+	 * there again counted again. */
+	uint64_t nodes_spilled;
 	int rebuilt;				/* the tree was rebuilt */
 	/* Why problems were left: preen found one it may not fix (nothing
 	 * was changed then); the tree is damaged in ways the repair does

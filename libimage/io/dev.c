@@ -105,6 +105,42 @@ static const struct io_ops file_ops = {
 	.resize = file_resize, .close = file_close
 };
 
+int io_sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int fd, rc = 0;
+
+	if (!slash)
+		dir = strdup(".");
+	else
+		dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd))
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return rc;
+}
+
+int io_file_id(const struct io_dev *dev, uint64_t id[3])
+{
+	const struct file_priv *p = dev->priv;
+	struct stat st;
+
+	if (dev->ops != &file_ops || p->fd < 0)
+		return -EOPNOTSUPP;
+	if (fstat(p->fd, &st))
+		return -errno;
+	id[0] = (uint64_t)st.st_dev;
+	id[1] = (uint64_t)st.st_ino;
+	id[2] = p->base;
+	return 0;
+}
+
 static int dev_size(int fd, const struct stat *st, uint64_t *size)
 {
 	if (S_ISBLK(st->st_mode)) {

@@ -3,6 +3,7 @@
 #include "config.h"
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +11,22 @@
 #include "libimage/io/fault.h"
 #include "libimage/util/err.h"
 
-struct held {			/* a write held until the next sync */
+struct held {			/* a write held until its file's next sync */
+	size_t file;		/* in r4_fault.files */
 	uint64_t off;
 	size_t len;
 	uint8_t *data;
 };
+
+/* A file opened with the power object: held writes belong to it, not
+ * to the open that issued them (a close does not make them durable; a
+ * sync through any open of it does). */
+struct hfile {
+	uint64_t id[3];		/* io_file_id: device, inode, window */
+	char *path;		/* to write them when no open is left */
+};
+
+struct fault_priv;
 
 /* One power cut for the devices opened with it: they count their
  * writes together (the N of the spec is the N-th write to any of them),
@@ -29,15 +41,24 @@ struct r4_fault {
 	void *report_ctx;
 	io_fault_sync_fn sync_fn;
 	void *sync_ctx;
+	struct hfile *files;
+	size_t nfiles, capfiles;
+	struct held *held;	/* every file's, in the order issued */
+	size_t nheld, capheld;
+	struct fault_priv *opens;	/* the devices open now */
+	/* The held writes are one list for every open of every file:
+	 * threads that use devices of one power object take turns
+	 * (recursive: the end may close what it opened) */
+	pthread_mutex_t mu;
 };
 
 struct fault_priv {
 	struct io_dev lower;	/* the wrapped backend */
 	struct r4_fault *power;
+	struct fault_priv *next;	/* in power->opens */
+	size_t file;		/* in power->files */
 	uint64_t writes, syncs;
 	int cut, fired;
-	struct held *held;
-	size_t nheld, capheld;
 };
 
 int io_fault_parse(const char *s, struct io_fault_spec *out)
@@ -122,15 +143,64 @@ struct r4_fault *io_fault_new(const struct io_fault_spec *spec,
 		return NULL;
 	f->spec = *spec;
 	f->refs = 1;
+	{
+		pthread_mutexattr_t a;
+
+		if (pthread_mutexattr_init(&a) ||
+		    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE) ||
+		    pthread_mutex_init(&f->mu, &a)) {
+			free(f);
+			return NULL;
+		}
+		pthread_mutexattr_destroy(&a);
+	}
 	f->report_fn = report;
 	f->report_ctx = ctx;
 	return f;
 }
 
+static int held_out(struct r4_fault *f, const uint8_t *keep);
+
+static void held_free(struct r4_fault *f)
+{
+	for (size_t i = 0; i < f->nheld; i++)
+		free(f->held[i].data);
+	free(f->held);
+	for (size_t i = 0; i < f->nfiles; i++)
+		free(f->files[i].path);
+	free(f->files);
+}
+
+/* The process ends without a cut: every held write reaches its file,
+ * as the page cache would write it. */
+int io_fault_end(struct r4_fault *f)
+{
+	int rc = 0;
+
+	if (!f)
+		return 0;
+	pthread_mutex_lock(&f->mu);
+	if (!f->cut && f->nheld)
+		rc = held_out(f, NULL);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
 void io_fault_put(struct r4_fault *f)
 {
-	if (f && !--f->refs)
-		free(f);
+	unsigned left;
+
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	left = --f->refs;
+	pthread_mutex_unlock(&f->mu);
+	if (left)
+		return;
+	(void)io_fault_end(f);	/* no one left to tell: see fault.h */
+	held_free(f);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
 }
 
 void io_fault_on_sync(struct r4_fault *f, io_fault_sync_fn fn, void *ctx)
@@ -156,95 +226,163 @@ static void note(struct fault_priv *p)
 	p->power->last.fired = p->fired;
 }
 
-static void held_drop(struct fault_priv *p)
+/* Drop the held writes of file (all: file == SIZE_MAX). */
+static void held_drop(struct r4_fault *f, size_t file)
 {
-	for (size_t i = 0; i < p->nheld; i++)
-		free(p->held[i].data);
-	p->nheld = 0;
+	size_t k = 0;
+
+	for (size_t i = 0; i < f->nheld; i++) {
+		if (file == SIZE_MAX || f->held[i].file == file)
+			free(f->held[i].data);
+		else
+			f->held[k++] = f->held[i];
+	}
+	f->nheld = k;
 }
 
-static int held_flush(struct fault_priv *p)
+/* Write the held writes of file that keep says (NULL: all), in the
+ * order issued, through an open of it, or else through a plain open of
+ * its path (its last open closed before). */
+static int held_out_file(struct r4_fault *f, size_t file,
+			 const uint8_t *keep)
+{
+	struct io_window win = { .offset = f->files[file].id[2] };
+	struct io_dev *dev = NULL, *raw = NULL;
+	struct r4_error err = { 0 };
+	uint64_t id[3];
+	int rc = 0;
+
+	for (struct fault_priv *p = f->opens; p && !dev; p = p->next)
+		if (p->file == file)
+			dev = &p->lower;
+	for (size_t i = 0; i < f->nheld && !rc; i++) {
+		const struct held *h = &f->held[i];
+
+		if (h->file != file || (keep && !keep[i]))
+			continue;
+		if (!dev) {
+			rc = io_open_win(f->files[file].path, IO_RDWR, &win,
+					 &raw, NULL, &err);
+			if (!rc && (io_file_id(raw, id) ||
+				    memcmp(id, f->files[file].id, sizeof(id))))
+				rc = -ESTALE;	/* another file now */
+			dev = raw;
+		}
+		if (!rc)
+			rc = dev->ops->pwrite(dev, h->data, h->len, h->off);
+	}
+	if (raw)
+		io_close(raw);
+	return rc;
+}
+
+/* Write out the held writes keep says (NULL: all), then drop them all;
+ * the first error (a file that could not take them, or another file
+ * under its path now: -ESTALE), after trying every file. */
+static int held_out(struct r4_fault *f, const uint8_t *keep)
 {
 	int rc = 0;
 
-	for (size_t i = 0; i < p->nheld && !rc; i++)
-		rc = p->lower.ops->pwrite(&p->lower, p->held[i].data,
-					  p->held[i].len, p->held[i].off);
-	held_drop(p);
+	for (size_t file = 0; file < f->nfiles; file++) {
+		int r = held_out_file(f, file, keep);
+
+		if (r && !rc)
+			rc = r;
+	}
+	held_drop(f, SIZE_MAX);
+	return rc;
+}
+
+/* A sync through an open of a file: its held writes reach the disk. */
+static int held_flush(struct fault_priv *p)
+{
+	struct r4_fault *f = p->power;
+	int rc = 0;
+
+	for (size_t i = 0; i < f->nheld && !rc; i++)
+		if (f->held[i].file == p->file)
+			rc = p->lower.ops->pwrite(&p->lower, f->held[i].data,
+						  f->held[i].len,
+						  f->held[i].off);
+	held_drop(f, p->file);
 	return rc;
 }
 
 /* A power cut at a held write (keep-subset): the newest held write
- * reaches the disk, and of the older ones those that seed picks (none
- * with seed 0), in the order they were issued; the rest are lost. */
-static int held_keep_subset(struct fault_priv *p, uint64_t seed,
-			    uint64_t n)
+ * reaches the disk, and of the older ones (of every file) those that
+ * seed picks (none with seed 0), in the order they were issued; the
+ * rest are lost. */
+static int held_keep_subset(struct r4_fault *f, uint64_t seed, uint64_t n)
 {
 	/* the cut point in the draws too: one seed, another subset at
 	 * each point */
 	uint64_t x = seed ^ (n * 0xd1342543de82ef95ULL);
-	int rc = 0;
+	uint8_t *keep = calloc(f->nheld ? f->nheld : 1, 1);
+	int rc;
 
-	for (size_t i = 0; i < p->nheld && !rc; i++) {
-		int keep = i + 1 == p->nheld;
-
-		if (!keep && seed) {
+	if (!keep) {
+		held_drop(f, SIZE_MAX);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < f->nheld; i++) {
+		keep[i] = i + 1 == f->nheld;
+		if (!keep[i] && seed) {
 			/* splitmix64: one draw a held write */
 			uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
 
 			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 			z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-			keep = (int)((z ^ (z >> 31)) & 1);
+			keep[i] = (uint8_t)((z ^ (z >> 31)) & 1);
 		}
-		if (keep)
-			rc = p->lower.ops->pwrite(&p->lower, p->held[i].data,
-						  p->held[i].len,
-						  p->held[i].off);
 	}
-	held_drop(p);
+	rc = held_out(f, keep);
+	free(keep);
 	return rc;
 }
 
 static int held_add(struct fault_priv *p, const void *buf, size_t len,
 		    uint64_t off)
 {
+	struct r4_fault *f = p->power;
 	struct held *h;
 
-	if (R4_RESERVE(p->held, p->capheld, p->nheld + 1, 64))
+	if (R4_RESERVE(f->held, f->capheld, f->nheld + 1, 64))
 		return -ENOMEM;
-	h = &p->held[p->nheld];
+	h = &f->held[f->nheld];
 	h->data = malloc(len);
 	if (!h->data)
 		return -ENOMEM;
 	memcpy(h->data, buf, len);
+	h->file = p->file;
 	h->off = off;
 	h->len = len;
-	p->nheld++;
+	f->nheld++;
 	return 0;
 }
 
 /* Reads see the held writes, oldest first. */
-static int fault_pread(struct io_dev *dev, void *buf, size_t len,
-		       uint64_t off)
+static int fault_pread_locked(struct io_dev *dev, void *buf, size_t len,
+			      uint64_t off)
 {
 	struct fault_priv *p = dev->priv;
+	const struct r4_fault *f = p->power;
 	int rc = p->lower.ops->pread(&p->lower, buf, len, off);
 
-	for (size_t i = 0; !rc && i < p->nheld; i++) {
-		const struct held *h = &p->held[i];
+	for (size_t i = 0; !rc && i < f->nheld; i++) {
+		const struct held *h = &f->held[i];
 		uint64_t lo = off > h->off ? off : h->off;
 		uint64_t hi = off + len < h->off + h->len ? off + len :
 			      h->off + h->len;
 
-		if (lo < hi)
+		if (h->file == p->file && lo < hi)
 			memcpy((uint8_t *)buf + (lo - off),
 			       h->data + (lo - h->off), (size_t)(hi - lo));
 	}
 	return rc;
 }
 
-static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
-			uint64_t off)
+static int fault_pwrite_locked(struct io_dev *dev, const void *buf,
+			       size_t len, uint64_t off)
 {
 	struct fault_priv *p = dev->priv;
 	struct r4_fault *power = p->power;
@@ -276,10 +414,10 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 		rc = held_add(p, buf, len, off);
 		if (!rc && n == power->spec.n) {
 			if (power->spec.mode == IO_FAULT_KEEP_SUBSET)
-				rc = held_keep_subset(p, power->spec.seed,
+				rc = held_keep_subset(power, power->spec.seed,
 						      power->spec.n);
 			else
-				held_drop(p);
+				held_drop(power, SIZE_MAX);
 			p->cut = p->fired = power->cut = 1;
 			note(p);
 		}
@@ -295,22 +433,54 @@ static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
 	return rc;
 }
 
-static int fault_sync(struct io_dev *dev)
+static int fault_sync_locked(struct io_dev *dev)
 {
 	struct fault_priv *p = dev->priv;
 	int rc;
 
 	p->syncs++;
 	note(p);
-	if (p->cut || p->power->cut) {
-		if (p->power->cut)
-			held_drop(p);	/* the power went: unsynced is lost */
-		return 0;
-	}
+	if (p->cut || p->power->cut)
+		return 0;	/* the power went: the cut dropped the held */
 	if (p->power->sync_fn)
 		p->power->sync_fn(p->power->sync_ctx, p->power->writes);
 	rc = held_flush(p);
 	return rc ? rc : p->lower.ops->sync(&p->lower);
+}
+
+static int fault_pread(struct io_dev *dev, void *buf, size_t len,
+		       uint64_t off)
+{
+	struct r4_fault *f = ((struct fault_priv *)dev->priv)->power;
+	int rc;
+
+	pthread_mutex_lock(&f->mu);
+	rc = fault_pread_locked(dev, buf, len, off);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+static int fault_pwrite(struct io_dev *dev, const void *buf, size_t len,
+			uint64_t off)
+{
+	struct r4_fault *f = ((struct fault_priv *)dev->priv)->power;
+	int rc;
+
+	pthread_mutex_lock(&f->mu);
+	rc = fault_pwrite_locked(dev, buf, len, off);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+static int fault_sync(struct io_dev *dev)
+{
+	struct r4_fault *f = ((struct fault_priv *)dev->priv)->power;
+	int rc;
+
+	pthread_mutex_lock(&f->mu);
+	rc = fault_sync_locked(dev);
+	pthread_mutex_unlock(&f->mu);
+	return rc;
 }
 
 static int fault_resize(struct io_dev *dev, uint64_t size)
@@ -330,21 +500,26 @@ static int fault_resize(struct io_dev *dev, uint64_t size)
 	return rc;
 }
 
-/* Without a cut, held writes reach the disk at close (as the page cache
- * would write them eventually). */
+/* A close does not make the held writes durable: they stay with the
+ * file, for a sync through a later open of it, the power cut, or the end
+ * (io_fault_end, io_fault_put). */
 static void fault_close(struct io_dev *dev)
 {
 	struct fault_priv *p = dev->priv;
+	struct r4_fault *f = p->power;
+	struct fault_priv **pp = &f->opens;
 
-	if (!p->cut && !p->power->cut)
-		held_flush(p);
-	held_drop(p);
-	free(p->held);
+	pthread_mutex_lock(&f->mu);
+	while (*pp && *pp != p)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = p->next;
 	note(p);
-	if (p->power->report_fn)
-		p->power->report_fn(p->power->report_ctx, &p->power->last);
+	if (f->report_fn)
+		f->report_fn(f->report_ctx, &f->last);
 	p->lower.ops->close(&p->lower);
-	io_fault_put(p->power);
+	pthread_mutex_unlock(&f->mu);
+	io_fault_put(f);
 	free(p);
 }
 
@@ -352,6 +527,42 @@ static const struct io_ops fault_ops = {
 	.pread = fault_pread, .pwrite = fault_pwrite, .sync = fault_sync,
 	.resize = fault_resize, .close = fault_close
 };
+
+/* The file of dev among f's (a new one when first seen; a device that
+ * is no plain file is a file of its own). 0 or -ENOMEM. */
+static int file_of(struct r4_fault *f, const struct io_dev *dev,
+		   size_t *out)
+{
+	uint64_t id[3];
+	int known = !io_file_id(dev, id);
+	struct hfile *h;
+
+	for (size_t i = 0; known && i < f->nfiles; i++)
+		if (!memcmp(f->files[i].id, id, sizeof(id))) {
+			*out = i;
+			return 0;
+		}
+	if (R4_RESERVE(f->files, f->capfiles, f->nfiles + 1, 4))
+		return -ENOMEM;
+	h = &f->files[f->nfiles];
+	memset(h, 0, sizeof(*h));
+	if (known)
+		memcpy(h->id, id, sizeof(id));
+	else
+		h->id[0] = h->id[1] = UINT64_MAX;	/* matches none */
+	h->path = strdup(dev->path ? dev->path : "");
+	if (!h->path)
+		return -ENOMEM;
+	*out = f->nfiles++;
+	return 0;
+}
+
+int io_fault_down(const struct io_dev *dev)
+{
+	const struct fault_priv *p = dev->priv;
+
+	return dev->ops == &fault_ops && (p->cut || p->power->cut);
+}
 
 int io_fault_attach(struct io_dev *dev, struct r4_fault *f,
 		    struct r4_error *err)
@@ -361,11 +572,18 @@ int io_fault_attach(struct io_dev *dev, struct r4_fault *f,
 	if (!f)
 		return 0;
 	p = calloc(1, sizeof(*p));
-	if (!p)
+	pthread_mutex_lock(&f->mu);
+	if (!p || file_of(f, dev, &p->file)) {
+		pthread_mutex_unlock(&f->mu);
+		free(p);
 		return r4i_fail(err, -ENOMEM, "%s: out of memory", dev->path);
+	}
 	p->lower = *dev;
 	p->power = f;
+	p->next = f->opens;
+	f->opens = p;
 	f->refs++;
+	pthread_mutex_unlock(&f->mu);
 	dev->ops = &fault_ops;
 	dev->priv = p;
 	memset(&f->last, 0, sizeof(f->last));

@@ -14,9 +14,10 @@
  *                    process goes on; the caller closes and reopens);
  *   torn-write=N     the N-th write puts only its first half on disk,
  *                    then the cut as above;
- *   drop-unsynced=N  writes are held in memory until the next sync
- *                    (reads see them); after the N-th write the power
- *                    goes: the held writes are lost, later ones dropped;
+ *   drop-unsynced=N  writes are held in memory until the next sync of
+ *                    their file (reads see them); after the N-th write
+ *                    the power goes: the held writes are lost, later
+ *                    ones dropped;
  *   keep-subset=N[:S]  writes are held as for drop-unsynced; after the
  *                    N-th write the power goes, the N-th write reaches
  *                    the disk, and of the writes held before it (issued
@@ -25,6 +26,18 @@
  *                    that wrote a later write but not an earlier one, as
  *                    it may between two syncs; later writes dropped;
  *   count            no fault, counting only.
+ *
+ * Held writes belong to the file (device and inode numbers, and the
+ * window), not to the open that issued them, as the page cache holds
+ * them: a close does not write them; a later open of the same file reads
+ * them, and a sync through any open of it writes them; at the cut the
+ * held writes of every file follow the mode's rule (those of a file no
+ * longer open are written through a plain open of its path); a run that
+ * ends without a cut writes them all (io_fault_end). A sync of one file
+ * leaves another's held. Only the devices opened with the object are
+ * modelled: not the undo file (written and synced at once by the undo
+ * backend, which writes nothing after the cut: io_fault_down), nor the
+ * scratch files of io_open_fd_rw.
  *
  * The fault is a "power" object (struct r4_fault) that opens share: N
  * counts the writes of every device opened with the same object, and
@@ -88,6 +101,18 @@ typedef void (*io_fault_report_fn)(void *ctx,
 struct r4_fault *io_fault_new(const struct io_fault_spec *spec,
 			      io_fault_report_fn report, void *ctx);
 void io_fault_put(struct r4_fault *f);
+/* The process ends with no cut: the writes still held (drop-unsynced,
+ * keep-subset) reach their files, as the page cache would write them
+ * (io_fault_put does it too when it drops the last reference, and
+ * cannot say when that fails). 0, or the first error: a file that could
+ * not take them, or another file under its path now (-ESTALE; a device
+ * that is no plain file cannot be opened again once closed). The
+ * devices of one power object may be used from several threads (they
+ * take turns); a process that ends by _exit, abort or a signal skips
+ * the end (its held writes are lost, as at a cut, unreported), and a
+ * forked child that ends by exit would write the parent's held writes
+ * again: the tools fork none. */
+int io_fault_end(struct r4_fault *f);
 /* Called at each sync of a device of f that reaches the disk (none
  * after the cut), with the writes of every device of f so far: a
  * harness learns where the syncs fall, so it can cut just before one. */
@@ -102,5 +127,9 @@ void io_fault_last_stats(const struct r4_fault *f,
  * it). 0, or -ENOMEM. */
 int io_fault_attach(struct io_dev *dev, struct r4_fault *f,
 		    struct r4_error *err);
+
+/* 1 when dev is a device of the fault backend whose power went (the
+ * undo backend above it then writes its undo file no more either). */
+int io_fault_down(const struct io_dev *dev);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "r4/util.h"
+#include "libimage/io/fault.h"
 #include "libimage/io/undo.h"
 #include "libimage/util/err.h"
 #include "format/checksum.h"
@@ -122,7 +123,9 @@ static int save(struct undo_priv *p, uint64_t off, size_t len)
 	uint64_t first = off / UNDO_UNIT, last, size = p->lower.size;
 	int wrote = 0, rc;
 
-	if (!len)
+	/* a test's power cut (io/fault.h) stops the undo file's writes
+	 * too: the machine is off */
+	if (!len || io_fault_down(&p->lower))
 		return 0;
 	last = (off + len - 1) / UNDO_UNIT;
 	for (uint64_t u = first; u <= last; u++) {
@@ -298,7 +301,8 @@ static void undo_close(struct io_dev *dev)
 
 	/* A trailer that cannot be written leaves a file --undo refuses
 	 * (incomplete), never one that would be trusted. */
-	(void)write_trailer(p, dev->size);
+	if (!io_fault_down(&p->lower))
+		(void)write_trailer(p, dev->size);
 	p->lower.ops->close(&p->lower);
 	io_undo_put(p->u);
 	free(p);
@@ -322,8 +326,11 @@ static int undo_extend(struct r4_undo *undo, uint64_t size,
 		memcpy(hdr, UNDO_MAGIC, 8);
 		io_undo_put_le(hdr + 8, size, 8);
 		io_undo_put_le(hdr + 28, io_undo_crc(NULL, 0, hdr, 28), 4);
+		/* the new file's entry too: the volume changes next, and
+		 * an undo file lost with the power would be no undo */
 		if (fwrite(hdr, 1, sizeof(hdr), undo->f) != sizeof(hdr) ||
-		    fflush(undo->f) || fsync(fileno(undo->f)))
+		    fflush(undo->f) || fsync(fileno(undo->f)) ||
+		    io_sync_dir(undo->path))
 			return r4i_fail(err, -EIO, "%s: cannot write the undo "
 				       "file", undo->path);
 	} else if (undo->trailer_at) {
@@ -345,7 +352,7 @@ int io_undo_attach(struct io_dev *dev, struct r4_undo *undo,
 
 	if (!undo)
 		return 0;
-	rc = undo_extend(undo, dev->size, err);
+	rc = io_fault_down(dev) ? 0 : undo_extend(undo, dev->size, err);
 	if (rc)
 		return rc;
 	p = calloc(1, sizeof(*p));

@@ -4,7 +4,8 @@
  * without one is not, whatever other opens of the process do. Before a
  * write reaches the device, the old contents of each UNDO_UNIT-byte unit
  * it touches (the first time only) are appended to the undo file and
- * made durable (fsync), so the file always holds what a write may have
+ * made durable (fsync; the new file's directory entry too, before the
+ * first write), so the file always holds what a write may have
  * destroyed, even after a crash. The undo file (format 2):
  *
  *   header (32 bytes): "R4UNDO02", the device size when the file was

@@ -167,6 +167,11 @@ int obj_ccreg_enc_is(const struct obj_ccreg_enc *e, unsigned shift,
 	return e && e->shift == shift && e->alg == alg && e->mode == mode;
 }
 
+size_t obj_ccreg_enc_cap(const struct obj_ccreg_enc *e)
+{
+	return e->cap;
+}
+
 size_t obj_ccreg_enc_csize(const struct obj_ccreg_enc *e)
 {
 	return e->csize;
@@ -360,6 +365,7 @@ struct encfile {
 	int c0_hole;		/* cluster 0 without data, stored before
 				 * the first later cluster */
 	obj_ccreg_sink sink;
+	obj_ccreg_room room;	/* NULL: the encoder's own buffers */
 	void *sctx;
 };
 
@@ -396,6 +402,17 @@ static int enc_fill(struct encfile *f, uint64_t idx, size_t start,
 		uint64_t at = (idx + *k) << cc->shift;
 
 		j->lsize = fmt_cluster_lsize(r->size, idx + *k, cc->shift);
+		/* A cluster starting past the reader's chunk, while no
+		 * slot of the batch lies in it: on to the next chunk, so
+		 * that a cluster starting one is compressed where it lies
+		 * too, not copied (rd_fill would drop the chunk all the
+		 * same). */
+		if (!zc && r->cbuf && r->coff + r->clen <= at) {
+			r->cbuf = NULL;
+			rc = rd_next(r, err);
+			if (rc)
+				break;
+		}
 		/* A cluster inside the reader's chunk is compressed where
 		 * it is; the batch ends before the reader moves on (the
 		 * chunk lasts until then). */
@@ -415,40 +432,95 @@ static int enc_fill(struct encfile *f, uint64_t idx, size_t start,
 	return rc;
 }
 
-/* Hand the k compressed clusters of the batch (from idx) to the sink, in
- * order, as the compression mode decides. */
-static int enc_emit(struct encfile *f, uint64_t idx, size_t k,
+/* What goes before slot i's disk cluster: a hole is handed over
+ * (*hole set: nothing more for the slot), or cluster 0's zeros when it
+ * was one and this is the first cluster with data. */
+static int emit_before(struct encfile *f, uint64_t idx, size_t i,
+		       int *hole, struct r4_error *err)
+{
+	struct ccreg_job *j = &f->cc->batch[i];
+
+	*hole = !j->has_data;
+	if (*hole) {
+		if (idx + i == 0) {
+			f->c0_hole = 1;
+			return 0;
+		}
+		return f->sink(f->sctx, idx + i, NULL, 0, err);
+	}
+	if (!f->c0_hole)
+		return 0;
+	f->c0_hole = 0;
+	return sink_zero_c0(f->cc, f->r->size, f->sink, f->sctx, err);
+}
+
+/* Slot i's disk cluster to the sink, as the compression mode decides. */
+static int emit_one(struct encfile *f, uint64_t idx, size_t i,
 		    struct r4_error *err)
 {
 	struct obj_ccreg_enc *cc = f->cc;
-	int rc = 0;
+	struct ccreg_job *j = &cc->batch[i];
+	int kept = 0;
+
+	/* doc/compress.md §4.3: the mode's state decides whether the
+	 * (speculative) result counts. */
+	if (fmt_cmode_try(&f->m, cc->alg, idx + i, j->lsize)) {
+		kept = j->packed;
+		fmt_cmode_after(&f->m, kept, j->lsize == cc->csize);
+	}
+	return kept ? f->sink(f->sctx, idx + i, j->out, j->dlen, err) :
+		      f->sink(f->sctx, idx + i, j->src, j->lsize, err);
+}
+
+/* Hand the k compressed clusters of the batch (from idx) to the sink, in
+ * order. */
+static int enc_emit(struct encfile *f, uint64_t idx, size_t k,
+		    struct r4_error *err)
+{
+	int rc = 0, hole;
+
+	for (size_t i = 0; !rc && i < k; i++) {
+		rc = emit_before(f, idx, i, &hole, err);
+		if (!rc && !hole)
+			rc = emit_one(f, idx, i, err);
+	}
+	return rc;
+}
+
+/* The same on this thread alone, one slot at a time, each cluster from
+ * 'start' compressed straight into the room the sink gives for it (the
+ * sink then finds it in place): the bytes and calls of run_batch and
+ * enc_emit, less a copy, and less the compression of a cluster the
+ * mode's state already says it will store as it is (run_batch's
+ * threads compress ahead of that state and discard such results).
+ * Slots compressed before (start) keep theirs. */
+static int enc_direct(struct encfile *f, uint64_t idx, size_t start,
+		      size_t k, struct r4_error *err)
+{
+	struct obj_ccreg_enc *cc = f->cc;
+	int rc = 0, hole;
 
 	for (size_t i = 0; !rc && i < k; i++) {
 		struct ccreg_job *j = &cc->batch[i];
-		int kept = 0;
 
-		if (!j->has_data) {
-			if (idx + i == 0)
-				f->c0_hole = 1;
-			else
-				rc = f->sink(f->sctx, idx + i, NULL, 0, err);
+		rc = emit_before(f, idx, i, &hole, err);
+		if (rc || hole)
 			continue;
+		if (i >= start && !fmt_cmode_try(&f->m, cc->alg, idx + i,
+						 j->lsize)) {
+			/* the mode will store this cluster as it is
+			 * (emit_one asks the same state the same
+			 * question): no need to compress it */
+			j->packed = 0;
+			j->slen = SIZE_MAX;
+		} else if (i >= start) {
+			uint8_t *at = f->room(f->sctx, cc->cap);
+
+			j->out = at ? at : cc->out + i * cc->cap;
+			run_job(cc, cc->codec[0], j);
 		}
-		if (f->c0_hole) {
-			f->c0_hole = 0;
-			rc = sink_zero_c0(cc, f->r->size, f->sink, f->sctx,
-					  err);
-			if (rc)
-				break;
-		}
-		/* doc/compress.md §4.3: the mode's state decides whether
-		 * the (speculative) result counts. */
-		if (fmt_cmode_try(&f->m, cc->alg, idx + i, j->lsize)) {
-			kept = j->packed;
-			fmt_cmode_after(&f->m, kept, j->lsize == cc->csize);
-		}
-		rc = kept ? f->sink(f->sctx, idx + i, j->out, j->dlen, err) :
-			    f->sink(f->sctx, idx + i, j->src, j->lsize, err);
+		rc = emit_one(f, idx, i, err);
+		j->out = cc->out + i * cc->cap;	/* its own again */
 	}
 	return rc;
 }
@@ -457,8 +529,19 @@ int obj_ccreg_enc_file(struct obj_ccreg_enc *cc, struct obj_ccreg_rd *r,
 		       uint64_t first, int c0_done, obj_ccreg_sink sink,
 		       void *sctx, struct r4_error *err)
 {
-	struct encfile f = { cc, r, (r->size + cc->csize - 1) >> cc->shift,
-			     { 0 }, 0, sink, sctx };
+	return obj_ccreg_enc_file_to(cc, r, first, c0_done, sink, NULL, sctx,
+				     err);
+}
+
+int obj_ccreg_enc_file_to(struct obj_ccreg_enc *cc, struct obj_ccreg_rd *r,
+			  uint64_t first, int c0_done, obj_ccreg_sink sink,
+			  obj_ccreg_room room, void *sctx,
+			  struct r4_error *err)
+{
+	struct encfile f = { .cc = cc, .r = r,
+			     .n = (r->size + cc->csize - 1) >> cc->shift,
+			     .sink = sink, .room = cc->q ? NULL : room,
+			     .sctx = sctx };
 	uint64_t idx = first;
 	int rc = 0;
 
@@ -482,9 +565,13 @@ int obj_ccreg_enc_file(struct obj_ccreg_enc *cc, struct obj_ccreg_rd *r,
 		rc = enc_fill(&f, idx, start, &k, err);
 		if (rc)
 			break;
-		run_batch(cc, cc->batch + start, k - start);
+		if (f.room) {
+			rc = enc_direct(&f, idx, start, k, err);
+		} else {
+			run_batch(cc, cc->batch + start, k - start);
+			rc = enc_emit(&f, idx, k, err);
+		}
 		c0_done = 0;
-		rc = enc_emit(&f, idx, k, err);
 		idx += k;
 	}
 	return rc;

@@ -31,6 +31,9 @@ void obj_ccreg_enc_free(struct obj_ccreg_enc *e);
 int obj_ccreg_enc_is(const struct obj_ccreg_enc *e, unsigned shift,
 		     unsigned alg, unsigned mode);
 size_t obj_ccreg_enc_csize(const struct obj_ccreg_enc *e);
+/* The room one cluster's compression may take (more than the cluster:
+ * a codec's worst case, and the checksum). */
+size_t obj_ccreg_enc_cap(const struct obj_ccreg_enc *e);
 unsigned obj_ccreg_enc_shift(const struct obj_ccreg_enc *e);
 unsigned obj_ccreg_enc_mode(const struct obj_ccreg_enc *e);
 
@@ -74,6 +77,19 @@ typedef int (*obj_ccreg_sink)(void *sctx, uint64_t idx, const uint8_t *dc,
 int obj_ccreg_enc_file(struct obj_ccreg_enc *e, struct obj_ccreg_rd *r,
 		       uint64_t first, int c0_done, obj_ccreg_sink sink,
 		       void *sctx, struct r4_error *err);
+/* Where the next disk cluster may be made: at least need bytes, for a
+ * compression to go straight where the sink keeps it (the sink is then
+ * handed that address when the cluster stays compressed; otherwise the
+ * cluster's bytes from elsewhere, to be put at the same place). NULL:
+ * no room there, the encoder's own buffer is used. */
+typedef uint8_t *(*obj_ccreg_room)(void *sctx, size_t need);
+/* obj_ccreg_enc_file with room (NULL: none). Used only by an encoder
+ * made with one thread: one with workers compresses a batch at once,
+ * into its own buffers. The bytes handed over are the same. */
+int obj_ccreg_enc_file_to(struct obj_ccreg_enc *e, struct obj_ccreg_rd *r,
+			  uint64_t first, int c0_done, obj_ccreg_sink sink,
+			  obj_ccreg_room room, void *sctx,
+			  struct r4_error *err);
 
 /* conv fallback: the data again from the start (cluster 0 from the
  * encoder, then the rest of r) as an r4_data_fn. */

@@ -113,26 +113,6 @@ int obj_sd_get_txn(struct r4_txn *x, const struct r4_objref *ref,
 	return obj_sd_from_item(x->vol, &it, sd, err);
 }
 
-int obj_dir_account(struct r4_txn *x, const struct r4_objref *dir,
-		    int64_t dsize, int64_t dbytes, int64_t dnlink,
-		    struct r4_error *err)
-{
-	struct obj_sd sd;
-	int rc = obj_sd_get_txn(x, dir, &sd, err);
-
-	if (rc)
-		return rc;
-	sd.st.size += (uint64_t)dsize;
-	sd.st.rdev_or_bytes += (uint64_t)dbytes;
-	sd.st.nlink = (uint32_t)((int64_t)sd.st.nlink + dnlink);
-	sd.st.mtime = sd.st.ctime = x->now;
-	sd.st.mtime_ns = sd.st.ctime_ns = 0;
-	sd.st.mask |= 1u << FMT_SDEXT_UNIX;
-	rc = obj_sd_write(x, dir, &sd.st, 0, err);
-	obj_sd_put(&sd);
-	return rc;
-}
-
 /* ---- entries ---------------------------------------------------------- */
 
 /* The cde40 item of the directory whose key is the largest <= k. body
@@ -154,6 +134,7 @@ static void cde_free(struct cde *c)
 
 void obj_txn_scratch_free(struct r4_txn *x)
 {
+	obj_dsd_free(x);
 	free(x->cde_e);
 	free(x->cde_in);
 	free(x->cde_out[0]);

@@ -11,6 +11,7 @@
 #include "libimage/tree/modify.h"
 
 struct obj_ccreg_enc;
+struct obj_dsd;
 
 /* New regular files (ccreg_write.c): what the kernel would store in a
  * directory (doc/compress.md §5.1). */
@@ -66,6 +67,12 @@ struct r4_txn {
 	 * (one per transaction, not one per file) */
 	uint8_t *tail_buf;
 	size_t tail_bufcap;
+	/* obj_dir_account's last directories (dirsd.c): the stat data it
+	 * put for each, so that the next account of one patches the item
+	 * (tree_mod_patch) instead of reading and putting it again; an
+	 * item that no longer holds those bytes is read again (freed by
+	 * obj_txn_scratch_free) */
+	struct obj_dsd *dsd;
 };
 
 /* The blocks of nodes r4_txn_add_entry keeps in memory before it
@@ -81,6 +88,8 @@ int obj_sd_get_txn(struct r4_txn *x, const struct r4_objref *ref,
 
 /* Free what write.c keeps between entry changes. */
 void obj_txn_scratch_free(struct r4_txn *x);
+/* Free obj_dir_account's directories (dirsd.c). */
+void obj_dsd_free(struct r4_txn *x);
 
 /* A directory with the plugins its entries' keys use. */
 struct obj_dir {
@@ -104,7 +113,9 @@ int obj_sd_write(struct r4_txn *x, const struct r4_objref *ref,
 int obj_sd_delete(struct r4_txn *x, const struct r4_objref *ref,
 		  struct r4_error *err);
 /* Add to a directory's size, bytes and nlink; its mtime and ctime
- * become x->now. */
+ * become x->now. The stat data item changes at once (any reader sees
+ * it); a directory accounted lately is not read again while its item
+ * still holds what this put there. */
 int obj_dir_account(struct r4_txn *x, const struct r4_objref *dir,
 		    int64_t dsize, int64_t dbytes, int64_t dnlink,
 		    struct r4_error *err);

@@ -208,8 +208,9 @@ static int emit_dc(struct r4_pack *b, struct bobj *o, uint64_t idx,
 		fmt_key_body(&k, obj_locality(b, o), pack_obj_ordering(b, o),
 			     o->oid,
 			     base + done);
-		rc = pack_leaf_add(b, &k, FMT_ITEM_CTAIL40,
-				   n + FMT_CTAIL40_HDR_SIZE, &body, err);
+		/* every byte of the body is written below: not zeroed */
+		rc = pack_leaf_add_raw(b, &k, FMT_ITEM_CTAIL40,
+				       n + FMT_CTAIL40_HDR_SIZE, &body, err);
 		if (rc)
 			break;
 		body[0] = (uint8_t)shift;

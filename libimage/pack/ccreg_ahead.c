@@ -22,8 +22,9 @@
 /* ---- reading ahead ------------------------------------------------- */
 
 /* A buffer of at least size bytes for a job's disk clusters (the disk
- * clusters of a file never take more than its size): the smallest spare
- * that fits, else a new one. */
+ * clusters of a file never take more than its size; job_run asks for a
+ * cluster's worst case more, room_job's): the smallest spare that fits,
+ * else a new one. */
 static uint8_t *buf_take(struct ccreg_pipe *p, size_t size, size_t *cap)
 {
 	unsigned best = AHEAD_SPARE;
@@ -105,11 +106,22 @@ static int sink_job(void *sctx, uint64_t idx, const uint8_t *dc, size_t len,
 		return r4i_fail(err, -EIO, "disk cluster %llu past the "
 				"read-ahead buffer's %zu bytes",
 				(unsigned long long)idx, j->cap);
-	if (len) {	/* a hole: dc is NULL (memcpy must not see it) */
+	/* a hole: dc is NULL (memcpy must not see it); a cluster
+	 * compressed where room_job put it is in place already */
+	if (len && dc != j->data + j->used)
 		memcpy(j->data + j->used, dc, len);	/* <= the cluster's */
-		j->used += len;
-	}
+	j->used += len;
 	return 0;
+}
+
+/* The encoder compresses each cluster straight into the job's buffer,
+ * past the clusters before it (buf_take leaves a cluster's worst case
+ * of room past the file's size). */
+static uint8_t *room_job(void *sctx, size_t need)
+{
+	struct ccreg_job *j = sctx;
+
+	return j->cap - j->used >= need ? j->data + j->used : NULL;
 }
 
 /* One file on a worker: conv's test, then (full) every disk cluster
@@ -140,8 +152,8 @@ static void job_run(struct r4_pack *b, struct obj_ccreg_enc *e,
 	r.eof = 0;
 	rc = obj_ccreg_enc_conv_first(e, &r, &keep, &err);
 	if (!rc && keep && j->full) {
-		j->data = buf_take(&b->ccreg->pipe, (size_t)o->size,
-				   &j->cap);
+		j->data = buf_take(&b->ccreg->pipe, (size_t)o->size +
+				   obj_ccreg_enc_cap(e), &j->cap);
 		j->len = calloc((size_t)n, sizeof(*j->len));
 		if (!j->data || !j->len)
 			rc = r4i_fail(&err, -ENOMEM, "%s: out of memory", path);
@@ -149,9 +161,9 @@ static void job_run(struct r4_pack *b, struct obj_ccreg_enc *e,
 		 * (zeros when the input has none there, doc/compress.md
 		 * §3.4.1) */
 		if (!rc)
-			rc = obj_ccreg_enc_file(e, &r, 0,
-					    obj_ccreg_enc_c0_done(e, o->size),
-					    sink_job, j, &err);
+			rc = obj_ccreg_enc_file_to(e, &r, 0,
+					obj_ccreg_enc_c0_done(e, o->size),
+					sink_job, room_job, j, &err);
 		if (!rc)
 			rc = obj_ccreg_rd_finish(&r, &err);
 	}

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uuid/uuid.h>
+#include "libimage/io/dev.h"
 #include "libimage/pack/packer.h"
 #include "libimage/pack/ccreg.h"
 #include "libimage/util/err.h"
@@ -422,6 +423,13 @@ static int finish(struct r4_pack *b, struct r4_pack_result *res,
 	r4_tmpfile_forget(b->tmp);
 	free(b->tmp);
 	b->tmp = NULL;
+	/* its name too: after a power cut the new image is there, not the
+	 * file it replaced (or none) */
+	if (!b->in_place && (rc = io_sync_dir(b->target)))
+		return r4i_fail(err, rc, "%s: made and in place, but its "
+				"directory could not be synced (a power cut "
+				"may still lose the new name): %s",
+				b->target, strerror(-rc));
 	if (res) {
 		memset(res, 0, sizeof(*res));
 		res->block_count = b->m.sb.block_count;

@@ -488,6 +488,7 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 		r4_txn_abort(x);
 		return rc;
 	}
+	b->R->r->nodes_spilled += txn_spilled(x->t);
 	rc = r4_txn_commit(x, err);
 	if (!rc) {
 		b->R->r->transactions++;

@@ -193,6 +193,76 @@ int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
 	return tmod_oom(err);
 }
 
+/* The item of key k in the leaf at the end of p when tmod_dc_put
+ * would replace it the quick way, in place, by one of plugin pid and
+ * len bytes (the same plugin and length, not one a pass joins, the
+ * leaf's bytes unchanged and at least half a node, its first key its
+ * pointer's): the cached item, else NULL. */
+static struct mitem *patch_item(struct tree_mod *m, const struct mpath *p,
+				const struct fmt_key *k, unsigned pid,
+				size_t len)
+{
+	struct tree_dslot *s = put_slot(m, p);
+	size_t ih = fmt_item_header_size(m->vol->keypol), total;
+	size_t cap = m->vol->blksize - fmt_node_header_size(m->vol->sb.node_pid);
+	long pos = p->pos[1];
+	struct mitem *o;
+
+	if (!s || pos < 0 || (size_t)pos >= s->l.n)
+		return NULL;
+	o = &s->l.v[pos];
+	if (fmt_key_cmp(&o->key, k) || o->pid != pid || o->len != len ||
+	    joinable(pid))
+		return NULL;
+	total = ilist_bytes(&s->l, ih);
+	if (total > cap || total < cap / 2 ||
+	    fmt_key_cmp(&s->l.v[0].key,
+			&tmod_dc_slot(m, p->blk[2])->l.v[p->pos[2]].key))
+		return NULL;
+	return o;
+}
+
+int tree_mod_patch(struct tree_mod *m, struct tree_spot *spot,
+		   const struct fmt_key *k, unsigned pid, const void *old,
+		   const void *body, size_t len, struct r4_error *err)
+{
+	struct mitem *o = NULL;
+	struct mpath p;
+	int none = 0, rc;
+
+	if (m->general || !m->lazy || !m->dc)
+		return 0;
+	memset(&p, 0, sizeof(p));
+	if (spot->blk) {
+		p.blk[1] = spot->blk;
+		p.pos[1] = spot->pos;
+		p.blk[2] = spot->pblk;
+		p.pos[2] = spot->ppos;
+		o = patch_item(m, &p, k, pid, len);
+	}
+	if (!o) {
+		memset(spot, 0, sizeof(*spot));
+		rc = tmod_path_find(m, k, FMT_NODE_LEAF_LEVEL, &p, &none, err);
+		if (rc || none || !(o = patch_item(m, &p, k, pid, len)))
+			return rc;
+		spot->blk = p.blk[1];
+		spot->pos = p.pos[1];
+		spot->pblk = p.blk[2];
+		spot->ppos = p.pos[2];
+	}
+	if (memcmp(o->body, old, len))
+		return 0;
+	/* as tmod_dc_put counts its change */
+	m->st.nodes_written++;
+	m->st.deferred++;
+	m->st.quick++;
+	m->st.patched++;
+	m->st.dec_hits += 2;
+	o->checked = 0;
+	memcpy(o->body, body, len);
+	return 1;
+}
+
 /* vol->node_sync: a reader wants block blk. */
 static int node_sync(void *ctx, uint64_t blk, struct r4_error *err)
 {

@@ -47,6 +47,7 @@ struct tree_mod_stats {
 					 * leaves written */
 	uint64_t quick;		/* of the deferred: changed in the cached
 				 * list itself (tmod_dc_put) */
+	uint64_t patched;	/* of the quick: by tree_mod_patch */
 };
 
 struct tree_dslot;
@@ -175,6 +176,27 @@ int tree_mod_mark_checked(struct tree_mod *m, const struct tree_peek *pk,
  * cached, or the cached item is not those bytes, e.g. cut in a split). */
 int tree_mod_mark_put(struct tree_mod *m, const struct fmt_key *k,
 		      unsigned pid, const uint8_t *body, size_t len);
+
+/* Where tree_mod_patch last found an item: its leaf and index there,
+ * the leaf's parent and the pointer's index there (blk 0: unknown).
+ * Only a hint: each use is checked against the cached lists. */
+struct tree_spot {
+	uint64_t blk, pblk;
+	int pos, ppos;
+};
+
+/* tree_replace of the leaf item of key k by body (plugin pid, len
+ * bytes), done only when the item's body now is old (len bytes, the
+ * same plugin) and the replace would take tmod_dc_put's quick way (a
+ * deferred leaf of this writer, cached with its parent, at least half
+ * full): the bytes are copied over the cached item's, which is all the
+ * general way would change. *spot (kept by the caller, zeros at first)
+ * is tried before a search from the root. 1 done; 0 not so, nothing
+ * changed (the caller reads the item again and goes the general way);
+ * < 0 an error. Never with tree_mod.general set. */
+int tree_mod_patch(struct tree_mod *m, struct tree_spot *spot,
+		   const struct fmt_key *k, unsigned pid, const void *old,
+		   const void *body, size_t len, struct r4_error *err);
 
 /* ---- item lists (ilist.c) ------------------------------------------- */
 

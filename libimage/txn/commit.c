@@ -315,7 +315,13 @@ static int reloc_bytes(struct commit *c, size_t i, size_t j, uint8_t *run,
 			m = k + 1;
 			continue;
 		}
+		if (!c->reloc[k]->spilled)	/* cannot be: say so */
+			return r4i_fail(err, R4_EINVAL, "%s: block %llu: new, "
+					"but neither in memory nor in the "
+					"temporary file", c->vol->dev->path,
+					(unsigned long long)c->reloc[k]->nr);
 		for (m = k + 1; m < j && !c->reloc[m]->b &&
+		     c->reloc[m]->spilled &&
 		     c->reloc[m]->nr == c->reloc[m - 1]->nr + 1; m++)
 			;
 		rc = txn_sp_read(c->t, c->reloc[k]->nr, m - k,

@@ -12,7 +12,7 @@
 #include "libimage/util/err.h"
 #include "libimage/util/tmpfiles.h"
 
-/* The cache's miss: a block the file holds (TB_NEW, no buffer). */
+/* The cache's miss: a block the file holds (spilled, no buffer). */
 static int sp_under(void *ctx, uint64_t nr, uint8_t *buf,
 		    struct r4_error *err)
 {
@@ -20,7 +20,7 @@ static int sp_under(void *ctx, uint64_t nr, uint8_t *buf,
 	struct tb *e = tb_find(&t->map, nr);
 	int rc;
 
-	if (!e || e->state != TB_NEW || e->b || !t->sp_dev)
+	if (!e || !e->spilled || e->b || !t->sp_dev)
 		return 0;
 	rc = io_read(t->sp_dev, buf, t->vol->blksize,
 		     nr * t->vol->blksize, err);
@@ -68,7 +68,7 @@ void txn_sp_release(struct txn *t, int revert)
 	if (!t->sp_dev)
 		return;
 	for (size_t i = 0; revert && (e = tb_next(&t->map, &i));)
-		if (e->state == TB_NEW && !e->b)
+		if (e->spilled && !e->b)
 			io_cache_forget(c, e->nr);
 	if (c->under_ctx == t) {
 		c->under = NULL;

@@ -31,7 +31,7 @@ struct tb *tb_get(struct tbmap *m, uint64_t nr)
 
 	e = r4_u64map_get(&m->m, nr, &added);
 	if (e && added)
-		*e = (struct tb){ nr, NULL, 0, TB_DEAD, 0 };
+		*e = (struct tb){ .nr = nr, .state = TB_DEAD };
 	return e;
 }
 
@@ -238,9 +238,15 @@ int txn_capture(struct txn *t, uint64_t blk, struct io_block **out,
 			       "after being freed in the same transaction",
 			       t->vol->dev->path, (unsigned long long)blk);
 	case TB_ALLOC:
-	case TB_DATA:	/* a block of this transaction: written once */
+	case TB_DATA: {	/* a block of this transaction: written once */
+		unsigned was = e->state;
+
 		e->state = TB_NEW;
-		return pin_twice(t, e, 0, out, err);
+		rc = pin_twice(t, e, 0, out, err);
+		if (rc)		/* no buffer: still what it was */
+			e->state = was;
+		return rc;
+	}
 	case TB_NEW:
 	case TB_CAPTURED:
 		return pin_twice(t, e, 0, out, err);
@@ -445,7 +451,8 @@ uint64_t txn_spilled(const struct txn *t)
 }
 
 /* Block e, written: its buffer goes back to the cache; TB_DATA now,
- * or still TB_NEW, without a buffer, when it went to the spill file. */
+ * or still TB_NEW, without a buffer and marked spilled, when it went to
+ * the spill file. */
 static void wb_done(struct txn *t, struct tb *e)
 {
 	struct io_cache *c = &t->vol->cache;
@@ -455,9 +462,11 @@ static void wb_done(struct txn *t, struct tb *e)
 	e->b = NULL;
 	io_cache_forget(c, e->nr);
 	if (t->wb_spill) {
+		e->spilled = 1;
 		t->sp_blocks++;
 		return;
 	}
+	e->spilled = 0;
 	e->state = TB_DATA;
 	t->wb_written++;
 }
@@ -585,6 +594,7 @@ int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
 	if (rc)
 		return rc;
 	e->state = TB_NEW;
+	e->spilled = 0;
 	if (e->b)
 		memset(e->b->data, 0, t->vol->blksize);
 	rc = pin_twice(t, e, 1, out, err);
@@ -618,6 +628,8 @@ int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
 		struct tb *e;
 		int rc = need_alloc(t, blk + i, &e, err);
 
+		if (!rc)
+			e->spilled = 0;
 		if (!rc && e->b) {	/* had a buffer: keep it current */
 			rc = write_run(t, blk, p, run, i, err);
 			if (rc)
@@ -690,9 +702,10 @@ static int free_one(struct txn *t, uint64_t blk, struct r4_error *err)
 	case TB_DATA:
 		if (e->b)
 			io_cache_discard(&t->vol->cache, e->b);
-		else if (e->state == TB_NEW)	/* spilled: a copy read */
+		else if (e->spilled)	/* a copy read may be cached */
 			io_cache_forget(&t->vol->cache, blk);
 		e->b = NULL;
+		e->spilled = 0;
 		e->state = TB_DEAD;
 		t->nalloc--;
 		return space_mark(&t->vol->space, blk, 0, err);

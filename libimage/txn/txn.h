@@ -79,7 +79,8 @@ int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err);
  * it, naming the folder, the volume untouched. keep = 0 turns it off;
  * it replaces a write-behind (and txn_write_behind a spill). */
 int txn_spill(struct txn *t, size_t keep, struct r4_error *err);
-/* Blocks of t in its scratch file now (txn_spill). */
+/* Writes of blocks to t's scratch file so far (txn_spill; a block
+ * written there again counts again). */
 uint64_t txn_spilled(const struct txn *t);
 /* Write data straight to blocks allocated by this transaction (file
  * data: not kept in memory): each run of them in one write; a block

@@ -22,9 +22,13 @@ struct tb {
 	uint64_t nr;		/* the block (the map's key too) */
 	struct io_block *b;	/* the transaction's pin (NEW, CAPTURED) */
 	uint32_t gen;		/* write-behind: its last txn_new */
-	uint8_t state;
-	/* the scope it was allocated in (txn_alloc_in; 0: none), kept in
-	 * the padding after state: the entry stays 24 bytes */
+	unsigned state : 4;
+	/* its latest bytes are in the scratch file (txn_spill), not in
+	 * a buffer: set only where the spill writes it, cleared by
+	 * anything that gives the block other bytes */
+	unsigned spilled : 1;
+	/* the scope it was allocated in (txn_alloc_in; 0: none): the
+	 * entry stays 24 bytes */
 	unsigned scope : TXN_SCOPE_BITS;
 };
 
@@ -72,8 +76,8 @@ struct txn {
 	uint32_t wb_gen;
 	uint64_t wb_written;
 	/* txn_spill: the ring writes to sp_dev (made at its first write),
-	 * block nr at byte nr * blksize; a TB_NEW block without a buffer
-	 * is there (spill.c) */
+	 * block nr at byte nr * blksize; a TB_NEW block marked spilled
+	 * and without a buffer is there (spill.c) */
 	int wb_spill;
 	struct io_dev *sp_dev;
 	uint64_t sp_blocks;

@@ -201,7 +201,12 @@ int r4_outfile_commit(struct r4_outfile *o, const char *out,
 	int rc = 0, fd = o->fd;
 
 	o->fd = -1;
-	if (fd >= 0 && close(fd))
+	/* a file put over another one is on disk before the rename: a
+	 * power cut must leave the old bytes or the new, never an empty
+	 * or short file under the name */
+	if (fd >= 0 && o->tmp && !(o->flags & R4_OUT_NOREPLACE) && fsync(fd))
+		rc = r4i_fail(err, -errno, "%s: %s", out, strerror(errno));
+	if (fd >= 0 && close(fd) && !rc)
 		rc = r4i_fail(err, -errno, "%s: %s", out, strerror(errno));
 	if (!rc && o->tmp) {
 		if (!(o->flags & R4_OUT_NOREPLACE)) {

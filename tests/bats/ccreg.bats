@@ -315,6 +315,39 @@ same_as() {
 	done
 }
 
+@test "r4pack create from a directory: files around the reader's 256 KiB chunks, every mode and 4K and 64K clusters; the read-ahead (compressing into its buffers) gives the image of 1 thread; exact" {
+	local f n m cl t sum
+	mkdir "$T/src"
+	cat "$top_srcdir"/libimage/*/*.c >"$T/all.c"
+	# libimage/tar/dir.c reads 256 KiB chunks: clusters that start one
+	# are compressed where they lie (obj/ccreg_encode.c enc_fill)
+	for n in 65536 262143 262144 262145 327680 528385 1060921; do
+		head -c $n "$T/all.c" >"$T/src/t$n"
+		head -c $n /dev/urandom >"$T/src/n$n"
+		{ head -c $((n / 2)) "$T/all.c"
+		  head -c $((n - n / 2)) /dev/urandom; } >"$T/src/m$n"
+	done
+	# data that starts at a chunk, after a hole; a hole inside a chunk
+	truncate -s 700000 "$T/src/s1" "$T/src/s2"
+	head -c 200000 "$T/all.c" |
+		dd of="$T/src/s1" bs=4096 seek=64 conv=notrunc status=none
+	head -c 90000 "$T/all.c" |
+		dd of="$T/src/s2" bs=4096 seek=70 conv=notrunc status=none
+	for m in none lattd ultim force conv; do
+		for cl in 4K 64K; do
+			sum=
+			for t in 1 2; do
+				fixed_create --threads $t --compress=lzo1 \
+					-o cluster=$cl,compressMode=$m \
+					"$T/src" "$T/$t.img"
+				same_sum "lzo1 $m $cl" "$t" "$T/$t.img"
+			done
+			same_as "$T/2.img" "$T/src"
+			rm -f "$T"/[12].img
+		done
+	done
+}
+
 @test "r4pack create from a tarball: files past the read-ahead ring's 32 MiB (it wraps, sparse files among them) give the image of 1 thread; exact" {
 	make_src "$T/src"
 	mkdir "$T/big"

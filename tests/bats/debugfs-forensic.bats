@@ -235,6 +235,19 @@ assert v[0]['safe_link'] is None and v[0]['recoverable'] == 30000, v
 		grep -q "\"sha256\":\"$(sha256sum <"$T/src/d/large.bin" | cut -c1-64)\""
 }
 
+@test "dumpblock over an existing host file: the new bytes synced before they replace it" {
+	make_img
+	mkdir -p "$T/out"
+	echo old >"$T/out/b16"
+	run env R4_SYNC_LOG="$T/sync.log" "$top_builddir/tests/crash/bin/r4debugfs" \
+		-R "dumpblock 16 $T/out/b16" "$T/a.img"
+	[ "$status" -eq 0 ]
+	cat "$T/sync.log" 2>/dev/null || true
+	cmp "$T/out/b16" <(dd if="$T/a.img" bs=4096 skip=16 count=1 status=none)
+	# the temporary file beside it (renamed over it after the sync)
+	grep -q "^fsync $(realpath "$T/out")/." "$T/sync.log"
+}
+
 @test "dumpblock and icheck: raw bytes, block classes" {
 	make_img
 	sum=$(sha256sum <"$T/a.img")

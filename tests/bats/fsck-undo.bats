@@ -136,6 +136,60 @@ PY
 	refused "$T/v.img" "format 1"
 }
 
+@test "undo: -z makes the new undo file and its name durable before the volume changes" {
+	vol "$T/v.img" $U1
+	mkdir "$T/ud"
+	run env R4_SYNC_LOG="$T/sync.log" "$top_builddir/tests/crash/bin/r4fsck" \
+		-y -z "$T/ud/u.bin" "$T/v.img"
+	[ "$status" -eq 1 ]
+	cat "$T/sync.log"
+	local d u v dl ul vl
+	d=$(realpath "$T/ud") u=$(realpath "$T/ud/u.bin") v=$(realpath "$T/v.img")
+	dl=$(grep -n -x -F "fsync $d" "$T/sync.log" | head -n 1 | cut -d: -f1)
+	ul=$(grep -n -x -F "fsync $u" "$T/sync.log" | head -n 1 | cut -d: -f1)
+	vl=$(grep -n -x -F "pwrite $v" "$T/sync.log" | head -n 1 | cut -d: -f1)
+	[ -n "$dl" ]
+	[ -n "$ul" ]
+	[ -n "$vl" ]
+	[ "$ul" -lt "$vl" ]
+	[ "$dl" -lt "$vl" ]
+}
+
+@test "undo: -z cut at every write: each unit the cut left changed is in the undo file with its old bytes" {
+	vol "$T/v.img" $U1
+	cp "$T/v.img" "$T/before.img"
+	R4_FAULT=count R4_FAULT_REPORT="$T/rep" \
+		"$top_builddir/tests/crash/bin/r4fsck" -y -z "$T/u.bin" "$T/v.img" || true
+	local W k
+	W=$(awk -F'[= ]' '$1 == "writes" { s += $2 } END { print s + 0 }' "$T/rep")
+	[ "$W" -ge 2 ]
+	for ((k = 1; k <= W; k++)); do
+		cp "$T/before.img" "$T/v.img"
+		rm -f "$T/u.bin"
+		R4_FAULT=cut-after=$k "$top_builddir/tests/crash/bin/r4fsck" \
+			-y -z "$T/u.bin" "$T/v.img" >/dev/null 2>&1 || true
+		python3 - "$T/u.bin" "$T/before.img" "$T/v.img" <<'PY' ||
+import struct, sys
+u = open(sys.argv[1], 'rb').read()
+old = open(sys.argv[2], 'rb').read()
+new = open(sys.argv[3], 'rb').read()
+assert u[:8] == b'R4UNDO02', 'no header'
+saved, at = {}, 32
+while at + 16 <= len(u):
+    off, n = struct.unpack_from('<QI', u, at)
+    saved[off] = u[at + 16:at + 16 + n]
+    at += 16 + n
+assert at == len(u), 'a closing record or a cut record: the power was off'
+for off in range(0, len(new), 4096):
+    if new[off:off + 4096] != old[off:off + 4096]:
+        assert off in saved, 'unit at %d changed, not in the undo file' % off
+for off, b in saved.items():
+    assert b == old[off:off + len(b)], 'unit at %d: not its old bytes' % off
+PY
+		{ echo "cut-after=$k"; false; }
+	done
+}
+
 @test "undo: -z never writes the image itself, nor a link to it" {
 	vol "$T/v.img" $U1
 	cp "$T/v.img" "$T/before.img"

@@ -838,3 +838,16 @@ print(m.name[2:], m.offset_data + 100)' "$T/all.tar")
 		"$T/a.img"
 	[ "$status" -eq 0 ]
 }
+
+@test "create: the image synced, then the directory that names it" {
+	mkdir -p "$T/a" "$T/out"
+	echo one >"$T/a/one"
+	run env R4_SYNC_LOG="$T/sync.log" "$top_builddir/tests/crash/bin/r4pack" \
+		create -q "$T/a" "$T/out/s.img"
+	[ "$status" -eq 0 ]
+	cat "$T/sync.log"
+	local d
+	d=$(realpath "$T/out")
+	grep -q "^fsync $d/\.s\.img\.r4pack\." "$T/sync.log"
+	[ "$(grep '^fsync ' "$T/sync.log" | tail -n 1)" = "fsync $d" ]
+}

@@ -181,3 +181,18 @@ listing() {
 	[ "$tailb" -eq 0 ]
 	r4fsck -n --offset=1048576 "$T/disk"
 }
+
+@test "layers: the built file synced, renamed over the image, then its directory synced" {
+	mkdir -p "$T/a" "$T/c" "$T/out"
+	echo one >"$T/a/one"
+	echo two >"$T/c/two"
+	run env R4_SYNC_LOG="$T/sync.log" "$top_builddir/tests/crash/bin/r4pack" \
+		create -q "$T/a" "$T/c" "$T/out/l.img"
+	[ "$status" -eq 0 ]
+	cat "$T/sync.log"
+	local d
+	d=$(realpath "$T/out")
+	# the last fsync is the directory's, after the image's own
+	[ "$(grep '^fsync ' "$T/sync.log" | tail -n 1)" = "fsync $d" ]
+	grep -q "^fsync $d/l.img.layers" "$T/sync.log"
+}

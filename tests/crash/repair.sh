@@ -150,6 +150,12 @@ N=$(awk -F'[= ]' '{ s += $2 } END { print s }' "$W/report")
 cp "$D" "$W/tx.img"
 r4fsck -y --batch 2 --json "$W/tx.img" >"$W/tx.json"
 TX=$(sed -n 's/.*,"transactions":\([0-9]*\),.*/\1/p' "$W/tx.json")
+# a run that asks for the new nodes in the temporary file must put some
+# there, or its cut points would only repeat the plain run's
+if [ -n "${R4_REBUILD_SPILL_BYTES:-}" ] && [ "$SCEN" = tree ] &&
+	! grep -q '"nodes_spilled":[1-9]' "$W/tx.json"; then
+	echo "repair.sh: R4_REBUILD_SPILL_BYTES set, but the rebuild put no node in its temporary file" >&2; exit 2
+fi
 if [ "$SCEN" = twice ] && ! grep -q '"blocks_copied":[1-9]' "$W/tx.json"; then
 	echo "repair.sh: the repair copied no block claimed twice" >&2; exit 2
 fi

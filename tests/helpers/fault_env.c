@@ -29,6 +29,11 @@
  *                    read(), untouched: only the build's reads of data
  *                    where it lies in the archive are cut).
  *
+ *   R4_SYNC_LOG      a file to which each fsync(2) appends "fsync PATH"
+ *                    and each pwrite(2) "pwrite PATH" (one line for a
+ *                    run of them to one file): the order in which the
+ *                    command made files durable and changed them.
+ *
  *   R4_MOUNTINFO, R4_SYSBLOCK  the mount table and the loop devices
  *                    to read instead of /proc/self/mountinfo and
  *                    /sys/block (tests of the mounted-device refusal).
@@ -98,6 +103,40 @@ ssize_t pread(int fd, void *buf, size_t len, off_t off)
 	return syscall(SYS_pread64, fd, buf, len, off);
 }
 
+/* R4_SYNC_LOG: "what PATH" for fd, unless it repeats the line before. */
+static void sync_log(const char *what, int fd)
+{
+	static char last[4200];
+	const char *log = getenv("R4_SYNC_LOG");
+	char link[64], name[4096], line[4200];
+	ssize_t n;
+	FILE *f;
+
+	if (!log || !*log)
+		return;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, name, sizeof(name) - 1);
+	name[n > 0 ? n : 0] = 0;
+	snprintf(line, sizeof(line), "%s %s\n", what, name);
+	if (!strcmp(line, last) || !(f = fopen(log, "a")))
+		return;
+	fputs(line, f);
+	fclose(f);
+	memcpy(last, line, sizeof(last));
+}
+
+int fsync(int fd)
+{
+	sync_log("fsync", fd);
+	return (int)syscall(SYS_fsync, fd);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	sync_log("pwrite", fd);
+	return syscall(SYS_pwrite64, fd, buf, len, off);
+}
+
 static void report(void *ctx, const struct io_fault_stats *st)
 {
 	const char *path = ctx;
@@ -119,6 +158,21 @@ static void sync_note(void *ctx, uint64_t writes)
 		return;
 	fprintf(f, "%llu\n", (unsigned long long)writes);
 	fclose(f);
+}
+
+/* A command that ends without a cut: what it wrote and did not sync
+ * reaches the files (the page cache would write it); a close alone did
+ * not (libimage/io/fault.h). */
+static void fault_env_end(void) __attribute__((destructor));
+static void fault_env_end(void)
+{
+	int rc = io_fault_end(r4cmd_fault);
+
+	if (rc) {	/* the harness lost writes it owed: fail loudly */
+		fprintf(stderr, "fault_env: the writes held at the end could "
+			"not all be written: %s\n", strerror(-rc));
+		_exit(70);
+	}
 }
 
 static void fault_env(void) __attribute__((constructor));

@@ -7,8 +7,9 @@
  * directories in a scrambled order (a batch over many leaves, keys
  * between existing items, leaves that split in the middle), tails of
  * several items (neighbours that join), names added again (stat data
- * and tails replaced, directory items changed in place), then checked
- * by r4_check and fsck.reiser4. */
+ * and tails replaced, directory items changed in place; the
+ * directories' stat data patched by their accounts, tree_mod_patch),
+ * then checked by r4_check and fsck.reiser4. */
 #include "config.h"
 #include <sys/stat.h>
 #include "tap.h"
@@ -67,7 +68,7 @@ int main(void)
 {
 	struct tree_mod_stats sg, sq;
 
-	plan(6);
+	plan(7);
 	eu_init("test_dcput");
 	EU_SETUP("rm -f '%s/g.img' '%s/q.img'", eu_dir, eu_dir);
 	tap_require(eu_mkfs("g.img", 96, "") == 0, "r4_mkfs");
@@ -77,6 +78,9 @@ int main(void)
 	ok(!sg.quick && sq.quick > NQ && sq.splits > 100,
 	   "%llu changes the quick way (%llu splits between them)",
 	   (unsigned long long)sq.quick, (unsigned long long)sq.splits);
+	ok(!sg.patched && sq.patched >= 10,
+	   "%llu of them directories' stat data patched (tree_mod_patch)",
+	   (unsigned long long)sq.patched);
 	ok(eu_sh("cmp -s '%s/g.img' '%s/q.img'", eu_dir, eu_dir) == 0,
 	   "the two images are the same, byte for byte");
 	ok(eu_check("q.img"), "r4_check is clean");

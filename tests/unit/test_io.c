@@ -531,6 +531,147 @@ static void test_keep_subset(void)
 	       "the same seed keeps the same subset");
 }
 
+/* Open p read-write with power f, sync, close. */
+static void sync_one(const char *p, struct r4_fault *f)
+{
+	struct r4_open_opts o = { .fault = f };
+	struct r4_error err = { 0 };
+	struct io_dev *dev;
+
+	tap_require(!io_open_opts(p, IO_RDWR, &o, &dev, NULL, &err),
+		    "open %s: %s", p, err.msg);
+	tap_must(io_sync(dev, &err));
+	io_close(dev);
+}
+
+/* The byte at off of p as an open with power f reads it. */
+static int byte_via(const char *p, struct r4_fault *f, uint64_t off)
+{
+	struct r4_open_opts o = { .fault = f };
+	struct r4_error err = { 0 };
+	struct io_dev *dev;
+	uint8_t c = 0xff;
+
+	if (!io_open_opts(p, IO_RDWR, &o, &dev, NULL, &err)) {
+		if (io_read(dev, &c, 1, off, &err))
+			c = 0xff;
+		io_close(dev);
+	}
+	return c;
+}
+
+/* Held writes (drop-unsynced, keep-subset) belong to the file, not to
+ * the open: a close leaves them held, a later open reads them, a sync
+ * through any open of the same file writes them, the end of a run
+ * without a cut writes them; the cut loses them. */
+static void test_held_file(void)
+{
+	struct io_fault_spec never = { .mode = IO_FAULT_DROP_UNSYNCED, .n = 99 };
+	struct r4_open_opts o = { 0 };
+
+	tap_must(write_one(path, NULL, 0, 0));
+	o.fault = io_fault_new(&never, NULL, NULL);
+	tap_must(write_one(path, &o, 7, 0));
+	is_int(byte_at(path, 0), 0, "a close leaves an unsynced write held");
+	is_int(byte_via(path, o.fault, 0), 7, "a later open reads it");
+	is_int(byte_at(path, 0), 0, "still held");
+	sync_one(path, o.fault);
+	is_int(byte_at(path, 0), 7, "a sync through a later open writes it");
+	tap_must(write_one(path, &o, 8, 0));
+	io_fault_end(o.fault);
+	is_int(byte_at(path, 0), 8, "the end of a run without a cut too");
+	tap_must(write_one(path, &o, 9, 0));
+	io_fault_put(o.fault);
+	is_int(byte_at(path, 0), 9, "and dropping the last reference");
+}
+
+/* Power lost at write 3 (drop-unsynced) of: a write to path, one open;
+ * sync_path: then a sync of path through another open, else of other;
+ * two writes to other. path's byte 0 after it. */
+static int held_cut_run(const char *other, int sync_path)
+{
+	struct io_fault_spec drop3 = { .mode = IO_FAULT_DROP_UNSYNCED, .n = 3 };
+	struct r4_open_opts o = { 0 };
+
+	tap_must(write_one(path, NULL, 1, 0));
+	tap_must(write_one(other, NULL, 1, 0));
+	o.fault = io_fault_new(&drop3, NULL, NULL);
+	tap_must(write_one(path, &o, 5, 0));
+	sync_one(sync_path ? path : other, o.fault);
+	tap_must(write_one(other, &o, 6, 0));
+	tap_must(write_one(other, &o, 7, 0));
+	io_fault_put(o.fault);
+	return byte_at(path, 0);
+}
+
+/* The cut at a write to another file: the held writes of an open
+ * closed before are lost, unless their file was synced since (through
+ * any open of it); the sync of another file does not keep them; with
+ * keep-subset a seed may keep them (written through a new open). */
+static void test_held_cut(void)
+{
+	char other[80];
+	int kept = 0, lost = 0, fd;
+
+	snprintf(other, sizeof(other), "%s.o", path);
+	fd = open(other, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	tap_require(fd >= 0, "create %s", other);
+	close(fd);
+	is_int(held_cut_run(other, 0), 1, "a write held by a closed open is "
+	       "lost at the cut (a sync of another file did not keep it)");
+	is_int(held_cut_run(other, 1), 5, "a sync of its file through a "
+	       "later open made it durable");
+	for (uint64_t seed = 1; seed <= 16; seed++) {
+		struct io_fault_spec ks = { .mode = IO_FAULT_KEEP_SUBSET, .n = 2,
+					    .seed = seed };
+		struct r4_open_opts o = { 0 };
+
+		tap_must(write_one(path, NULL, 1, 0));
+		tap_must(write_one(other, NULL, 1, 0));
+		o.fault = io_fault_new(&ks, NULL, NULL);
+		tap_must(write_one(path, &o, 5, 0));
+		tap_must(write_one(other, &o, 6, 0));
+		io_fault_put(o.fault);
+		if (byte_at(other, 0) != 6)
+			ok(0, "seed %llu: the cut write did not land",
+			   (unsigned long long)seed);
+		kept |= byte_at(path, 0) == 5;
+		lost |= byte_at(path, 0) == 1;
+	}
+	ok(kept && lost, "keep-subset=2:1..16: the held write of the closed "
+	   "open kept by some seeds, lost by others");
+	unlink(other);
+}
+
+/* The power cut stops the undo file too: after it, no record, no
+ * closing record (an undo file of a repair the power cut short has
+ * none), in this open and the next. */
+static void test_undo_cut(void)
+{
+	struct io_fault_spec cut = { .mode = IO_FAULT_CUT_AFTER, .n = 1 };
+	struct r4_open_opts o = { 0 };
+	struct r4_error err = { 0 };
+	struct r4_undo *u = NULL;
+	char upath[80];
+
+	snprintf(upath, sizeof(upath), "%s.undo", path);
+	unlink(upath);
+	tap_must(write_one(path, NULL, 0, 0));
+	tap_must(write_one(path, NULL, 0, 4096));
+	tap_require(!r4_undo_create(upath, &u, &err), "undo: %s", err.msg);
+	o.undo = u;
+	o.fault = io_fault_new(&cut, NULL, NULL);
+	write_one(path, &o, 1, 0);
+	is_int(file_size(upath), (long)(UNDO_HDR + UNDO_REC + UNDO_UNIT),
+	       "the cut write's unit saved before it, no closing record");
+	write_one(path, &o, 2, 4096);
+	is_int(file_size(upath), (long)(UNDO_HDR + UNDO_REC + UNDO_UNIT),
+	       "after the cut another open saves nothing");
+	io_fault_put(o.fault);
+	r4_undo_close(u);
+	unlink(upath);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -552,6 +693,9 @@ int main(void)
 	test_backends();
 	test_fault_parse();
 	test_keep_subset();
+	test_held_file();
+	test_held_cut();
+	test_undo_cut();
 	unlink(path);
 	return tap_done();
 }

@@ -870,6 +870,63 @@ static void spill_round(int commit, int pat)
 	free(run);
 }
 
+/* A spilled block freed, allocated again and written by
+ * txn_write_data, then captured: the capture reads the new bytes from
+ * the volume, not the dead node's from the scratch file; committed,
+ * the block holds them. */
+static void spill_reuse(void)
+{
+	struct r4_error err = { 0 };
+	uint8_t data[BS], buf[BS];
+	uint64_t start = 0, ngot = 0, again = 0;
+	struct r4_vol *vol;
+	struct io_block *b = NULL;
+	struct txn *t;
+	int rc;
+
+	copy_image(pristine, path);
+	tap_require(!r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err),
+		    "open: %s", err.msg);
+	rc = txn_begin(vol, &t, &err);
+	if (!rc)
+		rc = txn_spill(t, 2, &err);
+	if (!rc)
+		rc = txn_alloc_run(t, 1000, 16, &start, &ngot, &err);
+	for (uint64_t i = 0; !rc && i < ngot; i++) {
+		rc = txn_new(t, start + i, &b, &err);
+		if (!rc) {
+			memset(b->data, 0x71, BS);
+			txn_put(t, b);
+		}
+	}
+	ok(!rc && txn_spilled(t) >= 8, "16 new blocks, the first ones "
+	   "spilled: %s", err.msg);
+	if (!rc)
+		rc = txn_free(t, start, 1, &err);
+	if (!rc)
+		rc = txn_alloc(t, start, &again, &err);
+	ok(!rc && again == start, "the first, freed, allocated again "
+	   "(%llu): %s", (unsigned long long)again, err.msg);
+	memset(data, 0x22, BS);
+	if (!rc)
+		rc = txn_write_data(t, start, data, 1, &err);
+	if (!rc)
+		rc = txn_capture(t, start, &b, &err);
+	ok(!rc && b->data[0] == 0x22 && b->data[BS - 1] == 0x22,
+	   "captured after txn_write_data, it holds the bytes written "
+	   "(0x%02x): %s", rc ? 0 : b->data[0], err.msg);
+	if (!rc) {
+		txn_put(t, b);
+		rc = txn_commit(t, &err);
+	} else {
+		txn_abort(t);
+	}
+	is_int(rc, 0, "commit: %s", err.msg);
+	tap_must(r4_vol_close(vol, NULL));
+	ok(fixture_block(path, start, buf) == 0 && buf[0] == 0x22 &&
+	   buf[BS - 1] == 0x22, "committed: the block holds them");
+}
+
 static void test_spill(void)
 {
 	copy_image(pristine, path);
@@ -879,6 +936,7 @@ static void test_spill(void)
 	ok(same(&got, &old_state), "an aborted spilling transaction: "
 	   "nothing reached the image");
 	spill_round(1, 0x60);
+	spill_reuse();
 }
 
 /* ---- abort and sticky failure ---- */
