@@ -115,6 +115,13 @@ struct rb {
 	size_t nobjs;
 	int objs_fd;
 	int objs_err;
+	/* With the file: the records the search's first objs_levels steps
+	 * visit (the same for every look-up), by heap index (node i at
+	 * objs_top[i - 1], its children 2i and 2i + 1), and room for the
+	 * window of records left after them. objs_levels 0: 16 (2^16 - 1
+	 * records, 2.6 MB); no file when the table is no larger. */
+	struct rb_obj *objs_top, *objs_win;
+	unsigned objs_levels;
 	/* For the mend in place (rebuild_inplace.c): the nodes the walk
 	 * took, the keys of twig pointers to leaves that do not verify,
 	 * and whether the walk met a pointer that mend cannot cut (to a
