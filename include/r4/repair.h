@@ -78,6 +78,10 @@ struct r4_repair_opts {
 	 * wait in a temporary file in $TMPDIR, in memory when it cannot
 	 * take them. Tests: nonzero keeps them in memory. */
 	int rebuild_objs_in_memory;
+	/* A look-up's first 16 steps' records stay in memory (2.6 MB; no
+	 * file for fewer than 2^16 objects). Tests: 1 to 30 keeps that
+	 * many steps' instead, the file used from 2^that objects. */
+	unsigned rebuild_objs_levels;
 };
 
 struct r4_repair_report {

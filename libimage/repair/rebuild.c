@@ -754,7 +754,8 @@ static void report(struct rb *b, uint64_t dup)
 
 int rep_rebuild_tree(struct rep *R, int *changed)
 {
-	struct rb b = { .R = R, .objs_fd = -1 };
+	struct rb b = { .R = R, .objs_fd = -1,
+			 .objs_levels = R->o->rebuild_objs_levels };
 	uint64_t dup = 0;
 	int rc = rb_spill_init(&b, R->o->rebuild_run_bytes);
 

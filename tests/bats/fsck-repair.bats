@@ -67,8 +67,9 @@ repaired() {
 # journal header), and as a fourth copy whose new nodes past two wait in
 # a temporary file until the commit (R4_REBUILD_SPILL_BYTES, as on a
 # volume without room to spare), and as a fifth whose check's objects
-# the rebuild looks up stay in memory, not in a scratch file in $TMPDIR
-# (R4_REBUILD_OBJS_IN_MEMORY, as when $TMPDIR cannot take them). One
+# the rebuild looks up wait in a scratch file in $TMPDIR, only a look-
+# up's first step's record in memory (R4_REBUILD_OBJS_LEVELS=1: these
+# volumes' objects are few enough to stay in memory otherwise). One
 # clock for all.
 rebuilt() {
 	local img=$1 spilled sst nodes nst objs ost
@@ -86,7 +87,7 @@ rebuilt() {
 		r4fsck -y --json "$T/nodes.img"
 	nodes=${output//"$T/nodes.img"/"$img"}
 	nst=$status
-	run env R4_REBUILD_OBJS_IN_MEMORY=1 r4fsck -y --json "$T/objs.img"
+	run env R4_REBUILD_OBJS_LEVELS=1 r4fsck -y --json "$T/objs.img"
 	objs=${output//"$T/objs.img"/"$img"}
 	ost=$status
 	r4fsck -y -q "$T/mem.img" || true
