@@ -186,7 +186,11 @@ int r4cmd_json_exit(int code);
  *   R4_REBUILD_RUN_BYTES  the tree rebuild's sorted runs
  *                       (r4cmd_env_repair);
  *   R4_REBUILD_SPILL_BYTES  its new nodes past that many bytes in
- *                       $TMPDIR, whatever the room (r4cmd_env_repair).
+ *                       $TMPDIR, whatever the room (r4cmd_env_repair);
+ *   R4_REBUILD_OBJS_IN_MEMORY  the check's objects the rebuild looks
+ *                       up kept in memory, not in $TMPDIR (set: on);
+ *   R4_REBUILD_OBJS_LEVELS  only that many (1 to 30) steps of a look-up
+ *                       of them in memory, the rest in $TMPDIR.
  * An empty or malformed value is taken as unset. */
 struct r4_pack_opts;
 struct r4_check_opts;
@@ -198,7 +202,9 @@ void r4cmd_env_pack(struct r4_pack_opts *o);
 void r4cmd_env_check(struct r4_check_opts *o);
 /* r4cmd_env_check's, and R4_REBUILD_RUN_BYTES: the tree rebuild's run
  * budget (struct r4_repair_opts, rebuild_run_bytes), and
- * R4_REBUILD_SPILL_BYTES (rebuild_spill_bytes). */
+ * R4_REBUILD_SPILL_BYTES (rebuild_spill_bytes), and
+ * R4_REBUILD_OBJS_IN_MEMORY (rebuild_objs_in_memory), and
+ * R4_REBUILD_OBJS_LEVELS (rebuild_objs_levels). */
 void r4cmd_env_repair(struct r4_repair_opts *o);
 void r4cmd_env_vol(struct r4_vol *vol);
 

@@ -74,6 +74,7 @@ void r4cmd_env_check(struct r4_check_opts *o)
 
 void r4cmd_env_repair(struct r4_repair_opts *o)
 {
+	const char *s;
 	uint64_t v;
 
 	r4cmd_env_check(&o->check);
@@ -81,6 +82,11 @@ void r4cmd_env_repair(struct r4_repair_opts *o)
 		o->rebuild_run_bytes = (size_t)v;
 	if (env_u64("R4_REBUILD_SPILL_BYTES", &v) && v && v <= SIZE_MAX)
 		o->rebuild_spill_bytes = (size_t)v;
+	if (env_u64("R4_REBUILD_OBJS_LEVELS", &v) && v && v <= 30)
+		o->rebuild_objs_levels = (unsigned)v;
+	s = getenv("R4_REBUILD_OBJS_IN_MEMORY");
+	if (s && *s)
+		o->rebuild_objs_in_memory = 1;
 }
 
 void r4cmd_env_vol(struct r4_vol *vol)

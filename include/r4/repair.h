@@ -74,6 +74,14 @@ struct r4_repair_opts {
 	 * them there past this many bytes (2 nodes at least) whether the
 	 * volume has room or not. */
 	size_t rebuild_spill_bytes;
+	/* The check's objects the rebuild may look up (40 bytes a file)
+	 * wait in a temporary file in $TMPDIR, in memory when it cannot
+	 * take them. Tests: nonzero keeps them in memory. */
+	int rebuild_objs_in_memory;
+	/* A look-up's first 16 steps' records stay in memory (2.6 MB; no
+	 * file for fewer than 2^16 objects). Tests: 1 to 30 keeps that
+	 * many steps' instead, the file used from 2^that objects. */
+	unsigned rebuild_objs_levels;
 };
 
 struct r4_repair_report {

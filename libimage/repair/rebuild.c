@@ -612,6 +612,8 @@ static int gather(struct rb *b, uint64_t *dup)
 	if (!rc)
 		rc = rb_scan(b);
 	if (!rc)
+		rc = b->objs_err;	/* a look-up could not read its file */
+	if (!rc)
 		rc = rb_spill_pull(b, dup);
 	if (!rc && b->n)
 		qsort(b->it, b->n, sizeof(*b->it), rb_item_cmp);
@@ -752,7 +754,8 @@ static void report(struct rb *b, uint64_t dup)
 
 int rep_rebuild_tree(struct rep *R, int *changed)
 {
-	struct rb b = { .R = R };
+	struct rb b = { .R = R, .objs_fd = -1,
+			 .objs_levels = R->o->rebuild_objs_levels };
 	uint64_t dup = 0;
 	int rc = rb_spill_init(&b, R->o->rebuild_run_bytes);
 
@@ -784,7 +787,7 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	free(b.it);
 	free(b.buf);
 	free(b.named);
-	free(b.objs);
+	rb_objs_free(&b);
 	free(b.dead);
 	free(b.pinned);
 	chk_map_fini(&b.seen);

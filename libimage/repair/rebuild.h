@@ -40,7 +40,8 @@ struct rb_arena {
 #define NODE_ITEMS_MAX 2200
 
 /* What the walk reads of an object the check's tables held (rb_objs):
- * the tables themselves are let go before it. */
+ * the tables themselves are let go before it; one record of the
+ * scratch file rebuild_objs.c keeps them in. */
 struct rb_obj {
 	uint64_t el0, el1, el2;		/* its stat-data key */
 	uint64_t size;
@@ -107,8 +108,20 @@ struct rb {
 	 * body items under them are that stat data's, left as they are. */
 	struct fmt_key *named;
 	size_t nnamed;
-	struct rb_obj *objs;		/* in the check's table order */
+	/* The check's objects in its table order: in the scratch file
+	 * objs_fd (-1 none), else in objs; objs_err: a read of the file
+	 * failed (the rebuild fails after its walk). */
+	struct rb_obj *objs;
 	size_t nobjs;
+	int objs_fd;
+	int objs_err;
+	/* With the file: the records the search's first objs_levels steps
+	 * visit (the same for every look-up), by heap index (node i at
+	 * objs_top[i - 1], its children 2i and 2i + 1), and room for the
+	 * window of records left after them. objs_levels 0: 16 (2^16 - 1
+	 * records, 2.6 MB); no file when the table is no larger. */
+	struct rb_obj *objs_top, *objs_win;
+	unsigned objs_levels;
 	/* For the mend in place (rebuild_inplace.c): the nodes the walk
 	 * took, the keys of twig pointers to leaves that do not verify,
 	 * and whether the walk met a pointer that mend cannot cut (to a
@@ -204,13 +217,16 @@ void rb_bodies_free(struct rb *b);
 int rb_walk(struct rb *b, uint64_t blk, unsigned level,
 	    const struct kid *range);
 int rb_scan(struct rb *b);
-/* The check's objects (their key, size, mode) into b->objs, and the
- * check's tables freed: the rebuild reads nothing else of them, and the
- * check after it builds its own. rb_obj_find: one by stat-data key, as
- * chk_obj_find finds it, or NULL. */
+/* rebuild_objs.c: the check's objects (their key, size, mode) into a
+ * scratch file (else b->objs), and the check's tables freed: the
+ * rebuild reads nothing else of them, and the check after it builds
+ * its own; rb_objs_free lets them go. rb_obj_find: 1 and one by
+ * stat-data key in *out, as chk_obj_find finds it, or 0 (none, or a
+ * read failed: b->objs_err). */
 int rb_objs(struct rb *b);
-const struct rb_obj *rb_obj_find(const struct rb *b, uint64_t el0,
-				 uint64_t el1, uint64_t el2);
+void rb_objs_free(struct rb *b);
+int rb_obj_find(struct rb *b, uint64_t el0, uint64_t el1, uint64_t el2,
+		struct rb_obj *out);
 /* rebuild_keys.c: the list's order (key, then first found); the root
  * directory's stat data; where an item's bytes end; a break filled;
  * key look-ups; the key, ctail and orphan menders. */

@@ -77,47 +77,6 @@ int rb_push(struct rb *b, const struct fmt_key *k, unsigned pid,
 	return 0;
 }
 
-int rb_objs(struct rb *b)
-{
-	struct chk *c = &b->R->c;
-
-	b->objs = malloc((c->nobjs ? c->nobjs : 1) * sizeof(*b->objs));
-	if (!b->objs)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->nobjs; i++) {
-		const struct chk_obj *o = &c->objs[i];
-
-		b->objs[i] = (struct rb_obj){ o->el0, o->el1, o->el2, o->size,
-					      o->mode,
-					      !!(o->flags & CHK_OBJ_CCREG) };
-	}
-	b->nobjs = c->nobjs;
-	chk_tables_free(c);
-	return 0;
-}
-
-/* The same search as chk_obj_find's over the same order: the same one
- * of two objects with one key. */
-const struct rb_obj *rb_obj_find(const struct rb *b, uint64_t el0,
-				 uint64_t el1, uint64_t el2)
-{
-	size_t lo = 0, hi = b->nobjs;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct rb_obj *o = &b->objs[mid];
-		int r = chk_cmp3(o->el0, o->el1, o->el2, el0, el1, el2);
-
-		if (r == 0)
-			return o;
-		if (r < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
 /* How many item headers of the node in buf, from item 0 on, look like
  * ones of a node at 'level': bodies in order after the node header,
  * below their own header, plugins allowed at the level. */
@@ -369,7 +328,7 @@ static int flip_into(unsigned v, unsigned lo, unsigned hi)
 /* How many tail items of the node the body offsets off[] give the
  * length their keys and sizes want: up to the next item's key offset
  * when that item is the same file's, else up to the file's size. */
-static unsigned fit_score(const struct rb *b, const struct fmt_item_header *ih,
+static unsigned fit_score(struct rb *b, const struct fmt_item_header *ih,
 			  const unsigned *off, unsigned n, unsigned fss)
 {
 	unsigned score = 0;
@@ -377,7 +336,7 @@ static unsigned fit_score(const struct rb *b, const struct fmt_item_header *ih,
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t at = fmt_key_offset(&ih[i].key), want, len;
 		unsigned to = i + 1 < n ? off[i + 1] : fss;
-		const struct rb_obj *o;
+		struct rb_obj o;
 
 		if (ih[i].plugin_id != FMT_ITEM_TAIL40 || to <= off[i])
 			continue;
@@ -388,12 +347,11 @@ static unsigned fit_score(const struct rb *b, const struct fmt_item_header *ih,
 		    ih[i + 1].key.el[2] == ih[i].key.el[2]) {
 			want = fmt_key_offset(&ih[i + 1].key);
 		} else {
-			o = rb_obj_find(b, (fmt_key_locality(&ih[i].key) << 4) |
-					FMT_KEY_SD, ih[i].key.el[1],
-					ih[i].key.el[2]);
-			if (!o)
+			if (!rb_obj_find(b, (fmt_key_locality(&ih[i].key) << 4) |
+					 FMT_KEY_SD, ih[i].key.el[1],
+					 ih[i].key.el[2], &o))
 				continue;
-			want = o->size;
+			want = o.size;
 		}
 		score += want > at && want - at == len;
 	}
@@ -405,7 +363,7 @@ static unsigned fit_score(const struct rb *b, const struct fmt_item_header *ih,
  * two one-bit flips that would put it between its neighbours, the one
  * more items' lengths agree with (fit_score) is made. -1 when neither
  * flip fits (not one damaged offset). */
-static int mend_pair(const struct rb *b, const struct fmt_item_header *ih,
+static int mend_pair(struct rb *b, const struct fmt_item_header *ih,
 		     unsigned *off, unsigned n, unsigned fss, unsigned i)
 {
 	unsigned at = i < n ? off[i] : fss, keep;
@@ -497,15 +455,15 @@ static int mend_pid(struct rb *b, const struct fmt_node_header *nh,
 {
 	struct fmt_item_header z;
 	uint64_t at = fmt_key_offset(&ih->key), want;
-	const struct rb_obj *o;
+	struct rb_obj o;
 
 	if (nh->level != FMT_NODE_LEAF_LEVEL ||
 	    fmt_node_item_allowed(ih->plugin_id, nh->level) ||
 	    fmt_key_type(&ih->key) != FMT_KEY_BODY || !len)
 		return 0;
-	o = rb_obj_find(b, (fmt_key_locality(&ih->key) << 4) | FMT_KEY_SD,
-			ih->key.el[1], ih->key.el[2]);
-	if (!o || (o->mode & 0170000u) != 0100000u || o->ccreg)
+	if (!rb_obj_find(b, (fmt_key_locality(&ih->key) << 4) | FMT_KEY_SD,
+			 ih->key.el[1], ih->key.el[2], &o) ||
+	    (o.mode & 0170000u) != 0100000u || o.ccreg)
 		return 0;
 	if (i + 1 < nh->nr_items &&
 	    !fmt_node_ih_decode(b->buf, b->v.bs, b->v.pol, i + 1, &z) &&
@@ -513,7 +471,7 @@ static int mend_pid(struct rb *b, const struct fmt_node_header *nh,
 	    z.key.el[2] == ih->key.el[2])
 		want = fmt_key_offset(&z.key);
 	else
-		want = o->size;
+		want = o.size;
 	if (want <= at || want - at != len)
 		return 0;
 	ih->plugin_id = FMT_ITEM_TAIL40;

@@ -13,12 +13,23 @@ load helpers
 . "$top_srcdir/tests/surgery.sh"
 
 # mended IMAGE: -y exits 1 (its output in $first), a second -y exits 0
-# silently (nothing rebuilt again), -n exits 0, fsck.reiser4 agrees.
+# silently (nothing rebuilt again), -n exits 0, fsck.reiser4 agrees. A
+# copy repaired with the check's objects the rebuild looks up in a
+# scratch file in $TMPDIR (R4_REBUILD_OBJS_LEVELS=1; in memory else, so
+# few): the same output and bytes.
 mended() {
+	local objs
+	export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(date +%s)}
+	cp --sparse=always "$1" "$T/objs.img"
+	run env R4_REBUILD_OBJS_LEVELS=1 r4fsck -y "$T/objs.img"
+	objs=${output//"$T/objs.img"/"$1"}
 	run r4fsck -y "$1"
 	echo "$output"
 	first=$output
 	[ "$status" -eq 1 ]
+	[ "$objs" = "$first" ]
+	cmp "$1" "$T/objs.img"
+	rm -f "$T/objs.img"
 	run r4fsck -y "$1"
 	echo "second run: $output"
 	[ "$status" -eq 0 ]

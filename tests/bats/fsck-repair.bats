@@ -76,14 +76,19 @@ repaired() {
 # memory (the image itself goes on to fsck.reiser4, which writes its
 # journal header), and as a fourth copy whose new nodes past two wait in
 # a temporary file until the commit (R4_REBUILD_SPILL_BYTES, as on a
-# volume without room to spare). One clock for all.
+# volume without room to spare), and as a fifth whose check's objects
+# the rebuild looks up wait in a scratch file in $TMPDIR, only a look-
+# up's first step's record in memory (R4_REBUILD_OBJS_LEVELS=1: these
+# volumes' objects are few enough to stay in memory otherwise). One
+# clock for all.
 rebuilt() {
-	local img=$1 spilled sst nodes nst
+	local img=$1 spilled sst nodes nst objs ost
 	export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(date +%s)}
 	mkdir -p "$T/spill" "$T/nspill"
 	cp --sparse=always "$img" "$T/spill.img"
 	cp --sparse=always "$img" "$T/mem.img"
 	cp --sparse=always "$img" "$T/nodes.img"
+	cp --sparse=always "$img" "$T/objs.img"
 	run env TMPDIR="$T/spill" R4_REBUILD_RUN_BYTES=1 \
 		r4fsck -y --json "$T/spill.img"
 	spilled=${output//"$T/spill.img"/"$img"}
@@ -91,19 +96,26 @@ rebuilt() {
 	run env TMPDIR="$T/nspill" R4_REBUILD_SPILL_BYTES=1 \
 		r4fsck -y --json "$T/nodes.img"
 	nodes=${output//"$T/nodes.img"/"$img"}
-	# the one count that differs: the writes to that file
-	nodes=$(sed 's/"nodes_spilled":[0-9]*/"nodes_spilled":0/' <<<"$nodes")
 	nst=$status
+	run env R4_REBUILD_OBJS_LEVELS=1 r4fsck -y --json "$T/objs.img"
+	objs=${output//"$T/objs.img"/"$img"}
+	ost=$status
 	r4fsck -y -q "$T/mem.img" || true
 	repaired "$@"
 	[[ "$first" == *'"rebuilt":true'* ]]
 	[ "$sst" -eq 1 ]
 	[ "$spilled" = "$first" ]
 	[ "$nst" -eq 1 ]
+	# the same report but for its count of nodes spilled (none when
+	# the new tree has two nodes or fewer)
+	nodes=$(sed 's/"nodes_spilled":[0-9]*/"nodes_spilled":0/' <<<"$nodes")
 	[ "$nodes" = "$first" ]
+	[ "$ost" -eq 1 ]
+	[ "$objs" = "$first" ]
 	cmp "$T/mem.img" "$T/spill.img"
 	cmp "$T/mem.img" "$T/nodes.img"
-	rm -f "$T/spill.img" "$T/mem.img" "$T/nodes.img"
+	cmp "$T/mem.img" "$T/objs.img"
+	rm -f "$T/spill.img" "$T/mem.img" "$T/nodes.img" "$T/objs.img"
 }
 
 # kept IMAGE [ERE...]: every file (not directory) of the good image's
