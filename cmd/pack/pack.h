@@ -89,8 +89,6 @@ int pack_add(int argc, const char **argv);
  * empty file "TARGET.layers.XXXXXX" beside target for a layered build,
  * removed on a signal (EXIT_OK, or EXIT_FAILED said). */
 int pack_fsync_path(const char *path);
-/* fsync the directory that holds path (0, or -1 with errno). */
-int pack_fsync_dir_of(const char *path);
 int pack_layers_tmp(const char *target, char **tmp);
 
 /* One r4pack create. */

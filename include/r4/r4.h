@@ -32,6 +32,11 @@ int r4_tmpfile_add(const char *path);
 void r4_tmpfile_forget(const char *path);
 void r4_tmpfile_remove_all(void);
 
+/* Make the entry of the file path in its folder durable (an fsync of
+ * the folder): a file made or renamed there that must outlive a power
+ * cut. 0 or -errno. */
+int r4_sync_dir(const char *path);
+
 /* A host file a command writes (a tarball, a recovered file, a block).
  * r4_outfile_open refuses, with one message naming out, an output that
  * is the image (the same device and inode, so a hard or symbolic link

@@ -549,6 +549,17 @@ static int mkfs_checks(const char *path, const struct r4_mkfs_opts *o,
 	return 0;
 }
 
+/* A new image file's name, after its bytes: once mkfs says done, a
+ * power cut leaves the volume under it. */
+static int sync_name(const char *path, struct r4_error *err)
+{
+	int rc = r4_sync_dir(path);
+
+	return rc ? r4i_fail(err, rc, "%s: its directory could not be "
+			     "synced (a power cut could lose the new "
+			     "file): %s", path, strerror(-rc)) : 0;
+}
+
 int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 	    struct r4_mkfs_result *res, struct r4_error *err)
 {
@@ -583,6 +594,8 @@ int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 	mkfs_make_supers(&m, len / m.bs);
 	count_free(&m);
 	rc = write_volume(&m, err);
+	if (!rc && created)
+		rc = sync_name(path, err);
 	if (rc)
 		goto out_undo;
 	if (res) {

@@ -239,3 +239,17 @@ same_as_mkfs_reiser4() {
 	[ ! -e "$T/x.img" ]
 	[ ! -e "$T/missing.img" ]
 }
+
+@test "a new image file: its bytes synced, then the directory that names it" {
+	mkdir "$T/out"
+	run env R4_SYNC_LOG="$T/sync.log" "$top_builddir/tests/crash/bin/r4mkfs" \
+		-q "$T/out/n.img" 1M
+	[ "$status" -eq 0 ]
+	cat "$T/sync.log"
+	local d f
+	d=$(realpath "$T/out") f=$(realpath "$T/out/n.img")
+	# the last write and sync of the file, then its folder's sync
+	[ "$(grep -n -x -F "fsync $d" "$T/sync.log" | cut -d: -f1)" -gt \
+	  "$(grep -n -x -e "pwrite $f" -e "fsync $f" "$T/sync.log" | tail -n 1 | cut -d: -f1)" ]
+	[ "$(tail -n 1 "$T/sync.log")" = "fsync $d" ]
+}
