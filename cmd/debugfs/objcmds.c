@@ -64,6 +64,15 @@ int dbg_out_end(const char *cmd, const char *out, struct r4_outfile *o,
 	return DBG_OK;
 }
 
+int dbg_sync_tree(const char *cmd, int fd, const char *dir)
+{
+	if (!syncfs(fd))
+		return DBG_OK;
+	r4cmd_errorf("%s: %s: what was written could not be synced (a "
+		     "power cut may lose it): %s", cmd, dir, strerror(errno));
+	return DBG_FAIL;
+}
+
 int dbg_out_stdout(struct dbg *d, const char *cmd)
 {
 	struct r4_error err = { 0 };

@@ -48,13 +48,17 @@ int r4_sync_dir(const char *path);
  * out is created, truncated or removed until r4_outfile_commit renames
  * it over out (through a symbolic link: over the file the link names),
  * or, with R4_OUT_NOREPLACE (an existing out is refused at open),
- * links it there only if the name is still free. r4_outfile_abort
+ * links it there only if the name is still free; the bytes are synced
+ * before and the folder after, so a file committed outlives a power cut
+ * (unless R4_OUT_NOSYNC: the caller syncs, e.g. once for a tree of
+ * files; a file replaced then may be empty after a cut). r4_outfile_abort
  * removes the temporary file and nothing else. Both free o; commit
  * closes fd and returns 0 or a negative code. use says what is done
  * with the image in the message ("read", "extracted"). */
 enum r4_outfile_flags {
 	R4_OUT_SPECIAL = 1,
-	R4_OUT_NOREPLACE = 2
+	R4_OUT_NOREPLACE = 2,
+	R4_OUT_NOSYNC = 4
 };
 
 struct r4_outfile {

@@ -244,8 +244,48 @@ assert v[0]['safe_link'] is None and v[0]['recoverable'] == 30000, v
 	[ "$status" -eq 0 ]
 	cat "$T/sync.log" 2>/dev/null || true
 	cmp "$T/out/b16" <(dd if="$T/a.img" bs=4096 skip=16 count=1 status=none)
-	# the temporary file beside it (renamed over it after the sync)
+	# the temporary file beside it (renamed over it after the sync),
+	# then the folder that names it
 	grep -q "^fsync $(realpath "$T/out")/." "$T/sync.log"
+	[ "$(tail -n 1 "$T/sync.log")" = "fsync $(realpath "$T/out")" ]
+}
+
+# r4debugfs with the sync log of the test build: $1 the commands;
+# LOG the log.
+synced_run() {
+	LOG=$T/sync.log
+	rm -f "$LOG"
+	run env R4_SYNC_LOG="$LOG" "$top_builddir/tests/crash/bin/r4debugfs" \
+		-R "$1" "$T/a.img"
+	echo "$output"
+	cat "$LOG" 2>/dev/null || true
+	[ "$status" -eq 0 ]
+}
+
+@test "outputs: what dump, undel, undel --all and rdump say they wrote is durable (bytes, then names)" {
+	del_img
+	mkdir "$T/out"
+	local d
+	d=$(realpath "$T/out")
+	# one new file: its bytes under the temporary name, then the folder
+	synced_run "dump /d/keep.bin $T/out/k"
+	cmp "$T/src/d/keep.bin" "$T/out/k"
+	grep -q "^fsync $d/k\.r4tmp" "$LOG"
+	[ "$(tail -n 1 "$LOG")" = "fsync $d" ]
+	synced_run "undel $DEL $T/out/u"
+	cmp "$T/src/d/large.bin" "$T/out/u"
+	grep -q "^fsync $d/u\.r4tmp" "$LOG"
+	[ "$(tail -n 1 "$LOG")" = "fsync $d" ]
+	# a tree of files: one sync of their file system at the end
+	synced_run "undel --all $T/out/all"
+	cmp "$T/src/d/large.bin" "$T/out/all/d/large.bin"
+	[ "$(tail -n 1 "$LOG")" = "syncfs $d/all" ]
+	# (and not one fsync a file)
+	[ -z "$(grep "^fsync $d/all/" "$LOG")" ]
+	mkdir "$T/out/rd"
+	synced_run "rdump /d $T/out/rd"
+	cmp "$T/src/d/keep.bin" "$T/out/rd/d/keep.bin"
+	[ "$(tail -n 1 "$LOG")" = "syncfs $d/rd" ]
 }
 
 @test "dumpblock and icheck: raw bytes, block classes" {

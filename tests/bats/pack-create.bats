@@ -851,3 +851,19 @@ print(m.name[2:], m.offset_data + 100)' "$T/all.tar")
 	grep -q "^fsync $d/\.s\.img\.r4pack\." "$T/sync.log"
 	[ "$(grep '^fsync ' "$T/sync.log" | tail -n 1)" = "fsync $d" ]
 }
+
+@test "extract to a file: the tarball synced under its temporary name, then the directory" {
+	mkdir -p "$T/a" "$T/out"
+	echo one >"$T/a/one"
+	r4pack create -q "$T/a" "$T/s.img"
+	echo old >"$T/out/x.tar"
+	run env R4_SYNC_LOG="$T/sync.log" "$top_builddir/tests/crash/bin/r4pack" \
+		extract "$T/s.img" "$T/out/x.tar"
+	[ "$status" -eq 0 ]
+	cat "$T/sync.log"
+	tar -tf "$T/out/x.tar" | grep -qx ./one
+	local d
+	d=$(realpath "$T/out")
+	grep -q "^fsync $d/x\.tar\.r4tmp" "$T/sync.log"
+	[ "$(tail -n 1 "$T/sync.log")" = "fsync $d" ]
+}

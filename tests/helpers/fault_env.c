@@ -29,8 +29,9 @@
  *                    read(), untouched: only the build's reads of data
  *                    where it lies in the archive are cut).
  *
- *   R4_SYNC_LOG      a file to which each fsync(2) appends "fsync PATH"
- *                    and each pwrite(2) "pwrite PATH" (one line for a
+ *   R4_SYNC_LOG      a file to which each fsync(2) appends "fsync PATH",
+ *                    each syncfs(2) "syncfs PATH" and each pwrite(2)
+ *                    "pwrite PATH" (one line for a
  *                    run of them to one file): the order in which the
  *                    command made files durable and changed them.
  *
@@ -129,6 +130,12 @@ int fsync(int fd)
 {
 	sync_log("fsync", fd);
 	return (int)syscall(SYS_fsync, fd);
+}
+
+int syncfs(int fd)
+{
+	sync_log("syncfs", fd);
+	return (int)syscall(SYS_syncfs, fd);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
