@@ -1556,6 +1556,41 @@ dup_volume() {
 	[ "$status" -eq 0 ]
 }
 
+# Run "$@" in a mount namespace of its own (as root, else as a user
+# mapped to root): a mount made there goes with it. 1 when there is
+# none to be had here.
+in_mount_ns() {
+	command -v unshare >/dev/null || return 1
+	if [ "$(id -u)" -eq 0 ]; then
+		unshare -m "$@"
+	else
+		unshare -rm "$@"
+	fi
+}
+
+@test "a tree rebuild whose new nodes find \$TMPDIR full (ENOSPC): one line naming the folder, exit 8, the volume as it was" {
+	mkdir -p "$T/full"
+	in_mount_ns sh -c 'mount -t tmpfs -o size=64k r4full "$1"' sh "$T/full" \
+		2>/dev/null || skip "no tmpfs in a mount namespace here"
+	populated
+	local blk sum
+	blk=$(sd_block "$T/good.img" /many/entry_150)
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	sum=$(sha256sum <"$T/bad.img")
+	# a tmpfs of 64 KiB filled to the last page, then the repair
+	run in_mount_ns sh -c 'mount -t tmpfs -o size=64k r4full "$1" &&
+		{ dd if=/dev/zero of="$1/fill" bs=4096 2>/dev/null;
+		  [ "$(df -P "$1" | awk "NR == 2 { print \$4 }")" -eq 0 ] ||
+			exit 99;
+		  TMPDIR=$1 R4_REBUILD_SPILL_BYTES=1 r4fsck -y "$2"; }' \
+		sh "$T/full" "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 8 ]
+	[[ "$output" == *"$T/full/r4txn: write of "*" bytes at byte "*" failed: No space left on device"* ]]
+	[ "$(grep -c "$T/full" <<<"$output")" -eq 1 ]
+	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+}
+
 # ---- a full volume: no room for a new tree ----
 
 # An auto-sized volume with 128K to spare (about 38 blocks free, a tree
