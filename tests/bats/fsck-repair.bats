@@ -650,6 +650,82 @@ sd_block() {
 	r4debugfs -R "stat /" "$T/bad.img" | grep -q "size: *2$"
 }
 
+# long_name IMAGE NAME: the stored name NAME of a directory, the entry
+# before its last one, made to run to its item's end: the last entry's
+# unit header is dropped (the bodies move up by its size) and NAME's NUL,
+# the last entry's body and the freed bytes become 'x', the item's last
+# byte NUL: a name of over 255 bytes, the item still well formed (the
+# entries a read of the directory cannot get past, obj_dir_iter).
+long_name() {
+	python3 - "$1" "$2" <<'PY'
+import struct, sys
+img, name = sys.argv[1], sys.argv[2].encode()
+bs, ihs, uhs, obs = 4096, 38, 26, 24
+data = bytearray(open(img, 'rb').read())
+i = data.find(name)
+assert i > 0 and data.find(name, i + 1) < 0, "name not unique"
+blk = i // bs
+node = data[blk * bs:(blk + 1) * bs]
+nr, fs, fss = struct.unpack_from('<HHH', node, 2)
+offs = [struct.unpack_from('<H', node, bs - (k + 1) * ihs + 32)[0] for k in range(nr)]
+ends = offs[1:] + [fss]
+k = next(k for k in range(nr) if offs[k] <= i - blk * bs < ends[k])
+start, L = offs[k], ends[k] - offs[k]
+body = bytes(node[start:start + L])
+units = struct.unpack_from('<H', body, 0)[0]
+uoff = [struct.unpack_from('<H', body, 2 + u * uhs + 24)[0] for u in range(units)]
+a = next(u for u in range(units) if body[uoff[u] + obs:uoff[u] + obs + len(name)] == name)
+assert a == units - 2, "the stored name must be the second last entry"
+# drop the last unit's header: the others' bodies move up by its size,
+# and the name of unit a runs to the item's end (its NUL, the last
+# unit's body, the freed bytes: 'x', the item's last byte NUL)
+hdrs = bytearray(body[2:2 + (units - 1) * uhs])
+for u in range(units - 1):
+    struct.pack_into('<H', hdrs, u * uhs + 24, uoff[u] - uhs)
+bodies = bytearray(body[2 + units * uhs:]) + bytearray(uhs)
+nameend = uoff[a] - uhs + obs + len(name) - (2 + (units - 1) * uhs)
+for j in range(nameend, len(bodies) - 1):
+    bodies[j] = ord('x')
+bodies[-1] = 0
+new = struct.pack('<H', units - 1) + bytes(hdrs) + bytes(bodies)
+assert len(new) == L
+data[blk * bs + start:blk * bs + start + L] = new
+open(img, 'wb').write(data)
+assert L - (uoff[a] - uhs) - obs - 1 > 255
+PY
+}
+
+@test "a directory with a stored name of over 255 bytes: size, bytes and nlink set as the tables set them (a read of it stops at the name)" {
+	mkdir -p "$T/s/d"
+	local a b
+	a=$(printf 'a%.0s' $(seq 200)) b=$(printf 'b%.0s' $(seq 200))
+	echo data >"$T/s/d/$a"
+	ln "$T/s/d/$a" "$T/s/d/$b"
+	r4pack create -q "$T/s" "$T/bad.img"
+	# the second name goes: /d's size and bytes, the file's nlink wrong
+	long_name "$T/bad.img" "$a"
+	export SOURCE_DATE_EPOCH=1700000000
+	cp "$T/bad.img" "$T/tab.img"
+	run r4fsck -y --json "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]	# the long name stays (no fix renames it)
+	local first=$output
+	[[ "$first" == *'"code":"dir-size"'*'"code":"nlink"'* ]]
+	[[ "$first" == *"the name is longer than 255 bytes"* ]]
+	# the bounded check's list meets the name reading /d for its bytes
+	# and repairs from the tables instead: the same report and bytes
+	run env R4_CHECK_TABLES=1 r4fsck -y --json "$T/tab.img"
+	[ "$status" -eq 4 ]
+	[ "${output//"$T/tab.img"/"$T/bad.img"}" = "$first" ]
+	cmp "$T/bad.img" "$T/tab.img"
+	# the name counted in /d's bytes: 2 entries of 50 bytes, and 50 +
+	# the name and its NUL
+	r4debugfs -R "stat /d" "$T/bad.img" | grep -q "^bytes: *602$"
+	run r4fsck -n "$T/bad.img"
+	[ "$status" -eq 4 ]
+	[ "$(grep -c "problem found" <<<"$output")" -eq 1 ]
+}
+
 @test "unallocated extents (never written data): rebuilt without them" {
 	need_r4ref
 	mkdir -p "$T/s2"
