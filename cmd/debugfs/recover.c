@@ -419,10 +419,11 @@ int dbg_undel_all(struct dbg *d, const char *dir)
 	dbg_former_free(a.f);
 	if (rc)
 		return dbg_fail(&err, "undel --all", rc);
-	/* the files, folders and MANIFEST at once (each file unsynced),
-	 * before the summary says they are there */
-	if (sync_dir_tree(dir))
-		return DBG_FAIL;
+	/* the summary says what was written; then the files, folders and
+	 * MANIFEST synced at once (each file unsynced): a failure is the
+	 * last line, the summary not lost */
 	all_summary(&a, mpath);
-	return a.failed ? DBG_FAIL : DBG_OK;
+	fflush(stdout);
+	rc = sync_dir_tree(dir);
+	return a.failed || rc ? DBG_FAIL : DBG_OK;
 }

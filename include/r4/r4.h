@@ -34,7 +34,9 @@ void r4_tmpfile_remove_all(void);
 
 /* Make the entry of the file path in its folder durable (an fsync of
  * the folder): a file made or renamed there that must outlive a power
- * cut. 0 or -errno. */
+ * cut. 0 or -errno; 0 too when the folder cannot be synced by this
+ * process (no read permission: EACCES, EPERM at its open) or on its
+ * file system (EINVAL, EBADF, EROFS from the fsync). */
 int r4_sync_dir(const char *path);
 
 /* A host file a command writes (a tarball, a recovered file, a block).
@@ -263,7 +265,9 @@ size_t r4_mkfs_profile_str(const struct r4_mkfs_opts *o, char *buf,
 			   size_t len);
 /* Make a volume. Fails without touching an existing device or file that
  * holds a filesystem unless o->force; never leaves a new file behind on
- * failure. */
+ * failure, but when only the sync of a new file's folder failed: the
+ * whole volume is then in place (res filled), only its name may not
+ * outlive a power cut. */
 struct r4_mkfs_result {
 	uint64_t block_count;
 	uint64_t free_blocks;

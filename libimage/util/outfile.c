@@ -240,3 +240,37 @@ int r4_outfile_commit(struct r4_outfile *o, const char *out,
 	release(o);
 	return rc;
 }
+
+/* A folder this process may not open for reading (a drop box, mode
+ * 0333) or whose file system cannot fsync a folder (EINVAL, EBADF,
+ * EROFS) cannot be synced here: not an error, as a file in it written
+ * by anyone else would be no safer. */
+static int dir_unsyncable(int e, int at_open)
+{
+	if (at_open)
+		return e == EACCES || e == EPERM;
+	return e == EINVAL || e == EBADF || e == EROFS;
+}
+
+int r4_sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int fd, rc = 0;
+
+	if (!slash)
+		dir = strdup(".");
+	else
+		dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && !dir_unsyncable(errno, 1))
+		rc = -errno;
+	else if (fd >= 0 && fsync(fd) && !dir_unsyncable(errno, 0))
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return rc;
+}

@@ -2,11 +2,9 @@
 /* r4kit: the temporary files a process is writing (a new image, a
  * tarball), so that a command's signal handler can remove them. The
  * table is fixed and written with a flag last, so that a handler may
- * read it at any moment. And r4_sync_dir: a host file's name made
- * durable. */
+ * read it at any moment. */
 #include "config.h"
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,25 +128,4 @@ int r4i_pread_all(int fd, void *p, size_t len, uint64_t off)
 		off += (uint64_t)r;
 	}
 	return 0;
-}
-
-int r4_sync_dir(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir;
-	int fd, rc = 0;
-
-	if (!slash)
-		dir = strdup(".");
-	else
-		dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
-	if (!dir)
-		return -ENOMEM;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd))
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	free(dir);
-	return rc;
 }
