@@ -629,3 +629,39 @@ v = json.load(open(sys.argv[3]))["deleted"]
 assert [base64.b64decode(o["name_b64"]) for o in v] == [b"bad\xff"], v
 PY
 }
+
+@test "dumpblock into a write-only folder (a drop box, 0333): written, the folder's sync skipped, exit 0" {
+	make_img
+	chmod 0644 "$T/a.img"
+	mkdir "$T/wo"
+	chmod 0333 "$T/wo"
+	run as_nobody r4debugfs -R "dumpblock 16 $T/wo/b16" "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	cmp "$T/wo/b16" <(dd if="$T/a.img" bs=4096 skip=16 count=1 status=none)
+}
+
+@test "outputs whose folder's sync fails: dump's file in place, exit 1; undel --all prints its summary, then the failure" {
+	del_img
+	mkdir "$T/out"
+	local d
+	d=$(realpath "$T/out")
+	run env R4_SYNC_FAIL="$d" "$top_builddir/tests/crash/bin/r4debugfs" \
+		-R "dump /d/keep.bin $T/out/k" "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"$T/out/k: written and in place, but its folder could not be synced (a power cut may still lose it): Input/output error"* ]]
+	cmp "$T/src/d/keep.bin" "$T/out/k"
+	no_tmp_left "$T/out"
+	# undel --all: every file written, the summary on standard output,
+	# then one line for the failed sync of the folder's file system
+	run env R4_SYNC_FAIL="$d/all" "$top_builddir/tests/crash/bin/r4debugfs" \
+		-R "undel --all $T/out/all" "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	cmp "$T/src/d/large.bin" "$T/out/all/d/large.bin"
+	[[ "${lines[-1]}" == *"undel: $T/out/all: what was written could not be synced (a power cut may lose it): Input/output error" ]]
+	[ "${#lines[@]}" -ge 2 ]
+	[[ "$output" == *MANIFEST* ]]
+	[ "$(sha256sum <"$T/a.img")" = "$SUM" ]
+}
