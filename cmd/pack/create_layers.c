@@ -128,10 +128,10 @@ static int apply_layers(struct create_job *j, const char *tmp)
 static int put_in_place(struct create_job *j, const char *tmp,
 			const char *target)
 {
-	int rc;
+	int rc = r4_sync_file(tmp);
 
-	if (pack_fsync_path(tmp) || rename(tmp, target)) {
-		r4cmd_errorf("%s: %s", j->image, strerror(errno));
+	if (rc || rename(tmp, target)) {
+		r4cmd_errorf("%s: %s", j->image, strerror(rc ? -rc : errno));
 		return EXIT_FAILED;
 	}
 	if ((rc = r4_sync_dir(target))) {

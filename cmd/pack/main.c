@@ -124,19 +124,6 @@ int main(int argc, const char **argv)
 	return EXIT_USAGE;
 }
 
-/* Data and metadata of the file at path on disk before it is renamed
- * into place. */
-int pack_fsync_path(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
-
-	if (fd < 0)
-		return -1;
-	rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
 /* An empty file beside target for a layered build, removed on a
  * signal. */
 int pack_layers_tmp(const char *target, char **tmp)

@@ -38,6 +38,9 @@ void r4_tmpfile_remove_all(void);
  * process (no read permission: EACCES, EPERM at its open) or on its
  * file system (EINVAL, EBADF, EROFS from the fsync). */
 int r4_sync_dir(const char *path);
+/* fsync of the file at path (its bytes before a rename puts it in
+ * place; no error is excused, unlike r4_sync_dir). 0 or -errno. */
+int r4_sync_file(const char *path);
 
 /* A host file a command writes (a tarball, a recovered file, a block).
  * r4_outfile_open refuses, with one message naming out, an output that

@@ -241,6 +241,18 @@ int r4_outfile_commit(struct r4_outfile *o, const char *out,
 	return rc;
 }
 
+int r4_sync_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
 /* A folder this process may not open for reading (a drop box, mode
  * 0333) or whose file system cannot fsync a folder (EINVAL, EBADF,
  * EROFS) cannot be synced here: not an error, as a file in it written
