@@ -92,6 +92,10 @@ int dbg_out_open(struct dbg *d, const char *cmd, const char *out,
 int dbg_out_end(const char *cmd, const char *out, struct r4_outfile *o,
 		int rc);
 int dbg_out_stdout(struct dbg *d, const char *cmd);
+/* What a tree dump wrote under the folder fd (named dir) made durable
+ * at once (syncfs: its files, folders and names): DBG_OK, or DBG_FAIL
+ * with one line "CMD: DIR: why". */
+int dbg_sync_tree(const char *cmd, int fd, const char *dir);
 /* recover.c: former paths of deleted objects (the live folders found by
  * one walk, the deleted ones by their names), ISO 8601 UTC times, and
  * undel --all DIR. */

@@ -64,6 +64,18 @@ int dbg_out_end(const char *cmd, const char *out, struct r4_outfile *o,
 	return DBG_OK;
 }
 
+/* syncfs(2) covers only the file system of the folder fd (a tree that
+ * spans a mount below it is not synced there), and before Linux 5.8 it
+ * reports no writeback error: success there is no proof. */
+int dbg_sync_tree(const char *cmd, int fd, const char *dir)
+{
+	if (!syncfs(fd))
+		return DBG_OK;
+	r4cmd_errorf("%s: %s: what was written could not be synced (a "
+		     "power cut may lose it): %s", cmd, dir, strerror(errno));
+	return DBG_FAIL;
+}
+
 int dbg_out_stdout(struct dbg *d, const char *cmd)
 {
 	struct r4_error err = { 0 };

@@ -11,7 +11,8 @@
  * root). A directory reached twice (a second name of a directory that
  * only a damaged or crafted image has, a loop when it names one above
  * it) is dumped once: the later name is an error naming both paths, and
- * nothing below it is walked again. */
+ * nothing below it is walked again. At the end one syncfs makes all of
+ * it durable (dbg_sync_tree). */
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -438,6 +439,7 @@ int dbg_rdump(struct dbg *d, int argc, const char **argv)
 		set_attrs(&r, r.fd[0], -1, NULL, &r.st[0], name);
 		close(r.fd[0]);
 	}
+	r.rc = dbg_sync_tree("rdump", r.rootfd, argv[2]) ? DBG_FAIL : r.rc;
 	close(r.rootfd);
 	free(r.fd);
 	free(r.st);

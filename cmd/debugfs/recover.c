@@ -249,7 +249,8 @@ static int all_begin(void *ctx, const struct r4_deleted *x)
 			 x->st.oid);
 	snprintf(path, sizeof(path), "%s/%s", a->dir, a->rel);
 	if (make_dirs(a, a->rel) ||
-	    dbg_out_open(a->d, "undel", path, R4_OUT_NOREPLACE, 0600, &a->o)) {
+	    dbg_out_open(a->d, "undel", path,
+			 R4_OUT_NOREPLACE | R4_OUT_NOSYNC, 0600, &a->o)) {
 		a->failed++;
 		return 1;
 	}
@@ -360,6 +361,19 @@ static void all_summary(const struct all *a, const char *mpath)
 	}
 }
 
+static int sync_dir_tree(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+
+	if (fd < 0) {
+		r4cmd_errorf("undel: %s: %s", dir, strerror(errno));
+		return DBG_FAIL;
+	}
+	rc = dbg_sync_tree("undel", fd, dir);
+	close(fd);
+	return rc;
+}
+
 int dbg_undel_all(struct dbg *d, const char *dir)
 {
 	struct r4_error err = { 0 };
@@ -405,6 +419,11 @@ int dbg_undel_all(struct dbg *d, const char *dir)
 	dbg_former_free(a.f);
 	if (rc)
 		return dbg_fail(&err, "undel --all", rc);
+	/* the summary says what was written; then the files, folders and
+	 * MANIFEST synced at once (each file unsynced): a failure is the
+	 * last line, the summary not lost */
 	all_summary(&a, mpath);
-	return a.failed ? DBG_FAIL : DBG_OK;
+	fflush(stdout);
+	rc = sync_dir_tree(dir);
+	return a.failed || rc ? DBG_FAIL : DBG_OK;
 }

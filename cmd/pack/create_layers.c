@@ -122,6 +122,27 @@ static int apply_layers(struct create_job *j, const char *tmp)
 	return rc;
 }
 
+/* The built file tmp synced, renamed over target, and the folder
+ * synced: after a power cut the new image is there, not the file it
+ * replaced (or none). EXIT_OK, or EXIT_FAILED said. */
+static int put_in_place(struct create_job *j, const char *tmp,
+			const char *target)
+{
+	int rc = r4_sync_file(tmp);
+
+	if (rc || rename(tmp, target)) {
+		r4cmd_errorf("%s: %s", j->image, strerror(rc ? -rc : errno));
+		return EXIT_FAILED;
+	}
+	if ((rc = r4_sync_dir(target))) {
+		r4cmd_errorf("%s: made and in place, but its directory could "
+			     "not be synced (a power cut may still lose the "
+			     "new name): %s", j->image, strerror(-rc));
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
 /* SOURCE... IMAGE: the first SOURCE is built into a file beside the
  * image, the others are applied to it as layers in one transaction
  * (as r4pack add), and only then is it renamed over the image (or
@@ -155,12 +176,8 @@ int pack_create_layers(struct create_job *j, const char *target)
 	if (!rc && in_place && r4_pack_place(tmp, target, &win, &err)) {
 		r4cmd_error(&err, j->image, err.code);
 		rc = r4cmd_busy_exit(&err, EXIT_FAILED);
-	} else if (!rc && !in_place &&
-		   (pack_fsync_path(tmp) || rename(tmp, target) ||
-		    pack_fsync_dir_of(target))) {
-		r4cmd_errorf("%s: %s", j->image, strerror(errno));
-		rc = EXIT_FAILED;
-	}
+	} else if (!rc && !in_place)
+		rc = put_in_place(j, tmp, target);
 	if (rc || in_place)
 		unlink(tmp);
 	r4_tmpfile_forget(tmp);

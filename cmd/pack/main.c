@@ -124,35 +124,6 @@ int main(int argc, const char **argv)
 	return EXIT_USAGE;
 }
 
-/* Data and metadata of the file at path on disk before it is renamed
- * into place. */
-int pack_fsync_path(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
-
-	if (fd < 0)
-		return -1;
-	rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
-/* The directory entry of path: after the rename, so that the image
- * (not the file it replaced, or none) is there after a power cut. */
-int pack_fsync_dir_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = !slash ? strdup(".") :
-		    strndup(path, slash == path ? 1 : (size_t)(slash - path));
-	int rc;
-
-	if (!dir)
-		return -1;
-	rc = pack_fsync_path(dir);
-	free(dir);
-	return rc;
-}
-
 /* An empty file beside target for a layered build, removed on a
  * signal. */
 int pack_layers_tmp(const char *target, char **tmp)

@@ -85,12 +85,9 @@ int pack_add(int argc, const char **argv);
 /* What a bare --compress means (create and add). */
 #define COMPRESS_DEFAULT "zstd1"
 
-/* create (main.c): fsync the file at path (0, or -1 with errno); a new
- * empty file "TARGET.layers.XXXXXX" beside target for a layered build,
- * removed on a signal (EXIT_OK, or EXIT_FAILED said). */
-int pack_fsync_path(const char *path);
-/* fsync the directory that holds path (0, or -1 with errno). */
-int pack_fsync_dir_of(const char *path);
+/* create (main.c): a new empty file "TARGET.layers.XXXXXX" beside
+ * target for a layered build, removed on a signal (EXIT_OK, or
+ * EXIT_FAILED said). */
 int pack_layers_tmp(const char *target, char **tmp);
 
 /* One r4pack create. */

@@ -32,6 +32,16 @@ int r4_tmpfile_add(const char *path);
 void r4_tmpfile_forget(const char *path);
 void r4_tmpfile_remove_all(void);
 
+/* Make the entry of the file path in its folder durable (an fsync of
+ * the folder): a file made or renamed there that must outlive a power
+ * cut. 0 or -errno; 0 too when the folder cannot be synced by this
+ * process (no read permission: EACCES, EPERM at its open) or on its
+ * file system (EINVAL, EBADF, EROFS from the fsync). */
+int r4_sync_dir(const char *path);
+/* fsync of the file at path (its bytes before a rename puts it in
+ * place; no error is excused, unlike r4_sync_dir). 0 or -errno. */
+int r4_sync_file(const char *path);
+
 /* A host file a command writes (a tarball, a recovered file, a block).
  * r4_outfile_open refuses, with one message naming out, an output that
  * is the image (the same device and inode, so a hard or symbolic link
@@ -43,13 +53,17 @@ void r4_tmpfile_remove_all(void);
  * out is created, truncated or removed until r4_outfile_commit renames
  * it over out (through a symbolic link: over the file the link names),
  * or, with R4_OUT_NOREPLACE (an existing out is refused at open),
- * links it there only if the name is still free. r4_outfile_abort
+ * links it there only if the name is still free; the bytes are synced
+ * before and the folder after, so a file committed outlives a power cut
+ * (unless R4_OUT_NOSYNC: the caller syncs, e.g. once for a tree of
+ * files; a file replaced then may be empty after a cut). r4_outfile_abort
  * removes the temporary file and nothing else. Both free o; commit
  * closes fd and returns 0 or a negative code. use says what is done
  * with the image in the message ("read", "extracted"). */
 enum r4_outfile_flags {
 	R4_OUT_SPECIAL = 1,
-	R4_OUT_NOREPLACE = 2
+	R4_OUT_NOREPLACE = 2,
+	R4_OUT_NOSYNC = 4
 };
 
 struct r4_outfile {
@@ -254,7 +268,9 @@ size_t r4_mkfs_profile_str(const struct r4_mkfs_opts *o, char *buf,
 			   size_t len);
 /* Make a volume. Fails without touching an existing device or file that
  * holds a filesystem unless o->force; never leaves a new file behind on
- * failure. */
+ * failure, but when only the sync of a new file's folder failed: the
+ * whole volume is then in place (res filled), only its name may not
+ * outlive a power cut. */
 struct r4_mkfs_result {
 	uint64_t block_count;
 	uint64_t free_blocks;

@@ -105,27 +105,6 @@ static const struct io_ops file_ops = {
 	.resize = file_resize, .close = file_close
 };
 
-int io_sync_dir(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir;
-	int fd, rc = 0;
-
-	if (!slash)
-		dir = strdup(".");
-	else
-		dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
-	if (!dir)
-		return -ENOMEM;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd))
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	free(dir);
-	return rc;
-}
-
 int io_file_id(const struct io_dev *dev, uint64_t id[3])
 {
 	const struct file_priv *p = dev->priv;

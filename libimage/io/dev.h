@@ -99,9 +99,6 @@ void io_close(struct io_dev *dev);
  * numbers and the window's first byte (the fault backend tells two opens
  * of one file by them). 0, -EOPNOTSUPP for another backend, or -errno. */
 int io_file_id(const struct io_dev *dev, uint64_t id[3]);
-/* Make the entry of the file path in its directory durable (fsync of
- * the directory): a new file that must outlive a power cut. 0 or -errno. */
-int io_sync_dir(const char *path);
 
 int io_read(struct io_dev *dev, void *buf, size_t len, uint64_t off,
 	    struct r4_error *err);

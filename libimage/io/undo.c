@@ -330,7 +330,7 @@ static int undo_extend(struct r4_undo *undo, uint64_t size,
 		 * an undo file lost with the power would be no undo */
 		if (fwrite(hdr, 1, sizeof(hdr), undo->f) != sizeof(hdr) ||
 		    fflush(undo->f) || fsync(fileno(undo->f)) ||
-		    io_sync_dir(undo->path))
+		    r4_sync_dir(undo->path))
 			return r4i_fail(err, -EIO, "%s: cannot write the undo "
 				       "file", undo->path);
 	} else if (undo->trailer_at) {

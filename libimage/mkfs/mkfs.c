@@ -549,6 +549,19 @@ static int mkfs_checks(const char *path, const struct r4_mkfs_opts *o,
 	return 0;
 }
 
+/* A new image file's name, after its bytes: once mkfs says done, a
+ * power cut leaves the volume under it. A failure keeps the complete
+ * file (as r4pack does): only its name may not outlive a cut. */
+static int sync_name(const char *path, struct r4_error *err)
+{
+	int rc = r4_sync_dir(path);
+
+	return rc ? r4i_fail(err, rc, "%s: made and in place, but its "
+			     "folder could not be synced (a power cut may "
+			     "still lose the new name): %s", path,
+			     strerror(-rc)) : 0;
+}
+
 int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 	    struct r4_mkfs_result *res, struct r4_error *err)
 {
@@ -591,6 +604,8 @@ int r4_mkfs(const char *path, const struct r4_mkfs_opts *o,
 		res->mkfs_id = m.sb.mkfs_id;
 		memcpy(res->uuid, m.master.uuid, sizeof(res->uuid));
 	}
+	if (created)
+		rc = sync_name(path, err);
 	goto out_close;
 out_undo:
 	/* Leave no new file behind, and give an extended one its size back. */

@@ -425,7 +425,7 @@ static int finish(struct r4_pack *b, struct r4_pack_result *res,
 	b->tmp = NULL;
 	/* its name too: after a power cut the new image is there, not the
 	 * file it replaced (or none) */
-	if (!b->in_place && (rc = io_sync_dir(b->target)))
+	if (!b->in_place && (rc = r4_sync_dir(b->target)))
 		return r4i_fail(err, rc, "%s: made and in place, but its "
 				"directory could not be synced (a power cut "
 				"may still lose the new name): %s",

@@ -6,8 +6,10 @@
  * Nothing at the output's name is created, truncated or removed before
  * r4_outfile_commit: the bytes go to a new temporary file in the same
  * folder, which the commit renames over the name (or links to it when
- * the name must be new). A failed run removes its temporary file and
- * nothing else. */
+ * the name must be new), after an fsync of its bytes, then syncs the
+ * folder: a file committed is durable (unless R4_OUT_NOSYNC: the caller
+ * makes many files durable at once). A failed run removes its temporary
+ * file and nothing else. */
 #include "config.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -195,33 +197,92 @@ static int put_new(const char *tmp, const char *final)
 	return 0;
 }
 
+/* tmp (written and closed) put at final: renamed over it, or with
+ * R4_OUT_NOREPLACE only if the name is free. 0, or -errno said. */
+static int place(struct r4_outfile *o, const char *out, struct r4_error *err)
+{
+	if (!(o->flags & R4_OUT_NOREPLACE)) {
+		if (rename(o->tmp, o->final))
+			return r4i_fail(err, -errno, "%s: %s", out,
+					strerror(errno));
+	} else if (put_new(o->tmp, o->final)) {
+		/* made meanwhile by someone else: theirs stays */
+		return r4i_fail(err, -errno, "%s: %s%s", out, strerror(errno),
+				errno == EEXIST ?
+				" (refusing to overwrite it)" : "");
+	}
+	return 0;
+}
+
 int r4_outfile_commit(struct r4_outfile *o, const char *out,
 		      struct r4_error *err)
 {
 	int rc = 0, fd = o->fd;
+	int sync = o->tmp && !(o->flags & R4_OUT_NOSYNC);
 
 	o->fd = -1;
-	/* a file put over another one is on disk before the rename: a
-	 * power cut must leave the old bytes or the new, never an empty
-	 * or short file under the name */
-	if (fd >= 0 && o->tmp && !(o->flags & R4_OUT_NOREPLACE) && fsync(fd))
+	/* the bytes on disk before the name: a power cut must leave the
+	 * old bytes or the new, never an empty or short file under it */
+	if (fd >= 0 && sync && fsync(fd))
 		rc = r4i_fail(err, -errno, "%s: %s", out, strerror(errno));
 	if (fd >= 0 && close(fd) && !rc)
 		rc = r4i_fail(err, -errno, "%s: %s", out, strerror(errno));
-	if (!rc && o->tmp) {
-		if (!(o->flags & R4_OUT_NOREPLACE)) {
-			if (rename(o->tmp, o->final))
-				rc = r4i_fail(err, -errno, "%s: %s", out,
-					      strerror(errno));
-		} else if (put_new(o->tmp, o->final)) {
-			/* made meanwhile by someone else: theirs stays */
-			rc = r4i_fail(err, -errno, "%s: %s%s", out,
-				      strerror(errno), errno == EEXIST ?
-				      " (refusing to overwrite it)" : "");
-		}
-	}
-	if (rc && o->tmp)
+	if (!rc && o->tmp && (rc = place(o, out, err))) {
 		unlink(o->tmp);
+	} else if (!rc && sync && (rc = r4_sync_dir(o->final))) {
+		/* in place: only its name may not outlive a power cut */
+		rc = r4i_fail(err, rc, "%s: written and in place, but its "
+			      "folder could not be synced (a power cut may "
+			      "still lose it): %s", out, strerror(-rc));
+	} else if (rc && o->tmp) {
+		unlink(o->tmp);
+	}
 	release(o);
+	return rc;
+}
+
+int r4_sync_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* A folder this process may not open for reading (a drop box, mode
+ * 0333) or whose file system cannot fsync a folder (EINVAL, EBADF,
+ * EROFS) cannot be synced here: not an error, as a file in it written
+ * by anyone else would be no safer. */
+static int dir_unsyncable(int e, int at_open)
+{
+	if (at_open)
+		return e == EACCES || e == EPERM;
+	return e == EINVAL || e == EBADF || e == EROFS;
+}
+
+int r4_sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int fd, rc = 0;
+
+	if (!slash)
+		dir = strdup(".");
+	else
+		dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && !dir_unsyncable(errno, 1))
+		rc = -errno;
+	else if (fd >= 0 && fsync(fd) && !dir_unsyncable(errno, 0))
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(dir);
 	return rc;
 }

@@ -244,8 +244,48 @@ assert v[0]['safe_link'] is None and v[0]['recoverable'] == 30000, v
 	[ "$status" -eq 0 ]
 	cat "$T/sync.log" 2>/dev/null || true
 	cmp "$T/out/b16" <(dd if="$T/a.img" bs=4096 skip=16 count=1 status=none)
-	# the temporary file beside it (renamed over it after the sync)
+	# the temporary file beside it (renamed over it after the sync),
+	# then the folder that names it
 	grep -q "^fsync $(realpath "$T/out")/." "$T/sync.log"
+	[ "$(tail -n 1 "$T/sync.log")" = "fsync $(realpath "$T/out")" ]
+}
+
+# r4debugfs with the sync log of the test build: $1 the commands;
+# LOG the log.
+synced_run() {
+	LOG=$T/sync.log
+	rm -f "$LOG"
+	run env R4_SYNC_LOG="$LOG" "$top_builddir/tests/crash/bin/r4debugfs" \
+		-R "$1" "$T/a.img"
+	echo "$output"
+	cat "$LOG" 2>/dev/null || true
+	[ "$status" -eq 0 ]
+}
+
+@test "outputs: what dump, undel, undel --all and rdump say they wrote is durable (bytes, then names)" {
+	del_img
+	mkdir "$T/out"
+	local d
+	d=$(realpath "$T/out")
+	# one new file: its bytes under the temporary name, then the folder
+	synced_run "dump /d/keep.bin $T/out/k"
+	cmp "$T/src/d/keep.bin" "$T/out/k"
+	grep -q "^fsync $d/k\.r4tmp" "$LOG"
+	[ "$(tail -n 1 "$LOG")" = "fsync $d" ]
+	synced_run "undel $DEL $T/out/u"
+	cmp "$T/src/d/large.bin" "$T/out/u"
+	grep -q "^fsync $d/u\.r4tmp" "$LOG"
+	[ "$(tail -n 1 "$LOG")" = "fsync $d" ]
+	# a tree of files: one sync of their file system at the end
+	synced_run "undel --all $T/out/all"
+	cmp "$T/src/d/large.bin" "$T/out/all/d/large.bin"
+	[ "$(tail -n 1 "$LOG")" = "syncfs $d/all" ]
+	# (and not one fsync a file)
+	[ -z "$(grep "^fsync $d/all/" "$LOG")" ]
+	mkdir "$T/out/rd"
+	synced_run "rdump /d $T/out/rd"
+	cmp "$T/src/d/keep.bin" "$T/out/rd/d/keep.bin"
+	[ "$(tail -n 1 "$LOG")" = "syncfs $d/rd" ]
 }
 
 @test "dumpblock and icheck: raw bytes, block classes" {
@@ -588,4 +628,40 @@ assert any(l.split(b"|")[1] == b"/bad\xfe" for l in d), d
 v = json.load(open(sys.argv[3]))["deleted"]
 assert [base64.b64decode(o["name_b64"]) for o in v] == [b"bad\xff"], v
 PY
+}
+
+@test "dumpblock into a write-only folder (a drop box, 0333): written, the folder's sync skipped, exit 0" {
+	make_img
+	chmod 0644 "$T/a.img"
+	mkdir "$T/wo"
+	chmod 0333 "$T/wo"
+	run as_nobody r4debugfs -R "dumpblock 16 $T/wo/b16" "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	cmp "$T/wo/b16" <(dd if="$T/a.img" bs=4096 skip=16 count=1 status=none)
+}
+
+@test "outputs whose folder's sync fails: dump's file in place, exit 1; undel --all prints its summary, then the failure" {
+	del_img
+	mkdir "$T/out"
+	local d
+	d=$(realpath "$T/out")
+	run env R4_SYNC_FAIL="$d" "$top_builddir/tests/crash/bin/r4debugfs" \
+		-R "dump /d/keep.bin $T/out/k" "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"$T/out/k: written and in place, but its folder could not be synced (a power cut may still lose it): Input/output error"* ]]
+	cmp "$T/src/d/keep.bin" "$T/out/k"
+	no_tmp_left "$T/out"
+	# undel --all: every file written, the summary on standard output,
+	# then one line for the failed sync of the folder's file system
+	run env R4_SYNC_FAIL="$d/all" "$top_builddir/tests/crash/bin/r4debugfs" \
+		-R "undel --all $T/out/all" "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	cmp "$T/src/d/large.bin" "$T/out/all/d/large.bin"
+	[[ "${lines[-1]}" == *"undel: $T/out/all: what was written could not be synced (a power cut may lose it): Input/output error" ]]
+	[ "${#lines[@]}" -ge 2 ]
+	[[ "$output" == *MANIFEST* ]]
+	[ "$(sha256sum <"$T/a.img")" = "$SUM" ]
 }

@@ -650,6 +650,82 @@ sd_block() {
 	r4debugfs -R "stat /" "$T/bad.img" | grep -q "size: *2$"
 }
 
+# long_name IMAGE NAME: the stored name NAME of a directory, the entry
+# before its last one, made to run to its item's end: the last entry's
+# unit header is dropped (the bodies move up by its size) and NAME's NUL,
+# the last entry's body and the freed bytes become 'x', the item's last
+# byte NUL: a name of over 255 bytes, the item still well formed (the
+# entries a read of the directory cannot get past, obj_dir_iter).
+long_name() {
+	python3 - "$1" "$2" <<'PY'
+import struct, sys
+img, name = sys.argv[1], sys.argv[2].encode()
+bs, ihs, uhs, obs = 4096, 38, 26, 24
+data = bytearray(open(img, 'rb').read())
+i = data.find(name)
+assert i > 0 and data.find(name, i + 1) < 0, "name not unique"
+blk = i // bs
+node = data[blk * bs:(blk + 1) * bs]
+nr, fs, fss = struct.unpack_from('<HHH', node, 2)
+offs = [struct.unpack_from('<H', node, bs - (k + 1) * ihs + 32)[0] for k in range(nr)]
+ends = offs[1:] + [fss]
+k = next(k for k in range(nr) if offs[k] <= i - blk * bs < ends[k])
+start, L = offs[k], ends[k] - offs[k]
+body = bytes(node[start:start + L])
+units = struct.unpack_from('<H', body, 0)[0]
+uoff = [struct.unpack_from('<H', body, 2 + u * uhs + 24)[0] for u in range(units)]
+a = next(u for u in range(units) if body[uoff[u] + obs:uoff[u] + obs + len(name)] == name)
+assert a == units - 2, "the stored name must be the second last entry"
+# drop the last unit's header: the others' bodies move up by its size,
+# and the name of unit a runs to the item's end (its NUL, the last
+# unit's body, the freed bytes: 'x', the item's last byte NUL)
+hdrs = bytearray(body[2:2 + (units - 1) * uhs])
+for u in range(units - 1):
+    struct.pack_into('<H', hdrs, u * uhs + 24, uoff[u] - uhs)
+bodies = bytearray(body[2 + units * uhs:]) + bytearray(uhs)
+nameend = uoff[a] - uhs + obs + len(name) - (2 + (units - 1) * uhs)
+for j in range(nameend, len(bodies) - 1):
+    bodies[j] = ord('x')
+bodies[-1] = 0
+new = struct.pack('<H', units - 1) + bytes(hdrs) + bytes(bodies)
+assert len(new) == L
+data[blk * bs + start:blk * bs + start + L] = new
+open(img, 'wb').write(data)
+assert L - (uoff[a] - uhs) - obs - 1 > 255
+PY
+}
+
+@test "a directory with a stored name of over 255 bytes: size, bytes and nlink set as the tables set them (a read of it stops at the name)" {
+	mkdir -p "$T/s/d"
+	local a b
+	a=$(printf 'a%.0s' $(seq 200)) b=$(printf 'b%.0s' $(seq 200))
+	echo data >"$T/s/d/$a"
+	ln "$T/s/d/$a" "$T/s/d/$b"
+	r4pack create -q "$T/s" "$T/bad.img"
+	# the second name goes: /d's size and bytes, the file's nlink wrong
+	long_name "$T/bad.img" "$a"
+	export SOURCE_DATE_EPOCH=1700000000
+	cp "$T/bad.img" "$T/tab.img"
+	run r4fsck -y --json "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 4 ]	# the long name stays (no fix renames it)
+	local first=$output
+	[[ "$first" == *'"code":"dir-size"'*'"code":"nlink"'* ]]
+	[[ "$first" == *"the name is longer than 255 bytes"* ]]
+	# the bounded check's list meets the name reading /d for its bytes
+	# and repairs from the tables instead: the same report and bytes
+	run env R4_CHECK_TABLES=1 r4fsck -y --json "$T/tab.img"
+	[ "$status" -eq 4 ]
+	[ "${output//"$T/tab.img"/"$T/bad.img"}" = "$first" ]
+	cmp "$T/bad.img" "$T/tab.img"
+	# the name counted in /d's bytes: 2 entries of 50 bytes, and 50 +
+	# the name and its NUL
+	r4debugfs -R "stat /d" "$T/bad.img" | grep -q "^bytes: *602$"
+	run r4fsck -n "$T/bad.img"
+	[ "$status" -eq 4 ]
+	[ "$(grep -c "problem found" <<<"$output")" -eq 1 ]
+}
+
 @test "unallocated extents (never written data): rebuilt without them" {
 	need_r4ref
 	mkdir -p "$T/s2"
@@ -1554,6 +1630,65 @@ dup_volume() {
 	[ "$status" -eq 1 ]
 	run r4fsck -n "$T/bad.img"
 	[ "$status" -eq 0 ]
+}
+
+# Run "$@" in a mount namespace of its own (as root, else as a user
+# mapped to root): a mount made there goes with it. 1 when there is
+# none to be had here.
+in_mount_ns() {
+	command -v unshare >/dev/null || return 1
+	if [ "$(id -u)" -eq 0 ]; then
+		unshare -m "$@"
+	else
+		unshare -rm "$@"
+	fi
+}
+
+@test "a tree rebuild whose new nodes find \$TMPDIR full (ENOSPC, the test hook): one line naming the folder, exit 8, the volume as it was" {
+	populated
+	local blk sum full
+	blk=$(sd_block "$T/good.img" /many/entry_150)
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	sum=$(sha256sum <"$T/bad.img")
+	mkdir -p "$T/full"
+	full=$(realpath "$T/full")
+	# writes under the folder fail with ENOSPC after 12 KiB (the first
+	# nodes fit, a later one does not), as on a full file system
+	TMPDIR=$full R4_REBUILD_SPILL_BYTES=1 R4_ENOSPC_DIR=$full \
+		R4_ENOSPC_AFTER=12288 run "$top_builddir/tests/crash/bin/r4fsck" -y "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 8 ]
+	[[ "$output" == *"$full/r4txn: write of "*" bytes at byte "*" failed: No space left on device"* ]]
+	[ "$(grep -c "$full" <<<"$output")" -eq 1 ]
+	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
+	# the same build with room: it repairs (the hook let it be)
+	TMPDIR=$full R4_REBUILD_SPILL_BYTES=1 run "$top_builddir/tests/crash/bin/r4fsck" -y "$T/bad.img"
+	[ "$status" -eq 1 ]
+}
+
+@test "a tree rebuild whose new nodes find \$TMPDIR full (ENOSPC, a real tmpfs): one line naming the folder, exit 8, the volume as it was" {
+	mkdir -p "$T/full"
+	# a mount namespace is what a container may deny (unshare -m: EPERM
+	# without CAP_SYS_ADMIN); the test above covers ENOSPC without one
+	in_mount_ns true || skip "no mount namespace here (unshare -m refused)"
+	in_mount_ns sh -c 'mount -t tmpfs -o size=64k r4full "$1"' sh "$T/full"
+	populated
+	local blk sum
+	blk=$(sd_block "$T/good.img" /many/entry_150)
+	dd if=/dev/zero of="$T/bad.img" bs=4096 seek="$blk" count=1 conv=notrunc status=none
+	sum=$(sha256sum <"$T/bad.img")
+	# a tmpfs of 64 KiB filled to the last page, then the repair
+	run in_mount_ns sh -c 'mount -t tmpfs -o size=64k r4full "$1" &&
+		{ dd if=/dev/zero of="$1/fill" bs=4096 2>/dev/null;
+		  [ "$(df -P "$1" | awk "NR == 2 { print \$4 }")" -eq 0 ] ||
+			exit 99;
+		  TMPDIR=$1 R4_REBUILD_SPILL_BYTES=1 r4fsck -y "$2"; }' \
+		sh "$T/full" "$T/bad.img"
+	echo "$output"
+	[ "$status" -eq 8 ]
+	[[ "$output" == *"$T/full/r4txn: write of "*" bytes at byte "*" failed: No space left on device"* ]]
+	[ "$(grep -c "$T/full" <<<"$output")" -eq 1 ]
+	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
 }
 
 # ---- a full volume: no room for a new tree ----

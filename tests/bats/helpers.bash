@@ -147,3 +147,15 @@ oracle_field() {
 	fi
 	echo "$val"
 }
+
+# as_nobody CMD...: CMD run as the user nobody (uid and gid 65534, no
+# groups; PATH and top_builddir kept), with $T open to it (mode 0755).
+# Skips, saying why, when the test cannot drop privileges: not root (CI
+# runs as root), or no setpriv.
+as_nobody() {
+	[ "$(id -u)" -eq 0 ] || skip "not root: cannot run a command as another user"
+	command -v setpriv >/dev/null || skip "no setpriv to drop privileges"
+	chmod 0755 "$T"
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env PATH="$PATH" top_builddir="$top_builddir" "$@"
+}

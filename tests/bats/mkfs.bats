@@ -239,3 +239,45 @@ same_as_mkfs_reiser4() {
 	[ ! -e "$T/x.img" ]
 	[ ! -e "$T/missing.img" ]
 }
+
+@test "a new image file: its bytes synced, then the directory that names it" {
+	mkdir "$T/out"
+	run env R4_SYNC_LOG="$T/sync.log" "$top_builddir/tests/crash/bin/r4mkfs" \
+		-q "$T/out/n.img" 1M
+	[ "$status" -eq 0 ]
+	cat "$T/sync.log"
+	local d f
+	d=$(realpath "$T/out") f=$(realpath "$T/out/n.img")
+	# the last write and sync of the file, then its folder's sync
+	[ "$(grep -n -x -F "fsync $d" "$T/sync.log" | cut -d: -f1)" -gt \
+	  "$(grep -n -x -e "pwrite $f" -e "fsync $f" "$T/sync.log" | tail -n 1 | cut -d: -f1)" ]
+	[ "$(tail -n 1 "$T/sync.log")" = "fsync $d" ]
+}
+
+@test "a new image file in a write-only folder (a drop box, 0333): made, the folder's sync skipped, exit 0" {
+	mkdir "$T/wo"
+	chmod 0333 "$T/wo"
+	run as_nobody r4mkfs -q "$T/wo/n.img" 1M
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	r4fsck -n "$T/wo/n.img"
+}
+
+@test "a new image file whose folder's sync fails: the whole volume kept in place, exit 1, the message says so" {
+	mkdir "$T/out"
+	local d
+	d=$(realpath "$T/out")
+	run env R4_SYNC_FAIL="$d" "$top_builddir/tests/crash/bin/r4mkfs" \
+		-q "$T/out/n.img" 1M
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"n.img: made and in place, but its folder could not be synced (a power cut may still lose the new name): Input/output error"* ]]
+	r4fsck -n "$T/out/n.img"
+	# the image file's own sync failing: nothing is left
+	run env R4_SYNC_FAIL="$d/m.img" "$top_builddir/tests/crash/bin/r4mkfs" \
+		-q "$T/out/m.img" 1M
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ ! -e "$T/out/m.img" ]
+}

@@ -851,3 +851,44 @@ print(m.name[2:], m.offset_data + 100)' "$T/all.tar")
 	grep -q "^fsync $d/\.s\.img\.r4pack\." "$T/sync.log"
 	[ "$(grep '^fsync ' "$T/sync.log" | tail -n 1)" = "fsync $d" ]
 }
+
+@test "extract to a file: the tarball synced under its temporary name, then the directory" {
+	mkdir -p "$T/a" "$T/out"
+	echo one >"$T/a/one"
+	r4pack create -q "$T/a" "$T/s.img"
+	echo old >"$T/out/x.tar"
+	run env R4_SYNC_LOG="$T/sync.log" "$top_builddir/tests/crash/bin/r4pack" \
+		extract "$T/s.img" "$T/out/x.tar"
+	[ "$status" -eq 0 ]
+	cat "$T/sync.log"
+	tar -tf "$T/out/x.tar" | grep -qx ./one
+	local d
+	d=$(realpath "$T/out")
+	grep -q "^fsync $d/x\.tar\.r4tmp" "$T/sync.log"
+	[ "$(tail -n 1 "$T/sync.log")" = "fsync $d" ]
+}
+
+@test "extract into a write-only folder (a drop box, 0333): written, the folder's sync skipped, exit 0" {
+	mkdir -p "$T/a" "$T/wo"
+	echo one >"$T/a/one"
+	r4pack create -q "$T/a" "$T/s.img"
+	chmod 0644 "$T/s.img"
+	chmod 0333 "$T/wo"
+	run as_nobody r4pack extract "$T/s.img" "$T/wo/x.tar"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	tar -tf "$T/wo/x.tar" | grep -qx ./one
+}
+
+@test "extract whose folder's sync fails: the tarball in place, exit 1, the message says so" {
+	mkdir -p "$T/a" "$T/out"
+	echo one >"$T/a/one"
+	r4pack create -q "$T/a" "$T/s.img"
+	run env R4_SYNC_FAIL="$(realpath "$T/out")" \
+		"$top_builddir/tests/crash/bin/r4pack" extract "$T/s.img" "$T/out/x.tar"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"x.tar: written and in place, but its folder could not be synced (a power cut may still lose it): Input/output error"* ]]
+	tar -tf "$T/out/x.tar" | grep -qx ./one
+	[ -z "$(find "$T/out" -name '*.r4tmp*')" ]
+}

@@ -196,3 +196,18 @@ listing() {
 	[ "$(grep '^fsync ' "$T/sync.log" | tail -n 1)" = "fsync $d" ]
 	grep -q "^fsync $d/l.img.layers" "$T/sync.log"
 }
+
+@test "layers: the directory's sync fails after the rename: the image kept in place, exit 1, the message says so" {
+	mkdir -p "$T/a" "$T/c" "$T/out"
+	echo one >"$T/a/one"
+	echo two >"$T/c/two"
+	# (the first sync of the folder is the first layer's build, under
+	# its temporary name: that one succeeds)
+	run env R4_SYNC_FAIL="$(realpath "$T/out")" R4_SYNC_FAIL_AFTER=1 \
+		"$top_builddir/tests/crash/bin/r4pack" create -q "$T/a" "$T/c" "$T/out/l.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"l.img: made and in place, but its directory could not be synced (a power cut may still lose the new name): Input/output error"* ]]
+	r4debugfs -R "cat /two" "$T/out/l.img" | grep -qx two
+	[ -z "$(find "$T/out" -name '*.layers*')" ]
+}

@@ -29,10 +29,22 @@
  *                    read(), untouched: only the build's reads of data
  *                    where it lies in the archive are cut).
  *
- *   R4_SYNC_LOG      a file to which each fsync(2) appends "fsync PATH"
- *                    and each pwrite(2) "pwrite PATH" (one line for a
+ *   R4_SYNC_LOG      a file to which each fsync(2) appends "fsync PATH",
+ *                    each syncfs(2) "syncfs PATH" and each pwrite(2)
+ *                    "pwrite PATH" (one line for a
  *                    run of them to one file): the order in which the
  *                    command made files durable and changed them.
+ *
+ *   R4_SYNC_FAIL     a path: each fsync(2) or syncfs(2) of a file or
+ *                    folder open under exactly that name fails with EIO
+ *                    (nothing synced): the commands' failed-sync paths;
+ *                    R4_SYNC_FAIL_AFTER=N lets the first N succeed.
+ *
+ *   R4_ENOSPC_DIR    a folder: writes (pwrite(2), write(2)) to files
+ *                    under it (unlinked ones too) fail with ENOSPC once
+ *                    R4_ENOSPC_AFTER bytes (default 0) went there, the
+ *                    write that crosses it cut short: a full file
+ *                    system, without a mount.
  *
  *   R4_MOUNTINFO, R4_SYSBLOCK  the mount table and the loop devices
  *                    to read instead of /proc/self/mountinfo and
@@ -103,21 +115,29 @@ ssize_t pread(int fd, void *buf, size_t len, off_t off)
 	return syscall(SYS_pread64, fd, buf, len, off);
 }
 
+/* The name fd is open under ("" if none) in name[4096]. */
+static const char *fd_name(int fd, char *name)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, name, 4095);
+	name[n > 0 ? n : 0] = 0;
+	return name;
+}
+
 /* R4_SYNC_LOG: "what PATH" for fd, unless it repeats the line before. */
 static void sync_log(const char *what, int fd)
 {
 	static char last[4200];
 	const char *log = getenv("R4_SYNC_LOG");
-	char link[64], name[4096], line[4200];
-	ssize_t n;
+	char name[4096], line[4200];
 	FILE *f;
 
 	if (!log || !*log)
 		return;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, name, sizeof(name) - 1);
-	name[n > 0 ? n : 0] = 0;
-	snprintf(line, sizeof(line), "%s %s\n", what, name);
+	snprintf(line, sizeof(line), "%s %s\n", what, fd_name(fd, name));
 	if (!strcmp(line, last) || !(f = fopen(log, "a")))
 		return;
 	fputs(line, f);
@@ -125,16 +145,74 @@ static void sync_log(const char *what, int fd)
 	memcpy(last, line, sizeof(last));
 }
 
+/* R4_SYNC_FAIL names fd's file: its sync fails (EIO). */
+static int sync_fails(int fd)
+{
+	static long seen;
+	const char *v = getenv("R4_SYNC_FAIL");
+	const char *after = getenv("R4_SYNC_FAIL_AFTER");
+	char name[4096];
+
+	if (!v || !*v || strcmp(fd_name(fd, name), v))
+		return 0;
+	if (after && seen++ < atol(after))
+		return 0;
+	errno = EIO;
+	return 1;
+}
+
 int fsync(int fd)
 {
 	sync_log("fsync", fd);
-	return (int)syscall(SYS_fsync, fd);
+	return sync_fails(fd) ? -1 : (int)syscall(SYS_fsync, fd);
+}
+
+int syncfs(int fd)
+{
+	sync_log("syncfs", fd);
+	return sync_fails(fd) ? -1 : (int)syscall(SYS_syncfs, fd);
+}
+
+/* R4_ENOSPC_DIR: how much of len may go to fd's file (len when it is
+ * not under the folder); 0 with errno ENOSPC when the room is gone. */
+static size_t enospc_room(int fd, size_t len)
+{
+	static unsigned long long used;
+	const char *dir = getenv("R4_ENOSPC_DIR");
+	const char *after = getenv("R4_ENOSPC_AFTER");
+	unsigned long long cap = after && *after ? strtoull(after, NULL, 10) : 0;
+	char name[4096];
+	size_t n = dir ? strlen(dir) : 0;
+
+	if (!n || !len || strncmp(fd_name(fd, name), dir, n) || name[n] != '/')
+		return len;
+	if (used >= cap) {
+		errno = ENOSPC;
+		return 0;
+	}
+	if (len > cap - used)
+		len = (size_t)(cap - used);
+	used += len;
+	return len;
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 {
+	size_t room = enospc_room(fd, len);
+
 	sync_log("pwrite", fd);
-	return syscall(SYS_pwrite64, fd, buf, len, off);
+	if (!room && len)
+		return -1;
+	return syscall(SYS_pwrite64, fd, buf, room, off);
+}
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+	size_t room = enospc_room(fd, len);
+
+	if (!room && len)
+		return -1;
+	return syscall(SYS_write, fd, buf, room);
 }
 
 static void report(void *ctx, const struct io_fault_stats *st)
