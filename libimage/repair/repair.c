@@ -229,9 +229,35 @@ static int rebuild_listed(const struct rep *R)
 	return 0;
 }
 
+/* Whether this round ends blocked, no rebuild after it (rounds: the
+ * same test as blocked(), code by code: preen, or -y after its rebuild
+ * or with damage a rebuild cannot mend): nothing reads the tables. */
+static int stops_blocked(const struct rep *R)
+{
+	int fix = R->o->mode == R4_REPAIR_FIX;
+
+	if (R->crep.journal_dirty)
+		return 1;
+	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
+		const struct r4_problem_info *pi = r4_problem_info(k);
+
+		if (!R->codes[k])
+			continue;
+		if (!pi || pi->fix_class == R4_FIX_NONE ||
+		    pi->fix_class == R4_FIX_REBUILD ||
+		    k == R4_CHK_MASTER || k == R4_CHK_FORMAT40)
+			return !fix || R->r->rebuilt || !rebuild_helps(R);
+		if (!fix && pi->fix_class != R4_FIX_PREEN)
+			return 1;
+	}
+	return 0;
+}
+
 /* A round's check: the bounded one first, so that a clean volume, or
  * one whose problems are space ones or those the check's list serves
- * (listed), is repaired in the memory of r4fsck -n; when a fix needs
+ * (listed), is repaired in the memory of r4fsck -n, and so is a round
+ * that stops blocked (stops_blocked) or rebuilds the tree from that
+ * check (rebuild_listed); when a fix needs
  * the tables, the same check again building them, silently (it finds
  * the same problems). From then on every check builds them at once,
  * until a tree rebuild frees them (rounds): the memory is spent
@@ -258,7 +284,8 @@ static int run_check(struct rep *R, int first)
 	if (!rc && R->crep.problems && rebuild_listed(R))
 		return 0;
 	chk_ranked_free(&R->c);
-	if (rc || R->tables || !R->crep.problems || !tables_needed(R))
+	if (rc || R->tables || !R->crep.problems || !tables_needed(R) ||
+	    stops_blocked(R))
 		return rc;
 	R->tables = 1;
 	/* the bounded check's runs are freed: their pages go back before
