@@ -279,9 +279,15 @@ int rb_obj_find(struct rb *b, uint64_t el0, uint64_t el1, uint64_t el2,
 
 int rb_named(struct rb *b)
 {
+	const struct chk *c = &b->R->c;
+
 	b->named = NULL;
 	b->nnamed = 0;
-	if (b->R->c.has_ranked)
-		return 0;	/* plan_names would find no move */
-	return rep_named_keys(b->R, &b->named, &b->nnamed);
+	if (!c->has_ranked)
+		return rep_named_keys(b->R, &b->named, &b->nnamed);
+	/* kept objects, no tables: only when the list was whole and named
+	 * no stat data a key could go back to (repair.c: rebuild_listed),
+	 * where plan_names would find no move */
+	return c->fixes_want && !c->fixes_lost && !c->fixes_keys ? 0
+								  : -EINVAL;
 }
