@@ -152,8 +152,16 @@ int chk_run(struct chk *c)
 	return rc;
 }
 
+void chk_ranked_free(struct chk *c)
+{
+	if (c->has_ranked)
+		chk_runs_free(&c->ranked);
+	c->has_ranked = 0;
+}
+
 void chk_tables_free(struct chk *c)
 {
+	chk_ranked_free(c);
 	free(c->objs);
 	free(c->ents);
 	free(c->bodies);

@@ -297,6 +297,13 @@ struct chk {
 	int fixes_keys;
 	struct chk_fix *fixes;
 	size_t nfixes, capfixes;
+	/* Stream mode with fixes_want, after a whole pass: every object in
+	 * key order (the tables' order, the same one of two with one key
+	 * first), kept for a tree rebuild that reads no tables
+	 * (repair/rebuild_objs.c); freed with the tables, or alone by
+	 * chk_ranked_free. */
+	struct chk_runs ranked;
+	int has_ranked;
 };
 
 /* Reports: chk_say() and its kin, libimage/check/say.h. */
@@ -318,6 +325,8 @@ void chk_release(struct chk *c);
 /* The tables (objects, entries, bodies and what is read with them)
  * freed, the map of blocks in use kept. */
 void chk_tables_free(struct chk *c);
+/* The objects kept in key order (chk.ranked) let go. */
+void chk_ranked_free(struct chk *c);
 /* Only the set-up of chk_run (map with the layout marked, buffers), for
  * a repair that checks items one by one with chk_item. */
 int chk_setup(struct chk *c);

@@ -474,6 +474,12 @@ int chk_stream_semantic(struct chk *c)
 		rc = chk_stream_phases(&p);
 	if (rc && rc != -ENOMEM && !st->rc)
 		st->rc = rc;
+	if (!rc && c->fixes_want) {	/* the objects kept, read from 0 */
+		c->ranked = p.ranked;
+		c->has_ranked = 1;
+		chk_runs_init(&p.ranked, sizeof(struct chk_obj), NULL, 1);
+		rc = chk_runs_rewind(&c->ranked);
+	}
 	pass_close(&p);
 	return rc;
 }

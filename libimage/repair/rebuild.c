@@ -599,7 +599,7 @@ static int gather(struct rb *b, uint64_t *dup)
 	b->buf = malloc(c->bs);
 	rc = b->buf ? chk_setup(&b->v) : -ENOMEM;
 	if (!rc)
-		rc = rep_named_keys(R, &b->named, &b->nnamed);
+		rc = rb_named(b);
 	if (!rc)
 		rc = rb_objs(b);
 	if (!rc)

@@ -217,13 +217,19 @@ void rb_bodies_free(struct rb *b);
 int rb_walk(struct rb *b, uint64_t blk, unsigned level,
 	    const struct kid *range);
 int rb_scan(struct rb *b);
-/* rebuild_objs.c: the check's objects (their key, size, mode) into a
- * scratch file (else b->objs), and the check's tables freed: the
+/* rebuild_objs.c: the check's objects (their key, size, mode; from its
+ * tables, or those the bounded check kept in their order: chk.ranked)
+ * into a scratch file (else b->objs), and the check's tables freed: the
  * rebuild reads nothing else of them, and the check after it builds
  * its own; rb_objs_free lets them go. rb_obj_find: 1 and one by
  * stat-data key in *out, as chk_obj_find finds it, or 0 (none, or a
  * read failed: b->objs_err). */
 int rb_objs(struct rb *b);
+/* The keys the key pass would give stat data (keys.c: rep_named_keys)
+ * into b->named; none without the tables, when the rebuild takes the
+ * bounded check's objects (repair.c: rebuild_listed, whose list says
+ * that no stat data nobody names fits a key an entry names). */
+int rb_named(struct rb *b);
 void rb_objs_free(struct rb *b);
 int rb_obj_find(struct rb *b, uint64_t el0, uint64_t el1, uint64_t el2,
 		struct rb_obj *out);

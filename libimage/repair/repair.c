@@ -11,7 +11,9 @@
  * not fix. A round's check runs over sorted runs in bounded memory,
  * listing what the common object fixes need, and is run again building
  * the whole volume's tables only when a fix the list does not serve
- * needs them (run_check): a clean volume costs what r4fsck -n does. */
+ * needs them (run_check): a clean volume costs what r4fsck -n does.
+ * A tree rebuild takes what it reads of the check from the bounded one
+ * too when the list is whole and names no key move (rebuild_listed). */
 #include "config.h"
 #include <errno.h>
 #include <stdarg.h>
@@ -176,10 +178,11 @@ static int listed(const struct rep *R, int k)
 
 /* Whether this round's problems need the tables: every fix after the
  * space pass reads them (but those the check's list serves), and so do
- * the tree rebuild and the mends before it; the space pass (bitmaps,
- * counters, status, backups) needs only the map of blocks in use, the
- * count of objects and the largest object id, which both kinds of check
- * leave. */
+ * the mends before a tree rebuild and the rebuild (but one the bounded
+ * check serves: rebuild_listed, looked at first); the space pass
+ * (bitmaps, counters, status, backups) needs only the map of blocks in
+ * use, the count of objects and the largest object id, which both kinds
+ * of check leave. */
 static int tables_needed(const struct rep *R)
 {
 	if (R->crep.journal_dirty)
@@ -194,9 +197,67 @@ static int tables_needed(const struct rep *R)
 	return 0;
 }
 
+/* Tree damage a rebuild can fix: not the super blocks, nor a journal
+ * that cannot be read through. */
+static int rebuild_helps(const struct rep *R)
+{
+	return !R->crep.journal_dirty && !R->codes[R4_CHK_MASTER] &&
+	       !R->codes[R4_CHK_FORMAT40];
+}
+
+/* Whether this round goes straight to the tree rebuild (rounds: -y,
+ * no rebuild yet, damage that blocks the other passes and that the
+ * rebuild mends; blocked() then holds and the mends that read the
+ * tables are not looked for) and the bounded check gave what the
+ * rebuild reads of a check: its objects in the tables' order
+ * (chk.ranked: rebuild_objs.c) and no stat data nobody names that
+ * fits a key an entry names (chk.fixes_keys 0, its list whole: the
+ * key plan, keys.c rep_named_keys, finds no move then). */
+static int rebuild_listed(const struct rep *R)
+{
+	if (!R->c.has_ranked || R->o->mode != R4_REPAIR_FIX ||
+	    R->r->rebuilt || !R->c.fixes_want || R->c.fixes_lost ||
+	    R->c.fixes_keys || !rebuild_helps(R))
+		return 0;
+	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
+		const struct r4_problem_info *pi = r4_problem_info(k);
+
+		if (R->codes[k] && (!pi || pi->fix_class == R4_FIX_NONE ||
+				    pi->fix_class == R4_FIX_REBUILD))
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether this round ends blocked, no rebuild after it (rounds: the
+ * same test as blocked(), code by code: preen, or -y after its rebuild
+ * or with damage a rebuild cannot mend): nothing reads the tables. */
+static int stops_blocked(const struct rep *R)
+{
+	int fix = R->o->mode == R4_REPAIR_FIX;
+
+	if (R->crep.journal_dirty)
+		return 1;
+	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
+		const struct r4_problem_info *pi = r4_problem_info(k);
+
+		if (!R->codes[k])
+			continue;
+		if (!pi || pi->fix_class == R4_FIX_NONE ||
+		    pi->fix_class == R4_FIX_REBUILD ||
+		    k == R4_CHK_MASTER || k == R4_CHK_FORMAT40)
+			return !fix || R->r->rebuilt || !rebuild_helps(R);
+		if (!fix && pi->fix_class != R4_FIX_PREEN)
+			return 1;
+	}
+	return 0;
+}
+
 /* A round's check: the bounded one first, so that a clean volume, or
  * one whose problems are space ones or those the check's list serves
- * (listed), is repaired in the memory of r4fsck -n; when a fix needs
+ * (listed), is repaired in the memory of r4fsck -n, and so is a round
+ * that stops blocked (stops_blocked) or rebuilds the tree from that
+ * check (rebuild_listed); when a fix needs
  * the tables, the same check again building them, silently (it finds
  * the same problems). From then on every check builds them at once,
  * until a tree rebuild frees them (rounds): the memory is spent
@@ -219,7 +280,12 @@ static int run_check(struct rep *R, int first)
 		r4i_error_clear(R->err);
 		return check_once(R, first, 1);
 	}
-	if (rc || R->tables || !R->crep.problems || !tables_needed(R))
+	/* a rebuild from the bounded check: its objects kept for it */
+	if (!rc && R->crep.problems && rebuild_listed(R))
+		return 0;
+	chk_ranked_free(&R->c);
+	if (rc || R->tables || !R->crep.problems || !tables_needed(R) ||
+	    stops_blocked(R))
 		return rc;
 	R->tables = 1;
 	/* the bounded check's runs are freed: their pages go back before
@@ -255,14 +321,6 @@ static int blocked(struct rep *R)
 		}
 	}
 	return 0;
-}
-
-/* Tree damage a rebuild can fix: not the super blocks, nor a journal
- * that cannot be read through. */
-static int rebuild_helps(const struct rep *R)
-{
-	return !R->crep.journal_dirty && !R->codes[R4_CHK_MASTER] &&
-	       !R->codes[R4_CHK_FORMAT40];
 }
 
 /* The repair's passes after the tree, in the order of enum r4_fix_pass.

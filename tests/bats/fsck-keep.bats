@@ -16,20 +16,27 @@ load helpers
 # silently (nothing rebuilt again), -n exits 0, fsck.reiser4 agrees. A
 # copy repaired with the check's objects the rebuild looks up in a
 # scratch file in $TMPDIR (R4_REBUILD_OBJS_LEVELS=1; in memory else, so
-# few): the same output and bytes.
+# few), and a copy repaired with the whole volume's tables built for
+# every check (R4_CHECK_TABLES=1: the rebuild reads them, where it takes
+# the bounded check's objects otherwise): the same output and bytes.
 mended() {
-	local objs
+	local objs tabled
 	export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(date +%s)}
 	cp --sparse=always "$1" "$T/objs.img"
+	cp --sparse=always "$1" "$T/tab.img"
 	run env R4_REBUILD_OBJS_LEVELS=1 r4fsck -y "$T/objs.img"
 	objs=${output//"$T/objs.img"/"$1"}
+	run env R4_CHECK_TABLES=1 r4fsck -y "$T/tab.img"
+	tabled=${output//"$T/tab.img"/"$1"}
 	run r4fsck -y "$1"
 	echo "$output"
 	first=$output
 	[ "$status" -eq 1 ]
 	[ "$objs" = "$first" ]
+	[ "$tabled" = "$first" ] || { echo "tables: $tabled"; false; }
 	cmp "$1" "$T/objs.img"
-	rm -f "$T/objs.img"
+	cmp "$1" "$T/tab.img"
+	rm -f "$T/objs.img" "$T/tab.img"
 	run r4fsck -y "$1"
 	echo "second run: $output"
 	[ "$status" -eq 0 ]

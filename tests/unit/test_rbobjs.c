@@ -5,7 +5,9 @@
  * every key and its neighbours, in memory and from the scratch file
  * with the first steps' records cached (objs_levels from 1, windows of
  * half the table, to the default 16), on tables of 0 to 200,000
- * records with runs of one key across the cache's and windows' edges. */
+ * records with runs of one key across the cache's and windows' edges;
+ * each from the tables and from the bounded check's kept objects
+ * (chk.ranked, repair.c: rebuild_listed). */
 #include "config.h"
 #include <errno.h>
 #include "tap.h"
@@ -68,9 +70,26 @@ static int differs(uint64_t el0, uint64_t el1, uint64_t el2)
 	       got.ccreg != !!(w->flags & CHK_OBJ_CCREG);
 }
 
-/* The table through rb_objs (in memory, or levels cached), then every
- * key and key +- 1 both ways. */
-static void agrees(size_t n, unsigned levels, int in_memory)
+/* The copy of the table as the bounded check keeps it (chk.ranked:
+ * sorted runs, no tables), a run per 4 KiB of records. */
+static void feed_ranked(size_t n)
+{
+	tap_require(!chk_runs_init(&R.c.ranked, sizeof(*R.c.objs), NULL,
+				   4096), "runs for %zu", n);
+	for (size_t i = 0; i < n; i++)
+		tap_require(!chk_runs_put(&R.c.ranked, &ref.objs[i]),
+			    "put %zu", i);
+	tap_require(!chk_runs_finish(&R.c.ranked), "finish %zu", n);
+	R.c.has_ranked = 1;
+	free(R.c.objs);
+	R.c.objs = NULL;
+	R.c.nobjs = 0;
+}
+
+/* The table through rb_objs (in memory, or levels cached; from the
+ * tables or, ranked, from the kept objects), then every key and key
+ * +- 1 both ways. */
+static void agrees(size_t n, unsigned levels, int in_memory, int ranked)
 {
 	struct r4_repair_opts o;
 	size_t bad = 0, first = SIZE_MAX;
@@ -84,14 +103,16 @@ static void agrees(size_t n, unsigned levels, int in_memory)
 	tap_require(R.c.objs, "copy of %zu", n);
 	memcpy(R.c.objs, ref.objs, n * sizeof(*R.c.objs));
 	R.c.nobjs = n;
+	if (ranked)
+		feed_ranked(n);
 	memset(&b, 0, sizeof(b));
 	b.R = &R;
 	b.objs_fd = -1;
 	b.objs_levels = levels;
 	tap_require(!rb_objs(&b), "rb_objs %zu", n);
 	ok((b.objs_fd >= 0) == file && !R.c.objs,
-	   "n %zu levels %u%s: %s", n, levels, in_memory ? " in memory" : "",
-	   file ? "the file" : "no file");
+	   "n %zu levels %u%s%s: %s", n, levels, in_memory ? " in memory" : "",
+	   ranked ? " ranked" : "", file ? "the file" : "no file");
 	for (size_t i = 0; i < n; i++)
 		for (int d = -1; d <= 1; d++)
 			if (differs(ref.objs[i].el0, ref.objs[i].el1,
@@ -100,9 +121,10 @@ static void agrees(size_t n, unsigned levels, int in_memory)
 				if (first == SIZE_MAX)
 					first = i;
 			}
-	ok(!bad && !b.objs_err, "n %zu levels %u%s: %zu look-ups differ "
+	ok(!bad && !b.objs_err, "n %zu levels %u%s%s: %zu look-ups differ "
 	   "(first at record %zu), read error %d", n, levels,
-	   in_memory ? " in memory" : "", bad, first, b.objs_err);
+	   in_memory ? " in memory" : "", ranked ? " ranked" : "", bad, first,
+	   b.objs_err);
 	if (n) {	/* a read failed before: no look-up answers */
 		struct rb_obj got;
 
@@ -112,6 +134,7 @@ static void agrees(size_t n, unsigned levels, int in_memory)
 		   "n %zu levels %u: none after a failed read", n, levels);
 	}
 	rb_objs_free(&b);
+	chk_ranked_free(&R.c);
 }
 
 int main(void)
@@ -125,14 +148,17 @@ int main(void)
 
 		ref.objs = table(n);
 		ref.nobjs = n;
-		agrees(n, 0, 1);
+		agrees(n, 0, 1, 0);
+		agrees(n, 0, 1, 1);
 		for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]);
 		     l++) {
 			unsigned L = levels[l] ? levels[l] : 16;
 
 			/* windows of n >> L records, 3n look-ups: bounded */
-			if ((double)3 * n * ((n >> L) + 1) <= 2e7)
-				agrees(n, levels[l], 0);
+			if ((double)3 * n * ((n >> L) + 1) > 2e7)
+				continue;
+			agrees(n, levels[l], 0, 0);
+			agrees(n, levels[l], 0, 1);
 		}
 		free(ref.objs);
 	}

@@ -5,8 +5,11 @@
  * problems are space and counters, are repaired over the bounded check
  * alone (table_checks 0: the space pass takes the count of objects and
  * the largest object id from the check), and so is a wrong link count,
- * whose fix the bounded check lists (libimage/check/fixes.c); damage
- * the tree rebuild must mend builds them (table_checks > 0). */
+ * whose fix the bounded check lists (libimage/check/fixes.c), and
+ * damage the tree rebuild mends when the bounded check's list is whole
+ * (the rebuild takes its objects; the list says no key move), and a
+ * preen that stops at tree damage; other damage builds them
+ * (table_checks > 0). */
 #include "config.h"
 #include <fcntl.h>
 #include "tap.h"
@@ -19,9 +22,10 @@
 
 #define BS 4096u	/* r4_mkfs's block size */
 
-/* r4_fsck -y; fix_bytes: the list of fixes' budget (0: the default). */
-static int fsck_fix_budget(const char *img, struct r4_fsck_report *rep,
-			   size_t fix_bytes)
+/* r4_fsck in mode (R4_FSCK_*); fix_bytes: the list of fixes' budget
+ * (0: the default). */
+static int fsck_mode(const char *img, struct r4_fsck_report *rep,
+		     int mode, size_t fix_bytes)
 {
 	struct r4_fsck_opts o;
 	struct r4_error err = { 0, "", 0 };
@@ -29,13 +33,20 @@ static int fsck_fix_budget(const char *img, struct r4_fsck_report *rep,
 	int rc;
 
 	memset(&o, 0, sizeof(o));
-	o.mode = R4_FSCK_FIX;
+	o.mode = mode;
 	o.repair.check.fix_bytes = fix_bytes;
 	snprintf(path, sizeof(path), "%s/%s", eu_dir, img);
 	rc = r4_fsck(path, &o, rep, &err);
 	if (rc)
 		printf("# r4_fsck: %d %s\n", rc, err.msg);
 	return rc;
+}
+
+/* r4_fsck -y; fix_bytes: the list of fixes' budget (0: the default). */
+static int fsck_fix_budget(const char *img, struct r4_fsck_report *rep,
+			   size_t fix_bytes)
+{
+	return fsck_mode(img, rep, R4_FSCK_FIX, fix_bytes);
 }
 
 static int fsck_fix(const char *img, struct r4_fsck_report *rep)
@@ -210,21 +221,38 @@ int main(void)
 		   (unsigned long long)rep.repair.table_checks);
 	ok(eu_check("v.img"), "nlink, tiny budget: r4_check is clean after");
 
-	/* a root node with its magic zeroed: the tree rebuild reads the
-	 * tables, once; the checks after it are bounded again */
+	/* a root node with its magic zeroed: preen stops at the tree
+	 * damage, having changed nothing, and nothing reads the tables
+	 * then: none built */
 	fd = open_img("v.img");
 	root = get64(fd, sb, FMT_FORMAT40_OFF_ROOT_BLOCK);
 	put64(fd, root, FMT_NODE_OFF_MAGIC, 0);
 	close(fd);
+	if (ok(fsck_mode("v.img", &rep, R4_FSCK_PREEN, 0) == 0,
+	       "r4_fsck -p, root node"))
+		ok(rep.repair.found.problems > 0 && !rep.repair.rebuilt &&
+		   rep.repair.tree_damaged && rep.repair.actions == 0 &&
+		   rep.repair.table_checks == 0,
+		   "root node, preen: stopped, no tables (found %llu, "
+		   "actions %llu, tables %llu)",
+		   (unsigned long long)rep.repair.found.problems,
+		   (unsigned long long)rep.repair.actions,
+		   (unsigned long long)rep.repair.table_checks);
+
+	/* the same with -y: the tree rebuild takes what
+	 * it reads of the check from the bounded one (its objects kept in
+	 * key order, no key move: repair.c rebuild_listed), and the
+	 * checks after it are bounded again: no tables at all */
 	if (ok(fsck_fix("v.img", &rep) == 0, "r4_fsck -y, root node"))
 		ok(rep.repair.found.problems > 0 && rep.repair.rebuilt &&
-		   rep.repair.rounds >= 2 && rep.repair.table_checks == 1,
-		   "root node: the tables are built for the rebuild alone "
+		   rep.repair.rounds >= 2 && rep.repair.table_checks == 0,
+		   "root node: the rebuild reads no tables "
 		   "(found %llu, rounds %llu, tables %llu)",
 		   (unsigned long long)rep.repair.found.problems,
 		   (unsigned long long)rep.repair.rounds,
 		   (unsigned long long)rep.repair.table_checks);
 	ok(eu_check("v.img"), "root node: r4_check is clean after");
+
 	eu_fini();
 	return tap_done();
 }
