@@ -133,19 +133,22 @@ int tmod_write_node(struct tree_mod *m, uint64_t nb, unsigned level,
 		      const struct ilist *l, int *ok, struct r4_error *err)
 {
 	struct io_block *b;
-	int rc, bad = -1;
+	struct node_fill f;
+	int rc, rc2, bad = -1;
 
 	*ok = 0;
 	rc = txn_new(m->t, nb, &b, err);
 	if (rc)
 		return rc;
-	rc = fmt_node_init(b->data, m->vol->blksize, m->vol->sb.node_pid,
-			   level, m->vol->sb.mkfs_id);
+	/* txn_new's buffer is zeroed: the items go in at once */
+	rc = node_fill_begin(&f, b->data, m->vol->blksize, m->vol->keypol,
+			     m->vol->sb.node_pid, level, m->vol->sb.mkfs_id);
 	for (size_t i = 0; !rc && i < l->n; i++)
-		rc = node_append_item(b->data, m->vol->blksize,
-				      m->vol->keypol, &l->v[i].key,
-				      l->v[i].pid, l->v[i].body, l->v[i].len,
-				      NULL);
+		rc = node_fill_item(&f, &l->v[i].key, l->v[i].pid,
+				    l->v[i].body, l->v[i].len);
+	rc2 = node_fill_end(&f);
+	if (!rc)
+		rc = rc2;
 	fmt_node_stamp(b->data, m->vol->blksize);
 	if (!rc) {
 		/* verified once here, readers trust it until it is captured
