@@ -74,6 +74,10 @@ int io_cache_read(struct io_cache *c, uint64_t nr, uint64_t count,
 /* A block to be overwritten whole: zero-filled, not read from disk. */
 int io_cache_new(struct io_cache *c, uint64_t nr, struct io_block **out,
 		 struct r4_error *err);
+/* The same with the buffer's bytes left as they are (any: a buffer used
+ * before): the caller writes every byte. */
+int io_cache_new_raw(struct io_cache *c, uint64_t nr, struct io_block **out,
+		     struct r4_error *err);
 void io_cache_put(struct io_cache *c, struct io_block *b);
 void io_cache_dirty(struct io_cache *c, struct io_block *b);
 

@@ -137,12 +137,14 @@ int tmod_write_node(struct tree_mod *m, uint64_t nb, unsigned level,
 	int rc, rc2, bad = -1;
 
 	*ok = 0;
-	rc = txn_new(m->t, nb, &b, err);
+	/* node_fill writes every byte: the buffer is not zeroed first */
+	rc = txn_new_raw(m->t, nb, &b, err);
 	if (rc)
 		return rc;
-	/* txn_new's buffer is zeroed: the items go in at once */
 	rc = node_fill_begin(&f, b->data, m->vol->blksize, m->vol->keypol,
 			     m->vol->sb.node_pid, level, m->vol->sb.mkfs_id);
+	if (rc)
+		memset(b->data, 0, m->vol->blksize);	/* as txn_new's */
 	for (size_t i = 0; !rc && i < l->n; i++)
 		rc = node_fill_item(&f, &l->v[i].key, l->v[i].pid,
 				    l->v[i].body, l->v[i].len);

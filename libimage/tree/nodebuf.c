@@ -73,8 +73,11 @@ int node_fill_begin(struct node_fill *f, uint8_t *blk, size_t blksize,
 	f->blk = rc ? NULL : blk;
 	f->blksize = blksize;
 	f->pol = pol;
+	if (rc)
+		return rc;
 	/* the plugin id in the block: where item headers go */
-	return rc ? rc : fmt_node_header_encode(&f->h, blk, blksize);
+	memset(blk, 0, f->h.free_space_start);
+	return fmt_node_header_encode(&f->h, blk, blksize);
 }
 
 int node_fill_item(struct node_fill *f, const struct fmt_key *key,
@@ -88,7 +91,11 @@ int node_fill_item(struct node_fill *f, const struct fmt_key *key,
 
 int node_fill_end(struct node_fill *f)
 {
-	return f->blk ? fmt_node_header_encode(&f->h, f->blk, f->blksize) : 0;
+	if (!f->blk)
+		return 0;
+	/* between the last body and the first item header */
+	memset(f->blk + f->h.free_space_start, 0, f->h.free_space);
+	return fmt_node_header_encode(&f->h, f->blk, f->blksize);
 }
 
 int node_append_item(uint8_t *blk, size_t blksize, enum fmt_key_policy pol,

@@ -26,12 +26,15 @@ int node_append_space(uint8_t *blk, size_t blksize, enum fmt_key_policy pol,
 		      const struct fmt_key *key, unsigned pid, size_t len,
 		      uint8_t **out);
 
-/* A node's items written into a zeroed block at once, in key order: the
- * bytes fmt_node_init and node_append_item for each would give, with
- * the node header decoded and encoded once, not at every item (the
- * caller stamps node41 checksums). begin: R4_EUNSUPP or R4_ERANGE as
- * fmt_node_init; item: as node_append_item; end writes the header as
- * the items so far say (also after an item's failure). */
+/* A node's items written into a block at once, in key order: the bytes
+ * fmt_node_init and node_append_item for each would give, with the node
+ * header decoded and encoded once, not at every item (the caller stamps
+ * node41 checksums). Every byte of the block is written (the block's
+ * bytes before do not matter) once begin succeeded and end is called.
+ * begin: R4_EUNSUPP or R4_ERANGE as fmt_node_init (the block
+ * untouched); item: as node_append_item; end zeroes the free space and
+ * writes the header as the items so far say (also after an item's
+ * failure). */
 struct node_fill {
 	uint8_t *blk;		/* NULL: begin failed */
 	size_t blksize;

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: a node written at once (node_fill, libimage/tree/nodebuf.c, the
- * tree writer's tmod_write_node) against the same node made by
- * fmt_node_init and one node_append_item per item: the same bytes, item
- * for item, for both node plugins, both key sizes, several block sizes,
- * items of 0 bytes up to what fills the node, the node41 checksum
- * stamped after; an item that does not fit fails the same way at the
+ * tree writer's tmod_write_node) into a block of garbage (a buffer used
+ * before: txn_new_raw) against the same node made by fmt_node_init and
+ * one node_append_item per item: the same bytes, for both node plugins,
+ * both key sizes, several block sizes, items of 0 bytes up to what
+ * fills the node, the node41 checksum stamped after; an item that does not fit fails the same way at the
  * same item and leaves the same bytes; a bad level or node plugin fails
  * as fmt_node_init does. */
 #include "config.h"
@@ -81,7 +81,7 @@ static void both(uint8_t *a, uint8_t *b, size_t bs, enum fmt_key_policy pol,
 	fmt_node_stamp(a, bs);
 	*ra = rc;
 
-	memset(b, 0, bs);
+	memset(b, 0x5a, bs);	/* node_fill writes every byte */
 	rc = node_fill_begin(&f, b, bs, pol, node_pid, level, 77);
 	for (i = 0; !rc && i < n; i++)
 		rc = node_fill_item(&f, &v[i].key, v[i].pid, v[i].body,
