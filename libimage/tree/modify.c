@@ -335,8 +335,8 @@ static int root_set(struct tree_mod *m, unsigned l, struct ilist *items,
  * list that fits goes whole into a neighbour with room; one that does
  * not fit shares with the emptier neighbour when the two make two
  * nodes. */
-static int choose_side(size_t total, size_t lb, size_t rb, size_t cap,
-		       size_t ih)
+int tmod_choose_side(size_t total, size_t lb, size_t rb, size_t cap,
+		     size_t ih)
 {
 	size_t best = lb < rb ? lb : rb;
 
@@ -377,7 +377,7 @@ static int choose(struct tree_mod *m, struct ilist *P, long pos,
 	}
 	if (rc)
 		goto out;
-	use = choose_side(total, lb, rb, cap, ih);
+	use = tmod_choose_side(total, lb, rb, cap, ih);
 	if (use < 0) {
 		tmp = *items;
 		*items = L;
