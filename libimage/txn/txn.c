@@ -604,6 +604,11 @@ static int new_buf(struct txn *t, uint64_t blk, int zero,
 		io_cache_put(&t->vol->cache, *out);
 		*out = NULL;
 	}
+	/* the caller will not fill a raw buffer it did not get, and the
+	 * block stays new (a later write-behind or commit may write it):
+	 * zeros, as txn_new gives, never the bytes the buffer held */
+	if (rc && !zero && e->b)
+		memset(e->b->data, 0, t->vol->blksize);
 	return rc;
 }
 

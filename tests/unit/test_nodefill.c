@@ -4,8 +4,8 @@
  * before: txn_new_raw) against the same node made by fmt_node_init and
  * one node_append_item per item: the same bytes, for both node plugins,
  * both key sizes, several block sizes, items of 0 bytes up to what
- * fills the node, the node41 checksum stamped after; an item that does not fit fails the same way at the
- * same item and leaves the same bytes; a bad level or node plugin fails
+ * fills the node, the node41 checksum stamped after; an item that does
+ * not fit fails the same way at the same item and leaves the same bytes; a bad level or node plugin fails
  * as fmt_node_init does. */
 #include "config.h"
 #include <stdlib.h>
@@ -61,8 +61,8 @@ static void free_items(struct it *v, size_t n)
 		free(v[i].body);
 }
 
-/* Both ways into a and b (a: per item; b: node_fill into a zeroed
- * block): the codes in *ra, *rb, the items tried (the failing one
+/* Both ways into a and b (a: per item; b: node_fill into a block of
+ * garbage): the codes in *ra, *rb, the items tried (the failing one
  * included) in *ia, *ib. */
 static void both(uint8_t *a, uint8_t *b, size_t bs, enum fmt_key_policy pol,
 		 unsigned node_pid, unsigned level, const struct it *v,
