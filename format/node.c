@@ -373,10 +373,9 @@ void fmt_node_stamp(uint8_t *blk, size_t blksize)
 	put_le32(blk + FMT_NODE41_OFF_CSUM, fmt_node41_csum(blk, blksize));
 }
 
-int fmt_node_init(uint8_t *blk, size_t blksize, unsigned node_pid,
-		  unsigned level, uint32_t mkfs_id)
+int fmt_node_header_init(struct fmt_node_header *nh, size_t blksize,
+			 unsigned node_pid, unsigned level, uint32_t mkfs_id)
 {
-	struct fmt_node_header nh;
 	size_t hsize = fmt_node_header_size(node_pid);
 
 	if (!hsize)
@@ -384,13 +383,24 @@ int fmt_node_init(uint8_t *blk, size_t blksize, unsigned node_pid,
 	if (!blksize_ok(blksize) || level < FMT_NODE_LEAF_LEVEL ||
 	    level > FMT_NODE_MAX_LEVEL)
 		return R4_ERANGE;
-	memset(&nh, 0, sizeof(nh));
-	nh.plugin_id = (uint16_t)node_pid;
-	nh.free_space_start = (uint16_t)hsize;
-	nh.free_space = (uint16_t)(blksize - hsize);
-	nh.magic = fmt_node_magic(node_pid);
-	nh.mkfs_id = mkfs_id;
-	nh.level = (uint8_t)level;
+	memset(nh, 0, sizeof(*nh));
+	nh->plugin_id = (uint16_t)node_pid;
+	nh->free_space_start = (uint16_t)hsize;
+	nh->free_space = (uint16_t)(blksize - hsize);
+	nh->magic = fmt_node_magic(node_pid);
+	nh->mkfs_id = mkfs_id;
+	nh->level = (uint8_t)level;
+	return 0;
+}
+
+int fmt_node_init(uint8_t *blk, size_t blksize, unsigned node_pid,
+		  unsigned level, uint32_t mkfs_id)
+{
+	struct fmt_node_header nh;
+	int rc = fmt_node_header_init(&nh, blksize, node_pid, level, mkfs_id);
+
+	if (rc)
+		return rc;
 	memset(blk, 0, blksize);
 	fmt_node_header_encode(&nh, blk, blksize);
 	fmt_node_stamp(blk, blksize);

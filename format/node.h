@@ -158,6 +158,9 @@ uint32_t fmt_node41_csum(const uint8_t *blk, size_t blksize);
  * unknown ids). Call after every change, before writing. */
 void fmt_node_stamp(uint8_t *blk, size_t blksize);
 
+/* The header of an empty node (fmt_node_init's, not written). */
+int fmt_node_header_init(struct fmt_node_header *nh, size_t blksize,
+			 unsigned node_pid, unsigned level, uint32_t mkfs_id);
 /* Make blk an empty node: whole block zeroed, plugin id, magic, level,
  * mkfs_id set, nr_items 0, free_space_start = header size, free_space
  * accordingly; node41 checksum stamped. R4_EUNSUPP for an unknown node

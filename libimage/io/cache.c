@@ -258,24 +258,38 @@ int io_cache_read(struct io_cache *c, uint64_t nr, uint64_t count,
 	return 0;
 }
 
-int io_cache_new(struct io_cache *c, uint64_t nr, struct io_block **out,
-		 struct r4_error *err)
+static int cache_new(struct io_cache *c, uint64_t nr, int zero,
+		     struct io_block **out, struct r4_error *err)
 {
 	struct io_block *b = lookup(c, nr);
 	int rc;
 
 	if (b) {
 		*out = pin(c, b);
-		memset(b->data, 0, c->blksize);
+		if (zero || c->raw_fill)
+			memset(b->data, zero ? 0 : c->raw_fill, c->blksize);
 		b->verified = 0;
 		return 0;
 	}
 	rc = alloc_block(c, nr, &b, err);
 	if (rc)
 		return rc;
-	memset(b->data, 0, c->blksize);
+	if (zero || c->raw_fill)
+		memset(b->data, zero ? 0 : c->raw_fill, c->blksize);
 	*out = b;
 	return 0;
+}
+
+int io_cache_new(struct io_cache *c, uint64_t nr, struct io_block **out,
+		 struct r4_error *err)
+{
+	return cache_new(c, nr, 1, out, err);
+}
+
+int io_cache_new_raw(struct io_cache *c, uint64_t nr, struct io_block **out,
+		     struct r4_error *err)
+{
+	return cache_new(c, nr, 0, out, err);
 }
 
 void io_cache_put(struct io_cache *c, struct io_block *b)

@@ -51,6 +51,9 @@ struct io_cache {
 	size_t nslab, capslab, slab_used, slab_cap, nbuf;
 	uint8_t **freebuf;
 	size_t nfree, capfree;
+	/* Tests: io_cache_new_raw fills a buffer with these bytes (0: left
+	 * as they are), so a byte its caller did not write shows. */
+	uint8_t raw_fill;
 };
 
 int io_cache_init(struct io_cache *c, struct io_dev *dev, uint32_t blksize,
@@ -74,6 +77,11 @@ int io_cache_read(struct io_cache *c, uint64_t nr, uint64_t count,
 /* A block to be overwritten whole: zero-filled, not read from disk. */
 int io_cache_new(struct io_cache *c, uint64_t nr, struct io_block **out,
 		 struct r4_error *err);
+/* The same with the buffer's bytes left as they are (any: a buffer used
+ * before): the caller writes every byte before anyone may read or write
+ * the block (libimage/txn: txn_new_raw). */
+int io_cache_new_raw(struct io_cache *c, uint64_t nr, struct io_block **out,
+		     struct r4_error *err);
 void io_cache_put(struct io_cache *c, struct io_block *b);
 void io_cache_dirty(struct io_cache *c, struct io_block *b);
 

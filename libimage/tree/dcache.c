@@ -145,6 +145,31 @@ static size_t put_bytes(const struct tree_dslot *s, size_t a, size_t b,
 	return total;
 }
 
+/* The leaf of path p, under half a node with 'total' bytes: level_set
+ * would load its neighbours and join it with one that has room
+ * (choose). 1 when each neighbour is cached and none would take it (the
+ * general way changes the leaf alone), 0 when not so or not known
+ * without a read (the general way). */
+static int alone(struct tree_mod *m, const struct mpath *p, size_t total,
+		 size_t cap, size_t ih)
+{
+	const struct ilist *P = &tmod_dc_slot(m, p->blk[2])->l;
+	size_t bytes[2] = { SIZE_MAX, SIZE_MAX };
+
+	for (int k = 0; k < 2; k++) {
+		uint64_t nb = tmod_sib(P, p->pos[2] + (k ? 1 : -1));
+		const struct tree_dslot *ns;
+
+		if (!nb)
+			continue;
+		ns = tmod_dc_slot(m, nb);
+		if (ns->blk != nb || ns->level != FMT_NODE_LEAF_LEVEL)
+			return 0;
+		bytes[k] = ilist_bytes(&ns->l, ih);
+	}
+	return !tmod_choose_side(total, bytes[0], bytes[1], cap, ih);
+}
+
 int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
 		const struct fmt_key *at, int replace,
 		const struct tree_newitem *it, size_t n, struct r4_error *err)
@@ -162,11 +187,16 @@ int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
 	a = (size_t)(pos + !replace);
 	b = (size_t)pos + 1;
 	total = put_bytes(s, a, b, it, n, ih);
-	/* level_set would look at the neighbours, or split */
-	if (total > cap || total < cap / 2 ||
-	    fmt_key_cmp(a ? &s->l.v[0].key : &it[0].key,
-			&tmod_dc_slot(m, p->blk[2])->l.v[p->pos[2]].key))
+	/* level_set would split, or join the leaf with a neighbour */
+	if (total > cap || fmt_key_cmp(a ? &s->l.v[0].key : &it[0].key,
+				       &tmod_dc_slot(m, p->blk[2])->
+					l.v[p->pos[2]].key))
 		return 0;
+	if (total < cap / 2) {
+		if (!alone(m, p, total, cap, ih))
+			return 0;
+		m->st.quick_small++;
+	}
 	m->st.nodes_written++;
 	m->st.deferred++;
 	m->st.quick++;

@@ -133,19 +133,24 @@ int tmod_write_node(struct tree_mod *m, uint64_t nb, unsigned level,
 		      const struct ilist *l, int *ok, struct r4_error *err)
 {
 	struct io_block *b;
-	int rc, bad = -1;
+	struct node_fill f;
+	int rc, rc2, bad = -1;
 
 	*ok = 0;
-	rc = txn_new(m->t, nb, &b, err);
+	/* node_fill writes every byte: the buffer is not zeroed first */
+	rc = txn_new_raw(m->t, nb, &b, err);
 	if (rc)
 		return rc;
-	rc = fmt_node_init(b->data, m->vol->blksize, m->vol->sb.node_pid,
-			   level, m->vol->sb.mkfs_id);
+	rc = node_fill_begin(&f, b->data, m->vol->blksize, m->vol->keypol,
+			     m->vol->sb.node_pid, level, m->vol->sb.mkfs_id);
+	if (rc)
+		memset(b->data, 0, m->vol->blksize);	/* as txn_new's */
 	for (size_t i = 0; !rc && i < l->n; i++)
-		rc = node_append_item(b->data, m->vol->blksize,
-				      m->vol->keypol, &l->v[i].key,
-				      l->v[i].pid, l->v[i].body, l->v[i].len,
-				      NULL);
+		rc = node_fill_item(&f, &l->v[i].key, l->v[i].pid,
+				    l->v[i].body, l->v[i].len);
+	rc2 = node_fill_end(&f);
+	if (!rc)
+		rc = rc2;
 	fmt_node_stamp(b->data, m->vol->blksize);
 	if (!rc) {
 		/* verified once here, readers trust it until it is captured
@@ -330,8 +335,8 @@ static int root_set(struct tree_mod *m, unsigned l, struct ilist *items,
  * list that fits goes whole into a neighbour with room; one that does
  * not fit shares with the emptier neighbour when the two make two
  * nodes. */
-static int choose_side(size_t total, size_t lb, size_t rb, size_t cap,
-		       size_t ih)
+int tmod_choose_side(size_t total, size_t lb, size_t rb, size_t cap,
+		     size_t ih)
 {
 	size_t best = lb < rb ? lb : rb;
 
@@ -372,7 +377,7 @@ static int choose(struct tree_mod *m, struct ilist *P, long pos,
 	}
 	if (rc)
 		goto out;
-	use = choose_side(total, lb, rb, cap, ih);
+	use = tmod_choose_side(total, lb, rb, cap, ih);
 	if (use < 0) {
 		tmp = *items;
 		*items = L;

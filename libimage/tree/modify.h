@@ -48,6 +48,8 @@ struct tree_mod_stats {
 	uint64_t quick;		/* of the deferred: changed in the cached
 				 * list itself (tmod_dc_put) */
 	uint64_t patched;	/* of the quick: by tree_mod_patch */
+	uint64_t quick_small;	/* of the quick: a leaf under half a node
+				 * whose neighbours have no room for it */
 };
 
 struct tree_dslot;

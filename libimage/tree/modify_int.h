@@ -63,6 +63,11 @@ int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
 		const struct tree_newitem *it, size_t n, struct r4_error *err);
 
 /* modify.c */
+/* Which neighbour a level's node of 'total' bytes joins (lb, rb: the
+ * left and right neighbours' bytes, SIZE_MAX none): -1 left, +1 right,
+ * 0 none (level_set's choice). */
+int tmod_choose_side(size_t total, size_t lb, size_t rb, size_t cap,
+		     size_t ih);
 /* Encode items l as node nb of 'level' (a block of the transaction). */
 int tmod_write_node(struct tree_mod *m, uint64_t nb, unsigned level,
 		    const struct ilist *l, int *ok, struct r4_error *err);

@@ -200,7 +200,8 @@ static int nomem(struct txn *t, struct r4_error *err)
 		       t->vol->dev->path);
 }
 
-/* The transaction's own pin on a cached block plus one for the caller. */
+/* The transaction's own pin on a cached block plus one for the caller;
+ * fresh: a new buffer, not read (1 zeroed, 2 its bytes as they are). */
 static int pin_twice(struct txn *t, struct tb *e, int fresh,
 		     struct io_block **out, struct r4_error *err)
 {
@@ -208,7 +209,8 @@ static int pin_twice(struct txn *t, struct tb *e, int fresh,
 	int rc;
 
 	if (!e->b) {
-		rc = fresh ? io_cache_new(c, e->nr, &e->b, err) :
+		rc = fresh == 2 ? io_cache_new_raw(c, e->nr, &e->b, err) :
+		     fresh ? io_cache_new(c, e->nr, &e->b, err) :
 			     io_cache_get(c, e->nr, &e->b, err);
 		if (rc)
 			return rc;
@@ -584,8 +586,8 @@ static int wb_note(struct txn *t, struct tb *e, struct r4_error *err)
 	return rc;
 }
 
-int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
-	    struct r4_error *err)
+static int new_buf(struct txn *t, uint64_t blk, int zero,
+		   struct io_block **out, struct r4_error *err)
 {
 	struct tb *e;
 	int rc = need_alloc(t, blk, &e, err);
@@ -595,14 +597,31 @@ int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
 		return rc;
 	e->state = TB_NEW;
 	e->spilled = 0;
-	if (e->b)
+	if (e->b && zero)
 		memset(e->b->data, 0, t->vol->blksize);
-	rc = pin_twice(t, e, 1, out, err);
+	rc = pin_twice(t, e, zero ? 1 : 2, out, err);
 	if (!rc && t->wb_keep && (rc = wb_note(t, e, err)) != 0) {
 		io_cache_put(&t->vol->cache, *out);
 		*out = NULL;
 	}
+	/* the caller will not fill a raw buffer it did not get, and the
+	 * block stays new (a later write-behind or commit may write it):
+	 * zeros, as txn_new gives, never the bytes the buffer held */
+	if (rc && !zero && e->b)
+		memset(e->b->data, 0, t->vol->blksize);
 	return rc;
+}
+
+int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
+	    struct r4_error *err)
+{
+	return new_buf(t, blk, 1, out, err);
+}
+
+int txn_new_raw(struct txn *t, uint64_t blk, struct io_block **out,
+		struct r4_error *err)
+{
+	return new_buf(t, blk, 0, out, err);
 }
 
 /* Blocks [from, to) of a txn_write_data call with no buffer: one write. */

@@ -54,6 +54,13 @@ int txn_alloc_run(struct txn *t, uint64_t hint, uint64_t want,
  * relocated node); written before commit. */
 int txn_new(struct txn *t, uint64_t blk, struct io_block **out,
 	    struct r4_error *err);
+/* The same with the buffer's bytes undefined (not zeroed): for a caller
+ * that writes every byte of the block (a node written whole) before its
+ * txn_put: once its pin is dropped, write-behind or the commit may write
+ * the block as it is. On an error the caller gets no buffer and the
+ * block, still new, holds zeros. */
+int txn_new_raw(struct txn *t, uint64_t blk, struct io_block **out,
+		struct r4_error *err);
 /* Write-behind, for a transaction that makes many nodes: once more than
  * 'keep' blocks have had txn_new buffers, the one whose last txn_new is
  * the oldest is written now (a relocated block: free in the committed

@@ -8,7 +8,9 @@
  * between existing items, leaves that split in the middle), tails of
  * several items (neighbours that join), names added again (stat data
  * and tails replaced, directory items changed in place; the
- * directories' stat data patched by their accounts, tree_mod_patch),
+ * directories' stat data patched by their accounts, tree_mod_patch;
+ * leaves under half a node changed in place when no neighbour has room
+ * for them),
  * then checked by r4_check and fsck.reiser4. */
 #include "config.h"
 #include <sys/stat.h>
@@ -68,7 +70,7 @@ int main(void)
 {
 	struct tree_mod_stats sg, sq;
 
-	plan(7);
+	plan(8);
 	eu_init("test_dcput");
 	EU_SETUP("rm -f '%s/g.img' '%s/q.img'", eu_dir, eu_dir);
 	tap_require(eu_mkfs("g.img", 96, "") == 0, "r4_mkfs");
@@ -78,6 +80,9 @@ int main(void)
 	ok(!sg.quick && sq.quick > NQ && sq.splits > 100,
 	   "%llu changes the quick way (%llu splits between them)",
 	   (unsigned long long)sq.quick, (unsigned long long)sq.splits);
+	ok(!sg.quick_small && sq.quick_small >= 10,
+	   "%llu of them into a leaf under half a node whose neighbours "
+	   "have no room for it", (unsigned long long)sq.quick_small);
 	ok(!sg.patched && sq.patched >= 10,
 	   "%llu of them directories' stat data patched (tree_mod_patch)",
 	   (unsigned long long)sq.patched);

@@ -800,6 +800,59 @@ static void test_write_runs(void)
 	free(buf);
 }
 
+/* Raw buffers (txn_new_raw) filled with 0xa5 by the cache, 40 new
+ * blocks written whole (0x11) two at a time behind, the n-th write of
+ * the run failing: a txn_new_raw whose write-behind fails gives no
+ * buffer, and the later writes-behind (the callers go on, as the tree
+ * writer does, keeping the first error) must write zeros there, never
+ * the buffer's old bytes; 0 when no block has 0xa5. Counts the failed
+ * txn_new_raw calls in *failed. */
+static int raw_round(uint64_t n, unsigned *failed)
+{
+	struct io_fault_spec s = { .mode = IO_FAULT_FAIL_WRITE, .n = n };
+	struct r4_error err = { 0 };
+	uint64_t start = 0, ngot = 0;
+	uint8_t buf[BS];
+	struct r4_vol *vol;
+	struct io_block *b;
+	struct txn *t;
+	int bad = 0;
+
+	copy_image(pristine, path);
+	tap_require(!open_faulty(path, &s, &vol, &err), "open: %s", err.msg);
+	vol->cache.raw_fill = 0xa5;
+	tap_require(!txn_begin(vol, &t, &err), "begin: %s", err.msg);
+	tap_require(!txn_write_behind(t, 2, &err) &&
+		    !txn_alloc_run(t, 1000, 40, &start, &ngot, &err) &&
+		    ngot == 40, "40 blocks: %s", err.msg);
+	for (uint64_t i = 0; i < 40; i++) {
+		if (txn_new_raw(t, start + i, &b, &err)) {
+			(*failed)++;
+			continue;
+		}
+		memset(b->data, 0x11, BS);
+		txn_put(t, b);
+	}
+	txn_abort(t);
+	r4_vol_close(vol, NULL);
+	for (uint64_t i = 0; i < 40; i++)
+		if (!fixture_block(path, start + i, buf) && buf[0] == 0xa5)
+			bad++;
+	return bad;
+}
+
+static void test_raw_failed(void)
+{
+	unsigned failed = 0;
+	int bad = 0;
+
+	for (uint64_t n = 1; n <= 30; n++)
+		bad += raw_round(n, &failed);
+	ok(failed > 0, "a write-behind failed under txn_new_raw (%u times)",
+	   failed);
+	is_int(bad, 0, "no block written with a raw buffer's old bytes");
+}
+
 /* ---- spill (txn_spill) ---- */
 
 /* One transaction of 16 new blocks (pattern pat), the ring two long:
@@ -1100,6 +1153,7 @@ int main(void)
 	test_two_commits();
 	test_many();
 	test_write_runs();
+	test_raw_failed();
 	test_spill();
 	test_abort();
 	test_hostile();
