@@ -170,6 +170,8 @@ int pack_owner_finish(struct r4_archive_opts *ao, int use_env)
 
 	ao->all_root = opt_all_root;
 	ao->strict = opt_strict;
+	/* tests: every tar header read by libarchive (compare readers) */
+	ao->tar_libarchive = getenv("R4_TAR_LIBARCHIVE") != NULL;
 	if (use_env && !ao->clamp_mtime && sde && *sde) {
 		if (r4cmd_parse_time(sde, &ao->mtime_clamp)) {
 			r4cmd_errorf("SOURCE_DATE_EPOCH='%s' is not a number of "

@@ -85,6 +85,10 @@ struct r4_archive_opts {
 	 * stored. In a new build (nothing below the first layer) they are
 	 * only counted. */
 	int oci_whiteouts;
+	/* 1: an uncompressed tar file's headers are all read by libarchive
+	 * (0: by r4kit's own reader after the first, the same entries;
+	 * for tests that compare the two). */
+	int tar_libarchive;
 	/* Callbacks (each may be NULL): a warning line; an entry added to
 	 * the image or written to the tarball (path as stored); progress of
 	 * an archive source: bytes of the archive (as stored, compressed)
