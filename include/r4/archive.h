@@ -85,10 +85,13 @@ struct r4_archive_opts {
 	 * stored. In a new build (nothing below the first layer) they are
 	 * only counted. */
 	int oci_whiteouts;
-	/* 1: an uncompressed tar file's headers are all read by libarchive
-	 * (0: by r4kit's own reader after the first, the same entries;
-	 * for tests that compare the two). */
-	int tar_libarchive;
+	/* An uncompressed tar file named (not standard input) is read by
+	 * r4kit's own header reader after its first entry, each header it
+	 * does not take as libarchive would by libarchive: the same
+	 * entries. For tests: R4_TAR_LIBARCHIVE: every header by libarchive;
+	 * R4_TAR_OWN: those the own reader leaves are an error (R4_EUNSUPP)
+	 * instead. */
+	enum { R4_TAR_BOTH, R4_TAR_LIBARCHIVE, R4_TAR_OWN } tar_reader;
 	/* Callbacks (each may be NULL): a warning line; an entry added to
 	 * the image or written to the tarball (path as stored); progress of
 	 * an archive source: bytes of the archive (as stored, compressed)

@@ -514,7 +514,8 @@ static int arc_take(struct tar_sink *s, const struct arc_file *f,
 static int arc_own_ok(const struct tar_sink *s, const struct arc_file *f,
 		      struct archive *a)
 {
-	return f->fd >= 0 && f->buf && !s->opts->tar_libarchive &&
+	return f->fd >= 0 && f->buf &&
+	       s->opts->tar_reader != R4_TAR_LIBARCHIVE &&
 	       archive_filter_count(a) == 1 &&
 	       archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE &&
 	       (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) ==
@@ -535,7 +536,8 @@ static int arc_own(struct tar_sink *s, const struct arc_file *f,
 {
 	struct tar_own o = { .s = s, .fd = f->fd, .size = f->size,
 			     .pax = pax, .linked = linked, .last = last,
-			     .count = count };
+			     .count = count,
+			     .own_only = s->opts->tar_reader == R4_TAR_OWN };
 	int rc = tar_own_run(&o, pos, err);
 
 	tar_own_free(&o);

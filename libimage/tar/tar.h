@@ -138,6 +138,7 @@ struct tar_own {
 	uint64_t size;
 	int pax;
 	int linked;		/* libarchive's link text was ever set */
+	int own_only;		/* a header left to libarchive is an error */
 	char *last;
 	uint64_t *count;
 	uint8_t *win;		/* the window of the file read last */

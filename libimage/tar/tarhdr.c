@@ -389,22 +389,23 @@ static int own_finish(struct tar_own *o, struct own_hdr *e)
 static int own_special(struct tar_own *o, const uint8_t *h, uint64_t pos,
 		       struct own_hdr *e)
 {
+	char t = (char)h[156];	/* h is in the window own_body reads over */
 	uint64_t size;
 	int *seen;
 	char **buf;
 
 	if (own_num(h + 124, 12, &size) || size > OWN_BODY_MAX)
 		return -1;
-	if (h[156] == 'g') {
+	if (t == 'g') {
 		o->pax = 1;
 		return pos + 512 + ((size + 511) & ~511ull) > o->size ? -1 : 0;
 	}
-	seen = h[156] == 'x' ? &e->x : h[156] == 'L' ? &e->l : &e->k;
-	buf = h[156] == 'x' ? &o->pbuf : h[156] == 'L' ? &o->lbuf : &o->kbuf;
+	seen = t == 'x' ? &e->x : t == 'L' ? &e->l : &e->k;
+	buf = t == 'x' ? &o->pbuf : t == 'L' ? &o->lbuf : &o->kbuf;
 	if (*seen || own_body(o, pos + 512, size, buf))
 		return -1;
 	*seen = 1;
-	if (h[156] == 'x') {
+	if (t == 'x') {
 		o->pax = 1;
 		o->plen = (size_t)size;
 	}
@@ -550,6 +551,10 @@ int tar_own_run(struct tar_own *o, uint64_t pos, struct r4_error *err)
 			break;
 		if (r == OWN_ENTRY)
 			rc = own_deliver(o, &h, data, err);
+		else if (o->own_only)
+			rc = r4i_fail(err, R4_EUNSUPP, "%s: the header at byte "
+				      "%llu is left to libarchive",
+				      o->s->source, (unsigned long long)pos);
 		else if ((rc = tar_own_lib(o, &pos, err)) == 1)
 			return tar_sink_finish(o->s, err);
 	}

@@ -168,6 +168,21 @@ def paxes():
               (b'SCHILY.nlink', b'3'), (b'charset', b'x')])
     p += entry(hdr(b'px/ignored', size=2), b'ig')
     out['pax-basic'] = p + END
+    # pax headers at every place in the reader's window (a body read
+    # over the window that holds its header), bodies long and short
+    w = plain(0)
+    for i in range(80):
+        path = b'pw/' + (b'%d-' % i) * (1 + (i * 37) % 90)
+        w += pax([(b'path', path), (b'mtime', b'%d.%d' % (1600000000 + i, i))])
+        w += entry(hdr(b'pw/f%d' % i, size=(i * 1499) % 40000),
+                   data((i * 1499) % 40000, i))
+    out['pax-window'] = w + END
+    # taken by the own reader too: a pax size on a directory (its data
+    # skipped), an id field of digits without a NUL
+    out['pax-extra'] = (plain(0) + pax([(b'size', b'600')]) +
+                        entry(hdr(b'o/pds/', t=b'5'), data(600)) +
+                        entry(hdr(b'o/bigid', size=1,
+                                  raw={108: b'77777777'}), b'i') + END)
     # an empty link after one was read: "" to libarchive, an error
     out['pax-emptysym'] = p + entry(hdr(b'px/emptysym', t=b'2')) + END
     out['pax-emptyhard'] = p + entry(hdr(b'px/emptyhard', t=b'1')) + END
@@ -222,8 +237,6 @@ ODD = {
                                  raw={136: b'\xff' * 12}), b'm'),
     'paxjunk': lambda: pax([(b'uid', b'12a')]) +
     entry(hdr(b'o/pj', size=1), b'j'),
-    'paxdirsize': lambda: pax([(b'size', b'600')]) +
-    entry(hdr(b'o/pds/', t=b'5'), data(600)),
     'paxunknown': lambda: pax([(b'foo.bar', b'1')]) +
     entry(hdr(b'o/pu', size=1), b'u'),
     'v7': lambda: entry(hdr(b'o/v7', size=4, magic=b'\0' * 8), b'v7v7'),
@@ -239,8 +252,6 @@ ODD = {
     'malformedpax': lambda: hdr(b'PaxHeader', b'x', 8) +
     pad(b'9 path=q\n') + entry(hdr(b'o/mp', size=1), b'm'),
     'nullname': lambda: entry(hdr(b'', size=1, raw={1: b'x'}), b'n'),
-    'bigid': lambda: entry(hdr(b'o/bigid', size=1, raw={108: b'77777777'}),
-                           b'i'),
 }
 
 
