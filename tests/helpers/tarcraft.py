@@ -172,7 +172,7 @@ def paxes():
     # over the window that holds its header), bodies long and short
     w = plain(0)
     for i in range(80):
-        path = b'pw/' + (b'%d-' % i) * (1 + (i * 37) % 90)
+        path = b'pw/' + b'/'.join([b'%d-d' % i] * (1 + (i * 37) % 90))
         w += pax([(b'path', path), (b'mtime', b'%d.%d' % (1600000000 + i, i))])
         w += entry(hdr(b'pw/f%d' % i, size=(i * 1499) % 40000),
                    data((i * 1499) % 40000, i))
