@@ -174,8 +174,8 @@ def paxes():
     for i in range(80):
         path = b'pw/' + b'/'.join([b'%d-d' % i] * (1 + (i * 37) % 90))
         w += pax([(b'path', path), (b'mtime', b'%d.%d' % (1600000000 + i, i))])
-        w += entry(hdr(b'pw/f%d' % i, size=(i * 1499) % 40000),
-                   data((i * 1499) % 40000, i))
+        n = (i * 1499) % 40000 if i % 4 == 3 else (i * 523) % 3000
+        w += entry(hdr(b'pw/f%d' % i, size=n), data(n, i))
     out['pax-window'] = w + END
     # taken by the own reader too: a pax size on a directory (its data
     # skipped), an id field of digits without a NUL
