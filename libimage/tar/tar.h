@@ -152,6 +152,20 @@ struct tar_own {
  * tar_sink_finish; 0 or the error. */
 int tar_own_run(struct tar_own *o, uint64_t pos, struct r4_error *err);
 void tar_own_free(struct tar_own *o);
+/* For the fuzz target (fuzz/fuzz_tar.c): the entries the own reader
+ * takes from the start of the tar file fd (size bytes), each to fn
+ * (which stops the scan by returning nonzero), until the end (*end 1)
+ * or a header it leaves to libarchive or fn's stop (*end 0); the number
+ * of entries. */
+struct tar_own_ent {
+	const char *path, *target;
+	int type;		/* R4_ENT_* */
+	uint64_t size, data_off, next;
+	uint32_t mode, mtime_ns;
+	int64_t uid, gid, mtime;
+};
+int tar_own_scan(int fd, uint64_t size, int (*fn)(void *ctx,
+		 const struct tar_own_ent *e), void *ctx, int *end);
 /* read.c: the entry at *pos read by libarchive, alone; 0: *pos is the
  * next one's, 1: the archive ends there, else the error (as the
  * archive loop reports it). */

@@ -570,3 +570,26 @@ void tar_own_free(struct tar_own *o)
 	o->win = NULL;
 	o->pbuf = o->lbuf = o->kbuf = NULL;
 }
+
+int tar_own_scan(int fd, uint64_t size, int (*fn)(void *ctx,
+		 const struct tar_own_ent *e), void *ctx, int *end)
+{
+	struct tar_own o = { .fd = fd, .size = size };
+	struct own_hdr h;
+	uint64_t pos = 0, data;
+	int n = 0, r;
+
+	while ((r = own_seq(&o, &pos, &h, &data)) == OWN_ENTRY) {
+		struct tar_own_ent e = { .path = h.path, .target = h.target,
+			.type = h.type, .size = h.size, .data_off = data,
+			.next = pos, .mode = h.mode, .uid = h.uid,
+			.gid = h.gid, .mtime = h.t[0], .mtime_ns = h.ns[0] };
+
+		n++;
+		if (fn(ctx, &e))
+			break;
+	}
+	*end = r == OWN_END;
+	tar_own_free(&o);
+	return n;
+}
