@@ -13,19 +13,22 @@ load helpers
 UUID=01234567-89ab-cdef-0123-456789abcdef
 export SOURCE_DATE_EPOCH=2000000000
 
-# both TAR OPTS...: a create with each reader; any difference fails.
+# both TAR OPTS...: a create with each reader; any difference (exit
+# status, output, messages, image) fails.
 both() {
 	local t=$1 rc1=0 rc2=0
 	shift
 	rm -f "$T/img" "$T/own.img" "$T/lib.img"
-	r4pack create -U $UUID "$@" "$t" "$T/img" >/dev/null 2>"$T/own.err" || rc1=$?
+	r4pack create -U $UUID "$@" "$t" "$T/img" >"$T/own.out" 2>"$T/own.err" || rc1=$?
 	if [ -f "$T/img" ]; then mv "$T/img" "$T/own.img"; fi
 	R4_TAR_READER=libarchive r4pack create -U $UUID "$@" "$t" "$T/img" \
-		>/dev/null 2>"$T/lib.err" || rc2=$?
+		>"$T/lib.out" 2>"$T/lib.err" || rc2=$?
 	if [ -f "$T/img" ]; then mv "$T/img" "$T/lib.img"; fi
 	[ "$rc1" = "$rc2" ] || { echo "$t $*: exit $rc1, libarchive's $rc2"; cat "$T/own.err"; return 1; }
 	cmp -s "$T/own.err" "$T/lib.err" ||
 		{ echo "$t $*: messages differ"; diff "$T/own.err" "$T/lib.err"; return 1; }
+	cmp -s "$T/own.out" "$T/lib.out" ||
+		{ echo "$t $*: output differs"; diff "$T/own.out" "$T/lib.out"; return 1; }
 	if [ -f "$T/lib.img" ]; then
 		cmp -s "$T/own.img" "$T/lib.img" || { echo "$t $*: images differ"; return 1; }
 	else
@@ -55,12 +58,12 @@ craft() {
 	python3 "$BATS_TEST_DIRNAME/../helpers/tarcraft.py" "$T/c"
 }
 
-@test "tar headers: crafted archives give libarchive's images, messages and exit status (plain, --compress, --strict)" {
+@test "tar headers: crafted archives give libarchive's images, output, messages and exit status (--json, --compress, --strict)" {
 	command -v python3 >/dev/null || skip "python3 not installed"
 	craft
 	local n=0 t
 	for t in "$T"/c/*.tar; do
-		both "$t"
+		both "$t" --json
 		both "$t" --compress=lzo1
 		both "$t" --strict
 		n=$((n + 1))
