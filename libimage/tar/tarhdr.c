@@ -1,15 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* r4kit: the headers of an uncompressed tar file read here, without
- * libarchive: only the header blocks are read (with what little lies
- * between them in one window), not the data of the files between, which
- * the build takes from where it lies. The entries are what libarchive
- * 3.6 makes of the same headers (ustar, GNU, pax 'x' and 'g', GNU long
- * names 'L' and 'K'); a header this reader does not take exactly as
- * libarchive does (another type, sparse files, ACLs, charsets, names
- * not in ASCII, a damaged or short header, anything unexpected) is read
- * by libarchive, that entry alone (tar_own_lib), and the next one here
- * again. Every field is bounds-checked; a value this reader cannot
- * parse strictly goes to libarchive, which says what is wrong. */
+ * libarchive. Only the header blocks are needed (the build takes file
+ * data from where it lies): each is read in a 16 KiB window from a
+ * header not in the last one, so small files' bytes between headers
+ * come along but larger files' are skipped. The entries are what
+ * libarchive 3.6 makes of the same headers (ustar, GNU, pax 'x' and 'g',
+ * GNU long names 'L' and 'K'); a header this reader does not take
+ * exactly as libarchive does (another type, sparse files, ACLs,
+ * charsets, names not in ASCII, a damaged or short header, anything
+ * unexpected) is read by libarchive, that entry alone (tar_own_lib), and
+ * the next one here again. Every field is bounds-checked; a value this
+ * reader cannot parse strictly goes to libarchive, which says what is
+ * wrong.
+ *
+ * What libarchive carries from header to header, and a reader of one
+ * entry does not have, is followed here: whether its format is pax (a
+ * ustar hard link's size then counts: o->pax) and whether it has read
+ * a link text (an empty one is then "", not none: o->linked). After an
+ * entry libarchive read alone the second is guessed from the entry (a
+ * link text it read only from a 'K' header is missed), and an entry
+ * left to libarchive starts its reader afresh: a ustar hard link with a
+ * size left to it after pax headers (a Mac "._" name, say) would be
+ * read as outside pax. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +30,7 @@
 #include "libimage/util/err.h"
 #include "libimage/tar/tar.h"
 
-#ifndef OWN_WIN
 #define OWN_WIN (16u << 10)	/* bytes read at a header not in the window */
-#endif
 #define OWN_BODY_MAX (1u << 20)	/* libarchive refuses longer 'L' 'K' 'x' 'g' */
 #define OWN_SPECIALS 8		/* special headers before one entry, at most */
 #define OWN_CHUNK (64u << 10)	/* data handed to the build at a time */
