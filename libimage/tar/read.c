@@ -552,34 +552,54 @@ static long long arc_at(const struct arc_file *g, struct archive *a)
 	return at < 0 ? (long long)at : (long long)(g->base + (uint64_t)at);
 }
 
-/* After the entry libarchive read with g: the next header's offset
- * into *pos (0), the end (1), or the loop's error. */
+/* After the entry libarchive read with g: the next header read into
+ * *ae, *r, its offset into *pos (0), the end (1), or the loop's error. */
 static int arc_lib_next(struct tar_own *o, const struct arc_file *g,
-			struct archive *a, uint64_t *pos, struct r4_error *err)
+			struct archive *a, uint64_t *pos,
+			struct archive_entry **ae, int *r, struct r4_error *err)
 {
-	struct archive_entry *ae;
-	int r = archive_read_next_header(a, &ae);
-	long long at = arc_at(g, a);
+	long long at;
 	int rc;
 
-	if (r == ARCHIVE_EOF)
+	*r = archive_read_next_header(a, ae);
+	at = arc_at(g, a);
+	if (*r == ARCHIVE_EOF)
 		return 1;
-	if ((rc = arc_bad(o->s, a, r, at, *o->count, o->last, err)))
+	if ((rc = arc_bad(o->s, a, *r, at, *o->count, o->last, err)))
 		return rc;
 	*pos = (uint64_t)at;
 	return 0;
 }
 
+/* The entry libarchive read with g (r, ae) into the sink; o's state
+ * follows libarchive's. */
+static int arc_lib_take(struct tar_own *o, const struct arc_file *g,
+			struct archive *a, int r, struct archive_entry *ae,
+			struct r4_error *err)
+{
+	long long at = arc_at(g, a);
+	const char *name;
+	int rc = arc_bad(o->s, a, r, at, *o->count, o->last, err);
+
+	if (!rc)
+		rc = arc_name(o->s, a, ae, at, &name, err);
+	if (!rc)
+		rc = arc_take(o->s, g, a, r, ae, name, o->last, o->count, err);
+	o->pax = archive_format(a) == ARCHIVE_FORMAT_TAR_PAX_INTERCHANGE;
+	o->linked |= arc_linked(ae);
+	return rc;
+}
+
+/* libarchive reads from *pos on, one reader for a run of entries the
+ * own reader leaves to it (its state carried as it would be), until
+ * one the own reader takes. */
 int tar_own_lib(struct tar_own *o, uint64_t *pos, struct r4_error *err)
 {
 	struct arc_file g = { .fd = o->fd, .size = o->size, .pos = *pos,
 			      .base = *pos };
 	struct archive_entry *ae;
 	struct archive *a = archive_read_new();
-	const char *name;
-	long long at = (long long)*pos;
 	int r, rc;
-
 
 	if (!a || !(g.buf = malloc(ARC_BLOCK_AT))) {
 		rc = r4i_fail(err, -ENOMEM, "%s: out of memory", o->s->source);
@@ -589,24 +609,18 @@ int tar_own_lib(struct tar_own *o, uint64_t *pos, struct r4_error *err)
 	    archive_read_set_format(a, ARCHIVE_FORMAT_TAR) != ARCHIVE_OK ||
 	    archive_read_open2(a, &g, NULL, at_read, at_skip, NULL) !=
 	    ARCHIVE_OK) {
-		rc = bad_header(o->s, a, at, o->last, err);
+		rc = bad_header(o->s, a, (long long)*pos, o->last, err);
 		goto out;
 	}
 	r = archive_read_next_header(a, &ae);
-	if (r == ARCHIVE_EOF) {
-		rc = 1;
-		goto out;
+	rc = r == ARCHIVE_EOF;
+	while (!rc) {
+		rc = arc_lib_take(o, &g, a, r, ae, err);
+		if (!rc)
+			rc = arc_lib_next(o, &g, a, pos, &ae, &r, err);
+		if (!rc && !o->stay && !tar_own_odd(o, *pos))
+			break;
 	}
-	at = arc_at(&g, a);
-	rc = arc_bad(o->s, a, r, at, *o->count, o->last, err);
-	if (!rc)
-		rc = arc_name(o->s, a, ae, at, &name, err);
-	if (!rc)
-		rc = arc_take(o->s, &g, a, r, ae, name, o->last, o->count, err);
-	o->pax = archive_format(a) == ARCHIVE_FORMAT_TAR_PAX_INTERCHANGE;
-	o->linked |= arc_linked(ae);
-	if (!rc)
-		rc = arc_lib_next(o, &g, a, pos, err);
 out:
 	if (a)
 		archive_read_free(a);

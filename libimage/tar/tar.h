@@ -139,6 +139,10 @@ struct tar_own {
 	int pax;
 	int linked;		/* libarchive's link text was ever set */
 	int own_only;		/* a header left to libarchive is an error */
+	/* libarchive readers opened; stay: the last reads to the end (a
+	 * reader opened for every few entries costs more than it saves) */
+	unsigned opens;
+	int stay;
 	char *last;
 	uint64_t *count;
 	uint8_t *win;		/* the window of the file read last */
@@ -166,10 +170,13 @@ struct tar_own_ent {
 };
 int tar_own_scan(int fd, uint64_t size, int (*fn)(void *ctx,
 		 const struct tar_own_ent *e), void *ctx, int *end);
-/* read.c: the entry at *pos read by libarchive, alone; 0: *pos is the
- * next one's, 1: the archive ends there, else the error (as the
- * archive loop reports it). */
+/* read.c: the entry at *pos and those after it the own reader leaves
+ * too, read by libarchive; 0: *pos is the next one's, 1: the archive
+ * ends there, else the error (as the archive loop reports it). */
 int tar_own_lib(struct tar_own *o, uint64_t *pos, struct r4_error *err);
+/* The header sequence at pos is one the own reader leaves to
+ * libarchive (o's state as it was). */
+int tar_own_odd(struct tar_own *o, uint64_t pos);
 /* read.c: a uid or gid as an entry takes it (out of range: 0, with a
  * warning). */
 uint32_t tar_arc_id(const struct tar_sink *s, const char *what,

@@ -7,9 +7,9 @@
  * libarchive 3.6 makes of the same headers (ustar, GNU, pax 'x' and 'g',
  * GNU long names 'L' and 'K'); a header this reader does not take
  * exactly as libarchive does (another type, sparse files, ACLs,
- * charsets, names not in ASCII, a damaged or short header, anything
- * unexpected) is read by libarchive, that entry alone (tar_own_lib), and
- * the next one here again. Every field is bounds-checked; a value this
+ * charsets, pax texts not in ASCII, a damaged or short header, anything
+ * unexpected) is read by libarchive (tar_own_lib), with the ones after
+ * it that this reader leaves too, and the next one here again. Every field is bounds-checked; a value this
  * reader cannot parse strictly goes to libarchive, which says what is
  * wrong.
  *
@@ -34,6 +34,9 @@
 #define OWN_BODY_MAX (1u << 20)	/* libarchive refuses longer 'L' 'K' 'x' 'g' */
 #define OWN_SPECIALS 8		/* special headers before one entry, at most */
 #define OWN_CHUNK (64u << 10)	/* data handed to the build at a time */
+/* libarchive readers opened before one opened for every 8 entries or
+ * fewer is kept to the end */
+#define OWN_OPENS 32
 
 enum { OWN_ENTRY, OWN_END, OWN_ODD };
 
@@ -127,8 +130,9 @@ static int own_sum(const uint8_t *h)
 	return own_num(h + 148, 8, &want) || want != sum ? -1 : 0;
 }
 
-/* A name or link text: printable ASCII only (libarchive converts other
- * bytes by the locale and may warn). */
+/* A pax text: printable ASCII only (libarchive converts pax texts from
+ * UTF-8 to the locale's charset and may warn; the names of ustar and
+ * GNU headers it takes as they are, outside Windows). */
 static int own_ascii(const char *s)
 {
 	for (; *s; s++)
@@ -381,11 +385,11 @@ static int own_finish(struct tar_own *o, struct own_hdr *e)
 	o->linked |= e->plink;
 	/* an empty link is "" once libarchive has read one (o->linked),
 	 * else none, which libarchive takes as it will (the mode's type) */
-	if ((e->target && !link) || (link && (!e->target || own_ascii(e->target)
-					      || (!*e->target && !e->linked))))
+	if ((e->target && !link) ||
+	    (link && (!e->target || (!*e->target && !e->linked))))
 		return -1;
 	n = strlen(e->path);
-	if (!n || own_ascii(e->path) || own_mac(e->path))
+	if (!n || own_mac(e->path))
 		return -1;
 	if (e->path[n - 1] == '/' && (e->type == R4_ENT_REG ||
 				      (e->type == R4_ENT_HARDLINK && e->data)))
@@ -548,6 +552,18 @@ static int own_deliver(struct tar_own *o, const struct own_hdr *h,
 	return rc;
 }
 
+int tar_own_odd(struct tar_own *o, uint64_t pos)
+{
+	int pax = o->pax, linked = o->linked, r;
+	struct own_hdr h;
+	uint64_t data;
+
+	r = own_seq(o, &pos, &h, &data);
+	o->pax = pax;
+	o->linked = linked;
+	return r == OWN_ODD;
+}
+
 int tar_own_run(struct tar_own *o, uint64_t pos, struct r4_error *err)
 {
 	struct own_hdr h;
@@ -565,8 +581,13 @@ int tar_own_run(struct tar_own *o, uint64_t pos, struct r4_error *err)
 			rc = r4i_fail(err, R4_EUNSUPP, "%s: the header at byte "
 				      "%llu is left to libarchive",
 				      o->s->source, (unsigned long long)pos);
-		else if ((rc = tar_own_lib(o, &pos, err)) == 1)
-			return tar_sink_finish(o->s, err);
+		else {
+			o->opens++;
+			o->stay = o->opens > OWN_OPENS &&
+				  o->opens * 8ull > *o->count;
+			if ((rc = tar_own_lib(o, &pos, err)) == 1)
+				return tar_sink_finish(o->s, err);
+		}
 	}
 	return rc ? rc : tar_sink_finish(o->s, err);
 }

@@ -123,6 +123,12 @@ def basics():
         entry(gnu(b'd/longsym', t=b'2', link=b'short'))
     g += special(b'K', b'd/f4\0') + entry(gnu(b'd/longhard', t=b'1'))
     g += entry(gnu(b'd/suid', size=4, mode=0o4755, uid=0, gid=0), b'suid')
+    # names as they are (bytes not in ASCII, control bytes)
+    g += entry(gnu(b'd/na\xefve', size=2), b'na')
+    g += entry(gnu(b'd/caf\xc3\xa9\x01\n', size=1), b'c')
+    g += entry(gnu(b'd/symna', t=b'2', link=b'na\xefve'))
+    g += special(b'L', b'd/' + b'\xc3\xa9' * 80 + b'\0') + \
+        entry(gnu(b'd/short', size=1), b'L')
     g += entry(gnu(b'd/b256', size=b256(10, 12), uid=0), data(10))
     g += entry(gnu(b'd/bigid', size=1, raw={108: b256(5 << 32, 8)}), b'x')
     g += entry(gnu(b'd/blanks', size=2, raw={124: b'    2      \0',
@@ -209,7 +215,6 @@ ODD = {
     entry(hdr(b'o/b', size=1), b'b'),
     'utf8pax': lambda: pax([(b'path', b'o/caf\xc3\xa9')]) +
     entry(hdr(b'o/c', size=1), b'c'),
-    'nonascii': lambda: entry(gnu(b'o/na\xefve', size=2), b'na'),
     'mac': lambda: entry(hdr(b'o/._mac', size=3), b'mac') +
     entry(hdr(b'o/mac', size=3), b'MAC'),
     'slash': lambda: entry(hdr(b'o/regslash/', size=0)),
@@ -264,6 +269,12 @@ def odds():
         if k not in ('symempty', 'hardempty'):     # errors: tested alone
             allodd += f() + plain(10 + i, i % 2 == 1)
     out['odd-all'] = allodd + END
+    # more odd entries than the own reader hands over one by one: the
+    # rest of the archive read by libarchive
+    many = plain(0)
+    for i in range(60):
+        many += ODD['utf8pax']() + plain(100 + i, i % 2 == 1)
+    out['odd-many'] = many + END
     return out
 
 
