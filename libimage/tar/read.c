@@ -592,13 +592,16 @@ static int arc_lib_take(struct tar_own *o, const struct arc_file *g,
 
 /* libarchive reads from *pos on, one reader for a run of entries the
  * own reader leaves to it (its state carried as it would be), until
- * one the own reader takes. */
+ * one the own reader takes: asked after the 1st, 2nd, 4th, 8th... entry
+ * of the run (a long run costs few questions; an entry the own reader
+ * could take read by libarchive gives the same). */
 int tar_own_lib(struct tar_own *o, uint64_t *pos, struct r4_error *err)
 {
 	struct arc_file g = { .fd = o->fd, .size = o->size, .pos = *pos,
 			      .base = *pos };
 	struct archive_entry *ae;
 	struct archive *a = archive_read_new();
+	uint64_t n = 0, ask = 1;
 	int r, rc;
 
 	if (!a || !(g.buf = malloc(ARC_BLOCK_AT))) {
@@ -618,8 +621,11 @@ int tar_own_lib(struct tar_own *o, uint64_t *pos, struct r4_error *err)
 		rc = arc_lib_take(o, &g, a, r, ae, err);
 		if (!rc)
 			rc = arc_lib_next(o, &g, a, pos, &ae, &r, err);
-		if (!rc && !o->stay && !tar_own_odd(o, *pos))
-			break;
+		if (!rc && !o->stay && ++n == ask) {
+			ask *= 2;
+			if (!tar_own_odd(o, *pos))
+				break;
+		}
 	}
 out:
 	if (a)
