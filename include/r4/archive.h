@@ -89,8 +89,8 @@ struct r4_archive_opts {
 	 * r4kit's own header reader after its first entry, each header it
 	 * does not take as libarchive would by libarchive: the same
 	 * entries. For tests: R4_TAR_LIBARCHIVE: every header by libarchive;
-	 * R4_TAR_OWN: those the own reader leaves are an error (R4_EUNSUPP)
-	 * instead. */
+	 * R4_TAR_OWN: a warning names each entry libarchive reads after the
+	 * first. */
 	enum { R4_TAR_BOTH, R4_TAR_LIBARCHIVE, R4_TAR_OWN } tar_reader;
 	/* Callbacks (each may be NULL): a warning line; an entry added to
 	 * the image or written to the tarball (path as stored); progress of

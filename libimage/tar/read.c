@@ -537,7 +537,7 @@ static int arc_own(struct tar_sink *s, const struct arc_file *f,
 	struct tar_own o = { .s = s, .fd = f->fd, .size = f->size,
 			     .pax = pax, .linked = linked, .last = last,
 			     .count = count,
-			     .own_only = s->opts->tar_reader == R4_TAR_OWN };
+			     .say_lib = s->opts->tar_reader == R4_TAR_OWN };
 	int rc = tar_own_run(&o, pos, err);
 
 	tar_own_free(&o);
@@ -583,6 +583,9 @@ static int arc_lib_take(struct tar_own *o, const struct arc_file *g,
 
 	if (!rc)
 		rc = arc_name(o->s, a, ae, at, &name, err);
+	if (!rc && o->say_lib)
+		tar_warn(o->s->opts, "%s: '%s' (byte %lld) read by libarchive",
+			 o->s->source, name, at);
 	if (!rc)
 		rc = arc_take(o->s, g, a, r, ae, name, o->last, o->count, err);
 	o->pax = archive_format(a) == ARCHIVE_FORMAT_TAR_PAX_INTERCHANGE;

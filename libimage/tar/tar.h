@@ -138,7 +138,7 @@ struct tar_own {
 	uint64_t size;
 	int pax;
 	int linked;		/* libarchive's link text was ever set */
-	int own_only;		/* a header left to libarchive is an error */
+	int say_lib;		/* warn of each entry libarchive reads */
 	/* libarchive readers opened; stay: the last reads to the end (a
 	 * reader opened for every few entries costs more than it saves) */
 	unsigned opens;

@@ -577,10 +577,6 @@ int tar_own_run(struct tar_own *o, uint64_t pos, struct r4_error *err)
 			break;
 		if (r == OWN_ENTRY)
 			rc = own_deliver(o, &h, data, err);
-		else if (o->own_only)
-			rc = r4i_fail(err, R4_EUNSUPP, "%s: the header at byte "
-				      "%llu is left to libarchive",
-				      o->s->source, (unsigned long long)pos);
 		else {
 			o->opens++;
 			o->stay = o->opens > OWN_OPENS &&
