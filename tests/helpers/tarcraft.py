@@ -276,11 +276,12 @@ def odds():
         many += ODD['utf8pax']() + plain(100 + i, i % 2 == 1)
     out['odd-many'] = many + END
     # a link libarchive read (an entry left to it before its own header:
-    # two 'L'), then an empty one: "" to libarchive once a link was read
+    # two 'L'), plain entries, then an empty one: "" to libarchive once a
+    # link was read
     out['odd-linkcarry'] = (plain(0) + special(b'L', b'o/l1\0') +
                             special(b'L', b'o/l2\0') +
                             entry(gnu(b'o/s', t=b'2', link=b'tgt')) +
-                            entry(hdr(b'o/empty', t=b'2')) + END)
+                            plain(1) + entry(hdr(b'o/empty', t=b'2')) + END)
     return out
 
 
