@@ -388,6 +388,10 @@ static int own_finish(struct tar_own *o, struct own_hdr *e)
 	if ((e->target && !link) ||
 	    (link && (!e->target || (!*e->target && !e->linked))))
 		return -1;
+	/* libarchive 3.6 drops a link read only from a linkpath or 'K'
+	 * when the header's own field is empty and no link was read */
+	if (link && !e->link[0] && !e->linked)
+		return -1;
 	n = strlen(e->path);
 	if (!n || own_mac(e->path))
 		return -1;
