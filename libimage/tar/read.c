@@ -530,111 +530,36 @@ static int arc_linked(struct archive_entry *ae)
 	return archive_entry_symlink(ae) || archive_entry_hardlink(ae);
 }
 
+/* The own reader from the header at pos on: 0 or the error when it
+ * read to the end, or 1 with *hand the offset of the header it leaves
+ * to libarchive. */
 static int arc_own(struct tar_sink *s, const struct arc_file *f,
 		   uint64_t pos, char *last, uint64_t *count, int pax,
-		   int linked, struct r4_error *err)
+		   int linked, uint64_t *hand, struct r4_error *err)
 {
 	struct tar_own o = { .s = s, .fd = f->fd, .size = f->size,
 			     .pax = pax, .linked = linked, .last = last,
-			     .count = count,
-			     .say_lib = s->opts->tar_reader == R4_TAR_OWN };
+			     .count = count };
 	int rc = tar_own_run(&o, pos, err);
 
+	*hand = o.hand;
 	tar_own_free(&o);
 	return rc;
 }
 
-/* The header position libarchive reports, in the file (negative: none). */
-static long long arc_at(const struct arc_file *g, struct archive *a)
+/* libarchive, which read the archive from its start, passes over the
+ * entries the own reader took, to the header at hand: reading on from
+ * there is then what it does without the own reader (its state between
+ * headers its own). r and *ae: the header it read last; its result for
+ * the one at hand (or the first it cannot pass) is returned, with no
+ * warning said for those before. */
+static int arc_skip_to(struct archive *a, struct archive_entry **ae, int r,
+		       uint64_t hand)
 {
-	la_int64_t at = archive_read_header_position(a);
-
-	return at < 0 ? (long long)at : (long long)(g->base + (uint64_t)at);
-}
-
-/* After the entry libarchive read with g: the next header read into
- * *ae, *r, its offset into *pos (0), the end (1), or the loop's error. */
-static int arc_lib_next(struct tar_own *o, const struct arc_file *g,
-			struct archive *a, uint64_t *pos,
-			struct archive_entry **ae, int *r, struct r4_error *err)
-{
-	long long at;
-	int rc;
-
-	*r = archive_read_next_header(a, ae);
-	at = arc_at(g, a);
-	if (*r == ARCHIVE_EOF)
-		return 1;
-	if ((rc = arc_bad(o->s, a, *r, at, *o->count, o->last, err)))
-		return rc;
-	*pos = (uint64_t)at;
-	return 0;
-}
-
-/* The entry libarchive read with g (r, ae) into the sink; o's state
- * follows libarchive's. */
-static int arc_lib_take(struct tar_own *o, const struct arc_file *g,
-			struct archive *a, int r, struct archive_entry *ae,
-			struct r4_error *err)
-{
-	long long at = arc_at(g, a);
-	const char *name;
-	int rc = arc_bad(o->s, a, r, at, *o->count, o->last, err);
-
-	if (!rc)
-		rc = arc_name(o->s, a, ae, at, &name, err);
-	if (!rc && o->say_lib)
-		tar_warn(o->s->opts, "%s: '%s' (byte %lld) read by libarchive",
-			 o->s->source, name, at);
-	if (!rc)
-		rc = arc_take(o->s, g, a, r, ae, name, o->last, o->count, err);
-	o->pax = archive_format(a) == ARCHIVE_FORMAT_TAR_PAX_INTERCHANGE;
-	o->linked |= arc_linked(ae);
-	return rc;
-}
-
-/* libarchive reads from *pos on, one reader for a run of entries the
- * own reader leaves to it (its state carried as it would be), until
- * one the own reader takes: asked after the 1st, 2nd, 4th, 8th... entry
- * of the run (a long run costs few questions; an entry the own reader
- * could take read by libarchive gives the same). */
-int tar_own_lib(struct tar_own *o, uint64_t *pos, struct r4_error *err)
-{
-	struct arc_file g = { .fd = o->fd, .size = o->size, .pos = *pos,
-			      .base = *pos };
-	struct archive_entry *ae;
-	struct archive *a = archive_read_new();
-	uint64_t n = 0, ask = 1;
-	int r, rc;
-
-	if (!a || !(g.buf = malloc(ARC_BLOCK_AT))) {
-		rc = r4i_fail(err, -ENOMEM, "%s: out of memory", o->s->source);
-		goto out;
-	}
-	if (lseek(o->fd, (off_t)*pos, SEEK_SET) < 0 ||
-	    archive_read_set_format(a, ARCHIVE_FORMAT_TAR) != ARCHIVE_OK ||
-	    archive_read_open2(a, &g, NULL, at_read, at_skip, NULL) !=
-	    ARCHIVE_OK) {
-		rc = bad_header(o->s, a, (long long)*pos, o->last, err);
-		goto out;
-	}
-	r = archive_read_next_header(a, &ae);
-	rc = r == ARCHIVE_EOF;
-	while (!rc) {
-		rc = arc_lib_take(o, &g, a, r, ae, err);
-		if (!rc)
-			rc = arc_lib_next(o, &g, a, pos, &ae, &r, err);
-		if (!rc && !o->stay && ++n == ask) {
-			ask *= 2;
-			if (!tar_own_odd(o, *pos))
-				break;
-		}
-	}
-out:
-	if (a)
-		archive_read_free(a);
-	free(g.buf);
-	return rc;
+	while ((r == ARCHIVE_OK || r == ARCHIVE_WARN) &&
+	       archive_read_header_position(a) < (la_int64_t)hand)
+		r = archive_read_next_header(a, ae);
+	return r;
 }
 
 static int arc_loop(struct tar_sink *s, const struct arc_file *f,
@@ -644,23 +569,35 @@ static int arc_loop(struct tar_sink *s, const struct arc_file *f,
 	char last[TAR_LAST_LEN] = "";
 	uint64_t count = 0;
 	struct tar_zipnames z = { NULL, 0, 0 };
-	int zip = -1, pax = 0, linked = 0;
+	int zip = -1, pax = 0, linked = 0, own = 1;
 	char *zbuf = NULL;
+	uint64_t hand;
 	int r, rc;
 
-	while ((r = archive_read_next_header(a, &ae)) != ARCHIVE_EOF) {
+	for (r = archive_read_next_header(a, &ae); r != ARCHIVE_EOF;
+	     r = archive_read_next_header(a, &ae)) {
 		long long at = (long long)archive_read_header_position(a);
 		const char *name;
 
 		if ((rc = arc_bad(s, a, r, at, count, last, err)))
 			goto out;
-		if (count && arc_own_ok(s, f, a)) {
+		if (own && count && arc_own_ok(s, f, a)) {
 			rc = arc_own(s, f, (uint64_t)at, last, &count, pax,
-				     linked, err);
-			goto out;
+				     linked, &hand, err);
+			if (rc != 1)
+				goto out;
+			own = 0;	/* libarchive's alone from hand on */
+			if ((r = arc_skip_to(a, &ae, r, hand)) == ARCHIVE_EOF)
+				break;
+			at = (long long)archive_read_header_position(a);
+			if ((rc = arc_bad(s, a, r, at, count, last, err)))
+				goto out;
 		}
 		if ((rc = arc_name(s, a, ae, at, &name, err)))
 			goto out;
+		if (!own && s->opts->tar_reader == R4_TAR_OWN)
+			tar_warn(s->opts, "%s: '%s' (byte %lld) read by "
+				 "libarchive", s->source, name, at);
 		if (zip < 0)
 			zip = tar_zip_names_load((archive_format(a) &
 						 ARCHIVE_FORMAT_BASE_MASK) ==

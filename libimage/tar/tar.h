@@ -138,11 +138,7 @@ struct tar_own {
 	uint64_t size;
 	int pax;
 	int linked;		/* libarchive's link text was ever set */
-	int say_lib;		/* warn of each entry libarchive reads */
-	/* libarchive readers opened; stay: the last reads to the end (a
-	 * reader opened for every few entries costs more than it saves) */
-	unsigned opens;
-	int stay;
+	uint64_t hand;		/* the header left to libarchive */
 	char *last;
 	uint64_t *count;
 	uint8_t *win;		/* the window of the file read last */
@@ -153,30 +149,31 @@ struct tar_own {
 };
 
 /* The entries from the header sequence at pos to the end, then
- * tar_sink_finish; 0 or the error. */
+ * tar_sink_finish: 0 or the error; or 1 at a header this reader leaves
+ * to libarchive (o->hand its offset; the rest of the archive is
+ * libarchive's). */
 int tar_own_run(struct tar_own *o, uint64_t pos, struct r4_error *err);
 void tar_own_free(struct tar_own *o);
 /* For the fuzz target (fuzz/fuzz_tar.c): the entries the own reader
  * takes from the start of the tar file fd (size bytes), each to fn
  * (which stops the scan by returning nonzero), until the end (*end 1)
- * or a header it leaves to libarchive or fn's stop (*end 0); the number
- * of entries. */
+ * or a header it leaves to libarchive (*end 0, *hand its offset) or
+ * fn's stop; the number of entries. */
 struct tar_own_ent {
 	const char *path, *target;
 	int type;		/* R4_ENT_* */
 	uint64_t size, data_off, next;
 	uint32_t mode, mtime_ns;
 	int64_t uid, gid, mtime;
+	int64_t atime, ctime;	/* when aset, cset */
+	uint32_t atime_ns, ctime_ns;
+	int aset, cset;
+	uint64_t rmaj, rmin;
+	unsigned nx;		/* extended attributes */
 };
 int tar_own_scan(int fd, uint64_t size, int (*fn)(void *ctx,
-		 const struct tar_own_ent *e), void *ctx, int *end);
-/* read.c: the entry at *pos and those after it the own reader leaves
- * too, read by libarchive; 0: *pos is the next one's, 1: the archive
- * ends there, else the error (as the archive loop reports it). */
-int tar_own_lib(struct tar_own *o, uint64_t *pos, struct r4_error *err);
-/* The header sequence at pos is one the own reader leaves to
- * libarchive (o's state as it was). */
-int tar_own_odd(struct tar_own *o, uint64_t pos);
+		 const struct tar_own_ent *e), void *ctx, int *end,
+		 uint64_t *hand);
 /* read.c: a uid or gid as an entry takes it (out of range: 0, with a
  * warning). */
 uint32_t tar_arc_id(const struct tar_sink *s, const char *what,

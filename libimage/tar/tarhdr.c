@@ -8,20 +8,18 @@
  * GNU long names 'L' and 'K'); a header this reader does not take
  * exactly as libarchive does (another type, sparse files, ACLs,
  * charsets, pax texts not in ASCII, a damaged or short header, anything
- * unexpected) is read by libarchive (tar_own_lib), with the ones after
- * it that this reader leaves too, and the next one here again. Every field is bounds-checked; a value this
- * reader cannot parse strictly goes to libarchive, which says what is
- * wrong.
+ * unexpected) ends this reader's part: libarchive, which has read the
+ * archive from its start, skips the entries taken here and reads the
+ * rest itself, its state between headers its own (read.c). Every field
+ * is bounds-checked; a value this reader cannot parse strictly goes to
+ * libarchive, which says what is wrong.
  *
- * What libarchive carries from header to header, and a reader of one
- * entry does not have, is followed here: whether its format is pax (a
- * ustar hard link's size then counts: o->pax) and whether it has read
- * a link text (an empty one is then "", not none: o->linked). After an
- * entry libarchive read alone the second is guessed from the entry (a
- * link text it read only from a 'K' header is missed), and an entry
- * left to libarchive starts its reader afresh: a ustar hard link with a
- * size left to it after pax headers (a Mac "._" name, say) would be
- * read as outside pax. */
+ * What libarchive carries from header to header is followed here:
+ * whether its format is pax (a ustar hard link's size then counts:
+ * o->pax) and whether it has read a link text (an empty one is then "",
+ * not none: o->linked). An entry with an empty link field and a link
+ * from a pax linkpath or a 'K' header before any link text was read
+ * libarchive 3.6 takes without its link: left to it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,9 +32,6 @@
 #define OWN_BODY_MAX (1u << 20)	/* libarchive refuses longer 'L' 'K' 'x' 'g' */
 #define OWN_SPECIALS 8		/* special headers before one entry, at most */
 #define OWN_CHUNK (64u << 10)	/* data handed to the build at a time */
-/* libarchive readers opened before one opened for every 8 entries or
- * fewer is kept to the end */
-#define OWN_OPENS 32
 
 enum { OWN_ENTRY, OWN_END, OWN_ODD };
 
@@ -556,18 +551,6 @@ static int own_deliver(struct tar_own *o, const struct own_hdr *h,
 	return rc;
 }
 
-int tar_own_odd(struct tar_own *o, uint64_t pos)
-{
-	int pax = o->pax, linked = o->linked, r;
-	struct own_hdr h;
-	uint64_t data;
-
-	r = own_seq(o, &pos, &h, &data);
-	o->pax = pax;
-	o->linked = linked;
-	return r == OWN_ODD;
-}
-
 int tar_own_run(struct tar_own *o, uint64_t pos, struct r4_error *err)
 {
 	struct own_hdr h;
@@ -579,15 +562,11 @@ int tar_own_run(struct tar_own *o, uint64_t pos, struct r4_error *err)
 
 		if (r == OWN_END)
 			break;
-		if (r == OWN_ENTRY)
-			rc = own_deliver(o, &h, data, err);
-		else {
-			o->opens++;
-			o->stay = o->opens > OWN_OPENS &&
-				  o->opens * 8ull > *o->count;
-			if ((rc = tar_own_lib(o, &pos, err)) == 1)
-				return tar_sink_finish(o->s, err);
+		if (r == OWN_ODD) {
+			o->hand = pos;
+			return 1;
 		}
+		rc = own_deliver(o, &h, data, err);
 	}
 	return rc ? rc : tar_sink_finish(o->s, err);
 }
@@ -603,7 +582,8 @@ void tar_own_free(struct tar_own *o)
 }
 
 int tar_own_scan(int fd, uint64_t size, int (*fn)(void *ctx,
-		 const struct tar_own_ent *e), void *ctx, int *end)
+		 const struct tar_own_ent *e), void *ctx, int *end,
+		 uint64_t *hand)
 {
 	struct tar_own o = { .fd = fd, .size = size };
 	struct own_hdr h;
@@ -614,13 +594,18 @@ int tar_own_scan(int fd, uint64_t size, int (*fn)(void *ctx,
 		struct tar_own_ent e = { .path = h.path, .target = h.target,
 			.type = h.type, .size = h.size, .data_off = data,
 			.next = pos, .mode = h.mode, .uid = h.uid,
-			.gid = h.gid, .mtime = h.t[0], .mtime_ns = h.ns[0] };
+			.gid = h.gid, .mtime = h.t[0], .mtime_ns = h.ns[0],
+			.atime = h.t[1], .atime_ns = h.ns[1],
+			.ctime = h.t[2], .ctime_ns = h.ns[2],
+			.aset = h.tset[1], .cset = h.tset[2], .rmaj = h.rmaj,
+			.rmin = h.rmin, .nx = h.nx };
 
 		n++;
 		if (fn(ctx, &e))
 			break;
 	}
 	*end = r == OWN_END;
+	*hand = pos;
 	tar_own_free(&o);
 	return n;
 }
