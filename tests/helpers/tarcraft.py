@@ -285,6 +285,50 @@ def odds():
     return out
 
 
+def review():
+    """A review's cases: a link only from a pax linkpath or a 'K' with
+    the header's own field empty, no link read before (libarchive 3.6
+    drops it); what libarchive carries past an odd entry (the pax state,
+    a link text read) to a ustar hard link with a size or an empty one."""
+    out = {}
+    f1 = entry(hdr(b'a', size=5), data(5))
+    f2 = entry(hdr(b'b', size=3), data(3, 2))
+    p1 = pax([(b'mtime', b'1.5')]) + f1
+    fflags = pax([(b'SCHILY.fflags', b'nodump')])
+    cases = {
+        'symlinkpath': pax([(b'linkpath', b'a')]) + entry(hdr(b'l', b'2')),
+        'hardlinkpath': pax([(b'linkpath', b'a')]) + entry(hdr(b'h', b'1')),
+        'symK': special(b'K', b'a\0') + entry(hdr(b'l', b'2')),
+        'hardK': special(b'K', b'a\0') + entry(hdr(b'h', b'1')),
+        'Klinkpath': special(b'K', b'kk\0') + pax([(b'linkpath', b'pl')]) +
+        entry(hdr(b's', b'2', link=b'u')),
+        'emptyhard-linked': entry(hdr(b's', b'2', link=b'a')) + fflags +
+        entry(hdr(b'h', b'1')),
+        'emptyhard-v7': entry(hdr(b's', b'2', link=b'a')) +
+        entry(hdr(b'h', b'1', raw={257: b'xxxxx'})),
+    }
+    for k, v in cases.items():
+        out['odd-rv-' + k] = f1 + v + f2 + END
+    # in a pax archive: an odd hard link with a size; a ustar one with a
+    # size after an odd entry; an odd empty one with a size after a link
+    out['odd-rv-pax-hardsize'] = (p1 + entry(hdr(b'h', b'1', size=4, link=b'a',
+                                                  raw={100: b'0000644x'}),
+                                             b'abcd') + f2 + END)
+    out['odd-rv-pax-then-hard'] = (p1 + entry(hdr(b'o', b'7')) +
+                                   entry(hdr(b'h', b'1', size=4, link=b'a'),
+                                         b'abcd') + f2 + END)
+    out['odd-rv-emptyhard-size'] = (p1 + entry(hdr(b's', b'2', link=b'a')) +
+                                    fflags + entry(hdr(b'h', b'1', size=4),
+                                                   b'abcd') + f2 + END)
+    # the same as the first after a link was read: the own reader's
+    out['rv-symlinkpath-linked'] = (f1 + entry(hdr(b's0', b'2', link=b'a')) +
+                                    pax([(b'linkpath', b'a')]) +
+                                    entry(hdr(b'l', b'2')) + f2 + END)
+    out['rv-pax-hardsize'] = (p1 + entry(hdr(b'h', b'1', size=4, link=b'a'),
+                                         b'abcd') + f2 + END)
+    return out
+
+
 def damaged():
     out = {}
     good = plain(0) + plain(1) + plain(2)
@@ -313,7 +357,7 @@ def main():
     d = sys.argv[1]
     os.makedirs(d, exist_ok=True)
     allv = {}
-    for f in (basics, paxes, odds, damaged):
+    for f in (basics, paxes, odds, review, damaged):
         allv.update(f())
     for k, v in allv.items():
         with open(os.path.join(d, k + '.tar'), 'wb') as fh:
