@@ -176,6 +176,10 @@ int pack_owner_finish(struct r4_archive_opts *ao, int use_env)
 		ao->tar_reader = R4_TAR_LIBARCHIVE;
 	else if (tr && !strcmp(tr, "own"))
 		ao->tar_reader = R4_TAR_OWN;
+	else if (tr) {
+		r4cmd_errorf("R4_TAR_READER='%s' is not libarchive or own", tr);
+		return EXIT_USAGE;
+	}
 	if (use_env && !ao->clamp_mtime && sde && *sde) {
 		if (r4cmd_parse_time(sde, &ao->mtime_clamp)) {
 			r4cmd_errorf("SOURCE_DATE_EPOCH='%s' is not a number of "

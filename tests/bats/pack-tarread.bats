@@ -88,6 +88,15 @@ craft() {
 	[ ! -e "$T/img" ]
 }
 
+@test "tar headers: an unknown R4_TAR_READER is a usage error" {
+	printf 'x' >"$T/f"
+	tar -cf "$T/a.tar" -C "$T" f
+	R4_TAR_READER=both run r4pack create -q -U $UUID "$T/a.tar" "$T/img"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"R4_TAR_READER='both' is not libarchive or own"* ]]
+	[ ! -e "$T/img" ]
+}
+
 @test "tar headers: the own reader reads plain archives whole and leaves odd headers to libarchive" {
 	command -v python3 >/dev/null || skip "python3 not installed"
 	craft
