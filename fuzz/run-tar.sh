@@ -11,6 +11,8 @@ python3 "${top_srcdir:-.}/tests/helpers/tarcraft.py" "$d" || rc=1
 [ $rc = 1 ] || "${top_builddir:-.}/fuzz/fuzz_tar_standalone" -n "${R4_FUZZ_MUTATIONS:-200}" \
 	"$d"/gnu-basic.tar "$d"/ustar-prefix.tar "$d"/pax-basic.tar \
 	"$d"/pax-window.tar "$d"/pax-extra.tar "$d"/odd-all.tar \
+	"$d"/odd-rv-symK.tar "$d"/odd-rv-pax-then-hard.tar \
+	"$d"/odd-rv-emptyhard-size.tar \
 	"${top_srcdir:-.}/tests/data/sample.tar" >"$d/out" 2>&1 || rc=1
 sed 's/^/# /' "$d/out" 2>/dev/null
 if [ $rc = 0 ]; then
