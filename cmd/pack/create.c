@@ -167,9 +167,19 @@ int pack_owner_opt(int rc, const char *arg, struct r4_archive_opts *ao)
 int pack_owner_finish(struct r4_archive_opts *ao, int use_env)
 {
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
+	const char *tr = getenv("R4_TAR_READER");
 
 	ao->all_root = opt_all_root;
 	ao->strict = opt_strict;
+	/* tests: R4_TAR_READER=libarchive|own, one reader of tar headers */
+	if (tr && !strcmp(tr, "libarchive"))
+		ao->tar_reader = R4_TAR_LIBARCHIVE;
+	else if (tr && !strcmp(tr, "own"))
+		ao->tar_reader = R4_TAR_OWN;
+	else if (tr) {
+		r4cmd_errorf("R4_TAR_READER='%s' is not libarchive or own", tr);
+		return EXIT_USAGE;
+	}
 	if (use_env && !ao->clamp_mtime && sde && *sde) {
 		if (r4cmd_parse_time(sde, &ao->mtime_clamp)) {
 			r4cmd_errorf("SOURCE_DATE_EPOCH='%s' is not a number of "

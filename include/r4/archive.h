@@ -85,6 +85,14 @@ struct r4_archive_opts {
 	 * stored. In a new build (nothing below the first layer) they are
 	 * only counted. */
 	int oci_whiteouts;
+	/* An uncompressed tar file named (not standard input) is read by
+	 * r4kit's own header reader after its first entry, up to the first
+	 * header it does not take as libarchive would; from there on by
+	 * libarchive, which passes over the entries taken (it read the file
+	 * from its start): the same entries. For tests: R4_TAR_LIBARCHIVE:
+	 * every header by libarchive; R4_TAR_OWN: a warning names each entry
+	 * libarchive reads after the own reader left the rest to it. */
+	enum { R4_TAR_BOTH, R4_TAR_LIBARCHIVE, R4_TAR_OWN } tar_reader;
 	/* Callbacks (each may be NULL): a warning line; an entry added to
 	 * the image or written to the tarball (path as stored); progress of
 	 * an archive source: bytes of the archive (as stored, compressed)

@@ -30,6 +30,7 @@ struct arc_file {
 	int fd;
 	void *buf;
 	uint64_t size, pos;
+	uint64_t base;		/* where libarchive started reading */
 };
 
 struct arc_data {
@@ -39,13 +40,15 @@ struct arc_data {
 	const char *entry;	/* entry name for messages */
 	uint64_t size;		/* the entry's size */
 	uint64_t next;		/* first offset not yet delivered */
+	uint64_t base;		/* the reader's start in the file */
 };
 
 /* Progress: bytes of the archive file read, against its size. */
-static void arc_progress(const struct tar_sink *s, struct archive *a)
+static void arc_progress(const struct tar_sink *s, struct archive *a,
+			 uint64_t base)
 {
 	if (s->opts->progress && s->src_size)
-		s->opts->progress(s->opts->cb_ctx,
+		s->opts->progress(s->opts->cb_ctx, base +
 				  (uint64_t)archive_filter_bytes(a, -1),
 				  s->src_size);
 }
@@ -78,7 +81,7 @@ static int arc_data_fn(void *ctx, uint64_t *off, const void **buf,
 			return r4i_fail(err, -EIO, "%s: '%s': %s", d->arc,
 				       d->entry, arc_why(d->a));
 		if (d->s)
-			arc_progress(d->s, d->a);
+			arc_progress(d->s, d->a, d->base);
 		if (!n)
 			continue;
 		if (o < 0 || (uint64_t)o < d->next || (uint64_t)o >= d->size)
@@ -115,10 +118,10 @@ static int entry_type(struct archive_entry *ae, enum r4_entry_type *t)
 	}
 }
 
-static uint32_t arc_id(const struct tar_sink *s, const char *what,
-		       const char *name, la_int64_t id)
+uint32_t tar_arc_id(const struct tar_sink *s, const char *what,
+		    const char *name, int64_t id)
 {
-	if (id >= 0 && id <= (la_int64_t)UINT32_MAX)
+	if (id >= 0 && id <= (int64_t)UINT32_MAX)
 		return (uint32_t)id;
 	tar_warn(s->opts, "%s: '%s': %s %lld out of range, using 0",
 		 s->source, name, what, (long long)id);
@@ -208,8 +211,8 @@ static int arc_entry(struct tar_sink *s, const struct arc_file *f,
 	arc_xattrs(s, ae);
 	e.path = name;
 	e.mode = (uint32_t)archive_entry_perm(ae) & 07777;
-	e.uid = arc_id(s, "uid", name, archive_entry_uid(ae));
-	e.gid = arc_id(s, "gid", name, archive_entry_gid(ae));
+	e.uid = tar_arc_id(s, "uid", name, archive_entry_uid(ae));
+	e.gid = tar_arc_id(s, "gid", name, archive_entry_gid(ae));
 	arc_times(ae, &e);
 	if (e.type == R4_ENT_SYMLINK) {
 		e.target = archive_entry_symlink(ae);
@@ -230,6 +233,7 @@ static int arc_entry(struct tar_sink *s, const struct arc_file *f,
 		d.arc = s->source;
 		d.entry = name;
 		d.size = e.size;
+		d.base = f->base;
 		e.data = arc_data_fn;
 		e.data_ctx = &d;
 		/* what libarchive consumed so far: the end of the header
@@ -237,7 +241,8 @@ static int arc_entry(struct tar_sink *s, const struct arc_file *f,
 		if (e.type == R4_ENT_REG && e.size && arc_data_at(f, a, ae)) {
 			e.data_file = s->source;
 			e.data_fd = f->fd;
-			e.data_off = (uint64_t)archive_filter_bytes(a, 0);
+			e.data_off = f->base +
+				     (uint64_t)archive_filter_bytes(a, 0);
 		}
 	}
 	return tar_sink_add(s, &e, err);
@@ -396,6 +401,7 @@ static struct archive *arc_open(const char *path,
 	*size = 0;
 	f->fd = -1;
 	f->buf = NULL;
+	f->base = 0;
 	if (!(strcmp(path, "-") ? stat(path, &st) : fstat(0, &st)) &&
 	    S_ISREG(st.st_mode)) {
 		if (!st.st_size) {
@@ -443,130 +449,6 @@ static struct archive *arc_open(const char *path,
 	return a;
 }
 
-/* ---- zip member names ------------------------------------------------- */
-
-/* A backslash in a zip member's name is a byte of the name (the zip
- * format's separator is '/'), except in a zip made on MS-DOS or Windows
- * (its central directory's "version made by" names host 0 FAT, 6 HPFS,
- * 11 NTFS or 14 VFAT), whose tools write '\\' for '/'. libarchive 3.6
- * turns every backslash of a name without '/' into '/' whatever the
- * host (so "a\\b" became a folder a with a file b). The central
- * directory of a zip file (not standard input) is read here once; its
- * records follow the entries libarchive gives, in order; where a record's
- * raw name is the entry's name with backslashes for some of its slashes
- * (and the host is not one of those), the raw name is taken. */
-#define ZIP_CD_MAX (64u << 20)	/* central directories read at most */
-
-struct zipnames {
-	uint8_t *cd;		/* the central directory, NULL: none read */
-	size_t len, at;		/* its bytes; the next record */
-};
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint16_t le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
-}
-
-/* The central directory of the zip file fd (size bytes) into z; nothing
- * when it cannot be found or read (the names stay libarchive's). */
-static void zip_cd_load(struct zipnames *z, int fd, uint64_t size)
-{
-	uint8_t tail[22 + 65535], loc[20], z64[56];
-	size_t n = size < sizeof(tail) ? (size_t)size : sizeof(tail);
-	uint64_t off, len;
-	ssize_t i;
-
-	if (size < 22 || pread(fd, tail, n, (off_t)(size - n)) != (ssize_t)n)
-		return;
-	for (i = (ssize_t)n - 22; i >= 0; i--)
-		if (!memcmp(tail + i, "PK\5\6", 4))
-			break;
-	if (i < 0)
-		return;
-	len = le32(tail + i + 12);
-	off = le32(tail + i + 16);
-	/* zip64: the locator before the end record names the zip64 end */
-	if ((off == 0xffffffffu || len == 0xffffffffu) &&
-	    size - n + (uint64_t)i >= 20 &&
-	    pread(fd, loc, 20, (off_t)(size - n + (uint64_t)i - 20)) == 20 &&
-	    !memcmp(loc, "PK\6\7", 4) && le64(loc + 8) < size - 56 &&
-	    pread(fd, z64, 56, (off_t)le64(loc + 8)) == 56 &&
-	    !memcmp(z64, "PK\6\6", 4)) {
-		len = le64(z64 + 40);
-		off = le64(z64 + 48);
-	}
-	if (!len || len > ZIP_CD_MAX || off > size || len > size - off)
-		return;
-	z->cd = malloc((size_t)len);
-	if (!z->cd)
-		return;
-	if (pread(fd, z->cd, (size_t)len, (off_t)off) != (ssize_t)len) {
-		free(z->cd);
-		z->cd = NULL;
-		return;
-	}
-	z->len = (size_t)len;
-	z->at = 0;
-}
-
-/* The next record's name for libarchive's entry name: buf when the raw
- * name is to be taken, else name. */
-static const char *zip_name(struct zipnames *z, const char *name, char *buf,
-			    size_t cap)
-{
-	const uint8_t *r;
-	size_t nl, el, cl, n = strlen(name), k;
-	unsigned host;
-	int back = 0;
-
-	if (!z->cd || z->len - z->at < 46 ||
-	    memcmp(z->cd + z->at, "PK\1\2", 4)) {
-		free(z->cd);		/* out of step: names left as they are */
-		z->cd = NULL;
-		return name;
-	}
-	r = z->cd + z->at;
-	host = r[5];
-	nl = le16(r + 28);
-	el = le16(r + 30);
-	cl = le16(r + 32);
-	if (nl + el + cl > z->len - z->at - 46) {
-		free(z->cd);
-		z->cd = NULL;
-		return name;
-	}
-	z->at += 46 + nl + el + cl;
-	r += 46;
-	if (host == 0 || host == 6 || host == 11 || host == 14)
-		return name;
-	/* the same name, a '/' where the record has '\\' (and a '/'
-	 * libarchive added to a directory's name) */
-	if (nl + 1 >= cap || (n != nl && !(n == nl + 1 && name[nl] == '/')))
-		return name;
-	for (k = 0; k < nl; k++) {
-		if (r[k] == '\\' && name[k] == '/')
-			back = 1;
-		else if (r[k] != (uint8_t)name[k])
-			return name;
-	}
-	if (!back)
-		return name;
-	memcpy(buf, r, nl);
-	memcpy(buf + nl, name + nl, n - nl + 1);
-	return buf;
-}
-
 /* A header libarchive could not read, after entry last. */
 static int bad_header(const struct tar_sink *s, struct archive *a,
 		      long long at, const char *last, struct r4_error *err)
@@ -579,72 +461,152 @@ static int bad_header(const struct tar_sink *s, struct archive *a,
 		       last);
 }
 
-/* Once the first header is read the format is known: a zip file's
- * central directory into z (and a name buffer), for the names as they
- * are. 1 for a zip, else 0. */
-static int zip_names_load(struct archive *a, const char *path,
-			  struct zipnames *z, char **zbuf)
+/* r from archive_read_next_header (not EOF) for the header at byte at:
+ * the error the loop stops with, or 0 (ARCHIVE_OK, ARCHIVE_WARN). */
+static int arc_bad(const struct tar_sink *s, struct archive *a, int r,
+		   long long at, uint64_t count, const char *last,
+		   struct r4_error *err)
 {
-	int zip = (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) ==
-		  ARCHIVE_FORMAT_ZIP && strcmp(path, "-");
-	int fd = zip ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	struct stat st;
+	if (r >= ARCHIVE_OK || r == ARCHIVE_WARN)
+		return 0;
+	/* ARCHIVE_RETRY: a header that is not one (bad checksum) */
+	if (!count)
+		return r4i_fail(err, R4_ECORRUPT, "%s: not an archive r4pack "
+			       "reads (%s)", s->source, arc_why(a));
+	return bad_header(s, a, at, last, err);
+}
 
-	if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode))
-		zip_cd_load(z, fd, (uint64_t)st.st_size);
-	if (fd >= 0)
-		close(fd);
-	if (z->cd && !(*zbuf = malloc(PATH_MAX + 2))) {
-		free(z->cd);
-		z->cd = NULL;
-	}
-	return zip;
+static int arc_name(const struct tar_sink *s, struct archive *a,
+		    struct archive_entry *ae, long long at, const char **name,
+		    struct r4_error *err)
+{
+	*name = archive_entry_pathname(ae);
+	if (!*name)
+		*name = archive_entry_pathname_utf8(ae);
+	if (!*name)
+		return r4i_fail(err, R4_ECORRUPT, "%s: the header at byte "
+			       "%lld has a name that cannot be read (%s)",
+			       s->source, at, arc_why(a));
+	return 0;
+}
+
+/* The entry libarchive read (r: ARCHIVE_OK or ARCHIVE_WARN) into the
+ * sink, named name; last and count kept for messages. */
+static int arc_take(struct tar_sink *s, const struct arc_file *f,
+		    struct archive *a, int r, struct archive_entry *ae,
+		    const char *name, char *last, uint64_t *count,
+		    struct r4_error *err)
+{
+	int rc;
+
+	if (r == ARCHIVE_WARN && archive_error_string(a))
+		tar_warn(s->opts, "%s: %s", s->source,
+			 archive_error_string(a));
+	snprintf(last, TAR_LAST_LEN, "%s", name);
+	(*count)++;
+	rc = arc_entry(s, f, a, ae, name, err);
+	arc_progress(s, a, f->base);
+	return rc;
+}
+
+/* The rest of a plain tar file (not standard input, no filter) can be
+ * read by tarhdr.c, from the header at pos on. */
+static int arc_own_ok(const struct tar_sink *s, const struct arc_file *f,
+		      struct archive *a)
+{
+	return f->fd >= 0 && f->buf &&
+	       s->opts->tar_reader != R4_TAR_LIBARCHIVE &&
+	       archive_filter_count(a) == 1 &&
+	       archive_filter_code(a, 0) == ARCHIVE_FILTER_NONE &&
+	       (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) ==
+	       ARCHIVE_FORMAT_TAR;
+}
+
+/* libarchive keeps one link text buffer for all headers: once a link
+ * was read, an empty one reads as "" instead of none (seen from here:
+ * an entry with a link). */
+static int arc_linked(struct archive_entry *ae)
+{
+	return archive_entry_symlink(ae) || archive_entry_hardlink(ae);
+}
+
+/* The own reader from the header at pos on: 0 or the error when it
+ * read to the end, or 1 with *hand the offset of the header it leaves
+ * to libarchive. */
+static int arc_own(struct tar_sink *s, const struct arc_file *f,
+		   uint64_t pos, char *last, uint64_t *count, int pax,
+		   int linked, uint64_t *hand, struct r4_error *err)
+{
+	struct tar_own o = { .s = s, .fd = f->fd, .size = f->size,
+			     .pax = pax, .linked = linked, .last = last,
+			     .count = count };
+	int rc = tar_own_run(&o, pos, err);
+
+	*hand = o.hand;
+	tar_own_free(&o);
+	return rc;
+}
+
+/* libarchive, which read the archive from its start, passes over the
+ * entries the own reader took, to the header at hand: reading on from
+ * there is then what it does without the own reader (its state between
+ * headers its own). r and *ae: the header it read last; its result for
+ * the one at hand (or the first it cannot pass) is returned, with no
+ * warning said for those before. */
+static int arc_skip_to(struct archive *a, struct archive_entry **ae, int r,
+		       uint64_t hand)
+{
+	while ((r == ARCHIVE_OK || r == ARCHIVE_WARN) &&
+	       archive_read_header_position(a) < (la_int64_t)hand)
+		r = archive_read_next_header(a, ae);
+	return r;
 }
 
 static int arc_loop(struct tar_sink *s, const struct arc_file *f,
 		    struct archive *a, const char *path, struct r4_error *err)
 {
 	struct archive_entry *ae;
-	char last[256] = "";
+	char last[TAR_LAST_LEN] = "";
 	uint64_t count = 0;
-	struct zipnames z = { NULL, 0, 0 };
-	int zip = -1;
+	struct tar_zipnames z = { NULL, 0, 0 };
+	int zip = -1, pax = 0, linked = 0, own = 1;
 	char *zbuf = NULL;
+	uint64_t hand;
 	int r, rc;
 
-	while ((r = archive_read_next_header(a, &ae)) != ARCHIVE_EOF) {
+	for (r = archive_read_next_header(a, &ae); r != ARCHIVE_EOF;
+	     r = archive_read_next_header(a, &ae)) {
 		long long at = (long long)archive_read_header_position(a);
 		const char *name;
 
-		/* ARCHIVE_RETRY: a header that is not one (bad checksum) */
-		if (r < ARCHIVE_OK && r != ARCHIVE_WARN && !count)
-			return r4i_fail(err, R4_ECORRUPT, "%s: not an archive "
-				       "r4pack reads (%s)", s->source,
-				       arc_why(a));
-		if (r < ARCHIVE_OK && r != ARCHIVE_WARN) {
-			rc = bad_header(s, a, at, last, err);
+		if ((rc = arc_bad(s, a, r, at, count, last, err)))
 			goto out;
+		if (own && count && arc_own_ok(s, f, a)) {
+			rc = arc_own(s, f, (uint64_t)at, last, &count, pax,
+				     linked, &hand, err);
+			if (rc != 1)
+				goto out;
+			own = 0;	/* libarchive's alone from hand on */
+			if ((r = arc_skip_to(a, &ae, r, hand)) == ARCHIVE_EOF)
+				break;
+			at = (long long)archive_read_header_position(a);
+			if ((rc = arc_bad(s, a, r, at, count, last, err)))
+				goto out;
 		}
-		name = archive_entry_pathname(ae);
-		if (!name)
-			name = archive_entry_pathname_utf8(ae);
-		if (!name) {
-			rc = r4i_fail(err, R4_ECORRUPT, "%s: the header at "
-				     "byte %lld has a name that cannot be "
-				     "read (%s)", s->source, at, arc_why(a));
+		if ((rc = arc_name(s, a, ae, at, &name, err)))
 			goto out;
-		}
+		if (!own && s->opts->tar_reader == R4_TAR_OWN)
+			tar_warn(s->opts, "%s: '%s' (byte %lld) read by "
+				 "libarchive", s->source, name, at);
 		if (zip < 0)
-			zip = zip_names_load(a, path, &z, &zbuf);
+			zip = tar_zip_names_load((archive_format(a) &
+						 ARCHIVE_FORMAT_BASE_MASK) ==
+						ARCHIVE_FORMAT_ZIP, path, &z, &zbuf);
 		if (z.cd)
-			name = zip_name(&z, name, zbuf, PATH_MAX + 2);
-		if (r == ARCHIVE_WARN && archive_error_string(a))
-			tar_warn(s->opts, "%s: %s", s->source,
-				 archive_error_string(a));
-		snprintf(last, sizeof(last), "%s", name);
-		count++;
-		rc = arc_entry(s, f, a, ae, name, err);
-		arc_progress(s, a);
+			name = tar_zip_name(&z, name, zbuf, PATH_MAX + 2);
+		rc = arc_take(s, f, a, r, ae, name, last, &count, err);
+		pax = archive_format(a) == ARCHIVE_FORMAT_TAR_PAX_INTERCHANGE;
+		linked |= arc_linked(ae);
 		if (rc)
 			goto out;
 	}

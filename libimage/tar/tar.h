@@ -112,4 +112,71 @@ int tar_sink_finish(struct tar_sink *s, struct r4_error *err);
 int tar_sink_add(struct tar_sink *s, struct r4_entry *e,
 		 struct r4_error *err);
 
+/* ---- zip member names (zipname.c) ------------------------------------- */
+
+struct tar_zipnames {
+	uint8_t *cd;		/* the central directory, NULL: none read */
+	size_t len, at;		/* its bytes; the next record */
+};
+
+const char *tar_zip_name(struct tar_zipnames *z, const char *name, char *buf,
+			 size_t cap);
+int tar_zip_names_load(int zip, const char *path, struct tar_zipnames *z,
+		       char **zbuf);
+
+/* ---- an uncompressed tar file's headers read without libarchive -------- */
+
+#define TAR_LAST_LEN 256	/* the last entry's name kept for messages */
+
+/* The reader of tarhdr.c over the archive file fd (size bytes), feeding
+ * s; last and count are the archive loop's (read.c). pax: libarchive's
+ * format state is pax (its hard links may have data); linked: an empty
+ * link is "" to libarchive, not none (a link was read before). */
+struct tar_own {
+	struct tar_sink *s;
+	int fd;
+	uint64_t size;
+	int pax;
+	int linked;		/* libarchive's link text was ever set */
+	uint64_t hand;		/* the header left to libarchive */
+	char *last;
+	uint64_t *count;
+	uint8_t *win;		/* the window of the file read last */
+	size_t wcap, wlen;
+	uint64_t woff;
+	char *pbuf, *lbuf, *kbuf;	/* 'x', 'L' and 'K' bodies */
+	size_t plen;
+};
+
+/* The entries from the header sequence at pos to the end, then
+ * tar_sink_finish: 0 or the error; or 1 at a header this reader leaves
+ * to libarchive (o->hand its offset; the rest of the archive is
+ * libarchive's). */
+int tar_own_run(struct tar_own *o, uint64_t pos, struct r4_error *err);
+void tar_own_free(struct tar_own *o);
+/* For the fuzz target (fuzz/fuzz_tar.c): the entries the own reader
+ * takes from the start of the tar file fd (size bytes), each to fn
+ * (which stops the scan by returning nonzero), until the end (*end 1)
+ * or a header it leaves to libarchive (*end 0, *hand its offset) or
+ * fn's stop; the number of entries. */
+struct tar_own_ent {
+	const char *path, *target;
+	int type;		/* R4_ENT_* */
+	uint64_t size, data_off, next;
+	uint32_t mode, mtime_ns;
+	int64_t uid, gid, mtime;
+	int64_t atime, ctime;	/* when aset, cset */
+	uint32_t atime_ns, ctime_ns;
+	int aset, cset;
+	uint64_t rmaj, rmin;
+	unsigned nx;		/* extended attributes */
+};
+int tar_own_scan(int fd, uint64_t size, int (*fn)(void *ctx,
+		 const struct tar_own_ent *e), void *ctx, int *end,
+		 uint64_t *hand);
+/* read.c: a uid or gid as an entry takes it (out of range: 0, with a
+ * warning). */
+uint32_t tar_arc_id(const struct tar_sink *s, const char *what,
+		    const char *name, int64_t id);
+
 #endif
