@@ -48,6 +48,11 @@ struct tree_mod_stats {
 	uint64_t quick;		/* of the deferred: changed in the cached
 				 * list itself (tmod_dc_put) */
 	uint64_t patched;	/* of the quick: by tree_mod_patch */
+	uint64_t quick_split;	/* leaves split by tmod_dc_put (level_set's
+				 * choice of neighbour known without it) */
+	uint64_t quick_shared;	/* of those, shared with a neighbour */
+	uint64_t quick_twig;	/* of those, the twig deferred as level_set
+				 * would, without it */
 	uint64_t quick_small;	/* of the quick: a leaf under half a node
 				 * whose neighbours have no room for it */
 };
@@ -253,6 +258,11 @@ int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
  * fit whole is cut at a unit boundary when the part fits. *out receives
  * *nout lists (free each, then the array); all is emptied, also on an
  * error (R4_ERANGE: an item that cannot be cut is larger than cap). */
+/* ilist_pack(l, cap, target = cap) when it makes two chunks: l becomes
+ * the first (cut in place), *tail (empty) the second; 1 done, 0 not two
+ * chunks (l coalesced, else unchanged), < 0 an error. */
+int ilist_split(struct ilist *l, size_t cap, size_t ih, uint32_t blksize,
+		enum fmt_key_policy pol, struct ilist *tail);
 int ilist_pack(struct ilist *all, size_t cap, size_t target, size_t ih,
 	       uint32_t blksize, enum fmt_key_policy pol, struct ilist **out,
 	       size_t *nout);

@@ -10,7 +10,8 @@
  * and tails replaced, directory items changed in place; the
  * directories' stat data patched by their accounts, tree_mod_patch;
  * leaves under half a node changed in place when no neighbour has room
- * for them),
+ * for them; leaves that overflow split without level_set, alone or
+ * shared with a neighbour, their twigs deferred in place),
  * then checked by r4_check and fsck.reiser4. */
 #include "config.h"
 #include <sys/stat.h>
@@ -70,7 +71,7 @@ int main(void)
 {
 	struct tree_mod_stats sg, sq;
 
-	plan(8);
+	plan(9);
 	eu_init("test_dcput");
 	EU_SETUP("rm -f '%s/g.img' '%s/q.img'", eu_dir, eu_dir);
 	tap_require(eu_mkfs("g.img", 96, "") == 0, "r4_mkfs");
@@ -83,6 +84,12 @@ int main(void)
 	ok(!sg.quick_small && sq.quick_small >= 10,
 	   "%llu of them into a leaf under half a node whose neighbours "
 	   "have no room for it", (unsigned long long)sq.quick_small);
+	ok(!sg.quick_split && sq.quick_split >= 100 &&
+	   sq.quick_shared >= 10 && sq.quick_twig >= 100,
+	   "%llu leaves split the quick way (%llu shared with a neighbour; "
+	   "%llu twigs deferred)", (unsigned long long)sq.quick_split,
+	   (unsigned long long)sq.quick_shared,
+	   (unsigned long long)sq.quick_twig);
 	ok(!sg.patched && sq.patched >= 10,
 	   "%llu of them directories' stat data patched (tree_mod_patch)",
 	   (unsigned long long)sq.patched);
