@@ -56,7 +56,9 @@ void tmod_dc_keep(struct tree_mod *m, uint64_t blk, unsigned level,
  * path p (found for key 'at'), which this writer deferred, in its cached
  * list, when level_set would only defer the result (one node, at least
  * half full, the same first key, parent cached): what level_set would
- * make, without taking the leaf and its parent out and back. 1 done,
+ * make, without taking the leaf and its parent out and back. A leaf the
+ * put makes more than a node is split as level_set would split it when
+ * its choice is known from cached neighbours (tmod_split_leaf). 1 done,
  * 0 not so (the caller goes the general way), < 0 an error. */
 int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
 		const struct fmt_key *at, int replace,
