@@ -11,7 +11,8 @@
  * directories' stat data patched by their accounts, tree_mod_patch;
  * leaves under half a node changed in place when no neighbour has room
  * for them; leaves that overflow split without level_set, alone or
- * shared with a neighbour, their twigs deferred in place),
+ * shared with a neighbour, their twigs deferred in place; six
+ * directories' files emptied, leaves freed, then new files among them),
  * then checked by r4_check and fsck.reiser4. */
 #include "config.h"
 #include <sys/stat.h>
@@ -55,6 +56,25 @@ static int q_run(const char *img, int general, struct tree_mod_stats *st)
 				 i % 23, i);
 			rc = r4_txn_add_entry(t, &e, &err);
 		}
+	}
+	/* the files of six directories made empty (their tails removed:
+	 * leaves freed, twigs left under half a node), then new files
+	 * among them */
+	for (unsigned k = 0; !rc && k < 2 * NQ; k++) {
+		unsigned i = (k * 7919u) % NQ;
+		struct r4_entry e = { .path = name, .type = R4_ENT_REG,
+				      .mode = 0644, .data = eu_data_fn,
+				      .data_ctx = &d };
+
+		if (i % 23 < 5 || i % 23 > 10)
+			continue;
+		memset(&d, 0, sizeof(d));
+		d.size = e.size = k < NQ ? 0 : QSIZE(i + 7, 0);
+		d.seed = i + 50000;
+		snprintf(name, sizeof(name), k < NQ ? (i % 9 ? "q%02u/f%05u" :
+			 "q%02u/a_longer_name_for_the_entry_items_%05u") :
+			 "q%02u/g%05u", i % 23, i);
+		rc = r4_txn_add_entry(t, &e, &err);
 	}
 	*st = t->mod.st;
 	if (rc) {
