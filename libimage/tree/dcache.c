@@ -209,8 +209,11 @@ static int take_side(struct tree_mod *m, const struct mpath *p, int d,
 	ns->blk = 0;
 	m->st.dec_hits++;
 	m->st.shifts++;
-	if (d > 0)
-		return ilist_move(l, &o);
+	if (d > 0) {
+		rc = ilist_move(l, &o);
+		ilist_free(&o);		/* moved, or not to be kept */
+		return rc;
+	}
 	rc = ilist_move(&o, l);
 	if (rc)
 		ilist_free(l);
