@@ -528,7 +528,7 @@ static int twig_set(struct tree_mod *m, struct mpath *p, struct ilist *P,
 	long pos = p->pos[3];
 	int rc;
 
-	if (!s3 || s3->blk != p->blk[3] || s3->level != 3 || pos < 0 ||
+	if (!s3 || s3->blk != p->blk[3] || s3->level != FMT_NODE_TWIG_LEVEL + 1 || pos < 0 ||
 	    (size_t)pos >= s3->l.n || tmod_sib(&s3->l, pos) != p->blk[2] ||
 	    total > capacity(m) || total < capacity(m) / 2)
 		return level_set(m, p, FMT_NODE_TWIG_LEVEL, P, err);

@@ -253,16 +253,16 @@ int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
  * whole: ilist_free still frees each body once. */
 int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
 		   enum fmt_key_policy pol);
-/* Cut all into chunks of at most cap bytes each (items + headers),
- * closing a chunk once it holds 'target' bytes; an item that does not
- * fit whole is cut at a unit boundary when the part fits. *out receives
- * *nout lists (free each, then the array); all is emptied, also on an
- * error (R4_ERANGE: an item that cannot be cut is larger than cap). */
 /* ilist_pack(l, cap, target = cap) when it makes two chunks: l becomes
  * the first (cut in place), *tail (empty) the second; 1 done, 0 not two
  * chunks (l coalesced, else unchanged), < 0 an error. */
 int ilist_split(struct ilist *l, size_t cap, size_t ih, uint32_t blksize,
 		enum fmt_key_policy pol, struct ilist *tail);
+/* Cut all into chunks of at most cap bytes each (items + headers),
+ * closing a chunk once it holds 'target' bytes; an item that does not
+ * fit whole is cut at a unit boundary when the part fits. *out receives
+ * *nout lists (free each, then the array); all is emptied, also on an
+ * error (R4_ERANGE: an item that cannot be cut is larger than cap). */
 int ilist_pack(struct ilist *all, size_t cap, size_t target, size_t ih,
 	       uint32_t blksize, enum fmt_key_policy pol, struct ilist **out,
 	       size_t *nout);
