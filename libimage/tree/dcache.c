@@ -145,13 +145,35 @@ static size_t put_bytes(const struct tree_dslot *s, size_t a, size_t b,
 	return total;
 }
 
-/* The leaf of path p, under half a node with 'total' bytes: level_set
- * would load its neighbours and join it with one that has room
- * (choose). 1 when each neighbour is cached and none would take it (the
- * general way changes the leaf alone), 0 when not so or not known
- * without a read (the general way). */
-static int alone(struct tree_mod *m, const struct mpath *p, size_t total,
-		 size_t cap, size_t ih)
+/* Which neighbour joins 'total' bytes of items (lb, rb: the left and
+ * right neighbours' bytes, SIZE_MAX none): -1 left, +1 right, 0 none. A
+ * list that fits goes whole into a neighbour with room; one that does
+ * not fit shares with the emptier neighbour when the two make two
+ * nodes. */
+int tmod_choose_side(size_t total, size_t lb, size_t rb, size_t cap,
+		     size_t ih)
+{
+	size_t best = lb < rb ? lb : rb;
+
+	if (total <= cap) {
+		if (lb != SIZE_MAX && lb + total <= cap)
+			return -1;
+		if (rb != SIZE_MAX && rb + total <= cap)
+			return 1;
+		return 0;
+	}
+	if (best != SIZE_MAX && best + total + 2 * ih + 64 <= 2 * cap)
+		return lb <= rb ? -1 : 1;
+	return 0;
+}
+
+/* The leaf of path p, under half a node or over a node with 'total'
+ * bytes: level_set would load its neighbours and join it with one that
+ * has room, or share with one (choose). Its choice (-1 left, +1 right,
+ * 0 none: the general way changes the leaf alone) when each neighbour
+ * is cached, 2 when not known without a read (the general way). */
+static int side(struct tree_mod *m, const struct mpath *p, size_t total,
+		size_t cap, size_t ih)
 {
 	const struct ilist *P = &tmod_dc_slot(m, p->blk[2])->l;
 	size_t bytes[2] = { SIZE_MAX, SIZE_MAX };
@@ -164,10 +186,82 @@ static int alone(struct tree_mod *m, const struct mpath *p, size_t total,
 			continue;
 		ns = tmod_dc_slot(m, nb);
 		if (ns->blk != nb || ns->level != FMT_NODE_LEAF_LEVEL)
-			return 0;
+			return 2;
 		bytes[k] = ilist_bytes(&ns->l, ih);
 	}
-	return !tmod_choose_side(total, bytes[0], bytes[1], cap, ih);
+	return tmod_choose_side(total, bytes[0], bytes[1], cap, ih);
+}
+
+/* The list of the leaf the path's twig points to at item pos[2] + d,
+ * taken out of the cache (side found it there), into *l after *l's
+ * items (d > 0) or before them; *blk: its block. */
+static int take_side(struct tree_mod *m, const struct mpath *p, int d,
+		     struct ilist *l, uint64_t *blk)
+{
+	struct tree_dslot *ns;
+	struct ilist o;
+	int rc;
+
+	*blk = tmod_sib(&tmod_dc_slot(m, p->blk[2])->l, p->pos[2] + d);
+	ns = tmod_dc_slot(m, *blk);
+	o = ns->l;
+	memset(&ns->l, 0, sizeof(ns->l));
+	ns->blk = 0;
+	m->st.dec_hits++;
+	m->st.shifts++;
+	if (d > 0) {
+		rc = ilist_move(l, &o);
+		ilist_free(&o);		/* moved, or not to be kept */
+		return rc;
+	}
+	rc = ilist_move(&o, l);
+	if (rc)
+		ilist_free(l);
+	*l = o;
+	return rc;
+}
+
+/* tmod_dc_put of a change that makes the leaf of slot s more than a
+ * node ('total' bytes): level_set's way without its choose, when the
+ * neighbours it would load are cached (the one it shares with taken as
+ * it takes it) and, sharing with none, the new items end near the
+ * list's end (its pack then fills the leaf, the rest goes to a new one). */
+static int split(struct tree_mod *m, const struct mpath *p,
+		 struct tree_dslot *s, size_t a, size_t b,
+		 const struct tree_newitem *it, size_t n, size_t total,
+		 struct r4_error *err)
+{
+	size_t ih = fmt_item_header_size(m->vol->keypol), after = 0;
+	size_t cap = m->vol->blksize - fmt_node_header_size(m->vol->sb.node_pid);
+	uint64_t blks[2] = { p->blk[1], 0 };
+	struct mpath q = *p;
+	struct ilist l;
+	int use, rc;
+
+	for (size_t i = b; i < s->l.n; i++)
+		after += ih + s->l.v[i].len;
+	use = side(m, p, total, cap, ih);
+	/* near_end's test, on the items after the new ones */
+	if (use == 2 || (!use && after > cap / 4))
+		return 0;
+	m->st.dec_hits++;
+	l = s->l;
+	memset(&s->l, 0, sizeof(s->l));
+	s->blk = 0;
+	rc = ilist_splice(&l, a, b, it, n);
+	if (!rc && use)
+		rc = take_side(m, p, use, &l, &blks[use > 0]);
+	if (!rc && use < 0)
+		blks[1] = p->blk[1];
+	if (rc) {
+		ilist_free(&l);
+		return tmod_oom(err);
+	}
+	m->st.quick_split++;
+	m->st.quick_shared += use != 0;
+	rc = tmod_split_leaf(m, &q, &l, p->pos[2] - (use < 0), use ? 2 : 1,
+			     blks, err);
+	return rc ? rc : 1;
 }
 
 int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
@@ -187,13 +281,14 @@ int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
 	a = (size_t)(pos + !replace);
 	b = (size_t)pos + 1;
 	total = put_bytes(s, a, b, it, n, ih);
-	/* level_set would split, or join the leaf with a neighbour */
-	if (total > cap || fmt_key_cmp(a ? &s->l.v[0].key : &it[0].key,
-				       &tmod_dc_slot(m, p->blk[2])->
-					l.v[p->pos[2]].key))
+	/* level_set would change the leaf's pointer */
+	if (fmt_key_cmp(a ? &s->l.v[0].key : &it[0].key,
+			&tmod_dc_slot(m, p->blk[2])->l.v[p->pos[2]].key))
 		return 0;
+	if (total > cap)
+		return split(m, p, s, a, b, it, n, total, err);
 	if (total < cap / 2) {
-		if (!alone(m, p, total, cap, ih))
+		if (side(m, p, total, cap, ih))
 			return 0;
 		m->st.quick_small++;
 	}

@@ -702,6 +702,47 @@ fail:
 	return rc;
 }
 
+/* The chunks ilist_pack(target = cap) makes of l when they are two:
+ * where the first is full, the item there cut as pack_one cuts it. */
+int ilist_split(struct ilist *l, size_t cap, size_t ih, uint32_t bs,
+		enum fmt_key_policy pol, struct ilist *tail)
+{
+	size_t used = 0, rest = 0, k = 0;
+	struct mitem h, t;
+	int rc = coalesce(l, cap - ih, bs, pol), cut = 0;
+
+	while (!rc && k < l->n && !(k && used >= cap) &&
+	       used + ih + l->v[k].len <= cap)
+		used += ih + l->v[k++].len;
+	for (size_t i = k; !rc && i < l->n; i++)
+		rest += ih + l->v[i].len;
+	/* one chunk, more than two, or an item larger than a node */
+	if (rc || !k || k == l->n || rest > cap)
+		return rc;
+	if (used < cap && cap - used >= ih + CUT_MIN_ROOM)
+		cut = item_cut(&l->v[k], cap - used - ih, bs, pol, &h, &t);
+	if (cut < 0)
+		return cut;
+	/* l has room for the head: k < n */
+	if (ilist_cut(l, k, tail)) {
+		if (cut && h.body != l->v[k].body)
+			body_free(h.body);
+		if (cut)
+			body_free(t.body);
+		return -ENOMEM;
+	}
+	l->joined = tail->joined = ILIST_JOINED;
+	if (cut) {
+		if (h.body != tail->v[0].body)
+			body_free(tail->v[0].body);
+		tail->v[0] = t;
+		mark(l, k, k + 1);
+		mark(tail, 0, 1);
+		l->v[l->n++] = h;
+	}
+	return 1;
+}
+
 int ilist_pack(struct ilist *all, size_t cap, size_t target, size_t ih,
 	       uint32_t blksize, enum fmt_key_policy pol, struct ilist **out,
 	       size_t *nout)

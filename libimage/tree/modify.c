@@ -330,28 +330,6 @@ static int root_set(struct tree_mod *m, unsigned l, struct ilist *items,
 	return rc;
 }
 
-/* Which neighbour joins 'total' bytes of items (lb, rb: the left and
- * right neighbours' bytes, SIZE_MAX none): -1 left, +1 right, 0 none. A
- * list that fits goes whole into a neighbour with room; one that does
- * not fit shares with the emptier neighbour when the two make two
- * nodes. */
-int tmod_choose_side(size_t total, size_t lb, size_t rb, size_t cap,
-		     size_t ih)
-{
-	size_t best = lb < rb ? lb : rb;
-
-	if (total <= cap) {
-		if (lb != SIZE_MAX && lb + total <= cap)
-			return -1;
-		if (rb != SIZE_MAX && rb + total <= cap)
-			return 1;
-		return 0;
-	}
-	if (best != SIZE_MAX && best + total + 2 * ih + 64 <= 2 * cap)
-		return lb <= rb ? -1 : 1;
-	return 0;
-}
-
 /* Which nodes take part: [first, first + count) of the parent's items
  * (total: items' bytes). Loads the siblings' items in front of / after
  * items. */
@@ -452,13 +430,13 @@ static int defer(struct tree_mod *m, unsigned l, uint64_t blk,
 	return 1;
 }
 
-/* The parent P of level l: its items [first, first + count) become the
- * node pointers np, and P is set at level l + 1 (P is emptied). */
-static int parent_set(struct tree_mod *m, struct mpath *p, unsigned l,
-		      struct ilist *P, long first, size_t count,
-		      const struct ilist *np, struct r4_error *err)
+/* P's items [first, first + count) become the node pointers np. */
+static int parent_splice(struct ilist *P, long first, size_t count,
+			 const struct ilist *np)
 {
-	struct tree_newitem *w = calloc(np->n + 1, sizeof(*w));
+	struct tree_newitem few[4] = { { .pid = 0 } };
+	struct tree_newitem *w = np->n <= 4 ? few :
+				 calloc(np->n, sizeof(*w));
 	int rc;
 
 	for (size_t i = 0; w && i < np->n; i++) {
@@ -469,8 +447,19 @@ static int parent_set(struct tree_mod *m, struct mpath *p, unsigned l,
 	}
 	rc = w ? ilist_splice(P, (size_t)first, (size_t)first + count, w,
 			      np->n) : -ENOMEM;
-	free(w);
-	return rc ? tmod_oom(err) : level_set(m, p, l + 1, P, err);
+	if (w != few)
+		free(w);
+	return rc;
+}
+
+/* The parent P of level l: its items [first, first + count) become the
+ * node pointers np, and P is set at level l + 1 (P is emptied). */
+static int parent_set(struct tree_mod *m, struct mpath *p, unsigned l,
+		      struct ilist *P, long first, size_t count,
+		      const struct ilist *np, struct r4_error *err)
+{
+	return parent_splice(P, first, count, np) ? tmod_oom(err) :
+	       level_set(m, p, l + 1, P, err);
 }
 
 /* Items become level l's node p->blk[l] (with a neighbour when choose
@@ -521,6 +510,90 @@ static int level_set(struct tree_mod *m, struct mpath *p, unsigned l,
 	if (!rc)
 		rc = parent_set(m, p, l, &P, first, count, &np, err);
 out:
+	ilist_free(&P);
+	ilist_free(&np);
+	return rc;
+}
+
+/* The twig P (out of the cache), changed by a split of its leaf: what
+ * level_set would make of it at level 2 when that is a deferral (one
+ * node at least half full, its first key its pointer's in the cached
+ * level 3 node: choose takes no neighbour), else level_set itself. */
+static int twig_set(struct tree_mod *m, struct mpath *p, struct ilist *P,
+		    struct r4_error *err)
+{
+	size_t total = ilist_bytes(P, ihsize(m));
+	struct tree_dslot *s3 = m->height > FMT_NODE_TWIG_LEVEL ?
+				tmod_dc_slot(m, p->blk[3]) : NULL;
+	long pos = p->pos[3];
+	int rc;
+
+	if (!s3 || s3->blk != p->blk[3] || s3->level != FMT_NODE_TWIG_LEVEL + 1 || pos < 0 ||
+	    (size_t)pos >= s3->l.n || tmod_sib(&s3->l, pos) != p->blk[2] ||
+	    total > capacity(m) || total < capacity(m) / 2)
+		return level_set(m, p, FMT_NODE_TWIG_LEVEL, P, err);
+	rc = defer(m, FMT_NODE_TWIG_LEVEL, p->blk[2], &s3->l.v[pos].key, P,
+		   total);
+	if (!rc)
+		return level_set(m, p, FMT_NODE_TWIG_LEVEL, P, err);
+	if (rc > 0)
+		m->st.quick_twig++;
+	ilist_free(P);
+	return rc > 0 ? 0 : tmod_oom(err);
+}
+
+/* Chunks of items as level_set's pack(even = 0) makes them. */
+static int split_chunks(struct tree_mod *m, struct ilist *items,
+			struct ilist *two, struct ilist **ch, size_t *nch,
+			struct r4_error *err)
+{
+	int rc;
+
+	two[0] = *items;
+	memset(items, 0, sizeof(*items));
+	rc = ilist_split(&two[0], capacity(m), ihsize(m), m->vol->blksize,
+			 m->vol->keypol, &two[1]);
+	if (rc > 0) {
+		*ch = two;
+		*nch = 2;
+		return 0;
+	}
+	*items = two[0];
+	memset(&two[0], 0, sizeof(two[0]));
+	return rc ? tmod_oom(err) : pack(m, items, 0, ch, nch, err);
+}
+
+int tmod_split_leaf(struct tree_mod *m, struct mpath *p,
+		    struct ilist *items, long first, size_t count,
+		    const uint64_t *blks, struct r4_error *err)
+{
+	struct ilist P = ILIST_EMPTY, np = ILIST_EMPTY, *ch = NULL;
+	struct ilist two[2] = { ILIST_EMPTY, ILIST_EMPTY };
+	long pos = p->pos[2];
+	size_t nch = 0;
+	int rc;
+
+	m->ins_end = -1;
+	rc = tmod_dc_get(m, p->blk[2], FMT_NODE_TWIG_LEVEL, &P, err);
+	if (!rc)
+		rc = split_chunks(m, items, two, &ch, &nch, err);
+	if (!rc)
+		rc = emit_chunks(m, FMT_NODE_LEAF_LEVEL, ch, nch, blks, count,
+				 &np, err);
+	ilist_free(items);
+	if (ch == two) {
+		ilist_free(&two[0]);
+		ilist_free(&two[1]);
+	} else {
+		chunks_free(ch, nch);
+	}
+	if (!rc && count == 1 && np.n == 1 &&
+	    !fmt_key_cmp(&np.v[0].key, &P.v[pos].key) &&
+	    !memcmp(np.v[0].body, P.v[pos].body, FMT_NODEPTR40_SIZE))
+		tmod_dc_keep(m, p->blk[2], FMT_NODE_TWIG_LEVEL, &P);
+	else if (!rc)
+		rc = parent_splice(&P, first, count, &np) ? tmod_oom(err) :
+		     twig_set(m, p, &P, err);
 	ilist_free(&P);
 	ilist_free(&np);
 	return rc;

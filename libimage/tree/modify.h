@@ -48,6 +48,11 @@ struct tree_mod_stats {
 	uint64_t quick;		/* of the deferred: changed in the cached
 				 * list itself (tmod_dc_put) */
 	uint64_t patched;	/* of the quick: by tree_mod_patch */
+	uint64_t quick_split;	/* leaves split by tmod_dc_put (level_set's
+				 * choice of neighbour known without it) */
+	uint64_t quick_shared;	/* of those, shared with a neighbour */
+	uint64_t quick_twig;	/* of those, the twig deferred as level_set
+				 * would, without it */
 	uint64_t quick_small;	/* of the quick: a leaf under half a node
 				 * whose neighbours have no room for it */
 };
@@ -248,6 +253,11 @@ int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
  * whole: ilist_free still frees each body once. */
 int ilist_coalesce(struct ilist *l, size_t max, uint32_t blksize,
 		   enum fmt_key_policy pol);
+/* ilist_pack(l, cap, target = cap) when it makes two chunks: l becomes
+ * the first (cut in place), *tail (empty) the second; 1 done, 0 not two
+ * chunks (l coalesced, else unchanged), < 0 an error. */
+int ilist_split(struct ilist *l, size_t cap, size_t ih, uint32_t blksize,
+		enum fmt_key_policy pol, struct ilist *tail);
 /* Cut all into chunks of at most cap bytes each (items + headers),
  * closing a chunk once it holds 'target' bytes; an item that does not
  * fit whole is cut at a unit boundary when the part fits. *out receives

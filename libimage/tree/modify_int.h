@@ -56,18 +56,28 @@ void tmod_dc_keep(struct tree_mod *m, uint64_t blk, unsigned level,
  * path p (found for key 'at'), which this writer deferred, in its cached
  * list, when level_set would only defer the result (one node, at least
  * half full, the same first key, parent cached): what level_set would
- * make, without taking the leaf and its parent out and back. 1 done,
+ * make, without taking the leaf and its parent out and back. A leaf the
+ * put makes more than a node is split as level_set would split it when
+ * its choice is known from cached neighbours (tmod_split_leaf). 1 done,
  * 0 not so (the caller goes the general way), < 0 an error. */
 int tmod_dc_put(struct tree_mod *m, const struct mpath *p,
 		const struct fmt_key *at, int replace,
 		const struct tree_newitem *it, size_t n, struct r4_error *err);
 
-/* modify.c */
+/* modify.c (tmod_choose_side: dcache.c) */
 /* Which neighbour a level's node of 'total' bytes joins (lb, rb: the
  * left and right neighbours' bytes, SIZE_MAX none): -1 left, +1 right,
  * 0 none (level_set's choice). */
 int tmod_choose_side(size_t total, size_t lb, size_t rb, size_t cap,
 		     size_t ih);
+/* tmod_dc_put's split: items, the deferred leaf p->blk[1]'s list with
+ * the change made (and the neighbour choose would share with, blks[1]
+ * or blks[0]), taken out of the cache, more than a node: what
+ * level_set would make of it after its choose (its pack; the twig's
+ * items [first, first + count) set as level_set would set them). */
+int tmod_split_leaf(struct tree_mod *m, struct mpath *p,
+		    struct ilist *items, long first, size_t count,
+		    const uint64_t *blks, struct r4_error *err);
 /* Encode items l as node nb of 'level' (a block of the transaction). */
 int tmod_write_node(struct tree_mod *m, uint64_t nb, unsigned level,
 		    const struct ilist *l, int *ok, struct r4_error *err);

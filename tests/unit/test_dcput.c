@@ -10,7 +10,9 @@
  * and tails replaced, directory items changed in place; the
  * directories' stat data patched by their accounts, tree_mod_patch;
  * leaves under half a node changed in place when no neighbour has room
- * for them),
+ * for them; leaves that overflow split without level_set, alone or
+ * shared with a neighbour, their twigs deferred in place; six
+ * directories' files emptied, leaves freed, then new files among them),
  * then checked by r4_check and fsck.reiser4. */
 #include "config.h"
 #include <sys/stat.h>
@@ -55,6 +57,25 @@ static int q_run(const char *img, int general, struct tree_mod_stats *st)
 			rc = r4_txn_add_entry(t, &e, &err);
 		}
 	}
+	/* the files of six directories made empty (their tails removed:
+	 * leaves freed, twigs left under half a node), then new files
+	 * among them */
+	for (unsigned k = 0; !rc && k < 2 * NQ; k++) {
+		unsigned i = (k * 7919u) % NQ;
+		struct r4_entry e = { .path = name, .type = R4_ENT_REG,
+				      .mode = 0644, .data = eu_data_fn,
+				      .data_ctx = &d };
+
+		if (i % 23 < 5 || i % 23 > 10)
+			continue;
+		memset(&d, 0, sizeof(d));
+		d.size = e.size = k < NQ ? 0 : QSIZE(i + 7, 0);
+		d.seed = i + 50000;
+		snprintf(name, sizeof(name), k < NQ ? (i % 9 ? "q%02u/f%05u" :
+			 "q%02u/a_longer_name_for_the_entry_items_%05u") :
+			 "q%02u/g%05u", i % 23, i);
+		rc = r4_txn_add_entry(t, &e, &err);
+	}
 	*st = t->mod.st;
 	if (rc) {
 		printf("# %s: %s\n", name, err.msg);
@@ -70,7 +91,7 @@ int main(void)
 {
 	struct tree_mod_stats sg, sq;
 
-	plan(8);
+	plan(9);
 	eu_init("test_dcput");
 	EU_SETUP("rm -f '%s/g.img' '%s/q.img'", eu_dir, eu_dir);
 	tap_require(eu_mkfs("g.img", 96, "") == 0, "r4_mkfs");
@@ -83,6 +104,12 @@ int main(void)
 	ok(!sg.quick_small && sq.quick_small >= 10,
 	   "%llu of them into a leaf under half a node whose neighbours "
 	   "have no room for it", (unsigned long long)sq.quick_small);
+	ok(!sg.quick_split && sq.quick_split >= 100 &&
+	   sq.quick_shared >= 10 && sq.quick_twig >= 100,
+	   "%llu leaves split the quick way (%llu shared with a neighbour; "
+	   "%llu twigs deferred)", (unsigned long long)sq.quick_split,
+	   (unsigned long long)sq.quick_shared,
+	   (unsigned long long)sq.quick_twig);
 	ok(!sg.patched && sq.patched >= 10,
 	   "%llu of them directories' stat data patched (tree_mod_patch)",
 	   (unsigned long long)sq.patched);
