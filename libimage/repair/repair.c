@@ -229,15 +229,20 @@ static int rebuild_listed(const struct rep *R)
 	return 0;
 }
 
-/* Whether this round ends blocked, no rebuild after it (rounds: the
- * same test as blocked(), code by code: preen, or -y after its rebuild
- * or with damage a rebuild cannot mend): nothing reads the tables. */
-static int stops_blocked(const struct rep *R)
+/* What blocks this round, by the first code found that does: */
+enum block_kind {
+	BLOCK_NONE,
+	BLOCK_JOURNAL,	/* a journal left to replay */
+	BLOCK_TREE,	/* damage only the tree rebuild mends, or none does */
+	BLOCK_PREEN	/* a code preen may not fix */
+};
+
+static enum block_kind first_block(const struct rep *R)
 {
-	int fix = R->o->mode == R4_REPAIR_FIX;
+	int preen = R->o->mode == R4_REPAIR_PREEN;
 
 	if (R->crep.journal_dirty)
-		return 1;
+		return BLOCK_JOURNAL;
 	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
 		const struct r4_problem_info *pi = r4_problem_info(k);
 
@@ -246,11 +251,27 @@ static int stops_blocked(const struct rep *R)
 		if (!pi || pi->fix_class == R4_FIX_NONE ||
 		    pi->fix_class == R4_FIX_REBUILD ||
 		    k == R4_CHK_MASTER || k == R4_CHK_FORMAT40)
-			return !fix || R->r->rebuilt || !rebuild_helps(R);
-		if (!fix && pi->fix_class != R4_FIX_PREEN)
-			return 1;
+			return BLOCK_TREE;
+		if (preen && pi->fix_class != R4_FIX_PREEN)
+			return BLOCK_PREEN;
 	}
-	return 0;
+	return BLOCK_NONE;
+}
+
+/* Whether this round ends blocked, no rebuild after it (rounds: what
+ * blocked() finds, without its marks: preen, or -y after its rebuild
+ * or with damage a rebuild cannot mend): nothing reads the tables. */
+static int stops_blocked(const struct rep *R)
+{
+	switch (first_block(R)) {
+	case BLOCK_NONE:
+		return 0;
+	case BLOCK_TREE:
+		return R->o->mode != R4_REPAIR_FIX || R->r->rebuilt ||
+		       !rebuild_helps(R);
+	default:
+		return 1;
+	}
 }
 
 /* A round's check: the bounded one first, so that a clean volume, or
@@ -298,29 +319,16 @@ static int run_check(struct rep *R, int first)
  * repair cannot fix after the open), 0 all fixable. */
 static int blocked(struct rep *R)
 {
-	int preen = R->o->mode == R4_REPAIR_PREEN;
-
-	if (R->crep.journal_dirty) {
+	switch (first_block(R)) {
+	case BLOCK_NONE:
+		return 0;
+	case BLOCK_PREEN:
+		R->r->preen_refused = 1;
+		return 1;
+	default:
 		R->r->tree_damaged = 1;
 		return 1;
 	}
-	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
-		const struct r4_problem_info *pi = r4_problem_info(k);
-
-		if (!R->codes[k])
-			continue;
-		if (!pi || pi->fix_class == R4_FIX_NONE ||
-		    pi->fix_class == R4_FIX_REBUILD ||
-		    k == R4_CHK_MASTER || k == R4_CHK_FORMAT40) {
-			R->r->tree_damaged = 1;
-			return 1;
-		}
-		if (preen && pi->fix_class != R4_FIX_PREEN) {
-			R->r->preen_refused = 1;
-			return 1;
-		}
-	}
-	return 0;
 }
 
 /* The repair's passes after the tree, in the order of enum r4_fix_pass.
