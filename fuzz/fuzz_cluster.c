@@ -11,6 +11,7 @@
  * plugin, with the right and wrong sizes) and runs N seeded mutations
  * of each: fuzz_cluster_standalone [-n N]. */
 #include "config.h"
+#include "fuzz/xorshift.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,10 +60,7 @@ static uint64_t rng = 0x2545F4914F6CDD1DULL;
 
 static uint64_t next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return fuzz_xorshift(&rng);
 }
 
 /* One seed: header + the disk cluster the writer would store. */

@@ -10,6 +10,7 @@
  * main() below encodes an MBR and a GPT seed and runs N seeded
  * mutations of each: fuzz_part_standalone [-n N]. */
 #include "config.h"
+#include "fuzz/xorshift.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,10 +68,7 @@ static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 
 static uint64_t next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return fuzz_xorshift(&rng);
 }
 
 /* Make the GPT's CRCs match again after a mutation, so that the

@@ -16,6 +16,7 @@
  * time, so that the fields behind them are parsed), blocks cut off:
  * fuzz_tar_standalone [-n N] TAR... */
 #include "config.h"
+#include "fuzz/xorshift.h"
 #include <archive.h>
 #include <archive_entry.h>
 #include <stdint.h>
@@ -185,10 +186,7 @@ static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 
 static uint64_t next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return fuzz_xorshift(&rng);
 }
 
 /* The header block at b given its right unsigned checksum. */

@@ -4,6 +4,7 @@
  * blocks), so `make check` and gcc-only machines exercise it too.
  *   fuzz_image_standalone [-n N] FILE... */
 #include "config.h"
+#include "fuzz/xorshift.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +16,7 @@ static uint64_t rng = 0x9E3779B97F4A7C15ULL;
 
 static uint64_t next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return fuzz_xorshift(&rng);
 }
 
 static uint8_t *slurp(const char *path, size_t *len)
