@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "libimage/util/err.h"
+#include "libimage/util/tmpfiles.h"
 #include "libimage/tar/tar.h"
 
 #define OWN_WIN (16u << 10)	/* bytes read at a header not in the window */
@@ -475,25 +476,22 @@ static int own_data_fn(void *ctx, uint64_t *off, const void **buf,
 	struct own_data *d = ctx;
 	size_t n = d->size - d->next > OWN_CHUNK ? OWN_CHUNK :
 		   (size_t)(d->size - d->next);
-	ssize_t got;
+	int rc;
 
 	if (!n)
 		return 0;
 	if (!d->buf && !(d->buf = malloc(OWN_CHUNK)))
 		return r4i_fail(err, -ENOMEM, "%s: out of memory",
 			       d->o->s->source);
-	do
-		got = pread(d->o->fd, d->buf, n, (off_t)(d->off + d->next));
-	while (got < 0 && errno == EINTR);
-	if (got <= 0)
-		return r4i_fail(err, got ? -errno : -EIO, "%s: '%s': %s",
-			       d->o->s->source, d->entry, got ?
-			       strerror(errno) : "the input ends early "
-			       "(truncated?)");
+	rc = r4i_pread_all(d->o->fd, d->buf, n, d->off + d->next);
+	if (rc)
+		return r4i_fail(err, rc, "%s: '%s': %s", d->o->s->source,
+			       d->entry, rc == -EIO ? "the input ends early "
+			       "(truncated?)" : strerror(-rc));
 	*off = d->next;
 	*buf = d->buf;
-	*len = (size_t)got;
-	d->next += (uint64_t)got;
+	*len = n;
+	d->next += n;
 	return 1;
 }
 
