@@ -266,17 +266,15 @@ static int cache_new(struct io_cache *c, uint64_t nr, int zero,
 
 	if (b) {
 		*out = pin(c, b);
-		if (zero || c->raw_fill)
-			memset(b->data, zero ? 0 : c->raw_fill, c->blksize);
 		b->verified = 0;
-		return 0;
+	} else {
+		rc = alloc_block(c, nr, &b, err);
+		if (rc)
+			return rc;
+		*out = b;
 	}
-	rc = alloc_block(c, nr, &b, err);
-	if (rc)
-		return rc;
 	if (zero || c->raw_fill)
 		memset(b->data, zero ? 0 : c->raw_fill, c->blksize);
-	*out = b;
 	return 0;
 }
 
