@@ -145,7 +145,9 @@ try:
 except OSError:
     pass' "$s/b/file2" 2>/dev/null || true
 	for f in gnu oldgnu ustar v7 pax posix; do
+		# v7 cannot hold every member (exit 2) but writes the rest
 		tar --format=$f -cf "$T/$f.tar" -C "$s" . 2>/dev/null || true
+		[ -s "$T/$f.tar" ]
 		both "$T/$f.tar"
 	done
 	tar --format=gnu -S -cf "$T/gnus.tar" -C "$s" .
