@@ -663,5 +663,13 @@ PY
 	[[ "${lines[-1]}" == *"undel: $T/out/all: what was written could not be synced (a power cut may lose it): Input/output error" ]]
 	[ "${#lines[@]}" -ge 2 ]
 	[[ "$output" == *MANIFEST* ]]
+	# rdump: every file written, then the failed sync, exit 1
+	mkdir "$T/out/rd"
+	run env R4_SYNC_FAIL="$d/rd" "$top_builddir/tests/crash/bin/r4debugfs" \
+		-R "rdump /d $T/out/rd" "$T/a.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	cmp "$T/src/d/keep.bin" "$T/out/rd/d/keep.bin"
+	[[ "${lines[-1]}" == *"rdump: $T/out/rd: what was written could not be synced (a power cut may lose it): Input/output error" ]]
 	[ "$(sha256sum <"$T/a.img")" = "$SUM" ]
 }
