@@ -1598,11 +1598,18 @@ dup_volume() {
 	[[ "$output" == *"bad.img: cannot keep the tree rebuild's items in temporary files (in \$TMPDIR, else /tmp): No such file or directory"* ]]
 	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
 	# the default budget holds these items in memory: no file needed
+	cp --sparse=always "$T/bad.img" "$T/objs.img"
 	TMPDIR=$T/none run r4fsck -y "$T/bad.img"
 	echo "$output"
 	[ "$status" -eq 1 ]
 	run r4fsck -n "$T/bad.img"
 	[ "$status" -eq 0 ]
+	# the check's objects too large for memory (one level cached) and
+	# no file for them: the rebuild keeps them in memory, same bytes
+	TMPDIR=$T/none R4_REBUILD_OBJS_LEVELS=1 run r4fsck -y "$T/objs.img"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	cmp "$T/bad.img" "$T/objs.img"
 }
 
 @test "a tree rebuild whose new nodes cannot wait in \$TMPDIR (none, or full): one line naming the folder, exit 8, the volume as it was" {
