@@ -30,7 +30,6 @@ struct arc_file {
 	int fd;
 	void *buf;
 	uint64_t size, pos;
-	uint64_t base;		/* where libarchive started reading */
 };
 
 struct arc_data {
@@ -40,15 +39,13 @@ struct arc_data {
 	const char *entry;	/* entry name for messages */
 	uint64_t size;		/* the entry's size */
 	uint64_t next;		/* first offset not yet delivered */
-	uint64_t base;		/* the reader's start in the file */
 };
 
 /* Progress: bytes of the archive file read, against its size. */
-static void arc_progress(const struct tar_sink *s, struct archive *a,
-			 uint64_t base)
+static void arc_progress(const struct tar_sink *s, struct archive *a)
 {
 	if (s->opts->progress && s->src_size)
-		s->opts->progress(s->opts->cb_ctx, base +
+		s->opts->progress(s->opts->cb_ctx,
 				  (uint64_t)archive_filter_bytes(a, -1),
 				  s->src_size);
 }
@@ -81,7 +78,7 @@ static int arc_data_fn(void *ctx, uint64_t *off, const void **buf,
 			return r4i_fail(err, -EIO, "%s: '%s': %s", d->arc,
 				       d->entry, arc_why(d->a));
 		if (d->s)
-			arc_progress(d->s, d->a, d->base);
+			arc_progress(d->s, d->a);
 		if (!n)
 			continue;
 		if (o < 0 || (uint64_t)o < d->next || (uint64_t)o >= d->size)
@@ -233,7 +230,6 @@ static int arc_entry(struct tar_sink *s, const struct arc_file *f,
 		d.arc = s->source;
 		d.entry = name;
 		d.size = e.size;
-		d.base = f->base;
 		e.data = arc_data_fn;
 		e.data_ctx = &d;
 		/* what libarchive consumed so far: the end of the header
@@ -241,8 +237,7 @@ static int arc_entry(struct tar_sink *s, const struct arc_file *f,
 		if (e.type == R4_ENT_REG && e.size && arc_data_at(f, a, ae)) {
 			e.data_file = s->source;
 			e.data_fd = f->fd;
-			e.data_off = f->base +
-				     (uint64_t)archive_filter_bytes(a, 0);
+			e.data_off = (uint64_t)archive_filter_bytes(a, 0);
 		}
 	}
 	return tar_sink_add(s, &e, err);
@@ -401,7 +396,6 @@ static struct archive *arc_open(const char *path,
 	*size = 0;
 	f->fd = -1;
 	f->buf = NULL;
-	f->base = 0;
 	if (!(strcmp(path, "-") ? stat(path, &st) : fstat(0, &st)) &&
 	    S_ISREG(st.st_mode)) {
 		if (!st.st_size) {
@@ -505,7 +499,7 @@ static int arc_take(struct tar_sink *s, const struct arc_file *f,
 	snprintf(last, TAR_LAST_LEN, "%s", name);
 	(*count)++;
 	rc = arc_entry(s, f, a, ae, name, err);
-	arc_progress(s, a, f->base);
+	arc_progress(s, a);
 	return rc;
 }
 
