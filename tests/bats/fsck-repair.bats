@@ -1572,6 +1572,8 @@ dup_volume() {
 	a=$(sd_off "$T/bad.img" /a)
 	poke "$T/bad.img" $((a + 4)) 9 4
 	cp "$T/bad.img" "$T/bad2.img"
+	# one time for both repairs, whatever they stamp
+	export SOURCE_DATE_EPOCH=1700000000
 	run r4fsck -y "$T/bad.img"
 	[ "$status" -eq 1 ]
 	want=$output
@@ -1597,7 +1599,9 @@ dup_volume() {
 	[ "$status" -eq 8 ]
 	[[ "$output" == *"bad.img: cannot keep the tree rebuild's items in temporary files (in \$TMPDIR, else /tmp): No such file or directory"* ]]
 	[ "$(sha256sum <"$T/bad.img")" = "$sum" ]
-	# the default budget holds these items in memory: no file needed
+	# the default budget holds these items in memory: no file needed;
+	# one time for both repairs (lost+found's and the folders' times)
+	export SOURCE_DATE_EPOCH=1700000000
 	cp --sparse=always "$T/bad.img" "$T/objs.img"
 	TMPDIR=$T/none run r4fsck -y "$T/bad.img"
 	echo "$output"
