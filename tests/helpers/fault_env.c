@@ -38,7 +38,10 @@
  *   R4_SYNC_FAIL     a path: each fsync(2) or syncfs(2) of a file or
  *                    folder open under exactly that name fails with EIO
  *                    (nothing synced): the commands' failed-sync paths;
- *                    R4_SYNC_FAIL_AFTER=N lets the first N succeed.
+ *                    R4_SYNC_FAIL_AFTER=N lets the first N succeed;
+ *                    R4_SYNC_FAIL_ERRNO=EINVAL|EBADF|EROFS|EIO gives
+ *                    that error instead (a file system that cannot
+ *                    sync a folder).
  *
  *   R4_ENOSPC_DIR    a folder: writes (pwrite(2), write(2)) to files
  *                    under it (unlinked ones too) fail with ENOSPC once
@@ -145,7 +148,24 @@ static void sync_log(const char *what, int fd)
 	memcpy(last, line, sizeof(last));
 }
 
-/* R4_SYNC_FAIL names fd's file: its sync fails (EIO). */
+/* The error R4_SYNC_FAIL_ERRNO names (EIO when unset or unknown). */
+static int sync_errno(void)
+{
+	static const struct { const char *name; int e; } known[] = {
+		{ "EINVAL", EINVAL }, { "EBADF", EBADF }, { "EROFS", EROFS },
+		{ "EIO", EIO },
+	};
+	const char *v = getenv("R4_SYNC_FAIL_ERRNO");
+	size_t i;
+
+	for (i = 0; v && i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(v, known[i].name))
+			return known[i].e;
+	return EIO;
+}
+
+/* R4_SYNC_FAIL names fd's file: its sync fails (EIO, or the errno
+ * R4_SYNC_FAIL_ERRNO names). */
 static int sync_fails(int fd)
 {
 	static long seen;
@@ -157,7 +177,7 @@ static int sync_fails(int fd)
 		return 0;
 	if (after && seen++ < atol(after))
 		return 0;
-	errno = EIO;
+	errno = sync_errno();
 	return 1;
 }
 
