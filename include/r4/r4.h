@@ -34,9 +34,11 @@ void r4_tmpfile_remove_all(void);
 
 /* Make the entry of the file path in its folder durable (an fsync of
  * the folder): a file made or renamed there that must outlive a power
- * cut. 0 or -errno; 0 too when the folder cannot be synced by this
- * process (no read permission: EACCES, EPERM at its open) or on its
- * file system (EINVAL, EBADF, EROFS from the fsync). */
+ * cut. 0 or -errno. A folder this process may not open (no read
+ * permission: EACCES, EPERM) or whose file system cannot fsync a folder
+ * (EINVAL, EBADF) is made durable by a syncfs(2) of the file at path
+ * (sync(2) when it cannot be opened either); on a read-only file system
+ * (EROFS) there is nothing to sync: 0. */
 int r4_sync_dir(const char *path);
 /* fsync of the file at path (its bytes before a rename puts it in
  * place; no error is excused, unlike r4_sync_dir). 0 or -errno. */

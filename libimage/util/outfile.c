@@ -254,9 +254,9 @@ int r4_sync_file(const char *path)
 }
 
 /* A folder this process may not open for reading (a drop box, mode
- * 0333) or whose file system cannot fsync a folder (EINVAL, EBADF,
- * EROFS) cannot be synced here: not an error, as a file in it written
- * by anyone else would be no safer. */
+ * 0333) or whose file system cannot fsync a folder (EINVAL, EBADF) is
+ * made durable another way (sync_whole); on a read-only file system
+ * (EROFS) there is nothing to sync. */
 static int dir_unsyncable(int e, int at_open)
 {
 	if (at_open)
@@ -264,11 +264,30 @@ static int dir_unsyncable(int e, int at_open)
 	return e == EINVAL || e == EBADF || e == EROFS;
 }
 
+/* The file system that holds path, synced whole (syncfs of the file
+ * itself; sync(2) when this process may not open it): its new entry
+ * in a folder that could not be synced alone is on disk after this.
+ * 0 or -errno; a file system that cannot sync (EINVAL, EROFS) is no
+ * error. */
+static int sync_whole(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
+
+	if (fd < 0) {
+		sync();
+		return 0;
+	}
+	if (syncfs(fd) && errno != EINVAL && errno != EROFS)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
 int r4_sync_dir(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char *dir;
-	int fd, rc = 0;
+	int fd, rc = 0, e = 0;
 
 	if (!slash)
 		dir = strdup(".");
@@ -277,12 +296,19 @@ int r4_sync_dir(const char *path)
 	if (!dir)
 		return -ENOMEM;
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 && !dir_unsyncable(errno, 1))
-		rc = -errno;
-	else if (fd >= 0 && fsync(fd) && !dir_unsyncable(errno, 0))
-		rc = -errno;
-	if (fd >= 0)
+	if (fd < 0) {
+		e = errno;
+		rc = dir_unsyncable(e, 1) ? 0 : -e;
+	} else {
+		if (fsync(fd)) {
+			e = errno;
+			rc = dir_unsyncable(e, 0) ? 0 : -e;
+		}
 		close(fd);
+	}
 	free(dir);
+	/* skipped (not failed): the whole file system instead */
+	if (!rc && e && e != EROFS)
+		rc = sync_whole(path);
 	return rc;
 }

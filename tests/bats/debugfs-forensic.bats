@@ -630,7 +630,7 @@ assert [base64.b64decode(o["name_b64"]) for o in v] == [b"bad\xff"], v
 PY
 }
 
-@test "dumpblock into a write-only folder (a drop box, 0333): written, the folder's sync skipped, exit 0" {
+@test "dumpblock into a write-only folder (a drop box, 0333): written, its file system synced instead of the folder, exit 0" {
 	make_img
 	chmod 0644 "$T/a.img"
 	mkdir "$T/wo"

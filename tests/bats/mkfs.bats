@@ -254,14 +254,20 @@ same_as_mkfs_reiser4() {
 	[ "$(tail -n 1 "$T/sync.log")" = "fsync $d" ]
 }
 
-@test "a new image file in a write-only folder (a drop box, 0333): made, the folder's sync skipped, exit 0" {
+@test "a new image file in a write-only folder (a drop box, 0333): made, its file system synced instead of the folder, exit 0" {
 	mkdir "$T/wo"
 	chmod 0333 "$T/wo"
-	run as_nobody r4mkfs -q "$T/wo/n.img" 1M
+	local d
+	d=$(realpath "$T/wo")
+	run as_nobody env R4_SYNC_LOG="$d/sync.log" \
+		"$top_builddir/tests/crash/bin/r4mkfs" -q "$d/n.img" 1M
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
 	r4fsck -n "$T/wo/n.img"
+	cat "$d/sync.log"
+	# the folder cannot be opened: the image's file system, after it
+	[ "$(tail -n 1 "$d/sync.log")" = "syncfs $d/n.img" ]
 }
 
 @test "a new image file whose folder's sync fails: the whole volume kept in place, exit 1, the message says so" {
@@ -274,17 +280,27 @@ same_as_mkfs_reiser4() {
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"n.img: made and in place, but its folder could not be synced (a power cut may still lose the new name): Input/output error"* ]]
 	r4fsck -n "$T/out/n.img"
-	# a folder its file system cannot sync (EINVAL, EBADF, EROFS from
-	# fsync): skipped as on a drop box, made, exit 0, nothing said
+	# a folder its file system cannot sync (EINVAL, EBADF from fsync):
+	# the image's whole file system synced instead (syncfs of the
+	# image); a read-only one (EROFS): nothing to sync. Made, exit 0,
+	# nothing said.
 	local e
 	for e in EINVAL EBADF EROFS; do
-		rm -f "$T/out/n.img"
+		rm -f "$T/out/n.img" "$T/sync.log"
 		run env R4_SYNC_FAIL="$d" R4_SYNC_FAIL_ERRNO=$e \
+			R4_SYNC_LOG="$T/sync.log" \
 			"$top_builddir/tests/crash/bin/r4mkfs" -q "$T/out/n.img" 1M
 		echo "$e: $output"
 		[ "$status" -eq 0 ]
 		[ -z "$output" ]
 		r4fsck -n "$T/out/n.img"
+		cat "$T/sync.log"
+		if [ $e = EROFS ]; then
+			[ "$(tail -n 1 "$T/sync.log")" = "fsync $d" ]
+		else
+			[ "$(tail -n 2 "$T/sync.log")" = "fsync $d
+syncfs $d/n.img" ]
+		fi
 	done
 	# the image file's own sync failing: nothing is left
 	run env R4_SYNC_FAIL="$d/m.img" "$top_builddir/tests/crash/bin/r4mkfs" \

@@ -868,7 +868,7 @@ print(m.name[2:], m.offset_data + 100)' "$T/all.tar")
 	[ "$(tail -n 1 "$T/sync.log")" = "fsync $d" ]
 }
 
-@test "extract into a write-only folder (a drop box, 0333): written, the folder's sync skipped, exit 0" {
+@test "extract into a write-only folder (a drop box, 0333): written, its file system synced instead of the folder, exit 0" {
 	mkdir -p "$T/a" "$T/wo"
 	echo one >"$T/a/one"
 	r4pack create -q "$T/a" "$T/s.img"
