@@ -635,10 +635,15 @@ PY
 	chmod 0644 "$T/a.img"
 	mkdir "$T/wo"
 	chmod 0333 "$T/wo"
-	run as_nobody r4debugfs -R "dumpblock 16 $T/wo/b16" "$T/a.img"
+	local d
+	d=$(realpath "$T/wo")
+	run as_nobody env R4_SYNC_LOG="$d/sync.log" \
+		"$top_builddir/tests/crash/bin/r4debugfs" -R "dumpblock 16 $d/b16" "$T/a.img"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	cmp "$T/wo/b16" <(dd if="$T/a.img" bs=4096 skip=16 count=1 status=none)
+	cat "$d/sync.log"
+	[ "$(tail -n 1 "$d/sync.log")" = "syncfs $d/b16" ]
 }
 
 @test "outputs whose folder's sync fails: dump's file in place, exit 1; undel --all prints its summary, then the failure" {

@@ -874,10 +874,15 @@ print(m.name[2:], m.offset_data + 100)' "$T/all.tar")
 	r4pack create -q "$T/a" "$T/s.img"
 	chmod 0644 "$T/s.img"
 	chmod 0333 "$T/wo"
-	run as_nobody r4pack extract "$T/s.img" "$T/wo/x.tar"
+	local d
+	d=$(realpath "$T/wo")
+	run as_nobody env R4_SYNC_LOG="$d/sync.log" \
+		"$top_builddir/tests/crash/bin/r4pack" extract "$T/s.img" "$d/x.tar"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	tar -tf "$T/wo/x.tar" | grep -qx ./one
+	cat "$d/sync.log"
+	[ "$(tail -n 1 "$d/sync.log")" = "syncfs $d/x.tar" ]
 }
 
 @test "extract whose folder's sync fails: the tarball in place, exit 1, the message says so" {
