@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "format/endian.h"
 #include "libimage/tar/tar.h"
 
 /* A backslash in a zip member's name is a byte of the name (the zip
@@ -21,22 +22,6 @@
  * raw name is the entry's name with backslashes for some of its slashes
  * (and the host is not one of those), the raw name is taken. */
 #define ZIP_CD_MAX (64u << 20)	/* central directories read at most */
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static uint16_t le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
-}
 
 /* The central directory of the zip file fd (size bytes) into z; nothing
  * when it cannot be found or read (the names stay libarchive's). */
@@ -54,17 +39,17 @@ static void zip_cd_load(struct tar_zipnames *z, int fd, uint64_t size)
 			break;
 	if (i < 0)
 		return;
-	len = le32(tail + i + 12);
-	off = le32(tail + i + 16);
+	len = get_le32(tail + i + 12);
+	off = get_le32(tail + i + 16);
 	/* zip64: the locator before the end record names the zip64 end */
 	if ((off == 0xffffffffu || len == 0xffffffffu) &&
 	    size - n + (uint64_t)i >= 20 &&
 	    pread(fd, loc, 20, (off_t)(size - n + (uint64_t)i - 20)) == 20 &&
-	    !memcmp(loc, "PK\6\7", 4) && le64(loc + 8) < size - 56 &&
-	    pread(fd, z64, 56, (off_t)le64(loc + 8)) == 56 &&
+	    !memcmp(loc, "PK\6\7", 4) && get_le64(loc + 8) < size - 56 &&
+	    pread(fd, z64, 56, (off_t)get_le64(loc + 8)) == 56 &&
 	    !memcmp(z64, "PK\6\6", 4)) {
-		len = le64(z64 + 40);
-		off = le64(z64 + 48);
+		len = get_le64(z64 + 40);
+		off = get_le64(z64 + 48);
 	}
 	if (!len || len > ZIP_CD_MAX || off > size || len > size - off)
 		return;
@@ -98,9 +83,9 @@ const char *tar_zip_name(struct tar_zipnames *z, const char *name, char *buf,
 	}
 	r = z->cd + z->at;
 	host = r[5];
-	nl = le16(r + 28);
-	el = le16(r + 30);
-	cl = le16(r + 32);
+	nl = get_le16(r + 28);
+	el = get_le16(r + 30);
+	cl = get_le16(r + 32);
 	if (nl + el + cl > z->len - z->at - 46) {
 		free(z->cd);
 		z->cd = NULL;
