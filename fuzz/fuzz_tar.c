@@ -133,18 +133,16 @@ static void check_lib(struct archive *a, struct archive_entry *x,
 }
 
 /* After the own reader left the header at hand: a second libarchive
- * reader passes over what it took (read.c's arc_skip_to), then reads
- * on; its entries must be those of a, which reads on alone. */
+ * reader passes over what it took (tar_arc_skip_to, read.c's), then
+ * reads on; its entries must be those of a, which reads on alone. */
 static void hand_over(struct archive *a, const uint8_t *data, size_t size,
 		      uint64_t hand)
 {
 	struct archive *b = lib_open(data, size);
 	struct archive_entry *x, *y;
-	int ra, rb = archive_read_next_header(b, &y);
+	int ra, rb = tar_arc_skip_to(b, &y, archive_read_next_header(b, &y),
+				     hand);
 
-	while ((rb == ARCHIVE_OK || rb == ARCHIVE_WARN) &&
-	       archive_read_header_position(b) < (la_int64_t)hand)
-		rb = archive_read_next_header(b, &y);
 	for (;;) {
 		ra = archive_read_next_header(a, &x);
 		if (ra != rb)

@@ -541,14 +541,8 @@ static int arc_own(struct tar_sink *s, const struct arc_file *f,
 	return rc;
 }
 
-/* libarchive, which read the archive from its start, passes over the
- * entries the own reader took, to the header at hand: reading on from
- * there is then what it does without the own reader (its state between
- * headers its own). r and *ae: the header it read last; its result for
- * the one at hand (or the first it cannot pass) is returned, with no
- * warning said for those before. */
-static int arc_skip_to(struct archive *a, struct archive_entry **ae, int r,
-		       uint64_t hand)
+int tar_arc_skip_to(struct archive *a, struct archive_entry **ae, int r,
+		    uint64_t hand)
 {
 	while ((r == ARCHIVE_OK || r == ARCHIVE_WARN) &&
 	       archive_read_header_position(a) < (la_int64_t)hand)
@@ -581,7 +575,7 @@ static int arc_loop(struct tar_sink *s, const struct arc_file *f,
 			if (rc != 1)
 				goto out;
 			own = 0;	/* libarchive's alone from hand on */
-			if ((r = arc_skip_to(a, &ae, r, hand)) == ARCHIVE_EOF)
+			if ((r = tar_arc_skip_to(a, &ae, r, hand)) == ARCHIVE_EOF)
 				break;
 			at = (long long)archive_read_header_position(a);
 			if ((rc = arc_bad(s, a, r, at, count, last, err)))

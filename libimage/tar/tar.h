@@ -174,6 +174,16 @@ struct tar_own_ent {
 int tar_own_scan(int fd, uint64_t size, int (*fn)(void *ctx,
 		 const struct tar_own_ent *e), void *ctx, int *end,
 		 uint64_t *hand);
+/* read.c: libarchive, which read the archive from its start, passes
+ * over the entries the own reader took, to the header at hand (byte
+ * offset hand): reading on from there is then what it does without the
+ * own reader (its state between headers its own). r and *ae: the header
+ * it read last; its result for the one at hand (or the first it cannot
+ * pass) is returned, with no warning said for those before. */
+struct archive;
+struct archive_entry;
+int tar_arc_skip_to(struct archive *a, struct archive_entry **ae, int r,
+		    uint64_t hand);
 /* read.c: a uid or gid as an entry takes it (out of range: 0, with a
  * warning). */
 uint32_t tar_arc_id(const struct tar_sink *s, const char *what,
