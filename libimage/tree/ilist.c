@@ -28,17 +28,64 @@
  * BODY_POOL_BYTES in all (the rest to free()). A body carries its class
  * in a header before it, so a head that keeps its item's body at a
  * shorter length still goes back to the right list; class 0: larger
- * than the classes, plain malloc. */
+ * than the classes, plain malloc. The free lists are each thread's own
+ * (no lock taken for a body: an add takes and gives back about 130,000
+ * of them); a body freed by another thread than the one that took it
+ * goes to the freeing thread's lists. A thread's lists are freed when
+ * the thread ends (a thread-specific key's destructor); a thread for
+ * which the key cannot be set keeps none (malloc and free). */
 #define BODY_CLASS 64
 #define BODY_CLASSES 64
 #define BODY_HDR 16
 #define BODY_POOL_BYTES (1u << 20)
 
-static struct {
-	pthread_mutex_t lock;
+struct body_pool {
 	uint8_t *free[BODY_CLASSES + 1];
 	size_t bytes;
-} pool = { PTHREAD_MUTEX_INITIALIZER, { NULL }, 0 };
+};
+
+static _Thread_local struct body_pool pool;
+/* 0: not set up yet, 1: this thread's lists in use, -1: none */
+static _Thread_local int pool_state;
+static pthread_key_t pool_key;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static int pool_key_ok;
+
+/* At a thread's end: its free lists given back. */
+static void pool_release(void *arg)
+{
+	struct body_pool *bp = arg;
+
+	pool_state = -1;	/* a body freed after this goes to free() */
+	for (unsigned c = 0; c <= BODY_CLASSES; c++) {
+		while (bp->free[c]) {
+			uint8_t *h = bp->free[c];
+
+			memcpy(&bp->free[c], h + BODY_HDR, sizeof(h));
+			free(h);
+		}
+	}
+	bp->bytes = 0;
+}
+
+static void pool_key_make(void)
+{
+	pool_key_ok = !pthread_key_create(&pool_key, pool_release);
+}
+
+/* This thread's free lists, NULL when it keeps none. */
+static struct body_pool *my_pool(void)
+{
+	if (pool_state > 0)
+		return &pool;
+	if (pool_state < 0)
+		return NULL;
+	pool_state = -1;
+	if (!pthread_once(&pool_once, pool_key_make) && pool_key_ok &&
+	    !pthread_setspecific(pool_key, &pool))
+		pool_state = 1;
+	return pool_state > 0 ? &pool : NULL;
+}
 
 static unsigned body_class(size_t len)
 {
@@ -61,18 +108,17 @@ static size_t body_room(unsigned c, size_t len)
 static void *body_alloc(size_t len)
 {
 	unsigned c = body_class(len);
+	struct body_pool *bp;
 	uint8_t *h = NULL;
 
 	if (len > BODY_MAX)
 		return NULL;
-	if (c) {
-		pthread_mutex_lock(&pool.lock);
-		h = pool.free[c];
+	if (c && (bp = my_pool()) != NULL) {
+		h = bp->free[c];
 		if (h) {
-			memcpy(&pool.free[c], h + BODY_HDR, sizeof(h));
-			pool.bytes -= body_room(c, len);
+			memcpy(&bp->free[c], h + BODY_HDR, sizeof(h));
+			bp->bytes -= body_room(c, len);
 		}
-		pthread_mutex_unlock(&pool.lock);
 	}
 	if (!h && !(h = malloc(BODY_HDR + body_room(c, len))))
 		return NULL;
@@ -83,19 +129,17 @@ static void *body_alloc(size_t len)
 static void body_free(void *p)
 {
 	uint8_t *h = p ? (uint8_t *)p - BODY_HDR : NULL;
+	struct body_pool *bp;
 	unsigned c = 0;
 
 	if (h)
 		memcpy(&c, h, sizeof(c));
-	if (c) {
-		pthread_mutex_lock(&pool.lock);
-		if (pool.bytes + body_room(c, 0) <= BODY_POOL_BYTES) {
-			memcpy(h + BODY_HDR, &pool.free[c], sizeof(h));
-			pool.free[c] = h;
-			pool.bytes += body_room(c, 0);
-			h = NULL;
-		}
-		pthread_mutex_unlock(&pool.lock);
+	if (c && (bp = my_pool()) != NULL &&
+	    bp->bytes + body_room(c, 0) <= BODY_POOL_BYTES) {
+		memcpy(h + BODY_HDR, &bp->free[c], sizeof(h));
+		bp->free[c] = h;
+		bp->bytes += body_room(c, 0);
+		h = NULL;
 	}
 	free(h);
 }
