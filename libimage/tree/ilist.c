@@ -308,10 +308,12 @@ size_t ilist_bytes(const struct ilist *l, size_t ih)
 int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
 	       struct ilist *out, struct r4_error *err)
 {
+	struct fmt_node_header nh;
+	struct fmt_item_header ih;
 	struct io_block *b;
 	struct tree_item it;
 	unsigned nr;
-	int rc;
+	int rc, fast;
 
 	memset(out, 0, sizeof(*out));
 	rc = tree_node_get(vol, blk, level, &b, err);
@@ -322,8 +324,20 @@ int ilist_load(struct r4_vol *vol, uint64_t blk, unsigned level,
 	 * at once, not by doubling from 16 */
 	if (nr && ilist_room(out, (size_t)nr + 4))
 		rc = r4i_fail(err, -ENOMEM, "out of memory");
+	/* the header checked once (fmt_node_item_at); an item it refuses
+	 * is read again by tree_node_item, for its error */
+	fast = !fmt_node_layout(b->data, vol->blksize, vol->keypol, &nh) &&
+	       nh.nr_items == nr;
 	for (unsigned i = 0; !rc && i < nr; i++) {
-		rc = tree_node_item(vol, b->data, blk, i, &it, err);
+		if (fast && !fmt_node_item_at(b->data, vol->blksize,
+					      vol->keypol, &nh, i, &ih,
+					      &it.off, &it.len)) {
+			it.key = ih.key;
+			it.plugin_id = ih.plugin_id;
+			it.body = b->data + it.off;
+		} else {
+			rc = tree_node_item(vol, b->data, blk, i, &it, err);
+		}
 		if (!rc && ilist_push(out, &it.key, it.plugin_id, it.body,
 				      it.len))
 			rc = r4i_fail(err, -ENOMEM, "out of memory");
