@@ -263,6 +263,38 @@ int fmt_node_item_body(const uint8_t *blk, size_t blksize,
 	return 0;
 }
 
+int fmt_node_layout(const uint8_t *blk, size_t blksize,
+		    enum fmt_key_policy pol, struct fmt_node_header *nh)
+{
+	int err;
+
+	node_layout_check(blk, blksize, pol, nh, &err);
+	return err;
+}
+
+int fmt_node_item_at(const uint8_t *blk, size_t blksize,
+		     enum fmt_key_policy pol, const struct fmt_node_header *nh,
+		     unsigned i, struct fmt_item_header *ih, size_t *off,
+		     size_t *len)
+{
+	size_t start, end;
+
+	if (i >= nh->nr_items)
+		return R4_ERANGE;
+	/* the layout check put nr_items headers inside the block */
+	fmt_item_header_decode(blk + blksize - ((size_t)i + 1) *
+			       fmt_item_header_size(pol), pol, ih);
+	start = ih_offset(blk, blksize, pol, i);
+	end = i + 1 < nh->nr_items ? ih_offset(blk, blksize, pol, i + 1)
+				   : nh->free_space_start;
+	if (start < fmt_node_header_size(nh->plugin_id) ||
+	    end > nh->free_space_start || start >= end)
+		return R4_ECORRUPT;
+	*off = start;
+	*len = end - start;
+	return 0;
+}
+
 /* Item plugins allowed at a level (section 6). */
 int fmt_node_item_allowed(unsigned pid, unsigned level)
 {

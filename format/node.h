@@ -137,6 +137,18 @@ int fmt_node_item_body(const uint8_t *blk, size_t blksize,
 		       enum fmt_key_policy pol, unsigned i,
 		       size_t *off, size_t *len);
 
+/* The same for items one after another, the node header checked once:
+ * fmt_node_layout decodes it into *nh and checks what
+ * fmt_node_item_body checks of it (0, or that function's error);
+ * fmt_node_item_at then gives item i's header (as fmt_node_ih_decode)
+ * and body (as fmt_node_item_body) for a block whose header is *nh. */
+int fmt_node_layout(const uint8_t *blk, size_t blksize,
+		    enum fmt_key_policy pol, struct fmt_node_header *nh);
+int fmt_node_item_at(const uint8_t *blk, size_t blksize,
+		     enum fmt_key_policy pol, const struct fmt_node_header *nh,
+		     unsigned i, struct fmt_item_header *ih, size_t *off,
+		     size_t *len);
+
 /* Check a whole node: block size, plugin id, magic, level in
  * 1..FMT_NODE_MAX_LEVEL, nr_items fits, free_space == blksize -
  * free_space_start - nr_items * ih size, item 0 at the header end, item

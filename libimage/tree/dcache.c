@@ -14,15 +14,11 @@
 #include "format/node.h"
 #include "format/plugin.h"
 
-struct tree_dslot *tmod_dc_slot(struct tree_mod *m, uint64_t blk)
+struct tree_dslot *tmod_dc_make(struct tree_mod *m, uint64_t blk)
 {
-	if (!m->dc) {
-		m->dc = calloc(TREE_DCACHE_SLOTS, sizeof(*m->dc));
-		if (!m->dc)
-			return NULL;
-	}
-	return &m->dc[(blk * 0x9e3779b97f4a7c15ull) >> 54 &
-		      (TREE_DCACHE_SLOTS - 1)];
+	if (!m->dc && !(m->dc = calloc(TREE_DCACHE_SLOTS, sizeof(*m->dc))))
+		return NULL;
+	return tmod_dc_slot(m, blk);
 }
 
 int tmod_is_stale(const struct tree_mod *m, uint64_t blk)

@@ -39,8 +39,18 @@ int tmod_oom(struct r4_error *err);
 uint64_t tmod_sib(const struct ilist *P, long i);
 
 /* dcache.c */
-/* The cache slot block blk maps to (NULL: out of memory). */
-struct tree_dslot *tmod_dc_slot(struct tree_mod *m, uint64_t blk);
+/* The cache slot block blk maps to (NULL: out of memory); inline, as
+ * each path search asks it once a level (tmod_dc_make makes the cache
+ * at the first ask). */
+struct tree_dslot *tmod_dc_make(struct tree_mod *m, uint64_t blk);
+static inline struct tree_dslot *tmod_dc_slot(struct tree_mod *m,
+					      uint64_t blk)
+{
+	if (!m->dc)
+		return tmod_dc_make(m, blk);
+	return &m->dc[(blk * 0x9e3779b97f4a7c15ull) >> 54 &
+		      (TREE_DCACHE_SLOTS - 1)];
+}
 /* 1 when block blk has deferred content not written yet. */
 int tmod_is_stale(const struct tree_mod *m, uint64_t blk);
 /* The block is rewritten or freed: its list goes, deferred or not. */

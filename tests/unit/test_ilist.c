@@ -11,6 +11,7 @@
 #include "config.h"
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tap.h"
@@ -449,9 +450,74 @@ static void body_reuse(void)
 	   "items)", items);
 }
 
+/* Lists made and freed in threads at once: each thread keeps its own
+ * free lists of bodies (no lock), a body freed by another thread goes
+ * to that one's, and a thread's lists are freed when it ends (else
+ * LeakSanitizer reports them). */
+struct churn {
+	uint32_t seed;
+	int whole, items;
+	struct ilist keep;	/* made here, freed by the main thread */
+};
+
+static void *churn_main(void *arg)
+{
+	struct churn *c = arg;
+	uint32_t r = c->seed;
+	uint8_t buf[4200];
+
+	c->whole = 1;
+	for (int round = 0; round < 60; round++) {
+		struct ilist l = ILIST_EMPTY;
+		size_t n = 10 + round % 40;
+
+		for (size_t i = 0; i < n; i++) {
+			struct fmt_key k = { { 1ull << 4, 0x2a, 100 + i, 0 } };
+			size_t len;
+
+			r = r * 1103515245u + 12345u;
+			len = (r >> 8) % 4101;
+			memset(buf, (int)(i * 5 + round + c->seed), len);
+			if (ilist_push(&l, &k, FMT_ITEM_TAIL40, buf, len))
+				c->whole = 0;
+			c->items++;
+		}
+		for (size_t i = 0; i < l.n; i++)
+			for (size_t j = 0; j < l.v[i].len; j++)
+				if (l.v[i].body[j] !=
+				    (uint8_t)(i * 5 + round + c->seed))
+					c->whole = 0;
+		if (round == 30)
+			c->keep = l;
+		else
+			ilist_free(&l);
+	}
+	return NULL;
+}
+
+static void bodies_in_threads(void)
+{
+	struct churn c[3] = { { .seed = 7 }, { .seed = 99 }, { .seed = 4242 } };
+	pthread_t th[3];
+	int whole = 1, items = 0, started = 1;
+
+	for (int k = 0; k < 3; k++)
+		if (pthread_create(&th[k], NULL, churn_main, &c[k]))
+			started = 0;
+	tap_require(started, "pthread_create");
+	for (int k = 0; k < 3; k++) {
+		pthread_join(th[k], NULL);
+		whole &= c[k].whole;
+		items += c[k].items;
+		ilist_free(&c[k].keep);	/* into this thread's lists */
+	}
+	ok(whole, "lists made and freed in three threads at once keep "
+	   "their bytes (%d items)", items);
+}
+
 int main(void)
 {
-	plan(14);
+	plan(15);
 	marks();
 	move_cut_joins();
 	pack_cut_joins();
@@ -460,5 +526,6 @@ int main(void)
 	pack_too_big();
 	spans();
 	body_reuse();
+	bodies_in_threads();
 	return tap_done();
 }

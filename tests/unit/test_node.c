@@ -357,6 +357,36 @@ static int bodies_in_bounds(const uint8_t *b, size_t bs)
 	return 1;
 }
 
+/* fmt_node_layout's answer is fmt_node_item_body's for item 0, and once
+ * it passes, fmt_node_item_at gives each item (and the two past the
+ * last) what fmt_node_ih_decode and fmt_node_item_body give. *n counts
+ * the items compared. */
+static int items_at_agree(const uint8_t *b, size_t bs,
+			  enum fmt_key_policy pol, int *n)
+{
+	struct fmt_node_header nh;
+	struct fmt_item_header a, c;
+	size_t off, len, off2, len2;
+	int rc = fmt_node_layout(b, bs, pol, &nh), rc1, rc2;
+
+	if (rc)
+		return rc == fmt_node_item_body(b, bs, pol, 0, &off, &len);
+	for (unsigned i = 0; i < nh.nr_items + 2u; i++) {
+		memset(&a, 0, sizeof(a));
+		memset(&c, 0, sizeof(c));
+		off = len = off2 = len2 = 7;
+		rc1 = fmt_node_item_at(b, bs, pol, &nh, i, &a, &off, &len);
+		rc2 = fmt_node_item_body(b, bs, pol, i, &off2, &len2);
+		if (rc1 != rc2 || (!rc1 && (off != off2 || len != len2)))
+			return 0;
+		if (!rc1 && (fmt_node_ih_decode(b, bs, pol, i, &c) ||
+			     memcmp(&a, &c, sizeof(a))))
+			return 0;
+		(*n)++;
+	}
+	return 1;
+}
+
 /* Random corruptions of a valid leaf and random blocks, in an exact-size
  * heap buffer so that any overread trips AddressSanitizer. */
 static void test_hostile(void)
@@ -366,7 +396,7 @@ static void test_hostile(void)
 	struct fmt_node_header nh;
 	struct fmt_item_header ih;
 	size_t off, len;
-	int passed = 0, sound = 1, n_ok = 0;
+	int passed = 0, sound = 1, n_ok = 0, same = 1, n_at = 0;
 
 	make_leaf(good, FMT_NODE40);
 	for (int it = 0; it < 4000; it++) {
@@ -390,6 +420,9 @@ static void test_hostile(void)
 			if (!bodies_in_bounds(b, BS))
 				sound = 0;
 		}
+		if (!items_at_agree(b, BS, FMT_KEY_LARGE, &n_at) ||
+		    !items_at_agree(b, BS, FMT_KEY_SHORT, &n_at))
+			same = 0;
 		if (fmt_node_header_decode(b, BS, &nh) == 0)
 			for (unsigned i = 0; i < nh.nr_items + 2u; i++) {
 				if (fmt_node_item_body(b, BS, FMT_KEY_LARGE, i,
@@ -405,6 +438,9 @@ static void test_hostile(void)
 	ok(sound, "hostile nodes: verified nodes keep bodies in bounds "
 	   "(%d verified, %d bodies)", passed, n_ok);
 	ok(passed > 0 && passed < 4000, "hostile nodes: some pass, most fail");
+	ok(same && n_at > 1000, "hostile nodes: fmt_node_layout and "
+	   "fmt_node_item_at answer as fmt_node_item_body and "
+	   "fmt_node_ih_decode (%d items)", n_at);
 }
 
 int main(void)
