@@ -73,6 +73,15 @@ static void pool_key_make(void)
 	pool_key_ok = !pthread_key_create(&pool_key, pool_release);
 }
 
+/* The library unloaded (dlclose) while threads that used it live on:
+ * the key goes with it, so no thread's end calls pool_release in code
+ * that is gone (their lists are left, at most BODY_POOL_BYTES each). */
+__attribute__((destructor)) static void pool_key_fini(void)
+{
+	if (pool_key_ok)
+		pthread_key_delete(pool_key);
+}
+
 /* This thread's free lists, NULL when it keeps none. */
 static struct body_pool *my_pool(void)
 {
