@@ -183,7 +183,8 @@ static int listed(const struct rep *R, int k)
  * check serves: rebuild_listed, looked at first); the space pass
  * (bitmaps, counters, status, backups) needs only the map of blocks in
  * use, the count of objects and the largest object id, which both kinds
- * of check leave. */
+ * of check leave, and the pass of blocks claimed twice (twice.c) reads
+ * nothing of the check: it walks the tree itself. */
 static int tables_needed(const struct rep *R)
 {
 	if (R->crep.journal_dirty)
@@ -191,7 +192,9 @@ static int tables_needed(const struct rep *R)
 	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
 		const struct r4_problem_info *pi = r4_problem_info(k);
 
-		if (R->codes[k] && (!pi || pi->pass != R4_PASS_SPACE) &&
+		if (R->codes[k] &&
+		    (!pi || (pi->pass != R4_PASS_SPACE &&
+			     pi->pass != R4_PASS_SHARED)) &&
 		    !listed(R, k))
 			return 1;
 	}
