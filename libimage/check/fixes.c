@@ -122,6 +122,13 @@ void chk_fix_entry(struct pass *p, const struct tent *te, uint32_t d,
 			NULL);
 }
 
+void chk_fix_second(struct pass *p, const struct chk_ent *e,
+		    const struct dirrow *dr)
+{
+	ent_fix(p, dr, e->blk, e->item, e->unit, e->seq, R4_CHK_DIR_LINK,
+		NULL);
+}
+
 void chk_fix_missing(struct pass *p, const struct chk_ent *e)
 {
 	struct chk_fix *f = chk_fix_add(p->c, CHK_FIX_MISSING, R4_CHK_ENTRY);

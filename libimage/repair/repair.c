@@ -161,17 +161,18 @@ static int check_once(struct rep *R, int forward, int tables)
  * check's list (objects.c: plan_listed), not from the tables, when the
  * list is whole: entries that name nothing (when no stat data nobody
  * names could be theirs: the key pass, keys.c, has nothing to move),
- * "." and "..", objects nothing names, link counts and directory sizes,
- * and file sizes (before a tree rebuild only when the list names no
- * two files whose tail bodies' boundary may have moved: rebuild_mends
- * tells that over the tables): what a rebuild leaves; not second names
- * of directories, bodies, nor what the other passes fix. */
+ * "." and "..", second names of directories, objects nothing names,
+ * link counts and directory sizes, and file sizes (before a tree
+ * rebuild only when the list names no two files whose tail bodies'
+ * boundary may have moved: rebuild_mends tells that over the tables):
+ * what a rebuild leaves; not bodies, nor what the other passes fix. */
 static int listed(const struct rep *R, int k)
 {
 	if ((k == R4_CHK_ENTRY && R->c.fixes_keys) ||
 	    (k == R4_CHK_FILE_SIZE && !R->r->rebuilt && R->c.fixes_shift))
 		return 0;
 	return (k == R4_CHK_ENTRY || k == R4_CHK_DOT ||
+		k == R4_CHK_DIR_LINK ||
 		k == R4_CHK_UNREACHABLE || k == R4_CHK_NLINK ||
 		k == R4_CHK_DIR_SIZE || k == R4_CHK_FILE_SIZE) &&
 	       R->c.fixes_want && !R->c.fixes_lost;
