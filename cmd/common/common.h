@@ -190,7 +190,9 @@ int r4cmd_json_exit(int code);
  *   R4_REBUILD_OBJS_IN_MEMORY  the check's objects the rebuild looks
  *                       up kept in memory, not in $TMPDIR (set: on);
  *   R4_REBUILD_OBJS_LEVELS  only that many (1 to 30) steps of a look-up
- *                       of them in memory, the rest in $TMPDIR.
+ *                       of them in memory, the rest in $TMPDIR;
+ *   R4_FSCK_STATS       r4fsck says on stderr how many checks its repair
+ *                       ran and how many built the tables (cmd/fsck).
  * An empty or malformed value is taken as unset. */
 struct r4_pack_opts;
 struct r4_check_opts;

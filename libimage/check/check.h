@@ -295,6 +295,12 @@ struct chk {
 	 * an entry names and no stat data has: the repair's key pass
 	 * (repair/keys.c, over the tables) may move it there. */
 	int fixes_keys;
+	/* Two regular files of tail bodies on the list whose sizes are
+	 * off by opposite amounts (one body holds e bytes past its size,
+	 * the other misses e): a boundary between the two may have moved,
+	 * which the repair tells over the tables (repair/rebuild.c:
+	 * rep_bounds_shifted) before it sets sizes. */
+	int fixes_shift;
 	struct chk_fix *fixes;
 	size_t nfixes, capfixes;
 	/* Stream mode with fixes_want, after a whole pass: every object in

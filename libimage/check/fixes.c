@@ -122,6 +122,13 @@ void chk_fix_entry(struct pass *p, const struct tent *te, uint32_t d,
 			NULL);
 }
 
+void chk_fix_second(struct pass *p, const struct chk_ent *e,
+		    const struct dirrow *dr)
+{
+	ent_fix(p, dr, e->blk, e->item, e->unit, e->seq, R4_CHK_DIR_LINK,
+		NULL);
+}
+
 void chk_fix_missing(struct pass *p, const struct chk_ent *e)
 {
 	struct chk_fix *f = chk_fix_add(p->c, CHK_FIX_MISSING, R4_CHK_ENTRY);
@@ -377,6 +384,45 @@ out:
 	free(byo);
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* c->fixes_shift from the list's file sizes: what a tail body holds
+ * past its size (its end less its size, modulo 2^64) against what
+ * another's misses; a superset of the pairs rep_bounds_shifted looks
+ * for (it also wants the two bodies side by side in one node). */
+static void shift_test(struct chk *c)
+{
+	size_t u = 0;
+	uint64_t *d = malloc((c->nfixes ? c->nfixes : 1) * sizeof(*d));
+
+	if (!d) {
+		c->fixes_lost = 1;
+		return;
+	}
+	for (size_t i = 0; i < c->nfixes; i++) {
+		const struct chk_fix *f = &c->fixes[i];
+
+		if (f->kind == CHK_FIX_FILE_SIZE && f->kinds == CHK_BODY_TAIL)
+			d[u++] = f->val - f->old;
+	}
+	qsort(d, u, sizeof(*d), u64_cmp);
+	for (size_t i = 0; i < u && !c->fixes_shift; i++) {
+		uint64_t want = 0 - d[i];
+		const uint64_t *at = bsearch(&want, d, u, sizeof(*d), u64_cmp);
+
+		/* 2^63 is its own opposite: another of it */
+		if (at && (want != d[i] || (i + 1 < u && d[i + 1] == want) ||
+			   (i && d[i - 1] == want)))
+			c->fixes_shift = 1;
+	}
+	free(d);
+}
+
 void chk_fix_sort(struct chk *c)
 {
 	size_t n;
@@ -388,4 +434,5 @@ void chk_fix_sort(struct chk *c)
 		;
 	keys_test(c, n);
 	c->nfixes = n;
+	shift_test(c);
 }

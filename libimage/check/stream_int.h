@@ -121,6 +121,10 @@ void chk_fix_entry(struct pass *p, const struct tent *te, uint32_t d,
 		   struct dirrow *dr);
 /* An entry other than "." and ".." whose key no stat data has. */
 void chk_fix_missing(struct pass *p, const struct chk_ent *e);
+/* Entry e of directory dr, a second name of a directory: removed (the
+ * first name stays, check/dirgraph.c). */
+void chk_fix_second(struct pass *p, const struct chk_ent *e,
+		    const struct dirrow *dr);
 void chk_fix_dirs(struct pass *p);
 void chk_fix_links(struct pass *p, const struct chk_obj *o, uint32_t r,
 		   const struct dirrow *d);

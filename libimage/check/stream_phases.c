@@ -214,10 +214,12 @@ static int phase_names(struct pass *p)
 	for (size_t i = 0; i < p->nnames; i++) {
 		const struct chk_dedge *e = &p->names[i];
 
-		if (first[e->t] != i)
-			chk_second_name(p->c, &p->nents[i], e->t == root,
-					chk_dir_above(n, first, p->names,
-						      e->t, e->d));
+		if (first[e->t] == i)
+			continue;
+		chk_second_name(p->c, &p->nents[i], e->t == root,
+				chk_dir_above(n, first, p->names, e->t, e->d));
+		if (p->c->fixes_want)
+			chk_fix_second(p, &p->nents[i], &p->dirs[e->d]);
 	}
 out:
 	free(dotdot);

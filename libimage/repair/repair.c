@@ -161,16 +161,18 @@ static int check_once(struct rep *R, int forward, int tables)
  * check's list (objects.c: plan_listed), not from the tables, when the
  * list is whole: entries that name nothing (when no stat data nobody
  * names could be theirs: the key pass, keys.c, has nothing to move),
- * "." and "..", objects nothing names, link counts and directory sizes,
- * and file sizes after a tree rebuild (before it, rebuild_mends reads
- * the tables for them): what a rebuild leaves; not second names of
- * directories, bodies, nor what the other passes fix. */
+ * "." and "..", second names of directories, objects nothing names,
+ * link counts and directory sizes, and file sizes (before a tree
+ * rebuild only when the list names no two files whose tail bodies'
+ * boundary may have moved: rebuild_mends tells that over the tables):
+ * what a rebuild leaves; not bodies, nor what the other passes fix. */
 static int listed(const struct rep *R, int k)
 {
 	if ((k == R4_CHK_ENTRY && R->c.fixes_keys) ||
-	    (k == R4_CHK_FILE_SIZE && !R->r->rebuilt))
+	    (k == R4_CHK_FILE_SIZE && !R->r->rebuilt && R->c.fixes_shift))
 		return 0;
 	return (k == R4_CHK_ENTRY || k == R4_CHK_DOT ||
+		k == R4_CHK_DIR_LINK ||
 		k == R4_CHK_UNREACHABLE || k == R4_CHK_NLINK ||
 		k == R4_CHK_DIR_SIZE || k == R4_CHK_FILE_SIZE) &&
 	       R->c.fixes_want && !R->c.fixes_lost;
@@ -182,7 +184,8 @@ static int listed(const struct rep *R, int k)
  * check serves: rebuild_listed, looked at first); the space pass
  * (bitmaps, counters, status, backups) needs only the map of blocks in
  * use, the count of objects and the largest object id, which both kinds
- * of check leave. */
+ * of check leave, and the pass of blocks claimed twice (twice.c) reads
+ * nothing of the check: it walks the tree itself. */
 static int tables_needed(const struct rep *R)
 {
 	if (R->crep.journal_dirty)
@@ -190,7 +193,9 @@ static int tables_needed(const struct rep *R)
 	for (int k = 1; k < R4_CHK_CODE_COUNT; k++) {
 		const struct r4_problem_info *pi = r4_problem_info(k);
 
-		if (R->codes[k] && (!pi || pi->pass != R4_PASS_SPACE) &&
+		if (R->codes[k] &&
+		    (!pi || (pi->pass != R4_PASS_SPACE &&
+			     pi->pass != R4_PASS_SHARED)) &&
 		    !listed(R, k))
 			return 1;
 	}
@@ -403,10 +408,14 @@ static int rebuild_mends(struct rep *R)
 		 * object id a second one). */
 		mend = rep_body_key_damaged(R);
 	if (!mend && !blocked(R) && R->o->mode == R4_REPAIR_FIX &&
-	    !R->r->rebuilt && R->codes[R4_CHK_FILE_SIZE])
+	    !R->r->rebuilt && R->codes[R4_CHK_FILE_SIZE] &&
+	    !R->c.fixes_want)
 		/* Two files' bytes across a boundary an item offset moved:
 		 * the rebuild moves them back (setting the sizes would cut
-		 * one, pad one). */
+		 * one, pad one). Over the bounded check (no tables) the
+		 * list named no two sizes that could be such a pair
+		 * (chk.fixes_shift: else listed said no, and the tables
+		 * were built). */
 		mend = rep_bounds_shifted(R);
 	return mend;
 }
