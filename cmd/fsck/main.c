@@ -210,7 +210,7 @@ static int run(const char *path)
 	fill_opts(&o, path);
 	rc = r4_fsck(path, &o, &rep, &err);
 	/* for tests and bench/: which checks the repair ran */
-	if (getenv("R4_FSCK_STATS"))
+	if (getenv("R4_FSCK_STATS") && *getenv("R4_FSCK_STATS"))
 		fprintf(stderr, "r4fsck: stats: %llu rounds, %llu table "
 			"checks\n", (unsigned long long)rep.repair.rounds,
 			(unsigned long long)rep.repair.table_checks);
