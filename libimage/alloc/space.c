@@ -209,9 +209,10 @@ int space_test(struct space *s, uint64_t blk, struct r4_error *err)
 
 	if (rc)
 		return rc;
-	if (pinned_until(s, blk) != blk)
+	/* a used bit answers without the search of the pins */
+	if (fmt_bitmap_test(s->map[k], bit))
 		return 1;
-	return fmt_bitmap_test(s->map[k], bit);
+	return pinned_until(s, blk) != blk;
 }
 
 int space_mark(struct space *s, uint64_t blk, int used,

@@ -460,13 +460,19 @@ int rp_model_scan(struct rp_model *m, struct r4_error *err)
 	uint64_t first = fmt_blk_first_usable(vol->blksize);
 	int rc, nofit = 1;
 
+	/* the nodes of each level: the same until the tree changes shape
+	 * (moves change where nodes are, not how many) */
+	if (m->stale || !m->counted) {
+		m->counted = 0;
+		rc = count_levels(m, err);
+		if (rc)
+			return rc;
+		m->counted = 1;
+	}
 	m->stale = 0;
 	m->n = m->ntgt = 0;
 	m->nmoved = 0;
 	m->indexed = 0;
-	rc = count_levels(m, err);
-	if (rc)
-		return rc;
 	/* the root's block as the base only when everything is in place
 	 * from there: a volume r4pack create made; else the targets could
 	 * change as the run frees the blocks before the root */

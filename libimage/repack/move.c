@@ -50,20 +50,38 @@ struct bctx {
 	struct rp_batch_stats *st;
 	int64_t *occ;
 	size_t nocc, capocc;
+	uint64_t fix_from, fix;	/* rp_next_fixed(b) == fix for every b in
+				 * [fix_from, fix] (none when fix_from >
+				 * fix) */
 };
 
-/* Whether every block of [at, at + w) is free: 1, 0, or an error. */
-static int range_free(struct bctx *c, uint64_t at, uint64_t w,
-		      struct r4_error *err)
+/* rp_next_fixed(at), the last answer kept: the range tests of a batch
+ * ask about nearby blocks. */
+static uint64_t next_fixed(struct bctx *c, uint64_t at)
+{
+	if (at < c->fix_from || at > c->fix) {
+		c->fix = rp_next_fixed(c->m, at);
+		c->fix_from = at;
+	}
+	return c->fix;
+}
+
+/* Whether every block of [at, at + w) is free: 1, 0, or an error; on 0
+ * *bad is the first block of it that is not (in use or fixed), or the
+ * volume's block count when the range passes its end. */
+static int range_free_at(struct bctx *c, uint64_t at, uint64_t w,
+			 uint64_t *bad, struct r4_error *err)
 {
 	uint64_t fixed;
 
+	*bad = c->vol->sb.block_count;
 	if (at + w > c->vol->sb.block_count || at + w < at)
 		return 0;
-	fixed = rp_next_fixed(c->m, at);
+	fixed = next_fixed(c, at);
 	for (uint64_t k = 0; k < w; k++) {
 		int rc;
 
+		*bad = at + k;
 		if (at + k == fixed)
 			return 0;
 		rc = space_test(&c->vol->space, at + k, err);
@@ -71,6 +89,14 @@ static int range_free(struct bctx *c, uint64_t at, uint64_t w,
 			return rc < 0 ? rc : 0;
 	}
 	return 1;
+}
+
+static int range_free(struct bctx *c, uint64_t at, uint64_t w,
+		      struct r4_error *err)
+{
+	uint64_t bad;
+
+	return range_free_at(c, at, w, &bad, err);
 }
 
 static int patch_parent(struct bctx *c, const struct rp_el *e, uint64_t dst,
@@ -106,7 +132,7 @@ static int copy_node(struct bctx *c, const struct rp_el *e, uint64_t dst,
 
 	if (rc)
 		return rc;
-	rc = txn_new(c->t, dst, &to, err);
+	rc = txn_new_raw(c->t, dst, &to, err);
 	if (!rc) {
 		memcpy(to->data, from->data, c->vol->blksize);
 		txn_put(c->t, to);
@@ -300,7 +326,7 @@ static int split_move(struct bctx *c, size_t i, uint64_t k, uint64_t dst,
 static int find_run(struct bctx *c, uint64_t from, uint64_t w, uint64_t *out,
 		    struct r4_error *err)
 {
-	uint64_t b = from, f;
+	uint64_t b = from, f, bad;
 
 	for (;;) {
 		int rc = space_find_free(&c->vol->space, b, &f, err), ok;
@@ -315,14 +341,17 @@ static int find_run(struct bctx *c, uint64_t from, uint64_t w, uint64_t *out,
 			b = c->hi;
 			continue;
 		}
-		ok = range_free(c, f, w, err);
+		ok = range_free_at(c, f, w, &bad, err);
 		if (ok < 0)
 			return ok;
 		if (ok) {
 			*out = f;
 			return 1;
 		}
-		b = f + 1;
+		/* no run starting at f .. bad holds bad (or fits) */
+		if (bad >= c->vol->sb.block_count)
+			return 0;
+		b = bad + 1;
 	}
 }
 
@@ -588,7 +617,7 @@ static int run_batch(struct bctx *c, size_t f, uint64_t batch,
 int rp_batch(struct rp_model *m, uint64_t batch, struct rp_batch_stats *st,
 	     struct r4_error *err)
 {
-	struct bctx c = { .m = m, .vol = m->vol, .st = st };
+	struct bctx c = { .m = m, .vol = m->vol, .st = st, .fix_from = 1 };
 	size_t f = rp_frontier(m);
 	int rc;
 

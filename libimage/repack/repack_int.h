@@ -66,6 +66,7 @@ struct rp_model {
 	size_t nmoved, capmoved;
 	int indexed;		/* bypos was sorted for these elements */
 	int stale;		/* the tree changed shape: walk again */
+	int counted;		/* count[] is the tree's, as walked */
 };
 
 /* Walk the tree: the plan and, when something is out of place, the
