@@ -15,7 +15,8 @@
  * Nothing is kept for the whole tree: a walk reads the nodes above the
  * leaves depth-first (one node a level held at a time) and hands each
  * element with its target to a visitor. A first walk counts the nodes
- * of each level (where each level's targets start), a second sums the
+ * of each level (where each level's targets start; once a run, again
+ * only after a batch changed the tree's shape), a second sums the
  * plan and finds the frontier (the first target whose element is not
  * there), a third keeps the window: the elements whose targets lie in
  * the next RP_WINDOW batches' worth of blocks from the frontier, and
