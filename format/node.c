@@ -225,11 +225,17 @@ static const char *node_layout_check(const uint8_t *blk, size_t blksize,
 		*err = R4_ERANGE;
 		return "node block size is out of range";
 	}
-	if (fmt_node_header_decode(blk, blksize, nh) != 0) {
+	/* Only the fields the layout needs (item_body's callers ask for
+	 * a body per item: the whole header each time showed in the
+	 * check's profile); verify_header decodes the rest. */
+	nh->plugin_id = get_le16(blk + FMT_NODE_OFF_PLUGIN_ID);
+	hsize = fmt_node_header_size(nh->plugin_id);
+	if (!hsize) {
 		*err = R4_EUNSUPP;
 		return "node plugin id is unknown";
 	}
-	hsize = fmt_node_header_size(nh->plugin_id);
+	nh->nr_items = get_le16(blk + FMT_NODE_OFF_NR_ITEMS);
+	nh->free_space_start = get_le16(blk + FMT_NODE_OFF_FSS);
 	ih_area = (size_t)nh->nr_items * fmt_item_header_size(pol);
 	if (ih_area > blksize - hsize)
 		return "node nr_items does not fit the block";
@@ -322,6 +328,7 @@ static const char *verify_header(const uint8_t *blk, size_t blksize,
 	why = node_layout_check(blk, blksize, pol, nh, &err);
 	if (why)
 		return why;
+	fmt_node_header_decode(blk, blksize, nh);
 	if (nh->magic != fmt_node_magic(nh->plugin_id))
 		return nh->plugin_id == FMT_NODE40
 		       ? "node40 magic is not 0x52344653"

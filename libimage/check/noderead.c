@@ -29,8 +29,8 @@
 /* The blocks to read from blk on (blk included, the pointer to it is
  * item s->item of the parent s): up to the last of the node pointers
  * after it that each name a block past the one before, at most
- * CHK_RA_GAP blocks past it (file data between nodes is read along:
- * cheaper than another read), within max blocks of blk. */
+ * CHK_RA_GAP blocks past it (file data between nodes read along; see
+ * check.h for why none now), within max blocks of blk. */
 static uint32_t row_len(const struct chk *c, const struct chk_rowsrc *s,
 			uint64_t blk, uint32_t max)
 {

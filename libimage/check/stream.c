@@ -201,6 +201,8 @@ uint64_t chk_stream_pick(uint64_t n, uint64_t a, uint64_t b)
 {
 	uint64_t lo = 0, hi = n;
 
+	if (a == b)	/* most groups: one record, the search's answer */
+		return a;
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
 

@@ -195,25 +195,35 @@ static int walk_items(struct chk *c, const struct walk_pos *p,
 {
 	struct fmt_item_header ih, nih;
 	struct fmt_key last;
+	size_t hsize = fmt_node_header_size(nh->plugin_id);
 	int rc;
 
 	for (unsigned i = 0; i < nh->nr_items; i++) {
 		const struct fmt_key *next = p->rdk;
 		uint64_t child = 0;
-		size_t off = 0, len = 0;
+		size_t off, end, len;
 
-		fmt_node_ih_decode(blk, c->bs, c->pol, i, &ih);
+		/* Item i's header was item i + 1's of the turn before. */
+		if (i == 0)
+			fmt_node_ih_decode(blk, c->bs, c->pol, i, &ih);
+		else
+			ih = nih;
 		if (i + 1 < nh->nr_items) {
 			fmt_node_ih_decode(blk, c->bs, c->pol, i + 1, &nih);
 			next = &nih.key;
 		}
 		c->rep->items++;
-		if (fmt_node_item_body(blk, c->bs, c->pol, i, &off, &len)) {
+		/* The body as fmt_node_item_body gives it, from the headers
+		 * in hand (check_header saw the node's layout whole). */
+		off = ih.offset;
+		end = i + 1 < nh->nr_items ? nih.offset : nh->free_space_start;
+		if (off < hsize || end > nh->free_space_start || off >= end) {
 			CHK_SAY0(c, CHK_M_NODE_ITEM_OUTSIDE, p->blk, (int)i,
 				 &ih.key);
 			continue;
 		}
 		last = ih.key;
+		len = end - off;
 		rc = chk_item(c, p->blk, i, &ih, blk + off, len, &child,
 			      &last);
 		if (rc)
