@@ -138,8 +138,9 @@ int fmt_node_item_body(const uint8_t *blk, size_t blksize,
 		       size_t *off, size_t *len);
 
 /* The same for items one after another, the node header checked once:
- * fmt_node_layout decodes it into *nh and checks what
- * fmt_node_item_body checks of it (0, or that function's error);
+ * fmt_node_layout decodes of it what the layout needs (plugin_id,
+ * nr_items, free_space_start: nothing else of *nh is set) and checks
+ * what fmt_node_item_body checks of it (0, or that function's error);
  * fmt_node_item_at then gives item i's header (as fmt_node_ih_decode)
  * and body (as fmt_node_item_body) for a block whose header is *nh. */
 int fmt_node_layout(const uint8_t *blk, size_t blksize,

@@ -216,7 +216,9 @@ struct chk_tpair {
  * 4 KiB), file data between two of them read along up to CHK_RA_GAP
  * blocks. 0: none (on the Linux source tree the data read along was
  * 38% of the bytes read, and their copy out of the page cache cost
- * more than the reads it saved: bench/RESULTS.md §3). */
+ * more than the reads it saved: bench/RESULTS.md §3; from a disk, not
+ * cached, the kernel's own read-ahead reads about the same either way:
+ * a tie in a reviewer's 15 runs). */
 #define CHK_RA_BYTES (256u << 10)
 #define CHK_RA_GAP 0
 struct chk_ra {
