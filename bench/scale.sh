@@ -23,6 +23,7 @@
 # a file) and of r4fsck (about 500 bytes a file) in $TMPDIR (default
 # /tmp). The generator is a small C program compiled here (cc).
 set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-.}
 shift || true
 if [ $# -gt 0 ]; then
@@ -50,62 +51,9 @@ has() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
 TMP=$(mktemp -d "${BENCH_TMP:-/dev/shm}/r4bench.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
-# The generator: a ustar stream of N/1000 directories of 1000 empty
-# files each (the last directory takes the rest), then two zero blocks.
-cat >"$TMP/gen.c" <<'C'
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-static char out[1 << 20];
-static size_t used;
-static void put(const char *b)
-{
-	if (used + 512 > sizeof(out)) {
-		fwrite(out, 1, used, stdout);
-		used = 0;
-	}
-	memcpy(out + used, b, 512);
-	used += 512;
-}
-static void header(const char *name, char type, const char *mode)
-{
-	char h[512];
-	unsigned sum = 0;
-	memset(h, 0, sizeof(h));
-	snprintf(h, 100, "%s", name);
-	memcpy(h + 100, mode, 8);
-	memcpy(h + 108, "0001750\0", 8);
-	memcpy(h + 116, "0001750\0", 8);
-	memcpy(h + 124, "00000000000\0", 12);
-	memcpy(h + 136, "14600000000\0", 12);
-	memset(h + 148, ' ', 8);
-	h[156] = type;
-	memcpy(h + 257, "ustar\0" "00", 8);
-	for (int i = 0; i < 512; i++)
-		sum += (unsigned char)h[i];
-	snprintf(h + 148, 8, "%06o", sum);
-	put(h);
-}
-int main(int argc, char **argv)
-{
-	long n = atol(argv[1]), per = 1000, nd = n / per ? n / per : 1;
-	char name[64], zero[512] = {0};
-	for (long d = 0, f = 0; d < nd; d++) {
-		long k = d + 1 < nd ? per : n - f;
-		snprintf(name, sizeof(name), "d%07ld/", d);
-		header(name, '5', "0000755\0");
-		for (long i = 0; i < k; i++, f++) {
-			snprintf(name, sizeof(name), "d%07ld/f%07ld", d, f);
-			header(name, '0', "0000644\0");
-		}
-	}
-	put(zero);
-	put(zero);
-	fwrite(out, 1, used, stdout);
-	return 0;
-}
-C
-cc -O2 -o "$TMP/gen" "$TMP/gen.c"
+# The generator (bench/gen-tar.c): a ustar stream of N/1000 directories
+# of 1000 empty files each (the last directory takes the rest).
+cc -O2 -o "$TMP/gen" "$SRC/bench/gen-tar.c"
 # the same volume uuid and times in every build: equal bytes
 UUID=5ca1e000-0000-4000-8000-000000000029
 export SOURCE_DATE_EPOCH=1700000000
