@@ -225,9 +225,8 @@ static const char *node_layout_check(const uint8_t *blk, size_t blksize,
 		*err = R4_ERANGE;
 		return "node block size is out of range";
 	}
-	/* Only the fields the layout needs (item_body's callers ask for
-	 * a body per item: the whole header each time showed in the
-	 * check's profile); verify_header decodes the rest. */
+	/* Only the fields the layout needs (fmt_node_item_body is asked
+	 * once an item); verify_header decodes the rest. */
 	nh->plugin_id = get_le16(blk + FMT_NODE_OFF_PLUGIN_ID);
 	hsize = fmt_node_header_size(nh->plugin_id);
 	if (!hsize) {
@@ -246,27 +245,38 @@ static const char *node_layout_check(const uint8_t *blk, size_t blksize,
 	return NULL;
 }
 
+/* Item i's body of a node whose layout node_layout_check passed
+ * (*nh): from its offset to the next item's (free_space_start after
+ * the last), inside the body area and not empty. */
+static int item_span(const uint8_t *blk, size_t blksize,
+		     enum fmt_key_policy pol, const struct fmt_node_header *nh,
+		     unsigned i, size_t *off, size_t *len)
+{
+	size_t start, end;
+
+	if (i >= nh->nr_items)
+		return R4_ERANGE;
+	start = ih_offset(blk, blksize, pol, i);
+	end = i + 1 < nh->nr_items ? ih_offset(blk, blksize, pol, i + 1)
+				   : nh->free_space_start;
+	if (start < fmt_node_header_size(nh->plugin_id) ||
+	    end > nh->free_space_start || start >= end)
+		return R4_ECORRUPT;
+	*off = start;
+	*len = end - start;
+	return 0;
+}
+
 int fmt_node_item_body(const uint8_t *blk, size_t blksize,
 		       enum fmt_key_policy pol, unsigned i,
 		       size_t *off, size_t *len)
 {
 	struct fmt_node_header nh;
-	size_t start, end;
 	int err;
 
 	if (node_layout_check(blk, blksize, pol, &nh, &err))
 		return err;
-	if (i >= nh.nr_items)
-		return R4_ERANGE;
-	start = ih_offset(blk, blksize, pol, i);
-	end = i + 1 < nh.nr_items ? ih_offset(blk, blksize, pol, i + 1)
-				  : nh.free_space_start;
-	if (start < fmt_node_header_size(nh.plugin_id) ||
-	    end > nh.free_space_start || start >= end)
-		return R4_ECORRUPT;
-	*off = start;
-	*len = end - start;
-	return 0;
+	return item_span(blk, blksize, pol, &nh, i, off, len);
 }
 
 int fmt_node_layout(const uint8_t *blk, size_t blksize,
@@ -283,22 +293,12 @@ int fmt_node_item_at(const uint8_t *blk, size_t blksize,
 		     unsigned i, struct fmt_item_header *ih, size_t *off,
 		     size_t *len)
 {
-	size_t start, end;
-
 	if (i >= nh->nr_items)
 		return R4_ERANGE;
 	/* the layout check put nr_items headers inside the block */
 	fmt_item_header_decode(blk + blksize - ((size_t)i + 1) *
 			       fmt_item_header_size(pol), pol, ih);
-	start = ih_offset(blk, blksize, pol, i);
-	end = i + 1 < nh->nr_items ? ih_offset(blk, blksize, pol, i + 1)
-				   : nh->free_space_start;
-	if (start < fmt_node_header_size(nh->plugin_id) ||
-	    end > nh->free_space_start || start >= end)
-		return R4_ECORRUPT;
-	*off = start;
-	*len = end - start;
-	return 0;
+	return item_span(blk, blksize, pol, nh, i, off, len);
 }
 
 /* Item plugins allowed at a level (section 6). */
