@@ -267,8 +267,7 @@ static int dir_unsyncable(int e, int at_open)
 /* The file system that holds path, synced whole (syncfs of the file
  * itself; sync(2) when this process may not open it): its new entry
  * in a folder that could not be synced alone is on disk after this.
- * 0 or -errno; a file system that cannot sync (EINVAL, EROFS) is no
- * error. */
+ * 0 or -errno. */
 static int sync_whole(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), rc = 0;
@@ -277,7 +276,7 @@ static int sync_whole(const char *path)
 		sync();
 		return 0;
 	}
-	if (syncfs(fd) && errno != EINVAL && errno != EROFS)
+	if (syncfs(fd))
 		rc = -errno;
 	close(fd);
 	return rc;

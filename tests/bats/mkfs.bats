@@ -268,6 +268,14 @@ same_as_mkfs_reiser4() {
 	cat "$d/sync.log"
 	# the folder cannot be opened: the image's file system, after it
 	[ "$(tail -n 1 "$d/sync.log")" = "syncfs $d/n.img" ]
+	# that sync failing (the image's own fsyncs pass): the whole volume
+	# kept in place, exit 1, its name said not durable
+	run as_nobody env R4_SYNC_FAIL="$d/m.img" R4_SYNC_FAIL_AFTER=2 \
+		"$top_builddir/tests/crash/bin/r4mkfs" -q "$d/m.img" 1M
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"m.img: made and in place, but its folder could not be synced (a power cut may still lose the new name): Input/output error"* ]]
+	r4fsck -n "$d/m.img"
 }
 
 @test "a new image file whose folder's sync fails: the whole volume kept in place, exit 1, the message says so" {
