@@ -4,10 +4,10 @@
  * unit boundaries). */
 #include "config.h"
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "libimage/tree/ibody.h"
 #include "libimage/tree/modify.h"
 #include "libimage/tree/tree.h"
 #include "libimage/vol/volume.h"
@@ -20,160 +20,12 @@
 /* Do not cut an item for less room than this. */
 #define CUT_MIN_ROOM 64
 
-/* ---- item bodies ---------------------------------------------------- */
-
-/* The lists' item bodies, most of them 1 to 4 KiB (beyond glibc's
- * per-thread cache, which stops at about 1 KiB), come in size classes
- * of BODY_CLASS bytes and go back to a free list of their class, up to
- * BODY_POOL_BYTES in all (the rest to free()). A body carries its class
- * in a header before it, so a head that keeps its item's body at a
- * shorter length still goes back to the right list; class 0: larger
- * than the classes, plain malloc. The free lists are each thread's own
- * (no lock taken for a body: an add takes and gives back about 130,000
- * of them); a body freed by another thread than the one that took it
- * goes to the freeing thread's lists. A thread's lists are freed when
- * the thread ends (a thread-specific key's destructor); a thread for
- * which the key cannot be set keeps none (malloc and free). */
-#define BODY_CLASS 64
-#define BODY_CLASSES 64
-#define BODY_HDR 16
-#define BODY_POOL_BYTES (1u << 20)
-
-struct body_pool {
-	uint8_t *free[BODY_CLASSES + 1];
-	size_t bytes;
-};
-
-static _Thread_local struct body_pool pool;
-/* 0: not set up yet, 1: this thread's lists in use, -1: none */
-static _Thread_local int pool_state;
-static pthread_key_t pool_key;
-static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
-static int pool_key_ok;
-
-/* At a thread's end: its free lists given back. */
-static void pool_release(void *arg)
-{
-	struct body_pool *bp = arg;
-
-	pool_state = -1;	/* a body freed after this goes to free() */
-	for (unsigned c = 0; c <= BODY_CLASSES; c++) {
-		while (bp->free[c]) {
-			uint8_t *h = bp->free[c];
-
-			memcpy(&bp->free[c], h + BODY_HDR, sizeof(h));
-			free(h);
-		}
-	}
-	bp->bytes = 0;
-}
-
-static void pool_key_make(void)
-{
-	pool_key_ok = !pthread_key_create(&pool_key, pool_release);
-}
-
-/* The library unloaded (dlclose) while threads that used it live on:
- * the key goes with it, so no thread's end calls pool_release in code
- * that is gone (their lists are left, at most BODY_POOL_BYTES each). */
-__attribute__((destructor)) static void pool_key_fini(void)
-{
-	if (pool_key_ok)
-		pthread_key_delete(pool_key);
-}
-
-/* This thread's free lists, NULL when it keeps none. */
-static struct body_pool *my_pool(void)
-{
-	if (pool_state > 0)
-		return &pool;
-	if (pool_state < 0)
-		return NULL;
-	pool_state = -1;
-	if (!pthread_once(&pool_once, pool_key_make) && pool_key_ok &&
-	    !pthread_setspecific(pool_key, &pool))
-		pool_state = 1;
-	return pool_state > 0 ? &pool : NULL;
-}
-
-static unsigned body_class(size_t len)
-{
-	size_t c = (len + BODY_CLASS - 1) / BODY_CLASS;
-
-	if (!c)
-		c = 1;
-	return c <= BODY_CLASSES ? (unsigned)c : 0;
-}
-
-/* The bytes a body of class c (len when c is 0) has room for. */
-static size_t body_room(unsigned c, size_t len)
-{
-	return c ? (size_t)c * BODY_CLASS : (len ? len : 1);
-}
-
-/* No body comes near this: a length past it is refused, not wrapped. */
-#define BODY_MAX (SIZE_MAX / 2)
-
-static void *body_alloc(size_t len)
-{
-	unsigned c = body_class(len);
-	struct body_pool *bp;
-	uint8_t *h = NULL;
-
-	if (len > BODY_MAX)
-		return NULL;
-	if (c && (bp = my_pool()) != NULL) {
-		h = bp->free[c];
-		if (h) {
-			memcpy(&bp->free[c], h + BODY_HDR, sizeof(h));
-			bp->bytes -= body_room(c, len);
-		}
-	}
-	if (!h && !(h = malloc(BODY_HDR + body_room(c, len))))
-		return NULL;
-	memcpy(h, &c, sizeof(c));
-	return h + BODY_HDR;
-}
-
-static void body_free(void *p)
-{
-	uint8_t *h = p ? (uint8_t *)p - BODY_HDR : NULL;
-	struct body_pool *bp;
-	unsigned c = 0;
-
-	if (h)
-		memcpy(&c, h, sizeof(c));
-	if (c && (bp = my_pool()) != NULL &&
-	    bp->bytes + body_room(c, 0) <= BODY_POOL_BYTES) {
-		memcpy(h + BODY_HDR, &bp->free[c], sizeof(h));
-		bp->free[c] = h;
-		bp->bytes += body_room(c, 0);
-		h = NULL;
-	}
-	free(h);
-}
-
-/* Body p (from body_alloc) with room for len bytes, its bytes kept
- * (realloc: the old one stays when it fails). */
-static void *body_realloc(void *p, size_t len)
-{
-	unsigned c = body_class(len);
-	uint8_t *h = len > BODY_MAX ? NULL :
-		     realloc((uint8_t *)p - BODY_HDR,
-			     BODY_HDR + body_room(c, len));
-
-	if (!h)
-		return NULL;
-	memcpy(h, &c, sizeof(c));
-	return h + BODY_HDR;
-}
-
 void ilist_free(struct ilist *l)
 {
 	if (!l)
 		return;
 	for (size_t i = 0; i < l->n; i++)
-		body_free(l->v[i].body);
+		ibody_free(l->v[i].body);
 	free(l->v);
 	memset(l, 0, sizeof(*l));
 }
@@ -206,7 +58,7 @@ static int item_copy(struct mitem *it, const struct fmt_key *k,
 	it->pid = pid;
 	it->checked = 0;
 	it->len = len;
-	it->body = body_alloc(len);
+	it->body = ibody_alloc(len);
 	if (!it->body)
 		return -ENOMEM;
 	if (len)
@@ -233,7 +85,7 @@ static int push_owned(struct ilist *l, struct mitem *it)
 	int rc = ilist_room(l, 1);
 
 	if (rc) {
-		body_free(it->body);
+		ibody_free(it->body);
 		return rc;
 	}
 	l->v[l->n++] = *it;
@@ -280,7 +132,7 @@ int ilist_splice(struct ilist *l, size_t a, size_t b,
 	if (rc)
 		return rc;
 	for (size_t i = a; i < b; i++)
-		body_free(l->v[i].body);
+		ibody_free(l->v[i].body);
 	memmove(l->v + a + n, l->v + b, (l->n - b) * sizeof(*l->v));
 	l->n = l->n - (b - a) + n;
 	/* the span's end moves with the items after it; an end among the
@@ -394,8 +246,8 @@ static int cut_cde40(const struct mitem *it, size_t room,
 	rc = fmt_cde40_size(e, (size_t)k, pol, &hs);
 	if (!rc)
 		rc = fmt_cde40_size(e + k, (size_t)(n - k), pol, &ts);
-	h->body = rc ? NULL : body_alloc(hs);
-	t->body = rc ? NULL : body_alloc(ts);
+	h->body = rc ? NULL : ibody_alloc(hs);
+	t->body = rc ? NULL : ibody_alloc(ts);
 	if (!rc && (!h->body || !t->body))
 		rc = -ENOMEM;
 	if (!rc)
@@ -409,8 +261,8 @@ static int cut_cde40(const struct mitem *it, size_t room,
 	t->len = ts;
 	free(e);
 	if (rc) {
-		body_free(h->body);
-		body_free(t->body);
+		ibody_free(h->body);
+		ibody_free(t->body);
 		return rc;
 	}
 	return 1;
@@ -426,11 +278,11 @@ static int cut_pieces(const struct mitem *it, uint64_t skip, size_t hl,
 	h->pid = t->pid = it->pid;
 	h->len = hl;
 	t->len = tl;
-	h->body = body_alloc(h->len);
-	t->body = body_alloc(t->len);
+	h->body = ibody_alloc(h->len);
+	t->body = ibody_alloc(t->len);
 	if (!h->body || !t->body) {
-		body_free(h->body);
-		body_free(t->body);
+		ibody_free(h->body);
+		ibody_free(t->body);
 		return -ENOMEM;
 	}
 	return 0;
@@ -446,7 +298,7 @@ static int cut_bytes(const struct mitem *it, size_t hl, uint64_t skip,
 	h->pid = t->pid = it->pid;
 	h->len = hl;
 	t->len = it->len - hl;
-	t->body = body_alloc(t->len);
+	t->body = ibody_alloc(t->len);
 	if (!t->body)
 		return -ENOMEM;
 	memcpy(t->body, it->body + hl, t->len);
@@ -550,14 +402,14 @@ static int join_cde40(struct mitem *a, const struct mitem *b, size_t max,
 					      (unsigned)(i - na), &e[i]);
 	if (!rc)
 		rc = fmt_cde40_size(e, (size_t)(na + nb), pol, &size);
-	if (!rc && size <= max && (buf = body_alloc(size)) != NULL)
+	if (!rc && size <= max && (buf = ibody_alloc(size)) != NULL)
 		rc = fmt_cde40_encode(e, (size_t)(na + nb), pol, buf, size);
 	free(e);
 	if (rc || !buf) {
-		body_free(buf);
+		ibody_free(buf);
 		return rc == -ENOMEM ? rc : 0;
 	}
-	body_free(a->body);
+	ibody_free(a->body);
 	a->body = buf;
 	a->len = size;
 	return 1;
@@ -595,7 +447,7 @@ static int join_ctail(struct mitem *a, const struct mitem *b, size_t max)
 	    !(b->key.el[3] & ((1ull << x.shift) - 1)) ||
 	    a->len + y.len > max)
 		return 0;
-	buf = body_realloc(a->body, a->len + y.len);
+	buf = ibody_realloc(a->body, a->len + y.len);
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf + a->len, y.data, y.len);
@@ -622,7 +474,7 @@ static int join(struct mitem *a, const struct mitem *b, size_t max,
 	    item_span(a, bs) == UINT64_MAX ||
 	    a->key.el[3] + item_span(a, bs) != b->key.el[3])
 		return 0;
-	buf = body_realloc(a->body, a->len + b->len);
+	buf = ibody_realloc(a->body, a->len + b->len);
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf + a->len, b->body, b->len);
@@ -654,7 +506,7 @@ static int coalesce_from(struct ilist *l, size_t from, size_t stop,
 			return rc;
 		}
 		if (rc) {
-			body_free(l->v[r].body);
+			ibody_free(l->v[r].body);
 			l->v[w].checked = 0;	/* new bytes */
 			continue;
 		}
@@ -747,7 +599,7 @@ static int pack_one(struct packer *p, struct mitem *it, size_t cap,
 			goto fail;
 		if (rc) {
 			if (h.body != it->body)
-				body_free(it->body);
+				ibody_free(it->body);
 			*it = t;
 			cut = 1;
 			p->used += ih + h.len;
@@ -765,7 +617,7 @@ static int pack_one(struct packer *p, struct mitem *it, size_t cap,
 			goto fail;
 	}
 fail:
-	body_free(it->body);
+	ibody_free(it->body);
 	return rc;
 }
 
@@ -793,15 +645,15 @@ int ilist_split(struct ilist *l, size_t cap, size_t ih, uint32_t bs,
 	/* l has room for the head: k < n */
 	if (ilist_cut(l, k, tail)) {
 		if (cut && h.body != l->v[k].body)
-			body_free(h.body);
+			ibody_free(h.body);
 		if (cut)
-			body_free(t.body);
+			ibody_free(t.body);
 		return -ENOMEM;
 	}
 	l->joined = tail->joined = ILIST_JOINED;
 	if (cut) {
 		if (h.body != tail->v[0].body)
-			body_free(tail->v[0].body);
+			ibody_free(tail->v[0].body);
 		tail->v[0] = t;
 		mark(l, k, k + 1);
 		mark(tail, 0, 1);
@@ -838,7 +690,7 @@ int ilist_pack(struct ilist *all, size_t cap, size_t target, size_t ih,
 		rc = pack_one(&p, &all->v[i], cap, target, ih, blksize, pol);
 	if (rc) {
 		for (size_t j = i; j < all->n; j++)
-			body_free(all->v[j].body);
+			ibody_free(all->v[j].body);
 		for (size_t j = 0; j < p.n; j++)
 			ilist_free(&p.out[j]);
 		free(p.out);
