@@ -53,17 +53,54 @@ static int tbc_room(struct tbmap *m, uint64_t k)
 	return 0;
 }
 
-/* Block nr's nibble set to v; setting 0 never fails (a chunk left with
- * no block goes). */
-static int tbc_set(struct tbmap *m, uint64_t nr, unsigned v)
+static uint32_t tbc_scope(const struct tbmap *m, uint64_t nr)
+{
+	uint64_t g = nr >> TB_SGROUP_SHIFT;
+
+	if (g >= m->nscope || !m->scope[g])
+		return 0;
+	return m->scope[g][nr & (TB_SGROUP - 1)];
+}
+
+/* Room for block nr's scope: 0 or -ENOMEM. */
+static int tbc_scope_room(struct tbmap *m, uint64_t nr)
+{
+	uint64_t g = nr >> TB_SGROUP_SHIFT;
+	size_t n = m->nscope;
+	uint32_t **s;
+
+	if (g >= n) {
+		if (g >= SIZE_MAX / 2 / sizeof(*s))
+			return -ENOMEM;
+		while (n <= g)
+			n = n ? n * 2 : 64;
+		s = realloc(m->scope, n * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		memset(s + m->nscope, 0, (n - m->nscope) * sizeof(*s));
+		m->scope = s;
+		m->nscope = n;
+	}
+	if (!m->scope[g] &&
+	    !(m->scope[g] = calloc(TB_SGROUP, sizeof(**m->scope))))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Block nr's nibble set to v and its scope to scope; setting 0 never
+ * fails (a chunk left with no block goes; a group of scopes stays). */
+static int tbc_set(struct tbmap *m, uint64_t nr, unsigned v, uint32_t scope)
 {
 	uint64_t k = nr >> TB_CHUNK_SHIFT;
 	size_t i = (size_t)(nr & (TB_CHUNK - 1));
 	unsigned old = tbc_get(m, nr), sh = (i & 1) * 4;
+	uint64_t g = nr >> TB_SGROUP_SHIFT;
 	uint8_t *p;
 
+	if (scope && tbc_scope_room(m, nr))
+		return -ENOMEM;
 	if (old == v)
-		return 0;
+		goto scope;
 	if (!old) {
 		if (tbc_room(m, k))
 			return -ENOMEM;
@@ -80,6 +117,9 @@ static int tbc_set(struct tbmap *m, uint64_t nr, unsigned v)
 		free(m->chunk[k]);
 		m->chunk[k] = NULL;
 	}
+scope:
+	if (g < m->nscope && m->scope[g])
+		m->scope[g][nr & (TB_SGROUP - 1)] = v ? scope : 0;
 	return 0;
 }
 
@@ -110,6 +150,7 @@ int tbc_next(const struct tbmap *m, uint64_t *nr, unsigned states,
 					.nr = (k << TB_CHUNK_SHIFT) + i,
 					.state = v & 7,
 					.spilled = !!(v & TBC_SPILLED) };
+				out->scope = tbc_scope(m, out->nr);
 				*nr = out->nr + 1;
 				return 1;
 			}
@@ -142,7 +183,8 @@ struct tb *tb_get(struct tbmap *m, uint64_t nr)
 	if (e && added) {
 		*e = (struct tb){ .nr = nr, .state = v & 7,
 				  .spilled = !!(v & TBC_SPILLED) };
-		tbc_set(m, nr, 0);
+		e->scope = tbc_scope(m, nr);
+		tbc_set(m, nr, 0, 0);
 	}
 	return e;
 }
@@ -150,22 +192,26 @@ struct tb *tb_get(struct tbmap *m, uint64_t nr)
 struct tb tb_peek(const struct tbmap *m, uint64_t nr)
 {
 	const struct tb *e = r4_u64map_find(&m->m, nr);
+	struct tb p;
 	unsigned v;
 
 	if (e)
 		return *e;
 	v = tbc_get(m, nr);
-	return (struct tb){ .nr = nr, .state = v & 7,
-			    .spilled = !!(v & TBC_SPILLED) };
+	p = (struct tb){ .nr = nr, .state = v & 7,
+			 .spilled = !!(v & TBC_SPILLED) };
+	p.scope = tbc_scope(m, nr);
+	return p;
 }
 
 void tb_settle(struct tbmap *m, struct tb *e, uint32_t live_gen)
 {
-	if (e->b || e->scope || e->state == TB_CAPTURED ||
+	if (e->b || e->state == TB_CAPTURED ||
 	    (live_gen && e->gen && e->gen >= live_gen))
 		return;
 	if (e->state != TB_DEAD &&
-	    tbc_set(m, e->nr, e->state | (e->spilled ? TBC_SPILLED : 0)))
+	    tbc_set(m, e->nr, e->state | (e->spilled ? TBC_SPILLED : 0),
+		    e->scope))
 		return;		/* no memory: it stays where it is */
 	r4_u64map_del(&m->m, e->nr);
 }
@@ -195,9 +241,14 @@ void tb_fini(struct tbmap *m)
 		free(m->chunk[k]);
 	free(m->chunk);
 	free(m->used);
+	for (size_t g = 0; g < m->nscope; g++)
+		free(m->scope[g]);
+	free(m->scope);
 	m->chunk = NULL;
 	m->used = NULL;
 	m->nchunk = 0;
+	m->scope = NULL;
+	m->nscope = 0;
 	memset(m->count, 0, sizeof(m->count));
 }
 

@@ -671,24 +671,24 @@ int txn_owns(const struct txn *t, uint64_t blk)
 
 int txn_owns_in(const struct txn *t, uint64_t blk, uint32_t scope)
 {
-	/* a block with a scope is in the hash */
-	const struct tb *e = r4_u64map_find(&t->map.m, blk);
+	struct tb e = tb_peek(&t->map, blk);
 
-	return scope && e && e->scope == scope &&
-	       (e->state == TB_ALLOC || e->state == TB_NEW ||
-		e->state == TB_DATA);
+	return scope && e.scope == scope &&
+	       (e.state == TB_ALLOC || e.state == TB_NEW ||
+		e.state == TB_DATA);
 }
 
 uint64_t txn_scope_blocks(const struct txn *t, uint32_t scope)
 {
-	uint64_t n = 0;
-	struct tb *e;
+	unsigned states = (1u << TB_ALLOC) | (1u << TB_NEW) |
+			  (1u << TB_DATA);
+	uint64_t n = 0, nr = 0;
+	struct tb *e, c;
 
-	/* a block with a scope is in the hash */
 	for (size_t i = 0; scope && (e = tb_next(&t->map, &i));)
-		n += e->scope == scope && (e->state == TB_ALLOC ||
-					   e->state == TB_NEW ||
-					   e->state == TB_DATA);
+		n += e->scope == scope && ((states >> e->state) & 1);
+	while (scope && tbc_next(&t->map, &nr, states, &c))
+		n += c.scope == scope;
 	return n;
 }
 

@@ -45,22 +45,28 @@ struct wb_ent {
 
 /* Block number -> what the transaction did to it, in two parts. The
  * hash (an r4_u64map of struct tb) holds the blocks that need more than
- * a state: a buffer (the transaction's pin), a scope, a CAPTURED state
- * (always pinned), or a write-behind generation the ring may still name.
- * Every other block the transaction touched (the old tree's nodes it
- * freed, the new ones it spilled or wrote: millions in a tree rebuild)
- * is a nibble, state | TBC_SPILLED << 3, in chunks of TB_CHUNK blocks
- * made when first used: half a byte a volume block at most. A block is
- * in one part only; 0 in the chunks and absent from the hash: TB_DEAD
- * (the state of a block never touched). */
+ * a state and a scope: a buffer (the transaction's pin), a CAPTURED
+ * state (always pinned), or a write-behind generation the ring may
+ * still name. Every other block the transaction touched (the old
+ * tree's nodes it freed, the new ones it spilled or wrote: millions in
+ * a tree rebuild) is a nibble, state | TBC_SPILLED, in chunks of
+ * TB_CHUNK blocks made when first used (half a byte a volume block at
+ * most), and its scope, when it has one, 4 bytes in groups of TB_SGROUP
+ * blocks made when first needed (a tree writer's new nodes: side by
+ * side). A block is in one part only; 0 in the chunks and absent from
+ * the hash: TB_DEAD (the state of a block never touched). */
 #define TB_CHUNK_SHIFT 16
 #define TB_CHUNK ((uint64_t)1 << TB_CHUNK_SHIFT)
+#define TB_SGROUP_SHIFT 12
+#define TB_SGROUP ((uint64_t)1 << TB_SGROUP_SHIFT)
 #define TBC_SPILLED 8u
 struct tbmap {
 	struct r4_u64map m;
 	uint8_t **chunk;	/* TB_CHUNK / 2 bytes each, or NULL */
 	uint32_t *used;		/* per chunk: blocks not TB_DEAD */
 	size_t nchunk;
+	uint32_t **scope;	/* TB_SGROUP scopes each, or NULL */
+	size_t nscope;
 	uint64_t count[8];	/* blocks in the chunks, by state */
 };
 /* Walking the hash: for (struct tb *e = tb_next(m, &i); e;
@@ -68,13 +74,13 @@ struct tbmap {
 struct tb *tb_next(const struct tbmap *m, size_t *i);
 
 /* The chunks' next block at or after *nr in one of the states (bit
- * mask of 1 << state): 1, *out that block (b NULL, gen and scope 0) and
+ * mask of 1 << state): 1, *out that block (b NULL, gen 0) and
  * *nr the block after it; 0 at the end. */
 int tbc_next(const struct tbmap *m, uint64_t *nr, unsigned states,
 	     struct tb *out);
 
-/* Both parts in block order: tb_iter_next fills *out (a copy: b, gen
- * and scope as the hash has them, NULL and 0 for a chunk's block) with
+/* Both parts in block order: tb_iter_next fills *out (a copy: b and
+ * gen as the hash has them, NULL and 0 for a chunk's block) with
  * the next block in one of the states; 0 at the end. */
 struct tb_iter {
 	const struct tbmap *m;
@@ -95,7 +101,7 @@ uint64_t tb_count(const struct tbmap *m, unsigned state);
 /* What the map says of nr (a copy; TB_DEAD when it says nothing). */
 struct tb tb_peek(const struct tbmap *m, uint64_t nr);
 /* Entry e of the hash leaves it for the chunks when nothing but its
- * state is left: no buffer, no scope, not CAPTURED, and its generation
+ * state and scope is left: no buffer, not CAPTURED, and its generation
  * 0 or older than live_gen (the oldest the write-behind ring holds).
  * e is not to be used after: it may be gone. */
 void tb_settle(struct tbmap *m, struct tb *e, uint32_t live_gen);

@@ -2,7 +2,7 @@
 /* r4kit: a transaction's block map (libimage/txn/tbmap.c): the hash for
  * blocks with a buffer, a nibble a block in chunks for the rest. A
  * random walk of tb_get/tb_settle against a plain array, blocks on both
- * sides of chunk borders; then a transaction on a volume of more than a
+ * sides of chunk borders (states, scopes); then a transaction on a volume of more than a
  * chunk of blocks: its spilled new blocks, written data and frees go to
  * the chunks, the commit writes them in block order across the border,
  * and an abort gives the allocations back. */
@@ -44,7 +44,7 @@ static uint64_t rnd(void)
 /* What tb_settle must leave in the hash. */
 static int stays(const struct tb *e, uint32_t live)
 {
-	return e->b || e->scope || e->state == TB_CAPTURED ||
+	return e->b || e->state == TB_CAPTURED ||
 	       (live && e->gen && e->gen >= live);
 }
 
@@ -153,10 +153,12 @@ static void test_model(void)
 		e->gen = rnd() % 3 ? 0 : (uint32_t)(rnd() % 64);
 		model[i] = *e;
 		tb_settle(&m, e, live);
-		/* what left the hash left its generation (and nothing else:
-		 * no buffer, no scope) behind */
+		/* what left the hash left its generation behind (and had
+		 * no buffer); the scope of a block not TB_DEAD goes along */
 		if (!stays(&model[i], live)) {
 			model[i].gen = 0;
+			if (model[i].state == TB_DEAD)
+				model[i].scope = 0;
 			placed += tb_find(&m, blocks[i]) != NULL;
 		} else
 			placed += tb_find(&m, blocks[i]) == NULL;
@@ -169,8 +171,8 @@ static void test_model(void)
 		}
 	}
 	ok(!bad, "the map says what was set, in the hash or the chunks");
-	ok(!placed, "a block with only a state leaves the hash; a buffer, a "
-	   "scope, CAPTURED or a live generation keep it there");
+	ok(!placed, "a block with only a state and a scope leaves the hash; "
+	   "a buffer, CAPTURED or a live generation keep it there");
 	ok(!order, "walks in block order across chunk borders give each "
 	   "block in the states once");
 	/* every block dead: the chunks go */
@@ -210,6 +212,7 @@ static int open_vol(struct r4_vol **vol)
  * the even by txn_write_data; frees every third again. */
 #define NRUN 600
 static uint64_t blk[NRUN];
+static uint32_t scope;		/* the odd blocks' (txn_alloc_in) */
 
 static int work(struct txn *t, struct r4_error *err)
 {
@@ -217,8 +220,9 @@ static int work(struct txn *t, struct r4_error *err)
 	uint8_t buf[BS];
 	int rc = txn_spill(t, 4, err);
 
+	scope = txn_scope_begin(t);
 	for (size_t i = 0; !rc && i < NRUN; i++) {
-		rc = txn_alloc(t, hint, &blk[i], err);
+		rc = txn_alloc_in(t, i % 2 ? scope : 0, hint, &blk[i], err);
 		hint = blk[i] + 1;
 	}
 	for (size_t i = 0; !rc && i < NRUN; i++) {
@@ -269,6 +273,15 @@ static void test_txn_border(void)
 	   "the hash)", (unsigned long long)blk[0],
 	   (unsigned long long)blk[NRUN - 1], (unsigned long long)spilled,
 	   t->map.m.n);
+	for (size_t i = 0; i < NRUN; i++)
+		wrong += txn_owns_in(t, blk[i], scope) !=
+			 (i % 2 && i % 3) ||
+			 txn_owns(t, blk[i]) != (i % 3 != 0);
+	ok(!wrong && txn_scope_blocks(t, scope) == NRUN / 2 - NRUN / 6,
+	   "the scope of each block kept, in the hash or the chunks (%llu "
+	   "wrong, %llu in the scope)", (unsigned long long)wrong,
+	   (unsigned long long)txn_scope_blocks(t, scope));
+	wrong = 0;
 	txn_abort(t);
 	for (size_t i = 0; i < NRUN; i++)
 		wrong += space_test(&vol->space, blk[i], &err) != 0;
