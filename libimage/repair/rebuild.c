@@ -341,13 +341,17 @@ static int map_unit(struct rb *b, uint64_t start, uint64_t width, void *ctx)
 	return rc;
 }
 
-int rb_old_nodes(struct rb *b, int walked, uint64_t **out, size_t *nout)
+int rb_old_nodes(struct rb *b, int walked, struct chk_map *out,
+		 size_t *nout)
 {
 	struct chk *c = &b->R->c;
 	struct chk_map ext;
-	uint64_t *v = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0;
 	int rc = chk_map_init(&ext, c->blocks, c->used.chunk_bits);
+
+	*nout = 0;
+	if (!rc)
+		rc = chk_map_init(out, c->blocks, c->used.chunk_bits);
 
 	if (!rc)
 		rc = rb_extents(b, map_unit, &ext);
@@ -360,19 +364,14 @@ int rb_old_nodes(struct rb *b, int walked, uint64_t **out, size_t *nout)
 		rc = space_test(&c->vol->space, blk, b->R->err);
 		if (rc <= 0)
 			continue;
-		rc = 0;
-		if (R4_RESERVE(v, cap, n + 1, 256)) {
-			rc = -ENOMEM;
-			break;
-		}
-		v[n++] = blk;
+		rc = chk_map_set(out, blk) < 0 ? -ENOMEM : 0;
+		n++;
 	}
 	chk_map_fini(&ext);
 	if (rc) {
-		free(v);
+		chk_map_fini(out);
 		return rc;
 	}
-	*out = v;
 	*nout = n;
 	return 0;
 }
@@ -450,8 +449,9 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 	struct r4_txn *x;
 	struct ritem first;
 	uint8_t *fbody;
-	size_t at, nold = 0, i, done = 0;
-	uint64_t *old = NULL, room;
+	size_t at, nold = 0, done = 0;
+	struct chk_map old = { 0 };
+	uint64_t room;
 	int rc = rb_first_leaf_item(b, &first, &fbody, &at, err);
 
 	if (rc)
@@ -459,11 +459,11 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 	rc = rb_old_nodes(b, 1, &old, &nold);
 	if (!rc)	/* a bitmap calling them free: the new tree's nodes
 			 * would be written over extents or the old tree */
-		rc = rb_pin_kept(b, old, nold);
+		rc = rb_pin_kept(b, &old);
 	if (!rc)
 		rc = r4_txn_begin(b->R->vol, &x, err);
 	if (rc) {
-		free(old);
+		chk_map_fini(&old);
 		free(fbody);
 		return rc;
 	}
@@ -475,9 +475,10 @@ static int build_fresh(struct rb *b, uint64_t *need, struct r4_error *err)
 	free(fbody);
 	if (!rc)
 		rc = rb_insert_all(b, x, at, &done, err);
-	for (i = 0; i < nold && !rc; i++)
-		rc = txn_free(x->t, old[i], 1, err);
-	free(old);
+	for (uint64_t blk = chk_map_next(&old, 0); blk < old.nbits && !rc;
+	     blk = chk_map_next(&old, blk + 1))
+		rc = txn_free(x->t, blk, 1, err);
+	chk_map_fini(&old);
 	if (!rc)
 		rc = rb_log_room(b->R->vol, err);
 	if (rc == R4_ENOSPC)	/* the nodes, and the commit's journal */
@@ -789,7 +790,7 @@ int rep_rebuild_tree(struct rep *R, int *changed)
 	free(b.named);
 	rb_objs_free(&b);
 	free(b.dead);
-	free(b.pinned);
+	chk_map_fini(&b.pinned);
 	chk_map_fini(&b.seen);
 	chk_map_fini(&b.walked);
 	chk_release(&b.v);

@@ -135,9 +135,10 @@ struct rb {
 	int committed;			/* a new or mended tree committed */
 	uint64_t put_back;		/* items it put in */
 	/* The walked nodes and the children their pointers name, as
-	 * rb_pin_kept pinned them (rb_unpin_gone lets go of them). */
-	uint64_t *pinned;
-	size_t npinned, cappinned;
+	 * rb_pin_kept pinned them (rb_unpin_gone lets go of them): a bit
+	 * a volume block (the pins are a set of ranges: pinning twice is
+	 * pinning once). */
+	struct chk_map pinned;
 	/* Items other than body items (rebuild_spill.c); an item's seq is
 	 * seq_off + its index when it joins the memory list. */
 	struct rb_spill sp;
@@ -257,16 +258,18 @@ int rb_place_far(struct rb *b, int *moved);
 int rb_rekey_orphans(struct rb *b, int *moved);
 int rb_mend_keys(struct rb *b);
 /* rebuild.c: the old nodes whose items the new tree takes, to free
- * (walked ones too when 'walked'); rebuild_inplace.c: the mend in
+ * (walked ones too when 'walked'), a bit a block in *out (made here,
+ * chk_map_fini it) and *nout of them; rebuild_inplace.c: the mend in
  * place, for a volume without room for a new tree: 0 done, 1 it does
  * not apply (nothing written), else an error. */
-int rb_old_nodes(struct rb *b, int walked, uint64_t **out, size_t *nout);
+int rb_old_nodes(struct rb *b, int walked, struct chk_map *out,
+		 size_t *nout);
 int rb_mend_in_place(struct rb *b, struct r4_error *err);
 /* rebuild_inplace.c: the blocks the old tree and the listed items use
  * (walked nodes and the children they name, extents' blocks, the old
  * nodes) pinned against the allocator, for a bitmap that calls some
  * free; -ENOMEM. */
-int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold);
+int rb_pin_kept(struct rb *b, const struct chk_map *old);
 /* After the commit of a new tree ('fresh') or of the mend: the pins of
  * what rb_pin_kept pinned that the tree no longer uses let go (a new
  * tree: every walked node and child; the mend: the children it did not

@@ -139,11 +139,9 @@ static int pin_in(struct rb *b, uint64_t start, uint64_t count)
  * one of the blocks a node may take. */
 static int pin_node(struct rb *b, uint64_t blk)
 {
-	if (blk >= b->R->c.first_usable && blk < b->R->c.blocks) {
-		if (R4_RESERVE(b->pinned, b->cappinned, b->npinned + 1, 256))
-			return -ENOMEM;
-		b->pinned[b->npinned++] = blk;
-	}
+	if (blk >= b->R->c.first_usable && blk < b->R->c.blocks &&
+	    chk_map_set(&b->pinned, blk) < 0)
+		return -ENOMEM;
 	return pin_in(b, blk, 1);
 }
 
@@ -190,12 +188,13 @@ static int pin_extents(struct rb *b)
  * the commit the old tree points there), the blocks of every listed
  * item's extents (format.md, extent40), and the nodes in old (those
  * the commit frees). Read errors leave a node to its pins so far. */
-int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold)
+int rb_pin_kept(struct rb *b, const struct chk_map *old)
 {
 	struct chk *c = &b->R->c;
-	int rc = 0;
+	int rc;
 
-	b->npinned = 0;
+	chk_map_fini(&b->pinned);
+	rc = chk_map_init(&b->pinned, c->blocks, c->used.chunk_bits);
 	for (uint64_t blk = chk_map_next(&b->walked, c->first_usable);
 	     blk < c->blocks && !rc; blk = chk_map_next(&b->walked, blk + 1)) {
 		struct fmt_node_header nh;
@@ -219,8 +218,9 @@ int rb_pin_kept(struct rb *b, const uint64_t *old, size_t nold)
 	}
 	if (!rc)
 		rc = pin_extents(b);
-	for (size_t i = 0; i < nold && !rc; i++)
-		rc = pin_in(b, old[i], 1);
+	for (uint64_t blk = chk_map_next(old, 0); blk < old->nbits && !rc;
+	     blk = chk_map_next(old, blk + 1))
+		rc = pin_in(b, blk, 1);
 	return rc ? -ENOMEM : 0;
 }
 
@@ -230,17 +230,18 @@ int rb_unpin_gone(struct rb *b, int fresh)
 	 * made of them, and the bitmap in memory may still call them free
 	 * until the space pass after the rebuild mends it (a commit before
 	 * that could take them for its journal) */
-	for (size_t i = 0; i < b->npinned; i++)
-		if (fresh || !chk_map_test(&b->walked, b->pinned[i]))
-			space_unpin(&b->R->vol->space, b->pinned[i], 1);
-	b->npinned = 0;
+	for (uint64_t blk = chk_map_next(&b->pinned, 0);
+	     blk < b->pinned.nbits; blk = chk_map_next(&b->pinned, blk + 1))
+		if (fresh || !chk_map_test(&b->walked, blk))
+			space_unpin(&b->R->vol->space, blk, 1);
+	chk_map_fini(&b->pinned);
 	/* a block both a node and an extent's (hostile) stays pinned */
 	return pin_extents(b) ? -ENOMEM : 0;
 }
 
 /* The transaction: dead pointers cut, the other items put in, the
  * scanned nodes freed. */
-static int mend_tx(struct rb *b, const uint64_t *old, size_t nold,
+static int mend_tx(struct rb *b, const struct chk_map *old,
 		   struct r4_error *err)
 {
 	struct r4_txn *x;
@@ -271,8 +272,9 @@ static int mend_tx(struct rb *b, const uint64_t *old, size_t nold,
 		}
 	}
 	rb_iter_end(&it);
-	for (size_t i = 0; i < nold && !rc; i++)
-		rc = txn_free(x->t, old[i], 1, err);
+	for (uint64_t blk = chk_map_next(old, 0); blk < old->nbits && !rc;
+	     blk = chk_map_next(old, blk + 1))
+		rc = txn_free(x->t, blk, 1, err);
 	if (!rc)
 		rc = rb_log_room(b->R->vol, err);
 	if (rc) {
@@ -284,7 +286,7 @@ static int mend_tx(struct rb *b, const uint64_t *old, size_t nold,
 
 int rb_mend_in_place(struct rb *b, struct r4_error *err)
 {
-	uint64_t *old = NULL;
+	struct chk_map old = { 0 };
 	size_t nold = 0;
 	int rc = mendable(b);
 
@@ -292,10 +294,10 @@ int rb_mend_in_place(struct rb *b, struct r4_error *err)
 		return rc < 0 ? rc : 1;
 	rc = rb_old_nodes(b, 0, &old, &nold);
 	if (!rc)
-		rc = rb_pin_kept(b, old, nold);
+		rc = rb_pin_kept(b, &old);
 	if (!rc)
-		rc = mend_tx(b, old, nold, err);
-	free(old);
+		rc = mend_tx(b, &old, err);
+	chk_map_fini(&old);
 	if (!rc) {
 		b->R->r->transactions++;
 		b->freed = nold;

@@ -23,11 +23,11 @@ struct ow {			/* one block of the overwrite set */
 struct commit {
 	struct txn *t;
 	struct r4_vol *vol;
-	struct tb **reloc, **capt, **touched;
-	size_t nreloc, ncapt, ntouched;
+	struct tb **capt;	/* the overwrite set (in the hash) */
+	size_t nreloc, ncapt;	/* the relocate set: TB_NEW, streamed */
 	uint64_t *regions;	/* bitmap regions changed, ascending */
 	uint8_t **bitmaps;	/* their new images */
-	size_t nregions;
+	size_t nregions, capregions;
 	uint8_t *sbbuf;		/* new format40 super block image */
 	struct fmt_format40 sb;
 	struct ow *ow;
@@ -50,9 +50,7 @@ static void commit_fini(struct commit *c)
 		free(c->bitmaps ? c->bitmaps[i] : NULL);
 	free(c->bitmaps);
 	free(c->regions);
-	free(c->reloc);
 	free(c->capt);
-	free(c->touched);
 	free(c->sbbuf);
 	free(c->ow);
 	free(c->log);
@@ -69,22 +67,39 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* The regions whose bitmap blocks this commit writes, ascending: those
- * of the blocks it allocates or frees, and those a repair asked for. */
+ * of the blocks it allocates or frees (the map walked in block order),
+ * and those a repair asked for. */
+#define TOUCHED ((1u << TB_ALLOC) | (1u << TB_NEW) | (1u << TB_DATA) | \
+		 (1u << TB_FREED))
 static int pick_regions(struct commit *c, struct r4_error *err)
 {
 	const struct space *s = &c->vol->space;
 	const struct txn *t = c->t;
+	struct tb_iter it;
+	struct tb e;
 	size_t n = 0;
 
-	c->regions = malloc((c->ntouched + t->nforce + 1) *
-			    sizeof(*c->regions));
-	c->bitmaps = calloc(c->ntouched + t->nforce + 1, sizeof(*c->bitmaps));
-	if (!c->regions || !c->bitmaps)
+	if (tb_iter_start(&it, &t->map, TOUCHED))
 		return nomem(c, err);
-	for (size_t i = 0; i < c->ntouched; i++)
-		c->regions[n++] = c->touched[i]->nr / s->bpb;
+	while (tb_iter_next(&it, &e)) {
+		uint64_t k = e.nr / s->bpb;
+
+		if (n && c->regions[n - 1] == k)
+			continue;
+		if (R4_RESERVE(c->regions, c->capregions, n + 1, 16)) {
+			tb_iter_fini(&it);
+			return nomem(c, err);
+		}
+		c->regions[n++] = k;
+	}
+	tb_iter_fini(&it);
+	if (R4_RESERVE(c->regions, c->capregions, n + t->nforce + 1, 16))
+		return nomem(c, err);
 	for (size_t i = 0; i < t->nforce; i++)
 		c->regions[n++] = t->force_regions[i];
+	c->bitmaps = calloc(n + 1, sizeof(*c->bitmaps));
+	if (!c->bitmaps)
+		return nomem(c, err);
 	if (n)
 		qsort(c->regions, n, sizeof(*c->regions), cmp_u64);
 	c->nregions = 0;
@@ -118,13 +133,19 @@ static int build_bitmaps(struct commit *c, struct r4_error *err)
 		memcpy(c->bitmaps[i], s->map[k], s->blksize);
 		c->nregions = i + 1;
 	}
-	for (size_t i = 0, j = 0; i < c->ntouched; i++) {
-		uint64_t nr = c->touched[i]->nr;
+	{
+		struct tb_iter it;
+		struct tb e;
+		size_t j = 0;
 
-		while (c->regions[j] != nr / s->bpb)
-			j++;
-		if (c->touched[i]->state == TB_FREED)
-			fmt_bitmap_clear(c->bitmaps[j], nr % s->bpb);
+		if (tb_iter_start(&it, &c->t->map, 1u << TB_FREED))
+			return nomem(c, err);
+		while (tb_iter_next(&it, &e)) {
+			while (c->regions[j] != e.nr / s->bpb)
+				j++;
+			fmt_bitmap_clear(c->bitmaps[j], e.nr % s->bpb);
+		}
+		tb_iter_fini(&it);
 	}
 	for (size_t i = 0; i < n; i++)
 		fmt_bitmap_csum_update(c->bitmaps[i], s->blksize);
@@ -167,10 +188,8 @@ static int collect(struct commit *c, struct r4_error *err)
 	size_t k = 0;
 	int rc;
 
-	if (tb_list(m, 1u << TB_NEW, &c->reloc, &c->nreloc) ||
-	    tb_list(m, 1u << TB_CAPTURED, &c->capt, &c->ncapt) ||
-	    tb_list(m, (1u << TB_ALLOC) | (1u << TB_NEW) | (1u << TB_DATA) |
-		    (1u << TB_FREED), &c->touched, &c->ntouched))
+	c->nreloc = tb_count(m, TB_NEW);
+	if (tb_list(m, 1u << TB_CAPTURED, &c->capt, &c->ncapt))
 		return nomem(c, err);
 	rc = build_bitmaps(c, err);
 	if (!rc)
@@ -296,70 +315,82 @@ static int write_tx_head(struct commit *c, struct r4_error *err)
 	return put_block(c, c->log[0], c->buf, err);
 }
 
-/* The relocate set (ascending): neighbouring blocks, up to RUN_MAX of
- * them, in one write. */
 #define RUN_MAX WB_GATHER	/* one limit for every gathered write */
 
-/* The bytes of reloc[i..j) into run: from their buffers, or read back
- * from the spill file (txn_spill), neighbours there in one read. */
-static int reloc_bytes(struct commit *c, size_t i, size_t j, uint8_t *run,
-		       struct r4_error *err)
+/* The bytes of v[0..n) (neighbours) into run: from their buffers, or
+ * read back from the spill file (txn_spill), neighbours there in one
+ * read. */
+static int reloc_bytes(struct commit *c, const struct tb *v, size_t n,
+		       uint8_t *run, struct r4_error *err)
 {
 	uint32_t bs = c->vol->blksize;
 
-	for (size_t k = i, m; k < j; k = m) {
+	for (size_t k = 0, m; k < n; k = m) {
 		int rc;
 
-		if (c->reloc[k]->b) {
-			memcpy(run + (k - i) * bs, c->reloc[k]->b->data, bs);
+		if (v[k].b) {
+			memcpy(run + k * bs, v[k].b->data, bs);
 			m = k + 1;
 			continue;
 		}
-		if (!c->reloc[k]->spilled)	/* cannot be: say so */
+		if (!v[k].spilled)	/* cannot be: say so */
 			return r4i_fail(err, R4_EINVAL, "%s: block %llu: new, "
 					"but neither in memory nor in the "
 					"temporary file", c->vol->dev->path,
-					(unsigned long long)c->reloc[k]->nr);
-		for (m = k + 1; m < j && !c->reloc[m]->b &&
-		     c->reloc[m]->spilled &&
-		     c->reloc[m]->nr == c->reloc[m - 1]->nr + 1; m++)
+					(unsigned long long)v[k].nr);
+		for (m = k + 1; m < n && !v[m].b && v[m].spilled; m++)
 			;
-		rc = txn_sp_read(c->t, c->reloc[k]->nr, m - k,
-				 run + (k - i) * bs, err);
+		rc = txn_sp_read(c->t, v[k].nr, m - k, run + k * bs, err);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
+/* The relocate set, the map walked in block order: neighbouring
+ * blocks, up to RUN_MAX of them, in one write. */
 static int write_reloc(struct commit *c, struct r4_error *err)
 {
 	uint32_t bs = c->vol->blksize;
 	uint8_t *run = NULL;
-	int rc = 0;
+	struct tb *v = malloc((RUN_MAX + 1) * sizeof(*v));
+	struct tb_iter it;
+	int rc = 0, more;
 
-	for (size_t i = 0, j; !rc && i < c->nreloc; i = j) {
-		for (j = i + 1; j < c->nreloc && j - i < RUN_MAX &&
-		     c->reloc[j]->nr == c->reloc[j - 1]->nr + 1; j++)
-			;
-		if (j - i == 1 && c->reloc[i]->b) {
-			rc = put_block(c, c->reloc[i]->nr, c->reloc[i]->b->data,
-				       err);
-			continue;
-		}
-		if (!run && !(run = malloc((size_t)RUN_MAX * bs)))
-			return nomem(c, err);
-		rc = reloc_bytes(c, i, j, run, err);
-		if (!rc && j - i == 1)
-			rc = put_block(c, c->reloc[i]->nr, run, err);
-		if (rc || j - i == 1)
-			continue;
-		c->st.writes++;
-		c->st.bytes += (j - i) * bs;
-		rc = io_write(c->vol->dev, run, (j - i) * bs,
-			      c->reloc[i]->nr * bs, err);
+	if (!v || tb_iter_start(&it, &c->t->map, 1u << TB_NEW)) {
+		free(v);
+		return nomem(c, err);
 	}
+	more = tb_iter_next(&it, &v[0]);
+	while (!rc && more) {
+		size_t n = 1;
+
+		while ((more = tb_iter_next(&it, &v[n])) && n < RUN_MAX &&
+		       v[n].nr == v[n - 1].nr + 1)
+			n++;
+		if (n == 1 && v[0].b) {
+			rc = put_block(c, v[0].nr, v[0].b->data, err);
+		} else {
+			if (!run && !(run = malloc((size_t)RUN_MAX * bs))) {
+				rc = nomem(c, err);
+				break;
+			}
+			rc = reloc_bytes(c, v, n, run, err);
+			if (!rc && n == 1)
+				rc = put_block(c, v[0].nr, run, err);
+			else if (!rc) {
+				c->st.writes++;
+				c->st.bytes += n * bs;
+				rc = io_write(c->vol->dev, run, n * bs,
+					      v[0].nr * bs, err);
+			}
+		}
+		if (more)	/* the block that ended the run starts the next */
+			v[0] = v[n];
+	}
+	tb_iter_fini(&it);
 	free(run);
+	free(v);
 	return rc;
 }
 
@@ -461,6 +492,9 @@ static int empty(const struct txn *t)
 	for (size_t i = 0; (e = tb_next(&t->map, &i));)
 		if (e->state != TB_DEAD)
 			return 0;
+	for (unsigned k = TB_DEAD + 1; k < 8; k++)
+		if (t->map.count[k])
+			return 0;
 	if (t->set_counters || t->nforce || t->new_count)
 		return 0;
 	return t->root == vol->sb.root_block &&
@@ -492,7 +526,6 @@ static int run(struct commit *c, struct r4_error *err)
 int txn_commit(struct txn *t, struct r4_error *err)
 {
 	struct commit c = { .t = t, .vol = t->vol };
-	struct tb *e;
 	int rc;
 
 	if (empty(t)) {
@@ -501,9 +534,7 @@ int txn_commit(struct txn *t, struct r4_error *err)
 		return 0;
 	}
 	rc = run(&c, err);
-	c.st.relocated = c.nreloc;
-	for (size_t i = 0; (e = tb_next(&t->map, &i));)
-		c.st.relocated += e->state == TB_DATA;
+	c.st.relocated = c.nreloc + tb_count(&t->map, TB_DATA);
 	c.st.overwritten = c.now;
 	c.st.log_blocks = c.nlog;
 	c.vol->last_commit = c.st;
@@ -529,12 +560,15 @@ int txn_commit(struct txn *t, struct r4_error *err)
 	}
 	/* Blocks this commit freed are free now: no longer pinned. */
 	{
-		struct tb *f;
+		struct tb *f, v;
 		size_t i = 0;
+		uint64_t nr = 0;
 
 		while ((f = tb_next(&t->map, &i)))
 			if (f->state == TB_FREED)
 				space_unpin(&c.vol->space, f->nr, 1);
+		while (tbc_next(&t->map, &nr, 1u << TB_FREED, &v))
+			space_unpin(&c.vol->space, v.nr, 1);
 	}
 	txn_release(t, 0);
 	commit_fini(&c);

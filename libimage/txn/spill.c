@@ -17,10 +17,10 @@ static int sp_under(void *ctx, uint64_t nr, uint8_t *buf,
 		    struct r4_error *err)
 {
 	struct txn *t = ctx;
-	struct tb *e = tb_find(&t->map, nr);
+	struct tb e = tb_peek(&t->map, nr);
 	int rc;
 
-	if (!e || !e->spilled || e->b || !t->sp_dev)
+	if (!e.spilled || e.b || !t->sp_dev)
 		return 0;
 	rc = io_read(t->sp_dev, buf, t->vol->blksize,
 		     nr * t->vol->blksize, err);
@@ -63,13 +63,17 @@ int txn_sp_read(struct txn *t, uint64_t nr, size_t n, uint8_t *buf,
 void txn_sp_release(struct txn *t, int revert)
 {
 	struct io_cache *c = &t->vol->cache;
-	struct tb *e;
+	struct tb *e, v;
+	uint64_t nr = 0;
 
 	if (!t->sp_dev)
 		return;
 	for (size_t i = 0; revert && (e = tb_next(&t->map, &i));)
 		if (e->spilled && !e->b)
 			io_cache_forget(c, e->nr);
+	while (revert && tbc_next(&t->map, &nr, ~1u, &v))
+		if (v.spilled)
+			io_cache_forget(c, v.nr);
 	if (c->under_ctx == t) {
 		c->under = NULL;
 		c->under_ctx = NULL;

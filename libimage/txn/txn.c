@@ -14,40 +14,6 @@
 
 /* ---- block map ---- */
 
-/* The scope lives in the padding: a transaction of millions of blocks
- * pays nothing for it. */
-_Static_assert(sizeof(struct tb) <= 3 * sizeof(uint64_t),
-	       "struct tb grew past 24 bytes");
-
-struct tb *tb_find(struct tbmap *m, uint64_t nr)
-{
-	return r4_u64map_find(&m->m, nr);
-}
-
-struct tb *tb_get(struct tbmap *m, uint64_t nr)
-{
-	int added;
-	struct tb *e;
-
-	e = r4_u64map_get(&m->m, nr, &added);
-	if (e && added)
-		*e = (struct tb){ .nr = nr, .state = TB_DEAD };
-	return e;
-}
-
-struct tb *tb_next(const struct tbmap *m, size_t *i)
-{
-	size_t k = r4_u64map_next(&m->m, *i);
-
-	*i = k + 1;
-	return k < m->m.cap ? r4_u64map_val(&m->m, k) : NULL;
-}
-
-void tb_fini(struct tbmap *m)
-{
-	r4_u64map_fini(&m->m);
-}
-
 static int cmp_tb(const void *a, const void *b)
 {
 	const struct tb *x = *(struct tb *const *)a;
@@ -56,32 +22,14 @@ static int cmp_tb(const void *a, const void *b)
 	return x->nr < y->nr ? -1 : x->nr > y->nr;
 }
 
-int tb_list(const struct tbmap *m, unsigned states, struct tb ***out,
-	    size_t *n)
-{
-	size_t k = 0, i = 0;
-	struct tb *e;
-
-	*out = NULL;
-	*n = 0;
-
-	while ((e = tb_next(m, &i)))
-		k += (states >> e->state) & 1;
-	if (!k)
-		return 0;
-	*out = malloc(k * sizeof(**out));
-	if (!*out)
-		return -ENOMEM;
-	for (i = 0; (e = tb_next(m, &i));)
-		if ((states >> e->state) & 1)
-			(*out)[(*n)++] = e;
-	qsort(*out, *n, sizeof(**out), cmp_tb);
-	return 0;
-}
-
 static int cmp_tbp(const void *a, const void *b)
 {
 	return cmp_tb(a, b);
+}
+
+void txn_settle(struct txn *t, struct tb *e)
+{
+	tb_settle(&t->map, e, t->wb_n ? t->wb[t->wb_head].gen : 0);
 }
 
 /* ---- begin / abort ---- */
@@ -118,7 +66,7 @@ int txn_begin(struct r4_vol *vol, struct txn **out, struct r4_error *err)
 		return r4i_fail(err, -ENOMEM, "%s: out of memory",
 			       vol->dev->path);
 	t->vol = vol;
-	r4_u64map_init(&t->map.m, sizeof(struct tb));
+	tb_init(&t->map);
 	t->root = vol->sb.root_block;
 	t->height = vol->sb.tree_height;
 	t->next_oid = vol->sb.next_oid;
@@ -131,9 +79,13 @@ int txn_begin(struct r4_vol *vol, struct txn **out, struct r4_error *err)
 void txn_release(struct txn *t, int revert)
 {
 	struct r4_vol *vol = t->vol;
-	struct tb *e;
+	struct tb *e, c;
+	uint64_t nr = 0;
 
 	txn_sp_release(t, revert);
+	while (revert && tbc_next(&t->map, &nr, (1u << TB_ALLOC) |
+				  (1u << TB_NEW) | (1u << TB_DATA), &c))
+		space_mark(&vol->space, c.nr, 0, NULL);
 	for (size_t i = 0; (e = tb_next(&t->map, &i));) {
 		if (revert && (e->state == TB_ALLOC || e->state == TB_NEW ||
 			       e->state == TB_DATA))
@@ -156,14 +108,7 @@ void txn_release(struct txn *t, int revert)
 
 uint64_t txn_written_in_place(const struct txn *t)
 {
-	uint64_t n = 0;
-	struct tb *e;
-
-	if (!t)
-		return 0;
-	for (size_t i = 0; (e = tb_next(&t->map, &i));)
-		n += e->state == TB_DATA;
-	return n;
+	return t ? tb_count(&t->map, TB_DATA) : 0;
 }
 
 void txn_abort(struct txn *t)
@@ -222,18 +167,11 @@ static int pin_twice(struct txn *t, struct tb *e, int fresh,
 	return io_cache_get(c, e->nr, out, err);
 }
 
-int txn_capture(struct txn *t, uint64_t blk, struct io_block **out,
-		struct r4_error *err)
+static int capture(struct txn *t, struct tb *e, uint64_t blk,
+		   struct io_block **out, struct r4_error *err)
 {
-	struct tb *e;
-	int rc = check_blk(t, blk, "captured", err);
+	int rc;
 
-	*out = NULL;
-	if (rc)
-		return rc;
-	e = tb_get(&t->map, blk);
-	if (!e)
-		return nomem(t, err);
 	switch (e->state) {
 	case TB_FREED:
 		return r4i_fail(err, R4_EINVAL, "%s: block %llu: captured "
@@ -266,6 +204,23 @@ int txn_capture(struct txn *t, uint64_t blk, struct io_block **out,
 	return pin_twice(t, e, 0, out, err);
 }
 
+int txn_capture(struct txn *t, uint64_t blk, struct io_block **out,
+		struct r4_error *err)
+{
+	struct tb *e;
+	int rc = check_blk(t, blk, "captured", err);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	e = tb_get(&t->map, blk);
+	if (!e)
+		return nomem(t, err);
+	rc = capture(t, e, blk, out, err);
+	txn_settle(t, e);
+	return rc;
+}
+
 int txn_capture_fixed(struct txn *t, uint64_t blk, struct io_block **out,
 		      struct r4_error *err)
 {
@@ -284,11 +239,13 @@ int txn_capture_fixed(struct txn *t, uint64_t blk, struct io_block **out,
 	e = tb_get(&t->map, blk);
 	if (!e)
 		return nomem(t, err);
-	if (e->state != TB_DEAD && e->state != TB_CAPTURED)
+	if (e->state != TB_DEAD && e->state != TB_CAPTURED) {
+		txn_settle(t, e);
 		return r4i_fail(err, R4_EINVAL, "%s: block %llu: captured as a "
 			       "fixed block, but the transaction allocated or "
 			       "freed it", vol->dev->path,
 			       (unsigned long long)blk);
+	}
 	e->state = TB_CAPTURED;
 	return pin_twice(t, e, 0, out, err);
 }
@@ -332,12 +289,13 @@ static int take(struct txn *t, uint64_t blk, uint32_t scope,
 	if (!e)
 		return nomem(t, err);
 	rc = space_mark(&t->vol->space, blk, 1, err);
-	if (rc)
-		return rc;
-	e->state = TB_ALLOC;
-	e->scope = scope;
-	t->nalloc++;
-	return 0;
+	if (!rc) {
+		e->state = TB_ALLOC;
+		e->scope = scope;
+		t->nalloc++;
+	}
+	txn_settle(t, e);
+	return rc;
 }
 
 /* A free block at or after from, wrapping around once; never a bitmap
@@ -400,16 +358,31 @@ int txn_alloc_run(struct txn *t, uint64_t hint, uint64_t want,
 	return 0;
 }
 
+/* *e: blk's entry in the hash (txn_settle it after), which must be one
+ * this transaction allocated; NULL on failure. */
 static int need_alloc(struct txn *t, uint64_t blk, struct tb **e,
 		      struct r4_error *err)
 {
-	*e = tb_find(&t->map, blk);
-	if (!*e || ((*e)->state != TB_ALLOC && (*e)->state != TB_NEW &&
-		    (*e)->state != TB_DATA))
+	struct tb p = tb_peek(&t->map, blk);
+
+	*e = NULL;
+	if (p.state != TB_ALLOC && p.state != TB_NEW && p.state != TB_DATA)
 		return r4i_fail(err, R4_EINVAL, "%s: block %llu was not "
 			       "allocated by this transaction",
 			       t->vol->dev->path, (unsigned long long)blk);
-	return 0;
+	*e = tb_get(&t->map, blk);
+	return *e ? 0 : nomem(t, err);
+}
+
+/* Every entry of the hash that can leave it does (deleting leaves the
+ * others where they are). */
+static void settle_all(struct txn *t)
+{
+	struct tb *e;
+
+	for (size_t i = 0; (e = tb_next(&t->map, &i));)
+		if (!e->b)
+			txn_settle(t, e);
 }
 
 int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err)
@@ -435,6 +408,7 @@ int txn_write_behind(struct txn *t, size_t keep, struct r4_error *err)
 	t->wb_keep = keep;
 	t->wb_head = t->wb_n = 0;
 	t->wb_spill = 0;
+	settle_all(t);	/* no generation is live now */
 	return 0;
 }
 
@@ -502,8 +476,6 @@ static int wb_write(struct txn *t, struct tb **v, size_t n,
 	return rc;
 }
 
-static int cmp_tbp(const void *a, const void *b);
-
 /* Block e may be written now: a txn_new buffer nobody else holds. */
 static int wb_ready(const struct tb *e)
 {
@@ -550,9 +522,10 @@ static int wb_flush(struct txn *t, struct r4_error *err)
 {
 	size_t n = 0, batch = t->wb_keep / 2 < WB_BATCH ? t->wb_keep / 2 :
 			       WB_BATCH;
+	size_t head = t->wb_head, popped = 0;
 	int rc;
 
-	for (size_t i = 0; i < batch && t->wb_n; i++) {
+	for (size_t i = 0; i < batch && t->wb_n; i++, popped++) {
 		struct wb_ent w = t->wb[t->wb_head];
 		struct tb *e = tb_find(&t->map, w.nr);
 
@@ -567,6 +540,18 @@ static int wb_flush(struct txn *t, struct r4_error *err)
 	rc = wb_write(t, t->wb_pick, n, err);
 	for (size_t i = 0; !rc && i < n; i++)
 		wb_done(t, t->wb_pick[i]);
+	/* the blocks written, and those the ring no longer names, keep
+	 * only their states now (the gathered ones wait for their own
+	 * ring entry); the slots popped are untouched until wb_note */
+	for (size_t i = 0; !rc && i < n; i++)
+		txn_settle(t, t->wb_pick[i]);
+	for (size_t i = 0; i < popped; i++) {
+		struct tb *e = tb_find(&t->map,
+				       t->wb[(head + i) % t->wb_keep].nr);
+
+		if (e && !e->b)
+			txn_settle(t, e);
+	}
 	return rc;
 }
 
@@ -609,6 +594,7 @@ static int new_buf(struct txn *t, uint64_t blk, int zero,
 	 * zeros, as txn_new gives, never the bytes the buffer held */
 	if (rc && !zero && e->b)
 		memset(e->b->data, 0, t->vol->blksize);
+	txn_settle(t, e);
 	return rc;
 }
 
@@ -656,6 +642,7 @@ int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
 			memcpy(e->b->data, p + i * vol->blksize, vol->blksize);
 			e->state = TB_NEW;
 			run = i + 1;
+			txn_settle(t, e);
 			continue;
 		}
 		if (rc) {
@@ -669,6 +656,7 @@ int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
 		 * caller aborts the transaction, which forgets these
 		 * states with the rest */
 		e->state = TB_DATA;
+		txn_settle(t, e);
 		io_cache_forget(&vol->cache, blk + i);
 	}
 	return write_run(t, blk, p, run, nblocks, err);
@@ -676,30 +664,31 @@ int txn_write_data(struct txn *t, uint64_t blk, const void *buf,
 
 int txn_owns(const struct txn *t, uint64_t blk)
 {
-	const struct tb *e = r4_u64map_find(&t->map.m, blk);
+	struct tb e = tb_peek(&t->map, blk);
 
-	return e && (e->state == TB_ALLOC || e->state == TB_NEW ||
-		     e->state == TB_DATA);
+	return e.state == TB_ALLOC || e.state == TB_NEW || e.state == TB_DATA;
 }
 
 int txn_owns_in(const struct txn *t, uint64_t blk, uint32_t scope)
 {
-	const struct tb *e = r4_u64map_find(&t->map.m, blk);
+	struct tb e = tb_peek(&t->map, blk);
 
-	return scope && e && e->scope == scope &&
-	       (e->state == TB_ALLOC || e->state == TB_NEW ||
-		e->state == TB_DATA);
+	return scope && e.scope == scope &&
+	       (e.state == TB_ALLOC || e.state == TB_NEW ||
+		e.state == TB_DATA);
 }
 
 uint64_t txn_scope_blocks(const struct txn *t, uint32_t scope)
 {
-	uint64_t n = 0;
-	struct tb *e;
+	unsigned states = (1u << TB_ALLOC) | (1u << TB_NEW) |
+			  (1u << TB_DATA);
+	uint64_t n = 0, nr = 0;
+	struct tb *e, c;
 
 	for (size_t i = 0; scope && (e = tb_next(&t->map, &i));)
-		n += e->scope == scope && (e->state == TB_ALLOC ||
-					   e->state == TB_NEW ||
-					   e->state == TB_DATA);
+		n += e->scope == scope && ((states >> e->state) & 1);
+	while (scope && tbc_next(&t->map, &nr, states, &c))
+		n += c.scope == scope;
 	return n;
 }
 
@@ -708,6 +697,9 @@ void txn_put(struct txn *t, struct io_block *b)
 	io_cache_put(&t->vol->cache, b);
 }
 
+static int free_e(struct txn *t, struct tb *e, uint64_t blk,
+		  struct r4_error *err);
+
 static int free_one(struct txn *t, uint64_t blk, struct r4_error *err)
 {
 	struct tb *e = tb_get(&t->map, blk);
@@ -715,6 +707,16 @@ static int free_one(struct txn *t, uint64_t blk, struct r4_error *err)
 
 	if (!e)
 		return nomem(t, err);
+	rc = free_e(t, e, blk, err);
+	txn_settle(t, e);
+	return rc;
+}
+
+static int free_e(struct txn *t, struct tb *e, uint64_t blk,
+		  struct r4_error *err)
+{
+	int rc;
+
 	switch (e->state) {
 	case TB_ALLOC:
 	case TB_NEW:
@@ -726,6 +728,7 @@ static int free_one(struct txn *t, uint64_t blk, struct r4_error *err)
 		e->b = NULL;
 		e->spilled = 0;
 		e->state = TB_DEAD;
+		e->scope = 0;	/* take gives it one anew */
 		t->nalloc--;
 		return space_mark(&t->vol->space, blk, 0, err);
 	case TB_FREED:

@@ -43,13 +43,68 @@ struct wb_ent {
 	uint32_t gen;
 };
 
-/* Block number -> struct tb (an r4_u64map of struct tb). */
+/* Block number -> what the transaction did to it, in two parts. The
+ * hash (an r4_u64map of struct tb) holds the blocks that need more than
+ * a state and a scope: a buffer (the transaction's pin), a CAPTURED
+ * state (always pinned), or a write-behind generation the ring may
+ * still name. Every other block the transaction touched (the old
+ * tree's nodes it freed, the new ones it spilled or wrote: millions in
+ * a tree rebuild) is a nibble, state | TBC_SPILLED, in chunks of
+ * TB_CHUNK blocks made when first used (half a byte a volume block at
+ * most), and its scope, when it has one, 4 bytes in groups of TB_SGROUP
+ * blocks made when first needed (a tree writer's new nodes: side by
+ * side). A block is in one part only; 0 in the chunks and absent from
+ * the hash: TB_DEAD (the state of a block never touched). */
+#define TB_CHUNK_SHIFT 16
+#define TB_CHUNK ((uint64_t)1 << TB_CHUNK_SHIFT)
+#define TB_SGROUP_SHIFT 12
+#define TB_SGROUP ((uint64_t)1 << TB_SGROUP_SHIFT)
+#define TBC_SPILLED 8u
 struct tbmap {
 	struct r4_u64map m;
+	uint8_t **chunk;	/* TB_CHUNK / 2 bytes each, or NULL */
+	uint32_t *used;		/* per chunk: blocks not TB_DEAD */
+	size_t nchunk;
+	uint32_t **scope;	/* TB_SGROUP scopes each, or NULL */
+	size_t nscope;
+	uint64_t count[8];	/* blocks in the chunks, by state */
 };
-/* Walking: for (struct tb *e = tb_next(m, &i); e; e = tb_next(m, &i))
- * with size_t i = 0 first. */
+/* Walking the hash: for (struct tb *e = tb_next(m, &i); e;
+ * e = tb_next(m, &i)) with size_t i = 0 first. */
 struct tb *tb_next(const struct tbmap *m, size_t *i);
+
+/* The chunks' next block at or after *nr in one of the states (bit
+ * mask of 1 << state): 1, *out that block (b NULL, gen 0) and
+ * *nr the block after it; 0 at the end. */
+int tbc_next(const struct tbmap *m, uint64_t *nr, unsigned states,
+	     struct tb *out);
+
+/* Both parts in block order: tb_iter_next fills *out (a copy: b and
+ * gen as the hash has them, NULL and 0 for a chunk's block) with
+ * the next block in one of the states; 0 at the end. */
+struct tb_iter {
+	const struct tbmap *m;
+	struct tb **h;
+	size_t nh, ih;
+	uint64_t nr;
+	unsigned states;
+	int have;
+	struct tb c;
+};
+int tb_iter_start(struct tb_iter *it, const struct tbmap *m,
+		  unsigned states);
+int tb_iter_next(struct tb_iter *it, struct tb *out);
+void tb_iter_fini(struct tb_iter *it);
+
+/* Blocks in the state, in both parts. */
+uint64_t tb_count(const struct tbmap *m, unsigned state);
+/* What the map says of nr (a copy; TB_DEAD when it says nothing). */
+struct tb tb_peek(const struct tbmap *m, uint64_t nr);
+/* Entry e of the hash leaves it for the chunks when nothing but its
+ * state and scope is left: no buffer, not CAPTURED, and its generation
+ * 0 or older than live_gen (the oldest the write-behind ring holds).
+ * e is not to be used after: it may be gone. */
+void tb_settle(struct tbmap *m, struct tb *e, uint32_t live_gen);
 
 struct txn {
 	struct r4_vol *vol;
@@ -92,16 +147,22 @@ int txn_sp_read(struct txn *t, uint64_t nr, size_t n, uint8_t *buf,
  * it read from it (their bytes are not the volume's). */
 void txn_sp_release(struct txn *t, int revert);
 
+/* The hash's entry of nr (a block with a buffer among them), or NULL. */
 struct tb *tb_find(struct tbmap *m, uint64_t nr);
-/* The entry of nr, created (state TB_DEAD) when missing; NULL: no memory. */
+/* The entry of nr in the hash, moved there from the chunks or created
+ * (state TB_DEAD) when missing; NULL: no memory. Give it back with
+ * tb_settle (txn_settle) once changed. */
 struct tb *tb_get(struct tbmap *m, uint64_t nr);
+void tb_init(struct tbmap *m);
 void tb_fini(struct tbmap *m);
-/* Entries in one of the states (bit mask of 1 << state), sorted by
- * block; *out is malloc'ed (NULL when n = 0). */
+/* The hash's entries in one of the states (bit mask of 1 << state),
+ * sorted by block; *out is malloc'ed (NULL when n = 0). */
 int tb_list(const struct tbmap *m, unsigned states, struct tb ***out,
 	    size_t *n);
 
 /* Undo every in-memory effect and free t (abort, failed commit). */
 void txn_release(struct txn *t, int revert);
+/* tb_settle with the ring's oldest generation. */
+void txn_settle(struct txn *t, struct tb *e);
 
 #endif

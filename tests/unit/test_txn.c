@@ -853,6 +853,69 @@ static void test_raw_failed(void)
 	is_int(bad, 0, "no block written with a raw buffer's old bytes");
 }
 
+/* The tree writer's pattern (tree_mod): 64 node blocks allocated in a
+ * scope side by side, each given a buffer (txn_new) and let go, twice
+ * (the second round rewrites them in place, as txn_owns_in allows), the
+ * ring 8 long. Blocks written behind leave the hash with their scope:
+ * txn_owns_in must still say so, and each round must go out gathered in
+ * runs, a flush taking the 4 it pops with their ready neighbours (7
+ * or 8 writes a round; 12 at most here: 16 when the neighbours are not
+ * gathered, 64 when the blocks go one by one); every block ends with
+ * the second round's bytes. */
+static void test_scope_behind(void)
+{
+	struct r4_error err = { 0 };
+	uint64_t blk[64], writes[2] = { 0, 0 }, lost = 0;
+	uint8_t buf[BS];
+	struct r4_vol *vol;
+	struct io_block *b;
+	struct txn *t;
+	uint32_t scope;
+	int rc, bad = 0;
+
+	copy_image(pristine, path);
+	tap_require(!r4_vol_open(path, R4_OPEN(R4_OPEN_RDWR), &vol, &err),
+		    "open: %s", err.msg);
+	rc = txn_begin(vol, &t, &err);
+	tap_require(!rc && !txn_write_behind(t, 8, &err), "begin: %s",
+		    err.msg);
+	scope = txn_scope_begin(t);
+	for (int i = 0; !rc && i < 64; i++)
+		rc = txn_alloc_in(t, scope, i ? blk[i - 1] + 1 : 1000, &blk[i],
+				  &err);
+	ok(!rc && blk[63] == blk[0] + 63, "64 blocks side by side in a "
+	   "scope: %s", err.msg);
+	for (int r = 0; !rc && r < 2; r++) {
+		uint64_t w = vol->dev->writes;
+
+		for (int i = 0; !rc && i < 64; i++) {
+			lost += !txn_owns_in(t, blk[i], scope);
+			rc = txn_new(t, blk[i], &b, &err);
+			if (rc)
+				break;
+			memset(b->data, 0x50 + r, BS);
+			txn_put(t, b);
+		}
+		writes[r] = vol->dev->writes - w;
+	}
+	is_int(rc, 0, "two rounds of txn_new: %s", err.msg);
+	is_u64(lost, 0, "each block still the scope's before its rewrite");
+	ok(writes[0] && writes[0] <= 12 && writes[1] && writes[1] <= 12,
+	   "written behind in runs: %llu and %llu writes for 64 blocks",
+	   (unsigned long long)writes[0], (unsigned long long)writes[1]);
+	is_u64(txn_scope_blocks(t, scope), 64, "the scope holds the 64");
+	if (!rc)
+		rc = txn_commit(t, &err);
+	else
+		txn_abort(t);
+	is_int(rc, 0, "commit: %s", err.msg);
+	tap_must(r4_vol_close(vol, NULL));
+	for (int i = 0; i < 64; i++)
+		bad += fixture_block(path, blk[i], buf) || buf[0] != 0x51 ||
+		       buf[BS - 1] != 0x51;
+	is_int(bad, 0, "every block has the second round's bytes");
+}
+
 /* ---- spill (txn_spill) ---- */
 
 /* One transaction of 16 new blocks (pattern pat), the ring two long:
@@ -1154,6 +1217,7 @@ int main(void)
 	test_many();
 	test_write_runs();
 	test_raw_failed();
+	test_scope_behind();
 	test_spill();
 	test_abort();
 	test_hostile();
