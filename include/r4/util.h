@@ -30,7 +30,8 @@ int r4_reserve(void *pp, size_t *cap, size_t need, size_t elem,
 /* ---- u64 hash map and set ----------------------------------------------
  * Open addressing with linear probing; any u64 is a key. With a value
  * size of 0 it is a set. Pointers to values stay valid until the next
- * insertion. */
+ * r4_u64map_get (which may rehash, even for a key already there);
+ * a delete moves nothing. */
 struct r4_u64map {
 	uint64_t *keys;
 	uint8_t *state;		/* per slot: 0 free, 1 used, 2 deleted */

@@ -347,9 +347,11 @@ int rb_old_nodes(struct rb *b, int walked, struct chk_map *out,
 	struct chk *c = &b->R->c;
 	struct chk_map ext;
 	size_t n = 0;
-	int rc = chk_map_init(&ext, c->blocks, c->used.chunk_bits);
+	int rc;
 
 	*nout = 0;
+	memset(out, 0, sizeof(*out));	/* chk_map_fini below is safe */
+	rc = chk_map_init(&ext, c->blocks, c->used.chunk_bits);
 	if (!rc)
 		rc = chk_map_init(out, c->blocks, c->used.chunk_bits);
 

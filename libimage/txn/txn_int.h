@@ -151,7 +151,8 @@ void txn_sp_release(struct txn *t, int revert);
 struct tb *tb_find(struct tbmap *m, uint64_t nr);
 /* The entry of nr in the hash, moved there from the chunks or created
  * (state TB_DEAD) when missing; NULL: no memory. Give it back with
- * tb_settle (txn_settle) once changed. */
+ * tb_settle (txn_settle) once changed. It may move every other entry
+ * of the hash (a rehash): hold no struct tb * across it. */
 struct tb *tb_get(struct tbmap *m, uint64_t nr);
 void tb_init(struct tbmap *m);
 void tb_fini(struct tbmap *m);

@@ -212,7 +212,9 @@ for i in range(6000):
         f.write(random.randbytes(random.randint(0, 4000)))
 ' "$T/new"
 	r4mkfs -q -o create=reg40 "$T/a.img" 64M
-	R4_FAULT=count R4_FAULT_REPORT="$T/rep" "$rp" add -q "$T/a.img" "$T/new"
+	# the default write-behind ring, whatever the caller's environment
+	env -u R4_WRITE_BEHIND R4_FAULT=count R4_FAULT_REPORT="$T/rep" \
+		"$rp" add -q "$T/a.img" "$T/new"
 	cat "$T/rep"
 	n=$(sed -n 's/^writes=\([0-9]*\) .*/\1/p' "$T/rep")
 	[ -n "$n" ]
